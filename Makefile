@@ -1,0 +1,84 @@
+# mayfly - build, test, run.
+#
+#   make            release build: build/release/mayflyd
+#   make asan       ASan+UBSan build: build/asan/mayflyd (what make test runs)
+#   make test       install missing packages, build asan, run every suite
+#   make run        install missing packages, build, run one node on 127.0.0.1:6632
+#   make bench      the side-by-side benchmark (ops/bench/)
+#
+# Every .c under shm/ http/ consensus/ worker/ master/ is part of mayflyd;
+# every test/<suite>/test_*.c is one Criterion binary linked with all of
+# them but master/main.c.
+
+CC      ?= cc
+PKGS    := libmicrohttpd json-c lmdb cmph libcurl libxxhash
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+           -Wmissing-prototypes -Wformat=2 -Wundef -Wvla
+BASE    := -std=c11 -D_GNU_SOURCE -pthread -I. $(WARN)
+LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+
+MODE    ?= release
+ifeq ($(MODE),asan)
+OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+           -fno-sanitize-recover=undefined
+else
+OPT     := -O2 -g
+endif
+CFLAGS  += $(BASE) $(OPT)
+LDFLAGS += $(OPT)
+
+B       := build/$(MODE)
+SRC     := $(wildcard shm/*.c http/*.c consensus/*.c worker/*.c master/*.c)
+LIBSRC  := $(filter-out master/main.c,$(SRC))
+OBJ     := $(SRC:%.c=$(B)/%.o)
+LIBOBJ  := $(LIBSRC:%.c=$(B)/%.o)
+TESTSRC := $(wildcard test/*/test_*.c)
+TESTBIN := $(patsubst test/%.c,$(B)/test/%,$(TESTSRC))
+TESTLIB := $(patsubst %.c,$(B)/%.o,$(filter-out $(TESTSRC),$(wildcard test/*/*.c)))
+
+.PHONY: all asan test test-only run bench deps clean format format-check
+all: $(B)/mayflyd
+
+asan:
+	$(MAKE) MODE=asan all tests
+
+tests: $(TESTBIN)
+
+$(B)/mayflyd: $(OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(B)/test/%: test/%.c $(LIBOBJ) $(TESTLIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LIBOBJ) $(TESTLIB) $(LIBS) -lcriterion -lcurl
+
+deps:
+	ops/install-deps.sh test
+
+test: deps
+	$(MAKE) MODE=asan all tests
+	test/run-all.sh build/asan
+
+test-only:
+	$(MAKE) MODE=asan all tests
+	test/run-all.sh build/asan
+
+run:
+	ops/install-deps.sh build
+	$(MAKE) all
+	$(B)/mayflyd -o listen=127.0.0.1:6632
+
+format:
+	clang-format -i $(SRC) $(wildcard */*.h test/*/*.c test/*/*.h)
+
+format-check:
+	clang-format --dry-run --Werror $(SRC) $(wildcard */*.h test/*/*.c test/*/*.h)
+
+clean:
+	rm -rf build
+
+-include $(OBJ:.o=.d) $(TESTLIB:.o=.d)
+-include ops/ops.mk

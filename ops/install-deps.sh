@@ -1,0 +1,29 @@
+#!/bin/sh
+# install-deps.sh - install the Debian packages mayfly builds, tests and runs with.
+#
+# Installs only what is missing, non-interactively; uses sudo only when not root.
+# Usage: ops/install-deps.sh [build|test|bench]   (default: test)
+set -eu
+
+pkgs="gcc make pkg-config libmicrohttpd-dev libjson-c-dev liblmdb-dev libcmph-dev
+libcurl4-openssl-dev libxxhash-dev"
+case "${1:-test}" in
+test) pkgs="$pkgs libcriterion-dev curl prometheus clang-format" ;;
+bench) pkgs="$pkgs redis-server nats-server libhiredis-dev wrk" ;;
+build) ;;
+*) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+        missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "install-deps: installing$missing" >&2
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+# shellcheck disable=SC2086
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
