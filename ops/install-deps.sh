@@ -9,7 +9,7 @@ pkgs="gcc make pkg-config libmicrohttpd-dev libjson-c-dev liblmdb-dev libcmph-de
 libcurl4-openssl-dev libxxhash-dev"
 case "${1:-test}" in
 test) pkgs="$pkgs libcriterion-dev curl prometheus clang-format" ;;
-bench) pkgs="$pkgs redis-server nats-server libhiredis-dev wrk" ;;
+bench) pkgs="$pkgs redis-server nats-server libhiredis-dev libnats-dev wrk" ;;
 build) ;;
 *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
 esac
