@@ -1,0 +1,257 @@
+/*
+ * broker.h - the operations workers (and the master) perform on queues held
+ * in the segment.  This is shm/'s whole public face above segment.h: a worker
+ * parses a request, calls one of these, and formats the answer.
+ *
+ * Names are byte strings (ptr, len) already validated by the caller
+ * (1-512 bytes of UTF-8 without control characters).  The empty group name
+ * (len 0) is queue mode.  Times are shm_now_ms() values.
+ *
+ * Locking: each call takes the locks it needs (directory lock briefly for
+ * lookup/create, then one partition lock at a time) and releases them before
+ * returning.  No call blocks on anything but those locks.
+ *
+ * Errors: 0 or a count on success, -errno on failure:
+ *   -ENOSPC   queue full with policy reject           (429 queue_full)
+ *   -ENOBUFS  node cap reached                        (503 ephemeral_unavailable)
+ *   -EMSGSIZE one message larger than the queue's maxBytes (413)
+ *   -ENOENT   no such queue / partition / group
+ *   -EOVERFLOW a table is full (queues, partitions, groups per queue)
+ */
+#ifndef MAYFLY_SHM_BROKER_H
+#define MAYFLY_SHM_BROKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/segment.h"
+
+#define SHM_NAME_MAX 512
+
+struct shm_name {
+    const char *ptr;
+    size_t len;
+};
+
+/* ---- push ---------------------------------------------------------- */
+
+/* One message to push: the payload's JSON text, already validated. */
+struct shm_msg_in {
+    const char *payload;
+    uint32_t len;
+};
+
+/*
+ * shm_push - append n messages to (queue, part) in order, all or nothing.
+ * Creates the queue (implicit, node defaults) and partition if needed.
+ * On success *first_seq is the sequence of the first message; the others
+ * follow consecutively.  Wakes parked pops of any worker (eventfd writes after
+ * the partition lock is released).  n == 0 succeeds and pushes nothing.
+ */
+int shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
+             struct shm_name part, const struct shm_msg_in *msgs, uint32_t n,
+             uint64_t now, uint64_t *first_seq);
+
+/* ---- pop ----------------------------------------------------------- */
+
+enum shm_from { SHM_FROM_ALL, SHM_FROM_NEW, SHM_FROM_LAST };
+
+struct shm_pop_req {
+    struct shm_name queue;
+    struct shm_name part;  /* len 0: any partition of the queue, round robin */
+    struct shm_name group; /* len 0: queue mode */
+    uint32_t batch;        /* 1..10000 */
+    int auto_ack;
+    enum shm_from from;    /* start of a group the queue does not know yet */
+    int park;              /* nothing to take: register this worker as waiter */
+};
+
+/*
+ * One popped message as it sits in the sink: the header, then the
+ * partition name (part_len bytes), then the payload (len bytes); the next
+ * record starts at the following 8-byte boundary.
+ */
+struct shm_popped {
+    uint64_t seq;
+    uint32_t attempts;  /* 1 on first delivery */
+    uint32_t part_len;
+    uint32_t len;       /* payload bytes */
+    uint32_t pad;
+};
+
+/*
+ * Caller-owned buffer the pop copies into (no allocation happens under a
+ * lock).  A pop stops early when the next message would not fit; when not even
+ * the first fits, it returns -ENOMEM with need set to the bytes that message
+ * requires, leasing nothing: grow the buffer and call again.
+ */
+struct shm_sink {
+    unsigned char *buf;
+    size_t cap;
+    size_t used;       /* out */
+    uint32_t count;    /* out: records */
+    size_t need;       /* out, with -ENOMEM */
+};
+
+/*
+ * shm_pop - take up to batch messages for the group: redeliveries first, then
+ * new messages in push order; lease them (lease_s of the queue) unless
+ * auto_ack.  Creates the queue (implicit) and the group if needed.
+ * Returns the number taken (0 when nothing is there: then, with req->park,
+ * this worker's waiter bit is set on the partition, or on the queue for
+ * an any-partition pop, before the lock is released, so no push is missed).
+ */
+int shm_pop(struct shm_seg *seg, int worker, const struct shm_pop_req *req,
+            uint64_t now, struct shm_sink *sink);
+
+/* shm_popped_next - iterate a sink: NULL first, NULL at the end. */
+const struct shm_popped *shm_popped_next(const struct shm_sink *sink,
+                                         const struct shm_popped *prev);
+
+/*
+ * shm_release - a reply carrying leased messages could not be sent: make
+ * them deliverable again at once without counting an attempt.
+ */
+void shm_release(struct shm_seg *seg, int worker, struct shm_name queue,
+                 struct shm_name group, const struct shm_sink *sink,
+                 uint64_t now);
+
+/* ---- ack, extend ------------------------------------------------------ */
+
+enum shm_status { SHM_ACK_COMPLETED, SHM_ACK_FAILED, SHM_ACK_RETRY };
+
+enum shm_outcome {
+    SHM_OUT_ACKED,         /* completed */
+    SHM_OUT_ACKED_DROPPED, /* failed/retry at the retry limit: dropped */
+    SHM_OUT_REDELIVERED,   /* failed/retry: it will come back */
+    SHM_OUT_STALE,         /* fenced ack of a superseded delivery */
+    SHM_OUT_UNKNOWN,       /* nothing held under that id */
+    SHM_OUT_EXTENDED,      /* extend: lease prolonged */
+};
+
+/* One ack or extend entry of a partition (caller groups by partition). */
+struct shm_ack {
+    uint64_t seq;
+    uint32_t attempts;      /* 0: unfenced (bare id), acts on current delivery */
+    uint32_t status;        /* enum shm_status; for extend: unused */
+    uint32_t seconds;       /* extend only */
+    uint32_t outcome;       /* out: enum shm_outcome */
+};
+
+/*
+ * shm_ack - apply n acks of one partition for a group under one lock.
+ * Unknown queue, partition or group gives SHM_OUT_UNKNOWN for each.
+ */
+void shm_ack(struct shm_seg *seg, int worker, struct shm_name queue,
+             struct shm_name part, struct shm_name group, struct shm_ack *acks,
+             uint32_t n, uint64_t now);
+
+/* shm_extend - prolong n leases of one partition by each entry's seconds
+ * from now (SHM_OUT_EXTENDED, _STALE or _UNKNOWN). */
+void shm_extend(struct shm_seg *seg, int worker, struct shm_name queue,
+                struct shm_name part, struct shm_name group,
+                struct shm_ack *ents, uint32_t n, uint64_t now);
+
+/* ---- admin ------------------------------------------------------------ */
+
+/*
+ * shm_queue_reset - drop every message, void leases, rewind groups; keeps the
+ * declaration.  Returns messages dropped (0 for no such queue).
+ */
+int64_t shm_queue_reset(struct shm_seg *seg, int worker, struct shm_name queue,
+                        uint64_t now);
+
+/*
+ * shm_queue_delete - drop contents and the queue itself.  Returns 1 when there
+ * was something to delete, 0 when not.
+ */
+int shm_queue_delete(struct shm_seg *seg, int worker, struct shm_name queue,
+                     uint64_t now);
+
+/* Per-queue view for the listing and depth. */
+struct shm_queue_info {
+    char name[SHM_NAME_MAX + 1];
+    size_t name_len;
+    int declared;
+    uint64_t depth;      /* messages held not yet completed by all groups */
+    uint64_t leased;
+    uint64_t waiting;    /* parked pops */
+    uint64_t bytes;      /* accounted bytes */
+    uint32_t partitions;
+    uint32_t groups;
+    uint64_t drops_bounds, drops_ttl, drops_retry;
+    struct shm_qopts opts;
+};
+
+struct shm_part_info {
+    char name[SHM_NAME_MAX + 1];
+    size_t name_len;
+    uint64_t pending;    /* for the group asked about, or held if none */
+    uint64_t leased;
+    uint64_t waiting;
+    uint64_t bytes;
+    uint64_t oldest_age_ms;
+};
+
+struct shm_group_info {
+    char name[SHM_NAME_MAX + 1];
+    size_t name_len;
+    uint64_t pending;    /* not yet delivered to this group */
+    uint64_t skipped;    /* evicted/expired before this group read them */
+};
+
+/*
+ * shm_queue_list - call fn for each queue whose name starts with prefix, in
+ * name order, at most limit; returns the number listed.  The info is a
+ * snapshot taken one partition lock at a time.
+ */
+int shm_queue_list(struct shm_seg *seg, struct shm_name prefix, uint32_t limit,
+                   uint64_t now,
+                   void (*fn)(void *arg, const struct shm_queue_info *q),
+                   void *arg);
+
+/*
+ * shm_queue_depth - fill *q and call part_fn per partition and group_fn per
+ * group (only the named group when group.ptr != NULL).  -ENOENT when the
+ * node holds no such queue.
+ */
+int shm_queue_depth(struct shm_seg *seg, struct shm_name queue,
+                    const struct shm_name *group, uint64_t now,
+                    struct shm_queue_info *q,
+                    void (*part_fn)(void *arg, const struct shm_part_info *p),
+                    void (*group_fn)(void *arg, const struct shm_group_info *g),
+                    void *arg);
+
+/* ---- parked pops, maintenance, crash repair ------------------------------ */
+
+/*
+ * shm_wake_drain - a worker, after its eventfd fired: move the queue and
+ * partition handles pushed to it into out (at most n); returns how many, or
+ * -EOVERFLOW when its wake queue overflowed (then retry every parked pop).
+ * A handle is opaque: compare with shm_pop_handle().
+ */
+int shm_wake_drain(struct shm_seg *seg, int worker, uint64_t *out, int n);
+
+/* shm_pop_handle - the wake handle a parked pop on (queue, part) waits for;
+ * 0 when the queue/partition does not exist. */
+uint64_t shm_pop_handle(struct shm_seg *seg, struct shm_name queue,
+                        struct shm_name part);
+
+/* shm_unpark - this worker no longer waits on handle (parked pop answered). */
+void shm_unpark(struct shm_seg *seg, int worker, uint64_t handle);
+
+/*
+ * shm_maintain - master, about every 100 ms: expire leases (waking waiters),
+ * drop ttl-expired messages, forget groups idle for implicit_idle_s, collect
+ * idle empty implicit queues.  Returns 0 or -errno.
+ */
+int shm_maintain(struct shm_seg *seg, uint64_t now);
+
+/*
+ * shm_worker_reap - master, after worker slot w died: repair every lock it
+ * held, return its arena cells and in-flight chains, clear its waiter bits
+ * and wake queue, so a new worker can take the slot.
+ */
+void shm_worker_reap(struct shm_seg *seg, int worker);
+
+#endif

@@ -1,0 +1,85 @@
+/*
+ * segment.h - the shared segment: one memfd mapping created by the master
+ * before the first fork and inherited by every worker at the same address.
+ *
+ * Structures inside refer to each other by offset (or cell index), never by
+ * pointer.  The segment is never resized or unmapped while workers live.
+ *
+ * Regions, in order (each 64-byte aligned; offsets recorded in the header):
+ *   header     magic, version, sizes, node settings, region offsets
+ *   slots      SHM_MAX_WORKERS per-worker slots (pid, heartbeat, counters,
+ *              arena cache, wake queue), 64-byte padded
+ *   queues     fixed table of queue records (struct shm_queue)
+ *   parts      fixed table of partition records (struct shm_part)
+ *   dir        name hash index over queues and partitions
+ *   arena      the cell arena: payloads, names, groups, leases (cells of
+ *              SHM_CELL_BYTES) plus one tag word per cell
+ * Untouched table slots and cells cost no memory: a memfd page is allocated
+ * on first touch.
+ */
+#ifndef MAYFLY_SHM_SEGMENT_H
+#define MAYFLY_SHM_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHM_MAX_WORKERS 64
+#define SHM_MAGIC       0x4d41594655594d31ULL /* "MAYFLYM1" */
+#define SHM_VERSION     1
+
+/* The bounds a queue runs with: node defaults or a declaration. */
+struct shm_qopts {
+    uint32_t max_length;   /* messages held on this node */
+    uint32_t policy;       /* SHM_POLICY_REJECT or SHM_POLICY_DROP_OLDEST */
+    uint64_t max_bytes;    /* accounted bytes held on this node */
+    uint32_t ttl_s;        /* 0 = none */
+    uint32_t lease_s;      /* lease length */
+    uint32_t retry_limit;  /* attempts before a drop */
+    uint32_t window_ms;    /* windowBuffer; 0 = off */
+    uint32_t window_count; /* windowBuffer; 0 = off */
+    uint32_t pad;
+};
+
+#define SHM_POLICY_REJECT      0
+#define SHM_POLICY_DROP_OLDEST 1
+
+/* What the master sizes the segment from (master/config.c fills it). */
+struct shm_params {
+    uint64_t max_bytes;        /* node cap on accounted bytes */
+    uint32_t workers;          /* worker slots in use, <= SHM_MAX_WORKERS */
+    uint32_t implicit_idle_s;  /* idle time before collection */
+    uint64_t incarnation;      /* this node's incarnation (ids carry it) */
+    struct shm_qopts defaults; /* what an implicit queue gets */
+    uint64_t queue_max_bytes;  /* ceilings a declaration may not exceed */
+    uint32_t queue_max_length;
+};
+
+/*
+ * struct shm_seg - a process's handle on the segment (process memory, not
+ * shared).  Every process has one, filled by shm_segment_create() in the
+ * master and inherited over fork().
+ */
+struct shm_seg {
+    unsigned char *base;     /* start of the mapping */
+    size_t size;             /* bytes mapped */
+    struct shm_header *hdr;  /* == base */
+    int memfd;
+    int wake_fd[SHM_MAX_WORKERS]; /* eventfd per worker slot, made by master */
+};
+
+/*
+ * shm_segment_create - size, create, map and initialise the segment, and one
+ * eventfd per worker slot.  Master only, before forking.  Returns 0 or -errno.
+ */
+int shm_segment_create(const struct shm_params *p, struct shm_seg *out);
+
+/* shm_segment_destroy - unmap and close; master only, after workers exit. */
+void shm_segment_destroy(struct shm_seg *seg);
+
+/* shm_segment_set_defaults - publish new node defaults (HUP).  Master only. */
+void shm_segment_set_defaults(struct shm_seg *seg, const struct shm_params *p);
+
+/* shm_now_ms - CLOCK_MONOTONIC in ms: every time stored in the segment. */
+uint64_t shm_now_ms(void);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * stats.h - per-worker counters in the worker slots, summed at scrape time.
+ *
+ * Each worker increments only its own slot (plain stores from one process,
+ * relaxed atomic loads by readers), so no counter is a shared hot line.
+ * The master has a slot of its own (SHM_STATS_MASTER) for what it counts.
+ */
+#ifndef MAYFLY_SHM_STATS_H
+#define MAYFLY_SHM_STATS_H
+
+#include <stdint.h>
+
+#include "shm/segment.h"
+
+/* Index of the master's own counters; workers use 0..workers-1. */
+#define SHM_STATS_MASTER (SHM_MAX_WORKERS - 1)
+
+enum shm_counter {
+    SHM_C_PUSH_ACCEPTED,       /* messages */
+    SHM_C_PUSH_REJECTED_FULL,  /* requests */
+    SHM_C_PUSH_REJECTED_TOO_LARGE,
+    SHM_C_PUSH_UNAVAILABLE,
+    SHM_C_POP,                 /* messages delivered */
+    SHM_C_ACK_ACKED,
+    SHM_C_ACK_REDELIVERED,
+    SHM_C_ACK_STALE,
+    SHM_C_ACK_UNKNOWN,
+    SHM_C_REDELIVERY_LEASE_EXPIRED,
+    SHM_C_REDELIVERY_FAILED,
+    SHM_C_REDELIVERY_HANDOVER,
+    SHM_C_DROP_RETRY_LIMIT,
+    SHM_C_DROP_TTL,
+    SHM_C_DROP_DROP_OLDEST,
+    SHM_C_DROP_DELETED,
+    SHM_C_FORWARD_OK,
+    SHM_C_FORWARD_FAILED,
+    SHM_C_FORWARD_OWNER_MOVED,
+    SHM_C_HANDOVER_OUT_OK,
+    SHM_C_HANDOVER_OUT_FAILED,
+    SHM_C_HANDOVER_IN_OK,
+    SHM_C_HANDOVER_IN_FAILED,
+    SHM_C_WIPES,
+    SHM_C_WORKER_RESTARTS,
+    SHM_C_LOCK_REPAIRS,
+    SHM_C_COUNT
+};
+
+/* Gauges computed from the segment at scrape time. */
+struct shm_gauges {
+    uint64_t pending;          /* messages not leased */
+    uint64_t leased;
+    uint64_t memory_used;      /* accounted bytes */
+    uint64_t memory_limit;     /* max_bytes */
+    uint64_t queues_implicit;
+    uint64_t queues_declared;
+    uint64_t parked_pops;
+    uint64_t oldest_age_ms;    /* oldest message held, 0 if none */
+};
+
+/* shm_count - add n to counter c of slot w (the caller's own slot). */
+void shm_count(struct shm_seg *seg, int w, enum shm_counter c, uint64_t n);
+
+/* shm_counters_sum - sum every slot's counters into out[SHM_C_COUNT]. */
+void shm_counters_sum(struct shm_seg *seg, uint64_t *out);
+
+/* shm_gauges_read - read the gauges (takes partition locks one at a time). */
+void shm_gauges_read(struct shm_seg *seg, uint64_t now, struct shm_gauges *g);
+
+/* shm_parked_add - adjust this worker's parked-pop gauge by delta. */
+void shm_parked_add(struct shm_seg *seg, int w, int64_t delta);
+
+/* Worker heartbeat and pid, for the master's watchdog. */
+void shm_slot_claim(struct shm_seg *seg, int w, int pid);
+void shm_slot_heartbeat(struct shm_seg *seg, int w, uint64_t now);
+uint64_t shm_slot_last_beat(struct shm_seg *seg, int w);
+
+#endif
