@@ -1,0 +1,57 @@
+/*
+ * buf.h - a growable byte buffer for building reply bodies.
+ *
+ * Appends never fail loudly: on allocation failure the buffer keeps what it
+ * had, sets b->oom and ignores later appends, so a builder checks once at
+ * the end (http_reply() answers 500 internal for an oom buffer).  Every
+ * append also returns 0 or -ENOMEM for callers that want to stop early.
+ * Not thread-safe; no locking.  A zeroed struct is an empty buffer.
+ */
+#ifndef MAYFLY_HTTP_BUF_H
+#define MAYFLY_HTTP_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct http_buf {
+    char *data; /* NUL-terminated when len > 0; owned */
+    size_t len;
+    size_t cap;
+    int oom; /* an append failed; contents are incomplete */
+};
+
+/* http_buf_init - an empty buffer (same as zeroing it).  Cannot fail. */
+void http_buf_init(struct http_buf *b);
+
+/* http_buf_free - release the bytes; b is empty and reusable after. */
+void http_buf_free(struct http_buf *b);
+
+/* http_buf_reset - forget the contents, keep the capacity and clear oom. */
+void http_buf_reset(struct http_buf *b);
+
+/* http_buf_reserve - make room for extra more bytes.  0 or -ENOMEM. */
+int http_buf_reserve(struct http_buf *b, size_t extra);
+
+/* http_buf_append - append n raw bytes.  0 or -ENOMEM. */
+int http_buf_append(struct http_buf *b, const void *p, size_t n);
+
+/* http_buf_append_str - append a NUL-terminated string, raw.  0/-ENOMEM. */
+int http_buf_append_str(struct http_buf *b, const char *s);
+
+/*
+ * http_buf_append_json_str - append p[0..n) as a JSON string with its
+ * quotes: '"' '\\' and C0 controls escaped (\n \t ... or \u00XX), DEL too.
+ * Bytes >= 0x80 are copied as they are: the caller passes valid UTF-8
+ * (names are validated; payloads never go through here).  0 or -ENOMEM.
+ */
+int http_buf_append_json_str(struct http_buf *b, const char *p, size_t n);
+
+/* http_buf_append_u64 / _i64 - append a decimal integer.  0 or -ENOMEM. */
+int http_buf_append_u64(struct http_buf *b, uint64_t v);
+int http_buf_append_i64(struct http_buf *b, int64_t v);
+
+/* http_buf_printf - append formatted text.  0 or -ENOMEM. */
+int http_buf_printf(struct http_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

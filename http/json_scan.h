@@ -1,0 +1,65 @@
+/*
+ * json_scan.h - a strict RFC 8259 scanner that validates JSON text in one
+ * pass without building a tree (DESIGN §4: json-c costs too much on the
+ * push path).  It finds where values begin and end, so stored payloads are
+ * byte spans of the request body that are known to be valid JSON.
+ *
+ * Strict means: UTF-8 checked everywhere (no overlongs, no surrogates
+ * encoded as UTF-8, nothing past U+10FFFF), no raw control characters in
+ * strings, only the RFC's escapes, numbers per the RFC grammar, literals
+ * true/false/null only, nesting at most HTTP_JSON_MAX_DEPTH.  A \u escape of
+ * a lone surrogate is grammatical JSON and is accepted, as json-c does.
+ * test/http/test_json_scan.c checks it against json-c strict as the oracle.
+ *
+ * No allocation, no state beyond struct http_json, no locking.  Functions
+ * return 0 or -EINVAL; on -EINVAL j->why names the problem and j->p points
+ * at the offending byte.
+ */
+#ifndef MAYFLY_HTTP_JSON_SCAN_H
+#define MAYFLY_HTTP_JSON_SCAN_H
+
+#include <stddef.h>
+
+/* Deepest nesting of arrays and objects, the document's own included. */
+#define HTTP_JSON_MAX_DEPTH 64
+
+struct http_json {
+    const char *start; /* first byte of the document */
+    const char *p;     /* next byte to read */
+    const char *end;   /* one past the last byte */
+    unsigned depth;    /* containers open around p */
+    const char *why;   /* static reason of the last failure */
+};
+
+/* http_json_init - scan buf[0..n) from its start, depth 0.  Cannot fail. */
+void http_json_init(struct http_json *j, const char *buf, size_t n);
+
+/* http_json_ws - skip JSON whitespace (space, tab, LF, CR).  Cannot fail. */
+void http_json_ws(struct http_json *j);
+
+/* http_json_peek - the byte at p after whitespace, or -1 at the end. */
+int http_json_peek(struct http_json *j);
+
+/* http_json_eat - skip whitespace and consume the byte c.  0 or -EINVAL. */
+int http_json_eat(struct http_json *j, char c);
+
+/*
+ * http_json_value - skip whitespace, then validate and skip one value of
+ * any type.  Containers inside count toward HTTP_JSON_MAX_DEPTH on top of
+ * j->depth.  0 or -EINVAL.
+ */
+int http_json_value(struct http_json *j);
+
+/*
+ * http_json_string - skip whitespace, then validate and skip one string.
+ * With dst (room for as many bytes as the string's text, quotes excluded),
+ * also write its unescaped UTF-8 into dst and its length into *dst_len; a
+ * \u escape of a lone surrogate is written as its 3-byte encoding, which
+ * http_name_valid() rejects.  0 or -EINVAL (not a string, or invalid).
+ */
+int http_json_string(struct http_json *j, char *dst, size_t *dst_len);
+
+/* http_json_valid - 1 if buf[0..n) is one JSON text (ws value ws), else 0. */
+int http_json_valid(const char *buf, size_t n);
+
+#endif

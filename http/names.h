@@ -1,0 +1,23 @@
+/*
+ * names.h - what a queue, partition, group or node id may be (SPEC §1).
+ * Pure functions, no locking.
+ */
+#ifndef MAYFLY_HTTP_NAMES_H
+#define MAYFLY_HTTP_NAMES_H
+
+#include <stddef.h>
+
+#define HTTP_NAME_MAX    512
+#define HTTP_NODE_ID_MAX 64
+
+/*
+ * http_name_valid - 1 if p[0..len) is 1-512 bytes of valid UTF-8 (shortest
+ * form, no surrogates, at most U+10FFFF) without control characters (C0,
+ * DEL, C1); else 0.
+ */
+int http_name_valid(const char *p, size_t len);
+
+/* http_node_id_valid - 1 if p[0..len) is 1-64 bytes of [A-Za-z0-9._-]. */
+int http_node_id_valid(const char *p, size_t len);
+
+#endif

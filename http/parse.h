@@ -1,0 +1,162 @@
+/*
+ * parse.h - request bodies into C structs (http/ never hands json-c objects
+ * to the worker).
+ *
+ * Push bodies go through http/json_scan.h in a single validating pass; the
+ * small control bodies (ack, extend, reset, configure) through json-c with
+ * JSON_TOKENER_STRICT.  Strings are unescaped into memory the struct owns
+ * (free it with the matching _free, also after a failed parse); payload
+ * spans point into the body, which must outlive the struct.  Names are not
+ * validated here: the caller runs http_name_valid() and answers
+ * 400 invalid_name naming the field.
+ *
+ * Each parser returns 0, -EINVAL with err filled (400, a code and a sentence
+ * naming the field: "field 'messages[3].payload' is required"), or -ENOMEM
+ * with err filled (500 internal).  An optional field given as null counts as
+ * absent.  No locking.
+ */
+#ifndef MAYFLY_HTTP_PARSE_H
+#define MAYFLY_HTTP_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct http_error;
+
+/* Most entries one push, ack or extend may carry (SPEC §2). */
+#define HTTP_BATCH_MAX 10000
+
+/* A byte string: unescaped text, or a span of JSON text in the body. */
+struct http_str {
+    const char *ptr;
+    size_t len;
+};
+
+/* ---- push (json_scan) ----------------------------------------------- */
+
+struct http_push {
+    struct http_str queue;     /* required */
+    struct http_str partition; /* has_partition 0: absent (Default) */
+    int has_partition;
+    uint32_t n;                /* 0 .. HTTP_BATCH_MAX */
+    struct http_str *payloads; /* n spans of valid JSON text in the body */
+    char *mem;                 /* owned: unescaped names, payloads[] */
+};
+
+/*
+ * http_parse_push - {"queue", "partition"?, "messages": [{"payload": any},
+ * ...]}.  Unknown top-level keys and extra keys in messages are validated as
+ * JSON and ignored; a repeated key keeps its last value.
+ */
+int http_parse_push(const char *body, size_t len, struct http_push *out,
+                    struct http_error *err);
+void http_push_free(struct http_push *p);
+
+/* ---- ack (json-c) --------------------------------------------------- */
+
+enum http_ack_status {
+    HTTP_ACK_COMPLETED, /* absent, completed, success, acked, ok */
+    HTTP_ACK_RETRY,     /* retry */
+    HTTP_ACK_FAILED,    /* any other string */
+};
+
+struct http_ack_entry {
+    struct http_str id;
+    enum http_ack_status status;
+    int has_attempts; /* 0: bare id, acts on the current delivery */
+    uint32_t attempts;
+};
+
+struct http_ack {
+    struct http_str queue;
+    struct http_str group; /* has_group 0: queue mode */
+    int has_group;
+    uint32_t n;
+    struct http_ack_entry *entries;
+    char *mem; /* owned */
+};
+
+/*
+ * http_parse_ack - {"queue", "group"?, "acks": [...]} ("messages" is taken
+ * when "acks" is absent).  An entry is a bare id string or an object with
+ * "id", "status"?, "attempts"? and anything else (a popped message sent back
+ * as it is).
+ */
+int http_parse_ack(const char *body, size_t len, struct http_ack *out,
+                   struct http_error *err);
+void http_ack_free(struct http_ack *a);
+
+/* ---- extend (json-c) ------------------------------------------------ */
+
+struct http_extend_entry {
+    struct http_str id;
+    int has_attempts;
+    uint32_t attempts;
+    uint32_t seconds;
+};
+
+struct http_extend {
+    struct http_str queue;
+    struct http_str group;
+    int has_group;
+    uint32_t n;
+    struct http_extend_entry *entries;
+    char *mem; /* owned */
+};
+
+/* http_parse_extend - {"queue", "group"?, "messages": [{"id", "attempts"?,
+ * "seconds"}, ...]}. */
+int http_parse_extend(const char *body, size_t len, struct http_extend *out,
+                      struct http_error *err);
+void http_extend_free(struct http_extend *e);
+
+/* ---- reset (json-c) ------------------------------------------------- */
+
+struct http_reset {
+    struct http_str queue;
+    char *mem; /* owned */
+};
+
+/* http_parse_reset - {"queue"}. */
+int http_parse_reset(const char *body, size_t len, struct http_reset *out,
+                     struct http_error *err);
+void http_reset_free(struct http_reset *r);
+
+/* ---- configure (json-c) --------------------------------------------- */
+
+/* Presence bits of struct http_configure.present. */
+#define HTTP_OPT_MAX_LENGTH    (1u << 0)
+#define HTTP_OPT_MAX_BYTES     (1u << 1)
+#define HTTP_OPT_POLICY        (1u << 2)
+#define HTTP_OPT_WINDOW_BUFFER (1u << 3)
+#define HTTP_OPT_TTL_SECONDS   (1u << 4)
+#define HTTP_OPT_LEASE_SECONDS (1u << 5)
+#define HTTP_OPT_RETRY_LIMIT   (1u << 6)
+
+enum http_policy { HTTP_POLICY_REJECT, HTTP_POLICY_DROP_OLDEST };
+
+struct http_configure {
+    struct http_str queue;
+    unsigned present; /* HTTP_OPT_* given in "options" */
+    uint64_t max_length;
+    uint64_t max_bytes;
+    enum http_policy policy;
+    uint64_t window_ms;    /* windowBuffer.ms (0 if not given) */
+    uint64_t window_count; /* windowBuffer.count (0 if not given) */
+    uint64_t ttl_seconds;
+    uint64_t lease_seconds;
+    uint64_t retry_limit;
+    char *mem; /* owned */
+};
+
+/*
+ * http_parse_configure - {"queue", "options"?: {...}} with the closed option
+ * list of SPEC §4.  An unknown option is 400 unknown_option naming it
+ * ("windowBuffer.size" inside windowBuffer); a wrong type or a negative
+ * number is 400 invalid_option naming it.  Ceilings are the caller's.
+ */
+int http_parse_configure(const char *body, size_t len,
+                         struct http_configure *out, struct http_error *err);
+void http_configure_free(struct http_configure *c);
+
+#endif

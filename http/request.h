@@ -1,0 +1,89 @@
+/*
+ * request.h - one HTTP request as a handler sees it, and its life cycle.
+ *
+ * http/server.c creates a request per HTTP request, reads the whole body,
+ * and calls the handler exactly once.  Before returning, the handler either
+ * sets a reply (http/reply.h) or suspends the request.  A suspended request
+ * (a parked pop, a forward) is answered later from the same process: set the
+ * reply, then http_request_resume(); the reply goes out on the next
+ * http_server_run().  The request is freed after the response is sent or the
+ * connection dies; the on_done callback (if any) runs just before, and the
+ * handler must forget the pointer then.
+ *
+ * Single-threaded: all of this runs in the worker's loop.  Strings returned
+ * stay valid until the request is freed.
+ */
+#ifndef MAYFLY_HTTP_REQUEST_H
+#define MAYFLY_HTTP_REQUEST_H
+
+#include <stddef.h>
+
+#include "http/route.h"
+
+struct http_request;
+struct http_query;
+
+/* http_request_route - the matched route (never HTTP_ROUTE_NONE). */
+enum http_route http_request_route(const struct http_request *req);
+
+/* http_request_method - "GET", "POST", "DELETE". */
+const char *http_request_method(const struct http_request *req);
+
+/*
+ * http_request_param - the path parameter ({q}), percent-decoded and
+ * NUL-terminated, with its length in *len (it may hold NULs: validate with
+ * http_name_valid()).  NULL for routes without one.
+ */
+const char *http_request_param(const struct http_request *req, size_t *len);
+
+/* http_request_args - the decoded query string (http/query.h look-ups). */
+const struct http_query *http_request_args(const struct http_request *req);
+
+/* http_request_header - a request header by name (case-insensitive), or
+ * NULL. */
+const char *http_request_header(const struct http_request *req,
+                                const char *name);
+
+/* http_request_body - the whole body (NUL-terminated; *len without it). */
+const char *http_request_body(const struct http_request *req, size_t *len);
+
+/* http_request_slot - a pointer the handler owns for per-request state.
+ * http/ never reads it; free what it points to from on_done. */
+void **http_request_slot(struct http_request *req);
+
+/* http_request_fd - the client socket, to watch EPOLLRDHUP while parked;
+ * -1 if MHD cannot tell.  Never read, write or close it. */
+int http_request_fd(const struct http_request *req);
+
+/*
+ * http_request_suspend - park the request (MHD_suspend_connection): nothing
+ * is sent and the connection does not time out until it is resumed.  Call
+ * at most once, from the handler, before returning without a reply.
+ */
+void http_request_suspend(struct http_request *req);
+
+/*
+ * http_request_resume - resume a suspended request after setting its reply;
+ * the reply is queued on the next http_server_run().  A request resumed
+ * without a reply answers 500 internal.  No-op if not suspended.
+ */
+void http_request_resume(struct http_request *req);
+
+/*
+ * http_request_abort - close the connection without a reply (the client is
+ * gone, e.g. EPOLLRDHUP on a parked request).  Resumes it if suspended; the
+ * connection closes on the next http_server_run() and on_done reports
+ * sent_ok 0.  Any reply already set is discarded.
+ */
+void http_request_abort(struct http_request *req);
+
+/*
+ * http_request_on_done - call fn(arg, sent_ok) once when the request ends:
+ * sent_ok is 1 only if the whole response was sent (the worker releases
+ * leases of a reply that did not go out).  Replaces an earlier callback.
+ * After fn returns the request is freed.
+ */
+void http_request_on_done(struct http_request *req,
+                          void (*fn)(void *arg, int sent_ok), void *arg);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * server.h - the libmicrohttpd daemon of one worker process.
+ *
+ * MHD runs without a thread of its own (MHD_USE_EPOLL |
+ * MHD_ALLOW_SUSPEND_RESUME): the worker puts http_server_fd() into its own
+ * epoll and calls http_server_run() after each wake, waiting no longer than
+ * http_server_timeout_ms().  All workers accept on the one listening socket
+ * the master made and they inherited.
+ *
+ * Per request the server reads the whole body (413 payload_too_large past
+ * max_body_bytes, without buffering the excess), answers unknown paths (404
+ * not_found) and wrong methods (405 method_not_allowed with Allow) itself,
+ * and calls the handler exactly once for the rest.  It never queues a
+ * response in the first access-handler call of a request, which would cost
+ * keep-alive in MHD 0.9.75 (DESIGN §4).
+ *
+ * Single-threaded: every function runs in the worker's loop.  Errors are
+ * logged with shm/log.h.
+ */
+#ifndef MAYFLY_HTTP_SERVER_H
+#define MAYFLY_HTTP_SERVER_H
+
+#include <stddef.h>
+
+struct http_server;
+struct http_request;
+
+struct http_server_opts {
+    unsigned max_connections;      /* MHD_OPTION_CONNECTION_LIMIT */
+    size_t max_body_bytes;         /* larger bodies: 413 payload_too_large */
+    unsigned connection_timeout_s; /* idle connections close; 0 = never */
+};
+
+/* The handler: called once per routed request with its whole body. */
+typedef void http_handler_fn(void *ctx, struct http_request *req);
+
+/*
+ * http_server_start - serve HTTP on listen_fd (a bound, listening socket; it
+ * is made non-blocking).  NULL on failure (logged).  The server owns
+ * listen_fd from then on.
+ */
+struct http_server *http_server_start(int listen_fd,
+                                      const struct http_server_opts *o,
+                                      http_handler_fn *handler, void *ctx);
+
+/* http_server_fd - MHD's epoll fd, to add (EPOLLIN) to the worker's epoll. */
+int http_server_fd(const struct http_server *s);
+
+/* http_server_run - do whatever MHD has to do now; never blocks.  Calls
+ * the handler and on_done callbacks from inside. */
+void http_server_run(struct http_server *s);
+
+/* http_server_timeout_ms - how long the loop may sleep before the next
+ * http_server_run() (-1: no MHD timer pending). */
+int http_server_timeout_ms(struct http_server *s);
+
+/*
+ * http_server_quiesce - stop accepting (drain): MHD_quiesce_daemon(), then
+ * close this process's copy of the listening socket.  Open connections,
+ * suspended ones included, keep being served.
+ */
+void http_server_quiesce(struct http_server *s);
+
+/* http_server_connections - open connections, suspended ones included. */
+unsigned http_server_connections(struct http_server *s);
+
+/*
+ * http_server_stop - resume every suspended request (each one's on_done
+ * reports sent_ok 0), close all connections, free s.  NULL is a no-op.
+ */
+void http_server_stop(struct http_server *s);
+
+#endif
