@@ -7,8 +7,8 @@
 #   make bench      the side-by-side benchmark (ops/bench/)
 #
 # Every .c under shm/ http/ consensus/ worker/ master/ is part of mayflyd;
-# every test/<suite>/test_*.c is one Criterion binary linked with all of
-# them but master/main.c.
+# every test/<suite>/test_*.c is one Criterion binary linked against an
+# archive of all of them but master/main.c.
 
 CC      ?= cc
 PKGS    := libmicrohttpd json-c lmdb cmph libcurl libxxhash
@@ -51,9 +51,14 @@ $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(B)/test/%: test/%.c $(LIBOBJ) $(TESTLIB)
+# Tests link a static archive, so each pulls in only the objects it uses.
+$(B)/libmayfly.a: $(LIBOBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(B)/test/%: test/%.c $(B)/libmayfly.a $(TESTLIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(LIBOBJ) $(TESTLIB) $(LIBS) -lcriterion -lcurl
+	$(CC) $(CFLAGS) -o $@ $< $(TESTLIB) $(B)/libmayfly.a $(LIBS) -lcriterion -lcurl
 
 deps:
 	ops/install-deps.sh test
