@@ -1,0 +1,21 @@
+/*
+ * listen.h - the listening sockets the master makes before forking, so that
+ * every worker accepts on the same queue of connections (no SO_REUSEPORT:
+ * a dying worker would take its share of queued connections with it).
+ */
+#ifndef MAYFLY_MASTER_LISTEN_H
+#define MAYFLY_MASTER_LISTEN_H
+
+#include <stddef.h>
+
+/*
+ * master_listen - bind and listen on "host:port" (IPv4 or [IPv6]); the
+ * socket is non-blocking and close-on-exec.  Returns the fd or -errno, with
+ * a reason in err.
+ */
+int master_listen(const char *addr, char *err, size_t errlen);
+
+/* master_listen_port - the port fd is bound to (reads back port 0). */
+int master_listen_port(int fd);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * master.h - the master process's state, shared by its files.
+ *
+ * The master parses the configuration, creates the segment and the listening
+ * socket, forks and supervises the workers, runs maintenance on the segment,
+ * and drains on SIGTERM.  It never serves client HTTP.
+ */
+#ifndef MAYFLY_MASTER_MASTER_H
+#define MAYFLY_MASTER_MASTER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "master/config.h"
+#include "shm/segment.h"
+#include "worker/worker.h"
+
+enum master_state { MASTER_RUNNING, MASTER_DRAINING, MASTER_STOPPING };
+
+struct master_child {
+    pid_t pid;            /* 0: not running */
+    uint64_t started_ms;  /* when it was forked */
+    uint64_t respawn_at;  /* when to fork it again (0: not pending) */
+    uint32_t backoff_ms;  /* next respawn delay after a quick death */
+};
+
+struct master {
+    struct config cfg;
+    struct shm_seg seg;
+    struct worker_settings ws; /* template; slot set per child */
+    int nworkers;
+    struct master_child child[SHM_MAX_WORKERS];
+    enum master_state state;
+    uint64_t drain_deadline;
+};
+
+/* master_spawn - fork worker slot; the child never returns.  0 or -errno. */
+int master_spawn(struct master *m, int slot);
+
+/*
+ * master_reap - collect exited children; a worker that died while the node
+ * runs is repaired in the segment and scheduled for respawn with backoff.
+ */
+void master_reap(struct master *m, uint64_t now);
+
+/* master_respawn_due - fork the workers whose respawn time has come. */
+void master_respawn_due(struct master *m, uint64_t now);
+
+/* master_watchdog - SIGKILL a worker whose heartbeat stopped. */
+void master_watchdog(struct master *m, uint64_t now);
+
+/* master_signal_workers - send sig to every live worker. */
+void master_signal_workers(struct master *m, int sig);
+
+/* master_live_workers - how many workers are running. */
+int master_live_workers(const struct master *m);
+
+#endif

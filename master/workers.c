@@ -1,0 +1,164 @@
+/*
+ * workers.c - fork, reap, respawn and watch the worker processes.
+ *
+ * A worker that dies while the node runs (a crash, an OOM kill, a SIGKILL
+ * from an operator or from the watchdog) is repaired in the segment -- locks
+ * it held, cells it had in flight, its waiter bits -- and forked again, after
+ * a delay that doubles while it keeps dying young.  The node keeps serving on
+ * the other workers meanwhile.
+ */
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "master/master.h"
+#include "shm/broker.h"
+#include "shm/log.h"
+#include "shm/stats.h"
+
+#define RESPAWN_MIN_MS  50
+#define RESPAWN_MAX_MS  5000
+#define YOUNG_MS        2000  /* dying sooner than this doubles the backoff */
+#define WATCHDOG_MS     15000 /* a worker silent this long is killed */
+
+int
+master_spawn(struct master *m, int slot)
+{
+    struct master_child *c = &m->child[slot];
+    pid_t pid = fork();
+
+    if (pid == -1) {
+        int e = errno;
+        log_error(e, "fork() for worker %d failed", slot);
+        return -e;
+    }
+    if (pid == 0) {
+        char role[16];
+        sigset_t none;
+
+        /* The worker dies with its master, whatever killed the master. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == 1)
+            _exit(1);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        snprintf(role, sizeof(role), "worker%d", slot);
+        log_set_role(role);
+        struct worker_settings ws = m->ws;
+        ws.slot = slot;
+        worker_main(&m->seg, &ws);
+    }
+    c->pid = pid;
+    c->started_ms = shm_now_ms();
+    c->respawn_at = 0;
+    shm_slot_heartbeat(&m->seg, slot, c->started_ms);
+    log_debug(0, "worker %d started, pid %d", slot, (int)pid);
+    return 0;
+}
+
+/* child_slot - the slot of worker pid, or -1. */
+static int
+child_slot(const struct master *m, pid_t pid)
+{
+    for (int i = 0; i < m->nworkers; i++) {
+        if (m->child[i].pid == pid)
+            return i;
+    }
+    return -1;
+}
+
+/* describe - "exit 3" or "signal 9 (Killed)" for a wait status. */
+static void
+describe(int status, char *buf, size_t len)
+{
+    if (WIFEXITED(status))
+        snprintf(buf, len, "exit %d", WEXITSTATUS(status));
+    else
+        snprintf(buf, len, "signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+}
+
+void
+master_reap(struct master *m, uint64_t now)
+{
+    int status;
+    pid_t pid;
+
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        int slot = child_slot(m, pid);
+        char why[64];
+
+        if (slot < 0)
+            continue;
+        struct master_child *c = &m->child[slot];
+        c->pid = 0;
+        describe(status, why, sizeof(why));
+        /* Repair before anyone can take the slot again. */
+        shm_worker_reap(&m->seg, slot);
+        if (m->state != MASTER_RUNNING) {
+            log_info(0, "worker %d (pid %d) stopped: %s", slot, (int)pid, why);
+            continue;
+        }
+        if (now - c->started_ms < YOUNG_MS)
+            c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : RESPAWN_MIN_MS;
+        else
+            c->backoff_ms = RESPAWN_MIN_MS;
+        if (c->backoff_ms > RESPAWN_MAX_MS)
+            c->backoff_ms = RESPAWN_MAX_MS;
+        c->respawn_at = now + c->backoff_ms;
+        shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_WORKER_RESTARTS, 1);
+        log_warn(0, "worker %d (pid %d) died: %s; respawning in %u ms", slot,
+                 (int)pid, why, c->backoff_ms);
+    }
+}
+
+void
+master_respawn_due(struct master *m, uint64_t now)
+{
+    for (int i = 0; i < m->nworkers; i++) {
+        struct master_child *c = &m->child[i];
+        if (c->pid == 0 && c->respawn_at != 0 && now >= c->respawn_at &&
+            m->state == MASTER_RUNNING) {
+            if (master_spawn(m, i) != 0)
+                c->respawn_at = now + RESPAWN_MAX_MS;
+        }
+    }
+}
+
+void
+master_watchdog(struct master *m, uint64_t now)
+{
+    for (int i = 0; i < m->nworkers; i++) {
+        struct master_child *c = &m->child[i];
+        uint64_t beat = shm_slot_last_beat(&m->seg, i);
+        if (c->pid != 0 && beat != 0 && now > beat + WATCHDOG_MS) {
+            log_error(0, "worker %d (pid %d) made no progress for %llu ms; "
+                         "killing it",
+                      i, (int)c->pid, (unsigned long long)(now - beat));
+            kill(c->pid, SIGKILL);
+        }
+    }
+}
+
+void
+master_signal_workers(struct master *m, int sig)
+{
+    for (int i = 0; i < m->nworkers; i++) {
+        if (m->child[i].pid != 0)
+            kill(m->child[i].pid, sig);
+    }
+}
+
+int
+master_live_workers(const struct master *m)
+{
+    int n = 0;
+    for (int i = 0; i < m->nworkers; i++)
+        n += m->child[i].pid != 0;
+    return n;
+}

@@ -1,0 +1,246 @@
+/*
+ * ack.c - POST /api/v1/ephemeral/ack and /extend.
+ *
+ * Every id is checked before anything is applied, so a bad entry changes
+ * nothing.  Ids of another incarnation are stale without touching the
+ * segment; the rest are grouped by partition so each partition is locked
+ * once per request.  Results come back in request order.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/buf.h"
+#include "http/errors.h"
+#include "http/ids.h"
+#include "http/parse.h"
+#include "http/reply.h"
+#include "http/request.h"
+#include "shm/stats.h"
+#include "worker/worker_int.h"
+
+/* One entry on its way to the segment. */
+struct entry {
+    struct shm_name part;
+    uint32_t index;        /* position in the request */
+    int stale;             /* another incarnation's id */
+};
+
+static int
+by_partition(const void *a, const void *b)
+{
+    const struct entry *x = a, *y = b;
+    size_t n = x->part.len < y->part.len ? x->part.len : y->part.len;
+    int c = memcmp(x->part.ptr, y->part.ptr, n);
+    if (c != 0)
+        return c;
+    if (x->part.len != y->part.len)
+        return x->part.len < y->part.len ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/*
+ * resolve - parse every id into ents[] and acks[] (seq, attempts);
+ * answers 400 naming the first bad one.  0 or -EINVAL.
+ */
+static int
+resolve(struct worker *w, struct http_request *req, const char *field,
+        const struct http_str *ids, size_t stride, uint32_t n,
+        struct entry *ents, struct shm_ack *acks)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const struct http_str *id =
+            (const struct http_str *)((const char *)ids + i * stride);
+        uint64_t inc, seq;
+        const char *part;
+        size_t plen;
+
+        if (http_id_parse(id->ptr, id->len, &inc, &part, &plen, &seq) != 0) {
+            http_reply_error(req, 400, "ephemeral_bad_request",
+                             "field '%s[%u].id' is not a message id", field,
+                             i);
+            return -EINVAL;
+        }
+        ents[i] = (struct entry){{part, plen}, i, inc != w->incarnation};
+        acks[i].seq = seq;
+    }
+    return 0;
+}
+
+/*
+ * apply - run acks (or extends) partition by partition.  ents is sorted by
+ * partition afterwards; outcomes land in acks[] at request positions.
+ */
+static void
+apply(struct worker *w, struct shm_name queue, struct shm_name group,
+      struct entry *ents, struct shm_ack *acks, uint32_t n, int extend)
+{
+    struct shm_ack *run = malloc((n ? n : 1) * sizeof(*run));
+    uint64_t now = shm_now_ms();
+
+    qsort(ents, n, sizeof(*ents), by_partition);
+    for (uint32_t i = 0; i < n;) {
+        uint32_t j = i, k = 0;
+        while (j < n && ents[j].part.len == ents[i].part.len &&
+               memcmp(ents[j].part.ptr, ents[i].part.ptr, ents[i].part.len) ==
+                   0) {
+            if (ents[j].stale)
+                acks[ents[j].index].outcome = SHM_OUT_STALE;
+            else if (run)
+                run[k++] = acks[ents[j].index];
+            j++;
+        }
+        if (k > 0 && extend)
+            shm_extend(w->seg, w->set.slot, queue, ents[i].part, group, run, k,
+                       now);
+        else if (k > 0)
+            shm_ack(w->seg, w->set.slot, queue, ents[i].part, group, run, k,
+                    now);
+        for (uint32_t m = i, r = 0; m < j; m++) {
+            if (!ents[m].stale)
+                acks[ents[m].index].outcome =
+                    run ? run[r++].outcome : SHM_OUT_UNKNOWN;
+        }
+        i = j;
+    }
+    free(run);
+}
+
+static const char *
+outcome_name(uint32_t o)
+{
+    switch (o) {
+    case SHM_OUT_ACKED:
+    case SHM_OUT_ACKED_DROPPED: return "acked";
+    case SHM_OUT_REDELIVERED: return "redelivered";
+    case SHM_OUT_STALE: return "stale";
+    case SHM_OUT_EXTENDED: return "extended";
+    default: return "unknown";
+    }
+}
+
+/* count - the ack_total series of one outcome. */
+static void
+count(struct worker *w, uint32_t o)
+{
+    static const enum shm_counter c[] = {
+        [SHM_OUT_ACKED] = SHM_C_ACK_ACKED,
+        [SHM_OUT_ACKED_DROPPED] = SHM_C_ACK_ACKED,
+        [SHM_OUT_REDELIVERED] = SHM_C_ACK_REDELIVERED,
+        [SHM_OUT_STALE] = SHM_C_ACK_STALE,
+        [SHM_OUT_UNKNOWN] = SHM_C_ACK_UNKNOWN,
+    };
+    if (o < sizeof(c) / sizeof(c[0]))
+        shm_count(w->seg, w->set.slot, c[o], 1);
+}
+
+/* reply_results - {"results": [{"id", "outcome", "dropped"?}]}. */
+static void
+reply_results(struct worker *w, struct http_request *req,
+              const struct http_str *ids, size_t stride,
+              const struct shm_ack *acks, uint32_t n, int extend)
+{
+    struct http_buf b = {0};
+
+    http_buf_append_str(&b, "{\"results\":[");
+    for (uint32_t i = 0; i < n; i++) {
+        const struct http_str *id =
+            (const struct http_str *)((const char *)ids + i * stride);
+        if (!extend)
+            count(w, acks[i].outcome);
+        http_buf_append_str(&b, i ? ",{\"id\":" : "{\"id\":");
+        http_buf_append_json_str(&b, id->ptr, id->len);
+        http_buf_append_str(&b, ",\"outcome\":\"");
+        http_buf_append_str(&b, outcome_name(acks[i].outcome));
+        http_buf_append_str(&b, acks[i].outcome == SHM_OUT_ACKED_DROPPED
+                                    ? "\",\"dropped\":true}"
+                                    : "\"}");
+    }
+    http_buf_append_str(&b, "]}");
+    http_reply(req, 200, &b);
+}
+
+/*
+ * settle - the part ack and extend share: names, ids, apply, answer.
+ * ids[i] is at (char *)ids + i * stride (the id field of each entry).
+ */
+static void
+settle(struct worker *w, struct http_request *req, struct http_str q,
+       struct http_str g, const char *field, const struct http_str *ids,
+       size_t stride, struct shm_ack *acks, uint32_t n, int extend)
+{
+    struct entry *ents = malloc((n ? n : 1) * sizeof(*ents));
+
+    if (ents == NULL) {
+        http_reply_errno(req, -ENOMEM, field);
+        return;
+    }
+    if (worker_name_ok(req, "queue", q.ptr, q.len) &&
+        (g.len == 0 || worker_name_ok(req, "group", g.ptr, g.len)) &&
+        resolve(w, req, field, ids, stride, n, ents, acks) == 0) {
+        apply(w, (struct shm_name){q.ptr, q.len},
+              (struct shm_name){g.ptr, g.len}, ents, acks, n, extend);
+        reply_results(w, req, ids, stride, acks, n, extend);
+    }
+    free(ents);
+}
+
+void
+worker_ack(struct worker *w, struct http_request *req)
+{
+    struct http_ack a;
+    struct http_error err;
+    size_t len;
+    const char *body = http_request_body(req, &len);
+
+    if (http_parse_ack(body, len, &a, &err) != 0) {
+        http_reply_http_error(req, &err);
+        return;
+    }
+    struct shm_ack *acks = calloc(a.n ? a.n : 1, sizeof(*acks));
+    if (acks == NULL) {
+        http_reply_errno(req, -ENOMEM, "ack");
+        goto out;
+    }
+    for (uint32_t i = 0; i < a.n; i++) {
+        const struct http_ack_entry *e = &a.entries[i];
+        acks[i].attempts = e->has_attempts ? e->attempts : 0;
+        acks[i].status = e->status == HTTP_ACK_COMPLETED ? SHM_ACK_COMPLETED
+                         : e->status == HTTP_ACK_RETRY   ? SHM_ACK_RETRY
+                                                         : SHM_ACK_FAILED;
+    }
+    settle(w, req, a.queue, a.has_group ? a.group : (struct http_str){"", 0},
+           "acks", a.n ? &a.entries[0].id : NULL, sizeof(a.entries[0]), acks, a.n, 0);
+    free(acks);
+out:
+    http_ack_free(&a);
+}
+
+void
+worker_extend(struct worker *w, struct http_request *req)
+{
+    struct http_extend e;
+    struct http_error err;
+    size_t len;
+    const char *body = http_request_body(req, &len);
+
+    if (http_parse_extend(body, len, &e, &err) != 0) {
+        http_reply_http_error(req, &err);
+        return;
+    }
+    struct shm_ack *ents = calloc(e.n ? e.n : 1, sizeof(*ents));
+    if (ents == NULL) {
+        http_reply_errno(req, -ENOMEM, "extend");
+        goto out;
+    }
+    for (uint32_t i = 0; i < e.n; i++) {
+        ents[i].attempts = e.entries[i].has_attempts ? e.entries[i].attempts
+                                                     : 0;
+        ents[i].seconds = e.entries[i].seconds;
+    }
+    settle(w, req, e.queue, e.has_group ? e.group : (struct http_str){"", 0},
+           "messages", e.n ? &e.entries[0].id : NULL, sizeof(e.entries[0]), ents, e.n, 1);
+    free(ents);
+out:
+    http_extend_free(&e);
+}

@@ -1,0 +1,378 @@
+/*
+ * pop.c - GET /api/v1/ephemeral/pop, and the life of a parked pop.
+ *
+ * A pop takes what it can at once; with wait=true and nothing there it parks
+ * (shm_pop set this worker's waiter bit under the partition lock, so no push
+ * in between is missed) until a push wakes it, its timeout passes, or its
+ * client hangs up.  Each pop owns a struct pop_call, freed when the request
+ * ends; if the reply carried leased messages and did not go out whole, the
+ * leases are released at once without counting an attempt.
+ */
+#include <sys/epoll.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/buf.h"
+#include "http/errors.h"
+#include "http/ids.h"
+#include "http/query.h"
+#include "http/reply.h"
+#include "http/request.h"
+#include "shm/log.h"
+#include "shm/stats.h"
+#include "worker/worker_int.h"
+
+#define SINK_MIN   (64 * 1024)
+#define SINK_MAX   (16 * 1024 * 1024)
+
+struct pop_call {
+    struct worker *w;
+    struct http_request *req;
+    struct park park;      /* park.pop holds the request's parameters */
+    int parked;
+    int leased;            /* the reply carries leases: release if unsent */
+    struct shm_sink sink;
+};
+
+/* sink_reserve - make the sink hold at least want bytes.  0 or -ENOMEM. */
+static int
+sink_reserve(struct shm_sink *s, size_t want)
+{
+    if (s->cap >= want)
+        return 0;
+    unsigned char *b = realloc(s->buf, want);
+    if (b == NULL)
+        return -ENOMEM;
+    s->buf = b;
+    s->cap = want;
+    return 0;
+}
+
+/* take - one shm_pop into call's sink, growing it when even one message
+ * would not fit.  Returns the count or -errno. */
+static int
+take(struct pop_call *c, int park)
+{
+    struct shm_pop_req r = c->park.pop;
+    int rc;
+
+    r.park = park;
+    for (;;) {
+        c->sink.used = 0;
+        c->sink.count = 0;
+        rc = shm_pop(c->w->seg, c->w->set.slot, &r, shm_now_ms(), &c->sink);
+        if (rc != -ENOMEM)
+            return rc;
+        if (c->sink.need > SINK_MAX || sink_reserve(&c->sink, c->sink.need))
+            return -ENOMEM;
+    }
+}
+
+/* format - the pop answer for whatever the sink holds. */
+static void
+format(struct pop_call *c, struct http_buf *b)
+{
+    const struct shm_popped *m = NULL;
+    int first = 1;
+
+    http_buf_append_str(b, "{\"queue\":");
+    http_buf_append_json_str(b, c->park.pop.queue.ptr, c->park.pop.queue.len);
+    http_buf_append_str(b, ",\"messages\":[");
+    while ((m = shm_popped_next(&c->sink, m)) != NULL) {
+        const char *part = (const char *)(m + 1);
+        const char *payload = part + m->part_len;
+
+        http_buf_append_str(b, first ? "{\"id\":" : ",{\"id\":");
+        http_id_format_json(b, c->w->incarnation, part, m->part_len, m->seq);
+        http_buf_append_str(b, ",\"partition\":");
+        http_buf_append_json_str(b, part, m->part_len);
+        http_buf_append_str(b, ",\"payload\":");
+        http_buf_append(b, payload, m->len);
+        http_buf_append_str(b, ",\"attempts\":");
+        http_buf_append_u64(b, m->attempts);
+        http_buf_append_str(b, "}");
+        first = 0;
+    }
+    http_buf_append_str(b, "]}");
+}
+
+/* answer - reply with the sink's contents (possibly none). */
+static void
+answer(struct pop_call *c)
+{
+    struct http_buf b = {0};
+
+    c->leased = c->sink.count > 0 && !c->park.pop.auto_ack;
+    shm_count(c->w->seg, c->w->set.slot, SHM_C_POP, c->sink.count);
+    format(c, &b);
+    http_reply(c->req, 200, &b);
+}
+
+/* unpark - forget a parked pop: indexes, waiter bit, socket watch. */
+static void
+unpark(struct pop_call *c)
+{
+    struct worker *w = c->w;
+
+    if (!c->parked)
+        return;
+    c->parked = 0;
+    if (park_remove(&w->parks, &c->park))
+        shm_unpark(w->seg, w->set.slot, c->park.handle);
+    if (c->park.fd >= 0)
+        epoll_ctl(w->ep, EPOLL_CTL_DEL, c->park.fd, NULL);
+    shm_parked_add(w->seg, w->set.slot, -1);
+}
+
+/* on_done - the request ended: release unsent leases, free the call. */
+static void
+on_done(void *arg, int sent_ok)
+{
+    struct pop_call *c = arg;
+
+    unpark(c);
+    if (c->leased && !sent_ok)
+        shm_release(c->w->seg, c->w->set.slot, c->park.pop.queue,
+                    c->park.pop.group, &c->sink, shm_now_ms());
+    free(c->sink.buf);
+    free(c->park.names);
+    free(c);
+}
+
+/* park - suspend c until a push, its deadline or a hang-up. */
+static int
+park(struct pop_call *c, uint32_t timeout_ms)
+{
+    struct worker *w = c->w;
+    struct shm_pop_req *r = &c->park.pop;
+
+    c->park.handle = shm_pop_handle(w->seg, r->queue, r->part);
+    c->park.deadline = shm_now_ms() + timeout_ms;
+    c->park.fd = http_request_fd(c->req);
+    if (park_add(&w->parks, &c->park) != 0)
+        return -ENOMEM;
+    c->parked = 1;
+    shm_parked_add(w->seg, w->set.slot, 1);
+    if (c->park.fd >= 0) {
+        struct epoll_event ev = {.events = EPOLLRDHUP,
+                                 .data.u64 = (uintptr_t)&c->park};
+        if (epoll_ctl(w->ep, EPOLL_CTL_ADD, c->park.fd, &ev) == -1)
+            c->park.fd = -1;
+    }
+    http_request_suspend(c->req);
+    return 0;
+}
+
+/* copy_names - give the call its own copies of the names it keeps. */
+static int
+copy_names(struct pop_call *c, const char *q, size_t ql, const char *p,
+           size_t pl, const char *g, size_t gl)
+{
+    char *n = malloc(ql + pl + gl + 3);
+    if (n == NULL)
+        return -ENOMEM;
+    c->park.names = n;
+    memcpy(n, q, ql);
+    c->park.pop.queue = (struct shm_name){n, ql};
+    n += ql + 1;
+    memcpy(n, p, pl);
+    c->park.pop.part = (struct shm_name){n, pl};
+    n += pl + 1;
+    memcpy(n, g, gl);
+    c->park.pop.group = (struct shm_name){n, gl};
+    return 0;
+}
+
+/* parse_from - "all", "new", "last". */
+static int
+parse_from(const struct http_query *q, enum shm_from *out,
+           struct http_error *err)
+{
+    size_t len;
+    const char *v = http_query_get(q, "from", &len);
+
+    *out = SHM_FROM_ALL;
+    if (v == NULL || strcmp(v, "all") == 0)
+        return 0;
+    if (strcmp(v, "new") == 0) {
+        *out = SHM_FROM_NEW;
+        return 0;
+    }
+    if (strcmp(v, "last") == 0) {
+        *out = SHM_FROM_LAST;
+        return 0;
+    }
+    http_error_set(err, 400, "ephemeral_bad_request",
+                   "query parameter 'from' must be all, new or last");
+    return -EINVAL;
+}
+
+/* parse - the pop's query into c; answers the request on error. */
+static int
+parse(struct worker *w, struct http_request *req, struct pop_call *c,
+      int *wait, uint32_t *timeout)
+{
+    const struct http_query *q = http_request_args(req);
+    struct http_error err;
+    size_t ql = 0, pl = 0, gl = 0;
+    const char *qn = http_query_get(q, "queue", &ql);
+    const char *pn = http_query_get(q, "partition", &pl);
+    const char *gn = http_query_get(q, "group", &gl);
+    struct shm_pop_req *r = &c->park.pop;
+    int auto_ack, alias;
+
+    if (qn == NULL) {
+        http_reply_error(req, 400, "ephemeral_bad_request",
+                         "query parameter 'queue' is required");
+        return -EINVAL;
+    }
+    if (!worker_name_ok(req, "queue", qn, ql) ||
+        (pn && !worker_name_ok(req, "partition", pn, pl)) ||
+        (gn && !worker_name_ok(req, "group", gn, gl)))
+        return -EINVAL;
+    if (http_query_u32(q, "batch", 1, 1, 10000, &r->batch, &err) ||
+        http_query_bool(q, "wait", 0, wait, &err) ||
+        http_query_u32(q, "timeout", 30000, 0, w->set.max_wait_ms, timeout,
+                       &err) ||
+        http_query_bool(q, "autoAck", 0, &auto_ack, &err) ||
+        http_query_bool(q, "commitOnDelivery", 0, &alias, &err) ||
+        parse_from(q, &r->from, &err)) {
+        http_reply_http_error(req, &err);
+        return -EINVAL;
+    }
+    r->auto_ack = auto_ack || alias;
+    if (copy_names(c, qn, ql, pn ? pn : "", pn ? pl : 0, gn ? gn : "",
+                   gn ? gl : 0) != 0) {
+        http_reply_errno(req, -ENOMEM, "pop");
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void
+worker_pop(struct worker *w, struct http_request *req)
+{
+    struct pop_call *c = calloc(1, sizeof(*c));
+    int wait, rc;
+    uint32_t timeout;
+
+    if (c == NULL) {
+        http_reply_errno(req, -ENOMEM, "pop");
+        return;
+    }
+    c->w = w;
+    c->req = req;
+    c->park.fd = -1;
+    if (parse(w, req, c, &wait, &timeout) != 0) {
+        free(c->park.names);
+        free(c);
+        return;
+    }
+    http_request_on_done(req, on_done, c);
+    size_t want = (size_t)c->park.pop.batch * 512 + SINK_MIN;
+    if (sink_reserve(&c->sink, want < SINK_MAX ? want : SINK_MAX) != 0) {
+        http_reply_errno(req, -ENOMEM, "pop");
+        return;
+    }
+    int may_park = wait && timeout > 0 && !w->draining;
+    rc = take(c, may_park);
+    if (rc < 0) {
+        http_reply_errno(req, rc, "pop");
+        return;
+    }
+    if (rc == 0 && may_park && park(c, timeout) == 0)
+        return;
+    answer(c);
+}
+
+/* retry - a parked pop's partition got something: try again. */
+static void
+retry(struct pop_call *c)
+{
+    int rc = take(c, 1);
+
+    if (rc == 0)
+        return; /* someone else took it; still parked, bit set again */
+    unpark(c);
+    if (rc < 0)
+        http_reply_errno(c->req, rc, "pop");
+    else
+        answer(c);
+    http_request_resume(c->req);
+}
+
+#define CALL_OF(p) ((struct pop_call *)((char *)(p)-offsetof(struct pop_call, park)))
+
+void
+worker_pop_wake(struct worker *w, uint64_t handle)
+{
+    struct park *p = park_chain(&w->parks, handle);
+
+    while (p != NULL) {
+        struct park *next = park_chain_next(p);
+        retry(CALL_OF(p));
+        p = next;
+    }
+}
+
+/* each_parked - call fn on every parked pop (they may unpark meanwhile). */
+static void
+each_parked(struct worker *w, void (*fn)(struct pop_call *c))
+{
+    size_t n = park_count(&w->parks);
+    struct pop_call **all = malloc(n * sizeof(*all) + 1);
+
+    if (all == NULL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        all[i] = CALL_OF(w->parks.heap[i]);
+    for (size_t i = 0; i < n; i++)
+        fn(all[i]);
+    free(all);
+}
+
+void
+worker_pop_wake_all(struct worker *w)
+{
+    each_parked(w, retry);
+}
+
+/* give_up - answer a parked pop with what is there now, possibly nothing. */
+static void
+give_up(struct pop_call *c)
+{
+    unpark(c);
+    int rc = take(c, 0);
+    if (rc < 0)
+        http_reply_errno(c->req, rc, "pop");
+    else
+        answer(c);
+    http_request_resume(c->req);
+}
+
+void
+worker_pop_expire(struct worker *w, uint64_t now)
+{
+    struct park *p;
+
+    while ((p = park_first(&w->parks)) != NULL && p->deadline <= now)
+        give_up(CALL_OF(p));
+}
+
+void
+worker_pop_answer_all(struct worker *w)
+{
+    each_parked(w, give_up);
+}
+
+void
+worker_pop_hangup(struct worker *w, struct park *p)
+{
+    struct pop_call *c = CALL_OF(p);
+
+    (void)w;
+    unpark(c);
+    http_request_abort(c->req);
+}

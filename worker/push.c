@@ -1,0 +1,106 @@
+/*
+ * push.c - POST /api/v1/ephemeral/push: all or nothing, ids in push order.
+ *
+ * The body is scanned once (http_parse_push finds each payload's span
+ * without building a tree); the payload bytes go into the segment as sent.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "http/buf.h"
+#include "http/errors.h"
+#include "http/ids.h"
+#include "http/parse.h"
+#include "http/reply.h"
+#include "http/request.h"
+#include "shm/stats.h"
+#include "worker/worker_int.h"
+
+static const char default_partition[] = "Default";
+
+/* scratch - room for n message descriptors in the worker's scratch. */
+static int
+scratch(struct worker *w, uint32_t n)
+{
+    if (n <= w->msgs_cap)
+        return 0;
+    struct shm_msg_in *m = realloc(w->msgs, n * sizeof(*m));
+    if (m == NULL)
+        return -ENOMEM;
+    w->msgs = m;
+    w->msgs_cap = n;
+    return 0;
+}
+
+/* count_failure - the push_total result a refused push counts under. */
+static void
+count_failure(struct worker *w, int rc)
+{
+    enum shm_counter c = SHM_C_PUSH_UNAVAILABLE;
+    if (rc == -ENOSPC)
+        c = SHM_C_PUSH_REJECTED_FULL;
+    else if (rc == -EMSGSIZE)
+        c = SHM_C_PUSH_REJECTED_TOO_LARGE;
+    shm_count(w->seg, w->set.slot, c, 1);
+}
+
+/* reply_ids - 201 {"pushed": n, "ids": [...]}. */
+static void
+reply_ids(struct worker *w, struct http_request *req, struct shm_name part,
+          uint32_t n, uint64_t first)
+{
+    struct http_buf b = {0};
+
+    http_buf_reserve(&b, 32 + (size_t)n * (part.len + 48));
+    http_buf_append_str(&b, "{\"pushed\":");
+    http_buf_append_u64(&b, n);
+    http_buf_append_str(&b, ",\"ids\":[");
+    for (uint32_t i = 0; i < n; i++) {
+        if (i)
+            http_buf_append(&b, ",", 1);
+        http_id_format_json(&b, w->incarnation, part.ptr, part.len, first + i);
+    }
+    http_buf_append_str(&b, "]}");
+    http_reply(req, 201, &b);
+}
+
+void
+worker_push(struct worker *w, struct http_request *req)
+{
+    struct http_push p;
+    struct http_error err;
+    size_t len;
+    const char *body = http_request_body(req, &len);
+    uint64_t first = 0;
+    int rc;
+
+    if (http_parse_push(body, len, &p, &err) != 0) {
+        http_reply_http_error(req, &err);
+        return;
+    }
+    struct shm_name queue = {p.queue.ptr, p.queue.len};
+    struct shm_name part = {default_partition, sizeof(default_partition) - 1};
+    if (p.has_partition)
+        part = (struct shm_name){p.partition.ptr, p.partition.len};
+    if (!worker_name_ok(req, "queue", queue.ptr, queue.len) ||
+        !worker_name_ok(req, "partition", part.ptr, part.len))
+        goto out;
+    if (scratch(w, p.n) != 0) {
+        http_reply_errno(req, -ENOMEM, "push");
+        goto out;
+    }
+    for (uint32_t i = 0; i < p.n; i++)
+        w->msgs[i] = (struct shm_msg_in){p.payloads[i].ptr,
+                                         (uint32_t)p.payloads[i].len};
+    rc = shm_push(w->seg, w->set.slot, queue, part, w->msgs, p.n,
+                  shm_now_ms(), &first);
+    if (rc != 0) {
+        count_failure(w, rc);
+        http_reply_errno(req, rc, "push");
+        goto out;
+    }
+    shm_count(w->seg, w->set.slot, SHM_C_PUSH_ACCEPTED, p.n);
+    reply_ids(w, req, part, p.n, first);
+out:
+    http_push_free(&p);
+}

@@ -1,0 +1,199 @@
+/*
+ * worker.c - a worker process: one epoll loop over libmicrohttpd's epoll fd,
+ * this worker's wake eventfd, a signalfd, and the sockets of parked pops
+ * (EPOLLRDHUP: a client that leaves while parked takes nothing with it).
+ *
+ * The loop sleeps until the nearest of MHD's timer, the first parked pop's
+ * deadline, and the heartbeat interval (the master kills a worker whose
+ * heartbeat stops).  SIGTERM drains: stop accepting, answer parked pops,
+ * let in-flight requests finish, exit 0.
+ */
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "http/request.h"
+#include "http/server.h"
+#include "shm/log.h"
+#include "shm/region.h"
+#include "shm/stats.h"
+#include "worker/worker_int.h"
+
+#define BEAT_MS      1000  /* heartbeat at least this often */
+#define DRAIN_MS     5000  /* in-flight requests get this long to finish */
+#define WAKE_BATCH   256
+#define TAG_WAKE     ((uint64_t)1)
+#define TAG_SIGNAL   ((uint64_t)2)
+#define TAG_HTTP     ((uint64_t)3)
+/* Other epoll tags are struct park pointers (always > 3, aligned). */
+
+/* dispatch - the http/ handler: route to the worker's handler. */
+static void
+dispatch(void *ctx, struct http_request *req)
+{
+    struct worker *w = ctx;
+
+    switch (http_request_route(req)) {
+    case HTTP_ROUTE_PUSH: worker_push(w, req); break;
+    case HTTP_ROUTE_POP: worker_pop(w, req); break;
+    case HTTP_ROUTE_ACK: worker_ack(w, req); break;
+    case HTTP_ROUTE_EXTEND: worker_extend(w, req); break;
+    case HTTP_ROUTE_CONFIGURE: worker_configure(w, req); break;
+    case HTTP_ROUTE_RESET: worker_reset(w, req); break;
+    case HTTP_ROUTE_DELETE_QUEUE: worker_delete(w, req); break;
+    case HTTP_ROUTE_LIST_QUEUES: worker_list(w, req); break;
+    case HTTP_ROUTE_DEPTH: worker_depth(w, req); break;
+    case HTTP_ROUTE_HEALTH: worker_health(w, req); break;
+    case HTTP_ROUTE_METRICS: worker_metrics(w, req); break;
+    default: break; /* http/ answers 404/405 itself */
+    }
+}
+
+/* watch - add fd to the loop's epoll under tag. */
+static void
+watch(struct worker *w, int fd, uint32_t events, uint64_t tag)
+{
+    struct epoll_event ev = {.events = events, .data.u64 = tag};
+    if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) == -1)
+        log_fatal(errno, "epoll_ctl(ADD, %d) failed", fd);
+}
+
+/* setup - epoll, signals, the HTTP server.  Exits on failure. */
+static void
+setup(struct worker *w)
+{
+    sigset_t set;
+    struct http_server_opts o = {
+        .max_connections = w->set.max_connections,
+        .max_body_bytes = w->set.max_body_bytes,
+        .connection_timeout_s = 300,
+    };
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    /* A client that vanishes mid-reply must not kill the worker. */
+    signal(SIGPIPE, SIG_IGN);
+    w->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    w->ep = epoll_create1(EPOLL_CLOEXEC);
+    if (w->sfd == -1 || w->ep == -1)
+        log_fatal(errno, "signalfd/epoll_create1 failed");
+    if (park_set_init(&w->parks) != 0)
+        log_fatal(ENOMEM, "cannot allocate the parked-pop index");
+    w->http = http_server_start(w->set.listen_fd, &o, dispatch, w);
+    if (w->http == NULL)
+        log_fatal(0, "cannot start the HTTP server");
+    watch(w, http_server_fd(w->http), EPOLLIN, TAG_HTTP);
+    watch(w, w->seg->wake_fd[w->set.slot], EPOLLIN, TAG_WAKE);
+    watch(w, w->sfd, EPOLLIN, TAG_SIGNAL);
+}
+
+/* on_wake - the eventfd fired: retry the parked pops pushes woke. */
+static void
+on_wake(struct worker *w)
+{
+    uint64_t n, handles[WAKE_BATCH];
+    int got;
+
+    if (read(w->seg->wake_fd[w->set.slot], &n, sizeof(n)) == -1 &&
+        errno != EAGAIN)
+        log_error(errno, "read(wake eventfd) failed");
+    while ((got = shm_wake_drain(w->seg, w->set.slot, handles, WAKE_BATCH)) !=
+           0) {
+        if (got == -EOVERFLOW) {
+            worker_pop_wake_all(w);
+            continue;
+        }
+        for (int i = 0; i < got; i++)
+            worker_pop_wake(w, handles[i]);
+        if (got < WAKE_BATCH)
+            break;
+    }
+}
+
+/* on_signal - TERM/INT start the drain, HUP reopens the log. */
+static void
+on_signal(struct worker *w, uint64_t now)
+{
+    struct signalfd_siginfo si;
+
+    while (read(w->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        if (si.ssi_signo == SIGHUP) {
+            if (log_reopen() != 0)
+                log_error(errno, "cannot reopen the log");
+        } else if (!w->draining) {
+            w->draining = 1;
+            w->drain_until = now + DRAIN_MS;
+            http_server_quiesce(w->http);
+            worker_pop_answer_all(w);
+        }
+    }
+}
+
+/* next_timeout - ms the loop may sleep. */
+static int
+next_timeout(struct worker *w, uint64_t now)
+{
+    int t = BEAT_MS;
+    int mt = http_server_timeout_ms(w->http);
+    struct park *p = park_first(&w->parks);
+
+    if (mt >= 0 && mt < t)
+        t = mt;
+    if (p != NULL) {
+        uint64_t when = p->deadline;
+        if (p->window_until != 0 && p->window_until < when)
+            when = p->window_until;
+        int d = when > now ? (int)(when - now) : 0;
+        if (d < t)
+            t = d;
+    }
+    if (w->draining)
+        t = t > 10 ? 10 : t;
+    return t;
+}
+
+void
+worker_main(struct shm_seg *seg, const struct worker_settings *s)
+{
+    static struct worker w;
+
+    w.seg = seg;
+    w.set = *s;
+    w.incarnation = shm_params_of(seg)->incarnation;
+    shm_slot_claim(seg, s->slot, (int)getpid());
+    setup(&w);
+    for (;;) {
+        struct epoll_event evs[64];
+        uint64_t now = shm_now_ms();
+        int n = epoll_wait(w.ep, evs, 64, next_timeout(&w, now));
+
+        now = shm_now_ms();
+        shm_slot_heartbeat(seg, s->slot, now);
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = evs[i].data.u64;
+            if (tag == TAG_WAKE)
+                on_wake(&w);
+            else if (tag == TAG_SIGNAL)
+                on_signal(&w, now);
+            else if (tag != TAG_HTTP)
+                worker_pop_hangup(&w, (struct park *)(uintptr_t)tag);
+        }
+        worker_pop_expire(&w, now);
+        http_server_run(w.http);
+        if (w.draining && (http_server_connections(w.http) == 0 ||
+                           now >= w.drain_until))
+            break;
+    }
+    http_server_stop(w.http);
+    log_debug(0, "drained");
+    exit(0);
+}

@@ -1,0 +1,31 @@
+/*
+ * worker.h - the contract between the master and the worker processes it
+ * forks (the one header master/ includes from worker/).
+ *
+ * A worker inherits the segment mapping, its eventfd and the listening
+ * socket over fork(); it serves client HTTP in one epoll loop until SIGTERM
+ * (drain: stop accepting, answer parked pops, finish in-flight requests,
+ * exit 0) or until the master dies (PR_SET_PDEATHSIG).  SIGHUP reopens the
+ * log.  Exit status: 0 after a drain, 1 on a fatal error.
+ */
+#ifndef MAYFLY_WORKER_WORKER_H
+#define MAYFLY_WORKER_WORKER_H
+
+#include <stdint.h>
+#include <stdnoreturn.h>
+
+struct shm_seg;
+
+struct worker_settings {
+    int slot;                 /* 0..workers-1: index of its shm slot */
+    int listen_fd;            /* client port, shared by all workers */
+    uint32_t max_connections;
+    uint64_t max_body_bytes;
+    uint32_t max_wait_ms;     /* ceiling of a pop's timeout */
+    char node_id[65];
+};
+
+/* worker_main - run a worker until it drains; never returns. */
+noreturn void worker_main(struct shm_seg *seg, const struct worker_settings *s);
+
+#endif
