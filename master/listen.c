@@ -3,6 +3,8 @@
  *
  * Errors: -errno with a sentence in err naming the address.
  */
+#include "master/listen.h"
+
 #include <sys/socket.h>
 
 #include <errno.h>
@@ -11,8 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "master/listen.h"
 
 /* split_addr - "host:port" or "[v6]:port" into host and port strings. */
 static int
@@ -42,8 +42,8 @@ master_listen(const char *addr, char *err, size_t errlen)
     const char *port;
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV |
-                                         AI_PASSIVE};
+                             .ai_flags =
+                                 AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE};
     struct addrinfo *res;
     int fd, rc, one = 1;
 
@@ -67,8 +67,7 @@ master_listen(const char *addr, char *err, size_t errlen)
     if (bind(fd, res->ai_addr, res->ai_addrlen) == -1 ||
         listen(fd, 4096) == -1) {
         rc = -errno;
-        snprintf(err, errlen, "cannot listen on '%s': %s", addr,
-                 strerror(-rc));
+        snprintf(err, errlen, "cannot listen on '%s': %s", addr, strerror(-rc));
         close(fd);
         goto out;
     }

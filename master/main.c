@@ -33,9 +33,9 @@
 #include "shm/broker.h"
 #include "shm/log.h"
 
-#define TICK_MS     100
-#define DRAIN_MS    30000 /* workers still running then are killed */
-#define VERSION     "0.1.0"
+#define TICK_MS  100
+#define DRAIN_MS 30000 /* workers still running then are killed */
+#define VERSION  "0.1.0"
 
 static void
 usage(FILE *f)
@@ -124,11 +124,11 @@ start_node(struct master *m)
         .max_wait_ms = m->cfg.max_wait_ms,
     };
     snprintf(m->ws.node_id, sizeof(m->ws.node_id), "%s", m->cfg.node_id);
-    log_info(0, "mayflyd %s node %s listening on %s:%d, %d workers, "
-                "incarnation %016llx",
-             VERSION, m->cfg.node_id, m->cfg.listen,
-             master_listen_port(fd), m->nworkers,
-             (unsigned long long)p.incarnation);
+    log_info(0,
+             "mayflyd %s node %s listening on %s:%d, %d workers, "
+             "incarnation %016llx",
+             VERSION, m->cfg.node_id, m->cfg.listen, master_listen_port(fd),
+             m->nworkers, (unsigned long long)p.incarnation);
     for (int i = 0; i < m->nworkers; i++) {
         if (master_spawn(m, i) != 0)
             log_fatal(0, "cannot start worker %d", i);

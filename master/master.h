@@ -8,8 +8,9 @@
 #ifndef MAYFLY_MASTER_MASTER_H
 #define MAYFLY_MASTER_MASTER_H
 
-#include <stdint.h>
 #include <sys/types.h>
+
+#include <stdint.h>
 
 #include "master/config.h"
 #include "shm/segment.h"
@@ -18,10 +19,10 @@
 enum master_state { MASTER_RUNNING, MASTER_DRAINING, MASTER_STOPPING };
 
 struct master_child {
-    pid_t pid;            /* 0: not running */
-    uint64_t started_ms;  /* when it was forked */
-    uint64_t respawn_at;  /* when to fork it again (0: not pending) */
-    uint32_t backoff_ms;  /* next respawn delay after a quick death */
+    pid_t pid;           /* 0: not running */
+    uint64_t started_ms; /* when it was forked */
+    uint64_t respawn_at; /* when to fork it again (0: not pending) */
+    uint32_t backoff_ms; /* next respawn delay after a quick death */
 };
 
 struct master {

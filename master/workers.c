@@ -21,10 +21,10 @@
 #include "shm/log.h"
 #include "shm/stats.h"
 
-#define RESPAWN_MIN_MS  50
-#define RESPAWN_MAX_MS  5000
-#define YOUNG_MS        2000  /* dying sooner than this doubles the backoff */
-#define WATCHDOG_MS     15000 /* a worker silent this long is killed */
+#define RESPAWN_MIN_MS 50
+#define RESPAWN_MAX_MS 5000
+#define YOUNG_MS       2000  /* dying sooner than this doubles the backoff */
+#define WATCHDOG_MS    15000 /* a worker silent this long is killed */
 
 int
 master_spawn(struct master *m, int slot)
@@ -137,8 +137,9 @@ master_watchdog(struct master *m, uint64_t now)
         struct master_child *c = &m->child[i];
         uint64_t beat = shm_slot_last_beat(&m->seg, i);
         if (c->pid != 0 && beat != 0 && now > beat + WATCHDOG_MS) {
-            log_error(0, "worker %d (pid %d) made no progress for %llu ms; "
-                         "killing it",
+            log_error(0,
+                      "worker %d (pid %d) made no progress for %llu ms; "
+                      "killing it",
                       i, (int)c->pid, (unsigned long long)(now - beat));
             kill(c->pid, SIGKILL);
         }

@@ -22,8 +22,8 @@
 /* One entry on its way to the segment. */
 struct entry {
     struct shm_name part;
-    uint32_t index;        /* position in the request */
-    int stale;             /* another incarnation's id */
+    uint32_t index; /* position in the request */
+    int stale;      /* another incarnation's id */
 };
 
 static int
@@ -57,8 +57,7 @@ resolve(struct worker *w, struct http_request *req, const char *field,
 
         if (http_id_parse(id->ptr, id->len, &inc, &part, &plen, &seq) != 0) {
             http_reply_error(req, 400, "ephemeral_bad_request",
-                             "field '%s[%u].id' is not a message id", field,
-                             i);
+                             "field '%s[%u].id' is not a message id", field, i);
             return -EINVAL;
         }
         ents[i] = (struct entry){{part, plen}, i, inc != w->incarnation};
@@ -111,11 +110,16 @@ outcome_name(uint32_t o)
 {
     switch (o) {
     case SHM_OUT_ACKED:
-    case SHM_OUT_ACKED_DROPPED: return "acked";
-    case SHM_OUT_REDELIVERED: return "redelivered";
-    case SHM_OUT_STALE: return "stale";
-    case SHM_OUT_EXTENDED: return "extended";
-    default: return "unknown";
+    case SHM_OUT_ACKED_DROPPED:
+        return "acked";
+    case SHM_OUT_REDELIVERED:
+        return "redelivered";
+    case SHM_OUT_STALE:
+        return "stale";
+    case SHM_OUT_EXTENDED:
+        return "extended";
+    default:
+        return "unknown";
     }
 }
 
@@ -210,7 +214,8 @@ worker_ack(struct worker *w, struct http_request *req)
                                                          : SHM_ACK_FAILED;
     }
     settle(w, req, a.queue, a.has_group ? a.group : (struct http_str){"", 0},
-           "acks", a.n ? &a.entries[0].id : NULL, sizeof(a.entries[0]), acks, a.n, 0);
+           "acks", a.n ? &a.entries[0].id : NULL, sizeof(a.entries[0]), acks,
+           a.n, 0);
     free(acks);
 out:
     http_ack_free(&a);
@@ -234,12 +239,13 @@ worker_extend(struct worker *w, struct http_request *req)
         goto out;
     }
     for (uint32_t i = 0; i < e.n; i++) {
-        ents[i].attempts = e.entries[i].has_attempts ? e.entries[i].attempts
-                                                     : 0;
+        ents[i].attempts =
+            e.entries[i].has_attempts ? e.entries[i].attempts : 0;
         ents[i].seconds = e.entries[i].seconds;
     }
     settle(w, req, e.queue, e.has_group ? e.group : (struct http_str){"", 0},
-           "messages", e.n ? &e.entries[0].id : NULL, sizeof(e.entries[0]), ents, e.n, 1);
+           "messages", e.n ? &e.entries[0].id : NULL, sizeof(e.entries[0]),
+           ents, e.n, 1);
     free(ents);
 out:
     http_extend_free(&e);

@@ -93,19 +93,17 @@ list_one(void *arg, const struct shm_queue_info *q)
 
     http_buf_append_str(b, l->n++ ? ",{\"queue\":" : "{\"queue\":");
     http_buf_append_json_str(b, q->name, q->name_len);
-    http_buf_printf(b,
-                    ",\"tier\":\"%s\",\"depth\":%llu,\"leased\":%llu,"
-                    "\"waiting\":%llu,\"bytes\":%llu,\"partitions\":%u,"
-                    "\"groups\":%u,\"drops\":{\"bounds\":%llu,\"ttl\":%llu,"
-                    "\"retry\":%llu},\"options\":",
-                    q->declared ? "declared" : "implicit",
-                    (unsigned long long)q->depth,
-                    (unsigned long long)q->leased,
-                    (unsigned long long)q->waiting,
-                    (unsigned long long)q->bytes, q->partitions, q->groups,
-                    (unsigned long long)q->drops_bounds,
-                    (unsigned long long)q->drops_ttl,
-                    (unsigned long long)q->drops_retry);
+    http_buf_printf(
+        b,
+        ",\"tier\":\"%s\",\"depth\":%llu,\"leased\":%llu,"
+        "\"waiting\":%llu,\"bytes\":%llu,\"partitions\":%u,"
+        "\"groups\":%u,\"drops\":{\"bounds\":%llu,\"ttl\":%llu,"
+        "\"retry\":%llu},\"options\":",
+        q->declared ? "declared" : "implicit", (unsigned long long)q->depth,
+        (unsigned long long)q->leased, (unsigned long long)q->waiting,
+        (unsigned long long)q->bytes, q->partitions, q->groups,
+        (unsigned long long)q->drops_bounds, (unsigned long long)q->drops_ttl,
+        (unsigned long long)q->drops_retry);
     append_options(b, &q->opts);
     http_buf_append_str(b, "}");
 }
@@ -125,8 +123,8 @@ worker_list(struct worker *w, struct http_request *req)
         http_reply_http_error(req, &err);
         return;
     }
-    shm_queue_list(w->seg, (struct shm_name){prefix ? prefix : "", plen},
-                   limit, shm_now_ms(), list_one, &l);
+    shm_queue_list(w->seg, (struct shm_name){prefix ? prefix : "", plen}, limit,
+                   shm_now_ms(), list_one, &l);
     http_buf_append_str(&b, "{\"node\":");
     http_buf_append_json_str(&b, w->set.node_id, strlen(w->set.node_id));
     http_buf_printf(&b, ",\"count\":%u,\"cellBytes\":%d,\"queues\":[", l.n,
@@ -149,17 +147,16 @@ depth_part(void *arg, const struct shm_part_info *p)
     struct depth *d = arg;
 
     d->np_pending += p->pending > 0;
-    http_buf_append_str(&d->parts, d->np++ ? ",{\"partition\":"
-                                           : "{\"partition\":");
+    http_buf_append_str(&d->parts,
+                        d->np++ ? ",{\"partition\":" : "{\"partition\":");
     http_buf_append_json_str(&d->parts, p->name, p->name_len);
-    http_buf_printf(&d->parts,
-                    ",\"pending\":%llu,\"leased\":%llu,\"waiting\":%llu,"
-                    "\"bytes\":%llu,\"oldestAgeMs\":%llu}",
-                    (unsigned long long)p->pending,
-                    (unsigned long long)p->leased,
-                    (unsigned long long)p->waiting,
-                    (unsigned long long)p->bytes,
-                    (unsigned long long)p->oldest_age_ms);
+    http_buf_printf(
+        &d->parts,
+        ",\"pending\":%llu,\"leased\":%llu,\"waiting\":%llu,"
+        "\"bytes\":%llu,\"oldestAgeMs\":%llu}",
+        (unsigned long long)p->pending, (unsigned long long)p->leased,
+        (unsigned long long)p->waiting, (unsigned long long)p->bytes,
+        (unsigned long long)p->oldest_age_ms);
 }
 
 static void
@@ -196,9 +193,9 @@ worker_depth(struct worker *w, struct http_request *req)
                          "query parameter 'scope' must be node or cluster");
         return;
     }
-    int rc = shm_queue_depth(w->seg, (struct shm_name){name, len},
-                             group ? &g : NULL, shm_now_ms(), &q, depth_part,
-                             depth_group, &d);
+    int rc =
+        shm_queue_depth(w->seg, (struct shm_name){name, len}, group ? &g : NULL,
+                        shm_now_ms(), &q, depth_part, depth_group, &d);
     if (rc != 0) {
         http_reply_error(req, 404, "ephemeral_queue_not_found",
                          "queue '%.*s' is not held or declared on this node",

@@ -2,6 +2,7 @@
  * names.c - the one place a worker checks a name a client sent.
  */
 #include "http/names.h"
+
 #include "http/reply.h"
 #include "worker/worker_int.h"
 

@@ -4,10 +4,10 @@
  * Both indexes are intrusive (heap_idx, prev/next live in struct park), so
  * parking allocates only when an index must grow.  Errors: -ENOMEM.
  */
+#include "worker/park.h"
+
 #include <errno.h>
 #include <stdlib.h>
-
-#include "worker/park.h"
 
 #define PARK_BUCKETS 4096 /* power of two */
 

@@ -24,15 +24,15 @@
 #include "shm/stats.h"
 #include "worker/worker_int.h"
 
-#define SINK_MIN   (64 * 1024)
-#define SINK_MAX   (16 * 1024 * 1024)
+#define SINK_MIN (64 * 1024)
+#define SINK_MAX (16 * 1024 * 1024)
 
 struct pop_call {
     struct worker *w;
     struct http_request *req;
-    struct park park;      /* park.pop holds the request's parameters */
+    struct park park; /* park.pop holds the request's parameters */
     int parked;
-    int leased;            /* the reply carries leases: release if unsent */
+    int leased; /* the reply carries leases: release if unsent */
     struct shm_sink sink;
 };
 
@@ -211,8 +211,8 @@ parse_from(const struct http_query *q, enum shm_from *out,
 
 /* parse - the pop's query into c; answers the request on error. */
 static int
-parse(struct worker *w, struct http_request *req, struct pop_call *c,
-      int *wait, uint32_t *timeout)
+parse(struct worker *w, struct http_request *req, struct pop_call *c, int *wait,
+      uint32_t *timeout)
 {
     const struct http_query *q = http_request_args(req);
     struct http_error err;
@@ -303,7 +303,8 @@ retry(struct pop_call *c)
     http_request_resume(c->req);
 }
 
-#define CALL_OF(p) ((struct pop_call *)((char *)(p)-offsetof(struct pop_call, park)))
+#define CALL_OF(p)                                                             \
+    ((struct pop_call *)((char *)(p)-offsetof(struct pop_call, park)))
 
 void
 worker_pop_wake(struct worker *w, uint64_t handle)

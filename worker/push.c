@@ -90,10 +90,10 @@ worker_push(struct worker *w, struct http_request *req)
         goto out;
     }
     for (uint32_t i = 0; i < p.n; i++)
-        w->msgs[i] = (struct shm_msg_in){p.payloads[i].ptr,
-                                         (uint32_t)p.payloads[i].len};
-    rc = shm_push(w->seg, w->set.slot, queue, part, w->msgs, p.n,
-                  shm_now_ms(), &first);
+        w->msgs[i] =
+            (struct shm_msg_in){p.payloads[i].ptr, (uint32_t)p.payloads[i].len};
+    rc = shm_push(w->seg, w->set.slot, queue, part, w->msgs, p.n, shm_now_ms(),
+                  &first);
     if (rc != 0) {
         count_failure(w, rc);
         http_reply_errno(req, rc, "push");

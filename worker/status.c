@@ -37,8 +37,7 @@ worker_health(struct worker *w, struct http_request *req)
 
 /* metric - one HELP/TYPE header. */
 static void
-metric(struct http_buf *b, const char *name, const char *type,
-       const char *help)
+metric(struct http_buf *b, const char *name, const char *type, const char *help)
 {
     http_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -55,7 +54,8 @@ series(struct http_buf *b, const char *name, const char *labels, uint64_t v)
 static void
 counters(struct http_buf *b, const uint64_t *c)
 {
-    metric(b, "mayfly_push_total", "counter", "Push outcomes (messages "
+    metric(b, "mayfly_push_total", "counter",
+           "Push outcomes (messages "
            "accepted, requests rejected).");
     series(b, "mayfly_push_total", "result=\"accepted\"",
            c[SHM_C_PUSH_ACCEPTED]);
@@ -81,7 +81,8 @@ counters(struct http_buf *b, const uint64_t *c)
            c[SHM_C_REDELIVERY_FAILED]);
     series(b, "mayfly_redelivery_total", "reason=\"handover\"",
            c[SHM_C_REDELIVERY_HANDOVER]);
-    metric(b, "mayfly_dropped_total", "counter", "Messages dropped, by "
+    metric(b, "mayfly_dropped_total", "counter",
+           "Messages dropped, by "
            "reason.");
     series(b, "mayfly_dropped_total", "reason=\"retry_limit\"",
            c[SHM_C_DROP_RETRY_LIMIT]);
@@ -129,7 +130,8 @@ gauges(struct http_buf *b, const struct shm_gauges *g)
            "Accounted bytes held: payloads plus per-message and per-queue "
            "overhead.");
     series(b, "mayfly_memory_used_bytes", NULL, g->memory_used);
-    metric(b, "mayfly_memory_limit_bytes", "gauge", "The node cap "
+    metric(b, "mayfly_memory_limit_bytes", "gauge",
+           "The node cap "
            "(max_bytes).");
     series(b, "mayfly_memory_limit_bytes", NULL, g->memory_limit);
     metric(b, "mayfly_queues", "gauge", "Queues held, by kind.");

@@ -25,12 +25,12 @@
 #include "shm/stats.h"
 #include "worker/worker_int.h"
 
-#define BEAT_MS      1000  /* heartbeat at least this often */
-#define DRAIN_MS     5000  /* in-flight requests get this long to finish */
-#define WAKE_BATCH   256
-#define TAG_WAKE     ((uint64_t)1)
-#define TAG_SIGNAL   ((uint64_t)2)
-#define TAG_HTTP     ((uint64_t)3)
+#define BEAT_MS    1000 /* heartbeat at least this often */
+#define DRAIN_MS   5000 /* in-flight requests get this long to finish */
+#define WAKE_BATCH 256
+#define TAG_WAKE   ((uint64_t)1)
+#define TAG_SIGNAL ((uint64_t)2)
+#define TAG_HTTP   ((uint64_t)3)
 /* Other epoll tags are struct park pointers (always > 3, aligned). */
 
 /* dispatch - the http/ handler: route to the worker's handler. */
@@ -40,18 +40,41 @@ dispatch(void *ctx, struct http_request *req)
     struct worker *w = ctx;
 
     switch (http_request_route(req)) {
-    case HTTP_ROUTE_PUSH: worker_push(w, req); break;
-    case HTTP_ROUTE_POP: worker_pop(w, req); break;
-    case HTTP_ROUTE_ACK: worker_ack(w, req); break;
-    case HTTP_ROUTE_EXTEND: worker_extend(w, req); break;
-    case HTTP_ROUTE_CONFIGURE: worker_configure(w, req); break;
-    case HTTP_ROUTE_RESET: worker_reset(w, req); break;
-    case HTTP_ROUTE_DELETE_QUEUE: worker_delete(w, req); break;
-    case HTTP_ROUTE_LIST_QUEUES: worker_list(w, req); break;
-    case HTTP_ROUTE_DEPTH: worker_depth(w, req); break;
-    case HTTP_ROUTE_HEALTH: worker_health(w, req); break;
-    case HTTP_ROUTE_METRICS: worker_metrics(w, req); break;
-    default: break; /* http/ answers 404/405 itself */
+    case HTTP_ROUTE_PUSH:
+        worker_push(w, req);
+        break;
+    case HTTP_ROUTE_POP:
+        worker_pop(w, req);
+        break;
+    case HTTP_ROUTE_ACK:
+        worker_ack(w, req);
+        break;
+    case HTTP_ROUTE_EXTEND:
+        worker_extend(w, req);
+        break;
+    case HTTP_ROUTE_CONFIGURE:
+        worker_configure(w, req);
+        break;
+    case HTTP_ROUTE_RESET:
+        worker_reset(w, req);
+        break;
+    case HTTP_ROUTE_DELETE_QUEUE:
+        worker_delete(w, req);
+        break;
+    case HTTP_ROUTE_LIST_QUEUES:
+        worker_list(w, req);
+        break;
+    case HTTP_ROUTE_DEPTH:
+        worker_depth(w, req);
+        break;
+    case HTTP_ROUTE_HEALTH:
+        worker_health(w, req);
+        break;
+    case HTTP_ROUTE_METRICS:
+        worker_metrics(w, req);
+        break;
+    default:
+        break; /* http/ answers 404/405 itself */
     }
 }
 
@@ -189,8 +212,8 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
         }
         worker_pop_expire(&w, now);
         http_server_run(w.http);
-        if (w.draining && (http_server_connections(w.http) == 0 ||
-                           now >= w.drain_until))
+        if (w.draining &&
+            (http_server_connections(w.http) == 0 || now >= w.drain_until))
             break;
     }
     http_server_stop(w.http);

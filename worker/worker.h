@@ -17,11 +17,11 @@
 struct shm_seg;
 
 struct worker_settings {
-    int slot;                 /* 0..workers-1: index of its shm slot */
-    int listen_fd;            /* client port, shared by all workers */
+    int slot;      /* 0..workers-1: index of its shm slot */
+    int listen_fd; /* client port, shared by all workers */
     uint32_t max_connections;
     uint64_t max_body_bytes;
-    uint32_t max_wait_ms;     /* ceiling of a pop's timeout */
+    uint32_t max_wait_ms; /* ceiling of a pop's timeout */
     char node_id[65];
 };
 

@@ -20,8 +20,8 @@ struct worker {
     struct worker_settings set;
     uint64_t incarnation;
     struct http_server *http;
-    int ep;                 /* the loop's epoll */
-    int sfd;                /* signalfd: TERM, HUP */
+    int ep;  /* the loop's epoll */
+    int sfd; /* signalfd: TERM, HUP */
     struct park_set parks;
     int draining;
     uint64_t drain_until;
@@ -51,7 +51,7 @@ void worker_pop_answer_all(struct worker *w);
 
 /* worker_name_ok - validate a name; else answer 400 invalid_name naming
  * field and return 0. */
-int worker_name_ok(struct http_request *req, const char *field,
-                   const char *p, size_t len);
+int worker_name_ok(struct http_request *req, const char *field, const char *p,
+                   size_t len);
 
 #endif

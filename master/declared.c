@@ -1,0 +1,246 @@
+/*
+ * declared.c - encode, decode and apply declare/delete commands.
+ *
+ * Command, all integers big-endian:
+ *   u8 version (1) | u8 op | u16 name_len | name bytes
+ *   declare only:   u32 max_length | u64 max_bytes | u32 policy | u32 ttl_s
+ *                   | u32 lease_s | u32 retry_limit | u32 window_ms
+ *                   | u32 window_count
+ * Snapshot: u32 count, then count declare commands each prefixed by u32 len.
+ */
+#include "master/declared.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DECL_VERSION  1
+#define DECL_HEAD     4
+#define DECL_OPTS_LEN 36
+
+static void
+put32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+static uint32_t
+get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+           p[3];
+}
+
+int
+decl_encode(const struct decl_cmd *c, void **buf, size_t *len)
+{
+    size_t n = DECL_HEAD + c->len + (c->op == DECL_DECLARE ? DECL_OPTS_LEN : 0);
+    unsigned char *p;
+
+    if (c->len == 0 || c->len > DECL_NAME_MAX)
+        return -EINVAL;
+    if ((p = malloc(n)) == NULL)
+        return -ENOMEM;
+    p[0] = DECL_VERSION;
+    p[1] = (unsigned char)c->op;
+    p[2] = (unsigned char)(c->len >> 8);
+    p[3] = (unsigned char)c->len;
+    memcpy(p + DECL_HEAD, c->name, c->len);
+    if (c->op == DECL_DECLARE) {
+        unsigned char *o = p + DECL_HEAD + c->len;
+        const struct shm_qopts *q = &c->opts;
+        put32(o, q->max_length);
+        put32(o + 4, (uint32_t)(q->max_bytes >> 32));
+        put32(o + 8, (uint32_t)q->max_bytes);
+        put32(o + 12, q->policy);
+        put32(o + 16, q->ttl_s);
+        put32(o + 20, q->lease_s);
+        put32(o + 24, q->retry_limit);
+        put32(o + 28, q->window_ms);
+        put32(o + 32, q->window_count);
+    }
+    *buf = p;
+    *len = n;
+    return 0;
+}
+
+int
+decl_decode(const void *buf, size_t len, struct decl_cmd *c)
+{
+    const unsigned char *p = buf;
+
+    if (len < DECL_HEAD || p[0] != DECL_VERSION)
+        return -EINVAL;
+    c->op = (enum decl_op)p[1];
+    c->len = (size_t)p[2] << 8 | p[3];
+    c->name = (const char *)p + DECL_HEAD;
+    if (c->len == 0 || c->len > DECL_NAME_MAX)
+        return -EINVAL;
+    if (c->op == DECL_DELETE)
+        return len == DECL_HEAD + c->len ? 0 : -EINVAL;
+    if (c->op != DECL_DECLARE || len != DECL_HEAD + c->len + DECL_OPTS_LEN)
+        return -EINVAL;
+    const unsigned char *o = p + DECL_HEAD + c->len;
+    c->opts = (struct shm_qopts){
+        .max_length = get32(o),
+        .max_bytes = (uint64_t)get32(o + 4) << 32 | get32(o + 8),
+        .policy = get32(o + 12),
+        .ttl_s = get32(o + 16),
+        .lease_s = get32(o + 20),
+        .retry_limit = get32(o + 24),
+        .window_ms = get32(o + 28),
+        .window_count = get32(o + 32),
+    };
+    return c->opts.policy <= SHM_POLICY_DROP_OLDEST ? 0 : -EINVAL;
+}
+
+/* cmp - order of names: bytes, then length. */
+static int
+cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    if (c != 0)
+        return c;
+    return alen < blen ? -1 : alen > blen;
+}
+
+/* lower_bound - index of the first queue not ordered before name. */
+static size_t
+lower_bound(const struct decl_set *s, const char *name, size_t len)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (cmp(s->q[mid].name, s->q[mid].len, name, len) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+const struct decl_queue *
+decl_find(const struct decl_set *s, const char *name, size_t len)
+{
+    size_t i = lower_bound(s, name, len);
+    if (i < s->n && cmp(s->q[i].name, s->q[i].len, name, len) == 0)
+        return &s->q[i];
+    return NULL;
+}
+
+/* insert - add or update name at its place. */
+static int
+insert(struct decl_set *s, const struct decl_cmd *c, int *changed)
+{
+    size_t i = lower_bound(s, c->name, c->len);
+
+    if (i < s->n && cmp(s->q[i].name, s->q[i].len, c->name, c->len) == 0) {
+        *changed = memcmp(&s->q[i].opts, &c->opts, sizeof(c->opts)) != 0;
+        s->q[i].opts = c->opts;
+        return 0;
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        struct decl_queue *q = realloc(s->q, cap * sizeof(*q));
+        if (q == NULL)
+            return -ENOMEM;
+        s->q = q;
+        s->cap = cap;
+    }
+    char *name = malloc(c->len);
+    if (name == NULL)
+        return -ENOMEM;
+    memcpy(name, c->name, c->len);
+    memmove(&s->q[i + 1], &s->q[i], (s->n - i) * sizeof(*s->q));
+    s->q[i] = (struct decl_queue){name, c->len, c->opts};
+    s->n++;
+    *changed = 1;
+    return 0;
+}
+
+int
+decl_apply(struct decl_set *s, const struct decl_cmd *c, int *changed)
+{
+    *changed = 0;
+    if (c->op == DECL_DECLARE)
+        return insert(s, c, changed);
+    size_t i = lower_bound(s, c->name, c->len);
+    if (i < s->n && cmp(s->q[i].name, s->q[i].len, c->name, c->len) == 0) {
+        free(s->q[i].name);
+        memmove(&s->q[i], &s->q[i + 1], (s->n - i - 1) * sizeof(*s->q));
+        s->n--;
+        *changed = 1;
+    }
+    return 0;
+}
+
+int
+decl_snapshot(const struct decl_set *s, void **buf, size_t *len)
+{
+    size_t total = 4;
+    for (size_t i = 0; i < s->n; i++)
+        total += 4 + DECL_HEAD + s->q[i].len + DECL_OPTS_LEN;
+    unsigned char *out = malloc(total), *p = out + 4;
+    if (out == NULL)
+        return -ENOMEM;
+    put32(out, (uint32_t)s->n);
+    for (size_t i = 0; i < s->n; i++) {
+        struct decl_cmd c = {DECL_DECLARE, s->q[i].name, s->q[i].len,
+                             s->q[i].opts};
+        void *e;
+        size_t elen;
+        if (decl_encode(&c, &e, &elen) != 0) {
+            free(out);
+            return -ENOMEM;
+        }
+        put32(p, (uint32_t)elen);
+        memcpy(p + 4, e, elen);
+        p += 4 + elen;
+        free(e);
+    }
+    *buf = out;
+    *len = total;
+    return 0;
+}
+
+int
+decl_restore(struct decl_set *s, const void *buf, size_t len)
+{
+    const unsigned char *p = buf, *end = p + len;
+    struct decl_set fresh = {0};
+    int changed;
+
+    if (len < 4)
+        return len == 0 ? (decl_free(s), 0) : -EINVAL;
+    uint32_t n = get32(p);
+    p += 4;
+    for (uint32_t i = 0; i < n; i++) {
+        struct decl_cmd c;
+        if (end - p < 4 || (size_t)(end - p - 4) < get32(p) ||
+            decl_decode(p + 4, get32(p), &c) != 0 || c.op != DECL_DECLARE ||
+            decl_apply(&fresh, &c, &changed) != 0) {
+            decl_free(&fresh);
+            return -EINVAL;
+        }
+        p += 4 + get32(p);
+    }
+    if (p != end) {
+        decl_free(&fresh);
+        return -EINVAL;
+    }
+    decl_free(s);
+    *s = fresh;
+    return 0;
+}
+
+void
+decl_free(struct decl_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->q[i].name);
+    free(s->q);
+    *s = (struct decl_set){0};
+}
