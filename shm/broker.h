@@ -118,7 +118,7 @@ void shm_release(struct shm_seg *seg, int worker, struct shm_name queue,
 
 /* ---- ack, extend ------------------------------------------------------ */
 
-enum shm_status { SHM_ACK_COMPLETED, SHM_ACK_FAILED, SHM_ACK_RETRY };
+enum shm_ack_status { SHM_ACK_COMPLETED, SHM_ACK_FAILED, SHM_ACK_RETRY };
 
 enum shm_outcome {
     SHM_OUT_ACKED,         /* completed */
@@ -133,7 +133,7 @@ enum shm_outcome {
 struct shm_ack {
     uint64_t seq;
     uint32_t attempts;      /* 0: unfenced (bare id), acts on current delivery */
-    uint32_t status;        /* enum shm_status; for extend: unused */
+    uint32_t status;        /* enum shm_ack_status; for extend: unused */
     uint32_t seconds;       /* extend only */
     uint32_t outcome;       /* out: enum shm_outcome */
 };

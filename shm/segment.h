@@ -23,6 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct shm_status;
+struct shm_catalog;
+
 #define SHM_MAX_WORKERS 64
 #define SHM_MAGIC       0x4d41594655594d31ULL /* "MAYFLYM1" */
 #define SHM_VERSION     1
@@ -60,11 +63,15 @@ struct shm_params {
  * master and inherited over fork().
  */
 struct shm_seg {
-    unsigned char *base;     /* start of the mapping */
-    size_t size;             /* bytes mapped */
-    struct shm_header *hdr;  /* == base */
+    unsigned char *base;    /* start of the mapping */
+    size_t size;            /* bytes mapped */
+    struct shm_header *hdr; /* == base */
     int memfd;
     int wake_fd[SHM_MAX_WORKERS]; /* eventfd per worker slot, made by master */
+    /* Mappings of their own, made by the master before forking (NULL until
+     * then): the node status page and the declared-queue catalog. */
+    struct shm_status *status;
+    struct shm_catalog *catalog;
 };
 
 /*

@@ -6,6 +6,8 @@
  * series for implicit queues: one inbox per request must not become one
  * time series per request.
  */
+#include "shm/status.h"
+
 #include <string.h>
 
 #include "http/buf.h"
@@ -17,20 +19,36 @@
 void
 worker_health(struct worker *w, struct http_request *req)
 {
+    struct shm_status_view v;
     struct http_buf b = {0};
-    int ready = !w->draining;
 
+    shm_status_read(w->seg->status, &v);
+    int ready = v.ready && !w->draining;
     http_buf_append_str(&b, "{\"status\":");
-    http_buf_append_str(&b, ready ? "\"ok\"" : "\"draining\"");
+    http_buf_append_str(&b, ready                    ? "\"ok\""
+                            : w->draining || v.ready ? "\"draining\""
+                                                     : "\"starting\"");
     http_buf_append_str(&b, ",\"node\":");
     http_buf_append_json_str(&b, w->set.node_id, strlen(w->set.node_id));
-    http_buf_printf(&b, ",\"incarnation\":\"%016llx\",\"ready\":%s",
+    http_buf_printf(&b,
+                    ",\"incarnation\":\"%016llx\",\"ready\":%s,"
+                    "\"role\":\"%s\",\"term\":%llu,\"leader\":",
                     (unsigned long long)w->incarnation,
-                    ready ? "true" : "false");
-    http_buf_append_str(&b, ",\"role\":\"leader\",\"term\":0,\"leader\":");
-    http_buf_append_json_str(&b, w->set.node_id, strlen(w->set.node_id));
+                    ready ? "true" : "false", shm_role_name(v.role),
+                    (unsigned long long)v.term);
+    if (v.leader[0])
+        http_buf_append_json_str(&b, v.leader, strlen(v.leader));
+    else
+        http_buf_append_str(&b, "null");
     http_buf_append_str(&b, ",\"members\":[");
-    http_buf_append_json_str(&b, w->set.node_id, strlen(w->set.node_id));
+    for (uint32_t i = 0; i < v.nmembers && i < SHM_STATUS_MEMBERS; i++) {
+        static const char *const states[] = {"live", "dead", "leaving"};
+        const struct shm_member *m = &v.members[i];
+        http_buf_append_str(&b, i ? ",{\"node\":" : "{\"node\":");
+        http_buf_append_json_str(&b, m->id, strnlen(m->id, sizeof(m->id)));
+        http_buf_printf(&b, ",\"state\":\"%s\",\"self\":%s}",
+                        states[m->state % 3], m->self ? "true" : "false");
+    }
     http_buf_append_str(&b, "]}");
     http_reply(req, ready ? 200 : 503, &b);
 }
@@ -145,6 +163,28 @@ gauges(struct http_buf *b, const struct shm_gauges *g)
                     (double)g->oldest_age_ms / 1000.0);
 }
 
+/* cluster - raft and membership, from the master's status page. */
+static void
+cluster(struct http_buf *b, const struct shm_status_view *v)
+{
+    uint64_t n[3] = {0};
+
+    metric(b, "mayfly_raft_term", "gauge", "Current raft term.");
+    series(b, "mayfly_raft_term", NULL, v->term);
+    metric(b, "mayfly_raft_commit_index", "gauge",
+           "Highest raft log index known committed.");
+    series(b, "mayfly_raft_commit_index", NULL, v->commit);
+    metric(b, "mayfly_raft_leader", "gauge",
+           "1 when this node is the raft leader.");
+    series(b, "mayfly_raft_leader", NULL, v->role == SHM_ROLE_LEADER);
+    for (uint32_t i = 0; i < v->nmembers && i < SHM_STATUS_MEMBERS; i++)
+        n[v->members[i].state % 3]++;
+    metric(b, "mayfly_members", "gauge", "Cluster members, by state.");
+    series(b, "mayfly_members", "state=\"live\"", n[SHM_MEMBER_LIVE]);
+    series(b, "mayfly_members", "state=\"dead\"", n[SHM_MEMBER_DEAD]);
+    series(b, "mayfly_members", "state=\"leaving\"", n[SHM_MEMBER_LEAVING]);
+}
+
 void
 worker_metrics(struct worker *w, struct http_request *req)
 {
@@ -154,7 +194,11 @@ worker_metrics(struct worker *w, struct http_request *req)
 
     shm_counters_sum(w->seg, c);
     shm_gauges_read(w->seg, shm_now_ms(), &g);
+    struct shm_status_view v;
+
+    shm_status_read(w->seg->status, &v);
     counters(&b, c);
     gauges(&b, &g);
+    cluster(&b, &v);
     http_reply_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
 }

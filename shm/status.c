@@ -1,0 +1,57 @@
+/*
+ * status.c - publish and read the node status page (a seqlock).
+ */
+#include "shm/status.h"
+
+#include <sys/mman.h>
+
+#include <stdatomic.h>
+#include <string.h>
+
+struct shm_status *
+shm_status_create(void)
+{
+    void *p = mmap(NULL, sizeof(struct shm_status), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void
+shm_status_publish(struct shm_status *s, const struct shm_status_view *v)
+{
+    uint64_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+
+    atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    memcpy(&s->view, v, sizeof(*v));
+    atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
+}
+
+void
+shm_status_read(const struct shm_status *s, struct shm_status_view *v)
+{
+    struct shm_status *m = (struct shm_status *)s;
+
+    for (;;) {
+        uint64_t a = atomic_load_explicit(&m->seq, memory_order_acquire);
+        if (a & 1)
+            continue;
+        memcpy(v, &s->view, sizeof(*v));
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&m->seq, memory_order_relaxed) == a)
+            return;
+    }
+}
+
+const char *
+shm_role_name(uint32_t role)
+{
+    switch (role) {
+    case SHM_ROLE_LEADER:
+        return "leader";
+    case SHM_ROLE_CANDIDATE:
+        return "candidate";
+    default:
+        return "follower";
+    }
+}

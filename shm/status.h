@@ -1,0 +1,68 @@
+/*
+ * status.h - the node's status as the master knows it, for workers to show
+ * in /health and /metrics: readiness, the raft role, term, leader and commit
+ * index, and the cluster members.
+ *
+ * A small MAP_SHARED page of its own, made by the master before forking.
+ * One writer (the master) and lock-free readers: the master bumps seq to an
+ * odd value, writes, bumps it to even (a seqlock); a reader copies and
+ * retries while seq was odd or changed.
+ */
+#ifndef MAYFLY_SHM_STATUS_H
+#define MAYFLY_SHM_STATUS_H
+
+#include <stdint.h>
+
+#define SHM_STATUS_MEMBERS 16
+#define SHM_STATUS_ID_MAX  65
+
+enum shm_role {
+    SHM_ROLE_FOLLOWER,
+    SHM_ROLE_CANDIDATE,
+    SHM_ROLE_LEADER,
+};
+
+enum shm_member_state { SHM_MEMBER_LIVE, SHM_MEMBER_DEAD, SHM_MEMBER_LEAVING };
+
+struct shm_member {
+    char id[SHM_STATUS_ID_MAX];
+    uint8_t state; /* enum shm_member_state */
+    uint8_t self;  /* this node */
+};
+
+/* What readers copy out. */
+struct shm_status_view {
+    uint32_t ready; /* serving: started and not draining */
+    uint32_t role;  /* enum shm_role */
+    uint64_t term;
+    uint64_t commit;
+    char leader[SHM_STATUS_ID_MAX]; /* "" when none is known */
+    uint32_t nmembers;
+    struct shm_member members[SHM_STATUS_MEMBERS];
+};
+
+/*
+ * struct shm_status - the shared page.
+ *   off  size  field  written by  protected by
+ *     0     8  seq    master      itself (odd while writing)
+ *     8     -  view   master      seq
+ */
+struct shm_status {
+    _Atomic uint64_t seq;
+    struct shm_status_view view;
+};
+
+/* shm_status_create - map the page (master, before forking).  NULL on
+ * failure, errno set. */
+struct shm_status *shm_status_create(void);
+
+/* shm_status_publish - master: replace the view. */
+void shm_status_publish(struct shm_status *s, const struct shm_status_view *v);
+
+/* shm_status_read - a consistent copy of the view. */
+void shm_status_read(const struct shm_status *s, struct shm_status_view *v);
+
+/* shm_role_name - "follower", "candidate", "leader". */
+const char *shm_role_name(uint32_t role);
+
+#endif
