@@ -87,3 +87,4 @@ clean:
 
 -include $(OBJ:.o=.d) $(TESTLIB:.o=.d)
 -include ops/ops.mk
+-include ops/bench/bench.mk

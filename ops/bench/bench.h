@@ -1,0 +1,214 @@
+/*
+ * bench.h - mayfly-bench: the load generator behind `make bench`.
+ *
+ * One process drives mayfly (HTTP/1.1 keep-alive over epoll), Redis (RESP
+ * through hiredis' reader, same epoll engine) and NATS (libnats) with the
+ * same workloads, and prints one table. Not part of mayflyd.
+ * Locking: a run's loops are threads that share only atomics in struct
+ * bench_run and the read-only scenario data behind conn->ud.
+ * Errors: 0 or -errno; a failed scenario becomes a row with a note.
+ */
+#ifndef MAYFLY_OPS_BENCH_H
+#define MAYFLY_OPS_BENCH_H
+
+#include <sys/types.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct redisReply;
+
+/* Latency histogram: log-linear, 64 sub-buckets per power of two (values
+ * below 128 ns exact, above that within 1.6 %). */
+#define BENCH_HIST_SUB   64
+#define BENCH_HIST_SLOTS (59 * BENCH_HIST_SUB)
+
+struct bench_hist {
+    uint64_t count;
+    uint64_t max;
+    uint64_t slot[BENCH_HIST_SLOTS];
+};
+
+/* Growable byte buffer; off is where the unread or unsent part starts. */
+struct bench_buf {
+    char *p;
+    size_t len;
+    size_t cap;
+    size_t off;
+};
+
+/* One complete answer: HTTP status and body, or one RESP reply. */
+struct bench_reply {
+    int status;
+    const char *body;
+    size_t len;
+    struct redisReply *rr;
+};
+
+enum bench_proto { BENCH_HTTP, BENCH_RESP };
+
+struct bench_conn;
+
+/* What a connection does. start() queues the first request; reply() sees
+ * each answer and queues the next one. Both return 0 to go on, 1 when the
+ * connection has finished its share, -1 on failure (after bench_fail). */
+struct bench_role {
+    int (*start)(struct bench_conn *c);
+    int (*reply)(struct bench_conn *c, const struct bench_reply *r);
+};
+
+#define BENCH_RING 64
+
+struct bench_conn {
+    int fd;
+    int id;
+    int dead;
+    int done;
+    enum bench_proto proto;
+    const struct bench_role *role;
+    struct bench_loop *loop;
+    void *ud;
+    void *reader;
+    struct bench_buf out;
+    struct bench_buf in;
+    struct bench_buf chunk;
+    struct bench_buf w1;
+    struct bench_buf w2;
+    int state;
+    long a;
+    long b;
+    long seq;
+    uint64_t t0;
+    uint64_t ring[BENCH_RING];
+    unsigned rh;
+    unsigned rt;
+};
+
+struct bench_loop {
+    struct bench_run *run;
+    int ep;
+    pthread_t th;
+    struct bench_conn **conns;
+    int n;
+    int cap;
+    struct bench_hist hist;
+    uint64_t ops;
+    uint64_t msgs;
+    uint64_t errors;
+    uint64_t t_last;
+    char err[200];
+};
+
+/* A set of connections spread over threads, measured in [t_begin, t_end]. */
+struct bench_run {
+    int nloops;
+    struct bench_loop *loops;
+    int next;
+    _Atomic uint64_t t_begin;
+    _Atomic uint64_t t_end;
+    atomic_int stop;
+    atomic_int active;
+    uint64_t deadline;
+    uint64_t t_start;
+    struct bench_hist hist;
+    uint64_t ops;
+    uint64_t msgs;
+    uint64_t errors;
+    uint64_t t_last;
+    char err[200];
+};
+
+/* A row of the output table. Peer rows name the mayfly row they compare
+ * with in ref; by_p50 compares p50 latency instead of rate. */
+struct bench_row {
+    char key[24];
+    char scenario[16];
+    char system[16];
+    char variant[72];
+    double rate;
+    char unit[12];
+    double p50_us;
+    double p99_us;
+    char ref[24];
+    int by_p50;
+    int ok;
+    char note[240];
+};
+
+struct bench_opts {
+    int quick;
+    double warm;
+    double secs;
+    int threads;
+    int mport;
+    int rport;
+    int nport;
+    int okport;
+    pid_t mpid;
+    long inboxes;
+    int parked;
+    const char *json;
+    const char *md;
+};
+
+extern struct bench_opts bench_opt;
+
+/* engine.c */
+uint64_t bench_now_ns(void);
+void bench_sleep_ns(uint64_t ns);
+void bench_hist_add(struct bench_hist *h, uint64_t ns);
+void bench_hist_merge(struct bench_hist *dst, const struct bench_hist *src);
+double bench_hist_pct_us(const struct bench_hist *h, double pct);
+void bench_buf_reserve(struct bench_buf *b, size_t more);
+void bench_buf_add(struct bench_buf *b, const void *d, size_t n);
+void bench_buf_str(struct bench_buf *b, const char *s);
+void bench_buf_printf(struct bench_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void bench_buf_free(struct bench_buf *b);
+int bench_tcp_connect(int port);
+int bench_wait_port(int port, double secs);
+long bench_http_parse(const char *p, size_t len, struct bench_buf *chunk,
+                      struct bench_reply *r);
+void bench_http_request(struct bench_buf *out, const char *method,
+                        const char *path, const char *body, size_t blen);
+int bench_http_call(int fd, struct bench_buf *in, struct bench_buf *chunk,
+                    const char *method, const char *path, const char *body,
+                    struct bench_reply *r);
+int bench_http_recv(int fd, struct bench_buf *in, struct bench_buf *chunk,
+                    struct bench_reply *r);
+int bench_json_str(const char *body, size_t len, size_t *pos, const char *key,
+                   const char **s, size_t *slen);
+long bench_json_count(const char *body, size_t len, const char *key);
+struct bench_run *bench_run_new(int threads);
+struct bench_conn *bench_run_add(struct bench_run *run, enum bench_proto proto,
+                                 int port, const struct bench_role *role,
+                                 void *ud);
+int bench_run_start(struct bench_run *run);
+void bench_run_join(struct bench_run *run);
+void bench_run_timed(struct bench_run *run, double warm, double secs);
+void bench_run_free(struct bench_run *run);
+void bench_send(struct bench_conn *c, const void *d, size_t n);
+void bench_record(struct bench_conn *c, uint64_t t0, uint64_t msgs);
+void bench_fail(struct bench_conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* main.c */
+void bench_row_add(const struct bench_row *r);
+void bench_row_from_run(struct bench_row *row, const struct bench_run *run,
+                        double secs, const char *unit);
+void bench_row_fail(const char *key, const char *scenario, const char *system,
+                    const char *variant, const char *note);
+
+/* mayfly.c */
+void bench_mayfly_all(void);
+void bench_mayfly_http(const char *key, int port, const char *path,
+                       const char *label);
+int bench_metric(int port, const char *name, double *val);
+
+/* peers.c */
+void bench_redis_all(void);
+void bench_nats_all(void);
+
+#endif

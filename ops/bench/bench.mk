@@ -1,0 +1,27 @@
+# bench.mk - `make bench`: mayfly side by side with Redis and NATS.
+#
+#   make bench            full run (under 10 minutes)
+#   make bench QUICK=1    short windows (under 2 minutes)
+#
+# Installs the bench packages, builds the release server and the load
+# generator (build/bench/mayfly-bench, -O2, the project's warning flags),
+# then ops/bench/run.sh starts every server on spare ports and runs it.
+# Results: the table on stdout, build/bench/results.json, results.md.
+
+BENCH_DIR    := build/bench
+BENCH_BIN    := $(BENCH_DIR)/mayfly-bench
+BENCH_SRC    := $(wildcard ops/bench/*.c)
+BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread -I. $(WARN) -O2 -g
+BENCH_LIBS    = -lhiredis -lnats \
+                $(shell pkg-config --libs libmicrohttpd 2>/dev/null) \
+                -lpthread -lm
+
+$(BENCH_BIN): $(BENCH_SRC) ops/bench/bench.h ops/bench/bench.mk
+	@mkdir -p $(BENCH_DIR)
+	$(CC) $(BENCH_CFLAGS) -o $@ $(BENCH_SRC) $(BENCH_LIBS)
+
+bench:
+	ops/install-deps.sh bench
+	$(MAKE) MODE=release all
+	$(MAKE) $(BENCH_BIN)
+	QUICK="$(QUICK)" ops/bench/run.sh

@@ -1,0 +1,468 @@
+/*
+ * main.c - mayfly-bench's entry: arguments, the rows of the result table,
+ * and its three outputs (table on stdout, JSON, markdown). Also two small
+ * helpers run.sh needs: a spare port, and a trivial HTTP server (libmicro-
+ * httpd answering "ok") that gives the HTTP floor and the wrk comparison a
+ * target that is not mayfly.
+ *
+ * Single-threaded apart from the runs the scenarios start and join.
+ * Errors: exit status 2 on bad arguments, 1 when an output cannot be
+ * written; a failed scenario is a row with a note, not an exit status.
+ */
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/utsname.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "ops/bench/bench.h"
+
+#define MAX_ROWS 64
+
+struct bench_opts bench_opt;
+static struct bench_row rows[MAX_ROWS];
+static int nrows;
+
+/* Keep a row and show it at once on stderr (the table comes at the end). */
+void
+bench_row_add(const struct bench_row *r)
+{
+    if (nrows < MAX_ROWS)
+        rows[nrows++] = *r;
+    fprintf(stderr, "  %-8s %-12s %-52s %12.0f %-9s p50 %8.1f p99 %9.1f %s\n",
+            r->scenario, r->system, r->variant, r->rate, r->unit, r->p50_us,
+            r->p99_us, r->ok ? r->note : "FAILED");
+    if (!r->ok)
+        fprintf(stderr, "           %s\n", r->note);
+}
+
+/* Fill rate, percentiles and verdict of row from a finished run. */
+void
+bench_row_from_run(struct bench_row *row, const struct bench_run *run,
+                   double secs, const char *unit)
+{
+    snprintf(row->unit, sizeof(row->unit), "%s", unit);
+    row->rate = secs > 0 ? (double)run->msgs / secs : 0;
+    row->p50_us = bench_hist_pct_us(&run->hist, 50);
+    row->p99_us = bench_hist_pct_us(&run->hist, 99);
+    row->ok = run->ops > 0 && run->errors == 0;
+    if (run->errors > 0)
+        snprintf(row->note, sizeof(row->note), "%llu errors, first: %s",
+                 (unsigned long long)run->errors, run->err);
+    else if (run->ops == 0)
+        snprintf(row->note, sizeof(row->note), "nothing completed%s%s",
+                 run->err[0] ? ": " : "", run->err);
+}
+
+/* A row for a scenario that could not run. */
+void
+bench_row_fail(const char *key, const char *scenario, const char *system,
+               const char *variant, const char *note)
+{
+    struct bench_row r = {0};
+
+    snprintf(r.key, sizeof(r.key), "%s", key);
+    snprintf(r.scenario, sizeof(r.scenario), "%s", scenario);
+    snprintf(r.system, sizeof(r.system), "%s", system);
+    snprintf(r.variant, sizeof(r.variant), "%s", variant);
+    snprintf(r.note, sizeof(r.note), "%s", note);
+    bench_row_add(&r);
+}
+
+/* The row whose key is key, or NULL. */
+static const struct bench_row *
+row_find(const char *key)
+{
+    for (int i = 0; i < nrows; i++)
+        if (strcmp(rows[i].key, key) == 0)
+            return &rows[i];
+    return NULL;
+}
+
+/* ratio = the row named in ref / this row (rate, or p50 for latency);
+ * 0 when either side is missing. */
+static double
+row_ratio(const struct bench_row *r)
+{
+    const struct bench_row *m = r->ref[0] ? row_find(r->ref) : NULL;
+
+    if (m == NULL || !m->ok || !r->ok)
+        return 0;
+    if (m->by_p50)
+        return r->p50_us > 0 ? m->p50_us / r->p50_us : 0;
+    return r->rate > 0 ? m->rate / r->rate : 0;
+}
+
+/* The machine in one line: CPU model, CPUs, memory, kernel. */
+static void
+machine(char *out, size_t len)
+{
+    char line[256], model[128] = "unknown CPU";
+    struct utsname u;
+    long mem_kb = 0;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+
+    while (f != NULL && fgets(line, sizeof(line), f))
+        if (strncmp(line, "model name", 10) == 0) {
+            snprintf(model, sizeof(model), "%s", strchr(line, ':') + 2);
+            model[strcspn(model, "\n")] = '\0';
+            break;
+        }
+    if (f != NULL)
+        fclose(f);
+    f = fopen("/proc/meminfo", "r");
+    while (f != NULL && fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemTotal: %ld", &mem_kb) == 1)
+            break;
+    if (f != NULL)
+        fclose(f);
+    uname(&u);
+    snprintf(out, len, "%s, %ld CPUs, %.1f GiB RAM, Linux %s", model,
+             sysconf(_SC_NPROCESSORS_ONLN), (double)mem_kb / 1048576.0,
+             u.release);
+}
+
+/* A number for the table: blank when zero. */
+static void
+fmt_num(char *out, size_t len, double v, int decimals)
+{
+    if (v == 0)
+        snprintf(out, len, "-");
+    else
+        snprintf(out, len, "%.*f", decimals, v);
+}
+
+/* Print the table (markdown when md) to f. */
+static void
+print_table(FILE *f, int md)
+{
+    char rate[24], p50[24], p99[24], ratio[24];
+    const struct bench_row *r;
+
+    if (md) {
+        fprintf(f, "| scenario | system | workload | rate | unit | p50 µs "
+                   "| p99 µs | ratio | notes |\n");
+        fprintf(f, "|---|---|---|---:|---|---:|---:|---:|---|\n");
+    } else {
+        fprintf(f, "%-8s %-12s %-54s %12s %-9s %9s %9s %7s  %s\n", "scenario",
+                "system", "workload", "rate", "unit", "p50 us", "p99 us",
+                "ratio", "notes");
+    }
+    for (int i = 0; i < nrows; i++) {
+        r = &rows[i];
+        fmt_num(rate, sizeof(rate), r->ok ? r->rate : 0, 0);
+        fmt_num(p50, sizeof(p50), r->ok ? r->p50_us : 0, 1);
+        fmt_num(p99, sizeof(p99), r->ok ? r->p99_us : 0, 1);
+        fmt_num(ratio, sizeof(ratio), row_ratio(r), 2);
+        if (md)
+            fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n",
+                    r->scenario, r->system, r->variant, rate, r->unit, p50, p99,
+                    ratio, r->ok ? "" : "**failed**: ", r->note);
+        else
+            fprintf(f, "%-8s %-12s %-54s %12s %-9s %9s %9s %7s  %s%s\n",
+                    r->scenario, r->system, r->variant, rate, r->unit, p50, p99,
+                    ratio, r->ok ? "" : "FAILED: ", r->note);
+    }
+}
+
+/* Write s as a JSON string. */
+static void
+json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* Write every row as JSON to path; 0 or -errno. */
+static int
+write_json(const char *path, const char *mach)
+{
+    FILE *f = fopen(path, "w");
+    const struct bench_row *r;
+
+    if (f == NULL)
+        return -errno;
+    fprintf(f, "{\"machine\":");
+    json_str(f, mach);
+    fprintf(f, ",\"quick\":%s,\"time\":%lld,\"rows\":[",
+            bench_opt.quick ? "true" : "false", (long long)time(NULL));
+    for (int i = 0; i < nrows; i++) {
+        r = &rows[i];
+        fprintf(f, "%s\n{\"key\":", i ? "," : "");
+        json_str(f, r->key);
+        fprintf(f, ",\"scenario\":");
+        json_str(f, r->scenario);
+        fprintf(f, ",\"system\":");
+        json_str(f, r->system);
+        fprintf(f, ",\"workload\":");
+        json_str(f, r->variant);
+        fprintf(f,
+                ",\"ok\":%s,\"rate\":%.1f,\"unit\":", r->ok ? "true" : "false",
+                r->rate);
+        json_str(f, r->unit);
+        fprintf(f, ",\"p50_us\":%.1f,\"p99_us\":%.1f,\"ratio\":%.3f,\"ref\":",
+                r->p50_us, r->p99_us, row_ratio(r));
+        json_str(f, r->ref);
+        fprintf(f, ",\"note\":");
+        json_str(f, r->note);
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n]}\n");
+    return fclose(f) == 0 ? 0 : -errno;
+}
+
+/* Write the markdown table (with the machine) to path; 0 or -errno. */
+static int
+write_md(const char *path, const char *mach)
+{
+    FILE *f = fopen(path, "w");
+
+    if (f == NULL)
+        return -errno;
+    fprintf(f, "Machine: %s. Mode: %s.\n\n", mach,
+            bench_opt.quick ? "QUICK=1" : "full");
+    print_table(f, 1);
+    return fclose(f) == 0 ? 0 : -errno;
+}
+
+/* Raise the open-file limit as far as allowed (parked needs ~10k). */
+static void
+raise_nofile(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    rl.rlim_cur = rl.rlim_max;
+    if (rl.rlim_max < 65536) {
+        struct rlimit big = {65536, 65536};
+
+        if (setrlimit(RLIMIT_NOFILE, &big) == 0)
+            return;
+    }
+    setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+/* Print a port nothing listens on (bind to 0, read it back). */
+static int
+free_port(void)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    if (fd == -1 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 ||
+        getsockname(fd, (struct sockaddr *)&sa, &sl) == -1) {
+        perror("mayfly-bench: free-port");
+        return 1;
+    }
+    printf("%d\n", ntohs(sa.sin_port));
+    close(fd);
+    return 0;
+}
+
+/* libmicrohttpd handler: "ok" to everything, answered on the second call
+ * (once the request is complete), or MHD closes the connection after it. */
+static enum MHD_Result
+ok_handler(void *cls, struct MHD_Connection *conn, const char *url,
+           const char *method, const char *version, const char *upload,
+           size_t *upload_size, void **req_cls)
+{
+    static int seen;
+    struct MHD_Response *resp = cls;
+
+    (void)url;
+    (void)method;
+    (void)version;
+    (void)upload;
+    if (*req_cls == NULL) {
+        *req_cls = &seen;
+        return MHD_YES;
+    }
+    *upload_size = 0;
+    return MHD_queue_response(conn, MHD_HTTP_OK, resp);
+}
+
+/* Serve "ok" on 127.0.0.1:port with two epoll threads until signalled. */
+static int
+serve_ok(int port)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        3, (void *)"ok\n", MHD_RESPMEM_PERSISTENT);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct MHD_Daemon *d;
+    sigset_t set;
+    int sig;
+
+    raise_nofile();
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL,
+                         (uint16_t)port, NULL, NULL, ok_handler, resp,
+                         MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_THREAD_POOL_SIZE,
+                         2u, MHD_OPTION_CONNECTION_LIMIT, 20000u,
+                         MHD_OPTION_CONNECTION_TIMEOUT, 0u, MHD_OPTION_END);
+    if (d == NULL) {
+        fprintf(stderr, "mayfly-bench: cannot serve on port %d\n", port);
+        return 1;
+    }
+    sigwait(&set, &sig);
+    MHD_stop_daemon(d);
+    MHD_destroy_response(resp);
+    return 0;
+}
+
+/* Print usage and return 2. */
+static int
+usage(void)
+{
+    fprintf(stderr,
+            "usage: mayfly-bench free-port\n"
+            "       mayfly-bench serve-ok PORT\n"
+            "       mayfly-bench run [--quick] [--mayfly PORT] [--mayfly-pid "
+            "PID]\n"
+            "                    [--redis PORT] [--nats PORT] [--ok PORT]\n"
+            "                    [--json FILE] [--md FILE]\n");
+    return 2;
+}
+
+/* Parse the options of `run`; 0 or 2. */
+static int
+parse_run(int argc, char **argv)
+{
+    bench_opt.threads = 2;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (strcmp(a, "--quick") == 0) {
+            bench_opt.quick = 1;
+            continue;
+        }
+        if (v == NULL)
+            return usage();
+        i++;
+        if (strcmp(a, "--mayfly") == 0)
+            bench_opt.mport = atoi(v);
+        else if (strcmp(a, "--mayfly-pid") == 0)
+            bench_opt.mpid = (pid_t)atoi(v);
+        else if (strcmp(a, "--redis") == 0)
+            bench_opt.rport = atoi(v);
+        else if (strcmp(a, "--nats") == 0)
+            bench_opt.nport = atoi(v);
+        else if (strcmp(a, "--ok") == 0)
+            bench_opt.okport = atoi(v);
+        else if (strcmp(a, "--json") == 0)
+            bench_opt.json = v;
+        else if (strcmp(a, "--md") == 0)
+            bench_opt.md = v;
+        else
+            return usage();
+    }
+    bench_opt.warm = bench_opt.quick ? 0.3 : 1.0;
+    bench_opt.secs = bench_opt.quick ? 1.5 : 4.0;
+    bench_opt.inboxes = bench_opt.quick ? 20000 : 100000;
+    bench_opt.parked = 10000;
+    return 0;
+}
+
+/* Wait for mayfly to answer GET /health with 200, at most 30 s. */
+static int
+mayfly_ready(void)
+{
+    uint64_t until = bench_now_ns() + 30000000000ull;
+    struct bench_buf in = {0}, chunk = {0};
+    struct bench_reply r;
+    int fd, rc = -ETIMEDOUT;
+
+    while (bench_now_ns() < until && rc != 0) {
+        fd = bench_tcp_connect(bench_opt.mport);
+        if (fd >= 0) {
+            if (bench_http_call(fd, &in, &chunk, "GET", "/health", NULL, &r) ==
+                    0 &&
+                r.status == 200)
+                rc = 0;
+            close(fd);
+        }
+        if (rc != 0)
+            bench_sleep_ns(100000000);
+    }
+    bench_buf_free(&in);
+    bench_buf_free(&chunk);
+    return rc;
+}
+
+/* The whole benchmark. */
+static int
+run_all(void)
+{
+    char mach[256];
+    int rc = 0;
+
+    raise_nofile();
+    signal(SIGPIPE, SIG_IGN);
+    machine(mach, sizeof(mach));
+    fprintf(stderr, "mayfly-bench: %s\n", mach);
+    if (bench_opt.okport > 0 && bench_wait_port(bench_opt.okport, 10) == 0)
+        bench_mayfly_http("http-ok", bench_opt.okport, "/",
+                          "libmicrohttpd answering ok");
+    if (bench_opt.mport > 0 && mayfly_ready() == 0)
+        bench_mayfly_all();
+    else
+        bench_row_fail("push", "all", "mayfly", "every mayfly scenario",
+                       "mayflyd did not answer GET /health with 200");
+    if (bench_opt.rport > 0 && bench_wait_port(bench_opt.rport, 10) == 0)
+        bench_redis_all();
+    if (bench_opt.nport > 0 && bench_wait_port(bench_opt.nport, 10) == 0)
+        bench_nats_all();
+    printf("\n");
+    print_table(stdout, 0);
+    printf("\nratio: the row named in ref (mayfly, or mayfly-bench for "
+           "wrk) / this row; for wake it compares p50 latency.\n");
+    if (bench_opt.json && write_json(bench_opt.json, mach) != 0) {
+        perror("mayfly-bench: json");
+        rc = 1;
+    }
+    if (bench_opt.md && write_md(bench_opt.md, mach) != 0) {
+        perror("mayfly-bench: md");
+        rc = 1;
+    }
+    return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "free-port") == 0)
+        return free_port();
+    if (argc == 3 && strcmp(argv[1], "serve-ok") == 0)
+        return serve_ok(atoi(argv[2]));
+    if (argc >= 2 && strcmp(argv[1], "run") == 0) {
+        if (parse_run(argc, argv) != 0)
+            return 2;
+        return run_all();
+    }
+    return usage();
+}

@@ -1,0 +1,1116 @@
+/*
+ * mayfly.c - the mayfly side of mayfly-bench: the HTTP floor (against wrk),
+ * push, drain, rpc, wake, inboxes and parked, plus the memory figures read
+ * from GET /metrics and from the server's proportional set size.
+ *
+ * Scenario data behind conn->ud is written before a run starts and only
+ * read by the loops, except the atomic counters that hand out work.
+ * Errors: a scenario that cannot run becomes a row with a note.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ops/bench/bench.h"
+
+#define PAYLOAD   256
+#define BATCH     100
+#define PARTS     8
+#define RPC_PAD   64
+#define WAIT_PATH "/api/v1/ephemeral/pop?"
+
+/* The 100-message array every push sends, and one message alone. */
+static struct bench_buf msgs100;
+static struct bench_buf msgs1;
+static char payload[PAYLOAD + 1];
+static char rpc_pad[RPC_PAD + 1];
+static int run_tag;
+
+/* Fill the payloads: letters only, so no JSON escaping anywhere. */
+static void
+payload_init(void)
+{
+    if (msgs100.len > 0)
+        return;
+    for (int i = 0; i < PAYLOAD; i++)
+        payload[i] = (char)('a' + i % 26);
+    for (int i = 0; i < RPC_PAD; i++)
+        rpc_pad[i] = (char)('A' + i % 26);
+    bench_buf_str(&msgs100, "[");
+    for (int i = 0; i < BATCH; i++)
+        bench_buf_printf(&msgs100, "%s{\"payload\":\"%s\"}", i ? "," : "",
+                         payload);
+    bench_buf_str(&msgs100, "]");
+    bench_buf_printf(&msgs1, "[{\"payload\":\"%s\"}]", payload);
+    run_tag = (int)(bench_now_ns() / 1000 % 1000000);
+}
+
+/* Append a push request for queue (and partition, if any) to out. */
+static void
+push_req(struct bench_buf *out, const char *queue, const char *part,
+         const struct bench_buf *msgs)
+{
+    struct bench_buf body = {0};
+
+    if (part != NULL)
+        bench_buf_printf(&body, "{\"queue\":\"%s\",\"partition\":\"%s\",",
+                         queue, part);
+    else
+        bench_buf_printf(&body, "{\"queue\":\"%s\",", queue);
+    bench_buf_str(&body, "\"messages\":");
+    bench_buf_add(&body, msgs->p, msgs->len);
+    bench_buf_str(&body, "}");
+    bench_http_request(out, "POST", "/api/v1/ephemeral/push", body.p, body.len);
+    bench_buf_free(&body);
+}
+
+/* A blocking call on a fresh connection; 0 or -errno. The body of the
+ * answer is copied to ans (if not NULL). */
+static int
+call_once(int port, const char *method, const char *path, const char *body,
+          int *status, struct bench_buf *ans)
+{
+    struct bench_buf in = {0}, chunk = {0};
+    struct bench_reply r = {0};
+    int fd = bench_tcp_connect(port), rc;
+
+    if (fd < 0)
+        return fd;
+    rc = bench_http_call(fd, &in, &chunk, method, path, body, &r);
+    if (rc == 0) {
+        *status = r.status;
+        if (ans != NULL) {
+            ans->len = 0;
+            bench_buf_add(ans, r.body, r.len);
+        }
+    }
+    close(fd);
+    bench_buf_free(&in);
+    bench_buf_free(&chunk);
+    return rc;
+}
+
+/* Sum of every sample of metric name in GET /metrics; 0 or -errno
+ * (-ENOENT when the server does not export it). */
+int
+bench_metric(int port, const char *name, double *val)
+{
+    struct bench_buf ans = {0};
+    size_t nl = strlen(name);
+    const char *p, *end, *v;
+    int status = 0, found = 0, rc;
+
+    rc = call_once(port, "GET", "/metrics", NULL, &status, &ans);
+    if (rc == 0 && status != 200)
+        rc = -EPROTO;
+    *val = 0;
+    for (p = ans.p; rc == 0 && p != NULL && p < ans.p + ans.len; p = end) {
+        end = strchr(p, '\n');
+        end = end ? end + 1 : ans.p + ans.len;
+        if (strncmp(p, name, nl) != 0 || (p[nl] != ' ' && p[nl] != '{'))
+            continue;
+        v = p + nl;
+        if (*v == '{')
+            v = strchr(v, '}');
+        if (v == NULL)
+            continue;
+        *val += strtod(v + 1, NULL);
+        found = 1;
+    }
+    bench_buf_free(&ans);
+    if (rc == 0 && !found)
+        rc = -ENOENT;
+    return rc;
+}
+
+/* Proportional set size of pid and all its descendants, in bytes; 0 when
+ * /proc cannot tell. */
+static double
+pss_tree(pid_t pid)
+{
+    char path[96], line[256];
+    double kb = 0;
+    FILE *f;
+    long child;
+
+    snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, "Pss:", 4) == 0)
+            kb += strtod(line + 4, NULL);
+    fclose(f);
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+             (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return kb * 1024;
+    while (fscanf(f, "%ld", &child) == 1)
+        kb += pss_tree((pid_t)child) / 1024;
+    fclose(f);
+    return kb * 1024;
+}
+
+/* Memory as the server accounts it and as the kernel sees it. */
+struct mem {
+    double acct;
+    double pss;
+    int acct_ok;
+};
+
+/* Take a memory sample. */
+static void
+mem_sample(struct mem *m)
+{
+    m->acct_ok = bench_metric(bench_opt.mport, "mayfly_memory_used_bytes",
+                              &m->acct) == 0;
+    m->pss = bench_opt.mpid > 0 ? pss_tree(bench_opt.mpid) : 0;
+}
+
+/* GET path again and again (the HTTP floor). ud: the request bytes. */
+static int
+get_start(struct bench_conn *c)
+{
+    const struct bench_buf *req = c->ud;
+
+    c->t0 = bench_now_ns();
+    bench_send(c, req->p, req->len);
+    return 0;
+}
+
+/* A GET answered: count it and send the next. */
+static int
+get_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    if (r->status != 200) {
+        bench_fail(c, "GET answered %d", r->status);
+        return -1;
+    }
+    bench_record(c, c->t0, 1);
+    return get_start(c);
+}
+
+static const struct bench_role role_get = {get_start, get_reply};
+
+/* Run wrk with the same threads and connections; rate and percentiles. */
+static int
+wrk_run(int port, const char *path, int conns, double secs, double *rate,
+        double *p50, double *p99)
+{
+    char cmd[256], line[256], unit[8];
+    double v;
+    FILE *f;
+    int got = 0;
+
+    snprintf(cmd, sizeof(cmd),
+             "wrk -t%d -c%d -d%ds --latency http://127.0.0.1:%d%s 2>&1",
+             bench_opt.threads, conns, (int)(secs + 0.5), port, path);
+    f = popen(cmd, "r");
+    if (f == NULL)
+        return -errno;
+    *p50 = *p99 = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (sscanf(line, " Requests/sec: %lf", rate) == 1)
+            got = 1;
+        if (sscanf(line, " 50%% %lf%7s", &v, unit) == 2)
+            *p50 = strcmp(unit, "ms") == 0  ? v * 1000
+                   : strcmp(unit, "s") == 0 ? v * 1e6
+                                            : v;
+        if (sscanf(line, " 99%% %lf%7s", &v, unit) == 2)
+            *p99 = strcmp(unit, "ms") == 0  ? v * 1000
+                   : strcmp(unit, "s") == 0 ? v * 1e6
+                                            : v;
+    }
+    pclose(f);
+    return got ? 0 : -EPROTO;
+}
+
+/* The generator and wrk against one trivial endpoint, 16 connections. */
+void
+bench_mayfly_http(const char *key, int port, const char *path,
+                  const char *label)
+{
+    struct bench_buf req = {0};
+    struct bench_row row = {0}, wrow = {0};
+    struct bench_run *run = bench_run_new(bench_opt.threads);
+    double rate = 0, p50 = 0, p99 = 0;
+    int ok = 1;
+
+    bench_http_request(&req, "GET", path, NULL, 0);
+    for (int i = 0; i < 16 && ok; i++)
+        ok = bench_run_add(run, BENCH_HTTP, port, &role_get, &req) != NULL;
+    if (ok)
+        bench_run_timed(run, bench_opt.warm, bench_opt.secs);
+    snprintf(row.key, sizeof(row.key), "%s", key);
+    snprintf(row.scenario, sizeof(row.scenario), "http");
+    snprintf(row.system, sizeof(row.system), "mayfly-bench");
+    snprintf(row.variant, sizeof(row.variant), "GET %s (%s), 16 conns", path,
+             label);
+    bench_row_from_run(
+        &row, run,
+        (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9,
+        "req/s");
+    bench_row_add(&row);
+    bench_run_free(run);
+    bench_buf_free(&req);
+    snprintf(wrow.key, sizeof(wrow.key), "%s-wrk", key);
+    snprintf(wrow.scenario, sizeof(wrow.scenario), "http");
+    snprintf(wrow.system, sizeof(wrow.system), "wrk");
+    snprintf(wrow.variant, sizeof(wrow.variant), "GET %s (%s), 16 conns", path,
+             label);
+    snprintf(wrow.unit, sizeof(wrow.unit), "req/s");
+    snprintf(wrow.ref, sizeof(wrow.ref), "%s", key);
+    if (wrk_run(port, path, 16, bench_opt.warm + bench_opt.secs, &rate, &p50,
+                &p99) == 0) {
+        wrow.ok = 1;
+        wrow.rate = rate;
+        wrow.p50_us = p50;
+        wrow.p99_us = p99;
+        snprintf(wrow.note, sizeof(wrow.note),
+                 "ratio = mayfly-bench / wrk (must be >= 0.80)");
+    } else {
+        snprintf(wrow.note, sizeof(wrow.note), "wrk did not run");
+    }
+    bench_row_add(&wrow);
+}
+
+/* Pushes of 100 messages; ud: one prebuilt request per partition. */
+struct push_sc {
+    struct bench_buf req[PARTS];
+};
+
+/* Send the connection's next push. */
+static int
+push_start(struct bench_conn *c)
+{
+    const struct push_sc *sc = c->ud;
+    const struct bench_buf *req = &sc->req[c->id % PARTS];
+
+    c->t0 = bench_now_ns();
+    bench_send(c, req->p, req->len);
+    return 0;
+}
+
+/* A push answered: 201 or the run fails. */
+static int
+push_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    if (r->status != 201) {
+        bench_fail(c, "push answered %d: %.*s", r->status,
+                   (int)(r->len > 120 ? 120 : r->len), r->body);
+        return -1;
+    }
+    bench_record(c, c->t0, BATCH);
+    return push_start(c);
+}
+
+static const struct bench_role role_push = {push_start, push_reply};
+
+/* Declare queue with policy dropOldest, so pushes never fill it. */
+static int
+configure_drop_oldest(const char *queue, struct bench_buf *why)
+{
+    char body[160];
+    int status = 0, rc;
+
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"%s\",\"options\":{\"policy\":\"dropOldest\"}}",
+             queue);
+    rc = call_once(bench_opt.mport, "POST", "/api/v1/ephemeral/configure", body,
+                   &status, why);
+    if (rc == 0 && status != 201)
+        rc = -EPROTO;
+    return rc;
+}
+
+/* Timed pushes to queue with conns connections; fills row. */
+static void
+push_timed(struct bench_row *row, const char *queue, int conns)
+{
+    struct push_sc *sc = calloc(1, sizeof(*sc));
+    struct bench_run *run = bench_run_new(bench_opt.threads);
+    char part[16];
+    int ok = 1;
+
+    for (int i = 0; i < PARTS; i++) {
+        snprintf(part, sizeof(part), "p%d", i);
+        push_req(&sc->req[i], queue, part, &msgs100);
+    }
+    for (int i = 0; i < conns && ok; i++)
+        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_push, sc) !=
+             NULL;
+    if (ok)
+        bench_run_timed(run, bench_opt.warm, bench_opt.secs);
+    bench_row_from_run(
+        row, run,
+        (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9,
+        "msg/s");
+    bench_run_free(run);
+    for (int i = 0; i < PARTS; i++)
+        bench_buf_free(&sc->req[i]);
+    free(sc);
+}
+
+/* Scenario push: 16 connections, 100 x 256 B per request, 8 partitions. */
+static void
+mayfly_push(void)
+{
+    struct bench_row row = {0};
+    struct bench_buf why = {0};
+    int rc;
+
+    snprintf(row.key, sizeof(row.key), "push");
+    snprintf(row.scenario, sizeof(row.scenario), "push");
+    snprintf(row.system, sizeof(row.system), "mayfly");
+    snprintf(row.variant, sizeof(row.variant),
+             "100 x 256 B per request, 8 partitions, 16 conns");
+    rc = configure_drop_oldest("bench-push", &why);
+    if (rc != 0) {
+        bench_row_fail("push", "push", "mayfly", row.variant,
+                       "configure bench-push (policy dropOldest) failed");
+        bench_buf_free(&why);
+        return;
+    }
+    bench_buf_free(&why);
+    push_timed(&row, "bench-push", 16);
+    bench_row_add(&row);
+}
+
+/* Fill pushes: item k goes to queue prefix+(k/per_q) (or prefix alone when
+ * per_q is 0) and partition p(k % parts) (none when parts is 0). */
+struct fill_sc {
+    char prefix[40];
+    int per_q;
+    int parts;
+    long total;
+    atomic_long next;
+};
+
+/* Claim the next fill item and send it; 1 when none is left. */
+static int
+fill_start(struct bench_conn *c)
+{
+    struct fill_sc *sc = c->ud;
+    char queue[64], part[16];
+    long k = atomic_fetch_add(&sc->next, 1);
+
+    if (k >= sc->total)
+        return 1;
+    if (sc->per_q > 0)
+        snprintf(queue, sizeof(queue), "%s%ld", sc->prefix, k / sc->per_q);
+    else
+        snprintf(queue, sizeof(queue), "%s", sc->prefix);
+    snprintf(part, sizeof(part), "p%ld", sc->parts ? k % sc->parts : 0);
+    c->t0 = bench_now_ns();
+    push_req(&c->out, queue, sc->parts ? part : NULL, &msgs100);
+    return 0;
+}
+
+/* A fill push answered. */
+static int
+fill_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    if (r->status != 201) {
+        bench_fail(c, "fill push answered %d: %.*s", r->status,
+                   (int)(r->len > 120 ? 120 : r->len), r->body);
+        return -1;
+    }
+    bench_record(c, c->t0, BATCH);
+    return fill_start(c);
+}
+
+static const struct bench_role role_fill = {fill_start, fill_reply};
+
+/* Run the fill to its end with conns connections; 0 or -EIO. */
+static int
+fill_run(struct fill_sc *sc, int conns, char *err, size_t errlen)
+{
+    struct bench_run *run = bench_run_new(bench_opt.threads);
+    int ok = 1, rc = 0;
+
+    run->deadline = bench_now_ns() + 60000000000ull;
+    for (int i = 0; i < conns && ok; i++)
+        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_fill, sc) !=
+             NULL;
+    if (ok && bench_run_start(run) == 0)
+        bench_run_join(run);
+    if (!ok || run->errors > 0) {
+        snprintf(err, errlen, "fill: %s", run->err);
+        rc = -EIO;
+    }
+    bench_run_free(run);
+    return rc;
+}
+
+/* Drain: connection i empties queues i, i+step, ... with pops of 100 and
+ * (unless autoAck) one ack per pop. */
+struct drain_sc {
+    char prefix[40];
+    int nq;
+    int step;
+    int autoack;
+};
+
+/* Send a pop for the connection's current queue. */
+static void
+drain_pop(struct bench_conn *c)
+{
+    const struct drain_sc *sc = c->ud;
+    char path[160];
+
+    snprintf(path, sizeof(path), WAIT_PATH "queue=%s%ld&batch=%d%s", sc->prefix,
+             c->a, BATCH, sc->autoack ? "&autoAck=true" : "");
+    c->state = 0;
+    c->t0 = bench_now_ns();
+    bench_http_request(&c->out, "GET", path, NULL, 0);
+}
+
+/* Start at queue id. */
+static int
+drain_start(struct bench_conn *c)
+{
+    const struct drain_sc *sc = c->ud;
+
+    c->a = c->id;
+    if (c->a >= sc->nq)
+        return 1;
+    drain_pop(c);
+    return 0;
+}
+
+/* Build the ack for the ids of a pop answer into w1; how many. */
+static long
+drain_ack_body(struct bench_conn *c, const struct bench_reply *r)
+{
+    const struct drain_sc *sc = c->ud;
+    size_t pos = 0, sl;
+    const char *s;
+    long n = 0;
+
+    c->w1.len = 0;
+    bench_buf_printf(&c->w1, "{\"queue\":\"%s%ld\",\"acks\":[", sc->prefix,
+                     c->a);
+    while (bench_json_str(r->body, r->len, &pos, "id", &s, &sl) == 0) {
+        bench_buf_str(&c->w1, n ? ",\"" : "\"");
+        bench_buf_add(&c->w1, s, sl);
+        bench_buf_str(&c->w1, "\"");
+        n++;
+    }
+    bench_buf_str(&c->w1, "]}");
+    return n;
+}
+
+/* A pop or an ack answered. */
+static int
+drain_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    const struct drain_sc *sc = c->ud;
+    long n;
+
+    if (r->status != 200) {
+        bench_fail(c, "%s answered %d: %.*s", c->state ? "ack" : "pop",
+                   r->status, (int)(r->len > 120 ? 120 : r->len), r->body);
+        return -1;
+    }
+    if (c->state == 1) {
+        drain_pop(c);
+        return 0;
+    }
+    n = sc->autoack ? bench_json_count(r->body, r->len, "id")
+                    : drain_ack_body(c, r);
+    if (n == 0) {
+        c->a += sc->step;
+        if (c->a >= sc->nq)
+            return 1;
+        drain_pop(c);
+        return 0;
+    }
+    bench_record(c, c->t0, (uint64_t)n);
+    if (sc->autoack) {
+        drain_pop(c);
+        return 0;
+    }
+    c->state = 1;
+    bench_http_request(&c->out, "POST", "/api/v1/ephemeral/ack", c->w1.p,
+                       c->w1.len);
+    return 0;
+}
+
+static const struct bench_role role_drain = {drain_start, drain_reply};
+
+/* Memory row from a sample before and after n messages of PAYLOAD bytes
+ * (or n idle queues when per_what is "inbox"). */
+static void
+mem_row(const char *key, const char *variant, const struct mem *m0,
+        const struct mem *m1, double n, double payload_bytes)
+{
+    struct bench_row row = {0};
+
+    snprintf(row.key, sizeof(row.key), "%s", key);
+    snprintf(row.scenario, sizeof(row.scenario), "memory");
+    snprintf(row.system, sizeof(row.system), "mayfly");
+    snprintf(row.variant, sizeof(row.variant), "%s", variant);
+    snprintf(row.unit, sizeof(row.unit), "B/item");
+    row.ok = m0->acct_ok && m1->acct_ok;
+    row.rate = row.ok ? (m1->acct - m0->acct) / n - payload_bytes : 0;
+    snprintf(row.note, sizeof(row.note),
+             "%s; kernel PSS of the server: %.0f B/item%s",
+             row.ok ? "accounted (mayfly_memory_used_bytes)"
+                    : "mayfly_memory_used_bytes not served",
+             (m1->pss - m0->pss) / n - payload_bytes,
+             payload_bytes > 0 ? " (both beyond the 256 B payload)" : "");
+    if (!row.ok && bench_opt.mpid > 0) {
+        row.ok = 1;
+        row.rate = (m1->pss - m0->pss) / n - payload_bytes;
+    }
+    bench_row_add(&row);
+}
+
+/* One drain variant: rounds of fill then drain; rate over drain time. */
+static void
+mayfly_drain(int autoack)
+{
+    struct bench_row row = {0};
+    struct drain_sc dsc = {.autoack = autoack};
+    struct fill_sc *fsc;
+    struct bench_run *run;
+    struct bench_hist *hist = calloc(1, sizeof(*hist));
+    struct mem m0, m1;
+    int nq = bench_opt.quick ? 16 : 32, rounds = bench_opt.quick ? 2 : 4;
+    uint64_t msgs = 0, ns = 0, errors = 0;
+    char err[240] = "";
+
+    snprintf(row.key, sizeof(row.key), autoack ? "drain-auto" : "drain-ack");
+    snprintf(row.scenario, sizeof(row.scenario), "drain");
+    snprintf(row.system, sizeof(row.system), "mayfly");
+    snprintf(row.variant, sizeof(row.variant),
+             "pop batch 100%s, %d queues x 10000, 8 conns",
+             autoack ? " autoAck" : " + ack", nq);
+    for (int r = 0; r < rounds && errors == 0; r++) {
+        fsc = calloc(1, sizeof(*fsc));
+        snprintf(fsc->prefix, sizeof(fsc->prefix), "drain%d-%c%d-", run_tag,
+                 autoack ? 'a' : 'k', r);
+        fsc->per_q = 10000 / BATCH;
+        fsc->total = (long)nq * fsc->per_q;
+        if (r == 0 && !autoack)
+            mem_sample(&m0);
+        if (fill_run(fsc, 8, err, sizeof(err)) != 0) {
+            errors++;
+            free(fsc);
+            break;
+        }
+        if (r == 0 && !autoack) {
+            mem_sample(&m1);
+            mem_row("mem-msg", "256 B messages held (drain fill)", &m0, &m1,
+                    (double)nq * 10000, PAYLOAD);
+        }
+        memcpy(dsc.prefix, fsc->prefix, sizeof(dsc.prefix));
+        free(fsc);
+        dsc.nq = nq;
+        dsc.step = 8;
+        run = bench_run_new(bench_opt.threads);
+        run->deadline = bench_now_ns() + 60000000000ull;
+        for (int i = 0; i < 8; i++)
+            if (bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_drain,
+                              &dsc) == NULL)
+                break;
+        if (bench_run_start(run) == 0)
+            bench_run_join(run);
+        msgs += run->msgs;
+        ns += run->t_last > run->t_start ? run->t_last - run->t_start : 0;
+        errors += run->errors;
+        bench_hist_merge(hist, &run->hist);
+        if (run->errors)
+            snprintf(err, sizeof(err), "%s", run->err);
+        bench_run_free(run);
+    }
+    row.ok = errors == 0 && ns > 0;
+    row.rate = ns ? (double)msgs / ((double)ns / 1e9) : 0;
+    row.p50_us = bench_hist_pct_us(hist, 50);
+    row.p99_us = bench_hist_pct_us(hist, 99);
+    snprintf(row.unit, sizeof(row.unit), "msg/s");
+    snprintf(row.note, sizeof(row.note), "%s%s", row.ok ? "" : "failed: ",
+             row.ok ? "latency is per pop request" : err);
+    bench_row_add(&row);
+    free(hist);
+}
+
+/* Request/reply: the request queue and the reply padding. */
+struct rpc_sc {
+    char queue[40];
+    int tag;
+};
+
+/* Requester: mint an inbox, push the request naming it. */
+static int
+rpcq_start(struct bench_conn *c)
+{
+    const struct rpc_sc *sc = c->ud;
+    struct bench_buf body = {0};
+
+    c->seq++;
+    c->w2.len = 0;
+    bench_buf_printf(&c->w2, "rpcbox-%d-%d-%ld", sc->tag, c->id, c->seq);
+    bench_buf_printf(&body,
+                     "{\"queue\":\"%s\",\"messages\":[{\"payload\":\"%s|%s\"}"
+                     "]}",
+                     sc->queue, c->w2.p, rpc_pad);
+    c->state = 0;
+    c->t0 = bench_now_ns();
+    bench_http_request(&c->out, "POST", "/api/v1/ephemeral/push", body.p,
+                       body.len);
+    bench_buf_free(&body);
+    return 0;
+}
+
+/* Requester: pushed, so park on the inbox; answered, so count it. */
+static int
+rpcq_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    char path[160];
+
+    if (r->status != (c->state == 0 ? 201 : 200)) {
+        bench_fail(c, "requester %s answered %d: %.*s",
+                   c->state ? "pop" : "push", r->status,
+                   (int)(r->len > 120 ? 120 : r->len), r->body);
+        return -1;
+    }
+    if (c->state == 0) {
+        snprintf(path, sizeof(path),
+                 WAIT_PATH "queue=%s&wait=true&timeout=5000&autoAck=true",
+                 c->w2.p);
+        c->state = 1;
+        bench_http_request(&c->out, "GET", path, NULL, 0);
+        return 0;
+    }
+    if (bench_json_count(r->body, r->len, "id") != 1) {
+        bench_fail(c, "no reply within 5 s");
+        return -1;
+    }
+    bench_record(c, c->t0, 1);
+    return rpcq_start(c);
+}
+
+static const struct bench_role role_rpcq = {rpcq_start, rpcq_reply};
+
+/* Responder: long-poll the request queue in group workers. */
+static int
+rpcs_start(struct bench_conn *c)
+{
+    const struct rpc_sc *sc = c->ud;
+    char path[160];
+
+    snprintf(path, sizeof(path),
+             WAIT_PATH "queue=%s&group=workers&batch=16&wait=true&"
+                       "timeout=1000",
+             sc->queue);
+    c->state = 0;
+    bench_http_request(&c->out, "GET", path, NULL, 0);
+    return 0;
+}
+
+/* Responder: push the reply for request b (inboxes sit in w2, NUL
+ * separated, from offset w2.off). */
+static void
+rpcs_push_reply(struct bench_conn *c)
+{
+    struct bench_buf body = {0};
+    const char *inbox = c->w2.p + c->w2.off;
+
+    bench_buf_printf(&body,
+                     "{\"queue\":\"%s\",\"messages\":[{\"payload\":\"%s\"}]}",
+                     inbox, rpc_pad);
+    c->w2.off += strlen(inbox) + 1;
+    c->b++;
+    bench_http_request(&c->out, "POST", "/api/v1/ephemeral/push", body.p,
+                       body.len);
+    bench_buf_free(&body);
+}
+
+/* Responder: collect the ids (into the ack in w1) and inboxes (into w2) of
+ * a pop answer; how many requests it held. */
+static long
+rpcs_collect(struct bench_conn *c, const struct bench_reply *r)
+{
+    const struct rpc_sc *sc = c->ud;
+    size_t pos = 0, ppos, sl, il;
+    const char *s, *bar;
+    long n = 0;
+
+    c->w1.len = 0;
+    c->w2.len = c->w2.off = 0;
+    bench_buf_printf(&c->w1,
+                     "{\"queue\":\"%s\",\"group\":\"workers\","
+                     "\"acks\":[",
+                     sc->queue);
+    while (bench_json_str(r->body, r->len, &pos, "id", &s, &sl) == 0) {
+        bench_buf_str(&c->w1, n ? ",\"" : "\"");
+        bench_buf_add(&c->w1, s, sl);
+        bench_buf_str(&c->w1, "\"");
+        ppos = pos;
+        if (bench_json_str(r->body, r->len, &ppos, "payload", &s, &sl) != 0)
+            break;
+        bar = memchr(s, '|', sl);
+        il = bar ? (size_t)(bar - s) : sl;
+        bench_buf_add(&c->w2, s, il);
+        bench_buf_add(&c->w2, "", 1);
+        n++;
+    }
+    bench_buf_str(&c->w1, "]}");
+    return n;
+}
+
+/* Responder: a pop, a reply push or the ack answered. */
+static int
+rpcs_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    int want = c->state == 1 ? 201 : 200;
+
+    if (r->status != want) {
+        bench_fail(c, "responder step %d answered %d: %.*s", c->state,
+                   r->status, (int)(r->len > 120 ? 120 : r->len), r->body);
+        return -1;
+    }
+    if (c->state == 0) {
+        c->a = rpcs_collect(c, r);
+        c->b = 0;
+        if (c->a == 0)
+            return rpcs_start(c);
+        c->state = 1;
+        rpcs_push_reply(c);
+        return 0;
+    }
+    if (c->state == 1 && c->b < c->a) {
+        rpcs_push_reply(c);
+        return 0;
+    }
+    if (c->state == 1) {
+        c->state = 2;
+        bench_http_request(&c->out, "POST", "/api/v1/ephemeral/ack", c->w1.p,
+                           c->w1.len);
+        return 0;
+    }
+    return rpcs_start(c);
+}
+
+static const struct bench_role role_rpcs = {rpcs_start, rpcs_reply};
+
+/* Scenario rpc with nreq requesters and nresp responders. */
+static void
+mayfly_rpc(int nreq, int nresp)
+{
+    static int tag;
+    struct bench_row row = {0};
+    struct rpc_sc sc = {.tag = ++tag};
+    struct bench_run *run = bench_run_new(bench_opt.threads);
+    int ok = 1;
+
+    snprintf(sc.queue, sizeof(sc.queue), "rpc%d-req-%d", run_tag, tag);
+    snprintf(row.key, sizeof(row.key), "rpc-%d", nreq);
+    snprintf(row.scenario, sizeof(row.scenario), "rpc");
+    snprintf(row.system, sizeof(row.system), "mayfly");
+    snprintf(row.variant, sizeof(row.variant),
+             "%d requesters, %d responders, inbox per request", nreq, nresp);
+    for (int i = 0; i < nresp && ok; i++)
+        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_rpcs, &sc) !=
+             NULL;
+    for (int i = 0; i < nreq && ok; i++)
+        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_rpcq, &sc) !=
+             NULL;
+    if (ok)
+        bench_run_timed(run, bench_opt.warm, bench_opt.secs);
+    bench_row_from_run(
+        &row, run,
+        (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9,
+        "rt/s");
+    bench_row_add(&row);
+    bench_run_free(run);
+}
+
+/* Scenario wake: a parked pop, then one push; push sent -> pop answered. */
+static void
+mayfly_wake(void)
+{
+    struct bench_buf in = {0}, chunk = {0}, in2 = {0}, chunk2 = {0}, pop = {0},
+                     push = {0};
+    struct bench_hist *h = calloc(1, sizeof(*h));
+    struct bench_reply r;
+    struct bench_row row = {0};
+    int a = bench_tcp_connect(bench_opt.mport);
+    int b = bench_tcp_connect(bench_opt.mport);
+    int n = bench_opt.quick ? 300 : 2000, rc = 0;
+    uint64_t t0;
+    char path[160], queue[40];
+
+    snprintf(queue, sizeof(queue), "wake%d", run_tag);
+    snprintf(path, sizeof(path),
+             WAIT_PATH "queue=%s&wait=true&timeout=5000&autoAck=true", queue);
+    bench_http_request(&pop, "GET", path, NULL, 0);
+    push_req(&push, queue, NULL, &msgs1);
+    snprintf(row.key, sizeof(row.key), "wake");
+    snprintf(row.scenario, sizeof(row.scenario), "wake");
+    snprintf(row.system, sizeof(row.system), "mayfly");
+    snprintf(row.variant, sizeof(row.variant),
+             "parked pop, one 256 B push; %d samples", n);
+    snprintf(row.unit, sizeof(row.unit), "wakes/s");
+    for (int i = 0; i < n && a >= 0 && b >= 0 && rc == 0; i++) {
+        if (write(a, pop.p, pop.len) != (ssize_t)pop.len) {
+            rc = -EIO;
+            break;
+        }
+        bench_sleep_ns(300000);
+        t0 = bench_now_ns();
+        if (write(b, push.p, push.len) != (ssize_t)push.len) {
+            rc = -EIO;
+            break;
+        }
+        rc = bench_http_recv(a, &in, &chunk, &r);
+        if (rc == 0 &&
+            (r.status != 200 || bench_json_count(r.body, r.len, "id") != 1))
+            rc = -EPROTO;
+        if (rc == 0)
+            bench_hist_add(h, bench_now_ns() - t0);
+        if (rc == 0)
+            rc = bench_http_recv(b, &in2, &chunk2, &r);
+        if (rc == 0 && r.status != 201)
+            rc = -EPROTO;
+    }
+    row.ok = rc == 0 && a >= 0 && b >= 0;
+    row.p50_us = bench_hist_pct_us(h, 50);
+    row.p99_us = bench_hist_pct_us(h, 99);
+    row.by_p50 = 1;
+    snprintf(row.note, sizeof(row.note), "%s",
+             row.ok ? "rate column empty: latency only"
+                    : "a wake failed (no answer, or not exactly 1 message)");
+    bench_row_add(&row);
+    if (a >= 0)
+        close(a);
+    if (b >= 0)
+        close(b);
+    bench_buf_free(&in);
+    bench_buf_free(&chunk);
+    bench_buf_free(&in2);
+    bench_buf_free(&chunk2);
+    bench_buf_free(&pop);
+    bench_buf_free(&push);
+    free(h);
+}
+
+/* One-shot inboxes: claim k, push one message to inbox k, pop it. */
+struct inbox_sc {
+    atomic_long next;
+    long total;
+};
+
+/* Claim an inbox and push into it; 1 when all are taken. */
+static int
+inbox_start(struct bench_conn *c)
+{
+    struct inbox_sc *sc = c->ud;
+    char queue[48];
+
+    c->a = atomic_fetch_add(&sc->next, 1);
+    if (c->a >= sc->total)
+        return 1;
+    snprintf(queue, sizeof(queue), "ibx%d-%ld", run_tag, c->a);
+    c->state = 0;
+    c->t0 = bench_now_ns();
+    push_req(&c->out, queue, NULL, &msgs1);
+    return 0;
+}
+
+/* Pushed: pop it back with autoAck; popped: next inbox. */
+static int
+inbox_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    char path[128];
+
+    if (r->status != (c->state == 0 ? 201 : 200) ||
+        (c->state == 1 && bench_json_count(r->body, r->len, "id") != 1)) {
+        bench_fail(c, "inbox %s answered %d: %.*s", c->state ? "pop" : "push",
+                   r->status, (int)(r->len > 120 ? 120 : r->len), r->body);
+        return -1;
+    }
+    if (c->state == 0) {
+        snprintf(path, sizeof(path), WAIT_PATH "queue=ibx%d-%ld&autoAck=true",
+                 run_tag, c->a);
+        c->state = 1;
+        bench_http_request(&c->out, "GET", path, NULL, 0);
+        return 0;
+    }
+    bench_record(c, c->t0, 1);
+    return inbox_start(c);
+}
+
+static const struct bench_role role_inbox = {inbox_start, inbox_reply};
+
+/* Scenario inboxes: rate of one-shot inboxes, memory per idle inbox. */
+static void
+mayfly_inboxes(void)
+{
+    struct inbox_sc sc = {.total = bench_opt.inboxes};
+    struct bench_row row = {0};
+    struct bench_run *run = bench_run_new(bench_opt.threads);
+    struct mem m0, m1;
+    double secs;
+
+    snprintf(row.key, sizeof(row.key), "inboxes");
+    snprintf(row.scenario, sizeof(row.scenario), "inboxes");
+    snprintf(row.system, sizeof(row.system), "mayfly");
+    snprintf(row.variant, sizeof(row.variant),
+             "%ld one-shot inboxes (push 1, pop autoAck), 16 conns", sc.total);
+    mem_sample(&m0);
+    run->deadline = bench_now_ns() + 120000000000ull;
+    for (int i = 0; i < 16; i++)
+        if (bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_inbox, &sc) ==
+            NULL)
+            break;
+    if (bench_run_start(run) == 0)
+        bench_run_join(run);
+    secs = (double)(run->t_last - run->t_start) / 1e9;
+    bench_row_from_run(&row, run, secs > 0 ? secs : 1, "inbox/s");
+    bench_row_add(&row);
+    bench_run_free(run);
+    mem_sample(&m1);
+    mem_row("mem-inbox", "idle empty inbox, before collection", &m0, &m1,
+            (double)sc.total, 0);
+}
+
+/* Parked pops: connection i waits on partition p(i % parts) of queue. */
+struct park_sc {
+    char queue[40];
+    int parts;
+    _Atomic uint64_t wake_t0;
+};
+
+/* Park one pop. */
+static int
+park_start(struct bench_conn *c)
+{
+    const struct park_sc *sc = c->ud;
+    char path[192];
+
+    snprintf(path, sizeof(path),
+             WAIT_PATH "queue=%s&partition=p%d&wait=true&timeout=120000&"
+                       "autoAck=true",
+             sc->queue, c->id % sc->parts);
+    bench_http_request(&c->out, "GET", path, NULL, 0);
+    return 0;
+}
+
+/* Woken: the time since the first wake push went out. */
+static int
+park_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    struct park_sc *sc = c->ud;
+
+    if (r->status != 200 || bench_json_count(r->body, r->len, "id") != 1) {
+        bench_fail(c, "parked pop answered %d with %ld messages", r->status,
+                   bench_json_count(r->body, r->len, "id"));
+        return -1;
+    }
+    bench_record(c, atomic_load(&sc->wake_t0), 1);
+    return 1;
+}
+
+static const struct bench_role role_park = {park_start, park_reply};
+
+/* Wait until the server reports want parked pops; how many it reports. */
+static double
+park_wait(int want)
+{
+    uint64_t until = bench_now_ns() + 60000000000ull;
+    double v = 0;
+
+    while (bench_now_ns() < until) {
+        if (bench_metric(bench_opt.mport, "mayfly_parked_pops", &v) == 0 &&
+            v >= want)
+            return v;
+        bench_sleep_ns(50000000);
+    }
+    return v;
+}
+
+/* Scenario parked: many parked pops, pushes meanwhile, then wake all. */
+static void
+mayfly_parked(void)
+{
+    struct park_sc *sc = calloc(1, sizeof(*sc));
+    struct fill_sc *wake = calloc(1, sizeof(*wake));
+    struct bench_row prow = {0}, wrow = {0};
+    struct bench_run *parkers = bench_run_new(1);
+    int n = bench_opt.parked, made = 0;
+    double parked;
+    char err[240] = "";
+
+    snprintf(sc->queue, sizeof(sc->queue), "parked%d", run_tag);
+    sc->parts = n / BATCH > 0 ? n / BATCH : 1;
+    atomic_store(&sc->wake_t0, UINT64_MAX);
+    snprintf(prow.key, sizeof(prow.key), "parked-push");
+    snprintf(prow.scenario, sizeof(prow.scenario), "parked");
+    snprintf(prow.system, sizeof(prow.system), "mayfly");
+    snprintf(wrow.key, sizeof(wrow.key), "parked-wake");
+    snprintf(wrow.scenario, sizeof(wrow.scenario), "parked");
+    snprintf(wrow.system, sizeof(wrow.system), "mayfly");
+    parkers->deadline = bench_now_ns() + 300000000000ull;
+    for (; made < n; made++)
+        if (bench_run_add(parkers, BENCH_HTTP, bench_opt.mport, &role_park,
+                          sc) == NULL)
+            break;
+    if (made < n)
+        snprintf(err, sizeof(err), "%d of %d connections: %s", made, n,
+                 parkers->err);
+    bench_run_start(parkers);
+    parked = park_wait(made);
+    snprintf(prow.variant, sizeof(prow.variant),
+             "push 100 x 256 B, 8 conns, while %.0f pops are parked", parked);
+    push_timed(&prow, "bench-push", 8);
+    if (err[0] != '\0')
+        snprintf(prow.note, sizeof(prow.note), "%s", err);
+    bench_row_add(&prow);
+    snprintf(wake->prefix, sizeof(wake->prefix), "%s", sc->queue);
+    wake->parts = sc->parts;
+    wake->total = sc->parts;
+    atomic_store(&sc->wake_t0, bench_now_ns());
+    fill_run(wake, 4, err, sizeof(err));
+    bench_run_join(parkers);
+    snprintf(wrow.variant, sizeof(wrow.variant),
+             "%d parked pops on %d partitions, woken by %d pushes of 100", n,
+             sc->parts, sc->parts);
+    wrow.ok = parkers->ops == (uint64_t)n && parkers->errors == 0;
+    wrow.rate =
+        parkers->t_last > atomic_load(&sc->wake_t0)
+            ? (double)(parkers->t_last - atomic_load(&sc->wake_t0)) / 1e6
+            : 0;
+    snprintf(wrow.unit, sizeof(wrow.unit), "ms to all");
+    wrow.p50_us = bench_hist_pct_us(&parkers->hist, 50);
+    wrow.p99_us = bench_hist_pct_us(&parkers->hist, 99);
+    snprintf(wrow.note, sizeof(wrow.note),
+             "%llu of %d woken%s%.100s; p50/p99: per pop, from first wake push",
+             (unsigned long long)parkers->ops, n, parkers->err[0] ? ": " : "",
+             parkers->err);
+    bench_row_add(&wrow);
+    bench_run_free(parkers);
+    free(wake);
+    free(sc);
+}
+
+/* Every mayfly scenario, in table order. */
+void
+bench_mayfly_all(void)
+{
+    payload_init();
+    bench_mayfly_http("http-mayfly", bench_opt.mport, "/health",
+                      "mayfly /health");
+    mayfly_push();
+    mayfly_drain(0);
+    mayfly_drain(1);
+    mayfly_rpc(1, 1);
+    mayfly_rpc(32, 8);
+    mayfly_wake();
+    mayfly_inboxes();
+    mayfly_parked();
+}

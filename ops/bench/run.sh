@@ -1,0 +1,65 @@
+#!/bin/sh
+# run.sh - run mayfly-bench with every server it compares on spare ports.
+#
+# Starts the trivial libmicrohttpd endpoint, redis-server (no persistence),
+# nats-server and build/release/mayflyd (two workers, room for 10,000
+# parked pops), runs build/bench/mayfly-bench, and stops what it started.
+# QUICK=1 for the short run. Logs of the servers: build/bench/run/*.log.
+# Exit status: the generator's (0 when it wrote its outputs).
+set -eu
+cd "$(dirname "$0")/../.."
+
+B=build/bench
+BIN=$B/mayfly-bench
+MAYFLYD=${MAYFLYD:-build/release/mayflyd}
+quick=""
+case "${QUICK:-}" in "" | 0) ;; *) quick="--quick" ;; esac
+
+rm -rf "$B/run"
+mkdir -p "$B/run/mayfly"
+pids=""
+cleanup() {
+    for p in $pids; do kill "$p" 2>/dev/null || true; done
+    for p in $pids; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+okp=$($BIN free-port)
+$BIN serve-ok "$okp" &
+pids="$pids $!"
+
+rp=$($BIN free-port)
+redis-server --port "$rp" --bind 127.0.0.1 --save "" --appendonly no \
+    --daemonize no --logfile "$B/run/redis.log" &
+pids="$pids $!"
+
+np=$($BIN free-port)
+nats-server -a 127.0.0.1 -p "$np" -l "$B/run/nats.log" &
+pids="$pids $!"
+
+mp=$($BIN free-port)
+cp=$($BIN free-port)
+mpid=0
+if [ -x "$MAYFLYD" ]; then
+    "$MAYFLYD" -o listen="127.0.0.1:$mp" -o cluster_listen="127.0.0.1:$cp" \
+        -o workers=2 -o data_dir="$B/run/mayfly" -o max_connections=30000 \
+        -o max_wait_ms=120000 2>"$B/run/mayfly.log" &
+    mpid=$!
+    pids="$pids $mpid"
+else
+    echo "run.sh: $MAYFLYD is missing; mayfly rows will fail" >&2
+fi
+
+echo "run.sh: ok=$okp redis=$rp nats=$np mayfly=$mp (pid $mpid)" >&2
+rc=0
+$BIN run $quick --mayfly "$mp" --mayfly-pid "$mpid" --redis "$rp" \
+    --nats "$np" --ok "$okp" --json "$B/results.json" \
+    --md "$B/results.md" || rc=$?
+if [ "$mpid" != 0 ] && ! kill -0 "$mpid" 2>/dev/null; then
+    echo "run.sh: mayflyd exited during the run; its log:" >&2
+    tail -n 20 "$B/run/mayfly.log" >&2
+fi
+echo "run.sh: wrote $B/results.json and $B/results.md" >&2
+exit "$rc"
