@@ -26,12 +26,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "master/cluster.h"
 #include "master/config.h"
+#include "master/configure.h"
 #include "master/daemon.h"
 #include "master/listen.h"
 #include "master/master.h"
 #include "shm/broker.h"
+#include "shm/catalog.h"
 #include "shm/log.h"
+#include "shm/status.h"
 
 #define TICK_MS  100
 #define DRAIN_MS 30000 /* workers still running then are killed */
@@ -87,13 +91,27 @@ raise_nofile(uint32_t want)
     }
 }
 
-/* start_node - segment, socket and workers.  Exits on failure. */
+/* listen_or_die - bind addr; exit with the reason on failure. */
+static int
+listen_or_die(const char *key, const char *addr)
+{
+    char err[512];
+    int fd = master_listen(addr, err, sizeof(err));
+
+    if (fd < 0)
+        log_fatal(0, "%s: %s", key, err);
+    return fd;
+}
+
+/*
+ * start_node - segment, status page, catalog, sockets and workers; then,
+ * in the master only, the raft log and the cluster port.  Exits on failure.
+ */
 static void
-start_node(struct master *m)
+start_node(struct master *m, int ep)
 {
     struct shm_params p = {0};
-    char err[512];
-    int rc, fd;
+    int rc, fd, cfd;
 
     m->nworkers = m->cfg.workers > 0 ? m->cfg.workers
                                      : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -109,30 +127,45 @@ start_node(struct master *m)
     if (mkdir(m->cfg.data_dir, 0750) == -1 && errno != EEXIST)
         log_fatal(errno, "mkdir(%s) failed", m->cfg.data_dir);
     raise_nofile(m->cfg.max_connections);
-    fd = master_listen(m->cfg.listen, err, sizeof(err));
-    if (fd < 0)
-        log_fatal(0, "%s", err);
+    fd = listen_or_die("listen", m->cfg.listen);
+    cfd = listen_or_die("cluster_listen", m->cfg.cluster_listen);
+    if (master_cluster_secret(m) != 0)
+        exit(1);
     rc = shm_segment_create(&p, &m->seg);
     if (rc != 0)
         log_fatal(-rc, "cannot create the shared segment (max_bytes=%llu)",
                   (unsigned long long)p.max_bytes);
+    m->seg.status = shm_status_create();
+    if (m->seg.status == NULL)
+        log_fatal(errno, "cannot map the status page");
+    rc = shm_catalog_create(&m->seg.catalog, SHM_CATALOG_DEFAULT_BYTES);
+    if (rc != 0)
+        log_fatal(-rc, "cannot create the catalog");
+    master_status_publish(m);
     daemon_ready();
-    m->ws = (struct worker_settings){
-        .listen_fd = fd,
-        .max_connections = m->cfg.max_connections,
-        .max_body_bytes = m->cfg.max_body_bytes,
-        .max_wait_ms = m->cfg.max_wait_ms,
-    };
+    m->ws.listen_fd = fd;
+    m->ws.max_connections = m->cfg.max_connections;
+    m->ws.max_body_bytes = m->cfg.max_body_bytes;
+    m->ws.max_wait_ms = m->cfg.max_wait_ms;
     snprintf(m->ws.node_id, sizeof(m->ws.node_id), "%s", m->cfg.node_id);
-    log_info(0,
-             "mayflyd %s node %s listening on %s:%d, %d workers, "
-             "incarnation %016llx",
+    snprintf(m->ws.cluster_addr, sizeof(m->ws.cluster_addr), "127.0.0.1:%d",
+             master_listen_port(cfd));
+    log_info(0, "mayflyd %s node %s: client port %s:%d, cluster port %s:%d, "
+                "%d workers, incarnation %016llx",
              VERSION, m->cfg.node_id, m->cfg.listen, master_listen_port(fd),
-             m->nworkers, (unsigned long long)p.incarnation);
+             m->cfg.cluster_listen, master_listen_port(cfd), m->nworkers,
+             (unsigned long long)p.incarnation);
     for (int i = 0; i < m->nworkers; i++) {
         if (master_spawn(m, i) != 0)
             log_fatal(0, "cannot start worker %d", i);
     }
+    /* Workers run; the master alone opens LMDB and the cluster port. */
+    close(fd);
+    if (master_raft_open(m, shm_now_ms()) != 0 ||
+        master_cluster_start(m, ep, cfd) != 0)
+        log_fatal(0, "cannot start the consensus log and cluster port");
+    m->ready = 1;
+    master_status_publish(m);
 }
 
 /* reload - HUP: reopen the log, re-read the settings that can change. */
@@ -179,6 +212,7 @@ on_signal(struct master *m, int sig, uint64_t now)
             log_info(0, "%s: draining", strsignal(sig));
             m->state = MASTER_DRAINING;
             m->drain_deadline = now + DRAIN_MS;
+            master_status_publish(m);
             master_signal_workers(m, SIGTERM);
         }
         break;
@@ -205,6 +239,7 @@ on_tick(struct master *m, uint64_t now)
             log_error(-rc, "maintenance failed");
         master_respawn_due(m, now);
         master_watchdog(m, now);
+        master_configure_tick(m, now);
     } else if (m->state == MASTER_DRAINING && now > m->drain_deadline) {
         log_warn(0, "drain took longer than %d ms; killing the workers",
                  DRAIN_MS);
@@ -238,36 +273,76 @@ loop_fds(int *sfd, int *tfd)
     return 0;
 }
 
+/* loop_timeout - ms until the nearest raft or cluster deadline. */
+static int
+loop_timeout(struct master *m, uint64_t now)
+{
+    uint64_t due = master_raft_deadline(m);
+    int t = due == UINT64_MAX ? TICK_MS : due > now ? (int)(due - now) : 0;
+    int c = master_cluster_timeout_ms(m);
+
+    if (t > TICK_MS)
+        t = TICK_MS;
+    return c >= 0 && c < t ? c : t;
+}
+
+/* stopped - whether the loop is done: workers gone and, on a drain,
+ * raft leadership handed over (or the hand-off timed out). */
+static int
+stopped(struct master *m, uint64_t now)
+{
+    if (m->state == MASTER_RUNNING || master_live_workers(m) > 0)
+        return 0;
+    if (m->state == MASTER_STOPPING)
+        return 1;
+    if (m->handoff_until == 0) {
+        if (!master_raft_hand_off(m))
+            return 1;
+        log_info(0, "handing raft leadership over");
+        m->handoff_until = now + HANDOFF_MS;
+    }
+    return !master_raft_is_leader(m) || now >= m->handoff_until;
+}
+
+/* watch - add fd to ep under tag. */
+static void
+watch(int ep, int fd, uint64_t tag)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == -1)
+        log_fatal(errno, "epoll_ctl(ADD, %d) failed", fd);
+}
+
 /* run - the master's loop, until every worker has exited after a stop. */
 static void
-run(struct master *m, int sfd, int tfd)
+run(struct master *m, int ep, int sfd, int tfd)
 {
-    int ep = epoll_create1(EPOLL_CLOEXEC);
-    struct epoll_event ev = {.events = EPOLLIN};
-
-    if (ep == -1)
-        log_fatal(errno, "epoll_create1() failed");
-    ev.data.fd = sfd;
-    epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
-    ev.data.fd = tfd;
-    epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
-    while (m->state == MASTER_RUNNING || master_live_workers(m) > 0) {
-        struct epoll_event evs[4];
-        int n = epoll_wait(ep, evs, 4, -1);
+    for (;;) {
+        struct epoll_event evs[32];
         uint64_t now = shm_now_ms();
+        int n = epoll_wait(ep, evs, 32, loop_timeout(m, now));
+
+        now = shm_now_ms();
         for (int i = 0; i < n; i++) {
-            if (evs[i].data.fd == sfd) {
+            uint64_t tag = evs[i].data.u64;
+            if (tag == MASTER_TAG_SIGNAL) {
                 struct signalfd_siginfo si;
                 while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
                     on_signal(m, (int)si.ssi_signo, now);
-            } else {
+            } else if (tag == MASTER_TAG_TIMER) {
                 uint64_t ticks;
                 if (read(tfd, &ticks, sizeof(ticks)) > 0)
                     on_tick(m, now);
+            } else {
+                master_cluster_event(m, tag, evs[i].events);
             }
         }
+        if (now >= master_raft_deadline(m))
+            master_raft_tick(m, now);
+        master_cluster_run(m);
+        if (stopped(m, now))
+            return;
     }
-    close(ep);
 }
 
 int
@@ -275,7 +350,7 @@ main(int argc, char **argv)
 {
     static struct master m;
     char err[512];
-    int action = 0, sfd, tfd;
+    int action = 0, sfd, tfd, ep;
     enum log_level lvl;
 
     log_set_role("master");
@@ -304,11 +379,17 @@ main(int argc, char **argv)
         log_fatal(errno, "cannot open the log '%s'", m.cfg.log);
     if (m.cfg.pidfile[0] && daemon_pidfile_claim(m.cfg.pidfile) != 0)
         return 1;
-    /* Block the signals before forking so no worker inherits a handler gap. */
+    /* Block the signals before forking: workers unblock their own. */
     if (loop_fds(&sfd, &tfd) != 0)
         log_fatal(errno, "cannot set up signals");
-    start_node(&m);
-    run(&m, sfd, tfd);
+    if ((ep = epoll_create1(EPOLL_CLOEXEC)) == -1)
+        log_fatal(errno, "epoll_create1() failed");
+    watch(ep, sfd, MASTER_TAG_SIGNAL);
+    watch(ep, tfd, MASTER_TAG_TIMER);
+    start_node(&m, ep);
+    run(&m, ep, sfd, tfd);
+    master_cluster_stop(&m);
+    master_raft_close(&m);
     shm_segment_destroy(&m.seg);
     log_info(0, "stopped");
     return 0;

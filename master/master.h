@@ -13,8 +13,12 @@
 #include <stdint.h>
 
 #include "master/config.h"
+#include "master/raft_node.h"
 #include "shm/segment.h"
 #include "worker/worker.h"
+
+struct http_server;
+struct http_client;
 
 enum master_state { MASTER_RUNNING, MASTER_DRAINING, MASTER_STOPPING };
 
@@ -32,7 +36,12 @@ struct master {
     int nworkers;
     struct master_child child[SHM_MAX_WORKERS];
     enum master_state state;
+    int ready;                 /* started: raft open, workers forked */
     uint64_t drain_deadline;
+    uint64_t handoff_until;    /* drain: raft hand-off deadline, 0 before */
+    struct master_raft raft;
+    struct http_server *cluster_srv; /* the cluster port */
+    struct http_client *cluster_cli; /* calls to peers */
 };
 
 /* master_spawn - fork worker slot; the child never returns.  0 or -errno. */
@@ -55,5 +64,9 @@ void master_signal_workers(struct master *m, int sig);
 
 /* master_live_workers - how many workers are running. */
 int master_live_workers(const struct master *m);
+
+/* master_status_publish - readiness, raft and members into the status
+ * page workers serve /health and /metrics from (raft_node.c). */
+void master_status_publish(struct master *m);
 
 #endif

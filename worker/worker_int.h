@@ -14,12 +14,14 @@
 #include "worker/worker.h"
 
 struct http_request;
+struct http_client;
 
 struct worker {
     struct shm_seg *seg;
     struct worker_settings set;
     uint64_t incarnation;
     struct http_server *http;
+    struct http_client *client; /* calls to this node's master */
     int ep;  /* the loop's epoll */
     int sfd; /* signalfd: TERM, HUP */
     struct park_set parks;

@@ -1,0 +1,73 @@
+/*
+ * cluster.h - the master's cluster port: raft messages between masters,
+ * and configure/delete requests from this node's workers and from peers.
+ *
+ * Every request must carry the cluster secret (X-Mayfly-Secret); one that
+ * does not is answered 401 and changes nothing.  Outgoing calls go through
+ * one libcurl multi client inside the master's epoll.
+ */
+#ifndef MAYFLY_MASTER_CLUSTER_H
+#define MAYFLY_MASTER_CLUSTER_H
+
+#include <stdint.h>
+
+#include <stddef.h>
+
+struct master;
+struct raft_msg;
+struct http_client_resp;
+
+/* Epoll tags of the master's loop (the client owns CLUSTER_TAG_CLIENT|fd). */
+#define MASTER_TAG_SIGNAL  1u
+#define MASTER_TAG_TIMER   2u
+#define MASTER_TAG_CLUSTER 3u
+#define MASTER_TAG_CLIENT  (1ull << 32)
+
+/* The header node-to-node and worker-to-master calls authenticate with. */
+#define CLUSTER_SECRET_HEADER "X-Mayfly-Secret"
+#define CLUSTER_NODE_HEADER   "X-Mayfly-Node"
+#define CLUSTER_FWD_HEADER    "X-Mayfly-Forwarded"
+#define CLUSTER_INDEX_HEADER  "X-Mayfly-Index"
+
+#define CLUSTER_PATH_RAFT      "/cluster/v1/raft"
+#define CLUSTER_PATH_CONFIGURE "/cluster/v1/configure"
+#define CLUSTER_PATH_DELETE    "/cluster/v1/delete"
+
+/*
+ * master_cluster_secret - read cluster_secret_file, or make a random secret
+ * for a node without peers (only its own workers call it).  Before forking:
+ * workers inherit it.  0 or -errno (logged).
+ */
+int master_cluster_secret(struct master *m);
+
+/* master_cluster_start - serve the cluster port on listen_fd and make the
+ * client, both inside epoll ep.  0 or -errno (logged). */
+int master_cluster_start(struct master *m, int ep, int listen_fd);
+
+/* master_cluster_event - an epoll event for the cluster server or client. */
+void master_cluster_event(struct master *m, uint64_t tag, uint32_t events);
+
+/* master_cluster_run - let MHD and curl do their due work (each loop turn). */
+void master_cluster_run(struct master *m);
+
+/* master_cluster_timeout_ms - how long the loop may sleep for them. */
+int master_cluster_timeout_ms(struct master *m);
+
+/* master_cluster_send_raft - post a raft message to its node (best effort). */
+void master_cluster_send_raft(struct master *m, const struct raft_msg *msg);
+
+/*
+ * master_cluster_post - POST body to addr's cluster port at path, with the
+ * secret, our node id and X-Mayfly-Forwarded; done(arg, resp) runs once
+ * (resp->result != 0 when no answer came).
+ */
+void master_cluster_post(struct master *m, const char *addr, const char *path,
+                         const void *body, size_t len,
+                         void (*done)(void *arg,
+                                      const struct http_client_resp *r),
+                         void *arg);
+
+/* master_cluster_stop - answer what waits, close the port and the client. */
+void master_cluster_stop(struct master *m);
+
+#endif

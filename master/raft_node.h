@@ -1,0 +1,88 @@
+/*
+ * raft_node.h - the master's raft: the core, its LMDB store, the declared
+ * queues it drives, and proposals waiting for their commit.
+ *
+ * The master's loop feeds it ticks and the messages peers post to the
+ * cluster port; after each input master_raft_process() applies what
+ * committed (publishing the catalog and the new options into the segment),
+ * sends what the core emitted, publishes role/term/leader into the status
+ * page, and resolves waiting proposals.  Master only, single-threaded.
+ * Errors: 0 or -errno.
+ */
+#ifndef MAYFLY_MASTER_RAFT_NODE_H
+#define MAYFLY_MASTER_RAFT_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "consensus/raft.h"
+#include "master/declared.h"
+
+struct master;
+
+/* How a proposal ended: 0 committed, -ETIMEDOUT, -ENOTCONN (no leader),
+ * -ECANCELED (lost to another leader's entry), or another -errno. */
+typedef void master_raft_done_fn(void *arg, int rc);
+
+struct master_proposal {
+    uint64_t index, term;
+    uint64_t deadline;
+    master_raft_done_fn *done;
+    void *arg;
+    struct master_proposal *next;
+};
+
+struct master_raft {
+    struct raft *core;
+    struct raft_store *store;
+    struct decl_set decl;
+    int self, n;
+    /* cluster addresses by node index (sorted), and the node ids heard */
+    char addr[RAFT_MAX_NODES][256];
+    char id[RAFT_MAX_NODES][65];
+    uint64_t heard[RAFT_MAX_NODES]; /* when a message last came from it */
+    struct raft_status st;
+    struct master_proposal *pending;
+};
+
+/*
+ * master_raft_open - order the members, open data_dir/raft, replay the log
+ * into the declared set and the catalog.  0 or -errno (logged).
+ */
+int master_raft_open(struct master *m, uint64_t now);
+
+/* master_raft_close - free the core, close the store. */
+void master_raft_close(struct master *m);
+
+/* master_raft_tick - drive timers; call at master_raft_deadline() latest. */
+void master_raft_tick(struct master *m, uint64_t now);
+uint64_t master_raft_deadline(const struct master *m);
+
+/* master_raft_receive - a message a peer posted (from the index it claims,
+ * with its node id).  -EBADMSG for garbage. */
+int master_raft_receive(struct master *m, const void *buf, size_t len,
+                        const char *node_id);
+
+/*
+ * master_raft_propose - append cmd on the leader; done(arg, rc) runs once,
+ * when it commits and is applied here, or fails.  -EPERM when not leader
+ * (done is not called then).
+ */
+int master_raft_propose(struct master *m, const struct decl_cmd *cmd,
+                        uint64_t timeout_ms, master_raft_done_fn *done,
+                        void *arg);
+
+/* master_raft_leader_addr - the leader's cluster address, or NULL. */
+const char *master_raft_leader_addr(const struct master *m);
+
+/* master_raft_hand_off - graceful stop: transfer leadership if leader.
+ * Returns 1 when a transfer started. */
+int master_raft_hand_off(struct master *m);
+
+/* master_raft_applied - the highest log index applied here. */
+uint64_t master_raft_applied(const struct master *m);
+
+/* master_raft_is_leader - 1 when this node leads. */
+int master_raft_is_leader(const struct master *m);
+
+#endif
