@@ -168,6 +168,14 @@ int64_t shm_queue_reset(struct shm_seg *seg, int worker, struct shm_name queue,
 int shm_queue_delete(struct shm_seg *seg, int worker, struct shm_name queue,
                      uint64_t now);
 
+/*
+ * shm_queue_declare - declare queue with opts (creating it): it keeps them,
+ * is listed as declared and is never collected, until deleted.  The master
+ * applies committed configure entries through this.  0 or -errno.
+ */
+int shm_queue_declare(struct shm_seg *seg, int worker, struct shm_name queue,
+                      const struct shm_qopts *opts);
+
 /* Per-queue view for the listing and depth. */
 struct shm_queue_info {
     char name[SHM_NAME_MAX + 1];

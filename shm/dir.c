@@ -1,0 +1,555 @@
+/*
+ * dir.c - the queue and partition tables and their name index.
+ *
+ * Locking: dir->lock (robust) for the index, free lists, bump indexes and
+ * the per-queue partition lists; never held with another lock but the
+ * arena's.  A dead holder's state is rebuilt from the records by
+ * dir_repair(): the records (alive flag, names, queue links) are the truth,
+ * the index and lists are derived.  Errors: 0 or -errno.
+ */
+#include "shm/dir.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "shm/arena.h"
+#include "shm/lock.h"
+#include "shm/region.h"
+
+#define DIR_ALIGN(x) (((x) + 63) & ~(size_t)63)
+
+/* Table capacities a segment of params p gets. */
+static void
+dir_sizes(const struct shm_params *p, uint32_t *maxq, uint32_t *maxp,
+          uint32_t *slots)
+{
+    uint64_t n = p->max_bytes / 512;
+
+    if (n < 1024)
+        n = 1024;
+    if (n > (1u << 24))
+        n = 1u << 24;
+    *maxq = (uint32_t)n;
+    *maxp = (uint32_t)n;
+    uint64_t s = 1;
+    while (s < 2 * (n + n))
+        s <<= 1;
+    *slots = (uint32_t)s;
+}
+
+/* shm_dir_region_size - bytes the DIR region needs for params p. */
+size_t
+shm_dir_region_size(const struct shm_params *p)
+{
+    uint32_t mq, mp, s;
+
+    dir_sizes(p, &mq, &mp, &s);
+    return DIR_ALIGN(sizeof(struct shm_dir)) +
+           DIR_ALIGN((size_t)mq * sizeof(struct shm_queue)) +
+           DIR_ALIGN((size_t)mp * sizeof(struct shm_part)) +
+           DIR_ALIGN((size_t)s * sizeof(struct shm_dir_slot));
+}
+
+/* shm_dir_region_init - set up the header of a zeroed DIR region. */
+int
+shm_dir_region_init(struct shm_seg *seg, const struct shm_params *p)
+{
+    struct shm_dir *d = shm_region(seg, SHM_REGION_DIR);
+    uint32_t mq, mp, s;
+
+    dir_sizes(p, &mq, &mp, &s);
+    d->max_queues = mq;
+    d->max_parts = mp;
+    d->index_slots = s;
+    d->queues_off = DIR_ALIGN(sizeof(struct shm_dir));
+    d->parts_off =
+        d->queues_off + DIR_ALIGN((size_t)mq * sizeof(struct shm_queue));
+    d->index_off =
+        d->parts_off + DIR_ALIGN((size_t)mp * sizeof(struct shm_part));
+    atomic_store(&d->next_seq, 1);
+    int rc = shm_lock_init(&d->lock);
+    if (rc != 0)
+        return rc;
+    d->magic = SHM_DIR_MAGIC;
+    return 0;
+}
+
+/* shm_dir_of - the DIR region header. */
+struct shm_dir *
+shm_dir_of(struct shm_seg *seg)
+{
+    return shm_region(seg, SHM_REGION_DIR);
+}
+
+/* shm_dir_queue - queue record idx. */
+struct shm_queue *
+shm_dir_queue(struct shm_seg *seg, uint32_t idx)
+{
+    struct shm_dir *d = shm_dir_of(seg);
+
+    return (struct shm_queue *)((unsigned char *)d + d->queues_off) + idx;
+}
+
+/* shm_dir_part - partition record idx. */
+struct shm_part *
+shm_dir_part(struct shm_seg *seg, uint32_t idx)
+{
+    struct shm_dir *d = shm_dir_of(seg);
+
+    return (struct shm_part *)((unsigned char *)d + d->parts_off) + idx;
+}
+
+/* The index slots. */
+static struct shm_dir_slot *
+dir_index(struct shm_dir *d)
+{
+    return (struct shm_dir_slot *)((unsigned char *)d + d->index_off);
+}
+
+/* shm_dir_name_hash - XXH3 of the name bytes under seed. */
+uint64_t
+shm_dir_name_hash(struct shm_name name, uint64_t seed)
+{
+    return XXH3_64bits_withSeed(name.ptr, name.len, seed);
+}
+
+/* The hash an index slot of record ref (kind | idx) holds. */
+static uint64_t
+dir_ref_hash(struct shm_seg *seg, uint32_t ref)
+{
+    if (ref & SHM_DIR_PART_BIT)
+        return shm_dir_part(seg, ref & ~SHM_DIR_PART_BIT)->name_hash;
+    return shm_dir_queue(seg, ref)->name_hash;
+}
+
+/* Insert record ref with hash h into the index (dir lock held). */
+static void
+dir_index_insert(struct shm_dir *d, uint32_t ref, uint64_t h)
+{
+    struct shm_dir_slot *ix = dir_index(d);
+    uint32_t mask = d->index_slots - 1;
+
+    for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
+        if (ix[i].ref == 0) {
+            ix[i].hash = (uint32_t)(h >> 32);
+            ix[i].ref = ref + 1;
+            return;
+        }
+    }
+}
+
+/* Remove record ref from the index by backward shift (dir lock held). */
+static void
+dir_index_remove(struct shm_seg *seg, struct shm_dir *d, uint32_t ref,
+                 uint64_t h)
+{
+    struct shm_dir_slot *ix = dir_index(d);
+    uint32_t mask = d->index_slots - 1;
+    uint32_t i = (uint32_t)h & mask;
+
+    while (ix[i].ref != ref + 1) {
+        if (ix[i].ref == 0)
+            return;
+        i = (i + 1) & mask;
+    }
+    for (uint32_t j = (i + 1) & mask; ix[j].ref != 0; j = (j + 1) & mask) {
+        uint32_t home = (uint32_t)dir_ref_hash(seg, ix[j].ref - 1) & mask;
+        /* j's entry may move to i if its home is not in (i, j]. */
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            ix[i] = ix[j];
+            i = j;
+        }
+    }
+    ix[i].ref = 0;
+    ix[i].hash = 0;
+}
+
+/* Repair after a dead dir-lock holder: rebuild index, free lists and the
+ * queues' partition lists from the records; re-tag live names LINKED. */
+static void
+dir_repair(struct shm_seg *seg, void *arg)
+{
+    struct shm_dir *d = arg;
+    uint32_t qb = atomic_load(&d->q_bump), pb = atomic_load(&d->p_bump);
+
+    memset(dir_index(d), 0,
+           (size_t)d->index_slots * sizeof(struct shm_dir_slot));
+    d->q_free = 0;
+    d->p_free = 0;
+    d->nqueues = 0;
+    for (uint32_t i = qb; i-- > 0;) {
+        struct shm_queue *q = shm_dir_queue(seg, i);
+        q->parts = 0;
+        q->nparts = 0;
+        if (!atomic_load(&q->alive)) {
+            q->next_free = d->q_free;
+            d->q_free = i + 1;
+            continue;
+        }
+        shm_arena_link(seg, q->name_ref);
+        dir_index_insert(d, i, q->name_hash);
+        d->nqueues++;
+    }
+    for (uint32_t i = pb; i-- > 0;) {
+        struct shm_part *p = shm_dir_part(seg, i);
+        struct shm_queue *q = shm_dir_queue(seg, p->queue);
+        if (!atomic_load(&p->alive)) {
+            p->next_free = d->p_free;
+            d->p_free = i + 1;
+            continue;
+        }
+        shm_arena_link(seg, p->name_ref);
+        dir_index_insert(d, i | SHM_DIR_PART_BIT, p->name_hash);
+        if (atomic_load(&q->alive) && q->gen == p->queue_gen) {
+            p->next_part = q->parts;
+            q->parts = i + 1;
+            q->nparts++;
+        }
+    }
+}
+
+/* shm_dir_lock - take the dir lock. */
+int
+shm_dir_lock(struct shm_seg *seg)
+{
+    struct shm_dir *d = shm_dir_of(seg);
+
+    return shm_lock(seg, &d->lock, dir_repair, d);
+}
+
+/* shm_dir_unlock - release the dir lock. */
+void
+shm_dir_unlock(struct shm_seg *seg)
+{
+    shm_unlock(&shm_dir_of(seg)->lock);
+}
+
+/* Find a live record of kind (part bit) named name with hash h; for a
+ * partition, of queue q.  Returns idx + 1 or 0.  Dir lock held. */
+static uint32_t
+dir_lookup(struct shm_seg *seg, uint32_t kind, struct shm_ref q,
+           struct shm_name name, uint64_t h)
+{
+    struct shm_dir *d = shm_dir_of(seg);
+    struct shm_dir_slot *ix = dir_index(d);
+    uint32_t mask = d->index_slots - 1;
+
+    for (uint32_t i = (uint32_t)h & mask; ix[i].ref != 0; i = (i + 1) & mask) {
+        uint32_t ref = ix[i].ref - 1;
+        if (ix[i].hash != (uint32_t)(h >> 32) ||
+            (ref & SHM_DIR_PART_BIT) != kind)
+            continue;
+        uint32_t idx = ref & ~SHM_DIR_PART_BIT;
+        if (kind) {
+            struct shm_part *p = shm_dir_part(seg, idx);
+            if (atomic_load(&p->alive) && p->name_hash == h &&
+                p->queue == q.idx && p->queue_gen == q.gen &&
+                p->name_len == name.len &&
+                shm_arena_equal(seg, p->name_ref, name.ptr, name.len))
+                return idx + 1;
+        } else {
+            struct shm_queue *r = shm_dir_queue(seg, idx);
+            if (atomic_load(&r->alive) && r->name_hash == h &&
+                r->name_len == name.len &&
+                shm_arena_equal(seg, r->name_ref, name.ptr, name.len))
+                return idx + 1;
+        }
+    }
+    return 0;
+}
+
+/* Copy name into a fresh INFLIGHT chain. */
+static int
+dir_name_alloc(struct shm_seg *seg, int w, struct shm_name name, uint32_t *ref)
+{
+    int rc = shm_arena_alloc(seg, w, shm_cells_for(name.len), ref);
+
+    if (rc == 0)
+        shm_arena_write(seg, *ref, 0, name.ptr, name.len);
+    return rc;
+}
+
+/* Take a queue record (free list, else bump); -EOVERFLOW.  Dir lock held. */
+static int
+dir_take_queue(struct shm_seg *seg, struct shm_dir *d, uint32_t *idx)
+{
+    if (d->q_free != 0) {
+        *idx = d->q_free - 1;
+        d->q_free = shm_dir_queue(seg, *idx)->next_free;
+        return 0;
+    }
+    uint32_t b = atomic_load(&d->q_bump);
+    if (b >= d->max_queues)
+        return -EOVERFLOW;
+    int rc = shm_lock_init(&shm_dir_queue(seg, b)->lock);
+    if (rc != 0)
+        return rc;
+    *idx = b;
+    atomic_store(&d->q_bump, b + 1);
+    return 0;
+}
+
+/* Take a partition record; -EOVERFLOW.  Dir lock held. */
+static int
+dir_take_part(struct shm_seg *seg, struct shm_dir *d, uint32_t *idx)
+{
+    if (d->p_free != 0) {
+        *idx = d->p_free - 1;
+        d->p_free = shm_dir_part(seg, *idx)->next_free;
+        return 0;
+    }
+    uint32_t b = atomic_load(&d->p_bump);
+    if (b >= d->max_parts)
+        return -EOVERFLOW;
+    int rc = shm_lock_init(&shm_dir_part(seg, b)->lock);
+    if (rc != 0)
+        return rc;
+    *idx = b;
+    atomic_store(&d->p_bump, b + 1);
+    return 0;
+}
+
+/* Fill and publish queue record idx (dir lock held). */
+static void
+dir_init_queue(struct shm_seg *seg, uint32_t idx, uint64_t h, uint32_t nref,
+               uint32_t len, uint64_t now)
+{
+    struct shm_queue *q = shm_dir_queue(seg, idx);
+
+    q->gen++;
+    q->name_hash = h;
+    q->name_ref = nref;
+    q->name_len = len;
+    q->parts = 0;
+    q->nparts = 0;
+    q->groups = 0;
+    atomic_store(&q->ngroups, 0);
+    atomic_store(&q->waiters, 0);
+    atomic_store(&q->last_active, now);
+    atomic_store(&q->rr, 0);
+    q->declared = 0;
+    for (int i = 0; i < 3; i++)
+        atomic_store(&q->drops[i], 0);
+    q->opts = shm_params_of(seg)->defaults;
+    q->intent = 0;
+    atomic_store_explicit(&q->alive, 1, memory_order_release);
+}
+
+/* shm_dir_find_queue - see dir.h. */
+int
+shm_dir_find_queue(struct shm_seg *seg, int w, struct shm_name name, int create,
+                   uint64_t now, struct shm_ref *out)
+{
+    struct shm_dir *d = shm_dir_of(seg);
+    uint64_t h = shm_dir_name_hash(name, 0);
+    struct shm_ref none = {0, 0};
+    uint32_t nref = 0, idx;
+    int rc;
+
+    for (;;) {
+        /* dir lock: index lookup, and insert on the second pass. */
+        if ((rc = shm_dir_lock(seg)) != 0)
+            break;
+        uint32_t f = dir_lookup(seg, 0, none, name, h);
+        if (f != 0) {
+            out->idx = f - 1;
+            out->gen = shm_dir_queue(seg, f - 1)->gen;
+            shm_dir_unlock(seg);
+            rc = 0;
+            break;
+        }
+        if (!create) {
+            shm_dir_unlock(seg);
+            rc = -ENOENT;
+            break;
+        }
+        if (nref == 0) {
+            shm_dir_unlock(seg);
+            if ((rc = dir_name_alloc(seg, w, name, &nref)) != 0)
+                return rc;
+            continue;
+        }
+        if ((rc = dir_take_queue(seg, d, &idx)) == 0) {
+            dir_init_queue(seg, idx, h, nref, (uint32_t)name.len, now);
+            dir_index_insert(d, idx, h);
+            shm_arena_link(seg, nref);
+            d->nqueues++;
+            out->idx = idx;
+            out->gen = shm_dir_queue(seg, idx)->gen;
+            nref = 0;
+        }
+        shm_dir_unlock(seg);
+        break;
+    }
+    if (nref != 0)
+        shm_arena_free(seg, w, nref);
+    return rc;
+}
+
+/* Fill and publish partition record idx of queue q (dir lock held). */
+static void
+dir_init_part(struct shm_seg *seg, uint32_t idx, struct shm_ref qr, uint64_t h,
+              uint32_t nref, uint32_t len, uint64_t now)
+{
+    struct shm_part *p = shm_dir_part(seg, idx);
+    struct shm_queue *q = shm_dir_queue(seg, qr.idx);
+
+    p->gen++;
+    p->name_hash = h;
+    p->name_ref = nref;
+    p->name_len = len;
+    p->queue = qr.idx;
+    p->queue_gen = qr.gen;
+    p->head = p->tail = p->groups = p->ngs = p->intent = 0;
+    atomic_store(&p->count, 0);
+    atomic_store(&p->cost, 0);
+    atomic_store(&p->waiters, 0);
+    atomic_store(&p->leased, 0);
+    atomic_store(&p->due, UINT64_MAX);
+    atomic_store(&p->oldest_ms, 0);
+    p->last_active = now;
+    atomic_store_explicit(&p->alive, 1, memory_order_release);
+    p->next_part = q->parts;
+    q->parts = idx + 1;
+    q->nparts++;
+}
+
+/* shm_dir_find_part - see dir.h. */
+int
+shm_dir_find_part(struct shm_seg *seg, int w, struct shm_ref q,
+                  struct shm_name name, int create, uint64_t now,
+                  struct shm_ref *out)
+{
+    struct shm_dir *d = shm_dir_of(seg);
+    uint64_t h = shm_dir_name_hash(name, ((uint64_t)q.idx << 32) | q.gen);
+    uint32_t nref = 0, idx;
+    int rc;
+
+    for (;;) {
+        /* dir lock: index lookup, and insert on the second pass. */
+        if ((rc = shm_dir_lock(seg)) != 0)
+            break;
+        struct shm_queue *qr = shm_dir_queue(seg, q.idx);
+        if (!atomic_load(&qr->alive) || qr->gen != q.gen) {
+            shm_dir_unlock(seg);
+            rc = -ESTALE;
+            break;
+        }
+        uint32_t f = dir_lookup(seg, SHM_DIR_PART_BIT, q, name, h);
+        if (f != 0) {
+            out->idx = f - 1;
+            out->gen = shm_dir_part(seg, f - 1)->gen;
+            shm_dir_unlock(seg);
+            rc = 0;
+            break;
+        }
+        if (!create) {
+            shm_dir_unlock(seg);
+            rc = -ENOENT;
+            break;
+        }
+        if (nref == 0) {
+            shm_dir_unlock(seg);
+            if ((rc = dir_name_alloc(seg, w, name, &nref)) != 0)
+                return rc;
+            continue;
+        }
+        if ((rc = dir_take_part(seg, d, &idx)) == 0) {
+            dir_init_part(seg, idx, q, h, nref, (uint32_t)name.len, now);
+            dir_index_insert(d, idx | SHM_DIR_PART_BIT, h);
+            shm_arena_link(seg, nref);
+            out->idx = idx;
+            out->gen = shm_dir_part(seg, idx)->gen;
+            nref = 0;
+        }
+        shm_dir_unlock(seg);
+        break;
+    }
+    if (nref != 0)
+        shm_arena_free(seg, w, nref);
+    return rc;
+}
+
+/* shm_dir_free_part - see dir.h.  The partition was marked dead (alive 0,
+ * gen bumped) under its own lock by the caller. */
+void
+shm_dir_free_part(struct shm_seg *seg, int w, uint32_t idx)
+{
+    struct shm_dir *d = shm_dir_of(seg);
+    struct shm_part *p = shm_dir_part(seg, idx);
+
+    /* dir lock: unindex, unlist, free-list push; the name is a leaf free. */
+    if (shm_dir_lock(seg) != 0)
+        return;
+    dir_index_remove(seg, d, idx | SHM_DIR_PART_BIT, p->name_hash);
+    struct shm_queue *q = shm_dir_queue(seg, p->queue);
+    uint32_t *link = &q->parts;
+    while (*link != 0 && *link != idx + 1)
+        link = &shm_dir_part(seg, *link - 1)->next_part;
+    if (*link == idx + 1) {
+        *link = p->next_part;
+        q->nparts--;
+    }
+    uint32_t nref = p->name_ref;
+    p->name_ref = 0;
+    p->next_free = d->p_free;
+    d->p_free = idx + 1;
+    if (nref != 0)
+        shm_arena_free(seg, w, nref);
+    shm_dir_unlock(seg);
+}
+
+/* shm_dir_free_queue - see dir.h.  Queue lock held by the caller. */
+int
+shm_dir_free_queue(struct shm_seg *seg, int w, uint32_t idx)
+{
+    struct shm_dir *d = shm_dir_of(seg);
+    struct shm_queue *q = shm_dir_queue(seg, idx);
+    int rc;
+
+    /* dir lock: unindex, free-list push; the name is a leaf free. */
+    if ((rc = shm_dir_lock(seg)) != 0)
+        return rc;
+    if (q->parts != 0) {
+        shm_dir_unlock(seg);
+        return -EBUSY;
+    }
+    atomic_store(&q->alive, 0);
+    q->gen++;
+    dir_index_remove(seg, d, idx, q->name_hash);
+    uint32_t nref = q->name_ref;
+    q->name_ref = 0;
+    q->next_free = d->q_free;
+    d->q_free = idx + 1;
+    d->nqueues--;
+    if (nref != 0)
+        shm_arena_free(seg, w, nref);
+    shm_dir_unlock(seg);
+    return 0;
+}
+
+/* shm_dir_queue_parts - see dir.h. */
+uint32_t
+shm_dir_queue_parts(struct shm_seg *seg, struct shm_ref q, struct shm_ref *out,
+                    uint32_t n)
+{
+    uint32_t k = 0;
+
+    /* dir lock: walk the queue's partition list. */
+    if (shm_dir_lock(seg) != 0)
+        return 0;
+    struct shm_queue *qr = shm_dir_queue(seg, q.idx);
+    if (atomic_load(&qr->alive) && qr->gen == q.gen) {
+        for (uint32_t i = qr->parts; i != 0;
+             i = shm_dir_part(seg, i - 1)->next_part, k++) {
+            if (k < n) {
+                out[k].idx = i - 1;
+                out[k].gen = shm_dir_part(seg, i - 1)->gen;
+            }
+        }
+    }
+    shm_dir_unlock(seg);
+    return k;
+}

@@ -1,0 +1,231 @@
+/*
+ * dir.h - the DIR region: the queue and partition tables, their name index
+ * and the node-wide sequence counter.
+ *
+ * Records are fixed-size slots in two arrays, handed out by a bump index and
+ * a free list, so untouched slots never get a page.  A record is only ever
+ * reused for another record of its kind; its generation is bumped at create
+ * and at free, so a worker that looked a record up, dropped the dir lock and
+ * then took the record's own lock re-checks (gen, alive) and retries.
+ *
+ * Locking: dir->lock (robust) guards the index, the free lists, the bump
+ * indexes and each queue's partition list.  Its critical sections are a
+ * lookup or an insert, never another lock but the arena's (a leaf).
+ * Lock order: queue lock -> one partition lock -> arena lock; the dir lock is
+ * never held with any other lock but the arena's.  A dead holder's dir state
+ * is rebuilt from the records (shm_dir_repair).
+ */
+#ifndef MAYFLY_SHM_DIR_H
+#define MAYFLY_SHM_DIR_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/broker.h"
+#include "shm/segment.h"
+
+#define SHM_DIR_MAGIC 0x4d41594449523031ULL /* "MAYDIR01" */
+
+/*
+ * struct shm_queue - one queue; lives in the DIR region's queue table.
+ *   off  size  field        written by           protected by
+ *     0    40  lock         -                    robust: group registry
+ *    40     4  gen          creator / freer      dir lock
+ *    44     4  alive        creator / freer      dir lock (read racy)
+ *    48     8  name_hash    creator              immutable while alive
+ *    56     4  name_ref     creator              immutable while alive
+ *    60     4  name_len     creator              immutable while alive
+ *    64     4  parts        partition creators   dir lock (index + 1 list)
+ *    68     4  nparts       partition creators   dir lock
+ *    72     4  groups       group creators       queue lock (cell list)
+ *    76     4  ngroups      group creators       queue lock, read racy
+ *    80     8  waiters      any-partition pops   atomic
+ *    88     8  last_active  push/pop             atomic
+ *    96     4  rr           any-partition pops   atomic
+ *   100     4  declared     configure            racy
+ *   104    24  drops[3]     bounds, ttl, retry   atomic
+ *   128    40  opts         configure            racy (declared only)
+ *   168     4  next_free    freer                dir lock
+ *   172     4  intent       group forgetter      queue lock (cell freeing)
+ */
+struct shm_queue {
+    pthread_mutex_t lock;
+    uint32_t gen;
+    _Atomic uint32_t alive;
+    uint64_t name_hash;
+    uint32_t name_ref;
+    uint32_t name_len;
+    uint32_t parts;
+    uint32_t nparts;
+    uint32_t groups;
+    _Atomic uint32_t ngroups;
+    _Atomic uint64_t waiters;
+    _Atomic uint64_t last_active;
+    _Atomic uint32_t rr;
+    uint32_t declared;
+    _Atomic uint64_t drops[3];
+    struct shm_qopts opts;
+    uint32_t next_free;
+    uint32_t intent;
+};
+_Static_assert(offsetof(struct shm_queue, gen) == 40, "shm_queue layout");
+_Static_assert(offsetof(struct shm_queue, waiters) == 80, "shm_queue layout");
+_Static_assert(offsetof(struct shm_queue, opts) == 128, "shm_queue layout");
+_Static_assert(sizeof(struct shm_queue) == 176, "shm_queue layout");
+
+enum { SHM_DROPS_BOUNDS, SHM_DROPS_TTL, SHM_DROPS_RETRY };
+
+/*
+ * struct shm_part - one partition (ring); lives in the partition table.
+ *   off  size  field        written by           protected by
+ *     0    40  lock         -                    robust: everything below
+ *    40     4  gen          creator / freer      dir lock + lock
+ *    44     4  alive        creator / freer      dir lock + lock
+ *    48     8  name_hash    creator              immutable while alive
+ *    56     4  name_ref     creator              immutable while alive
+ *    60     4  name_len     creator              immutable while alive
+ *    64     4  queue        creator              immutable while alive
+ *    68     4  queue_gen    creator              immutable while alive
+ *    72     4  next_part    creator              dir lock
+ *    76     4  head         push/drop            lock (first message chain)
+ *    80     4  tail         push/drop            lock (last message chain)
+ *    84     4  groups       pop                  lock (group-state cells)
+ *    88     4  ngs          pop                  lock
+ *    92     4  intent       ack/drop             lock (chain being freed)
+ *    96     8  count        push/drop            lock, read racy
+ *   104     8  cost         push/drop            lock, read racy
+ *   112     8  waiters      parking pops         lock to set, atomic
+ *   120     8  last_active  push/pop             lock
+ *   128     8  leased       pop/ack              lock, read racy
+ *   136     8  due          pop/maintain         lock: earliest deadline
+ *   144     8  oldest_ms    push/drop            lock, read racy
+ *   152     4  next_free    freer                dir lock
+ * A worker killed holding lock leaves EOWNERDEAD to the next locker:
+ * shm_ring_repair() re-derives the partition from a validated walk.
+ */
+struct shm_part {
+    pthread_mutex_t lock;
+    uint32_t gen;
+    _Atomic uint32_t alive;
+    uint64_t name_hash;
+    uint32_t name_ref;
+    uint32_t name_len;
+    uint32_t queue;
+    uint32_t queue_gen;
+    uint32_t next_part;
+    uint32_t head;
+    uint32_t tail;
+    uint32_t groups;
+    uint32_t ngs;
+    uint32_t intent;
+    _Atomic uint64_t count;
+    _Atomic uint64_t cost;
+    _Atomic uint64_t waiters;
+    uint64_t last_active;
+    _Atomic uint64_t leased;
+    _Atomic uint64_t due;
+    _Atomic uint64_t oldest_ms;
+    uint32_t next_free;
+    uint32_t pad;
+};
+_Static_assert(offsetof(struct shm_part, head) == 76, "shm_part layout");
+_Static_assert(offsetof(struct shm_part, count) == 96, "shm_part layout");
+_Static_assert(offsetof(struct shm_part, next_free) == 152, "shm_part layout");
+_Static_assert(sizeof(struct shm_part) == 160, "shm_part layout");
+
+/* Accounted overhead of a record (what a queue's bytes include). */
+#define SHM_QUEUE_OVERHEAD sizeof(struct shm_queue)
+#define SHM_PART_OVERHEAD  sizeof(struct shm_part)
+
+/* One slot of the name index: record (kind bit 31 | index) + 1, or 0. */
+struct shm_dir_slot {
+    uint32_t ref;
+    uint32_t hash;
+};
+
+#define SHM_DIR_PART_BIT 0x80000000u
+
+/*
+ * struct shm_dir - head of the DIR region; the tables follow it.
+ *   off  size  field        protected by
+ *     0     8  magic        immutable
+ *     8    40  lock         robust: index, free lists, bumps, part lists
+ *    48     8  next_seq     atomic (fetch_add under a partition lock)
+ *    56     4  max_queues   immutable
+ *    60     4  max_parts    immutable
+ *    64     4  index_slots  immutable (power of two)
+ *    68     4  q_bump       dir lock
+ *    72     4  q_free       dir lock (index + 1 list)
+ *    76     4  p_bump       dir lock
+ *    80     4  p_free       dir lock
+ *    84     4  nqueues      dir lock, read racy
+ *    88     8  queues_off   immutable, from the region start
+ *    96     8  parts_off    immutable
+ *   104     8  index_off    immutable
+ */
+struct shm_dir {
+    uint64_t magic;
+    pthread_mutex_t lock;
+    _Atomic uint64_t next_seq;
+    uint32_t max_queues;
+    uint32_t max_parts;
+    uint32_t index_slots;
+    _Atomic uint32_t q_bump;
+    uint32_t q_free;
+    _Atomic uint32_t p_bump;
+    uint32_t p_free;
+    uint32_t nqueues;
+    uint64_t queues_off;
+    uint64_t parts_off;
+    uint64_t index_off;
+};
+_Static_assert(offsetof(struct shm_dir, next_seq) == 48, "shm_dir layout");
+_Static_assert(offsetof(struct shm_dir, queues_off) == 88, "shm_dir layout");
+
+/* A record looked up: index and the generation it had. */
+struct shm_ref {
+    uint32_t idx;
+    uint32_t gen;
+};
+
+struct shm_dir *shm_dir_of(struct shm_seg *seg);
+struct shm_queue *shm_dir_queue(struct shm_seg *seg, uint32_t idx);
+struct shm_part *shm_dir_part(struct shm_seg *seg, uint32_t idx);
+
+/* shm_dir_lock - take the dir lock (repairing after a dead holder). */
+int shm_dir_lock(struct shm_seg *seg);
+void shm_dir_unlock(struct shm_seg *seg);
+
+/*
+ * shm_dir_find_queue - look queue up; with create, make it (implicit) when
+ * missing.  0 with *out, -ENOENT, -EOVERFLOW (table full), -ENOBUFS (name).
+ */
+int shm_dir_find_queue(struct shm_seg *seg, int w, struct shm_name name,
+                       int create, uint64_t now, struct shm_ref *out);
+
+/* shm_dir_find_part - same for a partition of queue q. */
+int shm_dir_find_part(struct shm_seg *seg, int w, struct shm_ref q,
+                      struct shm_name name, int create, uint64_t now,
+                      struct shm_ref *out);
+
+/*
+ * shm_dir_free_part - unindex partition idx and free its record and name
+ * (its contents are already gone; call with its lock NOT held).
+ */
+void shm_dir_free_part(struct shm_seg *seg, int w, uint32_t idx);
+
+/* shm_dir_free_queue - unindex and free queue idx; -EBUSY when it still
+ * has partitions (one was created meanwhile).  Queue lock held. */
+int shm_dir_free_queue(struct shm_seg *seg, int w, uint32_t idx);
+
+/* shm_dir_queue_parts - copy up to n partition refs of queue q (dir lock
+ * briefly); returns how many the queue has (may exceed n). */
+uint32_t shm_dir_queue_parts(struct shm_seg *seg, struct shm_ref q,
+                             struct shm_ref *out, uint32_t n);
+
+/* shm_dir_name_hash - the hash the index keys a name by. */
+uint64_t shm_dir_name_hash(struct shm_name name, uint64_t seed);
+
+#endif

@@ -1,0 +1,836 @@
+/*
+ * ring.c - one partition's contents: messages, group states, leases.
+ *
+ * Every function but shm_ring_msg_new runs under the partition lock.  Each
+ * mutation is ordered so that one aligned store publishes it (a list link),
+ * and a chain about to be freed is first named in p->intent: the repair
+ * re-derives tails, counts and tags from a bounded walk, frees an intent that
+ * is no longer reachable, and wipes the partition only when a walk finds
+ * something impossible.  No syscalls, logging or malloc here.
+ * Errors: 0 or -errno.
+ */
+#include "shm/ring.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "shm/layout.h"
+#include "shm/lock.h"
+#include "shm/stats.h"
+
+#define RELAXED     memory_order_relaxed
+#define LOAD(x)     atomic_load_explicit(&(x), RELAXED)
+#define STORE(x, v) atomic_store_explicit(&(x), (v), RELAXED)
+
+/* shm_ring_msg_cost - cells the message takes, in bytes. */
+uint64_t
+shm_ring_msg_cost(uint32_t len)
+{
+    return (uint64_t)shm_cells_for(SHM_MSG_HDR + (size_t)len) * SHM_CELL_BYTES;
+}
+
+/* shm_ring_msg_new - see ring.h. */
+int
+shm_ring_msg_new(struct shm_seg *seg, int w, const char *payload, uint32_t len,
+                 uint64_t now, uint32_t *ref, uint64_t *cost)
+{
+    uint32_t n = shm_cells_for(SHM_MSG_HDR + (size_t)len);
+    int rc = shm_arena_alloc(seg, w, n, ref);
+
+    if (rc != 0)
+        return rc;
+    struct shm_msg *m = shm_ring_msg(seg, *ref);
+    m->len = len;
+    m->seq = 0;
+    m->enq_ms = now;
+    m->next = 0;
+    m->read = 0;
+    shm_arena_write(seg, *ref, SHM_MSG_HDR, payload, len);
+    *cost = (uint64_t)n * SHM_CELL_BYTES;
+    return 0;
+}
+
+/* shm_ring_lock - see ring.h. */
+int
+shm_ring_lock(struct shm_seg *seg, int w, struct shm_part *p)
+{
+    struct shm_ring_repairer rp = {.p = p, .w = w};
+
+    return shm_lock(seg, &p->lock, shm_ring_repair, &rp);
+}
+
+/* shm_ring_unlock - see ring.h. */
+void
+shm_ring_unlock(struct shm_part *p)
+{
+    shm_unlock(&p->lock);
+}
+
+/* Lower the partition's due time to at least t. */
+static void
+ring_due(struct shm_part *p, struct shm_gs *g, uint64_t t)
+{
+    if (t < g->due)
+        g->due = t;
+    if (t < LOAD(p->due))
+        STORE(p->due, t);
+}
+
+/* shm_ring_link_locked - see ring.h. */
+void
+shm_ring_link_locked(struct shm_ring_ctx *c, uint32_t first, uint32_t last,
+                     uint32_t n, uint64_t cost, uint64_t *first_seq)
+{
+    struct shm_seg *seg = c->seg;
+    struct shm_part *p = c->p;
+    struct shm_dir *d = shm_dir_of(seg);
+    uint64_t seq = atomic_fetch_add(&d->next_seq, n);
+
+    *first_seq = seq;
+    for (uint32_t r = first; r != 0; r = shm_ring_msg(seg, r)->next)
+        shm_ring_msg(seg, r)->seq = seq++;
+    /* The one store that publishes the batch; repair re-derives the rest. */
+    if (p->tail != 0)
+        shm_ring_msg(seg, p->tail)->next = first;
+    else {
+        p->head = first;
+        STORE(p->oldest_ms, shm_ring_msg(seg, first)->enq_ms);
+    }
+    p->tail = last;
+    STORE(p->count, LOAD(p->count) + n);
+    STORE(p->cost, LOAD(p->cost) + cost);
+    for (uint32_t r = first; r != 0; r = shm_ring_msg(seg, r)->next)
+        shm_arena_link(seg, r);
+    for (uint32_t g = p->groups; g != 0; g = shm_ring_gs(seg, g)->next) {
+        struct shm_gs *s = shm_ring_gs(seg, g);
+        if (s->cursor == 0)
+            s->cursor = first;
+    }
+    p->last_active = c->now;
+}
+
+/* shm_ring_gs_find_locked - see ring.h. */
+uint32_t
+shm_ring_gs_find_locked(struct shm_ring_ctx *c, struct shm_name name,
+                        uint64_t h)
+{
+    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
+        struct shm_gs *s = shm_ring_gs(c->seg, g);
+        if (s->name_hash != h)
+            continue;
+        struct shm_grp *e = shm_ring_grp(c->seg, s->grp);
+        if (e->name_len == name.len &&
+            (name.len == 0 ||
+             shm_arena_equal(c->seg, e->name_ref, name.ptr, name.len)))
+            return g;
+    }
+    return 0;
+}
+
+/* Where a new group state starts: from=all the oldest held, new the first
+ * message pushed after the group was made, last the newest before that. */
+static uint32_t
+ring_start(struct shm_ring_ctx *c, const struct shm_grp *e)
+{
+    uint32_t r = c->p->head, before = 0;
+
+    if (e->from == SHM_FROM_ALL)
+        return r;
+    while (r != 0 && shm_ring_msg(c->seg, r)->seq < e->start_seq) {
+        before = r;
+        r = shm_ring_msg(c->seg, r)->next;
+    }
+    if (e->from == SHM_FROM_LAST && before != 0)
+        return before;
+    return r;
+}
+
+/* shm_ring_gs_add_locked - see ring.h. */
+int
+shm_ring_gs_add_locked(struct shm_ring_ctx *c, uint32_t grp)
+{
+    struct shm_grp *e = shm_ring_grp(c->seg, grp);
+    uint32_t ref;
+    int rc = shm_arena_alloc(c->seg, c->w, 1, &ref);
+
+    if (rc != 0)
+        return rc;
+    struct shm_gs *s = shm_ring_gs(c->seg, ref);
+    memset((unsigned char *)s + 4, 0, sizeof(*s) - 4);
+    s->name_hash = e->name_hash;
+    s->grp = grp;
+    s->cursor = ring_start(c, e);
+    s->due = UINT64_MAX;
+    s->next = c->p->groups;
+    c->p->groups = ref; /* publishes */
+    shm_arena_link(c->seg, ref);
+    c->p->ngs++;
+    return 0;
+}
+
+/* Free a chain after naming it in the intent word (repair frees it if the
+ * holder dies between the unlink and the free). */
+static void
+ring_free(struct shm_ring_ctx *c, uint32_t ref)
+{
+    shm_arena_free(c->seg, c->w, ref);
+    c->p->intent = 0;
+}
+
+/* Unlink lease l (after prev, 0 if first) from group state s and free it. */
+static void
+ring_lease_remove(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t prev,
+                  uint32_t l)
+{
+    struct shm_lease *L = shm_ring_lease(c->seg, l);
+
+    c->p->intent = l;
+    if (prev != 0)
+        shm_ring_lease(c->seg, prev)->next = L->next;
+    else
+        s->lhead = L->next;
+    if (s->ltail == l)
+        s->ltail = prev;
+    s->nleases--;
+    if (L->state != SHM_LEASE_LEASED)
+        s->nready--;
+    STORE(c->p->leased, LOAD(c->p->leased) - 1);
+    ring_free(c, l);
+}
+
+/* Void every lease of s. */
+static void
+ring_leases_clear(struct shm_ring_ctx *c, struct shm_gs *s)
+{
+    while (s->lhead != 0)
+        ring_lease_remove(c, s, 0, s->lhead);
+    s->due = UINT64_MAX;
+}
+
+/* shm_ring_gs_remove_locked - see ring.h. */
+void
+shm_ring_gs_remove_locked(struct shm_ring_ctx *c, uint32_t grp)
+{
+    uint32_t *link = &c->p->groups;
+
+    while (*link != 0 && shm_ring_gs(c->seg, *link)->grp != grp)
+        link = &shm_ring_gs(c->seg, *link)->next;
+    if (*link == 0)
+        return;
+    uint32_t g = *link;
+    struct shm_gs *s = shm_ring_gs(c->seg, g);
+    ring_leases_clear(c, s);
+    c->p->intent = g;
+    *link = s->next;
+    c->p->ngs--;
+    ring_free(c, g);
+}
+
+/* Bytes a sink record of message m takes. */
+static size_t
+ring_rec_size(const struct shm_part *p, const struct shm_msg *m)
+{
+    return (sizeof(struct shm_popped) + p->name_len + m->len + 7) & ~(size_t)7;
+}
+
+/* Room for message m in the sink?  Sets need when the sink is empty. */
+static int
+ring_fits(struct shm_ring_ctx *c, struct shm_sink *k, const struct shm_msg *m)
+{
+    size_t sz = ring_rec_size(c->p, m);
+
+    if (k->used + sz <= k->cap)
+        return 1;
+    if (k->count == 0)
+        k->need = sz;
+    return 0;
+}
+
+/* Copy message ref into the sink (room checked). */
+static void
+ring_put(struct shm_ring_ctx *c, struct shm_sink *k, uint32_t ref,
+         uint32_t attempts)
+{
+    struct shm_msg *m = shm_ring_msg(c->seg, ref);
+    unsigned char *o = k->buf + k->used;
+    struct shm_popped h = {.seq = m->seq,
+                           .attempts = attempts,
+                           .part_len = c->p->name_len,
+                           .len = m->len};
+
+    memcpy(o, &h, sizeof(h));
+    o += sizeof(h);
+    shm_arena_read(c->seg, c->p->name_ref, 0, o, c->p->name_len);
+    shm_arena_read(c->seg, ref, SHM_MSG_HDR, o + c->p->name_len, m->len);
+    k->used += ring_rec_size(c->p, m);
+    k->count++;
+}
+
+/* Note a drop of the retry-limit kind. */
+static void
+ring_drop_retry(struct shm_ring_ctx *c)
+{
+    shm_count(c->seg, c->w, SHM_C_DROP_RETRY_LIMIT, 1);
+    atomic_fetch_add_explicit(&c->q->drops[SHM_DROPS_RETRY], 1, RELAXED);
+}
+
+/* Redeliveries of s into the sink: ready leases and expired ones, in seq
+ * order.  Returns taken, or -ENOMEM if not even the first fit. */
+static int
+ring_take_again(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t batch,
+                int auto_ack, struct shm_sink *k)
+{
+    uint32_t limit = c->q->opts.retry_limit, prev = 0, l = s->lhead;
+    uint64_t lease_ms = (uint64_t)c->q->opts.lease_s * 1000, due = UINT64_MAX;
+    int taken = 0;
+
+    while (l != 0 && (uint32_t)taken < batch) {
+        struct shm_lease *L = shm_ring_lease(c->seg, l);
+        uint32_t next = L->next;
+        if (L->state == SHM_LEASE_LEASED && L->deadline > c->now) {
+            due = L->deadline < due ? L->deadline : due;
+            prev = l;
+            l = next;
+            continue;
+        }
+        if (L->state == SHM_LEASE_LEASED) {
+            if (L->attempts >= limit) {
+                ring_lease_remove(c, s, prev, l);
+                ring_drop_retry(c);
+                l = next;
+                continue;
+            }
+            L->state = SHM_LEASE_READY_INC;
+            s->nready++;
+            shm_count(c->seg, c->w, SHM_C_REDELIVERY_LEASE_EXPIRED, 1);
+        }
+        if (!ring_fits(c, k, shm_ring_msg(c->seg, L->msg)))
+            return taken == 0 ? -ENOMEM : taken;
+        uint32_t att = L->attempts + (L->state == SHM_LEASE_READY_INC);
+        ring_put(c, k, L->msg, att);
+        taken++;
+        if (auto_ack) {
+            ring_lease_remove(c, s, prev, l);
+        } else {
+            L->attempts = att;
+            L->deadline = c->now + lease_ms;
+            L->state = SHM_LEASE_LEASED;
+            s->nready--;
+            ring_due(c->p, s, L->deadline);
+            prev = l;
+        }
+        l = next;
+    }
+    if (l == 0)
+        s->due = due;
+    return taken;
+}
+
+/* Lease message ref (seq) to s: a new cell appended to the sorted list. */
+static int
+ring_lease_new(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t ref)
+{
+    uint32_t l;
+    int rc = shm_arena_alloc(c->seg, c->w, 1, &l);
+
+    if (rc != 0)
+        return rc;
+    struct shm_lease *L = shm_ring_lease(c->seg, l);
+    L->next = 0;
+    L->seq = shm_ring_msg(c->seg, ref)->seq;
+    L->deadline = c->now + (uint64_t)c->q->opts.lease_s * 1000;
+    L->attempts = 1;
+    L->state = SHM_LEASE_LEASED;
+    L->msg = ref;
+    if (s->ltail != 0)
+        shm_ring_lease(c->seg, s->ltail)->next = l; /* publishes */
+    else
+        s->lhead = l;
+    s->ltail = l;
+    shm_arena_link(c->seg, l);
+    s->nleases++;
+    STORE(c->p->leased, LOAD(c->p->leased) + 1);
+    ring_due(c->p, s, L->deadline);
+    return 0;
+}
+
+/* shm_ring_take_locked - see ring.h. */
+int
+shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
+                     int auto_ack, struct shm_sink *k)
+{
+    struct shm_gs *s = shm_ring_gs(c->seg, gs);
+    int taken = 0, rc = 0;
+
+    if (s->nready > 0 || s->due <= c->now) {
+        taken = ring_take_again(c, s, batch, auto_ack, k);
+        if (taken < 0)
+            return taken;
+    }
+    while ((uint32_t)taken < batch && s->cursor != 0) {
+        uint32_t ref = s->cursor;
+        struct shm_msg *m = shm_ring_msg(c->seg, ref);
+        if (!ring_fits(c, k, m)) {
+            rc = -ENOMEM;
+            break;
+        }
+        if (!auto_ack && (rc = ring_lease_new(c, s, ref)) != 0)
+            break;
+        ring_put(c, k, ref, 1);
+        m->read = 1;
+        s->cursor = m->next;
+        taken++;
+    }
+    shm_ring_advance_locked(c);
+    c->p->last_active = c->now;
+    return taken > 0 ? taken : rc;
+}
+
+/* Find s's lease of seq: *prev gets its predecessor.  0 if none. */
+static uint32_t
+ring_lease_find(struct shm_ring_ctx *c, struct shm_gs *s, uint64_t seq,
+                uint32_t *prev)
+{
+    *prev = 0;
+    for (uint32_t l = s->lhead; l != 0;) {
+        struct shm_lease *L = shm_ring_lease(c->seg, l);
+        if (L->seq == seq)
+            return l;
+        if (L->seq > seq)
+            return 0;
+        *prev = l;
+        l = L->next;
+    }
+    return 0;
+}
+
+/* Apply one ack to s. */
+static uint32_t
+ring_ack_one(struct shm_ring_ctx *c, struct shm_gs *s, const struct shm_ack *a)
+{
+    uint32_t prev, l = ring_lease_find(c, s, a->seq, &prev);
+
+    if (l == 0)
+        return SHM_OUT_UNKNOWN;
+    struct shm_lease *L = shm_ring_lease(c->seg, l);
+    if (a->attempts != 0 && a->attempts != L->attempts)
+        return SHM_OUT_STALE;
+    if (a->status == SHM_ACK_COMPLETED) {
+        ring_lease_remove(c, s, prev, l);
+        return SHM_OUT_ACKED;
+    }
+    if (L->attempts >= c->q->opts.retry_limit) {
+        ring_lease_remove(c, s, prev, l);
+        ring_drop_retry(c);
+        return SHM_OUT_ACKED_DROPPED;
+    }
+    if (L->state == SHM_LEASE_LEASED)
+        s->nready++;
+    L->state = SHM_LEASE_READY_INC;
+    shm_count(c->seg, c->w, SHM_C_REDELIVERY_FAILED, 1);
+    return SHM_OUT_REDELIVERED;
+}
+
+/* shm_ring_ack_locked - see ring.h. */
+void
+shm_ring_ack_locked(struct shm_ring_ctx *c, uint32_t gs, struct shm_ack *acks,
+                    uint32_t n)
+{
+    struct shm_gs *s = shm_ring_gs(c->seg, gs);
+
+    for (uint32_t i = 0; i < n; i++)
+        acks[i].outcome = ring_ack_one(c, s, &acks[i]);
+    shm_ring_advance_locked(c);
+}
+
+/* shm_ring_extend_locked - see ring.h. */
+void
+shm_ring_extend_locked(struct shm_ring_ctx *c, uint32_t gs,
+                       struct shm_ack *ents, uint32_t n)
+{
+    struct shm_gs *s = shm_ring_gs(c->seg, gs);
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t prev, l = ring_lease_find(c, s, ents[i].seq, &prev);
+        struct shm_lease *L = l != 0 ? shm_ring_lease(c->seg, l) : NULL;
+        if (L == NULL || L->state != SHM_LEASE_LEASED)
+            ents[i].outcome = SHM_OUT_UNKNOWN;
+        else if (ents[i].attempts != 0 && ents[i].attempts != L->attempts)
+            ents[i].outcome = SHM_OUT_STALE;
+        else {
+            L->deadline = c->now + (uint64_t)ents[i].seconds * 1000;
+            ring_due(c->p, s, L->deadline);
+            ents[i].outcome = SHM_OUT_EXTENDED;
+        }
+    }
+}
+
+/* shm_ring_release_locked - see ring.h. */
+int
+shm_ring_release_locked(struct shm_ring_ctx *c, uint32_t gs, uint64_t seq,
+                        uint32_t attempts)
+{
+    struct shm_gs *s = shm_ring_gs(c->seg, gs);
+    uint32_t prev, l = ring_lease_find(c, s, seq, &prev);
+
+    if (l == 0)
+        return 0;
+    struct shm_lease *L = shm_ring_lease(c->seg, l);
+    if (L->state != SHM_LEASE_LEASED || L->attempts != attempts)
+        return 0;
+    L->state = SHM_LEASE_READY_SAME;
+    s->nready++;
+    return 1;
+}
+
+/* Free the head message (no group state refers to it any more). */
+static void
+ring_free_head(struct shm_ring_ctx *c)
+{
+    struct shm_part *p = c->p;
+    uint32_t h = p->head;
+    struct shm_msg *m = shm_ring_msg(c->seg, h);
+
+    p->intent = h;
+    p->head = m->next;
+    if (p->head == 0)
+        p->tail = 0;
+    else
+        STORE(p->oldest_ms, shm_ring_msg(c->seg, p->head)->enq_ms);
+    STORE(p->count, LOAD(p->count) - 1);
+    STORE(p->cost, LOAD(p->cost) - shm_ring_msg_cost(m->len));
+    ring_free(c, h);
+}
+
+/* shm_ring_advance_locked - see ring.h.  Nothing is freed while a group the
+ * queue knows has no state here yet (it may still want everything), nor a
+ * message no group has read (a group may still come for it). */
+void
+shm_ring_advance_locked(struct shm_ring_ctx *c)
+{
+    struct shm_part *p = c->p;
+    uint64_t min = UINT64_MAX;
+
+    if (p->ngs == 0 || p->ngs < LOAD(c->q->ngroups))
+        return;
+    for (uint32_t g = p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
+        struct shm_gs *s = shm_ring_gs(c->seg, g);
+        if (s->cursor != 0 && shm_ring_msg(c->seg, s->cursor)->seq < min)
+            min = shm_ring_msg(c->seg, s->cursor)->seq;
+        if (s->lhead != 0 && shm_ring_lease(c->seg, s->lhead)->seq < min)
+            min = shm_ring_lease(c->seg, s->lhead)->seq;
+    }
+    while (p->head != 0 && shm_ring_msg(c->seg, p->head)->seq < min &&
+           shm_ring_msg(c->seg, p->head)->read)
+        ring_free_head(c);
+}
+
+/* Drop the head message whatever the groups think of it. */
+static void
+ring_drop_head(struct shm_ring_ctx *c)
+{
+    uint32_t h = c->p->head;
+    uint64_t seq = shm_ring_msg(c->seg, h)->seq;
+
+    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
+        struct shm_gs *s = shm_ring_gs(c->seg, g);
+        if (s->cursor == h) {
+            s->cursor = shm_ring_msg(c->seg, h)->next;
+            s->skipped++;
+        }
+        while (s->lhead != 0 && shm_ring_lease(c->seg, s->lhead)->seq <= seq)
+            ring_lease_remove(c, s, 0, s->lhead);
+    }
+    ring_free_head(c);
+}
+
+/* shm_ring_drop_locked - see ring.h. */
+uint64_t
+shm_ring_drop_locked(struct shm_ring_ctx *c, uint64_t n, enum shm_drop_why why)
+{
+    uint64_t k = 0;
+
+    while (k < n && c->p->head != 0) {
+        ring_drop_head(c);
+        k++;
+    }
+    if (k > 0 && why == SHM_DROP_EVICT) {
+        shm_count(c->seg, c->w, SHM_C_DROP_DROP_OLDEST, k);
+        atomic_fetch_add_explicit(&c->q->drops[SHM_DROPS_BOUNDS], k, RELAXED);
+    }
+    return k;
+}
+
+/* shm_ring_ttl_locked - see ring.h. */
+uint64_t
+shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s)
+{
+    uint64_t k = 0, ttl = (uint64_t)ttl_s * 1000;
+
+    if (ttl == 0)
+        return 0;
+    while (c->p->head != 0 &&
+           shm_ring_msg(c->seg, c->p->head)->enq_ms + ttl <= c->now) {
+        ring_drop_head(c);
+        k++;
+    }
+    if (k > 0) {
+        shm_count(c->seg, c->w, SHM_C_DROP_TTL, k);
+        atomic_fetch_add_explicit(&c->q->drops[SHM_DROPS_TTL], k, RELAXED);
+    }
+    return k;
+}
+
+/* shm_ring_expire_locked - see ring.h. */
+uint64_t
+shm_ring_expire_locked(struct shm_ring_ctx *c, uint32_t retry_limit)
+{
+    uint64_t ready = 0, pdue = UINT64_MAX;
+
+    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
+        struct shm_gs *s = shm_ring_gs(c->seg, g);
+        uint32_t prev = 0, l = s->lhead;
+        if (s->due > c->now) {
+            pdue = s->due < pdue ? s->due : pdue;
+            continue;
+        }
+        s->due = UINT64_MAX;
+        while (l != 0) {
+            struct shm_lease *L = shm_ring_lease(c->seg, l);
+            uint32_t next = L->next;
+            if (L->state != SHM_LEASE_LEASED || L->deadline > c->now) {
+                if (L->state == SHM_LEASE_LEASED && L->deadline < s->due)
+                    s->due = L->deadline;
+                prev = l;
+            } else if (L->attempts >= retry_limit) {
+                ring_lease_remove(c, s, prev, l);
+                ring_drop_retry(c);
+            } else {
+                L->state = SHM_LEASE_READY_INC;
+                s->nready++;
+                ready++;
+                shm_count(c->seg, c->w, SHM_C_REDELIVERY_LEASE_EXPIRED, 1);
+                prev = l;
+            }
+            l = next;
+        }
+        pdue = s->due < pdue ? s->due : pdue;
+    }
+    STORE(c->p->due, pdue);
+    shm_ring_advance_locked(c);
+    return ready;
+}
+
+/* shm_ring_reset_locked - see ring.h. */
+uint64_t
+shm_ring_reset_locked(struct shm_ring_ctx *c)
+{
+    uint64_t k = 0;
+
+    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next)
+        ring_leases_clear(c, shm_ring_gs(c->seg, g));
+    while (c->p->head != 0) {
+        ring_drop_head(c);
+        k++;
+    }
+    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
+        shm_ring_gs(c->seg, g)->cursor = 0;
+        shm_ring_gs(c->seg, g)->skipped = 0;
+    }
+    STORE(c->p->due, UINT64_MAX);
+    return k;
+}
+
+/* shm_ring_clear_locked - see ring.h. */
+uint64_t
+shm_ring_clear_locked(struct shm_ring_ctx *c)
+{
+    uint64_t k = shm_ring_reset_locked(c);
+
+    while (c->p->groups != 0)
+        shm_ring_gs_remove_locked(c, shm_ring_gs(c->seg, c->p->groups)->grp);
+    return k;
+}
+
+/* shm_ring_depth_locked - see ring.h. */
+void
+shm_ring_depth_locked(struct shm_ring_ctx *c, uint32_t gs,
+                      struct shm_ring_depth *out)
+{
+    struct shm_part *p = c->p;
+
+    memset(out, 0, sizeof(*out));
+    out->leased = LOAD(p->leased);
+    if (p->head != 0) {
+        uint64_t enq = shm_ring_msg(c->seg, p->head)->enq_ms;
+        out->oldest_age_ms = c->now > enq ? c->now - enq : 0;
+    }
+    if (gs == 0) {
+        out->pending = LOAD(p->count);
+        return;
+    }
+    struct shm_gs *s = shm_ring_gs(c->seg, gs);
+    for (uint32_t r = s->cursor; r != 0; r = shm_ring_msg(c->seg, r)->next)
+        out->pending++;
+    out->pending += s->nready;
+    out->leased = s->nleases - s->nready;
+    out->skipped = s->skipped;
+}
+
+/* ---- repair ---------------------------------------------------------- */
+
+/* The longest list a walk may follow: more means a cycle. */
+static uint64_t
+ring_walk_max(struct shm_seg *seg)
+{
+    return seg->size / SHM_CELL_BYTES;
+}
+
+/* Is message ref in the list? (Repair only: O(n).) */
+static int
+ring_has_msg(struct shm_seg *seg, struct shm_part *p, uint32_t ref)
+{
+    for (uint32_t r = p->head; r != 0; r = shm_ring_msg(seg, r)->next)
+        if (r == ref)
+            return 1;
+    return 0;
+}
+
+/* Re-derive the message list: tail, counts, tags.  0 if it is sound. */
+static int
+ring_repair_msgs(struct shm_seg *seg, struct shm_part *p)
+{
+    uint64_t n = 0, cost = 0, prev = 0, max = ring_walk_max(seg);
+    uint32_t last = 0;
+
+    for (uint32_t r = p->head; r != 0; r = shm_ring_msg(seg, r)->next) {
+        struct shm_msg *m = shm_ring_msg(seg, r);
+        if (++n > max || m->seq <= prev)
+            return -EUCLEAN;
+        prev = m->seq;
+        cost += shm_ring_msg_cost(m->len);
+        shm_arena_link(seg, r);
+        last = r;
+    }
+    p->tail = last;
+    STORE(p->count, n);
+    STORE(p->cost, cost);
+    STORE(p->oldest_ms, p->head ? shm_ring_msg(seg, p->head)->enq_ms : 0);
+    return 0;
+}
+
+/* Re-derive one group state's leases and cursor. */
+static int
+ring_repair_gs(struct shm_seg *seg, struct shm_part *p, struct shm_gs *s,
+               uint64_t *leased, int *intent_seen)
+{
+    uint64_t prev = 0, n = 0, max = ring_walk_max(seg);
+    uint32_t last = 0, ready = 0;
+
+    s->due = UINT64_MAX;
+    for (uint32_t l = s->lhead; l != 0; l = shm_ring_lease(seg, l)->next) {
+        struct shm_lease *L = shm_ring_lease(seg, l);
+        if (++n > max || L->seq <= prev || !ring_has_msg(seg, p, L->msg) ||
+            shm_ring_msg(seg, L->msg)->seq != L->seq)
+            return -EUCLEAN;
+        if (l == p->intent)
+            *intent_seen = 1;
+        prev = L->seq;
+        ready += L->state != SHM_LEASE_LEASED;
+        if (L->state == SHM_LEASE_LEASED && L->deadline < s->due)
+            s->due = L->deadline;
+        shm_arena_link(seg, l);
+        last = l;
+    }
+    s->ltail = last;
+    s->nleases = (uint32_t)n;
+    s->nready = ready;
+    *leased += n;
+    if (s->cursor != 0 && !ring_has_msg(seg, p, s->cursor))
+        return -EUCLEAN;
+    /* A lease published before the cursor moved: move it now. */
+    while (s->cursor != 0 && shm_ring_msg(seg, s->cursor)->seq <= prev)
+        s->cursor = shm_ring_msg(seg, s->cursor)->next;
+    return 0;
+}
+
+/* shm_ring_tag_linked - see ring.h. */
+int
+shm_ring_tag_linked(struct shm_seg *seg, uint32_t ref)
+{
+    struct shm_arena *a = shm_region(seg, SHM_REGION_ARENA);
+    const _Atomic uint32_t *tags =
+        (const _Atomic uint32_t *)((unsigned char *)a + a->tags_off);
+
+    return SHM_TAG_STATE(atomic_load(&tags[ref])) == SHM_TAG_LINKED;
+}
+
+/* Free what a validated walk reaches and empty the partition. */
+static void
+ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
+{
+    uint64_t max = ring_walk_max(seg), n = 0;
+
+    for (uint32_t r = p->head; r != 0 && n++ < max;) {
+        uint32_t next = shm_ring_msg(seg, r)->next;
+        shm_arena_free(seg, w, r);
+        r = next;
+    }
+    p->head = p->tail = 0;
+    for (uint32_t g = p->groups; g != 0; g = shm_ring_gs(seg, g)->next) {
+        struct shm_gs *s = shm_ring_gs(seg, g);
+        n = 0;
+        for (uint32_t l = s->lhead; l != 0 && n++ < max;) {
+            uint32_t next = shm_ring_lease(seg, l)->next;
+            shm_arena_free(seg, w, l);
+            l = next;
+        }
+        s->lhead = s->ltail = s->nleases = s->nready = 0;
+        s->cursor = 0;
+        s->due = UINT64_MAX;
+    }
+    p->intent = 0;
+    STORE(p->count, 0);
+    STORE(p->cost, 0);
+    STORE(p->leased, 0);
+    STORE(p->due, UINT64_MAX);
+    shm_count(seg, w, SHM_C_WIPES, 1);
+}
+
+/* shm_ring_repair - see ring.h. */
+void
+shm_ring_repair(struct shm_seg *seg, void *arg)
+{
+    struct shm_ring_repairer *rp = arg;
+    struct shm_part *p = rp->p;
+    uint64_t leased = 0, pdue = UINT64_MAX, n = 0;
+    int intent_seen = 0, bad = ring_repair_msgs(seg, p) != 0;
+    uint32_t ngs = 0;
+
+    if (!bad && p->intent != 0 && ring_has_msg(seg, p, p->intent))
+        intent_seen = 1;
+    for (uint32_t g = p->groups; !bad && g != 0;
+         g = shm_ring_gs(seg, g)->next) {
+        struct shm_gs *s = shm_ring_gs(seg, g);
+        if (++n > ring_walk_max(seg)) {
+            bad = 1;
+            break;
+        }
+        if (g == p->intent)
+            intent_seen = 1;
+        shm_arena_link(seg, g);
+        bad = ring_repair_gs(seg, p, s, &leased, &intent_seen) != 0;
+        pdue = s->due < pdue ? s->due : pdue;
+        ngs++;
+    }
+    if (bad) {
+        ring_wipe(seg, rp->w, p);
+        return;
+    }
+    if (p->intent != 0 && !intent_seen && shm_ring_tag_linked(seg, p->intent))
+        shm_arena_free(seg, rp->w, p->intent);
+    p->intent = 0;
+    p->ngs = ngs;
+    STORE(p->leased, leased);
+    STORE(p->due, pdue);
+}

@@ -1,0 +1,260 @@
+/*
+ * ring.h - one partition's contents: messages in push order, the per-group
+ * states (cursor, leases, skipped) and the queue's group registry entries
+ * they point to.  Everything lives in arena cells; the partition record
+ * (struct shm_part, dir.h) holds the heads.
+ *
+ * Locking: every _locked function runs under the partition's robust lock
+ * (shm_ring_lock).  A dead holder is repaired by shm_ring_repair(), which
+ * re-derives the partition from a validated walk or wipes it.
+ * Errors: 0 or -errno.
+ */
+#ifndef MAYFLY_SHM_RING_H
+#define MAYFLY_SHM_RING_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/arena.h"
+#include "shm/broker.h"
+#include "shm/dir.h"
+
+/*
+ * struct shm_msg - head of a message chain (first cell).
+ *   off  size  field    written by             protected by
+ *     0     4  chain    arena (next cell)      -
+ *     4     4  len      pusher, before link    immutable once linked
+ *     8     8  seq      pusher, under lock     immutable once linked
+ *    16     8  enq_ms   pusher, before link    immutable once linked
+ *    24     4  next     pusher (link)          partition lock
+ *    28     4  read     first delivery         partition lock (1: some
+ *                                              group has read it)
+ * The payload follows at data offset SHM_MSG_HDR (cell offset 32).  A message
+ * no group has read stays, whatever the groups' positions.
+ */
+struct shm_msg {
+    uint32_t chain;
+    uint32_t len;
+    uint64_t seq;
+    uint64_t enq_ms;
+    uint32_t next;
+    uint32_t read;
+};
+_Static_assert(offsetof(struct shm_msg, read) == 28, "shm_msg layout");
+_Static_assert(sizeof(struct shm_msg) == 32, "shm_msg layout");
+
+#define SHM_MSG_HDR 28 /* payload's data offset in the chain */
+
+/*
+ * struct shm_grp - a group the queue knows (one cell, registry list).
+ *   off  size  field        written by       protected by
+ *     0     4  chain        arena (0)        -
+ *     4     4  next         registry         queue lock
+ *     8     8  name_hash    creator          immutable
+ *    16     4  name_ref     creator          immutable
+ *    20     4  name_len     creator          immutable
+ *    24     8  last_active  pop/ack          atomic
+ *    32     8  start_seq    creator          immutable (from=new/last)
+ *    40     4  from         creator          immutable
+ */
+struct shm_grp {
+    uint32_t chain;
+    uint32_t next;
+    uint64_t name_hash;
+    uint32_t name_ref;
+    uint32_t name_len;
+    _Atomic uint64_t last_active;
+    uint64_t start_seq;
+    uint32_t from;
+    uint32_t pad;
+};
+_Static_assert(sizeof(struct shm_grp) <= SHM_CELL_BYTES, "shm_grp layout");
+
+/*
+ * struct shm_gs - one group's state in one partition (one cell).
+ *   off  size  field      meaning (all under the partition lock)
+ *     0     4  chain      arena (0)
+ *     4     4  next       next state of the partition
+ *     8     8  name_hash  copy of the registry entry's
+ *    16     4  grp        registry entry cell
+ *    20     4  cursor     message of the next first delivery, 0: none yet
+ *    24     8  skipped    dropped before this group read them
+ *    32     4  lhead      leases, sorted by seq
+ *    36     4  ltail
+ *    40     4  nleases
+ *    44     4  nready     leases ready for redelivery
+ *    48     8  due        lower bound of the earliest lease deadline
+ */
+struct shm_gs {
+    uint32_t chain;
+    uint32_t next;
+    uint64_t name_hash;
+    uint32_t grp;
+    uint32_t cursor;
+    uint64_t skipped;
+    uint32_t lhead;
+    uint32_t ltail;
+    uint32_t nleases;
+    uint32_t nready;
+    uint64_t due;
+};
+_Static_assert(sizeof(struct shm_gs) <= SHM_CELL_BYTES, "shm_gs layout");
+
+enum shm_lease_state {
+    SHM_LEASE_LEASED = 1,
+    SHM_LEASE_READY_INC,  /* redeliver with attempts + 1 */
+    SHM_LEASE_READY_SAME, /* redeliver with the same attempts (release) */
+};
+
+/*
+ * struct shm_lease - one delivered, unacknowledged message of a group.
+ *   off  size  field
+ *     0     4  chain     arena (0)
+ *     4     4  next      next lease of the group (higher seq)
+ *     8     8  seq
+ *    16     8  deadline  ms
+ *    24     4  attempts  of the last delivery
+ *    28     4  state     enum shm_lease_state
+ *    32     4  msg       the message chain
+ */
+struct shm_lease {
+    uint32_t chain;
+    uint32_t next;
+    uint64_t seq;
+    uint64_t deadline;
+    uint32_t attempts;
+    uint32_t state;
+    uint32_t msg;
+};
+_Static_assert(sizeof(struct shm_lease) <= SHM_CELL_BYTES, "shm_lease layout");
+
+/* Why messages leave a partition early. */
+enum shm_drop_why { SHM_DROP_TTL, SHM_DROP_EVICT, SHM_DROP_RESET };
+
+/* Everything a _locked operation needs besides the partition. */
+struct shm_ring_ctx {
+    struct shm_seg *seg;
+    int w;
+    struct shm_part *p;
+    struct shm_queue *q;
+    uint64_t now;
+};
+
+/* shm_ring_lock - take p's lock as worker w, repairing after a dead holder
+ * (what the repair frees goes to w's cache). */
+int shm_ring_lock(struct shm_seg *seg, int w, struct shm_part *p);
+void shm_ring_unlock(struct shm_part *p);
+
+/* What the partition lock's repair callback gets. */
+struct shm_ring_repairer {
+    struct shm_part *p;
+    int w;
+};
+
+/* shm_ring_repair - the partition lock's repair callback. */
+void shm_ring_repair(struct shm_seg *seg, void *arg);
+
+/* shm_ring_tag_linked - is chain ref's head tagged LINKED?  (Repair: a chain
+ * its dead holder had started to free is INFLIGHT or CACHE, and
+ * shm_arena_reap() returns it, so repair must not free it again.) */
+int shm_ring_tag_linked(struct shm_seg *seg, uint32_t ref);
+
+/* shm_ring_msg_new - allocate and fill one INFLIGHT message chain (no lock):
+ * -ENOBUFS at the node cap.  *cost is its accounted bytes. */
+int shm_ring_msg_new(struct shm_seg *seg, int w, const char *payload,
+                     uint32_t len, uint64_t now, uint32_t *ref, uint64_t *cost);
+
+/* shm_ring_msg_cost - accounted bytes of a message of len payload bytes. */
+uint64_t shm_ring_msg_cost(uint32_t len);
+
+/* shm_ring_link_locked - append the chains first..last (already joined by
+ * their next fields, n of them, cost bytes), numbering them from the node
+ * counter; *first_seq gets the first number. */
+void shm_ring_link_locked(struct shm_ring_ctx *c, uint32_t first, uint32_t last,
+                          uint32_t n, uint64_t cost, uint64_t *first_seq);
+
+/* shm_ring_gs_find_locked - the partition's state of group name, or 0. */
+uint32_t shm_ring_gs_find_locked(struct shm_ring_ctx *c, struct shm_name name,
+                                 uint64_t h);
+
+/* shm_ring_gs_add_locked - give the partition a state for registry entry
+ * grp (cursor per its from/start_seq).  0, -ENOBUFS. */
+int shm_ring_gs_add_locked(struct shm_ring_ctx *c, uint32_t grp);
+
+/* shm_ring_gs_remove_locked - forget registry entry grp's state here. */
+void shm_ring_gs_remove_locked(struct shm_ring_ctx *c, uint32_t grp);
+
+/* shm_ring_take_locked - the pop: redeliveries, then new messages, into the
+ * sink; returns the number taken, -ENOMEM (sink->need) or -ENOBUFS. */
+int shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
+                         int auto_ack, struct shm_sink *sink);
+
+/* shm_ring_ack_locked - apply acks (outcome set in each). */
+void shm_ring_ack_locked(struct shm_ring_ctx *c, uint32_t gs,
+                         struct shm_ack *acks, uint32_t n);
+
+/* shm_ring_extend_locked - prolong leases (outcome set in each). */
+void shm_ring_extend_locked(struct shm_ring_ctx *c, uint32_t gs,
+                            struct shm_ack *ents, uint32_t n);
+
+/* shm_ring_release_locked - lease seq delivered with attempts goes back to
+ * ready without counting an attempt; 1 if it did. */
+int shm_ring_release_locked(struct shm_ring_ctx *c, uint32_t gs, uint64_t seq,
+                            uint32_t attempts);
+
+/* shm_ring_drop_locked - drop up to n oldest messages (leased or not) for
+ * why; returns how many went. */
+uint64_t shm_ring_drop_locked(struct shm_ring_ctx *c, uint64_t n,
+                              enum shm_drop_why why);
+
+/* shm_ring_ttl_locked - drop messages older than the queue's ttl. */
+uint64_t shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s);
+
+/* shm_ring_expire_locked - turn expired leases into redeliveries (or drops
+ * at the retry limit); returns how many became deliverable. */
+uint64_t shm_ring_expire_locked(struct shm_ring_ctx *c, uint32_t retry_limit);
+
+/* shm_ring_reset_locked - drop everything, void leases, rewind cursors. */
+uint64_t shm_ring_reset_locked(struct shm_ring_ctx *c);
+
+/* shm_ring_clear_locked - free everything the partition holds, group states
+ * included (before the record is freed). */
+uint64_t shm_ring_clear_locked(struct shm_ring_ctx *c);
+
+/* shm_ring_advance_locked - free head messages no group needs any more. */
+void shm_ring_advance_locked(struct shm_ring_ctx *c);
+
+/* Depth figures of the partition for a group state (0: for none). */
+struct shm_ring_depth {
+    uint64_t pending, leased, skipped, oldest_age_ms;
+};
+void shm_ring_depth_locked(struct shm_ring_ctx *c, uint32_t gs,
+                           struct shm_ring_depth *out);
+
+/* Accessors. */
+static inline struct shm_msg *
+shm_ring_msg(struct shm_seg *seg, uint32_t ref)
+{
+    return shm_cell(seg, ref);
+}
+
+static inline struct shm_gs *
+shm_ring_gs(struct shm_seg *seg, uint32_t ref)
+{
+    return shm_cell(seg, ref);
+}
+
+static inline struct shm_grp *
+shm_ring_grp(struct shm_seg *seg, uint32_t ref)
+{
+    return shm_cell(seg, ref);
+}
+
+static inline struct shm_lease *
+shm_ring_lease(struct shm_seg *seg, uint32_t ref)
+{
+    return shm_cell(seg, ref);
+}
+
+#endif

@@ -1,0 +1,691 @@
+/*
+ * test_broker.c - broker.h on a real segment: push/pop order and ids,
+ * leases and redelivery, acks and fencing, groups and their start, bounds,
+ * the node cap, ttl, collection, listing, parked pops, and a timing print.
+ */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "shm/arena.h"
+#include "shm/broker.h"
+#include "shm/segment.h"
+#include "shm/stats.h"
+
+#define T0 1000000ULL /* a "now" far from zero */
+
+static struct shm_seg seg;
+static unsigned char sinkbuf[1 << 20];
+static struct shm_sink sink;
+
+static struct shm_name
+nm(const char *s)
+{
+    return (struct shm_name){s, strlen(s)};
+}
+
+/* A segment with max_bytes and the usual defaults. */
+static void
+mkseg(uint64_t max_bytes)
+{
+    struct shm_params p = {
+        .max_bytes = max_bytes,
+        .workers = 4,
+        .implicit_idle_s = 300,
+        .incarnation = 77,
+        .defaults = {.max_length = 10000,
+                     .max_bytes = 16 << 20,
+                     .lease_s = 30,
+                     .retry_limit = 5},
+        .queue_max_bytes = 16 << 20,
+        .queue_max_length = 10000,
+    };
+    cr_assert_eq(shm_segment_create(&p, &seg), 0);
+}
+
+static void
+setup(void)
+{
+    mkseg(4 << 20);
+}
+
+/* Push n payloads "<tag><i>" to (q, p); returns rc, first seq in *seq. */
+static int
+pushn(const char *q, const char *p, const char *tag, uint32_t n, uint64_t now,
+      uint64_t *seq)
+{
+    static char bufs[64][32];
+    struct shm_msg_in in[64];
+    uint64_t s;
+
+    cr_assert(n <= 64);
+    for (uint32_t i = 0; i < n; i++) {
+        int len = snprintf(bufs[i], sizeof(bufs[i]), "\"%s%u\"", tag, i);
+        in[i] = (struct shm_msg_in){bufs[i], (uint32_t)len};
+    }
+    return shm_push(&seg, 0, nm(q), nm(p), in, n, now, seq ? seq : &s);
+}
+
+/* Pop up to batch for group g of (q, p) into the static sink. */
+static int
+popx(int w, const char *q, const char *p, const char *g, uint32_t batch,
+     int auto_ack, enum shm_from from, int park, uint64_t now)
+{
+    struct shm_pop_req r = {nm(q), nm(p), nm(g), batch, auto_ack, from, park};
+
+    sink = (struct shm_sink){.buf = sinkbuf, .cap = sizeof(sinkbuf)};
+    return shm_pop(&seg, w, &r, now, &sink);
+}
+
+static int
+pop(const char *q, const char *g, uint32_t batch, uint64_t now)
+{
+    return popx(0, q, "Default", g, batch, 0, SHM_FROM_ALL, 0, now);
+}
+
+/* The i-th record of the sink. */
+static const struct shm_popped *
+rec(int i)
+{
+    const struct shm_popped *r = shm_popped_next(&sink, NULL);
+
+    while (i-- > 0 && r != NULL)
+        r = shm_popped_next(&sink, r);
+    cr_assert_not_null(r);
+    return r;
+}
+
+static const char *
+payload(const struct shm_popped *r)
+{
+    static char s[256];
+
+    memcpy(s, (const char *)(r + 1) + r->part_len, r->len);
+    s[r->len] = 0;
+    return s;
+}
+
+/* One ack; returns its outcome. */
+static uint32_t
+ack1(const char *q, const char *g, uint64_t seq, uint32_t attempts,
+     enum shm_ack_status st, uint64_t now)
+{
+    struct shm_ack a = {.seq = seq, .attempts = attempts, .status = st};
+
+    shm_ack(&seg, 0, nm(q), nm("Default"), nm(g), &a, 1, now);
+    return a.outcome;
+}
+
+static void
+declare(const char *q, uint32_t max_length, uint64_t max_bytes, uint32_t policy,
+        uint32_t ttl_s, uint32_t retry_limit)
+{
+    struct shm_qopts o = {.max_length = max_length,
+                          .policy = policy,
+                          .max_bytes = max_bytes,
+                          .ttl_s = ttl_s,
+                          .lease_s = 30,
+                          .retry_limit = retry_limit};
+    cr_assert_eq(shm_queue_declare(&seg, 0, nm(q), &o), 0);
+}
+
+static uint64_t
+depth(const char *q)
+{
+    struct shm_queue_info qi;
+
+    if (shm_queue_depth(&seg, nm(q), NULL, T0, &qi, NULL, NULL, NULL) != 0)
+        return (uint64_t)-1;
+    return qi.depth;
+}
+
+TestSuite(shm_broker, .init = setup, .timeout = 30);
+
+Test(shm_broker, push_then_pop_returns_push_order_and_consecutive_ids)
+{
+    uint64_t s1, s2;
+
+    cr_assert_eq(pushn("q", "Default", "a", 3, T0, &s1), 0);
+    cr_assert_eq(pushn("q", "Default", "b", 2, T0, &s2), 0);
+    cr_assert_eq(s2, s1 + 3);
+    cr_assert_eq(pop("q", "", 10, T0), 5);
+    const char *want[] = {"\"a0\"", "\"a1\"", "\"a2\"", "\"b0\"", "\"b1\""};
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(rec(i)->seq, s1 + (uint64_t)i);
+        cr_assert_eq(rec(i)->attempts, 1);
+        cr_assert_eq(rec(i)->part_len, 7);
+        cr_assert_eq(memcmp(rec(i) + 1, "Default", 7), 0);
+        cr_assert_str_eq(payload(rec(i)), want[i]);
+    }
+    cr_assert_null(shm_popped_next(&sink, rec(4)));
+}
+
+Test(shm_broker, pop_takes_at_most_batch)
+{
+    cr_assert_eq(pushn("q", "Default", "a", 5, T0, NULL), 0);
+    cr_assert_eq(pop("q", "", 2, T0), 2);
+    cr_assert_eq(pop("q", "", 2, T0), 2);
+    cr_assert_eq(pop("q", "", 2, T0), 1);
+    cr_assert_eq(pop("q", "", 2, T0), 0);
+}
+
+Test(shm_broker, empty_push_succeeds_and_pushes_nothing)
+{
+    uint64_t s;
+
+    cr_assert_eq(shm_push(&seg, 0, nm("q"), nm("Default"), NULL, 0, T0, &s), 0);
+    cr_assert_eq(depth("q"), (uint64_t)-1);
+}
+
+Test(shm_broker, expired_lease_redelivers_with_attempts_plus_one)
+{
+    uint64_t s;
+    uint64_t c[SHM_C_COUNT];
+
+    cr_assert_eq(pushn("q", "Default", "a", 2, T0, &s), 0);
+    cr_assert_eq(pop("q", "g", 1, T0), 1);
+    cr_assert_eq(pop("q", "g", 1, T0 + 1000), 1);
+    cr_assert_eq(rec(0)->seq, s + 1);
+    cr_assert_eq(pop("q", "g", 1, T0 + 29999), 0);
+    cr_assert_eq(pop("q", "g", 5, T0 + 30000), 1);
+    cr_assert_eq(rec(0)->seq, s);
+    cr_assert_eq(rec(0)->attempts, 2);
+    cr_assert_eq(pop("q", "g", 5, T0 + 31000), 1);
+    cr_assert_eq(rec(0)->seq, s + 1);
+    cr_assert_eq(rec(0)->attempts, 2);
+    shm_counters_sum(&seg, c);
+    cr_assert_eq(c[SHM_C_REDELIVERY_LEASE_EXPIRED], 2);
+}
+
+Test(shm_broker, maintain_expires_leases_before_the_next_pop)
+{
+    uint64_t s;
+
+    cr_assert_eq(pushn("q", "Default", "a", 1, T0, &s), 0);
+    cr_assert_eq(pop("q", "g", 1, T0), 1);
+    cr_assert_eq(shm_maintain(&seg, T0 + 30000), 0);
+    struct shm_queue_info qi;
+    cr_assert_eq(
+        shm_queue_depth(&seg, nm("q"), NULL, T0, &qi, NULL, NULL, NULL), 0);
+    cr_assert_eq(pop("q", "g", 1, T0 + 30001), 1);
+    cr_assert_eq(rec(0)->attempts, 2);
+}
+
+Test(shm_broker, completed_ack_frees_and_a_second_ack_is_unknown)
+{
+    uint64_t s, base = shm_arena_used_bytes(&seg);
+
+    cr_assert_eq(pushn("q", "Default", "a", 1, T0, &s), 0);
+    cr_assert_gt(shm_arena_used_bytes(&seg), base);
+    cr_assert_eq(pop("q", "g", 1, T0), 1);
+    cr_assert_eq(ack1("q", "g", s, 0, SHM_ACK_COMPLETED, T0), SHM_OUT_ACKED);
+    cr_assert_eq(ack1("q", "g", s, 0, SHM_ACK_COMPLETED, T0), SHM_OUT_UNKNOWN);
+    cr_assert_eq(depth("q"), 0);
+    cr_assert_eq(ack1("nope", "g", s, 0, SHM_ACK_COMPLETED, T0),
+                 SHM_OUT_UNKNOWN);
+    cr_assert_eq(ack1("q", "other", s, 0, SHM_ACK_COMPLETED, T0),
+                 SHM_OUT_UNKNOWN);
+}
+
+Test(shm_broker, failed_ack_redelivers_until_the_retry_limit_drops)
+{
+    uint64_t s, c[SHM_C_COUNT];
+
+    declare("q", 100, 1 << 20, SHM_POLICY_REJECT, 0, 2);
+    cr_assert_eq(pushn("q", "Default", "a", 1, T0, &s), 0);
+    cr_assert_eq(pop("q", "g", 1, T0), 1);
+    cr_assert_eq(ack1("q", "g", s, 1, SHM_ACK_FAILED, T0), SHM_OUT_REDELIVERED);
+    cr_assert_eq(pop("q", "g", 1, T0), 1);
+    cr_assert_eq(rec(0)->attempts, 2);
+    cr_assert_eq(ack1("q", "g", s, 2, SHM_ACK_RETRY, T0),
+                 SHM_OUT_ACKED_DROPPED);
+    cr_assert_eq(pop("q", "g", 1, T0), 0);
+    cr_assert_eq(depth("q"), 0);
+    shm_counters_sum(&seg, c);
+    cr_assert_eq(c[SHM_C_DROP_RETRY_LIMIT], 1);
+    cr_assert_eq(c[SHM_C_REDELIVERY_FAILED], 1);
+}
+
+Test(shm_broker, fenced_ack_of_a_superseded_delivery_is_stale)
+{
+    uint64_t s;
+
+    cr_assert_eq(pushn("q", "Default", "a", 1, T0, &s), 0);
+    cr_assert_eq(pop("q", "g", 1, T0), 1);
+    cr_assert_eq(pop("q", "g", 1, T0 + 30000), 1);
+    cr_assert_eq(rec(0)->attempts, 2);
+    cr_assert_eq(ack1("q", "g", s, 1, SHM_ACK_COMPLETED, T0 + 30000),
+                 SHM_OUT_STALE);
+    cr_assert_eq(ack1("q", "g", s, 2, SHM_ACK_COMPLETED, T0 + 30000),
+                 SHM_OUT_ACKED);
+}
+
+Test(shm_broker, bare_ack_acts_on_the_current_delivery)
+{
+    uint64_t s;
+
+    cr_assert_eq(pushn("q", "Default", "a", 1, T0, &s), 0);
+    cr_assert_eq(pop("q", "g", 1, T0), 1);
+    cr_assert_eq(pop("q", "g", 1, T0 + 30000), 1);
+    cr_assert_eq(ack1("q", "g", s, 0, SHM_ACK_COMPLETED, T0 + 30000),
+                 SHM_OUT_ACKED);
+}
+
+Test(shm_broker, auto_ack_leases_nothing)
+{
+    uint64_t s;
+
+    cr_assert_eq(pushn("q", "Default", "a", 2, T0, &s), 0);
+    cr_assert_eq(popx(0, "q", "Default", "", 5, 1, SHM_FROM_ALL, 0, T0), 2);
+    cr_assert_eq(ack1("q", "", s, 0, SHM_ACK_COMPLETED, T0), SHM_OUT_UNKNOWN);
+    cr_assert_eq(depth("q"), 0);
+    cr_assert_eq(pop("q", "", 5, T0 + 60000), 0);
+}
+
+Test(shm_broker, extend_prolongs_a_lease_and_fences)
+{
+    uint64_t s;
+    struct shm_ack e[2] = {{.seq = 0, .seconds = 100},
+                           {.seq = 0, .attempts = 9, .seconds = 100}};
+
+    cr_assert_eq(pushn("q", "Default", "a", 1, T0, &s), 0);
+    cr_assert_eq(pop("q", "g", 1, T0), 1);
+    e[0].seq = e[1].seq = s;
+    shm_extend(&seg, 0, nm("q"), nm("Default"), nm("g"), e, 2, T0 + 20000);
+    cr_assert_eq(e[0].outcome, SHM_OUT_EXTENDED);
+    cr_assert_eq(e[1].outcome, SHM_OUT_STALE);
+    cr_assert_eq(pop("q", "g", 1, T0 + 30000), 0);
+    cr_assert_eq(pop("q", "g", 1, T0 + 119999), 0);
+    cr_assert_eq(pop("q", "g", 1, T0 + 120000), 1);
+    e[0].seq = s + 100;
+    shm_extend(&seg, 0, nm("q"), nm("Default"), nm("g"), e, 1, T0);
+    cr_assert_eq(e[0].outcome, SHM_OUT_UNKNOWN);
+}
+
+Test(shm_broker, new_group_starts_at_all_new_or_last)
+{
+    uint64_t s, s2;
+
+    cr_assert_eq(pushn("q", "Default", "a", 3, T0, &s), 0);
+    cr_assert_eq(popx(0, "q", "Default", "new", 5, 0, SHM_FROM_NEW, 0, T0), 0);
+    cr_assert_eq(popx(0, "q", "Default", "last", 5, 0, SHM_FROM_LAST, 0, T0),
+                 1);
+    cr_assert_eq(rec(0)->seq, s + 2);
+    cr_assert_eq(popx(0, "q", "Default", "all", 5, 0, SHM_FROM_ALL, 0, T0), 3);
+    cr_assert_eq(rec(0)->seq, s);
+    cr_assert_eq(pushn("q", "Default", "b", 1, T0, &s2), 0);
+    cr_assert_eq(popx(0, "q", "Default", "new", 5, 0, SHM_FROM_ALL, 0, T0), 1);
+    cr_assert_eq(rec(0)->seq, s2);
+}
+
+Test(shm_broker, groups_fan_out_and_consumers_of_a_group_compete)
+{
+    uint64_t s;
+
+    cr_assert_eq(pushn("q", "Default", "a", 4, T0, &s), 0);
+    cr_assert_eq(popx(0, "q", "Default", "g1", 2, 0, SHM_FROM_ALL, 0, T0), 2);
+    cr_assert_eq(rec(0)->seq, s);
+    cr_assert_eq(popx(1, "q", "Default", "g1", 2, 0, SHM_FROM_ALL, 0, T0), 2);
+    cr_assert_eq(rec(0)->seq, s + 2);
+    cr_assert_eq(popx(1, "q", "Default", "g1", 2, 0, SHM_FROM_ALL, 0, T0), 0);
+    cr_assert_eq(popx(2, "q", "Default", "g2", 10, 0, SHM_FROM_ALL, 0, T0), 4);
+    cr_assert_eq(popx(2, "q", "Default", "", 10, 0, SHM_FROM_ALL, 0, T0), 4);
+}
+
+Test(shm_broker, message_stays_until_every_known_group_is_done)
+{
+    uint64_t s;
+
+    cr_assert_eq(pushn("q", "Default", "a", 1, T0, &s), 0);
+    cr_assert_eq(pop("q", "g1", 1, T0), 1);
+    cr_assert_eq(pop("q", "g2", 1, T0), 1);
+    cr_assert_eq(ack1("q", "g1", s, 0, SHM_ACK_COMPLETED, T0), SHM_OUT_ACKED);
+    cr_assert_eq(depth("q"), 1);
+    cr_assert_eq(ack1("q", "g2", s, 0, SHM_ACK_COMPLETED, T0), SHM_OUT_ACKED);
+    cr_assert_eq(depth("q"), 0);
+}
+
+Test(shm_broker, unread_message_stays_with_no_group)
+{
+    cr_assert_eq(pushn("q", "Default", "a", 2, T0, NULL), 0);
+    cr_assert_eq(shm_maintain(&seg, T0 + 1000), 0);
+    cr_assert_eq(depth("q"), 2);
+}
+
+Test(shm_broker, reset_drops_messages_and_voids_leases)
+{
+    uint64_t s;
+
+    cr_assert_eq(pushn("q", "Default", "a", 3, T0, &s), 0);
+    cr_assert_eq(pop("q", "g", 1, T0), 1);
+    cr_assert_eq(shm_queue_reset(&seg, 0, nm("q"), T0), 3);
+    cr_assert_eq(ack1("q", "g", s, 0, SHM_ACK_COMPLETED, T0), SHM_OUT_UNKNOWN);
+    cr_assert_eq(pop("q", "g", 5, T0 + 60000), 0);
+    cr_assert_eq(depth("q"), 0);
+    cr_assert_eq(pushn("q", "Default", "b", 1, T0, NULL), 0);
+    cr_assert_eq(pop("q", "g", 5, T0), 1);
+    cr_assert_eq(shm_queue_reset(&seg, 0, nm("none"), T0), 0);
+}
+
+Test(shm_broker, delete_returns_all_memory_and_says_whether_it_existed)
+{
+    uint64_t base = shm_arena_used_bytes(&seg), c[SHM_C_COUNT];
+
+    cr_assert_eq(pushn("q", "Default", "a", 3, T0, NULL), 0);
+    cr_assert_eq(pushn("q", "p2", "a", 2, T0, NULL), 0);
+    cr_assert_eq(pop("q", "g", 1, T0), 1);
+    cr_assert_eq(shm_queue_delete(&seg, 0, nm("q"), T0), 1);
+    cr_assert_eq(shm_queue_delete(&seg, 0, nm("q"), T0), 0);
+    cr_assert_eq(depth("q"), (uint64_t)-1);
+    cr_assert_eq(shm_arena_used_bytes(&seg), base);
+    shm_counters_sum(&seg, c);
+    cr_assert_eq(c[SHM_C_DROP_DELETED], 5);
+}
+
+Test(shm_broker, max_length_with_reject_refuses_the_push)
+{
+    declare("q", 3, 1 << 20, SHM_POLICY_REJECT, 0, 5);
+    cr_assert_eq(pushn("q", "Default", "a", 2, T0, NULL), 0);
+    cr_assert_eq(pushn("q", "Default", "b", 2, T0, NULL), -ENOSPC);
+    cr_assert_eq(pushn("q", "other", "b", 2, T0, NULL), -ENOSPC);
+    cr_assert_eq(pushn("q", "Default", "c", 1, T0, NULL), 0);
+    cr_assert_eq(depth("q"), 3);
+}
+
+Test(shm_broker, max_length_with_drop_oldest_evicts_pushed_partition_first)
+{
+    uint64_t s1, s2, s3, c[SHM_C_COUNT];
+
+    declare("q", 4, 1 << 20, SHM_POLICY_DROP_OLDEST, 0, 5);
+    cr_assert_eq(pushn("q", "p1", "a", 2, T0, &s1), 0);
+    cr_assert_eq(pushn("q", "p2", "b", 2, T0, &s2), 0);
+    cr_assert_eq(pushn("q", "p2", "c", 1, T0, &s3), 0);
+    cr_assert_eq(depth("q"), 4);
+    cr_assert_eq(popx(0, "q", "p2", "g", 9, 0, SHM_FROM_ALL, 0, T0), 2);
+    cr_assert_eq(rec(0)->seq, s2 + 1);
+    cr_assert_eq(pushn("q", "p2", "d", 3, T0, NULL), 0);
+    cr_assert_eq(depth("q"), 4);
+    cr_assert_eq(popx(0, "q", "p1", "g", 9, 0, SHM_FROM_ALL, 0, T0), 1);
+    cr_assert_eq(rec(0)->seq, s1 + 1);
+    shm_counters_sum(&seg, c);
+    cr_assert_eq(c[SHM_C_DROP_DROP_OLDEST], 4);
+}
+
+Test(shm_broker, max_bytes_counts_cells_and_one_oversized_message_is_emsgsize)
+{
+    char big[300];
+    struct shm_msg_in m = {big, sizeof(big)};
+    uint64_t s;
+
+    memset(big, 'x', sizeof(big));
+    declare("q", 100, 256, SHM_POLICY_REJECT, 0, 5);
+    cr_assert_eq(shm_push(&seg, 0, nm("q"), nm("Default"), &m, 1, T0, &s),
+                 -EMSGSIZE);
+    cr_assert_eq(pushn("q", "Default", "a", 2, T0, NULL), 0); /* 2 x 64 */
+    cr_assert_eq(pushn("q", "Default", "a", 2, T0, NULL), 0); /* 256 */
+    cr_assert_eq(pushn("q", "Default", "a", 1, T0, NULL), -ENOSPC);
+}
+
+Test(shm_broker, node_cap_refuses_then_accepts_once_acks_free_memory)
+{
+    uint64_t s;
+    int rc = 0, pushed = 0;
+
+    shm_segment_destroy(&seg);
+    mkseg(256 << 10);
+    while ((rc = pushn("q", "Default", "a", 10, T0, &s)) == 0)
+        pushed += 10;
+    cr_assert_eq(rc, -ENOBUFS);
+    cr_assert_gt(pushed, 100);
+    int n = popx(0, "q", "Default", "", 100000, 1, SHM_FROM_ALL, 0, T0);
+    cr_assert_eq(n, pushed);
+    cr_assert_eq(pushn("q", "Default", "a", 10, T0, &s), 0);
+}
+
+Test(shm_broker, ttl_drops_pending_and_leased_messages)
+{
+    uint64_t s, c[SHM_C_COUNT];
+
+    declare("q", 100, 1 << 20, SHM_POLICY_REJECT, 2, 5);
+    cr_assert_eq(pushn("q", "Default", "a", 2, T0, &s), 0);
+    cr_assert_eq(pop("q", "g", 1, T0), 1);
+    cr_assert_eq(shm_maintain(&seg, T0 + 1999), 0);
+    cr_assert_eq(depth("q"), 2);
+    cr_assert_eq(shm_maintain(&seg, T0 + 2000), 0);
+    cr_assert_eq(depth("q"), 0);
+    cr_assert_eq(ack1("q", "g", s, 0, SHM_ACK_COMPLETED, T0), SHM_OUT_UNKNOWN);
+    shm_counters_sum(&seg, c);
+    cr_assert_eq(c[SHM_C_DROP_TTL], 2);
+}
+
+Test(shm_broker, idle_implicit_queue_is_collected_to_the_byte)
+{
+    uint64_t s, base = shm_arena_used_bytes(&seg);
+    struct shm_queue_info qi;
+
+    cr_assert_eq(pushn("inbox/7", "Default", "a", 2, T0, &s), 0);
+    cr_assert_eq(pushn("inbox/7", "room 2", "a", 1, T0, NULL), 0);
+    cr_assert_eq(popx(0, "inbox/7", "", "g", 9, 0, SHM_FROM_ALL, 0, T0), 3);
+    for (int i = 0; i < 3; i++) {
+        struct shm_ack a = {.seq = rec(i)->seq};
+        struct shm_name part = {(const char *)(rec(i) + 1), rec(i)->part_len};
+        shm_ack(&seg, 0, nm("inbox/7"), part, nm("g"), &a, 1, T0);
+        cr_assert_eq(a.outcome, SHM_OUT_ACKED);
+    }
+    cr_assert_eq(shm_maintain(&seg, T0 + 299999), 0);
+    cr_assert_eq(
+        shm_queue_depth(&seg, nm("inbox/7"), NULL, T0, &qi, NULL, NULL, NULL),
+        0);
+    cr_assert_eq(shm_maintain(&seg, T0 + 300000), 0);
+    cr_assert_eq(
+        shm_queue_depth(&seg, nm("inbox/7"), NULL, T0, &qi, NULL, NULL, NULL),
+        -ENOENT);
+    cr_assert_eq(shm_arena_used_bytes(&seg), base);
+}
+
+Test(shm_broker, declared_queue_is_never_collected)
+{
+    declare("q", 100, 1 << 20, SHM_POLICY_REJECT, 0, 5);
+    cr_assert_eq(shm_maintain(&seg, T0 + 10000000), 0);
+    cr_assert_eq(depth("q"), 0);
+}
+
+Test(shm_broker, any_partition_pop_serves_partitions_round_robin)
+{
+    int seen[3] = {0};
+
+    cr_assert_eq(pushn("q", "p0", "a", 3, T0, NULL), 0);
+    cr_assert_eq(pushn("q", "p1", "a", 3, T0, NULL), 0);
+    cr_assert_eq(pushn("q", "p2", "a", 3, T0, NULL), 0);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(popx(0, "q", "", "g", 1, 0, SHM_FROM_ALL, 0, T0), 1);
+        cr_assert_eq(rec(0)->part_len, 2);
+        seen[((const char *)(rec(0) + 1))[1] - '0']++;
+    }
+    cr_assert_eq(seen[0] + seen[1] + seen[2], 3);
+    cr_assert_eq(seen[0], 1);
+    cr_assert_eq(seen[1], 1);
+    cr_assert_eq(popx(0, "q", "", "g", 100, 0, SHM_FROM_ALL, 0, T0), 6);
+}
+
+/* Parked pop on a partition (or queue), then a push from another process. */
+static void
+park_then_push(const char *part)
+{
+    uint64_t out[8];
+
+    cr_assert_eq(popx(0, "q", part, "g", 1, 0, SHM_FROM_ALL, 1, T0), 0);
+    uint64_t h = shm_pop_handle(&seg, nm("q"), nm(part));
+    cr_assert_neq(h, 0);
+    struct shm_queue_info qi;
+    cr_assert_eq(
+        shm_queue_depth(&seg, nm("q"), NULL, T0, &qi, NULL, NULL, NULL), 0);
+    cr_assert_eq(qi.waiting, 1);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        struct shm_msg_in m = {"1", 1};
+        uint64_t s;
+        _exit(shm_push(&seg, 1, nm("q"), nm("Default"), &m, 1, T0, &s) == 0
+                  ? 0
+                  : 1);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    cr_assert_eq(shm_wake_drain(&seg, 0, out, 8), 1);
+    cr_assert_eq(out[0], h);
+    cr_assert_eq(popx(0, "q", part, "g", 1, 0, SHM_FROM_ALL, 0, T0), 1);
+}
+
+Test(shm_broker, parked_pop_on_a_partition_is_woken_by_a_push_elsewhere)
+{
+    park_then_push("Default");
+}
+
+Test(shm_broker, parked_any_partition_pop_is_woken_by_a_push_elsewhere)
+{
+    cr_assert_eq(pushn("q", "Default", "a", 1, T0, NULL), 0);
+    cr_assert_eq(pop("q", "g", 1, T0), 1);
+    park_then_push("");
+}
+
+Test(shm_broker, unpark_clears_the_waiter)
+{
+    uint64_t out[8];
+
+    cr_assert_eq(popx(0, "q", "Default", "g", 1, 0, SHM_FROM_ALL, 1, T0), 0);
+    shm_unpark(&seg, 0, shm_pop_handle(&seg, nm("q"), nm("Default")));
+    cr_assert_eq(pushn("q", "Default", "a", 1, T0, NULL), 0);
+    cr_assert_eq(shm_wake_drain(&seg, 0, out, 8), 0);
+}
+
+Test(shm_broker, sink_too_small_is_enomem_with_need_and_leases_nothing)
+{
+    unsigned char small[16];
+    struct shm_pop_req r = {nm("q"), nm("Default"), nm("g"), 1,
+                            0,       SHM_FROM_ALL,  0};
+    struct shm_sink k = {.buf = small, .cap = sizeof(small)};
+
+    cr_assert_eq(pushn("q", "Default", "a", 1, T0, NULL), 0);
+    cr_assert_eq(shm_pop(&seg, 0, &r, T0, &k), -ENOMEM);
+    cr_assert_eq(k.need, 40); /* 24 + "Default" + "\"a0\"" rounded to 8 */
+    cr_assert_eq(pop("q", "g", 1, T0), 1);
+    cr_assert_eq(rec(0)->attempts, 1);
+}
+
+Test(shm_broker, release_makes_leases_deliverable_without_an_attempt)
+{
+    cr_assert_eq(pushn("q", "Default", "a", 2, T0, NULL), 0);
+    cr_assert_eq(pop("q", "g", 2, T0), 2);
+    shm_release(&seg, 0, nm("q"), nm("g"), &sink, T0);
+    cr_assert_eq(pop("q", "g", 5, T0), 2);
+    cr_assert_eq(rec(0)->attempts, 1);
+    cr_assert_eq(rec(1)->attempts, 1);
+}
+
+/* Listing callback: count and check order. */
+static void
+list_fn(void *arg, const struct shm_queue_info *q)
+{
+    char *out = arg;
+
+    strncat(out, q->name, q->name_len);
+    strcat(out, q->declared ? "*," : ",");
+}
+
+Test(shm_broker, list_is_sorted_prefixed_and_limited)
+{
+    char out[256] = "";
+
+    cr_assert_eq(pushn("b", "Default", "a", 1, T0, NULL), 0);
+    cr_assert_eq(pushn("ab", "Default", "a", 1, T0, NULL), 0);
+    declare("a", 100, 1 << 20, SHM_POLICY_REJECT, 0, 5);
+    cr_assert_eq(pushn("c", "Default", "a", 1, T0, NULL), 0);
+    cr_assert_eq(shm_queue_list(&seg, nm(""), 3, T0, list_fn, out), 3);
+    cr_assert_str_eq(out, "a*,ab,b,");
+    out[0] = 0;
+    cr_assert_eq(shm_queue_list(&seg, nm("a"), 10, T0, list_fn, out), 2);
+    cr_assert_str_eq(out, "a*,ab,");
+}
+
+static uint64_t dep_pending[4];
+
+static void
+dep_part(void *arg, const struct shm_part_info *p)
+{
+    (void)arg;
+    dep_pending[0] += p->pending;
+    dep_pending[1] += p->leased;
+}
+
+static void
+dep_group(void *arg, const struct shm_group_info *g)
+{
+    (void)arg;
+    dep_pending[2] += g->pending;
+    dep_pending[3]++;
+}
+
+Test(shm_broker, depth_reports_pending_and_leased_per_group)
+{
+    struct shm_queue_info qi;
+    struct shm_name g = nm("g");
+
+    cr_assert_eq(pushn("q", "Default", "a", 5, T0, NULL), 0);
+    cr_assert_eq(pop("q", "g", 2, T0), 2);
+    cr_assert_eq(
+        shm_queue_depth(&seg, nm("q"), &g, T0, &qi, dep_part, dep_group, NULL),
+        0);
+    cr_assert_eq(qi.depth, 5);
+    cr_assert_eq(qi.leased, 2);
+    cr_assert_eq(qi.groups, 1);
+    cr_assert_eq(dep_pending[0], 3);
+    cr_assert_eq(dep_pending[1], 2);
+    cr_assert_eq(dep_pending[2], 3);
+    cr_assert_eq(dep_pending[3], 1);
+}
+
+static uint64_t
+ns_now(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+Test(shm_broker, timing_of_push_100_and_pop_100)
+{
+    static char pay[256];
+    struct shm_msg_in in[100];
+    uint64_t s, tpush = 0, tpop = 0;
+    const int rounds = 200;
+
+    shm_segment_destroy(&seg);
+    mkseg(64 << 20);
+    memset(pay, 'x', sizeof(pay));
+    for (int i = 0; i < 100; i++)
+        in[i] = (struct shm_msg_in){pay, sizeof(pay)};
+    for (int r = 0; r < rounds; r++) {
+        uint64_t t0 = ns_now();
+        cr_assert_eq(
+            shm_push(&seg, 0, nm("bench"), nm("Default"), in, 100, T0, &s), 0);
+        uint64_t t1 = ns_now();
+        cr_assert_eq(
+            popx(0, "bench", "Default", "", 100, 1, SHM_FROM_ALL, 0, T0), 100);
+        uint64_t t2 = ns_now();
+        tpush += t1 - t0;
+        tpop += t2 - t1;
+    }
+    printf("shm_broker timing: push 100 x 256 B %llu ns, pop 100 (autoAck) "
+           "%llu ns\n",
+           (unsigned long long)(tpush / rounds),
+           (unsigned long long)(tpop / rounds));
+}
