@@ -8,6 +8,8 @@
 #ifndef MAYFLY_HTTP_ERRORS_H
 #define MAYFLY_HTTP_ERRORS_H
 
+#include <stdarg.h>
+
 #define HTTP_ERROR_MSG_MAX 256
 
 /* One failure, ready to be sent: status, a static code and a sentence. */
@@ -17,9 +19,15 @@ struct http_error {
     char msg[HTTP_ERROR_MSG_MAX]; /* human sentence, truncated if long */
 };
 
-/* http_error_set - fill err (if not NULL).  Cannot fail (truncates). */
+/*
+ * http_error_set - fill err (if not NULL).  Cannot fail: a long sentence is
+ * cut, never inside a UTF-8 sequence (it goes into a JSON string).
+ */
 void http_error_set(struct http_error *err, unsigned status, const char *code,
                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void http_error_vset(struct http_error *err, unsigned status, const char *code,
+                     const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 /*
  * http_error_from_errno - fill err from a -errno result, through the table:

@@ -9,7 +9,12 @@
  * strings, only the RFC's escapes, numbers per the RFC grammar, literals
  * true/false/null only, nesting at most HTTP_JSON_MAX_DEPTH.  A \u escape of
  * a lone surrogate is grammatical JSON and is accepted, as json-c does.
- * test/http/test_json_scan.c checks it against json-c strict as the oracle.
+ * json-c's JSON_TOKENER_STRICT is laxer in a few places, all rejected here
+ * (stored payloads go back out verbatim to parsers that follow the RFC):
+ * raw control characters in strings, overlong or surrogate or >U+10FFFF
+ * UTF-8, NaN/Infinity, and numbers like "1.", "-.5", "-01", "00".
+ * test/http/test_json_scan.c checks the scanner against json-c as the
+ * oracle, and checks each of those differences independently.
  *
  * No allocation, no state beyond struct http_json, no locking.  Functions
  * return 0 or -EINVAL; on -EINVAL j->why names the problem and j->p points
@@ -54,8 +59,9 @@ int http_json_value(struct http_json *j);
  * http_json_string - skip whitespace, then validate and skip one string.
  * With dst (room for as many bytes as the string's text, quotes excluded),
  * also write its unescaped UTF-8 into dst and its length into *dst_len; a
- * \u escape of a lone surrogate is written as its 3-byte encoding, which
- * http_name_valid() rejects.  0 or -EINVAL (not a string, or invalid).
+ * \u escape of a lone surrogate is written as U+FFFD, as json-c does, so
+ * a name reads the same through json-c and through the scanner.  0 or -EINVAL
+ * (not a string, or invalid).
  */
 int http_json_string(struct http_json *j, char *dst, size_t *dst_len);
 

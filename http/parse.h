@@ -1,6 +1,7 @@
 /*
  * parse.h - request bodies into C structs (http/ never hands json-c objects
- * to the worker).
+ * to the worker).  Implemented by parse_push.c, parse_ack.c,
+ * parse_extend.c, parse_reset.c and parse_configure.c.
  *
  * Push bodies go through http/json_scan.h in a single validating pass; the
  * small control bodies (ack, extend, reset, configure) through json-c with
@@ -39,14 +40,15 @@ struct http_push {
     struct http_str partition; /* has_partition 0: absent (Default) */
     int has_partition;
     uint32_t n;                /* 0 .. HTTP_BATCH_MAX */
-    struct http_str *payloads; /* n spans of valid JSON text in the body */
-    char *mem;                 /* owned: unescaped names, payloads[] */
+    struct http_str *payloads; /* owned: n spans of JSON text in the body */
+    char *mem;                 /* owned: unescaped names */
 };
 
 /*
  * http_parse_push - {"queue", "partition"?, "messages": [{"payload": any},
  * ...]}.  Unknown top-level keys and extra keys in messages are validated as
- * JSON and ignored; a repeated key keeps its last value.
+ * JSON and ignored; a repeated key keeps its last value (every occurrence
+ * must have the right shape).
  */
 int http_parse_push(const char *body, size_t len, struct http_push *out,
                     struct http_error *err);

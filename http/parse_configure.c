@@ -1,0 +1,193 @@
+/*
+ * parse_configure.c - the configure body: {"queue", "options"?: {...}} with
+ * the closed option list of SPEC §4.  A misspelled option must not give a
+ * queue that looks configured and behaves like the default, so an unknown
+ * one is 400 unknown_option naming it; a wrong type or a negative number is
+ * 400 invalid_option naming it.  Ceilings are the caller's (node settings).
+ * json-c, strict.  No locking.  Errors: 0, -EINVAL, -ENOMEM, err filled.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+#include <json-c/json_object_iterator.h>
+
+#include "http/errors.h"
+#include "http/parse.h"
+#include "http/parse_jsonc.h"
+
+/* The integer options: name, presence bit, field of struct http_configure. */
+static const struct int_option {
+    const char *name;
+    unsigned bit;
+    size_t off;
+} int_options[] = {
+    {"maxLength", HTTP_OPT_MAX_LENGTH,
+     offsetof(struct http_configure, max_length)},
+    {"maxBytes", HTTP_OPT_MAX_BYTES,
+     offsetof(struct http_configure, max_bytes)},
+    {"ttlSeconds", HTTP_OPT_TTL_SECONDS,
+     offsetof(struct http_configure, ttl_seconds)},
+    {"leaseSeconds", HTTP_OPT_LEASE_SECONDS,
+     offsetof(struct http_configure, lease_seconds)},
+    {"retryLimit", HTTP_OPT_RETRY_LIMIT,
+     offsetof(struct http_configure, retry_limit)},
+};
+
+/* unknown - 400 unknown_option naming it. */
+static int
+unknown(const char *name, struct http_error *err)
+{
+    http_error_set(err, 400, "unknown_option", "unknown option '%.80s'", name);
+    return -EINVAL;
+}
+
+/* invalid - 400 invalid_option naming it and what it must be. */
+static int
+invalid(const char *name, const char *must, struct http_error *err)
+{
+    http_error_set(err, 400, "invalid_option", "option '%s' must be %s", name,
+                   must);
+    return -EINVAL;
+}
+
+/* opt_uint - a non-negative integer option. */
+static int
+opt_uint(struct json_object *v, const char *name, uint64_t *out,
+         struct http_error *err)
+{
+    if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+        return invalid(name, "a non-negative integer", err);
+    *out = (uint64_t)json_object_get_int64(v);
+    return 0;
+}
+
+/* opt_window - windowBuffer {"ms"?, "count"?}, its own closed list. */
+static int
+opt_window(struct json_object *v, struct http_configure *c,
+           struct http_error *err)
+{
+    struct json_object_iterator it, end;
+    char name[80];
+
+    if (!json_object_is_type(v, json_type_object))
+        return invalid("windowBuffer", "an object {\"ms\", \"count\"}", err);
+    it = json_object_iter_begin(v);
+    end = json_object_iter_end(v);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+        const char *key = json_object_iter_peek_name(&it);
+        struct json_object *x = json_object_iter_peek_value(&it);
+        uint64_t *slot;
+
+        snprintf(name, sizeof(name), "windowBuffer.%.60s", key);
+        if (strcmp(key, "ms") == 0)
+            slot = &c->window_ms;
+        else if (strcmp(key, "count") == 0)
+            slot = &c->window_count;
+        else
+            return unknown(name, err);
+        if (opt_uint(x, name, slot, err) != 0)
+            return -EINVAL;
+    }
+    c->present |= HTTP_OPT_WINDOW_BUFFER;
+    return 0;
+}
+
+/* opt_policy - "reject" or "dropOldest". */
+static int
+opt_policy(struct json_object *v, struct http_configure *c,
+           struct http_error *err)
+{
+    const char *s = json_object_get_string(v);
+
+    if (!json_object_is_type(v, json_type_string))
+        return invalid("policy", "\"reject\" or \"dropOldest\"", err);
+    if (strcmp(s, "reject") == 0)
+        c->policy = HTTP_POLICY_REJECT;
+    else if (strcmp(s, "dropOldest") == 0)
+        c->policy = HTTP_POLICY_DROP_OLDEST;
+    else
+        return invalid("policy", "\"reject\" or \"dropOldest\"", err);
+    c->present |= HTTP_OPT_POLICY;
+    return 0;
+}
+
+/* one_option - dispatch one member of "options" by name. */
+static int
+one_option(const char *key, struct json_object *v, struct http_configure *c,
+           struct http_error *err)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(int_options) / sizeof(int_options[0]); i++) {
+        const struct int_option *o = &int_options[i];
+
+        if (strcmp(key, o->name) == 0) {
+            if (opt_uint(v, o->name, (uint64_t *)((char *)c + o->off), err))
+                return -EINVAL;
+            c->present |= o->bit;
+            return 0;
+        }
+    }
+    if (strcmp(key, "policy") == 0)
+        return opt_policy(v, c, err);
+    if (strcmp(key, "windowBuffer") == 0)
+        return opt_window(v, c, err);
+    return unknown(key, err);
+}
+
+/* read_options - every member of "options", in body order. */
+static int
+read_options(struct json_object *root, struct http_configure *c,
+             struct http_error *err)
+{
+    struct json_object *opts = NULL;
+    struct json_object_iterator it, end;
+
+    if (!json_object_object_get_ex(root, "options", &opts) || opts == NULL)
+        return 0;
+    if (!json_object_is_type(opts, json_type_object)) {
+        http_error_set(err, 400, "ephemeral_bad_request",
+                       "field 'options' must be an object");
+        return -EINVAL;
+    }
+    it = json_object_iter_begin(opts);
+    end = json_object_iter_end(opts);
+    for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+        if (one_option(json_object_iter_peek_name(&it),
+                       json_object_iter_peek_value(&it), c, err) != 0)
+            return -EINVAL;
+    return 0;
+}
+
+/* http_parse_configure - see parse.h. */
+int
+http_parse_configure(const char *body, size_t len, struct http_configure *out,
+                     struct http_error *err)
+{
+    struct json_object *root;
+    struct http_pool pool;
+    int have, rc;
+
+    memset(out, 0, sizeof(*out));
+    if ((rc = http_jsonc_parse(body, len, &root, &pool, err)) != 0)
+        return rc;
+    out->mem = pool.mem;
+    rc = http_jsonc_str(root, "queue", "queue", 1, &pool, &out->queue, &have,
+                        err);
+    if (rc == 0)
+        rc = read_options(root, out, err);
+    json_object_put(root);
+    return rc;
+}
+
+/* http_configure_free - release the strings. */
+void
+http_configure_free(struct http_configure *c)
+{
+    free(c->mem);
+    memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,172 @@
+/*
+ * parse_jsonc.c - json-c helpers for the control-body parsers.
+ *
+ * json-c builds a tree; control bodies are small, so its cost does not
+ * matter there (push bodies use json_scan.c instead).  No locking.
+ * Errors: 0, -EINVAL or -ENOMEM, with err filled.
+ */
+#include "http/parse_jsonc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "http/errors.h"
+#include "http/json_scan.h"
+#include "http/parse.h"
+
+/* oom - the one way allocation failures are reported. */
+static int
+oom(struct http_error *err)
+{
+    http_error_set(err, 500, "internal", "out of memory");
+    return -ENOMEM;
+}
+
+/* http_jsonc_parse - strict parse of a whole body that must be an object. */
+int
+http_jsonc_parse(const char *body, size_t len, struct json_object **root,
+                 struct http_pool *pool, struct http_error *err)
+{
+    struct json_tokener *tok;
+    enum json_tokener_error e;
+    size_t end;
+
+    *root = NULL;
+    memset(pool, 0, sizeof(*pool));
+    if (len > INT32_MAX) {
+        http_error_set(err, 413, "payload_too_large", "the body is too large");
+        return -EINVAL;
+    }
+    tok = json_tokener_new_ex(HTTP_JSON_MAX_DEPTH);
+    if (tok == NULL)
+        return oom(err);
+    json_tokener_set_flags(tok,
+                           JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    *root = json_tokener_parse_ex(tok, body, (int)len);
+    e = json_tokener_get_error(tok);
+    end = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    if (e != json_tokener_success || end != len) {
+        http_error_set(err, 400, "ephemeral_bad_request",
+                       "malformed JSON at byte %zu: %s", end,
+                       e == json_tokener_success ? "unexpected data after "
+                                                   "the JSON text"
+                       : e == json_tokener_continue
+                           ? "unexpected end of data"
+                           : json_tokener_error_desc(e));
+        goto fail;
+    }
+    if (!json_object_is_type(*root, json_type_object)) {
+        http_error_set(err, 400, "ephemeral_bad_request",
+                       "the body must be a JSON object");
+        goto fail;
+    }
+    pool->mem = malloc(len + 1);
+    if (pool->mem == NULL) {
+        json_object_put(*root);
+        *root = NULL;
+        return oom(err);
+    }
+    pool->cap = len + 1;
+    return 0;
+fail:
+    json_object_put(*root);
+    *root = NULL;
+    return -EINVAL;
+}
+
+/* http_jsonc_copy - bump-allocate the string and its NUL. */
+int
+http_jsonc_copy(struct json_object *s, struct http_pool *pool,
+                struct http_str *out, struct http_error *err)
+{
+    size_t n = (size_t)json_object_get_string_len(s);
+    char *p;
+
+    if (n + 1 > pool->cap - pool->used)
+        return oom(err);
+    p = pool->mem + pool->used;
+    memcpy(p, json_object_get_string(s), n);
+    p[n] = '\0';
+    pool->used += n + 1;
+    out->ptr = p;
+    out->len = n;
+    return 0;
+}
+
+/* http_jsonc_str - an optional or required string member. */
+int
+http_jsonc_str(struct json_object *obj, const char *key, const char *field,
+               int required, struct http_pool *pool, struct http_str *out,
+               int *have, struct http_error *err)
+{
+    struct json_object *v = NULL;
+
+    *have = 0;
+    if (!json_object_object_get_ex(obj, key, &v) || v == NULL) {
+        if (!required)
+            return 0;
+        http_error_set(err, 400, "ephemeral_bad_request",
+                       "field '%s' is required", field);
+        return -EINVAL;
+    }
+    if (!json_object_is_type(v, json_type_string)) {
+        http_error_set(err, 400, "ephemeral_bad_request",
+                       "field '%s' must be a string", field);
+        return -EINVAL;
+    }
+    *have = 1;
+    return http_jsonc_copy(v, pool, out, err);
+}
+
+/* http_jsonc_uint - json-c keeps integers as int64 or uint64; both are
+ * read through int64 (a uint64 past INT64_MAX reads as INT64_MAX). */
+int
+http_jsonc_uint(struct json_object *v, const char *field, uint64_t max,
+                const char *code, uint64_t *out, struct http_error *err)
+{
+    int64_t x;
+
+    if (!json_object_is_type(v, json_type_int))
+        goto bad;
+    x = json_object_get_int64(v);
+    if (x < 0 || (uint64_t)x > max)
+        goto bad;
+    *out = (uint64_t)x;
+    return 0;
+bad:
+    http_error_set(err, 400, code,
+                   "field '%s' must be an integer from 0 to %llu", field,
+                   (unsigned long long)max);
+    return -EINVAL;
+}
+
+/* http_jsonc_array - a required array member of bounded length. */
+int
+http_jsonc_array(struct json_object *obj, const char *key, const char *field,
+                 struct json_object **out, struct http_error *err)
+{
+    struct json_object *v = NULL;
+
+    if (!json_object_object_get_ex(obj, key, &v) || v == NULL) {
+        http_error_set(err, 400, "ephemeral_bad_request",
+                       "field '%s' is required", field);
+        return -EINVAL;
+    }
+    if (!json_object_is_type(v, json_type_array)) {
+        http_error_set(err, 400, "ephemeral_bad_request",
+                       "field '%s' must be an array", field);
+        return -EINVAL;
+    }
+    if (json_object_array_length(v) > HTTP_BATCH_MAX) {
+        http_error_set(err, 400, "ephemeral_bad_request",
+                       "field '%s' holds more than %d entries", field,
+                       HTTP_BATCH_MAX);
+        return -EINVAL;
+    }
+    *out = v;
+    return 0;
+}

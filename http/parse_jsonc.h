@@ -1,0 +1,64 @@
+/*
+ * parse_jsonc.h - json-c helpers shared by the control-body parsers of
+ * parse.h (ack, extend, reset, configure).  For http/ only: json-c objects
+ * never leave http/.
+ *
+ * Strings are copied into a bump pool sized from the body, so the structs
+ * handed to the worker own their bytes.  No locking.  Errors: 0, -EINVAL
+ * (err: 400 ephemeral_bad_request naming the field), -ENOMEM (err: 500).
+ */
+#ifndef MAYFLY_HTTP_PARSE_JSONC_H
+#define MAYFLY_HTTP_PARSE_JSONC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct json_object;
+struct http_error;
+struct http_str;
+
+/* Where copied strings go: mem[0..cap), used bytes taken. */
+struct http_pool {
+    char *mem;
+    size_t used;
+    size_t cap;
+};
+
+/*
+ * http_jsonc_parse - parse body strictly (JSON_TOKENER_STRICT, UTF-8
+ * validated, depth HTTP_JSON_MAX_DEPTH) into *root, which must be an
+ * object; allocate pool->mem (len + 1 bytes, every string of the body fits).
+ * The caller puts *root and frees pool->mem.
+ */
+int http_jsonc_parse(const char *body, size_t len, struct json_object **root,
+                     struct http_pool *pool, struct http_error *err);
+
+/*
+ * http_jsonc_str - the string at key of obj copied into pool as *out.
+ * Absent or null: *have = 0 and -EINVAL (err: "field 'name' is required")
+ * when required, else 0.  A non-string is -EINVAL naming field.
+ */
+int http_jsonc_str(struct json_object *obj, const char *key, const char *field,
+                   int required, struct http_pool *pool, struct http_str *out,
+                   int *have, struct http_error *err);
+
+/* http_jsonc_copy - copy a json string value into the pool.  0/-ENOMEM. */
+int http_jsonc_copy(struct json_object *s, struct http_pool *pool,
+                    struct http_str *out, struct http_error *err);
+
+/*
+ * http_jsonc_uint - the integer v in [0, max] into *out; -EINVAL (err: 400
+ * code "field '<field>' must be an integer from 0 to <max>") otherwise.
+ */
+int http_jsonc_uint(struct json_object *v, const char *field, uint64_t max,
+                    const char *code, uint64_t *out, struct http_error *err);
+
+/*
+ * http_jsonc_array - obj[key] as an array of at most HTTP_BATCH_MAX
+ * entries; -EINVAL naming field when absent, null, not an array or longer.
+ */
+int http_jsonc_array(struct json_object *obj, const char *key,
+                     const char *field, struct json_object **out,
+                     struct http_error *err);
+
+#endif

@@ -1,0 +1,283 @@
+/*
+ * parse_push.c - the push body in one validating pass (json_scan.h), no
+ * tree: {"queue", "partition"?, "messages": [{"payload": any JSON}, ...]}.
+ *
+ * out->mem (body length + 1 bytes) receives the unescaped names: every
+ * string kept is a disjoint span of the body with its two quotes, so the
+ * unescaped text and its NUL always fit.  Keys are unescaped into the free
+ * tail of mem as scratch.  No locking.  Errors: 0, -EINVAL, -ENOMEM, with
+ * err filled.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/errors.h"
+#include "http/json_scan.h"
+#include "http/parse.h"
+
+struct push_parse {
+    struct http_json j;
+    struct http_push *out;
+    char *free;   /* next free byte of out->mem */
+    uint32_t cap; /* room in out->payloads */
+    int have_queue;
+    int have_messages;
+    struct http_error *err;
+};
+
+/* syntax_error - the scanner failed: say where and why. */
+static int
+syntax_error(struct push_parse *pp)
+{
+    http_error_set(pp->err, 400, "ephemeral_bad_request",
+                   "malformed JSON at byte %zu: %s",
+                   (size_t)(pp->j.p - pp->j.start), pp->j.why);
+    return -EINVAL;
+}
+
+/* field_error - a well-formed body of the wrong shape. */
+static int __attribute__((format(printf, 2, 3)))
+field_error(struct push_parse *pp, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    http_error_vset(pp->err, 400, "ephemeral_bad_request", fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+/* key_is - the unescaped key[0..n) is want. */
+static int
+key_is(const char *key, size_t n, const char *want)
+{
+    return n == strlen(want) && memcmp(key, want, n) == 0;
+}
+
+/*
+ * read_name - the value of "queue" or "partition": a string kept in mem,
+ * or null (absent, *have = 0).  Other types are a field error.
+ */
+static int
+read_name(struct push_parse *pp, const char *field, struct http_str *s,
+          int *have)
+{
+    size_t n;
+
+    switch (http_json_peek(&pp->j)) {
+    case 'n':
+        *have = 0;
+        return http_json_value(&pp->j) == 0 ? 0 : syntax_error(pp);
+    case '"':
+        if (http_json_string(&pp->j, pp->free, &n) != 0)
+            return syntax_error(pp);
+        s->ptr = pp->free;
+        s->len = n;
+        pp->free[n] = '\0';
+        pp->free += n + 1;
+        *have = 1;
+        return 0;
+    default:
+        return field_error(pp, "field '%s' must be a string", field);
+    }
+}
+
+/* add_payload - append one span to out->payloads, growing it. */
+static int
+add_payload(struct push_parse *pp, const char *p, size_t n)
+{
+    struct http_push *out = pp->out;
+
+    if (out->n == pp->cap) {
+        uint32_t cap = pp->cap ? pp->cap * 2 : 16;
+        struct http_str *a;
+
+        if (cap > HTTP_BATCH_MAX)
+            cap = HTTP_BATCH_MAX;
+        a = realloc(out->payloads, cap * sizeof(*a));
+        if (a == NULL) {
+            http_error_set(pp->err, 500, "internal", "out of memory");
+            return -ENOMEM;
+        }
+        out->payloads = a;
+        pp->cap = cap;
+    }
+    out->payloads[out->n].ptr = p;
+    out->payloads[out->n].len = n;
+    out->n++;
+    return 0;
+}
+
+/* read_message - one {"payload": any, ...} at index i of "messages". */
+static int
+read_message(struct push_parse *pp, uint32_t i)
+{
+    struct http_json *j = &pp->j;
+    const char *payload = NULL, *start;
+    size_t payload_len = 0, n;
+
+    if (i == HTTP_BATCH_MAX)
+        return field_error(pp, "field 'messages' holds more than %d messages",
+                           HTTP_BATCH_MAX);
+    if (http_json_peek(j) != '{')
+        return field_error(pp, "field 'messages[%u]' must be an object", i);
+    j->p++;
+    j->depth++;
+    if (http_json_peek(j) != '}') {
+        for (;;) {
+            if (http_json_string(j, pp->free, &n) != 0 ||
+                http_json_eat(j, ':') != 0)
+                return syntax_error(pp);
+            http_json_ws(j);
+            start = j->p;
+            if (http_json_value(j) != 0)
+                return syntax_error(pp);
+            if (key_is(pp->free, n, "payload")) {
+                payload = start;
+                payload_len = (size_t)(j->p - start);
+            }
+            if (http_json_peek(j) != ',')
+                break;
+            j->p++;
+        }
+        if (http_json_eat(j, '}') != 0)
+            return syntax_error(pp);
+    } else {
+        j->p++;
+    }
+    j->depth--;
+    if (payload == NULL)
+        return field_error(pp, "field 'messages[%u].payload' is required", i);
+    return add_payload(pp, payload, payload_len);
+}
+
+/* read_messages - the array (null: absent); a repeat starts over. */
+static int
+read_messages(struct push_parse *pp)
+{
+    struct http_json *j = &pp->j;
+    uint32_t i = 0;
+    int rc;
+
+    pp->out->n = 0;
+    pp->have_messages = 0;
+    switch (http_json_peek(j)) {
+    case 'n':
+        return http_json_value(j) == 0 ? 0 : syntax_error(pp);
+    case '[':
+        break;
+    default:
+        return field_error(pp, "field 'messages' must be an array");
+    }
+    j->p++;
+    j->depth++;
+    if (http_json_peek(j) != ']') {
+        for (;; i++) {
+            if ((rc = read_message(pp, i)) != 0)
+                return rc;
+            if (http_json_peek(j) != ',')
+                break;
+            j->p++;
+        }
+        if (http_json_eat(j, ']') != 0)
+            return syntax_error(pp);
+    } else {
+        j->p++;
+    }
+    j->depth--;
+    pp->have_messages = 1;
+    return 0;
+}
+
+/* read_member - one top-level "key": value. */
+static int
+read_member(struct push_parse *pp)
+{
+    struct http_json *j = &pp->j;
+    size_t n;
+
+    if (http_json_string(j, pp->free, &n) != 0 || http_json_eat(j, ':') != 0)
+        return syntax_error(pp);
+    if (key_is(pp->free, n, "queue"))
+        return read_name(pp, "queue", &pp->out->queue, &pp->have_queue);
+    if (key_is(pp->free, n, "partition"))
+        return read_name(pp, "partition", &pp->out->partition,
+                         &pp->out->has_partition);
+    if (key_is(pp->free, n, "messages"))
+        return read_messages(pp);
+    return http_json_value(j) == 0 ? 0 : syntax_error(pp);
+}
+
+/* read_body - '{' members '}' and nothing after but whitespace. */
+static int
+read_body(struct push_parse *pp)
+{
+    struct http_json *j = &pp->j;
+    int rc;
+
+    if (http_json_peek(j) != '{') {
+        if (http_json_value(j) != 0)
+            return syntax_error(pp);
+        return field_error(pp, "the body must be a JSON object");
+    }
+    j->p++;
+    j->depth++;
+    if (http_json_peek(j) != '}') {
+        for (;;) {
+            if ((rc = read_member(pp)) != 0)
+                return rc;
+            if (http_json_peek(j) != ',')
+                break;
+            j->p++;
+        }
+        if (http_json_eat(j, '}') != 0)
+            return syntax_error(pp);
+    } else {
+        j->p++;
+    }
+    j->depth--;
+    if (http_json_peek(j) != -1) {
+        j->why = "unexpected data after the JSON text";
+        return syntax_error(pp);
+    }
+    return 0;
+}
+
+/* http_parse_push - see parse.h. */
+int
+http_parse_push(const char *body, size_t len, struct http_push *out,
+                struct http_error *err)
+{
+    struct push_parse pp;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    memset(&pp, 0, sizeof(pp));
+    pp.out = out;
+    pp.err = err;
+    out->mem = malloc(len + 1);
+    if (out->mem == NULL) {
+        http_error_set(err, 500, "internal", "out of memory");
+        return -ENOMEM;
+    }
+    pp.free = out->mem;
+    http_json_init(&pp.j, body, len);
+    if ((rc = read_body(&pp)) != 0)
+        return rc;
+    if (!pp.have_queue)
+        return field_error(&pp, "field 'queue' is required");
+    if (!pp.have_messages)
+        return field_error(&pp, "field 'messages' is required");
+    return 0;
+}
+
+/* http_push_free - release what a parse allocated, success or not. */
+void
+http_push_free(struct http_push *p)
+{
+    free(p->payloads);
+    free(p->mem);
+    memset(p, 0, sizeof(*p));
+}

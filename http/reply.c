@@ -1,0 +1,138 @@
+/*
+ * reply.c - setting a request's response: status, body, extra headers.
+ *
+ * The reply is only stored here; http/server.c turns it into an MHD
+ * response when MHD next calls the access handler for the request (at
+ * once for a reply set by the handler, after resume for a parked one).
+ * Single-threaded, no locking.
+ */
+#include "http/reply.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http/buf.h"
+#include "http/errors.h"
+#include "http/request-t.h"
+#include "shm/log.h"
+
+/* take_body - move b's bytes into the reply; b is left empty. */
+static void
+take_body(struct http_request *req, struct http_buf *b)
+{
+    http_buf_free(&req->reply);
+    if (b != NULL) {
+        req->reply = *b;
+        http_buf_init(b);
+    }
+}
+
+/*
+ * set_reply - the common part of every reply.  An oom body becomes a
+ * 500 internal with a fixed sentence, which needs no allocation to build
+ * beyond a small buffer.
+ */
+static void
+set_reply(struct http_request *req, unsigned status, const char *ctype,
+          struct http_buf *body)
+{
+    take_body(req, body);
+    req->status = status;
+    req->has_reply = 1;
+    if (req->reply.oom) {
+        log_error(0, "reply to %s: out of memory building the body",
+                  http_route_name(req->route));
+        http_buf_free(&req->reply);
+        req->status = 500;
+        http_buf_append_str(&req->reply, "{\"error\": \"out of memory\", "
+                                         "\"code\": \"internal\"}");
+        ctype = "application/json";
+    }
+    http_reply_header(req, "Content-Type", ctype);
+}
+
+/* http_reply - JSON answer. */
+void
+http_reply(struct http_request *req, unsigned status, struct http_buf *body)
+{
+    set_reply(req, status, "application/json", body);
+}
+
+/* http_reply_text - another content type. */
+void
+http_reply_text(struct http_request *req, unsigned status,
+                const char *content_type, struct http_buf *body)
+{
+    set_reply(req, status, content_type, body);
+}
+
+/* http_reply_header - replace a header of the same name, else add one;
+ * name and value are copied into the node's own allocation. */
+void
+http_reply_header(struct http_request *req, const char *name, const char *value)
+{
+    size_t nl = strlen(name) + 1, vl = strlen(value) + 1;
+    struct http_header **pp, *h;
+
+    for (pp = &req->headers; *pp != NULL; pp = &(*pp)->next) {
+        if (strcasecmp((*pp)->name, name) == 0) {
+            h = *pp;
+            *pp = h->next;
+            free(h);
+            break;
+        }
+    }
+    h = malloc(sizeof(*h) + nl + vl);
+    if (h == NULL) {
+        log_error(0, "reply header %s: out of memory", name);
+        return;
+    }
+    h->name = memcpy((char *)(h + 1), name, nl);
+    h->value = memcpy((char *)(h + 1) + nl, value, vl);
+    h->next = req->headers;
+    req->headers = h;
+}
+
+/* http_reply_error - {"error": sentence, "code": code}. */
+void
+http_reply_error(struct http_request *req, unsigned status, const char *code,
+                 const char *fmt, ...)
+{
+    struct http_error err;
+    va_list ap;
+
+    va_start(ap, fmt);
+    http_error_vset(&err, status, code, fmt, ap);
+    va_end(ap);
+    http_reply_http_error(req, &err);
+}
+
+/* http_reply_http_error - the one place error bodies are built. */
+void
+http_reply_http_error(struct http_request *req, const struct http_error *err)
+{
+    struct http_buf b;
+
+    http_buf_init(&b);
+    http_buf_append_str(&b, "{\"error\": ");
+    http_buf_append_json_str(&b, err->msg, strlen(err->msg));
+    http_buf_append_str(&b, ", \"code\": ");
+    http_buf_append_json_str(&b, err->code, strlen(err->code));
+    http_buf_append_str(&b, "}");
+    http_reply(req, err->status, &b);
+}
+
+/* http_reply_errno - through the table of errors.c. */
+void
+http_reply_errno(struct http_request *req, int neg_errno, const char *what)
+{
+    struct http_error err;
+
+    http_error_from_errno(&err, neg_errno, what);
+    if (err.status == 500)
+        log_error(-neg_errno, "%s: answering 500", what ? what : "request");
+    http_reply_http_error(req, &err);
+}

@@ -1,0 +1,68 @@
+/*
+ * request-t.h - the layout of struct http_request and its reply, for
+ * http/server.c, request.c and reply.c only (handlers see request.h).
+ *
+ * A request is created by the URI-log callback of MHD (the first thing MHD
+ * tells us about a request, with the raw URI), lives in MHD's *req_cls, and
+ * is freed in the completion callback.  Single-threaded, no locking.
+ */
+#ifndef MAYFLY_HTTP_REQUEST_T_H
+#define MAYFLY_HTTP_REQUEST_T_H
+
+#include <stddef.h>
+
+#include "http/buf.h"
+#include "http/query.h"
+#include "http/route.h"
+
+struct MHD_Connection;
+struct http_server;
+
+/* One extra response header; name and value live right after it. */
+struct http_header {
+    struct http_header *next;
+    const char *name;
+    const char *value;
+};
+
+enum http_req_state {
+    HTTP_REQ_NEW,     /* URI seen, access handler not called yet */
+    HTTP_REQ_BODY,    /* reading the body */
+    HTTP_REQ_HANDLED, /* the handler ran; waiting for a reply or resume */
+    HTTP_REQ_QUEUED,  /* the response is queued in MHD */
+};
+
+struct http_request {
+    struct http_server *server;
+    struct MHD_Connection *conn;
+    enum http_req_state state;
+    char *uri;          /* raw request URI (path and query), owned */
+    const char *method; /* MHD's copy, valid for the request */
+    enum http_route route;
+    char *param; /* decoded {q}, owned; NULL when none */
+    size_t param_len;
+    struct http_query args;
+    struct http_buf body;
+    size_t body_seen; /* body bytes received, kept or not */
+    void *slot;       /* the handler's */
+    unsigned suspended : 1;
+    unsigned aborted : 1;
+    unsigned discard : 1; /* a reply is set before the body was read */
+    /* the reply */
+    unsigned has_reply : 1;
+    unsigned status;
+    struct http_buf reply;
+    struct http_header *headers; /* owned list, in insertion order reversed */
+    /* completion */
+    void (*done_fn)(void *arg, int sent_ok);
+    void *done_arg;
+    /* the server's list of suspended requests */
+    struct http_request *prev;
+    struct http_request *next;
+};
+
+/* http_request_unlist - drop req from its server's suspended list (the
+ * completion callback, for a request MHD ends while it is listed). */
+void http_request_unlist(struct http_request *req);
+
+#endif

@@ -1,0 +1,140 @@
+/*
+ * request.c - what a handler can read from a request, and its life cycle
+ * calls (suspend, resume, abort, on_done).
+ *
+ * Suspended requests sit on their server's list so http_server_stop() can
+ * resume them before MHD_stop_daemon() (MHD panics on suspended ones).
+ * Single-threaded, no locking.
+ */
+#include "http/request.h"
+
+#include <microhttpd.h>
+
+#include "http/request-t.h"
+#include "http/server-t.h"
+
+/* http_request_route - never HTTP_ROUTE_NONE for a handler. */
+enum http_route
+http_request_route(const struct http_request *req)
+{
+    return req->route;
+}
+
+/* http_request_method - MHD's method string. */
+const char *
+http_request_method(const struct http_request *req)
+{
+    return req->method;
+}
+
+/* http_request_param - the decoded path parameter. */
+const char *
+http_request_param(const struct http_request *req, size_t *len)
+{
+    if (len != NULL)
+        *len = req->param_len;
+    return req->param;
+}
+
+/* http_request_args - the decoded query. */
+const struct http_query *
+http_request_args(const struct http_request *req)
+{
+    return &req->args;
+}
+
+/* http_request_header - MHD keeps request headers for the request's life. */
+const char *
+http_request_header(const struct http_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+/* http_request_body - "" for an empty body. */
+const char *
+http_request_body(const struct http_request *req, size_t *len)
+{
+    if (len != NULL)
+        *len = req->body.len;
+    return req->body.data != NULL ? req->body.data : "";
+}
+
+/* http_request_slot - the handler's own pointer. */
+void **
+http_request_slot(struct http_request *req)
+{
+    return &req->slot;
+}
+
+/* http_request_fd - the client socket, for EPOLLRDHUP. */
+int
+http_request_fd(const struct http_request *req)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+    return ci != NULL ? ci->connect_fd : -1;
+}
+
+/* http_request_suspend - park the connection; listed for server stop. */
+void
+http_request_suspend(struct http_request *req)
+{
+    struct http_server *s = req->server;
+
+    if (req->suspended || req->state != HTTP_REQ_HANDLED)
+        return;
+    MHD_suspend_connection(req->conn);
+    req->suspended = 1;
+    req->prev = NULL;
+    req->next = s->suspended;
+    if (s->suspended != NULL)
+        s->suspended->prev = req;
+    s->suspended = req;
+}
+
+/* http_request_unlist - off the suspended list. */
+void
+http_request_unlist(struct http_request *req)
+{
+    struct http_server *s = req->server;
+
+    if (!req->suspended)
+        return;
+    if (req->prev != NULL)
+        req->prev->next = req->next;
+    else
+        s->suspended = req->next;
+    if (req->next != NULL)
+        req->next->prev = req->prev;
+    req->prev = req->next = NULL;
+    req->suspended = 0;
+}
+
+/* http_request_resume - unlist and let MHD call the access handler again. */
+void
+http_request_resume(struct http_request *req)
+{
+    if (!req->suspended)
+        return;
+    http_request_unlist(req);
+    req->server->resume_pending = 1;
+    MHD_resume_connection(req->conn);
+}
+
+/* http_request_abort - the access handler will return MHD_NO. */
+void
+http_request_abort(struct http_request *req)
+{
+    req->aborted = 1;
+    http_request_resume(req);
+}
+
+/* http_request_on_done - remember the completion callback. */
+void
+http_request_on_done(struct http_request *req,
+                     void (*fn)(void *arg, int sent_ok), void *arg)
+{
+    req->done_fn = fn;
+    req->done_arg = arg;
+}

@@ -1,0 +1,109 @@
+/*
+ * route.c - the routing table of SPEC §2 and its matcher.
+ *
+ * Patterns are literal paths in which "{}" stands for one non-empty path
+ * segment (the still percent-encoded parameter).  Every path has a single
+ * method, so the Allow header of a 405 is that method.  No state.
+ */
+#include "http/route.h"
+
+#include <string.h>
+
+struct route_row {
+    const char *method;
+    const char *pattern;
+    enum http_route route;
+};
+
+static const struct route_row route_table[] = {
+    {"POST", "/api/v1/ephemeral/push", HTTP_ROUTE_PUSH},
+    {"GET", "/api/v1/ephemeral/pop", HTTP_ROUTE_POP},
+    {"POST", "/api/v1/ephemeral/ack", HTTP_ROUTE_ACK},
+    {"POST", "/api/v1/ephemeral/extend", HTTP_ROUTE_EXTEND},
+    {"POST", "/api/v1/ephemeral/configure", HTTP_ROUTE_CONFIGURE},
+    {"POST", "/api/v1/ephemeral/reset", HTTP_ROUTE_RESET},
+    {"DELETE", "/api/v1/ephemeral/queue/{}", HTTP_ROUTE_DELETE_QUEUE},
+    {"DELETE", "/api/v1/ephemeral/queues/{}", HTTP_ROUTE_DELETE_QUEUE},
+    {"GET", "/api/v1/ephemeral/queues", HTTP_ROUTE_LIST_QUEUES},
+    {"GET", "/api/v1/ephemeral/queues/{}/depth", HTTP_ROUTE_DEPTH},
+    {"GET", "/health", HTTP_ROUTE_HEALTH},
+    {"GET", "/metrics", HTTP_ROUTE_METRICS},
+};
+
+static const char *const route_names[HTTP_ROUTE_COUNT] = {
+    [HTTP_ROUTE_NONE] = "none",
+    [HTTP_ROUTE_PUSH] = "push",
+    [HTTP_ROUTE_POP] = "pop",
+    [HTTP_ROUTE_ACK] = "ack",
+    [HTTP_ROUTE_EXTEND] = "extend",
+    [HTTP_ROUTE_CONFIGURE] = "configure",
+    [HTTP_ROUTE_RESET] = "reset",
+    [HTTP_ROUTE_DELETE_QUEUE] = "delete_queue",
+    [HTTP_ROUTE_LIST_QUEUES] = "list_queues",
+    [HTTP_ROUTE_DEPTH] = "depth",
+    [HTTP_ROUTE_HEALTH] = "health",
+    [HTTP_ROUTE_METRICS] = "metrics",
+};
+
+/*
+ * pattern_match - 1 if path[0..n) fits pattern; a "{}" takes the bytes up
+ * to the next '/' (at least one), reported in *param / *plen.
+ */
+static int
+pattern_match(const char *pattern, const char *path, size_t n,
+              const char **param, size_t *plen)
+{
+    size_t i = 0, start;
+
+    *param = NULL;
+    *plen = 0;
+    for (; *pattern != '\0'; pattern++) {
+        if (pattern[0] == '{' && pattern[1] == '}') {
+            start = i;
+            while (i < n && path[i] != '/')
+                i++;
+            if (i == start)
+                return 0;
+            *param = path + start;
+            *plen = i - start;
+            pattern++;
+            continue;
+        }
+        if (i == n || path[i] != *pattern)
+            return 0;
+        i++;
+    }
+    return i == n;
+}
+
+/* http_route_match - first row whose pattern fits; its method decides. */
+void
+http_route_match(const char *method, const char *path, size_t path_len,
+                 struct http_route_match *m)
+{
+    size_t i;
+
+    memset(m, 0, sizeof(*m));
+    for (i = 0; i < sizeof(route_table) / sizeof(route_table[0]); i++) {
+        const struct route_row *r = &route_table[i];
+
+        if (!pattern_match(r->pattern, path, path_len, &m->param,
+                           &m->param_len))
+            continue;
+        m->route = r->route;
+        m->allow = r->method;
+        m->method_ok = strcmp(method, r->method) == 0;
+        return;
+    }
+    m->param = NULL;
+    m->param_len = 0;
+}
+
+/* http_route_name - a static name for logs. */
+const char *
+http_route_name(enum http_route route)
+{
+    if ((unsigned)route >= HTTP_ROUTE_COUNT)
+        return "none";
+    return route_names[route];
+}
