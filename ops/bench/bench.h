@@ -151,6 +151,7 @@ struct bench_opts {
     int parked;
     const char *json;
     const char *md;
+    const char *only;
 };
 
 extern struct bench_opts bench_opt;
@@ -200,6 +201,7 @@ void bench_row_from_run(struct bench_row *row, const struct bench_run *run,
                         double secs, const char *unit);
 void bench_row_fail(const char *key, const char *scenario, const char *system,
                     const char *variant, const char *note);
+int bench_want(const char *scenario);
 
 /* mayfly.c */
 void bench_mayfly_all(void);

@@ -2,6 +2,7 @@
 #
 #   make bench            full run (under 10 minutes)
 #   make bench QUICK=1    short windows (under 2 minutes)
+#   make bench ONLY=rpc   some scenarios (http,push,drain,rpc,wake,inboxes,parked)
 #
 # Installs the bench packages, builds the release server and the load
 # generator (build/bench/mayfly-bench, -O2, the project's warning flags),
@@ -24,4 +25,4 @@ bench:
 	ops/install-deps.sh bench
 	$(MAKE) MODE=release all
 	$(MAKE) $(BENCH_BIN)
-	QUICK="$(QUICK)" ops/bench/run.sh
+	QUICK="$(QUICK)" ONLY="$(ONLY)" ops/bench/run.sh

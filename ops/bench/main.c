@@ -79,6 +79,21 @@ bench_row_fail(const char *key, const char *scenario, const char *system,
     bench_row_add(&r);
 }
 
+/* Whether --only (a comma-separated list of scenarios) selects scenario. */
+int
+bench_want(const char *scenario)
+{
+    size_t n = strlen(scenario);
+    const char *p = bench_opt.only;
+
+    if (p == NULL)
+        return 1;
+    for (; p != NULL; p = strchr(p, ','), p = p ? p + 1 : NULL)
+        if (strncmp(p, scenario, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
 /* The row whose key is key, or NULL. */
 static const struct bench_row *
 row_find(const char *key)
@@ -345,7 +360,8 @@ usage(void)
             "       mayfly-bench run [--quick] [--mayfly PORT] [--mayfly-pid "
             "PID]\n"
             "                    [--redis PORT] [--nats PORT] [--ok PORT]\n"
-            "                    [--json FILE] [--md FILE]\n");
+            "                    [--json FILE] [--md FILE] [--only "
+            "http,push,drain,rpc,wake,inboxes,parked]\n");
     return 2;
 }
 
@@ -378,6 +394,8 @@ parse_run(int argc, char **argv)
             bench_opt.json = v;
         else if (strcmp(a, "--md") == 0)
             bench_opt.md = v;
+        else if (strcmp(a, "--only") == 0)
+            bench_opt.only = v;
         else
             return usage();
     }
@@ -425,7 +443,8 @@ run_all(void)
     signal(SIGPIPE, SIG_IGN);
     machine(mach, sizeof(mach));
     fprintf(stderr, "mayfly-bench: %s\n", mach);
-    if (bench_opt.okport > 0 && bench_wait_port(bench_opt.okport, 10) == 0)
+    if (bench_opt.okport > 0 && bench_want("http") &&
+        bench_wait_port(bench_opt.okport, 10) == 0)
         bench_mayfly_http("http-ok", bench_opt.okport, "/",
                           "libmicrohttpd answering ok");
     if (bench_opt.mport > 0 && mayfly_ready() == 0)

@@ -228,15 +228,12 @@ wrk_run(int port, const char *path, int conns, double secs, double *rate,
     return got ? 0 : -EPROTO;
 }
 
-/* The generator and wrk against one trivial endpoint, 16 connections. */
-void
-bench_mayfly_http(const char *key, int port, const char *path,
-                  const char *label)
+/* The generator alone against GET path, 16 connections; fills row. */
+static void
+http_gen(int port, const char *path, struct bench_row *row)
 {
     struct bench_buf req = {0};
-    struct bench_row row = {0}, wrow = {0};
     struct bench_run *run = bench_run_new(bench_opt.threads);
-    double rate = 0, p50 = 0, p99 = 0;
     int ok = 1;
 
     bench_http_request(&req, "GET", path, NULL, 0);
@@ -244,18 +241,46 @@ bench_mayfly_http(const char *key, int port, const char *path,
         ok = bench_run_add(run, BENCH_HTTP, port, &role_get, &req) != NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
+    bench_row_from_run(
+        row, run,
+        (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9,
+        "req/s");
+    bench_run_free(run);
+    bench_buf_free(&req);
+}
+
+/* The generator and wrk in turn against one trivial endpoint, 16
+ * connections each, one round (quick) or two; each keeps its best. */
+void
+bench_mayfly_http(const char *key, int port, const char *path,
+                  const char *label)
+{
+    struct bench_row row = {0}, wrow = {0}, try;
+    double rate = 0, p50 = 0, p99 = 0;
+    int rounds = bench_opt.quick ? 1 : 2;
+
+    for (int i = 0; i < rounds; i++) {
+        memset(&try, 0, sizeof(try));
+        http_gen(port, path, &try);
+        if (try.ok && try.rate > row.rate)
+            row = try;
+        if (i == 0 && !try.ok)
+            row = try;
+        if (wrk_run(port, path, 16, bench_opt.warm + bench_opt.secs, &rate,
+                    &p50, &p99) == 0 &&
+            rate > wrow.rate) {
+            wrow.ok = 1;
+            wrow.rate = rate;
+            wrow.p50_us = p50;
+            wrow.p99_us = p99;
+        }
+    }
     snprintf(row.key, sizeof(row.key), "%s", key);
     snprintf(row.scenario, sizeof(row.scenario), "http");
     snprintf(row.system, sizeof(row.system), "mayfly-bench");
     snprintf(row.variant, sizeof(row.variant), "GET %s (%s), 16 conns", path,
              label);
-    bench_row_from_run(
-        &row, run,
-        (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9,
-        "req/s");
     bench_row_add(&row);
-    bench_run_free(run);
-    bench_buf_free(&req);
     snprintf(wrow.key, sizeof(wrow.key), "%s-wrk", key);
     snprintf(wrow.scenario, sizeof(wrow.scenario), "http");
     snprintf(wrow.system, sizeof(wrow.system), "wrk");
@@ -263,17 +288,11 @@ bench_mayfly_http(const char *key, int port, const char *path,
              label);
     snprintf(wrow.unit, sizeof(wrow.unit), "req/s");
     snprintf(wrow.ref, sizeof(wrow.ref), "%s", key);
-    if (wrk_run(port, path, 16, bench_opt.warm + bench_opt.secs, &rate, &p50,
-                &p99) == 0) {
-        wrow.ok = 1;
-        wrow.rate = rate;
-        wrow.p50_us = p50;
-        wrow.p99_us = p99;
-        snprintf(wrow.note, sizeof(wrow.note),
-                 "ratio = mayfly-bench / wrk (must be >= 0.80)");
-    } else {
-        snprintf(wrow.note, sizeof(wrow.note), "wrk did not run");
-    }
+    snprintf(wrow.note, sizeof(wrow.note),
+             wrow.ok ? "ratio = mayfly-bench / wrk (must be >= 0.80); best "
+                       "of %d alternating runs each"
+                     : "wrk did not run",
+             rounds);
     bench_row_add(&wrow);
 }
 
@@ -1103,14 +1122,23 @@ void
 bench_mayfly_all(void)
 {
     payload_init();
-    bench_mayfly_http("http-mayfly", bench_opt.mport, "/health",
-                      "mayfly /health");
-    mayfly_push();
-    mayfly_drain(0);
-    mayfly_drain(1);
-    mayfly_rpc(1, 1);
-    mayfly_rpc(32, 8);
-    mayfly_wake();
-    mayfly_inboxes();
-    mayfly_parked();
+    if (bench_want("http"))
+        bench_mayfly_http("http-mayfly", bench_opt.mport, "/health",
+                          "mayfly /health");
+    if (bench_want("push"))
+        mayfly_push();
+    if (bench_want("drain")) {
+        mayfly_drain(0);
+        mayfly_drain(1);
+    }
+    if (bench_want("rpc")) {
+        mayfly_rpc(1, 1);
+        mayfly_rpc(32, 8);
+    }
+    if (bench_want("wake"))
+        mayfly_wake();
+    if (bench_want("inboxes"))
+        mayfly_inboxes();
+    if (bench_want("parked"))
+        mayfly_parked();
 }

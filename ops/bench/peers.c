@@ -513,14 +513,20 @@ void
 bench_redis_all(void)
 {
     values_init();
-    redis_push("push-redis", 1,
-               "RPUSH 100 x 256 B, 1 command per round trip, 16 conns");
-    redis_push("push-redis-pipe", 16,
-               "RPUSH 100 x 256 B, 16 commands in flight, 16 conns");
-    redis_drain();
-    redis_rpc(1, 1);
-    redis_rpc(32, 8);
-    redis_wake();
+    if (bench_want("push")) {
+        redis_push("push-redis", 1,
+                   "RPUSH 100 x 256 B, 1 command per round trip, 16 conns");
+        redis_push("push-redis-pipe", 16,
+                   "RPUSH 100 x 256 B, 16 commands in flight, 16 conns");
+    }
+    if (bench_want("drain"))
+        redis_drain();
+    if (bench_want("rpc")) {
+        redis_rpc(1, 1);
+        redis_rpc(32, 8);
+    }
+    if (bench_want("wake"))
+        redis_wake();
 }
 
 /* NATS request/reply: one requester connection carries slots
@@ -748,8 +754,11 @@ bench_nats_all(void)
 {
     if (tag == 0)
         values_init();
-    nats_rpc(1, 1);
-    nats_rpc(32, 8);
-    nats_wake();
+    if (bench_want("rpc")) {
+        nats_rpc(1, 1);
+        nats_rpc(32, 8);
+    }
+    if (bench_want("wake"))
+        nats_wake();
     nats_Close();
 }

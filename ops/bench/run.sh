@@ -4,7 +4,7 @@
 # Starts the trivial libmicrohttpd endpoint, redis-server (no persistence),
 # nats-server and build/release/mayflyd (two workers, room for 10,000
 # parked pops), runs build/bench/mayfly-bench, and stops what it started.
-# QUICK=1 for the short run. Logs of the servers: build/bench/run/*.log.
+# QUICK=1 for the short run; ONLY=rpc,wake (say) for some scenarios. Logs of the servers: build/bench/run/*.log.
 # Exit status: the generator's (0 when it wrote its outputs).
 set -eu
 cd "$(dirname "$0")/../.."
@@ -14,6 +14,8 @@ BIN=$B/mayfly-bench
 MAYFLYD=${MAYFLYD:-build/release/mayflyd}
 quick=""
 case "${QUICK:-}" in "" | 0) ;; *) quick="--quick" ;; esac
+only=""
+[ -n "${ONLY:-}" ] && only="--only $ONLY"
 
 rm -rf "$B/run"
 mkdir -p "$B/run/mayfly"
@@ -54,7 +56,8 @@ fi
 
 echo "run.sh: ok=$okp redis=$rp nats=$np mayfly=$mp (pid $mpid)" >&2
 rc=0
-$BIN run $quick --mayfly "$mp" --mayfly-pid "$mpid" --redis "$rp" \
+# shellcheck disable=SC2086
+$BIN run $quick $only --mayfly "$mp" --mayfly-pid "$mpid" --redis "$rp" \
     --nats "$np" --ok "$okp" --json "$B/results.json" \
     --md "$B/results.md" || rc=$?
 if [ "$mpid" != 0 ] && ! kill -0 "$mpid" 2>/dev/null; then
