@@ -13,39 +13,39 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CONFIG_PATH_MAX 1024
-#define CONFIG_ADDR_MAX 256
+#define CONFIG_PATH_MAX  1024
+#define CONFIG_ADDR_MAX  256
 #define CONFIG_PEERS_MAX 16
 
 struct config {
-    char node_id[65];                    /* default: advertise address */
-    char listen[CONFIG_ADDR_MAX];        /* "127.0.0.1:6632" */
-    char cluster_listen[CONFIG_ADDR_MAX]; /* "127.0.0.1:6633" */
-    char advertise[CONFIG_ADDR_MAX];     /* default: listen */
-    char cluster_advertise[CONFIG_ADDR_MAX]; /* default: cluster_listen */
+    char node_id[65];                              /* default: from advertise */
+    char listen[CONFIG_ADDR_MAX];                  /* "127.0.0.1:6632" */
+    char cluster_listen[CONFIG_ADDR_MAX];          /* "127.0.0.1:6633" */
+    char advertise[CONFIG_ADDR_MAX];               /* default: listen */
+    char cluster_advertise[CONFIG_ADDR_MAX];       /* default: cluster_listen */
     char peers[CONFIG_PEERS_MAX][CONFIG_ADDR_MAX]; /* cluster addresses */
     int npeers;
-    char data_dir[CONFIG_PATH_MAX];      /* "./mayfly-data" */
-    int workers;                         /* 0 = one per CPU */
-    uint64_t max_bytes;                  /* 256M */
-    uint32_t queue_max_length;           /* 10000 */
-    uint64_t queue_max_bytes;            /* 16M */
-    uint32_t lease_s;                    /* 30 */
-    uint32_t retry_limit;                /* 5 */
-    uint32_t implicit_idle_s;            /* 300 */
-    uint32_t member_ttl_ms;              /* 4000 */
-    uint32_t leave_exclude_s;            /* 30 */
-    uint32_t max_wait_ms;                /* 60000 */
-    uint64_t max_body_bytes;             /* 64M */
-    uint32_t max_connections;            /* 20000 */
-    char log_level[16];                  /* "info" */
-    char log[CONFIG_PATH_MAX];           /* "" = stderr, "syslog", or a path */
-    char pidfile[CONFIG_PATH_MAX];       /* "" = none (-d defaults one) */
+    char data_dir[CONFIG_PATH_MAX]; /* "./mayfly-data" */
+    int workers;                    /* 0 = one per CPU */
+    uint64_t max_bytes;             /* 256M */
+    uint32_t queue_max_length;      /* 10000 */
+    uint64_t queue_max_bytes;       /* 16M */
+    uint32_t lease_s;               /* 30 */
+    uint32_t retry_limit;           /* 5 */
+    uint32_t implicit_idle_s;       /* 300 */
+    uint32_t member_ttl_ms;         /* 4000 */
+    uint32_t leave_exclude_s;       /* 30 */
+    uint32_t max_wait_ms;           /* 60000 */
+    uint64_t max_body_bytes;        /* 64M */
+    uint32_t max_connections;       /* 20000 */
+    char log_level[16];             /* "info" */
+    char log[CONFIG_PATH_MAX];      /* "" (or "stderr"), "syslog", a path */
+    char pidfile[CONFIG_PATH_MAX];  /* "" = none (-d defaults one) */
     char cluster_secret_file[CONFIG_PATH_MAX];
     /* command line only */
-    char config_file[CONFIG_PATH_MAX];   /* -c */
-    int daemonize;                       /* -d */
-    int check_only;                      /* -t */
+    char config_file[CONFIG_PATH_MAX]; /* -c */
+    int daemonize;                     /* -d */
+    int check_only;                    /* -t */
 };
 
 /* config_defaults - fill c with the built-in defaults. */
@@ -54,11 +54,20 @@ void config_defaults(struct config *c);
 /*
  * config_load - defaults, then -c file, then environment, then -o flags.
  * Handles -c -d -t -o; -h and -v are answered by the caller (see main.c),
- * which passes them through as *action ('h', 'v' or 0).
- * Returns 0, or -1 with a sentence naming the key in err.
+ * which passes them through as *action ('h', 'v' or 0); with -h or -v nothing
+ * else is read.  Then derived defaults: advertise = listen, cluster_advertise
+ * = cluster_listen, node_id = advertise with every character outside
+ * [A-Za-z0-9._-] turned into '-'.  With -d (the daemon will chdir("/")):
+ * data_dir, log, pidfile and cluster_secret_file become absolute against the
+ * start directory, log "" becomes "syslog" and pidfile "" becomes
+ * data_dir/mayflyd.pid.  The -c path is always made absolute, for SIGHUP.
+ * Returns 0, or -1 with a sentence naming the key and its source in err:
+ * "/etc/mayfly/mayfly.conf:12: unknown key 'x'",
+ * "environment MAYFLY_WORKERS: workers: invalid value 'x': expected ...",
+ * "option -o: lease_s: invalid value '0': expected a number from 1 to 86400".
  */
-int config_load(struct config *c, int argc, char **argv, int *action,
-                char *err, size_t errlen);
+int config_load(struct config *c, int argc, char **argv, int *action, char *err,
+                size_t errlen);
 
 /*
  * config_set - apply one key = value from source ("file:12", "env", "-o").
@@ -66,5 +75,18 @@ int config_load(struct config *c, int argc, char **argv, int *action,
  */
 int config_set(struct config *c, const char *key, const char *value,
                const char *source, char *err, size_t errlen);
+
+/*
+ * config_reload - for SIGHUP: read the file and the environment again, apply
+ * the -o flags config_load saw, and compare with old.  fresh receives old
+ * with the keys that can change at run time updated (log_level, log,
+ * max_wait_ms, implicit_idle_s, lease_s, retry_limit, queue_max_length,
+ * queue_max_bytes, max_body_bytes); any other key keeps its old value.
+ * report gets one sentence listing what changed, old -> new, marking the keys
+ * that need a restart ("no setting changed" when nothing did).
+ * Returns 0, or -1 with the error in report and fresh untouched.
+ */
+int config_reload(const struct config *old, struct config *fresh, char *report,
+                  size_t len);
 
 #endif
