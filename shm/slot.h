@@ -1,0 +1,76 @@
+/*
+ * slot.h - one worker slot of the SLOTS region (SHM_MAX_WORKERS of them; the
+ * last, SHM_STATS_MASTER, is the master's).  shm/-internal: stats.c, wake.c
+ * and arena.c own its parts; broker code may read pid and parked.
+ *
+ * A slot is written by its worker only, except the wake queue (any process
+ * posts) and what the master resets after the worker died (shm_arena_reap,
+ * shm_wake_reset, shm_slot_claim for the next worker).
+ */
+#ifndef MAYFLY_SHM_SLOT_H
+#define MAYFLY_SHM_SLOT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/segment.h"
+#include "shm/stats.h"
+
+#define SHM_WAKE_SLOTS 1024 /* handles a wake queue holds before overflow */
+#define SHM_WAKE_WORDS (SHM_WAKE_SLOTS / 64)
+
+/*
+ * struct shm_slot
+ *   off  size  field          written by              protected by
+ *     0     4  pid            claimer                 atomic
+ *     8     8  beat_ms        worker (heartbeat)      atomic
+ *    16     8  parked         worker                  atomic, one writer
+ *    64     4  cache_head     worker; reaper if dead  one writer
+ *    68     4  cache_count    worker; reaper if dead  atomic, one writer
+ *    72     4  freeing        worker (free journal)   atomic, one writer
+ *   128   208  counters[]     worker                  atomic, one writer
+ *   384     4  wake_armed     consumer sets, posters  atomic
+ *                             clear
+ *   388     4  wake_overflow  posters set, consumer   atomic
+ *                             clears
+ *   392     4  wake_pos       posters                 atomic (start hint)
+ *   448   128  wake_hint[]    posters set, consumer   atomic (bit j: entry j
+ *                             clears                  may be non-zero)
+ *   576  8192  wake_ring[]    posters 0->h, consumer  atomic (CAS)
+ *                             h->0
+ */
+struct shm_slot {
+    _Atomic int32_t pid;
+    uint32_t pad0;
+    _Atomic uint64_t beat_ms;
+    _Atomic int64_t parked;
+    unsigned char pad1[40];
+
+    uint32_t cache_head;
+    _Atomic uint32_t cache_count;
+    _Atomic uint32_t freeing;
+    unsigned char pad2[52];
+
+    _Atomic uint64_t counters[SHM_C_COUNT];
+    unsigned char pad3[256 - 8 * SHM_C_COUNT];
+
+    _Atomic uint32_t wake_armed;
+    _Atomic uint32_t wake_overflow;
+    _Atomic uint32_t wake_pos;
+    unsigned char pad4[52];
+    _Atomic uint64_t wake_hint[SHM_WAKE_WORDS];
+    _Atomic uint64_t wake_ring[SHM_WAKE_SLOTS];
+};
+_Static_assert(SHM_C_COUNT <= 32, "shm_slot counters");
+_Static_assert(offsetof(struct shm_slot, cache_head) == 64, "shm_slot layout");
+_Static_assert(offsetof(struct shm_slot, counters) == 128, "shm_slot layout");
+_Static_assert(offsetof(struct shm_slot, wake_armed) == 384, "shm_slot");
+_Static_assert(offsetof(struct shm_slot, wake_hint) == 448, "shm_slot layout");
+_Static_assert(offsetof(struct shm_slot, wake_ring) == 576, "shm_slot layout");
+_Static_assert(sizeof(struct shm_slot) % 64 == 0, "shm_slot layout");
+
+/* shm_slot - worker w's slot (0 <= w < SHM_MAX_WORKERS). */
+struct shm_slot *shm_slot(struct shm_seg *seg, int w);
+
+#endif

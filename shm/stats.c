@@ -1,0 +1,113 @@
+/*
+ * stats.c - the SLOTS region: per-worker counters, parked gauge, pid and
+ * heartbeat (stats.h, slot.h).
+ *
+ * Each slot is written by its own worker (one writer: a load and a store,
+ * no locked instruction) and read with relaxed loads by whoever sums.
+ * Counters are cumulative for the node: a worker taking over a slot keeps
+ * counting on top of its predecessor.  Locking: none.  Errors: none.
+ */
+#include "shm/stats.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "shm/layout.h"
+#include "shm/region.h"
+#include "shm/slot.h"
+
+/* shm_slots_region_size - see region.h. */
+size_t
+shm_slots_region_size(const struct shm_params *p)
+{
+    (void)p;
+    return SHM_MAX_WORKERS * sizeof(struct shm_slot);
+}
+
+/* shm_slots_region_init - see region.h: every wake queue starts armed, so
+ * the first post to a worker that never drained still writes its eventfd. */
+int
+shm_slots_region_init(struct shm_seg *seg, const struct shm_params *p)
+{
+    (void)p;
+    for (int w = 0; w < SHM_MAX_WORKERS; w++)
+        atomic_store_explicit(&shm_slot(seg, w)->wake_armed, 1,
+                              memory_order_relaxed);
+    return 0;
+}
+
+/* shm_slot - see slot.h. */
+struct shm_slot *
+shm_slot(struct shm_seg *seg, int w)
+{
+    struct shm_slot *slots = shm_region(seg, SHM_REGION_SLOTS);
+
+    return &slots[w];
+}
+
+/* shm_count - see stats.h. */
+void
+shm_count(struct shm_seg *seg, int w, enum shm_counter c, uint64_t n)
+{
+    _Atomic uint64_t *v = &shm_slot(seg, w)->counters[c];
+
+    atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+/* shm_counters_sum - see stats.h; lock repairs come from the header. */
+void
+shm_counters_sum(struct shm_seg *seg, uint64_t *out)
+{
+    for (int c = 0; c < SHM_C_COUNT; c++)
+        out[c] = 0;
+    for (int w = 0; w < SHM_MAX_WORKERS; w++) {
+        struct shm_slot *s = shm_slot(seg, w);
+        for (int c = 0; c < SHM_C_COUNT; c++)
+            out[c] +=
+                atomic_load_explicit(&s->counters[c], memory_order_relaxed);
+    }
+    out[SHM_C_LOCK_REPAIRS] +=
+        atomic_load_explicit(&seg->hdr->lock_repairs, memory_order_relaxed);
+}
+
+/* shm_parked_add - see stats.h. */
+void
+shm_parked_add(struct shm_seg *seg, int w, int64_t delta)
+{
+    _Atomic int64_t *v = &shm_slot(seg, w)->parked;
+
+    atomic_store_explicit(v,
+                          atomic_load_explicit(v, memory_order_relaxed) + delta,
+                          memory_order_relaxed);
+}
+
+/*
+ * shm_slot_claim - w now belongs to pid: its parked gauge restarts at 0 and
+ * its heartbeat at now, so the watchdog gives a fresh worker a full period.
+ */
+void
+shm_slot_claim(struct shm_seg *seg, int w, int pid)
+{
+    struct shm_slot *s = shm_slot(seg, w);
+
+    atomic_store_explicit(&s->parked, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->beat_ms, shm_now_ms(), memory_order_relaxed);
+    atomic_store_explicit(&s->pid, pid, memory_order_release);
+}
+
+/* shm_slot_heartbeat - w is making progress at now. */
+void
+shm_slot_heartbeat(struct shm_seg *seg, int w, uint64_t now)
+{
+    atomic_store_explicit(&shm_slot(seg, w)->beat_ms, now,
+                          memory_order_relaxed);
+}
+
+/* shm_slot_last_beat - when w last beat (shm_now_ms), 0 if never. */
+uint64_t
+shm_slot_last_beat(struct shm_seg *seg, int w)
+{
+    return atomic_load_explicit(&shm_slot(seg, w)->beat_ms,
+                                memory_order_relaxed);
+}

@@ -1,0 +1,397 @@
+/*
+ * test_arena.c - the cell arena: chains, the node cap and its accounting,
+ * and recovery after a worker is SIGKILLed at random instructions inside
+ * alloc, free, refill and spill.
+ */
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "shm/arena.h"
+#include "shm/layout.h"
+#include "shm/lock.h"
+#include "shm/segment.h"
+#include "shm/stats.h"
+
+#define CAP 4096 /* cells */
+
+static void
+arena_setup(struct shm_seg *seg, uint64_t cells)
+{
+    struct shm_params p = {.max_bytes = cells * SHM_CELL_BYTES, .workers = 4};
+
+    cr_assert_eq(shm_segment_create(&p, seg), 0);
+}
+
+static uint32_t
+chain_len(struct shm_seg *seg, uint32_t head)
+{
+    uint32_t n = 0;
+
+    for (uint32_t c = head; c != 0; c = shm_cell_next(seg, c))
+        n++;
+    return n;
+}
+
+/* fill - allocate 1-cell chains until -ENOBUFS; returns how many, their
+ * heads in out (if not NULL). */
+static uint32_t
+fill(struct shm_seg *seg, int w, uint32_t *out, uint32_t max)
+{
+    uint32_t n = 0, h;
+    int rc;
+
+    while ((rc = shm_arena_alloc(seg, w, 1, &h)) == 0) {
+        cr_assert_lt(n, max, "allocated past the cap");
+        if (out != NULL)
+            out[n] = h;
+        n++;
+    }
+    cr_assert_eq(rc, -ENOBUFS);
+    return n;
+}
+
+Test(shm_arena, freed_cell_is_reused)
+{
+    struct shm_seg seg;
+    uint32_t a, b;
+
+    arena_setup(&seg, CAP);
+    cr_assert_eq(shm_arena_used_bytes(&seg), 0);
+    cr_assert_eq(shm_arena_alloc(&seg, 0, 1, &a), 0);
+    cr_assert_neq(a, 0);
+    cr_assert_eq(shm_cell_next(&seg, a), 0);
+    cr_assert_eq(shm_arena_used_bytes(&seg), SHM_CELL_BYTES);
+    shm_arena_free(&seg, 0, a);
+    cr_assert_eq(shm_arena_used_bytes(&seg), 0);
+    cr_assert_eq(shm_arena_alloc(&seg, 0, 1, &b), 0);
+    cr_assert_eq(a, b);
+    cr_assert_eq(shm_arena_alloc(&seg, 0, 0, &b), -EINVAL);
+}
+
+Test(shm_arena, cells_for_rounds_up)
+{
+    cr_assert_eq(shm_cells_for(0), 1);
+    cr_assert_eq(shm_cells_for(1), 1);
+    cr_assert_eq(shm_cells_for(SHM_CELL_DATA), 1);
+    cr_assert_eq(shm_cells_for(SHM_CELL_DATA + 1), 2);
+    cr_assert_eq(shm_cells_for(10 * SHM_CELL_DATA), 10);
+}
+
+Test(shm_arena, chain_round_trips_across_cells)
+{
+    struct shm_seg seg;
+    unsigned char src[1100], dst[1000];
+    uint32_t h;
+
+    arena_setup(&seg, CAP);
+    for (size_t i = 0; i < sizeof(src); i++)
+        src[i] = (unsigned char)(i * 31 + 7);
+    uint32_t n = shm_cells_for(1000);
+    cr_assert_eq(shm_arena_alloc(&seg, 0, n, &h), 0);
+    cr_assert_eq(chain_len(&seg, h), n);
+    shm_arena_write(&seg, h, 0, src, 100);
+    shm_arena_write(&seg, h, 100, src + 100, 900);
+    memset(dst, 0, sizeof(dst));
+    shm_arena_read(&seg, h, 0, dst, sizeof(dst));
+    cr_assert_eq(memcmp(src, dst, sizeof(dst)), 0);
+    /* Unaligned windows that straddle cell boundaries. */
+    for (size_t off = 0; off < 200; off += 7) {
+        memset(dst, 0, sizeof(dst));
+        shm_arena_read(&seg, h, off, dst, 333);
+        cr_assert_eq(memcmp(src + off, dst, 333), 0, "off %zu", off);
+    }
+    cr_assert(shm_arena_equal(&seg, h, src, 1000));
+    cr_assert(shm_arena_equal(&seg, h, src, 61));
+    src[999] ^= 1;
+    cr_assert_not(shm_arena_equal(&seg, h, src, 1000));
+    cr_assert_not(shm_arena_equal(&seg, h, src, 60 * n + 1), "too long");
+    /* Data never overwrites the links. */
+    cr_assert_eq(chain_len(&seg, h), n);
+}
+
+Test(shm_arena, cap_gives_enobufs_and_accounting_returns_to_zero)
+{
+    struct shm_seg seg;
+    static uint32_t heads[CAP];
+    uint32_t big;
+
+    arena_setup(&seg, CAP);
+    cr_assert_eq(shm_arena_alloc(&seg, 0, CAP + 1, &big), -ENOBUFS);
+    cr_assert_eq(shm_arena_alloc(&seg, 0, CAP, &big), 0);
+    cr_assert_eq(chain_len(&seg, big), CAP);
+    cr_assert_eq(shm_arena_used_bytes(&seg), (uint64_t)CAP * SHM_CELL_BYTES);
+    cr_assert_eq(shm_arena_alloc(&seg, 1, 1, &heads[0]), -ENOBUFS);
+    shm_arena_free(&seg, 0, big);
+    cr_assert_eq(shm_arena_used_bytes(&seg), 0);
+
+    /* Worker 0's cache holds the cells it freed: it can take them all. */
+    for (int round = 0; round < 3; round++) {
+        cr_assert_eq(fill(&seg, 0, heads, CAP), CAP);
+        cr_assert_eq(shm_arena_used_bytes(&seg),
+                     (uint64_t)CAP * SHM_CELL_BYTES);
+        for (uint32_t i = 0; i < CAP; i++)
+            shm_arena_free(&seg, 0, heads[i]);
+        cr_assert_eq(shm_arena_used_bytes(&seg), 0);
+    }
+}
+
+Test(shm_arena, reap_returns_a_dead_workers_cells)
+{
+    struct shm_seg seg;
+    uint32_t kept;
+
+    arena_setup(&seg, CAP);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        uint32_t h;
+        /* One linked chain survives; in-flight chains and cache go. */
+        if (shm_arena_alloc(&seg, 2, 5, &h) != 0)
+            _exit(1);
+        shm_arena_write(&seg, h, 0, "linked", 6);
+        shm_arena_link(&seg, h);
+        for (int i = 0; i < 50; i++)
+            if (shm_arena_alloc(&seg, 2, 3, &h) != 0)
+                _exit(1);
+        _exit(0);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    cr_assert_eq(shm_arena_used_bytes(&seg), 155 * SHM_CELL_BYTES);
+    shm_arena_reap(&seg, 2);
+    cr_assert_eq(shm_arena_used_bytes(&seg), 5 * SHM_CELL_BYTES);
+    cr_assert_eq(fill(&seg, 0, NULL, CAP), CAP - 5);
+    /* The linked chain was cell 1 onwards: untouched by the fill. */
+    kept = 1;
+    cr_assert_eq(chain_len(&seg, kept), 5);
+    cr_assert(shm_arena_equal(&seg, kept, "linked", 6));
+}
+
+Test(shm_arena, dead_arena_lock_holder_is_repaired)
+{
+    struct shm_seg seg;
+    struct shm_arena *a;
+    uint32_t h;
+
+    arena_setup(&seg, CAP);
+    a = shm_region(&seg, SHM_REGION_ARENA);
+    cr_assert_eq(shm_arena_alloc(&seg, 0, 10, &h), 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        shm_lock(&seg, &a->lock, NULL, NULL);
+        _exit(0);
+    }
+    cr_assert_eq(waitpid(pid, NULL, 0), pid);
+    shm_arena_free(&seg, 0, h);
+    cr_assert_eq(fill(&seg, 0, NULL, CAP), CAP);
+    uint64_t c[SHM_C_COUNT];
+    shm_counters_sum(&seg, c);
+    cr_assert_eq(c[SHM_C_LOCK_REPAIRS], 1);
+}
+
+/*
+ * The crash test.  A child (slot KILL_W) allocates, writes, links into a
+ * shared root table, unlinks and frees in a loop, with chains large enough
+ * to refill and spill through the arena lock; the parent SIGKILLs it at a
+ * random moment, repairs the root table as a partition repair would (its
+ * intent word says which chain was being linked or unlinked), reaps the
+ * slot, and checks: every linked chain intact, used == linked cells, and
+ * every other cell allocatable up to the cap.
+ */
+#define KILL_W  2
+#define PARENT  0
+#define NROOTS  64
+#define ROUNDS  150
+#define OP_LINK 1
+#define OP_FREE 2
+
+struct crash_ctl {
+    _Atomic uint64_t ops;
+    _Atomic uint32_t roots[NROOTS];
+    _Atomic uint32_t pending; /* chain being linked or unlinked */
+    _Atomic uint32_t pending_op;
+    _Atomic uint32_t pending_k;
+};
+
+static uint8_t
+pattern(uint32_t head, size_t i)
+{
+    return (uint8_t)(head * 13 + i);
+}
+
+static void
+write_pattern(struct shm_seg *seg, uint32_t h, uint32_t n)
+{
+    uint8_t buf[SHM_CELL_DATA];
+
+    for (uint32_t c = 0; c < n; c++) {
+        for (size_t i = 0; i < SHM_CELL_DATA; i++)
+            buf[i] = pattern(h, c * SHM_CELL_DATA + i);
+        shm_arena_write(seg, h, (size_t)c * SHM_CELL_DATA, buf, sizeof(buf));
+    }
+}
+
+static int
+pattern_ok(struct shm_seg *seg, uint32_t h, uint32_t n)
+{
+    uint8_t buf[SHM_CELL_DATA];
+
+    for (uint32_t c = 0; c < n; c++) {
+        shm_arena_read(seg, h, (size_t)c * SHM_CELL_DATA, buf, sizeof(buf));
+        for (size_t i = 0; i < SHM_CELL_DATA; i++)
+            if (buf[i] != pattern(h, c * SHM_CELL_DATA + i))
+                return 0;
+    }
+    return 1;
+}
+
+static uint32_t
+crash_size(unsigned r)
+{
+    switch (r % 8) {
+    case 0:
+        return 150 + r % 300; /* forces refills and spills */
+    case 1:
+        return 20 + r % 40;
+    default:
+        return 1 + r % 6;
+    }
+}
+
+static void
+crash_child(struct shm_seg *seg, struct crash_ctl *ctl, unsigned seed)
+{
+    srand(seed);
+    for (;;) {
+        unsigned r = (unsigned)rand();
+        uint32_t k = r % NROOTS, h = atomic_load(&ctl->roots[k]);
+        if (h == 0) {
+            uint32_t n = crash_size(r >> 8);
+            if (shm_arena_alloc(seg, KILL_W, n, &h) == 0) {
+                write_pattern(seg, h, n);
+                if (r & (1u << 30)) {
+                    shm_arena_free(seg, KILL_W, h);
+                } else {
+                    atomic_store(&ctl->pending_k, k);
+                    atomic_store(&ctl->pending_op, OP_LINK);
+                    atomic_store(&ctl->pending, h);
+                    shm_arena_link(seg, h);
+                    atomic_store(&ctl->roots[k], h);
+                    atomic_store(&ctl->pending, 0);
+                }
+            }
+        } else {
+            atomic_store(&ctl->pending_k, k);
+            atomic_store(&ctl->pending_op, OP_FREE);
+            atomic_store(&ctl->pending, h);
+            atomic_store(&ctl->roots[k], 0);
+            shm_arena_free(seg, KILL_W, h);
+            atomic_store(&ctl->pending, 0);
+        }
+        atomic_fetch_add(&ctl->ops, 1);
+    }
+}
+
+static uint32_t
+tag_of(struct shm_seg *seg, uint32_t ref)
+{
+    struct shm_arena *a = shm_region(seg, SHM_REGION_ARENA);
+    _Atomic uint32_t *tags =
+        (_Atomic uint32_t *)((unsigned char *)a + a->tags_off);
+
+    return atomic_load(&tags[ref]);
+}
+
+/* crash_repair - finish or undo the dead child's link/unlink, after reap:
+ * a chain still LINKED is one the arena did not take back. */
+static void
+crash_repair(struct shm_seg *seg, struct crash_ctl *ctl)
+{
+    uint32_t h = atomic_load(&ctl->pending);
+    uint32_t k = atomic_load(&ctl->pending_k);
+
+    if (h == 0 || tag_of(seg, h) != SHM_TAG(SHM_TAG_LINKED, 0))
+        return;
+    if (atomic_load(&ctl->pending_op) == OP_LINK)
+        atomic_store(&ctl->roots[k], h);
+    else if (atomic_load(&ctl->roots[k]) != h)
+        shm_arena_free(seg, PARENT, h);
+}
+
+static uint64_t
+crash_check(struct shm_seg *seg, struct crash_ctl *ctl, uint32_t *spare)
+{
+    uint64_t linked = 0;
+
+    for (int k = 0; k < NROOTS; k++) {
+        uint32_t h = atomic_load(&ctl->roots[k]);
+        if (h == 0)
+            continue;
+        uint32_t n = chain_len(seg, h);
+        cr_assert_eq(tag_of(seg, h), SHM_TAG(SHM_TAG_LINKED, 0));
+        cr_assert(pattern_ok(seg, h, n), "root %d damaged", k);
+        linked += n;
+    }
+    cr_assert_eq(shm_arena_used_bytes(seg), linked * SHM_CELL_BYTES);
+    uint32_t got = fill(seg, PARENT, spare, CAP);
+    cr_assert_eq(got, CAP - linked, "reusable %u, expected %lu", got,
+                 (unsigned long)(CAP - linked));
+    for (uint32_t i = 0; i < got; i++)
+        shm_arena_free(seg, PARENT, spare[i]);
+    cr_assert_eq(shm_arena_used_bytes(seg), linked * SHM_CELL_BYTES);
+    return linked;
+}
+
+Test(shm_arena, worker_killed_anywhere_is_reaped_exactly, .timeout = 300)
+{
+    struct shm_seg seg;
+    static uint32_t spare[CAP];
+    struct crash_ctl *ctl = mmap(NULL, sizeof(*ctl), PROT_READ | PROT_WRITE,
+                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+    cr_assert_neq(ctl, MAP_FAILED);
+    arena_setup(&seg, CAP);
+    srand(20261130);
+    for (int round = 0; round < ROUNDS; round++) {
+        unsigned seed = (unsigned)rand();
+        uint64_t target = atomic_load(&ctl->ops) + 1 + rand() % 2000;
+        pid_t pid = fork();
+        cr_assert_neq(pid, -1);
+        if (pid == 0)
+            crash_child(&seg, ctl, seed);
+        for (int i = 0; atomic_load(&ctl->ops) < target; i++) {
+            cr_assert_lt(i, 1000000, "child made no progress");
+            usleep(20);
+        }
+        cr_assert_eq(kill(pid, SIGKILL), 0);
+        int st;
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        cr_assert(WIFSIGNALED(st), "round %d: child exited %d", round,
+                  WEXITSTATUS(st));
+        shm_arena_reap(&seg, KILL_W);
+        crash_repair(&seg, ctl);
+        atomic_store(&ctl->pending, 0);
+        crash_check(&seg, ctl, spare);
+    }
+    for (int k = 0; k < NROOTS; k++) {
+        uint32_t h = atomic_load(&ctl->roots[k]);
+        if (h != 0)
+            shm_arena_free(&seg, PARENT, h);
+    }
+    cr_assert_eq(shm_arena_used_bytes(&seg), 0);
+    uint64_t c[SHM_C_COUNT];
+    shm_counters_sum(&seg, c);
+    cr_log_info("%d kills, %lu arena lock repairs", ROUNDS,
+                (unsigned long)c[SHM_C_LOCK_REPAIRS]);
+}
