@@ -160,6 +160,10 @@ shm_ring_gs_add_locked(struct shm_ring_ctx *c, uint32_t grp)
     s->name_hash = e->name_hash;
     s->grp = grp;
     s->cursor = ring_start(c, e);
+    if (s->cursor != 0)
+        s->last = shm_ring_msg(c->seg, s->cursor)->seq - 1;
+    else
+        s->last = e->from == SHM_FROM_ALL ? 0 : e->start_seq - 1;
     s->due = UINT64_MAX;
     s->next = c->p->groups;
     c->p->groups = ref; /* publishes */
@@ -378,6 +382,7 @@ shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
             break;
         ring_put(c, k, ref, 1);
         m->read = 1;
+        s->last = m->seq;
         s->cursor = m->next;
         taken++;
     }
@@ -535,6 +540,7 @@ ring_drop_head(struct shm_ring_ctx *c)
     for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
         struct shm_gs *s = shm_ring_gs(c->seg, g);
         if (s->cursor == h) {
+            s->last = seq;
             s->cursor = shm_ring_msg(c->seg, h)->next;
             s->skipped++;
         }
@@ -736,6 +742,7 @@ ring_repair_gs(struct shm_seg *seg, struct shm_part *p, struct shm_gs *s,
         if (l == p->intent)
             *intent_seen = 1;
         prev = L->seq;
+        shm_ring_msg(seg, L->msg)->read = 1;
         ready += L->state != SHM_LEASE_LEASED;
         if (L->state == SHM_LEASE_LEASED && L->deadline < s->due)
             s->due = L->deadline;
@@ -746,10 +753,13 @@ ring_repair_gs(struct shm_seg *seg, struct shm_part *p, struct shm_gs *s,
     s->nleases = (uint32_t)n;
     s->nready = ready;
     *leased += n;
-    if (s->cursor != 0 && !ring_has_msg(seg, p, s->cursor))
-        return -EUCLEAN;
-    /* A lease published before the cursor moved: move it now. */
-    while (s->cursor != 0 && shm_ring_msg(seg, s->cursor)->seq <= prev)
+    /* The cursor is the first message above what the group has had: above
+     * its last first delivery, and above a lease published before the
+     * cursor moved past it. */
+    if (prev > s->last)
+        s->last = prev;
+    s->cursor = p->head;
+    while (s->cursor != 0 && shm_ring_msg(seg, s->cursor)->seq <= s->last)
         s->cursor = shm_ring_msg(seg, s->cursor)->next;
     return 0;
 }

@@ -85,6 +85,8 @@ _Static_assert(sizeof(struct shm_grp) <= SHM_CELL_BYTES, "shm_grp layout");
  *    40     4  nleases
  *    44     4  nready     leases ready for redelivery
  *    48     8  due        lower bound of the earliest lease deadline
+ *    56     8  last       seq the cursor moved past last; the cursor is the
+ *                         first message above it (what repair re-derives)
  */
 struct shm_gs {
     uint32_t chain;
@@ -98,6 +100,7 @@ struct shm_gs {
     uint32_t nleases;
     uint32_t nready;
     uint64_t due;
+    uint64_t last;
 };
 _Static_assert(sizeof(struct shm_gs) <= SHM_CELL_BYTES, "shm_gs layout");
 

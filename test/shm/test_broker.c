@@ -673,7 +673,7 @@ Test(shm_broker, timing_of_push_100_and_pop_100)
     memset(pay, 'x', sizeof(pay));
     for (int i = 0; i < 100; i++)
         in[i] = (struct shm_msg_in){pay, sizeof(pay)};
-    for (int r = 0; r < rounds; r++) {
+    for (int r = -50; r < rounds; r++) { /* 50 rounds warm the pages up */
         uint64_t t0 = ns_now();
         cr_assert_eq(
             shm_push(&seg, 0, nm("bench"), nm("Default"), in, 100, T0, &s), 0);
@@ -681,8 +681,8 @@ Test(shm_broker, timing_of_push_100_and_pop_100)
         cr_assert_eq(
             popx(0, "bench", "Default", "", 100, 1, SHM_FROM_ALL, 0, T0), 100);
         uint64_t t2 = ns_now();
-        tpush += t1 - t0;
-        tpop += t2 - t1;
+        tpush += r >= 0 ? t1 - t0 : 0;
+        tpop += r >= 0 ? t2 - t1 : 0;
     }
     printf("shm_broker timing: push 100 x 256 B %llu ns, pop 100 (autoAck) "
            "%llu ns\n",

@@ -1,0 +1,229 @@
+/*
+ * test_repair.c - a worker SIGKILLed at any instruction: a forked child runs
+ * the real push/pop/ack paths in a loop while the parent kills it at random
+ * moments, then reaps its slot like the master does.  Afterwards every
+ * message whose push returned is still there or was handed out, the
+ * structures walk cleanly and the accounting returns to zero.
+ */
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "shm/arena.h"
+#include "shm/broker.h"
+#include "shm/segment.h"
+#include "shm/stats.h"
+
+#define LOG_MAX (1 << 20)
+
+/* What the child reports, in memory shared with the parent. */
+struct log {
+    _Atomic uint64_t pushed_n;
+    _Atomic uint64_t popped_n;
+    uint64_t pushed[LOG_MAX];
+    uint64_t popped[LOG_MAX];
+};
+
+static struct shm_seg seg;
+static struct log *lg;
+
+static struct shm_name
+nm(const char *s)
+{
+    return (struct shm_name){s, strlen(s)};
+}
+
+static void
+setup(void)
+{
+    struct shm_params p = {
+        .max_bytes = 8 << 20,
+        .workers = 4,
+        .implicit_idle_s = 300,
+        .incarnation = 1,
+        .defaults = {.max_length = 10000,
+                     .max_bytes = 16 << 20,
+                     .lease_s = 30,
+                     .retry_limit = 5},
+        .queue_max_bytes = 16 << 20,
+        .queue_max_length = 10000,
+    };
+    cr_assert_eq(shm_segment_create(&p, &seg), 0);
+    lg = mmap(NULL, sizeof(*lg), PROT_READ | PROT_WRITE,
+              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(lg, MAP_FAILED);
+}
+
+/* The child's loop as worker 1: pushes, pops (one partition or any), acks
+ * (mostly completed, sometimes failed), forever; reports what returned. */
+static void
+child(unsigned seed, uint64_t maxlen)
+{
+    static const char *parts[] = {"Default", "p1", "p2"};
+    unsigned char buf[1 << 14];
+    char pay[64];
+    struct shm_msg_in in[5];
+
+    srand(seed);
+    for (;;) {
+        const char *part = parts[rand() % 3];
+        uint32_t n = 1 + (uint32_t)(rand() % 5);
+        uint64_t first;
+        for (uint32_t i = 0; i < n; i++) {
+            int len = snprintf(pay, sizeof(pay), "{\"n\":%d}", rand());
+            in[i] = (struct shm_msg_in){pay, (uint32_t)len};
+        }
+        uint64_t held = atomic_load(&lg->pushed_n) - atomic_load(&lg->popped_n);
+        if (held < maxlen && shm_push(&seg, 1, nm("q"), nm(part), in, n,
+                                      shm_now_ms(), &first) == 0) {
+            uint64_t at = atomic_load(&lg->pushed_n);
+            for (uint32_t i = 0; i < n && at + i < LOG_MAX; i++)
+                lg->pushed[at + i] = first + i;
+            atomic_store(&lg->pushed_n, at + n);
+        }
+        struct shm_pop_req r = {
+            nm("q"), nm(rand() % 2 ? part : ""), nm("g"), 4, 0, SHM_FROM_ALL,
+            0};
+        struct shm_sink k = {.buf = buf, .cap = sizeof(buf)};
+        if (shm_pop(&seg, 1, &r, shm_now_ms(), &k) <= 0)
+            continue;
+        for (const struct shm_popped *p = shm_popped_next(&k, NULL); p;
+             p = shm_popped_next(&k, p)) {
+            struct shm_ack a = {.seq = p->seq,
+                                .attempts = p->attempts,
+                                .status = rand() % 8 ? SHM_ACK_COMPLETED
+                                                     : SHM_ACK_FAILED};
+            struct shm_name pn = {(const char *)(p + 1), p->part_len};
+            if (a.status == SHM_ACK_COMPLETED) {
+                uint64_t at = atomic_load(&lg->popped_n);
+                if (at < LOG_MAX)
+                    lg->popped[at] = p->seq;
+                atomic_store(&lg->popped_n, at + 1);
+            }
+            shm_ack(&seg, 1, nm("q"), pn, nm("g"), &a, 1, shm_now_ms());
+        }
+    }
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+static int
+has(const uint64_t *v, uint64_t n, uint64_t x)
+{
+    return bsearch(&x, v, n, sizeof(x), cmp_u64) != NULL;
+}
+
+/* Kill the child `rounds` times at random moments, reaping after each. */
+static void
+kill_rounds(unsigned seed, int rounds, uint64_t maxlen)
+{
+    srand(seed);
+    for (int i = 0; i < rounds; i++) {
+        unsigned cs = (unsigned)rand();
+        pid_t pid = fork();
+        cr_assert_neq(pid, -1);
+        if (pid == 0)
+            child(cs, maxlen);
+        struct timespec ts = {0, 200000 + (rand() % 3000) * 1000};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        int st;
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        shm_worker_reap(&seg, 1);
+    }
+}
+
+/* Drain every message (leases long expired) and check the survivors. */
+static void
+check_and_drain(void)
+{
+    static unsigned char buf[1 << 20];
+    uint64_t pn = atomic_load(&lg->pushed_n), an = atomic_load(&lg->popped_n);
+    uint64_t *got = malloc(sizeof(uint64_t) * LOG_MAX), ng = 0;
+    uint64_t later = shm_now_ms() + 3600 * 1000, c[SHM_C_COUNT];
+
+    cr_assert_not_null(got);
+    qsort(lg->popped, an, sizeof(uint64_t), cmp_u64);
+    for (;;) {
+        struct shm_pop_req r = {nm("q"), nm(""),       nm("g"), 10000,
+                                0,       SHM_FROM_ALL, 0};
+        struct shm_sink k = {.buf = buf, .cap = sizeof(buf)};
+        int n = shm_pop(&seg, 0, &r, later, &k);
+        cr_assert_geq(n, 0);
+        if (n == 0)
+            break;
+        for (const struct shm_popped *p = shm_popped_next(&k, NULL); p;
+             p = shm_popped_next(&k, p)) {
+            struct shm_ack a = {.seq = p->seq};
+            struct shm_name part = {(const char *)(p + 1), p->part_len};
+            got[ng++] = p->seq;
+            shm_ack(&seg, 0, nm("q"), part, nm("g"), &a, 1, later);
+            cr_assert_eq(a.outcome, SHM_OUT_ACKED);
+        }
+    }
+    qsort(got, ng, sizeof(uint64_t), cmp_u64);
+    for (uint64_t i = 1; i < ng; i++)
+        cr_assert_neq(got[i], got[i - 1], "seq %llu twice",
+                      (unsigned long long)got[i]);
+    for (uint64_t i = 0; i < pn; i++)
+        cr_assert(has(got, ng, lg->pushed[i]) ||
+                      has(lg->popped, an, lg->pushed[i]),
+                  "pushed seq %llu lost", (unsigned long long)lg->pushed[i]);
+    shm_counters_sum(&seg, c);
+    cr_assert_eq(c[SHM_C_WIPES], 0);
+    cr_log_info("pushed %llu, acked by the child %llu, drained %llu, lock "
+                "repairs %llu",
+                (unsigned long long)pn, (unsigned long long)an,
+                (unsigned long long)ng,
+                (unsigned long long)c[SHM_C_LOCK_REPAIRS]);
+    struct shm_queue_info qi;
+    cr_assert_eq(
+        shm_queue_depth(&seg, nm("q"), NULL, later, &qi, NULL, NULL, NULL), 0);
+    cr_assert_eq(qi.depth, 0);
+    cr_assert_eq(qi.leased, 0);
+    cr_assert_eq(shm_queue_delete(&seg, 0, nm("q"), later), 1);
+    cr_assert_eq(shm_arena_used_bytes(&seg), 0);
+    free(got);
+}
+
+TestSuite(shm_repair, .init = setup, .timeout = 120);
+
+Test(shm_repair, killed_worker_loses_no_pushed_message_and_leaks_nothing)
+{
+    struct shm_qopts o = {.max_length = 10000,
+                          .max_bytes = 4 << 20,
+                          .lease_s = 30,
+                          .retry_limit = 1000000};
+
+    cr_assert_eq(shm_queue_declare(&seg, 0, nm("q"), &o), 0);
+    kill_rounds(7, 40, 2000);
+    check_and_drain();
+}
+
+Test(shm_repair, killed_worker_on_a_busy_queue_with_many_rounds)
+{
+    struct shm_qopts o = {.max_length = 10000,
+                          .max_bytes = 4 << 20,
+                          .lease_s = 30,
+                          .retry_limit = 1000000};
+
+    cr_assert_eq(shm_queue_declare(&seg, 0, nm("q"), &o), 0);
+    kill_rounds(1234, 80, 200);
+    check_and_drain();
+}
