@@ -210,9 +210,13 @@ queue_repair(struct shm_seg *seg, void *arg)
         n++;
     }
     if (q->intent != 0 && !registry_has(seg, q, q->intent) &&
-        shm_ring_tag_linked(seg, q->intent))
-        registry_free(seg, r->w, q->intent);
-    q->intent = 0;
+        shm_ring_tag_linked(seg, q->intent)) {
+        if (r->w >= 0) {
+            registry_free(seg, r->w, q->intent);
+            q->intent = 0;
+        }
+    } else
+        q->intent = 0;
     atomic_store(&q->ngroups, n);
 }
 
@@ -226,6 +230,11 @@ queue_lock(struct shm_seg *seg, int w, struct shm_ref qr)
 
     if (rc != 0)
         return rc;
+    /* A repair by a locker without a slot left an entry to free. */
+    if (w >= 0 && q->intent != 0) {
+        registry_free(seg, w, q->intent);
+        q->intent = 0;
+    }
     if (!queue_same(seg, qr)) {
         shm_unlock(&q->lock);
         return -ESTALE;
@@ -803,7 +812,10 @@ queue_free_locked(struct shm_seg *seg, int w, struct shm_ref qr, uint64_t now,
         uint32_t n = queue_parts(seg, qr, stack, &parts), i;
         for (i = 0; i < n; i++) {
             struct shm_part *p = shm_dir_part(seg, parts[i].idx);
-            if (part_lock(seg, w, parts[i]) != 0)
+            int rc = part_lock(seg, w, parts[i]);
+            if (rc == -ESTALE) /* marked dead by a killed deleter */
+                shm_dir_free_part(seg, w, parts[i].idx);
+            if (rc != 0)
                 continue;
             /* partition lock: empty it and mark it dead. */
             if (idle_ms != 0 &&
@@ -1024,7 +1036,7 @@ group_names(struct shm_seg *seg, struct shm_ref qr, struct shm_group_info **out)
     uint32_t n = atomic_load(&q->ngroups) + 4, k = 0;
 
     *out = malloc(sizeof(**out) * n);
-    if (*out == NULL || queue_lock(seg, SHM_STATS_MASTER, qr) != 0)
+    if (*out == NULL || queue_lock(seg, -1, qr) != 0)
         return 0;
     for (uint32_t e = q->groups; e != 0 && k < n;
          e = shm_ring_grp(seg, e)->next, k++) {
@@ -1049,16 +1061,15 @@ group_depth(struct shm_seg *seg, struct shm_ref qr, struct shm_ref *parts,
 
     gi->pending = gi->skipped = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (part_depth(seg, SHM_STATS_MASTER, qr, parts[i], &g, h, now, &pi,
-                       &skipped) != 0)
+        if (part_depth(seg, -1, qr, parts[i], &g, h, now, &pi, &skipped) != 0)
             continue;
         gi->pending += pi.pending;
         gi->skipped += skipped;
     }
 }
 
-/* shm_queue_depth - see broker.h.  Read-only: locks as the master slot,
- * which allocates nothing here. */
+/* shm_queue_depth - see broker.h.  Read-only, and called without a worker
+ * slot: it locks as w = -1 (a repair it runs frees nothing itself). */
 int
 shm_queue_depth(struct shm_seg *seg, struct shm_name queue,
                 const struct shm_name *group, uint64_t now,
@@ -1071,7 +1082,7 @@ shm_queue_depth(struct shm_seg *seg, struct shm_name queue,
     struct shm_part_info *pi = malloc(sizeof(*pi));
     struct shm_group_info *gi = NULL;
     uint64_t h = group ? group_hash(*group) : 0, skipped;
-    int rc = shm_dir_find_queue(seg, SHM_STATS_MASTER, queue, 0, now, &qr);
+    int rc = shm_dir_find_queue(seg, -1, queue, 0, now, &qr);
 
     if (rc != 0 || pi == NULL) {
         free(pi);
@@ -1080,8 +1091,8 @@ shm_queue_depth(struct shm_seg *seg, struct shm_name queue,
     queue_info(seg, qr, q);
     uint32_t n = queue_parts(seg, qr, stack, &parts);
     for (uint32_t i = 0; i < n; i++)
-        if (part_depth(seg, SHM_STATS_MASTER, qr, parts[i], group, h, now, pi,
-                       &skipped) == 0 &&
+        if (part_depth(seg, -1, qr, parts[i], group, h, now, pi, &skipped) ==
+                0 &&
             part_fn != NULL)
             part_fn(arg, pi);
     if (group != NULL) {
@@ -1153,11 +1164,11 @@ shm_pop_handle(struct shm_seg *seg, struct shm_name queue, struct shm_name part)
 {
     struct shm_ref qr, pr;
 
-    if (shm_dir_find_queue(seg, SHM_STATS_MASTER, queue, 0, 0, &qr) != 0)
+    if (shm_dir_find_queue(seg, -1, queue, 0, 0, &qr) != 0)
         return 0;
     if (part.len == 0)
         return handle_of(0, qr.idx, qr.gen);
-    if (shm_dir_find_part(seg, SHM_STATS_MASTER, qr, part, 0, 0, &pr) != 0)
+    if (shm_dir_find_part(seg, -1, qr, part, 0, 0, &pr) != 0)
         return 0;
     return handle_of(1, pr.idx, pr.gen);
 }

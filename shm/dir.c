@@ -483,15 +483,17 @@ shm_dir_free_part(struct shm_seg *seg, int w, uint32_t idx)
     /* dir lock: unindex, unlist, free-list push; the name is a leaf free. */
     if (shm_dir_lock(seg) != 0)
         return;
-    dir_index_remove(seg, d, idx | SHM_DIR_PART_BIT, p->name_hash);
     struct shm_queue *q = shm_dir_queue(seg, p->queue);
     uint32_t *link = &q->parts;
     while (*link != 0 && *link != idx + 1)
         link = &shm_dir_part(seg, *link - 1)->next_part;
-    if (*link == idx + 1) {
-        *link = p->next_part;
-        q->nparts--;
+    if (atomic_load(&p->alive) || *link != idx + 1) {
+        shm_dir_unlock(seg); /* alive, or freed already */
+        return;
     }
+    *link = p->next_part;
+    q->nparts--;
+    dir_index_remove(seg, d, idx | SHM_DIR_PART_BIT, p->name_hash);
     uint32_t nref = p->name_ref;
     p->name_ref = 0;
     p->next_free = d->p_free;

@@ -55,8 +55,15 @@ int
 shm_ring_lock(struct shm_seg *seg, int w, struct shm_part *p)
 {
     struct shm_ring_repairer rp = {.p = p, .w = w};
+    int rc = shm_lock(seg, &p->lock, shm_ring_repair, &rp);
 
-    return shm_lock(seg, &p->lock, shm_ring_repair, &rp);
+    /* Outside an operation the intent is 0 unless a repair by a locker
+     * without a slot left an unlinked chain to free. */
+    if (rc == 0 && w >= 0 && p->intent != 0) {
+        shm_arena_free(seg, w, p->intent);
+        p->intent = 0;
+    }
+    return rc;
 }
 
 /* shm_ring_unlock - see ring.h. */
@@ -313,11 +320,13 @@ ring_take_again(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t batch,
         uint32_t att = L->attempts + (L->state == SHM_LEASE_READY_INC);
         ring_put(c, k, L->msg, att);
         taken++;
+        shm_ring_msg(c->seg, L->msg)->read = 1;
         if (auto_ack) {
             ring_lease_remove(c, s, prev, l);
         } else {
             L->attempts = att;
             L->deadline = c->now + lease_ms;
+            due = L->deadline < due ? L->deadline : due;
             L->state = SHM_LEASE_LEASED;
             s->nready--;
             ring_due(c->p, s, L->deadline);
@@ -509,14 +518,15 @@ ring_free_head(struct shm_ring_ctx *c)
 
 /* shm_ring_advance_locked - see ring.h.  Nothing is freed while a group the
  * queue knows has no state here yet (it may still want everything), nor a
- * message no group has read (a group may still come for it). */
+ * message no group has read (a group may still come for it); a read message
+ * all of whose groups were forgotten goes. */
 void
 shm_ring_advance_locked(struct shm_ring_ctx *c)
 {
     struct shm_part *p = c->p;
     uint64_t min = UINT64_MAX;
 
-    if (p->ngs == 0 || p->ngs < LOAD(c->q->ngroups))
+    if (p->ngs < LOAD(c->q->ngroups))
         return;
     for (uint32_t g = p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
         struct shm_gs *s = shm_ring_gs(c->seg, g);
@@ -783,7 +793,8 @@ ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
 
     for (uint32_t r = p->head; r != 0 && n++ < max;) {
         uint32_t next = shm_ring_msg(seg, r)->next;
-        shm_arena_free(seg, w, r);
+        if (w >= 0)
+            shm_arena_free(seg, w, r);
         r = next;
     }
     p->head = p->tail = 0;
@@ -792,7 +803,8 @@ ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
         n = 0;
         for (uint32_t l = s->lhead; l != 0 && n++ < max;) {
             uint32_t next = shm_ring_lease(seg, l)->next;
-            shm_arena_free(seg, w, l);
+            if (w >= 0)
+                shm_arena_free(seg, w, l);
             l = next;
         }
         s->lhead = s->ltail = s->nleases = s->nready = 0;
@@ -804,7 +816,7 @@ ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
     STORE(p->cost, 0);
     STORE(p->leased, 0);
     STORE(p->due, UINT64_MAX);
-    shm_count(seg, w, SHM_C_WIPES, 1);
+    shm_count(seg, w >= 0 ? w : SHM_STATS_MASTER, SHM_C_WIPES, 1);
 }
 
 /* shm_ring_repair - see ring.h. */
@@ -837,9 +849,15 @@ shm_ring_repair(struct shm_seg *seg, void *arg)
         ring_wipe(seg, rp->w, p);
         return;
     }
-    if (p->intent != 0 && !intent_seen && shm_ring_tag_linked(seg, p->intent))
-        shm_arena_free(seg, rp->w, p->intent);
-    p->intent = 0;
+    /* An unlinked chain its holder did not start to free: ours to free,
+     * or, for a locker without a slot, the next one's (shm_ring_lock). */
+    if (p->intent != 0 && !intent_seen && shm_ring_tag_linked(seg, p->intent)) {
+        if (rp->w >= 0) {
+            shm_arena_free(seg, rp->w, p->intent);
+            p->intent = 0;
+        }
+    } else
+        p->intent = 0;
     p->ngs = ngs;
     STORE(p->leased, leased);
     STORE(p->due, pdue);

@@ -145,7 +145,8 @@ struct shm_ring_ctx {
 };
 
 /* shm_ring_lock - take p's lock as worker w, repairing after a dead holder
- * (what the repair frees goes to w's cache). */
+ * (what the repair frees goes to w's cache; w < 0: a reader without a slot,
+ * whose repair leaves an unlinked chain to the next locker with one). */
 int shm_ring_lock(struct shm_seg *seg, int w, struct shm_part *p);
 void shm_ring_unlock(struct shm_part *p);
 
