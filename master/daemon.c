@@ -188,6 +188,33 @@ daemon_pidfile_write(const char *path, const char *tmp)
     return rc;
 }
 
+/*
+ * daemon_pid_alive - pid exists and is not a zombie (an orphan whose reaper
+ * never waits, as in some containers, must not block a new start forever).
+ */
+static int
+daemon_pid_alive(pid_t pid)
+{
+    char path[64], buf[256];
+    const char *state;
+    ssize_t n;
+    int fd;
+
+    if (kill(pid, 0) == -1 && errno != EPERM)
+        return 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+        return 1;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 1;
+    buf[n] = '\0';
+    /* "pid (comm) S ...": comm may hold spaces and parentheses. */
+    state = strrchr(buf, ')');
+    return state == NULL || state[1] == '\0' || state[2] != 'Z';
+}
+
 int
 daemon_pidfile_claim(const char *path)
 {
@@ -196,8 +223,7 @@ daemon_pidfile_claim(const char *path)
     pid_t other = daemon_pidfile_read(path);
     int rc;
 
-    if (other > 0 && other != getpid() &&
-        (kill(other, 0) == 0 || errno == EPERM)) {
+    if (other > 0 && other != getpid() && daemon_pid_alive(other)) {
         log_error(0, "pidfile %s names running process %d: not starting", path,
                   (int)other);
         return -EEXIST;

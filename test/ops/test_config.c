@@ -669,3 +669,85 @@ Test(config, reload_keeps_d_paths_absolute_after_chdir)
                  report);
     cr_assert_str_eq(report, "no setting changed");
 }
+
+/* Every key SPEC §6 names; the shipped files must document each one. */
+static const char *const cfg_spec_keys[] = {"node_id",
+                                            "listen",
+                                            "cluster_listen",
+                                            "advertise",
+                                            "cluster_advertise",
+                                            "peers",
+                                            "data_dir",
+                                            "workers",
+                                            "max_bytes",
+                                            "queue_max_length",
+                                            "queue_max_bytes",
+                                            "lease_s",
+                                            "retry_limit",
+                                            "implicit_idle_s",
+                                            "member_ttl_ms",
+                                            "leave_exclude_s",
+                                            "max_wait_ms",
+                                            "max_body_bytes",
+                                            "max_connections",
+                                            "log_level",
+                                            "log",
+                                            "pidfile",
+                                            "cluster_secret_file"};
+#define CFG_NSPEC (sizeof(cfg_spec_keys) / sizeof(cfg_spec_keys[0]))
+
+/* cfg_slurp - a whole file from the repository root (make test's cwd). */
+static char *
+cfg_slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s: %s (run from the repository root)", path,
+                       strerror(errno));
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+Test(config, every_spec_key_is_known)
+{
+    struct config c;
+
+    for (size_t i = 0; i < CFG_NSPEC; i++) {
+        cfg_set(&c, cfg_spec_keys[i], "x");
+        cr_assert_null(strstr(cfg_err, "unknown key"), "%s", cfg_err);
+    }
+}
+
+Test(config, shipped_mayfly_conf_is_valid_and_documents_every_key)
+{
+    struct config c;
+    int action;
+    char line[64];
+    char *argv[] = {"mayflyd", "-c", "ops/mayfly.conf", NULL};
+    const char *text = cfg_slurp("ops/mayfly.conf");
+
+    cr_assert_eq(cfg_load(&c, &action, argv), 0, "%s", cfg_err);
+    cr_assert_str_eq(c.data_dir, "/var/lib/mayfly");
+    cr_assert_str_eq(c.log, "/var/log/mayfly/mayflyd.log");
+    for (size_t i = 0; i < CFG_NSPEC; i++) {
+        snprintf(line, sizeof(line), "\n%s = ", cfg_spec_keys[i]);
+        int set = strstr(text, line) != NULL;
+        snprintf(line, sizeof(line), "\n#%s =", cfg_spec_keys[i]);
+        cr_assert(set || strstr(text, line) != NULL,
+                  "ops/mayfly.conf does not show '%s'", cfg_spec_keys[i]);
+    }
+}
+
+Test(config, man_page_documents_every_key)
+{
+    char want[64];
+    const char *text = cfg_slurp("ops/mayflyd.8");
+
+    for (size_t i = 0; i < CFG_NSPEC; i++) {
+        snprintf(want, sizeof(want), "\n.BI %s \"", cfg_spec_keys[i]);
+        cr_assert_not_null(strstr(text, want), "mayflyd.8 lacks %s",
+                           cfg_spec_keys[i]);
+    }
+}

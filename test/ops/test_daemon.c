@@ -173,6 +173,23 @@ Test(daemon, stale_or_garbled_pidfile_is_replaced)
     cr_assert_eq(dm_read_pid(dm_pidfile), getpid());
 }
 
+Test(daemon, pidfile_naming_a_zombie_is_stale)
+{
+    char text[32];
+    pid_t zombie = fork();
+
+    if (zombie == 0)
+        _exit(0);
+    cr_assert_neq(zombie, -1);
+    siginfo_t si;
+    cr_assert_eq(waitid(P_PID, (id_t)zombie, &si, WEXITED | WNOWAIT), 0);
+    snprintf(text, sizeof(text), "%d\n", (int)zombie);
+    dm_write(dm_pidfile, text);
+    cr_assert_eq(daemon_pidfile_claim(dm_pidfile), 0);
+    cr_assert_eq(dm_read_pid(dm_pidfile), getpid());
+    dm_exit_status(zombie);
+}
+
 Test(daemon, pidfile_in_a_missing_directory_fails)
 {
     char path[160];
