@@ -38,7 +38,8 @@
 #include "shm/status.h"
 
 #define TICK_MS  100
-#define DRAIN_MS 30000 /* workers still running then are killed */
+#define DRAIN_MS   30000 /* workers still running then are killed */
+#define HANDOFF_MS 3000  /* raft leadership transfer on a graceful stop */
 #define VERSION  "0.1.0"
 
 static void
@@ -150,8 +151,8 @@ start_node(struct master *m, int ep)
     snprintf(m->ws.node_id, sizeof(m->ws.node_id), "%s", m->cfg.node_id);
     snprintf(m->ws.cluster_addr, sizeof(m->ws.cluster_addr), "127.0.0.1:%d",
              master_listen_port(cfd));
-    log_info(0, "mayflyd %s node %s: client port %s:%d, cluster port %s:%d, "
-                "%d workers, incarnation %016llx",
+    log_info(0, "mayflyd %s node %s: clients on %s (port %d), cluster on %s "
+                "(port %d), %d workers, incarnation %016llx",
              VERSION, m->cfg.node_id, m->cfg.listen, master_listen_port(fd),
              m->cfg.cluster_listen, master_listen_port(cfd), m->nworkers,
              (unsigned long long)p.incarnation);
@@ -350,7 +351,7 @@ main(int argc, char **argv)
 {
     static struct master m;
     char err[512];
-    int action = 0, sfd, tfd, ep;
+    int action = 0, sfd = -1, tfd = -1, ep;
     enum log_level lvl;
 
     log_set_role("master");

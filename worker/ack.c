@@ -83,9 +83,11 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
         while (j < n && ents[j].part.len == ents[i].part.len &&
                memcmp(ents[j].part.ptr, ents[i].part.ptr, ents[i].part.len) ==
                    0) {
-            if (ents[j].stale)
+            if (ents[j].stale) {
                 acks[ents[j].index].outcome = SHM_OUT_STALE;
-            else if (run)
+                if (!extend)
+                    shm_count(w->seg, w->set.slot, SHM_C_ACK_STALE, 1);
+            } else if (run)
                 run[k++] = acks[ents[j].index];
             j++;
         }
@@ -123,26 +125,10 @@ outcome_name(uint32_t o)
     }
 }
 
-/* count - the ack_total series of one outcome. */
-static void
-count(struct worker *w, uint32_t o)
-{
-    static const enum shm_counter c[] = {
-        [SHM_OUT_ACKED] = SHM_C_ACK_ACKED,
-        [SHM_OUT_ACKED_DROPPED] = SHM_C_ACK_ACKED,
-        [SHM_OUT_REDELIVERED] = SHM_C_ACK_REDELIVERED,
-        [SHM_OUT_STALE] = SHM_C_ACK_STALE,
-        [SHM_OUT_UNKNOWN] = SHM_C_ACK_UNKNOWN,
-    };
-    if (o < sizeof(c) / sizeof(c[0]))
-        shm_count(w->seg, w->set.slot, c[o], 1);
-}
-
 /* reply_results - {"results": [{"id", "outcome", "dropped"?}]}. */
 static void
-reply_results(struct worker *w, struct http_request *req,
-              const struct http_str *ids, size_t stride,
-              const struct shm_ack *acks, uint32_t n, int extend)
+reply_results(struct http_request *req, const struct http_str *ids,
+              size_t stride, const struct shm_ack *acks, uint32_t n)
 {
     struct http_buf b = {0};
 
@@ -150,8 +136,6 @@ reply_results(struct worker *w, struct http_request *req,
     for (uint32_t i = 0; i < n; i++) {
         const struct http_str *id =
             (const struct http_str *)((const char *)ids + i * stride);
-        if (!extend)
-            count(w, acks[i].outcome);
         http_buf_append_str(&b, i ? ",{\"id\":" : "{\"id\":");
         http_buf_append_json_str(&b, id->ptr, id->len);
         http_buf_append_str(&b, ",\"outcome\":\"");
@@ -184,7 +168,7 @@ settle(struct worker *w, struct http_request *req, struct http_str q,
         resolve(w, req, field, ids, stride, n, ents, acks) == 0) {
         apply(w, (struct shm_name){q.ptr, q.len},
               (struct shm_name){g.ptr, g.len}, ents, acks, n, extend);
-        reply_results(w, req, ids, stride, acks, n, extend);
+        reply_results(req, ids, stride, acks, n);
     }
     free(ents);
 }

@@ -105,7 +105,6 @@ answer(struct pop_call *c)
     struct http_buf b = {0};
 
     c->leased = c->sink.count > 0 && !c->park.pop.auto_ack;
-    shm_count(c->w->seg, c->w->set.slot, SHM_C_POP, c->sink.count);
     format(c, &b);
     http_reply(c->req, 200, &b);
 }

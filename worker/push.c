@@ -13,7 +13,6 @@
 #include "http/parse.h"
 #include "http/reply.h"
 #include "http/request.h"
-#include "shm/stats.h"
 #include "worker/worker_int.h"
 
 static const char default_partition[] = "Default";
@@ -30,18 +29,6 @@ scratch(struct worker *w, uint32_t n)
     w->msgs = m;
     w->msgs_cap = n;
     return 0;
-}
-
-/* count_failure - the push_total result a refused push counts under. */
-static void
-count_failure(struct worker *w, int rc)
-{
-    enum shm_counter c = SHM_C_PUSH_UNAVAILABLE;
-    if (rc == -ENOSPC)
-        c = SHM_C_PUSH_REJECTED_FULL;
-    else if (rc == -EMSGSIZE)
-        c = SHM_C_PUSH_REJECTED_TOO_LARGE;
-    shm_count(w->seg, w->set.slot, c, 1);
 }
 
 /* reply_ids - 201 {"pushed": n, "ids": [...]}. */
@@ -95,11 +82,9 @@ worker_push(struct worker *w, struct http_request *req)
     rc = shm_push(w->seg, w->set.slot, queue, part, w->msgs, p.n, shm_now_ms(),
                   &first);
     if (rc != 0) {
-        count_failure(w, rc);
         http_reply_errno(req, rc, "push");
         goto out;
     }
-    shm_count(w->seg, w->set.slot, SHM_C_PUSH_ACCEPTED, p.n);
     reply_ids(w, req, part, p.n, first);
 out:
     http_push_free(&p);

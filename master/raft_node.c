@@ -1,0 +1,393 @@
+/*
+ * raft_node.c - drive the raft core from the master's loop and apply what
+ * commits to the declared queues.
+ *
+ * Members are the node's own cluster address and its peers', sorted, so
+ * every node numbers them alike.  Each committed declare/delete updates the
+ * declared set, which is then published whole into the catalog (workers
+ * look options up there when a queue is created) and pushed into the queues
+ * this node already holds, so a declaration takes effect on the next push
+ * or pop.  The status page gets role, term, leader and commit after every
+ * input that changed them.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "consensus/store.h"
+#include "master/cluster.h"
+#include "master/master.h"
+#include "master/raft_node.h"
+#include "shm/broker.h"
+#include "shm/catalog.h"
+#include "shm/log.h"
+#include "shm/stats.h"
+#include "shm/status.h"
+
+static int
+addr_cmp(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* members - self and peers by cluster address, sorted; sets self. */
+static int
+members(struct master *m)
+{
+    struct master_raft *r = &m->raft;
+    const char *self = m->cfg.cluster_advertise[0] ? m->cfg.cluster_advertise
+                                                   : m->cfg.cluster_listen;
+
+    r->n = 0;
+    snprintf(r->addr[r->n++], sizeof(r->addr[0]), "%s", self);
+    for (int i = 0; i < m->cfg.npeers && r->n < RAFT_MAX_NODES; i++) {
+        if (strcmp(m->cfg.peers[i], self) != 0)
+            snprintf(r->addr[r->n++], sizeof(r->addr[0]), "%s",
+                     m->cfg.peers[i]);
+    }
+    qsort(r->addr, (size_t)r->n, sizeof(r->addr[0]), addr_cmp);
+    for (int i = 0; i < r->n; i++) {
+        if (strcmp(r->addr[i], self) == 0)
+            r->self = i;
+        if (i > 0 && strcmp(r->addr[i - 1], r->addr[i]) == 0)
+            return -EINVAL;
+    }
+    snprintf(r->id[r->self], sizeof(r->id[0]), "%s", m->cfg.node_id);
+    return 0;
+}
+
+/* snapshot - the raft core's snapshot callback: the declared set. */
+static int
+snapshot(void *arg, void **data, size_t *len)
+{
+    struct master *m = arg;
+    return decl_snapshot(&m->raft.decl, data, len);
+}
+
+/* publish_catalog - the declared set into the catalog and the held queues. */
+static void
+publish_catalog(struct master *m, const struct decl_cmd *changed)
+{
+    struct decl_set *d = &m->raft.decl;
+    struct shm_catalog_entry *e = calloc(d->n ? d->n : 1, sizeof(*e));
+
+    if (e == NULL) {
+        log_error(ENOMEM, "cannot publish the catalog");
+        return;
+    }
+    for (size_t i = 0; i < d->n; i++)
+        e[i] = (struct shm_catalog_entry){d->q[i].name, d->q[i].len,
+                                          d->q[i].opts};
+    int rc = shm_catalog_publish(m->seg.catalog, e, (uint32_t)d->n);
+    if (rc != 0)
+        log_error(-rc, "cannot publish the catalog (%zu queues)", d->n);
+    free(e);
+    if (changed == NULL)
+        return;
+    struct shm_name q = {changed->name, changed->len};
+    if (changed->op == DECL_DECLARE)
+        shm_queue_declare(&m->seg, SHM_STATS_MASTER, q, &changed->opts);
+    else
+        shm_queue_delete(&m->seg, SHM_STATS_MASTER, q, shm_now_ms());
+}
+
+/* resolve - proposals at index end: committed if term matches, else lost. */
+static void
+resolve(struct master_raft *r, uint64_t index, uint64_t term)
+{
+    struct master_proposal **pp = &r->pending;
+
+    while (*pp != NULL) {
+        struct master_proposal *p = *pp;
+        if (p->index == index) {
+            *pp = p->next;
+            p->done(p->arg, p->term == term ? 0 : -ECANCELED);
+            free(p);
+        } else {
+            pp = &p->next;
+        }
+    }
+}
+
+/* apply - one committed entry. */
+static void
+apply(struct master *m, const struct raft_entry *e)
+{
+    struct decl_cmd c;
+    int changed = 0;
+
+    if (e->type == RAFT_ENTRY_DATA) {
+        if (decl_decode(e->data, e->len, &c) != 0)
+            log_error(0, "raft entry %llu is not a command; skipped",
+                      (unsigned long long)e->index);
+        else if (decl_apply(&m->raft.decl, &c, &changed) != 0)
+            log_error(ENOMEM, "cannot apply raft entry %llu",
+                      (unsigned long long)e->index);
+        else if (changed)
+            publish_catalog(m, &c);
+    }
+    resolve(&m->raft, e->index, e->term);
+}
+
+/* restore - a snapshot replaces the declared set. */
+static void
+restore(struct master *m, const struct raft_ready *rd)
+{
+    if (decl_restore(&m->raft.decl, rd->snapshot, rd->snapshot_len) != 0) {
+        log_error(0, "raft snapshot at %llu is malformed; ignored",
+                  (unsigned long long)rd->snapshot_index);
+        return;
+    }
+    publish_catalog(m, NULL);
+    for (size_t i = 0; i < m->raft.decl.n; i++) {
+        const struct decl_queue *q = &m->raft.decl.q[i];
+        shm_queue_declare(&m->seg, SHM_STATS_MASTER,
+                          (struct shm_name){q->name, q->len}, &q->opts);
+    }
+}
+
+/* process - everything the core has for us after an input. */
+static void
+process(struct master *m)
+{
+    struct raft_ready rd;
+
+    if (raft_ready_take(m->raft.core, &rd) != 0)
+        return;
+    if (rd.has_snapshot)
+        restore(m, &rd);
+    for (size_t i = 0; i < rd.n_entries; i++)
+        apply(m, &rd.entries[i]);
+    for (size_t i = 0; i < rd.n_msgs; i++)
+        master_cluster_send_raft(m, &rd.msgs[i]);
+    if (rd.status_changed) {
+        struct raft_status old = m->raft.st;
+        m->raft.st = rd.status;
+        if (old.role != rd.status.role || old.term != rd.status.term ||
+            old.leader != rd.status.leader)
+            log_info(0, "raft: %s in term %llu, leader %s",
+                     rd.status.role == RAFT_LEADER ? "leader" : "follower",
+                     (unsigned long long)rd.status.term,
+                     rd.status.leader >= 0 ? m->raft.addr[rd.status.leader]
+                                           : "unknown");
+        master_status_publish(m);
+    }
+    raft_ready_release(&rd);
+}
+
+int
+master_raft_open(struct master *m, uint64_t now)
+{
+    struct master_raft *r = &m->raft;
+    char dir[CONFIG_PATH_MAX + 8];
+    int rc;
+
+    if ((rc = members(m)) != 0) {
+        log_error(0, "peers: a cluster address is listed twice");
+        return rc;
+    }
+    snprintf(dir, sizeof(dir), "%s/raft", m->cfg.data_dir);
+    if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
+        rc = -errno;
+        log_error(-rc, "mkdir(%s) failed", dir);
+        return rc;
+    }
+    if ((rc = raft_store_open(dir, 0, &r->store)) != 0) {
+        log_error(-rc, "cannot open the raft log in %s", dir);
+        return rc;
+    }
+    struct raft_config cfg = {
+        .self = r->self,
+        .n = r->n,
+        .election_ms = 1000,
+        .heartbeat_ms = 100,
+        .snapshot = snapshot,
+        .arg = m,
+    };
+    if (getrandom(&cfg.seed, sizeof(cfg.seed), 0) != sizeof(cfg.seed))
+        cfg.seed = now ^ (uint64_t)r->self << 32;
+    if ((rc = raft_create(&cfg, r->store, now, &r->core)) != 0) {
+        log_error(-rc, "cannot start raft over %s", dir);
+        raft_store_close(r->store);
+        r->store = NULL;
+        return rc;
+    }
+    raft_status(r->core, &r->st);
+    /* A single voter elects itself at its first timeout; replay now. */
+    process(m);
+    return 0;
+}
+
+void
+master_raft_close(struct master *m)
+{
+    struct master_raft *r = &m->raft;
+
+    while (r->pending != NULL) {
+        struct master_proposal *p = r->pending;
+        r->pending = p->next;
+        p->done(p->arg, -ESHUTDOWN);
+        free(p);
+    }
+    raft_free(r->core);
+    r->core = NULL;
+    if (r->store)
+        raft_store_close(r->store);
+    r->store = NULL;
+    decl_free(&r->decl);
+}
+
+void
+master_raft_tick(struct master *m, uint64_t now)
+{
+    struct master_proposal **pp = &m->raft.pending;
+
+    if (m->raft.core == NULL)
+        return;
+    if (raft_tick(m->raft.core, now) != 0)
+        log_fatal(0, "the raft log store failed; stopping");
+    process(m);
+    while (*pp != NULL) {
+        struct master_proposal *p = *pp;
+        if (now >= p->deadline) {
+            *pp = p->next;
+            p->done(p->arg, -ETIMEDOUT);
+            free(p);
+        } else {
+            pp = &p->next;
+        }
+    }
+}
+
+uint64_t
+master_raft_deadline(const struct master *m)
+{
+    return m->raft.core ? raft_deadline(m->raft.core) : UINT64_MAX;
+}
+
+int
+master_raft_receive(struct master *m, const void *buf, size_t len,
+                    const char *node_id)
+{
+    struct raft_msg msg;
+    int rc = raft_msg_decode(buf, len, &msg);
+
+    if (rc != 0)
+        return -EBADMSG;
+    if (msg.to == m->raft.self && msg.from >= 0 && msg.from < m->raft.n &&
+        msg.from != m->raft.self) {
+        if (node_id != NULL)
+            snprintf(m->raft.id[msg.from], sizeof(m->raft.id[0]), "%s",
+                     node_id);
+        m->raft.heard[msg.from] = shm_now_ms();
+        rc = raft_step(m->raft.core, &msg);
+    } else {
+        rc = -EINVAL;
+    }
+    raft_msg_free(&msg);
+    if (rc == 0)
+        process(m);
+    return rc;
+}
+
+int
+master_raft_propose(struct master *m, const struct decl_cmd *cmd,
+                    uint64_t timeout_ms, master_raft_done_fn *done, void *arg)
+{
+    struct master_proposal *p = calloc(1, sizeof(*p));
+    void *buf;
+    size_t len;
+    int rc;
+
+    if (p == NULL)
+        return -ENOMEM;
+    if ((rc = decl_encode(cmd, &buf, &len)) != 0) {
+        free(p);
+        return rc;
+    }
+    rc = raft_propose(m->raft.core, buf, len, &p->index);
+    free(buf);
+    if (rc != 0) {
+        free(p);
+        return rc;
+    }
+    p->term = m->raft.st.term;
+    raft_status(m->raft.core, &m->raft.st);
+    p->term = m->raft.st.term;
+    p->deadline = shm_now_ms() + timeout_ms;
+    p->done = done;
+    p->arg = arg;
+    p->next = m->raft.pending;
+    m->raft.pending = p;
+    process(m);
+    return 0;
+}
+
+const char *
+master_raft_leader_addr(const struct master *m)
+{
+    int l = m->raft.st.leader;
+    return l >= 0 && l < m->raft.n ? m->raft.addr[l] : NULL;
+}
+
+uint64_t
+master_raft_applied(const struct master *m)
+{
+    struct raft_status st;
+
+    if (m->raft.core == NULL)
+        return 0;
+    raft_status(m->raft.core, &st);
+    return st.applied;
+}
+
+int
+master_raft_is_leader(const struct master *m)
+{
+    return m->raft.core != NULL && m->raft.st.role == RAFT_LEADER;
+}
+
+int
+master_raft_hand_off(struct master *m)
+{
+    if (!master_raft_is_leader(m) || m->raft.n < 2)
+        return 0;
+    if (raft_transfer_leadership(m->raft.core, RAFT_TRANSFER_AUTO) != 0)
+        return 0;
+    process(m);
+    return 1;
+}
+
+void
+master_status_publish(struct master *m)
+{
+    struct master_raft *r = &m->raft;
+    struct shm_status_view v = {0};
+    uint64_t now = shm_now_ms();
+
+    v.ready = m->state == MASTER_RUNNING && m->ready;
+    v.role = r->st.role == RAFT_LEADER      ? SHM_ROLE_LEADER
+             : r->st.role == RAFT_FOLLOWER ? SHM_ROLE_FOLLOWER
+                                           : SHM_ROLE_CANDIDATE;
+    v.term = r->st.term;
+    v.commit = r->st.commit;
+    if (r->st.leader >= 0 && r->st.leader < r->n)
+        snprintf(v.leader, sizeof(v.leader), "%s",
+                 r->id[r->st.leader][0] ? r->id[r->st.leader]
+                                        : r->addr[r->st.leader]);
+    for (int i = 0; i < r->n && i < SHM_STATUS_MEMBERS; i++) {
+        struct shm_member *mb = &v.members[v.nmembers++];
+        snprintf(mb->id, sizeof(mb->id), "%s", r->id[i][0] ? r->id[i]
+                                                            : r->addr[i]);
+        mb->self = i == r->self;
+        mb->state = mb->self || (r->heard[i] &&
+                                 now - r->heard[i] < m->cfg.member_ttl_ms)
+                        ? SHM_MEMBER_LIVE
+                        : SHM_MEMBER_DEAD;
+    }
+    shm_status_publish(m->seg.status, &v);
+}
