@@ -13,21 +13,25 @@ struct route_row {
     const char *method;
     const char *pattern;
     enum http_route route;
+    int cluster; /* served on the cluster port, not the client port */
 };
 
 static const struct route_row route_table[] = {
-    {"POST", "/api/v1/ephemeral/push", HTTP_ROUTE_PUSH},
-    {"GET", "/api/v1/ephemeral/pop", HTTP_ROUTE_POP},
-    {"POST", "/api/v1/ephemeral/ack", HTTP_ROUTE_ACK},
-    {"POST", "/api/v1/ephemeral/extend", HTTP_ROUTE_EXTEND},
-    {"POST", "/api/v1/ephemeral/configure", HTTP_ROUTE_CONFIGURE},
-    {"POST", "/api/v1/ephemeral/reset", HTTP_ROUTE_RESET},
-    {"DELETE", "/api/v1/ephemeral/queue/{}", HTTP_ROUTE_DELETE_QUEUE},
-    {"DELETE", "/api/v1/ephemeral/queues/{}", HTTP_ROUTE_DELETE_QUEUE},
-    {"GET", "/api/v1/ephemeral/queues", HTTP_ROUTE_LIST_QUEUES},
-    {"GET", "/api/v1/ephemeral/queues/{}/depth", HTTP_ROUTE_DEPTH},
-    {"GET", "/health", HTTP_ROUTE_HEALTH},
-    {"GET", "/metrics", HTTP_ROUTE_METRICS},
+    {"POST", "/api/v1/ephemeral/push", HTTP_ROUTE_PUSH, 0},
+    {"GET", "/api/v1/ephemeral/pop", HTTP_ROUTE_POP, 0},
+    {"POST", "/api/v1/ephemeral/ack", HTTP_ROUTE_ACK, 0},
+    {"POST", "/api/v1/ephemeral/extend", HTTP_ROUTE_EXTEND, 0},
+    {"POST", "/api/v1/ephemeral/configure", HTTP_ROUTE_CONFIGURE, 0},
+    {"POST", "/api/v1/ephemeral/reset", HTTP_ROUTE_RESET, 0},
+    {"DELETE", "/api/v1/ephemeral/queue/{}", HTTP_ROUTE_DELETE_QUEUE, 0},
+    {"DELETE", "/api/v1/ephemeral/queues/{}", HTTP_ROUTE_DELETE_QUEUE, 0},
+    {"GET", "/api/v1/ephemeral/queues", HTTP_ROUTE_LIST_QUEUES, 0},
+    {"GET", "/api/v1/ephemeral/queues/{}/depth", HTTP_ROUTE_DEPTH, 0},
+    {"GET", "/health", HTTP_ROUTE_HEALTH, 0},
+    {"GET", "/metrics", HTTP_ROUTE_METRICS, 0},
+    {"POST", "/cluster/v1/raft", HTTP_ROUTE_CLUSTER_RAFT, 1},
+    {"POST", "/cluster/v1/configure", HTTP_ROUTE_CLUSTER_CONFIGURE, 1},
+    {"POST", "/cluster/v1/delete", HTTP_ROUTE_CLUSTER_DELETE, 1},
 };
 
 static const char *const route_names[HTTP_ROUTE_COUNT] = {
@@ -43,6 +47,9 @@ static const char *const route_names[HTTP_ROUTE_COUNT] = {
     [HTTP_ROUTE_DEPTH] = "depth",
     [HTTP_ROUTE_HEALTH] = "health",
     [HTTP_ROUTE_METRICS] = "metrics",
+    [HTTP_ROUTE_CLUSTER_RAFT] = "cluster_raft",
+    [HTTP_ROUTE_CLUSTER_CONFIGURE] = "cluster_configure",
+    [HTTP_ROUTE_CLUSTER_DELETE] = "cluster_delete",
 };
 
 /*
@@ -79,7 +86,7 @@ pattern_match(const char *pattern, const char *path, size_t n,
 /* http_route_match - first row whose pattern fits; its method decides. */
 void
 http_route_match(const char *method, const char *path, size_t path_len,
-                 struct http_route_match *m)
+                 int cluster, struct http_route_match *m)
 {
     size_t i;
 
@@ -87,8 +94,8 @@ http_route_match(const char *method, const char *path, size_t path_len,
     for (i = 0; i < sizeof(route_table) / sizeof(route_table[0]); i++) {
         const struct route_row *r = &route_table[i];
 
-        if (!pattern_match(r->pattern, path, path_len, &m->param,
-                           &m->param_len))
+        if (r->cluster != cluster || !pattern_match(r->pattern, path, path_len,
+                                                    &m->param, &m->param_len))
             continue;
         m->route = r->route;
         m->allow = r->method;

@@ -23,6 +23,10 @@ enum http_route {
     HTTP_ROUTE_DEPTH,        /* GET    /api/v1/ephemeral/queues/{q}/depth */
     HTTP_ROUTE_HEALTH,       /* GET    /health */
     HTTP_ROUTE_METRICS,      /* GET    /metrics */
+    /* the cluster port (masters only) */
+    HTTP_ROUTE_CLUSTER_RAFT,      /* POST /cluster/v1/raft */
+    HTTP_ROUTE_CLUSTER_CONFIGURE, /* POST /cluster/v1/configure */
+    HTTP_ROUTE_CLUSTER_DELETE,    /* POST /cluster/v1/delete */
     HTTP_ROUTE_COUNT
 };
 
@@ -37,12 +41,13 @@ struct http_route_match {
 
 /*
  * http_route_match - match method ("GET", ...) and the raw path (no query
- * string, not percent-decoded, path_len bytes) against the table.  A path
+ * string, not percent-decoded, path_len bytes) against the client port's
+ * table, or the cluster port's when cluster is set.  A path
  * parameter must be one non-empty segment (an encoded '/' is %2F).  HEAD is
  * not served.  Cannot fail: unknown paths give route HTTP_ROUTE_NONE.
  */
 void http_route_match(const char *method, const char *path, size_t path_len,
-                      struct http_route_match *m);
+                      int cluster, struct http_route_match *m);
 
 /* http_route_name - "push", "pop", ... for logs and metrics; static. */
 const char *http_route_name(enum http_route route);

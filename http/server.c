@@ -185,7 +185,8 @@ route_request(struct http_request *req)
     long n;
     int rc;
 
-    http_route_match(req->method, req->uri, plen, &m);
+    http_route_match(req->method, req->uri, plen, req->server->opts.cluster,
+                     &m);
     if (m.route == HTTP_ROUTE_NONE) {
         http_reply_error(req, 404, "not_found", "no such route");
         goto discard;

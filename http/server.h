@@ -29,6 +29,7 @@ struct http_server_opts {
     unsigned max_connections;      /* MHD_OPTION_CONNECTION_LIMIT */
     size_t max_body_bytes;         /* larger bodies: 413 payload_too_large */
     unsigned connection_timeout_s; /* idle connections close; 0 = never */
+    int cluster;                   /* serve the cluster port's routes */
 };
 
 /* The handler: called once per routed request with its whole body. */
