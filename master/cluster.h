@@ -9,13 +9,13 @@
 #ifndef MAYFLY_MASTER_CLUSTER_H
 #define MAYFLY_MASTER_CLUSTER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#include <stddef.h>
+#include "http/client.h"
 
 struct master;
 struct raft_msg;
-struct http_client_resp;
 
 /* Epoll tags of the master's loop (the client owns CLUSTER_TAG_CLIENT|fd). */
 #define MASTER_TAG_SIGNAL  1u
@@ -27,7 +27,6 @@ struct http_client_resp;
 #define CLUSTER_SECRET_HEADER "X-Mayfly-Secret"
 #define CLUSTER_NODE_HEADER   "X-Mayfly-Node"
 #define CLUSTER_FWD_HEADER    "X-Mayfly-Forwarded"
-#define CLUSTER_INDEX_HEADER  "X-Mayfly-Index"
 
 #define CLUSTER_PATH_RAFT      "/cluster/v1/raft"
 #define CLUSTER_PATH_CONFIGURE "/cluster/v1/configure"
@@ -63,9 +62,7 @@ void master_cluster_send_raft(struct master *m, const struct raft_msg *msg);
  */
 void master_cluster_post(struct master *m, const char *addr, const char *path,
                          const void *body, size_t len,
-                         void (*done)(void *arg,
-                                      const struct http_client_resp *r),
-                         void *arg);
+                         http_client_done_fn *done, void *arg);
 
 /* master_cluster_stop - answer what waits, close the port and the client. */
 void master_cluster_stop(struct master *m);

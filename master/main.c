@@ -37,10 +37,10 @@
 #include "shm/log.h"
 #include "shm/status.h"
 
-#define TICK_MS  100
+#define TICK_MS    100
 #define DRAIN_MS   30000 /* workers still running then are killed */
 #define HANDOFF_MS 3000  /* raft leadership transfer on a graceful stop */
-#define VERSION  "0.1.0"
+#define VERSION    "0.1.0"
 
 static void
 usage(FILE *f)
@@ -151,8 +151,9 @@ start_node(struct master *m, int ep)
     snprintf(m->ws.node_id, sizeof(m->ws.node_id), "%s", m->cfg.node_id);
     snprintf(m->ws.cluster_addr, sizeof(m->ws.cluster_addr), "127.0.0.1:%d",
              master_listen_port(cfd));
-    log_info(0, "mayflyd %s node %s: clients on %s (port %d), cluster on %s "
-                "(port %d), %d workers, incarnation %016llx",
+    log_info(0,
+             "mayflyd %s node %s: clients on %s (port %d), cluster on %s "
+             "(port %d), %d workers, incarnation %016llx",
              VERSION, m->cfg.node_id, m->cfg.listen, master_listen_port(fd),
              m->cfg.cluster_listen, master_listen_port(cfd), m->nworkers,
              (unsigned long long)p.incarnation);

@@ -44,25 +44,6 @@ worker_reset(struct worker *w, struct http_request *req)
     http_reset_free(&r);
 }
 
-void
-worker_delete(struct worker *w, struct http_request *req)
-{
-    struct http_buf b = {0};
-    size_t len;
-    const char *q = http_request_param(req, &len);
-
-    if (!worker_name_ok(req, "queue", q, len))
-        return;
-    int deleted = shm_queue_delete(w->seg, w->set.slot,
-                                   (struct shm_name){q, len}, shm_now_ms());
-    http_buf_append_str(&b, "{\"queue\":");
-    http_buf_append_json_str(&b, q, len);
-    http_buf_append_str(&b, deleted > 0 ? ",\"deleted\":true"
-                                        : ",\"deleted\":false");
-    http_buf_append_str(&b, ",\"declared\":false}");
-    http_reply(req, 200, &b);
-}
-
 /* append_options - the effective options object of a queue. */
 static void
 append_options(struct http_buf *b, const struct shm_qopts *o)

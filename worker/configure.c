@@ -1,35 +1,124 @@
 /*
- * configure.c - POST /api/v1/ephemeral/configure.
+ * configure.c - POST /api/v1/ephemeral/configure and the declared half of
+ * DELETE /api/v1/ephemeral/queue/{q}: both go through the raft log, which
+ * this node's master runs.
  *
- * A declaration must commit through the raft log the master runs before it
- * is answered (SPEC §5).  Until this node's master can commit, the request
- * is refused as SPEC §2 says for a node that cannot reach a leader, after
- * validating the body, so a client learns about a bad option first.
+ * The worker passes the request to its master's cluster port (with the
+ * cluster secret) and relays the answer as it is: the master answers once
+ * the entry has committed and been applied on this node, or 503 no_leader /
+ * timeout.  The request stays suspended meanwhile.
  */
-#include "http/errors.h"
-#include "http/parse.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/buf.h"
+#include "http/client.h"
 #include "http/reply.h"
 #include "http/request.h"
+#include "shm/catalog.h"
 #include "worker/worker_int.h"
+
+#define MASTER_TIMEOUT_MS 10000
+
+struct relay {
+    struct http_request *req;
+    struct http_buf body; /* what we send, when not the request's own */
+};
+
+/* relayed - the master answered (or did not). */
+static void
+relayed(void *arg, struct http_client_resp *r)
+{
+    struct relay *x = arg;
+
+    if (r->err != 0) {
+        http_reply_error(x->req, 503, "no_leader",
+                         "this node's master did not answer: %s", r->error);
+    } else {
+        if (r->status >= 500 || r->status == 429)
+            http_reply_header(x->req, "Retry-After", "1");
+        http_reply(x->req, r->status, &r->body);
+    }
+    http_request_resume(x->req);
+    http_buf_free(&x->body);
+    free(x);
+}
+
+/* to_master - POST body (the request's, or own: taken) to this node's
+ * master at path, and relay the answer. */
+static void
+to_master(struct worker *w, struct http_request *req, const char *path,
+          struct http_buf *own)
+{
+    struct relay *x = calloc(1, sizeof(*x));
+    size_t len;
+    const char *body = http_request_body(req, &len);
+    char url[512], sec[256 + sizeof(w->set.secret)];
+    const char *headers[] = {sec, "Content-Type: application/json"};
+    struct http_client_req r = {
+        .method = "POST",
+        .url = url,
+        .headers = headers,
+        .nheaders = 2,
+        .body = body,
+        .body_len = len,
+        .timeout_ms = MASTER_TIMEOUT_MS,
+    };
+
+    if (x == NULL) {
+        http_buf_free(own);
+        http_reply_errno(req, -ENOMEM, "configure");
+        return;
+    }
+    x->req = req;
+    if (own != NULL) {
+        x->body = *own;
+        *own = (struct http_buf){0};
+        r.body = x->body.data;
+        r.body_len = x->body.len;
+    }
+    snprintf(url, sizeof(url), "http://%s%s", w->set.cluster_addr, path);
+    snprintf(sec, sizeof(sec), "X-Mayfly-Secret: %s", w->set.secret);
+    http_request_suspend(req);
+    if (http_client_request(w->client, &r, relayed, x) != 0) {
+        struct http_client_resp fail = {.err = -EIO, .error = "no request"};
+        relayed(x, &fail);
+    }
+}
 
 void
 worker_configure(struct worker *w, struct http_request *req)
 {
-    struct http_configure c;
-    struct http_error err;
-    size_t len;
-    const char *body = http_request_body(req, &len);
+    /* The master parses and validates: one parser, one set of errors. */
+    to_master(w, req, "/cluster/v1/configure", NULL);
+}
 
-    (void)w;
-    if (http_parse_configure(body, len, &c, &err) != 0) {
-        http_reply_http_error(req, &err);
+void
+worker_delete(struct worker *w, struct http_request *req)
+{
+    struct http_buf b = {0};
+    struct shm_qopts o;
+    size_t len;
+    const char *q = http_request_param(req, &len);
+
+    if (!worker_name_ok(req, "queue", q, len))
+        return;
+    if (shm_catalog_lookup(w->seg->catalog, q, len, &o) == 1) {
+        /* Every node drops its contents when the deletion applies. */
+        http_buf_append_str(&b, "{\"queue\":");
+        http_buf_append_json_str(&b, q, len);
+        http_buf_append_str(&b, "}");
+        to_master(w, req, "/cluster/v1/delete", &b);
         return;
     }
-    if (worker_name_ok(req, "queue", c.queue.ptr, c.queue.len))
-        http_reply_error(req, 503, "no_leader",
-                         "configure of queue '%.*s' needs the consensus log, "
-                         "which this node does not run yet",
-                         (int)(c.queue.len > 200 ? 200 : c.queue.len),
-                         c.queue.ptr);
-    http_configure_free(&c);
+    int deleted = shm_queue_delete(w->seg, w->set.slot,
+                                   (struct shm_name){q, len}, shm_now_ms());
+    http_buf_append_str(&b, "{\"queue\":");
+    http_buf_append_json_str(&b, q, len);
+    http_buf_append_str(&b, deleted > 0 ? ",\"deleted\":true"
+                                        : ",\"deleted\":false");
+    http_buf_append_str(&b, ",\"declared\":false}");
+    http_reply(req, 200, &b);
 }

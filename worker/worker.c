@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http/client.h"
 #include "http/request.h"
 #include "http/server.h"
 #include "shm/log.h"
@@ -31,7 +32,9 @@
 #define TAG_WAKE   ((uint64_t)1)
 #define TAG_SIGNAL ((uint64_t)2)
 #define TAG_HTTP   ((uint64_t)3)
-/* Other epoll tags are struct park pointers (always > 3, aligned). */
+#define TAG_CLIENT ((uint64_t)1 << 63) /* | fd: the client's sockets */
+/* Other epoll tags are struct park pointers (> 3, bit 63 clear in user
+ * space). */
 
 /* dispatch - the http/ handler: route to the worker's handler. */
 static void
@@ -117,6 +120,11 @@ setup(struct worker *w)
     watch(w, http_server_fd(w->http), EPOLLIN, TAG_HTTP);
     watch(w, w->seg->wake_fd[w->set.slot], EPOLLIN, TAG_WAKE);
     watch(w, w->sfd, EPOLLIN, TAG_SIGNAL);
+    /* curl_global_init after the fork, as libcurl asks. */
+    http_client_global_init();
+    w->client = http_client_new(w->ep, TAG_CLIENT);
+    if (w->client == NULL)
+        log_fatal(ENOMEM, "cannot start the HTTP client");
 }
 
 /* on_wake - the eventfd fired: retry the parked pops pushes woke. */
@@ -167,10 +175,13 @@ next_timeout(struct worker *w, uint64_t now)
 {
     int t = BEAT_MS;
     int mt = http_server_timeout_ms(w->http);
+    int ct = http_client_timeout_ms(w->client);
     struct park *p = park_first(&w->parks);
 
     if (mt >= 0 && mt < t)
         t = mt;
+    if (ct >= 0 && ct < t)
+        t = ct;
     if (p != NULL) {
         uint64_t when = p->deadline;
         if (p->window_until != 0 && p->window_until < when)
@@ -207,10 +218,14 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
                 on_wake(&w);
             else if (tag == TAG_SIGNAL)
                 on_signal(&w, now);
+            else if (tag & TAG_CLIENT)
+                http_client_on_event(w.client, (int)(tag & ~TAG_CLIENT),
+                                     evs[i].events);
             else if (tag != TAG_HTTP)
                 worker_pop_hangup(&w, (struct park *)(uintptr_t)tag);
         }
         worker_pop_expire(&w, now);
+        http_client_on_timeout(w.client);
         http_server_run(w.http);
         if (w.draining &&
             (http_server_connections(w.http) == 0 || now >= w.drain_until))

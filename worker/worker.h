@@ -23,8 +23,8 @@ struct worker_settings {
     uint64_t max_body_bytes;
     uint32_t max_wait_ms; /* ceiling of a pop's timeout */
     char node_id[65];
-    char cluster_addr[256];   /* this node's master, for configure/delete */
-    char secret[129];         /* the cluster secret calls to it carry */
+    char cluster_addr[256]; /* this node's master, for configure/delete */
+    char secret[129];       /* the cluster secret calls to it carry */
 };
 
 /* worker_main - run a worker until it drains; never returns. */

@@ -22,8 +22,8 @@ struct worker {
     uint64_t incarnation;
     struct http_server *http;
     struct http_client *client; /* calls to this node's master */
-    int ep;  /* the loop's epoll */
-    int sfd; /* signalfd: TERM, HUP */
+    int ep;                     /* the loop's epoll */
+    int sfd;                    /* signalfd: TERM, HUP */
     struct park_set parks;
     int draining;
     uint64_t drain_until;

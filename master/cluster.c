@@ -1,0 +1,241 @@
+/*
+ * cluster.c - the master's cluster port and its calls to peers.
+ *
+ * Server: libmicrohttpd on cluster_listen, in the master's epoll, with the
+ * cluster routes only.  Client: one libcurl multi, also in that epoll, with
+ * keep-alive to each peer.  Raft messages are posted fire-and-forget (raft
+ * retries on its own); configure/delete are relayed with their answers.
+ */
+#include "master/cluster.h"
+
+#include <sys/epoll.h>
+#include <sys/random.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "consensus/raft_msg.h"
+#include "http/buf.h"
+#include "http/client.h"
+#include "http/reply.h"
+#include "http/request.h"
+#include "http/server.h"
+#include "master/configure.h"
+#include "master/master.h"
+#include "shm/log.h"
+
+/* secret_ok - constant-time comparison of the request's secret. */
+static int
+secret_ok(const struct master *m, struct http_request *req)
+{
+    const char *s = http_request_header(req, CLUSTER_SECRET_HEADER);
+    size_t n = strlen(m->ws.secret);
+    unsigned char diff = 0;
+
+    if (s == NULL || strlen(s) != n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(s[i] ^ m->ws.secret[i]);
+    return diff == 0;
+}
+
+/* raft_in - POST /cluster/v1/raft: one encoded raft message. */
+static void
+raft_in(struct master *m, struct http_request *req)
+{
+    size_t len;
+    const char *body = http_request_body(req, &len);
+    int rc = master_raft_receive(m, body, len,
+                                 http_request_header(req, CLUSTER_NODE_HEADER));
+
+    if (rc == -EBADMSG)
+        http_reply_error(req, 400, "ephemeral_bad_request",
+                         "body is not a raft message of this version");
+    else
+        http_reply(req, 204, NULL);
+}
+
+/* on_request - the cluster port's handler. */
+static void
+on_request(void *ctx, struct http_request *req)
+{
+    struct master *m = ctx;
+
+    if (!secret_ok(m, req)) {
+        http_reply_error(req, 401, "unauthorized",
+                         "header '" CLUSTER_SECRET_HEADER
+                         "' must carry the cluster secret");
+        return;
+    }
+    switch (http_request_route(req)) {
+    case HTTP_ROUTE_CLUSTER_RAFT:
+        raft_in(m, req);
+        break;
+    case HTTP_ROUTE_CLUSTER_CONFIGURE:
+        master_configure(m, req);
+        break;
+    case HTTP_ROUTE_CLUSTER_DELETE:
+        master_undeclare(m, req);
+        break;
+    default:
+        break;
+    }
+}
+
+int
+master_cluster_secret(struct master *m)
+{
+    unsigned char raw[24];
+    char *s = m->ws.secret;
+    size_t cap = sizeof(m->ws.secret);
+
+    if (m->cfg.cluster_secret_file[0]) {
+        int fd = open(m->cfg.cluster_secret_file, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd == -1 ? -1 : read(fd, s, cap - 1);
+        int e = errno;
+        if (fd != -1)
+            close(fd);
+        if (n <= 0) {
+            log_error(n == 0 ? 0 : e, "cannot read cluster_secret_file %s%s",
+                      m->cfg.cluster_secret_file, n == 0 ? ": empty" : "");
+            return n == 0 ? -EINVAL : -e;
+        }
+        while (n > 0 &&
+               (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
+            n--;
+        s[n] = '\0';
+        return n > 0 ? 0 : -EINVAL;
+    }
+    if (m->cfg.npeers > 0) {
+        log_error(0, "cluster_secret_file must be set when peers are: "
+                     "masters authenticate each other with it");
+        return -EINVAL;
+    }
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+        return -EIO;
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(s + 2 * i, cap - 2 * i, "%02x", raw[i]);
+    return 0;
+}
+
+int
+master_cluster_start(struct master *m, int ep, int listen_fd)
+{
+    struct http_server_opts o = {
+        .max_connections = 1024,
+        .max_body_bytes = RAFT_SNAPSHOT_MAX + 4096,
+        .connection_timeout_s = 300,
+        .cluster = 1,
+    };
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = MASTER_TAG_CLUSTER};
+
+    http_client_global_init();
+    m->cluster_srv = http_server_start(listen_fd, &o, on_request, m);
+    if (m->cluster_srv == NULL)
+        return -EIO;
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, http_server_fd(m->cluster_srv), &ev) == -1)
+        return -errno;
+    m->cluster_cli = http_client_new(ep, MASTER_TAG_CLIENT);
+    return m->cluster_cli ? 0 : -ENOMEM;
+}
+
+void
+master_cluster_event(struct master *m, uint64_t tag, uint32_t events)
+{
+    if (tag >= MASTER_TAG_CLIENT)
+        http_client_on_event(m->cluster_cli, (int)(tag - MASTER_TAG_CLIENT),
+                             events);
+}
+
+void
+master_cluster_run(struct master *m)
+{
+    if (m->cluster_cli)
+        http_client_on_timeout(m->cluster_cli);
+    if (m->cluster_srv)
+        http_server_run(m->cluster_srv);
+}
+
+int
+master_cluster_timeout_ms(struct master *m)
+{
+    int a = m->cluster_srv ? http_server_timeout_ms(m->cluster_srv) : -1;
+    int b = m->cluster_cli ? http_client_timeout_ms(m->cluster_cli) : -1;
+
+    if (a < 0)
+        return b;
+    return b < 0 || a < b ? a : b;
+}
+
+/* url - "http://addr/path" for a peer. */
+static void
+url(char *buf, size_t len, const char *addr, const char *path)
+{
+    snprintf(buf, len, "http://%s%s", addr, path);
+}
+
+void
+master_cluster_post(struct master *m, const char *addr, const char *path,
+                    const void *body, size_t len, http_client_done_fn *done,
+                    void *arg)
+{
+    char u[512], sec[256], node[128];
+    const char *headers[] = {sec, node, CLUSTER_FWD_HEADER ": 1",
+                             "Content-Type: application/json"};
+    struct http_client_req r = {
+        .method = "POST",
+        .url = u,
+        .headers = headers,
+        .nheaders = 4,
+        .body = body,
+        .body_len = len,
+        .timeout_ms = 5000,
+    };
+
+    url(u, sizeof(u), addr, path);
+    snprintf(sec, sizeof(sec), CLUSTER_SECRET_HEADER ": %s", m->ws.secret);
+    snprintf(node, sizeof(node), CLUSTER_NODE_HEADER ": %s", m->cfg.node_id);
+    if (http_client_request(m->cluster_cli, &r, done, arg) != 0) {
+        struct http_client_resp fail = {.err = -EIO, .error = ""};
+        done(arg, &fail);
+    }
+}
+
+/* sent - a raft message went out (or not: raft retries by itself); the
+ * encoded bytes had to live until now. */
+static void
+sent(void *arg, struct http_client_resp *r)
+{
+    (void)r;
+    free(arg);
+}
+
+void
+master_cluster_send_raft(struct master *m, const struct raft_msg *msg)
+{
+    size_t len = raft_msg_size(msg);
+    void *buf;
+
+    if (msg->to < 0 || msg->to >= m->raft.n || msg->to == m->raft.self)
+        return;
+    if ((buf = malloc(len)) == NULL || raft_msg_encode(msg, buf, len) != 0) {
+        free(buf);
+        return;
+    }
+    master_cluster_post(m, m->raft.addr[msg->to], CLUSTER_PATH_RAFT, buf, len,
+                        sent, buf);
+}
+
+void
+master_cluster_stop(struct master *m)
+{
+    master_configure_stop(m);
+    http_server_stop(m->cluster_srv);
+    m->cluster_srv = NULL;
+    http_client_free(m->cluster_cli);
+    m->cluster_cli = NULL;
+}

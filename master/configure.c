@@ -1,0 +1,369 @@
+/*
+ * configure.c - declare and delete queues through the raft log, on behalf
+ * of this node's workers and of peers (cluster port).
+ *
+ * The leader proposes and answers once the entry is applied here.  A
+ * follower passes the request to the leader once (X-Mayfly-Forwarded) and,
+ * when the leader answers 201, waits until its own log has applied that
+ * index, so the answering node shows the declaration as soon as its client
+ * hears about it.  With no leader the request waits for one, up to the
+ * deadline: then 503 no_leader (or 503 timeout when a proposal did not
+ * commit in time), with Retry-After.
+ */
+#include "master/configure.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/buf.h"
+#include "http/client.h"
+#include "http/errors.h"
+#include "http/names.h"
+#include "http/parse.h"
+#include "http/reply.h"
+#include "http/request.h"
+#include "master/cluster.h"
+#include "master/master.h"
+#include "shm/log.h"
+
+#define CONFIGURE_WAIT_MS 5000
+
+enum call_state {
+    CALL_WAITING,   /* for a leader to appear */
+    CALL_PROPOSED,  /* we lead: for our entry to apply */
+    CALL_FORWARDED, /* for the leader's answer */
+    CALL_CATCHING,  /* leader said 201: for our log to apply its index */
+};
+
+struct conf_call {
+    struct master *m;
+    struct http_request *req;
+    struct decl_cmd cmd;
+    char name[DECL_NAME_MAX];
+    int forwarded_in; /* came from a peer: no second hop */
+    enum call_state state;
+    uint64_t deadline;
+    struct http_buf answer; /* CALL_CATCHING: the leader's body */
+    struct conf_call *next;
+};
+
+static struct conf_call *calls; /* every call not yet answered */
+
+static void advance(struct conf_call *c);
+
+/* options_json - the effective options, as configure answers them. */
+static void
+options_json(struct http_buf *b, const struct decl_cmd *c)
+{
+    const struct shm_qopts *o = &c->opts;
+
+    http_buf_append_str(b, "{\"queue\":");
+    http_buf_append_json_str(b, c->name, c->len);
+    if (c->op == DECL_DELETE) {
+        http_buf_append_str(b, ",\"deleted\":true,\"declared\":true}");
+        return;
+    }
+    http_buf_printf(
+        b,
+        ",\"options\":{\"maxLength\":%u,\"maxBytes\":%llu,"
+        "\"policy\":\"%s\",\"windowBuffer\":{\"ms\":%u,"
+        "\"count\":%u},\"ttlSeconds\":%u,\"leaseSeconds\":%u,"
+        "\"retryLimit\":%u},\"declared\":true}",
+        o->max_length, (unsigned long long)o->max_bytes,
+        o->policy == SHM_POLICY_DROP_OLDEST ? "dropOldest" : "reject",
+        o->window_ms, o->window_count, o->ttl_s, o->lease_s, o->retry_limit);
+}
+
+/* finish - unlink c, resume its request, free it. */
+static void
+finish(struct conf_call *c)
+{
+    struct conf_call **pp = &calls;
+
+    while (*pp != c)
+        pp = &(*pp)->next;
+    *pp = c->next;
+    http_request_resume(c->req);
+    http_buf_free(&c->answer);
+    free(c);
+}
+
+/* fail - answer 503 code and finish. */
+static void
+fail(struct conf_call *c, const char *code, const char *why)
+{
+    http_reply_error(c->req, 503, code, "%s queue '%.*s': %s",
+                     c->cmd.op == DECL_DELETE ? "delete of" : "configure of",
+                     (int)(c->cmd.len > 200 ? 200 : c->cmd.len), c->cmd.name,
+                     why);
+    finish(c);
+}
+
+/* succeed - answer with the effective options (or the leader's body). */
+static void
+succeed(struct conf_call *c)
+{
+    struct http_buf b = {0};
+
+    if (c->answer.len > 0) {
+        b = c->answer;
+        c->answer = (struct http_buf){0};
+    } else {
+        options_json(&b, &c->cmd);
+    }
+    http_reply(c->req, c->cmd.op == DECL_DELETE ? 200 : 201, &b);
+    finish(c);
+}
+
+/* committed - the proposal's done callback. */
+static void
+committed(void *arg, int rc)
+{
+    struct conf_call *c = arg;
+
+    if (rc == 0)
+        succeed(c);
+    else if (rc == -ECANCELED)
+        fail(c, "no_leader", "leadership changed before it committed");
+    else if (rc == -ETIMEDOUT)
+        fail(c, "timeout", "the raft log did not commit it in time");
+    else
+        fail(c, "no_leader", "this node is stopping");
+}
+
+/* relayed - the leader answered a forwarded request. */
+static void
+relayed(void *arg, struct http_client_resp *r)
+{
+    struct conf_call *c = arg;
+
+    if (r->err != 0) {
+        c->state = CALL_WAITING; /* try again with whoever leads next */
+        return;
+    }
+    if (r->status == 201 || r->status == 200) {
+        c->answer = r->body;
+        r->body = (struct http_buf){0};
+        c->state = CALL_CATCHING;
+        advance(c);
+        return;
+    }
+    if (r->status == 503 || r->status == 429)
+        http_reply_header(c->req, "Retry-After", "1");
+    http_reply(c->req, r->status, &r->body);
+    finish(c);
+}
+
+/* applied_here - the command's effect is visible in our declared set. */
+static int
+applied_here(const struct conf_call *c)
+{
+    const struct decl_queue *q =
+        decl_find(&c->m->raft.decl, c->cmd.name, c->cmd.len);
+
+    if (c->cmd.op == DECL_DELETE)
+        return q == NULL;
+    return q != NULL && memcmp(&q->opts, &c->cmd.opts, sizeof(q->opts)) == 0;
+}
+
+/* advance - move c as far as the raft state allows now. */
+static void
+advance(struct conf_call *c)
+{
+    struct master *m = c->m;
+    const char *leader;
+
+    switch (c->state) {
+    case CALL_WAITING:
+        if (master_raft_is_leader(m)) {
+            if (master_raft_propose(m, &c->cmd, c->deadline - shm_now_ms(),
+                                    committed, c) == 0)
+                c->state = CALL_PROPOSED;
+        } else if (!c->forwarded_in &&
+                   (leader = master_raft_leader_addr(m)) != NULL) {
+            size_t len;
+            const char *body = http_request_body(c->req, &len);
+            c->state = CALL_FORWARDED;
+            master_cluster_post(m, leader,
+                                c->cmd.op == DECL_DELETE
+                                    ? CLUSTER_PATH_DELETE
+                                    : CLUSTER_PATH_CONFIGURE,
+                                body, len, relayed, c);
+        }
+        break;
+    case CALL_CATCHING:
+        if (applied_here(c))
+            succeed(c);
+        break;
+    default:
+        break;
+    }
+}
+
+/* effective - the options a declaration commits: given ones over the node
+ * defaults.  0, or answers 400 invalid_option naming a value above a
+ * ceiling and returns -EINVAL. */
+static int
+effective(struct master *m, struct http_request *req,
+          const struct http_configure *in, struct shm_qopts *o)
+{
+    const struct config *cfg = &m->cfg;
+    const char *bad = NULL, *must = NULL;
+    char limit[64];
+
+    *o = (struct shm_qopts){
+        .max_length = cfg->queue_max_length,
+        .max_bytes = cfg->queue_max_bytes,
+        .policy = SHM_POLICY_REJECT,
+        .lease_s = cfg->lease_s,
+        .retry_limit = cfg->retry_limit,
+    };
+    if (in->present & HTTP_OPT_MAX_LENGTH) {
+        if (in->max_length < 1 || in->max_length > cfg->queue_max_length)
+            bad = "maxLength", must = "between 1 and",
+            snprintf(limit, sizeof(limit), "%u", cfg->queue_max_length);
+        o->max_length = (uint32_t)in->max_length;
+    }
+    if (!bad && (in->present & HTTP_OPT_MAX_BYTES)) {
+        if (in->max_bytes < 1 || in->max_bytes > cfg->queue_max_bytes)
+            bad = "maxBytes", must = "between 1 and",
+            snprintf(limit, sizeof(limit), "%llu",
+                     (unsigned long long)cfg->queue_max_bytes);
+        o->max_bytes = in->max_bytes;
+    }
+    if (!bad && (in->present & HTTP_OPT_WINDOW_BUFFER)) {
+        if (in->window_ms > 60000)
+            bad = "windowBuffer.ms", must = "at most", strcpy(limit, "60000");
+        else if (in->window_count > 10000)
+            bad = "windowBuffer.count", must = "at most",
+            strcpy(limit, "10000");
+        o->window_ms = (uint32_t)in->window_ms;
+        o->window_count = (uint32_t)in->window_count;
+    }
+    if (!bad && (in->present & HTTP_OPT_TTL_SECONDS)) {
+        if (in->ttl_seconds > UINT32_MAX)
+            bad = "ttlSeconds", must = "at most", strcpy(limit, "4294967295");
+        o->ttl_s = (uint32_t)in->ttl_seconds;
+    }
+    if (!bad && (in->present & HTTP_OPT_LEASE_SECONDS)) {
+        if (in->lease_seconds < 1 || in->lease_seconds > 86400)
+            bad = "leaseSeconds", must = "between 1 and",
+            strcpy(limit, "86400");
+        o->lease_s = (uint32_t)in->lease_seconds;
+    }
+    if (!bad && (in->present & HTTP_OPT_RETRY_LIMIT)) {
+        if (in->retry_limit < 1 || in->retry_limit > 1000000)
+            bad = "retryLimit", must = "between 1 and",
+            strcpy(limit, "1000000");
+        o->retry_limit = (uint32_t)in->retry_limit;
+    }
+    if (in->present & HTTP_OPT_POLICY)
+        o->policy = in->policy == HTTP_POLICY_DROP_OLDEST
+                        ? SHM_POLICY_DROP_OLDEST
+                        : SHM_POLICY_REJECT;
+    if (bad == NULL)
+        return 0;
+    http_reply_error(req, 400, "invalid_option", "option '%s' must be %s %s",
+                     bad, must, limit);
+    return -EINVAL;
+}
+
+/* start - park req as a call for cmd and move it along. */
+static void
+start(struct master *m, struct http_request *req, const struct decl_cmd *cmd)
+{
+    struct conf_call *c = calloc(1, sizeof(*c));
+
+    if (c == NULL) {
+        http_reply_errno(req, -ENOMEM, "configure");
+        return;
+    }
+    c->m = m;
+    c->req = req;
+    c->cmd = *cmd;
+    memcpy(c->name, cmd->name, cmd->len);
+    c->cmd.name = c->name;
+    c->forwarded_in = http_request_header(req, CLUSTER_FWD_HEADER) != NULL;
+    c->deadline = shm_now_ms() + CONFIGURE_WAIT_MS;
+    c->next = calls;
+    calls = c;
+    http_request_suspend(req);
+    advance(c);
+}
+
+void
+master_configure(struct master *m, struct http_request *req)
+{
+    struct http_configure in;
+    struct http_error err;
+    struct decl_cmd cmd = {.op = DECL_DECLARE};
+    size_t len;
+    const char *body = http_request_body(req, &len);
+
+    if (http_parse_configure(body, len, &in, &err) != 0) {
+        http_reply_http_error(req, &err);
+        return;
+    }
+    if (!http_name_valid(in.queue.ptr, in.queue.len))
+        http_reply_error(req, 400, "invalid_name",
+                         "field 'queue' must be 1-512 bytes of UTF-8 without "
+                         "control characters");
+    else if (effective(m, req, &in, &cmd.opts) == 0) {
+        cmd.name = in.queue.ptr;
+        cmd.len = in.queue.len;
+        start(m, req, &cmd);
+    }
+    http_configure_free(&in);
+}
+
+void
+master_undeclare(struct master *m, struct http_request *req)
+{
+    struct http_reset in;
+    struct http_error err;
+    size_t len;
+    const char *body = http_request_body(req, &len);
+
+    if (http_parse_reset(body, len, &in, &err) != 0) {
+        http_reply_http_error(req, &err);
+        return;
+    }
+    if (!http_name_valid(in.queue.ptr, in.queue.len))
+        http_reply_error(req, 400, "invalid_name",
+                         "field 'queue' must be 1-512 bytes of UTF-8 without "
+                         "control characters");
+    else
+        start(m, req,
+              &(struct decl_cmd){DECL_DELETE, in.queue.ptr, in.queue.len, {0}});
+    http_reset_free(&in);
+}
+
+void
+master_configure_tick(struct master *m, uint64_t now)
+{
+    struct conf_call *c = calls, *next;
+
+    (void)m;
+    for (; c != NULL; c = next) {
+        next = c->next;
+        if (c->state == CALL_PROPOSED)
+            continue; /* the proposal's own deadline answers it */
+        if (now >= c->deadline)
+            fail(c, c->state == CALL_CATCHING ? "timeout" : "no_leader",
+                 c->state == CALL_CATCHING
+                     ? "this node did not apply it in time"
+                     : "no raft leader could be reached");
+        else if (c->state != CALL_FORWARDED)
+            advance(c);
+    }
+}
+
+void
+master_configure_stop(struct master *m)
+{
+    (void)m;
+    while (calls != NULL)
+        fail(calls, "draining", "this node is stopping");
+}
