@@ -22,9 +22,8 @@
 #include "shm/wake.h"
 
 #define RELAXED         memory_order_relaxed
-#define BROKER_GROUPS   1024 /* groups a queue may know */
-#define BROKER_TRIES    16   /* lookups retried after a concurrent free */
-#define BROKER_STACK    64   /* partitions listed without malloc */
+#define BROKER_TRIES    16 /* lookups retried after a concurrent free */
+#define BROKER_STACK    64 /* partitions listed without malloc */
 #define BROKER_GRP_SEED 0x67726f7570ULL
 
 /* A handle: kind (bit 63: partition), record index, generation. */
@@ -266,7 +265,7 @@ registry_add(struct shm_seg *seg, int w, struct shm_queue *q,
     uint32_t e, nref = 0;
     int rc;
 
-    if (atomic_load(&q->ngroups) >= BROKER_GROUPS)
+    if (atomic_load(&q->ngroups) >= SHM_RING_GROUPS_MAX)
         return -EOVERFLOW;
     if (name.len != 0 &&
         (rc = shm_arena_alloc(seg, w, shm_cells_for(name.len), &nref)) != 0)

@@ -789,20 +789,36 @@ shm_ring_tag_linked(struct shm_seg *seg, uint32_t ref)
 static void
 ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
 {
-    uint64_t max = ring_walk_max(seg), n = 0;
+    uint64_t max = ring_walk_max(seg), n = 0, prev = 0;
 
+    /* Only what a walk with rising seqs reaches: a cycle or a stray link
+     * ends it (what lies beyond leaks rather than being freed twice). */
     for (uint32_t r = p->head; r != 0 && n++ < max;) {
-        uint32_t next = shm_ring_msg(seg, r)->next;
+        struct shm_msg *m = shm_ring_msg(seg, r);
+        uint32_t next = m->next;
+        if (m->seq <= prev)
+            break;
+        prev = m->seq;
         if (w >= 0)
             shm_arena_free(seg, w, r);
         r = next;
     }
     p->head = p->tail = 0;
+    uint32_t ng = 0;
     for (uint32_t g = p->groups; g != 0; g = shm_ring_gs(seg, g)->next) {
+        if (++ng > SHM_RING_GROUPS_MAX) {
+            p->groups = 0; /* a cycle: forget the states (they leak) */
+            break;
+        }
         struct shm_gs *s = shm_ring_gs(seg, g);
         n = 0;
+        prev = 0;
         for (uint32_t l = s->lhead; l != 0 && n++ < max;) {
-            uint32_t next = shm_ring_lease(seg, l)->next;
+            struct shm_lease *L = shm_ring_lease(seg, l);
+            uint32_t next = L->next;
+            if (L->seq <= prev)
+                break;
+            prev = L->seq;
             if (w >= 0)
                 shm_arena_free(seg, w, l);
             l = next;
@@ -811,6 +827,7 @@ ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
         s->cursor = 0;
         s->due = UINT64_MAX;
     }
+    p->ngs = p->groups != 0 ? ng : 0;
     p->intent = 0;
     STORE(p->count, 0);
     STORE(p->cost, 0);
@@ -834,7 +851,7 @@ shm_ring_repair(struct shm_seg *seg, void *arg)
     for (uint32_t g = p->groups; !bad && g != 0;
          g = shm_ring_gs(seg, g)->next) {
         struct shm_gs *s = shm_ring_gs(seg, g);
-        if (++n > ring_walk_max(seg)) {
+        if (++n > SHM_RING_GROUPS_MAX) {
             bad = 1;
             break;
         }

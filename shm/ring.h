@@ -132,6 +132,9 @@ struct shm_lease {
 };
 _Static_assert(sizeof(struct shm_lease) <= SHM_CELL_BYTES, "shm_lease layout");
 
+/* Groups a queue may know (so a partition has at most this many states). */
+#define SHM_RING_GROUPS_MAX 1024
+
 /* Why messages leave a partition early. */
 enum shm_drop_why { SHM_DROP_TTL, SHM_DROP_EVICT, SHM_DROP_RESET };
 
