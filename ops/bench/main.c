@@ -147,6 +147,24 @@ machine(char *out, size_t len)
              u.release);
 }
 
+/* The 1-minute load average, or -1 when /proc cannot tell. */
+static double
+loadavg(void)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double v = -1;
+
+    if (f != NULL) {
+        if (fscanf(f, "%lf", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+static double load_start;
+static double load_end;
+
 /* A number for the table: blank when zero. */
 static void
 fmt_num(char *out, size_t len, double v, int decimals)
@@ -217,8 +235,11 @@ write_json(const char *path, const char *mach)
         return -errno;
     fprintf(f, "{\"machine\":");
     json_str(f, mach);
-    fprintf(f, ",\"quick\":%s,\"time\":%lld,\"rows\":[",
-            bench_opt.quick ? "true" : "false", (long long)time(NULL));
+    fprintf(f,
+            ",\"quick\":%s,\"time\":%lld,\"load_start\":%.2f,"
+            "\"load_end\":%.2f,\"rows\":[",
+            bench_opt.quick ? "true" : "false", (long long)time(NULL),
+            load_start, load_end);
     for (int i = 0; i < nrows; i++) {
         r = &rows[i];
         fprintf(f, "%s\n{\"key\":", i ? "," : "");
@@ -252,8 +273,10 @@ write_md(const char *path, const char *mach)
 
     if (f == NULL)
         return -errno;
-    fprintf(f, "Machine: %s. Mode: %s.\n\n", mach,
-            bench_opt.quick ? "QUICK=1" : "full");
+    fprintf(f,
+            "Machine: %s. Mode: %s. 1-minute load average: %.2f before the "
+            "run, %.2f after it.\n\n",
+            mach, bench_opt.quick ? "QUICK=1" : "full", load_start, load_end);
     print_table(f, 1);
     return fclose(f) == 0 ? 0 : -errno;
 }
@@ -442,7 +465,8 @@ run_all(void)
     raise_nofile();
     signal(SIGPIPE, SIG_IGN);
     machine(mach, sizeof(mach));
-    fprintf(stderr, "mayfly-bench: %s\n", mach);
+    load_start = loadavg();
+    fprintf(stderr, "mayfly-bench: %s, load average %.2f\n", mach, load_start);
     if (bench_opt.okport > 0 && bench_want("http") &&
         bench_wait_port(bench_opt.okport, 10) == 0)
         bench_mayfly_http("http-ok", bench_opt.okport, "/",
@@ -456,7 +480,9 @@ run_all(void)
         bench_redis_all();
     if (bench_opt.nport > 0 && bench_wait_port(bench_opt.nport, 10) == 0)
         bench_nats_all();
-    printf("\n");
+    load_end = loadavg();
+    printf("\n%s; load average %.2f before, %.2f after\n", mach, load_start,
+           load_end);
     print_table(stdout, 0);
     printf("\nratio: the row named in ref (mayfly, or mayfly-bench for "
            "wrk) / this row; for wake it compares p50 latency.\n");

@@ -78,8 +78,8 @@ resp_error(struct bench_conn *c, const struct bench_reply *r)
 }
 
 /* RPUSH of 100 values, depth commands in flight per connection; every
- * 100th command of a connection is followed by DEL of its key, which
- * bounds the list as mayfly's maxLength (10000) bounds the queue. */
+ * 50th command of a connection is followed by DEL of its key, which
+ * bounds the lists as the periodic reset bounds mayfly's queue. */
 struct rpush_sc {
     struct bench_buf cmd[PARTS];
     struct bench_buf del[PARTS];
@@ -95,7 +95,7 @@ rpush_one(struct bench_conn *c)
 
     c->ring[c->rh++ % BENCH_RING] = bench_now_ns();
     bench_send(c, sc->cmd[k].p, sc->cmd[k].len);
-    if (++c->seq % 100 == 0) {
+    if (++c->seq % 50 == 0) {
         c->ring[c->rh++ % BENCH_RING] = 0;
         bench_send(c, sc->del[k].p, sc->del[k].len);
     }
