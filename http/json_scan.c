@@ -320,23 +320,13 @@ scan_literal(struct http_json *j, const char *word, size_t n)
     return 0;
 }
 
-/* open_container - count one more level; too deep is an error. */
-static int
-open_container(struct http_json *j)
-{
-    if (j->depth >= HTTP_JSON_MAX_DEPTH)
-        return fail(j, j->p, "nesting too deep");
-    j->depth++;
-    j->p++;
-    return 0;
-}
 
 /* scan_array - '[' (value (',' value)*)? ']' */
 static int
 scan_array(struct http_json *j)
 {
-    if (open_container(j) != 0)
-        return -EINVAL;
+    j->depth++;
+    j->p++;
     if (http_json_peek(j) != ']') {
         for (;;) {
             if (scan_value(j) != 0)
@@ -357,8 +347,8 @@ scan_array(struct http_json *j)
 static int
 scan_object(struct http_json *j)
 {
-    if (open_container(j) != 0)
-        return -EINVAL;
+    j->depth++;
+    j->p++;
     if (http_json_peek(j) != '}') {
         for (;;) {
             if (http_json_string(j, NULL, NULL) != 0 ||
@@ -376,11 +366,16 @@ scan_object(struct http_json *j)
     return 0;
 }
 
-/* scan_value - dispatch on the first byte (whitespace already skipped). */
+/* scan_value - dispatch on the first byte, after whitespace.  The value
+ * sits at depth j->depth + 1, which HTTP_JSON_MAX_DEPTH bounds. */
 static int
 scan_value(struct http_json *j)
 {
-    switch (http_json_peek(j)) {
+    int c = http_json_peek(j);
+
+    if (j->depth >= HTTP_JSON_MAX_DEPTH && c != -1)
+        return fail(j, j->p, "nesting too deep");
+    switch (c) {
     case '{':
         return scan_object(j);
     case '[':

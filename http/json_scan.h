@@ -25,7 +25,10 @@
 
 #include <stddef.h>
 
-/* Deepest nesting of arrays and objects, the document's own included. */
+/*
+ * Deepest nesting, counted as json-c counts it: a value (scalar or
+ * container) inside k arrays or objects sits at depth k + 1, at most this.
+ */
 #define HTTP_JSON_MAX_DEPTH 64
 
 struct http_json {
@@ -50,8 +53,8 @@ int http_json_eat(struct http_json *j, char c);
 
 /*
  * http_json_value - skip whitespace, then validate and skip one value of
- * any type.  Containers inside count toward HTTP_JSON_MAX_DEPTH on top of
- * j->depth.  0 or -EINVAL.
+ * any type.  j->depth is the number of containers around it (a caller that
+ * walks containers itself counts them there).  0 or -EINVAL.
  */
 int http_json_value(struct http_json *j);
 

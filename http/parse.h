@@ -47,8 +47,8 @@ struct http_push {
 /*
  * http_parse_push - {"queue", "partition"?, "messages": [{"payload": any},
  * ...]}.  Unknown top-level keys and extra keys in messages are validated as
- * JSON and ignored; a repeated key keeps its last value (every occurrence
- * must have the right shape).
+ * JSON and ignored; a repeated key keeps its last value, as json-c does.
+ * The whole body is validated before a shape error is reported.
  */
 int http_parse_push(const char *body, size_t len, struct http_push *out,
                     struct http_error *err);

@@ -17,13 +17,26 @@
 #include "http/json_scan.h"
 #include "http/parse.h"
 
+/* What the last occurrence of a field held: json-c keeps the last value
+ * of a repeated key, so a shape error is only final at the end. */
+enum push_field { PUSH_ABSENT, PUSH_OK, PUSH_BAD };
+
+enum push_msg_error {
+    PUSH_MSG_NONE,
+    PUSH_MSG_NOT_ARRAY,
+    PUSH_MSG_NOT_OBJECT, /* messages[at] */
+    PUSH_MSG_NO_PAYLOAD, /* messages[at].payload */
+    PUSH_MSG_TOO_MANY,
+};
+
 struct push_parse {
     struct http_json j;
     struct http_push *out;
     char *free;   /* next free byte of out->mem */
     uint32_t cap; /* room in out->payloads */
-    int have_queue;
-    int have_messages;
+    enum push_field queue, partition, messages;
+    enum push_msg_error msg_error;
+    uint32_t msg_error_at;
     struct http_error *err;
 };
 
@@ -58,30 +71,25 @@ key_is(const char *key, size_t n, const char *want)
 
 /*
  * read_name - the value of "queue" or "partition": a string kept in mem,
- * or null (absent, *have = 0).  Other types are a field error.
+ * null (absent), or anything else (a shape error unless repeated).
  */
 static int
-read_name(struct push_parse *pp, const char *field, struct http_str *s,
-          int *have)
+read_name(struct push_parse *pp, struct http_str *s, enum push_field *st)
 {
     size_t n;
 
-    switch (http_json_peek(&pp->j)) {
-    case 'n':
-        *have = 0;
+    if (http_json_peek(&pp->j) != '"') {
+        *st = http_json_peek(&pp->j) == 'n' ? PUSH_ABSENT : PUSH_BAD;
         return http_json_value(&pp->j) == 0 ? 0 : syntax_error(pp);
-    case '"':
-        if (http_json_string(&pp->j, pp->free, &n) != 0)
-            return syntax_error(pp);
-        s->ptr = pp->free;
-        s->len = n;
-        pp->free[n] = '\0';
-        pp->free += n + 1;
-        *have = 1;
-        return 0;
-    default:
-        return field_error(pp, "field '%s' must be a string", field);
     }
+    if (http_json_string(&pp->j, pp->free, &n) != 0)
+        return syntax_error(pp);
+    s->ptr = pp->free;
+    s->len = n;
+    pp->free[n] = '\0';
+    pp->free += n + 1;
+    *st = PUSH_OK;
+    return 0;
 }
 
 /* add_payload - append one span to out->payloads, growing it. */
@@ -110,6 +118,16 @@ add_payload(struct push_parse *pp, const char *p, size_t n)
     return 0;
 }
 
+/* msg_error - remember the first shape error of this "messages". */
+static void
+msg_error(struct push_parse *pp, enum push_msg_error e, uint32_t at)
+{
+    if (pp->msg_error == PUSH_MSG_NONE) {
+        pp->msg_error = e;
+        pp->msg_error_at = at;
+    }
+}
+
 /* read_message - one {"payload": any, ...} at index i of "messages". */
 static int
 read_message(struct push_parse *pp, uint32_t i)
@@ -118,11 +136,6 @@ read_message(struct push_parse *pp, uint32_t i)
     const char *payload = NULL, *start;
     size_t payload_len = 0, n;
 
-    if (i == HTTP_BATCH_MAX)
-        return field_error(pp, "field 'messages' holds more than %d messages",
-                           HTTP_BATCH_MAX);
-    if (http_json_peek(j) != '{')
-        return field_error(pp, "field 'messages[%u]' must be an object", i);
     j->p++;
     j->depth++;
     if (http_json_peek(j) != '}') {
@@ -148,9 +161,25 @@ read_message(struct push_parse *pp, uint32_t i)
         j->p++;
     }
     j->depth--;
-    if (payload == NULL)
-        return field_error(pp, "field 'messages[%u].payload' is required", i);
+    if (payload == NULL) {
+        msg_error(pp, PUSH_MSG_NO_PAYLOAD, i);
+        return 0;
+    }
     return add_payload(pp, payload, payload_len);
+}
+
+/* read_entry - element i of "messages"; after a shape error the rest of
+ * the array is only validated. */
+static int
+read_entry(struct push_parse *pp, uint32_t i)
+{
+    if (pp->msg_error == PUSH_MSG_NONE && i == HTTP_BATCH_MAX)
+        msg_error(pp, PUSH_MSG_TOO_MANY, i);
+    if (pp->msg_error == PUSH_MSG_NONE && http_json_peek(&pp->j) != '{')
+        msg_error(pp, PUSH_MSG_NOT_OBJECT, i);
+    if (pp->msg_error != PUSH_MSG_NONE)
+        return http_json_value(&pp->j) == 0 ? 0 : syntax_error(pp);
+    return read_message(pp, i);
 }
 
 /* read_messages - the array (null: absent); a repeat starts over. */
@@ -162,20 +191,17 @@ read_messages(struct push_parse *pp)
     int rc;
 
     pp->out->n = 0;
-    pp->have_messages = 0;
-    switch (http_json_peek(j)) {
-    case 'n':
+    pp->msg_error = PUSH_MSG_NONE;
+    if (http_json_peek(j) != '[') {
+        pp->messages = http_json_peek(j) == 'n' ? PUSH_ABSENT : PUSH_BAD;
+        msg_error(pp, PUSH_MSG_NOT_ARRAY, 0);
         return http_json_value(j) == 0 ? 0 : syntax_error(pp);
-    case '[':
-        break;
-    default:
-        return field_error(pp, "field 'messages' must be an array");
     }
     j->p++;
     j->depth++;
     if (http_json_peek(j) != ']') {
         for (;; i++) {
-            if ((rc = read_message(pp, i)) != 0)
+            if ((rc = read_entry(pp, i)) != 0)
                 return rc;
             if (http_json_peek(j) != ',')
                 break;
@@ -187,7 +213,7 @@ read_messages(struct push_parse *pp)
         j->p++;
     }
     j->depth--;
-    pp->have_messages = 1;
+    pp->messages = pp->msg_error == PUSH_MSG_NONE ? PUSH_OK : PUSH_BAD;
     return 0;
 }
 
@@ -201,10 +227,9 @@ read_member(struct push_parse *pp)
     if (http_json_string(j, pp->free, &n) != 0 || http_json_eat(j, ':') != 0)
         return syntax_error(pp);
     if (key_is(pp->free, n, "queue"))
-        return read_name(pp, "queue", &pp->out->queue, &pp->have_queue);
+        return read_name(pp, &pp->out->queue, &pp->queue);
     if (key_is(pp->free, n, "partition"))
-        return read_name(pp, "partition", &pp->out->partition,
-                         &pp->out->has_partition);
+        return read_name(pp, &pp->out->partition, &pp->partition);
     if (key_is(pp->free, n, "messages"))
         return read_messages(pp);
     return http_json_value(j) == 0 ? 0 : syntax_error(pp);
@@ -245,6 +270,37 @@ read_body(struct push_parse *pp)
     return 0;
 }
 
+/* shape_error - the final shape of the body, checked field by field. */
+static int
+shape_error(struct push_parse *pp)
+{
+    uint32_t at = pp->msg_error_at;
+
+    if (pp->queue != PUSH_OK)
+        return field_error(pp, pp->queue == PUSH_ABSENT
+                                   ? "field 'queue' is required"
+                                   : "field 'queue' must be a string");
+    if (pp->partition == PUSH_BAD)
+        return field_error(pp, "field 'partition' must be a string");
+    pp->out->has_partition = pp->partition == PUSH_OK;
+    switch (pp->messages == PUSH_ABSENT ? PUSH_MSG_NONE : pp->msg_error) {
+    case PUSH_MSG_NONE:
+        return pp->messages == PUSH_OK
+                   ? 0
+                   : field_error(pp, "field 'messages' is required");
+    case PUSH_MSG_NOT_ARRAY:
+        return field_error(pp, "field 'messages' must be an array");
+    case PUSH_MSG_NOT_OBJECT:
+        return field_error(pp, "field 'messages[%u]' must be an object", at);
+    case PUSH_MSG_NO_PAYLOAD:
+        return field_error(pp, "field 'messages[%u].payload' is required", at);
+    case PUSH_MSG_TOO_MANY:
+        break;
+    }
+    return field_error(pp, "field 'messages' holds more than %d messages",
+                       HTTP_BATCH_MAX);
+}
+
 /* http_parse_push - see parse.h. */
 int
 http_parse_push(const char *body, size_t len, struct http_push *out,
@@ -266,11 +322,7 @@ http_parse_push(const char *body, size_t len, struct http_push *out,
     http_json_init(&pp.j, body, len);
     if ((rc = read_body(&pp)) != 0)
         return rc;
-    if (!pp.have_queue)
-        return field_error(&pp, "field 'queue' is required");
-    if (!pp.have_messages)
-        return field_error(&pp, "field 'messages' is required");
-    return 0;
+    return shape_error(&pp);
 }
 
 /* http_push_free - release what a parse allocated, success or not. */

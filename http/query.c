@@ -156,7 +156,8 @@ http_query_get(const struct http_query *q, const char *key, size_t *len)
     return NULL;
 }
 
-/* http_query_u32 - decimal digits only; values past max clamp to max. */
+/* http_query_u32 - decimal digits only; values past max (however many
+ * digits) clamp to max. */
 int
 http_query_u32(const struct http_query *q, const char *key, uint32_t def,
                uint32_t min, uint32_t max, uint32_t *out,
@@ -173,9 +174,10 @@ http_query_u32(const struct http_query *q, const char *key, uint32_t def,
     for (i = 0; i < n; i++) {
         if (v[i] < '0' || v[i] > '9')
             goto bad;
-        if (x > (UINT64_MAX - (uint64_t)(v[i] - '0')) / 10)
-            goto bad;
-        x = x * 10 + (uint64_t)(v[i] - '0');
+        if (x <= (UINT64_MAX - 9) / 10)
+            x = x * 10 + (uint64_t)(v[i] - '0');
+        else
+            x = UINT64_MAX; /* huge is still a number: it clamps */
     }
     if (n == 0)
         goto bad;

@@ -52,7 +52,7 @@ const char *http_query_get(const struct http_query *q, const char *key,
 /*
  * http_query_u32 - key as a decimal integer clamped into [min, max]; def
  * (not clamped) when absent.  A value that is not a plain decimal number
- * (empty, sign, junk, overflow past uint64) is -EINVAL with err set to 400
+ * (empty, a sign, anything but digits) is -EINVAL with err set to 400
  * ephemeral_bad_request naming the parameter.  0 or -EINVAL.
  */
 int http_query_u32(const struct http_query *q, const char *key, uint32_t def,
