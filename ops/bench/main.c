@@ -384,7 +384,8 @@ usage(void)
             "PID]\n"
             "                    [--redis PORT] [--nats PORT] [--ok PORT]\n"
             "                    [--json FILE] [--md FILE] [--only "
-            "http,push,drain,rpc,wake,inboxes,parked]\n");
+            "http,push,drain,rpc,wake,inboxes,parked]\n"
+            "                    [--parked N (10000)]\n");
     return 2;
 }
 
@@ -419,13 +420,16 @@ parse_run(int argc, char **argv)
             bench_opt.md = v;
         else if (strcmp(a, "--only") == 0)
             bench_opt.only = v;
+        else if (strcmp(a, "--parked") == 0)
+            bench_opt.parked = atoi(v);
         else
             return usage();
     }
     bench_opt.warm = bench_opt.quick ? 0.3 : 1.0;
     bench_opt.secs = bench_opt.quick ? 1.5 : 4.0;
     bench_opt.inboxes = bench_opt.quick ? 20000 : 100000;
-    bench_opt.parked = 10000;
+    if (bench_opt.parked <= 0)
+        bench_opt.parked = 10000;
     return 0;
 }
 
