@@ -701,3 +701,170 @@ Test(http_json_scan, differential_against_json_c)
     cr_assert_gt(t.gaps, 0);
     free(g.p);
 }
+
+/* ---- fixed cases ------------------------------------------------------- */
+
+static int
+scanner_ok(const char *s, size_t n)
+{
+    return http_json_valid(s, n);
+}
+
+static int
+json_c_ok(const char *s, size_t n)
+{
+    int ok;
+
+    json_object_put(jc_parse(s, n, &ok));
+    return ok;
+}
+
+Test(http_json_scan, rejects_what_json_c_lets_through)
+{
+    static const char *const lax[] = {"[\"a\tb\"]",
+                                      "[\"\x01\"]",
+                                      "[\"\x1f\"]",
+                                      "[\"\xc0\x80\"]",
+                                      "[\"\xe0\x80\xaf\"]",
+                                      "[\"\xed\xa0\x80\"]",
+                                      "[\"\xf4\x90\x80\x80\"]",
+                                      "[NaN]",
+                                      "[Infinity]",
+                                      "[-Infinity]",
+                                      "[1.]",
+                                      "[0.]",
+                                      "[-.5]",
+                                      "[-01]",
+                                      "[00]",
+                                      "[1.e5]",
+                                      "[-0.e1]"};
+    size_t i;
+
+    for (i = 0; i < sizeof(lax) / sizeof(lax[0]); i++) {
+        size_t n = strlen(lax[i]);
+
+        cr_assert(json_c_ok(lax[i], n), "json-c now rejects %s", lax[i]);
+        cr_assert(!scanner_ok(lax[i], n), "scanner accepts %s", lax[i]);
+    }
+}
+
+Test(http_json_scan, accepts_the_rfc_edge_cases)
+{
+    static const char *const ok[] = {"0",
+                                     "-0",
+                                     "1",
+                                     "\"x\"",
+                                     "true",
+                                     " null ",
+                                     "[-0]",
+                                     "[0e0]",
+                                     "[1E+2]",
+                                     "[1e-2]",
+                                     "[-1.5E-3]",
+                                     "[\"\\u0000\"]",
+                                     "[\"\\/\"]",
+                                     "[\"\\ud834\\udd1e\"]",
+                                     "[\"\\ud800\"]",
+                                     "[\"\\udc00\\ud800\"]",
+                                     "[\"\xf4\x8f\xbf\xbf\"]",
+                                     "[\"\xef\xbf\xbf\"]",
+                                     "{\"\":{}}",
+                                     "\t[\r\n]\n",
+                                     "[123456789012345678901234567890]",
+                                     "[1e400]"};
+    size_t i;
+
+    for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        size_t n = strlen(ok[i]);
+
+        cr_assert(scanner_ok(ok[i], n), "scanner rejects %s", ok[i]);
+        cr_assert(json_c_ok(ok[i], n), "json-c rejects %s", ok[i]);
+    }
+}
+
+Test(http_json_scan, rejects_the_malformed)
+{
+    static const char *const bad[] = {
+        "",           " ",           "[",
+        "]",          "[1,]",        "{\"a\":1,}",
+        "[1 2]",      "{\"a\" 1}",   "{1:1}",
+        "'a'",        "\"a",         "\"\\x\"",
+        "\"\\u12\"",  "\"\\u12G4\"", "tru",
+        "truex",      "nul",         "01",
+        "-",          "1e",          "1e+",
+        ".5",         "+1",          "0x1",
+        "[1]]",       "{}{}",        "1 2",
+        "[1]\v",      "\f[1]",       "\xef\xbb\xbf{}",
+        "[\"\xff\"]", "[\"\xc3\"]",  "[\"\x80\"]",
+        "/*c*/1"};
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        size_t n = strlen(bad[i]);
+
+        cr_assert(!scanner_ok(bad[i], n), "scanner accepts %s", bad[i]);
+        cr_assert(!json_c_ok(bad[i], n), "json-c accepts %s", bad[i]);
+    }
+    cr_assert(!scanner_ok("[1]\0", 4), "a NUL after the text");
+    cr_assert(!scanner_ok("[\"a\0\"]", 6), "a raw NUL in a string");
+}
+
+/* nest - k arrays around inner (NULL: empty innermost array). */
+static char *
+nest(unsigned k, const char *inner)
+{
+    char *b = malloc(2 * k + 8);
+    size_t o = 0;
+    unsigned i;
+
+    for (i = 0; i < k; i++)
+        b[o++] = '[';
+    if (inner != NULL)
+        o += (size_t)sprintf(b + o, "%s", inner);
+    for (i = 0; i < k; i++)
+        b[o++] = ']';
+    b[o] = '\0';
+    return b;
+}
+
+Test(http_json_scan, depth_is_bounded_as_json_c_bounds_it)
+{
+    struct {
+        unsigned k;
+        const char *inner;
+        int ok;
+    } cases[] = {
+        {HTTP_JSON_MAX_DEPTH, NULL, 1},
+        {HTTP_JSON_MAX_DEPTH + 1, NULL, 0},
+        {HTTP_JSON_MAX_DEPTH - 1, "1", 1},
+        {HTTP_JSON_MAX_DEPTH, "1", 0},
+        {HTTP_JSON_MAX_DEPTH - 1, "{}", 1},
+        {HTTP_JSON_MAX_DEPTH - 1, "{\"a\":1}", 0},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *b = nest(cases[i].k, cases[i].inner);
+        size_t n = strlen(b);
+
+        cr_assert_eq(scanner_ok(b, n), cases[i].ok, "case %zu", i);
+        cr_assert_eq(json_c_ok(b, n), cases[i].ok, "json-c, case %zu", i);
+        free(b);
+    }
+}
+
+Test(http_json_scan, string_unescapes_to_utf8)
+{
+    const char *s = "\"a\\u00e9\\ud834\\udd1e\\ud800x\\n\\\"\\\\\\/\xc3\xa9\"";
+    char out[64];
+    size_t n;
+    struct http_json j;
+
+    http_json_init(&j, s, strlen(s));
+    cr_assert_eq(http_json_string(&j, out, &n), 0);
+    cr_assert_eq(j.p, j.end);
+    cr_assert_eq(n, 17);
+    cr_assert(memcmp(out,
+                     "a\xc3\xa9\xf0\x9d\x84\x9e\xef\xbf\xbdx\n\"\\/\xc3\xa9",
+                     n) == 0);
+}

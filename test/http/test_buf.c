@@ -1,0 +1,114 @@
+/*
+ * test_buf.c - http/buf.c: growth, numbers, printf, and JSON escaping
+ * checked against json-c.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+
+#include "http/buf.h"
+
+Test(http_buf, appends_grow_and_stay_terminated)
+{
+    struct http_buf b;
+    int i;
+
+    http_buf_init(&b);
+    for (i = 0; i < 10000; i++)
+        cr_assert_eq(http_buf_append(&b, "0123456789", 10), 0);
+    cr_assert_eq(b.len, 100000);
+    cr_assert_eq(b.data[b.len], '\0');
+    cr_assert_eq(b.oom, 0);
+    http_buf_reset(&b);
+    cr_assert_eq(b.len, 0);
+    cr_assert_geq(b.cap, 100001);
+    http_buf_free(&b);
+    cr_assert_null(b.data);
+}
+
+Test(http_buf, numbers_at_their_limits)
+{
+    struct http_buf b;
+
+    http_buf_init(&b);
+    http_buf_append_u64(&b, 0);
+    http_buf_append_str(&b, " ");
+    http_buf_append_u64(&b, UINT64_MAX);
+    http_buf_append_str(&b, " ");
+    http_buf_append_i64(&b, INT64_MIN);
+    http_buf_append_str(&b, " ");
+    http_buf_append_i64(&b, INT64_MAX);
+    http_buf_append_str(&b, " ");
+    http_buf_append_i64(&b, -1);
+    cr_assert_str_eq(b.data, "0 18446744073709551615 -9223372036854775808 "
+                             "9223372036854775807 -1");
+    http_buf_free(&b);
+}
+
+Test(http_buf, printf_grows_past_the_spare_room)
+{
+    struct http_buf b;
+    char big[1000];
+
+    memset(big, 'z', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    http_buf_init(&b);
+    cr_assert_eq(http_buf_printf(&b, "<%s>%d", big, 7), 0);
+    cr_assert_eq(b.len, 1002);
+    cr_assert_eq(b.data[0], '<');
+    cr_assert_str_eq(b.data + 1000, ">7");
+    http_buf_free(&b);
+}
+
+Test(http_buf, json_escapes_quotes_backslashes_and_controls)
+{
+    struct http_buf b;
+
+    http_buf_init(&b);
+    http_buf_append_json_str(&b, "a\"b\\c\n\t\r\b\f\x01\x1f\x7f\xc3\xa9", 15);
+    cr_assert_str_eq(b.data, "\"a\\\"b\\\\c\\n\\t\\r\\b\\f\\u0001\\u001f"
+                             "\\u007f\xc3\xa9\"");
+    http_buf_reset(&b);
+    http_buf_append_json_str(&b, "x\0y", 3);
+    cr_assert_eq(b.len, 10);
+    cr_assert(memcmp(b.data, "\"x\\u0000y\"", 10) == 0);
+    http_buf_free(&b);
+}
+
+/* Every byte string of ASCII (all 128 values) and some UTF-8 escapes into
+ * a JSON string that json-c reads back as the same bytes. */
+Test(http_buf, json_escape_round_trips_through_json_c)
+{
+    uint64_t s = 12345;
+    int round;
+
+    for (round = 0; round < 2000; round++) {
+        char in[64];
+        size_t n = 0, k;
+        struct http_buf b;
+        struct json_object *o;
+
+        while (n < sizeof(in) - 4) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            if (s % 8 == 0) {
+                memcpy(in + n, "\xe2\x82\xac", 3);
+                n += 3;
+            } else {
+                in[n++] = (char)(s % 128);
+            }
+            if (s % 29 == 0)
+                break;
+        }
+        http_buf_init(&b);
+        http_buf_append_json_str(&b, in, n);
+        o = json_tokener_parse(b.data);
+        cr_assert_not_null(o, "%s", b.data);
+        k = (size_t)json_object_get_string_len(o);
+        cr_assert_eq(k, n);
+        cr_assert(memcmp(json_object_get_string(o), in, n) == 0);
+        json_object_put(o);
+        http_buf_free(&b);
+    }
+}

@@ -1,0 +1,105 @@
+/*
+ * test_ids.c - http/ids.c: message ids "e:<inc hex>:<partition>:<seq>",
+ * whose partition may hold ':'.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+
+#include "http/buf.h"
+#include "http/ids.h"
+
+Test(http_ids, format_is_fixed_width_hex_and_decimal)
+{
+    struct http_buf b;
+
+    http_buf_init(&b);
+    cr_assert_eq(http_id_format(&b, 0xff, "p", 1, 42), 0);
+    cr_assert_str_eq(b.data, "e:00000000000000ff:p:42");
+    http_buf_free(&b);
+}
+
+Test(http_ids, round_trip_with_colons_in_the_partition)
+{
+    static const char *const parts[] = {"Default", "a:b", ":",  "a:1:2",
+                                        "::",      "7",   "é:", "room 7:0"};
+    static const uint64_t incs[] = {0, 1, 0xdeadbeefcafef00dull, UINT64_MAX};
+    static const uint64_t seqs[] = {0, 1, 1000000007ull, UINT64_MAX};
+    size_t i, k;
+
+    for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        for (k = 0; k < 4; k++) {
+            struct http_buf b;
+            uint64_t inc, seq;
+            const char *part;
+            size_t plen;
+
+            http_buf_init(&b);
+            cr_assert_eq(http_id_format(&b, incs[k], parts[i], strlen(parts[i]),
+                                        seqs[k]),
+                         0);
+            cr_assert_eq(http_id_parse(b.data, b.len, &inc, &part, &plen, &seq),
+                         0, "%s", b.data);
+            cr_assert_eq(inc, incs[k]);
+            cr_assert_eq(seq, seqs[k]);
+            cr_assert_eq(plen, strlen(parts[i]));
+            cr_assert(memcmp(part, parts[i], plen) == 0, "%s", b.data);
+            http_buf_free(&b);
+        }
+    }
+}
+
+Test(http_ids, json_form_escapes_the_partition)
+{
+    struct http_buf b;
+    struct json_object *o;
+
+    http_buf_init(&b);
+    cr_assert_eq(http_id_format_json(&b, 1, "a\"b\\c:\n", 7, 9), 0);
+    cr_assert_str_eq(b.data, "\"e:0000000000000001:a\\\"b\\\\c:\\n:9\"");
+    o = json_tokener_parse(b.data);
+    cr_assert_not_null(o);
+    cr_assert_str_eq(json_object_get_string(o),
+                     "e:0000000000000001:a\"b\\c:\n:9");
+    json_object_put(o);
+    http_buf_free(&b);
+}
+
+Test(http_ids, parse_rejects_malformed_ids)
+{
+    static const char *const bad[] = {
+        "",           "e",       "e:",
+        "x:ff:p:1",   "e::p:1",  "e:0123456789abcdef0:p:1",
+        "e:fg:p:1",   "e:ff:p:", "e:ff::1",
+        "e:ff:p",     "e:ff:1",  "e:ff:p:18446744073709551616",
+        "e:ff:p:12a", "e:ffp1",  "E:ff:p:1",
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        uint64_t inc, seq;
+        const char *part;
+        size_t plen;
+
+        cr_assert_eq(
+            http_id_parse(bad[i], strlen(bad[i]), &inc, &part, &plen, &seq),
+            -EINVAL, "accepted '%s'", bad[i]);
+    }
+}
+
+Test(http_ids, parse_takes_short_hex_and_the_largest_sequence)
+{
+    uint64_t inc, seq;
+    const char *part;
+    size_t plen;
+
+    cr_assert_eq(http_id_parse("e:A:p:18446744073709551615", 26, &inc, &part,
+                               &plen, &seq),
+                 0);
+    cr_assert_eq(inc, 10);
+    cr_assert_eq(seq, UINT64_MAX);
+    cr_assert_eq(plen, 1);
+}
