@@ -868,3 +868,140 @@ Test(http_json_scan, string_unescapes_to_utf8)
                      "a\xc3\xa9\xf0\x9d\x84\x9e\xef\xbf\xbdx\n\"\\/\xc3\xa9",
                      n) == 0);
 }
+
+/* ---- throughput (printed, not asserted) --------------------------------- */
+
+/* bench_body - 100 messages of 256-byte payloads: objects with strings,
+ * numbers, an escape and a non-ASCII character, padded to size. */
+static char *
+bench_body(size_t *len)
+{
+    struct gen g = {0};
+    char payload[300];
+    int i, n;
+
+    puts_(&g, "{\"queue\":\"presence\",\"partition\":\"room-7\","
+              "\"messages\":[");
+    for (i = 0; i < 100; i++) {
+        n = snprintf(payload, sizeof(payload),
+                     "{\"user\":\"ada-%03d\",\"typing\":true,\"seq\":%d,"
+                     "\"score\":-12.5e-3,\"tags\":[\"a\",\"b\\n\",null],"
+                     "\"text\":\"caf\xc3\xa9 \\\"quoted\\\" ",
+                     i, i * 7919);
+        for (; n < 254; n++)
+            payload[n] = (char)('a' + n % 26);
+        payload[n++] = '"';
+        payload[n++] = '}';
+        payload[n] = '\0';
+        puts_(&g, i ? ",{\"payload\":" : "{\"payload\":");
+        put(&g, payload, (size_t)n);
+        puts_(&g, "}");
+    }
+    puts_(&g, "]}");
+    *len = g.n;
+    return g.p;
+}
+
+static double
+now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* jc_push - what the push path would cost with json-c: parse the tree and
+ * print each payload back to text to store it. */
+static size_t
+jc_push(const char *body, size_t len)
+{
+    struct json_tokener *t = json_tokener_new_ex(HTTP_JSON_MAX_DEPTH);
+    struct json_object *o, *m;
+    size_t i, n, bytes = 0;
+
+    json_tokener_set_flags(t, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    o = json_tokener_parse_ex(t, body, (int)len);
+    json_tokener_free(t);
+    json_object_object_get_ex(o, "messages", &m);
+    n = json_object_array_length(m);
+    for (i = 0; i < n; i++) {
+        struct json_object *p;
+
+        json_object_object_get_ex(json_object_array_get_idx(m, i), "payload",
+                                  &p);
+        bytes +=
+            strlen(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN));
+    }
+    json_object_put(o);
+    return bytes;
+}
+
+/* bench - CPU seconds per call of fn over iters calls, the best of 5
+ * rounds (the machine is shared); *sink keeps the work observable. */
+static double
+bench(size_t (*fn)(const char *, size_t), const char *body, size_t len,
+      size_t iters, size_t *sink)
+{
+    double best = 1e9;
+    int round;
+
+    for (round = 0; round < 5; round++) {
+        double t0 = now_s(), t;
+        size_t i;
+
+        for (i = 0; i < iters; i++)
+            *sink += fn(body, len);
+        t = (now_s() - t0) / (double)iters;
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
+static size_t
+scan_push(const char *body, size_t len)
+{
+    struct http_push p;
+    struct http_error err;
+    size_t n;
+
+    http_parse_push(body, len, &p, &err);
+    n = p.n;
+    http_push_free(&p);
+    return n;
+}
+
+static size_t
+jc_only(const char *body, size_t len)
+{
+    int ok;
+
+    json_object_put(jc_parse(body, len, &ok));
+    return (size_t)ok;
+}
+
+Test(http_json_scan, throughput_of_a_100_message_push)
+{
+    size_t len, i, sink = 0;
+    char *body = bench_body(&len);
+    struct http_push p;
+    struct http_error err;
+    double scan, jc, jc_print;
+
+    cr_assert_eq(http_parse_push(body, len, &p, &err), 0, "%s", err.msg);
+    cr_assert_eq(p.n, 100);
+    for (i = 0; i < 100; i++)
+        cr_assert_eq(p.payloads[i].len, 256);
+    http_push_free(&p);
+    scan = bench(scan_push, body, len, 400, &sink);
+    jc = bench(jc_only, body, len, 40, &sink);
+    jc_print = bench(jc_push, body, len, 40, &sink);
+    cr_assert_gt(sink, 0);
+    fprintf(stderr,
+            "push body %zu bytes, 100 x 256-byte payloads, CPU time, best of "
+            "5: scanner %.1f us (%.0f MB/s, %.2f M msg/s); json-c parse "
+            "%.1f us (%.1fx); json-c parse + print payloads %.1f us (%.1fx)\n",
+            len, scan * 1e6, (double)len / scan / 1e6, 100.0 / scan / 1e6,
+            jc * 1e6, jc / scan, jc_print * 1e6, jc_print / scan);
+    free(body);
+}
