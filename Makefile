@@ -88,3 +88,13 @@ clean:
 -include $(OBJ:.o=.d) $(TESTLIB:.o=.d)
 -include ops/ops.mk
 -include ops/bench/bench.mk
+
+# make sim [SEEDS=N] [STEPS=K] [FIRST=F]: soak the raft simulator past the
+# seeds make test runs: N seeds per cluster size (3 and 5 nodes), K faulty
+# steps each, from the F-th seed on.  MAYFLY_SIM_SEED=S replays one seed.
+.PHONY: sim
+sim:
+	$(MAKE) MODE=asan build/asan/test/consensus/test_raft_sim
+	MAYFLY_SIM_SEEDS=$(or $(SEEDS),20000) MAYFLY_SIM_STEPS=$(or $(STEPS),600) \
+	MAYFLY_SIM_FIRST=$(or $(FIRST),5000) \
+	build/asan/test/consensus/test_raft_sim -j2 --full-stats
