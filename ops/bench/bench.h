@@ -152,6 +152,7 @@ struct bench_opts {
     const char *json;
     const char *md;
     const char *only;
+    const char *label;
 };
 
 extern struct bench_opts bench_opt;

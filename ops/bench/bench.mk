@@ -3,6 +3,7 @@
 #   make bench            full run (under 10 minutes)
 #   make bench QUICK=1    short windows (under 2 minutes)
 #   make bench ONLY=rpc   some scenarios (http,push,drain,rpc,wake,inboxes,parked)
+#   make bench UPDATE=1   also write the table into BENCHMARKS.md
 #
 # Installs the bench packages, builds the release server and the load
 # generator (build/bench/mayfly-bench, -O2, the project's warning flags),
@@ -25,4 +26,4 @@ bench:
 	ops/install-deps.sh bench
 	$(MAKE) MODE=release all
 	$(MAKE) $(BENCH_BIN)
-	QUICK="$(QUICK)" ONLY="$(ONLY)" ops/bench/run.sh
+	QUICK="$(QUICK)" ONLY="$(ONLY)" UPDATE="$(UPDATE)" ops/bench/run.sh

@@ -235,6 +235,8 @@ write_json(const char *path, const char *mach)
         return -errno;
     fprintf(f, "{\"machine\":");
     json_str(f, mach);
+    fprintf(f, ",\"label\":");
+    json_str(f, bench_opt.label ? bench_opt.label : "");
     fprintf(f,
             ",\"quick\":%s,\"time\":%lld,\"load_start\":%.2f,"
             "\"load_end\":%.2f,\"rows\":[",
@@ -274,9 +276,11 @@ write_md(const char *path, const char *mach)
     if (f == NULL)
         return -errno;
     fprintf(f,
-            "Machine: %s. Mode: %s. 1-minute load average: %.2f before the "
-            "run, %.2f after it.\n\n",
-            mach, bench_opt.quick ? "QUICK=1" : "full", load_start, load_end);
+            "Machine: %s. Mode: %s. %s%s1-minute load average: %.2f before "
+            "the run, %.2f after it.\n\n",
+            mach, bench_opt.quick ? "QUICK=1" : "full",
+            bench_opt.label ? bench_opt.label : "", bench_opt.label ? ". " : "",
+            load_start, load_end);
     print_table(f, 1);
     return fclose(f) == 0 ? 0 : -errno;
 }
@@ -385,7 +389,7 @@ usage(void)
             "                    [--redis PORT] [--nats PORT] [--ok PORT]\n"
             "                    [--json FILE] [--md FILE] [--only "
             "http,push,drain,rpc,wake,inboxes,parked]\n"
-            "                    [--parked N (10000)]\n");
+            "                    [--parked N (10000)] [--label TEXT]\n");
     return 2;
 }
 
@@ -420,6 +424,8 @@ parse_run(int argc, char **argv)
             bench_opt.md = v;
         else if (strcmp(a, "--only") == 0)
             bench_opt.only = v;
+        else if (strcmp(a, "--label") == 0)
+            bench_opt.label = v;
         else if (strcmp(a, "--parked") == 0)
             bench_opt.parked = atoi(v);
         else

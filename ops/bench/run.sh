@@ -4,7 +4,9 @@
 # Starts the trivial libmicrohttpd endpoint, redis-server (no persistence),
 # nats-server and build/release/mayflyd (two workers, room for 10,000
 # parked pops), runs build/bench/mayfly-bench, and stops what it started.
-# QUICK=1 for the short run; ONLY=rpc,wake (say) for some scenarios. Logs of the servers: build/bench/run/*.log.
+# QUICK=1 for the short run; ONLY=rpc,wake (say) for some scenarios;
+# UPDATE=1 also puts the new table into BENCHMARKS.md (between its
+# bench:begin and bench:end markers). Logs of the servers: build/bench/run/*.log.
 # Exit status: the generator's (0 when it wrote its outputs).
 set -eu
 cd "$(dirname "$0")/../.."
@@ -54,10 +56,11 @@ else
     echo "run.sh: $MAYFLYD is missing; mayfly rows will fail" >&2
 fi
 
+label="mayfly $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "run.sh: ok=$okp redis=$rp nats=$np mayfly=$mp (pid $mpid)" >&2
 rc=0
 # shellcheck disable=SC2086
-$BIN run $quick $only --mayfly "$mp" --mayfly-pid "$mpid" --redis "$rp" \
+$BIN run $quick $only --label "$label" --mayfly "$mp" --mayfly-pid "$mpid" --redis "$rp" \
     --nats "$np" --ok "$okp" --json "$B/results.json" \
     --md "$B/results.md" || rc=$?
 if [ "$mpid" != 0 ] && ! kill -0 "$mpid" 2>/dev/null; then
@@ -65,4 +68,12 @@ if [ "$mpid" != 0 ] && ! kill -0 "$mpid" 2>/dev/null; then
     tail -n 20 "$B/run/mayfly.log" >&2
 fi
 echo "run.sh: wrote $B/results.json and $B/results.md" >&2
+if [ "$rc" = 0 ] && [ "${UPDATE:-0}" = 1 ]; then
+    awk -v table="$B/results.md" '
+        /<!-- bench:begin -->/ { print; while ((getline l < table) > 0) print l; skip = 1; next }
+        /<!-- bench:end -->/ { skip = 0 }
+        !skip { print }
+    ' BENCHMARKS.md >"$B/BENCHMARKS.md.new" && mv "$B/BENCHMARKS.md.new" BENCHMARKS.md
+    echo "run.sh: updated BENCHMARKS.md" >&2
+fi
 exit "$rc"
