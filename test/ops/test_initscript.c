@@ -368,6 +368,29 @@ Test(initscript, reload_after_rotation_opens_a_new_log_and_keeps_serving)
     it_stop(pid);
 }
 
+/* it_wait_log - the log file holds text within 15 s. */
+static void
+it_wait_log(const char *text)
+{
+    long long end = it_now_ms() + 15000;
+    while (it_sh("cat %s", it_log), strstr(it_out, text) == NULL) {
+        cr_assert_lt(it_now_ms(), end, "the log never said '%s': %s", text,
+                     it_out);
+        it_pause();
+    }
+}
+
+Test(initscript, reload_logs_what_changed_and_what_needs_a_restart)
+{
+    pid_t pid = it_start();
+    it_write_config("lease_s = 45\nworkers = 3\n");
+    cr_assert_eq(it_init_cmd("reload"), 0, "reload: %s", it_out);
+    it_wait_log("workers 2 -> 3 (needs a restart); lease_s 30 -> 45");
+    cr_assert_eq(it_read_pid(), pid, "reload restarted the daemon");
+    it_push_pop("ops-reloaded", "reloaded");
+    it_stop(pid);
+}
+
 Test(initscript, a_second_start_does_not_start_a_second_daemon)
 {
     pid_t pid = it_start();
