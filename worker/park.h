@@ -21,8 +21,7 @@ struct http_request;
 struct park {
     struct http_request *req;
     uint64_t handle;       /* what a push to our partition/queue posts */
-    uint64_t deadline;     /* shm_now_ms() when the pop answers empty */
-    uint64_t window_until; /* windowBuffer: answer by then once holding */
+    uint64_t deadline; /* shm_now_ms() when the pop answers anyway */
     size_t heap_idx;
     struct park *prev, *next; /* chain of parks with the same handle */
     int fd;                   /* client socket, watched for EPOLLRDHUP */

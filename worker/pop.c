@@ -20,6 +20,7 @@
 #include "http/query.h"
 #include "http/reply.h"
 #include "http/request.h"
+#include "shm/catalog.h"
 #include "shm/log.h"
 #include "shm/stats.h"
 #include "worker/worker_int.h"
@@ -33,7 +34,12 @@ struct pop_call {
     struct park park; /* park.pop holds the request's parameters */
     int parked;
     int leased; /* the reply carries leases: release if unsent */
-    struct shm_sink sink;
+    struct shm_sink sink; /* what the answer carries */
+    /* windowBuffer (a declared option): hold what came until target
+     * messages, or window_ms after the first, or the pop's own timeout. */
+    uint32_t target; /* 0: no window, answer as soon as one came */
+    uint32_t window_ms;
+    struct shm_sink more; /* scratch a windowed take lands in first */
 };
 
 /* sink_reserve - make the sink hold at least want bytes.  0 or -ENOMEM. */
@@ -50,24 +56,64 @@ sink_reserve(struct shm_sink *s, size_t want)
     return 0;
 }
 
-/* take - one shm_pop into call's sink, growing it when even one message
+/* pop_into - one shm_pop into sink, growing it when even one message
  * would not fit.  Returns the count or -errno. */
 static int
-take(struct pop_call *c, int park)
+pop_into(struct pop_call *c, struct shm_sink *sink, uint32_t batch, int park)
 {
     struct shm_pop_req r = c->park.pop;
     int rc;
 
     r.park = park;
+    r.batch = batch;
     for (;;) {
-        c->sink.used = 0;
-        c->sink.count = 0;
-        rc = shm_pop(c->w->seg, c->w->set.slot, &r, shm_now_ms(), &c->sink);
+        rc = shm_pop(c->w->seg, c->w->set.slot, &r, shm_now_ms(), sink);
         if (rc != -ENOMEM)
             return rc;
-        if (c->sink.need > SINK_MAX || sink_reserve(&c->sink, c->sink.need))
+        if (sink->need > SINK_MAX || sink_reserve(sink, sink->need))
             return -ENOMEM;
     }
+}
+
+/*
+ * take - what the pop may take now.  Without a window: one shm_pop into
+ * the answer.  With one: shm_pops into scratch, appended to what the call
+ * holds, until it holds target or a pop finds nothing (which, with park,
+ * sets the waiter bit again, so the next push wakes us).  Returns how many
+ * the call holds, or -errno.
+ */
+static int
+take(struct pop_call *c, int park)
+{
+    int rc;
+
+    if (c->target == 0)
+        return pop_into(c, &c->sink, c->park.pop.batch, park);
+    while (c->sink.count < c->target) {
+        rc = pop_into(c, &c->more, c->target - c->sink.count, park);
+        if (rc < 0 && c->sink.count == 0)
+            return rc;
+        if (rc <= 0)
+            break;
+        /* A failed append leaves those leased: they expire and come back. */
+        if (sink_reserve(&c->sink, c->sink.used + c->more.used) != 0)
+            return -ENOMEM;
+        memcpy(c->sink.buf + c->sink.used, c->more.buf, c->more.used);
+        c->sink.used += c->more.used;
+        c->sink.count += c->more.count;
+    }
+    return (int)c->sink.count;
+}
+
+/* window_open - a windowed pop got its first messages: answer by
+ * window_ms from now at the latest (or its timeout, if sooner). */
+static void
+window_open(struct pop_call *c)
+{
+    uint64_t until = shm_now_ms() + c->window_ms;
+
+    if (c->window_ms != 0 && until < c->park.deadline)
+        park_update_deadline(&c->w->parks, &c->park, until);
 }
 
 /* format - the pop answer for whatever the sink holds. */
@@ -136,6 +182,7 @@ on_done(void *arg, int sent_ok)
         shm_release(c->w->seg, c->w->set.slot, c->park.pop.queue,
                     c->park.pop.group, &c->sink, shm_now_ms());
     free(c->sink.buf);
+    free(c->more.buf);
     free(c->park.names);
     free(c);
 }
@@ -149,6 +196,8 @@ park(struct pop_call *c, uint32_t timeout_ms)
 
     c->park.handle = shm_pop_handle(w->seg, r->queue, r->part);
     c->park.deadline = shm_now_ms() + timeout_ms;
+    if (c->sink.count > 0 && c->window_ms != 0 && c->window_ms < timeout_ms)
+        c->park.deadline = shm_now_ms() + c->window_ms;
     c->park.fd = http_request_fd(c->req);
     if (park_add(&w->parks, &c->park) != 0)
         return -ENOMEM;
@@ -270,18 +319,30 @@ worker_pop(struct worker *w, struct http_request *req)
         return;
     }
     http_request_on_done(req, on_done, c);
+    int may_park = wait && timeout > 0 && !w->draining;
+    struct shm_qopts o;
+    if (may_park &&
+        shm_catalog_lookup(w->seg->catalog, c->park.pop.queue.ptr,
+                           c->park.pop.queue.len, &o) &&
+        (o.window_ms || o.window_count)) {
+        c->window_ms = o.window_ms;
+        c->target = o.window_count && o.window_count < c->park.pop.batch
+                        ? o.window_count
+                        : c->park.pop.batch;
+    }
     size_t want = (size_t)c->park.pop.batch * 512 + SINK_MIN;
-    if (sink_reserve(&c->sink, want < SINK_MAX ? want : SINK_MAX) != 0) {
+    if (sink_reserve(&c->sink, want < SINK_MAX ? want : SINK_MAX) != 0 ||
+        (c->target && sink_reserve(&c->more, c->sink.cap) != 0)) {
         http_reply_errno(req, -ENOMEM, "pop");
         return;
     }
-    int may_park = wait && timeout > 0 && !w->draining;
     rc = take(c, may_park);
     if (rc < 0) {
         http_reply_errno(req, rc, "pop");
         return;
     }
-    if (rc == 0 && may_park && park(c, timeout) == 0)
+    if ((rc == 0 || (uint32_t)rc < c->target) && may_park &&
+        park(c, timeout) == 0)
         return;
     answer(c);
 }
@@ -290,10 +351,16 @@ worker_pop(struct worker *w, struct http_request *req)
 static void
 retry(struct pop_call *c)
 {
+    uint32_t held = c->sink.count;
     int rc = take(c, 1);
 
     if (rc == 0)
         return; /* someone else took it; still parked, bit set again */
+    if (rc > 0 && (uint32_t)rc < c->target) {
+        if (held == 0)
+            window_open(c); /* the first ones: the window starts */
+        return;
+    }
     unpark(c);
     if (rc < 0)
         http_reply_errno(c->req, rc, "pop");

@@ -183,10 +183,7 @@ next_timeout(struct worker *w, uint64_t now)
     if (ct >= 0 && ct < t)
         t = ct;
     if (p != NULL) {
-        uint64_t when = p->deadline;
-        if (p->window_until != 0 && p->window_until < when)
-            when = p->window_until;
-        int d = when > now ? (int)(when - now) : 0;
+        int d = p->deadline > now ? (int)(p->deadline - now) : 0;
         if (d < t)
             t = d;
     }
