@@ -13,7 +13,8 @@ pass=0
 fail=0
 for t in $(find "$b/test" -type f -perm -u+x | sort); do
     echo "== $t"
-    out=$("$t" -j2 --full-stats 2>&1)
+    # A hung suite must not hang CI: each binary gets TEST_TIMEOUT seconds.
+    out=$(timeout "${TEST_TIMEOUT:-600}" "$t" -j2 --full-stats 2>&1)
     rc=$?
     printf '%s\n' "$out" | grep -E '^\[(FAIL|----)\]|Synthesis|ERROR|SUMMARY' | head -50
     line=$(printf '%s\n' "$out" | grep 'Synthesis:' | tail -1)
