@@ -1,8 +1,8 @@
 /*
  * raft_core.h - the raft core's state, shared by raft.c (roles, timers,
- * inputs, outputs), raft_elect.c (pre-votes and votes) and raft_repl.c
- * (replication, commit, snapshots).  Internal to consensus/: the master sees
- * only raft.h.  Single-threaded, no locking.
+ * inputs), raft_elect.c (pre-votes and votes), raft_repl.c (replication,
+ * commit, snapshots) and raft_ready.c (outputs).  Internal to consensus/: the
+ * master sees only raft.h.  Single-threaded, no locking.
  */
 #ifndef MAYFLY_CONSENSUS_RAFT_CORE_H
 #define MAYFLY_CONSENSUS_RAFT_CORE_H
@@ -58,10 +58,12 @@ struct raft {
     struct raft_status reported; /* status given by the last ready */
 };
 
-/* raft.c */
+/* raft_ready.c */
 /* raft_send - queue m (its owned parts move to the outbox); a message
  * that cannot be queued is dropped, which raft tolerates. */
 void raft_send(struct raft *r, struct raft_msg *m);
+
+/* raft.c */
 /* raft_fail - remember a store error; later inputs return it. */
 void raft_fail(struct raft *r, int rc);
 /* raft_quorum - votes needed: a strict majority of n. */
