@@ -16,15 +16,18 @@
  * from the pool, spill its tail back, and reap.
  *
  * Crash safety (a worker killed at any instruction):
- *  - in alloc: the chain becomes the worker's with the last store, its head
- *    tag CACHE(w) -> INFLIGHT(w); before that every cell of it is CACHE(w)
- *    or BODY behind a CACHE(w) cell;
- *  - in free: slot->freeing holds the head while the chain moves to the
- *    cache (its head may still say LINKED);
+ *  - in alloc: the head is tagged INFLIGHT(w) first, then the bodies BODY
+ *    in chain order: a BODY cell always hangs off an INFLIGHT(w) or LINKED
+ *    head through BODY cells;
+ *  - in free: slot->freeing holds the head while the chain's cells turn
+ *    CACHE(w) (its head may still say LINKED);
  *  - under the arena lock: cells change to or from FREE only there, so the
  *    next locker (EOWNERDEAD) rebuilds the free list and taken from the tags.
- * shm_arena_reap(w) then returns every cell reachable from the freeing head,
- * a CACHE(w) cell or an INFLIGHT(w) head through BODY/CACHE(w) cells.
+ *    The dead holder's half-spliced cells keep stale next words, which is
+ *    why nothing follows a CACHE(w) cell's next word but the freeing walk.
+ * shm_arena_reap(w) then frees the freeing chain (through BODY and CACHE(w)
+ * cells: the cache list is whole when a free was in progress), every
+ * CACHE(w) cell alone, and every INFLIGHT(w) head with its BODY cells.
  *
  * Every store that crash recovery reads (tags, next words, slot fields) is
  * atomic and ordered by release where order matters.  Errors: 0 or -errno.
@@ -266,8 +269,9 @@ arena_spill(struct shm_seg *seg, struct shm_slot *s)
 
 /*
  * shm_arena_alloc - see arena.h.  The first n cells of w's cache become the
- * chain: bodies tagged BODY, the chain cut after cell n, then the head tag
- * CACHE(w) -> INFLIGHT(w) is the store that makes it an allocation.
+ * chain: its head is tagged INFLIGHT(w) first, then the bodies BODY in chain
+ * order, then the chain is cut after cell n.  A BODY cell is thus always
+ * reachable from an INFLIGHT(w) head through BODY cells (shm_arena_reap).
  */
 int
 shm_arena_alloc(struct shm_seg *seg, int w, uint32_t n, uint32_t *head)
@@ -286,14 +290,15 @@ shm_arena_alloc(struct shm_seg *seg, int w, uint32_t n, uint32_t *head)
         have = atomic_load_explicit(&s->cache_count, memory_order_relaxed);
     }
     uint32_t h = s->cache_head, c = h;
+    atomic_store_explicit(&tags[h], SHM_TAG(SHM_TAG_INFLIGHT, w),
+                          memory_order_release);
     for (uint32_t i = 1; i < n; i++) {
         c = cell_next(a, c);
         tag_set(tags, c, SHM_TAG(SHM_TAG_BODY, 0));
     }
     uint32_t rest = cell_next(a, c);
+    atomic_thread_fence(memory_order_release);
     cell_set_next(a, c, 0);
-    atomic_store_explicit(&tags[h], SHM_TAG(SHM_TAG_INFLIGHT, w),
-                          memory_order_release);
     s->cache_head = rest;
     atomic_store_explicit(&s->cache_count, have - n, memory_order_relaxed);
     *head = h;
@@ -423,24 +428,33 @@ shm_arena_used_bytes(struct shm_seg *seg)
     return used > 0 ? (uint64_t)used * SHM_CELL_BYTES : 0;
 }
 
-/* arena_reap_chain_locked - free c, then the cells after it while they are
- * BODY or CACHE(w) (all w's: see the file comment); returns cells freed. */
+/* arena_push_locked - put cell c on the free list. */
+static inline void
+arena_push_locked(struct shm_arena *a, uint32_t c)
+{
+    tag_set(arena_tags(a), c, SHM_TAG_FREE);
+    cell_set_next(a, c, a->free_head);
+    a->free_head = c;
+}
+
+/*
+ * arena_reap_chain_locked - free c, then the cells after it while they are
+ * BODY or tagged also; returns cells freed.
+ */
 static uint32_t
-arena_reap_chain_locked(struct shm_arena *a, int w, uint32_t c)
+arena_reap_chain_locked(struct shm_arena *a, uint32_t c, uint32_t also)
 {
     _Atomic uint32_t *tags = arena_tags(a);
     uint32_t n = 0;
 
-    while (c != 0) {
+    for (;;) {
         uint32_t next = cell_next(a, c);
-        tag_set(tags, c, SHM_TAG_FREE);
-        cell_set_next(a, c, a->free_head);
-        a->free_head = c;
+        arena_push_locked(a, c);
         n++;
         if (next == 0)
             break;
         uint32_t t = tag_get(tags, next);
-        if (t != SHM_TAG(SHM_TAG_BODY, 0) && t != SHM_TAG(SHM_TAG_CACHE, w))
+        if (t != SHM_TAG(SHM_TAG_BODY, 0) && t != also)
             break;
         c = next;
     }
@@ -451,6 +465,12 @@ arena_reap_chain_locked(struct shm_arena *a, int w, uint32_t c)
  * shm_arena_reap - see arena.h.  w must be dead and its partition locks
  * repaired: a chain w linked into a structure must be tagged LINKED by then,
  * and one it unlinked without reaching shm_arena_free() is the repairer's.
+ *
+ * Only next words w's last operation left consistent are followed: a cell of
+ * a refill or spill w died in may point anywhere (into a cell since reused),
+ * so CACHE(w) cells are freed one by one, INFLIGHT(w) heads with their BODY
+ * cells, and the freeing chain (the only partial lock-free operation) through
+ * BODY and CACHE(w) cells.
  */
 void
 shm_arena_reap(struct shm_seg *seg, int w)
@@ -460,17 +480,22 @@ shm_arena_reap(struct shm_seg *seg, int w)
     struct shm_slot *s = shm_slot(seg, w);
     uint32_t cache = SHM_TAG(SHM_TAG_CACHE, w);
     uint32_t inflight = SHM_TAG(SHM_TAG_INFLIGHT, w);
+    uint32_t body = SHM_TAG(SHM_TAG_BODY, 0);
     uint32_t n = 0;
 
     if (shm_lock(seg, &a->lock, arena_rebuild, NULL) != 0)
         return;
     uint32_t f = atomic_load_explicit(&s->freeing, memory_order_relaxed);
     if (f != 0 && tag_get(tags, f) != SHM_TAG_FREE)
-        n += arena_reap_chain_locked(a, w, f);
+        n += arena_reap_chain_locked(a, f, cache);
     for (uint32_t c = 1; c < a->bump; c++) {
         uint32_t t = tag_get(tags, c);
-        if (t == cache || t == inflight)
-            n += arena_reap_chain_locked(a, w, c);
+        if (t == inflight) {
+            n += arena_reap_chain_locked(a, c, body);
+        } else if (t == cache) {
+            arena_push_locked(a, c);
+            n++;
+        }
     }
     atomic_store_explicit(
         &a->taken, atomic_load_explicit(&a->taken, memory_order_relaxed) - n,

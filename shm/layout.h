@@ -58,7 +58,7 @@ _Static_assert(sizeof(struct shm_params) == 80, "shm_params layout");
  */
 #define SHM_TAG_FREE      0u
 #define SHM_TAG_CACHE     1u /* in worker w's cache list */
-#define SHM_TAG_INFLIGHT  2u /* head of a chain w allocated or is freeing */
+#define SHM_TAG_INFLIGHT  2u /* head of a chain w allocated, not linked */
 #define SHM_TAG_LINKED    3u /* head of a chain reachable from a structure */
 #define SHM_TAG_BODY      4u /* non-head cell of an allocated chain */
 #define SHM_TAG(state, w) ((uint32_t)(state) | (uint32_t)(w) << 8)

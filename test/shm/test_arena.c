@@ -4,6 +4,7 @@
  * alloc, free, refill and spill.
  */
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -201,23 +202,24 @@ Test(shm_arena, dead_arena_lock_holder_is_repaired)
 }
 
 /*
- * The crash test.  A child (slot KILL_W) allocates, writes, links into a
- * shared root table, unlinks and frees in a loop, with chains large enough
- * to refill and spill through the arena lock; the parent SIGKILLs it at a
- * random moment, repairs the root table as a partition repair would (its
- * intent word says which chain was being linked or unlinked), reaps the
- * slot, and checks: every linked chain intact, used == linked cells, and
- * every other cell allocatable up to the cap.
+ * The crash tests.  A child allocates, writes, links into a shared root
+ * table, unlinks and frees in a loop, with chains large enough to refill
+ * and spill through the arena lock; the parent SIGKILLs it at a random
+ * moment, reaps its slot, repairs the root table as a partition repair
+ * would (the intent word says which chain was being linked or unlinked),
+ * and checks: every linked chain intact, used == linked cells, and every
+ * other cell allocatable up to the cap.
  */
 #define KILL_W  2
+#define LIVE_W  3
 #define PARENT  0
 #define NROOTS  64
-#define ROUNDS  150
 #define OP_LINK 1
 #define OP_FREE 2
 
 struct crash_ctl {
     _Atomic uint64_t ops;
+    _Atomic int stop;
     _Atomic uint32_t roots[NROOTS];
     _Atomic uint32_t pending; /* chain being linked or unlinked */
     _Atomic uint32_t pending_op;
@@ -269,19 +271,20 @@ crash_size(unsigned r)
     }
 }
 
+/* crash_child - worker w's loop on ctl's roots until ctl->stop. */
 static void
-crash_child(struct shm_seg *seg, struct crash_ctl *ctl, unsigned seed)
+crash_child(struct shm_seg *seg, struct crash_ctl *ctl, int w, unsigned seed)
 {
     srand(seed);
-    for (;;) {
+    while (!atomic_load(&ctl->stop)) {
         unsigned r = (unsigned)rand();
         uint32_t k = r % NROOTS, h = atomic_load(&ctl->roots[k]);
         if (h == 0) {
             uint32_t n = crash_size(r >> 8);
-            if (shm_arena_alloc(seg, KILL_W, n, &h) == 0) {
+            if (shm_arena_alloc(seg, w, n, &h) == 0) {
                 write_pattern(seg, h, n);
                 if (r & (1u << 30)) {
-                    shm_arena_free(seg, KILL_W, h);
+                    shm_arena_free(seg, w, h);
                 } else {
                     atomic_store(&ctl->pending_k, k);
                     atomic_store(&ctl->pending_op, OP_LINK);
@@ -296,11 +299,44 @@ crash_child(struct shm_seg *seg, struct crash_ctl *ctl, unsigned seed)
             atomic_store(&ctl->pending_op, OP_FREE);
             atomic_store(&ctl->pending, h);
             atomic_store(&ctl->roots[k], 0);
-            shm_arena_free(seg, KILL_W, h);
+            shm_arena_free(seg, w, h);
             atomic_store(&ctl->pending, 0);
         }
         atomic_fetch_add(&ctl->ops, 1);
     }
+    _exit(0);
+}
+
+static pid_t
+crash_spawn(struct shm_seg *seg, struct crash_ctl *ctl, int w)
+{
+    unsigned seed = (unsigned)rand();
+    pid_t pid = fork();
+
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves none */
+        crash_child(seg, ctl, w, seed);
+    }
+    return pid;
+}
+
+/* crash_kill - let the child run a random number of operations, then
+ * SIGKILL it and wait for it. */
+static void
+crash_kill(struct crash_ctl *ctl, pid_t pid, int round)
+{
+    uint64_t target = atomic_load(&ctl->ops) + 1 + rand() % 2000;
+    int st;
+
+    for (int i = 0; atomic_load(&ctl->ops) < target; i++) {
+        cr_assert_lt(i, 1000000, "child made no progress");
+        usleep(20);
+    }
+    cr_assert_eq(kill(pid, SIGKILL), 0);
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st), "round %d: child exited %d", round,
+              WEXITSTATUS(st));
 }
 
 static uint32_t
@@ -321,6 +357,7 @@ crash_repair(struct shm_seg *seg, struct crash_ctl *ctl)
     uint32_t h = atomic_load(&ctl->pending);
     uint32_t k = atomic_load(&ctl->pending_k);
 
+    atomic_store(&ctl->pending, 0);
     if (h == 0 || tag_of(seg, h) != SHM_TAG(SHM_TAG_LINKED, 0))
         return;
     if (atomic_load(&ctl->pending_op) == OP_LINK)
@@ -329,20 +366,23 @@ crash_repair(struct shm_seg *seg, struct crash_ctl *ctl)
         shm_arena_free(seg, PARENT, h);
 }
 
-static uint64_t
-crash_check(struct shm_seg *seg, struct crash_ctl *ctl, uint32_t *spare)
+/* crash_check - the invariants of the file comment over ctl[0..nctl). */
+static void
+crash_check(struct shm_seg *seg, struct crash_ctl *ctl, int nctl,
+            uint32_t *spare)
 {
     uint64_t linked = 0;
 
-    for (int k = 0; k < NROOTS; k++) {
-        uint32_t h = atomic_load(&ctl->roots[k]);
-        if (h == 0)
-            continue;
-        uint32_t n = chain_len(seg, h);
-        cr_assert_eq(tag_of(seg, h), SHM_TAG(SHM_TAG_LINKED, 0));
-        cr_assert(pattern_ok(seg, h, n), "root %d damaged", k);
-        linked += n;
-    }
+    for (int i = 0; i < nctl; i++)
+        for (int k = 0; k < NROOTS; k++) {
+            uint32_t h = atomic_load(&ctl[i].roots[k]);
+            if (h == 0)
+                continue;
+            uint32_t n = chain_len(seg, h);
+            cr_assert_eq(tag_of(seg, h), SHM_TAG(SHM_TAG_LINKED, 0));
+            cr_assert(pattern_ok(seg, h, n), "root %d damaged", k);
+            linked += n;
+        }
     cr_assert_eq(shm_arena_used_bytes(seg), linked * SHM_CELL_BYTES);
     uint32_t got = fill(seg, PARENT, spare, CAP);
     cr_assert_eq(got, CAP - linked, "reusable %u, expected %lu", got,
@@ -350,48 +390,74 @@ crash_check(struct shm_seg *seg, struct crash_ctl *ctl, uint32_t *spare)
     for (uint32_t i = 0; i < got; i++)
         shm_arena_free(seg, PARENT, spare[i]);
     cr_assert_eq(shm_arena_used_bytes(seg), linked * SHM_CELL_BYTES);
-    return linked;
+}
+
+/* crash_release - free every root: the arena must be empty after. */
+static void
+crash_release(struct shm_seg *seg, struct crash_ctl *ctl, int nctl)
+{
+    for (int i = 0; i < nctl; i++)
+        for (int k = 0; k < NROOTS; k++) {
+            uint32_t h = atomic_load(&ctl[i].roots[k]);
+            if (h != 0)
+                shm_arena_free(seg, PARENT, h);
+        }
+    cr_assert_eq(shm_arena_used_bytes(seg), 0);
+    uint64_t c[SHM_C_COUNT];
+    shm_counters_sum(seg, c);
+    cr_log_info("arena lock repairs: %lu",
+                (unsigned long)c[SHM_C_LOCK_REPAIRS]);
+}
+
+static struct crash_ctl *
+crash_ctl_map(int n)
+{
+    struct crash_ctl *ctl = mmap(NULL, n * sizeof(*ctl), PROT_READ | PROT_WRITE,
+                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+    cr_assert_neq(ctl, MAP_FAILED);
+    return ctl;
 }
 
 Test(shm_arena, worker_killed_anywhere_is_reaped_exactly, .timeout = 300)
 {
     struct shm_seg seg;
     static uint32_t spare[CAP];
-    struct crash_ctl *ctl = mmap(NULL, sizeof(*ctl), PROT_READ | PROT_WRITE,
-                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    struct crash_ctl *ctl = crash_ctl_map(1);
 
-    cr_assert_neq(ctl, MAP_FAILED);
     arena_setup(&seg, CAP);
     srand(20261130);
-    for (int round = 0; round < ROUNDS; round++) {
-        unsigned seed = (unsigned)rand();
-        uint64_t target = atomic_load(&ctl->ops) + 1 + rand() % 2000;
-        pid_t pid = fork();
-        cr_assert_neq(pid, -1);
-        if (pid == 0)
-            crash_child(&seg, ctl, seed);
-        for (int i = 0; atomic_load(&ctl->ops) < target; i++) {
-            cr_assert_lt(i, 1000000, "child made no progress");
-            usleep(20);
-        }
-        cr_assert_eq(kill(pid, SIGKILL), 0);
-        int st;
-        cr_assert_eq(waitpid(pid, &st, 0), pid);
-        cr_assert(WIFSIGNALED(st), "round %d: child exited %d", round,
-                  WEXITSTATUS(st));
+    for (int round = 0; round < 120; round++) {
+        crash_kill(ctl, crash_spawn(&seg, ctl, KILL_W), round);
         shm_arena_reap(&seg, KILL_W);
         crash_repair(&seg, ctl);
-        atomic_store(&ctl->pending, 0);
-        crash_check(&seg, ctl, spare);
+        crash_check(&seg, ctl, 1, spare);
     }
-    for (int k = 0; k < NROOTS; k++) {
-        uint32_t h = atomic_load(&ctl->roots[k]);
-        if (h != 0)
-            shm_arena_free(&seg, PARENT, h);
+    crash_release(&seg, ctl, 1);
+}
+
+/* The same while another worker keeps allocating and freeing: reaping (and
+ * rebuilding the free list) must not disturb a live worker. */
+Test(shm_arena, reap_beside_a_live_worker_is_exact, .timeout = 300)
+{
+    struct shm_seg seg;
+    static uint32_t spare[CAP];
+    struct crash_ctl *ctl = crash_ctl_map(2);
+
+    arena_setup(&seg, CAP);
+    srand(1130);
+    pid_t live = crash_spawn(&seg, &ctl[1], LIVE_W);
+    for (int round = 0; round < 60; round++) {
+        crash_kill(&ctl[0], crash_spawn(&seg, &ctl[0], KILL_W), round);
+        shm_arena_reap(&seg, KILL_W);
+        crash_repair(&seg, &ctl[0]);
     }
-    cr_assert_eq(shm_arena_used_bytes(&seg), 0);
-    uint64_t c[SHM_C_COUNT];
-    shm_counters_sum(&seg, c);
-    cr_log_info("%d kills, %lu arena lock repairs", ROUNDS,
-                (unsigned long)c[SHM_C_LOCK_REPAIRS]);
+    atomic_store(&ctl[1].stop, 1);
+    int st;
+    cr_assert_eq(waitpid(live, &st, 0), live);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    cr_assert_gt(atomic_load(&ctl[1].ops), 0);
+    shm_arena_reap(&seg, LIVE_W); /* its cache */
+    crash_check(&seg, ctl, 2, spare);
+    crash_release(&seg, ctl, 2);
 }

@@ -4,6 +4,7 @@
  * the lock; the repair is counted in SHM_C_LOCK_REPAIRS.
  */
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -66,6 +67,7 @@ child_lock_then(struct lock_fixture *f, int how)
     pid_t pid = fork();
     cr_assert_neq(pid, -1);
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves none */
         if (shm_lock(&f->seg, f->m, NULL, NULL) != 0)
             _exit(2);
         if (write(fds[1], "x", 1) != 1)
