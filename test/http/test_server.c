@@ -11,6 +11,9 @@
  *   pop            parked: suspended, answered from a later loop
  *                  iteration ({"parked": true}); with ?hold=1 never answered,
  *                  aborted when the client hangs up (EPOLLRDHUP).
+ *   metrics        text "up <connections> parked <n>"; ?quiesce=1 first
+ *                  quiesces the
+ *                  server, ?stop=1 stops it after this loop iteration.
  * Every on_done result is written to a pipe as one byte, '1' or '0'.
  */
 #include <sys/epoll.h>
@@ -46,6 +49,7 @@ struct child {
     struct http_request *parked[PARKED_MAX];
     int held[PARKED_MAX]; /* 1: only RDHUP ends it */
     int nparked;
+    int stop; /* stop the server after this loop iteration, then exit */
 };
 
 static struct child child;
@@ -114,6 +118,15 @@ handler(void *ctx, struct http_request *req)
         http_buf_append_str(&b, "}");
         http_reply(req, 200, &b);
         break;
+    case HTTP_ROUTE_METRICS:
+        http_query_bool(http_request_args(req), "quiesce", 0, &hold, NULL);
+        if (hold)
+            http_server_quiesce(child.server);
+        http_query_bool(http_request_args(req), "stop", 0, &child.stop, NULL);
+        http_buf_printf(&b, "up %u parked %d\n",
+                        http_server_connections(child.server), child.nparked);
+        http_reply_text(req, 200, "text/plain; version=0.0.4", &b);
+        break;
     case HTTP_ROUTE_RESET:
         http_query_u32(http_request_args(req), "errno", 0, 0, 4096, &v, NULL);
         http_reply_errno(req, -(int)v, "reset");
@@ -172,6 +185,10 @@ child_loop(void)
             http_request_resume(req);
         }
         http_server_run(child.server);
+        if (child.stop) {
+            http_server_stop(child.server);
+            _exit(0);
+        }
     }
 }
 
@@ -507,28 +524,6 @@ Test(http_server, suspended_request_is_answered_after_resume)
     curl_easy_cleanup(h);
 }
 
-Test(http_server, on_done_reports_failure_when_client_leaves_while_parked)
-{
-    CURL *h = curl_easy_init();
-    struct reply r;
-
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 300L);
-    memset(&r, 0, sizeof(r));
-    {
-        char url[256];
-
-        snprintf(url, sizeof(url),
-                 "http://127.0.0.1:%d/api/v1/ephemeral/pop?hold=1", port);
-        curl_easy_setopt(h, CURLOPT_URL, url);
-        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
-    }
-    cr_assert_eq(curl_easy_perform(h), CURLE_OPERATION_TIMEDOUT);
-    curl_easy_cleanup(h); /* closes the connection */
-    cr_assert_eq(wait_done(), 0, "on_done must report the reply unsent");
-}
-
 struct feed {
     size_t left;
 };
@@ -586,4 +581,98 @@ Test(http_server, chunked_body_is_accumulated_and_bounded)
     cr_assert(rc != CURLE_OK || r.status == 413, "rc %d status %ld", rc,
               r.status);
     cr_assert_neq(r.status, 200);
+}
+
+/* raw_connect - a plain TCP connection to the server. */
+static int
+raw_connect(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)port);
+    cr_assert_neq(fd, -1);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    return fd;
+}
+
+/* raw_send - send a GET request on fd. */
+static void
+raw_send(int fd, const char *path)
+{
+    char req[256];
+    int n =
+        snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", path);
+
+    cr_assert_eq(write(fd, req, (size_t)n), n);
+}
+
+/* wait_parked - poll /metrics until n requests are parked. */
+static void
+wait_parked(CURL *h, const char *want)
+{
+    struct reply r;
+    int i;
+
+    for (i = 0; i < 1000; i++) {
+        cr_assert_eq(request(h, "GET", "/metrics", NULL, 0, &r), CURLE_OK);
+        if (strcmp(r.body, want) == 0)
+            return;
+        usleep(10000);
+    }
+    cr_assert_str_eq(r.body, want);
+}
+
+Test(http_server, quiesce_stops_accepting_but_serves_open_connections)
+{
+    CURL *h = curl_easy_init(), *h2 = curl_easy_init();
+    struct reply r;
+
+    cr_assert_eq(request(h, "GET", "/metrics?quiesce=1", NULL, 0, &r),
+                 CURLE_OK);
+    cr_assert_eq(r.status, 200);
+    cr_assert_str_eq(r.body, "up 1 parked 0\n");
+    /* the open connection is still served */
+    cr_assert_eq(request(h, "GET", "/health", NULL, 0, &r), CURLE_OK);
+    cr_assert_eq(r.status, 200);
+    /* nobody listens any more */
+    cr_assert_eq(request(h2, "GET", "/health", NULL, 0, &r),
+                 CURLE_COULDNT_CONNECT);
+    curl_easy_cleanup(h);
+    curl_easy_cleanup(h2);
+}
+
+Test(http_server, stop_ends_parked_requests_unsent)
+{
+    int held = raw_connect(), other = raw_connect();
+    char buf[512];
+    CURL *h = curl_easy_init();
+    struct reply r;
+
+    raw_send(held, "/api/v1/ephemeral/pop?hold=1");
+    raw_send(other, "/api/v1/ephemeral/pop?hold=1");
+    wait_parked(h, "up 3 parked 2\n");
+    cr_assert_eq(request(h, "GET", "/metrics?stop=1", NULL, 0, &r), CURLE_OK);
+    cr_assert_eq(wait_done(), 0);
+    cr_assert_eq(wait_done(), 0);
+    /* the parked connections close without a response */
+    cr_assert_eq(read(held, buf, sizeof(buf)), 0);
+    cr_assert_eq(read(other, buf, sizeof(buf)), 0);
+    close(held);
+    close(other);
+    curl_easy_cleanup(h);
+}
+
+Test(http_server, on_done_reports_failure_when_client_leaves_while_parked)
+{
+    int fd = raw_connect();
+    CURL *h = curl_easy_init();
+
+    raw_send(fd, "/api/v1/ephemeral/pop?hold=1");
+    wait_parked(h, "up 2 parked 1\n");
+    close(fd);
+    cr_assert_eq(wait_done(), 0, "on_done must report the reply unsent");
+    wait_parked(h, "up 1 parked 0\n");
+    curl_easy_cleanup(h);
 }
