@@ -72,7 +72,8 @@ struct raft_status {
  *    (it covers the log up to snapshot_index);
  * 2. apply entries[0..n_entries) in order, skipping RAFT_ENTRY_NOOP ones;
  * 3. send msgs[i] to node msgs[i].to (best effort: raft retries);
- * 4. if status_changed, publish status (health, metrics, leader hint).
+ * 4. status is always the current one (commit and applied move often);
+ *    status_changed says role, term or leader changed since the last ready.
  * All of it is owned by the ready until raft_ready_release().
  */
 struct raft_ready {

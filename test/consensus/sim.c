@@ -73,7 +73,9 @@ net_send(struct sim *s, const struct raft_msg *m)
             s->cap_net = cap;
         }
         p = &s->net[s->n_net];
-        *p = (struct sim_packet){.at = s->now + rnd(s) % (s->delay_ms + 1),
+        /* At least 1 ms in flight: a step's deliveries then end, even if
+         * two nodes answered each other forever. */
+        *p = (struct sim_packet){.at = s->now + 1 + rnd(s) % s->delay_ms,
                                  .seq = s->seq++,
                                  .to = m->to,
                                  .len = len};

@@ -77,7 +77,7 @@ run_seeds(uint64_t parity, uint64_t first, uint64_t count)
     cr_assert(rc == 0, "%s", why);
 }
 
-Test(raft_sim, three_nodes_keep_safety_under_faults, .timeout = 900)
+Test(raft_sim, three_nodes_keep_safety_under_faults)
 {
     uint64_t first = env_u64("MAYFLY_SIM_FIRST", 0);
 
@@ -86,7 +86,7 @@ Test(raft_sim, three_nodes_keep_safety_under_faults, .timeout = 900)
 
 /* Five-node schedules cost about twice as much: two halves run in
  * parallel under criterion -j2. */
-Test(raft_sim, five_nodes_keep_safety_under_faults_first_half, .timeout = 900)
+Test(raft_sim, five_nodes_keep_safety_under_faults_first_half)
 {
     uint64_t first = env_u64("MAYFLY_SIM_FIRST", 0);
     uint64_t n = env_u64("MAYFLY_SIM_SEEDS", SIM_SEEDS);
@@ -94,7 +94,7 @@ Test(raft_sim, five_nodes_keep_safety_under_faults_first_half, .timeout = 900)
     run_seeds(1, first, n / 2);
 }
 
-Test(raft_sim, five_nodes_keep_safety_under_faults_second_half, .timeout = 900)
+Test(raft_sim, five_nodes_keep_safety_under_faults_second_half)
 {
     uint64_t first = env_u64("MAYFLY_SIM_FIRST", 0);
     uint64_t n = env_u64("MAYFLY_SIM_SEEDS", SIM_SEEDS);
