@@ -110,7 +110,7 @@ struct bench_run {
     _Atomic uint64_t t_end;
     atomic_int stop;
     atomic_int active;
-    uint64_t deadline;
+    _Atomic uint64_t deadline;
     uint64_t t_start;
     struct bench_hist hist;
     uint64_t ops;

@@ -24,6 +24,6 @@ $(BENCH_BIN): $(BENCH_SRC) ops/bench/bench.h ops/bench/bench.mk
 
 bench:
 	ops/install-deps.sh bench
-	$(MAKE) MODE=release all
+	$(MAKE) -j$(shell nproc) MODE=release all
 	$(MAKE) $(BENCH_BIN)
 	QUICK="$(QUICK)" ONLY="$(ONLY)" UPDATE="$(UPDATE)" ops/bench/run.sh

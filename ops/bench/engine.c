@@ -459,6 +459,7 @@ bench_run_new(int threads)
         }
     }
     atomic_store(&run->t_end, UINT64_MAX);
+    atomic_store(&run->deadline, UINT64_MAX);
     return run;
 }
 
@@ -725,7 +726,7 @@ loop_main(void *arg)
 
     loop_begin(l);
     while (!atomic_load(&run->stop) && atomic_load(&run->active) > 0) {
-        if (run->deadline && bench_now_ns() > run->deadline) {
+        if (bench_now_ns() > atomic_load(&run->deadline)) {
             if (l->err[0] == '\0')
                 snprintf(l->err, sizeof(l->err), "deadline passed");
             l->errors++;

@@ -431,9 +431,9 @@ parse_run(int argc, char **argv)
         else
             return usage();
     }
-    bench_opt.warm = bench_opt.quick ? 0.3 : 1.0;
-    bench_opt.secs = bench_opt.quick ? 1.5 : 4.0;
-    bench_opt.inboxes = bench_opt.quick ? 20000 : 100000;
+    bench_opt.warm = bench_opt.quick ? 0.2 : 1.0;
+    bench_opt.secs = bench_opt.quick ? 1.0 : 4.0;
+    bench_opt.inboxes = bench_opt.quick ? 10000 : 100000;
     if (bench_opt.parked <= 0)
         bench_opt.parked = 10000;
     return 0;

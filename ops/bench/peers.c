@@ -261,7 +261,7 @@ run_to_end(const struct bench_role *role, void *ud, int conns)
 {
     struct bench_run *run = bench_run_new(bench_opt.threads);
 
-    run->deadline = bench_now_ns() + 60000000000ull;
+    atomic_store(&run->deadline, bench_now_ns() + 60000000000ull);
     for (int i = 0; i < conns; i++)
         if (bench_run_add(run, BENCH_RESP, bench_opt.rport, role, ud) == NULL)
             break;
@@ -279,7 +279,7 @@ redis_drain(void)
     struct rfill_sc *fsc;
     struct lpop_sc lsc;
     struct bench_run *run;
-    int nq = bench_opt.quick ? 16 : 32, rounds = bench_opt.quick ? 2 : 4;
+    int nq = bench_opt.quick ? 16 : 32, rounds = bench_opt.quick ? 1 : 4;
     uint64_t msgs = 0, ns = 0, errors = 0;
     char err[200] = "";
 
