@@ -11,6 +11,7 @@
  */
 #include "master/config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -25,7 +26,7 @@
 
 enum config_type {
     CONFIG_NODE_ID, /* 1-64 of [A-Za-z0-9._-] */
-    CONFIG_LISTEN,  /* host:port, port 0 allowed */
+    CONFIG_LISTEN,  /* IP:port, port 0 allowed */
     CONFIG_ADDR,    /* host:port or "" (derived default) */
     CONFIG_PEERS,   /* comma-separated host:port list */
     CONFIG_PATH,    /* a path, "" allowed */
@@ -246,6 +247,29 @@ config_trim(char *s)
 }
 
 /*
+ * config_check_listen - host:port with a numeric host (0.0.0.0, 127.0.0.1,
+ * [::]): the listening sockets bind without resolving names.
+ */
+static int
+config_check_listen(const char *v, const char **why)
+{
+    char host[CONFIG_ADDR_MAX];
+    unsigned char buf[sizeof(struct in6_addr)];
+    const char *colon = strrchr(v, ':');
+
+    if (config_check_addr(v, 1, why) != 0)
+        return -1;
+    int bracket = v[0] == '[';
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - v) - 2 * bracket,
+             v + bracket);
+    if (inet_pton(bracket ? AF_INET6 : AF_INET, host, buf) != 1) {
+        *why = "expected an IP address, like 0.0.0.0:6632 or [::1]:6632";
+        return -1;
+    }
+    return 0;
+}
+
+/*
  * config_set_peers - split a comma-separated list into c->peers; white space
  * around entries is dropped, an empty entry is an error, "" means none.
  */
@@ -316,7 +340,7 @@ config_check_string(const struct config_key *k, const char *v, const char **why)
         }
         return 0;
     case CONFIG_LISTEN:
-        return config_check_addr(v, 1, why);
+        return config_check_listen(v, why);
     case CONFIG_ADDR:
         return len == 0 ? 0 : config_check_addr(v, 0, why);
     case CONFIG_DIR:

@@ -310,19 +310,44 @@ Test(config, addresses_are_host_colon_port)
     struct config c;
 
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-        cr_assert_eq(cfg_set(&c, "listen", ok[i]), 0, "%s", cfg_err);
-        cr_assert_str_eq(c.listen, ok[i]);
         cr_assert_eq(cfg_set(&c, "advertise", ok[i]), 0, "%s", cfg_err);
+        cr_assert_str_eq(c.advertise, ok[i]);
+        cr_assert_eq(cfg_set(&c, "peers", ok[i]), 0, "%s", cfg_err);
     }
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         cr_assert_eq(cfg_set(&c, "cluster_listen", bad[i]), -1, "'%s' accepted",
                      bad[i]);
         cfg_assert_err("cluster_listen", "invalid value");
     }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        cr_assert_eq(cfg_set(&c, "advertise", bad[i]), -1, "'%s' accepted",
+                     bad[i]);
     cr_assert_eq(cfg_set(&c, "listen", "127.0.0.1:0"), 0, "%s", cfg_err);
     cr_assert_eq(cfg_set(&c, "cluster_advertise", "127.0.0.1:0"), -1);
     cfg_assert_err("cluster_advertise", "from 1 to 65535");
     cr_assert_eq(cfg_set(&c, "advertise", ""), 0, "%s", cfg_err);
+}
+
+Test(config, listen_addresses_are_numeric)
+{
+    const char *ok[] = {"0.0.0.0:6632", "127.0.0.1:1", "[::]:6632", "[::1]:0",
+                        "[fe80::1]:65535"};
+    const char *bad[] = {"localhost:6632", "node-1.example.org:6633",
+                         "256.0.0.1:1", "[1.2.3.4]:1", "[fe80::zz]:1"};
+    struct config c;
+
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        cr_assert_eq(cfg_set(&c, "listen", ok[i]), 0, "%s", cfg_err);
+        cr_assert_str_eq(c.listen, ok[i]);
+        cr_assert_eq(cfg_set(&c, "cluster_listen", ok[i]), 0, "%s", cfg_err);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cr_assert_eq(cfg_set(&c, "listen", bad[i]), -1, "'%s' accepted",
+                     bad[i]);
+        cfg_assert_err("listen", "invalid value");
+    }
+    cr_assert_eq(cfg_set(&c, "listen", "localhost:6632"), -1);
+    cfg_assert_err("expected an IP address");
 }
 
 Test(config, node_id_is_1_to_64_safe_characters)
