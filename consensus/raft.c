@@ -26,6 +26,7 @@ splitmix64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* raft_fail - remember the first store error; it stops the core. */
 void
 raft_fail(struct raft *r, int rc)
 {
@@ -35,12 +36,14 @@ raft_fail(struct raft *r, int rc)
     }
 }
 
+/* raft_quorum - a strict majority of the n voters. */
 int
 raft_quorum(const struct raft *r)
 {
     return r->cfg.n / 2 + 1;
 }
 
+/* raft_reset_election - campaign in [election_ms, 2*election_ms). */
 void
 raft_reset_election(struct raft *r)
 {
@@ -48,6 +51,7 @@ raft_reset_election(struct raft *r)
         r->now + r->cfg.election_ms + splitmix64(&r->rng) % r->cfg.election_ms;
 }
 
+/* raft_become_follower - a new term is persisted (vote cleared) first. */
 void
 raft_become_follower(struct raft *r, uint64_t term, int leader)
 {
@@ -67,6 +71,7 @@ raft_become_follower(struct raft *r, uint64_t term, int leader)
     raft_reset_election(r);
 }
 
+/* raft_become_leader - reset the peers, append and send the no-op. */
 void
 raft_become_leader(struct raft *r)
 {
@@ -105,6 +110,7 @@ config_check(struct raft_config *c)
     return c->heartbeat_ms < c->election_ms;
 }
 
+/* raft_create - load the store, start as a follower. */
 int
 raft_create(const struct raft_config *cfg, struct raft_store *store,
             uint64_t now_ms, struct raft **out)
@@ -139,6 +145,7 @@ raft_create(const struct raft_config *cfg, struct raft_store *store,
     return 0;
 }
 
+/* raft_free - the core and its pending outputs; not the store. */
 void
 raft_free(struct raft *r)
 {
@@ -189,6 +196,7 @@ maybe_compact(struct raft *r)
     free(data);
 }
 
+/* raft_tick - fire whichever timers are due at now_ms. */
 int
 raft_tick(struct raft *r, uint64_t now_ms)
 {
@@ -213,6 +221,8 @@ raft_tick(struct raft *r, uint64_t now_ms)
     return r->failed;
 }
 
+/* raft_deadline - the earliest timer: election, or heartbeat/quorum/transfer.
+ */
 uint64_t
 raft_deadline(const struct raft *r)
 {
@@ -255,6 +265,7 @@ newer_term(const struct raft *r, const struct raft_msg *m)
     return !(m->type == RAFT_MSG_PREVOTE_RESP && !m->reject);
 }
 
+/* raft_step - settle the term first, then hand m to its handler. */
 int
 raft_step(struct raft *r, const struct raft_msg *m)
 {
@@ -299,6 +310,7 @@ raft_step(struct raft *r, const struct raft_msg *m)
     return r->failed;
 }
 
+/* raft_propose - persist the entry, then replicate it. */
 int
 raft_propose(struct raft *r, const void *data, size_t len, uint64_t *index_out)
 {
@@ -326,6 +338,7 @@ raft_propose(struct raft *r, const void *data, size_t len, uint64_t *index_out)
     return 0;
 }
 
+/* raft_transfer_leadership - catch the target up, then TimeoutNow. */
 int
 raft_transfer_leadership(struct raft *r, int target)
 {

@@ -51,6 +51,7 @@ tally(struct raft *r)
     }
 }
 
+/* raft_campaign - ask every peer for a (pre-)vote; count our own. */
 void
 raft_campaign(struct raft *r, bool prevote)
 {

@@ -63,6 +63,7 @@ log_push(void *arg, const struct raft_entry *e)
     return 0;
 }
 
+/* raft_log_load - snapshot meta, then every stored entry, in order. */
 int
 raft_log_load(struct raft_log *l, struct raft_store *store)
 {
@@ -78,6 +79,7 @@ raft_log_load(struct raft_log *l, struct raft_store *store)
     return rc;
 }
 
+/* raft_log_free - the entries and the array. */
 void
 raft_log_free(struct raft_log *l)
 {
@@ -87,18 +89,21 @@ raft_log_free(struct raft_log *l)
     l->cap = 0;
 }
 
+/* raft_log_last_index - the snapshot index when the log is empty. */
 uint64_t
 raft_log_last_index(const struct raft_log *l)
 {
     return l->snap_index + l->n;
 }
 
+/* raft_log_last_term - the snapshot term when the log is empty. */
 uint64_t
 raft_log_last_term(const struct raft_log *l)
 {
     return l->n > 0 ? l->e[l->n - 1].term : l->snap_term;
 }
 
+/* raft_log_term - 0 or -ENOENT; see raft_log.h. */
 int
 raft_log_term(const struct raft_log *l, uint64_t index, uint64_t *term)
 {
@@ -112,6 +117,7 @@ raft_log_term(const struct raft_log *l, uint64_t index, uint64_t *term)
     return 0;
 }
 
+/* raft_log_get - NULL for a compacted or future index. */
 const struct raft_entry *
 raft_log_get(const struct raft_log *l, uint64_t index)
 {
@@ -120,6 +126,7 @@ raft_log_get(const struct raft_log *l, uint64_t index)
     return &l->e[index - l->snap_index - 1];
 }
 
+/* raft_log_append - copies made, store written, then memory grows. */
 int
 raft_log_append(struct raft_log *l, const struct raft_entry *e, size_t n)
 {
@@ -143,6 +150,7 @@ undo:
     return rc;
 }
 
+/* raft_log_truncate - store first, then memory. */
 int
 raft_log_truncate(struct raft_log *l, uint64_t index)
 {
@@ -166,6 +174,7 @@ log_shift(struct raft_log *l, size_t k)
     l->n -= k;
 }
 
+/* raft_log_compact - snapshot and prefix deletion in one transaction. */
 int
 raft_log_compact(struct raft_log *l, uint64_t index, const void *blob,
                  size_t len)
@@ -184,6 +193,7 @@ raft_log_compact(struct raft_log *l, uint64_t index, const void *blob,
     return 0;
 }
 
+/* raft_log_install - keep the suffix only if it follows the snapshot. */
 int
 raft_log_install(struct raft_log *l, uint64_t index, uint64_t term,
                  const void *blob, size_t len)

@@ -37,6 +37,7 @@ struct msg_cursor {
     size_t left;
 };
 
+/* put_u32 - big-endian, advancing *p. */
 static void
 put_u32(unsigned char **p, uint32_t v)
 {
@@ -45,6 +46,7 @@ put_u32(unsigned char **p, uint32_t v)
     *p += 4;
 }
 
+/* put_u64 - big-endian, advancing *p. */
 static void
 put_u64(unsigned char **p, uint64_t v)
 {
@@ -65,12 +67,14 @@ take(struct msg_cursor *c, void *out, size_t n)
     return true;
 }
 
+/* take_u8 - false when the input is exhausted. */
 static bool
 take_u8(struct msg_cursor *c, uint8_t *v)
 {
     return take(c, v, 1);
 }
 
+/* take_u32 - big-endian; false when fewer than 4 bytes are left. */
 static bool
 take_u32(struct msg_cursor *c, uint32_t *v)
 {
@@ -80,6 +84,7 @@ take_u32(struct msg_cursor *c, uint32_t *v)
     return true;
 }
 
+/* take_u64 - big-endian; false when fewer than 8 bytes are left. */
 static bool
 take_u64(struct msg_cursor *c, uint64_t *v)
 {
@@ -89,12 +94,14 @@ take_u64(struct msg_cursor *c, uint64_t *v)
     return true;
 }
 
+/* msg_type_valid - one of enum raft_msg_type. */
 static bool
 msg_type_valid(unsigned t)
 {
     return t >= RAFT_MSG_PREVOTE && t <= RAFT_MSG_TIMEOUT_NOW;
 }
 
+/* entry_type_valid - one of enum raft_entry_type. */
 static bool
 entry_type_valid(unsigned t)
 {
@@ -123,6 +130,7 @@ msg_check(const struct raft_msg *m)
     return true;
 }
 
+/* raft_entry_dup - a deep copy; -ENOMEM leaves dst->data NULL. */
 int
 raft_entry_dup(struct raft_entry *dst, const struct raft_entry *src)
 {
@@ -136,6 +144,7 @@ raft_entry_dup(struct raft_entry *dst, const struct raft_entry *src)
     return 0;
 }
 
+/* raft_msg_free - entries, their data, the blob. */
 void
 raft_msg_free(struct raft_msg *m)
 {
@@ -146,6 +155,7 @@ raft_msg_free(struct raft_msg *m)
     memset(m, 0, sizeof(*m));
 }
 
+/* raft_msg_size - header, entry headers and bytes, blob. */
 size_t
 raft_msg_size(const struct raft_msg *m)
 {
@@ -156,6 +166,7 @@ raft_msg_size(const struct raft_msg *m)
     return n;
 }
 
+/* raft_msg_encode - the layout at the top of this file. */
 int
 raft_msg_encode(const struct raft_msg *m, void *buf, size_t cap)
 {
@@ -269,6 +280,7 @@ decode_header(struct msg_cursor *c, struct raft_msg *m, uint32_t *count)
     return 0;
 }
 
+/* raft_msg_decode - header, then the body its type allows, exactly. */
 int
 raft_msg_decode(const void *buf, size_t len, struct raft_msg *m)
 {

@@ -14,6 +14,7 @@
 #include "consensus/raft_core.h"
 #include "consensus/store.h"
 
+/* raft_send - append to the outbox, growing it by doubling. */
 void
 raft_send(struct raft *r, struct raft_msg *m)
 {
@@ -33,6 +34,7 @@ raft_send(struct raft *r, struct raft_msg *m)
     memset(m, 0, sizeof(*m));
 }
 
+/* raft_status - a copy of the volatile state. */
 void
 raft_status(const struct raft *r, struct raft_status *st)
 {
@@ -64,6 +66,7 @@ take_entries(struct raft *r, struct raft_ready *rd)
     return 0;
 }
 
+/* raft_ready_take - snapshot, entries, then messages and status. */
 int
 raft_ready_take(struct raft *r, struct raft_ready *rd)
 {
@@ -97,6 +100,7 @@ raft_ready_take(struct raft *r, struct raft_ready *rd)
     return 0;
 }
 
+/* raft_ready_release - everything the ready owns. */
 void
 raft_ready_release(struct raft_ready *rd)
 {

@@ -66,6 +66,7 @@ copy_entries(struct raft *r, uint64_t first, struct raft_msg *m)
     return 0;
 }
 
+/* raft_send_append - the snapshot instead if next-1 was compacted. */
 void
 raft_send_append(struct raft *r, int peer)
 {
@@ -90,6 +91,7 @@ raft_send_append(struct raft *r, int peer)
     raft_send(r, &m);
 }
 
+/* raft_broadcast_append - one append to every peer. */
 void
 raft_broadcast_append(struct raft *r)
 {
@@ -99,6 +101,7 @@ raft_broadcast_append(struct raft *r)
     }
 }
 
+/* cmp_desc - qsort order for match indices, highest first. */
 static int
 cmp_desc(const void *a, const void *b)
 {
@@ -107,6 +110,7 @@ cmp_desc(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* raft_maybe_commit - the quorum-th highest match, if of our term. */
 void
 raft_maybe_commit(struct raft *r)
 {
@@ -203,6 +207,7 @@ first_new(struct raft *r, const struct raft_msg *m, size_t *first)
     return 0;
 }
 
+/* raft_on_append - check prev, cut a conflict, append, ack. */
 void
 raft_on_append(struct raft *r, const struct raft_msg *m)
 {
@@ -251,6 +256,7 @@ retry_from(const struct raft *r, const struct raft_msg *m)
     return m->hint;
 }
 
+/* raft_on_append_resp - move the peer on (ack) or back (reject). */
 void
 raft_on_append_resp(struct raft *r, const struct raft_msg *m)
 {
@@ -290,6 +296,7 @@ raft_on_append_resp(struct raft *r, const struct raft_msg *m)
     }
 }
 
+/* raft_on_snapshot - install what we do not have yet, then ack. */
 void
 raft_on_snapshot(struct raft *r, const struct raft_msg *m)
 {

@@ -44,6 +44,7 @@ struct raft_store {
     MDB_dbi snap;
 };
 
+/* store_errno - an LMDB return code as -errno. */
 static int
 store_errno(int rc)
 {
@@ -74,12 +75,14 @@ store_fail(int rc, const char *call)
     return store_errno(rc);
 }
 
+/* val_of - an MDB_val over n bytes at p. */
 static MDB_val
 val_of(const void *p, size_t n)
 {
     return (MDB_val){.mv_size = n, .mv_data = (void *)p};
 }
 
+/* load_u64 - a big-endian u64 from unaligned map memory. */
 static uint64_t
 load_u64(const void *p)
 {
@@ -113,6 +116,7 @@ store_end(MDB_txn *txn, int rc)
     return 0;
 }
 
+/* put - a value under a string key; logged on failure. */
 static int
 put(MDB_txn *txn, MDB_dbi dbi, const char *key, const void *v, size_t n)
 {
@@ -175,6 +179,7 @@ store_open_dbs(struct raft_store *s)
     return store_end(txn, rc);
 }
 
+/* raft_store_open - mkdir, env with map size and 3 dbs, format check. */
 int
 raft_store_open(const char *dir, unsigned flags, struct raft_store **out)
 {
@@ -213,6 +218,7 @@ fail:
     return rc;
 }
 
+/* raft_store_close - mdb_env_close; NULL is a no-op. */
 void
 raft_store_close(struct raft_store *s)
 {
@@ -222,6 +228,7 @@ raft_store_close(struct raft_store *s)
     free(s);
 }
 
+/* raft_store_wipe - drop all three databases, stamp the format again. */
 int
 raft_store_wipe(struct raft_store *s)
 {
@@ -239,6 +246,7 @@ raft_store_wipe(struct raft_store *s)
     return store_end(txn, rc);
 }
 
+/* raft_store_get_vote - both keys, or the defaults when absent. */
 int
 raft_store_get_vote(struct raft_store *s, uint64_t *term, int *vote)
 {
@@ -266,6 +274,7 @@ raft_store_get_vote(struct raft_store *s, uint64_t *term, int *vote)
     return rc == -ENOENT ? 0 : rc;
 }
 
+/* raft_store_set_vote - both keys in one synchronous transaction. */
 int
 raft_store_set_vote(struct raft_store *s, uint64_t term, int vote)
 {
@@ -301,6 +310,7 @@ append_one(struct raft_store *s, MDB_txn *txn, const struct raft_entry *e)
     return 0;
 }
 
+/* raft_store_append - all n entries or none. */
 int
 raft_store_append(struct raft_store *s, const struct raft_entry *e, size_t n)
 {
@@ -340,6 +350,7 @@ delete_range(struct raft_store *s, MDB_txn *txn, uint64_t from, uint64_t to)
     return store_fail(rc, "mdb_cursor_del(log)");
 }
 
+/* raft_store_truncate - [from, end) in one transaction. */
 int
 raft_store_truncate(struct raft_store *s, uint64_t from)
 {
@@ -370,6 +381,7 @@ load_entry(const MDB_val *k, const MDB_val *d, struct raft_entry *e)
     return 0;
 }
 
+/* raft_store_load - a read transaction over the whole log. */
 int
 raft_store_load(struct raft_store *s,
                 int (*fn)(void *arg, const struct raft_entry *e), void *arg)
@@ -401,6 +413,7 @@ raft_store_load(struct raft_store *s,
     return rc;
 }
 
+/* raft_store_save_snapshot - blob, meta, deletion: one transaction. */
 int
 raft_store_save_snapshot(struct raft_store *s, uint64_t index, uint64_t term,
                          const void *blob, size_t len, bool discard_log)
@@ -419,6 +432,7 @@ raft_store_save_snapshot(struct raft_store *s, uint64_t index, uint64_t term,
     return store_end(txn, rc);
 }
 
+/* raft_store_snapshot_meta - (0, 0) when there is none. */
 int
 raft_store_snapshot_meta(struct raft_store *s, uint64_t *index, uint64_t *term)
 {
@@ -440,6 +454,7 @@ raft_store_snapshot_meta(struct raft_store *s, uint64_t *index, uint64_t *term)
     return rc == -ENOENT ? 0 : rc;
 }
 
+/* raft_store_snapshot_read - a copy out of the map. */
 int
 raft_store_snapshot_read(struct raft_store *s, void **blob, size_t *len)
 {

@@ -26,6 +26,7 @@
 #define SIM_SNAP_EVERY   5 /* compact often, so snapshots get exercised */
 #define SIM_HEAL_MS      (60 * SIM_ELECTION_MS)
 
+/* rnd - the schedule's one random stream (splitmix64). */
 static uint64_t
 rnd(struct sim *s)
 {
@@ -43,6 +44,7 @@ chance(struct sim *s, unsigned per_mille)
     return rnd(s) % 1000 < per_mille;
 }
 
+/* sim_nodes_for - the seed's parity picks the cluster size. */
 int
 sim_nodes_for(uint64_t seed)
 {
@@ -132,6 +134,7 @@ store_open(struct sim_env *env, int i)
                            &env->store[i]);
 }
 
+/* node_start - a core over the node's store; its state machine is empty. */
 static void
 node_start(struct sim *s, int i)
 {
@@ -218,6 +221,7 @@ deliver(struct sim *s)
     }
 }
 
+/* tick_all - every live node sees the new time. */
 static void
 tick_all(struct sim *s)
 {
@@ -268,6 +272,7 @@ leader(const struct sim *s)
     return who;
 }
 
+/* partition - each node lands on one of two sides. */
 static void
 partition(struct sim *s)
 {
@@ -276,6 +281,7 @@ partition(struct sim *s)
     sim_trace(s, "partition");
 }
 
+/* heal - one side again. */
 static void
 heal(struct sim *s)
 {
@@ -324,6 +330,7 @@ fault(struct sim *s)
     }
 }
 
+/* step - time passes, packets land, timers fire, maybe a fault. */
 static void
 step(struct sim *s)
 {
@@ -402,6 +409,7 @@ healed(struct sim *s)
                  (unsigned long long)index, SIM_HEAL_MS);
 }
 
+/* sim_env_open - the base directory; stores open lazily. */
 int
 sim_env_open(struct sim_env *env)
 {
@@ -419,6 +427,7 @@ sim_env_open(struct sim_env *env)
     return 0;
 }
 
+/* sim_env_close - stores, their files, the directories. */
 void
 sim_env_close(struct sim_env *env)
 {
@@ -450,6 +459,7 @@ sim_setup(struct sim *s)
     return 0;
 }
 
+/* sim_cleanup - the cores, packets and history of one schedule. */
 static void
 sim_cleanup(struct sim *s)
 {
@@ -461,6 +471,7 @@ sim_cleanup(struct sim *s)
     sim_free_records(s);
 }
 
+/* sim_run - setup, faulty steps, healed phase, cleanup. */
 int
 sim_run(struct sim_env *env, uint64_t seed, const struct sim_params *p,
         char *why, size_t why_len)

@@ -21,6 +21,7 @@
 #include "consensus/raft_core.h"
 #include "test/consensus/sim.h"
 
+/* sim_fail - keep the first failure only: later ones are consequences. */
 int
 sim_fail(struct sim *s, const char *fmt, ...)
 {
@@ -41,6 +42,7 @@ sim_fail(struct sim *s, const char *fmt, ...)
     return -1;
 }
 
+/* sim_trace - one line per event, prefixed by the simulated time. */
 void
 sim_trace(const struct sim *s, const char *fmt, ...)
 {
@@ -55,6 +57,7 @@ sim_trace(const struct sim *s, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+/* sim_hash - FNV-1a; h == 0 starts a new hash. */
 uint64_t
 sim_hash(uint64_t h, const void *p, size_t len)
 {
@@ -86,6 +89,7 @@ grow(void **a, size_t *cap, size_t size, size_t i)
     return 0;
 }
 
+/* check_election - record the leader of each term; a second one fails. */
 static int
 check_election(struct sim *s, int i)
 {
@@ -106,6 +110,7 @@ check_election(struct sim *s, int i)
     return 0;
 }
 
+/* same_entry - term, type and bytes. */
 static bool
 same_entry(const struct raft_entry *a, const struct raft_entry *b)
 {
@@ -166,6 +171,7 @@ check_complete(struct sim *s, int i)
     return 0;
 }
 
+/* sim_check - every live node, every pair of live nodes. */
 int
 sim_check(struct sim *s)
 {
@@ -241,6 +247,7 @@ apply_one(struct sim *s, int i, const struct raft_entry *e)
     return 0;
 }
 
+/* sim_apply - the snapshot first, then the entries in order. */
 int
 sim_apply(struct sim *s, int i, const struct raft_ready *rd)
 {
@@ -253,6 +260,7 @@ sim_apply(struct sim *s, int i, const struct raft_ready *rd)
     return 0;
 }
 
+/* sim_snapshot - (applied index, chain hash) as the blob. */
 int
 sim_snapshot(void *arg, void **data, size_t *len)
 {
@@ -268,6 +276,7 @@ sim_snapshot(void *arg, void **data, size_t *len)
     return 0;
 }
 
+/* sim_free_records - the per-index and per-term histories. */
 void
 sim_free_records(struct sim *s)
 {
