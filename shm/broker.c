@@ -335,6 +335,17 @@ chains_free(struct shm_seg *seg, int w, uint32_t first)
     }
 }
 
+/* Does a push of cost bytes leave the lease reserve free?  Pushes stop
+ * 1/32 of the node cap short of it, so consumers of a full node can still
+ * lease (and then ack) what it holds. */
+static int
+push_room(struct shm_seg *seg, uint64_t cost)
+{
+    uint64_t cap = shm_params_of(seg)->max_bytes;
+
+    return shm_arena_used_bytes(seg) + cost + cap / 32 <= cap;
+}
+
 /* Allocate and fill the n chains, joined by their next fields. */
 static int
 push_alloc(struct shm_seg *seg, int w, const struct shm_msg_in *msgs,
@@ -500,9 +511,13 @@ shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
         shm_count(seg, worker, SHM_C_PUSH_REJECTED_FULL, 1);
         return -ENOSPC;
     }
-    rc = push_alloc(seg, worker, msgs, n, now, &first, &last);
+    rc = push_room(seg, cost)
+             ? push_alloc(seg, worker, msgs, n, now, &first, &last)
+             : -ENOBUFS;
     if (rc == -ENOBUFS && queue_ttl(seg, worker, qr, now) > 0)
-        rc = push_alloc(seg, worker, msgs, n, now, &first, &last);
+        rc = push_room(seg, cost)
+                 ? push_alloc(seg, worker, msgs, n, now, &first, &last)
+                 : -ENOBUFS;
     if (rc == -ENOBUFS)
         shm_count(seg, worker, SHM_C_PUSH_UNAVAILABLE, 1);
     if (rc != 0)
