@@ -78,7 +78,7 @@ resp_error(struct bench_conn *c, const struct bench_reply *r)
 }
 
 /* RPUSH of 100 values, depth commands in flight per connection; every
- * 50th command of a connection is followed by DEL of its key, which
+ * 20th command of a connection is followed by DEL of its key, which
  * bounds the lists as the periodic reset bounds mayfly's queue. */
 struct rpush_sc {
     struct bench_buf cmd[PARTS];
@@ -95,7 +95,7 @@ rpush_one(struct bench_conn *c)
 
     c->ring[c->rh++ % BENCH_RING] = bench_now_ns();
     bench_send(c, sc->cmd[k].p, sc->cmd[k].len);
-    if (++c->seq % 50 == 0) {
+    if (++c->seq % 20 == 0) {
         c->ring[c->rh++ % BENCH_RING] = 0;
         bench_send(c, sc->del[k].p, sc->del[k].len);
     }
