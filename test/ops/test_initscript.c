@@ -399,6 +399,12 @@ Test(initscript, a_second_start_does_not_start_a_second_daemon)
     cr_assert_not_null(strstr(it_out, "already running"), "%s", it_out);
     cr_assert_eq(it_read_pid(), pid, "the pidfile changed");
     cr_assert_eq(it_masters(), 1, "a second master runs");
+    /* Past the script: mayflyd -d itself refuses a live pidfile. */
+    cr_assert_eq(it_sh("%s -d -c %s -o pidfile=%s", it_daemon, it_conf, it_pid),
+                 1, "a second mayflyd -d: %s", it_out);
+    cr_assert_eq(it_read_pid(), pid, "the pidfile changed");
+    cr_assert_eq(it_masters(), 1, "a second master runs");
+    it_wait_log("not starting");
     it_push_pop("ops-once", "one-daemon");
     it_stop(pid);
 }
