@@ -107,6 +107,8 @@ config_check(struct raft_config *c)
         c->heartbeat_ms = 100;
     if (c->snapshot_threshold == 0)
         c->snapshot_threshold = 1024;
+    if (c->max_append == 0)
+        c->max_append = 64;
     return c->heartbeat_ms < c->election_ms;
 }
 

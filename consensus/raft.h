@@ -47,6 +47,7 @@ struct raft_config {
     uint32_t heartbeat_ms; /* leader's append period; 0 means 100 */
     /* Compact when this many applied entries sit in the log; 0: 1024. */
     uint64_t snapshot_threshold;
+    uint32_t max_append; /* entries per APPEND at most; 0 means 64 */
     uint64_t seed; /* PRNG seed for election timeouts: differ per node */
     /*
      * snapshot - serialise the state machine as of the last entry handed

@@ -13,8 +13,7 @@
 #include "consensus/raft.h"
 #include "consensus/raft_log.h"
 
-#define RAFT_APPEND_BATCH 64         /* entries per APPEND at most */
-#define RAFT_APPEND_BYTES (1u << 20) /* ... and about this many bytes */
+#define RAFT_APPEND_BYTES (1u << 20) /* bytes per APPEND, about */
 
 /* struct raft_peer - the leader's view of one follower. */
 struct raft_peer {

@@ -51,7 +51,7 @@ copy_entries(struct raft *r, uint64_t first, struct raft_msg *m)
     uint64_t last = raft_log_last_index(&r->log);
     size_t n = 0, bytes = 0;
 
-    while (first + n <= last && n < RAFT_APPEND_BATCH &&
+    while (first + n <= last && n < r->cfg.max_append &&
            bytes < RAFT_APPEND_BYTES)
         bytes += raft_log_get(&r->log, first + n++)->len;
     if (n == 0)

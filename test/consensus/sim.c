@@ -24,6 +24,7 @@
 #define SIM_ELECTION_MS  100
 #define SIM_HEARTBEAT_MS 20
 #define SIM_SNAP_EVERY   5 /* compact often, so snapshots get exercised */
+#define SIM_MAX_APPEND   2 /* small batches: catch-up takes several rounds */
 #define SIM_HEAL_MS      (60 * SIM_ELECTION_MS)
 
 /* rnd - the schedule's one random stream (splitmix64). */
@@ -145,6 +146,7 @@ node_start(struct sim *s, int i)
         .election_ms = SIM_ELECTION_MS,
         .heartbeat_ms = SIM_HEARTBEAT_MS,
         .snapshot_threshold = SIM_SNAP_EVERY,
+        .max_append = SIM_MAX_APPEND,
         .seed = s->seed * 977 + (uint64_t)i * 131 + nd->restarts,
         .snapshot = sim_snapshot,
         .arg = nd,
@@ -485,6 +487,9 @@ sim_run(struct sim_env *env, uint64_t seed, const struct sim_params *p,
         .why_len = why_len,
         .env = env,
     };
+
+    for (int i = 0; i < SIM_MAX_NODES; i++)
+        s.node[i].seen_vote = RAFT_NO_NODE;
 
     why[0] = '\0';
     if (sim_setup(&s) == 0) {

@@ -6,8 +6,9 @@
  * and splits the nodes into partitions; nodes crash and restart.  Every
  * random choice comes from one seed, so a failing seed replays exactly.
  * After every input to any node, sim_check() verifies election safety, log
- * matching and leader completeness; sim_apply() checks state-machine safety
- * as entries are applied.  Single-threaded.
+ * matching, leader completeness and that term and vote survive restarts;
+ * sim_apply() checks state-machine safety as entries are applied.
+ * Single-threaded.
  */
 #ifndef MAYFLY_TEST_CONSENSUS_SIM_H
 #define MAYFLY_TEST_CONSENSUS_SIM_H
@@ -46,8 +47,10 @@ struct sim_env {
 struct sim_node {
     struct raft *raft; /* NULL while crashed */
     unsigned restarts;
-    uint64_t sm_index; /* the state machine: last index applied */
-    uint64_t sm_chain; /* and a hash over every entry applied */
+    uint64_t seen_term; /* highest term seen, across restarts */
+    int seen_vote;      /* the vote seen in that term (-1 none) */
+    uint64_t sm_index;  /* the state machine: last index applied */
+    uint64_t sm_chain;  /* and a hash over every entry applied */
 };
 
 /* struct sim_packet - one encoded message in flight. */

@@ -1,14 +1,15 @@
 /*
  * sim_check.c - the simulator's safety checks and its state machine.
  *
- * Raft's four safety properties, checked on the live nodes' real state
- * (the checker reads the core's internals through raft_core.h):
+ * Raft's four safety properties, and the durability they rest on, checked
+ * on the live nodes' real state (through the internals in raft_core.h):
  *   election safety      at most one leader per term, ever;
  *   log matching         two logs with an entry of the same index and term
  *                        are identical up to it;
  *   leader completeness  a leader holds every entry committed at or before
  *                        its term;
- *   state-machine safety no two nodes apply different entries at an index.
+ *   state-machine safety no two nodes apply different entries at an index;
+ *   durability           term and vote never go back, even over a crash.
  * The state machine is a hash chain over applied entries; its snapshot is
  * (index, chain), so a restored snapshot is checked like an applied entry.
  */
@@ -111,6 +112,28 @@ check_election(struct sim *s, int i)
 }
 
 /* same_entry - term, type and bytes. */
+/* check_durable - a node's term never goes back, nor its vote within a
+ * term, even across a crash: both must have reached the store in time. */
+static int
+check_durable(struct sim *s, int i)
+{
+    struct sim_node *nd = &s->node[i];
+    const struct raft *r = nd->raft;
+
+    if (r->term < nd->seen_term)
+        return sim_fail(s, "durability: node %d back at term %llu from %llu", i,
+                        (unsigned long long)r->term,
+                        (unsigned long long)nd->seen_term);
+    if (r->term == nd->seen_term && nd->seen_vote != RAFT_NO_NODE &&
+        r->vote != nd->seen_vote)
+        return sim_fail(s, "durability: node %d voted %d then %d in term %llu",
+                        i, nd->seen_vote, r->vote, (unsigned long long)r->term);
+    nd->seen_term = r->term;
+    nd->seen_vote = r->vote;
+    return 0;
+}
+
+/* same_entry - term, type and bytes. */
 static bool
 same_entry(const struct raft_entry *a, const struct raft_entry *b)
 {
@@ -180,6 +203,7 @@ sim_check(struct sim *s)
             continue;
         check_election(s, i);
         check_complete(s, i);
+        check_durable(s, i);
         for (int j = i + 1; j < s->n && !s->failed; j++) {
             if (s->node[j].raft != NULL)
                 check_matching(s, i, j);
