@@ -29,16 +29,6 @@ http_buf_free(struct http_buf *b)
     http_buf_init(b);
 }
 
-/* http_buf_reset - empty b but keep its memory for the next reply. */
-void
-http_buf_reset(struct http_buf *b)
-{
-    b->len = 0;
-    b->oom = 0;
-    if (b->data != NULL)
-        b->data[0] = '\0';
-}
-
 /* http_buf_reserve - room for extra bytes plus the terminating NUL. */
 int
 http_buf_reserve(struct http_buf *b, size_t extra)

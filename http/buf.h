@@ -26,9 +26,6 @@ void http_buf_init(struct http_buf *b);
 /* http_buf_free - release the bytes; b is empty and reusable after. */
 void http_buf_free(struct http_buf *b);
 
-/* http_buf_reset - forget the contents, keep the capacity and clear oom. */
-void http_buf_reset(struct http_buf *b);
-
 /* http_buf_reserve - make room for extra more bytes.  0 or -ENOMEM. */
 int http_buf_reserve(struct http_buf *b, size_t extra);
 

@@ -64,10 +64,10 @@ http_json_eat(struct http_json *j, char c)
     switch (c) {
     case ':':
         return fail(j, j->p, "expected ':'");
-    case '{':
-        return fail(j, j->p, "expected an object");
-    case '[':
-        return fail(j, j->p, "expected an array");
+    case '}':
+        return fail(j, j->p, "expected ',' or '}'");
+    case ']':
+        return fail(j, j->p, "expected ',' or ']'");
     default:
         return fail(j, j->p, "unexpected character");
     }

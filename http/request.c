@@ -20,13 +20,6 @@ http_request_route(const struct http_request *req)
     return req->route;
 }
 
-/* http_request_method - MHD's method string. */
-const char *
-http_request_method(const struct http_request *req)
-{
-    return req->method;
-}
-
 /* http_request_param - the decoded path parameter. */
 const char *
 http_request_param(const struct http_request *req, size_t *len)

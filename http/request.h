@@ -26,9 +26,6 @@ struct http_query;
 /* http_request_route - the matched route (never HTTP_ROUTE_NONE). */
 enum http_route http_request_route(const struct http_request *req);
 
-/* http_request_method - "GET", "POST", "DELETE". */
-const char *http_request_method(const struct http_request *req);
-
 /*
  * http_request_param - the path parameter ({q}), percent-decoded and
  * NUL-terminated, with its length in *len (it may hold NULs: validate with

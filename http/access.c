@@ -1,0 +1,313 @@
+/*
+ * access.c - one request's way through MHD's callbacks: the URI log (the
+ * request is created with its raw URI), the access handler (routing, the
+ * body, the handler call, queueing the reply) and the completion (on_done,
+ * free).
+ *
+ * A request goes NEW -> BODY -> HANDLED -> QUEUED (request-t.h).  The
+ * access handler never queues a response in its first call for a request:
+ * MHD 0.9.75 then closes the connection (DESIGN §4).  The one exception is
+ * a Content-Length over max_body_bytes: the body will not be read, so the
+ * connection must close anyway, and answering at once spares the client
+ * the "100 Continue" that would invite the body.  MHD 0.9.75 refuses a
+ * response while a body is still arriving, so a body that outgrows the
+ * limit without announcing it closes the connection.
+ *
+ * Single-threaded (inside http_server_run()), no locking.  Errors become
+ * replies (4xx/5xx) or a closed connection; they are logged via shm/log.h.
+ */
+#include "http/access.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <microhttpd.h>
+
+#include "http/errors.h"
+#include "http/reply.h"
+#include "http/request-t.h"
+#include "http/request.h"
+#include "http/server-t.h"
+#include "shm/log.h"
+
+/* Bytes reserved up front from Content-Length; larger bodies grow. */
+#define HTTP_BODY_PREALLOC (1u << 20)
+
+/* http_access_uri - MHD's first word on a request: allocate it, keep the raw
+ * URI (MHD decodes the path it hands the access handler, losing "%2F"). */
+void *
+http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    struct http_request *req = calloc(1, sizeof(*req));
+
+    (void)conn;
+    if (req == NULL)
+        return NULL;
+    req->server = cls;
+    req->uri = strdup(uri);
+    if (req->uri == NULL) {
+        free(req);
+        return NULL;
+    }
+    return req;
+}
+
+/* request_free - everything a request owns. */
+static void
+request_free(struct http_request *req)
+{
+    struct http_header *h, *next;
+
+    for (h = req->headers; h != NULL; h = next) {
+        next = h->next;
+        free(h);
+    }
+    http_buf_free(&req->reply);
+    http_buf_free(&req->body);
+    http_query_free(&req->args);
+    free(req->param);
+    free(req->uri);
+    free(req);
+}
+
+/* http_access_completed - the request is over: tell the handler whether the
+ * response went out whole, then free it. */
+void
+http_access_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+    struct http_request *req = *req_cls;
+
+    (void)cls;
+    (void)conn;
+    if (req == NULL)
+        return;
+    *req_cls = NULL;
+    http_request_unlist(req);
+    if (req->done_fn != NULL)
+        req->done_fn(req->done_arg, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
+    request_free(req);
+}
+
+/* queue_reply - hand the stored reply to MHD; its bytes go without a
+ * copy (MHD frees them).  MHD_NO closes the connection. */
+static enum MHD_Result
+queue_reply(struct http_request *req)
+{
+    struct MHD_Response *resp;
+    struct http_header *h;
+    enum MHD_Result ret;
+    int retry_after = 0;
+
+    if (req->reply.len == 0)
+        resp = MHD_create_response_from_buffer(0, (void *)"",
+                                               MHD_RESPMEM_PERSISTENT);
+    else
+        resp = MHD_create_response_from_buffer(req->reply.len, req->reply.data,
+                                               MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        log_error(ENOMEM, "MHD_create_response_from_buffer(%zu) failed",
+                  req->reply.len);
+        return MHD_NO;
+    }
+    if (req->reply.len != 0)
+        http_buf_init(&req->reply);
+    for (h = req->headers; h != NULL; h = h->next) {
+        MHD_add_response_header(resp, h->name, h->value);
+        retry_after |= strcasecmp(h->name, "Retry-After") == 0;
+    }
+    if (!retry_after && http_status_retryable(req->status))
+        MHD_add_response_header(resp, "Retry-After", "1");
+    ret = MHD_queue_response(req->conn, req->status, resp);
+    MHD_destroy_response(resp);
+    req->state = HTTP_REQ_QUEUED;
+    return ret;
+}
+
+/* content_length - the declared body size, or -1 when absent or odd
+ * (MHD itself rejects malformed values). */
+static long long
+content_length(struct MHD_Connection *conn)
+{
+    const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                MHD_HTTP_HEADER_CONTENT_LENGTH);
+    char *end;
+    long long n;
+
+    if (v == NULL)
+        return -1;
+    errno = 0;
+    n = strtoll(v, &end, 10);
+    if (errno != 0 || end == v || n < 0)
+        return -1;
+    return n;
+}
+
+/* too_large - the 413 of SPEC §2. */
+static void
+too_large(struct http_request *req)
+{
+    http_buf_free(&req->body);
+    req->discard = 1;
+    http_reply_error(req, 413, "payload_too_large",
+                     "the request body is larger than max_body_bytes (%zu)",
+                     req->server->opts.max_body_bytes);
+}
+
+/* route_request - route, decode the parameter and the query; any failure
+ * becomes the reply (and the body is then read and dropped). */
+static void
+route_request(struct http_request *req)
+{
+    const char *q = strchr(req->uri, '?');
+    size_t plen = q ? (size_t)(q - req->uri) : strlen(req->uri);
+    struct http_route_match m;
+    long n;
+    int rc;
+
+    http_route_match(req->method, req->uri, plen, req->server->opts.cluster,
+                     &m);
+    if (m.route == HTTP_ROUTE_NONE) {
+        http_reply_error(req, 404, "not_found", "no such route");
+        goto discard;
+    }
+    if (!m.method_ok) {
+        http_reply_header(req, "Allow", m.allow);
+        http_reply_error(req, 405, "method_not_allowed",
+                         "this path takes %s only", m.allow);
+        goto discard;
+    }
+    req->route = m.route;
+    if (m.param != NULL) {
+        req->param = malloc(m.param_len + 1);
+        if (req->param == NULL)
+            goto oom;
+        n = http_pct_decode(req->param, m.param, m.param_len, 0);
+        if (n < 0) {
+            http_reply_error(req, 400, "ephemeral_bad_request",
+                             "the path has a bad percent-escape");
+            goto discard;
+        }
+        req->param_len = (size_t)n;
+    }
+    rc = q ? http_query_parse(&req->args, q + 1, strlen(q + 1)) : 0;
+    if (rc == -ENOMEM)
+        goto oom;
+    if (rc != 0) {
+        http_reply_error(req, 400, "ephemeral_bad_request",
+                         "the query string has a bad percent-escape");
+        goto discard;
+    }
+    return;
+oom:
+    http_reply_error(req, 500, "internal", "out of memory");
+discard:
+    req->discard = 1;
+}
+
+/*
+ * first_call - the request line and headers are in: route it and size the
+ * body.  Returns MHD_YES, or the result of queueing an early 413.
+ */
+static enum MHD_Result
+first_call(struct http_request *req, struct MHD_Connection *conn,
+           const char *method)
+{
+    size_t max = req->server->opts.max_body_bytes;
+    long long cl;
+
+    req->conn = conn;
+    req->method = method;
+    req->state = HTTP_REQ_BODY;
+    route_request(req);
+    cl = content_length(conn);
+    if (cl > 0 && (unsigned long long)cl > max) {
+        too_large(req);
+        return queue_reply(req);
+    }
+    if (cl > 0 && !req->discard &&
+        http_buf_reserve(&req->body, (size_t)cl < HTTP_BODY_PREALLOC
+                                         ? (size_t)cl
+                                         : HTTP_BODY_PREALLOC) != 0) {
+        http_reply_error(req, 500, "internal", "out of memory");
+        req->discard = 1;
+    }
+    return MHD_YES;
+}
+
+/* body_chunk - keep n more body bytes, or drop them once a reply is set;
+ * past max_body_bytes the connection closes (MHD cannot answer before the
+ * body is read, and reading an unbounded body to say so is no better). */
+static enum MHD_Result
+body_chunk(struct http_request *req, const char *data, size_t n)
+{
+    size_t max = req->server->opts.max_body_bytes;
+
+    req->body_seen += n;
+    if (req->body_seen > max) {
+        log_info(0, "request body over max_body_bytes (%zu): closing", max);
+        return MHD_NO;
+    }
+    if (req->discard)
+        return MHD_YES;
+    if (http_buf_append(&req->body, data, n) != 0) {
+        http_buf_free(&req->body);
+        http_reply_error(req, 500, "internal", "out of memory");
+        req->discard = 1;
+    }
+    return MHD_YES;
+}
+
+/* finish - after the handler ran or the request was resumed: queue the
+ * reply, stay parked, close (abort), or answer a missing reply with 500. */
+static enum MHD_Result
+finish(struct http_request *req)
+{
+    if (req->aborted)
+        return MHD_NO;
+    if (req->has_reply)
+        return queue_reply(req);
+    if (req->suspended)
+        return MHD_YES;
+    log_error(0, "handler for %s set no reply", http_route_name(req->route));
+    http_reply_error(req, 500, "internal", "the request got no answer");
+    return queue_reply(req);
+}
+
+/* http_access_handler - MHD's access handler, called several times per request.
+ */
+enum MHD_Result
+http_access_handler(void *cls, struct MHD_Connection *conn, const char *url,
+                    const char *method, const char *version,
+                    const char *upload_data, size_t *upload_data_size,
+                    void **req_cls)
+{
+    struct http_server *s = cls;
+    struct http_request *req = *req_cls;
+    size_t n = *upload_data_size;
+
+    (void)url;
+    (void)version;
+    if (req == NULL)
+        return MHD_NO;
+    switch (req->state) {
+    case HTTP_REQ_NEW:
+        return first_call(req, conn, method);
+    case HTTP_REQ_BODY:
+        if (n != 0) {
+            *upload_data_size = 0;
+            return body_chunk(req, upload_data, n);
+        }
+        req->state = HTTP_REQ_HANDLED;
+        if (!req->has_reply)
+            s->handler(s->ctx, req);
+        return finish(req);
+    case HTTP_REQ_HANDLED:
+        return finish(req);
+    case HTTP_REQ_QUEUED:
+        break;
+    }
+    return MHD_YES;
+}

@@ -1,0 +1,28 @@
+/*
+ * access.h - the MHD callbacks that carry one request (access.c), for
+ * http/server.c to register.  Each gets the struct http_server as cls.
+ * Single-threaded, no locking.
+ */
+#ifndef MAYFLY_HTTP_ACCESS_H
+#define MAYFLY_HTTP_ACCESS_H
+
+#include <stddef.h>
+
+#include <microhttpd.h>
+
+/* http_access_uri - MHD_OPTION_URI_LOG_CALLBACK: a new request; NULL when
+ * out of memory (the access handler then closes the connection). */
+void *http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn);
+
+/* http_access_handler - the MHD access handler. */
+enum MHD_Result http_access_handler(void *cls, struct MHD_Connection *conn,
+                                    const char *url, const char *method,
+                                    const char *version,
+                                    const char *upload_data,
+                                    size_t *upload_data_size, void **req_cls);
+
+/* http_access_completed - MHD_OPTION_NOTIFY_COMPLETED: on_done, then free. */
+void http_access_completed(void *cls, struct MHD_Connection *conn,
+                           void **req_cls, enum MHD_RequestTerminationCode toe);
+
+#endif
