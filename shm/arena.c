@@ -91,14 +91,26 @@ tag_set(_Atomic uint32_t *tags, uint32_t ref, uint32_t tag)
     atomic_store_explicit(&tags[ref], tag, memory_order_relaxed);
 }
 
+/* arena_layout - where tags and cells start for params p, from the region
+ * start; both 64-byte aligned, so every cell is one cache line. */
+static size_t
+arena_layout(const struct shm_params *p, size_t *tags_off, size_t *cells_off)
+{
+    size_t cells = (size_t)(p->max_bytes / SHM_CELL_BYTES) + 1;
+
+    *tags_off = (sizeof(struct shm_arena) + 63) & ~(size_t)63;
+    *cells_off = *tags_off + ((cells * 4 + 63) & ~(size_t)63);
+    return cells;
+}
+
 /* shm_arena_region_size - see region.h: header, tags, cells 0..cap. */
 size_t
 shm_arena_region_size(const struct shm_params *p)
 {
-    size_t cells = (size_t)(p->max_bytes / SHM_CELL_BYTES) + 1;
+    size_t tags_off, cells_off;
+    size_t cells = arena_layout(p, &tags_off, &cells_off);
 
-    return sizeof(struct shm_arena) + ((cells * 4 + 63) & ~(size_t)63) +
-           cells * SHM_CELL_BYTES;
+    return cells_off + cells * SHM_CELL_BYTES;
 }
 
 /* shm_arena_region_init - see region.h.  Touches the header page only. */
@@ -106,13 +118,14 @@ int
 shm_arena_region_init(struct shm_seg *seg, const struct shm_params *p)
 {
     struct shm_arena *a = arena_of(seg);
-    size_t cells = (size_t)(p->max_bytes / SHM_CELL_BYTES) + 1;
+    size_t tags_off, cells_off;
+    size_t cells = arena_layout(p, &tags_off, &cells_off);
 
     a->cap = (uint32_t)(cells - 1);
     a->bump = 1;
     a->free_head = 0;
-    a->tags_off = sizeof(struct shm_arena);
-    a->cells_off = a->tags_off + ((cells * 4 + 63) & ~(size_t)63);
+    a->tags_off = tags_off;
+    a->cells_off = cells_off;
     atomic_store_explicit(&a->taken, 0, memory_order_relaxed);
     return shm_lock_init(&a->lock);
 }

@@ -84,7 +84,11 @@ Test(shm_segment, regions_are_aligned_and_disjoint)
     cr_assert_leq(end, seg.size);
     cr_assert_geq(seg.hdr->region_size[SHM_REGION_ARENA],
                   p.max_bytes + p.max_bytes / 16);
-    /* The last cell is writable. */
+    /* Each cell is one cache line; the last one is writable. */
+    cr_assert_eq((uintptr_t)shm_cell(&seg, 1) % 64, 0);
+    cr_assert_eq((unsigned char *)shm_cell(&seg, 2) -
+                     (unsigned char *)shm_cell(&seg, 1),
+                 SHM_CELL_BYTES);
     uint32_t last = (uint32_t)(p.max_bytes / SHM_CELL_BYTES);
     memset(shm_cell(&seg, last), 0xab, SHM_CELL_BYTES);
     shm_segment_destroy(&seg);
