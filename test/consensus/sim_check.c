@@ -111,7 +111,6 @@ check_election(struct sim *s, int i)
     return 0;
 }
 
-/* same_entry - term, type and bytes. */
 /* check_durable - a node's term never goes back, nor its vote within a
  * term, even across a crash: both must have reached the store in time. */
 static int
