@@ -25,14 +25,21 @@
 #include "shm/stats.h"
 
 #define LOG_MAX (1 << 20)
+#define GROUPS  3
 
-/* What the child reports, in memory shared with the parent. */
+static const char *groups[GROUPS] = {"g", "h", "k"};
+
+/* What the child reports, in memory shared with the parent: pushes that
+ * returned, and per group the seqs it was about to ack completed. */
 struct log {
     _Atomic uint64_t pushed_n;
-    _Atomic uint64_t popped_n;
+    _Atomic uint64_t popped_n[GROUPS];
     uint64_t pushed[LOG_MAX];
-    uint64_t popped[LOG_MAX];
+    uint64_t popped[GROUPS][LOG_MAX];
 };
+
+static int ngroups = 1;      /* groups the child pops for */
+static int known_groups = 1; /* made before the first push: see everything */
 
 static struct shm_seg seg;
 static struct log *lg;
@@ -83,7 +90,8 @@ child(unsigned seed, uint64_t maxlen)
             int len = snprintf(pay, sizeof(pay), "{\"n\":%d}", rand());
             in[i] = (struct shm_msg_in){pay, (uint32_t)len};
         }
-        uint64_t held = atomic_load(&lg->pushed_n) - atomic_load(&lg->popped_n);
+        uint64_t held =
+            atomic_load(&lg->pushed_n) - atomic_load(&lg->popped_n[0]);
         if (held < maxlen && shm_push(&seg, 1, nm("q"), nm(part), in, n,
                                       shm_now_ms(), &first) == 0) {
             uint64_t at = atomic_load(&lg->pushed_n);
@@ -91,9 +99,14 @@ child(unsigned seed, uint64_t maxlen)
                 lg->pushed[at + i] = first + i;
             atomic_store(&lg->pushed_n, at + n);
         }
-        struct shm_pop_req r = {
-            nm("q"), nm(rand() % 2 ? part : ""), nm("g"), 4, 0, SHM_FROM_ALL,
-            0};
+        int gi = rand() % ngroups;
+        struct shm_pop_req r = {nm("q"),
+                                nm(rand() % 2 ? part : ""),
+                                nm(groups[gi]),
+                                4,
+                                0,
+                                SHM_FROM_ALL,
+                                0};
         struct shm_sink k = {.buf = buf, .cap = sizeof(buf)};
         if (shm_pop(&seg, 1, &r, shm_now_ms(), &k) <= 0)
             continue;
@@ -105,12 +118,12 @@ child(unsigned seed, uint64_t maxlen)
                                                      : SHM_ACK_FAILED};
             struct shm_name pn = {(const char *)(p + 1), p->part_len};
             if (a.status == SHM_ACK_COMPLETED) {
-                uint64_t at = atomic_load(&lg->popped_n);
+                uint64_t at = atomic_load(&lg->popped_n[gi]);
                 if (at < LOG_MAX)
-                    lg->popped[at] = p->seq;
-                atomic_store(&lg->popped_n, at + 1);
+                    lg->popped[gi][at] = p->seq;
+                atomic_store(&lg->popped_n[gi], at + 1);
             }
-            shm_ack(&seg, 1, nm("q"), pn, nm("g"), &a, 1, shm_now_ms());
+            shm_ack(&seg, 1, nm("q"), pn, nm(groups[gi]), &a, 1, shm_now_ms());
         }
     }
 }
@@ -149,20 +162,22 @@ kill_rounds(unsigned seed, int rounds, uint64_t maxlen)
     }
 }
 
-/* Drain every message (leases long expired) and check the survivors. */
-static void
-check_and_drain(void)
+/* Drain group gi (leases long expired); for a group known before the first
+ * push, check that each push that returned reached it.  Returns how many it
+ * drained. */
+static uint64_t
+drain_group(int gi, uint64_t later)
 {
     static unsigned char buf[1 << 20];
-    uint64_t pn = atomic_load(&lg->pushed_n), an = atomic_load(&lg->popped_n);
+    uint64_t pn = atomic_load(&lg->pushed_n);
+    uint64_t an = atomic_load(&lg->popped_n[gi]);
     uint64_t *got = malloc(sizeof(uint64_t) * LOG_MAX), ng = 0;
-    uint64_t later = shm_now_ms() + 3600 * 1000, c[SHM_C_COUNT];
 
     cr_assert_not_null(got);
-    qsort(lg->popped, an, sizeof(uint64_t), cmp_u64);
+    qsort(lg->popped[gi], an, sizeof(uint64_t), cmp_u64);
     for (;;) {
-        struct shm_pop_req r = {nm("q"), nm(""),       nm("g"), 10000,
-                                0,       SHM_FROM_ALL, 0};
+        struct shm_pop_req r = {nm("q"),      nm(""), nm(groups[gi]), 10000, 0,
+                                SHM_FROM_ALL, 0};
         struct shm_sink k = {.buf = buf, .cap = sizeof(buf)};
         int n = shm_pop(&seg, 0, &r, later, &k);
         cr_assert_geq(n, 0);
@@ -173,7 +188,7 @@ check_and_drain(void)
             struct shm_ack a = {.seq = p->seq};
             struct shm_name part = {(const char *)(p + 1), p->part_len};
             got[ng++] = p->seq;
-            shm_ack(&seg, 0, nm("q"), part, nm("g"), &a, 1, later);
+            shm_ack(&seg, 0, nm("q"), part, nm(groups[gi]), &a, 1, later);
             cr_assert_eq(a.outcome, SHM_OUT_ACKED);
         }
     }
@@ -181,49 +196,87 @@ check_and_drain(void)
     for (uint64_t i = 1; i < ng; i++)
         cr_assert_neq(got[i], got[i - 1], "seq %llu twice",
                       (unsigned long long)got[i]);
-    for (uint64_t i = 0; i < pn; i++)
+    for (uint64_t i = 0; i < pn && gi < known_groups; i++)
         cr_assert(has(got, ng, lg->pushed[i]) ||
-                      has(lg->popped, an, lg->pushed[i]),
-                  "pushed seq %llu lost", (unsigned long long)lg->pushed[i]);
+                      has(lg->popped[gi], an, lg->pushed[i]),
+                  "pushed seq %llu lost for group %s",
+                  (unsigned long long)lg->pushed[i], groups[gi]);
+    free(got);
+    return ng;
+}
+
+/* Check every group, then that nothing is held and nothing leaks. */
+static void
+check_and_drain(void)
+{
+    uint64_t later = shm_now_ms() + 3600 * 1000, c[SHM_C_COUNT];
+
+    for (int g = 0; g < ngroups; g++) {
+        uint64_t n = drain_group(g, later);
+        cr_log_info("group %s: pushed %llu, acked by the child %llu, "
+                    "drained %llu",
+                    groups[g], (unsigned long long)atomic_load(&lg->pushed_n),
+                    (unsigned long long)atomic_load(&lg->popped_n[g]),
+                    (unsigned long long)n);
+    }
     shm_counters_sum(&seg, c);
     cr_assert_eq(c[SHM_C_WIPES], 0);
-    cr_log_info("pushed %llu, acked by the child %llu, drained %llu, lock "
-                "repairs %llu",
-                (unsigned long long)pn, (unsigned long long)an,
-                (unsigned long long)ng,
-                (unsigned long long)c[SHM_C_LOCK_REPAIRS]);
+    cr_log_info("lock repairs %llu", (unsigned long long)c[SHM_C_LOCK_REPAIRS]);
     struct shm_queue_info qi;
     cr_assert_eq(
         shm_queue_depth(&seg, nm("q"), NULL, later, &qi, NULL, NULL, NULL), 0);
     cr_assert_eq(qi.depth, 0);
     cr_assert_eq(qi.leased, 0);
+    cr_assert_eq(qi.waiting, 0);
     cr_assert_eq(shm_queue_delete(&seg, 0, nm("q"), later), 1);
     cr_assert_eq(shm_arena_used_bytes(&seg), 0);
-    free(got);
+}
+
+/* Declare q, and make groups known in every partition before any push. */
+static void
+declare_q(int known)
+{
+    static const char *parts[] = {"Default", "p1", "p2"};
+    struct shm_qopts o = {.max_length = 10000,
+                          .max_bytes = 4 << 20,
+                          .lease_s = 30,
+                          .retry_limit = 1000000};
+    unsigned char buf[256];
+
+    known_groups = known;
+    cr_assert_eq(shm_queue_declare(&seg, 0, nm("q"), &o), 0);
+    for (int g = 0; g < known; g++)
+        for (int p = 0; p < 3; p++) {
+            struct shm_pop_req r = {
+                nm("q"), nm(parts[p]), nm(groups[g]), 1, 0, SHM_FROM_ALL, 0};
+            struct shm_sink k = {.buf = buf, .cap = sizeof(buf)};
+            cr_assert_eq(shm_pop(&seg, 0, &r, shm_now_ms(), &k), 0);
+        }
 }
 
 TestSuite(shm_repair, .init = setup, .timeout = 120);
 
 Test(shm_repair, killed_worker_loses_no_pushed_message_and_leaks_nothing)
 {
-    struct shm_qopts o = {.max_length = 10000,
-                          .max_bytes = 4 << 20,
-                          .lease_s = 30,
-                          .retry_limit = 1000000};
-
-    cr_assert_eq(shm_queue_declare(&seg, 0, nm("q"), &o), 0);
+    declare_q(1);
     kill_rounds(7, 40, 2000);
     check_and_drain();
 }
 
 Test(shm_repair, killed_worker_on_a_busy_queue_with_many_rounds)
 {
-    struct shm_qopts o = {.max_length = 10000,
-                          .max_bytes = 4 << 20,
-                          .lease_s = 30,
-                          .retry_limit = 1000000};
-
-    cr_assert_eq(shm_queue_declare(&seg, 0, nm("q"), &o), 0);
+    declare_q(1);
     kill_rounds(1234, 80, 200);
+    check_and_drain();
+}
+
+Test(shm_repair, killed_worker_with_fan_out_groups_made_on_the_fly)
+{
+    /* g and h are known before the first push, so each must see every
+     * message; k is made by the child, in each partition on its first
+     * pop there, under the kills. */
+    ngroups = 3;
+    declare_q(2);
+    kill_rounds(99, 60, 500);
     check_and_drain();
 }
