@@ -114,6 +114,7 @@ queue_reply(struct http_request *req)
     }
     if (req->reply.len != 0)
         http_buf_init(&req->reply);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, req->ctype);
     for (h = req->headers; h != NULL; h = h->next) {
         MHD_add_response_header(resp, h->name, h->value);
         retry_after |= strcasecmp(h->name, "Retry-After") == 0;

@@ -51,7 +51,7 @@ set_reply(struct http_request *req, unsigned status, const char *ctype,
                                          "\"code\": \"internal\"}");
         ctype = "application/json";
     }
-    http_reply_header(req, "Content-Type", ctype);
+    req->ctype = ctype;
 }
 
 /* http_reply - JSON answer. */

@@ -21,7 +21,8 @@ struct http_error;
 void http_reply(struct http_request *req, unsigned status,
                 struct http_buf *body);
 
-/* http_reply_text - like http_reply with another Content-Type (/metrics). */
+/* http_reply_text - like http_reply with another Content-Type (/metrics);
+ * content_type must outlive the request (a string literal). */
 void http_reply_text(struct http_request *req, unsigned status,
                      const char *content_type, struct http_buf *body);
 

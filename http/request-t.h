@@ -51,6 +51,7 @@ struct http_request {
     /* the reply */
     unsigned has_reply : 1;
     unsigned status;
+    const char *ctype; /* static: the reply's Content-Type */
     struct http_buf reply;
     struct http_header *headers; /* owned list, in insertion order reversed */
     /* completion */

@@ -12,7 +12,10 @@
  * not_found) and wrong methods (405 method_not_allowed with Allow) itself,
  * and calls the handler exactly once for the rest.  It never queues a
  * response in the first access-handler call of a request, which would cost
- * keep-alive in MHD 0.9.75 (DESIGN §4).
+ * keep-alive in MHD 0.9.75 (DESIGN §4) -- except the 413 for a
+ * Content-Length over the limit, where the connection closes anyway.  A
+ * body that outgrows the limit without a Content-Length (chunked) closes
+ * the connection: MHD 0.9.75 cannot answer before a body is read.
  *
  * Single-threaded: every function runs in the worker's loop.  Errors are
  * logged with shm/log.h.
@@ -26,7 +29,9 @@ struct http_server;
 struct http_request;
 
 struct http_server_opts {
-    unsigned max_connections;      /* MHD_OPTION_CONNECTION_LIMIT */
+    unsigned max_connections;      /* MHD_OPTION_CONNECTION_LIMIT, > 0;
+                                      parked pops count: set it high and
+                                      raise RLIMIT_NOFILE to match */
     size_t max_body_bytes;         /* larger bodies: 413 payload_too_large */
     unsigned connection_timeout_s; /* idle connections close; 0 = never */
     int cluster;                   /* serve the cluster port's routes */

@@ -248,6 +248,7 @@ struct reply {
     size_t len;
     char allow[64];
     char retry_after[16];
+    char ctype[64];
 };
 
 static size_t
@@ -289,6 +290,7 @@ on_header(char *p, size_t sz, size_t n, void *arg)
     header_value(p, sz * n, "Allow", r->allow, sizeof(r->allow));
     header_value(p, sz * n, "Retry-After", r->retry_after,
                  sizeof(r->retry_after));
+    header_value(p, sz * n, "Content-Type", r->ctype, sizeof(r->ctype));
     return sz * n;
 }
 
@@ -354,6 +356,7 @@ Test(http_server, keep_alive_reuses_one_connection_for_100_requests)
         cr_assert_eq(request(h, "GET", "/health", NULL, 0, &r), CURLE_OK);
         cr_assert_eq(r.status, 200);
         cr_assert_str_eq(r.body, "{\"ok\": true}");
+        cr_assert_str_eq(r.ctype, "application/json");
         curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
         total += connects;
     }
@@ -633,6 +636,7 @@ Test(http_server, quiesce_stops_accepting_but_serves_open_connections)
                  CURLE_OK);
     cr_assert_eq(r.status, 200);
     cr_assert_str_eq(r.body, "up 1 parked 0\n");
+    cr_assert_str_eq(r.ctype, "text/plain; version=0.0.4");
     /* the open connection is still served */
     cr_assert_eq(request(h, "GET", "/health", NULL, 0, &r), CURLE_OK);
     cr_assert_eq(r.status, 200);
