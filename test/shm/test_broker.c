@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -695,4 +696,70 @@ Test(shm_broker, timing_of_push_100_and_pop_100)
            "%llu ns\n",
            (unsigned long long)(tpush / rounds),
            (unsigned long long)(tpop / rounds));
+}
+
+Test(shm_broker, idle_group_is_forgotten_and_stops_holding_messages)
+{
+    uint64_t s;
+    struct shm_queue_info qi;
+
+    cr_assert_eq(pushn("q", "Default", "a", 2, T0, &s), 0);
+    cr_assert_eq(pop("q", "slow", 2, T0), 2);
+    cr_assert_eq(pop("q", "fast", 2, T0 + 1000), 2);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(
+            ack1("q", "fast", s + (uint64_t)i, 0, SHM_ACK_COMPLETED, T0 + 1000),
+            SHM_OUT_ACKED);
+    cr_assert_eq(depth("q"), 2);
+    cr_assert_eq(shm_maintain(&seg, T0 + 300000), 0);
+    cr_assert_eq(
+        shm_queue_depth(&seg, nm("q"), NULL, T0, &qi, NULL, NULL, NULL), 0);
+    cr_assert_eq(qi.groups, 1);
+    cr_assert_eq(qi.depth, 0);
+    cr_assert_eq(ack1("q", "slow", s, 0, SHM_ACK_COMPLETED, T0 + 300000),
+                 SHM_OUT_UNKNOWN);
+}
+
+/* Two processes push 1000 messages each while this one pops them in
+ * competing batches with two worker slots: each arrives exactly once. */
+Test(shm_broker, concurrent_pushers_and_poppers_deliver_each_message_once)
+{
+    enum { PER = 1000 };
+    pid_t kid[2];
+    static unsigned char seen[2 * PER + 64];
+    int got = 0;
+
+    for (int k = 0; k < 2; k++) {
+        kid[k] = fork();
+        cr_assert_neq(kid[k], -1);
+        if (kid[k] == 0) {
+            for (int i = 0; i < PER; i++) {
+                char b[32];
+                int len = snprintf(b, sizeof(b), "%d", k * PER + i);
+                struct shm_msg_in m = {b, (uint32_t)len};
+                uint64_t s;
+                if (shm_push(&seg, 1 + k, nm("q"), nm(i % 2 ? "a" : "b"), &m, 1,
+                             T0, &s) != 0)
+                    _exit(1);
+            }
+            _exit(0);
+        }
+    }
+    for (int spins = 0; got < 2 * PER && spins < 10000000; spins++) {
+        int n = popx(spins % 2 ? 3 : 0, "q", "", "", 7, 1, SHM_FROM_ALL, 0, T0);
+        cr_assert_geq(n, 0);
+        for (int i = 0; i < n; i++) {
+            int v = atoi(payload(rec(i)));
+            cr_assert(v >= 0 && v < 2 * PER);
+            cr_assert_eq(seen[v], 0, "message %d twice", v);
+            seen[v] = 1;
+        }
+        got += n;
+    }
+    for (int k = 0; k < 2; k++) {
+        int st;
+        cr_assert_eq(waitpid(kid[k], &st, 0), kid[k]);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    cr_assert_eq(got, 2 * PER);
 }
