@@ -48,7 +48,7 @@ struct raft_config {
     /* Compact when this many applied entries sit in the log; 0: 1024. */
     uint64_t snapshot_threshold;
     uint32_t max_append; /* entries per APPEND at most; 0 means 64 */
-    uint64_t seed; /* PRNG seed for election timeouts: differ per node */
+    uint64_t seed;       /* PRNG seed for election timeouts: differ per node */
     /*
      * snapshot - serialise the state machine as of the last entry handed
      * out by raft_ready_take() into a malloc'd blob (*data may be NULL when
