@@ -205,29 +205,50 @@ master_cluster_post(struct master *m, const char *addr, const char *path,
     }
 }
 
-/* sent - a raft message went out (or not: raft retries by itself); the
- * encoded bytes had to live until now. */
+/*
+ * A raft message in flight.  The client needs the bytes until its done
+ * callback, and drops pending requests without calling it when freed, so
+ * the master keeps them listed and frees what is left at stop.
+ */
+struct raft_out {
+    struct raft_out *prev, *next;
+    unsigned char data[];
+};
+
+static struct raft_out raft_out_list = {&raft_out_list, &raft_out_list};
+
+/* sent - a raft message went out (or not: raft retries by itself). */
 static void
 sent(void *arg, struct http_client_resp *r)
 {
+    struct raft_out *o = arg;
+
     (void)r;
-    free(arg);
+    o->prev->next = o->next;
+    o->next->prev = o->prev;
+    free(o);
 }
 
 void
 master_cluster_send_raft(struct master *m, const struct raft_msg *msg)
 {
     size_t len = raft_msg_size(msg);
-    void *buf;
+    struct raft_out *o;
 
     if (msg->to < 0 || msg->to >= m->raft.n || msg->to == m->raft.self)
         return;
-    if ((buf = malloc(len)) == NULL || raft_msg_encode(msg, buf, len) != 0) {
-        free(buf);
+    if ((o = malloc(sizeof(*o) + len)) == NULL)
+        return;
+    if (raft_msg_encode(msg, o->data, len) != 0) {
+        free(o);
         return;
     }
-    master_cluster_post(m, m->raft.addr[msg->to], CLUSTER_PATH_RAFT, buf, len,
-                        sent, buf);
+    o->next = &raft_out_list;
+    o->prev = raft_out_list.prev;
+    o->prev->next = o;
+    raft_out_list.prev = o;
+    master_cluster_post(m, m->raft.addr[msg->to], CLUSTER_PATH_RAFT, o->data,
+                        len, sent, o);
 }
 
 void
@@ -238,4 +259,6 @@ master_cluster_stop(struct master *m)
     m->cluster_srv = NULL;
     http_client_free(m->cluster_cli);
     m->cluster_cli = NULL;
+    while (raft_out_list.next != &raft_out_list)
+        sent(raft_out_list.next, NULL);
 }

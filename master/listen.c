@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,4 +89,29 @@ master_listen_port(int fd)
     if (ss.ss_family == AF_INET)
         return ntohs(((struct sockaddr_in *)&ss)->sin_port);
     return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+}
+
+int
+master_listen_dial(int fd, char *buf, size_t len)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char host[INET6_ADDRSTRLEN];
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == -1)
+        return -errno;
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        if (a->sin_addr.s_addr == htonl(INADDR_ANY))
+            a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+        snprintf(buf, len, "%s:%d", host, ntohs(a->sin_port));
+    } else {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        if (IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr))
+            a->sin6_addr = in6addr_loopback;
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+        snprintf(buf, len, "[%s]:%d", host, ntohs(a->sin6_port));
+    }
+    return 0;
 }

@@ -18,4 +18,10 @@ int master_listen(const char *addr, char *err, size_t errlen);
 /* master_listen_port - the port fd is bound to (reads back port 0). */
 int master_listen_port(int fd);
 
+/*
+ * master_listen_dial - "host:port" a local process connects to for fd: its
+ * bound address, with a wildcard address replaced by loopback.  0/-errno.
+ */
+int master_listen_dial(int fd, char *buf, size_t len);
+
 #endif

@@ -149,8 +149,9 @@ start_node(struct master *m, int ep)
     m->ws.max_body_bytes = m->cfg.max_body_bytes;
     m->ws.max_wait_ms = m->cfg.max_wait_ms;
     snprintf(m->ws.node_id, sizeof(m->ws.node_id), "%s", m->cfg.node_id);
-    snprintf(m->ws.cluster_addr, sizeof(m->ws.cluster_addr), "127.0.0.1:%d",
-             master_listen_port(cfd));
+    if (master_listen_dial(cfd, m->ws.cluster_addr,
+                           sizeof(m->ws.cluster_addr)) != 0)
+        log_fatal(errno, "getsockname(cluster port) failed");
     log_info(0,
              "mayflyd %s node %s: clients on %s (port %d), cluster on %s "
              "(port %d), %d workers, incarnation %016llx",

@@ -1,0 +1,202 @@
+/*
+ * cluster.c - start, stop and query a three-node cluster for tests.
+ */
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "test/cluster/cluster.h"
+
+void
+cl_init(struct cl *c)
+{
+    char dir[] = "/tmp/mayfly-cluster-XXXXXX";
+    FILE *f;
+
+    memset(c, 0, sizeof(*c));
+    cr_assert(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+    snprintf(c->secret_file, sizeof(c->secret_file), "%s/secret", dir);
+    f = fopen(c->secret_file, "w");
+    cr_assert(f);
+    fprintf(f, "test-secret-%d\n", (int)getpid());
+    fclose(f);
+    for (int i = 0; i < CL_NODES; i++) {
+        struct itest_node *n = &c->node[i];
+        snprintf(c->addr[i], sizeof(c->addr[i]), "127.0.0.%d", i + 1);
+        /* a port free on 127.0.0.1 is, in practice, free on 127.0.0.N */
+        n->port = itest_free_port();
+        c->cport[i] = itest_free_port();
+        snprintf(n->base, sizeof(n->base), "http://127.0.0.%d:%d", i + 1,
+                 n->port);
+        snprintf(n->dir, sizeof(n->dir), "%s/n%d", dir, i);
+        cr_assert(mkdir(n->dir, 0700) == 0);
+        snprintf(n->log, sizeof(n->log), "%s/n%d/mayflyd.log", dir, i);
+        n->cluster_port = c->cport[i];
+        size_t used = strlen(c->peers);
+        snprintf(c->peers + used, sizeof(c->peers) - used, "%s127.0.0.%d:%d",
+                 i ? "," : "", i + 1, c->cport[i]);
+    }
+}
+
+/* spawn - fork and exec mayflyd for node i. */
+static pid_t
+spawn(struct cl *c, int i, const char *opts)
+{
+    char *argv[64], o[8][400], *copy = strdup(opts ? opts : ""), *save;
+    struct itest_node *n = &c->node[i];
+    int argc = 0;
+    pid_t parent = getpid(), pid;
+
+    snprintf(o[0], sizeof(o[0]), "listen=%s:%d", c->addr[i], n->port);
+    snprintf(o[1], sizeof(o[1]), "cluster_listen=%s:%d", c->addr[i],
+             c->cport[i]);
+    snprintf(o[2], sizeof(o[2]), "data_dir=%s", n->dir);
+    snprintf(o[3], sizeof(o[3]), "peers=%s", c->peers);
+    snprintf(o[4], sizeof(o[4]), "cluster_secret_file=%s", c->secret_file);
+    snprintf(o[5], sizeof(o[5]), "node_id=n%d", i);
+    snprintf(o[6], sizeof(o[6]), "workers=1");
+    argv[argc++] = getenv("MAYFLYD");
+    cr_assert(argv[0], "MAYFLYD is not set");
+    for (int k = 0; k < 7; k++) {
+        argv[argc++] = "-o";
+        argv[argc++] = o[k];
+    }
+    for (char *t = strtok_r(copy, " ", &save); t && argc < 60;
+         t = strtok_r(NULL, " ", &save)) {
+        argv[argc++] = "-o";
+        argv[argc++] = t;
+    }
+    argv[argc] = NULL;
+    fflush(NULL);
+    pid = fork();
+    cr_assert(pid != -1);
+    if (pid == 0) {
+        int fd = open(n->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent || fd == -1)
+            _exit(127);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        close_range(3, ~0U, 0);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    free(copy);
+    return pid;
+}
+
+void
+cl_start(struct cl *c, int i, const char *opts)
+{
+    struct itest_node *n = &c->node[i];
+    int64_t deadline = itest_now_ms() + 30000;
+
+    n->pid = spawn(c, i, opts);
+    for (;;) {
+        struct itest_resp r;
+        long st = itest_req(n, "GET", "/health", NULL, &r);
+        itest_resp_free(&r);
+        if (st == 200)
+            return;
+        int status;
+        if (waitpid(n->pid, &status, WNOHANG) == n->pid) {
+            n->pid = 0;
+            itest_node_log_tail(n, 30);
+            cr_assert_fail("node %d exited during start", i);
+        }
+        if (itest_now_ms() > deadline) {
+            itest_node_log_tail(n, 30);
+            cr_assert_fail("node %d did not answer /health within 30 s", i);
+        }
+        itest_sleep_ms(50);
+    }
+}
+
+void
+cl_kill(struct cl *c, int i)
+{
+    struct itest_node *n = &c->node[i];
+
+    if (n->pid > 0) {
+        kill(n->pid, SIGKILL);
+        waitpid(n->pid, NULL, 0);
+        n->pid = 0;
+    }
+}
+
+int
+cl_stop(struct cl *c, int i, int timeout_ms)
+{
+    struct itest_node *n = &c->node[i];
+    int64_t deadline = itest_now_ms() + timeout_ms;
+    int status;
+
+    if (n->pid <= 0)
+        return -1;
+    kill(n->pid, SIGTERM);
+    while (itest_now_ms() < deadline) {
+        if (waitpid(n->pid, &status, WNOHANG) == n->pid) {
+            n->pid = 0;
+            return WIFEXITED(status) ? WEXITSTATUS(status)
+                                     : 128 + WTERMSIG(status);
+        }
+        itest_sleep_ms(20);
+    }
+    return -1;
+}
+
+int
+cl_alive(const struct cl *c, int i)
+{
+    return c->node[i].pid > 0;
+}
+
+/* leader_of - the "leader" node id node i reports, as an index, or -1. */
+static int
+leader_of(struct cl *c, int i)
+{
+    struct itest_resp r;
+    int l = -1;
+
+    if (itest_req(&c->node[i], "GET", "/health", NULL, &r) == 200) {
+        const char *id = itest_jstr(r.json, "leader");
+        if (id && id[0] == 'n' && id[1] >= '0' && id[1] < '0' + CL_NODES &&
+            id[2] == '\0')
+            l = id[1] - '0';
+    }
+    itest_resp_free(&r);
+    return l;
+}
+
+int
+cl_leader(struct cl *c, int timeout_ms)
+{
+    int64_t deadline = itest_now_ms() + timeout_ms;
+
+    do {
+        int agreed = -2;
+        for (int i = 0; i < CL_NODES && agreed != -1; i++) {
+            if (!cl_alive(c, i))
+                continue;
+            int l = leader_of(c, i);
+            if (l < 0 || !cl_alive(c, l) || (agreed >= 0 && l != agreed))
+                agreed = -1;
+            else
+                agreed = l;
+        }
+        if (agreed >= 0)
+            return agreed;
+        itest_sleep_ms(50);
+    } while (itest_now_ms() < deadline);
+    return -1;
+}

@@ -1,0 +1,45 @@
+/*
+ * cluster.h - three real mayflyd nodes on 127.0.0.1, 127.0.0.2, 127.0.0.3,
+ * for tests of the raft log and the cluster port.
+ *
+ * Each node keeps its ports and data directory across restarts (raft
+ * membership is the list of cluster addresses), shares one cluster secret,
+ * and dies with the test process (PR_SET_PDEATHSIG).  HTTP goes through the
+ * integration harness (test/integration/node.h).
+ */
+#ifndef MAYFLY_TEST_CLUSTER_H
+#define MAYFLY_TEST_CLUSTER_H
+
+#include "test/integration/node.h"
+
+#define CL_NODES 3
+
+struct cl {
+    struct itest_node node[CL_NODES];
+    char addr[CL_NODES][32];    /* "127.0.0.N" */
+    int cport[CL_NODES];        /* cluster ports */
+    char secret_file[300];
+    char peers[CL_NODES * 40];
+};
+
+/* cl_init - pick addresses, ports and directories; start nothing. */
+void cl_init(struct cl *c);
+
+/* cl_start - start node i (again) with extra "-o" options; waits for
+ * /health 200. */
+void cl_start(struct cl *c, int i, const char *opts);
+
+/* cl_kill - SIGKILL node i and reap it. */
+void cl_kill(struct cl *c, int i);
+
+/* cl_stop - SIGTERM node i; its exit status, or -1 past timeout_ms. */
+int cl_stop(struct cl *c, int i, int timeout_ms);
+
+/* cl_leader - the index of the node all live nodes agree leads, waiting up
+ * to timeout_ms; -1 if none. */
+int cl_leader(struct cl *c, int timeout_ms);
+
+/* cl_alive - node i is running. */
+int cl_alive(const struct cl *c, int i);
+
+#endif
