@@ -16,18 +16,15 @@
  * from the pool, spill its tail back, and reap.
  *
  * Crash safety (a worker killed at any instruction):
- *  - in alloc: the head is tagged INFLIGHT(w) first, then the bodies BODY
- *    in chain order: a BODY cell always hangs off an INFLIGHT(w) or LINKED
- *    head through BODY cells;
+ *  - in alloc: the head is tagged INFLIGHT(w) first, then the bodies BODY,
+ *    so a BODY cell always hangs off an INFLIGHT(w) or LINKED head;
  *  - in free: slot->freeing holds the head while the chain's cells turn
  *    CACHE(w) (its head may still say LINKED);
  *  - under the arena lock: cells change to or from FREE only there, so the
  *    next locker (EOWNERDEAD) rebuilds the free list and taken from the tags.
- *    The dead holder's half-spliced cells keep stale next words, which is
- *    why nothing follows a CACHE(w) cell's next word but the freeing walk.
- * shm_arena_reap(w) then frees the freeing chain (through BODY and CACHE(w)
- * cells: the cache list is whole when a free was in progress), every
- * CACHE(w) cell alone, and every INFLIGHT(w) head with its BODY cells.
+ *    The dead holder's half-spliced cells keep stale next words.
+ * shm_arena_reap(w) frees every CACHE(w) cell alone, and walks the freeing
+ * chain and each INFLIGHT(w) chain through BODY and CACHE(w) cells.
  *
  * Every store that crash recovery reads (tags, next words, slot fields) is
  * atomic and ordered by release where order matters.  Errors: 0 or -errno.
@@ -303,14 +300,13 @@ shm_arena_alloc(struct shm_seg *seg, int w, uint32_t n, uint32_t *head)
         have = atomic_load_explicit(&s->cache_count, memory_order_relaxed);
     }
     uint32_t h = s->cache_head, c = h;
-    atomic_store_explicit(&tags[h], SHM_TAG(SHM_TAG_INFLIGHT, w),
-                          memory_order_release);
+    tag_set(tags, h, SHM_TAG(SHM_TAG_INFLIGHT, w));
+    atomic_thread_fence(memory_order_release); /* head before bodies */
     for (uint32_t i = 1; i < n; i++) {
         c = cell_next(a, c);
         tag_set(tags, c, SHM_TAG(SHM_TAG_BODY, 0));
     }
     uint32_t rest = cell_next(a, c);
-    atomic_thread_fence(memory_order_release);
     cell_set_next(a, c, 0);
     s->cache_head = rest;
     atomic_store_explicit(&s->cache_count, have - n, memory_order_relaxed);
@@ -452,10 +448,10 @@ arena_push_locked(struct shm_arena *a, uint32_t c)
 
 /*
  * arena_reap_chain_locked - free c, then the cells after it while they are
- * BODY or tagged also; returns cells freed.
+ * BODY or CACHE(w); returns cells freed.
  */
 static uint32_t
-arena_reap_chain_locked(struct shm_arena *a, uint32_t c, uint32_t also)
+arena_reap_chain_locked(struct shm_arena *a, int w, uint32_t c)
 {
     _Atomic uint32_t *tags = arena_tags(a);
     uint32_t n = 0;
@@ -467,7 +463,7 @@ arena_reap_chain_locked(struct shm_arena *a, uint32_t c, uint32_t also)
         if (next == 0)
             break;
         uint32_t t = tag_get(tags, next);
-        if (t != SHM_TAG(SHM_TAG_BODY, 0) && t != also)
+        if (t != SHM_TAG(SHM_TAG_BODY, 0) && t != SHM_TAG(SHM_TAG_CACHE, w))
             break;
         c = next;
     }
@@ -479,11 +475,11 @@ arena_reap_chain_locked(struct shm_arena *a, uint32_t c, uint32_t also)
  * repaired: a chain w linked into a structure must be tagged LINKED by then,
  * and one it unlinked without reaching shm_arena_free() is the repairer's.
  *
- * Only next words w's last operation left consistent are followed: a cell of
- * a refill or spill w died in may point anywhere (into a cell since reused),
- * so CACHE(w) cells are freed one by one, INFLIGHT(w) heads with their BODY
- * cells, and the freeing chain (the only partial lock-free operation) through
- * BODY and CACHE(w) cells.
+ * A cell of a refill or spill w died in may point anywhere (into a cell
+ * since reused), so a CACHE(w) cell's next word is never followed from the
+ * cell itself: each is freed alone.  The walks start from the freeing chain
+ * and from INFLIGHT(w) heads, and follow BODY and CACHE(w) cells: they reach
+ * the cache list only when w died in alloc or free, with the list whole.
  */
 void
 shm_arena_reap(struct shm_seg *seg, int w)
@@ -493,18 +489,17 @@ shm_arena_reap(struct shm_seg *seg, int w)
     struct shm_slot *s = shm_slot(seg, w);
     uint32_t cache = SHM_TAG(SHM_TAG_CACHE, w);
     uint32_t inflight = SHM_TAG(SHM_TAG_INFLIGHT, w);
-    uint32_t body = SHM_TAG(SHM_TAG_BODY, 0);
     uint32_t n = 0;
 
     if (shm_lock(seg, &a->lock, arena_rebuild, NULL) != 0)
         return;
     uint32_t f = atomic_load_explicit(&s->freeing, memory_order_relaxed);
     if (f != 0 && tag_get(tags, f) != SHM_TAG_FREE)
-        n += arena_reap_chain_locked(a, f, cache);
+        n += arena_reap_chain_locked(a, w, f);
     for (uint32_t c = 1; c < a->bump; c++) {
         uint32_t t = tag_get(tags, c);
         if (t == inflight) {
-            n += arena_reap_chain_locked(a, c, body);
+            n += arena_reap_chain_locked(a, w, c);
         } else if (t == cache) {
             arena_push_locked(a, c);
             n++;
