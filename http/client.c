@@ -1,0 +1,583 @@
+/*
+ * client.c - the outgoing HTTP client of client.h: one libcurl multi handle
+ * on the socket API, its sockets in the caller's epoll.
+ *
+ * libcurl tells us what to watch through sock_cb (CURLMOPT_SOCKETFUNCTION)
+ * and when to call it back through timer_cb (CURLMOPT_TIMERFUNCTION); we
+ * answer with curl_multi_socket_action() from on_event/on_timeout, then
+ * collect finished transfers with curl_multi_info_read() and run their done
+ * callbacks, outside every libcurl callback, so done may start or cancel
+ * requests.  A socket we registered is marked with curl_multi_assign(), so a
+ * number libcurl closed and reused is added afresh.
+ *
+ * Each request is a struct client_call with its own easy handle; finished
+ * calls go to a small free list and their easy handles are reset and
+ * reused.  Connections live in the multi handle's cache, not in the easy
+ * handles, so reuse works across calls.
+ *
+ * Single-threaded, no locking.  Errors: 0 or -errno.
+ */
+#include "http/client.h"
+
+#include <sys/epoll.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "shm/log.h"
+
+/* Finished calls kept for reuse, with their easy handles. */
+#define CLIENT_FREE_MAX 32
+
+struct client_call {
+    struct client_call *prev, *next; /* pending list, or free list (next) */
+    struct http_client *client;
+    CURL *easy;
+    struct curl_slist *headers;
+    struct http_buf body;
+    http_client_done_fn *done;
+    void *arg;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+struct http_client {
+    CURLM *multi;
+    int epfd;
+    uint64_t tag_base;
+    int timer_armed;
+    uint64_t timer_due_ns;      /* CLOCK_MONOTONIC */
+    struct client_call pending; /* list head */
+    unsigned npending;
+    struct client_call *free_calls;
+    unsigned nfree;
+};
+
+/* CLOCK_MONOTONIC in ns. */
+static uint64_t
+client_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* http_client_global_init - curl_global_init once per process. */
+int
+http_client_global_init(void)
+{
+    static int done;
+    CURLcode rc;
+
+    if (done)
+        return 0;
+    rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (rc != CURLE_OK) {
+        log_error(0, "curl_global_init() failed: %s", curl_easy_strerror(rc));
+        return -EIO;
+    }
+    done = 1;
+    return 0;
+}
+
+/* ---- libcurl's callbacks ---------------------------------------------- */
+
+/*
+ * client_watch - put s in the epoll for the events of what, with our tag.
+ * known: we registered s before.  Should our view and the epoll's differ (an
+ * fd number closed and reused behind our back), the other op is tried.
+ * 0 or -errno.
+ */
+static int
+client_watch(struct http_client *c, curl_socket_t s, int what, int known)
+{
+    struct epoll_event ev = {0};
+    int op = known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+
+    ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0u) |
+                (what & CURL_POLL_OUT ? EPOLLOUT : 0u);
+    ev.data.u64 = c->tag_base | (uint32_t)s;
+    if (epoll_ctl(c->epfd, op, s, &ev) == 0)
+        return 0;
+    if (errno != (known ? ENOENT : EEXIST))
+        return -errno;
+    op = known ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+    return epoll_ctl(c->epfd, op, s, &ev) == 0 ? 0 : -errno;
+}
+
+/*
+ * sock_cb - libcurl wants s watched for what, or no longer (REMOVE, sent
+ * before it closes s).  socketp is non-NULL once we registered s.  -1 fails
+ * every transfer on the multi handle, so it is kept for epoll failures.
+ */
+static int
+client_sock_cb(CURL *easy, curl_socket_t s, int what, void *userp,
+               void *socketp)
+{
+    struct http_client *c = userp;
+    int rc;
+
+    (void)easy;
+    if (what == CURL_POLL_REMOVE) {
+        /* Already closed means already out of the epoll: no error. */
+        epoll_ctl(c->epfd, EPOLL_CTL_DEL, s, NULL);
+        return 0;
+    }
+    rc = client_watch(c, s, what, socketp != NULL);
+    if (rc != 0) {
+        log_error(-rc, "epoll_ctl(fd %d) for an outgoing request failed", s);
+        return -1;
+    }
+    if (socketp == NULL)
+        curl_multi_assign(c->multi, s, c);
+    return 0;
+}
+
+/* timer_cb - libcurl wants on_timeout in timeout_ms (-1: never).  Only
+ * records the deadline: libcurl must not be called from here. */
+static int
+client_timer_cb(CURLM *multi, long timeout_ms, void *userp)
+{
+    struct http_client *c = userp;
+
+    (void)multi;
+    c->timer_armed = timeout_ms >= 0;
+    if (c->timer_armed)
+        c->timer_due_ns = client_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    return 0;
+}
+
+/* write_cb - response bytes into the call's buffer; 0 (abort) on OOM. */
+static size_t
+client_write_cb(char *p, size_t size, size_t n, void *userp)
+{
+    struct client_call *call = userp;
+
+    if (http_buf_append(&call->body, p, n) != 0)
+        return 0;
+    (void)size; /* always 1 */
+    return n;
+}
+
+/* ---- the client ------------------------------------------------------- */
+
+/* http_client_new - a multi handle wired to the caller's epoll. */
+struct http_client *
+http_client_new(int epoll_fd, uint64_t tag_base)
+{
+    struct http_client *c;
+    CURLMcode rc = CURLM_OK;
+
+    if ((tag_base & ~HTTP_CLIENT_TAG_MASK) != 0) {
+        log_error(EINVAL, "http_client_new(tag %#llx)",
+                  (unsigned long long)tag_base);
+        return NULL;
+    }
+    c = calloc(1, sizeof(*c));
+    if (c == NULL || (c->multi = curl_multi_init()) == NULL) {
+        log_error(ENOMEM, "cannot make an HTTP client");
+        free(c);
+        return NULL;
+    }
+    c->epfd = epoll_fd;
+    c->tag_base = tag_base;
+    c->pending.next = c->pending.prev = &c->pending;
+    rc |= curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, client_sock_cb);
+    rc |= curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+    rc |= curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, client_timer_cb);
+    rc |= curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+    rc |= curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS,
+                            (long)HTTP_CLIENT_IDLE_MAX);
+    if (rc != CURLM_OK) {
+        log_error(0, "curl_multi_setopt() failed: %s", curl_multi_strerror(rc));
+        http_client_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* client_call_get - a call from the free list or a new one, its easy
+ * handle reset.  NULL when out of memory. */
+static struct client_call *
+client_call_get(struct http_client *c)
+{
+    struct client_call *call = c->free_calls;
+
+    if (call != NULL) {
+        c->free_calls = call->next;
+        c->nfree--;
+        curl_easy_reset(call->easy);
+        return call;
+    }
+    call = calloc(1, sizeof(*call));
+    if (call == NULL)
+        return NULL;
+    call->client = c;
+    call->easy = curl_easy_init();
+    if (call->easy == NULL) {
+        free(call);
+        return NULL;
+    }
+    return call;
+}
+
+/* client_call_put - a call that left the multi handle: release what it
+ * carried, keep it for reuse or free it. */
+static void
+client_call_put(struct http_client *c, struct client_call *call)
+{
+    curl_slist_free_all(call->headers);
+    call->headers = NULL;
+    http_buf_free(&call->body);
+    call->done = NULL;
+    call->arg = NULL;
+    if (c->nfree < CLIENT_FREE_MAX) {
+        call->next = c->free_calls;
+        c->free_calls = call;
+        c->nfree++;
+        return;
+    }
+    curl_easy_cleanup(call->easy);
+    free(call);
+}
+
+/* client_headers - the caller's header lines, plus an empty Expect so a
+ * large body goes at once instead of waiting for 100-continue.  -ENOMEM. */
+static int
+client_headers(struct client_call *call, const struct http_client_req *r)
+{
+    struct curl_slist *l;
+
+    for (size_t i = 0; i < r->nheaders; i++) {
+        l = curl_slist_append(call->headers, r->headers[i]);
+        if (l == NULL)
+            return -ENOMEM;
+        call->headers = l;
+    }
+    l = curl_slist_append(call->headers, "Expect:");
+    if (l == NULL)
+        return -ENOMEM;
+    call->headers = l;
+    return 0;
+}
+
+/*
+ * client_method - method and body.  A body goes with POST, PUT, or any
+ * method given one; other methods send none.  HEAD is asked with NOBODY so
+ * that libcurl does not wait for a body.
+ */
+static CURLcode
+client_method(CURL *e, const struct http_client_req *r)
+{
+    CURLcode rc;
+    int post = strcasecmp(r->method, "POST") == 0;
+
+    if (r->body_len > 0 || post || strcasecmp(r->method, "PUT") == 0) {
+        rc = curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+                              (curl_off_t)r->body_len);
+        if (rc == CURLE_OK)
+            rc = curl_easy_setopt(e, CURLOPT_POSTFIELDS,
+                                  r->body != NULL ? r->body : "");
+        if (rc == CURLE_OK && !post)
+            rc = curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+        return rc;
+    }
+    if (strcasecmp(r->method, "HEAD") == 0)
+        return curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    rc = curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    if (rc == CURLE_OK && strcasecmp(r->method, "GET") != 0)
+        rc = curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+    return rc;
+}
+
+/* client_setup - every option of one request.  0, -EINVAL (a URL or
+ * option libcurl refuses) or -ENOMEM. */
+static int
+client_setup(struct client_call *call, const struct http_client_req *r)
+{
+    CURL *e = call->easy;
+    unsigned connect_ms =
+        r->connect_timeout_ms ? r->connect_timeout_ms : r->timeout_ms;
+    CURLcode rc = CURLE_OK;
+
+    if (client_headers(call, r) != 0)
+        return -ENOMEM;
+    call->errbuf[0] = '\0';
+    rc |= curl_easy_setopt(e, CURLOPT_PRIVATE, call);
+    rc |= curl_easy_setopt(e, CURLOPT_ERRORBUFFER, call->errbuf);
+    rc |= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    rc |= curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
+    rc |= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+    rc |=
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    rc |= curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms);
+    rc |= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
+    rc |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, client_write_cb);
+    rc |= curl_easy_setopt(e, CURLOPT_WRITEDATA, call);
+    rc |= curl_easy_setopt(e, CURLOPT_HTTPHEADER, call->headers);
+    if (rc != CURLE_OK)
+        return -ENOMEM;
+    rc = curl_easy_setopt(e, CURLOPT_URL, r->url);
+    if (rc == CURLE_OK)
+        rc = client_method(e, r);
+    if (rc == CURLE_OUT_OF_MEMORY)
+        return -ENOMEM;
+    return rc == CURLE_OK ? 0 : -EINVAL;
+}
+
+/* http_client_request - set a call up and hand it to the multi handle,
+ * which asks for a 0 ms timer to start it. */
+int
+http_client_request(struct http_client *c, const struct http_client_req *r,
+                    http_client_done_fn *done, void *arg)
+{
+    struct client_call *call;
+    CURLMcode mrc;
+    int rc;
+
+    if (r->method == NULL || r->url == NULL || done == NULL)
+        return -EINVAL;
+    call = client_call_get(c);
+    if (call == NULL)
+        return -ENOMEM;
+    rc = client_setup(call, r);
+    if (rc != 0) {
+        client_call_put(c, call);
+        return rc;
+    }
+    call->done = done;
+    call->arg = arg;
+    mrc = curl_multi_add_handle(c->multi, call->easy);
+    if (mrc != CURLM_OK) {
+        log_error(0, "curl_multi_add_handle(%s) failed: %s", r->url,
+                  curl_multi_strerror(mrc));
+        client_call_put(c, call);
+        return mrc == CURLM_OUT_OF_MEMORY ? -ENOMEM : -EIO;
+    }
+    call->next = &c->pending;
+    call->prev = c->pending.prev;
+    c->pending.prev->next = call;
+    c->pending.prev = call;
+    c->npending++;
+    return 0;
+}
+
+/* client_detach - take a call out of the multi handle and the pending
+ * list.  An unfinished transfer loses its connection. */
+static void
+client_detach(struct http_client *c, struct client_call *call)
+{
+    curl_multi_remove_handle(c->multi, call->easy);
+    call->prev->next = call->next;
+    call->next->prev = call->prev;
+    call->next = call->prev = NULL;
+    c->npending--;
+}
+
+/* client_errno - the -errno for a transfer's CURLcode: the socket's own
+ * errno when libcurl kept one, else the nearest meaning. */
+static int
+client_errno(CURL *e, CURLcode code)
+{
+    long os_errno = 0;
+
+    switch (code) {
+    case CURLE_OK:
+        return 0;
+    case CURLE_OPERATION_TIMEDOUT:
+        return -ETIMEDOUT;
+    case CURLE_OUT_OF_MEMORY:
+    case CURLE_WRITE_ERROR: /* only client_write_cb's OOM */
+        return -ENOMEM;
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        return -EINVAL;
+    default:
+        break;
+    }
+    curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &os_errno);
+    if (os_errno > 0)
+        return -(int)os_errno;
+    switch (code) {
+    case CURLE_COULDNT_CONNECT:
+        return -ECONNREFUSED;
+    case CURLE_GOT_NOTHING:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+        return -ECONNRESET;
+    default:
+        return -EIO;
+    }
+}
+
+/*
+ * client_finish - a transfer is over: gather the response, detach the
+ * call, run done, recycle.  done may start or cancel other requests; the
+ * strings resp points to live in the easy handle until the recycle.
+ */
+static void
+client_finish(struct http_client *c, struct client_call *call, CURLcode code)
+{
+    struct http_client_resp resp = {0};
+    long status = 0;
+    char *ct = NULL;
+    curl_off_t retry = 0;
+
+    curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(call->easy, CURLINFO_CONTENT_TYPE, &ct);
+    curl_easy_getinfo(call->easy, CURLINFO_RETRY_AFTER, &retry);
+    client_detach(c, call);
+    resp.curl_code = (int)code;
+    resp.err = client_errno(call->easy, code);
+    resp.error = code == CURLE_OK  ? ""
+                 : call->errbuf[0] ? call->errbuf
+                                   : curl_easy_strerror(code);
+    resp.status = code == CURLE_OK && status > 0 ? (unsigned)status : 0;
+    resp.content_type = code == CURLE_OK ? ct : NULL;
+    resp.retry_after_s = code == CURLE_OK ? (long)retry : 0;
+    resp.body = call->body;
+    http_buf_init(&call->body);
+    call->done(call->arg, &resp);
+    http_buf_free(&resp.body);
+    client_call_put(c, call);
+}
+
+/* client_reap - finish every transfer libcurl reports done.  One message
+ * at a time: a done that cancels another call also drops its message. */
+static void
+client_reap(struct http_client *c)
+{
+    CURLMsg *msg;
+    int left;
+
+    while ((msg = curl_multi_info_read(c->multi, &left)) != NULL) {
+        struct client_call *call = NULL;
+
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &call);
+        client_finish(c, call, msg->data.result);
+    }
+}
+
+/* client_action - curl_multi_socket_action(), then reap. */
+static void
+client_action(struct http_client *c, curl_socket_t s, int mask)
+{
+    int running;
+    CURLMcode rc = curl_multi_socket_action(c->multi, s, mask, &running);
+
+    if (rc != CURLM_OK)
+        log_error(0, "curl_multi_socket_action(fd %d) failed: %s", (int)s,
+                  curl_multi_strerror(rc));
+    client_reap(c);
+}
+
+/* http_client_on_event - epoll bits to libcurl's; a hang-up or error is
+ * reported readable too, so libcurl reads and sees what happened. */
+void
+http_client_on_event(struct http_client *c, int fd, uint32_t events)
+{
+    int mask = 0;
+
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+        mask |= CURL_CSELECT_IN;
+    if (events & EPOLLOUT)
+        mask |= CURL_CSELECT_OUT;
+    if (events & (EPOLLHUP | EPOLLERR))
+        mask |= CURL_CSELECT_ERR;
+    client_action(c, fd, mask);
+}
+
+/*
+ * http_client_on_timeout - let libcurl run its due timers.  libcurl calls
+ * timer_cb only when its earliest deadline changes, so ours is dropped
+ * only once due (a due timer leaves libcurl's tree, and timer_cb then
+ * reports the next one or -1); an early call leaves it armed.
+ */
+void
+http_client_on_timeout(struct http_client *c)
+{
+    if (c->timer_armed && client_now_ns() >= c->timer_due_ns)
+        c->timer_armed = 0;
+    client_action(c, CURL_SOCKET_TIMEOUT, 0);
+}
+
+/* http_client_timeout_ms - the armed deadline, in whole ms rounded up so a
+ * loop never wakes just before it and spins. */
+int
+http_client_timeout_ms(const struct http_client *c)
+{
+    uint64_t now, left;
+
+    if (!c->timer_armed)
+        return -1;
+    now = client_now_ns();
+    if (now >= c->timer_due_ns)
+        return 0;
+    left = (c->timer_due_ns - now + 999999u) / 1000000u;
+    return left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+/* http_client_pending - started, not done, not cancelled. */
+unsigned
+http_client_pending(const struct http_client *c)
+{
+    return c->npending;
+}
+
+/* http_client_cancel - detach and recycle every pending call with arg. */
+unsigned
+http_client_cancel(struct http_client *c, void *arg)
+{
+    struct client_call *call = c->pending.next, *next;
+    unsigned n = 0;
+
+    for (; call != &c->pending; call = next) {
+        next = call->next;
+        if (call->arg != arg)
+            continue;
+        client_detach(c, call);
+        client_call_put(c, call);
+        n++;
+    }
+    return n;
+}
+
+/* http_client_cancel_all - detach and recycle every pending call. */
+void
+http_client_cancel_all(struct http_client *c)
+{
+    while (c->pending.next != &c->pending) {
+        struct client_call *call = c->pending.next;
+
+        client_detach(c, call);
+        client_call_put(c, call);
+    }
+}
+
+/* http_client_free - cancel all, free the calls, then the multi handle,
+ * whose cleanup closes the cached connections through sock_cb. */
+void
+http_client_free(struct http_client *c)
+{
+    if (c == NULL)
+        return;
+    http_client_cancel_all(c);
+    while (c->free_calls != NULL) {
+        struct client_call *call = c->free_calls;
+
+        c->free_calls = call->next;
+        curl_easy_cleanup(call->easy);
+        free(call);
+    }
+    if (c->multi != NULL)
+        curl_multi_cleanup(c->multi);
+    free(c);
+}

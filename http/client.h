@@ -1,0 +1,139 @@
+/*
+ * client.h - the outgoing HTTP client: libcurl multi, driven by the
+ * caller's epoll loop.
+ *
+ * Workers use it to forward requests to a partition's owner and to hand
+ * configure requests to their own master; the master uses it for raft and
+ * membership messages to its peers.  One client per process, made after the
+ * fork, in the process that runs the loop.
+ *
+ * The loop contract.  The client registers each socket libcurl opens in the
+ * caller's epoll (level-triggered) with data.u64 = tag_base | fd, and takes
+ * it out again before libcurl closes it.  The caller's loop must:
+ *   - for an event whose (data.u64 & HTTP_CLIENT_TAG_MASK) == tag_base, call
+ *     http_client_on_event(c, (int)(uint32_t)data.u64, events);
+ *   - sleep no longer than http_client_timeout_ms(c) (-1: no limit from the
+ *     client), and call http_client_on_timeout(c) once that time has come;
+ *   - read http_client_timeout_ms() again after any call into the client,
+ *     http_client_request() included: a new request asks for a 0 ms timer,
+ *     and starts when the loop calls http_client_on_timeout().
+ * Completions run from inside on_event and on_timeout, never from
+ * http_client_request() itself.
+ *
+ * Connections are kept alive and reused per peer, from a pool of up to
+ * HTTP_CLIENT_IDLE_MAX idle ones.  The number of connections to one peer is
+ * not capped: a forwarded long poll holds its connection for up to a
+ * minute, and a cap would queue pushes behind pops.  Signals are never used
+ * (CURLOPT_NOSIGNAL), proxies never (CURLOPT_NOPROXY "*"), only http://
+ * URLs are accepted, and URLs carry numeric addresses: nothing is resolved.
+ *
+ * Single-threaded, no locking.  Errors: 0 or -errno.
+ */
+#ifndef MAYFLY_HTTP_CLIENT_H
+#define MAYFLY_HTTP_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http/buf.h"
+
+/* The bits of an epoll tag that name the client; the low 32 are the fd. */
+#define HTTP_CLIENT_TAG_MASK 0xffffffff00000000ULL
+
+/* Idle connections kept open for reuse (CURLMOPT_MAXCONNECTS). */
+#define HTTP_CLIENT_IDLE_MAX 64
+
+struct http_client;
+
+/* One request.  Everything is copied by http_client_request() except the
+ * body, which must stay valid until done runs or the request is
+ * cancelled. */
+struct http_client_req {
+    const char *method;         /* "GET", "POST", "PUT", "DELETE", "HEAD" */
+    const char *url;            /* "http://10.0.0.2:6633/raft/append" */
+    const char *const *headers; /* "Name: value" lines, or NULL */
+    size_t nheaders;
+    const void *body; /* sent when body_len > 0, or for POST and PUT */
+    size_t body_len;
+    unsigned timeout_ms;         /* the whole exchange; 0 = none */
+    unsigned connect_timeout_ms; /* connecting only; 0 = as timeout_ms */
+};
+
+/* The outcome, as done sees it.  Pointers are valid during done only. */
+struct http_client_resp {
+    int err;                  /* 0 when a response came, whatever its status;
+                                 else -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET,
+                                 -ENOMEM, -EINVAL (bad URL), -EIO, ... */
+    int curl_code;            /* the CURLcode behind err (0: CURLE_OK) */
+    const char *error;        /* libcurl's sentence for it; "" when err == 0 */
+    unsigned status;          /* HTTP status; 0 when no response came */
+    struct http_buf body;     /* the response body: done may take the bytes
+                                 (http_reply() does) or leave them */
+    const char *content_type; /* Content-Type, or NULL */
+    long retry_after_s;       /* Retry-After in seconds; 0 when absent */
+};
+
+/* Called once per request that was not cancelled. */
+typedef void http_client_done_fn(void *arg, struct http_client_resp *resp);
+
+/*
+ * http_client_global_init - initialise libcurl for this process.  Call it
+ * before the first http_client_new() of a process: in a worker after the
+ * fork, and in the master only after it forked its first workers, never
+ * before (libcurl's global state is not to be made once and shared by
+ * every child).  Once per process is enough; later calls return at once.
+ * 0, or -EIO (logged).
+ */
+int http_client_global_init(void);
+
+/*
+ * http_client_new - a client that registers its sockets in epoll_fd with
+ * tags tag_base | fd.  tag_base's low 32 bits must be zero (and distinct
+ * from the loop's other tags).  NULL on failure (logged).
+ */
+struct http_client *http_client_new(int epoll_fd, uint64_t tag_base);
+
+/*
+ * http_client_request - start r; done(arg, resp) runs once it completes or
+ * fails, from a later on_event/on_timeout call.  Returns 0, or -EINVAL (no
+ * method or url), -ENOMEM, -EIO; done is not called then.  May be called
+ * from done.
+ */
+int http_client_request(struct http_client *c, const struct http_client_req *r,
+                        http_client_done_fn *done, void *arg);
+
+/* http_client_on_event - epoll reported events on our fd: let libcurl
+ * read and write, then run the done callbacks of what completed. */
+void http_client_on_event(struct http_client *c, int fd, uint32_t events);
+
+/* http_client_on_timeout - libcurl's timer is due: run it and the done
+ * callbacks of what completed.  Calling it early is harmless. */
+void http_client_on_timeout(struct http_client *c);
+
+/* http_client_timeout_ms - ms until on_timeout is due (rounded up, 0: now),
+ * or -1 when no timer is pending. */
+int http_client_timeout_ms(const struct http_client *c);
+
+/* http_client_pending - requests started and neither done nor cancelled. */
+unsigned http_client_pending(const struct http_client *c);
+
+/*
+ * http_client_cancel - drop every pending request started with arg: its
+ * connection is closed (the peer sees the client go away) and its done is
+ * never called.  Returns how many were dropped.  May be called from done.
+ */
+unsigned http_client_cancel(struct http_client *c, void *arg);
+
+/* http_client_cancel_all - http_client_cancel() for every pending
+ * request. */
+void http_client_cancel_all(struct http_client *c);
+
+/*
+ * http_client_free - cancel what is pending (no done runs), close every
+ * connection, take our fds out of the epoll, free c.  Never from done.
+ * NULL is a no-op.  A forked child must not free (or use) a client it
+ * inherited: it shares the parent's epoll instance.
+ */
+void http_client_free(struct http_client *c);
+
+#endif

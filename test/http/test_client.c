@@ -1,0 +1,622 @@
+/*
+ * test_client.c - http/client.c against a libmicrohttpd server in a forked
+ * child, the client driven by a small epoll loop like a worker's.
+ *
+ * The server: /echo answers "<method> <x-test header> <body length>\n"
+ * followed by the body; /busy answers 503 with Retry-After; /hang never
+ * answers.  It counts the connections it accepts in a shared page, which
+ * is how keep-alive is checked.
+ */
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <curl/curl.h>
+#include <microhttpd.h>
+
+#include "http/client.h"
+
+#define TAG_BASE ((uint64_t)7 << 32)
+
+/* ---- the server --------------------------------------------------------- */
+
+struct srv_shared {
+    _Atomic unsigned accepted;
+};
+
+struct srv_req {
+    struct http_buf body;
+    int suspended;
+};
+
+static void
+srv_on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
+                  enum MHD_ConnectionNotificationCode code)
+{
+    struct srv_shared *sh = cls;
+
+    (void)conn;
+    (void)socket_ctx;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        atomic_fetch_add(&sh->accepted, 1);
+}
+
+static void
+srv_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+              enum MHD_RequestTerminationCode toe)
+{
+    struct srv_req *r = *req_cls;
+
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    if (r != NULL) {
+        http_buf_free(&r->body);
+        free(r);
+    }
+}
+
+/* Queue status with body and a content type. */
+static enum MHD_Result
+srv_answer(struct MHD_Connection *conn, unsigned status, const char *type,
+           const struct http_buf *body)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        body->len, body->data, MHD_RESPMEM_MUST_COPY);
+    enum MHD_Result rc;
+
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (status == 503)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "7");
+    rc = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return rc;
+}
+
+/* The access handler: never answers on the first call (MHD 0.9.75 would
+ * close the connection after the reply, DESIGN §4). */
+static enum MHD_Result
+srv_handler(void *cls, struct MHD_Connection *conn, const char *url,
+            const char *method, const char *version, const char *upload,
+            size_t *upload_size, void **req_cls)
+{
+    struct srv_req *r = *req_cls;
+    struct http_buf out = {0};
+    const char *test;
+    enum MHD_Result rc;
+
+    (void)cls;
+    (void)version;
+    if (r == NULL) {
+        *req_cls = r = calloc(1, sizeof(*r));
+        return r != NULL ? MHD_YES : MHD_NO;
+    }
+    if (*upload_size > 0) {
+        http_buf_append(&r->body, upload, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (strcmp(url, "/hang") == 0) {
+        if (!r->suspended)
+            MHD_suspend_connection(conn);
+        r->suspended = 1;
+        return MHD_YES;
+    }
+    test = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Test");
+    http_buf_printf(&out, "%s %s %zu\n", method, test ? test : "-",
+                    r->body.len);
+    http_buf_append(&out, r->body.data, r->body.len);
+    rc = srv_answer(conn, strcmp(url, "/busy") == 0 ? 503 : 200,
+                    "text/plain; charset=utf-8", &out);
+    http_buf_free(&out);
+    return rc;
+}
+
+/* A listening socket on 127.0.0.1, port 0; its port in *port. */
+static int
+listen_any(unsigned short *port, int do_listen)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    cr_assert_neq(fd, -1);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    if (do_listen)
+        cr_assert_eq(listen(fd, 512), 0);
+    cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+/* Fork the server on a socket made here; it dies with the test. */
+static struct srv_shared *
+srv_start(unsigned short *port)
+{
+    struct srv_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    int fd = listen_any(port, 1);
+    pid_t parent = getpid(), pid;
+
+    cr_assert_neq(sh, MAP_FAILED);
+    /* The child must not touch Criterion: with --full-stats even a passing
+     * assertion talks to the runner over a socket it shares with us. */
+    pid = fork();
+    if (pid == 0) {
+        struct MHD_Daemon *d;
+
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(0);
+        d = MHD_start_daemon(
+            MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME, 0, NULL,
+            NULL, srv_handler, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+            MHD_OPTION_NOTIFY_CONNECTION, srv_on_connection, sh,
+            MHD_OPTION_NOTIFY_COMPLETED, srv_completed, NULL,
+            MHD_OPTION_CONNECTION_LIMIT, 1000u, MHD_OPTION_END);
+        if (d == NULL)
+            _exit(3);
+        for (;;)
+            pause();
+    }
+    cr_assert_neq(pid, -1);
+    close(fd);
+    return sh;
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+struct loop {
+    int epfd;
+    struct http_client *c;
+    unsigned done;
+    int foreign_tags;
+};
+
+static void
+loop_init(struct loop *l)
+{
+    memset(l, 0, sizeof(*l));
+    cr_assert_eq(http_client_global_init(), 0);
+    l->epfd = epoll_create1(EPOLL_CLOEXEC);
+    cr_assert_neq(l->epfd, -1);
+    l->c = http_client_new(l->epfd, TAG_BASE);
+    cr_assert_not_null(l->c);
+}
+
+static void
+loop_fini(struct loop *l)
+{
+    http_client_free(l->c);
+    close(l->epfd);
+}
+
+static uint64_t
+now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Run the loop until l->done reaches want or budget_ms pass. */
+static void
+loop_run(struct loop *l, unsigned want, unsigned budget_ms)
+{
+    uint64_t end = now_ms() + budget_ms;
+    struct epoll_event ev[64];
+
+    while (l->done < want && now_ms() < end) {
+        int t = http_client_timeout_ms(l->c);
+        int n = epoll_wait(l->epfd, ev, 64, t < 0 || t > 100 ? 100 : t);
+
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = ev[i].data.u64;
+
+            if ((tag & HTTP_CLIENT_TAG_MASK) != TAG_BASE) {
+                l->foreign_tags++;
+                continue;
+            }
+            http_client_on_event(l->c, (int)(uint32_t)tag, ev[i].events);
+        }
+        if (http_client_timeout_ms(l->c) == 0)
+            http_client_on_timeout(l->c);
+    }
+    cr_assert_eq(l->done, want, "%u of %u requests done in %u ms", l->done,
+                 want, budget_ms);
+    cr_assert_eq(l->foreign_tags, 0);
+}
+
+/* ---- requests and what came back --------------------------------------- */
+
+struct result {
+    struct loop *l;
+    unsigned calls;
+    int err;
+    int curl_code;
+    unsigned status;
+    struct http_buf body;
+    char ctype[64];
+    long retry_after;
+    uint64_t at_ms;
+};
+
+/* done: keep everything, take the body's bytes. */
+static void
+on_done(void *arg, struct http_client_resp *resp)
+{
+    struct result *r = arg;
+
+    r->calls++;
+    r->err = resp->err;
+    r->curl_code = resp->curl_code;
+    r->status = resp->status;
+    r->body = resp->body;
+    http_buf_init(&resp->body);
+    snprintf(r->ctype, sizeof(r->ctype), "%s",
+             resp->content_type ? resp->content_type : "");
+    r->retry_after = resp->retry_after_s;
+    r->at_ms = now_ms();
+    r->l->done++;
+    cr_assert_eq(resp->err == 0, resp->error[0] == '\0', "error '%s'",
+                 resp->error);
+}
+
+static char url_buf[8][128];
+
+/* "http://127.0.0.1:<port><path>" (a few live at once). */
+static const char *
+url(unsigned short port, const char *path)
+{
+    static unsigned next;
+    char *u = url_buf[next++ % 8];
+
+    snprintf(u, sizeof(url_buf[0]), "http://127.0.0.1:%u%s", port, path);
+    return u;
+}
+
+static void
+start(struct loop *l, struct result *r, const char *method, const char *u,
+      const char *body, size_t len, unsigned timeout_ms)
+{
+    static const char *const hdr[] = {"X-Test: hello"};
+    struct http_client_req req = {.method = method,
+                                  .url = u,
+                                  .headers = hdr,
+                                  .nheaders = 1,
+                                  .body = body,
+                                  .body_len = len,
+                                  .timeout_ms = timeout_ms};
+
+    r->l = l;
+    cr_assert_eq(http_client_request(l->c, &req, on_done, r), 0);
+}
+
+static void
+expect_body(const struct result *r, const char *want)
+{
+    cr_assert_eq(r->err, 0, "err %d", r->err);
+    cr_assert_eq(r->body.len, strlen(want), "body '%.*s'", (int)r->body.len,
+                 r->body.data ? r->body.data : "");
+    cr_assert_eq(memcmp(r->body.data, want, r->body.len), 0);
+}
+
+Test(http_client, get_round_trip)
+{
+    unsigned short port;
+    struct srv_shared *sh = srv_start(&port);
+    struct loop l;
+    struct result r = {0};
+
+    loop_init(&l);
+    start(&l, &r, "GET", url(port, "/echo"), NULL, 0, 10000);
+    cr_assert_eq(http_client_pending(l.c), 1);
+    loop_run(&l, 1, 10000);
+    cr_assert_eq(r.status, 200);
+    expect_body(&r, "GET hello 0\n");
+    cr_assert_str_eq(r.ctype, "text/plain; charset=utf-8");
+    cr_assert_eq(r.retry_after, 0);
+    cr_assert_eq(http_client_pending(l.c), 0);
+    cr_assert_eq(atomic_load(&sh->accepted), 1);
+    http_buf_free(&r.body);
+    loop_fini(&l);
+}
+
+Test(http_client, post_and_delete_round_trip)
+{
+    unsigned short port;
+    struct loop l;
+    struct result r[3] = {{0}};
+    static const char body[] = "{\"queue\":\"q\",\"messages\":[]}";
+
+    srv_start(&port);
+    loop_init(&l);
+    start(&l, &r[0], "POST", url(port, "/echo"), body, sizeof(body) - 1, 10000);
+    start(&l, &r[1], "POST", url(port, "/echo"), NULL, 0, 10000);
+    start(&l, &r[2], "DELETE", url(port, "/echo"), NULL, 0, 10000);
+    loop_run(&l, 3, 10000);
+    expect_body(&r[0], "POST hello 27\n{\"queue\":\"q\",\"messages\":[]}");
+    expect_body(&r[1], "POST hello 0\n");
+    expect_body(&r[2], "DELETE hello 0\n");
+    for (int i = 0; i < 3; i++)
+        http_buf_free(&r[i].body);
+    loop_fini(&l);
+}
+
+/* Megabytes both ways, without a 100-continue pause. */
+Test(http_client, large_body_round_trips)
+{
+    unsigned short port;
+    struct loop l;
+    struct result r = {0};
+    size_t len = (size_t)3 << 20, head;
+    char *body = malloc(len);
+
+    cr_assert_not_null(body);
+    for (size_t i = 0; i < len; i++)
+        body[i] = (char)('a' + i % 23);
+    srv_start(&port);
+    loop_init(&l);
+    start(&l, &r, "POST", url(port, "/echo"), body, len, 20000);
+    loop_run(&l, 1, 20000);
+    cr_assert_eq(r.err, 0);
+    head = strlen("POST hello 3145728\n");
+    cr_assert_eq(r.body.len, head + len);
+    cr_assert_eq(memcmp(r.body.data, "POST hello 3145728\n", head), 0);
+    cr_assert_eq(memcmp(r.body.data + head, body, len), 0);
+    http_buf_free(&r.body);
+    free(body);
+    loop_fini(&l);
+}
+
+Test(http_client, error_status_carries_retry_after)
+{
+    unsigned short port;
+    struct loop l;
+    struct result r = {0};
+
+    srv_start(&port);
+    loop_init(&l);
+    start(&l, &r, "GET", url(port, "/busy"), NULL, 0, 10000);
+    loop_run(&l, 1, 10000);
+    cr_assert_eq(r.err, 0);
+    cr_assert_eq(r.status, 503);
+    cr_assert_eq(r.retry_after, 7);
+    http_buf_free(&r.body);
+    loop_fini(&l);
+}
+
+Test(http_client, hundred_concurrent_requests_complete)
+{
+    unsigned short port;
+    struct loop l;
+    static struct result r[100];
+    static char body[100][16], want[100][64];
+
+    srv_start(&port);
+    loop_init(&l);
+    for (int i = 0; i < 100; i++) {
+        int n = snprintf(body[i], sizeof(body[i]), "request-%d", i);
+
+        snprintf(want[i], sizeof(want[i]), "POST hello %d\n%s", n, body[i]);
+        start(&l, &r[i], "POST", url(port, "/echo"), body[i], (size_t)n, 20000);
+    }
+    cr_assert_eq(http_client_pending(l.c), 100);
+    loop_run(&l, 100, 20000);
+    for (int i = 0; i < 100; i++) {
+        cr_assert_eq(r[i].calls, 1);
+        cr_assert_eq(r[i].status, 200);
+        expect_body(&r[i], want[i]);
+        http_buf_free(&r[i].body);
+    }
+    loop_fini(&l);
+}
+
+/* ---- keep-alive ---------------------------------------------------------- */
+
+/* A chain: each done starts the next request until count are done. */
+struct chain {
+    struct loop *l;
+    unsigned short port;
+    unsigned count;
+    struct result r;
+};
+
+static void
+chain_done(void *arg, struct http_client_resp *resp)
+{
+    struct chain *ch = arg;
+    struct http_client_req req = {
+        .method = "GET", .url = url(ch->port, "/echo"), .timeout_ms = 10000};
+
+    cr_assert_eq(resp->err, 0);
+    cr_assert_eq(resp->status, 200);
+    if (++ch->l->done < ch->count)
+        cr_assert_eq(http_client_request(ch->l->c, &req, chain_done, ch), 0);
+}
+
+/* count requests one after another, each started from the last one's
+ * done. */
+static void
+run_chain(struct loop *l, unsigned short port, unsigned count)
+{
+    struct chain ch = {.l = l, .port = port, .count = l->done + count};
+    struct http_client_req req = {
+        .method = "GET", .url = url(port, "/echo"), .timeout_ms = 10000};
+
+    cr_assert_eq(http_client_request(l->c, &req, chain_done, &ch), 0);
+    loop_run(l, ch.count, 20000);
+}
+
+Test(http_client, sequential_requests_reuse_one_connection)
+{
+    unsigned short port;
+    struct srv_shared *sh = srv_start(&port);
+    struct loop l;
+
+    loop_init(&l);
+    run_chain(&l, port, 50);
+    cr_assert_eq(atomic_load(&sh->accepted), 1);
+    loop_fini(&l);
+}
+
+/* After a burst, the next requests ride the connections it left open. */
+Test(http_client, connections_of_a_burst_are_reused)
+{
+    unsigned short port;
+    struct srv_shared *sh = srv_start(&port);
+    struct loop l;
+    static struct result r[50];
+    unsigned after_burst;
+
+    loop_init(&l);
+    for (int i = 0; i < 50; i++)
+        start(&l, &r[i], "GET", url(port, "/echo"), NULL, 0, 20000);
+    loop_run(&l, 50, 20000);
+    after_burst = atomic_load(&sh->accepted);
+    cr_assert(after_burst >= 1 && after_burst <= 50, "%u", after_burst);
+    run_chain(&l, port, 30);
+    cr_assert_eq(atomic_load(&sh->accepted), after_burst);
+    for (int i = 0; i < 50; i++)
+        http_buf_free(&r[i].body);
+    loop_fini(&l);
+}
+
+/* ---- failures ------------------------------------------------------------ */
+
+Test(http_client, timeout_on_a_server_that_never_answers)
+{
+    unsigned short port;
+    struct loop l;
+    struct result r = {0};
+    uint64_t t0;
+
+    srv_start(&port);
+    loop_init(&l);
+    t0 = now_ms();
+    start(&l, &r, "GET", url(port, "/hang"), NULL, 0, 300);
+    loop_run(&l, 1, 20000);
+    cr_assert_eq(r.err, -ETIMEDOUT);
+    cr_assert_eq(r.curl_code, CURLE_OPERATION_TIMEDOUT);
+    cr_assert_eq(r.status, 0);
+    cr_assert_geq(r.at_ms - t0, 290);
+    cr_assert_lt(r.at_ms - t0, 10000);
+    loop_fini(&l);
+}
+
+Test(http_client, connection_refused_reports_failure)
+{
+    unsigned short port;
+    int fd = listen_any(&port, 0); /* bound, not listening: refused */
+    struct loop l;
+    struct result r = {0};
+
+    loop_init(&l);
+    start(&l, &r, "POST", url(port, "/echo"), "x", 1, 10000);
+    loop_run(&l, 1, 10000);
+    cr_assert_eq(r.err, -ECONNREFUSED);
+    cr_assert_eq(r.curl_code, CURLE_COULDNT_CONNECT);
+    cr_assert_eq(r.status, 0);
+    cr_assert_eq(r.body.len, 0);
+    close(fd);
+    loop_fini(&l);
+}
+
+Test(http_client, only_http_urls_are_served)
+{
+    struct loop l;
+    struct result r = {0};
+
+    loop_init(&l);
+    start(&l, &r, "GET", "file:///etc/passwd", NULL, 0, 10000);
+    loop_run(&l, 1, 10000);
+    cr_assert_eq(r.err, -EINVAL);
+    cr_assert_eq(r.curl_code, CURLE_UNSUPPORTED_PROTOCOL);
+    cr_assert_eq(r.body.len, 0);
+    loop_fini(&l);
+}
+
+Test(http_client, tag_base_must_leave_the_fd_bits_free)
+{
+    cr_assert_eq(http_client_global_init(), 0);
+    cr_assert_null(http_client_new(0, TAG_BASE | 1));
+}
+
+/* ---- cancelling ---------------------------------------------------------- */
+
+Test(http_client, cancel_drops_requests_without_done)
+{
+    unsigned short port;
+    struct srv_shared *sh = srv_start(&port);
+    struct loop l;
+    struct result hang[2] = {{0}}, echo = {0};
+
+    loop_init(&l);
+    start(&l, &hang[0], "GET", url(port, "/hang"), NULL, 0, 60000);
+    start(&l, &hang[1], "GET", url(port, "/hang"), NULL, 0, 60000);
+    start(&l, &echo, "GET", url(port, "/echo"), NULL, 0, 10000);
+    loop_run(&l, 1, 10000);
+    cr_assert_eq(echo.status, 200);
+    cr_assert_eq(atomic_load(&sh->accepted), 3);
+    cr_assert_eq(http_client_cancel(l.c, &hang[0]), 1);
+    cr_assert_eq(http_client_pending(l.c), 1);
+    cr_assert_eq(http_client_cancel(l.c, &hang[0]), 0);
+    http_client_cancel_all(l.c);
+    cr_assert_eq(http_client_pending(l.c), 0);
+    /* The client still works; a cancelled connection is not reused. */
+    run_chain(&l, port, 3);
+    cr_assert_eq(hang[0].calls + hang[1].calls, 0);
+    cr_assert_eq(atomic_load(&sh->accepted), 3);
+    http_buf_free(&echo.body);
+    loop_fini(&l);
+}
+
+/* Freeing with requests in flight runs no done and leaks nothing (ASan's
+ * leak check runs when the test process exits). */
+Test(http_client, free_with_requests_in_flight)
+{
+    unsigned short port;
+    struct srv_shared *sh = srv_start(&port);
+    struct loop l;
+    static struct result r[5];
+    uint64_t end;
+
+    loop_init(&l);
+    for (int i = 0; i < 5; i++) {
+        start(&l, &r[i], "POST", url(port, "/hang"), "x", 1, 60000);
+        r[i].l = &l;
+    }
+    /* Drive the loop until all five are connected. */
+    end = now_ms() + 10000;
+    while (atomic_load(&sh->accepted) < 5 && now_ms() < end) {
+        struct epoll_event ev[8];
+        int n = epoll_wait(l.epfd, ev, 8, 10);
+
+        for (int i = 0; i < n; i++)
+            http_client_on_event(l.c, (int)(uint32_t)ev[i].data.u64,
+                                 ev[i].events);
+        if (http_client_timeout_ms(l.c) == 0)
+            http_client_on_timeout(l.c);
+    }
+    cr_assert_eq(atomic_load(&sh->accepted), 5);
+    cr_assert_eq(http_client_pending(l.c), 5);
+    loop_fini(&l);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(r[i].calls, 0);
+}
