@@ -194,7 +194,7 @@ http_client_new(int epoll_fd, uint64_t tag_base)
     rc |= curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS,
                             (long)HTTP_CLIENT_IDLE_MAX);
     if (rc != CURLM_OK) {
-        log_error(0, "curl_multi_setopt() failed: %s", curl_multi_strerror(rc));
+        log_error(0, "curl_multi_setopt() on a new multi handle failed");
         http_client_free(c);
         return NULL;
     }
@@ -340,7 +340,8 @@ http_client_request(struct http_client *c, const struct http_client_req *r,
     CURLMcode mrc;
     int rc;
 
-    if (r->method == NULL || r->url == NULL || done == NULL)
+    if (r->method == NULL || r->url == NULL || done == NULL ||
+        (r->body == NULL && r->body_len > 0))
         return -EINVAL;
     call = client_call_get(c);
     if (call == NULL)

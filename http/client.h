@@ -96,8 +96,8 @@ struct http_client *http_client_new(int epoll_fd, uint64_t tag_base);
 /*
  * http_client_request - start r; done(arg, resp) runs once it completes or
  * fails, from a later on_event/on_timeout call.  Returns 0, or -EINVAL (no
- * method or url), -ENOMEM, -EIO; done is not called then.  May be called
- * from done.
+ * method, url or done; body_len without a body), -ENOMEM, -EIO; done is
+ * not called then.  May be called from done.
  */
 int http_client_request(struct http_client *c, const struct http_client_req *r,
                         http_client_done_fn *done, void *arg);

@@ -552,6 +552,26 @@ Test(http_client, only_http_urls_are_served)
     loop_fini(&l);
 }
 
+Test(http_client, incomplete_requests_are_refused)
+{
+    struct loop l;
+    struct result r = {0};
+    struct http_client_req req = {.method = "GET",
+                                  .url = "http://127.0.0.1:1/"};
+
+    loop_init(&l);
+    req.method = NULL;
+    cr_assert_eq(http_client_request(l.c, &req, on_done, &r), -EINVAL);
+    req.method = "POST";
+    req.body_len = 3;
+    cr_assert_eq(http_client_request(l.c, &req, on_done, &r), -EINVAL);
+    req.body_len = 0;
+    cr_assert_eq(http_client_request(l.c, &req, NULL, &r), -EINVAL);
+    cr_assert_eq(http_client_pending(l.c), 0);
+    cr_assert_eq(http_client_timeout_ms(l.c), -1);
+    loop_fini(&l);
+}
+
 Test(http_client, tag_base_must_leave_the_fd_bits_free)
 {
     cr_assert_eq(http_client_global_init(), 0);
