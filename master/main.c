@@ -171,34 +171,31 @@ start_node(struct master *m, int ep)
     master_status_publish(m);
 }
 
-/* reload - HUP: reopen the log, re-read the settings that can change. */
+/* reload - HUP: reopen the log, re-read the settings that can change, and
+ * have the workers reopen theirs and take the new log level. */
 static void
 reload(struct master *m)
 {
     struct config fresh;
     struct shm_params p = {0};
     char report[1024];
+    enum log_level lvl;
 
     if (log_reopen() != 0)
         log_error(errno, "cannot reopen the log");
-    master_signal_workers(m, SIGHUP);
     if (config_reload(&m->cfg, &fresh, report, sizeof(report)) != 0) {
         log_error(0, "reload: %s; keeping the running settings", report);
-        return;
+    } else {
+        log_info(0, "reload: %s", report);
+        /* fresh keeps the running values of restart-only keys. */
+        m->cfg = fresh;
+        if (log_parse_level(m->cfg.log_level, &lvl) == 0)
+            log_set_level(lvl);
+        make_params(&m->cfg, &p);
+        shm_segment_set_defaults(&m->seg, &p);
+        master_status_publish(m);
     }
-    log_info(0, "reload: %s", report);
-    enum log_level lvl;
-    if (log_parse_level(fresh.log_level, &lvl) == 0)
-        log_set_level(lvl);
-    make_params(&fresh, &p);
-    shm_segment_set_defaults(&m->seg, &p);
-    /* Settings that need a restart keep their running values. */
-    m->cfg.implicit_idle_s = fresh.implicit_idle_s;
-    m->cfg.lease_s = fresh.lease_s;
-    m->cfg.retry_limit = fresh.retry_limit;
-    m->cfg.queue_max_length = fresh.queue_max_length;
-    m->cfg.queue_max_bytes = fresh.queue_max_bytes;
-    memcpy(m->cfg.log_level, fresh.log_level, sizeof(m->cfg.log_level));
+    master_signal_workers(m, SIGHUP);
 }
 
 /* on_signal - act on one signal read from the signalfd. */

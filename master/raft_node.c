@@ -10,18 +10,19 @@
  * or pop.  The status page gets role, term, leader and commit after every
  * input that changed them.
  */
+#include "master/raft_node.h"
+
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "consensus/store.h"
 #include "master/cluster.h"
 #include "master/master.h"
-#include "master/raft_node.h"
 #include "shm/broker.h"
 #include "shm/catalog.h"
 #include "shm/log.h"
@@ -80,8 +81,8 @@ publish_catalog(struct master *m, const struct decl_cmd *changed)
         return;
     }
     for (size_t i = 0; i < d->n; i++)
-        e[i] = (struct shm_catalog_entry){d->q[i].name, d->q[i].len,
-                                          d->q[i].opts};
+        e[i] =
+            (struct shm_catalog_entry){d->q[i].name, d->q[i].len, d->q[i].opts};
     int rc = shm_catalog_publish(m->seg.catalog, e, (uint32_t)d->n);
     if (rc != 0)
         log_error(-rc, "cannot publish the catalog (%zu queues)", d->n);
@@ -369,8 +370,12 @@ master_status_publish(struct master *m)
     struct shm_status_view v = {0};
     uint64_t now = shm_now_ms();
 
+    enum log_level lvl = LOG_LEVEL_INFO;
+
+    log_parse_level(m->cfg.log_level, &lvl);
+    v.log_level = lvl;
     v.ready = m->state == MASTER_RUNNING && m->ready;
-    v.role = r->st.role == RAFT_LEADER      ? SHM_ROLE_LEADER
+    v.role = r->st.role == RAFT_LEADER     ? SHM_ROLE_LEADER
              : r->st.role == RAFT_FOLLOWER ? SHM_ROLE_FOLLOWER
                                            : SHM_ROLE_CANDIDATE;
     v.term = r->st.term;
@@ -381,8 +386,8 @@ master_status_publish(struct master *m)
                                         : r->addr[r->st.leader]);
     for (int i = 0; i < r->n && i < SHM_STATUS_MEMBERS; i++) {
         struct shm_member *mb = &v.members[v.nmembers++];
-        snprintf(mb->id, sizeof(mb->id), "%s", r->id[i][0] ? r->id[i]
-                                                            : r->addr[i]);
+        snprintf(mb->id, sizeof(mb->id), "%s",
+                 r->id[i][0] ? r->id[i] : r->addr[i]);
         mb->self = i == r->self;
         mb->state = mb->self || (r->heard[i] &&
                                  now - r->heard[i] < m->cfg.member_ttl_ms)

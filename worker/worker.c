@@ -24,6 +24,7 @@
 #include "shm/log.h"
 #include "shm/region.h"
 #include "shm/stats.h"
+#include "shm/status.h"
 #include "worker/worker_int.h"
 
 #define BEAT_MS    1000 /* heartbeat at least this often */
@@ -158,6 +159,9 @@ on_signal(struct worker *w, uint64_t now)
 
     while (read(w->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         if (si.ssi_signo == SIGHUP) {
+            struct shm_status_view v;
+            shm_status_read(w->seg->status, &v);
+            log_set_level((enum log_level)v.log_level);
             if (log_reopen() != 0)
                 log_error(errno, "cannot reopen the log");
         } else if (!w->draining) {

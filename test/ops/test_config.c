@@ -619,14 +619,15 @@ Test(config, reload_applies_run_time_keys_and_reports_the_rest)
     cr_assert_eq(config_reload(&old, &fresh, report, sizeof(report)), 0, "%s",
                  report);
     cr_assert_eq(fresh.lease_s, 20);
-    cr_assert_eq(fresh.max_wait_ms, 500);
-    cr_assert_eq(fresh.max_body_bytes, 1ULL << 20);
+    cr_assert_eq(fresh.max_wait_ms, 60000, "a restart-only key changed");
+    cr_assert_eq(fresh.max_body_bytes, 64ULL << 20);
     cr_assert_eq(fresh.workers, 2, "a restart-only key changed at run time");
     cr_assert_str_eq(fresh.log_level, "debug", "-o lost on reload");
     cr_assert_str_eq(fresh.config_file, old.config_file);
     cr_assert_str_eq(report, "workers 2 -> 4 (needs a restart); "
-                             "lease_s 10 -> 20; max_wait_ms 60000 -> 500; "
-                             "max_body_bytes 67108864 -> 1048576");
+                             "lease_s 10 -> 20; max_wait_ms 60000 -> 500 "
+                             "(needs a restart); max_body_bytes 67108864 -> "
+                             "1048576 (needs a restart)");
 }
 
 Test(config, reload_without_changes_says_so)
@@ -657,8 +658,9 @@ Test(config, reload_reports_string_and_list_changes)
     cr_assert_eq(config_reload(&old, &fresh, report, sizeof(report)), 0, "%s",
                  report);
     cr_assert_str_eq(report, "peers a:1 -> a:1,b:2 (needs a restart); "
-                             "log '/tmp/x.log' -> '/tmp/y.log'");
-    cr_assert_str_eq(fresh.log, "/tmp/y.log");
+                             "log '/tmp/x.log' -> '/tmp/y.log' (needs a "
+                             "restart)");
+    cr_assert_str_eq(fresh.log, "/tmp/x.log", "a restart-only key changed");
     cr_assert_eq(fresh.npeers, 1);
 }
 
