@@ -32,8 +32,9 @@ struct shm_member {
 
 /* What readers copy out. */
 struct shm_status_view {
-    uint32_t ready; /* serving: started and not draining */
-    uint32_t role;  /* enum shm_role */
+    uint32_t ready;     /* serving: started and not draining */
+    uint32_t log_level; /* enum log_level workers apply on SIGHUP */
+    uint32_t role;      /* enum shm_role */
     uint64_t term;
     uint64_t commit;
     char leader[SHM_STATUS_ID_MAX]; /* "" when none is known */
