@@ -576,6 +576,47 @@ same_str(struct http_str s, struct json_object *v, const char *doc)
               "name differs from json-c's: %s", doc);
 }
 
+/* hex4_at - four hex digits at p, or -1. */
+static long
+hex4_at(const char *p)
+{
+    char tmp[5], *end;
+    long v;
+
+    memcpy(tmp, p, 4);
+    tmp[4] = '\0';
+    v = strtol(tmp, &end, 16);
+    return end == tmp + 4 && tmp[0] != '-' && tmp[0] != '+' ? v : -1;
+}
+
+/*
+ * pair_bug - json-c 0.16 turns a surrogate pair into U+FFFD when the code
+ * point's low 16 bits fall in D800-DFFF (U+1D800..U+1DFFF, ...): 1 in 32
+ * pairs.  The scanner decodes them right, so names holding one are left
+ * out of the comparison with json-c's strings.
+ */
+static int
+pair_bug(const char *doc, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i + 12 <= n; i++) {
+        long hi, lo, cp;
+
+        if (doc[i] != '\\' || doc[i + 1] != 'u' || doc[i + 6] != '\\' ||
+            doc[i + 7] != 'u')
+            continue;
+        hi = hex4_at(doc + i + 2);
+        lo = hex4_at(doc + i + 8);
+        if (hi < 0xd800 || hi > 0xdbff || lo < 0xdc00 || lo > 0xdfff)
+            continue;
+        cp = 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
+        if ((cp & 0xffff) >= 0xd800 && (cp & 0xffff) <= 0xdfff)
+            return 1;
+    }
+    return 0;
+}
+
 /* check_push_accepted - names and payloads agree with json-c's tree. */
 static void
 check_push_accepted(const struct http_push *p, struct json_object *o,
@@ -583,13 +624,15 @@ check_push_accepted(const struct http_push *p, struct json_object *o,
 {
     struct json_object *v, *m;
     uint32_t i;
-    int ok;
+    int ok, names = !pair_bug(doc, strlen(doc));
 
     json_object_object_get_ex(o, "queue", &v);
-    same_str(p->queue, v, doc);
+    if (names)
+        same_str(p->queue, v, doc);
     if (json_object_object_get_ex(o, "partition", &v) && v != NULL) {
         cr_assert(p->has_partition);
-        same_str(p->partition, v, doc);
+        if (names)
+            same_str(p->partition, v, doc);
     } else {
         cr_assert(!p->has_partition);
     }
@@ -867,6 +910,24 @@ Test(http_json_scan, string_unescapes_to_utf8)
     cr_assert(memcmp(out,
                      "a\xc3\xa9\xf0\x9d\x84\x9e\xef\xbf\xbdx\n\"\\/\xc3\xa9",
                      n) == 0);
+}
+
+Test(http_json_scan, decodes_the_pairs_json_c_replaces)
+{
+    const char *s = "\"\\ud837\\udd1e\"";
+    struct json_object *o = json_tokener_parse(s);
+    struct http_json j;
+    char out[8];
+    size_t n;
+
+    cr_assert(pair_bug(s, strlen(s)));
+    cr_assert_str_eq(json_object_get_string(o), "\xef\xbf\xbd",
+                     "json-c fixed?");
+    json_object_put(o);
+    http_json_init(&j, s, strlen(s));
+    cr_assert_eq(http_json_string(&j, out, &n), 0);
+    cr_assert_eq(n, 4);
+    cr_assert(memcmp(out, "\xf0\x9d\xb4\x9e", 4) == 0); /* U+1DD1E */
 }
 
 /* ---- throughput (printed, not asserted) --------------------------------- */
