@@ -794,3 +794,22 @@ Test(shm_broker, concurrent_pushers_and_poppers_deliver_each_message_once)
     }
     cr_assert_eq(got, 2 * PER);
 }
+
+Test(shm_broker, node_cap_push_reclaims_expired_messages_first)
+{
+    uint64_t s, c[SHM_C_COUNT];
+    int rc;
+
+    shm_segment_destroy(&seg);
+    mkseg(256 << 10);
+    declare("q", 10000, 1 << 20, SHM_POLICY_REJECT, 1, 5);
+    while ((rc = pushn("q", "Default", "a", 10, T0, &s)) == 0)
+        ;
+    cr_assert_eq(rc, -ENOBUFS);
+    cr_assert_eq(pushn("q", "Default", "b", 10, T0 + 999, &s), -ENOBUFS);
+    cr_assert_eq(pushn("q", "Default", "b", 10, T0 + 1000, &s), 0);
+    cr_assert_eq(depth("q"), 10);
+    shm_counters_sum(&seg, c);
+    cr_assert_gt(c[SHM_C_DROP_TTL], 0);
+    cr_assert_eq(c[SHM_C_PUSH_UNAVAILABLE], 2);
+}
