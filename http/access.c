@@ -51,6 +51,7 @@ http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn)
         free(req);
         return NULL;
     }
+    req->server->requests++;
     return req;
 }
 
@@ -69,6 +70,7 @@ request_free(struct http_request *req)
     http_query_free(&req->args);
     free(req->param);
     free(req->uri);
+    req->server->requests--;
     free(req);
 }
 

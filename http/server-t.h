@@ -18,6 +18,7 @@ struct http_server {
     void *ctx;
     struct http_request *suspended; /* list of suspended requests */
     int resume_pending;             /* a resume awaits http_server_run() */
+    unsigned requests;              /* requests begun and not yet freed */
 };
 
 #endif

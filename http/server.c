@@ -122,6 +122,13 @@ http_server_quiesce(struct http_server *s)
     s->listen_fd = -1;
 }
 
+/* http_server_requests - see server.h. */
+unsigned
+http_server_requests(const struct http_server *s)
+{
+    return s->requests;
+}
+
 /* http_server_connections - MHD's count, parked ones included. */
 unsigned
 http_server_connections(struct http_server *s)

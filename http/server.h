@@ -67,6 +67,10 @@ int http_server_timeout_ms(struct http_server *s);
  */
 void http_server_quiesce(struct http_server *s);
 
+/* http_server_requests - requests begun (request line read) and not yet
+ * ended: zero means every open connection is idle between requests. */
+unsigned http_server_requests(const struct http_server *s);
+
 /* http_server_connections - open connections, suspended ones included. */
 unsigned http_server_connections(struct http_server *s);
 

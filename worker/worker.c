@@ -27,13 +27,14 @@
 #include "shm/status.h"
 #include "worker/worker_int.h"
 
-#define BEAT_MS    1000 /* heartbeat at least this often */
-#define DRAIN_MS   5000 /* in-flight requests get this long to finish */
-#define WAKE_BATCH 256
-#define TAG_WAKE   ((uint64_t)1)
-#define TAG_SIGNAL ((uint64_t)2)
-#define TAG_HTTP   ((uint64_t)3)
-#define TAG_CLIENT ((uint64_t)1 << 63) /* | fd: the client's sockets */
+#define BEAT_MS        1000 /* heartbeat at least this often */
+#define DRAIN_MS       5000 /* in-flight requests get this long to finish */
+#define DRAIN_GRACE_MS 100
+#define WAKE_BATCH     256
+#define TAG_WAKE       ((uint64_t)1)
+#define TAG_SIGNAL     ((uint64_t)2)
+#define TAG_HTTP       ((uint64_t)3)
+#define TAG_CLIENT     ((uint64_t)1 << 63) /* | fd: the client's sockets */
 /* Other epoll tags are struct park pointers (> 3, bit 63 clear in user
  * space). */
 
@@ -228,8 +229,14 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
         worker_pop_expire(&w, now);
         http_client_on_timeout(w.client);
         http_server_run(w.http);
+        /* Done draining once no request is in flight: idle keep-alive
+         * connections close with the server (a short grace lets one that
+         * was just accepted send its request line). */
         if (w.draining &&
-            (http_server_connections(w.http) == 0 || now >= w.drain_until))
+            (http_server_connections(w.http) == 0 ||
+             (http_server_requests(w.http) == 0 &&
+              now + DRAIN_MS >= w.drain_until + DRAIN_GRACE_MS) ||
+             now >= w.drain_until))
             break;
     }
     http_server_stop(w.http);
