@@ -178,9 +178,11 @@ advance(struct conf_call *c)
     switch (c->state) {
     case CALL_WAITING:
         if (master_raft_is_leader(m)) {
+            /* A lone voter commits inside propose, and done frees c. */
+            c->state = CALL_PROPOSED;
             if (master_raft_propose(m, &c->cmd, c->deadline - shm_now_ms(),
-                                    committed, c) == 0)
-                c->state = CALL_PROPOSED;
+                                    committed, c) != 0)
+                c->state = CALL_WAITING;
         } else if (!c->forwarded_in &&
                    (leader = master_raft_leader_addr(m)) != NULL) {
             size_t len;

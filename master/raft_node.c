@@ -134,21 +134,34 @@ apply(struct master *m, const struct raft_entry *e)
     resolve(&m->raft, e->index, e->term);
 }
 
-/* restore - a snapshot replaces the declared set. */
+/* restore - a snapshot replaces the declared set: queues it no longer has
+ * are undeclared (their contents dropped), the rest (re)declared. */
 static void
 restore(struct master *m, const struct raft_ready *rd)
 {
+    struct decl_set old = m->raft.decl;
+
+    m->raft.decl = (struct decl_set){0};
     if (decl_restore(&m->raft.decl, rd->snapshot, rd->snapshot_len) != 0) {
         log_error(0, "raft snapshot at %llu is malformed; ignored",
                   (unsigned long long)rd->snapshot_index);
+        decl_free(&m->raft.decl);
+        m->raft.decl = old;
         return;
     }
     publish_catalog(m, NULL);
+    for (size_t i = 0; i < old.n; i++) {
+        if (decl_find(&m->raft.decl, old.q[i].name, old.q[i].len) == NULL)
+            shm_queue_delete(&m->seg, SHM_STATS_MASTER,
+                             (struct shm_name){old.q[i].name, old.q[i].len},
+                             shm_now_ms());
+    }
     for (size_t i = 0; i < m->raft.decl.n; i++) {
         const struct decl_queue *q = &m->raft.decl.q[i];
         shm_queue_declare(&m->seg, SHM_STATS_MASTER,
                           (struct shm_name){q->name, q->len}, &q->opts);
     }
+    decl_free(&old);
 }
 
 /* process - everything the core has for us after an input. */
@@ -165,18 +178,17 @@ process(struct master *m)
         apply(m, &rd.entries[i]);
     for (size_t i = 0; i < rd.n_msgs; i++)
         master_cluster_send_raft(m, &rd.msgs[i]);
-    if (rd.status_changed) {
-        struct raft_status old = m->raft.st;
-        m->raft.st = rd.status;
-        if (old.role != rd.status.role || old.term != rd.status.term ||
-            old.leader != rd.status.leader)
-            log_info(0, "raft: %s in term %llu, leader %s",
-                     rd.status.role == RAFT_LEADER ? "leader" : "follower",
-                     (unsigned long long)rd.status.term,
-                     rd.status.leader >= 0 ? m->raft.addr[rd.status.leader]
-                                           : "unknown");
+    struct raft_status old = m->raft.st;
+    m->raft.st = rd.status;
+    if (old.role != rd.status.role || old.term != rd.status.term ||
+        old.leader != rd.status.leader)
+        log_info(0, "raft: %s in term %llu, leader %s",
+                 rd.status.role == RAFT_LEADER ? "leader" : "follower",
+                 (unsigned long long)rd.status.term,
+                 rd.status.leader >= 0 ? m->raft.addr[rd.status.leader]
+                                       : "unknown");
+    if (rd.status_changed || old.commit != rd.status.commit)
         master_status_publish(m);
-    }
     raft_ready_release(&rd);
 }
 
@@ -290,6 +302,8 @@ master_raft_receive(struct master *m, const void *buf, size_t len,
         rc = -EINVAL;
     }
     raft_msg_free(&msg);
+    if (rc != 0 && rc != -EINVAL)
+        log_fatal(-rc, "the raft log store failed; stopping");
     if (rc == 0)
         process(m);
     return rc;
