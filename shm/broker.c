@@ -109,8 +109,7 @@ queue_held(struct shm_seg *seg, struct shm_ref qr, uint64_t *len,
             if (leased)
                 *leased += atomic_load_explicit(&p->leased, RELAXED);
             if (waiting)
-                *waiting += (uint64_t)__builtin_popcountll(
-                    atomic_load_explicit(&p->waiters, RELAXED));
+                *waiting += shm_dir_parked_sum(seg, 1, i - 1);
         }
         i = p->next_part;
     }
@@ -934,8 +933,7 @@ queue_info(struct shm_seg *seg, struct shm_ref qr, struct shm_queue_info *qi)
     queue_held(seg, qr, &len, &bytes, &leased, &waiting);
     qi->depth = len;
     qi->leased = leased;
-    qi->waiting =
-        waiting + (uint64_t)__builtin_popcountll(atomic_load(&q->waiters));
+    qi->waiting = waiting + shm_dir_parked_sum(seg, 0, qr.idx);
     qi->partitions = q->nparts;
     qi->groups = atomic_load(&q->ngroups);
     qi->bytes = bytes + SHM_QUEUE_OVERHEAD +
@@ -1034,7 +1032,7 @@ part_depth(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
     shm_arena_read(seg, p->name_ref, 0, pi->name, pi->name_len);
     pi->pending = rd.pending;
     pi->leased = rd.leased;
-    pi->waiting = (uint64_t)__builtin_popcountll(atomic_load(&p->waiters));
+    pi->waiting = shm_dir_parked_sum(seg, 1, pr.idx);
     pi->bytes = atomic_load_explicit(&p->cost, RELAXED) + SHM_PART_OVERHEAD;
     pi->oldest_age_ms = rd.oldest_age_ms;
     shm_ring_unlock(p);
@@ -1151,8 +1149,7 @@ shm_gauges_read(struct shm_seg *seg, uint64_t now, struct shm_gauges *g)
             g->queues_declared++;
         else
             g->queues_implicit++;
-        g->parked_pops += (uint64_t)__builtin_popcountll(
-            atomic_load_explicit(&q->waiters, RELAXED));
+        g->parked_pops += shm_dir_parked_sum(seg, 0, i);
     }
     for (uint32_t i = 0; i < pb; i++) {
         struct shm_part *p = shm_dir_part(seg, i);
@@ -1163,8 +1160,7 @@ shm_gauges_read(struct shm_seg *seg, uint64_t now, struct shm_gauges *g)
         uint64_t o = atomic_load_explicit(&p->oldest_ms, RELAXED);
         g->pending += n > l ? n - l : 0;
         g->leased += l;
-        g->parked_pops += (uint64_t)__builtin_popcountll(
-            atomic_load_explicit(&p->waiters, RELAXED));
+        g->parked_pops += shm_dir_parked_sum(seg, 1, i);
         if (n > 0 && now > o && now - o > g->oldest_age_ms)
             g->oldest_age_ms = now - o;
     }
@@ -1207,6 +1203,26 @@ shm_unpark(struct shm_seg *seg, int worker, uint64_t handle)
         if (q->gen == gen)
             atomic_fetch_and(&q->waiters, bit);
     }
+}
+
+/* shm_park_count - see broker.h. */
+void
+shm_park_count(struct shm_seg *seg, int worker, uint64_t handle, int delta)
+{
+    struct shm_dir *d = shm_dir_of(seg);
+    uint32_t idx = (uint32_t)(handle >> 32) & 0x7fffffffu;
+    uint32_t gen = (uint32_t)handle;
+    int part = (int)(handle >> 63);
+
+    if (handle == 0 || worker < 0 || (uint32_t)worker >= d->parked_cols ||
+        idx >= (part ? d->max_parts : d->max_queues))
+        return;
+    if ((part ? shm_dir_part(seg, idx)->gen : shm_dir_queue(seg, idx)->gen) !=
+        gen)
+        return;
+    _Atomic uint16_t *c = &shm_dir_parked(seg, part, idx)[worker];
+    if (delta > 0 || atomic_load(c) > 0)
+        atomic_fetch_add(c, (uint16_t)delta);
 }
 
 /* ---- maintenance and reaping ------------------------------------------- */
@@ -1347,12 +1363,14 @@ shm_worker_reap(struct shm_seg *seg, int worker)
         if (shm_lock(seg, &q->lock, queue_repair, &r) == 0)
             shm_unlock(&q->lock);
         atomic_fetch_and(&q->waiters, bit);
+        atomic_store(&shm_dir_parked(seg, 0, i)[worker], 0);
     }
     for (uint32_t i = 0; i < pb; i++) {
         struct shm_part *p = shm_dir_part(seg, i);
         if (shm_ring_lock(seg, SHM_STATS_MASTER, p) == 0)
             shm_ring_unlock(p);
         atomic_fetch_and(&p->waiters, bit);
+        atomic_store(&shm_dir_parked(seg, 1, i)[worker], 0);
     }
     shm_arena_reap(seg, worker);
     shm_wake_reset(seg, worker);

@@ -13,10 +13,10 @@
  *
  * Errors: 0 or a count on success, -errno on failure:
  *   -ENOSPC   queue full with policy reject           (429 queue_full)
- *   -ENOBUFS  node cap reached                        (503 ephemeral_unavailable)
- *   -EMSGSIZE one message larger than the queue's maxBytes (413)
- *   -ENOENT   no such queue / partition / group
- *   -EOVERFLOW a table is full (queues, partitions, groups per queue)
+ *   -ENOBUFS  node cap reached                        (503
+ * ephemeral_unavailable) -EMSGSIZE one message larger than the queue's maxBytes
+ * (413) -ENOENT   no such queue / partition / group -EOVERFLOW a table is full
+ * (queues, partitions, groups per queue)
  */
 #ifndef MAYFLY_SHM_BROKER_H
 #define MAYFLY_SHM_BROKER_H
@@ -62,8 +62,8 @@ struct shm_pop_req {
     struct shm_name group; /* len 0: queue mode */
     uint32_t batch;        /* 1..10000 */
     int auto_ack;
-    enum shm_from from;    /* start of a group the queue does not know yet */
-    int park;              /* nothing to take: register this worker as waiter */
+    enum shm_from from; /* start of a group the queue does not know yet */
+    int park;           /* nothing to take: register this worker as waiter */
 };
 
 /*
@@ -73,9 +73,9 @@ struct shm_pop_req {
  */
 struct shm_popped {
     uint64_t seq;
-    uint32_t attempts;  /* 1 on first delivery */
+    uint32_t attempts; /* 1 on first delivery */
     uint32_t part_len;
-    uint32_t len;       /* payload bytes */
+    uint32_t len; /* payload bytes */
     uint32_t pad;
 };
 
@@ -88,9 +88,9 @@ struct shm_popped {
 struct shm_sink {
     unsigned char *buf;
     size_t cap;
-    size_t used;       /* out */
-    uint32_t count;    /* out: records */
-    size_t need;       /* out, with -ENOMEM */
+    size_t used;    /* out */
+    uint32_t count; /* out: records */
+    size_t need;    /* out, with -ENOMEM */
 };
 
 /*
@@ -132,10 +132,10 @@ enum shm_outcome {
 /* One ack or extend entry of a partition (caller groups by partition). */
 struct shm_ack {
     uint64_t seq;
-    uint32_t attempts;      /* 0: unfenced (bare id), acts on current delivery */
-    uint32_t status;        /* enum shm_ack_status; for extend: unused */
-    uint32_t seconds;       /* extend only */
-    uint32_t outcome;       /* out: enum shm_outcome */
+    uint32_t attempts; /* 0: unfenced (bare id), acts on current delivery */
+    uint32_t status;   /* enum shm_ack_status; for extend: unused */
+    uint32_t seconds;  /* extend only */
+    uint32_t outcome;  /* out: enum shm_outcome */
 };
 
 /*
@@ -181,10 +181,10 @@ struct shm_queue_info {
     char name[SHM_NAME_MAX + 1];
     size_t name_len;
     int declared;
-    uint64_t depth;      /* messages held not yet completed by all groups */
+    uint64_t depth; /* messages held not yet completed by all groups */
     uint64_t leased;
-    uint64_t waiting;    /* parked pops */
-    uint64_t bytes;      /* accounted bytes */
+    uint64_t waiting; /* parked pops */
+    uint64_t bytes;   /* accounted bytes */
     uint32_t partitions;
     uint32_t groups;
     uint64_t drops_bounds, drops_ttl, drops_retry;
@@ -194,7 +194,7 @@ struct shm_queue_info {
 struct shm_part_info {
     char name[SHM_NAME_MAX + 1];
     size_t name_len;
-    uint64_t pending;    /* for the group asked about, or held if none */
+    uint64_t pending; /* for the group asked about, or held if none */
     uint64_t leased;
     uint64_t waiting;
     uint64_t bytes;
@@ -204,8 +204,8 @@ struct shm_part_info {
 struct shm_group_info {
     char name[SHM_NAME_MAX + 1];
     size_t name_len;
-    uint64_t pending;    /* not yet delivered to this group */
-    uint64_t skipped;    /* evicted/expired before this group read them */
+    uint64_t pending; /* not yet delivered to this group */
+    uint64_t skipped; /* evicted/expired before this group read them */
 };
 
 /*
@@ -247,6 +247,14 @@ uint64_t shm_pop_handle(struct shm_seg *seg, struct shm_name queue,
 
 /* shm_unpark - this worker no longer waits on handle (parked pop answered). */
 void shm_unpark(struct shm_seg *seg, int worker, uint64_t handle);
+
+/*
+ * shm_park_count - one more (delta 1) or one fewer (-1) pop of this worker
+ * parked on handle's record: what listings and depth show as waiting.  A
+ * handle whose record was collected or reused is ignored.
+ */
+void shm_park_count(struct shm_seg *seg, int worker, uint64_t handle,
+                    int delta);
 
 /*
  * shm_maintain - master, about every 100 ms: expire leases (waking waiters),

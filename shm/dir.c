@@ -49,7 +49,8 @@ shm_dir_region_size(const struct shm_params *p)
     return DIR_ALIGN(sizeof(struct shm_dir)) +
            DIR_ALIGN((size_t)mq * sizeof(struct shm_queue)) +
            DIR_ALIGN((size_t)mp * sizeof(struct shm_part)) +
-           DIR_ALIGN((size_t)s * sizeof(struct shm_dir_slot));
+           DIR_ALIGN((size_t)s * sizeof(struct shm_dir_slot)) +
+           DIR_ALIGN(((size_t)mq + mp) * p->workers * sizeof(uint16_t));
 }
 
 /* shm_dir_region_init - set up the header of a zeroed DIR region. */
@@ -68,12 +69,49 @@ shm_dir_region_init(struct shm_seg *seg, const struct shm_params *p)
         d->queues_off + DIR_ALIGN((size_t)mq * sizeof(struct shm_queue));
     d->index_off =
         d->parts_off + DIR_ALIGN((size_t)mp * sizeof(struct shm_part));
+    d->parked_off =
+        d->index_off + DIR_ALIGN((size_t)s * sizeof(struct shm_dir_slot));
+    d->parked_cols = p->workers;
     atomic_store(&d->next_seq, 1);
     int rc = shm_lock_init(&d->lock);
     if (rc != 0)
         return rc;
     d->magic = SHM_DIR_MAGIC;
     return 0;
+}
+
+/* shm_dir_parked - see dir.h. */
+_Atomic uint16_t *
+shm_dir_parked(struct shm_seg *seg, int part, uint32_t idx)
+{
+    struct shm_dir *d = shm_region(seg, SHM_REGION_DIR);
+    size_t row = (part ? (size_t)d->max_queues : 0) + idx;
+
+    return (_Atomic uint16_t *)((unsigned char *)d + d->parked_off) +
+           row * d->parked_cols;
+}
+
+/* shm_dir_parked_sum - see dir.h. */
+uint64_t
+shm_dir_parked_sum(struct shm_seg *seg, int part, uint32_t idx)
+{
+    _Atomic uint16_t *row = shm_dir_parked(seg, part, idx);
+    uint32_t cols = shm_dir_of(seg)->parked_cols;
+    uint64_t n = 0;
+
+    for (uint32_t w = 0; w < cols; w++)
+        n += atomic_load_explicit(&row[w], memory_order_relaxed);
+    return n;
+}
+
+/* parked_zero - a record starts with no parked pops counted. */
+static void
+parked_zero(struct shm_seg *seg, int part, uint32_t idx)
+{
+    _Atomic uint16_t *row = shm_dir_parked(seg, part, idx);
+
+    for (uint32_t w = 0; w < shm_dir_of(seg)->parked_cols; w++)
+        atomic_store(&row[w], 0);
 }
 
 /* shm_dir_of - the DIR region header. */
@@ -334,6 +372,7 @@ dir_init_queue(struct shm_seg *seg, uint32_t idx, uint64_t h, uint32_t nref,
         atomic_store(&q->drops[i], 0);
     q->opts = shm_params_of(seg)->defaults;
     q->intent = 0;
+    parked_zero(seg, 0, idx);
     atomic_store_explicit(&q->alive, 1, memory_order_release);
 }
 
@@ -410,6 +449,7 @@ dir_init_part(struct shm_seg *seg, uint32_t idx, struct shm_ref qr, uint64_t h,
     atomic_store(&p->due, UINT64_MAX);
     atomic_store(&p->oldest_ms, 0);
     p->last_active = now;
+    parked_zero(seg, 1, idx);
     atomic_store_explicit(&p->alive, 1, memory_order_release);
     p->next_part = q->parts;
     q->parts = idx + 1;

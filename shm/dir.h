@@ -180,6 +180,9 @@ struct shm_dir {
     uint64_t queues_off;
     uint64_t parts_off;
     uint64_t index_off;
+    uint64_t parked_off;  /* uint16 counts: [queues + parts][parked_cols] */
+    uint32_t parked_cols; /* one column per worker slot */
+    uint32_t pad;
 };
 _Static_assert(offsetof(struct shm_dir, next_seq) == 48, "shm_dir layout");
 _Static_assert(offsetof(struct shm_dir, queues_off) == 88, "shm_dir layout");
@@ -191,6 +194,18 @@ struct shm_ref {
 };
 
 struct shm_dir *shm_dir_of(struct shm_seg *seg);
+
+/*
+ * shm_dir_parked - the parked-pop counts of a queue record (part 0) or a
+ * partition record (part 1): one counter per worker, which only that worker
+ * changes (atomically) and the master zeroes when the worker dies, so the
+ * counts stay exact across a crash.  The row is zeroed when the record is
+ * (re)used.
+ */
+_Atomic uint16_t *shm_dir_parked(struct shm_seg *seg, int part, uint32_t idx);
+
+/* shm_dir_parked_sum - the row's total: pops parked on the record. */
+uint64_t shm_dir_parked_sum(struct shm_seg *seg, int part, uint32_t idx);
 struct shm_queue *shm_dir_queue(struct shm_seg *seg, uint32_t idx);
 struct shm_part *shm_dir_part(struct shm_seg *seg, uint32_t idx);
 

@@ -33,7 +33,7 @@ struct pop_call {
     struct http_request *req;
     struct park park; /* park.pop holds the request's parameters */
     int parked;
-    int leased; /* the reply carries leases: release if unsent */
+    int leased;           /* the reply carries leases: release if unsent */
     struct shm_sink sink; /* what the answer carries */
     /* windowBuffer (a declared option): hold what came until target
      * messages, or window_ms after the first, or the pop's own timeout. */
@@ -75,32 +75,45 @@ pop_into(struct pop_call *c, struct shm_sink *sink, uint32_t batch, int park)
     }
 }
 
+/* append - add what scratch holds to the answer.  0 or -ENOMEM (those
+ * stay leased: their leases expire and they come back). */
+static int
+append(struct pop_call *c)
+{
+    if (sink_reserve(&c->sink, c->sink.used + c->more.used) != 0)
+        return -ENOMEM;
+    memcpy(c->sink.buf + c->sink.used, c->more.buf, c->more.used);
+    c->sink.used += c->more.used;
+    c->sink.count += c->more.count;
+    return 0;
+}
+
 /*
- * take - what the pop may take now.  Without a window: one shm_pop into
- * the answer.  With one: shm_pops into scratch, appended to what the call
- * holds, until it holds target or a pop finds nothing (which, with park,
- * sets the waiter bit again, so the next push wakes us).  Returns how many
- * the call holds, or -errno.
+ * take - what the pop may take now, up to its batch (or its window's
+ * target).  The first shm_pop goes straight into the answer; more rounds,
+ * through scratch, follow only while the answer's buffer was what stopped
+ * a round (big payloads) or a window still waits for more.  A windowed
+ * round that finds nothing sets the waiter bit again (park), so the next
+ * push wakes us.  Returns how many the call holds, or -errno.
  */
 static int
 take(struct pop_call *c, int park)
 {
+    uint32_t want = c->target ? c->target : c->park.pop.batch;
     int rc;
 
-    if (c->target == 0)
-        return pop_into(c, &c->sink, c->park.pop.batch, park);
-    while (c->sink.count < c->target) {
-        rc = pop_into(c, &c->more, c->target - c->sink.count, park);
-        if (rc < 0 && c->sink.count == 0)
-            return rc;
+    if (c->sink.count == 0) {
+        rc = pop_into(c, &c->sink, want, park);
         if (rc <= 0)
+            return rc;
+    }
+    while (c->sink.count < want && c->sink.used < SINK_MAX &&
+           (c->target || c->sink.used > c->sink.cap / 2)) {
+        if (sink_reserve(&c->more, c->sink.cap) != 0)
             break;
-        /* A failed append leaves those leased: they expire and come back. */
-        if (sink_reserve(&c->sink, c->sink.used + c->more.used) != 0)
-            return -ENOMEM;
-        memcpy(c->sink.buf + c->sink.used, c->more.buf, c->more.used);
-        c->sink.used += c->more.used;
-        c->sink.count += c->more.count;
+        rc = pop_into(c, &c->more, want - c->sink.count, c->target && park);
+        if (rc <= 0 || append(c) != 0)
+            break;
     }
     return (int)c->sink.count;
 }
@@ -166,6 +179,7 @@ unpark(struct pop_call *c)
     c->parked = 0;
     if (park_remove(&w->parks, &c->park))
         shm_unpark(w->seg, w->set.slot, c->park.handle);
+    shm_park_count(w->seg, w->set.slot, c->park.handle, -1);
     if (c->park.fd >= 0)
         epoll_ctl(w->ep, EPOLL_CTL_DEL, c->park.fd, NULL);
     shm_parked_add(w->seg, w->set.slot, -1);
@@ -203,6 +217,7 @@ park(struct pop_call *c, uint32_t timeout_ms)
         return -ENOMEM;
     c->parked = 1;
     shm_parked_add(w->seg, w->set.slot, 1);
+    shm_park_count(w->seg, w->set.slot, c->park.handle, 1);
     if (c->park.fd >= 0) {
         struct epoll_event ev = {.events = EPOLLRDHUP,
                                  .data.u64 = (uintptr_t)&c->park};
@@ -331,8 +346,7 @@ worker_pop(struct worker *w, struct http_request *req)
                         : c->park.pop.batch;
     }
     size_t want = (size_t)c->park.pop.batch * 512 + SINK_MIN;
-    if (sink_reserve(&c->sink, want < SINK_MAX ? want : SINK_MAX) != 0 ||
-        (c->target && sink_reserve(&c->more, c->sink.cap) != 0)) {
+    if (sink_reserve(&c->sink, want < SINK_MAX ? want : SINK_MAX) != 0) {
         http_reply_errno(req, -ENOMEM, "pop");
         return;
     }

@@ -531,6 +531,7 @@ park_then_push(const char *part)
     cr_assert_eq(popx(0, "q", part, "g", 1, 0, SHM_FROM_ALL, 1, T0), 0);
     uint64_t h = shm_pop_handle(&seg, nm("q"), nm(part));
     cr_assert_neq(h, 0);
+    shm_park_count(&seg, 0, h, 1); /* as the worker does when it parks */
     struct shm_queue_info qi;
     cr_assert_eq(
         shm_queue_depth(&seg, nm("q"), NULL, T0, &qi, NULL, NULL, NULL), 0);
