@@ -4,20 +4,24 @@
 # Usage: test/run-all.sh BUILD_DIR
 # Each Criterion binary prints its own synthesis line; this script ends with
 # one total line "tests: N passed, N failed" and exits non-zero on any failure.
-# Integration suites find the server through MAYFLYD.
+# Integration suites find the server through MAYFLYD.  Output goes through a
+# file, not a pipe: a suite's stray child must not keep the runner waiting.
 set -u
 b=${1:?usage: run-all.sh BUILD_DIR}
 MAYFLYD=$(cd "$b" && pwd)/mayflyd
 export MAYFLYD
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 pass=0
 fail=0
 for t in $(find "$b/test" -type f -perm -u+x | sort); do
     echo "== $t"
+    start=$(date +%s)
     # A hung suite must not hang CI: each binary gets TEST_TIMEOUT seconds.
-    out=$(timeout "${TEST_TIMEOUT:-600}" "$t" -j2 --full-stats 2>&1)
+    timeout -k 10 "${TEST_TIMEOUT:-600}" "$t" -j2 --full-stats >"$out" 2>&1
     rc=$?
-    printf '%s\n' "$out" | grep -E '^\[(FAIL|----)\]|Synthesis|ERROR|SUMMARY' | head -50
-    line=$(printf '%s\n' "$out" | grep 'Synthesis:' | tail -1)
+    grep -E '^\[(FAIL|----)\]|Synthesis|ERROR|SUMMARY' "$out" | head -50
+    line=$(grep 'Synthesis:' "$out" | tail -1)
     p=$(printf '%s' "$line" | sed -n 's/.*Passing: \([0-9]*\).*/\1/p')
     f=$(printf '%s' "$line" | sed -n 's/.*Failing: \([0-9]*\) | Crashing: \([0-9]*\).*/\1 \2/p')
     [ -n "$p" ] || { p=0; f="1 0"; echo "$t: no synthesis line (rc=$rc)"; }
@@ -25,6 +29,7 @@ for t in $(find "$b/test" -type f -perm -u+x | sort); do
     pass=$((pass + p))
     fail=$((fail + $1 + $2))
     [ "$rc" -eq 0 ] || [ "$(($1 + $2))" -gt 0 ] || { fail=$((fail + 1)); echo "$t: exit $rc"; }
+    echo "   ($(($(date +%s) - start)) s)"
 done
 echo "tests: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
