@@ -22,8 +22,18 @@ only=""
 rm -rf "$B/run"
 mkdir -p "$B/run/mayfly"
 pids=""
+# cleanup - TERM what we started; KILL what is still there 15 s later.
 cleanup() {
     for p in $pids; do kill "$p" 2>/dev/null || true; done
+    n=0
+    while [ "$n" -lt 150 ]; do
+        alive=""
+        for p in $pids; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
+        [ -z "$alive" ] && break
+        sleep 0.1
+        n=$((n + 1))
+    done
+    for p in $pids; do kill -9 "$p" 2>/dev/null || true; done
     for p in $pids; do wait "$p" 2>/dev/null || true; done
 }
 trap cleanup EXIT
