@@ -1,0 +1,225 @@
+/*
+ * test_bounds.c - SPEC §4 bounds on nodes started with small settings:
+ * 413 payload_too_large (max_body_bytes), 413 message_too_large (a message
+ * over the queue's maxBytes), 429 queue_full (maxLength, maxBytes) with
+ * Retry-After, 503 ephemeral_unavailable at the node cap (max_bytes) with
+ * Retry-After; each refusal keeps nothing of the batch and is counted.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "test/integration/node.h"
+
+#define PUSH "/api/v1/ephemeral/push"
+
+/* A push body of count messages whose payload is a string of size bytes. */
+static char *
+big_push(const char *queue, int count, size_t size)
+{
+    size_t cap = 64 + strlen(queue) + (size_t)count * (size + 24);
+    char *b = malloc(cap), *p;
+
+    cr_assert(b);
+    p = b + sprintf(b, "{\"queue\":\"%s\",\"messages\":[", queue);
+    for (int i = 0; i < count; i++) {
+        p += sprintf(p, "%s{\"payload\":\"", i ? "," : "");
+        memset(p, 'x', size);
+        p += size;
+        p += sprintf(p, "\"}");
+    }
+    sprintf(p, "]}");
+    return b;
+}
+
+/* Retry-After must be a positive number of seconds. */
+static void
+assert_retry_after(const struct itest_resp *r, const char *what)
+{
+    char *end;
+    long v = strtol(r->retry_after, &end, 10);
+
+    cr_assert(*r->retry_after && *end == '\0' && v >= 1,
+              "%s: Retry-After \"%s\" is not a positive number of seconds",
+              what, r->retry_after);
+}
+
+/* A metric's value, 0 when the series has not been written yet. */
+static double
+metric(const struct itest_node *n, const char *series)
+{
+    double v = 0;
+    int rc = itest_metric(n, series, &v);
+
+    cr_assert(rc == 0 || rc == -ENOENT, "GET /metrics failed");
+    return rc == 0 ? v : 0;
+}
+
+Test(bounds, body_over_max_body_bytes_is_413_payload_too_large, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char *body;
+
+    itest_node_start(&n, "max_body_bytes=4K");
+    body = big_push("big", 1, 6000);
+    itest_req(&n, "POST", PUSH, body, &r);
+    itest_assert_error(&r, 413, "payload_too_large", NULL, "6 KB body");
+    itest_resp_free(&r);
+    free(body);
+    cr_assert_eq(itest_depth_pending(&n, "big", NULL) <= 0, 1,
+                 "the refused body was stored");
+    body = big_push("big", 1, 3000);
+    itest_req(&n, "POST", PUSH, body, &r);
+    cr_assert_eq(r.status, 201, "a 3 KB body: %ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    free(body);
+    cr_assert_eq(itest_depth_pending(&n, "big", NULL), 1);
+}
+
+Test(bounds, message_over_queue_max_bytes_is_413_and_keeps_no_part,
+     .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char *body, *big;
+    double before, after;
+    size_t len;
+
+    itest_node_start(&n, "queue_max_bytes=64K");
+    itest_push(&n, &r, "mtl", NULL, "[\"first\"]");
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    before = metric(&n, "mayfly_push_total{result=\"rejected_too_large\"}");
+    /* One small message, then one of 100 KB: the batch goes whole or not. */
+    big = big_push("x", 1, 100 * 1024);
+    len = strlen(big);
+    body = malloc(len + 64);
+    cr_assert(body);
+    sprintf(body, "{\"queue\":\"mtl\",\"messages\":[{\"payload\":\"small\"},%s",
+            strstr(big, "{\"payload\""));
+    free(big);
+    itest_req(&n, "POST", PUSH, body, &r);
+    itest_assert_error(&r, 413, "message_too_large", NULL,
+                       "a 100 KB message in a 64 KB queue");
+    itest_resp_free(&r);
+    free(body);
+    cr_assert_eq(itest_depth_pending(&n, "mtl", NULL), 1,
+                 "part of a refused batch was stored");
+    after = metric(&n, "mayfly_push_total{result=\"rejected_too_large\"}");
+    cr_assert(after > before, "rejected_too_large %g -> %g", before, after);
+}
+
+Test(bounds, push_past_queue_max_length_is_429_queue_full, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    double before, after;
+
+    itest_node_start(&n, "queue_max_length=5");
+    before = metric(&n, "mayfly_push_total{result=\"rejected_full\"}");
+    itest_push(&n, &r, "full", NULL, "[1,2,3]");
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    itest_push(&n, &r, "full", NULL, "[4,5,6]");
+    itest_assert_error(&r, 429, "queue_full", NULL, "3 + 3 messages into 5");
+    assert_retry_after(&r, "429");
+    itest_resp_free(&r);
+    cr_assert_eq(itest_depth_pending(&n, "full", NULL), 3,
+                 "a refused batch was stored in part");
+    itest_push(&n, &r, "full", NULL, "[4,5]");
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    itest_push(&n, &r, "full", NULL, "[6]");
+    itest_assert_error(&r, 429, "queue_full", NULL, "a sixth message");
+    assert_retry_after(&r, "429");
+    itest_resp_free(&r);
+    after = metric(&n, "mayfly_push_total{result=\"rejected_full\"}");
+    cr_assert(after > before, "rejected_full %g -> %g", before, after);
+    /* Consumed messages make room again. */
+    itest_get(&n, &r, "/api/v1/ephemeral/pop?queue=full&batch=2&autoAck=true");
+    cr_assert_eq(itest_jlen(r.json, "messages"), 2, "%s", r.body);
+    itest_resp_free(&r);
+    itest_push(&n, &r, "full", NULL, "[6,7]");
+    cr_assert_eq(r.status, 201, "after 2 pops: %ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    itest_push(&n, &r, "other", NULL, "[1,2,3,4,5]");
+    cr_assert_eq(r.status, 201, "the bound is per queue: %ld %s", r.status,
+                 r.body);
+    itest_resp_free(&r);
+}
+
+Test(bounds, push_past_queue_max_bytes_is_429_queue_full, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char *body = big_push("bytes", 1, 10 * 1024);
+    int accepted = 0;
+
+    itest_node_start(&n, "queue_max_bytes=64K");
+    for (;;) {
+        itest_req(&n, "POST", PUSH, body, &r);
+        if (r.status != 201)
+            break;
+        itest_resp_free(&r);
+        accepted++;
+        cr_assert(accepted <= 6, "7 messages of 10 KB fit in 64 KB");
+    }
+    itest_assert_error(&r, 429, "queue_full", NULL, "10 KB past 64 KB");
+    assert_retry_after(&r, "429");
+    itest_resp_free(&r);
+    cr_assert(accepted >= 1, "no 10 KB message fit in a 64 KB queue");
+    cr_assert_eq(itest_depth_pending(&n, "bytes", NULL), accepted);
+    free(body);
+}
+
+/*
+ * Two queues, each allowed more than half the node cap, fill the node
+ * together: the node cap (503) comes before either queue's bound (429).
+ */
+Test(bounds, node_cap_is_503_ephemeral_unavailable_until_memory_is_freed,
+     .timeout = 90)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char *body[2] = {big_push("capa", 1, 64 * 1024),
+                     big_push("capb", 1, 64 * 1024)};
+    int accepted[2] = {0, 0}, i = 0;
+    int64_t pending;
+    double before, after;
+
+    itest_node_start(&n, "max_bytes=1M queue_max_bytes=700K");
+    before = metric(&n, "mayfly_push_total{result=\"unavailable\"}");
+    for (;; i = !i) {
+        itest_req(&n, "POST", PUSH, body[i], &r);
+        if (r.status != 201)
+            break;
+        itest_resp_free(&r);
+        accepted[i]++;
+        cr_assert(accepted[0] + accepted[1] <= 16,
+                  "17 messages of 64 KB fit in 1 MiB");
+    }
+    itest_assert_error(&r, 503, "ephemeral_unavailable", NULL,
+                       "64 KB past the node cap");
+    assert_retry_after(&r, "503");
+    itest_resp_free(&r);
+    pending = itest_depth_pending(&n, i ? "capb" : "capa", NULL);
+    cr_assert_eq(pending, accepted[i], "refused push stored: %lld vs %d",
+                 (long long)pending, accepted[i]);
+    after = metric(&n, "mayfly_push_total{result=\"unavailable\"}");
+    cr_assert(after > before, "unavailable %g -> %g", before, after);
+    itest_req(&n, "DELETE", "/api/v1/ephemeral/queue/capa", NULL, &r);
+    cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    for (int k = 0; k < accepted[0]; k++) {
+        itest_req(&n, "POST", PUSH, body[0], &r);
+        cr_assert_eq(r.status, 201,
+                     "push %d of %d after the delete freed the memory: %ld %s",
+                     k + 1, accepted[0], r.status, r.body);
+        itest_resp_free(&r);
+    }
+    free(body[0]);
+    free(body[1]);
+}

@@ -1,0 +1,155 @@
+/*
+ * test_lifecycle.c - the node as an operator and a first-time user meet it:
+ * the two curl lines of SPEC §2 (and the depth line of the reference) run
+ * through the curl binary as written, and SIGTERM on one node answers parked
+ * pops and in-flight requests and exits 0 within a bounded time.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "test/integration/node.h"
+
+/* Run a shell command; its stdout parsed as JSON (NULL if it is not). */
+static struct json_object *
+run(const char *cmd, int *status, char *out, size_t len)
+{
+    FILE *p = popen(cmd, "r");
+    size_t k;
+
+    cr_assert(p, "popen %s", cmd);
+    k = fread(out, 1, len - 1, p);
+    out[k] = '\0';
+    *status = pclose(p);
+    return json_tokener_parse(out);
+}
+
+Test(curl, spec_lines_work_as_written, .timeout = 60)
+{
+    struct itest_node n;
+    struct json_object *j, *want;
+    char cmd[1024], out[8192];
+    int st;
+
+    itest_node_start(&n, NULL);
+    snprintf(cmd, sizeof(cmd),
+             "curl -X POST localhost:%d/api/v1/ephemeral/push -H "
+             "'content-type: application/json' \\\n  -d "
+             "'{\"queue\":\"presence\",\"partition\":\"room-7\",\"messages\":"
+             "[{\"payload\":{\"user\":\"ada\",\"typing\":true}}]}' "
+             "2>/dev/null",
+             n.port);
+    j = run(cmd, &st, out, sizeof(out));
+    cr_assert_eq(st, 0, "curl exited %d: %s", st, out);
+    cr_assert(j, "the push answer is not JSON: %s", out);
+    cr_assert_eq(itest_jint(j, "pushed"), 1, "%s", out);
+    cr_assert_eq(itest_jlen(j, "ids"), 1, "%s", out);
+    json_object_put(j);
+    snprintf(cmd, sizeof(cmd),
+             "curl 'localhost:%d/api/v1/ephemeral/pop?queue=presence&"
+             "partition=room-7&group=ui-1&wait=true&timeout=5000' 2>/dev/null",
+             n.port);
+    j = run(cmd, &st, out, sizeof(out));
+    cr_assert_eq(st, 0, "curl exited %d: %s", st, out);
+    cr_assert(j, "the pop answer is not JSON: %s", out);
+    cr_assert_str_eq(itest_jstr(j, "queue"), "presence", "%s", out);
+    cr_assert_eq(itest_jlen(j, "messages"), 1, "%s", out);
+    cr_assert_str_eq(itest_jstr(j, "messages.0.partition"), "room-7", "%s",
+                     out);
+    cr_assert_eq(itest_jint(j, "messages.0.attempts"), 1, "%s", out);
+    cr_assert(*itest_jstr(j, "messages.0.id"), "%s", out);
+    want = json_tokener_parse("{\"user\":\"ada\",\"typing\":true}");
+    cr_assert(json_object_equal(itest_jget(j, "messages.0.payload"), want),
+              "%s", out);
+    json_object_put(want);
+    json_object_put(j);
+    snprintf(cmd, sizeof(cmd),
+             "curl -s http://127.0.0.1:%d/api/v1/ephemeral/queues/presence/"
+             "depth",
+             n.port);
+    j = run(cmd, &st, out, sizeof(out));
+    cr_assert_eq(st, 0, "curl exited %d: %s", st, out);
+    cr_assert_str_eq(itest_jstr(j, "partitions.0.partition"), "room-7", "%s",
+                     out);
+    json_object_put(j);
+}
+
+Test(term, idle_node_exits_0, .timeout = 60)
+{
+    struct itest_node n;
+    int64_t t0;
+    int st;
+
+    itest_node_start(&n, NULL);
+    t0 = itest_now_ms();
+    st = itest_node_stop(&n, 20000);
+    cr_assert_eq(st, 0, "SIGTERM: exit status %d (-%d is a timeout)", st,
+                 ETIMEDOUT);
+    cr_log_info("term: an idle node exited in %lld ms",
+                (long long)(itest_now_ms() - t0));
+}
+
+Test(term, parked_pops_are_answered_and_the_node_exits_0, .timeout = 90)
+{
+    enum { PARKED = 20, INFLIGHT = 30 };
+    struct itest_node n;
+    struct itest_multi *m = itest_multi_new();
+    int64_t deadline, t0;
+    int st;
+
+    itest_node_start(&n, NULL);
+    for (int i = 0; i < PARKED; i++)
+        itest_multi_add(m, &n, "GET",
+                        "/api/v1/ephemeral/pop?queue=tq&wait=true"
+                        "&timeout=60000",
+                        NULL);
+    deadline = itest_now_ms() + 20000;
+    for (int parked = 0; parked < PARKED;) {
+        int fds[PARKED];
+
+        itest_multi_run(m, 20);
+        for (int i = 0; i < PARKED; i++) {
+            cr_assert(!itest_multi_done(m, i), "pop %d answered: %s", i,
+                      itest_multi_resp(m, i)->body);
+            fds[i] = itest_multi_fd(m, i);
+        }
+        parked = itest_conns_consumed(&n, fds, PARKED, NULL);
+        cr_assert(parked == PARKED || itest_now_ms() < deadline,
+                  "%d of %d pops parked", parked, PARKED);
+    }
+    for (int i = 0; i < INFLIGHT; i++)
+        itest_multi_add(m, &n, "POST", "/api/v1/ephemeral/push",
+                        "{\"queue\":\"other\",\"messages\":[{\"payload\":1}]}");
+    itest_multi_run(m, 0);
+    t0 = itest_now_ms();
+    cr_assert_eq(kill(n.pid, SIGTERM), 0);
+    cr_assert_eq(itest_multi_run(m, 20000), 0,
+                 "requests unanswered 20 s after SIGTERM");
+    st = itest_node_wait_exit(&n, 20000);
+    cr_assert_eq(st, 0,
+                 "exit status %d after SIGTERM (-%d: still running "
+                 "after 20 s)",
+                 st, ETIMEDOUT);
+    for (int i = 0; i < PARKED; i++) {
+        struct itest_resp *r = itest_multi_resp(m, i);
+
+        cr_assert(r->status == 200 && itest_jlen(r->json, "messages") == 0,
+                  "parked pop %d after SIGTERM: status %ld (curl %d) %s", i,
+                  r->status, r->curl_code, r->body);
+    }
+    for (int i = PARKED; i < PARKED + INFLIGHT; i++) {
+        struct itest_resp *r = itest_multi_resp(m, i);
+
+        cr_assert(r->status == 201 || r->status == 0 ||
+                      (r->status == 503 &&
+                       strcmp(itest_jstr(r->json, "code"), "draining") == 0),
+                  "push in flight at SIGTERM: %ld %s", r->status, r->body);
+    }
+    cr_log_info("term: exited %lld ms after SIGTERM with %d parked pops",
+                (long long)(itest_now_ms() - t0), PARKED);
+    itest_multi_free(m);
+}

@@ -1,0 +1,310 @@
+/*
+ * test_longpoll.c - parked pops (SPEC §3 long poll): a pop parked in one
+ * worker process is woken by a push the other worker took, in both
+ * directions; 3,000 parked pops do not stop pushes from being answered; a
+ * parked pop whose client left takes nothing with it.
+ *
+ * Which worker holds a connection is read from /proc (the server end of the
+ * loopback connection is a socket in one worker's fd table).
+ */
+#include <sys/socket.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "test/integration/node.h"
+
+#define POP "/api/v1/ephemeral/pop"
+
+/*
+ * Drive m until each of its requests has been read by a worker and none has
+ * been answered: the pops are parked.
+ */
+static void
+run_until_parked(const struct itest_node *n, struct itest_multi *m, int ms)
+{
+    int64_t deadline = itest_now_ms() + ms;
+    int k = itest_multi_count(m), parked = 0;
+    int *fds = calloc((size_t)k, sizeof(*fds));
+
+    cr_assert(fds);
+    while (parked < k) {
+        itest_multi_run(m, 20);
+        for (int i = 0; i < k; i++) {
+            cr_assert(!itest_multi_done(m, i),
+                      "pop %d answered before any push: %ld %s", i,
+                      itest_multi_resp(m, i)->status,
+                      itest_multi_resp(m, i)->body);
+            fds[i] = itest_multi_fd(m, i);
+        }
+        parked = itest_conns_consumed(n, fds, k, NULL);
+        cr_assert(parked == k || itest_now_ms() < deadline,
+                  "%d of %d pops read after %d ms", parked, k, ms);
+    }
+    free(fds);
+}
+
+Test(longpoll, push_through_one_worker_wakes_a_pop_parked_in_the_other,
+     .timeout = 120)
+{
+    enum { POPS = 200 };
+    struct itest_node n;
+    struct itest_multi *m = itest_multi_new();
+    pid_t w[ITEST_NODE_MAX_WORKERS], holder[POPS], got;
+    int nw, per[2] = {0, 0}, crossed[2] = {0, 0};
+    CURL *h[2];
+    int64_t t0;
+
+    itest_node_start(&n, "workers=2");
+    nw = itest_node_workers(&n, w, ITEST_NODE_MAX_WORKERS);
+    cr_assert_eq(nw, 2, "workers=2 runs %d worker processes", nw);
+    for (int i = 0; i < POPS; i++) {
+        char path[256];
+
+        snprintf(path, sizeof(path),
+                 POP "?queue=xw&partition=p%d&wait=true&timeout=60000"
+                     "&autoAck=true",
+                 i);
+        itest_multi_add(m, &n, "GET", path, NULL);
+    }
+    run_until_parked(&n, m, 30000);
+    for (int i = 0; i < POPS; i++) {
+        holder[i] = itest_conn_worker(&n, itest_multi_local_port(m, i));
+        cr_assert(holder[i] == w[0] || holder[i] == w[1],
+                  "parked pop %d is held by no worker (%d)", i, (int)holder[i]);
+        per[holder[i] == w[1]]++;
+    }
+    cr_assert(per[0] > 0 && per[1] > 0,
+              "all %d parked pops went to one worker (%d / %d): cannot test "
+              "a cross-worker wake",
+              POPS, per[0], per[1]);
+    /* Push each pop's message through the worker that does not hold it. */
+    h[0] = itest_handle_on_worker(&n, w[0], &got);
+    h[1] = itest_handle_on_worker(&n, w[1], &got);
+    t0 = itest_now_ms();
+    for (int i = 0; i < POPS; i++) {
+        int side = holder[i] == w[1];
+        struct itest_resp r;
+        char body[256];
+        long connects = -1;
+
+        snprintf(body, sizeof(body),
+                 "{\"queue\":\"xw\",\"partition\":\"p%d\",\"messages\":"
+                 "[{\"payload\":%d}]}",
+                 i, i);
+        itest_req_on(h[!side], &n, "POST", "/api/v1/ephemeral/push", body, &r);
+        curl_easy_getinfo(h[!side], CURLINFO_NUM_CONNECTS, &connects);
+        cr_assert_eq(r.status, 201, "push %d: %ld %s", i, r.status, r.body);
+        cr_assert_eq(connects, 0,
+                     "push %d left the keep-alive connection pinned to "
+                     "worker %d",
+                     i, (int)w[!side]);
+        itest_resp_free(&r);
+        crossed[side]++;
+        itest_multi_run(m, 0);
+    }
+    cr_assert_eq(itest_multi_run(m, 30000), 0,
+                 "parked pops still waiting 30 s after their push");
+    for (int i = 0; i < POPS; i++) {
+        struct itest_resp *r = itest_multi_resp(m, i);
+
+        cr_assert_eq(r->status, 200, "pop %d: %ld %s", i, r->status, r->body);
+        cr_assert_eq(itest_jlen(r->json, "messages"), 1, "pop %d: %s", i,
+                     r->body);
+        cr_assert_eq(itest_jint(r->json, "messages.0.payload"), i, "pop %d: %s",
+                     i, r->body);
+    }
+    cr_assert(crossed[0] > 0 && crossed[1] > 0);
+    cr_assert(itest_now_ms() - t0 < 60000);
+    curl_easy_cleanup(h[0]);
+    curl_easy_cleanup(h[1]);
+    itest_multi_free(m);
+}
+
+Test(longpoll, three_thousand_parked_pops_leave_pushes_answered, .timeout = 180)
+{
+    enum { POPS = 3000, PUSHES = 100 };
+    struct itest_node n;
+    struct itest_multi *m;
+    double worst = 0;
+    char *seen;
+    long lim = itest_raise_nofile(20000);
+
+    cr_assert(lim >= POPS + 500, "RLIMIT_NOFILE is %ld", lim);
+    itest_node_start(&n, "max_connections=20000");
+    m = itest_multi_new();
+    for (int i = 0; i < POPS; i++)
+        itest_multi_add(m, &n, "GET",
+                        POP "?queue=many&wait=true&timeout=60000&autoAck=true",
+                        NULL);
+    run_until_parked(&n, m, 90000);
+    /* Keep-alive pushes and pushes on new connections both get through. */
+    for (int i = 0; i < PUSHES; i++) {
+        struct itest_resp r;
+        CURL *fresh = i % 4 == 0 ? itest_handle() : NULL;
+
+        if (fresh) {
+            itest_req_on(fresh, &n, "POST", "/api/v1/ephemeral/push",
+                         "{\"queue\":\"other\",\"messages\":[{\"payload\":1}]}",
+                         &r);
+            curl_easy_cleanup(fresh);
+        } else {
+            itest_push(&n, &r, "other", NULL, "[1]");
+        }
+        cr_assert_eq(r.status, 201, "push %d with %d parked pops: %ld %s", i,
+                     POPS, r.status, r.body);
+        if (r.seconds > worst)
+            worst = r.seconds;
+        itest_resp_free(&r);
+        itest_multi_run(m, 0);
+    }
+    cr_assert(worst < 3.0, "a push took %.3f s with %d parked pops", worst,
+              POPS);
+    for (int i = 0; i < POPS; i += 500) {
+        struct itest_resp r;
+        char *payloads = malloc(500 * 8 + 8);
+        size_t o = 0;
+
+        cr_assert(payloads);
+        o += (size_t)sprintf(payloads, "[");
+        for (int j = 0; j < 500; j++)
+            o += (size_t)sprintf(payloads + o, "%s%d", j ? "," : "", i + j);
+        sprintf(payloads + o, "]");
+        itest_push(&n, &r, "many", NULL, payloads);
+        cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+        itest_resp_free(&r);
+        free(payloads);
+        itest_multi_run(m, 0);
+    }
+    cr_assert_eq(itest_multi_run(m, 60000), 0,
+                 "parked pops unanswered 60 s after 3000 messages");
+    seen = calloc(POPS, 1);
+    cr_assert(seen);
+    for (int i = 0; i < POPS; i++) {
+        struct itest_resp *r = itest_multi_resp(m, i);
+        int64_t v;
+
+        cr_assert_eq(r->status, 200, "pop %d: %ld %s", i, r->status, r->body);
+        cr_assert_eq(itest_jlen(r->json, "messages"), 1, "pop %d: %s", i,
+                     r->body);
+        v = itest_jint(r->json, "messages.0.payload");
+        cr_assert(v >= 0 && v < POPS && !seen[v],
+                  "message %lld delivered twice or never pushed", (long long)v);
+        seen[v] = 1;
+    }
+    free(seen);
+    itest_multi_free(m);
+}
+
+/* Park a pop for group g on queue q over a raw connection; returns the fd. */
+static int
+park_raw(const struct itest_node *n, const char *q)
+{
+    char path[256];
+    int fd = itest_raw_connect(n);
+    int64_t deadline = itest_now_ms() + 20000;
+
+    cr_assert(fd >= 0);
+    snprintf(path, sizeof(path),
+             "GET " POP "?queue=%s&group=g&wait=true&timeout=50000 HTTP/1.1\r\n"
+             "Host: 127.0.0.1\r\n\r\n",
+             q);
+    cr_assert_eq(itest_raw_send(fd, path), 0);
+    while (!itest_conn_consumed(n, fd)) {
+        cr_assert(itest_now_ms() < deadline, "the raw pop was never read");
+        itest_sleep_ms(5);
+    }
+    return fd;
+}
+
+/* Pop (no wait) for group g every 50 ms until something comes, 10 s. */
+static void
+pop_soon(const struct itest_node *n, struct itest_resp *r, const char *q,
+         int batch, int want)
+{
+    int64_t deadline = itest_now_ms() + 10000;
+    int got = 0;
+
+    for (;;) {
+        itest_get(n, r, POP "?queue=%s&group=g&batch=%d", q, batch);
+        cr_assert_eq(r->status, 200, "%ld %s", r->status, r->body);
+        got = itest_jlen(r->json, "messages");
+        if (got >= want)
+            return;
+        cr_assert_eq(got, 0, "a partial answer: %s", r->body);
+        itest_resp_free(r);
+        cr_assert(itest_now_ms() < deadline,
+                  "the message stayed leased to a connection that is gone "
+                  "(lease_s=60, gave up after 10 s)");
+        itest_sleep_ms(50);
+    }
+}
+
+/* The client of a parked pop closes (FIN, or RST when reset); then a push. */
+static void
+left_client_leases_nothing(int reset)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    int fd;
+
+    itest_node_start(&n, "lease_s=60");
+    fd = park_raw(&n, "gone");
+    if (reset) {
+        struct linger l = {1, 0};
+
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+    }
+    close(fd);
+    itest_push(&n, &r, "gone", NULL, "[\"m\"]");
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    pop_soon(&n, &r, "gone", 1, 1);
+    cr_assert_str_eq(itest_jstr(r.json, "messages.0.payload"), "m", "%s",
+                     r.body);
+    cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 1,
+                 "the message counted a delivery to a client that had left: "
+                 "%s",
+                 r.body);
+    itest_resp_free(&r);
+}
+
+Test(longpoll, parked_pop_whose_client_closed_leases_nothing, .timeout = 60)
+{
+    left_client_leases_nothing(0);
+}
+
+Test(longpoll, parked_pop_whose_client_reset_leases_nothing, .timeout = 60)
+{
+    left_client_leases_nothing(1);
+}
+
+Test(longpoll, live_parked_pop_gets_the_message_when_others_left, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r, *got;
+    struct itest_multi *m = itest_multi_new();
+    int fds[5];
+
+    itest_node_start(&n, "lease_s=60");
+    for (int i = 0; i < 5; i++)
+        fds[i] = park_raw(&n, "mixed");
+    itest_multi_add(m, &n, "GET",
+                    POP "?queue=mixed&group=g&wait=true&timeout=50000", NULL);
+    run_until_parked(&n, m, 20000);
+    for (int i = 0; i < 5; i++)
+        close(fds[i]);
+    itest_push(&n, &r, "mixed", NULL, "[\"m\"]");
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    cr_assert_eq(itest_multi_run(m, 10000), 0,
+                 "the live parked pop got nothing within 10 s");
+    got = itest_multi_resp(m, 0);
+    cr_assert_eq(itest_jlen(got->json, "messages"), 1, "%s", got->body);
+    cr_assert_eq(itest_jint(got->json, "messages.0.attempts"), 1, "%s",
+                 got->body);
+    itest_multi_free(m);
+}
