@@ -32,6 +32,7 @@ static const struct route_row route_table[] = {
     {"POST", "/cluster/v1/raft", HTTP_ROUTE_CLUSTER_RAFT, 1},
     {"POST", "/cluster/v1/configure", HTTP_ROUTE_CLUSTER_CONFIGURE, 1},
     {"POST", "/cluster/v1/delete", HTTP_ROUTE_CLUSTER_DELETE, 1},
+    {"POST", "/cluster/v1/heartbeat", HTTP_ROUTE_CLUSTER_HEARTBEAT, 1},
 };
 
 static const char *const route_names[HTTP_ROUTE_COUNT] = {
@@ -50,6 +51,7 @@ static const char *const route_names[HTTP_ROUTE_COUNT] = {
     [HTTP_ROUTE_CLUSTER_RAFT] = "cluster_raft",
     [HTTP_ROUTE_CLUSTER_CONFIGURE] = "cluster_configure",
     [HTTP_ROUTE_CLUSTER_DELETE] = "cluster_delete",
+    [HTTP_ROUTE_CLUSTER_HEARTBEAT] = "cluster_heartbeat",
 };
 
 /*

@@ -59,6 +59,26 @@ raft_in(struct master *m, struct http_request *req)
         http_reply(req, 204, NULL);
 }
 
+/* heartbeat_in - POST /cluster/v1/heartbeat: the sender's member index
+ * (every node numbers the members alike) and, in a header, its node id. */
+static void
+heartbeat_in(struct master *m, struct http_request *req)
+{
+    size_t len;
+    const char *body = http_request_body(req, &len);
+    char *end;
+    long i = strtol(body, &end, 10);
+
+    if (len == 0 || end != body + len || i < 0 || i >= m->raft.n ||
+        i == m->raft.self) {
+        http_reply_error(req, 400, "ephemeral_bad_request",
+                         "body must be the sender's member index");
+        return;
+    }
+    master_raft_heard(m, (int)i, http_request_header(req, CLUSTER_NODE_HEADER));
+    http_reply(req, 204, NULL);
+}
+
 /* on_request - the cluster port's handler. */
 static void
 on_request(void *ctx, struct http_request *req)
@@ -80,6 +100,9 @@ on_request(void *ctx, struct http_request *req)
         break;
     case HTTP_ROUTE_CLUSTER_DELETE:
         master_undeclare(m, req);
+        break;
+    case HTTP_ROUTE_CLUSTER_HEARTBEAT:
+        heartbeat_in(m, req);
         break;
     default:
         break;
@@ -180,8 +203,8 @@ url(char *buf, size_t len, const char *addr, const char *path)
 
 void
 master_cluster_post(struct master *m, const char *addr, const char *path,
-                    const void *body, size_t len, http_client_done_fn *done,
-                    void *arg)
+                    const void *body, size_t len, uint64_t timeout_ms,
+                    http_client_done_fn *done, void *arg)
 {
     char u[512], sec[256], node[128];
     const char *headers[] = {sec, node, CLUSTER_FWD_HEADER ": 1",
@@ -193,7 +216,7 @@ master_cluster_post(struct master *m, const char *addr, const char *path,
         .nheaders = 4,
         .body = body,
         .body_len = len,
-        .timeout_ms = 5000,
+        .timeout_ms = (unsigned)(timeout_ms ? timeout_ms : 1),
     };
 
     url(u, sizeof(u), addr, path);
@@ -202,6 +225,37 @@ master_cluster_post(struct master *m, const char *addr, const char *path,
     if (http_client_request(m->cluster_cli, &r, done, arg) != 0) {
         struct http_client_resp fail = {.err = -EIO, .error = ""};
         done(arg, &fail);
+    }
+}
+
+#define RAFT_SEND_MS 2000 /* a raft message later than this is stale */
+#define HEARTBEAT_MS 500  /* a quarter of the default member_ttl_ms at most */
+
+/* beat_sent - a heartbeat's answer: nothing to do but free its body. */
+static void
+beat_sent(void *arg, struct http_client_resp *r)
+{
+    (void)r;
+    free(arg);
+}
+
+void
+master_cluster_heartbeat(struct master *m, uint64_t now)
+{
+    static uint64_t last;
+    uint64_t every = m->cfg.member_ttl_ms / 4;
+
+    if (every > HEARTBEAT_MS)
+        every = HEARTBEAT_MS;
+    if (m->cluster_cli == NULL || now < last + every)
+        return;
+    last = now;
+    for (int i = 0; i < m->raft.n; i++) {
+        char *body;
+        if (i == m->raft.self || asprintf(&body, "%d", m->raft.self) < 0)
+            continue;
+        master_cluster_post(m, m->raft.addr[i], CLUSTER_PATH_HEARTBEAT, body,
+                            strlen(body), every * 2, beat_sent, body);
     }
 }
 
@@ -248,7 +302,7 @@ master_cluster_send_raft(struct master *m, const struct raft_msg *msg)
     o->prev->next = o;
     raft_out_list.prev = o;
     master_cluster_post(m, m->raft.addr[msg->to], CLUSTER_PATH_RAFT, o->data,
-                        len, sent, o);
+                        len, RAFT_SEND_MS, sent, o);
 }
 
 void

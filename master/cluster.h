@@ -31,6 +31,7 @@ struct raft_msg;
 #define CLUSTER_PATH_RAFT      "/cluster/v1/raft"
 #define CLUSTER_PATH_CONFIGURE "/cluster/v1/configure"
 #define CLUSTER_PATH_DELETE    "/cluster/v1/delete"
+#define CLUSTER_PATH_HEARTBEAT "/cluster/v1/heartbeat"
 
 /*
  * master_cluster_secret - read cluster_secret_file, or make a random secret
@@ -52,16 +53,21 @@ void master_cluster_run(struct master *m);
 /* master_cluster_timeout_ms - how long the loop may sleep for them. */
 int master_cluster_timeout_ms(struct master *m);
 
+/* master_cluster_heartbeat - tell every peer we are alive (each tick that
+ * is due); peers count a member dead after member_ttl_ms of silence. */
+void master_cluster_heartbeat(struct master *m, uint64_t now);
+
 /* master_cluster_send_raft - post a raft message to its node (best effort). */
 void master_cluster_send_raft(struct master *m, const struct raft_msg *msg);
 
 /*
- * master_cluster_post - POST body to addr's cluster port at path, with the
- * secret, our node id and X-Mayfly-Forwarded; done(arg, resp) runs once
- * (resp->result != 0 when no answer came).
+ * master_cluster_post - POST body (kept by the caller until done) to addr's
+ * cluster port at path, with the secret, our node id and X-Mayfly-Forwarded;
+ * done(arg, resp) runs once (resp->err != 0 when no answer came within
+ * timeout_ms), unless the caller cancels (http_client_cancel(cli, arg)).
  */
 void master_cluster_post(struct master *m, const char *addr, const char *path,
-                         const void *body, size_t len,
+                         const void *body, size_t len, uint64_t timeout_ms,
                          http_client_done_fn *done, void *arg);
 
 /* master_cluster_stop - answer what waits, close the port and the client. */

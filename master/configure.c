@@ -45,6 +45,7 @@ struct conf_call {
     int forwarded_in; /* came from a peer: no second hop */
     enum call_state state;
     uint64_t deadline;
+    uint64_t ticked;        /* the tick that last stepped it */
     struct http_buf answer; /* CALL_CATCHING: the leader's body */
     struct conf_call *next;
 };
@@ -85,6 +86,9 @@ finish(struct conf_call *c)
     while (*pp != c)
         pp = &(*pp)->next;
     *pp = c->next;
+    /* A forward still in flight must not call back into freed memory. */
+    if (c->m->cluster_cli != NULL)
+        http_client_cancel(c->m->cluster_cli, c);
     http_request_resume(c->req);
     http_buf_free(&c->answer);
     free(c);
@@ -188,11 +192,11 @@ advance(struct conf_call *c)
             size_t len;
             const char *body = http_request_body(c->req, &len);
             c->state = CALL_FORWARDED;
-            master_cluster_post(m, leader,
-                                c->cmd.op == DECL_DELETE
-                                    ? CLUSTER_PATH_DELETE
-                                    : CLUSTER_PATH_CONFIGURE,
-                                body, len, relayed, c);
+            master_cluster_post(
+                m, leader,
+                c->cmd.op == DECL_DELETE ? CLUSTER_PATH_DELETE
+                                         : CLUSTER_PATH_CONFIGURE,
+                body, len, c->deadline - shm_now_ms(), relayed, c);
         }
         break;
     case CALL_CATCHING:
@@ -345,20 +349,26 @@ master_undeclare(struct master *m, struct http_request *req)
 void
 master_configure_tick(struct master *m, uint64_t now)
 {
-    struct conf_call *c = calls, *next;
+    struct conf_call *c;
 
     (void)m;
-    for (; c != NULL; c = next) {
-        next = c->next;
-        if (c->state == CALL_PROPOSED)
-            continue; /* the proposal's own deadline answers it */
+    /* advance() can commit, and so answer and free, any call (ours or
+     * another): after each step the walk starts over, and each call is
+     * stepped once per tick. */
+restart:
+    for (c = calls; c != NULL; c = c->next) {
+        if (c->state == CALL_PROPOSED || c->state == CALL_FORWARDED ||
+            c->ticked == now)
+            continue; /* a proposal's or forward's own end answers it */
+        c->ticked = now;
         if (now >= c->deadline)
             fail(c, c->state == CALL_CATCHING ? "timeout" : "no_leader",
                  c->state == CALL_CATCHING
                      ? "this node did not apply it in time"
                      : "no raft leader could be reached");
-        else if (c->state != CALL_FORWARDED)
+        else
             advance(c);
+        goto restart;
     }
 }
 

@@ -7,9 +7,9 @@
 
 #include <sys/socket.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>

@@ -143,7 +143,6 @@ start_node(struct master *m, int ep)
     if (rc != 0)
         log_fatal(-rc, "cannot create the catalog");
     master_status_publish(m);
-    daemon_ready();
     m->ws.listen_fd = fd;
     m->ws.max_connections = m->cfg.max_connections;
     m->ws.max_body_bytes = m->cfg.max_body_bytes;
@@ -162,11 +161,12 @@ start_node(struct master *m, int ep)
         if (master_spawn(m, i) != 0)
             log_fatal(0, "cannot start worker %d", i);
     }
-    /* Workers run; the master alone opens LMDB and the cluster port. */
-    close(fd);
+    /* Workers run; the master alone opens LMDB and the cluster port.  It
+     * keeps the client socket open (never accepting) for respawns. */
     if (master_raft_open(m, shm_now_ms()) != 0 ||
         master_cluster_start(m, ep, cfd) != 0)
         log_fatal(0, "cannot start the consensus log and cluster port");
+    daemon_ready();
     m->ready = 1;
     master_status_publish(m);
 }
@@ -240,6 +240,8 @@ on_tick(struct master *m, uint64_t now)
         master_respawn_due(m, now);
         master_watchdog(m, now);
         master_configure_tick(m, now);
+        master_cluster_heartbeat(m, now);
+        master_status_publish(m); /* liveness ages with the clock */
     } else if (m->state == MASTER_DRAINING && now > m->drain_deadline) {
         log_warn(0, "drain took longer than %d ms; killing the workers",
                  DRAIN_MS);

@@ -293,10 +293,7 @@ master_raft_receive(struct master *m, const void *buf, size_t len,
         return -EBADMSG;
     if (msg.to == m->raft.self && msg.from >= 0 && msg.from < m->raft.n &&
         msg.from != m->raft.self) {
-        if (node_id != NULL)
-            snprintf(m->raft.id[msg.from], sizeof(m->raft.id[0]), "%s",
-                     node_id);
-        m->raft.heard[msg.from] = shm_now_ms();
+        master_raft_heard(m, msg.from, node_id);
         rc = raft_step(m->raft.core, &msg);
     } else {
         rc = -EINVAL;
@@ -330,7 +327,6 @@ master_raft_propose(struct master *m, const struct decl_cmd *cmd,
         free(p);
         return rc;
     }
-    p->term = m->raft.st.term;
     raft_status(m->raft.core, &m->raft.st);
     p->term = m->raft.st.term;
     p->deadline = shm_now_ms() + timeout_ms;
@@ -349,15 +345,12 @@ master_raft_leader_addr(const struct master *m)
     return l >= 0 && l < m->raft.n ? m->raft.addr[l] : NULL;
 }
 
-uint64_t
-master_raft_applied(const struct master *m)
+void
+master_raft_heard(struct master *m, int i, const char *node_id)
 {
-    struct raft_status st;
-
-    if (m->raft.core == NULL)
-        return 0;
-    raft_status(m->raft.core, &st);
-    return st.applied;
+    if (node_id != NULL)
+        snprintf(m->raft.id[i], sizeof(m->raft.id[0]), "%s", node_id);
+    m->raft.heard[i] = shm_now_ms();
 }
 
 int

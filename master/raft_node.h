@@ -79,8 +79,8 @@ const char *master_raft_leader_addr(const struct master *m);
  * Returns 1 when a transfer started. */
 int master_raft_hand_off(struct master *m);
 
-/* master_raft_applied - the highest log index applied here. */
-uint64_t master_raft_applied(const struct master *m);
+/* master_raft_heard - member i (node id, if known) was heard from now. */
+void master_raft_heard(struct master *m, int i, const char *node_id);
 
 /* master_raft_is_leader - 1 when this node leads. */
 int master_raft_is_leader(const struct master *m);

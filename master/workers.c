@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,7 @@ int
 master_spawn(struct master *m, int slot)
 {
     struct master_child *c = &m->child[slot];
+    pid_t parent = getpid();
     pid_t pid = fork();
 
     if (pid == -1) {
@@ -43,8 +45,17 @@ master_spawn(struct master *m, int slot)
 
         /* The worker dies with its master, whatever killed the master. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() == 1)
+        if (getppid() != parent) /* the master died before prctl() */
             _exit(1);
+        if (m->cfg.daemonize) {
+            /* The start-up terminal (or init script's pipe) is the master's
+             * until daemon_ready(); a worker logs to the log target only. */
+            int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+            if (null != -1) {
+                dup2(null, STDERR_FILENO);
+                close(null);
+            }
+        }
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         snprintf(role, sizeof(role), "worker%d", slot);

@@ -72,9 +72,9 @@ resolve(struct worker *w, struct http_request *req, const char *field,
  */
 static void
 apply(struct worker *w, struct shm_name queue, struct shm_name group,
-      struct entry *ents, struct shm_ack *acks, uint32_t n, int extend)
+      struct entry *ents, struct shm_ack *acks, struct shm_ack *run, uint32_t n,
+      int extend)
 {
-    struct shm_ack *run = malloc((n ? n : 1) * sizeof(*run));
     uint64_t now = shm_now_ms();
 
     qsort(ents, n, sizeof(*ents), by_partition);
@@ -87,7 +87,7 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
                 acks[ents[j].index].outcome = SHM_OUT_STALE;
                 if (!extend)
                     shm_count(w->seg, w->set.slot, SHM_C_ACK_STALE, 1);
-            } else if (run)
+            } else
                 run[k++] = acks[ents[j].index];
             j++;
         }
@@ -99,12 +99,10 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
                     now);
         for (uint32_t m = i, r = 0; m < j; m++) {
             if (!ents[m].stale)
-                acks[ents[m].index].outcome =
-                    run ? run[r++].outcome : SHM_OUT_UNKNOWN;
+                acks[ents[m].index].outcome = run[r++].outcome;
         }
         i = j;
     }
-    free(run);
 }
 
 static const char *
@@ -158,8 +156,12 @@ settle(struct worker *w, struct http_request *req, struct http_str q,
        size_t stride, struct shm_ack *acks, uint32_t n, int extend)
 {
     struct entry *ents = malloc((n ? n : 1) * sizeof(*ents));
+    struct shm_ack *run = malloc((n ? n : 1) * sizeof(*run));
 
-    if (ents == NULL) {
+    /* Memory first: nothing may be applied unless all of it can be. */
+    if (ents == NULL || run == NULL) {
+        free(ents);
+        free(run);
         http_reply_errno(req, -ENOMEM, field);
         return;
     }
@@ -167,9 +169,10 @@ settle(struct worker *w, struct http_request *req, struct http_str q,
         (g.len == 0 || worker_name_ok(req, "group", g.ptr, g.len)) &&
         resolve(w, req, field, ids, stride, n, ents, acks) == 0) {
         apply(w, (struct shm_name){q.ptr, q.len},
-              (struct shm_name){g.ptr, g.len}, ents, acks, n, extend);
+              (struct shm_name){g.ptr, g.len}, ents, acks, run, n, extend);
         reply_results(req, ids, stride, acks, n);
     }
+    free(run);
     free(ents);
 }
 

@@ -37,7 +37,8 @@ struct pop_call {
     struct shm_sink sink; /* what the answer carries */
     /* windowBuffer (a declared option): hold what came until target
      * messages, or window_ms after the first, or the pop's own timeout. */
-    uint32_t target; /* 0: no window, answer as soon as one came */
+    uint32_t target;   /* 0: no window, answer as soon as one came */
+    int ack_on_answer; /* autoAck with a window: held leased till sent */
     uint32_t window_ms;
     struct shm_sink more; /* scratch a windowed take lands in first */
 };
@@ -102,6 +103,8 @@ take(struct pop_call *c, int park)
     uint32_t want = c->target ? c->target : c->park.pop.batch;
     int rc;
 
+    /* From the first message on, what the call holds is leased to it. */
+    c->leased = !c->park.pop.auto_ack;
     if (c->sink.count == 0) {
         rc = pop_into(c, &c->sink, want, park);
         if (rc <= 0)
@@ -157,13 +160,33 @@ format(struct pop_call *c, struct http_buf *b)
     http_buf_append_str(b, "]}");
 }
 
+/* ack_held - complete what a windowed autoAck pop holds: it was taken
+ * leased, so a client that left while it waited could give it back. */
+static void
+ack_held(struct pop_call *c)
+{
+    const struct shm_popped *m = NULL;
+
+    while ((m = shm_popped_next(&c->sink, m)) != NULL) {
+        struct shm_ack a = {.seq = m->seq,
+                            .attempts = m->attempts,
+                            .status = SHM_ACK_COMPLETED};
+        shm_ack(c->w->seg, c->w->set.slot, c->park.pop.queue,
+                (struct shm_name){(const char *)(m + 1), m->part_len},
+                c->park.pop.group, &a, 1, shm_now_ms());
+    }
+    c->leased = 0;
+}
+
 /* answer - reply with the sink's contents (possibly none). */
 static void
 answer(struct pop_call *c)
 {
     struct http_buf b = {0};
 
-    c->leased = c->sink.count > 0 && !c->park.pop.auto_ack;
+    if (c->ack_on_answer)
+        ack_held(c);
+    c->leased = c->leased && c->sink.count > 0;
     format(c, &b);
     http_reply(c->req, 200, &b);
 }
@@ -341,6 +364,8 @@ worker_pop(struct worker *w, struct http_request *req)
                            c->park.pop.queue.len, &o) &&
         (o.window_ms || o.window_count)) {
         c->window_ms = o.window_ms;
+        c->ack_on_answer = c->park.pop.auto_ack;
+        c->park.pop.auto_ack = 0;
         c->target = o.window_count && o.window_count < c->park.pop.batch
                         ? o.window_count
                         : c->park.pop.batch;
@@ -398,26 +423,30 @@ worker_pop_wake(struct worker *w, uint64_t handle)
     }
 }
 
-/* each_parked - call fn on every parked pop (they may unpark meanwhile). */
-static void
-each_parked(struct worker *w, void (*fn)(struct pop_call *c))
+/*
+ * worker_pop_wake_all - the wake queue overflowed: retry every parked pop.
+ * retry() may unpark the one it is given and no other, so walking a copy
+ * of the heap is safe; without memory for the copy, the pops answer at
+ * their deadlines (or the next wake of their own partition).
+ */
+void
+worker_pop_wake_all(struct worker *w)
 {
     size_t n = park_count(&w->parks);
     struct pop_call **all = malloc(n * sizeof(*all) + 1);
 
-    if (all == NULL)
+    if (all == NULL) {
+        log_error(ENOMEM,
+                  "cannot retry %zu parked pops after a wake-queue "
+                  "overflow",
+                  n);
         return;
+    }
     for (size_t i = 0; i < n; i++)
         all[i] = CALL_OF(w->parks.heap[i]);
     for (size_t i = 0; i < n; i++)
-        fn(all[i]);
+        retry(all[i]);
     free(all);
-}
-
-void
-worker_pop_wake_all(struct worker *w)
-{
-    each_parked(w, retry);
 }
 
 /* give_up - answer a parked pop with what is there now, possibly nothing. */
@@ -445,9 +474,19 @@ worker_pop_expire(struct worker *w, uint64_t now)
 void
 worker_pop_answer_all(struct worker *w)
 {
-    each_parked(w, give_up);
+    struct park *p;
+
+    /* give_up() unparks: the heap empties without any allocation. */
+    while ((p = park_first(&w->parks)) != NULL)
+        give_up(CALL_OF(p));
 }
 
+/*
+ * worker_pop_hangup - the parked pop's client shut its side (EPOLLRDHUP).
+ * It may only have half-closed, so it still gets an answer: empty, since
+ * nothing is taken for a client that may be gone.  A windowed pop holding
+ * leased messages gives them back instead (the connection closes).
+ */
 void
 worker_pop_hangup(struct worker *w, struct park *p)
 {
@@ -455,5 +494,10 @@ worker_pop_hangup(struct worker *w, struct park *p)
 
     (void)w;
     unpark(c);
-    http_request_abort(c->req);
+    if (c->sink.count > 0) {
+        http_request_abort(c->req); /* on_done releases the leases */
+        return;
+    }
+    answer(c);
+    http_request_resume(c->req);
 }

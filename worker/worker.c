@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "http/client.h"
+#include "http/reply.h"
 #include "http/request.h"
 #include "http/server.h"
 #include "shm/log.h"
@@ -43,8 +44,14 @@ static void
 dispatch(void *ctx, struct http_request *req)
 {
     struct worker *w = ctx;
+    enum http_route r = http_request_route(req);
 
-    switch (http_request_route(req)) {
+    /* Draining: what still arrives on open connections goes elsewhere. */
+    if (w->draining && r != HTTP_ROUTE_HEALTH && r != HTTP_ROUTE_METRICS) {
+        http_reply_error(req, 503, "draining", "this node is stopping");
+        return;
+    }
+    switch (r) {
     case HTTP_ROUTE_PUSH:
         worker_push(w, req);
         break;
@@ -232,11 +239,10 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
         /* Done draining once no request is in flight: idle keep-alive
          * connections close with the server (a short grace lets one that
          * was just accepted send its request line). */
-        if (w.draining &&
-            (http_server_connections(w.http) == 0 ||
-             (http_server_requests(w.http) == 0 &&
-              now + DRAIN_MS >= w.drain_until + DRAIN_GRACE_MS) ||
-             now >= w.drain_until))
+        if (w.draining && (http_server_connections(w.http) == 0 ||
+                           (http_server_requests(w.http) == 0 &&
+                            now + DRAIN_MS >= w.drain_until + DRAIN_GRACE_MS) ||
+                           now >= w.drain_until))
             break;
     }
     http_server_stop(w.http);

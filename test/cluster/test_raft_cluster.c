@@ -120,6 +120,32 @@ Test(raft_cluster, a_killed_leader_is_replaced_and_configure_works_again)
     cr_assert_lt(took, 10000);
     int nl = cl_leader(&c, 10000);
     cr_assert(nl >= 0 && nl != l);
+    /* The survivors see the killed node dead, and each other live. */
+    char dead[8];
+    snprintf(dead, sizeof(dead), "n%d", l);
+    int64_t deadline = itest_now_ms() + 15000;
+    for (;;) {
+        struct itest_resp r;
+        int live = 0, gone = 0;
+        itest_get(&c.node[f], &r, "/health");
+        for (int k = 0; k < itest_jlen(r.json, "members"); k++) {
+            char key[64];
+            snprintf(key, sizeof(key), "members.%d.node", k);
+            const char *id = itest_jstr(r.json, key);
+            snprintf(key, sizeof(key), "members.%d.state", k);
+            const char *st = itest_jstr(r.json, key);
+            if (id && st && strcmp(id, dead) == 0)
+                gone = strcmp(st, "dead") == 0;
+            else if (st)
+                live += strcmp(st, "live") == 0;
+        }
+        itest_resp_free(&r);
+        if (gone && live == CL_NODES - 1)
+            break;
+        cr_assert_lt(itest_now_ms(), deadline,
+                     "members never showed n%d dead and the others live", l);
+        itest_sleep_ms(100);
+    }
 }
 
 Test(raft_cluster, a_terminated_leader_hands_leadership_over_first)
