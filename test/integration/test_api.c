@@ -650,6 +650,29 @@ Test(listing, shows_every_field_sorted_by_name_with_prefix_and_limit,
     itest_resp_free(&r);
 }
 
+Test(depth, scope_cluster_on_one_node_counts_what_the_node_holds, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+
+    itest_node_start(&n, NULL);
+    push_ok(&n, &r, "sc", NULL, "[1,2,3]", 3);
+    itest_resp_free(&r);
+    itest_get(&n, &r, "/api/v1/ephemeral/queues/sc/depth?scope=cluster");
+    cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
+    cr_assert_str_eq(itest_jstr(r.json, "queue"), "sc", "%s", r.body);
+    cr_assert_eq(itest_jint(r.json, "pending"), 3, "%s", r.body);
+    itest_resp_free(&r);
+    itest_get(&n, &r, "/api/v1/ephemeral/queues/sc/depth?scope=node");
+    cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
+    cr_assert_eq(itest_jint(r.json, "pending"), 3, "%s", r.body);
+    itest_resp_free(&r);
+    itest_get(&n, &r, "/api/v1/ephemeral/queues/none/depth?scope=cluster");
+    itest_assert_error(&r, 404, "ephemeral_queue_not_found", NULL,
+                       "depth?scope=cluster of an unknown queue");
+    itest_resp_free(&r);
+}
+
 Test(depth, of_an_unknown_queue_answers_404_ephemeral_queue_not_found,
      .timeout = 60)
 {
