@@ -250,7 +250,8 @@ Test(collect, idle_implicit_queue_is_collected_and_memory_returns,
      .timeout = 90)
 {
     struct itest_node n;
-    struct itest_resp r;
+    struct itest_resp r, r2;
+    char last_id[256];
     double base, held;
     int64_t deadline;
     char payloads[8192];
@@ -265,6 +266,7 @@ Test(collect, idle_implicit_queue_is_collected_and_memory_returns,
     snprintf(payloads + o, sizeof(payloads) - o, "]");
     itest_push(&n, &r, "tmp-q", NULL, payloads);
     cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    snprintf(last_id, sizeof(last_id), "%s", itest_jstr(r.json, "ids.9"));
     itest_resp_free(&r);
     held = value(&n, "mayfly_memory_used_bytes");
     cr_assert(held >= base + 5000,
@@ -292,6 +294,16 @@ Test(collect, idle_implicit_queue_is_collected_and_memory_returns,
     itest_resp_free(&r);
     wait_value(&n, "mayfly_memory_used_bytes", base);
     wait_value(&n, "mayfly_queues{kind=\"implicit\"}", 0);
+    /* Created again, the queue does not reuse an id of its first life. */
+    itest_push(&n, &r, "tmp-q", NULL, "[1]");
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    cr_assert_str_neq(itest_jstr(r.json, "ids.0"), last_id,
+                      "an id came back after the queue was collected");
+    itest_get(&n, &r2, "/api/v1/ephemeral/pop?queue=tmp-q&autoAck=true");
+    cr_assert_str_eq(itest_jstr(r2.json, "messages.0.id"),
+                     itest_jstr(r.json, "ids.0"), "%s", r2.body);
+    itest_resp_free(&r2);
+    itest_resp_free(&r);
 }
 
 Test(collect, idle_group_is_forgotten_and_stops_holding, .timeout = 90)
