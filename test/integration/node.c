@@ -555,6 +555,19 @@ itest_worker_sockets(const struct itest_node *n, size_t *k)
 }
 
 int
+itest_worker_conns(const struct itest_node *n, pid_t w)
+{
+    size_t nconn;
+    struct itest_srv_conn *conns = itest_srv_conns(n->port, &nconn);
+    int count = 0;
+
+    for (size_t i = 0; i < nconn; i++)
+        count += itest_pid_has_socket(w, conns[i].inode);
+    free(conns);
+    return count;
+}
+
+int
 itest_conns_consumed(const struct itest_node *n, const int *fds, int k,
                      char *consumed)
 {

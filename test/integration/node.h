@@ -104,6 +104,12 @@ int itest_node_log_contains(const struct itest_node *n, const char *needle);
 int itest_node_workers(const struct itest_node *n, pid_t *out, int max);
 
 /*
+ * itest_worker_conns - how many client connections of the node's client
+ * port worker w holds.
+ */
+int itest_worker_conns(const struct itest_node *n, pid_t w);
+
+/*
  * itest_conn_worker - the process of the node that holds the server side of
  * the loopback connection whose client end is bound to client_port; 0 when
  * no worker holds it (yet).

@@ -19,9 +19,9 @@
 
 #include "test/integration/node.h"
 
-#define KILLS   6
-#define PUSHERS 2
-#define POPPERS 2
+#define KILLS   10
+#define PUSHERS 3
+#define POPPERS 3
 
 /* A growable list of ids, shared under lock. */
 struct idlist {
@@ -210,6 +210,7 @@ Test(crash, killed_workers_come_back_and_lose_no_answered_push, .timeout = 240)
     double restarts0 = 0, restarts1 = 0;
     size_t missing = 0;
     int64_t deadline;
+    int hits = 0;
     char first_missing[128] = "";
 
     l.n = &n;
@@ -223,10 +224,15 @@ Test(crash, killed_workers_come_back_and_lose_no_answered_push, .timeout = 240)
         cr_assert_eq(pthread_create(&pop_th[i], NULL, popper, &l), 0);
     wait_progress(&l, 200, "before the first kill");
     for (int k = 0; k < KILLS; k++) {
-        pid_t victim = w[k % 2], survivor = w[!(k % 2)];
+        /* The worker serving more of the load, so in-flight work dies. */
+        int c0 = itest_worker_conns(&n, w[0]),
+            c1 = itest_worker_conns(&n, w[1]);
+        int pick = c0 == c1 ? k % 2 : c1 > c0;
+        pid_t victim = w[pick], survivor = w[!pick];
         struct itest_resp r;
         char when[64];
 
+        hits += (pick ? c1 : c0) > 0;
         cr_assert_eq(kill(victim, SIGKILL), 0);
         deadline = itest_now_ms() + 10000;
         while (itest_get(&n, &r, "/health") != 200) {
@@ -272,10 +278,13 @@ Test(crash, killed_workers_come_back_and_lose_no_answered_push, .timeout = 240)
     cr_assert(restarts1 >= restarts0 + KILLS,
               "mayfly_worker_restarts_total went %g -> %g over %d kills",
               restarts0, restarts1, KILLS);
+    cr_assert(hits >= KILLS / 2,
+              "only %d of %d kills hit a worker holding a load connection",
+              hits, KILLS);
     cr_log_info("crash: %zu messages pushed, %zu deliveries, %d push and %d "
-                "pop failures around %d kills",
+                "pop failures around %d kills (%d on a worker with load)",
                 l.pushed.len, l.popped.len, atomic_load(&l.push_failures),
-                atomic_load(&l.pop_failures), KILLS);
+                atomic_load(&l.pop_failures), KILLS, hits);
     for (size_t i = 0; i < l.pushed.len; i++)
         free(l.pushed.v[i]);
     for (size_t i = 0; i < l.popped.len; i++)
