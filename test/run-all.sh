@@ -9,7 +9,8 @@
 set -u
 b=${1:?usage: run-all.sh BUILD_DIR}
 MAYFLYD=$(cd "$b" && pwd)/mayflyd
-export MAYFLYD
+LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export MAYFLYD LSAN_OPTIONS
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 pass=0
