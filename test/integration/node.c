@@ -1109,43 +1109,48 @@ itest_unchunk(char *b, size_t len)
     return out;
 }
 
-long
-itest_raw_request(int fd, const char *method, const char *path,
-                  const char *body, struct itest_resp *r)
+/* 1 once buf holds a whole answer: head, then Content-Length bytes. */
+static int
+itest_raw_complete(const char *buf, size_t len)
 {
-    char head[16384], *buf = NULL, *sep, *line;
+    const char *sep = strstr(buf, "\r\n\r\n"), *cl;
+    size_t want;
+
+    if (!sep)
+        return 0;
+    cl = strcasestr(buf, "\r\nContent-Length:");
+    if (!cl || cl > sep)
+        return 0;
+    want = (size_t)strtoul(cl + 17, NULL, 10);
+    return len >= (size_t)(sep + 4 - buf) + want;
+}
+
+long
+itest_raw_response(int fd, struct itest_resp *r)
+{
+    char *buf = NULL, *sep, *line;
     size_t len = 0, cap = 0;
     long status = 0;
 
     memset(r, 0, sizeof(*r));
-    if (body)
-        snprintf(
-            head, sizeof(head),
-            "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-            "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-            method, path, strlen(body));
-    else
-        snprintf(head, sizeof(head),
-                 "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-                 "\r\n",
-                 method, path);
-    if (itest_raw_send(fd, head) == 0 &&
-        (!body || itest_raw_send(fd, body) == 0))
-        for (;;) {
-            ssize_t k;
+    for (;;) {
+        ssize_t k;
 
-            if (cap - len < 65536) {
-                cap = cap ? 2 * cap : 131072;
-                buf = realloc(buf, cap);
-                cr_assert(buf);
-            }
-            k = recv(fd, buf + len, cap - len - 1, 0);
-            if (k == -1 && errno == EINTR)
-                continue;
-            if (k <= 0)
-                break;
-            len += (size_t)k;
+        if (cap - len < 65536) {
+            cap = cap ? 2 * cap : 131072;
+            buf = realloc(buf, cap);
+            cr_assert(buf);
         }
+        k = recv(fd, buf + len, cap - len - 1, 0);
+        if (k == -1 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        len += (size_t)k;
+        buf[len] = '\0';
+        if (itest_raw_complete(buf, len))
+            break;
+    }
     if (buf)
         buf[len] = '\0';
     sep = buf ? strstr(buf, "\r\n\r\n") : NULL;

@@ -242,12 +242,11 @@ int itest_raw_connect(const struct itest_node *n);
 int itest_raw_send(int fd, const char *s);
 
 /*
- * itest_raw_request - send one HTTP/1.1 request (body NULL for none) with
- * "Connection: close" on fd, read the answer until the server closes, and
- * fill r (status 0 when no status line came).  Returns r->status.
+ * itest_raw_response - read one answer from fd (until its Content-Length is
+ * complete, or the server closes) into r (status 0 when no status line
+ * came).  Returns r->status.
  */
-long itest_raw_request(int fd, const char *method, const char *path,
-                       const char *body, struct itest_resp *r);
+long itest_raw_response(int fd, struct itest_resp *r);
 
 /* itest_local_port - the local port an fd is bound to, or -errno. */
 int itest_local_port(int fd);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -152,4 +153,71 @@ Test(term, parked_pops_are_answered_and_the_node_exits_0, .timeout = 90)
     cr_log_info("term: exited %lld ms after SIGTERM with %d parked pops",
                 (long long)(itest_now_ms() - t0), PARKED);
     itest_multi_free(m);
+}
+
+/*
+ * While a push is still being received, SIGTERM starts the drain and waits
+ * for it: meanwhile a keep-alive connection is answered 503 (health says
+ * draining, other calls answer code draining with Retry-After), the push in
+ * flight is answered when its body completes, and the node exits 0.
+ */
+Test(term, drain_answers_503_draining_and_waits_for_a_request_in_flight,
+     .timeout = 90)
+{
+    static const char body[] = "{\"queue\":\"slow\",\"messages\":"
+                               "[{\"payload\":1}]}";
+    struct itest_node n;
+    struct itest_resp r;
+    CURL *h = itest_handle();
+    char head[256];
+    int fd, st;
+    int64_t deadline;
+
+    itest_node_start(&n, NULL);
+    itest_req_on(h, &n, "GET", "/health", NULL, &r);
+    cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    fd = itest_raw_connect(&n);
+    cr_assert(fd >= 0);
+    snprintf(head, sizeof(head),
+             "POST /api/v1/ephemeral/push HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n"
+             "%.10s",
+             strlen(body), body);
+    cr_assert_eq(itest_raw_send(fd, head), 0);
+    deadline = itest_now_ms() + 10000;
+    while (!itest_conn_consumed(&n, fd)) {
+        cr_assert(itest_now_ms() < deadline, "the push head was never read");
+        itest_sleep_ms(5);
+    }
+    cr_assert_eq(kill(n.pid, SIGTERM), 0);
+    deadline = itest_now_ms() + 10000;
+    for (;;) {
+        itest_req_on(h, &n, "GET", "/health", NULL, &r);
+        if (r.status == 503)
+            break;
+        cr_assert_eq(r.status, 200, "/health during the drain: %ld (curl %d)",
+                     r.status, r.curl_code);
+        itest_resp_free(&r);
+        cr_assert(itest_now_ms() < deadline, "/health never said draining");
+        itest_sleep_ms(10);
+    }
+    cr_assert_eq(itest_jbool(r.json, "ready"), 0, "%s", r.body);
+    cr_assert_str_eq(itest_jstr(r.json, "status"), "draining", "%s", r.body);
+    itest_resp_free(&r);
+    itest_req_on(h, &n, "GET", "/api/v1/ephemeral/pop?queue=slow", NULL, &r);
+    itest_assert_error(&r, 503, "draining", NULL, "a pop during the drain");
+    cr_assert(*r.retry_after, "503 draining without Retry-After");
+    itest_resp_free(&r);
+    cr_assert_eq(itest_raw_send(fd, body + 10), 0);
+    itest_raw_response(fd, &r);
+    cr_assert(r.status == 201 ||
+                  (r.status == 503 &&
+                   strcmp(itest_jstr(r.json, "code"), "draining") == 0),
+              "the push in flight at SIGTERM: %ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    close(fd);
+    st = itest_node_wait_exit(&n, 20000);
+    cr_assert_eq(st, 0, "exit status %d after SIGTERM", st);
+    curl_easy_cleanup(h);
 }
