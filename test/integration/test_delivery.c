@@ -466,3 +466,65 @@ Test(extend, keeps_a_lease_past_its_first_expiry, .timeout = 60)
     cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 2, "%s", r.body);
     itest_resp_free(&r);
 }
+
+static int64_t
+queue_bytes(const struct itest_node *n, const char *queue)
+{
+    struct json_object *q = itest_listing_find(n, queue);
+    int64_t v = q ? itest_jint(q, "bytes") : 0;
+
+    json_object_put(q);
+    return v;
+}
+
+Test(groups, a_message_is_held_once_until_every_group_completes, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char payload[16 * 1024], ids[5][256];
+    int64_t one = 0, five, deadline;
+
+    itest_node_start(&n, NULL);
+    memset(payload, 'x', sizeof(payload) - 5);
+    memcpy(payload, "[\"", 2);
+    strcpy(payload + sizeof(payload) - 5, "\"]");
+    push_ok(&n, "once", payload);
+    for (int g = 0; g < 5; g++) {
+        char q[64];
+
+        snprintf(q, sizeof(q), "queue=once&group=g%d", g);
+        cr_assert_eq(pop(&n, &r, q), 1, "group g%d", g);
+        snprintf(ids[g], sizeof(ids[g]), "\"%s\"",
+                 itest_jstr(r.json, "messages.0.id"));
+        itest_resp_free(&r);
+        if (g == 0)
+            one = queue_bytes(&n, "once");
+    }
+    five = queue_bytes(&n, "once");
+    cr_assert(one >= 16 * 1024 - 16, "bytes %lld for a 16 KB message",
+              (long long)one);
+    cr_assert(five < one + 8 * 1024,
+              "five groups reading one 16 KB message hold %lld bytes, one "
+              "group %lld: the message is not held once",
+              (long long)five, (long long)one);
+    for (int g = 0; g < 4; g++) {
+        char gr[16];
+
+        snprintf(gr, sizeof(gr), "g%d", g);
+        cr_assert_str_eq(ack1(&n, &r, "once", gr, ids[g]), "acked", "%s",
+                         r.body);
+        itest_resp_free(&r);
+        cr_assert(queue_bytes(&n, "once") >= one - 1024,
+                  "the message was freed while group g4 still holds it");
+    }
+    cr_assert_str_eq(ack1(&n, &r, "once", "g4", ids[4]), "acked", "%s", r.body);
+    itest_resp_free(&r);
+    deadline = itest_now_ms() + 10000;
+    while (queue_bytes(&n, "once") >= one - 8 * 1024) {
+        cr_assert(itest_now_ms() < deadline,
+                  "every group completed but the message is still held "
+                  "(%lld bytes)",
+                  (long long)queue_bytes(&n, "once"));
+        itest_sleep_ms(20);
+    }
+}
