@@ -120,6 +120,7 @@ struct depth {
     struct http_buf parts, groups;
     uint32_t np, ng;
     uint32_t np_pending; /* partitions with something pending */
+    uint64_t pending;    /* their sum: the queue's pending */
 };
 
 static void
@@ -128,6 +129,7 @@ depth_part(void *arg, const struct shm_part_info *p)
     struct depth *d = arg;
 
     d->np_pending += p->pending > 0;
+    d->pending += p->pending;
     http_buf_append_str(&d->parts,
                         d->np++ ? ",{\"partition\":" : "{\"partition\":");
     http_buf_append_json_str(&d->parts, p->name, p->name_len);
@@ -183,7 +185,7 @@ worker_depth(struct worker *w, struct http_request *req)
                          (int)(len > 200 ? 200 : len), name);
         goto out;
     }
-    pending = q.depth;
+    pending = d.pending;
     http_buf_append_str(&b, "{\"queue\":");
     http_buf_append_json_str(&b, name, len);
     http_buf_append_str(&b, ",\"node\":");

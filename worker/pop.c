@@ -25,7 +25,7 @@
 #include "shm/stats.h"
 #include "worker/worker_int.h"
 
-#define SINK_MIN (64 * 1024)
+#define SINK_MIN 2048 /* a small pop's answer; bigger ones grow as needed */
 #define SINK_MAX (16 * 1024 * 1024)
 
 struct pop_call {
@@ -370,7 +370,7 @@ worker_pop(struct worker *w, struct http_request *req)
                         ? o.window_count
                         : c->park.pop.batch;
     }
-    size_t want = (size_t)c->park.pop.batch * 512 + SINK_MIN;
+    size_t want = (size_t)c->park.pop.batch * 320 + SINK_MIN;
     if (sink_reserve(&c->sink, want < SINK_MAX ? want : SINK_MAX) != 0) {
         http_reply_errno(req, -ENOMEM, "pop");
         return;

@@ -69,73 +69,70 @@ series(struct http_buf *b, const char *name, const char *labels, uint64_t v)
                     (unsigned long long)v);
 }
 
+/* The counter families: one HELP/TYPE header, then its series. */
+static const struct family {
+    const char *name, *help;
+    struct {
+        const char *labels; /* NULL: the family's one series */
+        enum shm_counter c;
+    } series[5];
+} families[] = {
+    {"mayfly_push_total",
+     "Push outcomes (messages accepted, requests rejected).",
+     {{"result=\"accepted\"", SHM_C_PUSH_ACCEPTED},
+      {"result=\"rejected_full\"", SHM_C_PUSH_REJECTED_FULL},
+      {"result=\"rejected_too_large\"", SHM_C_PUSH_REJECTED_TOO_LARGE},
+      {"result=\"unavailable\"", SHM_C_PUSH_UNAVAILABLE}}},
+    {"mayfly_pop_total", "Messages delivered by pops.", {{NULL, SHM_C_POP}}},
+    {"mayfly_ack_total",
+     "Ack outcomes.",
+     {{"outcome=\"acked\"", SHM_C_ACK_ACKED},
+      {"outcome=\"redelivered\"", SHM_C_ACK_REDELIVERED},
+      {"outcome=\"stale\"", SHM_C_ACK_STALE},
+      {"outcome=\"unknown\"", SHM_C_ACK_UNKNOWN}}},
+    {"mayfly_redelivery_total",
+     "Messages made deliverable again, by reason.",
+     {{"reason=\"lease_expired\"", SHM_C_REDELIVERY_LEASE_EXPIRED},
+      {"reason=\"failed\"", SHM_C_REDELIVERY_FAILED},
+      {"reason=\"handover\"", SHM_C_REDELIVERY_HANDOVER}}},
+    {"mayfly_dropped_total",
+     "Messages dropped, by reason.",
+     {{"reason=\"retry_limit\"", SHM_C_DROP_RETRY_LIMIT},
+      {"reason=\"ttl\"", SHM_C_DROP_TTL},
+      {"reason=\"drop_oldest\"", SHM_C_DROP_DROP_OLDEST},
+      {"reason=\"deleted\"", SHM_C_DROP_DELETED}}},
+    {"mayfly_forward_total",
+     "Requests forwarded to the owner node, by result.",
+     {{"result=\"ok\"", SHM_C_FORWARD_OK},
+      {"result=\"failed\"", SHM_C_FORWARD_FAILED},
+      {"result=\"owner_moved\"", SHM_C_FORWARD_OWNER_MOVED}}},
+    {"mayfly_handover_total",
+     "Partition hand-overs, by direction and result.",
+     {{"direction=\"out\",result=\"ok\"", SHM_C_HANDOVER_OUT_OK},
+      {"direction=\"out\",result=\"failed\"", SHM_C_HANDOVER_OUT_FAILED},
+      {"direction=\"in\",result=\"ok\"", SHM_C_HANDOVER_IN_OK},
+      {"direction=\"in\",result=\"failed\"", SHM_C_HANDOVER_IN_FAILED}}},
+    {"mayfly_wipes_total",
+     "Partitions whose contents were dropped by a failed hand-over or an "
+     "unrepairable crash.",
+     {{NULL, SHM_C_WIPES}}},
+    {"mayfly_worker_restarts_total",
+     "Worker processes that died and were replaced.",
+     {{NULL, SHM_C_WORKER_RESTARTS}}},
+    {"mayfly_lock_repairs_total",
+     "Partition locks repaired after their holder died.",
+     {{NULL, SHM_C_LOCK_REPAIRS}}},
+};
+
 static void
 counters(struct http_buf *b, const uint64_t *c)
 {
-    metric(b, "mayfly_push_total", "counter",
-           "Push outcomes (messages "
-           "accepted, requests rejected).");
-    series(b, "mayfly_push_total", "result=\"accepted\"",
-           c[SHM_C_PUSH_ACCEPTED]);
-    series(b, "mayfly_push_total", "result=\"rejected_full\"",
-           c[SHM_C_PUSH_REJECTED_FULL]);
-    series(b, "mayfly_push_total", "result=\"rejected_too_large\"",
-           c[SHM_C_PUSH_REJECTED_TOO_LARGE]);
-    series(b, "mayfly_push_total", "result=\"unavailable\"",
-           c[SHM_C_PUSH_UNAVAILABLE]);
-    metric(b, "mayfly_pop_total", "counter", "Messages delivered by pops.");
-    series(b, "mayfly_pop_total", NULL, c[SHM_C_POP]);
-    metric(b, "mayfly_ack_total", "counter", "Ack outcomes.");
-    series(b, "mayfly_ack_total", "outcome=\"acked\"", c[SHM_C_ACK_ACKED]);
-    series(b, "mayfly_ack_total", "outcome=\"redelivered\"",
-           c[SHM_C_ACK_REDELIVERED]);
-    series(b, "mayfly_ack_total", "outcome=\"stale\"", c[SHM_C_ACK_STALE]);
-    series(b, "mayfly_ack_total", "outcome=\"unknown\"", c[SHM_C_ACK_UNKNOWN]);
-    metric(b, "mayfly_redelivery_total", "counter",
-           "Messages made deliverable again, by reason.");
-    series(b, "mayfly_redelivery_total", "reason=\"lease_expired\"",
-           c[SHM_C_REDELIVERY_LEASE_EXPIRED]);
-    series(b, "mayfly_redelivery_total", "reason=\"failed\"",
-           c[SHM_C_REDELIVERY_FAILED]);
-    series(b, "mayfly_redelivery_total", "reason=\"handover\"",
-           c[SHM_C_REDELIVERY_HANDOVER]);
-    metric(b, "mayfly_dropped_total", "counter",
-           "Messages dropped, by "
-           "reason.");
-    series(b, "mayfly_dropped_total", "reason=\"retry_limit\"",
-           c[SHM_C_DROP_RETRY_LIMIT]);
-    series(b, "mayfly_dropped_total", "reason=\"ttl\"", c[SHM_C_DROP_TTL]);
-    series(b, "mayfly_dropped_total", "reason=\"drop_oldest\"",
-           c[SHM_C_DROP_DROP_OLDEST]);
-    series(b, "mayfly_dropped_total", "reason=\"deleted\"",
-           c[SHM_C_DROP_DELETED]);
-    metric(b, "mayfly_forward_total", "counter",
-           "Requests forwarded to the owner node, by result.");
-    series(b, "mayfly_forward_total", "result=\"ok\"", c[SHM_C_FORWARD_OK]);
-    series(b, "mayfly_forward_total", "result=\"failed\"",
-           c[SHM_C_FORWARD_FAILED]);
-    series(b, "mayfly_forward_total", "result=\"owner_moved\"",
-           c[SHM_C_FORWARD_OWNER_MOVED]);
-    metric(b, "mayfly_handover_total", "counter",
-           "Partition hand-overs, by direction and result.");
-    series(b, "mayfly_handover_total", "direction=\"out\",result=\"ok\"",
-           c[SHM_C_HANDOVER_OUT_OK]);
-    series(b, "mayfly_handover_total", "direction=\"out\",result=\"failed\"",
-           c[SHM_C_HANDOVER_OUT_FAILED]);
-    series(b, "mayfly_handover_total", "direction=\"in\",result=\"ok\"",
-           c[SHM_C_HANDOVER_IN_OK]);
-    series(b, "mayfly_handover_total", "direction=\"in\",result=\"failed\"",
-           c[SHM_C_HANDOVER_IN_FAILED]);
-    metric(b, "mayfly_wipes_total", "counter",
-           "Partitions whose contents were dropped by a failed hand-over or "
-           "an unrepairable crash.");
-    series(b, "mayfly_wipes_total", NULL, c[SHM_C_WIPES]);
-    metric(b, "mayfly_worker_restarts_total", "counter",
-           "Worker processes that died and were replaced.");
-    series(b, "mayfly_worker_restarts_total", NULL, c[SHM_C_WORKER_RESTARTS]);
-    metric(b, "mayfly_lock_repairs_total", "counter",
-           "Partition locks repaired after their holder died.");
-    series(b, "mayfly_lock_repairs_total", NULL, c[SHM_C_LOCK_REPAIRS]);
+    for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+        const struct family *f = &families[i];
+        metric(b, f->name, "counter", f->help);
+        for (size_t k = 0; k < 5 && (k == 0 || f->series[k].labels); k++)
+            series(b, f->name, f->series[k].labels, c[f->series[k].c]);
+    }
 }
 
 static void
