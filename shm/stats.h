@@ -16,11 +16,11 @@
 #define SHM_STATS_MASTER (SHM_MAX_WORKERS - 1)
 
 enum shm_counter {
-    SHM_C_PUSH_ACCEPTED,       /* messages */
-    SHM_C_PUSH_REJECTED_FULL,  /* requests */
+    SHM_C_PUSH_ACCEPTED,      /* messages */
+    SHM_C_PUSH_REJECTED_FULL, /* requests */
     SHM_C_PUSH_REJECTED_TOO_LARGE,
     SHM_C_PUSH_UNAVAILABLE,
-    SHM_C_POP,                 /* messages delivered */
+    SHM_C_POP, /* messages delivered */
     SHM_C_ACK_ACKED,
     SHM_C_ACK_REDELIVERED,
     SHM_C_ACK_STALE,
@@ -47,14 +47,14 @@ enum shm_counter {
 
 /* Gauges computed from the segment at scrape time. */
 struct shm_gauges {
-    uint64_t pending;          /* messages not leased */
+    uint64_t pending; /* messages not leased */
     uint64_t leased;
-    uint64_t memory_used;      /* accounted bytes */
-    uint64_t memory_limit;     /* max_bytes */
+    uint64_t memory_used;  /* accounted bytes */
+    uint64_t memory_limit; /* max_bytes */
     uint64_t queues_implicit;
     uint64_t queues_declared;
     uint64_t parked_pops;
-    uint64_t oldest_age_ms;    /* oldest message held, 0 if none */
+    uint64_t oldest_age_ms; /* oldest message held, 0 if none */
 };
 
 /* shm_count - add n to counter c of slot w (the caller's own slot). */

@@ -20,7 +20,7 @@ struct http_request;
 
 struct park {
     struct http_request *req;
-    uint64_t handle;       /* what a push to our partition/queue posts */
+    uint64_t handle;   /* what a push to our partition/queue posts */
     uint64_t deadline; /* shm_now_ms() when the pop answers anyway */
     size_t heap_idx;
     struct park *prev, *next; /* chain of parks with the same handle */

@@ -1,6 +1,8 @@
 /*
  * cluster.c - start, stop and query a three-node cluster for tests.
  */
+#include "test/cluster/cluster.h"
+
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -14,8 +16,6 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
-
-#include "test/cluster/cluster.h"
 
 void
 cl_init(struct cl *c)

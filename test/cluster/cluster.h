@@ -16,8 +16,8 @@
 
 struct cl {
     struct itest_node node[CL_NODES];
-    char addr[CL_NODES][32];    /* "127.0.0.N" */
-    int cport[CL_NODES];        /* cluster ports */
+    char addr[CL_NODES][32]; /* "127.0.0.N" */
+    int cport[CL_NODES];     /* cluster ports */
     char secret_file[300];
     char peers[CL_NODES * 40];
 };

@@ -76,9 +76,9 @@ Test(declared_options, drop_oldest_evicts_the_oldest_first)
     cr_assert_eq(itest_jint(r.json, "messages.2.payload"), 5);
     itest_resp_free(&r);
     double dropped;
-    cr_assert_eq(itest_metric(
-                     &n, "mayfly_dropped_total{reason=\"drop_oldest\"}",
-                     &dropped),
+    cr_assert_eq(itest_metric(&n,
+                              "mayfly_dropped_total{reason=\"drop_oldest\"}",
+                              &dropped),
                  0);
     cr_assert_eq(dropped, 2);
 }
@@ -114,10 +114,10 @@ Test(declared_options, ttl_drops_pending_and_leased_messages)
     itest_resp_free(&r);
     int64_t deadline = itest_now_ms() + 15000;
     double ttl = 0;
-    while (itest_now_ms() < deadline &&
-           (itest_metric(&n, "mayfly_dropped_total{reason=\"ttl\"}", &ttl) !=
-                0 ||
-            ttl < 2))
+    while (
+        itest_now_ms() < deadline &&
+        (itest_metric(&n, "mayfly_dropped_total{reason=\"ttl\"}", &ttl) != 0 ||
+         ttl < 2))
         itest_sleep_ms(100);
     cr_assert_eq(ttl, 2, "both the pending and the leased one expire");
     cr_assert_eq(itest_depth_pending(&n, "fleeting", NULL), 0);

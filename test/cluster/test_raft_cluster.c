@@ -112,8 +112,9 @@ Test(raft_cluster, a_killed_leader_is_replaced_and_configure_works_again)
     cl_kill(&c, l);
     int64_t took = configure_until(f, "after-kill", 7, 20000);
     cr_assert(took >= 0, "no configure succeeded within 20 s of the kill");
-    fprintf(stderr, "raft_cluster: configure answered %lld ms after the "
-                    "leader was killed\n",
+    fprintf(stderr,
+            "raft_cluster: configure answered %lld ms after the "
+            "leader was killed\n",
             (long long)took);
     /* Default timeouts elect within 2 x election_ms; a loaded machine gets
      * generous slack beyond the 3 s the design aims at. */
@@ -159,8 +160,8 @@ Test(raft_cluster, a_terminated_leader_hands_leadership_over_first)
     if (code != 0)
         itest_node_log_tail(&c.node[l], 30);
     cr_assert_eq(code, 0, "graceful stop exits 0, not %d", code);
-    cr_assert(itest_node_log_contains(&c.node[l],
-                                      "handing raft leadership over"));
+    cr_assert(
+        itest_node_log_contains(&c.node[l], "handing raft leadership over"));
     int64_t start = itest_now_ms();
     long st = configure(f, "after-term", 9, &r);
     int64_t took = itest_now_ms() - start;
