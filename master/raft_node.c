@@ -382,6 +382,7 @@ master_status_publish(struct master *m)
     log_parse_level(m->cfg.log_level, &lvl);
     v.log_level = lvl;
     v.ready = m->state == MASTER_RUNNING && m->ready;
+    v.stopping = m->state != MASTER_RUNNING;
     v.role = r->st.role == RAFT_LEADER     ? SHM_ROLE_LEADER
              : r->st.role == RAFT_FOLLOWER ? SHM_ROLE_FOLLOWER
                                            : SHM_ROLE_CANDIDATE;

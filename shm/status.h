@@ -34,6 +34,7 @@ struct shm_member {
 struct shm_status_view {
     uint32_t ready;     /* serving: started and not draining */
     uint32_t log_level; /* enum log_level workers apply on SIGHUP */
+    uint32_t stopping;  /* the master is draining or stopping */
     uint32_t role;      /* enum shm_role */
     uint64_t term;
     uint64_t commit;

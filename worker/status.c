@@ -25,9 +25,9 @@ worker_health(struct worker *w, struct http_request *req)
     shm_status_read(w->seg->status, &v);
     int ready = v.ready && !w->draining;
     http_buf_append_str(&b, "{\"status\":");
-    http_buf_append_str(&b, ready                    ? "\"ok\""
-                            : w->draining || v.ready ? "\"draining\""
-                                                     : "\"starting\"");
+    http_buf_append_str(&b, ready                       ? "\"ok\""
+                            : w->draining || v.stopping ? "\"draining\""
+                                                        : "\"starting\"");
     http_buf_append_str(&b, ",\"node\":");
     http_buf_append_json_str(&b, w->set.node_id, strlen(w->set.node_id));
     http_buf_printf(&b,
