@@ -148,12 +148,14 @@ reply_results(struct http_request *req, const struct http_str *ids,
 
 /*
  * settle - the part ack and extend share: names, ids, apply, answer.
- * ids[i] is at (char *)ids + i * stride (the id field of each entry).
+ * group is NULL for queue mode (a group given must be a valid name, so
+ * not empty); ids[i] is at (char *)ids + i * stride (each entry's id).
  */
 static void
 settle(struct worker *w, struct http_request *req, struct http_str q,
-       struct http_str g, const char *field, const struct http_str *ids,
-       size_t stride, struct shm_ack *acks, uint32_t n, int extend)
+       const struct http_str *group, const char *field,
+       const struct http_str *ids, size_t stride, struct shm_ack *acks,
+       uint32_t n, int extend)
 {
     struct entry *ents = malloc((n ? n : 1) * sizeof(*ents));
     struct shm_ack *run = malloc((n ? n : 1) * sizeof(*run));
@@ -166,10 +168,13 @@ settle(struct worker *w, struct http_request *req, struct http_str q,
         return;
     }
     if (worker_name_ok(req, "queue", q.ptr, q.len) &&
-        (g.len == 0 || worker_name_ok(req, "group", g.ptr, g.len)) &&
+        (group == NULL ||
+         worker_name_ok(req, "group", group->ptr, group->len)) &&
         resolve(w, req, field, ids, stride, n, ents, acks) == 0) {
         apply(w, (struct shm_name){q.ptr, q.len},
-              (struct shm_name){g.ptr, g.len}, ents, acks, run, n, extend);
+              group ? (struct shm_name){group->ptr, group->len}
+                    : (struct shm_name){"", 0},
+              ents, acks, run, n, extend);
         reply_results(req, ids, stride, acks, n);
     }
     free(run);
@@ -200,9 +205,8 @@ worker_ack(struct worker *w, struct http_request *req)
                          : e->status == HTTP_ACK_RETRY   ? SHM_ACK_RETRY
                                                          : SHM_ACK_FAILED;
     }
-    settle(w, req, a.queue, a.has_group ? a.group : (struct http_str){"", 0},
-           "acks", a.n ? &a.entries[0].id : NULL, sizeof(a.entries[0]), acks,
-           a.n, 0);
+    settle(w, req, a.queue, a.has_group ? &a.group : NULL, "acks",
+           a.n ? &a.entries[0].id : NULL, sizeof(a.entries[0]), acks, a.n, 0);
     free(acks);
 out:
     http_ack_free(&a);
@@ -230,9 +234,8 @@ worker_extend(struct worker *w, struct http_request *req)
             e.entries[i].has_attempts ? e.entries[i].attempts : 0;
         ents[i].seconds = e.entries[i].seconds;
     }
-    settle(w, req, e.queue, e.has_group ? e.group : (struct http_str){"", 0},
-           "messages", e.n ? &e.entries[0].id : NULL, sizeof(e.entries[0]),
-           ents, e.n, 1);
+    settle(w, req, e.queue, e.has_group ? &e.group : NULL, "messages",
+           e.n ? &e.entries[0].id : NULL, sizeof(e.entries[0]), ents, e.n, 1);
     free(ents);
 out:
     http_extend_free(&e);

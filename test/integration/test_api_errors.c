@@ -340,6 +340,11 @@ Test(names, invalid_group_in_ack_and_extend_is_invalid_name, .timeout = 60)
     post_all_bad(&n, ACK, b, 1, "invalid_name");
     b[0] = (struct bad){bodies[1], "group"};
     post_all_bad(&n, EXT, b, 1, "invalid_name");
+    /* An empty group is no name either (as for pop's group=). */
+    snprintf(bodies[0], 512,
+             "{\"queue\":\"q\",\"group\":\"\",\"acks\":[\"%s\"]}", id);
+    b[0] = (struct bad){bodies[0], "group"};
+    post_all_bad(&n, ACK, b, 1, "invalid_name");
 }
 
 Test(names, invalid_percent_encoded_names_in_queries_and_paths, .timeout = 60)
