@@ -5,6 +5,8 @@
  * stderr or an O_APPEND file.  State is per process and set before workers
  * are forked, so a worker inherits its master's target.
  */
+#include "shm/log.h"
+
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -16,8 +18,6 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "shm/log.h"
 
 static char log_role[32] = "mayflyd";
 static enum log_level log_min = LOG_LEVEL_INFO;
