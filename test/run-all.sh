@@ -3,7 +3,8 @@
 #
 # Usage: test/run-all.sh BUILD_DIR
 # Each Criterion binary prints its own synthesis line; this script ends with
-# one total line "tests: N passed, N failed" and exits non-zero on any failure.
+# the totals, as "tests: N passed, N failed" and as one Criterion synthesis
+# line over every suite, and exits non-zero on any failure.
 # Integration suites find the server through MAYFLYD.  Output goes through a
 # file, not a pipe: a suite's stray child must not keep the runner waiting.
 set -u
@@ -15,6 +16,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 pass=0
 fail=0
+crash=0
 for t in $(find "$b/test" -type f -perm -u+x | sort); do
     echo "== $t"
     start=$(date +%s)
@@ -30,9 +32,11 @@ for t in $(find "$b/test" -type f -perm -u+x | sort); do
     [ -n "$p" ] || { p=0; f="1 0"; echo "$t: no synthesis line (rc=$rc)"; }
     set -- $f
     pass=$((pass + p))
-    fail=$((fail + $1 + $2))
+    fail=$((fail + $1))
+    crash=$((crash + $2))
     [ "$rc" -eq 0 ] || [ "$(($1 + $2))" -gt 0 ] || { fail=$((fail + 1)); echo "$t: exit $rc"; }
     echo "   ($(($(date +%s) - start)) s)"
 done
-echo "tests: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+echo "tests: $pass passed, $((fail + crash)) failed"
+echo "[====] Synthesis: Tested: $((pass + fail + crash)) | Passing: $pass | Failing: $fail | Crashing: $crash"
+[ "$((fail + crash))" -eq 0 ]
