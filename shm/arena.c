@@ -337,6 +337,12 @@ shm_arena_free(struct shm_seg *seg, int w, uint32_t head)
 
     if (head == 0)
         return;
+    /* Claim the chain with one store before journalling it: a head still
+     * LINKED after a crash belongs to the caller's intent repair alone, one
+     * INFLIGHT(w) or CACHE(w) to shm_arena_reap() alone, so no chain is
+     * freed by both. */
+    tag_set(tags, head, SHM_TAG(SHM_TAG_INFLIGHT, w));
+    atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&s->freeing, head, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     for (;;) {
@@ -494,7 +500,8 @@ shm_arena_reap(struct shm_seg *seg, int w)
     if (shm_lock(seg, &a->lock, arena_rebuild, NULL) != 0)
         return;
     uint32_t f = atomic_load_explicit(&s->freeing, memory_order_relaxed);
-    if (f != 0 && tag_get(tags, f) != SHM_TAG_FREE)
+    uint32_t ft = f != 0 ? tag_get(tags, f) : SHM_TAG_FREE;
+    if (ft == inflight || ft == cache) /* claimed by w: w's to finish */
         n += arena_reap_chain_locked(a, w, f);
     for (uint32_t c = 1; c < a->bump; c++) {
         uint32_t t = tag_get(tags, c);
