@@ -1253,6 +1253,31 @@ maintain_part(struct shm_seg *seg, uint32_t i, uint64_t now)
     wake_kick(seg, kick);
 }
 
+/* group_busy - whether registry entry e holds live leases (not yet run
+ * out: maintenance expired those first) in any partition: a consumer still
+ * inside its lease is not idle, however long since it popped or acked. */
+static int
+group_busy(struct shm_seg *seg, int w, const struct shm_ref *parts, uint32_t n,
+           uint32_t e)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        struct shm_part *p = shm_dir_part(seg, parts[i].idx);
+        int busy = 0;
+
+        if (part_lock(seg, w, parts[i]) != 0)
+            continue;
+        /* partition lock: its group states. */
+        for (uint32_t gs = p->groups, k = 0; gs != 0 && k <= p->ngs && !busy;
+             gs = shm_ring_gs(seg, gs)->next, k++)
+            busy = shm_ring_gs(seg, gs)->grp == e &&
+                   shm_ring_gs(seg, gs)->nleases > shm_ring_gs(seg, gs)->nready;
+        shm_ring_unlock(p);
+        if (busy)
+            return 1;
+    }
+    return 0;
+}
+
 /* Forget qr's groups idle for idle_ms (queue lock, one partition lock at a
  * time), then let each partition free what they held. */
 static void
@@ -1270,7 +1295,8 @@ maintain_groups(struct shm_seg *seg, struct shm_ref qr, uint64_t now,
     for (uint32_t *link = &q->groups; *link != 0;) {
         uint32_t e = *link;
         struct shm_grp *g = shm_ring_grp(seg, e);
-        if (atomic_load(&g->last_active) + idle_ms > now) {
+        if (atomic_load(&g->last_active) + idle_ms > now ||
+            group_busy(seg, w, parts, n, e)) {
             link = &g->next;
             continue;
         }

@@ -16,6 +16,7 @@
 
 #include "shm/arena.h"
 #include "shm/broker.h"
+#include "shm/region.h"
 #include "shm/segment.h"
 #include "shm/stats.h"
 
@@ -750,6 +751,25 @@ Test(shm_broker, idle_group_is_forgotten_and_stops_holding_messages)
     cr_assert_eq(qi.depth, 0);
     cr_assert_eq(ack1("q", "slow", s, 0, SHM_ACK_COMPLETED, T0 + 300000),
                  SHM_OUT_UNKNOWN);
+}
+
+/* A consumer inside a lease longer than the idle time keeps its group. */
+Test(shm_broker, group_inside_a_long_lease_is_not_forgotten)
+{
+    uint64_t s;
+    struct shm_queue_info qi;
+    struct shm_qopts o = shm_params_of(&seg)->defaults;
+
+    o.lease_s = 3600;
+    cr_assert_eq(shm_queue_declare(&seg, 0, nm("q"), &o), 0);
+    cr_assert_eq(pushn("q", "Default", "a", 1, T0, &s), 0);
+    cr_assert_eq(pop("q", "slow", 1, T0), 1);
+    cr_assert_eq(shm_maintain(&seg, T0 + 300000), 0);
+    cr_assert_eq(
+        shm_queue_depth(&seg, nm("q"), NULL, T0, &qi, NULL, NULL, NULL), 0);
+    cr_assert_eq(qi.groups, 1);
+    cr_assert_eq(ack1("q", "slow", s, 0, SHM_ACK_COMPLETED, T0 + 300000),
+                 SHM_OUT_ACKED, "the lease survived");
 }
 
 /* Two processes push 1000 messages each while this one pops them in
