@@ -209,71 +209,66 @@ advance(struct conf_call *c)
 }
 
 /* effective - the options a declaration commits: given ones over the node
- * defaults.  0, or answers 400 invalid_option naming a value above a
- * ceiling and returns -EINVAL. */
+ * defaults.  0, or answers 400 invalid_option naming a value outside its
+ * range (the node's ceilings included) and returns -EINVAL. */
 static int
 effective(struct master *m, struct http_request *req,
           const struct http_configure *in, struct shm_qopts *o)
 {
     const struct config *cfg = &m->cfg;
-    const char *bad = NULL, *must = NULL;
-    char limit[64];
-
-    *o = (struct shm_qopts){
-        .max_length = cfg->queue_max_length,
-        .max_bytes = cfg->queue_max_bytes,
-        .policy = SHM_POLICY_REJECT,
-        .lease_s = cfg->lease_s,
-        .retry_limit = cfg->retry_limit,
+    const struct {
+        unsigned bit;
+        const char *name;
+        uint64_t value, min, max;
+    } range[] = {
+        {HTTP_OPT_MAX_LENGTH, "maxLength", in->max_length, 1,
+         cfg->queue_max_length},
+        {HTTP_OPT_MAX_BYTES, "maxBytes", in->max_bytes, 1,
+         cfg->queue_max_bytes},
+        {HTTP_OPT_WINDOW_BUFFER, "windowBuffer.ms", in->window_ms, 0, 60000},
+        {HTTP_OPT_WINDOW_BUFFER, "windowBuffer.count", in->window_count, 0,
+         10000},
+        {HTTP_OPT_TTL_SECONDS, "ttlSeconds", in->ttl_seconds, 0, UINT32_MAX},
+        {HTTP_OPT_LEASE_SECONDS, "leaseSeconds", in->lease_seconds, 1, 86400},
+        {HTTP_OPT_RETRY_LIMIT, "retryLimit", in->retry_limit, 1, 1000000},
     };
-    if (in->present & HTTP_OPT_MAX_LENGTH) {
-        if (in->max_length < 1 || in->max_length > cfg->queue_max_length)
-            bad = "maxLength", must = "between 1 and",
-            snprintf(limit, sizeof(limit), "%u", cfg->queue_max_length);
-        o->max_length = (uint32_t)in->max_length;
+
+    for (size_t i = 0; i < sizeof(range) / sizeof(range[0]); i++) {
+        if (!(in->present & range[i].bit) ||
+            (range[i].value >= range[i].min && range[i].value <= range[i].max))
+            continue;
+        if (range[i].min == 0)
+            http_reply_error(req, 400, "invalid_option",
+                             "option '%s' must be at most %llu", range[i].name,
+                             (unsigned long long)range[i].max);
+        else
+            http_reply_error(req, 400, "invalid_option",
+                             "option '%s' must be between %llu and %llu",
+                             range[i].name, (unsigned long long)range[i].min,
+                             (unsigned long long)range[i].max);
+        return -EINVAL;
     }
-    if (!bad && (in->present & HTTP_OPT_MAX_BYTES)) {
-        if (in->max_bytes < 1 || in->max_bytes > cfg->queue_max_bytes)
-            bad = "maxBytes", must = "between 1 and",
-            snprintf(limit, sizeof(limit), "%llu",
-                     (unsigned long long)cfg->queue_max_bytes);
-        o->max_bytes = in->max_bytes;
-    }
-    if (!bad && (in->present & HTTP_OPT_WINDOW_BUFFER)) {
-        if (in->window_ms > 60000)
-            bad = "windowBuffer.ms", must = "at most", strcpy(limit, "60000");
-        else if (in->window_count > 10000)
-            bad = "windowBuffer.count", must = "at most",
-            strcpy(limit, "10000");
-        o->window_ms = (uint32_t)in->window_ms;
-        o->window_count = (uint32_t)in->window_count;
-    }
-    if (!bad && (in->present & HTTP_OPT_TTL_SECONDS)) {
-        if (in->ttl_seconds > UINT32_MAX)
-            bad = "ttlSeconds", must = "at most", strcpy(limit, "4294967295");
-        o->ttl_s = (uint32_t)in->ttl_seconds;
-    }
-    if (!bad && (in->present & HTTP_OPT_LEASE_SECONDS)) {
-        if (in->lease_seconds < 1 || in->lease_seconds > 86400)
-            bad = "leaseSeconds", must = "between 1 and",
-            strcpy(limit, "86400");
-        o->lease_s = (uint32_t)in->lease_seconds;
-    }
-    if (!bad && (in->present & HTTP_OPT_RETRY_LIMIT)) {
-        if (in->retry_limit < 1 || in->retry_limit > 1000000)
-            bad = "retryLimit", must = "between 1 and",
-            strcpy(limit, "1000000");
-        o->retry_limit = (uint32_t)in->retry_limit;
-    }
-    if (in->present & HTTP_OPT_POLICY)
-        o->policy = in->policy == HTTP_POLICY_DROP_OLDEST
-                        ? SHM_POLICY_DROP_OLDEST
-                        : SHM_POLICY_REJECT;
-    if (bad == NULL)
-        return 0;
-    http_reply_error(req, 400, "invalid_option", "option '%s' must be %s %s",
-                     bad, must, limit);
-    return -EINVAL;
+    *o = (struct shm_qopts){
+        .max_length = (uint32_t)(in->present & HTTP_OPT_MAX_LENGTH
+                                     ? in->max_length
+                                     : cfg->queue_max_length),
+        .max_bytes = in->present & HTTP_OPT_MAX_BYTES ? in->max_bytes
+                                                      : cfg->queue_max_bytes,
+        .policy = (in->present & HTTP_OPT_POLICY) &&
+                          in->policy == HTTP_POLICY_DROP_OLDEST
+                      ? SHM_POLICY_DROP_OLDEST
+                      : SHM_POLICY_REJECT,
+        .ttl_s = (uint32_t)in->ttl_seconds,
+        .lease_s =
+            (uint32_t)(in->present & HTTP_OPT_LEASE_SECONDS ? in->lease_seconds
+                                                            : cfg->lease_s),
+        .retry_limit =
+            (uint32_t)(in->present & HTTP_OPT_RETRY_LIMIT ? in->retry_limit
+                                                          : cfg->retry_limit),
+        .window_ms = (uint32_t)in->window_ms,
+        .window_count = (uint32_t)in->window_count,
+    };
+    return 0;
 }
 
 /* start - park req as a call for cmd and move it along. */
