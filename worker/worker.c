@@ -174,7 +174,7 @@ on_signal(struct worker *w, uint64_t now)
                 log_error(errno, "cannot reopen the log");
         } else if (!w->draining) {
             w->draining = 1;
-            w->drain_until = now + DRAIN_MS;
+            w->drain_since = now;
             http_server_quiesce(w->http);
             worker_pop_answer_all(w);
         }
@@ -241,8 +241,8 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
          * was just accepted send its request line). */
         if (w.draining && (http_server_connections(w.http) == 0 ||
                            (http_server_requests(w.http) == 0 &&
-                            now + DRAIN_MS >= w.drain_until + DRAIN_GRACE_MS) ||
-                           now >= w.drain_until))
+                            now >= w.drain_since + DRAIN_GRACE_MS) ||
+                           now >= w.drain_since + DRAIN_MS))
             break;
     }
     http_server_stop(w.http);

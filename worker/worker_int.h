@@ -26,7 +26,7 @@ struct worker {
     int sfd;                    /* signalfd: TERM, HUP */
     struct park_set parks;
     int draining;
-    uint64_t drain_until;
+    uint64_t drain_since;    /* when SIGTERM came */
     struct shm_msg_in *msgs; /* push scratch: one per message of a request */
     uint32_t msgs_cap;
 };
