@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "shm/dir.h"
+#include "shm/due.h"
 #include "shm/lock.h"
 #include "shm/region.h"
 #include "shm/ring.h"
@@ -22,8 +23,9 @@
 #include "shm/wake.h"
 
 #define RELAXED         memory_order_relaxed
-#define BROKER_TRIES    16 /* lookups retried after a concurrent free */
-#define BROKER_STACK    64 /* partitions listed without malloc */
+#define BROKER_TRIES    16    /* lookups retried after a concurrent free */
+#define BROKER_STACK    64    /* partitions listed without malloc */
+#define MAINTAIN_BUDGET 16384 /* records one shm_maintain call visits */
 #define BROKER_GRP_SEED 0x67726f7570ULL
 
 /* A handle: kind (bit 63: partition), record index, generation. */
@@ -145,6 +147,23 @@ wake_kick(struct shm_seg *seg, uint64_t kick)
 {
     for (; kick != 0; kick &= kick - 1)
         shm_wake_kick(seg, __builtin_ctzll(kick));
+}
+
+/* Tell the due heap when partition idx (locked) next needs maintenance: its
+ * earliest lease deadline, or its oldest message's ttl.  Cheap when nothing
+ * moved earlier (one racy read in shm_due_part). */
+static void
+part_due_locked(struct shm_seg *seg, uint32_t idx, const struct shm_part *p,
+                const struct shm_queue *q)
+{
+    uint64_t at = atomic_load_explicit(&p->due, RELAXED);
+    uint64_t ttl = (uint64_t)q->opts.ttl_s * 1000;
+
+    if (ttl != 0 && atomic_load_explicit(&p->count, RELAXED) > 0) {
+        uint64_t t = atomic_load_explicit(&p->oldest_ms, RELAXED) + ttl;
+        at = t < at ? t : at;
+    }
+    shm_due_part(seg, idx, at);
 }
 
 /* Lock partition pr as worker w; -ESTALE when it was freed meanwhile. */
@@ -472,6 +491,7 @@ push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
             continue;
         }
         shm_ring_link_locked(&c, first, last, n, cost, first_seq);
+        part_due_locked(seg, pr.idx, c.p, q);
         wake_post_locked(seg, qr, pr, &kick);
         shm_ring_unlock(c.p);
         wake_kick(seg, kick);
@@ -571,6 +591,7 @@ pop_part(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
             continue;
         }
         rc = shm_ring_take_locked(&c, gs, batch, req->auto_ack, sink);
+        part_due_locked(seg, pr.idx, p, q);
         atomic_store_explicit(
             &shm_ring_grp(seg, shm_ring_gs(seg, gs)->grp)->last_active, now,
             RELAXED);
@@ -909,8 +930,15 @@ shm_queue_declare(struct shm_seg *seg, int worker, struct shm_name queue,
         if ((rc = queue_lock(seg, worker, qr)) != 0)
             continue;
         struct shm_queue *q = shm_dir_queue(seg, qr.idx);
+        struct shm_ref stack[BROKER_STACK], *parts;
         q->opts = *opts;
         q->declared = 1;
+        /* A new ttl may make messages held already due now. */
+        uint32_t n = queue_parts(seg, qr, stack, &parts);
+        for (uint32_t i = 0; i < n; i++)
+            shm_due_part(seg, parts[i].idx, 0);
+        if (parts != stack)
+            free(parts);
         shm_unlock(&q->lock);
         return 0;
     }
@@ -1227,7 +1255,8 @@ shm_park_count(struct shm_seg *seg, int worker, uint64_t handle, int delta)
 
 /* ---- maintenance and reaping ------------------------------------------- */
 
-/* Lease expiry and ttl of partition i, if due (racy check first). */
+/* Lease expiry and ttl of partition i (taken off the due heap), then its
+ * next due time back on the heap. */
 static void
 maintain_part(struct shm_seg *seg, uint32_t i, uint64_t now)
 {
@@ -1238,17 +1267,15 @@ maintain_part(struct shm_seg *seg, uint32_t i, uint64_t now)
         return;
     struct shm_ref qr = {p->queue, p->queue_gen};
     struct shm_queue *q = shm_dir_queue(seg, qr.idx);
-    uint64_t ttl = (uint64_t)q->opts.ttl_s * 1000, kick = 0;
-    int due = atomic_load_explicit(&p->due, RELAXED) <= now ||
-              (ttl != 0 && atomic_load_explicit(&p->count, RELAXED) > 0 &&
-               atomic_load_explicit(&p->oldest_ms, RELAXED) + ttl <= now);
-    if (!due || part_lock(seg, SHM_STATS_MASTER, pr) != 0)
+    uint64_t kick = 0;
+    if (part_lock(seg, SHM_STATS_MASTER, pr) != 0)
         return;
-    /* partition lock: ttl, expiry, waiters. */
+    /* partition lock: ttl, expiry, waiters, next due time. */
     struct shm_ring_ctx c = {seg, SHM_STATS_MASTER, p, q, now};
     shm_ring_ttl_locked(&c, q->opts.ttl_s);
     if (shm_ring_expire_locked(&c, q->opts.retry_limit) > 0)
         wake_post_locked(seg, qr, pr, &kick);
+    part_due_locked(seg, i, p, q);
     shm_ring_unlock(p);
     wake_kick(seg, kick);
 }
@@ -1279,24 +1306,27 @@ group_busy(struct shm_seg *seg, int w, const struct shm_ref *parts, uint32_t n,
 }
 
 /* Forget qr's groups idle for idle_ms (queue lock, one partition lock at a
- * time), then let each partition free what they held. */
-static void
+ * time), then let each partition free what they held.  Returns the earliest
+ * last activity of the groups kept (UINT64_MAX: none). */
+static uint64_t
 maintain_groups(struct shm_seg *seg, struct shm_ref qr, uint64_t now,
                 uint64_t idle_ms)
 {
     const int w = SHM_STATS_MASTER;
     struct shm_queue *q = shm_dir_queue(seg, qr.idx);
     struct shm_ref stack[BROKER_STACK], *parts;
+    uint64_t earliest = UINT64_MAX;
     int forgot = 0;
 
     if (queue_lock(seg, w, qr) != 0)
-        return;
+        return earliest;
     uint32_t n = queue_parts(seg, qr, stack, &parts);
     for (uint32_t *link = &q->groups; *link != 0;) {
         uint32_t e = *link;
         struct shm_grp *g = shm_ring_grp(seg, e);
-        if (atomic_load(&g->last_active) + idle_ms > now ||
-            group_busy(seg, w, parts, n, e)) {
+        uint64_t last = atomic_load(&g->last_active);
+        if (last + idle_ms > now || group_busy(seg, w, parts, n, e)) {
+            earliest = last < earliest ? last : earliest;
             link = &g->next;
             continue;
         }
@@ -1326,6 +1356,7 @@ maintain_groups(struct shm_seg *seg, struct shm_ref qr, uint64_t now,
     shm_unlock(&q->lock);
     if (parts != stack)
         free(parts);
+    return earliest;
 }
 
 /* Collect queue qr if implicit, empty, unleased, unpolled and idle. */
@@ -1348,26 +1379,51 @@ maintain_collect(struct shm_seg *seg, struct shm_ref qr, uint64_t now,
     queue_free_locked(seg, SHM_STATS_MASTER, qr, now, idle_ms, &freed);
 }
 
-/* shm_maintain - see broker.h.  An O(records) sweep: each record is checked
- * by racy reads and locked only when something is due. */
+/* Idle groups and idle collection of queue i (taken off the due heap), then
+ * back on the heap for when it could next be idle: every live queue is
+ * visited about once per idle time, whatever its traffic. */
+static void
+maintain_queue(struct shm_seg *seg, uint32_t i, uint64_t now, uint64_t idle_ms)
+{
+    struct shm_queue *q = shm_dir_queue(seg, i);
+    struct shm_ref qr = {i, q->gen};
+    uint64_t last = UINT64_MAX;
+
+    if (!atomic_load(&q->alive))
+        return;
+    if (atomic_load(&q->ngroups) != 0)
+        last = maintain_groups(seg, qr, now, idle_ms);
+    maintain_collect(seg, qr, now, idle_ms);
+    if (!queue_same(seg, qr))
+        return;
+    uint64_t active = atomic_load(&q->last_active);
+    last = active < last ? active : last;
+    /* Idle but kept (messages, leases, parked pops): look again later. */
+    shm_due_queue(seg, i,
+                  last + idle_ms > now ? last + idle_ms : now + idle_ms);
+}
+
+/* shm_maintain - see broker.h.  Visits only what the due heap says is due,
+ * earliest first, at most MAINTAIN_BUDGET records a call (the rest stay due
+ * for the next call), so the master's tick stays short. */
 int
 shm_maintain(struct shm_seg *seg, uint64_t now)
 {
-    struct shm_dir *d = shm_dir_of(seg);
     uint64_t idle_ms = (uint64_t)shm_params_of(seg)->implicit_idle_s * 1000;
-    uint32_t pb = atomic_load(&d->p_bump), qb = atomic_load(&d->q_bump);
+    uint32_t keys[256], n, done = 0, idx;
 
-    for (uint32_t i = 0; i < pb; i++)
-        maintain_part(seg, i, now);
-    for (uint32_t i = 0; i < qb; i++) {
-        struct shm_queue *q = shm_dir_queue(seg, i);
-        struct shm_ref qr = {i, q->gen};
-        if (!atomic_load(&q->alive))
-            continue;
-        if (atomic_load(&q->ngroups) != 0)
-            maintain_groups(seg, qr, now, idle_ms);
-        maintain_collect(seg, qr, now, idle_ms);
+    while (done < MAINTAIN_BUDGET &&
+           (n = shm_due_take(seg, now, keys, 256)) > 0) {
+        for (uint32_t k = 0; k < n; k++) {
+            if (shm_due_is_part(seg, keys[k], &idx))
+                maintain_part(seg, idx, now);
+            else
+                maintain_queue(seg, idx, now, idle_ms);
+        }
+        done += n;
     }
+    if (done > 0)
+        shm_count(seg, SHM_STATS_MASTER, SHM_C_MAINTAIN_VISITS, done);
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <xxhash.h>
 
 #include "shm/arena.h"
+#include "shm/due.h"
 #include "shm/lock.h"
 #include "shm/region.h"
 
@@ -50,7 +51,8 @@ shm_dir_region_size(const struct shm_params *p)
            DIR_ALIGN((size_t)mq * sizeof(struct shm_queue)) +
            DIR_ALIGN((size_t)mp * sizeof(struct shm_part)) +
            DIR_ALIGN((size_t)s * sizeof(struct shm_dir_slot)) +
-           DIR_ALIGN(((size_t)mq + mp) * p->workers * sizeof(uint16_t));
+           DIR_ALIGN(((size_t)mq + mp) * p->workers * sizeof(uint16_t)) +
+           shm_due_size(mq + mp);
 }
 
 /* shm_dir_region_init - set up the header of a zeroed DIR region. */
@@ -72,8 +74,13 @@ shm_dir_region_init(struct shm_seg *seg, const struct shm_params *p)
     d->parked_off =
         d->index_off + DIR_ALIGN((size_t)s * sizeof(struct shm_dir_slot));
     d->parked_cols = p->workers;
+    d->due_off = d->parked_off +
+                 DIR_ALIGN(((size_t)mq + mp) * p->workers * sizeof(uint16_t));
+    int rc = shm_due_init((unsigned char *)d + d->due_off, mq + mp);
+    if (rc != 0)
+        return rc;
     atomic_store(&d->next_seq, 1);
-    int rc = shm_lock_init(&d->lock);
+    rc = shm_lock_init(&d->lock);
     if (rc != 0)
         return rc;
     d->magic = SHM_DIR_MAGIC;
@@ -418,6 +425,10 @@ shm_dir_find_queue(struct shm_seg *seg, int w, struct shm_name name, int create,
             out->idx = idx;
             out->gen = shm_dir_queue(seg, idx)->gen;
             nref = 0;
+            /* First look at it once it could be idle. */
+            shm_due_queue(seg, idx,
+                          now + (uint64_t)shm_params_of(seg)->implicit_idle_s *
+                                    1000);
         }
         shm_dir_unlock(seg);
         break;

@@ -164,6 +164,9 @@ struct shm_dir_slot {
  *    88     8  queues_off   immutable, from the region start
  *    96     8  parts_off    immutable
  *   104     8  index_off    immutable
+ *   112     8  parked_off   immutable (parked-pop counts)
+ *   120     4  parked_cols  immutable
+ *   128     8  due_off      immutable (the due heap, due.h)
  */
 struct shm_dir {
     uint64_t magic;
@@ -183,9 +186,11 @@ struct shm_dir {
     uint64_t parked_off;  /* uint16 counts: [queues + parts][parked_cols] */
     uint32_t parked_cols; /* one column per worker slot */
     uint32_t pad;
+    uint64_t due_off; /* the due heap (due.h), immutable */
 };
 _Static_assert(offsetof(struct shm_dir, next_seq) == 48, "shm_dir layout");
 _Static_assert(offsetof(struct shm_dir, queues_off) == 88, "shm_dir layout");
+_Static_assert(offsetof(struct shm_dir, due_off) == 128, "shm_dir layout");
 
 /* A record looked up: index and the generation it had. */
 struct shm_ref {

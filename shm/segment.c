@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shm/due.h"
 #include "shm/layout.h"
 #include "shm/log.h"
 #include "shm/region.h"
@@ -172,11 +173,15 @@ shm_segment_set_defaults(struct shm_seg *seg, const struct shm_params *p)
     struct shm_params *spare = &h->params[(gen + 1) & 1];
 
     *spare = h->params[gen & 1];
+    /* A shorter idle time makes queues due before their heap entries say. */
+    int sooner = p->implicit_idle_s < spare->implicit_idle_s;
     spare->defaults = p->defaults;
     spare->implicit_idle_s = p->implicit_idle_s;
     spare->queue_max_bytes = p->queue_max_bytes;
     spare->queue_max_length = p->queue_max_length;
     atomic_store_explicit(&h->params_gen, gen + 1, memory_order_release);
+    if (sooner)
+        shm_due_all(seg);
 }
 
 /* shm_params_of - see region.h. */

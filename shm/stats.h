@@ -42,6 +42,7 @@ enum shm_counter {
     SHM_C_WIPES,
     SHM_C_WORKER_RESTARTS,
     SHM_C_LOCK_REPAIRS,
+    SHM_C_MAINTAIN_VISITS, /* records the master's maintenance visited */
     SHM_C_COUNT
 };
 

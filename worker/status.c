@@ -122,6 +122,10 @@ static const struct family {
     {"mayfly_lock_repairs_total",
      "Partition locks repaired after their holder died.",
      {{NULL, SHM_C_LOCK_REPAIRS}}},
+    {"mayfly_maintenance_visits_total",
+     "Queues and partitions the master's maintenance visited because "
+     "something in them was due.",
+     {{NULL, SHM_C_MAINTAIN_VISITS}}},
 };
 
 static void

@@ -1,0 +1,293 @@
+/*
+ * test_due.c - the due heap (due.h) and the maintenance it drives: keys
+ * come off in time order and only when due, times only move earlier, the
+ * master visits what is due and nothing else (however many queues exist),
+ * and a holder killed inside the heap's lock leaves a heap that still works.
+ */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "shm/broker.h"
+#include "shm/due.h"
+#include "shm/region.h"
+#include "shm/segment.h"
+#include "shm/stats.h"
+
+#define T0 1000000ULL /* a "now" far from zero */
+
+static struct shm_seg seg;
+static unsigned char sinkbuf[1 << 16];
+
+static struct shm_name
+nm(const char *s)
+{
+    return (struct shm_name){s, strlen(s)};
+}
+
+static void
+setup(void)
+{
+    struct shm_params p = {
+        .max_bytes = 64 << 20,
+        .workers = 2,
+        .implicit_idle_s = 300,
+        .incarnation = 5,
+        .defaults = {.max_length = 10000,
+                     .max_bytes = 16 << 20,
+                     .lease_s = 30,
+                     .retry_limit = 5},
+        .queue_max_bytes = 16 << 20,
+        .queue_max_length = 10000,
+    };
+    cr_assert_eq(shm_segment_create(&p, &seg), 0);
+}
+
+static void
+teardown(void)
+{
+    shm_segment_destroy(&seg);
+}
+
+TestSuite(shm_due, .init = setup, .fini = teardown);
+
+/* Push one message to queue q at now. */
+static void
+push1(const char *q, uint64_t now)
+{
+    struct shm_msg_in m = {"\"x\"", 3};
+    uint64_t s;
+
+    cr_assert_eq(shm_push(&seg, 0, nm(q), nm("Default"), &m, 1, now, &s), 0);
+}
+
+/* Pop up to batch of q for group g, leased (not autoAck). */
+static int
+pop(const char *q, const char *g, uint32_t batch, uint64_t now)
+{
+    struct shm_pop_req r = {nm(q), nm("Default"), nm(g), batch,
+                            0,     SHM_FROM_ALL,  0};
+    struct shm_sink sink = {.buf = sinkbuf, .cap = sizeof(sinkbuf)};
+
+    return shm_pop(&seg, 0, &r, now, &sink);
+}
+
+static uint64_t
+counter(enum shm_counter c)
+{
+    uint64_t v[SHM_C_COUNT];
+
+    shm_counters_sum(&seg, v);
+    return v[c];
+}
+
+/* Records visited by one maintenance call at now. */
+static uint64_t
+visits(uint64_t now)
+{
+    uint64_t before = counter(SHM_C_MAINTAIN_VISITS);
+
+    cr_assert_eq(shm_maintain(&seg, now), 0);
+    return counter(SHM_C_MAINTAIN_VISITS) - before;
+}
+
+static int
+depth(const char *q)
+{
+    struct shm_queue_info qi;
+    int rc = shm_queue_depth(&seg, nm(q), NULL, T0, &qi, NULL, NULL, NULL);
+
+    return rc == 0 ? (int)qi.depth : rc;
+}
+
+Test(shm_due, keys_come_off_in_time_order_and_only_when_due)
+{
+    uint32_t keys[64];
+
+    shm_due_queue(&seg, 3, 500);
+    shm_due_queue(&seg, 1, 100);
+    shm_due_part(&seg, 2, 300);
+    shm_due_queue(&seg, 7, 200);
+    cr_assert_eq(shm_due_pending(&seg), 4);
+    cr_assert_eq(shm_due_take(&seg, 99, keys, 64), 0);
+    cr_assert_eq(shm_due_take(&seg, 300, keys, 64), 3);
+    uint32_t idx;
+    cr_assert_eq(shm_due_is_part(&seg, keys[0], &idx), 0);
+    cr_assert_eq(idx, 1);
+    cr_assert_eq(shm_due_is_part(&seg, keys[1], &idx), 0);
+    cr_assert_eq(idx, 7);
+    cr_assert_eq(shm_due_is_part(&seg, keys[2], &idx), 1);
+    cr_assert_eq(idx, 2);
+    cr_assert_eq(shm_due_take(&seg, 1000, keys, 64), 1);
+    cr_assert_eq(shm_due_take(&seg, 1000, keys, 64), 0);
+}
+
+Test(shm_due, a_time_only_moves_earlier)
+{
+    uint32_t keys[4];
+
+    shm_due_queue(&seg, 5, 1000);
+    shm_due_queue(&seg, 5, 2000); /* later: ignored */
+    cr_assert_eq(shm_due_pending(&seg), 1);
+    cr_assert_eq(shm_due_take(&seg, 999, keys, 4), 0);
+    shm_due_queue(&seg, 5, 10); /* earlier: moves */
+    cr_assert_eq(shm_due_pending(&seg), 1);
+    cr_assert_eq(shm_due_take(&seg, 10, keys, 4), 1);
+    cr_assert_eq(keys[0], 5);
+    /* Taken keys are off the heap until scheduled again. */
+    cr_assert_eq(shm_due_pending(&seg), 0);
+    shm_due_queue(&seg, 5, 3000);
+    cr_assert_eq(shm_due_take(&seg, 3000, keys, 4), 1);
+}
+
+Test(shm_due, many_random_times_come_off_sorted)
+{
+    enum { N = 5000 };
+    static uint64_t at[N];
+    static uint32_t keys[N];
+    unsigned seed = 12345;
+
+    for (uint32_t k = 0; k < N; k++) {
+        at[k] = 1 + (uint64_t)(rand_r(&seed) % 100000);
+        shm_due_queue(&seg, k, at[k] + 50000);
+        shm_due_queue(&seg, k, at[k]); /* decrease-key in the middle */
+    }
+    uint32_t n = shm_due_take(&seg, UINT64_MAX - 1, keys, N);
+    cr_assert_eq(n, N);
+    for (uint32_t i = 1; i < N; i++)
+        cr_assert_leq(at[keys[i - 1]], at[keys[i]], "out of order at %u", i);
+}
+
+/* The point of the heap: thousands of quiet queues cost the master nothing
+ * until one of them is due. */
+Test(shm_due, maintenance_visits_only_what_is_due)
+{
+    char name[32];
+    struct shm_qopts o = shm_params_of(&seg)->defaults;
+
+    for (int i = 0; i < 3000; i++) {
+        snprintf(name, sizeof(name), "idle/%d", i);
+        push1(name, T0);
+    }
+    o.ttl_s = 2;
+    cr_assert_eq(shm_queue_declare(&seg, 0, nm("ttl"), &o), 0);
+    push1("ttl", T0 + 10);
+    push1("leased", T0);
+    cr_assert_eq(pop("leased", "g", 1, T0), 1); /* lease: 30 s */
+
+    for (uint64_t t = T0; t < T0 + 2010; t += 100)
+        cr_assert_eq(visits(t), 0, "visited something at +%llu ms",
+                     (unsigned long long)(t - T0));
+    cr_assert_eq(visits(T0 + 2010), 1); /* the ttl partition */
+    cr_assert_eq(depth("ttl"), 0);
+    cr_assert_eq(counter(SHM_C_DROP_TTL), 1);
+    cr_assert_eq(visits(T0 + 29999), 0);
+    cr_assert_eq(visits(T0 + 30000), 1); /* the lease */
+    cr_assert_eq(counter(SHM_C_REDELIVERY_LEASE_EXPIRED), 1);
+    /* Idle time: every queue once (3000 idle ones, leased, and ttl, which
+     * was declared with the real clock and is not due yet). */
+    cr_assert_eq(visits(T0 + 300000), 3001);
+    cr_assert_eq(visits(T0 + 300001), 0);
+}
+
+/* Pop one message of q with autoAck at now. */
+static int
+take(const char *q, uint64_t now)
+{
+    struct shm_pop_req r = {nm(q), nm("Default"), nm(""), 1,
+                            1,     SHM_FROM_ALL,  0};
+    struct shm_sink sink = {.buf = sinkbuf, .cap = sizeof(sinkbuf)};
+
+    return shm_pop(&seg, 0, &r, now, &sink);
+}
+
+Test(shm_due, an_active_queue_is_looked_at_again_and_collected_when_idle)
+{
+    push1("inbox", T0);
+    cr_assert_eq(take("inbox", T0 + 200000), 1);
+    /* Due at T0 + 300 s by creation; active since, so kept and due again
+     * at T0 + 500 s, when it is collected. */
+    cr_assert_eq(visits(T0 + 300000), 1);
+    cr_assert_eq(depth("inbox"), 0);
+    cr_assert_eq(visits(T0 + 499999), 0);
+    cr_assert_eq(visits(T0 + 500000), 1);
+    cr_assert_eq(depth("inbox"), -ENOENT);
+}
+
+Test(shm_due, an_idle_queue_holding_messages_is_kept_and_looked_at_again)
+{
+    push1("held", T0);
+    cr_assert_eq(visits(T0 + 300000), 1);
+    cr_assert_eq(depth("held"), 1);
+    cr_assert_eq(visits(T0 + 599999), 0);
+    cr_assert_eq(take("held", T0 + 500000), 1);
+    cr_assert_eq(visits(T0 + 600000), 1); /* due then; active at 500 s */
+    cr_assert_eq(depth("held"), 0);
+    cr_assert_eq(visits(T0 + 800000), 1);
+    cr_assert_eq(depth("held"), -ENOENT);
+}
+
+Test(shm_due, a_shorter_idle_time_on_reload_takes_effect)
+{
+    struct shm_params p = *shm_params_of(&seg);
+
+    push1("inbox", T0);
+    cr_assert_eq(take("inbox", T0), 1);
+    p.implicit_idle_s = 10;
+    shm_segment_set_defaults(&seg, &p);
+    cr_assert_eq(shm_maintain(&seg, T0 + 10000), 0);
+    cr_assert_eq(depth("inbox"), -ENOENT);
+}
+
+/* A worker killed while it holds the heap's lock (it dies at a random point
+ * of a burst of reschedules) leaves a heap the next locker repairs: keys
+ * still come off sorted, each once, and new schedules still work. */
+Test(shm_due, a_holder_killed_mid_sift_leaves_a_working_heap)
+{
+    char name[32];
+
+    for (int i = 0; i < 500; i++) {
+        snprintf(name, sizeof(name), "q/%d", i);
+        push1(name, T0);
+    }
+    for (int round = 0; round < 30; round++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            /* Child: no cr_* calls.  Earlier and earlier times: every call
+             * takes the lock and sifts. */
+            for (uint64_t t = UINT64_MAX / 2;; t--)
+                shm_due_queue(&seg, (uint32_t)(t % 500), t);
+        }
+        cr_assert_gt(pid, 0);
+        struct timespec ts = {0, 200000 + (round * 37 % 50) * 20000};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+
+        static uint32_t keys[1024];
+        static int seen[2][500];
+        memset(seen, 0, sizeof(seen));
+        shm_due_queue(&seg, 0, 1); /* takes the lock: repairs if needed */
+        uint32_t n = shm_due_take(&seg, UINT64_MAX - 1, keys, 1024), idx;
+        cr_assert_leq(n, 1000u);
+        for (uint32_t i = 0; i < n; i++) {
+            int part = shm_due_is_part(&seg, keys[i], &idx);
+            cr_assert_lt(idx, 500u);
+            cr_assert_eq(seen[part][idx]++, 0, "key %u twice", keys[i]);
+        }
+        cr_assert_eq(shm_due_pending(&seg), 0);
+        for (uint32_t k = 0; k < 500; k++)
+            shm_due_queue(&seg, k, 1000 - k);
+        cr_assert_eq(shm_due_take(&seg, UINT64_MAX - 1, keys, 1024), 500);
+        for (uint32_t i = 0; i < 500; i++)
+            cr_assert_eq(keys[i], 499 - i);
+    }
+}
