@@ -102,6 +102,7 @@ enum { SHM_DROPS_BOUNDS, SHM_DROPS_TTL, SHM_DROPS_RETRY };
  *   136     8  due          pop/maintain         lock: earliest deadline
  *   144     8  oldest_ms    push/drop            lock, read racy
  *   152     4  next_free    freer                dir lock
+ *   156     4  wipe         slotless repair      lock: a wipe is owed
  * A worker killed holding lock leaves EOWNERDEAD to the next locker:
  * shm_ring_repair() re-derives the partition from a validated walk.
  */
@@ -128,7 +129,7 @@ struct shm_part {
     _Atomic uint64_t due;
     _Atomic uint64_t oldest_ms;
     uint32_t next_free;
-    uint32_t pad;
+    uint32_t wipe;
 };
 _Static_assert(offsetof(struct shm_part, head) == 76, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, count) == 96, "shm_part layout");

@@ -22,6 +22,8 @@
 #define LOAD(x)     atomic_load_explicit(&(x), RELAXED)
 #define STORE(x, v) atomic_store_explicit(&(x), (v), RELAXED)
 
+static void ring_wipe(struct shm_seg *seg, int w, struct shm_part *p);
+
 /* shm_ring_msg_cost - cells the message takes, in bytes. */
 uint64_t
 shm_ring_msg_cost(uint32_t len)
@@ -57,13 +59,24 @@ shm_ring_lock(struct shm_seg *seg, int w, struct shm_part *p)
     struct shm_ring_repairer rp = {.p = p, .w = w};
     int rc = shm_lock(seg, &p->lock, shm_ring_repair, &rp);
 
-    /* Outside an operation the intent is 0 unless a repair by a locker
-     * without a slot left an unlinked chain to free. */
-    if (rc == 0 && w >= 0 && p->intent != 0) {
+    if (rc != 0)
+        return rc;
+    /* A repair by a locker without a slot may have left work that frees:
+     * a wipe of a partition it found unsound (until then, such lockers
+     * stay out: -EAGAIN), or an unlinked chain (outside an operation the
+     * intent is otherwise 0). */
+    if (w < 0) {
+        if (p->wipe) {
+            shm_unlock(&p->lock);
+            return -EAGAIN;
+        }
+    } else if (p->wipe)
+        ring_wipe(seg, w, p);
+    else if (p->intent != 0) {
         shm_arena_free(seg, w, p->intent);
         p->intent = 0;
     }
-    return rc;
+    return 0;
 }
 
 /* shm_ring_unlock - see ring.h. */
@@ -785,25 +798,86 @@ shm_ring_tag_linked(struct shm_seg *seg, uint32_t ref)
     return SHM_TAG_STATE(atomic_load(&tags[ref])) == SHM_TAG_LINKED;
 }
 
-/* Free what a validated walk reaches and empty the partition. */
+/* Is ref on p's message list or on a lease list? (Repair only: bounded
+ * walks, so a cycle ends them.) */
+static int
+ring_reaches(struct shm_seg *seg, struct shm_part *p, uint32_t ref)
+{
+    uint64_t max = ring_walk_max(seg), n = 0;
+
+    for (uint32_t r = p->head; r != 0 && n++ < max;
+         r = shm_ring_msg(seg, r)->next)
+        if (r == ref)
+            return 1;
+    n = 0;
+    for (uint32_t g = p->groups; g != 0 && n++ < SHM_RING_GROUPS_MAX;
+         g = shm_ring_gs(seg, g)->next) {
+        uint64_t k = 0;
+        if (g == ref)
+            return 1;
+        for (uint32_t l = shm_ring_gs(seg, g)->lhead; l != 0 && k++ < max;
+             l = shm_ring_lease(seg, l)->next)
+            if (l == ref)
+                return 1;
+    }
+    return 0;
+}
+
+/* Free the chains of list *head one at a time, each first named in
+ * p->intent and unlinked (as ring_free_head does), so a repairer killed
+ * here leaves a list that is still sound up to its end: the next repair
+ * neither walks a freed chain nor frees one twice.  The walk follows rising
+ * seqs only (seq_of reads one); past a cycle or a stray link it stops, and
+ * what lies beyond leaks rather than being freed twice. */
 static void
-ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
+ring_wipe_list(struct shm_seg *seg, int w, struct shm_part *p, uint32_t *head,
+               uint64_t (*seq_of)(struct shm_seg *, uint32_t, uint32_t *))
 {
     uint64_t max = ring_walk_max(seg), n = 0, prev = 0;
 
-    /* Only what a walk with rising seqs reaches: a cycle or a stray link
-     * ends it (what lies beyond leaks rather than being freed twice). */
-    for (uint32_t r = p->head; r != 0 && n++ < max;) {
-        struct shm_msg *m = shm_ring_msg(seg, r);
-        uint32_t next = m->next;
-        if (m->seq <= prev)
+    while (*head != 0 && n++ < max) {
+        uint32_t r = *head, next;
+        uint64_t seq = seq_of(seg, r, &next);
+        if (seq <= prev)
             break;
-        prev = m->seq;
-        if (w >= 0)
-            shm_arena_free(seg, w, r);
-        r = next;
+        prev = seq;
+        p->intent = r;
+        *head = next;
+        shm_arena_free(seg, w, r);
+        p->intent = 0;
     }
-    p->head = p->tail = 0;
+    *head = 0;
+}
+
+static uint64_t
+ring_msg_seq(struct shm_seg *seg, uint32_t r, uint32_t *next)
+{
+    *next = shm_ring_msg(seg, r)->next;
+    return shm_ring_msg(seg, r)->seq;
+}
+
+static uint64_t
+ring_lease_seq(struct shm_seg *seg, uint32_t l, uint32_t *next)
+{
+    *next = shm_ring_lease(seg, l)->next;
+    return shm_ring_lease(seg, l)->seq;
+}
+
+/* Free what a validated walk reaches and empty the partition (a locker with
+ * a slot: w >= 0).  The group states stay (the registry still names them),
+ * tagged LINKED first: a state a dead worker linked but never tagged must
+ * not be freed by its reap. */
+static void
+ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
+{
+    /* A chain a dead holder (or a dead wiper) had unlinked but not started
+     * to free: ours.  One it had started to free is its reap's. */
+    if (p->intent != 0 && shm_ring_tag_linked(seg, p->intent) &&
+        !ring_reaches(seg, p, p->intent))
+        shm_arena_free(seg, w, p->intent);
+    p->intent = 0;
+    ring_wipe_list(seg, w, p, &p->head, ring_msg_seq);
+    p->tail = 0;
     uint32_t ng = 0;
     for (uint32_t g = p->groups; g != 0; g = shm_ring_gs(seg, g)->next) {
         if (++ng > SHM_RING_GROUPS_MAX) {
@@ -811,29 +885,20 @@ ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
             break;
         }
         struct shm_gs *s = shm_ring_gs(seg, g);
-        n = 0;
-        prev = 0;
-        for (uint32_t l = s->lhead; l != 0 && n++ < max;) {
-            struct shm_lease *L = shm_ring_lease(seg, l);
-            uint32_t next = L->next;
-            if (L->seq <= prev)
-                break;
-            prev = L->seq;
-            if (w >= 0)
-                shm_arena_free(seg, w, l);
-            l = next;
-        }
-        s->lhead = s->ltail = s->nleases = s->nready = 0;
+        shm_arena_link(seg, g);
+        ring_wipe_list(seg, w, p, &s->lhead, ring_lease_seq);
+        s->ltail = s->nleases = s->nready = 0;
         s->cursor = 0;
         s->due = UINT64_MAX;
     }
     p->ngs = p->groups != 0 ? ng : 0;
-    p->intent = 0;
+    p->wipe = 0;
     STORE(p->count, 0);
     STORE(p->cost, 0);
     STORE(p->leased, 0);
     STORE(p->due, UINT64_MAX);
-    shm_count(seg, w >= 0 ? w : SHM_STATS_MASTER, SHM_C_WIPES, 1);
+    STORE(p->oldest_ms, 0);
+    shm_count(seg, w, SHM_C_WIPES, 1);
 }
 
 /* shm_ring_repair - see ring.h. */
@@ -863,7 +928,12 @@ shm_ring_repair(struct shm_seg *seg, void *arg)
         ngs++;
     }
     if (bad) {
-        ring_wipe(seg, rp->w, p);
+        /* A locker without a slot cannot free: it leaves the wipe owed to
+         * the next locker with one (shm_ring_lock), touching nothing. */
+        if (rp->w >= 0)
+            ring_wipe(seg, rp->w, p);
+        else
+            p->wipe = 1;
         return;
     }
     /* An unlinked chain its holder did not start to free: ours to free,

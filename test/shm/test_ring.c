@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -318,4 +319,125 @@ Test(shm_ring, impossible_list_wipes_the_partition_only)
     cr_assert_eq(
         shm_queue_depth(&seg, nm("other"), NULL, T0, &qi, NULL, NULL, NULL), 0);
     cr_assert_eq(qi.depth, 1);
+}
+
+/* A wipe returns every cell it can reach: after it, emptying and deleting
+ * the queue brings the arena back to zero. */
+Test(shm_ring, a_wipe_frees_what_it_reaches_to_the_byte)
+{
+    cr_assert_eq(push(5), 0);
+    cr_assert_eq(pop(2, T0), 2);
+    die_holding(corrupt);
+    cr_assert_eq(counter(SHM_C_WIPES), 1);
+    cr_assert_eq(atomic_load(&ctx(0).p->leased), 0);
+    cr_assert_eq(drain_to_zero(), 0);
+}
+
+/* A group state the dead worker linked but never tagged LINKED, in a
+ * partition its repair then wipes: the wipe keeps the state (the registry
+ * names it), so the reap must not free it too. */
+static void
+link_untagged_state_and_corrupt(struct shm_ring_ctx *c)
+{
+    uint32_t g;
+
+    if (shm_arena_alloc(c->seg, 1, 1, &g) != 0)
+        return;
+    struct shm_gs *s = shm_ring_gs(c->seg, g);
+    *s = *shm_ring_gs(c->seg, c->p->groups);
+    s->chain = shm_ring_gs(c->seg, c->p->groups)->chain;
+    s->lhead = s->ltail = s->nleases = s->nready = 0;
+    s->next = c->p->groups;
+    c->p->groups = g;
+    c->p->ngs++;
+    corrupt(c);
+}
+
+Test(shm_ring, a_wipe_keeps_an_untagged_state_from_the_reap)
+{
+    cr_assert_eq(push(3), 0);
+    cr_assert_eq(pop(1, T0), 1);
+    die_holding(link_untagged_state_and_corrupt);
+    cr_assert_eq(counter(SHM_C_WIPES), 1);
+    cr_assert_eq(ctx(0).p->ngs, 2);
+    for (uint32_t g = ctx(0).p->groups; g != 0; g = shm_ring_gs(&seg, g)->next)
+        cr_assert(shm_ring_tag_linked(&seg, g), "state %u not LINKED", g);
+    cr_assert_eq(drain_to_zero(), 0);
+}
+
+/* A locker without a slot (depth) that finds a partition unsound cannot
+ * free: it leaves the wipe to the next locker with a slot, and the cells
+ * come back then. */
+Test(shm_ring, a_slotless_repair_leaves_the_wipe_to_a_locker_with_a_slot)
+{
+    struct shm_queue_info qi;
+
+    cr_assert_eq(push(4), 0);
+    cr_assert_eq(pop(1, T0), 1);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        struct shm_ring_ctx c = ctx(1);
+        if (shm_ring_lock(&seg, 1, c.p) != 0)
+            _exit(1);
+        corrupt(&c);
+        kill(getpid(), SIGKILL);
+    }
+    cr_assert_eq(waitpid(pid, NULL, 0), pid);
+    cr_assert_eq(
+        shm_queue_depth(&seg, nm("q"), NULL, T0, &qi, NULL, NULL, NULL), 0);
+    cr_assert_eq(counter(SHM_C_WIPES), 0);
+    cr_assert_eq(ctx(0).p->wipe, 1);
+    shm_worker_reap(&seg, 1);
+    cr_assert_eq(counter(SHM_C_WIPES), 1);
+    cr_assert_eq(ctx(0).p->wipe, 0);
+    cr_assert_eq(drain_to_zero(), 0);
+}
+
+/* A repairer killed in the middle of a wipe (at a random point of a long
+ * one) leaves the next repair a list it can walk: nothing is freed twice
+ * and every cell comes back. */
+Test(shm_ring, a_repairer_killed_mid_wipe_loses_and_doubles_nothing)
+{
+    for (int round = 0; round < 12; round++) {
+        for (int i = 0; i < 500; i++)
+            cr_assert_eq(push(8), 0);
+        cr_assert_eq(pop(3, T0), 3);
+        pid_t a = fork();
+        cr_assert_neq(a, -1);
+        if (a == 0) {
+            struct shm_ring_ctx c = ctx(1);
+            if (shm_ring_lock(&seg, 1, c.p) != 0)
+                _exit(1);
+            corrupt(&c);
+            kill(getpid(), SIGKILL);
+        }
+        cr_assert_eq(waitpid(a, NULL, 0), a);
+        int fds[2];
+        cr_assert_eq(pipe(fds), 0);
+        pid_t b = fork();
+        cr_assert_neq(b, -1);
+        if (b == 0) {
+            /* The repairer: no cr_* calls.  It tells the parent it is about
+             * to lock, then repairs (wipes) and dies holding the lock. */
+            struct shm_ring_ctx c = ctx(2);
+            if (write(fds[1], "x", 1) != 1)
+                _exit(1);
+            shm_ring_lock(&seg, 2, c.p);
+            kill(getpid(), SIGKILL);
+        }
+        char x;
+        cr_assert_eq(read(fds[0], &x, 1), 1);
+        struct timespec ts = {0, (long)(round % 6) * 150000};
+        nanosleep(&ts, NULL);
+        kill(b, SIGKILL);
+        cr_assert_eq(waitpid(b, NULL, 0), b);
+        close(fds[0]);
+        close(fds[1]);
+        shm_worker_reap(&seg, 2);
+        shm_worker_reap(&seg, 1);
+        cr_assert_eq(atomic_load(&ctx(0).p->count), 0);
+    }
+    cr_assert_geq(counter(SHM_C_WIPES), 12);
+    cr_assert_eq(drain_to_zero(), 0);
 }
