@@ -720,9 +720,11 @@ ack_apply(struct shm_seg *seg, int w, struct shm_name queue,
         uint32_t gs = shm_ring_gs_find_locked(&c, group, h);
         if (gs != 0) {
             found = 1;
-            if (ext)
+            if (ext) {
+                /* A shorter extension moves the deadline earlier. */
                 shm_ring_extend_locked(&c, gs, acks, n);
-            else
+                part_due_locked(seg, pr.idx, c.p, q);
+            } else
                 shm_ring_ack_locked(&c, gs, acks, n);
             atomic_store_explicit(
                 &shm_ring_grp(seg, shm_ring_gs(seg, gs)->grp)->last_active, now,
@@ -1454,6 +1456,10 @@ shm_worker_reap(struct shm_seg *seg, int worker)
         atomic_fetch_and(&p->waiters, bit);
         atomic_store(&shm_dir_parked(seg, 1, i)[worker], 0);
     }
+    /* The dead worker may have moved a deadline (a lease, a first message
+     * under a ttl, a new queue) and died before telling the heap: each
+     * record is looked at once and rescheduled from what it holds. */
+    shm_due_all(seg);
     shm_arena_reap(seg, worker);
     shm_wake_reset(seg, worker);
 }

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,10 @@
 #include <criterion/criterion.h>
 
 #include "shm/broker.h"
+#include "shm/dir.h"
 #include "shm/due.h"
 #include "shm/region.h"
+#include "shm/ring.h"
 #include "shm/segment.h"
 #include "shm/stats.h"
 
@@ -290,4 +293,68 @@ Test(shm_due, a_holder_killed_mid_sift_leaves_a_working_heap)
         for (uint32_t i = 0; i < 500; i++)
             cr_assert_eq(keys[i], 499 - i);
     }
+}
+
+/* The partition "Default" of queue q. */
+static struct shm_part *
+part_of(const char *q, struct shm_ref *qr)
+{
+    struct shm_ref pr;
+
+    cr_assert_eq(shm_dir_find_queue(&seg, 0, nm(q), 0, T0, qr), 0);
+    cr_assert_eq(shm_dir_find_part(&seg, 0, *qr, nm("Default"), 0, T0, &pr), 0);
+    return shm_dir_part(&seg, pr.idx);
+}
+
+/* A worker killed after it leased a message but before it told the heap:
+ * the reap puts every record back on the heap once, so the lease still
+ * expires on time. */
+Test(shm_due, a_lease_whose_popper_died_before_scheduling_still_expires)
+{
+    push1("q", T0);
+    push1("q", T0);
+    cr_assert_eq(pop("q", "g", 1, T0), 1); /* due at +30 s */
+    struct shm_ack a = {.seq = ((const struct shm_popped *)sinkbuf)->seq,
+                        .status = SHM_ACK_COMPLETED};
+    shm_ack(&seg, 0, nm("q"), nm("Default"), nm("g"), &a, 1, T0);
+    cr_assert_eq(a.outcome, SHM_OUT_ACKED);
+    cr_assert_eq(visits(T0 + 30000), 1); /* nothing leased: off the heap */
+    struct shm_ref qr;
+    struct shm_part *p = part_of("q", &qr);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        /* Worker 1 (no cr_* calls): the take of pop_part, then death. */
+        struct shm_sink sink = {.buf = sinkbuf, .cap = sizeof(sinkbuf)};
+        if (shm_ring_lock(&seg, 1, p) != 0)
+            _exit(1);
+        struct shm_ring_ctx c = {&seg, 1, p, shm_dir_queue(&seg, qr.idx),
+                                 T0 + 30000};
+        shm_ring_take_locked(&c, p->groups, 1, 0, &sink);
+        raise(SIGKILL);
+    }
+    cr_assert_eq(waitpid(pid, NULL, 0), pid);
+    shm_worker_reap(&seg, 1);
+    cr_assert_eq(atomic_load(&p->due), T0 + 60000);
+    uint64_t before = counter(SHM_C_REDELIVERY_LEASE_EXPIRED);
+    cr_assert_eq(shm_maintain(&seg, T0 + 60000), 0);
+    cr_assert_eq(counter(SHM_C_REDELIVERY_LEASE_EXPIRED), before + 1);
+}
+
+/* An extend may shorten a lease (its seconds count from now). */
+Test(shm_due, a_shortening_extend_expires_at_its_new_deadline)
+{
+    push1("q", T0);
+    cr_assert_eq(pop("q", "g", 1, T0), 1);
+    uint64_t seq = ((const struct shm_popped *)sinkbuf)->seq;
+    struct shm_ack e = {.seq = seq, .seconds = 3600};
+    shm_extend(&seg, 0, nm("q"), nm("Default"), nm("g"), &e, 1, T0);
+    cr_assert_eq(e.outcome, SHM_OUT_EXTENDED);
+    cr_assert_eq(visits(T0 + 30000), 1); /* next due at +3600 s */
+    e = (struct shm_ack){.seq = seq, .seconds = 1};
+    shm_extend(&seg, 0, nm("q"), nm("Default"), nm("g"), &e, 1, T0 + 30000);
+    cr_assert_eq(e.outcome, SHM_OUT_EXTENDED);
+    uint64_t before = counter(SHM_C_REDELIVERY_LEASE_EXPIRED);
+    cr_assert_eq(visits(T0 + 31000), 1);
+    cr_assert_eq(counter(SHM_C_REDELIVERY_LEASE_EXPIRED), before + 1);
 }
