@@ -198,6 +198,9 @@ void bench_fail(struct bench_conn *c, const char *fmt, ...)
 
 /* main.c */
 void bench_row_add(const struct bench_row *r);
+/* bench_row_find - the row added with key, or NULL. */
+const struct bench_row *bench_row_find(const char *key);
+
 void bench_row_from_run(struct bench_row *row, const struct bench_run *run,
                         double secs, const char *unit);
 void bench_row_fail(const char *key, const char *scenario, const char *system,

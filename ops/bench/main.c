@@ -94,9 +94,9 @@ bench_want(const char *scenario)
     return 0;
 }
 
-/* The row whose key is key, or NULL. */
-static const struct bench_row *
-row_find(const char *key)
+/* bench_row_find - see bench.h. */
+const struct bench_row *
+bench_row_find(const char *key)
 {
     for (int i = 0; i < nrows; i++)
         if (strcmp(rows[i].key, key) == 0)
@@ -109,7 +109,7 @@ row_find(const char *key)
 static double
 row_ratio(const struct bench_row *r)
 {
-    const struct bench_row *m = r->ref[0] ? row_find(r->ref) : NULL;
+    const struct bench_row *m = r->ref[0] ? bench_row_find(r->ref) : NULL;
 
     if (m == NULL || !m->ok || !r->ok)
         return 0;
