@@ -77,82 +77,152 @@ http_buf_append_str(struct http_buf *b, const char *s)
     return http_buf_append(b, s, strlen(s));
 }
 
-/* The escape of byte c inside a JSON string, or NULL when c goes as is. */
-static const char *
-json_escape_of(unsigned char c)
+/*
+ * JSON escaping (RFC 8259 section 7): '"', '\\' and U+0000..U+001F must be
+ * escaped; DEL is escaped too (some parsers and terminals mind it).  esc[c]
+ * is 0 for a byte copied as it is, the letter after the backslash for a
+ * short escape, or 'u' for \u00XX.  Bytes >= 0x80 go as they are.
+ */
+static const char esc[256] = {
+    ['\0'] = 'u', [0x01] = 'u', [0x02] = 'u', [0x03] = 'u',  [0x04] = 'u',
+    [0x05] = 'u', [0x06] = 'u', [0x07] = 'u', ['\b'] = 'b',  ['\t'] = 't',
+    ['\n'] = 'n', [0x0b] = 'u', ['\f'] = 'f', ['\r'] = 'r',  [0x0e] = 'u',
+    [0x0f] = 'u', [0x10] = 'u', [0x11] = 'u', [0x12] = 'u',  [0x13] = 'u',
+    [0x14] = 'u', [0x15] = 'u', [0x16] = 'u', [0x17] = 'u',  [0x18] = 'u',
+    [0x19] = 'u', [0x1a] = 'u', [0x1b] = 'u', [0x1c] = 'u',  [0x1d] = 'u',
+    [0x1e] = 'u', [0x1f] = 'u', ['"'] = '"',  ['\\'] = '\\', [0x7f] = 'u',
+};
+
+static const char hex_digits[16] = "0123456789abcdef";
+
+/* The two-digit pairs "00" to "99", for formatting two digits per step. */
+static const char pairs[200] = "00010203040506070809"
+                               "10111213141516171819"
+                               "20212223242526272829"
+                               "30313233343536373839"
+                               "40414243444546474849"
+                               "50515253545556575859"
+                               "60616263646566676869"
+                               "70717273747576777879"
+                               "80818283848586878889"
+                               "90919293949596979899";
+
+/* http_json_esc_len - the escaped length, from the same table. */
+size_t
+http_json_esc_len(const char *p, size_t n)
 {
-    switch (c) {
-    case '"':
-        return "\\\"";
-    case '\\':
-        return "\\\\";
-    case '\b':
-        return "\\b";
-    case '\f':
-        return "\\f";
-    case '\n':
-        return "\\n";
-    case '\r':
-        return "\\r";
-    case '\t':
-        return "\\t";
-    default:
-        return NULL;
+    size_t i, len = n;
+
+    for (i = 0; i < n; i++) {
+        char e = esc[(unsigned char)p[i]];
+
+        if (e != 0)
+            len += e == 'u' ? 5 : 1;
     }
+    return len;
 }
 
-/* http_buf_append_json_esc - escape; runs of plain bytes are copied in one
- * memcpy. */
+/* http_put_json_esc - one table lookup per byte, no calls. */
+char *
+http_put_json_esc(char *o, const char *p, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        char e = esc[c];
+
+        if (e == 0) {
+            *o++ = (char)c;
+            continue;
+        }
+        *o++ = '\\';
+        *o++ = e;
+        if (e == 'u') {
+            o[0] = '0';
+            o[1] = '0';
+            o[2] = hex_digits[c >> 4];
+            o[3] = hex_digits[c & 15];
+            o += 4;
+        }
+    }
+    return o;
+}
+
+/* http_buf_append_json_esc - reserve the exact escaped length, write. */
 int
 http_buf_append_json_esc(struct http_buf *b, const char *p, size_t n)
 {
-    size_t i, run = 0;
-    char hex[8];
-
-    if (http_buf_reserve(b, n) != 0)
+    if (http_buf_reserve(b, http_json_esc_len(p, n)) != 0)
         return -ENOMEM;
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)p[i];
-        const char *esc;
-
-        if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f)
-            continue;
-        http_buf_append(b, p + run, i - run);
-        run = i + 1;
-        esc = json_escape_of(c);
-        if (esc != NULL) {
-            http_buf_append_str(b, esc);
-        } else {
-            snprintf(hex, sizeof(hex), "\\u%04x", c);
-            http_buf_append(b, hex, 6);
-        }
-    }
-    return http_buf_append(b, p + run, n - run);
+    http_buf_commit(b, http_put_json_esc(http_buf_tail(b), p, n));
+    return 0;
 }
 
 /* http_buf_append_json_str - the escaped bytes between quotes. */
 int
 http_buf_append_json_str(struct http_buf *b, const char *p, size_t n)
 {
-    if (http_buf_reserve(b, n + 2) != 0)
+    char *o;
+
+    if (http_buf_reserve(b, http_json_esc_len(p, n) + 2) != 0)
         return -ENOMEM;
-    http_buf_append(b, "\"", 1);
-    http_buf_append_json_esc(b, p, n);
-    return http_buf_append(b, "\"", 1);
+    o = http_buf_tail(b);
+    *o++ = '"';
+    o = http_put_json_esc(o, p, n);
+    *o++ = '"';
+    http_buf_commit(b, o);
+    return 0;
+}
+
+/* http_put_u64 - two digits per division, written backwards into a
+ * scratch, then copied to o. */
+char *
+http_put_u64(char *o, uint64_t v)
+{
+    char tmp[HTTP_PUT_U64_MAX];
+    char *t = tmp + sizeof(tmp);
+    size_t n;
+
+    while (v >= 100) {
+        uint64_t r = v % 100;
+
+        v /= 100;
+        t -= 2;
+        memcpy(t, pairs + 2 * r, 2);
+    }
+    if (v >= 10) {
+        t -= 2;
+        memcpy(t, pairs + 2 * v, 2);
+    } else {
+        *--t = (char)('0' + v);
+    }
+    n = (size_t)(tmp + sizeof(tmp) - t);
+    memcpy(o, t, n);
+    return o + n;
+}
+
+/* http_put_hex16 - fixed width, most significant nibble first. */
+char *
+http_put_hex16(char *o, uint64_t v)
+{
+    int i;
+
+    for (i = 15; i >= 0; i--) {
+        o[i] = hex_digits[v & 15];
+        v >>= 4;
+    }
+    return o + 16;
 }
 
 /* http_buf_append_u64 - decimal, without printf's overhead. */
 int
 http_buf_append_u64(struct http_buf *b, uint64_t v)
 {
-    char tmp[20];
-    size_t i = sizeof(tmp);
-
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    return http_buf_append(b, tmp + i, sizeof(tmp) - i);
+    if (http_buf_reserve(b, HTTP_PUT_U64_MAX) != 0)
+        return -ENOMEM;
+    http_buf_commit(b, http_put_u64(http_buf_tail(b), v));
+    return 0;
 }
 
 /* http_buf_append_i64 - decimal with a '-' for negatives (INT64_MIN too). */

@@ -6,6 +6,11 @@
  * the end (http_reply() answers 500 internal for an oom buffer).  Every
  * append also returns 0 or -ENOMEM for callers that want to stop early.
  * Not thread-safe; no locking.  A zeroed struct is an empty buffer.
+ *
+ * Hot replies (push ids, pop messages, ack results) know their size before
+ * they write: they reserve once, then write through a raw pointer with the
+ * http_put_* writers (no bounds check per field) and commit the
+ * end.  The HTTP_PUT_*_MAX bounds say how much room each writer needs.
  */
 #ifndef MAYFLY_HTTP_BUF_H
 #define MAYFLY_HTTP_BUF_H
@@ -50,6 +55,50 @@ int http_buf_append_json_esc(struct http_buf *b, const char *p, size_t n);
 /* http_buf_append_u64 / _i64 - append a decimal integer.  0 or -ENOMEM. */
 int http_buf_append_u64(struct http_buf *b, uint64_t v);
 int http_buf_append_i64(struct http_buf *b, int64_t v);
+
+/*
+ * http_buf_tail - where the next byte goes, for raw writes after a
+ * successful http_buf_reserve(b, n) (at most n bytes).  Cannot fail.
+ */
+static inline char *
+http_buf_tail(struct http_buf *b)
+{
+    return b->data + b->len;
+}
+
+/*
+ * http_buf_commit - the raw writes end at end (between http_buf_tail() and
+ * the room reserved): take them into len and keep the NUL.  Cannot fail.
+ */
+static inline void
+http_buf_commit(struct http_buf *b, char *end)
+{
+    b->len = (size_t)(end - b->data);
+    b->data[b->len] = '\0';
+}
+
+/* Most bytes http_put_u64 writes (UINT64_MAX has 20 digits). */
+#define HTTP_PUT_U64_MAX 20
+
+/* http_put_u64 - write v in decimal at o; returns the end.  Cannot fail. */
+char *http_put_u64(char *o, uint64_t v);
+
+/* http_put_hex16 - write v as 16 lower-case hex digits at o; returns the
+ * end.  Cannot fail. */
+char *http_put_hex16(char *o, uint64_t v);
+
+/*
+ * http_json_esc_len - how many bytes http_put_json_esc writes for
+ * p[0..n): 1 per plain byte, 2 per short escape, 6 per \u00XX.
+ */
+size_t http_json_esc_len(const char *p, size_t n);
+
+/*
+ * http_put_json_esc - write p[0..n) escaped for the inside of a JSON
+ * string (the rules of http_buf_append_json_str, no quotes) at o; returns
+ * the end, o + http_json_esc_len(p, n).  Cannot fail.
+ */
+char *http_put_json_esc(char *o, const char *p, size_t n);
 
 /* http_buf_printf - append formatted text.  0 or -ENOMEM. */
 int http_buf_printf(struct http_buf *b, const char *fmt, ...)

@@ -5,30 +5,57 @@
 #include "http/ids.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
+#include <string.h>
 
 #include "http/buf.h"
 
-/* id_head - "e:" and the incarnation as 16 lower-case hex digits plus ':'. */
-static int
-id_head(struct http_buf *b, uint64_t incarnation)
+/* id_head - "e:" and the incarnation as 16 lower-case hex digits plus ':'
+ * at o (19 bytes); returns the end. */
+static char *
+id_head(char *o, uint64_t incarnation)
 {
-    char head[24];
-
-    snprintf(head, sizeof(head), "e:%016" PRIx64 ":", incarnation);
-    return http_buf_append(b, head, 19);
+    o[0] = 'e';
+    o[1] = ':';
+    o = http_put_hex16(o + 2, incarnation);
+    *o++ = ':';
+    return o;
 }
 
-/* http_id_format - the raw id text. */
+/* http_id_format - the raw id text, in one reservation. */
 int
 http_id_format(struct http_buf *b, uint64_t incarnation, const char *part,
                size_t plen, uint64_t seq)
 {
-    id_head(b, incarnation);
-    http_buf_append(b, part, plen);
-    http_buf_append(b, ":", 1);
-    return http_buf_append_u64(b, seq);
+    char *o;
+
+    if (http_buf_reserve(b, 19 + plen + 1 + HTTP_PUT_U64_MAX) != 0)
+        return -ENOMEM;
+    o = id_head(http_buf_tail(b), incarnation);
+    memcpy(o, part, plen);
+    o += plen;
+    *o++ = ':';
+    http_buf_commit(b, http_put_u64(o, seq));
+    return 0;
+}
+
+/* http_id_put_prefix - '"', the head, the escaped partition, ':'. */
+char *
+http_id_put_prefix(char *o, uint64_t incarnation, const char *part, size_t plen)
+{
+    *o++ = '"';
+    o = id_head(o, incarnation);
+    o = http_put_json_esc(o, part, plen);
+    *o++ = ':';
+    return o;
+}
+
+/* http_id_put_seq - the decimal sequence and the closing quote. */
+char *
+http_id_put_seq(char *o, uint64_t seq)
+{
+    o = http_put_u64(o, seq);
+    *o++ = '"';
+    return o;
 }
 
 /* http_id_format_json - the id as a JSON string: only the partition can
@@ -37,12 +64,14 @@ int
 http_id_format_json(struct http_buf *b, uint64_t incarnation, const char *part,
                     size_t plen, uint64_t seq)
 {
-    http_buf_append(b, "\"", 1);
-    id_head(b, incarnation);
-    http_buf_append_json_esc(b, part, plen);
-    http_buf_append(b, ":", 1);
-    http_buf_append_u64(b, seq);
-    return http_buf_append(b, "\"", 1);
+    size_t esc_len = http_json_esc_len(part, plen);
+    char *o;
+
+    if (http_buf_reserve(b, HTTP_ID_PREFIX_LEN(esc_len) + HTTP_ID_SEQ_MAX) != 0)
+        return -ENOMEM;
+    o = http_id_put_prefix(http_buf_tail(b), incarnation, part, plen);
+    http_buf_commit(b, http_id_put_seq(o, seq));
+    return 0;
 }
 
 /* hex_val - value of a hex digit, or -1. */

@@ -22,6 +22,30 @@ int http_id_format_json(struct http_buf *b, uint64_t incarnation,
                         const char *part, size_t plen, uint64_t seq);
 
 /*
+ * Replies that carry many ids of one partition write the part they share
+ * once and copy it per id: the prefix '"e:<16 hex>:<escaped partition>:'
+ * takes HTTP_ID_PREFIX_LEN(esc_len) bytes, where esc_len is
+ * http_json_esc_len() of the partition, which starts HTTP_ID_PREFIX_HEAD
+ * bytes in; an id after it adds at most
+ * HTTP_ID_SEQ_MAX bytes (the sequence and the closing quote).
+ */
+#define HTTP_ID_PREFIX_HEAD         (1 + 2 + 16 + 1) /* '"e:<16 hex>:' */
+#define HTTP_ID_PREFIX_LEN(esc_len) (HTTP_ID_PREFIX_HEAD + (esc_len) + 1)
+#define HTTP_ID_SEQ_MAX             (20 + 1)
+
+/*
+ * http_id_put_prefix - write the JSON prefix of the partition's ids at o
+ * (room for HTTP_ID_PREFIX_LEN(http_json_esc_len(part, plen)) bytes);
+ * returns the end.  Cannot fail.
+ */
+char *http_id_put_prefix(char *o, uint64_t incarnation, const char *part,
+                         size_t plen);
+
+/* http_id_put_seq - finish an id after its prefix: the sequence and the
+ * closing quote (at most HTTP_ID_SEQ_MAX bytes); returns the end. */
+char *http_id_put_seq(char *o, uint64_t seq);
+
+/*
  * http_id_parse - split id[0..len): "e:", 1-16 hex digits, ':', a
  * non-empty partition (pointer into id), ':', 1-20 decimal digits that fit
  * in 64 bits.  0, or -EINVAL for anything else.

@@ -140,14 +140,25 @@ read_message(struct push_parse *pp, uint32_t i)
     j->depth++;
     if (http_json_peek(j) != '}') {
         for (;;) {
-            if (http_json_string(j, pp->free, &n) != 0 ||
-                http_json_eat(j, ':') != 0)
+            int is_payload;
+
+            /* The key as clients send it needs no unescaping to compare. */
+            http_json_ws(j);
+            if (j->end - j->p >= 9 && memcmp(j->p, "\"payload\"", 9) == 0) {
+                j->p += 9;
+                is_payload = 1;
+            } else {
+                if (http_json_string(j, pp->free, &n) != 0)
+                    return syntax_error(pp);
+                is_payload = key_is(pp->free, n, "payload");
+            }
+            if (http_json_eat(j, ':') != 0)
                 return syntax_error(pp);
             http_json_ws(j);
             start = j->p;
             if (http_json_value(j) != 0)
                 return syntax_error(pp);
-            if (key_is(pp->free, n, "payload")) {
+            if (is_payload) {
                 payload = start;
                 payload_len = (size_t)(j->p - start);
             }

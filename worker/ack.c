@@ -105,44 +105,73 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
     }
 }
 
+/* outcome_text - what follows an entry's id: the outcome (and the drop)
+ * as JSON text, up to the entry's closing brace. */
 static const char *
-outcome_name(uint32_t o)
+outcome_text(uint32_t o)
 {
     switch (o) {
     case SHM_OUT_ACKED:
+        return ",\"outcome\":\"acked\"}";
     case SHM_OUT_ACKED_DROPPED:
-        return "acked";
+        return ",\"outcome\":\"acked\",\"dropped\":true}";
     case SHM_OUT_REDELIVERED:
-        return "redelivered";
+        return ",\"outcome\":\"redelivered\"}";
     case SHM_OUT_STALE:
-        return "stale";
+        return ",\"outcome\":\"stale\"}";
     case SHM_OUT_EXTENDED:
-        return "extended";
+        return ",\"outcome\":\"extended\"}";
     default:
-        return "unknown";
+        return ",\"outcome\":\"unknown\"}";
     }
 }
 
-/* reply_results - {"results": [{"id", "outcome", "dropped"?}]}. */
+/* The longest outcome_text(). */
+#define ACK_OUTCOME_MAX sizeof(",\"outcome\":\"acked\",\"dropped\":true}")
+
+/*
+ * reply_results - {"results": [{"id", "outcome", "dropped"?}]}, sized
+ * first (each id's escaped length) so the reply is reserved once.
+ */
 static void
 reply_results(struct http_request *req, const struct http_str *ids,
               size_t stride, const struct shm_ack *acks, uint32_t n)
 {
+    static const char head[] = "{\"results\":[", id_key[] = "{\"id\":\"";
     struct http_buf b = {0};
+    size_t need = sizeof(head) + 2;
+    char *o;
 
-    http_buf_append_str(&b, "{\"results\":[");
     for (uint32_t i = 0; i < n; i++) {
         const struct http_str *id =
             (const struct http_str *)((const char *)ids + i * stride);
-        http_buf_append_str(&b, i ? ",{\"id\":" : "{\"id\":");
-        http_buf_append_json_str(&b, id->ptr, id->len);
-        http_buf_append_str(&b, ",\"outcome\":\"");
-        http_buf_append_str(&b, outcome_name(acks[i].outcome));
-        http_buf_append_str(&b, acks[i].outcome == SHM_OUT_ACKED_DROPPED
-                                    ? "\",\"dropped\":true}"
-                                    : "\"}");
+        need += sizeof(id_key) + 2 + http_json_esc_len(id->ptr, id->len) +
+                ACK_OUTCOME_MAX;
     }
-    http_buf_append_str(&b, "]}");
+    if (http_buf_reserve(&b, need) != 0) {
+        http_reply(req, 200, &b); /* oom: answered 500 */
+        return;
+    }
+    o = http_buf_tail(&b);
+    memcpy(o, head, sizeof(head) - 1);
+    o += sizeof(head) - 1;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct http_str *id =
+            (const struct http_str *)((const char *)ids + i * stride);
+        const char *text = outcome_text(acks[i].outcome);
+        size_t tlen = strlen(text);
+
+        if (i)
+            *o++ = ',';
+        memcpy(o, id_key, sizeof(id_key) - 1);
+        o = http_put_json_esc(o + sizeof(id_key) - 1, id->ptr, id->len);
+        *o++ = '"';
+        memcpy(o, text, tlen);
+        o += tlen;
+    }
+    *o++ = ']';
+    *o++ = '}';
+    http_buf_commit(&b, o);
     http_reply(req, 200, &b);
 }
 

@@ -132,32 +132,87 @@ window_open(struct pop_call *c)
         park_update_deadline(&c->w->parks, &c->park, until);
 }
 
-/* format - the pop answer for whatever the sink holds. */
+/*
+ * format - the pop answer for whatever the sink holds.  A first walk over
+ * the sink sizes the reply so it is reserved once; the second writes it
+ * through a raw pointer.  Consecutive messages of one partition (the usual
+ * batch) share the id prefix and the escaped partition name: both are
+ * escaped once per run and copied from the previous message's id.
+ */
 static void
 format(struct pop_call *c, struct http_buf *b)
 {
+    static const char id_key[] = "{\"id\":", part_key[] = ",\"partition\":\"",
+                      payload_key[] = "\",\"payload\":",
+                      attempts_key[] = ",\"attempts\":";
+    const size_t fixed = sizeof(id_key) + sizeof(part_key) +
+                         sizeof(payload_key) + sizeof(attempts_key) +
+                         HTTP_ID_SEQ_MAX + HTTP_PUT_U64_MAX + 1;
     const struct shm_popped *m = NULL;
-    int first = 1;
+    const char *run_part = NULL, *prev_id = NULL;
+    size_t need, esc_len = 0, prefix_len = 0, run_len = 0;
+    char *o;
 
-    http_buf_append_str(b, "{\"queue\":");
-    http_buf_append_json_str(b, c->park.pop.queue.ptr, c->park.pop.queue.len);
-    http_buf_append_str(b, ",\"messages\":[");
+    need = sizeof("{\"queue\":,\"messages\":[]}") + 2 +
+           http_json_esc_len(c->park.pop.queue.ptr, c->park.pop.queue.len);
+    while ((m = shm_popped_next(&c->sink, m)) != NULL) {
+        const char *part = (const char *)(m + 1);
+
+        if (run_part == NULL || m->part_len != run_len ||
+            memcmp(part, run_part, run_len) != 0) {
+            run_part = part;
+            run_len = m->part_len;
+            esc_len = http_json_esc_len(part, run_len);
+        }
+        need += fixed + HTTP_ID_PREFIX_LEN(esc_len) + esc_len + m->len;
+    }
+    if (http_buf_reserve(b, need) != 0)
+        return; /* oom: http_reply answers 500 */
+    o = http_buf_tail(b);
+    memcpy(o, "{\"queue\":\"", 10);
+    o = http_put_json_esc(o + 10, c->park.pop.queue.ptr, c->park.pop.queue.len);
+    memcpy(o, "\",\"messages\":[", 14);
+    o += 14;
+    run_part = NULL;
     while ((m = shm_popped_next(&c->sink, m)) != NULL) {
         const char *part = (const char *)(m + 1);
         const char *payload = part + m->part_len;
+        char *id;
 
-        http_buf_append_str(b, first ? "{\"id\":" : ",{\"id\":");
-        http_id_format_json(b, c->w->incarnation, part, m->part_len, m->seq);
-        http_buf_append_str(b, ",\"partition\":");
-        http_buf_append_json_str(b, part, m->part_len);
-        http_buf_append_str(b, ",\"payload\":");
-        http_buf_append(b, payload, m->len);
-        http_buf_append_str(b, ",\"attempts\":");
-        http_buf_append_u64(b, m->attempts);
-        http_buf_append_str(b, "}");
-        first = 0;
+        if (prev_id != NULL)
+            *o++ = ',';
+        memcpy(o, id_key, sizeof(id_key) - 1);
+        o += sizeof(id_key) - 1;
+        id = o;
+        if (run_part == NULL || m->part_len != run_len ||
+            memcmp(part, run_part, run_len) != 0) {
+            run_part = part;
+            run_len = m->part_len;
+            o = http_id_put_prefix(o, c->w->incarnation, part, run_len);
+            prefix_len = (size_t)(o - id);
+        } else {
+            memcpy(o, prev_id, prefix_len);
+            o += prefix_len;
+        }
+        prev_id = id;
+        o = http_id_put_seq(o, m->seq);
+        memcpy(o, part_key, sizeof(part_key) - 1);
+        o += sizeof(part_key) - 1;
+        /* the escaped partition, as the id's prefix holds it */
+        memcpy(o, prev_id + HTTP_ID_PREFIX_HEAD,
+               prefix_len - HTTP_ID_PREFIX_LEN(0));
+        o += prefix_len - HTTP_ID_PREFIX_LEN(0);
+        memcpy(o, payload_key, sizeof(payload_key) - 1);
+        o += sizeof(payload_key) - 1;
+        memcpy(o, payload, m->len);
+        o += m->len;
+        memcpy(o, attempts_key, sizeof(attempts_key) - 1);
+        o = http_put_u64(o + sizeof(attempts_key) - 1, m->attempts);
+        *o++ = '}';
     }
-    http_buf_append_str(b, "]}");
+    *o++ = ']';
+    *o++ = '}';
+    http_buf_commit(b, o);
 }
 
 /* ack_held - complete what a windowed autoAck pop holds: it was taken

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "http/buf.h"
 #include "http/errors.h"
@@ -31,23 +32,45 @@ scratch(struct worker *w, uint32_t n)
     return 0;
 }
 
-/* reply_ids - 201 {"pushed": n, "ids": [...]}. */
+/*
+ * reply_ids - 201 {"pushed": n, "ids": [...]}.  Every id shares the prefix
+ * '"e:<incarnation>:<partition>:', so the prefix is written once and
+ * copied; the reply is reserved once at its largest size.
+ */
 static void
 reply_ids(struct worker *w, struct http_request *req, struct shm_name part,
           uint32_t n, uint64_t first)
 {
+    static const char head[] = "{\"pushed\":", mid[] = ",\"ids\":[";
+    size_t plen = HTTP_ID_PREFIX_LEN(http_json_esc_len(part.ptr, part.len));
     struct http_buf b = {0};
+    char *o, *prefix;
 
-    http_buf_reserve(&b, 32 + (size_t)n * (part.len + 48));
-    http_buf_append_str(&b, "{\"pushed\":");
-    http_buf_append_u64(&b, n);
-    http_buf_append_str(&b, ",\"ids\":[");
-    for (uint32_t i = 0; i < n; i++) {
-        if (i)
-            http_buf_append(&b, ",", 1);
-        http_id_format_json(&b, w->incarnation, part.ptr, part.len, first + i);
+    if (http_buf_reserve(&b, sizeof(head) + HTTP_PUT_U64_MAX + sizeof(mid) +
+                                 (size_t)n * (plen + HTTP_ID_SEQ_MAX + 1) +
+                                 2) != 0) {
+        http_reply(req, 201, &b); /* oom: answered 500 */
+        return;
     }
-    http_buf_append_str(&b, "]}");
+    o = http_buf_tail(&b);
+    memcpy(o, head, sizeof(head) - 1);
+    o = http_put_u64(o + sizeof(head) - 1, n);
+    memcpy(o, mid, sizeof(mid) - 1);
+    o += sizeof(mid) - 1;
+    prefix = o;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i == 0) {
+            o = http_id_put_prefix(o, w->incarnation, part.ptr, part.len);
+        } else {
+            *o++ = ',';
+            memcpy(o, prefix, plen);
+            o += plen;
+        }
+        o = http_id_put_seq(o, first + i);
+    }
+    *o++ = ']';
+    *o++ = '}';
+    http_buf_commit(&b, o);
     http_reply(req, 201, &b);
 }
 
