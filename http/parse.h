@@ -3,13 +3,13 @@
  * to the worker).  Implemented by parse_push.c, parse_ack.c,
  * parse_extend.c, parse_reset.c and parse_configure.c.
  *
- * Push bodies go through http/json_scan.h in a single validating pass; the
- * small control bodies (ack, extend, reset, configure) through json-c with
- * JSON_TOKENER_STRICT.  Strings are unescaped into memory the struct owns
- * (free it with the matching _free, also after a failed parse); payload
- * spans point into the body, which must outlive the struct.  Names are not
- * validated here: the caller runs http_name_valid() and answers
- * 400 invalid_name naming the field.
+ * Push and ack bodies (one per drained batch) go through the strict scanner
+ * of http/json_scan.h, without a tree; the small control bodies (extend,
+ * reset, configure) through json-c with JSON_TOKENER_STRICT.  Strings are
+ * unescaped into memory the struct owns (free it with the matching _free, also
+ * after a failed parse); payload spans point into the body, which must outlive
+ * the struct.  Names are not validated here: the caller runs http_name_valid()
+ * and answers 400 invalid_name naming the field.
  *
  * Each parser returns 0, -EINVAL with err filled (400, a code and a sentence
  * naming the field: "field 'messages[3].payload' is required"), or -ENOMEM
@@ -54,7 +54,7 @@ int http_parse_push(const char *body, size_t len, struct http_push *out,
                     struct http_error *err);
 void http_push_free(struct http_push *p);
 
-/* ---- ack (json-c) --------------------------------------------------- */
+/* ---- ack (json_scan) ------------------------------------------------ */
 
 enum http_ack_status {
     HTTP_ACK_COMPLETED, /* absent, completed, success, acked, ok */

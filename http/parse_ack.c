@@ -2,22 +2,240 @@
  * parse_ack.c - the ack body: {"queue", "group"?, "acks": [entry, ...]},
  * "messages" taken for "acks" when "acks" is absent (SPEC §2).  An entry is
  * a bare id string, or an object with "id", "status"? and "attempts"?, and
- * anything else a popped message carries.  json-c, strict.  No locking.
- * Errors: 0, -EINVAL, -ENOMEM with err filled.
+ * anything else a popped message carries.
+ *
+ * Acks come with every drained batch, so the body goes through the strict
+ * scanner of json_scan.h instead of a json-c tree (DESIGN §4): one pass
+ * validates the whole body and notes where the last value of each member
+ * starts (json-c keeps the last of a repeated key) and how long the arrays
+ * are; a second pass reads the chosen array.  The checks run in the order
+ * json-c's tree was read in before, so every bad body keeps its status,
+ * code and sentence: syntax first, then queue, group, the array, then each
+ * entry in order (id, status, attempts).  Keys compare as json-c stores
+ * them, up to a first NUL.
+ *
+ * out->mem (body length + 1 bytes) receives the unescaped strings: each is
+ * a disjoint span of the body with its quotes, so the text and its NUL fit;
+ * keys and statuses are unescaped into the free tail as scratch.  No
+ * locking.  Errors: 0, -EINVAL, -ENOMEM with err filled.
  */
 #include <errno.h>
-#include <stdio.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
 #include "http/errors.h"
+#include "http/json_scan.h"
 #include "http/parse.h"
-#include "http/parse_jsonc.h"
+
+struct ack_parse {
+    struct http_json j;
+    char *free;        /* next free byte of mem */
+    const char *queue; /* first byte of the member's last value, or NULL */
+    const char *group;
+    const char *acks;
+    const char *messages;
+    uint32_t acks_n;     /* entries of the last "acks" array (capped) */
+    uint32_t messages_n; /* entries of the last "messages" array (capped) */
+    struct http_error *err;
+};
+
+/* syntax_error - the scanner failed: say where and why. */
+static int
+syntax_error(struct ack_parse *ap)
+{
+    http_error_set(ap->err, 400, "ephemeral_bad_request",
+                   "malformed JSON at byte %zu: %s",
+                   (size_t)(ap->j.p - ap->j.start), ap->j.why);
+    return -EINVAL;
+}
+
+/* key - unescape the key at j->p into the scratch tail and consume the
+ * ':' after it; *n is its length up to a first NUL (json-c's view). */
+static int
+key(struct ack_parse *ap, size_t *n)
+{
+    if (http_json_string(&ap->j, ap->free, n) != 0 ||
+        http_json_eat(&ap->j, ':') != 0)
+        return syntax_error(ap);
+    *n = strnlen(ap->free, *n);
+    return 0;
+}
+
+/* key_is - the key just read is want. */
+static int
+key_is(const struct ack_parse *ap, size_t n, const char *want)
+{
+    return n == strlen(want) && memcmp(ap->free, want, n) == 0;
+}
+
+/*
+ * array_value - validate the array at j->p and count its entries (counting
+ * stops past HTTP_BATCH_MAX: more is refused whatever the number).
+ */
+static int
+array_value(struct ack_parse *ap, uint32_t *count)
+{
+    struct http_json *j = &ap->j;
+    uint32_t n = 0;
+
+    j->p++;
+    j->depth++;
+    if (http_json_peek(j) != ']') {
+        for (;;) {
+            if (http_json_value(j) != 0)
+                return syntax_error(ap);
+            n += n <= HTTP_BATCH_MAX;
+            if (http_json_peek(j) != ',')
+                break;
+            j->p++;
+        }
+        if (http_json_eat(j, ']') != 0)
+            return syntax_error(ap);
+    } else {
+        j->p++;
+    }
+    j->depth--;
+    *count = n;
+    return 0;
+}
+
+/* member - one top-level "key": value, its place noted if it is ours. */
+static int
+member(struct ack_parse *ap)
+{
+    struct http_json *j = &ap->j;
+    const char **at = NULL;
+    uint32_t *count = NULL;
+    size_t n;
+    int rc;
+
+    if ((rc = key(ap, &n)) != 0)
+        return rc;
+    if (key_is(ap, n, "queue")) {
+        at = &ap->queue;
+    } else if (key_is(ap, n, "group")) {
+        at = &ap->group;
+    } else if (key_is(ap, n, "acks")) {
+        at = &ap->acks;
+        count = &ap->acks_n;
+    } else if (key_is(ap, n, "messages")) {
+        at = &ap->messages;
+        count = &ap->messages_n;
+    }
+    if (at != NULL) {
+        http_json_ws(j);
+        *at = j->p;
+    }
+    if (count != NULL && http_json_peek(j) == '[')
+        return array_value(ap, count);
+    return http_json_value(j) == 0 ? 0 : syntax_error(ap);
+}
+
+/* body - '{' members '}' and nothing after but whitespace; a valid body
+ * that is not an object is refused after the syntax check, as json-c. */
+static int
+body(struct ack_parse *ap)
+{
+    struct http_json *j = &ap->j;
+    int rc;
+
+    if (http_json_peek(j) != '{') {
+        if (http_json_value(j) != 0)
+            return syntax_error(ap);
+        if (http_json_peek(j) != -1) {
+            j->why = "unexpected data after the JSON text";
+            return syntax_error(ap);
+        }
+        http_error_set(ap->err, 400, "ephemeral_bad_request",
+                       "the body must be a JSON object");
+        return -EINVAL;
+    }
+    j->p++;
+    j->depth++;
+    if (http_json_peek(j) != '}') {
+        for (;;) {
+            if ((rc = member(ap)) != 0)
+                return rc;
+            if (http_json_peek(j) != ',')
+                break;
+            j->p++;
+        }
+        if (http_json_eat(j, '}') != 0)
+            return syntax_error(ap);
+    } else {
+        j->p++;
+    }
+    j->depth--;
+    if (http_json_peek(j) != -1) {
+        j->why = "unexpected data after the JSON text";
+        return syntax_error(ap);
+    }
+    return 0;
+}
+
+/* at - a scanner on the (already validated) value starting at p. */
+static void
+at(struct ack_parse *ap, const char *p)
+{
+    ap->j.p = p;
+    ap->j.depth = 1;
+}
+
+/* keep - unescape the string at p into mem as *out (NUL-terminated). */
+static void
+keep(struct ack_parse *ap, const char *p, struct http_str *out)
+{
+    size_t n = 0;
+
+    at(ap, p);
+    http_json_string(&ap->j, ap->free, &n);
+    ap->free[n] = '\0';
+    out->ptr = ap->free;
+    out->len = n;
+    ap->free += n + 1;
+}
+
+/* is_null - the value at p (absent: NULL) counts as absent. */
+static int
+is_null(const char *p)
+{
+    return p == NULL || *p == 'n';
+}
+
+/* bad - 400 ephemeral_bad_request with the sentence. */
+static int __attribute__((format(printf, 2, 3)))
+bad(struct ack_parse *ap, const char *fmt, ...)
+{
+    va_list ap_list;
+
+    va_start(ap_list, fmt);
+    http_error_vset(ap->err, 400, "ephemeral_bad_request", fmt, ap_list);
+    va_end(ap_list);
+    return -EINVAL;
+}
+
+/*
+ * name - "queue" or "group" at p: required or optional, a string kept in
+ * mem.  0, or -EINVAL naming the field.
+ */
+static int
+name(struct ack_parse *ap, const char *p, const char *field, int required,
+     struct http_str *out, int *have)
+{
+    *have = 0;
+    if (is_null(p))
+        return required ? bad(ap, "field '%s' is required", field) : 0;
+    if (*p != '"')
+        return bad(ap, "field '%s' must be a string", field);
+    keep(ap, p, out);
+    *have = 1;
+    return 0;
+}
 
 /* ack_status - SPEC §2: absent and four words complete, "retry" retries,
- * any other string fails. */
+ * any other string fails.  s is read up to a first NUL, as json-c's C
+ * string was. */
 static enum http_ack_status
 ack_status(const char *s)
 {
@@ -31,72 +249,123 @@ ack_status(const char *s)
     return strcmp(s, "retry") == 0 ? HTTP_ACK_RETRY : HTTP_ACK_FAILED;
 }
 
-/* ack_entry_object - {"id", "status"?, "attempts"?, ...}. */
+/*
+ * attempts - the number at p as json-c typed it: an integer token (no
+ * fraction, no exponent) from 0 to UINT32_MAX ("-0" is 0).  0 or -EINVAL.
+ */
 static int
-ack_entry_object(struct json_object *o, const char *where,
-                 struct http_pool *pool, struct http_ack_entry *e,
-                 struct http_error *err)
+attempts(const char *p, const char *end, uint32_t *out)
 {
-    struct json_object *v = NULL;
-    char field[64];
-    uint64_t x;
-    int have, rc;
+    uint64_t v = 0;
+    int neg = *p == '-';
 
-    snprintf(field, sizeof(field), "%s.id", where);
-    rc = http_jsonc_str(o, "id", field, 1, pool, &e->id, &have, err);
-    if (rc != 0)
-        return rc;
-    if (json_object_object_get_ex(o, "status", &v) && v != NULL) {
-        if (!json_object_is_type(v, json_type_string)) {
-            http_error_set(err, 400, "ephemeral_bad_request",
-                           "field '%s.status' must be a string", where);
+    if (neg)
+        p++;
+    if (p == end || *p < '0' || *p > '9')
+        return -EINVAL;
+    for (; p < end && *p >= '0' && *p <= '9'; p++) {
+        v = v * 10 + (uint64_t)(*p - '0');
+        if (v > UINT32_MAX)
             return -EINVAL;
-        }
-        e->status = ack_status(json_object_get_string(v));
     }
-    if (json_object_object_get_ex(o, "attempts", &v) && v != NULL) {
-        snprintf(field, sizeof(field), "%s.attempts", where);
-        if ((rc = http_jsonc_uint(v, field, UINT32_MAX, "ephemeral_bad_request",
-                                  &x, err)) != 0)
-            return rc;
-        e->has_attempts = 1;
-        e->attempts = (uint32_t)x;
-    }
+    if (p < end && (*p == '.' || *p == 'e' || *p == 'E'))
+        return -EINVAL;
+    if (neg && v != 0)
+        return -EINVAL;
+    *out = (uint32_t)v;
     return 0;
 }
 
-/* ack_entries - fill a->entries from the array named key. */
+/*
+ * entry_object - {"id", "status"?, "attempts"?, ...} at p, entry i of the
+ * array where; the scanner is left after the object.
+ */
 static int
-ack_entries(struct json_object *arr, const char *key, struct http_pool *pool,
-            struct http_ack *a, struct http_error *err)
+entry_object(struct ack_parse *ap, const char *p, const char *where, size_t i,
+             struct http_ack_entry *e)
 {
-    size_t i, n = json_object_array_length(arr);
-    char where[48];
+    struct http_json *j = &ap->j;
+    const char *id = NULL, *status = NULL, *tries = NULL, *after;
+    size_t n;
+
+    at(ap, p + 1);
+    if (http_json_peek(j) != '}') {
+        for (;;) {
+            if (key(ap, &n) != 0)
+                return -EINVAL;
+            http_json_ws(j);
+            if (key_is(ap, n, "id"))
+                id = j->p;
+            else if (key_is(ap, n, "status"))
+                status = j->p;
+            else if (key_is(ap, n, "attempts"))
+                tries = j->p;
+            http_json_value(j);
+            if (http_json_peek(j) != ',')
+                break;
+            j->p++;
+        }
+    }
+    after = j->p + 1;
+    if (is_null(id))
+        return bad(ap, "field '%s[%zu].id' is required", where, i);
+    if (*id != '"')
+        return bad(ap, "field '%s[%zu].id' must be a string", where, i);
+    keep(ap, id, &e->id);
+    if (!is_null(status)) {
+        if (*status != '"')
+            return bad(ap, "field '%s[%zu].status' must be a string", where, i);
+        at(ap, status);
+        http_json_string(j, ap->free, &n);
+        ap->free[n] = '\0';
+        e->status = ack_status(ap->free);
+    }
+    if (!is_null(tries)) {
+        if ((*tries != '-' && (*tries < '0' || *tries > '9')) ||
+            attempts(tries, j->end, &e->attempts) != 0)
+            return bad(ap,
+                       "field '%s[%zu].attempts' must be an integer from 0 "
+                       "to %llu",
+                       where, i, (unsigned long long)UINT32_MAX);
+        e->has_attempts = 1;
+    }
+    at(ap, after);
+    return 0;
+}
+
+/* entries - read the n entries of the array at p into a->entries. */
+static int
+entries(struct ack_parse *ap, const char *p, const char *where, uint32_t n,
+        struct http_ack *a)
+{
+    struct http_json *j = &ap->j;
     int rc;
 
     a->entries = calloc(n ? n : 1, sizeof(*a->entries));
     if (a->entries == NULL) {
-        http_error_set(err, 500, "internal", "out of memory");
+        http_error_set(ap->err, 500, "internal", "out of memory");
         return -ENOMEM;
     }
-    for (i = 0; i < n; i++) {
-        struct json_object *o = json_object_array_get_idx(arr, i);
+    /* keep() and entry_object() leave the scanner after the entry */
+    at(ap, p + 1);
+    for (uint32_t i = 0; i < n; i++) {
         struct http_ack_entry *e = &a->entries[i];
+        const char *v;
 
-        snprintf(where, sizeof(where), "%s[%zu]", key, i);
+        if (i > 0)
+            http_json_eat(j, ',');
+        http_json_ws(j);
+        v = j->p;
         e->status = HTTP_ACK_COMPLETED;
-        if (json_object_is_type(o, json_type_string))
-            rc = http_jsonc_copy(o, pool, &e->id, err);
-        else if (json_object_is_type(o, json_type_object))
-            rc = ack_entry_object(o, where, pool, e, err);
-        else {
-            http_error_set(err, 400, "ephemeral_bad_request",
-                           "field '%s' must be an id string or an object",
-                           where);
-            rc = -EINVAL;
+        if (*v == '"') {
+            keep(ap, v, &e->id);
+        } else if (*v == '{') {
+            if ((rc = entry_object(ap, v, where, i, e)) != 0)
+                return rc;
+        } else {
+            return bad(ap, "field '%s[%u]' must be an id string or an object",
+                       where, i);
         }
-        if (rc != 0)
-            return rc;
         a->n++;
     }
     return 0;
@@ -104,33 +373,49 @@ ack_entries(struct json_object *arr, const char *key, struct http_pool *pool,
 
 /* http_parse_ack - see parse.h. */
 int
-http_parse_ack(const char *body, size_t len, struct http_ack *out,
+http_parse_ack(const char *body_text, size_t len, struct http_ack *out,
                struct http_error *err)
 {
-    struct json_object *root, *arr;
-    struct http_pool pool;
-    const char *key = "acks";
+    struct ack_parse ap;
+    const char *key_name = "acks", *arr;
+    uint32_t n;
     int have, rc;
 
     memset(out, 0, sizeof(*out));
-    if ((rc = http_jsonc_parse(body, len, &root, &pool, err)) != 0)
-        return rc;
-    out->mem = pool.mem;
-    rc = http_jsonc_str(root, "queue", "queue", 1, &pool, &out->queue, &have,
-                        err);
-    if (rc == 0)
-        rc = http_jsonc_str(root, "group", "group", 0, &pool, &out->group,
-                            &out->has_group, err);
-    if (rc == 0) {
-        if ((!json_object_object_get_ex(root, "acks", &arr) || arr == NULL) &&
-            json_object_object_get_ex(root, "messages", &arr) && arr != NULL)
-            key = "messages";
-        rc = http_jsonc_array(root, key, key, &arr, err);
+    memset(&ap, 0, sizeof(ap));
+    ap.err = err;
+    if (len > INT32_MAX) {
+        http_error_set(err, 413, "payload_too_large", "the body is too large");
+        return -EINVAL;
     }
-    if (rc == 0)
-        rc = ack_entries(arr, key, &pool, out, err);
-    json_object_put(root);
-    return rc;
+    out->mem = malloc(len + 1);
+    if (out->mem == NULL) {
+        http_error_set(err, 500, "internal", "out of memory");
+        return -ENOMEM;
+    }
+    ap.free = out->mem;
+    http_json_init(&ap.j, body_text, len);
+    if ((rc = body(&ap)) != 0)
+        return rc;
+    if ((rc = name(&ap, ap.queue, "queue", 1, &out->queue, &have)) != 0 ||
+        (rc = name(&ap, ap.group, "group", 0, &out->group, &out->has_group)) !=
+            0)
+        return rc;
+    arr = ap.acks;
+    n = ap.acks_n;
+    if (is_null(ap.acks) && !is_null(ap.messages)) {
+        key_name = "messages";
+        arr = ap.messages;
+        n = ap.messages_n;
+    }
+    if (is_null(arr))
+        return bad(&ap, "field '%s' is required", key_name);
+    if (*arr != '[')
+        return bad(&ap, "field '%s' must be an array", key_name);
+    if (n > HTTP_BATCH_MAX)
+        return bad(&ap, "field '%s' holds more than %d entries", key_name,
+                   HTTP_BATCH_MAX);
+    return entries(&ap, arr, key_name, n, out);
 }
 
 /* http_ack_free - release entries and strings. */
