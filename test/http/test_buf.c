@@ -2,7 +2,9 @@
  * test_buf.c - http/buf.c: growth, numbers, printf, and JSON escaping
  * checked against json-c.
  */
+#include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -108,5 +110,87 @@ Test(http_buf, json_escape_round_trips_through_json_c)
         cr_assert(memcmp(json_object_get_string(o), in, n) == 0);
         json_object_put(o);
         http_buf_free(&b);
+    }
+}
+
+/* http_put_u64 at every digit count (each power of ten and its
+ * neighbours) and on scattered values writes what printf writes. */
+Test(http_buf, put_u64_writes_what_printf_writes)
+{
+    char got[HTTP_PUT_U64_MAX + 1], want[32];
+    uint64_t p = 1, s = 88172645463325252ull;
+    int i;
+
+    for (i = 0; i < 20; i++, p *= 10) {
+        uint64_t vs[] = {p - 1, p, p + 1, p * 9 + 9 / (p % 7 + 1)};
+
+        for (size_t k = 0; k < sizeof(vs) / sizeof(vs[0]); k++) {
+            char *end = http_put_u64(got, vs[k]);
+
+            *end = '\0';
+            snprintf(want, sizeof(want), "%" PRIu64, vs[k]);
+            cr_assert_str_eq(got, want);
+        }
+    }
+    for (i = 0; i < 100000; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        *http_put_u64(got, s >> (s % 64)) = '\0';
+        snprintf(want, sizeof(want), "%" PRIu64, s >> (s % 64));
+        cr_assert_str_eq(got, want);
+    }
+    *http_put_u64(got, UINT64_MAX) = '\0';
+    cr_assert_str_eq(got, "18446744073709551615");
+}
+
+Test(http_buf, put_hex16_is_fixed_width_lower_case)
+{
+    char got[17];
+
+    *http_put_hex16(got, 0) = '\0';
+    cr_assert_str_eq(got, "0000000000000000");
+    *http_put_hex16(got, 0xdeadBEEFcafe01ull) = '\0';
+    cr_assert_str_eq(got, "00deadbeefcafe01");
+    *http_put_hex16(got, UINT64_MAX) = '\0';
+    cr_assert_str_eq(got, "ffffffffffffffff");
+}
+
+/* Every byte value alone: RFC 8259's mandatory escapes ('"', '\\', U+0000
+ * to U+001F, the short forms where there is one), DEL as \u007f, anything
+ * else as it is; and the length the sizing pass predicts is what the
+ * writer writes. */
+Test(http_buf, escape_of_every_byte_and_its_predicted_length)
+{
+    for (int c = 0; c < 256; c++) {
+        char in = (char)c, got[8], want[8] = {(char)c, '\0'};
+        size_t n;
+
+        switch (c) {
+        case '"':
+        case '\\':
+            snprintf(want, sizeof(want), "\\%c", c);
+            break;
+        case '\b':
+            snprintf(want, sizeof(want), "\\b");
+            break;
+        case '\f':
+            snprintf(want, sizeof(want), "\\f");
+            break;
+        case '\n':
+            snprintf(want, sizeof(want), "\\n");
+            break;
+        case '\r':
+            snprintf(want, sizeof(want), "\\r");
+            break;
+        case '\t':
+            snprintf(want, sizeof(want), "\\t");
+            break;
+        default:
+            if (c < 0x20 || c == 0x7f)
+                snprintf(want, sizeof(want), "\\u%04x", (unsigned)c);
+        }
+        n = (size_t)(http_put_json_esc(got, &in, 1) - got);
+        got[n] = '\0';
+        cr_assert_str_eq(got, want, "byte 0x%02x", (unsigned)c);
+        cr_assert_eq(http_json_esc_len(&in, 1), n, "byte 0x%02x", (unsigned)c);
     }
 }

@@ -103,3 +103,40 @@ Test(http_ids, parse_takes_short_hex_and_the_largest_sequence)
     cr_assert_eq(seq, UINT64_MAX);
     cr_assert_eq(plen, 1);
 }
+
+/* The shared prefix plus a sequence is the id's JSON form, its length is
+ * what HTTP_ID_PREFIX_LEN predicts, and the escaped partition sits at
+ * HTTP_ID_PREFIX_HEAD (pop answers copy it from there). */
+Test(http_ids, prefix_and_sequence_make_the_json_form)
+{
+    static const char *const parts[] = {"Default", "a\"b",        "c\\d",
+                                        "x:y",     "caf\xc3\xa9", "\x7f"};
+    static const uint64_t seqs[] = {0, 9, 10, 1234567, UINT64_MAX};
+
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        size_t plen = strlen(parts[i]);
+        size_t esc_len = http_json_esc_len(parts[i], plen);
+        char esc[64];
+
+        cr_assert_leq(esc_len, sizeof(esc));
+        http_put_json_esc(esc, parts[i], plen);
+        for (size_t k = 0; k < sizeof(seqs) / sizeof(seqs[0]); k++) {
+            char buf[128], *o;
+            struct http_buf b;
+
+            o = http_id_put_prefix(buf, 0xabcdef, parts[i], plen);
+            cr_assert_eq((size_t)(o - buf), HTTP_ID_PREFIX_LEN(esc_len));
+            cr_assert(memcmp(buf + HTTP_ID_PREFIX_HEAD, esc, esc_len) == 0,
+                      "%s", parts[i]);
+            o = http_id_put_seq(o, seqs[k]);
+            cr_assert_leq((size_t)(o - buf),
+                          HTTP_ID_PREFIX_LEN(esc_len) + HTTP_ID_SEQ_MAX);
+            *o = '\0';
+            http_buf_init(&b);
+            cr_assert_eq(
+                http_id_format_json(&b, 0xabcdef, parts[i], plen, seqs[k]), 0);
+            cr_assert_str_eq(buf, b.data);
+            http_buf_free(&b);
+        }
+    }
+}
