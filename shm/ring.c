@@ -798,28 +798,54 @@ shm_ring_tag_linked(struct shm_seg *seg, uint32_t ref)
     return SHM_TAG_STATE(atomic_load(&tags[ref])) == SHM_TAG_LINKED;
 }
 
-/* Is ref on p's message list or on a lease list? (Repair only: bounded
- * walks, so a cycle ends them.) */
+static uint64_t
+ring_msg_seq(struct shm_seg *seg, uint32_t r, uint32_t *next)
+{
+    *next = shm_ring_msg(seg, r)->next;
+    return shm_ring_msg(seg, r)->seq;
+}
+
+static uint64_t
+ring_lease_seq(struct shm_seg *seg, uint32_t l, uint32_t *next)
+{
+    *next = shm_ring_lease(seg, l)->next;
+    return shm_ring_lease(seg, l)->seq;
+}
+
+/* Is ref within the rising-seq prefix of the list from head, the part a
+ * wipe frees?  A list a killed wiper left behind may run on through chains
+ * it had already freed (their next words still point on), and from there
+ * back to the chain it was unlinking: only the rising prefix counts. */
+static int
+ring_prefix_has(struct shm_seg *seg, uint32_t head, uint32_t ref,
+                uint64_t (*seq_of)(struct shm_seg *, uint32_t, uint32_t *))
+{
+    uint64_t max = ring_walk_max(seg), n = 0, prev = 0;
+
+    for (uint32_t r = head, next; r != 0 && n++ < max; r = next) {
+        uint64_t seq = seq_of(seg, r, &next);
+        if (seq <= prev)
+            break;
+        if (r == ref)
+            return 1;
+        prev = seq;
+    }
+    return 0;
+}
+
+/* Will the wipe free ref, or keep it as a group state?  (Repair only.) */
 static int
 ring_reaches(struct shm_seg *seg, struct shm_part *p, uint32_t ref)
 {
-    uint64_t max = ring_walk_max(seg), n = 0;
+    uint32_t n = 0;
 
-    for (uint32_t r = p->head; r != 0 && n++ < max;
-         r = shm_ring_msg(seg, r)->next)
-        if (r == ref)
-            return 1;
-    n = 0;
+    if (ring_prefix_has(seg, p->head, ref, ring_msg_seq))
+        return 1;
     for (uint32_t g = p->groups; g != 0 && n++ < SHM_RING_GROUPS_MAX;
-         g = shm_ring_gs(seg, g)->next) {
-        uint64_t k = 0;
-        if (g == ref)
+         g = shm_ring_gs(seg, g)->next)
+        if (g == ref || ring_prefix_has(seg, shm_ring_gs(seg, g)->lhead, ref,
+                                        ring_lease_seq))
             return 1;
-        for (uint32_t l = shm_ring_gs(seg, g)->lhead; l != 0 && k++ < max;
-             l = shm_ring_lease(seg, l)->next)
-            if (l == ref)
-                return 1;
-    }
     return 0;
 }
 
@@ -847,20 +873,6 @@ ring_wipe_list(struct shm_seg *seg, int w, struct shm_part *p, uint32_t *head,
         p->intent = 0;
     }
     *head = 0;
-}
-
-static uint64_t
-ring_msg_seq(struct shm_seg *seg, uint32_t r, uint32_t *next)
-{
-    *next = shm_ring_msg(seg, r)->next;
-    return shm_ring_msg(seg, r)->seq;
-}
-
-static uint64_t
-ring_lease_seq(struct shm_seg *seg, uint32_t l, uint32_t *next)
-{
-    *next = shm_ring_lease(seg, l)->next;
-    return shm_ring_lease(seg, l)->seq;
 }
 
 /* Free what a validated walk reaches and empty the partition (a locker with
