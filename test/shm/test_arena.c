@@ -1,7 +1,7 @@
 /*
- * test_arena.c - the cell arena: chains, the node cap and its accounting,
- * and recovery after a worker is SIGKILLed at random instructions inside
- * alloc, free, refill and spill.
+ * test_arena.c - the cell arena: runs, the node cap and its accounting,
+ * fragmentation, and recovery after a worker is SIGKILLed at random
+ * instructions inside alloc, free, refill and spill.
  */
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -33,13 +33,20 @@ arena_setup(struct shm_seg *seg, uint64_t cells)
 }
 
 static uint32_t
-chain_len(struct shm_seg *seg, uint32_t head)
+tag_of(struct shm_seg *seg, uint32_t ref)
 {
-    uint32_t n = 0;
+    struct shm_arena *a = shm_region(seg, SHM_REGION_ARENA);
+    _Atomic uint32_t *tags =
+        (_Atomic uint32_t *)((unsigned char *)a + a->tags_off);
 
-    for (uint32_t c = head; c != 0; c = shm_cell_next(seg, c))
-        n++;
-    return n;
+    return atomic_load(&tags[ref]);
+}
+
+/* run_len - the length its head tag gives run head. */
+static uint32_t
+run_len(struct shm_seg *seg, uint32_t head)
+{
+    return SHM_TAG_LEN(tag_of(seg, head));
 }
 
 /* fill - allocate 1-cell chains until -ENOBUFS; returns how many, their
@@ -69,7 +76,7 @@ Test(shm_arena, freed_cell_is_reused)
     cr_assert_eq(shm_arena_used_bytes(&seg), 0);
     cr_assert_eq(shm_arena_alloc(&seg, 0, 1, &a), 0);
     cr_assert_neq(a, 0);
-    cr_assert_eq(shm_cell_next(&seg, a), 0);
+    cr_assert_eq(run_len(&seg, a), 1);
     cr_assert_eq(shm_arena_used_bytes(&seg), SHM_CELL_BYTES);
     shm_arena_free(&seg, 0, a);
     cr_assert_eq(shm_arena_used_bytes(&seg), 0);
@@ -82,12 +89,13 @@ Test(shm_arena, cells_for_rounds_up)
 {
     cr_assert_eq(shm_cells_for(0), 1);
     cr_assert_eq(shm_cells_for(1), 1);
-    cr_assert_eq(shm_cells_for(SHM_CELL_DATA), 1);
-    cr_assert_eq(shm_cells_for(SHM_CELL_DATA + 1), 2);
-    cr_assert_eq(shm_cells_for(10 * SHM_CELL_DATA), 10);
+    cr_assert_eq(shm_cells_for(SHM_RUN_DATA(1)), 1);
+    cr_assert_eq(shm_cells_for(SHM_RUN_DATA(1) + 1), 2);
+    cr_assert_eq(shm_cells_for(SHM_RUN_DATA(10)), 10);
+    cr_assert_eq(shm_cells_for(SHM_RUN_DATA(10) + 1), 11);
 }
 
-Test(shm_arena, chain_round_trips_across_cells)
+Test(shm_arena, run_round_trips_across_cells)
 {
     struct shm_seg seg;
     unsigned char src[1100], dst[1000];
@@ -98,7 +106,7 @@ Test(shm_arena, chain_round_trips_across_cells)
         src[i] = (unsigned char)(i * 31 + 7);
     uint32_t n = shm_cells_for(1000);
     cr_assert_eq(shm_arena_alloc(&seg, 0, n, &h), 0);
-    cr_assert_eq(chain_len(&seg, h), n);
+    cr_assert_eq(run_len(&seg, h), n);
     shm_arena_write(&seg, h, 0, src, 100);
     shm_arena_write(&seg, h, 100, src + 100, 900);
     memset(dst, 0, sizeof(dst));
@@ -114,9 +122,16 @@ Test(shm_arena, chain_round_trips_across_cells)
     cr_assert(shm_arena_equal(&seg, h, src, 61));
     src[999] ^= 1;
     cr_assert_not(shm_arena_equal(&seg, h, src, 1000));
-    cr_assert_not(shm_arena_equal(&seg, h, src, 60 * n + 1), "too long");
-    /* Data never overwrites the links. */
-    cr_assert_eq(chain_len(&seg, h), n);
+    cr_assert_not(shm_arena_equal(&seg, h, src, SHM_RUN_DATA(n) + 1),
+                  "too long");
+    /* Writes stop at the run's end: the next run is untouched. */
+    uint32_t next;
+    cr_assert_eq(shm_arena_alloc(&seg, 0, 1, &next), 0);
+    cr_assert_eq(next, h + n);
+    shm_arena_write(&seg, next, 0, "next", 4);
+    shm_arena_write(&seg, h, SHM_RUN_DATA(n) - 2, src, sizeof(src));
+    cr_assert(shm_arena_equal(&seg, next, "next", 4));
+    cr_assert_eq(run_len(&seg, h), n);
 }
 
 Test(shm_arena, cap_gives_enobufs_and_accounting_returns_to_zero)
@@ -128,7 +143,7 @@ Test(shm_arena, cap_gives_enobufs_and_accounting_returns_to_zero)
     arena_setup(&seg, CAP);
     cr_assert_eq(shm_arena_alloc(&seg, 0, CAP + 1, &big), -ENOBUFS);
     cr_assert_eq(shm_arena_alloc(&seg, 0, CAP, &big), 0);
-    cr_assert_eq(chain_len(&seg, big), CAP);
+    cr_assert_eq(run_len(&seg, big), CAP);
     cr_assert_eq(shm_arena_used_bytes(&seg), (uint64_t)CAP * SHM_CELL_BYTES);
     cr_assert_eq(shm_arena_alloc(&seg, 1, 1, &heads[0]), -ENOBUFS);
     shm_arena_free(&seg, 0, big);
@@ -172,9 +187,9 @@ Test(shm_arena, reap_returns_a_dead_workers_cells)
     shm_arena_reap(&seg, 2);
     cr_assert_eq(shm_arena_used_bytes(&seg), 5 * SHM_CELL_BYTES);
     cr_assert_eq(fill(&seg, 0, NULL, CAP), CAP - 5);
-    /* The linked chain was cell 1 onwards: untouched by the fill. */
+    /* The linked run was cell 1 onwards: untouched by the fill. */
     kept = 1;
-    cr_assert_eq(chain_len(&seg, kept), 5);
+    cr_assert_eq(run_len(&seg, kept), 5);
     cr_assert(shm_arena_equal(&seg, kept, "linked", 6));
 }
 
@@ -232,27 +247,30 @@ pattern(uint32_t head, size_t i)
     return (uint8_t)(head * 13 + i);
 }
 
+/* write_pattern - fill run h of n cells, a cell's worth per write. */
 static void
 write_pattern(struct shm_seg *seg, uint32_t h, uint32_t n)
 {
-    uint8_t buf[SHM_CELL_DATA];
+    uint8_t buf[SHM_CELL_BYTES];
 
-    for (uint32_t c = 0; c < n; c++) {
-        for (size_t i = 0; i < SHM_CELL_DATA; i++)
-            buf[i] = pattern(h, c * SHM_CELL_DATA + i);
-        shm_arena_write(seg, h, (size_t)c * SHM_CELL_DATA, buf, sizeof(buf));
+    for (size_t off = 0; off < SHM_RUN_DATA(n); off += sizeof(buf)) {
+        for (size_t i = 0; i < sizeof(buf); i++)
+            buf[i] = pattern(h, off + i);
+        shm_arena_write(seg, h, off, buf, sizeof(buf));
     }
 }
 
 static int
 pattern_ok(struct shm_seg *seg, uint32_t h, uint32_t n)
 {
-    uint8_t buf[SHM_CELL_DATA];
+    uint8_t buf[SHM_CELL_BYTES];
 
-    for (uint32_t c = 0; c < n; c++) {
-        shm_arena_read(seg, h, (size_t)c * SHM_CELL_DATA, buf, sizeof(buf));
-        for (size_t i = 0; i < SHM_CELL_DATA; i++)
-            if (buf[i] != pattern(h, c * SHM_CELL_DATA + i))
+    for (size_t off = 0; off < SHM_RUN_DATA(n); off += sizeof(buf)) {
+        size_t k = SHM_RUN_DATA(n) - off < sizeof(buf) ? SHM_RUN_DATA(n) - off
+                                                       : sizeof(buf);
+        shm_arena_read(seg, h, off, buf, k);
+        for (size_t i = 0; i < k; i++)
+            if (buf[i] != pattern(h, off + i))
                 return 0;
     }
     return 1;
@@ -339,16 +357,6 @@ crash_kill(struct crash_ctl *ctl, pid_t pid, int round)
               WEXITSTATUS(st));
 }
 
-static uint32_t
-tag_of(struct shm_seg *seg, uint32_t ref)
-{
-    struct shm_arena *a = shm_region(seg, SHM_REGION_ARENA);
-    _Atomic uint32_t *tags =
-        (_Atomic uint32_t *)((unsigned char *)a + a->tags_off);
-
-    return atomic_load(&tags[ref]);
-}
-
 /* crash_repair - finish or undo the dead child's link/unlink, after reap:
  * a chain still LINKED is one the arena did not take back. */
 static void
@@ -358,7 +366,7 @@ crash_repair(struct shm_seg *seg, struct crash_ctl *ctl)
     uint32_t k = atomic_load(&ctl->pending_k);
 
     atomic_store(&ctl->pending, 0);
-    if (h == 0 || tag_of(seg, h) != SHM_TAG(SHM_TAG_LINKED, 0))
+    if (h == 0 || SHM_TAG_OWNER(tag_of(seg, h)) != SHM_TAG(SHM_TAG_LINKED, 0))
         return;
     if (atomic_load(&ctl->pending_op) == OP_LINK)
         atomic_store(&ctl->roots[k], h);
@@ -378,8 +386,9 @@ crash_check(struct shm_seg *seg, struct crash_ctl *ctl, int nctl,
             uint32_t h = atomic_load(&ctl[i].roots[k]);
             if (h == 0)
                 continue;
-            uint32_t n = chain_len(seg, h);
-            cr_assert_eq(tag_of(seg, h), SHM_TAG(SHM_TAG_LINKED, 0));
+            uint32_t n = run_len(seg, h);
+            cr_assert_eq(SHM_TAG_OWNER(tag_of(seg, h)),
+                         SHM_TAG(SHM_TAG_LINKED, 0));
             cr_assert(pattern_ok(seg, h, n), "root %d damaged", k);
             linked += n;
         }
