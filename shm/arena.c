@@ -267,15 +267,17 @@ pool_pop_locked(struct shm_arena *a, uint32_t i)
 
 /*
  * pool_find_locked - unlink a FREE run of at least n cells: a run of n
- * exactly, else the first long enough of the long list, else never-used
- * cells (up to want >= n), else a longer class.  0 if none; *len gets its
- * length.  The run stays tagged FREE until pool_carve_locked.
+ * exactly, else one of the long list (the first long enough for a cache
+ * refill, n <= SHM_ARENA_CLASSES; the shortest long enough for a long
+ * request, so that holes fit what is asked again), else never-used cells (up
+ * to want >= n), else a longer class.  0 if none; *len gets its length.  The
+ * run stays tagged FREE until pool_carve_locked.
  */
 static uint32_t
 pool_find_locked(struct shm_arena *a, uint32_t n, uint32_t want, uint32_t *len)
 {
     _Atomic uint32_t *tags = arena_tags(a);
-    uint32_t h, *prev;
+    uint32_t h, *prev, *best = NULL, best_len = 0;
 
     if (n <= SHM_ARENA_CLASSES && a->pool[n] != 0) {
         *len = n;
@@ -283,11 +285,18 @@ pool_find_locked(struct shm_arena *a, uint32_t n, uint32_t want, uint32_t *len)
     }
     for (prev = &a->pool[0]; (h = *prev) != 0; prev = head_word(a, h)) {
         uint32_t l = SHM_TAG_LEN(tag_get(tags, h));
-        if (l >= n) {
-            *prev = *head_word(a, h);
-            *len = l;
-            return h;
+        if (l >= n && (best == NULL || l < best_len)) {
+            best = prev;
+            best_len = l;
+            if (l == n || n <= SHM_ARENA_CLASSES)
+                break;
         }
+    }
+    if (best != NULL) {
+        h = *best;
+        *best = *head_word(a, h);
+        *len = best_len;
+        return h;
     }
     uint32_t room = a->cap + 1 - a->bump;
     if (room >= n) {
@@ -339,12 +348,19 @@ cache_drop_ext_locked(struct shm_arena *a, struct shm_slot *s)
     return k;
 }
 
-/* cache_spill_locked - w's cached runs of each length beyond the first keep
- * cells of them go back to the pool; returns the cells spilled. */
+/*
+ * cache_spill_locked - w's cached runs of each length beyond the first keep
+ * cells of them go back to the pool; returns the cells spilled.  Runs that
+ * follow each other in the lists and in the arena (freed in the order they
+ * were carved from an extent, as a queue frees its messages) go back as one
+ * FREE run: one store absorbs a run into its neighbour, and a refill then
+ * carves an extent from it instead of chasing one list link per run.
+ */
 static uint32_t
 cache_spill_locked(struct shm_arena *a, struct shm_slot *s, uint32_t keep)
 {
-    uint32_t spilled = 0;
+    _Atomic uint32_t *tags = arena_tags(a);
+    uint32_t spilled = 0, run = 0, run_len = 0;
 
     for (uint32_t c = 1; c <= SHM_ARENA_CLASSES; c++) {
         uint32_t *prev = &s->cache[c - 1], h, kept = 0;
@@ -355,12 +371,32 @@ cache_spill_locked(struct shm_arena *a, struct shm_slot *s, uint32_t keep)
         *prev = 0;
         while (h != 0) {
             uint32_t next = *head_word(a, h);
-            pool_put_locked(a, h, c);
             spilled += c;
+            if (run != 0 && h + c == run && run_len + c <= SHM_RUN_MAX) {
+                run = h; /* h absorbs the run after it */
+                run_len += c;
+                tag_put(tags, run, FREE_RUN(run_len));
+            } else if (run != 0 && run + run_len == h &&
+                       run_len + c <= SHM_RUN_MAX) {
+                run_len += c; /* the run absorbs h */
+                tag_put(tags, run, FREE_RUN(run_len));
+            } else {
+                if (run != 0)
+                    pool_push_locked(a, run, run_len);
+                run = h;
+                run_len = c;
+                tag_put(tags, run, FREE_RUN(run_len));
+            }
             h = next;
         }
     }
-    cache_count_add(s, -(int64_t)spilled);
+    if (run != 0)
+        pool_push_locked(a, run, run_len);
+    if (spilled != 0) {
+        taken_add(a, -(int64_t)spilled);
+        a->dirty++;
+        cache_count_add(s, -(int64_t)spilled);
+    }
     return spilled;
 }
 
