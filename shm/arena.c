@@ -23,12 +23,15 @@
  * of a run of at most SHM_ARENA_CLASSES cells retags it CACHE(w) and pushes
  * it.  Neither touches more than the run's head cell, its tag and w's slot.
  * A refill brings runs of n exactly from the pool, or a new extent of
- * ARENA_BATCH cells; past ARENA_SPILL cached cells, the lists spill down to
- * ARENA_KEEP cells each.  Runs longer than SHM_ARENA_CLASSES are taken from
- * the extent if it is long enough, else from (and returned to) the pool.
- * "taken" counts cells out of the pool, caches included, and the arena holds
- * cap cells, so caches count against the node cap too: at most ARENA_SPILL
- * cells (32 KiB) a worker that another worker cannot use.
+ * ARENA_BATCH cells.  Once the lists hold more than arena_spill_at() cells
+ * (cap / 64, within 64..2048: room for a push or pop batch of 100 runs of 5
+ * cells to cycle through the cache without the lock), they spill: the length
+ * just freed keeps half of that, the others 1/64 of it each.  Runs longer
+ * than SHM_ARENA_CLASSES are taken from the extent if it is long enough,
+ * else from (and returned to) the pool.  "taken" counts cells out of the
+ * pool, caches included, and the arena holds cap cells, so caches count
+ * against the node cap too: at most arena_spill_at() + ARENA_BATCH cells
+ * (136 KiB at most) a worker that another worker cannot use.
  *
  * Crash safety (a worker killed at any instruction): the tags are the truth,
  * the lists and the slot's bookkeeping are derived.
@@ -56,11 +59,9 @@
 #include "shm/region.h"
 #include "shm/slot.h"
 
-#define ARENA_BATCH 128 /* cells of a new extent */
-#define ARENA_SPILL 512 /* cached cells (extent included) that spill */
-#define ARENA_KEEP  16  /* cells of each length a spill keeps */
-_Static_assert(ARENA_KEEP *SHM_ARENA_CLASSES + ARENA_BATCH < ARENA_SPILL,
-               "a spill leaves room before the next one");
+#define ARENA_BATCH     128 /* cells of a new extent */
+#define ARENA_SPILL_MIN 64  /* arena_spill_at() bounds, cells */
+#define ARENA_SPILL_MAX 2048
 _Static_assert(SHM_ARENA_CLASSES < ARENA_BATCH, "an extent fits a class");
 
 #define CACHED(w, n)   SHM_TAG_RUN(SHM_TAG_CACHE, w, n)
@@ -196,7 +197,7 @@ pool_put_locked(struct shm_arena *a, uint32_t h, uint32_t len)
     tag_put(arena_tags(a), h, FREE_RUN(len));
     pool_push_locked(a, h, len);
     taken_add(a, -(int64_t)len);
-    a->dirty++;
+    a->dirty += len;
 }
 
 /*
@@ -266,55 +267,70 @@ pool_pop_locked(struct shm_arena *a, uint32_t i)
 }
 
 /*
- * pool_find_locked - unlink a FREE run of at least n cells: a run of n
- * exactly, else one of the long list (the first long enough for a cache
- * refill, n <= SHM_ARENA_CLASSES; the shortest long enough for a long
- * request, so that holes fit what is asked again), else never-used cells (up
- * to want >= n), else a longer class.  0 if none; *len gets its length.  The
- * run stays tagged FREE until pool_carve_locked.
+ * pool_long_locked - unlink a FREE run of at least n cells from the long
+ * list (the first long enough, or the shortest when best: long requests, so
+ * that holes fit what is asked again), else take never-used cells (up to
+ * want >= n).  0 if none; *len gets its length.  The run stays tagged FREE
+ * until pool_carve_locked.
  */
 static uint32_t
-pool_find_locked(struct shm_arena *a, uint32_t n, uint32_t want, uint32_t *len)
+pool_long_locked(struct shm_arena *a, uint32_t n, uint32_t want, int best,
+                 uint32_t *len)
 {
     _Atomic uint32_t *tags = arena_tags(a);
-    uint32_t h, *prev, *best = NULL, best_len = 0;
+    uint32_t h, *prev, *fit = NULL, fit_len = 0;
 
-    if (n <= SHM_ARENA_CLASSES && a->pool[n] != 0) {
-        *len = n;
-        return pool_pop_locked(a, n);
-    }
     for (prev = &a->pool[0]; (h = *prev) != 0; prev = head_word(a, h)) {
         uint32_t l = SHM_TAG_LEN(tag_get(tags, h));
-        if (l >= n && (best == NULL || l < best_len)) {
-            best = prev;
-            best_len = l;
-            if (l == n || n <= SHM_ARENA_CLASSES)
+        if (l >= n && (fit == NULL || l < fit_len)) {
+            fit = prev;
+            fit_len = l;
+            if (l == n || !best)
                 break;
         }
     }
-    if (best != NULL) {
-        h = *best;
-        *best = *head_word(a, h);
-        *len = best_len;
+    if (fit != NULL) {
+        h = *fit;
+        *fit = *head_word(a, h);
+        *len = fit_len;
         return h;
     }
     uint32_t room = a->cap + 1 - a->bump;
-    if (room >= n) {
-        uint32_t k = want < room ? want : room;
-        h = a->bump;
-        /* Tagged before bump passes it: a walk meets a run, never a cell
-         * without a head. */
-        tag_put(tags, h, FREE_RUN(k));
-        a->bump = h + k;
-        *len = k;
-        return h;
-    }
-    for (uint32_t c = n + 1; c <= SHM_ARENA_CLASSES; c++)
+    if (room < n)
+        return 0;
+    uint32_t k = want < room ? want : room;
+    h = a->bump;
+    /* Tagged before bump passes it: a walk meets a run, never a cell
+     * without a head. */
+    tag_put(tags, h, FREE_RUN(k));
+    a->bump = h + k;
+    *len = k;
+    return h;
+}
+
+/* pool_class_locked - unlink a FREE run of n <= SHM_ARENA_CLASSES cells
+ * exactly, else of the shortest longer class.  0 if none. */
+static uint32_t
+pool_class_locked(struct shm_arena *a, uint32_t n, uint32_t *len)
+{
+    for (uint32_t c = n; c <= SHM_ARENA_CLASSES; c++)
         if (a->pool[c] != 0) {
             *len = c;
             return pool_pop_locked(a, c);
         }
     return 0;
+}
+
+/* pool_find_locked - pool_long_locked, else pool_class_locked. */
+static uint32_t
+pool_find_locked(struct shm_arena *a, uint32_t n, uint32_t want, int best,
+                 uint32_t *len)
+{
+    uint32_t h = pool_long_locked(a, n, want, best, len);
+
+    if (h == 0 && n <= SHM_ARENA_CLASSES)
+        h = pool_class_locked(a, n, len);
+    return h;
 }
 
 /* pool_carve_locked - FREE run h of len cells: its first k cells become a
@@ -348,23 +364,38 @@ cache_drop_ext_locked(struct shm_arena *a, struct shm_slot *s)
     return k;
 }
 
+/* arena_spill_at - cells w's lists may hold before they spill (a spill
+ * leaves at most 1/2 + 15/64 of it: room before the next one). */
+static inline uint32_t
+arena_spill_at(const struct shm_arena *a)
+{
+    uint32_t at = a->cap / 64;
+
+    return at < ARENA_SPILL_MIN   ? ARENA_SPILL_MIN
+           : at > ARENA_SPILL_MAX ? ARENA_SPILL_MAX
+                                  : at;
+}
+
 /*
- * cache_spill_locked - w's cached runs of each length beyond the first keep
- * cells of them go back to the pool; returns the cells spilled.  Runs that
- * follow each other in the lists and in the arena (freed in the order they
- * were carved from an extent, as a queue frees its messages) go back as one
- * FREE run: one store absorbs a run into its neighbour, and a refill then
- * carves an extent from it instead of chasing one list link per run.
+ * cache_spill_locked - w's cached runs go back to the pool but for the
+ * first (most recently freed) keep_hot cells of length hot and keep cells
+ * of each other length; returns the cells spilled.  Runs that follow each
+ * other in the lists and in the arena (freed in the order they were carved
+ * from an extent, as a queue frees its messages) go back as one FREE run:
+ * one store absorbs a run into its neighbour, and a refill then carves an
+ * extent from it instead of chasing one list link per run.
  */
 static uint32_t
-cache_spill_locked(struct shm_arena *a, struct shm_slot *s, uint32_t keep)
+cache_spill_locked(struct shm_arena *a, struct shm_slot *s, uint32_t hot,
+                   uint32_t keep_hot, uint32_t keep)
 {
     _Atomic uint32_t *tags = arena_tags(a);
     uint32_t spilled = 0, run = 0, run_len = 0;
 
     for (uint32_t c = 1; c <= SHM_ARENA_CLASSES; c++) {
         uint32_t *prev = &s->cache[c - 1], h, kept = 0;
-        while ((h = *prev) != 0 && kept + c <= keep) {
+        uint32_t k = c == hot ? keep_hot : keep;
+        while ((h = *prev) != 0 && kept + c <= k) {
             kept += c;
             prev = head_word(a, h);
         }
@@ -394,40 +425,51 @@ cache_spill_locked(struct shm_arena *a, struct shm_slot *s, uint32_t keep)
         pool_push_locked(a, run, run_len);
     if (spilled != 0) {
         taken_add(a, -(int64_t)spilled);
-        a->dirty++;
+        a->dirty += spilled;
         cache_count_add(s, -(int64_t)spilled);
     }
     return spilled;
 }
 
 /*
- * arena_find_locked - pool_find_locked, retried after a walk merged FREE
- * neighbours (if runs came back since the last one), then after all of w's
- * cache went back: a request fails only when no n free cells in a row are
- * left outside other workers' caches.
+ * arena_find_locked - a FREE run of at least n cells (see pool_long_locked
+ * for want and best).  Long runs and never-used cells first, merging FREE
+ * neighbours with a walk first once cap / 8 cells came back since the last
+ * one (a queue frees its messages in the order they were carved, so most
+ * merge); then the class lists (one list link to chase per run); then, if
+ * anything came back at all, after a walk; then after all of w's cache went
+ * back.  So a request fails only when no n free cells in a row are left
+ * outside other workers' caches, and walks cost O(1) a freed cell.
  */
 static uint32_t
 arena_find_locked(struct shm_arena *a, struct shm_slot *s, uint32_t n,
-                  uint32_t want, uint32_t *len)
+                  uint32_t want, int best, uint32_t *len)
 {
-    uint32_t h = pool_find_locked(a, n, want, len);
+    uint32_t h = pool_long_locked(a, n, want, best, len);
 
+    if (h == 0 && a->dirty >= a->cap / 8) {
+        arena_walk_locked(a, -1);
+        h = pool_long_locked(a, n, want, best, len);
+    }
+    if (h == 0 && n <= SHM_ARENA_CLASSES)
+        h = pool_class_locked(a, n, len);
     if (h == 0 && a->dirty != 0) {
         arena_walk_locked(a, -1);
-        h = pool_find_locked(a, n, want, len);
+        h = pool_find_locked(a, n, want, best, len);
     }
     if (h == 0 &&
-        cache_spill_locked(a, s, 0) + cache_drop_ext_locked(a, s) != 0) {
+        cache_spill_locked(a, s, 0, 0, 0) + cache_drop_ext_locked(a, s) != 0) {
         arena_walk_locked(a, -1);
-        h = pool_find_locked(a, n, want, len);
+        h = pool_find_locked(a, n, want, best, len);
     }
     return h;
 }
 
 /*
- * arena_refill - give w's cache a run of n <= SHM_ARENA_CLASSES cells: up to
- * ARENA_BATCH cells of runs of n exactly from the pool, else a new extent
- * (the old one, shorter than n, goes back).  -ENOBUFS if none is left.
+ * arena_refill - give w's cache a run of n <= SHM_ARENA_CLASSES cells: a new
+ * extent of up to ARENA_BATCH cells (the old one, shorter than n, goes back
+ * first), or, when the pool has only runs of n exactly, up to ARENA_BATCH
+ * cells of them.  -ENOBUFS if none is left.
  */
 static int
 arena_refill(struct shm_seg *seg, struct shm_slot *s, int w, uint32_t n)
@@ -440,21 +482,23 @@ arena_refill(struct shm_seg *seg, struct shm_slot *s, int w, uint32_t n)
     /* arena->lock: pool and w's cache; no syscalls, no other lock. */
     if ((rc = shm_lock(seg, &a->lock, arena_rebuild, NULL)) != 0)
         return rc;
-    if (a->pool[n] != 0) {
-        while (got + n <= ARENA_BATCH && a->pool[n] != 0) {
-            h = pool_pop_locked(a, n);
+    cache_drop_ext_locked(a, s);
+    if ((h = arena_find_locked(a, s, n, ARENA_BATCH, 0, &len)) == 0) {
+        rc = -ENOBUFS;
+        goto out;
+    }
+    if (len == n) {
+        for (;;) {
             tag_put(tags, h, CACHED(w, n));
             *head_word(a, h) = s->cache[n - 1];
             s->cache[n - 1] = h;
             got += n;
+            if (got + n > ARENA_BATCH || a->pool[n] == 0)
+                break;
+            h = pool_pop_locked(a, n);
         }
         taken_add(a, got);
     } else {
-        cache_drop_ext_locked(a, s);
-        if ((h = arena_find_locked(a, s, n, ARENA_BATCH, &len)) == 0) {
-            rc = -ENOBUFS;
-            goto out;
-        }
         got = len < ARENA_BATCH ? len : ARENA_BATCH;
         pool_carve_locked(a, h, len, got, SHM_TAG(SHM_TAG_CACHE, w));
         s->ext = h;
@@ -477,7 +521,7 @@ arena_alloc_long(struct shm_seg *seg, struct shm_slot *s, int w, uint32_t n,
 
     if ((rc = shm_lock(seg, &a->lock, arena_rebuild, NULL)) != 0)
         return rc;
-    if ((h = arena_find_locked(a, s, n, n, &len)) != 0) {
+    if ((h = arena_find_locked(a, s, n, n, 1, &len)) != 0) {
         pool_carve_locked(a, h, len, n, SHM_TAG(SHM_TAG_INFLIGHT, w));
         *head_word(a, h) = n;
         *head = h;
@@ -541,16 +585,18 @@ shm_arena_link(struct shm_seg *seg, uint32_t head)
             SHM_TAG_RUN(SHM_TAG_LINKED, 0, SHM_TAG_LEN(tag_get(tags, head))));
 }
 
-/* arena_spill - w's cache is past ARENA_SPILL cells: its lists go back to the
- * pool but for their first (most recently freed) ARENA_KEEP cells. */
+/* arena_spill - w's lists are past arena_spill_at() cells, the last run
+ * freed hot cells long: they go back to the pool but for the most recently
+ * freed half of that of length hot, and 1/64 of it of each other length. */
 static void
-arena_spill(struct shm_seg *seg, struct shm_slot *s)
+arena_spill(struct shm_seg *seg, struct shm_slot *s, uint32_t hot)
 {
     struct shm_arena *a = arena_of(seg);
+    uint32_t at = arena_spill_at(a);
 
     if (shm_lock(seg, &a->lock, arena_rebuild, NULL) != 0)
         return;
-    cache_spill_locked(a, s, ARENA_KEEP);
+    cache_spill_locked(a, s, hot, at / 2, at / 64);
     shm_unlock(&a->lock);
 }
 
@@ -581,9 +627,10 @@ shm_arena_free(struct shm_seg *seg, int w, uint32_t head)
     *head_word(a, head) = s->cache[len - 1];
     s->cache[len - 1] = head;
     cache_count_add(s, len);
-    if (atomic_load_explicit(&s->cache_count, memory_order_relaxed) >
-        ARENA_SPILL)
-        arena_spill(seg, s);
+    if (atomic_load_explicit(&s->cache_count, memory_order_relaxed) -
+            s->ext_len >
+        arena_spill_at(a))
+        arena_spill(seg, s, len);
 }
 
 /* run_clip - how many of len bytes at data offset off fit in run head. */
