@@ -268,14 +268,12 @@ pool_pop_locked(struct shm_arena *a, uint32_t i)
 
 /*
  * pool_long_locked - unlink a FREE run of at least n cells from the long
- * list (the first long enough, or the shortest when best: long requests, so
- * that holes fit what is asked again), else take never-used cells (up to
- * want >= n).  0 if none; *len gets its length.  The run stays tagged FREE
- * until pool_carve_locked.
+ * list: the first long enough, or the shortest when best (long requests, so
+ * that holes fit what is asked again).  0 if none; *len gets its length.
+ * The run stays tagged FREE until pool_carve_locked.
  */
 static uint32_t
-pool_long_locked(struct shm_arena *a, uint32_t n, uint32_t want, int best,
-                 uint32_t *len)
+pool_long_locked(struct shm_arena *a, uint32_t n, int best, uint32_t *len)
 {
     _Atomic uint32_t *tags = arena_tags(a);
     uint32_t h, *prev, *fit = NULL, fit_len = 0;
@@ -289,31 +287,40 @@ pool_long_locked(struct shm_arena *a, uint32_t n, uint32_t want, int best,
                 break;
         }
     }
-    if (fit != NULL) {
-        h = *fit;
-        *fit = *head_word(a, h);
-        *len = fit_len;
-        return h;
-    }
-    uint32_t room = a->cap + 1 - a->bump;
+    if (fit == NULL)
+        return 0;
+    h = *fit;
+    *fit = *head_word(a, h);
+    *len = fit_len;
+    return h;
+}
+
+/* pool_bump_locked - a FREE run of n to want never-used cells, 0 if fewer
+ * than n are left. */
+static uint32_t
+pool_bump_locked(struct shm_arena *a, uint32_t n, uint32_t want, uint32_t *len)
+{
+    uint32_t room = a->cap + 1 - a->bump, h = a->bump;
+
     if (room < n)
         return 0;
-    uint32_t k = want < room ? want : room;
-    h = a->bump;
+    *len = want < room ? want : room;
     /* Tagged before bump passes it: a walk meets a run, never a cell
      * without a head. */
-    tag_put(tags, h, FREE_RUN(k));
-    a->bump = h + k;
-    *len = k;
+    tag_put(arena_tags(a), h, FREE_RUN(*len));
+    a->bump = h + *len;
     return h;
 }
 
 /* pool_class_locked - unlink a FREE run of n <= SHM_ARENA_CLASSES cells
- * exactly, else of the shortest longer class.  0 if none. */
+ * exactly (exact: no other length), else of the shortest longer class.  0 if
+ * none. */
 static uint32_t
-pool_class_locked(struct shm_arena *a, uint32_t n, uint32_t *len)
+pool_class_locked(struct shm_arena *a, uint32_t n, int exact, uint32_t *len)
 {
-    for (uint32_t c = n; c <= SHM_ARENA_CLASSES; c++)
+    uint32_t last = exact ? n : SHM_ARENA_CLASSES;
+
+    for (uint32_t c = n; c <= last; c++)
         if (a->pool[c] != 0) {
             *len = c;
             return pool_pop_locked(a, c);
@@ -321,15 +328,22 @@ pool_class_locked(struct shm_arena *a, uint32_t n, uint32_t *len)
     return 0;
 }
 
-/* pool_find_locked - pool_long_locked, else pool_class_locked. */
+/* pool_find_locked - a FREE run of at least n cells: of n exactly, long,
+ * never-used, or of a longer class, in that order.  0 if none. */
 static uint32_t
 pool_find_locked(struct shm_arena *a, uint32_t n, uint32_t want, int best,
                  uint32_t *len)
 {
-    uint32_t h = pool_long_locked(a, n, want, best, len);
+    uint32_t h = 0;
 
-    if (h == 0 && n <= SHM_ARENA_CLASSES)
-        h = pool_class_locked(a, n, len);
+    if (n <= SHM_ARENA_CLASSES)
+        h = pool_class_locked(a, n, 1, len);
+    if (h == 0)
+        h = pool_long_locked(a, n, best, len);
+    if (h == 0)
+        h = pool_bump_locked(a, n, want, len);
+    if (h == 0 && n < SHM_ARENA_CLASSES)
+        h = pool_class_locked(a, n + 1, 0, len);
     return h;
 }
 
@@ -432,27 +446,26 @@ cache_spill_locked(struct shm_arena *a, struct shm_slot *s, uint32_t hot,
 }
 
 /*
- * arena_find_locked - a FREE run of at least n cells (see pool_long_locked
- * for want and best).  Long runs and never-used cells first, merging FREE
- * neighbours with a walk first once cap / 8 cells came back since the last
- * one (a queue frees its messages in the order they were carved, so most
- * merge); then the class lists (one list link to chase per run); then, if
- * anything came back at all, after a walk; then after all of w's cache went
- * back.  So a request fails only when no n free cells in a row are left
- * outside other workers' caches, and walks cost O(1) a freed cell.
+ * arena_find_locked - a FREE run of at least n cells, up to want (see
+ * pool_long_locked for best), by pool_find_locked: holes of the length asked
+ * are filled first, then long runs are carved, then never-used cells (so the
+ * arena's resident part grows only by what could not be reused).  Before
+ * that, a walk merges FREE neighbours if a ninth of the cells below bump came
+ * back since the last one (a queue frees its messages in the order they were
+ * carved, so most merge; and walks cost O(1) a freed cell).  On failure,
+ * again after a walk if anything came back at all, then after all of w's
+ * cache went back: a request fails only when no n free cells in a row are
+ * left outside other workers' caches.
  */
 static uint32_t
 arena_find_locked(struct shm_arena *a, struct shm_slot *s, uint32_t n,
                   uint32_t want, int best, uint32_t *len)
 {
-    uint32_t h = pool_long_locked(a, n, want, best, len);
+    uint32_t h;
 
-    if (h == 0 && a->dirty >= a->cap / 8) {
+    if (a->dirty != 0 && a->dirty >= (a->bump - 1) / 8)
         arena_walk_locked(a, -1);
-        h = pool_long_locked(a, n, want, best, len);
-    }
-    if (h == 0 && n <= SHM_ARENA_CLASSES)
-        h = pool_class_locked(a, n, len);
+    h = pool_find_locked(a, n, want, best, len);
     if (h == 0 && a->dirty != 0) {
         arena_walk_locked(a, -1);
         h = pool_find_locked(a, n, want, best, len);
@@ -466,10 +479,10 @@ arena_find_locked(struct shm_arena *a, struct shm_slot *s, uint32_t n,
 }
 
 /*
- * arena_refill - give w's cache a run of n <= SHM_ARENA_CLASSES cells: a new
- * extent of up to ARENA_BATCH cells (the old one, shorter than n, goes back
- * first), or, when the pool has only runs of n exactly, up to ARENA_BATCH
- * cells of them.  -ENOBUFS if none is left.
+ * arena_refill - give w's cache a run of n <= SHM_ARENA_CLASSES cells: up to
+ * ARENA_BATCH cells of runs of n exactly if the pool has them, else a new
+ * extent of up to ARENA_BATCH cells (the old one, shorter than n, went back
+ * first).  -ENOBUFS if none is left.
  */
 static int
 arena_refill(struct shm_seg *seg, struct shm_slot *s, int w, uint32_t n)
