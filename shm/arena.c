@@ -512,7 +512,9 @@ arena_refill(struct shm_seg *seg, struct shm_slot *s, int w, uint32_t n)
         }
         taken_add(a, got);
     } else {
-        got = len < ARENA_BATCH ? len : ARENA_BATCH;
+        /* A whole number of runs of n from a longer run: runs of n alone
+         * then leave no rest behind between extents. */
+        got = len <= ARENA_BATCH ? len : ARENA_BATCH - ARENA_BATCH % n;
         pool_carve_locked(a, h, len, got, SHM_TAG(SHM_TAG_CACHE, w));
         s->ext = h;
         s->ext_len = got;
