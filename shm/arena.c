@@ -161,15 +161,9 @@ shm_arena_region_init(struct shm_seg *seg, const struct shm_params *p)
     memset(a->pool, 0, sizeof(a->pool));
     a->tags_off = tags_off;
     a->cells_off = cells_off;
+    seg->cells = arena_cell(a, 0);
     atomic_store_explicit(&a->taken, 0, memory_order_relaxed);
     return shm_lock_init(&a->lock);
-}
-
-/* shm_cell - see arena.h. */
-void *
-shm_cell(struct shm_seg *seg, uint32_t ref)
-{
-    return arena_cell(arena_of(seg), ref);
 }
 
 /* shm_cells_for - see arena.h: the head cell's first word is the arena's. */
@@ -590,14 +584,15 @@ shm_arena_alloc(struct shm_seg *seg, int w, uint32_t n, uint32_t *head)
     return 0;
 }
 
-/* shm_arena_link - see arena.h: one store; the run keeps its length. */
+/* shm_arena_link - see arena.h: one store; the run keeps its length (from
+ * the head word, in the line the caller just wrote: the tag is only stored). */
 void
 shm_arena_link(struct shm_seg *seg, uint32_t head)
 {
-    _Atomic uint32_t *tags = arena_tags(arena_of(seg));
+    struct shm_arena *a = arena_of(seg);
 
-    tag_put(tags, head,
-            SHM_TAG_RUN(SHM_TAG_LINKED, 0, SHM_TAG_LEN(tag_get(tags, head))));
+    tag_put(arena_tags(a), head,
+            SHM_TAG_RUN(SHM_TAG_LINKED, 0, *head_word(a, head)));
 }
 
 /* arena_spill - w's lists are past arena_spill_at() cells, the last run
@@ -630,7 +625,9 @@ shm_arena_free(struct shm_seg *seg, int w, uint32_t head)
 
     if (head == 0)
         return;
-    uint32_t len = SHM_TAG_LEN(tag_get(tags, head));
+    /* The length from the head word (alloc wrote it, as the tag's): the
+     * caller has that line already, and the tag line is then only stored. */
+    uint32_t len = *head_word(a, head);
     if (len > SHM_ARENA_CLASSES) {
         if (shm_lock(seg, &a->lock, arena_rebuild, NULL) != 0)
             return;

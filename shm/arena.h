@@ -25,14 +25,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shm/segment.h"
+
 #define SHM_CELL_BYTES    64
 #define SHM_RUN_DATA(n)   ((size_t)(n)*SHM_CELL_BYTES - 4)
 #define SHM_ARENA_CLASSES 16 /* run lengths a worker cache keeps */
 
-struct shm_seg;
-
-/* shm_cell - address of cell ref (ref != 0). */
-void *shm_cell(struct shm_seg *seg, uint32_t ref);
+/* shm_cell - address of cell ref (ref != 0); inline: every message, group
+ * state and lease access goes through it. */
+static inline void *
+shm_cell(struct shm_seg *seg, uint32_t ref)
+{
+    return seg->cells + (size_t)ref * SHM_CELL_BYTES;
+}
 
 /* shm_cells_for - cells a run needs to hold len data bytes (>= 1). */
 uint32_t shm_cells_for(size_t len);
