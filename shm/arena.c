@@ -13,25 +13,29 @@
  * split their own runs.
  *
  * Pool (arena lock): FREE runs listed by exact length up to
- * SHM_ARENA_CLASSES, longer ones on one list (first fit), then the
- * never-used cells.  Neighbouring FREE runs are merged by a walk, run when a
- * request finds nothing and runs were put back since the last walk.
+ * SHM_ARENA_CLASSES, longer ones on one list, then the never-used cells.  A
+ * request takes a run of its length, else a long run, else never-used cells
+ * (arena_find_locked).  Neighbouring FREE runs are merged by a walk, run once
+ * bump/8 cells came back since the last one, and when a request finds
+ * nothing.  The arena's word of a run's head cell holds the run's length
+ * while it is allocated (write/read/free need no tag load) and the list link
+ * while it is cached or FREE.
  *
  * Worker cache (no lock; only w touches it): lists of CACHE(w) runs by exact
  * length (slot->cache[]) and one extent, a CACHE(w) run that allocations are
  * carved from the front of.  Alloc pops a run of n cells or carves one; free
  * of a run of at most SHM_ARENA_CLASSES cells retags it CACHE(w) and pushes
  * it.  Neither touches more than the run's head cell, its tag and w's slot.
- * A refill brings runs of n exactly from the pool, or a new extent of
- * ARENA_BATCH cells.  Once the lists hold more than arena_spill_at() cells
- * (cap / 64, within 64..2048: room for a push or pop batch of 100 runs of 5
- * cells to cycle through the cache without the lock), they spill: the length
- * just freed keeps half of that, the others 1/64 of it each.  Runs longer
- * than SHM_ARENA_CLASSES are taken from the extent if it is long enough,
- * else from (and returned to) the pool.  "taken" counts cells out of the
- * pool, caches included, and the arena holds cap cells, so caches count
- * against the node cap too: at most arena_spill_at() + ARENA_BATCH cells
- * (136 KiB at most) a worker that another worker cannot use.
+ * A refill brings runs of n exactly from the pool, or a new extent of at
+ * most ARENA_BATCH cells (a whole number of runs of n).  Once the lists hold
+ * more than arena_spill_at() cells (cap / 64, within 64..2048: room for a push
+ * or pop batch of 100 runs of 5 cells to cycle through the cache without the
+ * lock), they spill: the length just freed keeps half of that, the others 1/64
+ * of it each.  Runs longer than SHM_ARENA_CLASSES are taken from the extent if
+ * it is long enough, else from (and returned to) the pool.  "taken" counts
+ * cells out of the pool, caches included, and the arena holds cap cells, so
+ * caches count against the node cap too: at most arena_spill_at() + ARENA_BATCH
+ * cells (136 KiB at most) a worker that another worker cannot use.
  *
  * Crash safety (a worker killed at any instruction): the tags are the truth,
  * the lists and the slot's bookkeeping are derived.
@@ -70,10 +74,12 @@ _Static_assert(SHM_ARENA_CLASSES < ARENA_BATCH, "an extent fits a class");
 
 static void arena_rebuild(struct shm_seg *seg, void *arg);
 
+/* arena_of - the ARENA region (shm_region(), inline: every call needs it). */
 static inline struct shm_arena *
 arena_of(struct shm_seg *seg)
 {
-    return shm_region(seg, SHM_REGION_ARENA);
+    return (struct shm_arena *)(seg->base +
+                                seg->hdr->region_off[SHM_REGION_ARENA]);
 }
 
 static inline _Atomic uint32_t *
@@ -164,13 +170,6 @@ shm_arena_region_init(struct shm_seg *seg, const struct shm_params *p)
     seg->cells = arena_cell(a, 0);
     atomic_store_explicit(&a->taken, 0, memory_order_relaxed);
     return shm_lock_init(&a->lock);
-}
-
-/* shm_cells_for - see arena.h: the head cell's first word is the arena's. */
-uint32_t
-shm_cells_for(size_t len)
-{
-    return (uint32_t)((len + 4 + SHM_CELL_BYTES - 1) / SHM_CELL_BYTES);
 }
 
 /* pool_push_locked - list FREE run h of len cells in the pool. */

@@ -39,8 +39,13 @@ shm_cell(struct shm_seg *seg, uint32_t ref)
     return seg->cells + (size_t)ref * SHM_CELL_BYTES;
 }
 
-/* shm_cells_for - cells a run needs to hold len data bytes (>= 1). */
-uint32_t shm_cells_for(size_t len);
+/* shm_cells_for - cells a run needs to hold len data bytes (>= 1): the
+ * head cell's first word is the arena's. */
+static inline uint32_t
+shm_cells_for(size_t len)
+{
+    return (uint32_t)((len + 4 + SHM_CELL_BYTES - 1) / SHM_CELL_BYTES);
+}
 
 /*
  * shm_arena_alloc - a run of n consecutive cells, tagged INFLIGHT(w), counted
