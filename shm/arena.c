@@ -1,33 +1,55 @@
 /*
- * arena.c - the cell arena (arena.h): chains of 64-byte cells, one tag word
- * per cell, a global free list, and per-worker caches.
+ * arena.c - the cell arena (arena.h): runs of consecutive 64-byte cells, one
+ * tag word per cell (meaningful at run heads), a global pool, and per-worker
+ * caches.
  *
- * Pool: cells 1..bump-1 have been handed out at least once; cells from bump
- * on were never touched (so never paged in).  A cell out of the pool is in a
- * worker's cache (CACHE(w)) or in an allocated chain (head INFLIGHT(w) or
- * LINKED, other cells BODY).  "taken" counts cells out of the pool and never
- * passes the cap, so caches count against the node cap too: at most
- * SHM_ARENA_SPILL cells a worker (~24 KiB) that another worker cannot use.
+ * Runs: cells 1..bump-1 are a sequence of runs, each head tag holding the
+ * run's length, so a walk from cell 1 visits every head; cells from bump on
+ * were never handed out (so never paged in).  A run's body cells carry no tag
+ * and no link: an allocation is tagged with one store, and its data is one
+ * memcpy away.  A new head is tagged before the run it is cut from shrinks
+ * (release), and heads disappear (neighbours merge) only under the arena
+ * lock, so a walk under the lock meets heads only, even while live workers
+ * split their own runs.
  *
- * Hot path: alloc takes the first n cells of the caller's cache list, free
- * puts a chain at its front; both touch only the caller's slot, the chain's
- * cells and their tags (no lock, no shared counter, no syscall).  The arena
- * lock (a leaf lock: take no other lock under it) is taken to refill a cache
- * from the pool, spill its tail back, and reap.
+ * Pool (arena lock): FREE runs listed by exact length up to
+ * SHM_ARENA_CLASSES, longer ones on one list, then the never-used cells.  A
+ * request takes a run of its length, else a long run, else never-used cells
+ * (arena_find_locked).  Neighbouring FREE runs are merged by a walk, run once
+ * bump/8 cells came back since the last one, and when a request finds
+ * nothing.  The arena's word of a run's head cell holds the run's length
+ * while it is allocated (write/read/free need no tag load) and the list link
+ * while it is cached or FREE.
  *
- * Crash safety (a worker killed at any instruction):
- *  - in alloc: the head is tagged INFLIGHT(w) first, then the bodies BODY,
- *    so a BODY cell always hangs off an INFLIGHT(w) or LINKED head;
- *  - in free: slot->freeing holds the head while the chain's cells turn
- *    CACHE(w) (its head may still say LINKED);
- *  - under the arena lock: cells change to or from FREE only there, so the
- *    next locker (EOWNERDEAD) rebuilds the free list and taken from the tags.
- *    The dead holder's half-spliced cells keep stale next words.
- * shm_arena_reap(w) frees every CACHE(w) cell alone, and walks the freeing
- * chain and each INFLIGHT(w) chain through BODY and CACHE(w) cells.
+ * Worker cache (no lock; only w touches it): lists of CACHE(w) runs by exact
+ * length (slot->cache[]) and one extent, a CACHE(w) run that allocations are
+ * carved from the front of.  Alloc pops a run of n cells or carves one; free
+ * of a run of at most SHM_ARENA_CLASSES cells retags it CACHE(w) and pushes
+ * it.  Neither touches more than the run's head cell, its tag and w's slot.
+ * A refill brings runs of n exactly from the pool, or a new extent of at
+ * most ARENA_BATCH cells (a whole number of runs of n).  Once the lists hold
+ * more than arena_spill_at() cells (cap / 64, within 64..2048: room for a push
+ * or pop batch of 100 runs of 5 cells to cycle through the cache without the
+ * lock), they spill: the length just freed keeps half of that, the others 1/64
+ * of it each.  Runs longer than SHM_ARENA_CLASSES are taken from the extent if
+ * it is long enough, else from (and returned to) the pool.  "taken" counts
+ * cells out of the pool, caches included, and the arena holds cap cells, so
+ * caches count against the node cap too: at most arena_spill_at() + ARENA_BATCH
+ * cells (136 KiB at most) a worker that another worker cannot use.
  *
- * Every store that crash recovery reads (tags, next words, slot fields) is
- * atomic and ordered by release where order matters.  Errors: 0 or -errno.
+ * Crash safety (a worker killed at any instruction): the tags are the truth,
+ * the lists and the slot's bookkeeping are derived.
+ *  - alloc and free change a run's owner with one tag store (after the new
+ *    head of a split); a freed run is CACHE(w) from that store on, so a
+ *    LINKED head after a crash is the caller's intent repair's alone, an
+ *    INFLIGHT(w) or CACHE(w) one shm_arena_reap()'s alone;
+ *  - under the arena lock: runs change to or from FREE only there, so the
+ *    next locker (EOWNERDEAD) rebuilds the pool lists and taken with a walk.
+ * shm_arena_reap(w) walks all runs and frees the CACHE(w) and INFLIGHT(w)
+ * ones, whatever w's slot says.
+ *
+ * Every tag store is atomic, release where a walk must see an earlier store
+ * first.  Errors: 0 or -errno.
  */
 #include "shm/arena.h"
 
@@ -41,15 +63,23 @@
 #include "shm/region.h"
 #include "shm/slot.h"
 
-#define SHM_ARENA_BATCH 128                   /* cells a refill adds */
-#define SHM_ARENA_SPILL (3 * SHM_ARENA_BATCH) /* cache size that spills */
+#define ARENA_BATCH     128 /* cells of a new extent */
+#define ARENA_SPILL_MIN 64  /* arena_spill_at() bounds, cells */
+#define ARENA_SPILL_MAX 2048
+_Static_assert(SHM_ARENA_CLASSES < ARENA_BATCH, "an extent fits a class");
+
+#define CACHED(w, n)   SHM_TAG_RUN(SHM_TAG_CACHE, w, n)
+#define INFLIGHT(w, n) SHM_TAG_RUN(SHM_TAG_INFLIGHT, w, n)
+#define FREE_RUN(n)    SHM_TAG_RUN(SHM_TAG_FREE, 0, n)
 
 static void arena_rebuild(struct shm_seg *seg, void *arg);
 
+/* arena_of - the ARENA region (shm_region(), inline: every call needs it). */
 static inline struct shm_arena *
 arena_of(struct shm_seg *seg)
 {
-    return shm_region(seg, SHM_REGION_ARENA);
+    return (struct shm_arena *)(seg->base +
+                                seg->hdr->region_off[SHM_REGION_ARENA]);
 }
 
 static inline _Atomic uint32_t *
@@ -64,28 +94,41 @@ arena_cell(struct shm_arena *a, uint32_t ref)
     return (unsigned char *)a + a->cells_off + (size_t)ref * SHM_CELL_BYTES;
 }
 
-static inline uint32_t
-cell_next(struct shm_arena *a, uint32_t ref)
+/* head_word - the arena's word of a run's head cell: its length while it is
+ * allocated, the list link while it is cached or FREE. */
+static inline uint32_t *
+head_word(struct shm_arena *a, uint32_t ref)
 {
-    return __atomic_load_n((uint32_t *)arena_cell(a, ref), __ATOMIC_RELAXED);
-}
-
-static inline void
-cell_set_next(struct shm_arena *a, uint32_t ref, uint32_t next)
-{
-    __atomic_store_n((uint32_t *)arena_cell(a, ref), next, __ATOMIC_RELAXED);
+    return (uint32_t *)arena_cell(a, ref);
 }
 
 static inline uint32_t
 tag_get(_Atomic uint32_t *tags, uint32_t ref)
 {
-    return atomic_load_explicit(&tags[ref], memory_order_relaxed);
+    return atomic_load_explicit(&tags[ref], memory_order_acquire);
 }
 
 static inline void
-tag_set(_Atomic uint32_t *tags, uint32_t ref, uint32_t tag)
+tag_put(_Atomic uint32_t *tags, uint32_t ref, uint32_t tag)
 {
-    atomic_store_explicit(&tags[ref], tag, memory_order_relaxed);
+    atomic_store_explicit(&tags[ref], tag, memory_order_release);
+}
+
+static inline void
+cache_count_add(struct shm_slot *s, int64_t d)
+{
+    uint32_t have = atomic_load_explicit(&s->cache_count, memory_order_relaxed);
+
+    atomic_store_explicit(&s->cache_count, (uint32_t)(have + d),
+                          memory_order_relaxed);
+}
+
+static inline void
+taken_add(struct shm_arena *a, int64_t d)
+{
+    uint32_t t = atomic_load_explicit(&a->taken, memory_order_relaxed);
+
+    atomic_store_explicit(&a->taken, (uint32_t)(t + d), memory_order_relaxed);
 }
 
 /* arena_layout - where tags and cells start for params p, from the region
@@ -120,168 +163,385 @@ shm_arena_region_init(struct shm_seg *seg, const struct shm_params *p)
 
     a->cap = (uint32_t)(cells - 1);
     a->bump = 1;
-    a->free_head = 0;
+    a->dirty = 0;
+    memset(a->pool, 0, sizeof(a->pool));
     a->tags_off = tags_off;
     a->cells_off = cells_off;
+    seg->cells = arena_cell(a, 0);
     atomic_store_explicit(&a->taken, 0, memory_order_relaxed);
     return shm_lock_init(&a->lock);
 }
 
-/* shm_cell - see arena.h. */
-void *
-shm_cell(struct shm_seg *seg, uint32_t ref)
+/* pool_push_locked - list FREE run h of len cells in the pool. */
+static inline void
+pool_push_locked(struct shm_arena *a, uint32_t h, uint32_t len)
 {
-    return arena_cell(arena_of(seg), ref);
+    uint32_t *list = &a->pool[len <= SHM_ARENA_CLASSES ? len : 0];
+
+    *head_word(a, h) = *list;
+    *list = h;
 }
 
-/* shm_cell_next - see arena.h. */
-uint32_t
-shm_cell_next(struct shm_seg *seg, uint32_t ref)
+/* pool_put_locked - run h of len cells, not FREE, goes back to the pool:
+ * one tag store, then listed and uncounted. */
+static void
+pool_put_locked(struct shm_arena *a, uint32_t h, uint32_t len)
 {
-    return cell_next(arena_of(seg), ref);
-}
-
-/* shm_cells_for - see arena.h. */
-uint32_t
-shm_cells_for(size_t len)
-{
-    return len == 0 ? 1 : (uint32_t)((len + SHM_CELL_DATA - 1) / SHM_CELL_DATA);
+    tag_put(arena_tags(a), h, FREE_RUN(len));
+    pool_push_locked(a, h, len);
+    taken_add(a, -(int64_t)len);
+    a->dirty += len;
 }
 
 /*
- * arena_rebuild - repair of the arena lock: a holder died mid-splice.  The
- * FREE tags are the truth (they change only under this lock); live workers
- * may meanwhile move their own cells between CACHE, INFLIGHT, BODY and
- * LINKED, which this does not read.
+ * arena_walk_locked - visit every run below bump in address order: free
+ * worker reap_w's runs (reap_w >= 0), merge neighbouring FREE runs, and
+ * rebuild the pool lists and taken from the tags alone.  A run a live worker
+ * splits meanwhile is seen whole or split, never FREE.
  */
+static void
+arena_walk_locked(struct shm_arena *a, int reap_w)
+{
+    _Atomic uint32_t *tags = arena_tags(a);
+    uint32_t cache = reap_w >= 0 ? SHM_TAG(SHM_TAG_CACHE, reap_w) : UINT32_MAX;
+    uint32_t inflight =
+        reap_w >= 0 ? SHM_TAG(SHM_TAG_INFLIGHT, reap_w) : UINT32_MAX;
+    uint32_t run = 0, run_len = 0, nfree = 0, c = 1;
+
+    memset(a->pool, 0, sizeof(a->pool));
+    while (c < a->bump) {
+        uint32_t t = tag_get(tags, c), len = SHM_TAG_LEN(t);
+        if (len == 0 || len > a->bump - c)
+            break; /* not a head: stop rather than loop; the rest is taken */
+        if (SHM_TAG_OWNER(t) == cache || SHM_TAG_OWNER(t) == inflight) {
+            t = FREE_RUN(len);
+            tag_put(tags, c, t);
+        }
+        if (SHM_TAG_STATE(t) == SHM_TAG_FREE) {
+            nfree += len;
+            if (run != 0 && run_len + len <= SHM_RUN_MAX) {
+                run_len += len; /* one store absorbs c's head */
+                tag_put(tags, run, FREE_RUN(run_len));
+            } else {
+                if (run != 0)
+                    pool_push_locked(a, run, run_len);
+                run = c;
+                run_len = len;
+            }
+        } else if (run != 0) {
+            pool_push_locked(a, run, run_len);
+            run = 0;
+        }
+        c += len;
+    }
+    if (run != 0)
+        pool_push_locked(a, run, run_len);
+    atomic_store_explicit(&a->taken, a->bump - 1 - nfree, memory_order_relaxed);
+    a->dirty = 0;
+}
+
+/* arena_rebuild - repair of the arena lock: a holder died mid-splice; the
+ * tags say which runs are FREE (they change only under this lock). */
 static void
 arena_rebuild(struct shm_seg *seg, void *arg)
 {
-    struct shm_arena *a = arena_of(seg);
-    _Atomic uint32_t *tags = arena_tags(a);
-    uint32_t head = 0, nfree = 0;
-
     (void)arg;
-    for (uint32_t c = a->bump; c-- > 1;) {
-        if (tag_get(tags, c) != SHM_TAG_FREE)
-            continue;
-        cell_set_next(a, c, head);
-        head = c;
-        nfree++;
-    }
-    a->free_head = head;
-    atomic_store_explicit(&a->taken, a->bump - 1 - nfree, memory_order_relaxed);
+    arena_walk_locked(arena_of(seg), -1);
+}
+
+/* pool_pop_locked - unlink the first run of pool list i. */
+static inline uint32_t
+pool_pop_locked(struct shm_arena *a, uint32_t i)
+{
+    uint32_t h = a->pool[i];
+
+    a->pool[i] = *head_word(a, h);
+    return h;
 }
 
 /*
- * arena_take_locked - k cells out of the pool, tagged CACHE(w), as a list
- * ending in tail_next; returns its first cell.  The free list first, then
- * never-used cells (bump moves before they are tagged, so a crash leaves
- * them FREE below bump, for arena_rebuild to collect).
+ * pool_long_locked - unlink a FREE run of at least n cells from the long
+ * list: the first long enough, or the shortest when best (long requests, so
+ * that holes fit what is asked again).  0 if none; *len gets its length.
+ * The run stays tagged FREE until pool_carve_locked.
  */
 static uint32_t
-arena_take_locked(struct shm_arena *a, int w, uint32_t k, uint32_t tail_next)
+pool_long_locked(struct shm_arena *a, uint32_t n, int best, uint32_t *len)
 {
     _Atomic uint32_t *tags = arena_tags(a);
-    uint32_t tag = SHM_TAG(SHM_TAG_CACHE, w);
-    uint32_t first = 0, last = 0;
+    uint32_t h, *prev, *fit = NULL, fit_len = 0;
 
-    while (k > 0 && a->free_head != 0) {
-        uint32_t c = a->free_head;
-        tag_set(tags, c, tag);
-        a->free_head = cell_next(a, c);
-        if (last != 0)
-            cell_set_next(a, last, c);
-        else
-            first = c;
-        last = c;
-        k--;
-    }
-    if (k > 0) {
-        uint32_t b = a->bump;
-        a->bump = b + k;
-        for (uint32_t c = b; c < b + k; c++) {
-            cell_set_next(a, c, c + 1);
-            tag_set(tags, c, tag);
+    for (prev = &a->pool[0]; (h = *prev) != 0; prev = head_word(a, h)) {
+        uint32_t l = SHM_TAG_LEN(tag_get(tags, h));
+        if (l >= n && (fit == NULL || l < fit_len)) {
+            fit = prev;
+            fit_len = l;
+            if (l == n || !best)
+                break;
         }
-        if (last != 0)
-            cell_set_next(a, last, b);
-        else
-            first = b;
-        last = b + k - 1;
     }
-    cell_set_next(a, last, tail_next);
-    return first;
+    if (fit == NULL)
+        return 0;
+    h = *fit;
+    *fit = *head_word(a, h);
+    *len = fit_len;
+    return h;
+}
+
+/* pool_bump_locked - a FREE run of n to want never-used cells, 0 if fewer
+ * than n are left. */
+static uint32_t
+pool_bump_locked(struct shm_arena *a, uint32_t n, uint32_t want, uint32_t *len)
+{
+    uint32_t room = a->cap + 1 - a->bump, h = a->bump;
+
+    if (room < n)
+        return 0;
+    *len = want < room ? want : room;
+    /* Tagged before bump passes it: a walk meets a run, never a cell
+     * without a head. */
+    tag_put(arena_tags(a), h, FREE_RUN(*len));
+    a->bump = h + *len;
+    return h;
+}
+
+/* pool_class_locked - unlink a FREE run of n <= SHM_ARENA_CLASSES cells
+ * exactly (exact: no other length), else of the shortest longer class.  0 if
+ * none. */
+static uint32_t
+pool_class_locked(struct shm_arena *a, uint32_t n, int exact, uint32_t *len)
+{
+    uint32_t last = exact ? n : SHM_ARENA_CLASSES;
+
+    for (uint32_t c = n; c <= last; c++)
+        if (a->pool[c] != 0) {
+            *len = c;
+            return pool_pop_locked(a, c);
+        }
+    return 0;
+}
+
+/* pool_find_locked - a FREE run of at least n cells: of n exactly, long,
+ * never-used, or of a longer class, in that order.  0 if none. */
+static uint32_t
+pool_find_locked(struct shm_arena *a, uint32_t n, uint32_t want, int best,
+                 uint32_t *len)
+{
+    uint32_t h = 0;
+
+    if (n <= SHM_ARENA_CLASSES)
+        h = pool_class_locked(a, n, 1, len);
+    if (h == 0)
+        h = pool_long_locked(a, n, best, len);
+    if (h == 0)
+        h = pool_bump_locked(a, n, want, len);
+    if (h == 0 && n < SHM_ARENA_CLASSES)
+        h = pool_class_locked(a, n + 1, 0, len);
+    return h;
+}
+
+/* pool_carve_locked - FREE run h of len cells: its first k cells become a
+ * run tagged tag (state and worker), counted as taken; the rest stays FREE. */
+static void
+pool_carve_locked(struct shm_arena *a, uint32_t h, uint32_t len, uint32_t k,
+                  uint32_t tag)
+{
+    _Atomic uint32_t *tags = arena_tags(a);
+
+    if (k < len) {
+        tag_put(tags, h + k, FREE_RUN(len - k)); /* before h shrinks */
+        pool_push_locked(a, h + k, len - k);
+    }
+    tag_put(tags, h, tag | k << 8);
+    taken_add(a, k);
+}
+
+/* cache_drop_ext_locked - w's extent goes back to the pool. */
+static uint32_t
+cache_drop_ext_locked(struct shm_arena *a, struct shm_slot *s)
+{
+    uint32_t k = s->ext_len;
+
+    if (k != 0) {
+        pool_put_locked(a, s->ext, k);
+        s->ext = 0;
+        s->ext_len = 0;
+        cache_count_add(s, -(int64_t)k);
+    }
+    return k;
+}
+
+/* arena_spill_at - cells w's lists may hold before they spill (a spill
+ * leaves at most 1/2 + 15/64 of it: room before the next one). */
+static inline uint32_t
+arena_spill_at(const struct shm_arena *a)
+{
+    uint32_t at = a->cap / 64;
+
+    return at < ARENA_SPILL_MIN   ? ARENA_SPILL_MIN
+           : at > ARENA_SPILL_MAX ? ARENA_SPILL_MAX
+                                  : at;
 }
 
 /*
- * arena_refill - give w's cache at least n cells (and a batch more if the
- * cap allows) from the pool.  -ENOBUFS if the cap leaves fewer than n.
+ * cache_spill_locked - w's cached runs go back to the pool but for the
+ * first (most recently freed) keep_hot cells of length hot and keep cells
+ * of each other length; returns the cells spilled.  Runs that follow each
+ * other in the lists and in the arena (freed in the order they were carved
+ * from an extent, as a queue frees its messages) go back as one FREE run:
+ * one store absorbs a run into its neighbour, and a refill then carves an
+ * extent from it instead of chasing one list link per run.
+ */
+static uint32_t
+cache_spill_locked(struct shm_arena *a, struct shm_slot *s, uint32_t hot,
+                   uint32_t keep_hot, uint32_t keep)
+{
+    _Atomic uint32_t *tags = arena_tags(a);
+    uint32_t spilled = 0, run = 0, run_len = 0;
+
+    for (uint32_t c = 1; c <= SHM_ARENA_CLASSES; c++) {
+        uint32_t *prev = &s->cache[c - 1], h, kept = 0;
+        uint32_t k = c == hot ? keep_hot : keep;
+        while ((h = *prev) != 0 && kept + c <= k) {
+            kept += c;
+            prev = head_word(a, h);
+        }
+        *prev = 0;
+        while (h != 0) {
+            uint32_t next = *head_word(a, h);
+            spilled += c;
+            if (run != 0 && h + c == run && run_len + c <= SHM_RUN_MAX) {
+                run = h; /* h absorbs the run after it */
+                run_len += c;
+                tag_put(tags, run, FREE_RUN(run_len));
+            } else if (run != 0 && run + run_len == h &&
+                       run_len + c <= SHM_RUN_MAX) {
+                run_len += c; /* the run absorbs h */
+                tag_put(tags, run, FREE_RUN(run_len));
+            } else {
+                if (run != 0)
+                    pool_push_locked(a, run, run_len);
+                run = h;
+                run_len = c;
+                tag_put(tags, run, FREE_RUN(run_len));
+            }
+            h = next;
+        }
+    }
+    if (run != 0)
+        pool_push_locked(a, run, run_len);
+    if (spilled != 0) {
+        taken_add(a, -(int64_t)spilled);
+        a->dirty += spilled;
+        cache_count_add(s, -(int64_t)spilled);
+    }
+    return spilled;
+}
+
+/*
+ * arena_find_locked - a FREE run of at least n cells, up to want (see
+ * pool_long_locked for best), by pool_find_locked: holes of the length asked
+ * are filled first, then long runs are carved, then never-used cells (so the
+ * arena's resident part grows only by what could not be reused).  Before
+ * that, a walk merges FREE neighbours if a ninth of the cells below bump came
+ * back since the last one (a queue frees its messages in the order they were
+ * carved, so most merge; and walks cost O(1) a freed cell).  On failure,
+ * again after a walk if anything came back at all, then after all of w's
+ * cache went back: a request fails only when no n free cells in a row are
+ * left outside other workers' caches.
+ */
+static uint32_t
+arena_find_locked(struct shm_arena *a, struct shm_slot *s, uint32_t n,
+                  uint32_t want, int best, uint32_t *len)
+{
+    uint32_t h;
+
+    if (a->dirty != 0 && a->dirty >= (a->bump - 1) / 8)
+        arena_walk_locked(a, -1);
+    h = pool_find_locked(a, n, want, best, len);
+    if (h == 0 && a->dirty != 0) {
+        arena_walk_locked(a, -1);
+        h = pool_find_locked(a, n, want, best, len);
+    }
+    if (h == 0 &&
+        cache_spill_locked(a, s, 0, 0, 0) + cache_drop_ext_locked(a, s) != 0) {
+        arena_walk_locked(a, -1);
+        h = pool_find_locked(a, n, want, best, len);
+    }
+    return h;
+}
+
+/*
+ * arena_refill - give w's cache a run of n <= SHM_ARENA_CLASSES cells: up to
+ * ARENA_BATCH cells of runs of n exactly if the pool has them, else a new
+ * extent of up to ARENA_BATCH cells (the old one, shorter than n, went back
+ * first).  -ENOBUFS if none is left.
  */
 static int
 arena_refill(struct shm_seg *seg, struct shm_slot *s, int w, uint32_t n)
 {
     struct shm_arena *a = arena_of(seg);
-    uint32_t have = atomic_load_explicit(&s->cache_count, memory_order_relaxed);
-    uint64_t want = (uint64_t)n - have + SHM_ARENA_BATCH;
+    _Atomic uint32_t *tags = arena_tags(a);
+    uint32_t got = 0, h, len;
     int rc;
 
-    /* arena->lock: pool and w's cache list; no syscalls, no other lock. */
+    /* arena->lock: pool and w's cache; no syscalls, no other lock. */
     if ((rc = shm_lock(seg, &a->lock, arena_rebuild, NULL)) != 0)
         return rc;
-    uint32_t taken = atomic_load_explicit(&a->taken, memory_order_relaxed);
-    uint64_t room = a->cap - taken;
-    if (room < n - have) {
+    cache_drop_ext_locked(a, s);
+    if ((h = arena_find_locked(a, s, n, ARENA_BATCH, 0, &len)) == 0) {
         rc = -ENOBUFS;
         goto out;
     }
-    uint32_t k = (uint32_t)(want < room ? want : room);
-    atomic_store_explicit(&a->taken, taken + k, memory_order_relaxed);
-    s->cache_head = arena_take_locked(a, w, k, s->cache_head);
-    atomic_store_explicit(&s->cache_count, have + k, memory_order_relaxed);
+    if (len == n) {
+        for (;;) {
+            tag_put(tags, h, CACHED(w, n));
+            *head_word(a, h) = s->cache[n - 1];
+            s->cache[n - 1] = h;
+            got += n;
+            if (got + n > ARENA_BATCH || a->pool[n] == 0)
+                break;
+            h = pool_pop_locked(a, n);
+        }
+        taken_add(a, got);
+    } else {
+        /* A whole number of runs of n from a longer run: runs of n alone
+         * then leave no rest behind between extents. */
+        got = len <= ARENA_BATCH ? len : ARENA_BATCH - ARENA_BATCH % n;
+        pool_carve_locked(a, h, len, got, SHM_TAG(SHM_TAG_CACHE, w));
+        s->ext = h;
+        s->ext_len = got;
+    }
+    cache_count_add(s, got);
 out:
     shm_unlock(&a->lock);
     return rc;
 }
 
-/* arena_spill - return w's cache beyond its first SHM_ARENA_BATCH cells (the
- * most recently freed, warmest) to the free list. */
-static void
-arena_spill(struct shm_seg *seg, struct shm_slot *s)
+/* arena_alloc_long - a run of n > SHM_ARENA_CLASSES cells from the pool. */
+static int
+arena_alloc_long(struct shm_seg *seg, struct shm_slot *s, int w, uint32_t n,
+                 uint32_t *head)
 {
     struct shm_arena *a = arena_of(seg);
-    _Atomic uint32_t *tags = arena_tags(a);
+    uint32_t h, len;
+    int rc;
 
-    if (shm_lock(seg, &a->lock, arena_rebuild, NULL) != 0)
-        return;
-    uint32_t keep_last = s->cache_head;
-    for (uint32_t i = 1; i < SHM_ARENA_BATCH; i++)
-        keep_last = cell_next(a, keep_last);
-    uint32_t first = cell_next(a, keep_last), c = first, k = 0;
-    for (;;) {
-        tag_set(tags, c, SHM_TAG_FREE);
-        k++;
-        uint32_t next = cell_next(a, c);
-        if (next == 0)
-            break;
-        c = next;
-    }
-    cell_set_next(a, c, a->free_head);
-    a->free_head = first;
-    cell_set_next(a, keep_last, 0);
-    atomic_store_explicit(&s->cache_count, SHM_ARENA_BATCH,
-                          memory_order_relaxed);
-    atomic_store_explicit(
-        &a->taken, atomic_load_explicit(&a->taken, memory_order_relaxed) - k,
-        memory_order_relaxed);
+    if ((rc = shm_lock(seg, &a->lock, arena_rebuild, NULL)) != 0)
+        return rc;
+    if ((h = arena_find_locked(a, s, n, n, 1, &len)) != 0) {
+        pool_carve_locked(a, h, len, n, SHM_TAG(SHM_TAG_INFLIGHT, w));
+        *head_word(a, h) = n;
+        *head = h;
+    } else
+        rc = -ENOBUFS;
     shm_unlock(&a->lock);
+    return rc;
 }
 
 /*
- * shm_arena_alloc - see arena.h.  The first n cells of w's cache become the
- * chain: its head is tagged INFLIGHT(w) first, then the bodies BODY in chain
- * order, then the chain is cut after cell n.  A BODY cell is thus always
- * reachable from an INFLIGHT(w) head through BODY cells (shm_arena_reap).
+ * shm_arena_alloc - see arena.h.  A cached run of n cells, else the front of
+ * the extent (the rest's head tagged first, then the run's), else a refill.
  */
 int
 shm_arena_alloc(struct shm_seg *seg, int w, uint32_t n, uint32_t *head)
@@ -289,43 +549,71 @@ shm_arena_alloc(struct shm_seg *seg, int w, uint32_t n, uint32_t *head)
     struct shm_arena *a = arena_of(seg);
     _Atomic uint32_t *tags = arena_tags(a);
     struct shm_slot *s = shm_slot(seg, w);
-    uint32_t have = atomic_load_explicit(&s->cache_count, memory_order_relaxed);
+    uint32_t h;
     int rc;
 
     if (n == 0)
         return -EINVAL;
-    if (have < n) {
+    if (n > SHM_RUN_MAX)
+        return -ENOBUFS;
+    for (;;) {
+        if (n <= SHM_ARENA_CLASSES && (h = s->cache[n - 1]) != 0) {
+            s->cache[n - 1] = *head_word(a, h);
+            tag_put(tags, h, INFLIGHT(w, n));
+            break;
+        }
+        if (s->ext_len >= n) {
+            uint32_t len = s->ext_len;
+            h = s->ext;
+            if (len > n)
+                tag_put(tags, h + n, CACHED(w, len - n));
+            s->ext = len > n ? h + n : 0;
+            s->ext_len = len - n;
+            tag_put(tags, h, INFLIGHT(w, n));
+            break;
+        }
+        if (n > SHM_ARENA_CLASSES)
+            return arena_alloc_long(seg, s, w, n, head);
         if ((rc = arena_refill(seg, s, w, n)) != 0)
             return rc;
-        have = atomic_load_explicit(&s->cache_count, memory_order_relaxed);
     }
-    uint32_t h = s->cache_head, c = h;
-    tag_set(tags, h, SHM_TAG(SHM_TAG_INFLIGHT, w));
-    atomic_thread_fence(memory_order_release); /* head before bodies */
-    for (uint32_t i = 1; i < n; i++) {
-        c = cell_next(a, c);
-        tag_set(tags, c, SHM_TAG(SHM_TAG_BODY, 0));
-    }
-    uint32_t rest = cell_next(a, c);
-    cell_set_next(a, c, 0);
-    s->cache_head = rest;
-    atomic_store_explicit(&s->cache_count, have - n, memory_order_relaxed);
+    cache_count_add(s, -(int64_t)n);
+    *head_word(a, h) = n;
     *head = h;
     return 0;
 }
 
-/* shm_arena_link - see arena.h: one store, the chain's bodies stay BODY. */
+/* shm_arena_link - see arena.h: one store; the run keeps its length (from
+ * the head word, in the line the caller just wrote: the tag is only stored). */
 void
 shm_arena_link(struct shm_seg *seg, uint32_t head)
 {
-    atomic_store_explicit(&arena_tags(arena_of(seg))[head],
-                          SHM_TAG(SHM_TAG_LINKED, 0), memory_order_release);
+    struct shm_arena *a = arena_of(seg);
+
+    tag_put(arena_tags(a), head,
+            SHM_TAG_RUN(SHM_TAG_LINKED, 0, *head_word(a, head)));
+}
+
+/* arena_spill - w's lists are past arena_spill_at() cells, the last run
+ * freed hot cells long: they go back to the pool but for the most recently
+ * freed half of that of length hot, and 1/64 of it of each other length. */
+static void
+arena_spill(struct shm_seg *seg, struct shm_slot *s, uint32_t hot)
+{
+    struct shm_arena *a = arena_of(seg);
+    uint32_t at = arena_spill_at(a);
+
+    if (shm_lock(seg, &a->lock, arena_rebuild, NULL) != 0)
+        return;
+    cache_spill_locked(a, s, hot, at / 2, at / 64);
+    shm_unlock(&a->lock);
 }
 
 /*
- * shm_arena_free - see arena.h.  slot->freeing names the chain until it is
- * all in the cache, so a crash in between leaves it to shm_arena_reap().
- * Spills the cache's tail once it passes SHM_ARENA_SPILL cells.
+ * shm_arena_free - see arena.h.  A run of at most SHM_ARENA_CLASSES cells is
+ * retagged CACHE(w) and pushed on w's list; a longer one goes to the pool
+ * under the lock (retagged FREE there).  (shm_lock fails only on a mutex that
+ * is not robust; the run then stays as it was.)
  */
 void
 shm_arena_free(struct shm_seg *seg, int w, uint32_t head)
@@ -333,100 +621,68 @@ shm_arena_free(struct shm_seg *seg, int w, uint32_t head)
     struct shm_arena *a = arena_of(seg);
     _Atomic uint32_t *tags = arena_tags(a);
     struct shm_slot *s = shm_slot(seg, w);
-    uint32_t tag = SHM_TAG(SHM_TAG_CACHE, w), c = head, n = 1;
 
     if (head == 0)
         return;
-    /* Claim the chain with one store before journalling it: a head still
-     * LINKED after a crash belongs to the caller's intent repair alone, one
-     * INFLIGHT(w) or CACHE(w) to shm_arena_reap() alone, so no chain is
-     * freed by both. */
-    tag_set(tags, head, SHM_TAG(SHM_TAG_INFLIGHT, w));
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&s->freeing, head, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    for (;;) {
-        tag_set(tags, c, tag);
-        uint32_t next = cell_next(a, c);
-        if (next == 0)
-            break;
-        c = next;
-        n++;
+    /* The length from the head word (alloc wrote it, as the tag's): the
+     * caller has that line already, and the tag line is then only stored. */
+    uint32_t len = *head_word(a, head);
+    if (len > SHM_ARENA_CLASSES) {
+        if (shm_lock(seg, &a->lock, arena_rebuild, NULL) != 0)
+            return;
+        pool_put_locked(a, head, len);
+        shm_unlock(&a->lock);
+        return;
     }
-    cell_set_next(a, c, s->cache_head);
-    s->cache_head = head;
-    uint32_t have =
-        atomic_load_explicit(&s->cache_count, memory_order_relaxed) + n;
-    atomic_store_explicit(&s->cache_count, have, memory_order_relaxed);
-    atomic_store_explicit(&s->freeing, 0, memory_order_release);
-    if (have > SHM_ARENA_SPILL)
-        arena_spill(seg, s);
+    tag_put(tags, head, CACHED(w, len));
+    *head_word(a, head) = s->cache[len - 1];
+    s->cache[len - 1] = head;
+    cache_count_add(s, len);
+    if (atomic_load_explicit(&s->cache_count, memory_order_relaxed) -
+            s->ext_len >
+        arena_spill_at(a))
+        arena_spill(seg, s, len);
 }
 
-/* arena_seek - the cell holding data offset *off of head's chain; *off
- * becomes the offset inside it.  0 if the chain is shorter. */
-static inline uint32_t
-arena_seek(struct shm_arena *a, uint32_t head, size_t *off)
+/* run_clip - how many of len bytes at data offset off fit in run head. */
+static inline size_t
+run_clip(struct shm_arena *a, uint32_t head, size_t off, size_t len)
 {
-    uint32_t c = head;
+    size_t cap = SHM_RUN_DATA(*head_word(a, head));
 
-    while (*off >= SHM_CELL_DATA && c != 0) {
-        c = cell_next(a, c);
-        *off -= SHM_CELL_DATA;
-    }
-    return c;
+    if (off >= cap)
+        return 0;
+    return len < cap - off ? len : cap - off;
 }
 
-/* shm_arena_write - see arena.h.  Stops at the end of the chain. */
+/* shm_arena_write - see arena.h: one memcpy. */
 void
 shm_arena_write(struct shm_seg *seg, uint32_t head, size_t off, const void *src,
                 size_t len)
 {
     struct shm_arena *a = arena_of(seg);
-    const unsigned char *p = src;
 
-    for (uint32_t c = arena_seek(a, head, &off); len > 0 && c != 0;
-         c = cell_next(a, c), off = 0) {
-        size_t k = SHM_CELL_DATA - off < len ? SHM_CELL_DATA - off : len;
-        memcpy(arena_cell(a, c) + 4 + off, p, k);
-        p += k;
-        len -= k;
-    }
+    memcpy(arena_cell(a, head) + 4 + off, src, run_clip(a, head, off, len));
 }
 
-/* shm_arena_read - see arena.h.  Stops at the end of the chain. */
+/* shm_arena_read - see arena.h: one memcpy. */
 void
 shm_arena_read(struct shm_seg *seg, uint32_t head, size_t off, void *dst,
                size_t len)
 {
     struct shm_arena *a = arena_of(seg);
-    unsigned char *p = dst;
 
-    for (uint32_t c = arena_seek(a, head, &off); len > 0 && c != 0;
-         c = cell_next(a, c), off = 0) {
-        size_t k = SHM_CELL_DATA - off < len ? SHM_CELL_DATA - off : len;
-        memcpy(p, arena_cell(a, c) + 4 + off, k);
-        p += k;
-        len -= k;
-    }
+    memcpy(dst, arena_cell(a, head) + 4 + off, run_clip(a, head, off, len));
 }
 
-/* shm_arena_equal - see arena.h; 0 if the chain is shorter than len. */
+/* shm_arena_equal - see arena.h. */
 int
 shm_arena_equal(struct shm_seg *seg, uint32_t head, const void *s, size_t len)
 {
     struct shm_arena *a = arena_of(seg);
-    const unsigned char *p = s;
-    uint32_t c = head;
 
-    for (; len > 0 && c != 0; c = cell_next(a, c)) {
-        size_t k = len < SHM_CELL_DATA ? len : SHM_CELL_DATA;
-        if (memcmp(arena_cell(a, c) + 4, p, k) != 0)
-            return 0;
-        p += k;
-        len -= k;
-    }
-    return len == 0;
+    return run_clip(a, head, 0, len) == len &&
+           memcmp(arena_cell(a, head) + 4, s, len) == 0;
 }
 
 /* shm_arena_used_bytes - see arena.h: cells out of the pool less the cells
@@ -443,80 +699,25 @@ shm_arena_used_bytes(struct shm_seg *seg)
     return used > 0 ? (uint64_t)used * SHM_CELL_BYTES : 0;
 }
 
-/* arena_push_locked - put cell c on the free list. */
-static inline void
-arena_push_locked(struct shm_arena *a, uint32_t c)
-{
-    tag_set(arena_tags(a), c, SHM_TAG_FREE);
-    cell_set_next(a, c, a->free_head);
-    a->free_head = c;
-}
-
-/*
- * arena_reap_chain_locked - free c, then the cells after it while they are
- * BODY or CACHE(w); returns cells freed.
- */
-static uint32_t
-arena_reap_chain_locked(struct shm_arena *a, int w, uint32_t c)
-{
-    _Atomic uint32_t *tags = arena_tags(a);
-    uint32_t n = 0;
-
-    for (;;) {
-        uint32_t next = cell_next(a, c);
-        arena_push_locked(a, c);
-        n++;
-        if (next == 0)
-            break;
-        uint32_t t = tag_get(tags, next);
-        if (t != SHM_TAG(SHM_TAG_BODY, 0) && t != SHM_TAG(SHM_TAG_CACHE, w))
-            break;
-        c = next;
-    }
-    return n;
-}
-
 /*
  * shm_arena_reap - see arena.h.  w must be dead and its partition locks
- * repaired: a chain w linked into a structure must be tagged LINKED by then,
+ * repaired: a run w linked into a structure must be tagged LINKED by then,
  * and one it unlinked without reaching shm_arena_free() is the repairer's.
- *
- * A cell of a refill or spill w died in may point anywhere (into a cell
- * since reused), so a CACHE(w) cell's next word is never followed from the
- * cell itself: each is freed alone.  The walks start from the freeing chain
- * and from INFLIGHT(w) heads, and follow BODY and CACHE(w) cells: they reach
- * the cache list only when w died in alloc or free, with the list whole.
+ * The walk frees w's runs by their tags; w's slot (lists, extent, count),
+ * possibly half-updated, is then reset.
  */
 void
 shm_arena_reap(struct shm_seg *seg, int w)
 {
     struct shm_arena *a = arena_of(seg);
-    _Atomic uint32_t *tags = arena_tags(a);
     struct shm_slot *s = shm_slot(seg, w);
-    uint32_t cache = SHM_TAG(SHM_TAG_CACHE, w);
-    uint32_t inflight = SHM_TAG(SHM_TAG_INFLIGHT, w);
-    uint32_t n = 0;
 
     if (shm_lock(seg, &a->lock, arena_rebuild, NULL) != 0)
         return;
-    uint32_t f = atomic_load_explicit(&s->freeing, memory_order_relaxed);
-    uint32_t ft = f != 0 ? tag_get(tags, f) : SHM_TAG_FREE;
-    if (ft == inflight || ft == cache) /* claimed by w: w's to finish */
-        n += arena_reap_chain_locked(a, w, f);
-    for (uint32_t c = 1; c < a->bump; c++) {
-        uint32_t t = tag_get(tags, c);
-        if (t == inflight) {
-            n += arena_reap_chain_locked(a, w, c);
-        } else if (t == cache) {
-            arena_push_locked(a, c);
-            n++;
-        }
-    }
-    atomic_store_explicit(
-        &a->taken, atomic_load_explicit(&a->taken, memory_order_relaxed) - n,
-        memory_order_relaxed);
-    s->cache_head = 0;
+    arena_walk_locked(a, w);
+    s->ext = 0;
+    s->ext_len = 0;
+    memset(s->cache, 0, sizeof(s->cache));
     atomic_store_explicit(&s->cache_count, 0, memory_order_relaxed);
-    atomic_store_explicit(&s->freeing, 0, memory_order_relaxed);
     shm_unlock(&a->lock);
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shm/arena.h"
 #include "shm/region.h"
 #include "shm/segment.h"
 
@@ -51,47 +52,63 @@ _Static_assert(offsetof(struct shm_header, params) == 128, "shm_header");
 _Static_assert(sizeof(struct shm_params) == 80, "shm_params layout");
 
 /*
- * Cell tags, one uint32 per cell: state in the low byte, worker in the next.
- * Only chain heads carry INFLIGHT/LINKED; the other cells of an allocated
- * chain are BODY, so a chain changes hands with one store to its head tag.
- * FREE is 0: a never-used cell (beyond bump) reads FREE too.
+ * Cell tags, one uint32 per cell, meaningful at the head of a run only (the
+ * first cell of a run of consecutive cells; the others keep stale tags):
+ *   bits 0-1   state: FREE, CACHE, INFLIGHT, LINKED
+ *   bits 2-7   worker (CACHE and INFLIGHT; 0 otherwise)
+ *   bits 8-31  run length in cells, 1..SHM_RUN_MAX
+ * A run changes hands with one store to its head tag.  Cells 1..bump-1 are
+ * always a sequence of runs, each head's length leading to the next head, so
+ * a walk from cell 1 finds every run (shm_arena_reap, lock repair).  FREE is
+ * 0: cells beyond bump, never handed out, read FREE with length 0.
  */
-#define SHM_TAG_FREE      0u
-#define SHM_TAG_CACHE     1u /* in worker w's cache list */
-#define SHM_TAG_INFLIGHT  2u /* head of a chain w allocated, not linked */
-#define SHM_TAG_LINKED    3u /* head of a chain reachable from a structure */
-#define SHM_TAG_BODY      4u /* non-head cell of an allocated chain */
-#define SHM_TAG(state, w) ((uint32_t)(state) | (uint32_t)(w) << 8)
-#define SHM_TAG_STATE(t)  ((t)&0xffu)
+#define SHM_TAG_FREE               0u
+#define SHM_TAG_CACHE              1u /* in worker w's cache */
+#define SHM_TAG_INFLIGHT           2u /* allocated by w, not linked */
+#define SHM_TAG_LINKED             3u /* reachable from a structure */
+#define SHM_TAG(state, w)          ((uint32_t)(state) | (uint32_t)(w) << 2)
+#define SHM_TAG_RUN(state, w, len) (SHM_TAG(state, w) | (uint32_t)(len) << 8)
+#define SHM_TAG_STATE(t)           ((t)&3u)
+#define SHM_TAG_OWNER(t)           ((t)&0xffu) /* state and worker */
+#define SHM_TAG_LEN(t)             ((t) >> 8)
+#define SHM_RUN_MAX                0xffffffu
+_Static_assert(SHM_MAX_WORKERS <= 64, "tag worker bits");
 
 /*
  * struct shm_arena - start of the ARENA region; tags and cells follow.
- *   off  size  field      written by          protected by
- *     0    40  lock       -                   robust, pshared (leaf lock)
- *    64     4  free_head  refill/spill/reap   lock
- *    68     4  bump       refill              lock (next never-used cell)
- *    72     4  cap        master, at create   immutable (cells)
- *    76     4  taken      refill/spill/reap   lock; atomic for readers
- *    80     8  tags_off   master, at create   immutable (from region)
- *    88     8  cells_off  master, at create   immutable (from region)
- * taken counts cells out of the pool (allocated or in a worker cache):
- * taken == bump - 1 - (cells on the free list), and taken <= cap always.
- * A holder that dies leaves the free list half-spliced: the next locker
- * rebuilds it from the tags (FREE changes only under this lock).
+ *   off  size  field      written by           protected by
+ *     0    40  lock       -                    robust, pshared (leaf lock)
+ *    64     4  bump       refill, long alloc   lock (next never-used cell)
+ *    68     4  cap        master, at create    immutable (cells)
+ *    72     4  taken      alloc/free paths     lock; atomic for readers
+ *                         under the lock
+ *    76     4  dirty      pool puts, walk      lock (FREE runs put since
+ *                                              the last walk merged them)
+ *    80     8  tags_off   master, at create    immutable (from region)
+ *    88     8  cells_off  master, at create    immutable (from region)
+ *    96    68  pool[]     lock holder          lock
+ * pool[c] (1 <= c <= SHM_ARENA_CLASSES) lists FREE runs of exactly c cells,
+ * pool[0] the longer ones, linked through the first word of their head cell.
+ * taken counts cells below bump not FREE (allocated or in a worker cache):
+ * taken <= bump - 1 <= cap always.  A holder that dies leaves the lists
+ * half-spliced: the next locker rebuilds them and taken from a walk over the
+ * tags (FREE changes only under this lock).
  */
 struct shm_arena {
     pthread_mutex_t lock;
     unsigned char pad0[64 - sizeof(pthread_mutex_t)];
-    uint32_t free_head;
     uint32_t bump;
     uint32_t cap;
     _Atomic uint32_t taken;
+    uint32_t dirty;
     uint64_t tags_off;
     uint64_t cells_off;
+    uint32_t pool[SHM_ARENA_CLASSES + 1];
 };
 _Static_assert(sizeof(pthread_mutex_t) <= 64, "shm_arena layout");
-_Static_assert(offsetof(struct shm_arena, free_head) == 64, "shm_arena");
-_Static_assert(offsetof(struct shm_arena, taken) == 76, "shm_arena");
+_Static_assert(offsetof(struct shm_arena, bump) == 64, "shm_arena");
+_Static_assert(offsetof(struct shm_arena, taken) == 72, "shm_arena");
 _Static_assert(offsetof(struct shm_arena, cells_off) == 88, "shm_arena");
+_Static_assert(offsetof(struct shm_arena, pool) == 96, "shm_arena");
 
 #endif

@@ -60,6 +60,7 @@ segment_clear(struct shm_seg *seg)
     seg->base = NULL;
     seg->size = 0;
     seg->hdr = NULL;
+    seg->cells = NULL;
     seg->memfd = -1;
     for (int i = 0; i < SHM_MAX_WORKERS; i++)
         seg->wake_fd[i] = -1;

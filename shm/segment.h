@@ -66,6 +66,7 @@ struct shm_seg {
     unsigned char *base;    /* start of the mapping */
     size_t size;            /* bytes mapped */
     struct shm_header *hdr; /* == base */
+    unsigned char *cells;   /* arena cell 0 (set by the arena's init) */
     int memfd;
     int wake_fd[SHM_MAX_WORKERS]; /* eventfd per worker slot, made by master */
     /* Mappings of their own, made by the master before forking (NULL until

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shm/arena.h"
 #include "shm/segment.h"
 #include "shm/stats.h"
 
@@ -26,9 +27,10 @@
  *     0     4  pid            claimer                 atomic
  *     8     8  beat_ms        worker (heartbeat)      atomic
  *    16     8  parked         worker                  atomic, one writer
- *    64     4  cache_head     worker; reaper if dead  one writer
+ *    64     4  ext            worker; reaper if dead  one writer (arena
+ *                                                     cache: extent head)
  *    68     4  cache_count    worker; reaper if dead  atomic, one writer
- *    72     4  freeing        worker (free journal)   atomic, one writer
+ *    72     4  ext_len        worker; reaper if dead  one writer
  *   128   208  counters[]     worker                  atomic, one writer
  *   384     4  wake_armed     consumer sets, posters  atomic
  *                             clear
@@ -39,6 +41,11 @@
  *                             clears                  may be non-zero)
  *   576  8192  wake_ring[]    posters 0->h, consumer  atomic (CAS)
  *                             h->0
+ *  8768    64  cache[]        worker; reaper if dead  one writer (arena
+ *                                                     cache: runs of c cells
+ *                                                     at cache[c - 1])
+ * The arena cache (arena.c) is a bookkeeping copy: the tags say which runs
+ * are w's, so a worker killed between two of these stores loses nothing.
  */
 struct shm_slot {
     _Atomic int32_t pid;
@@ -47,9 +54,9 @@ struct shm_slot {
     _Atomic int64_t parked;
     unsigned char pad1[40];
 
-    uint32_t cache_head;
+    uint32_t ext;
     _Atomic uint32_t cache_count;
-    _Atomic uint32_t freeing;
+    uint32_t ext_len;
     unsigned char pad2[52];
 
     _Atomic uint64_t counters[SHM_C_COUNT];
@@ -61,13 +68,16 @@ struct shm_slot {
     unsigned char pad4[52];
     _Atomic uint64_t wake_hint[SHM_WAKE_WORDS];
     _Atomic uint64_t wake_ring[SHM_WAKE_SLOTS];
+
+    uint32_t cache[SHM_ARENA_CLASSES];
 };
 _Static_assert(SHM_C_COUNT <= 32, "shm_slot counters");
-_Static_assert(offsetof(struct shm_slot, cache_head) == 64, "shm_slot layout");
+_Static_assert(offsetof(struct shm_slot, ext) == 64, "shm_slot layout");
 _Static_assert(offsetof(struct shm_slot, counters) == 128, "shm_slot layout");
 _Static_assert(offsetof(struct shm_slot, wake_armed) == 384, "shm_slot");
 _Static_assert(offsetof(struct shm_slot, wake_hint) == 448, "shm_slot layout");
 _Static_assert(offsetof(struct shm_slot, wake_ring) == 576, "shm_slot layout");
+_Static_assert(offsetof(struct shm_slot, cache) == 8768, "shm_slot layout");
 _Static_assert(sizeof(struct shm_slot) % 64 == 0, "shm_slot layout");
 
 /* shm_slot - worker w's slot (0 <= w < SHM_MAX_WORKERS). */

@@ -1,13 +1,15 @@
 /*
- * test_arena.c - the cell arena: chains, the node cap and its accounting,
- * and recovery after a worker is SIGKILLed at random instructions inside
- * alloc, free, refill and spill.
+ * test_arena.c - the cell arena: runs, the node cap and its accounting,
+ * fragmentation, and recovery after a worker is SIGKILLed at random
+ * instructions inside alloc, free, refill and spill.
  */
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include "shm/layout.h"
 #include "shm/lock.h"
 #include "shm/segment.h"
+#include "shm/slot.h"
 #include "shm/stats.h"
 
 #define CAP 4096 /* cells */
@@ -33,13 +36,20 @@ arena_setup(struct shm_seg *seg, uint64_t cells)
 }
 
 static uint32_t
-chain_len(struct shm_seg *seg, uint32_t head)
+tag_of(struct shm_seg *seg, uint32_t ref)
 {
-    uint32_t n = 0;
+    struct shm_arena *a = shm_region(seg, SHM_REGION_ARENA);
+    _Atomic uint32_t *tags =
+        (_Atomic uint32_t *)((unsigned char *)a + a->tags_off);
 
-    for (uint32_t c = head; c != 0; c = shm_cell_next(seg, c))
-        n++;
-    return n;
+    return atomic_load(&tags[ref]);
+}
+
+/* run_len - the length its head tag gives run head. */
+static uint32_t
+run_len(struct shm_seg *seg, uint32_t head)
+{
+    return SHM_TAG_LEN(tag_of(seg, head));
 }
 
 /* fill - allocate 1-cell chains until -ENOBUFS; returns how many, their
@@ -69,7 +79,7 @@ Test(shm_arena, freed_cell_is_reused)
     cr_assert_eq(shm_arena_used_bytes(&seg), 0);
     cr_assert_eq(shm_arena_alloc(&seg, 0, 1, &a), 0);
     cr_assert_neq(a, 0);
-    cr_assert_eq(shm_cell_next(&seg, a), 0);
+    cr_assert_eq(run_len(&seg, a), 1);
     cr_assert_eq(shm_arena_used_bytes(&seg), SHM_CELL_BYTES);
     shm_arena_free(&seg, 0, a);
     cr_assert_eq(shm_arena_used_bytes(&seg), 0);
@@ -82,12 +92,13 @@ Test(shm_arena, cells_for_rounds_up)
 {
     cr_assert_eq(shm_cells_for(0), 1);
     cr_assert_eq(shm_cells_for(1), 1);
-    cr_assert_eq(shm_cells_for(SHM_CELL_DATA), 1);
-    cr_assert_eq(shm_cells_for(SHM_CELL_DATA + 1), 2);
-    cr_assert_eq(shm_cells_for(10 * SHM_CELL_DATA), 10);
+    cr_assert_eq(shm_cells_for(SHM_RUN_DATA(1)), 1);
+    cr_assert_eq(shm_cells_for(SHM_RUN_DATA(1) + 1), 2);
+    cr_assert_eq(shm_cells_for(SHM_RUN_DATA(10)), 10);
+    cr_assert_eq(shm_cells_for(SHM_RUN_DATA(10) + 1), 11);
 }
 
-Test(shm_arena, chain_round_trips_across_cells)
+Test(shm_arena, run_round_trips_across_cells)
 {
     struct shm_seg seg;
     unsigned char src[1100], dst[1000];
@@ -98,7 +109,7 @@ Test(shm_arena, chain_round_trips_across_cells)
         src[i] = (unsigned char)(i * 31 + 7);
     uint32_t n = shm_cells_for(1000);
     cr_assert_eq(shm_arena_alloc(&seg, 0, n, &h), 0);
-    cr_assert_eq(chain_len(&seg, h), n);
+    cr_assert_eq(run_len(&seg, h), n);
     shm_arena_write(&seg, h, 0, src, 100);
     shm_arena_write(&seg, h, 100, src + 100, 900);
     memset(dst, 0, sizeof(dst));
@@ -114,9 +125,16 @@ Test(shm_arena, chain_round_trips_across_cells)
     cr_assert(shm_arena_equal(&seg, h, src, 61));
     src[999] ^= 1;
     cr_assert_not(shm_arena_equal(&seg, h, src, 1000));
-    cr_assert_not(shm_arena_equal(&seg, h, src, 60 * n + 1), "too long");
-    /* Data never overwrites the links. */
-    cr_assert_eq(chain_len(&seg, h), n);
+    cr_assert_not(shm_arena_equal(&seg, h, src, SHM_RUN_DATA(n) + 1),
+                  "too long");
+    /* Writes stop at the run's end: the next run is untouched. */
+    uint32_t next;
+    cr_assert_eq(shm_arena_alloc(&seg, 0, 1, &next), 0);
+    cr_assert_eq(next, h + n);
+    shm_arena_write(&seg, next, 0, "next", 4);
+    shm_arena_write(&seg, h, SHM_RUN_DATA(n) - 2, src, sizeof(src));
+    cr_assert(shm_arena_equal(&seg, next, "next", 4));
+    cr_assert_eq(run_len(&seg, h), n);
 }
 
 Test(shm_arena, cap_gives_enobufs_and_accounting_returns_to_zero)
@@ -128,7 +146,7 @@ Test(shm_arena, cap_gives_enobufs_and_accounting_returns_to_zero)
     arena_setup(&seg, CAP);
     cr_assert_eq(shm_arena_alloc(&seg, 0, CAP + 1, &big), -ENOBUFS);
     cr_assert_eq(shm_arena_alloc(&seg, 0, CAP, &big), 0);
-    cr_assert_eq(chain_len(&seg, big), CAP);
+    cr_assert_eq(run_len(&seg, big), CAP);
     cr_assert_eq(shm_arena_used_bytes(&seg), (uint64_t)CAP * SHM_CELL_BYTES);
     cr_assert_eq(shm_arena_alloc(&seg, 1, 1, &heads[0]), -ENOBUFS);
     shm_arena_free(&seg, 0, big);
@@ -172,9 +190,9 @@ Test(shm_arena, reap_returns_a_dead_workers_cells)
     shm_arena_reap(&seg, 2);
     cr_assert_eq(shm_arena_used_bytes(&seg), 5 * SHM_CELL_BYTES);
     cr_assert_eq(fill(&seg, 0, NULL, CAP), CAP - 5);
-    /* The linked chain was cell 1 onwards: untouched by the fill. */
+    /* The linked run was cell 1 onwards: untouched by the fill. */
     kept = 1;
-    cr_assert_eq(chain_len(&seg, kept), 5);
+    cr_assert_eq(run_len(&seg, kept), 5);
     cr_assert(shm_arena_equal(&seg, kept, "linked", 6));
 }
 
@@ -199,6 +217,125 @@ Test(shm_arena, dead_arena_lock_holder_is_repaired)
     uint64_t c[SHM_C_COUNT];
     shm_counters_sum(&seg, c);
     cr_assert_eq(c[SHM_C_LOCK_REPAIRS], 1);
+}
+
+/* Runs are carved one after another from the extent, tagged with owner and
+ * length at their head only; a freed run is reused whole; long runs go
+ * through the pool. */
+Test(shm_arena, runs_are_carved_in_a_row_and_reused_whole)
+{
+    struct shm_seg seg;
+    uint32_t a, b, c, d, l;
+
+    arena_setup(&seg, CAP);
+    cr_assert_eq(shm_arena_alloc(&seg, 1, 3, &a), 0);
+    cr_assert_eq(shm_arena_alloc(&seg, 1, 5, &b), 0);
+    cr_assert_eq(shm_arena_alloc(&seg, 1, 1, &c), 0);
+    cr_assert_eq(b, a + 3);
+    cr_assert_eq(c, b + 5);
+    cr_assert_eq(tag_of(&seg, b), SHM_TAG_RUN(SHM_TAG_INFLIGHT, 1, 5));
+    shm_arena_link(&seg, b);
+    cr_assert_eq(tag_of(&seg, b), SHM_TAG_RUN(SHM_TAG_LINKED, 0, 5));
+    cr_assert_eq(shm_arena_used_bytes(&seg), 9 * SHM_CELL_BYTES);
+    shm_arena_free(&seg, 1, b);
+    cr_assert_eq(tag_of(&seg, b), SHM_TAG_RUN(SHM_TAG_CACHE, 1, 5));
+    cr_assert_eq(shm_arena_used_bytes(&seg), 4 * SHM_CELL_BYTES);
+    /* Another length comes from the extent; a run of 5 is b again. */
+    cr_assert_eq(shm_arena_alloc(&seg, 1, 4, &d), 0);
+    cr_assert_eq(d, c + 1);
+    cr_assert_eq(shm_arena_alloc(&seg, 1, 5, &d), 0);
+    cr_assert_eq(d, b);
+    /* Longer than the extent's rest: from never-used cells, back to the
+     * pool as one FREE run, and found there again. */
+    cr_assert_eq(shm_arena_alloc(&seg, 1, 300, &l), 0);
+    cr_assert_eq(run_len(&seg, l), 300);
+    shm_arena_free(&seg, 1, l);
+    cr_assert_eq(tag_of(&seg, l), SHM_TAG_RUN(SHM_TAG_FREE, 0, 300));
+    cr_assert_eq(shm_arena_used_bytes(&seg), 13 * SHM_CELL_BYTES);
+    cr_assert_eq(shm_arena_alloc(&seg, 2, 250, &d), 0);
+    cr_assert_eq(d, l);
+    cr_assert_eq(shm_arena_alloc(&seg, 2, SHM_RUN_MAX + 1, &d), -ENOBUFS);
+}
+
+/* The lengths of a fill that mixes short and long runs. */
+static const uint32_t mix[] = {1, 5, 3, 17, 2, 40, 5, 8, 1, 16};
+#define NMIX (sizeof(mix) / sizeof(mix[0]))
+
+/* Fill with mixed lengths (what runs cannot fit stays below the broker's
+ * headroom of cap / 32) and free every other run: asking again for the
+ * lengths freed gets them all (a hole of the length asked is taken first, a
+ * long request takes the best fit), every last cell can still be had, and
+ * once all is freed the arena is one run again. */
+Test(shm_arena, holes_left_by_mixed_lengths_are_refilled)
+{
+    struct shm_seg seg;
+    static uint32_t heads[CAP], lens[CAP], again[CAP], ones[CAP];
+    uint32_t n = 0, freed = 0, h;
+
+    arena_setup(&seg, CAP);
+    while (shm_arena_alloc(&seg, 0, mix[n % NMIX], &h) == 0) {
+        heads[n] = h;
+        lens[n] = mix[n % NMIX];
+        n++;
+    }
+    cr_assert_geq(shm_arena_used_bytes(&seg),
+                  (CAP - CAP / 32) * SHM_CELL_BYTES);
+    for (uint32_t i = 1; i < n; i += 2) {
+        shm_arena_free(&seg, 0, heads[i]);
+        freed += lens[i];
+    }
+    cr_assert_gt(freed, CAP / 3);
+    for (uint32_t i = 1; i < n; i += 2)
+        cr_assert_eq(shm_arena_alloc(&seg, 0, lens[i], &again[i]), 0,
+                     "run %u of %u cells", i, lens[i]);
+    uint32_t rest = fill(&seg, 0, ones, CAP);
+    cr_assert_eq(shm_arena_used_bytes(&seg), (uint64_t)CAP * SHM_CELL_BYTES);
+    for (uint32_t i = 0; i < n; i++)
+        shm_arena_free(&seg, 0, i % 2 ? again[i] : heads[i]);
+    for (uint32_t i = 0; i < rest; i++)
+        shm_arena_free(&seg, 0, ones[i]);
+    cr_assert_eq(shm_arena_used_bytes(&seg), 0);
+    cr_assert_eq(shm_arena_alloc(&seg, 0, CAP, &h), 0);
+}
+
+/* One-cell runs everywhere, all freed: they merge back into runs of any
+ * length. */
+Test(shm_arena, freed_cells_merge_into_longer_runs)
+{
+    struct shm_seg seg;
+    static uint32_t heads[CAP];
+    uint32_t h, n = 0;
+
+    arena_setup(&seg, CAP);
+    cr_assert_eq(fill(&seg, 0, heads, CAP), CAP);
+    for (uint32_t i = 0; i < CAP; i++)
+        shm_arena_free(&seg, 0, heads[i]);
+    while (shm_arena_alloc(&seg, 0, 5, &h) == 0)
+        heads[n++] = h;
+    cr_assert_eq(n, CAP / 5);
+    for (uint32_t i = 0; i < n; i++)
+        shm_arena_free(&seg, 0, heads[i]);
+    cr_assert_eq(shm_arena_alloc(&seg, 0, CAP, &h), 0);
+}
+
+/* Holes freed by another worker are reused but for what that worker's cache
+ * may keep (arena_spill_at: cap / 64, at least 64 cells, plus an extent). */
+Test(shm_arena, holes_freed_by_another_worker_are_reused)
+{
+    struct shm_seg seg;
+    static uint32_t heads[CAP];
+    uint32_t h, n = 0, freed = 0, got = 0;
+
+    arena_setup(&seg, CAP);
+    while (shm_arena_alloc(&seg, 0, 5, &h) == 0)
+        heads[n++] = h;
+    for (uint32_t i = 0; i < n; i += 2) {
+        shm_arena_free(&seg, 1, heads[i]);
+        freed += 5;
+    }
+    while (shm_arena_alloc(&seg, 0, 5, &h) == 0)
+        got += 5;
+    cr_assert_geq(got + 64, freed, "got %u of %u", got, freed);
 }
 
 /*
@@ -232,27 +369,30 @@ pattern(uint32_t head, size_t i)
     return (uint8_t)(head * 13 + i);
 }
 
+/* write_pattern - fill run h of n cells, a cell's worth per write. */
 static void
 write_pattern(struct shm_seg *seg, uint32_t h, uint32_t n)
 {
-    uint8_t buf[SHM_CELL_DATA];
+    uint8_t buf[SHM_CELL_BYTES];
 
-    for (uint32_t c = 0; c < n; c++) {
-        for (size_t i = 0; i < SHM_CELL_DATA; i++)
-            buf[i] = pattern(h, c * SHM_CELL_DATA + i);
-        shm_arena_write(seg, h, (size_t)c * SHM_CELL_DATA, buf, sizeof(buf));
+    for (size_t off = 0; off < SHM_RUN_DATA(n); off += sizeof(buf)) {
+        for (size_t i = 0; i < sizeof(buf); i++)
+            buf[i] = pattern(h, off + i);
+        shm_arena_write(seg, h, off, buf, sizeof(buf));
     }
 }
 
 static int
 pattern_ok(struct shm_seg *seg, uint32_t h, uint32_t n)
 {
-    uint8_t buf[SHM_CELL_DATA];
+    uint8_t buf[SHM_CELL_BYTES];
 
-    for (uint32_t c = 0; c < n; c++) {
-        shm_arena_read(seg, h, (size_t)c * SHM_CELL_DATA, buf, sizeof(buf));
-        for (size_t i = 0; i < SHM_CELL_DATA; i++)
-            if (buf[i] != pattern(h, c * SHM_CELL_DATA + i))
+    for (size_t off = 0; off < SHM_RUN_DATA(n); off += sizeof(buf)) {
+        size_t k = SHM_RUN_DATA(n) - off < sizeof(buf) ? SHM_RUN_DATA(n) - off
+                                                       : sizeof(buf);
+        shm_arena_read(seg, h, off, buf, k);
+        for (size_t i = 0; i < k; i++)
+            if (buf[i] != pattern(h, off + i))
                 return 0;
     }
     return 1;
@@ -339,16 +479,6 @@ crash_kill(struct crash_ctl *ctl, pid_t pid, int round)
               WEXITSTATUS(st));
 }
 
-static uint32_t
-tag_of(struct shm_seg *seg, uint32_t ref)
-{
-    struct shm_arena *a = shm_region(seg, SHM_REGION_ARENA);
-    _Atomic uint32_t *tags =
-        (_Atomic uint32_t *)((unsigned char *)a + a->tags_off);
-
-    return atomic_load(&tags[ref]);
-}
-
 /* crash_repair - finish or undo the dead child's link/unlink, after reap:
  * a chain still LINKED is one the arena did not take back. */
 static void
@@ -358,7 +488,7 @@ crash_repair(struct shm_seg *seg, struct crash_ctl *ctl)
     uint32_t k = atomic_load(&ctl->pending_k);
 
     atomic_store(&ctl->pending, 0);
-    if (h == 0 || tag_of(seg, h) != SHM_TAG(SHM_TAG_LINKED, 0))
+    if (h == 0 || SHM_TAG_OWNER(tag_of(seg, h)) != SHM_TAG(SHM_TAG_LINKED, 0))
         return;
     if (atomic_load(&ctl->pending_op) == OP_LINK)
         atomic_store(&ctl->roots[k], h);
@@ -369,7 +499,7 @@ crash_repair(struct shm_seg *seg, struct crash_ctl *ctl)
 /* crash_check - the invariants of the file comment over ctl[0..nctl). */
 static void
 crash_check(struct shm_seg *seg, struct crash_ctl *ctl, int nctl,
-            uint32_t *spare)
+            uint32_t *spare, uint32_t cap)
 {
     uint64_t linked = 0;
 
@@ -378,15 +508,16 @@ crash_check(struct shm_seg *seg, struct crash_ctl *ctl, int nctl,
             uint32_t h = atomic_load(&ctl[i].roots[k]);
             if (h == 0)
                 continue;
-            uint32_t n = chain_len(seg, h);
-            cr_assert_eq(tag_of(seg, h), SHM_TAG(SHM_TAG_LINKED, 0));
+            uint32_t n = run_len(seg, h);
+            cr_assert_eq(SHM_TAG_OWNER(tag_of(seg, h)),
+                         SHM_TAG(SHM_TAG_LINKED, 0));
             cr_assert(pattern_ok(seg, h, n), "root %d damaged", k);
             linked += n;
         }
     cr_assert_eq(shm_arena_used_bytes(seg), linked * SHM_CELL_BYTES);
-    uint32_t got = fill(seg, PARENT, spare, CAP);
-    cr_assert_eq(got, CAP - linked, "reusable %u, expected %lu", got,
-                 (unsigned long)(CAP - linked));
+    uint32_t got = fill(seg, PARENT, spare, cap);
+    cr_assert_eq(got, cap - linked, "reusable %u, expected %lu", got,
+                 (unsigned long)(cap - linked));
     for (uint32_t i = 0; i < got; i++)
         shm_arena_free(seg, PARENT, spare[i]);
     cr_assert_eq(shm_arena_used_bytes(seg), linked * SHM_CELL_BYTES);
@@ -431,7 +562,7 @@ Test(shm_arena, worker_killed_anywhere_is_reaped_exactly, .timeout = 300)
         crash_kill(ctl, crash_spawn(&seg, ctl, KILL_W), round);
         shm_arena_reap(&seg, KILL_W);
         crash_repair(&seg, ctl);
-        crash_check(&seg, ctl, 1, spare);
+        crash_check(&seg, ctl, 1, spare, CAP);
     }
     crash_release(&seg, ctl, 1);
 }
@@ -458,6 +589,166 @@ Test(shm_arena, reap_beside_a_live_worker_is_exact, .timeout = 300)
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     cr_assert_gt(atomic_load(&ctl[1].ops), 0);
     shm_arena_reap(&seg, LIVE_W); /* its cache */
-    crash_check(&seg, ctl, 2, spare);
+    crash_check(&seg, ctl, 2, spare, CAP);
     crash_release(&seg, ctl, 2);
+}
+
+/*
+ * Killed at each instruction: a traced child runs step_script as worker
+ * KILL_W one instruction at a time.  After each step that changed shared
+ * memory, the parent copies the segment and the root table as they are (all
+ * a SIGKILL there would leave; a held arena lock is marked as its dead
+ * owner's, as the kernel would), and reaps, repairs and checks the copy.
+ */
+#define STEP_CAP 512
+
+/* step_link - link run h as root k, as crash_child does. */
+static void
+step_link(struct shm_seg *seg, struct crash_ctl *ctl, uint32_t k, uint32_t h,
+          uint32_t n)
+{
+    write_pattern(seg, h, n);
+    atomic_store(&ctl->pending_k, k);
+    atomic_store(&ctl->pending_op, OP_LINK);
+    atomic_store(&ctl->pending, h);
+    shm_arena_link(seg, h);
+    atomic_store(&ctl->roots[k], h);
+    atomic_store(&ctl->pending, 0);
+}
+
+/* step_unlink - unlink root k and free it, as crash_child does. */
+static void
+step_unlink(struct shm_seg *seg, struct crash_ctl *ctl, int w, uint32_t k)
+{
+    uint32_t h = atomic_load(&ctl->roots[k]);
+
+    atomic_store(&ctl->pending_k, k);
+    atomic_store(&ctl->pending_op, OP_FREE);
+    atomic_store(&ctl->pending, h);
+    atomic_store(&ctl->roots[k], 0);
+    shm_arena_free(seg, w, h);
+    atomic_store(&ctl->pending, 0);
+}
+
+/* step_script - every path of alloc and free once: refill with a new
+ * extent, carve, free to the cache and pop, long alloc from never-used cells
+ * and from the long list (best fit), long free, refill of exact runs, spill
+ * (merging neighbours), a walk, and the ENOBUFS fallback.  Exit status: 0,
+ * or the line that failed. */
+static void
+step_script(struct shm_seg *seg, struct crash_ctl *ctl, int w)
+{
+    struct shm_slot *s = shm_slot(seg, w);
+    uint32_t h, b, d, runs[16];
+
+#define STEP(x)                                                                \
+    do {                                                                       \
+        if (!(x))                                                              \
+            _exit(__LINE__ % 250 + 1);                                         \
+    } while (0)
+    STEP(shm_arena_alloc(seg, w, 5, &h) == 0);
+    step_link(seg, ctl, 0, h, 5);
+    STEP(shm_arena_alloc(seg, w, 3, &b) == 0);
+    shm_arena_free(seg, w, b);
+    STEP(shm_arena_alloc(seg, w, 3, &h) == 0 && h == b);
+    step_link(seg, ctl, 1, h, 3);
+    STEP(shm_arena_alloc(seg, w, 150, &d) == 0);
+    shm_arena_free(seg, w, d);
+    STEP(shm_arena_alloc(seg, w, 130, &h) == 0 && h == d);
+    shm_arena_free(seg, w, h);
+    int nruns = 0;
+    while (s->ext_len > 0 && nruns < 16) {
+        uint32_t n = s->ext_len < 16 ? s->ext_len : 16;
+        STEP(shm_arena_alloc(seg, w, n, &runs[nruns++]) == 0);
+    }
+    STEP(s->ext_len == 0);
+    STEP(shm_arena_alloc(seg, w, 4, &h) == 0); /* the parent's holes */
+    STEP(shm_arena_alloc(seg, w, 10, &h) == 0);
+    step_link(seg, ctl, 2, h, 10);
+    for (int i = 0; i < nruns; i++)
+        shm_arena_free(seg, w, runs[i]);
+    STEP(shm_arena_alloc(seg, w, 16, &h) == 0);
+    shm_arena_free(seg, w, h);
+    step_unlink(seg, ctl, w, 0);
+    step_unlink(seg, ctl, w, 2);
+    STEP(shm_arena_alloc(seg, w, STEP_CAP, &h) == -ENOBUFS);
+#undef STEP
+    _exit(0);
+}
+
+/* step_check - what a kill of pid would leave in src (and ctl): reaped,
+ * repaired and checked in copy. */
+static void
+step_check(struct shm_seg *copy, const unsigned char *src,
+           struct crash_ctl *ctl, pid_t pid, uint32_t *spare)
+{
+    memcpy(copy->base, src, copy->size);
+    struct shm_arena *a = shm_region(copy, SHM_REGION_ARENA);
+    if ((a->lock.__data.__lock & FUTEX_TID_MASK) == pid)
+        a->lock.__data.__lock = FUTEX_OWNER_DIED;
+    shm_arena_reap(copy, KILL_W);
+    crash_repair(copy, ctl);
+    crash_check(copy, ctl, 1, spare, STEP_CAP);
+}
+
+Test(shm_arena, worker_killed_at_each_instruction_is_reaped_exactly,
+     .timeout = 600)
+{
+    struct shm_seg seg, copy;
+    static uint32_t spare[STEP_CAP];
+    struct crash_ctl *ctl = crash_ctl_map(3); /* live, last seen, copy */
+    uint32_t h, hole;
+
+    arena_setup(&seg, STEP_CAP);
+    arena_setup(&copy, STEP_CAP);
+    cr_assert_eq(seg.size, copy.size);
+    /* Isolated FREE runs of 4 in the pool, between linked roots. */
+    for (uint32_t k = 10; k < 14; k++) {
+        cr_assert_eq(shm_arena_alloc(&seg, 1, 4, &hole), 0);
+        cr_assert_eq(shm_arena_alloc(&seg, 1, 1, &h), 0);
+        step_link(&seg, &ctl[0], k, h, 1);
+        shm_arena_free(&seg, 1, hole);
+    }
+    shm_arena_reap(&seg, 1);
+    unsigned char *last = malloc(seg.size);
+    cr_assert_not_null(last);
+    memcpy(last, seg.base, seg.size);
+    ctl[1] = ctl[0];
+
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0)
+            _exit(251);
+        raise(SIGSTOP);
+        step_script(&seg, &ctl[0], KILL_W);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSTOPPED(st));
+    uint64_t steps = 0, checks = 0;
+    for (;;) {
+        cr_assert_eq(ptrace(PTRACE_SINGLESTEP, pid, NULL, NULL), 0);
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        if (WIFEXITED(st))
+            break;
+        cr_assert(WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP,
+                  "child stopped by signal %d", WSTOPSIG(st));
+        steps++;
+        if (memcmp(last, seg.base, seg.size) == 0 &&
+            memcmp(&ctl[1], &ctl[0], sizeof(ctl[0])) == 0)
+            continue;
+        memcpy(last, seg.base, seg.size);
+        ctl[1] = ctl[0];
+        ctl[2] = ctl[1];
+        step_check(&copy, last, &ctl[2], pid, spare);
+        checks++;
+    }
+    cr_assert_eq(WEXITSTATUS(st), 0, "script failed at line ~%d",
+                 WEXITSTATUS(st));
+    cr_log_info("%lu steps, %lu states checked", (unsigned long)steps,
+                (unsigned long)checks);
+    cr_assert_gt(checks, 100);
+    free(last);
 }
