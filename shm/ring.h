@@ -21,9 +21,9 @@
 #include "shm/dir.h"
 
 /*
- * struct shm_msg - head of a message chain (first cell).
+ * struct shm_msg - head of a message's run of cells (first cell).
  *   off  size  field    written by             protected by
- *     0     4  chain    arena (next cell)      -
+ *     0     4  chain    arena (run length)     -
  *     4     4  len      pusher, before link    immutable once linked
  *     8     8  seq      pusher, under lock     immutable once linked
  *    16     8  enq_ms   pusher, before link    immutable once linked
@@ -44,12 +44,12 @@ struct shm_msg {
 _Static_assert(offsetof(struct shm_msg, read) == 28, "shm_msg layout");
 _Static_assert(sizeof(struct shm_msg) == 32, "shm_msg layout");
 
-#define SHM_MSG_HDR 28 /* payload's data offset in the chain */
+#define SHM_MSG_HDR 28 /* payload's data offset in the run */
 
 /*
  * struct shm_grp - a group the queue knows (one cell, registry list).
  *   off  size  field        written by       protected by
- *     0     4  chain        arena (0)        -
+ *     0     4  chain        arena (run length) -
  *     4     4  next         registry         queue lock
  *     8     8  name_hash    creator          immutable
  *    16     4  name_ref     creator          immutable
@@ -74,7 +74,7 @@ _Static_assert(sizeof(struct shm_grp) <= SHM_CELL_BYTES, "shm_grp layout");
 /*
  * struct shm_gs - one group's state in one partition (one cell).
  *   off  size  field      meaning (all under the partition lock)
- *     0     4  chain      arena (0)
+ *     0     4  chain      arena (run length)
  *     4     4  next       next state of the partition
  *     8     8  name_hash  copy of the registry entry's
  *    16     4  grp        registry entry cell
@@ -113,7 +113,7 @@ enum shm_lease_state {
 /*
  * struct shm_lease - one delivered, unacknowledged message of a group.
  *   off  size  field
- *     0     4  chain     arena (0)
+ *     0     4  chain     arena (run length)
  *     4     4  next      next lease of the group (higher seq)
  *     8     8  seq
  *    16     8  deadline  ms
