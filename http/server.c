@@ -38,6 +38,23 @@ mhd_log(void *cls, const char *fmt, va_list ap)
     log_info(0, "libmicrohttpd: %s", line);
 }
 
+/* conn_notify - MHD's word on a connection's start or end: an ending one
+ * is reported to the on_close hook while its socket is still open. */
+static void
+conn_notify(void *cls, struct MHD_Connection *conn, void **socket_ctx,
+            enum MHD_ConnectionNotificationCode code)
+{
+    struct http_server *s = cls;
+    const union MHD_ConnectionInfo *ci;
+
+    (void)socket_ctx;
+    if (code != MHD_CONNECTION_NOTIFY_CLOSED || s->on_close == NULL)
+        return;
+    ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci != NULL)
+        s->on_close(s->on_close_ctx, ci->connect_fd);
+}
+
 /* http_server_start - one daemon on the inherited listening socket. */
 struct http_server *
 http_server_start(int listen_fd, const struct http_server_opts *o,
@@ -67,7 +84,7 @@ http_server_start(int listen_fd, const struct http_server_opts *o,
         (unsigned)o->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)o->connection_timeout_s, MHD_OPTION_URI_LOG_CALLBACK,
         http_access_uri, s, MHD_OPTION_NOTIFY_COMPLETED, http_access_completed,
-        s, MHD_OPTION_END);
+        s, MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s, MHD_OPTION_END);
     if (s->daemon == NULL) {
         log_error(0, "MHD_start_daemon(listen fd %d) failed", listen_fd);
         free(s);
@@ -93,6 +110,22 @@ http_server_run(struct http_server *s)
     s->resume_pending = 0;
     if (MHD_run(s->daemon) != MHD_YES)
         log_warn(0, "MHD_run failed");
+}
+
+/* http_server_resume_pending - see server.h. */
+int
+http_server_resume_pending(const struct http_server *s)
+{
+    return s->resume_pending;
+}
+
+/* http_server_on_close - see server.h. */
+void
+http_server_on_close(struct http_server *s, void (*fn)(void *ctx, int fd),
+                     void *ctx)
+{
+    s->on_close = fn;
+    s->on_close_ctx = ctx;
 }
 
 /* http_server_timeout_ms - 0 while a resumed request waits for a run. */

@@ -56,6 +56,18 @@ int http_server_fd(const struct http_server *s);
  * the handler and on_done callbacks from inside. */
 void http_server_run(struct http_server *s);
 
+/* http_server_resume_pending - a request was resumed since the last
+ * http_server_run(): its answer goes out on the next one. */
+int http_server_resume_pending(const struct http_server *s);
+
+/*
+ * http_server_on_close - call fn(ctx, fd) as each client connection ends,
+ * before MHD closes its socket fd (the worker forgets what it kept about
+ * that fd, so a later connection that reuses the number starts clean).
+ */
+void http_server_on_close(struct http_server *s, void (*fn)(void *ctx, int fd),
+                          void *ctx);
+
 /* http_server_timeout_ms - how long the loop may sleep before the next
  * http_server_run() (-1: no MHD timer pending). */
 int http_server_timeout_ms(struct http_server *s);

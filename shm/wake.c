@@ -13,6 +13,8 @@
  * publishes first, then takes the arm (exchange to 0) and, if it got it,
  * writes the eventfd.  Either the poster sees the arm, or the drain sees the
  * handle (all seq_cst).  So the eventfd is written at most once per drain.
+ * A worker that is awake disarms (shm_wake_disarm) and drains before it
+ * sleeps again: posts meanwhile, its own pushes' among them, cost no write.
  * Locking: none (atomics only); posting is safe under any lock.
  */
 #include "shm/wake.h"
@@ -58,6 +60,14 @@ shm_wake_kick(struct shm_seg *seg, int w)
 
     while (write(seg->wake_fd[w], &one, sizeof(one)) == -1 && errno == EINTR)
         ;
+}
+
+/* shm_wake_disarm - see wake.h.  A plain store: a poster that took the arm
+ * first has written (or will write) the eventfd, which is harmless. */
+void
+shm_wake_disarm(struct shm_seg *seg, int w)
+{
+    atomic_store(&shm_slot(seg, w)->wake_armed, 0);
 }
 
 /* wake_clear - drop every handle in s's queue (consumer or reaper). */

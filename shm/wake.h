@@ -22,6 +22,10 @@ int shm_wake_post(struct shm_seg *seg, int w, uint64_t handle);
 /* shm_wake_kick - write worker w's eventfd.  Never under a lock. */
 void shm_wake_kick(struct shm_seg *seg, int w);
 
+/* shm_wake_disarm - worker w is awake and calls shm_wake_drain before it
+ * sleeps again: until then posts need no eventfd write (the drain re-arms). */
+void shm_wake_disarm(struct shm_seg *seg, int w);
+
 /* shm_wake_reset - master: empty dead worker w's queue. */
 void shm_wake_reset(struct shm_seg *seg, int w);
 

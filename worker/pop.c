@@ -246,7 +246,8 @@ answer(struct pop_call *c)
     http_reply(c->req, 200, &b);
 }
 
-/* unpark - forget a parked pop: indexes, waiter bit, socket watch. */
+/* unpark - forget a parked pop: indexes, waiter bit, its socket's entry
+ * (the socket stays in the epoll for the connection's next park). */
 static void
 unpark(struct pop_call *c)
 {
@@ -258,9 +259,56 @@ unpark(struct pop_call *c)
     if (park_remove(&w->parks, &c->park))
         shm_unpark(w->seg, w->set.slot, c->park.handle);
     shm_park_count(w->seg, w->set.slot, c->park.handle, -1);
-    if (c->park.fd >= 0)
-        epoll_ctl(w->ep, EPOLL_CTL_DEL, c->park.fd, NULL);
+    if (c->park.fd >= 0 && w->conns[c->park.fd].park == &c->park)
+        w->conns[c->park.fd].park = NULL;
     shm_parked_add(w->seg, w->set.slot, -1);
+}
+
+/* conn_of - fd's entry, the table grown to hold it.  NULL without memory. */
+static struct worker_conn *
+conn_of(struct worker *w, int fd)
+{
+    if ((size_t)fd >= w->nconns) {
+        size_t n = w->nconns ? w->nconns : 1024;
+        while (n <= (size_t)fd)
+            n *= 2;
+        struct worker_conn *t = realloc(w->conns, n * sizeof(*t));
+        if (t == NULL)
+            return NULL;
+        memset(t + w->nconns, 0, (n - w->nconns) * sizeof(*t));
+        w->conns = t;
+        w->nconns = n;
+    }
+    return &w->conns[fd];
+}
+
+/*
+ * watch - put c's socket in the loop's epoll for hang-ups unless it is
+ * there already.  Edge-triggered: a hang-up is reported once, so one seen
+ * while nothing was parked is kept in hup.  Returns 0, -EPIPE when the
+ * client has already shut its side, or -errno (then the pop is not watched
+ * and ends by a push or its deadline).
+ */
+static int
+watch(struct pop_call *c)
+{
+    struct worker *w = c->w;
+    struct worker_conn *k = conn_of(w, c->park.fd);
+
+    if (k == NULL)
+        return -ENOMEM;
+    if (k->hup)
+        return -EPIPE;
+    if (!k->watched) {
+        struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET,
+                                 .data.u64 =
+                                     WORKER_TAG_CONN | (uint64_t)c->park.fd};
+        if (epoll_ctl(w->ep, EPOLL_CTL_ADD, c->park.fd, &ev) == -1)
+            return -errno;
+        k->watched = 1;
+    }
+    k->park = &c->park;
+    return 0;
 }
 
 /* on_done - the request ended: release unsent leases, free the call. */
@@ -279,29 +327,33 @@ on_done(void *arg, int sent_ok)
     free(c);
 }
 
-/* park - suspend c until a push, its deadline or a hang-up. */
+/* park - suspend c until a push, its deadline or a hang-up.  -EPIPE: the
+ * client has shut its side already, so it is answered now instead. */
 static int
 park(struct pop_call *c, uint32_t timeout_ms)
 {
     struct worker *w = c->w;
     struct shm_pop_req *r = &c->park.pop;
+    int rc;
 
     c->park.handle = shm_pop_handle(w->seg, r->queue, r->part);
     c->park.deadline = shm_now_ms() + timeout_ms;
     if (c->sink.count > 0 && c->window_ms != 0 && c->window_ms < timeout_ms)
         c->park.deadline = shm_now_ms() + c->window_ms;
     c->park.fd = http_request_fd(c->req);
-    if (park_add(&w->parks, &c->park) != 0)
+    if (c->park.fd >= 0 && (rc = watch(c)) != 0) {
+        if (rc == -EPIPE)
+            return rc;
+        c->park.fd = -1;
+    }
+    if (park_add(&w->parks, &c->park) != 0) {
+        if (c->park.fd >= 0)
+            w->conns[c->park.fd].park = NULL;
         return -ENOMEM;
+    }
     c->parked = 1;
     shm_parked_add(w->seg, w->set.slot, 1);
     shm_park_count(w->seg, w->set.slot, c->park.handle, 1);
-    if (c->park.fd >= 0) {
-        struct epoll_event ev = {.events = EPOLLRDHUP,
-                                 .data.u64 = (uintptr_t)&c->park};
-        if (epoll_ctl(w->ep, EPOLL_CTL_ADD, c->park.fd, &ev) == -1)
-            c->park.fd = -1;
-    }
     http_request_suspend(c->req);
     return 0;
 }
@@ -537,17 +589,24 @@ worker_pop_answer_all(struct worker *w)
 }
 
 /*
- * worker_pop_hangup - the parked pop's client shut its side (EPOLLRDHUP).
- * It may only have half-closed, so it still gets an answer: empty, since
- * nothing is taken for a client that may be gone.  A windowed pop holding
- * leased messages gives them back instead (the connection closes).
+ * worker_pop_conn_hangup - the client of socket fd shut its side
+ * (EPOLLRDHUP, or an error).  A pop parked on it is answered: the client
+ * may only have half-closed, so it gets an answer, empty, since nothing is
+ * taken for a client that may be gone.  A windowed pop holding leased
+ * messages gives them back instead (the connection closes).
  */
 void
-worker_pop_hangup(struct worker *w, struct park *p)
+worker_pop_conn_hangup(struct worker *w, int fd)
 {
-    struct pop_call *c = CALL_OF(p);
+    struct worker_conn *k = (size_t)fd < w->nconns ? &w->conns[fd] : NULL;
+    struct pop_call *c;
 
-    (void)w;
+    if (k == NULL)
+        return;
+    k->hup = 1;
+    if (k->park == NULL)
+        return;
+    c = CALL_OF(k->park);
     unpark(c);
     if (c->sink.count > 0) {
         http_request_abort(c->req); /* on_done releases the leases */
@@ -555,4 +614,15 @@ worker_pop_hangup(struct worker *w, struct park *p)
     }
     answer(c);
     http_request_resume(c->req);
+}
+
+/* worker_pop_conn_closed - MHD is closing socket fd (http_server_on_close):
+ * the epoll forgets it with the close, and so does the table. */
+void
+worker_pop_conn_closed(void *arg, int fd)
+{
+    struct worker *w = arg;
+
+    if (fd >= 0 && (size_t)fd < w->nconns)
+        w->conns[fd] = (struct worker_conn){0};
 }

@@ -1,12 +1,21 @@
 /*
  * worker.c - a worker process: one epoll loop over libmicrohttpd's epoll fd,
- * this worker's wake eventfd, a signalfd, and the sockets of parked pops
- * (EPOLLRDHUP: a client that leaves while parked takes nothing with it).
+ * this worker's wake eventfd, a signalfd, and the sockets that have had a
+ * parked pop (EPOLLRDHUP: a client that leaves while parked takes nothing
+ * with it).
  *
  * The loop sleeps until the nearest of MHD's timer, the first parked pop's
  * deadline, and the heartbeat interval (the master kills a worker whose
  * heartbeat stops).  SIGTERM drains: stop accepting, answer parked pops,
  * let in-flight requests finish, exit 0.
+ *
+ * A turn costs few system calls, since the workers are bound by them:
+ * awake, the worker is disarmed (shm_wake_disarm), so pushes, its own
+ * included, post wakes without writing its eventfd; it drains them before
+ * it sleeps, answers the pops they woke and runs MHD again at once to send
+ * the answers.  The eventfd is edge-triggered and never read (its count
+ * means nothing).  MHD runs only when its epoll fired, a request resumed, or
+ * its timer is due.
  */
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -26,18 +35,19 @@
 #include "shm/region.h"
 #include "shm/stats.h"
 #include "shm/status.h"
+#include "shm/wake.h"
 #include "worker/worker_int.h"
 
 #define BEAT_MS        1000 /* heartbeat at least this often */
 #define DRAIN_MS       5000 /* in-flight requests get this long to finish */
 #define DRAIN_GRACE_MS 100
 #define WAKE_BATCH     256
+#define SETTLE_ROUNDS  8 /* drain-and-send rounds before sleeping */
 #define TAG_WAKE       ((uint64_t)1)
 #define TAG_SIGNAL     ((uint64_t)2)
 #define TAG_HTTP       ((uint64_t)3)
 #define TAG_CLIENT     ((uint64_t)1 << 63) /* | fd: the client's sockets */
-/* Other epoll tags are struct park pointers (> 3, bit 63 clear in user
- * space). */
+/* WORKER_TAG_CONN | fd: HTTP client sockets watched for hang-ups. */
 
 /* dispatch - the http/ handler: route to the worker's handler. */
 static void
@@ -126,8 +136,10 @@ setup(struct worker *w)
     w->http = http_server_start(w->set.listen_fd, &o, dispatch, w);
     if (w->http == NULL)
         log_fatal(0, "cannot start the HTTP server");
+    http_server_on_close(w->http, worker_pop_conn_closed, w);
     watch(w, http_server_fd(w->http), EPOLLIN, TAG_HTTP);
-    watch(w, w->seg->wake_fd[w->set.slot], EPOLLIN, TAG_WAKE);
+    /* Edge-triggered: each write wakes us once, and it is never read. */
+    watch(w, w->seg->wake_fd[w->set.slot], EPOLLIN | EPOLLET, TAG_WAKE);
     watch(w, w->sfd, EPOLLIN, TAG_SIGNAL);
     /* curl_global_init after the fork, as libcurl asks. */
     http_client_global_init();
@@ -136,16 +148,14 @@ setup(struct worker *w)
         log_fatal(ENOMEM, "cannot start the HTTP client");
 }
 
-/* on_wake - the eventfd fired: retry the parked pops pushes woke. */
+/* on_wake - retry the parked pops that pushes woke; re-arms the queue, so
+ * a push after this writes the eventfd. */
 static void
 on_wake(struct worker *w)
 {
-    uint64_t n, handles[WAKE_BATCH];
+    uint64_t handles[WAKE_BATCH];
     int got;
 
-    if (read(w->seg->wake_fd[w->set.slot], &n, sizeof(n)) == -1 &&
-        errno != EAGAIN)
-        log_error(errno, "read(wake eventfd) failed");
     while ((got = shm_wake_drain(w->seg, w->set.slot, handles, WAKE_BATCH)) !=
            0) {
         if (got == -EOVERFLOW) {
@@ -181,15 +191,33 @@ on_signal(struct worker *w, uint64_t now)
     }
 }
 
-/* next_timeout - ms the loop may sleep. */
+/* settle - before sleeping: drain the wakes (the last drain arms the
+ * queue) and run MHD again while it has work at once (answers to send,
+ * connections it still counts as ready), a few rounds at most: each round
+ * spares an epoll_wait of ours that would return at once. */
+static void
+settle(struct worker *w)
+{
+    for (int i = 0;; i++) {
+        on_wake(w);
+        if (i + 1 == SETTLE_ROUNDS || (!http_server_resume_pending(w->http) &&
+                                       http_server_timeout_ms(w->http) != 0))
+            return;
+        shm_wake_disarm(w->seg, w->set.slot);
+        http_server_run(w->http);
+    }
+}
+
+/* next_timeout - ms the loop may sleep; notes when MHD's timer is due. */
 static int
-next_timeout(struct worker *w, uint64_t now)
+next_timeout(struct worker *w, uint64_t now, uint64_t *mhd_due)
 {
     int t = BEAT_MS;
     int mt = http_server_timeout_ms(w->http);
     int ct = http_client_timeout_ms(w->client);
     struct park *p = park_first(&w->parks);
 
+    *mhd_due = mt >= 0 ? now + (uint64_t)mt : UINT64_MAX;
     if (mt >= 0 && mt < t)
         t = mt;
     if (ct >= 0 && ct < t)
@@ -216,26 +244,32 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
     setup(&w);
     for (;;) {
         struct epoll_event evs[64];
-        uint64_t now = shm_now_ms();
-        int n = epoll_wait(w.ep, evs, 64, next_timeout(&w, now));
+        uint64_t mhd_due, now = shm_now_ms();
+        int n = epoll_wait(w.ep, evs, 64, next_timeout(&w, now, &mhd_due));
+        int mhd_ready = 0;
 
+        shm_wake_disarm(seg, s->slot);
         now = shm_now_ms();
         shm_slot_heartbeat(seg, s->slot, now);
         for (int i = 0; i < n; i++) {
             uint64_t tag = evs[i].data.u64;
-            if (tag == TAG_WAKE)
-                on_wake(&w);
+            if (tag == TAG_HTTP)
+                mhd_ready = 1;
             else if (tag == TAG_SIGNAL)
                 on_signal(&w, now);
             else if (tag & TAG_CLIENT)
                 http_client_on_event(w.client, (int)(tag & ~TAG_CLIENT),
                                      evs[i].events);
-            else if (tag != TAG_HTTP)
-                worker_pop_hangup(&w, (struct park *)(uintptr_t)tag);
+            else if (tag & WORKER_TAG_CONN)
+                worker_pop_conn_hangup(&w, (int)(tag & ~WORKER_TAG_CONN));
+            /* TAG_WAKE: settle() drains the queue below. */
         }
         worker_pop_expire(&w, now);
         http_client_on_timeout(w.client);
-        http_server_run(w.http);
+        if (mhd_ready || now >= mhd_due || w.draining ||
+            http_server_resume_pending(w.http))
+            http_server_run(w.http);
+        settle(&w);
         /* Done draining once no request is in flight: idle keep-alive
          * connections close with the server (a short grace lets one that
          * was just accepted send its request line). */

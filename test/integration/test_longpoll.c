@@ -2,12 +2,14 @@
  * test_longpoll.c - parked pops (SPEC §3 long poll): a pop parked in one
  * worker process is woken by a push the other worker took, in both
  * directions; 3,000 parked pops do not stop pushes from being answered; a
- * parked pop whose client left takes nothing with it.
+ * parked pop whose client left takes nothing with it, on the connection's
+ * first park or a later one; a client that shut its side is answered.
  *
  * Which worker holds a connection is read from /proc (the server end of the
  * loopback connection is a socket in one worker's fd table).
  */
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -316,4 +318,89 @@ Test(longpoll, live_parked_pop_gets_the_message_when_others_left, .timeout = 60)
     cr_assert_eq(itest_jint(got->json, "messages.0.attempts"), 1, "%s",
                  got->body);
     itest_multi_free(m);
+}
+
+/* Read the answer on fd within 10 s (a pop that stayed parked fails). */
+static void
+raw_answer(int fd, struct itest_resp *r)
+{
+    struct timeval tv = {.tv_sec = 10};
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    cr_assert_eq(itest_raw_response(fd, r), 200,
+                 "no answer within 10 s (the pop stayed parked)");
+}
+
+/* Park once more on fd, as park_raw() does on a new connection. */
+static void
+park_again(const struct itest_node *n, int fd, const char *q)
+{
+    char req[256];
+    int64_t deadline = itest_now_ms() + 20000;
+
+    snprintf(req, sizeof(req),
+             "GET " POP "?queue=%s&group=g&wait=true&timeout=50000 HTTP/1.1\r\n"
+             "Host: 127.0.0.1\r\n\r\n",
+             q);
+    cr_assert_eq(itest_raw_send(fd, req), 0);
+    while (!itest_conn_consumed(n, fd)) {
+        cr_assert(itest_now_ms() < deadline, "the second pop was never read");
+        itest_sleep_ms(5);
+    }
+}
+
+/* A connection parks, is woken, parks again and leaves: the socket stays
+ * watched between its parks, so the second pop takes nothing either. */
+Test(longpoll, second_park_on_a_connection_sees_its_client_leave, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    int fd;
+
+    itest_node_start(&n, "lease_s=60");
+    fd = park_raw(&n, "again");
+    itest_push(&n, &r, "again", NULL, "[\"first\"]");
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    raw_answer(fd, &r);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+    itest_resp_free(&r);
+    park_again(&n, fd, "again");
+    close(fd);
+    itest_push(&n, &r, "again", NULL, "[\"m\"]");
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    pop_soon(&n, &r, "again", 1, 1);
+    cr_assert_str_eq(itest_jstr(r.json, "messages.0.payload"), "m", "%s",
+                     r.body);
+    cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 1,
+                 "the second pop of a connection that left took it: %s",
+                 r.body);
+    itest_resp_free(&r);
+}
+
+/* A client that parked before, then asks again and shuts its side at once,
+ * is answered (empty) instead of waiting out its 50 s. */
+Test(longpoll, half_closed_client_is_answered_not_parked, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    int fd;
+
+    itest_node_start(&n, "lease_s=60");
+    fd = park_raw(&n, "half");
+    itest_push(&n, &r, "half", NULL, "[\"first\"]");
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    raw_answer(fd, &r);
+    itest_resp_free(&r);
+    cr_assert_eq(itest_raw_send(fd, "GET " POP "?queue=half&group=g&wait=true"
+                                    "&timeout=50000 HTTP/1.1\r\n"
+                                    "Host: 127.0.0.1\r\n\r\n"),
+                 0);
+    shutdown(fd, SHUT_WR);
+    raw_answer(fd, &r);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 0, "%s", r.body);
+    itest_resp_free(&r);
+    close(fd);
 }

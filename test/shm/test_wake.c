@@ -135,6 +135,20 @@ Test(shm_wake, eventfd_written_once_per_drain)
     cr_assert_eq(shm_wake_post(&seg, 1, 9), 1, "queues are per worker");
 }
 
+Test(shm_wake, a_disarmed_worker_gets_posts_without_a_write)
+{
+    struct shm_seg seg;
+    uint64_t out[4];
+
+    wake_setup(&seg);
+    shm_wake_disarm(&seg, 0);
+    cr_assert_eq(shm_wake_post(&seg, 0, 7), 0, "awake: no eventfd write");
+    cr_assert_eq(shm_wake_post(&seg, 1, 7), 1, "only worker 0 is awake");
+    cr_assert_eq(shm_wake_drain(&seg, 0, out, 4), 1, "the post is kept");
+    cr_assert_eq(out[0], 7);
+    cr_assert_eq(shm_wake_post(&seg, 0, 8), 1, "the drain armed it again");
+}
+
 Test(shm_wake, drain_stops_at_n_and_keeps_the_rest)
 {
     struct shm_seg seg;
