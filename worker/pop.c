@@ -493,19 +493,20 @@ worker_pop(struct worker *w, struct http_request *req)
     answer(c);
 }
 
-/* retry - a parked pop's partition got something: try again. */
-static void
+/* retry - a parked pop's partition got something: try again.  Returns 1
+ * when it found nothing (it stays parked), else 0. */
+static int
 retry(struct pop_call *c)
 {
     uint32_t held = c->sink.count;
     int rc = take(c, 1);
 
     if (rc == 0)
-        return; /* someone else took it; still parked, bit set again */
+        return 1; /* someone else took it; still parked, bit set again */
     if (rc > 0 && (uint32_t)rc < c->target) {
         if (held == 0)
             window_open(c); /* the first ones: the window starts */
-        return;
+        return 0;
     }
     unpark(c);
     if (rc < 0)
@@ -513,19 +514,46 @@ retry(struct pop_call *c)
     else
         answer(c);
     http_request_resume(c->req);
+    return 0;
 }
 
 #define CALL_OF(p)                                                             \
     ((struct pop_call *)((char *)(p)-offsetof(struct pop_call, park)))
 
+/* name_eq - the same name. */
+static int
+name_eq(struct shm_name a, struct shm_name b)
+{
+    return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0;
+}
+
+/* same_take - a and b would find the same messages (what batch and
+ * autoAck change is how many are taken and how, not whether any are). */
+static int
+same_take(const struct shm_pop_req *a, const struct shm_pop_req *b)
+{
+    return a->from == b->from && name_eq(a->queue, b->queue) &&
+           name_eq(a->part, b->part) && name_eq(a->group, b->group);
+}
+
+/*
+ * worker_pop_wake - retry the pops parked on handle.  Once one found
+ * nothing, the others asking for the same (responders long-polling one
+ * queue in one group) would find nothing too: they stay parked without a
+ * try, and the waiter bit the empty try set again wakes them all next time.
+ */
 void
 worker_pop_wake(struct worker *w, uint64_t handle)
 {
     struct park *p = park_chain(&w->parks, handle);
+    const struct shm_pop_req *empty = NULL;
 
     while (p != NULL) {
         struct park *next = park_chain_next(p);
-        retry(CALL_OF(p));
+        struct pop_call *c = CALL_OF(p);
+
+        if ((empty == NULL || !same_take(empty, &c->park.pop)) && retry(c))
+            empty = &c->park.pop; /* still parked: the pointer stays good */
         p = next;
     }
 }

@@ -404,3 +404,46 @@ Test(longpoll, half_closed_client_is_answered_not_parked, .timeout = 60)
     itest_resp_free(&r);
     close(fd);
 }
+
+/* Pops of one group parked in one worker, one push of one message at a
+ * time: a wake tries them until one finds nothing and leaves the rest
+ * parked untried, so each later push must still reach one of them. */
+Test(longpoll, pops_left_untried_by_a_wake_are_woken_by_the_next_push,
+     .timeout = 60)
+{
+    enum { POPS = 4 };
+    struct itest_node n;
+    struct itest_resp r;
+    int fds[POPS], answered[POPS] = {0};
+
+    itest_node_start(&n, "workers=1");
+    for (int i = 0; i < POPS; i++)
+        fds[i] = park_raw(&n, "herd");
+    for (int k = 0; k < POPS; k++) {
+        int got = -1;
+
+        itest_push(&n, &r, "herd", NULL, "[\"m\"]");
+        cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+        itest_resp_free(&r);
+        for (int64_t deadline = itest_now_ms() + 10000; got < 0;) {
+            for (int i = 0; i < POPS && got < 0; i++) {
+                char c;
+
+                if (!answered[i] &&
+                    recv(fds[i], &c, 1, MSG_PEEK | MSG_DONTWAIT) == 1)
+                    got = i;
+            }
+            cr_assert(got >= 0 || itest_now_ms() < deadline,
+                      "push %d reached none of the %d parked pops", k,
+                      POPS - k);
+            if (got < 0)
+                itest_sleep_ms(5);
+        }
+        raw_answer(fds[got], &r);
+        cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+        itest_resp_free(&r);
+        answered[got] = 1;
+    }
+    for (int i = 0; i < POPS; i++)
+        close(fds[i]);
+}
