@@ -64,6 +64,10 @@ void shm_status_publish(struct shm_status *s, const struct shm_status_view *v);
 /* shm_status_read - a consistent copy of the view. */
 void shm_status_read(const struct shm_status *s, struct shm_status_view *v);
 
+/* shm_status_stopping - whether the master is draining or stopping (one
+ * racy load: cheap enough for every request). */
+int shm_status_stopping(const struct shm_status *s);
+
 /* shm_role_name - "follower", "candidate", "leader". */
 const char *shm_role_name(uint32_t role);
 

@@ -56,8 +56,11 @@ dispatch(void *ctx, struct http_request *req)
     struct worker *w = ctx;
     enum http_route r = http_request_route(req);
 
-    /* Draining: what still arrives on open connections goes elsewhere. */
-    if (w->draining && r != HTTP_ROUTE_HEALTH && r != HTTP_ROUTE_METRICS) {
+    /* Draining: what still arrives on open connections goes elsewhere.  The
+     * master's flag counts too: /health says draining from the moment it is
+     * set, before this worker has read its own SIGTERM. */
+    if ((w->draining || shm_status_stopping(w->seg->status)) &&
+        r != HTTP_ROUTE_HEALTH && r != HTTP_ROUTE_METRICS) {
         http_reply_error(req, 503, "draining", "this node is stopping");
         return;
     }
