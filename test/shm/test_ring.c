@@ -85,15 +85,15 @@ ctx(int w)
 }
 
 /* Run fn in a child holding the partition lock as worker 1; it dies with
- * the lock held.  Then reap slot 1 as the master does. */
+ * the lock held (nobody has repaired or reaped yet). */
 static void
-die_holding(void (*fn)(struct shm_ring_ctx *c))
+die_unreaped(void (*fn)(struct shm_ring_ctx *c))
 {
+    struct shm_ring_ctx c = ctx(1); /* in the parent: no cr_* in the child */
     pid_t pid = fork();
 
     cr_assert_neq(pid, -1);
     if (pid == 0) {
-        struct shm_ring_ctx c = ctx(1);
         if (shm_ring_lock(&seg, 1, c.p) != 0)
             _exit(1);
         fn(&c);
@@ -102,6 +102,13 @@ die_holding(void (*fn)(struct shm_ring_ctx *c))
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     cr_assert(WIFSIGNALED(st));
+}
+
+/* die_unreaped, then reap slot 1 as the master does. */
+static void
+die_holding(void (*fn)(struct shm_ring_ctx *c))
+{
+    die_unreaped(fn);
     shm_worker_reap(&seg, 1);
 }
 
@@ -374,16 +381,7 @@ Test(shm_ring, a_slotless_repair_leaves_the_wipe_to_a_locker_with_a_slot)
 
     cr_assert_eq(push(4), 0);
     cr_assert_eq(pop(1, T0), 1);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        struct shm_ring_ctx c = ctx(1);
-        if (shm_ring_lock(&seg, 1, c.p) != 0)
-            _exit(1);
-        corrupt(&c);
-        kill(getpid(), SIGKILL);
-    }
-    cr_assert_eq(waitpid(pid, NULL, 0), pid);
+    die_unreaped(corrupt);
     cr_assert_eq(
         shm_queue_depth(&seg, nm("q"), NULL, T0, &qi, NULL, NULL, NULL), 0);
     cr_assert_eq(counter(SHM_C_WIPES), 0);
@@ -403,24 +401,15 @@ Test(shm_ring, a_repairer_killed_mid_wipe_loses_and_doubles_nothing)
         for (int i = 0; i < 500; i++)
             cr_assert_eq(push(8), 0);
         cr_assert_eq(pop(3, T0), 3);
-        pid_t a = fork();
-        cr_assert_neq(a, -1);
-        if (a == 0) {
-            struct shm_ring_ctx c = ctx(1);
-            if (shm_ring_lock(&seg, 1, c.p) != 0)
-                _exit(1);
-            corrupt(&c);
-            kill(getpid(), SIGKILL);
-        }
-        cr_assert_eq(waitpid(a, NULL, 0), a);
+        die_unreaped(corrupt);
         int fds[2];
         cr_assert_eq(pipe(fds), 0);
+        struct shm_ring_ctx c = ctx(2);
         pid_t b = fork();
         cr_assert_neq(b, -1);
         if (b == 0) {
             /* The repairer: no cr_* calls.  It tells the parent it is about
              * to lock, then repairs (wipes) and dies holding the lock. */
-            struct shm_ring_ctx c = ctx(2);
             if (write(fds[1], "x", 1) != 1)
                 _exit(1);
             shm_ring_lock(&seg, 2, c.p);
