@@ -32,9 +32,11 @@
 #include "master/daemon.h"
 #include "master/listen.h"
 #include "master/master.h"
+#include "shm/arena.h"
 #include "shm/broker.h"
 #include "shm/catalog.h"
 #include "shm/log.h"
+#include "shm/stats.h"
 #include "shm/status.h"
 
 #define TICK_MS    100
@@ -237,6 +239,7 @@ on_tick(struct master *m, uint64_t now)
         int rc = shm_maintain(&m->seg, now);
         if (rc != 0)
             log_error(-rc, "maintenance failed");
+        shm_arena_flush(&m->seg, SHM_STATS_MASTER);
         master_respawn_due(m, now);
         master_watchdog(m, now);
         master_configure_tick(m, now);

@@ -371,6 +371,39 @@ cache_drop_ext_locked(struct shm_arena *a, struct shm_slot *s)
     return k;
 }
 
+/* long_release_locked - the long runs w freed go back to the pool.  Only w
+ * calls this (or the reap, after w died), and never inside the
+ * shm_arena_free() that deferred them: see shm_arena_free. */
+static uint32_t
+long_release_locked(struct shm_arena *a, struct shm_slot *s)
+{
+    _Atomic uint32_t *tags = arena_tags(a);
+    uint32_t k = 0;
+
+    while (s->long_free != 0) {
+        uint32_t h = s->long_free;
+        uint32_t len =
+            SHM_TAG_LEN(atomic_load_explicit(&tags[h], memory_order_relaxed));
+        s->long_free = *head_word(a, h);
+        pool_put_locked(a, h, len);
+        cache_count_add(s, -(int64_t)len);
+        k += len;
+    }
+    return k;
+}
+
+/* long_release - long_release_locked under the arena lock, when w has any. */
+static void
+long_release(struct shm_seg *seg, struct shm_slot *s)
+{
+    struct shm_arena *a = arena_of(seg);
+
+    if (s->long_free == 0 || shm_lock(seg, &a->lock, arena_rebuild, NULL) != 0)
+        return;
+    long_release_locked(a, s);
+    shm_unlock(&a->lock);
+}
+
 /* arena_spill_at - cells w's lists may hold before they spill (a spill
  * leaves at most 1/2 + 15/64 of it: room before the next one). */
 static inline uint32_t
@@ -463,8 +496,10 @@ arena_find_locked(struct shm_arena *a, struct shm_slot *s, uint32_t n,
         arena_walk_locked(a, -1);
         h = pool_find_locked(a, n, want, best, len);
     }
-    if (h == 0 &&
-        cache_spill_locked(a, s, 0, 0, 0) + cache_drop_ext_locked(a, s) != 0) {
+    if (h == 0 && cache_spill_locked(a, s, 0, 0, 0) +
+                          cache_drop_ext_locked(a, s) +
+                          long_release_locked(a, s) !=
+                      0) {
         arena_walk_locked(a, -1);
         h = pool_find_locked(a, n, want, best, len);
     }
@@ -556,6 +591,7 @@ shm_arena_alloc(struct shm_seg *seg, int w, uint32_t n, uint32_t *head)
         return -EINVAL;
     if (n > SHM_RUN_MAX)
         return -ENOBUFS;
+    long_release(seg, s);
     for (;;) {
         if (n <= SHM_ARENA_CLASSES && (h = s->cache[n - 1]) != 0) {
             s->cache[n - 1] = *head_word(a, h);
@@ -628,10 +664,15 @@ shm_arena_free(struct shm_seg *seg, int w, uint32_t head)
      * caller has that line already, and the tag line is then only stored. */
     uint32_t len = *head_word(a, head);
     if (len > SHM_ARENA_CLASSES) {
-        if (shm_lock(seg, &a->lock, arena_rebuild, NULL) != 0)
-            return;
-        pool_put_locked(a, head, len);
-        shm_unlock(&a->lock);
+        /* Not into the pool yet: the caller still names the run in its
+         * intent word, and a repair after its death must find the run
+         * w's (CACHE), not reused by another worker and LINKED there.  It
+         * goes back at w's next arena call, or its heartbeat. */
+        long_release(seg, s);
+        tag_put(tags, head, CACHED(w, len));
+        *head_word(a, head) = s->long_free;
+        s->long_free = head;
+        cache_count_add(s, len);
         return;
     }
     tag_put(tags, head, CACHED(w, len));
@@ -699,6 +740,13 @@ shm_arena_used_bytes(struct shm_seg *seg)
     return used > 0 ? (uint64_t)used * SHM_CELL_BYTES : 0;
 }
 
+/* shm_arena_flush - see arena.h. */
+void
+shm_arena_flush(struct shm_seg *seg, int w)
+{
+    long_release(seg, shm_slot(seg, w));
+}
+
 /*
  * shm_arena_reap - see arena.h.  w must be dead and its partition locks
  * repaired: a run w linked into a structure must be tagged LINKED by then,
@@ -717,6 +765,7 @@ shm_arena_reap(struct shm_seg *seg, int w)
     arena_walk_locked(a, w);
     s->ext = 0;
     s->ext_len = 0;
+    s->long_free = 0;
     memset(s->cache, 0, sizeof(s->cache));
     atomic_store_explicit(&s->cache_count, 0, memory_order_relaxed);
     shm_unlock(&a->lock);

@@ -67,6 +67,14 @@ void shm_arena_link(struct shm_seg *seg, uint32_t head);
  */
 void shm_arena_free(struct shm_seg *seg, int w, uint32_t head);
 
+/*
+ * shm_arena_flush - worker w, at rest (its heartbeat): runs longer than
+ * SHM_ARENA_CLASSES it freed go back to the pool.  A long free defers that
+ * to w's next arena call, so a run another worker could reuse is never
+ * still named in its freer's intent word.
+ */
+void shm_arena_flush(struct shm_seg *seg, int w);
+
 /* shm_arena_write / read - copy len bytes at data offset off of a run
  * (clipped at its end). */
 void shm_arena_write(struct shm_seg *seg, uint32_t head, size_t off,

@@ -31,6 +31,9 @@
  *                                                     cache: extent head)
  *    68     4  cache_count    worker; reaper if dead  atomic, one writer
  *    72     4  ext_len        worker; reaper if dead  one writer
+ *    76     4  long_free      worker; reaper if dead  one writer (arena:
+ *                                                     long runs freed, not
+ *                                                     yet back in the pool)
  *   128   208  counters[]     worker                  atomic, one writer
  *   384     4  wake_armed     consumer sets, posters  atomic
  *                             clear
@@ -57,7 +60,8 @@ struct shm_slot {
     uint32_t ext;
     _Atomic uint32_t cache_count;
     uint32_t ext_len;
-    unsigned char pad2[52];
+    uint32_t long_free;
+    unsigned char pad2[48];
 
     _Atomic uint64_t counters[SHM_C_COUNT];
     unsigned char pad3[256 - 8 * SHM_C_COUNT];
@@ -73,6 +77,7 @@ struct shm_slot {
 };
 _Static_assert(SHM_C_COUNT <= 32, "shm_slot counters");
 _Static_assert(offsetof(struct shm_slot, ext) == 64, "shm_slot layout");
+_Static_assert(offsetof(struct shm_slot, long_free) == 76, "shm_slot layout");
 _Static_assert(offsetof(struct shm_slot, counters) == 128, "shm_slot layout");
 _Static_assert(offsetof(struct shm_slot, wake_armed) == 384, "shm_slot");
 _Static_assert(offsetof(struct shm_slot, wake_hint) == 448, "shm_slot layout");

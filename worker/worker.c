@@ -31,6 +31,7 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "http/server.h"
+#include "shm/arena.h"
 #include "shm/log.h"
 #include "shm/region.h"
 #include "shm/stats.h"
@@ -254,6 +255,7 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
         shm_wake_disarm(seg, s->slot);
         now = shm_now_ms();
         shm_slot_heartbeat(seg, s->slot, now);
+        shm_arena_flush(seg, s->slot);
         for (int i = 0; i < n; i++) {
             uint64_t tag = evs[i].data.u64;
             if (tag == TAG_HTTP)

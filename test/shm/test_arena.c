@@ -250,6 +250,10 @@ Test(shm_arena, runs_are_carved_in_a_row_and_reused_whole)
     cr_assert_eq(shm_arena_alloc(&seg, 1, 300, &l), 0);
     cr_assert_eq(run_len(&seg, l), 300);
     shm_arena_free(&seg, 1, l);
+    /* Held back (the freer's, uncounted) until the freer's next call. */
+    cr_assert_eq(tag_of(&seg, l), SHM_TAG_RUN(SHM_TAG_CACHE, 1, 300));
+    cr_assert_eq(shm_arena_used_bytes(&seg), 13 * SHM_CELL_BYTES);
+    shm_arena_flush(&seg, 1);
     cr_assert_eq(tag_of(&seg, l), SHM_TAG_RUN(SHM_TAG_FREE, 0, 300));
     cr_assert_eq(shm_arena_used_bytes(&seg), 13 * SHM_CELL_BYTES);
     cr_assert_eq(shm_arena_alloc(&seg, 2, 250, &d), 0);

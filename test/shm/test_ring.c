@@ -19,6 +19,7 @@
 #include "shm/dir.h"
 #include "shm/ring.h"
 #include "shm/segment.h"
+#include "shm/slot.h"
 #include "shm/stats.h"
 
 #define T0 1000000ULL
@@ -429,4 +430,43 @@ Test(shm_ring, a_repairer_killed_mid_wipe_loses_and_doubles_nothing)
     }
     cr_assert_geq(counter(SHM_C_WIPES), 12);
     cr_assert_eq(drain_to_zero(), 0);
+}
+
+/* A long message (more cells than the per-worker size classes) freed by a
+ * holder that dies before it clears its intent must not be reusable by a
+ * live worker before the dead one's repair: the repair would free the run
+ * the other queue now holds.  (Found in review.) */
+static char bigmsg[2002];
+
+static int
+push_big(int w, const char *q)
+{
+    struct shm_msg_in in = {bigmsg, 2000};
+    uint64_t s;
+
+    return shm_push(&seg, w, nm(q), nm("Default"), &in, 1, T0, &s);
+}
+
+Test(shm_ring, a_long_run_freed_by_a_dying_holder_is_not_reused_before_repair)
+{
+    struct shm_msg_in small = {"\"m\"", 3};
+    struct shm_ref qr, pr;
+    uint64_t s;
+
+    memset(bigmsg, 'a', 2000);
+    bigmsg[0] = bigmsg[1999] = '"';
+    cr_assert_eq(shm_push(&seg, 2, nm("q2"), nm("Default"), &small, 1, T0, &s),
+                 0);
+    while (shm_slot(&seg, 2)->ext_len >= 32) /* long runs: from the pool */
+        cr_assert_eq(push_big(2, "q2"), 0);
+    cr_assert_eq(push_big(0, "q"), 0);
+    uint32_t r = ctx(0).p->head;
+    die_unreaped(inside_free); /* worker 1 dies just after freeing r */
+    cr_assert_eq(push_big(2, "q2"), 0);
+    cr_assert_eq(shm_dir_find_queue(&seg, 0, nm("q2"), 0, T0, &qr), 0);
+    cr_assert_eq(shm_dir_find_part(&seg, 0, qr, nm("Default"), 0, T0, &pr), 0);
+    uint32_t r2 = shm_dir_part(&seg, pr.idx)->tail;
+    cr_assert_neq(r2, r, "the dying holder's run was handed out again");
+    shm_worker_reap(&seg, 1);
+    cr_assert(shm_ring_tag_linked(&seg, r2), "q2's message %u was freed", r2);
 }
