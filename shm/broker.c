@@ -617,9 +617,12 @@ pop_any(struct shm_seg *seg, int w, struct shm_ref qr,
     int rc = 0;
 
     /* The bit goes up before the scan, so a push to a partition already
-     * scanned still finds it: no lost wake-up. */
+     * scanned still finds it: no lost wake-up.  It is per worker, not per
+     * pop: one that was up already belongs to another pop parked here, and
+     * stays (at worst one wake too many; shm_unpark clears it). */
+    uint64_t had = 0;
     if (req->park)
-        atomic_fetch_or(&q->waiters, 1ULL << w);
+        had = atomic_fetch_or(&q->waiters, 1ULL << w) & (1ULL << w);
     uint32_t n = queue_parts(seg, qr, stack, &parts);
     uint32_t start = n ? atomic_fetch_add(&q->rr, 1) % n : 0;
     for (uint32_t i = 0; i < n && taken < req->batch; i++) {
@@ -637,7 +640,7 @@ pop_any(struct shm_seg *seg, int w, struct shm_ref qr,
     }
     if (parts != stack)
         free(parts);
-    if (req->park && (taken > 0 || rc < 0))
+    if (req->park && !had && (taken > 0 || rc < 0))
         atomic_fetch_and(&q->waiters, ~(1ULL << w));
     return taken > 0 ? (int)taken : rc;
 }

@@ -51,8 +51,10 @@ shm_wake_post(struct shm_seg *seg, int w, uint64_t handle)
     return atomic_exchange(&s->wake_armed, 0) != 0;
 }
 
-/* shm_wake_kick - see wake.h.  A full eventfd counter (EAGAIN) already
- * wakes the reader, and a failed write has no one to be reported to. */
+/* shm_wake_kick - see wake.h.  The eventfd is non-blocking, watched
+ * edge-triggered and never read: every successful write wakes its epoll
+ * again.  A write can only fail once 2^64 - 2 writes piled up (never in
+ * practice), and then the worker's 1 s loop turn still drains the queue. */
 void
 shm_wake_kick(struct shm_seg *seg, int w)
 {

@@ -463,3 +463,54 @@ Test(longpoll, pops_left_untried_by_a_wake_are_woken_by_the_next_push,
     for (int i = 0; i < POPS; i++)
         close(fds[i]);
 }
+
+/* A waiter bit is per worker: another group's parking pop that takes
+ * something in the same worker must not clear the bit a parked pop of this
+ * worker still needs.  (Found in review: a lost wake-up until the timeout.) */
+Test(longpoll, another_groups_take_keeps_a_parked_pop_wakeable, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    int fd;
+    int64_t deadline;
+    char c;
+
+    itest_node_start(&n, "workers=1");
+    itest_push(&n, &r, "xgrp", NULL, "[\"old\"]");
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    /* Group a starts at new messages: "old" is not for it, so it parks. */
+    fd = itest_raw_connect(&n);
+    cr_assert(fd >= 0);
+    cr_assert_eq(itest_raw_send(fd, "GET " POP "?queue=xgrp&group=a&from=new"
+                                    "&wait=true&timeout=30000 HTTP/1.1\r\n"
+                                    "Host: 127.0.0.1\r\n\r\n"),
+                 0);
+    deadline = itest_now_ms() + 20000;
+    while (!itest_conn_consumed(&n, fd)) {
+        cr_assert(itest_now_ms() < deadline, "the raw pop was never read");
+        itest_sleep_ms(5);
+    }
+    /* Group b takes "old" in the same (only) worker, with wait=true. */
+    itest_get(&n, &r, POP "?queue=xgrp&group=b&wait=true&timeout=1000");
+    cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+    itest_resp_free(&r);
+    cr_assert_eq(recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT), -1,
+                 "group a's pop was answered before any new message");
+    itest_push(&n, &r, "xgrp", NULL, "[\"new\"]");
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    deadline = itest_now_ms() + 5000;
+    while (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 1) {
+        cr_assert(itest_now_ms() < deadline,
+                  "group a's parked pop still waits 5 s after a push");
+        itest_sleep_ms(5);
+    }
+    raw_answer(fd, &r);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+    cr_assert_str_eq(itest_jstr(r.json, "messages.0.payload"), "new", "%s",
+                     r.body);
+    itest_resp_free(&r);
+    close(fd);
+}
