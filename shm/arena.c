@@ -32,7 +32,9 @@
  * or pop batch of 100 runs of 5 cells to cycle through the cache without the
  * lock), they spill: the length just freed keeps half of that, the others 1/64
  * of it each.  Runs longer than SHM_ARENA_CLASSES are taken from the extent if
- * it is long enough, else from (and returned to) the pool.  "taken" counts
+ * it is long enough, else from the pool; freed, they stay CACHE(w) on
+ * slot->long_free until w's next arena call (or shm_arena_flush), then go
+ * back to the pool.  "taken" counts
  * cells out of the pool, caches included, and the arena holds cap cells, so
  * caches count against the node cap too: at most arena_spill_at() + ARENA_BATCH
  * cells (136 KiB at most) a worker that another worker cannot use.
