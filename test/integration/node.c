@@ -1472,3 +1472,29 @@ ReportHook(POST_FINI)(struct criterion_test_stats *stats)
     }
     globfree(&g);
 }
+
+/* itest_multi_until_parked - see node.h. */
+void
+itest_multi_until_parked(const struct itest_node *n, struct itest_multi *m,
+                         int ms)
+{
+    int64_t deadline = itest_now_ms() + ms;
+    int k = itest_multi_count(m), parked = 0;
+    int *fds = calloc((size_t)k, sizeof(*fds));
+
+    cr_assert(fds);
+    while (parked < k) {
+        itest_multi_run(m, 20);
+        for (int i = 0; i < k; i++) {
+            cr_assert(!itest_multi_done(m, i),
+                      "pop %d answered before any push: %ld %s", i,
+                      itest_multi_resp(m, i)->status,
+                      itest_multi_resp(m, i)->body);
+            fds[i] = itest_multi_fd(m, i);
+        }
+        parked = itest_conns_consumed(n, fds, k, NULL);
+        cr_assert(parked == k || itest_now_ms() < deadline,
+                  "%d of %d pops read after %d ms", parked, k, ms);
+    }
+    free(fds);
+}

@@ -290,6 +290,14 @@ int itest_multi_local_port(const struct itest_multi *m, int i);
 /* itest_multi_fd - the client socket of request i, or -1 when none. */
 int itest_multi_fd(const struct itest_multi *m, int i);
 
+/*
+ * itest_multi_until_parked - drive m until each of its requests has been read
+ * by a worker and none has been answered (the pops are parked); fails after
+ * ms milliseconds, or at once if one is answered.
+ */
+void itest_multi_until_parked(const struct itest_node *n, struct itest_multi *m,
+                              int ms);
+
 /* itest_multi_count - how many requests were added. */
 int itest_multi_count(const struct itest_multi *m);
 

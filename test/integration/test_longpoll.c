@@ -21,34 +21,6 @@
 
 #define POP "/api/v1/ephemeral/pop"
 
-/*
- * Drive m until each of its requests has been read by a worker and none has
- * been answered: the pops are parked.
- */
-static void
-run_until_parked(const struct itest_node *n, struct itest_multi *m, int ms)
-{
-    int64_t deadline = itest_now_ms() + ms;
-    int k = itest_multi_count(m), parked = 0;
-    int *fds = calloc((size_t)k, sizeof(*fds));
-
-    cr_assert(fds);
-    while (parked < k) {
-        itest_multi_run(m, 20);
-        for (int i = 0; i < k; i++) {
-            cr_assert(!itest_multi_done(m, i),
-                      "pop %d answered before any push: %ld %s", i,
-                      itest_multi_resp(m, i)->status,
-                      itest_multi_resp(m, i)->body);
-            fds[i] = itest_multi_fd(m, i);
-        }
-        parked = itest_conns_consumed(n, fds, k, NULL);
-        cr_assert(parked == k || itest_now_ms() < deadline,
-                  "%d of %d pops read after %d ms", parked, k, ms);
-    }
-    free(fds);
-}
-
 Test(longpoll, push_through_one_worker_wakes_a_pop_parked_in_the_other,
      .timeout = 120)
 {
@@ -73,7 +45,7 @@ Test(longpoll, push_through_one_worker_wakes_a_pop_parked_in_the_other,
                  i);
         itest_multi_add(m, &n, "GET", path, NULL);
     }
-    run_until_parked(&n, m, 30000);
+    itest_multi_until_parked(&n, m, 30000);
     for (int i = 0; i < POPS; i++) {
         holder[i] = itest_conn_worker(&n, itest_multi_local_port(m, i));
         cr_assert(holder[i] == w[0] || holder[i] == w[1],
@@ -151,7 +123,7 @@ Test(longpoll, three_thousand_parked_pops_leave_pushes_answered, .timeout = 180)
         itest_multi_add(m, &n, "GET",
                         POP "?queue=many&wait=true&timeout=60000&autoAck=true",
                         NULL);
-    run_until_parked(&n, m, 90000);
+    itest_multi_until_parked(&n, m, 90000);
     /* Keep-alive pushes and pushes on new connections both get through. */
     for (int i = 0; i < PUSHES; i++) {
         struct itest_resp r;
@@ -305,7 +277,7 @@ Test(longpoll, live_parked_pop_gets_the_message_when_others_left, .timeout = 60)
         fds[i] = park_raw(&n, "mixed");
     itest_multi_add(m, &n, "GET",
                     POP "?queue=mixed&group=g&wait=true&timeout=50000", NULL);
-    run_until_parked(&n, m, 20000);
+    itest_multi_until_parked(&n, m, 20000);
     for (int i = 0; i < 5; i++)
         close(fds[i]);
     itest_push(&n, &r, "mixed", NULL, "[\"m\"]");

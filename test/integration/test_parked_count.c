@@ -21,29 +21,6 @@ waiting(const struct itest_node *n, const char *queue)
     return v;
 }
 
-/* Drive m until each of its requests has been read and none answered. */
-static void
-run_until_parked(const struct itest_node *n, struct itest_multi *m, int ms)
-{
-    int64_t deadline = itest_now_ms() + ms;
-    int k = itest_multi_count(m), parked = 0;
-    int *fds = calloc((size_t)k, sizeof(*fds));
-
-    cr_assert(fds);
-    while (parked < k) {
-        itest_multi_run(m, 20);
-        for (int i = 0; i < k; i++) {
-            cr_assert(!itest_multi_done(m, i), "pop %d answered: %s", i,
-                      itest_multi_resp(m, i)->body);
-            fds[i] = itest_multi_fd(m, i);
-        }
-        parked = itest_conns_consumed(n, fds, k, NULL);
-        cr_assert(parked == k || itest_now_ms() < deadline,
-                  "%d of %d pops read after %d ms", parked, k, ms);
-    }
-    free(fds);
-}
-
 Test(parked, listing_and_metric_count_every_parked_pop, .timeout = 60)
 {
     enum { POPS = 12 };
@@ -57,7 +34,7 @@ Test(parked, listing_and_metric_count_every_parked_pop, .timeout = 60)
     for (int i = 0; i < POPS; i++)
         itest_multi_add(m, &n, "GET",
                         POP "?queue=count&wait=true&timeout=50000", NULL);
-    run_until_parked(&n, m, 20000);
+    itest_multi_until_parked(&n, m, 20000);
     deadline = itest_now_ms() + 10000;
     for (;;) {
         w = waiting(&n, "count");
