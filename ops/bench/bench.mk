@@ -2,7 +2,8 @@
 #
 #   make bench            full run (under 10 minutes)
 #   make bench QUICK=1    short windows (under 2 minutes)
-#   make bench ONLY=rpc   some scenarios (http,push,drain,rpc,wake,inboxes,parked)
+#   make bench ONLY=rpc   some scenarios (http,push,drain,rpc,wake,inboxes,parked;
+#                         rpc1 or rpc32 for one rpc row)
 #   make bench UPDATE=1   also write the table into BENCHMARKS.md
 #
 # Installs the bench packages, builds the release server and the load

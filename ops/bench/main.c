@@ -388,7 +388,7 @@ usage(void)
             "PID]\n"
             "                    [--redis PORT] [--nats PORT] [--ok PORT]\n"
             "                    [--json FILE] [--md FILE] [--only "
-            "http,push,drain,rpc,wake,inboxes,parked]\n"
+            "http,push,drain,rpc,rpc1,rpc32,wake,inboxes,parked]\n"
             "                    [--parked N (10000)] [--label TEXT]\n");
     return 2;
 }

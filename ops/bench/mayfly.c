@@ -1187,10 +1187,10 @@ bench_mayfly_all(void)
         mayfly_drain(0);
         mayfly_drain(1);
     }
-    if (bench_want("rpc")) {
+    if (bench_want("rpc") || bench_want("rpc1"))
         mayfly_rpc(1, 1);
+    if (bench_want("rpc") || bench_want("rpc32"))
         mayfly_rpc(32, 8);
-    }
     if (bench_want("wake"))
         mayfly_wake();
     if (bench_want("inboxes"))

@@ -521,10 +521,10 @@ bench_redis_all(void)
     }
     if (bench_want("drain"))
         redis_drain();
-    if (bench_want("rpc")) {
+    if (bench_want("rpc") || bench_want("rpc1"))
         redis_rpc(1, 1);
+    if (bench_want("rpc") || bench_want("rpc32"))
         redis_rpc(32, 8);
-    }
     if (bench_want("wake"))
         redis_wake();
 }
@@ -754,10 +754,10 @@ bench_nats_all(void)
 {
     if (tag == 0)
         values_init();
-    if (bench_want("rpc")) {
+    if (bench_want("rpc") || bench_want("rpc1"))
         nats_rpc(1, 1);
+    if (bench_want("rpc") || bench_want("rpc32"))
         nats_rpc(32, 8);
-    }
     if (bench_want("wake"))
         nats_wake();
     nats_Close();
