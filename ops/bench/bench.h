@@ -101,6 +101,14 @@ struct bench_loop {
     char err[200];
 };
 
+/* What the whole machine did, read from /proc at the edges of a measured
+ * window: CPU ticks spent outside idle (all processes, all CPUs) and TCP
+ * segments sent (loopback: each one is also received). */
+struct bench_sys {
+    uint64_t busy_ticks;
+    uint64_t segs;
+};
+
 /* A set of connections spread over threads, measured in [t_begin, t_end]. */
 struct bench_run {
     int nloops;
@@ -112,6 +120,8 @@ struct bench_run {
     atomic_int active;
     _Atomic uint64_t deadline;
     uint64_t t_start;
+    struct bench_sys sys_begin;
+    struct bench_sys sys_end;
     struct bench_hist hist;
     uint64_t ops;
     uint64_t msgs;
@@ -134,6 +144,8 @@ struct bench_row {
     char ref[24];
     int by_p50;
     int ok;
+    double cpu_us; /* machine CPU per operation, 0: not measured */
+    double segs;   /* TCP segments per operation */
     char note[240];
 };
 
@@ -190,6 +202,7 @@ struct bench_conn *bench_run_add(struct bench_run *run, enum bench_proto proto,
 int bench_run_start(struct bench_run *run);
 void bench_run_join(struct bench_run *run);
 void bench_run_timed(struct bench_run *run, double warm, double secs);
+void bench_sys_read(struct bench_sys *s);
 void bench_run_free(struct bench_run *run);
 void bench_send(struct bench_conn *c, const void *d, size_t n);
 void bench_record(struct bench_conn *c, uint64_t t0, uint64_t msgs);
@@ -203,6 +216,8 @@ const struct bench_row *bench_row_find(const char *key);
 
 void bench_row_from_run(struct bench_row *row, const struct bench_run *run,
                         double secs, const char *unit);
+void bench_row_cost(struct bench_row *row, const struct bench_sys *begin,
+                    const struct bench_sys *end, double secs);
 void bench_row_fail(const char *key, const char *scenario, const char *system,
                     const char *variant, const char *note);
 int bench_want(const char *scenario);

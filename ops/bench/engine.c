@@ -797,11 +797,52 @@ bench_run_timed(struct bench_run *run, double warm, double secs)
     }
     bench_sleep_ns((uint64_t)(warm * 1e9));
     atomic_store(&run->t_end, UINT64_MAX);
+    bench_sys_read(&run->sys_begin);
     atomic_store(&run->t_begin, bench_now_ns());
     bench_sleep_ns((uint64_t)(secs * 1e9));
     atomic_store(&run->t_end, bench_now_ns());
+    bench_sys_read(&run->sys_end);
     atomic_store(&run->stop, 1);
     bench_run_join(run);
+}
+
+/* bench_sys_read - see bench.h; zeros where /proc cannot be read. */
+void
+bench_sys_read(struct bench_sys *s)
+{
+    char line[512], head[512];
+    unsigned long long v[8] = {0};
+    FILE *f = fopen("/proc/stat", "r");
+
+    memset(s, 0, sizeof(*s));
+    if (f != NULL) {
+        /* cpu user nice system idle iowait irq softirq steal */
+        if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+                   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8)
+            s->busy_ticks = v[0] + v[1] + v[2] + v[5] + v[6];
+        fclose(f);
+    }
+    /* /proc/net/snmp: a "Tcp:" line of names, then one of values. */
+    f = fopen("/proc/net/snmp", "r");
+    if (f == NULL)
+        return;
+    head[0] = '\0';
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "Tcp:", 4) != 0)
+            continue;
+        if (head[0] == '\0') {
+            memcpy(head, line, sizeof(head));
+            continue;
+        }
+        char *hs, *vs, *h = strtok_r(head, " \n", &hs),
+                       *x = strtok_r(line, " \n", &vs);
+        for (; h != NULL && x != NULL;
+             h = strtok_r(NULL, " \n", &hs), x = strtok_r(NULL, " \n", &vs))
+            if (strcmp(h, "OutSegs") == 0)
+                s->segs = strtoull(x, NULL, 10);
+        break;
+    }
+    fclose(f);
 }
 
 /* Close every connection and free the run. */

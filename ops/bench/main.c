@@ -64,6 +64,28 @@ bench_row_from_run(struct bench_row *row, const struct bench_run *run,
                  run->err[0] ? ": " : "", run->err);
 }
 
+/* bench_row_cost - machine CPU and TCP segments per operation of row
+ * between two readings secs apart (needs row->rate), added to its note
+ * (worded for round trips: rpc rows use it). */
+void
+bench_row_cost(struct bench_row *row, const struct bench_sys *begin,
+               const struct bench_sys *end, double secs)
+{
+    double ops = row->rate * secs;
+    long hz = sysconf(_SC_CLK_TCK);
+    size_t n;
+
+    if (!row->ok || ops <= 0 || hz <= 0 || end->busy_ticks == 0)
+        return;
+    row->cpu_us =
+        (double)(end->busy_ticks - begin->busy_ticks) * 1e6 / (double)hz / ops;
+    row->segs = (double)(end->segs - begin->segs) / ops;
+    n = strlen(row->note);
+    snprintf(row->note + n, sizeof(row->note) - n,
+             "%s%.1f TCP segments, %.0f us CPU (whole machine) a round trip",
+             n ? "; " : "", row->segs, row->cpu_us);
+}
+
 /* A row for a scenario that could not run. */
 void
 bench_row_fail(const char *key, const char *scenario, const char *system,
@@ -259,6 +281,8 @@ write_json(const char *path, const char *mach)
         fprintf(f, ",\"p50_us\":%.1f,\"p99_us\":%.1f,\"ratio\":%.3f,\"ref\":",
                 r->p50_us, r->p99_us, row_ratio(r));
         json_str(f, r->ref);
+        fprintf(f, ",\"cpu_us_per_op\":%.1f,\"tcp_segs_per_op\":%.2f",
+                r->cpu_us, r->segs);
         fprintf(f, ",\"note\":");
         json_str(f, r->note);
         fprintf(f, "}");

@@ -865,23 +865,17 @@ mayfly_rpc(int nreq, int nresp)
         &row, run,
         (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9,
         "rt/s");
-    /* What bounds it: each round trip is several HTTP requests, and the
-     * trivial libmicrohttpd endpoint's rate over that count is the most any
-     * server on libmicrohttpd could answer here. */
-    const struct bench_row *http = bench_row_find("http-ok");
+    /* What bounds it: each round trip is several HTTP requests, each two
+     * TCP segments; the peers' rows say what their round trips cost. */
     long trips = atomic_load(&sc.trips);
-    if (row.ok && trips > 0) {
-        double per = (double)atomic_load(&sc.requests) / (double)trips;
-        if (http != NULL && http->rate > 0)
-            snprintf(
-                row.note, sizeof(row.note),
-                "%.2f HTTP requests per round trip; the trivial endpoint's "
-                "%.0f req/s / %.2f = %.0f rt/s ceiling",
-                per, http->rate, per, http->rate / per);
-        else
-            snprintf(row.note, sizeof(row.note),
-                     "%.2f HTTP requests per round trip", per);
-    }
+    if (row.ok && trips > 0)
+        snprintf(row.note, sizeof(row.note),
+                 "%.2f HTTP requests a round trip",
+                 (double)atomic_load(&sc.requests) / (double)trips);
+    bench_row_cost(&row, &run->sys_begin, &run->sys_end,
+                   (double)(atomic_load(&run->t_end) -
+                            atomic_load(&run->t_begin)) /
+                       1e9);
     bench_row_add(&row);
     bench_run_free(run);
 }

@@ -431,6 +431,10 @@ redis_rpc(int nreq, int nresp)
         &row, run,
         (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9,
         "rt/s");
+    bench_row_cost(&row, &run->sys_begin, &run->sys_end,
+                   (double)(atomic_load(&run->t_end) -
+                            atomic_load(&run->t_begin)) /
+                       1e9);
     bench_row_add(&row);
     bench_run_free(run);
 }
@@ -632,6 +636,7 @@ nats_rpc(int nreq, int nresp)
     natsSubscription *rs[16] = {0};
     struct nreq *q = calloc(2, sizeof(*q));
     struct nrpc rpc;
+    struct bench_sys sys_begin = {0}, sys_end = {0};
     struct bench_row row = {0};
     struct bench_hist *h = calloc(1, sizeof(*h));
     int nq = nreq > 1 ? 2 : 1;
@@ -669,9 +674,11 @@ nats_rpc(int nreq, int nresp)
             s = nreq_send(&q[i], j);
     if (s == NATS_OK) {
         bench_sleep_ns((uint64_t)(bench_opt.warm * 1e9));
+        bench_sys_read(&sys_begin);
         atomic_store(&rpc.t_begin, bench_now_ns());
         bench_sleep_ns((uint64_t)(bench_opt.secs * 1e9));
         atomic_store(&rpc.t_end, bench_now_ns());
+        bench_sys_read(&sys_end);
     }
     atomic_store(&rpc.stop, 1);
     for (int i = 0; i < nq; i++) {
@@ -703,6 +710,7 @@ nats_rpc(int nreq, int nresp)
              s != NATS_OK ? natsStatus_GetText(s)
              : errors     ? "a publish failed"
                           : "reply subject per request, 2 conns carry them");
+    bench_row_cost(&row, &sys_begin, &sys_end, secs);
     bench_row_add(&row);
     free(q);
     free(h);
