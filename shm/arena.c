@@ -5,7 +5,9 @@
  *
  * Runs: cells 1..bump-1 are a sequence of runs, each head tag holding the
  * run's length, so a walk from cell 1 visits every head; cells from bump on
- * were never handed out (so never paged in).  A run's body cells carry no tag
+ * are nobody's (never handed out, or given back whole: an extent's rest that
+ * ended at bump, a FREE run a walk found ending there), and their tags are
+ * never read until bump passes them again.  A run's body cells carry no tag
  * and no link: an allocation is tagged with one store, and its data is one
  * memcpy away.  A new head is tagged before the run it is cut from shrinks
  * (release), and heads disappear (neighbours merge) only under the arena
@@ -13,7 +15,7 @@
  * split their own runs.
  *
  * Pool (arena lock): FREE runs listed by exact length up to
- * SHM_ARENA_CLASSES, longer ones on one list, then the never-used cells.  A
+ * SHM_ARENA_CLASSES, longer ones on one list, then the cells from bump.  A
  * request takes a run of its length, else a long run, else never-used cells
  * (arena_find_locked).  Neighbouring FREE runs are merged by a walk, run once
  * bump/8 cells came back since the last one, and when a request finds
@@ -28,16 +30,19 @@
  * it.  Neither touches more than the run's head cell, its tag and w's slot.
  * A refill brings runs of n exactly from the pool, or a new extent of at
  * most ARENA_BATCH cells (a whole number of runs of n).  Once the lists hold
- * more than arena_spill_at() cells (cap / 64, within 64..2048: room for a push
- * or pop batch of 100 runs of 5 cells to cycle through the cache without the
- * lock), they spill: the length just freed keeps half of that, the others 1/64
- * of it each.  Runs longer than SHM_ARENA_CLASSES are taken from the extent if
- * it is long enough, else from the pool; freed, they stay CACHE(w) on
- * slot->long_free until w's next arena call (or shm_arena_flush), then go
- * back to the pool.  "taken" counts
- * cells out of the pool, caches included, and the arena holds cap cells, so
- * caches count against the node cap too: at most arena_spill_at() + ARENA_BATCH
- * cells (136 KiB at most) a worker that another worker cannot use.
+ * more than a->spill_at cells they spill: the length just freed keeps half
+ * of that, the others 1/64 of it each.  Runs longer than SHM_ARENA_CLASSES
+ * are taken from the extent if it is long enough, else from the pool;
+ * freed, they stay CACHE(w) on slot->long_free until w's next arena call
+ * (or shm_arena_flush), then go back to the pool.  "taken" counts cells out
+ * of the pool, caches included, and the arena holds cap cells, so caches
+ * count against the node cap too: at most spill_at + ARENA_BATCH cells a
+ * worker that another worker cannot use.  spill_at is cap / 64 within
+ * 64..2048 (room for a push or pop batch of 100 runs of 5 cells to cycle
+ * through the cache without the lock), cut down where the caches of every
+ * worker would not fit in the cap/32 that pushes leave free: an idle
+ * worker's cache then never makes a push that push_room admitted fail
+ * (arena_cache_bounds, at create).
  *
  * Crash safety (a worker killed at any instruction): the tags are the truth,
  * the lists and the slot's bookkeeping are derived.
@@ -65,8 +70,8 @@
 #include "shm/region.h"
 #include "shm/slot.h"
 
-#define ARENA_BATCH     128 /* cells of a new extent */
-#define ARENA_SPILL_MIN 64  /* arena_spill_at() bounds, cells */
+#define ARENA_BATCH     128 /* cells of a refill, at most */
+#define ARENA_SPILL_MIN 64  /* spill_at bounds, cells, where the cap allows */
 #define ARENA_SPILL_MAX 2048
 _Static_assert(SHM_ARENA_CLASSES < ARENA_BATCH, "an extent fits a class");
 
@@ -145,6 +150,25 @@ arena_layout(const struct shm_params *p, size_t *tags_off, size_t *cells_off)
     return cells;
 }
 
+/* arena_cache_bounds - a->spill_at (see the file comment): cap / 64 within
+ * ARENA_SPILL_MIN..ARENA_SPILL_MAX, cut down so that spill_at + ARENA_BATCH
+ * of every worker fit in cap/32, or to one class's run in an arena too small
+ * for that (under 384 KiB a worker). */
+static void
+arena_cache_bounds(struct shm_arena *a, uint32_t workers)
+{
+    uint32_t budget = a->cap / 32 / (workers > 0 ? workers : 1);
+    uint32_t at = a->cap / 64;
+
+    at = at < ARENA_SPILL_MIN   ? ARENA_SPILL_MIN
+         : at > ARENA_SPILL_MAX ? ARENA_SPILL_MAX
+                                : at;
+    if (at + ARENA_BATCH > budget)
+        at = budget > ARENA_BATCH + SHM_ARENA_CLASSES ? budget - ARENA_BATCH
+                                                      : SHM_ARENA_CLASSES;
+    a->spill_at = at;
+}
+
 /* shm_arena_region_size - see region.h: header, tags, cells 0..cap. */
 size_t
 shm_arena_region_size(const struct shm_params *p)
@@ -164,6 +188,7 @@ shm_arena_region_init(struct shm_seg *seg, const struct shm_params *p)
     size_t cells = arena_layout(p, &tags_off, &cells_off);
 
     a->cap = (uint32_t)(cells - 1);
+    arena_cache_bounds(a, p->workers);
     a->bump = 1;
     a->dirty = 0;
     memset(a->pool, 0, sizeof(a->pool));
@@ -236,7 +261,12 @@ arena_walk_locked(struct shm_arena *a, int reap_w)
         }
         c += len;
     }
-    if (run != 0)
+    if (run != 0 && run + run_len == a->bump) {
+        /* Free up to bump: one with the cells above it again, for a request
+         * longer than either. */
+        a->bump = run;
+        nfree -= run_len;
+    } else if (run != 0)
         pool_push_locked(a, run, run_len);
     atomic_store_explicit(&a->taken, a->bump - 1 - nfree, memory_order_relaxed);
     a->dirty = 0;
@@ -358,14 +388,23 @@ pool_carve_locked(struct shm_arena *a, uint32_t h, uint32_t len, uint32_t k,
     taken_add(a, k);
 }
 
-/* cache_drop_ext_locked - w's extent goes back to the pool. */
+/* cache_drop_ext_locked - w's extent goes back: to the never-used cells if
+ * it ends where they begin (the next extent then starts where this one
+ * stopped, and no hole shorter than the runs asked is left between them:
+ * 3 cells of every 128 for 256-byte messages), else to the pool.  A walk
+ * stops at bump, so the rest's stale tag is never read; bump tags a run
+ * before it passes it again. */
 static uint32_t
 cache_drop_ext_locked(struct shm_arena *a, struct shm_slot *s)
 {
     uint32_t k = s->ext_len;
 
     if (k != 0) {
-        pool_put_locked(a, s->ext, k);
+        if (s->ext + k == a->bump) {
+            a->bump = s->ext;
+            taken_add(a, -(int64_t)k);
+        } else
+            pool_put_locked(a, s->ext, k);
         s->ext = 0;
         s->ext_len = 0;
         cache_count_add(s, -(int64_t)k);
@@ -404,18 +443,6 @@ long_release(struct shm_seg *seg, struct shm_slot *s)
         return;
     long_release_locked(a, s);
     shm_unlock(&a->lock);
-}
-
-/* arena_spill_at - cells w's lists may hold before they spill (a spill
- * leaves at most 1/2 + 15/64 of it: room before the next one). */
-static inline uint32_t
-arena_spill_at(const struct shm_arena *a)
-{
-    uint32_t at = a->cap / 64;
-
-    return at < ARENA_SPILL_MIN   ? ARENA_SPILL_MIN
-           : at > ARENA_SPILL_MAX ? ARENA_SPILL_MAX
-                                  : at;
 }
 
 /*
@@ -632,14 +659,14 @@ shm_arena_link(struct shm_seg *seg, uint32_t head)
             SHM_TAG_RUN(SHM_TAG_LINKED, 0, *head_word(a, head)));
 }
 
-/* arena_spill - w's lists are past arena_spill_at() cells, the last run
+/* arena_spill - w's lists are past a->spill_at cells, the last run
  * freed hot cells long: they go back to the pool but for the most recently
  * freed half of that of length hot, and 1/64 of it of each other length. */
 static void
 arena_spill(struct shm_seg *seg, struct shm_slot *s, uint32_t hot)
 {
     struct shm_arena *a = arena_of(seg);
-    uint32_t at = arena_spill_at(a);
+    uint32_t at = a->spill_at;
 
     if (shm_lock(seg, &a->lock, arena_rebuild, NULL) != 0)
         return;
@@ -683,7 +710,7 @@ shm_arena_free(struct shm_seg *seg, int w, uint32_t head)
     cache_count_add(s, len);
     if (atomic_load_explicit(&s->cache_count, memory_order_relaxed) -
             s->ext_len >
-        arena_spill_at(a))
+        a->spill_at)
         arena_spill(seg, s, len);
 }
 

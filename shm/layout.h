@@ -87,6 +87,11 @@ _Static_assert(SHM_MAX_WORKERS <= 64, "tag worker bits");
  *    80     8  tags_off   master, at create    immutable (from region)
  *    88     8  cells_off  master, at create    immutable (from region)
  *    96    68  pool[]     lock holder          lock
+ *   164     4  spill_at   master, at create    immutable (cells a worker's
+ *                                              lists hold before they spill)
+ * spill_at + 128 (a refill) bounds what one worker's cache holds; spill_at
+ * is sized at create so that the caches of all workers fit in the cap/32
+ * that pushes leave free (shm/broker.c push_room).
  * pool[c] (1 <= c <= SHM_ARENA_CLASSES) lists FREE runs of exactly c cells,
  * pool[0] the longer ones, linked through the first word of their head cell.
  * taken counts cells below bump not FREE (allocated or in a worker cache):
@@ -104,11 +109,13 @@ struct shm_arena {
     uint64_t tags_off;
     uint64_t cells_off;
     uint32_t pool[SHM_ARENA_CLASSES + 1];
+    uint32_t spill_at;
 };
 _Static_assert(sizeof(pthread_mutex_t) <= 64, "shm_arena layout");
 _Static_assert(offsetof(struct shm_arena, bump) == 64, "shm_arena");
 _Static_assert(offsetof(struct shm_arena, taken) == 72, "shm_arena");
 _Static_assert(offsetof(struct shm_arena, cells_off) == 88, "shm_arena");
 _Static_assert(offsetof(struct shm_arena, pool) == 96, "shm_arena");
+_Static_assert(offsetof(struct shm_arena, spill_at) == 164, "shm_arena");
 
 #endif

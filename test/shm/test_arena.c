@@ -342,6 +342,63 @@ Test(shm_arena, holes_freed_by_another_worker_are_reused)
     cr_assert_geq(got + 64, freed, "got %u of %u", got, freed);
 }
 
+/* hoard - worker w takes n runs of 5 cells and frees them, stopping where
+ * its cache holds the most it will (just under the level that spilled);
+ * the rest stay allocated, as messages held. */
+static void
+hoard(struct shm_seg *seg, int w, uint32_t *heads, uint32_t n)
+{
+    _Atomic uint32_t *count = &shm_slot(seg, w)->cache_count;
+    uint32_t i, peak = 0;
+
+    for (i = 0; i < n; i++)
+        cr_assert_eq(shm_arena_alloc(seg, w, 5, &heads[i]), 0);
+    for (i = 0; i < n; i++) {
+        uint32_t before = atomic_load(count);
+        shm_arena_free(seg, w, heads[i]);
+        if (atomic_load(count) < before)
+            break;
+        peak = atomic_load(count);
+    }
+    cr_assert_lt(i, n, "worker %d's cache never spilled", w);
+    for (i++; i < n && atomic_load(count) + 5 <= peak; i++)
+        shm_arena_free(seg, w, heads[i]);
+}
+
+/* What idle workers keep in their caches fits in the 1/32 of the cap that
+ * pushes leave free: a push the cap admits (shm/broker.c push_room) finds
+ * its cells. */
+Test(shm_arena, idle_workers_caches_fit_the_headroom)
+{
+    static uint32_t heads[3][1000];
+    struct shm_seg seg;
+    uint64_t cap = (uint64_t)64 * 1024 * SHM_CELL_BYTES; /* 4 MiB */
+    uint32_t h;
+
+    arena_setup(&seg, 64 * 1024); /* four workers */
+    for (int w = 1; w <= 3; w++)
+        hoard(&seg, w, heads[w - 1], 1000);
+    while (shm_arena_used_bytes(&seg) + 5 * SHM_CELL_BYTES + cap / 32 <= cap)
+        cr_assert_eq(shm_arena_alloc(&seg, 0, 5, &h), 0,
+                     "an admitted push failed with %llu of %llu bytes used",
+                     (unsigned long long)shm_arena_used_bytes(&seg),
+                     (unsigned long long)cap);
+}
+
+/* Runs of one length (256-byte messages are 5 cells) fill the arena to its
+ * last whole run: an extent's rest shorter than a run goes back to the
+ * cells above bump, where the next extent starts, not into a hole. */
+Test(shm_arena, runs_of_one_length_fill_the_arena)
+{
+    struct shm_seg seg;
+    uint32_t h, n = 0;
+
+    arena_setup(&seg, CAP);
+    while (shm_arena_alloc(&seg, 0, 5, &h) == 0)
+        n++;
+    cr_assert_eq(n, CAP / 5, "%u runs of 5 in %u cells", n, CAP);
+}
+
 /*
  * The crash tests.  A child allocates, writes, links into a shared root
  * table, unlinks and frees in a loop, with chains large enough to refill
