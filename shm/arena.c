@@ -16,7 +16,7 @@
  *
  * Pool (arena lock): FREE runs listed by exact length up to
  * SHM_ARENA_CLASSES, longer ones on one list, then the cells from bump.  A
- * request takes a run of its length, else a long run, else never-used cells
+ * request takes a run of its length, else a long run, else the cells from bump
  * (arena_find_locked).  Neighbouring FREE runs are merged by a walk, run once
  * bump/8 cells came back since the last one, and when a request finds
  * nothing.  The arena's word of a run's head cell holds the run's length
@@ -29,20 +29,21 @@
  * of a run of at most SHM_ARENA_CLASSES cells retags it CACHE(w) and pushes
  * it.  Neither touches more than the run's head cell, its tag and w's slot.
  * A refill brings runs of n exactly from the pool, or a new extent of at
- * most ARENA_BATCH cells (a whole number of runs of n).  Once the lists hold
+ * most a->batch cells (a whole number of runs of n).  Once the lists hold
  * more than a->spill_at cells they spill: the length just freed keeps half
  * of that, the others 1/64 of it each.  Runs longer than SHM_ARENA_CLASSES
  * are taken from the extent if it is long enough, else from the pool;
  * freed, they stay CACHE(w) on slot->long_free until w's next arena call
  * (or shm_arena_flush), then go back to the pool.  "taken" counts cells out
  * of the pool, caches included, and the arena holds cap cells, so caches
- * count against the node cap too: at most spill_at + ARENA_BATCH cells a
- * worker that another worker cannot use.  spill_at is cap / 64 within
- * 64..2048 (room for a push or pop batch of 100 runs of 5 cells to cycle
- * through the cache without the lock), cut down where the caches of every
- * worker would not fit in the cap/32 that pushes leave free: an idle
- * worker's cache then never makes a push that push_room admitted fail
- * (arena_cache_bounds, at create).
+ * count against the node cap too: at most spill_at + batch cells a worker
+ * that another worker cannot use.  arena_cache_bounds() sizes the two at
+ * create: spill_at cap / 64 within 64..2048 (room for a push or pop batch
+ * of 100 runs of 5 cells to cycle through the cache without the lock) and
+ * batch 128, both cut down where the caches of every worker would not fit
+ * in the cap/32 that pushes leave free, so that an idle worker's cache
+ * never makes a push that push_room admitted fail (down to 16 + 16 cells a
+ * worker: below 64 KiB of cap a worker, caches can exceed that share).
  *
  * Crash safety (a worker killed at any instruction): the tags are the truth,
  * the lists and the slot's bookkeeping are derived.
@@ -70,7 +71,7 @@
 #include "shm/region.h"
 #include "shm/slot.h"
 
-#define ARENA_BATCH     128 /* cells of a refill, at most */
+#define ARENA_BATCH     128 /* cells of a refill, where the cap allows */
 #define ARENA_SPILL_MIN 64  /* spill_at bounds, cells, where the cap allows */
 #define ARENA_SPILL_MAX 2048
 _Static_assert(SHM_ARENA_CLASSES < ARENA_BATCH, "an extent fits a class");
@@ -150,23 +151,27 @@ arena_layout(const struct shm_params *p, size_t *tags_off, size_t *cells_off)
     return cells;
 }
 
-/* arena_cache_bounds - a->spill_at (see the file comment): cap / 64 within
- * ARENA_SPILL_MIN..ARENA_SPILL_MAX, cut down so that spill_at + ARENA_BATCH
- * of every worker fit in cap/32, or to one class's run in an arena too small
- * for that (under 384 KiB a worker). */
+/* arena_cache_bounds - a->spill_at and a->batch (see the file comment):
+ * cap / 64 within ARENA_SPILL_MIN..ARENA_SPILL_MAX and ARENA_BATCH, cut
+ * down so that both of every worker fit in cap/32 together (workers: the
+ * worker slots; the master's slot allocates rarely and is left out), to
+ * no less than one run of the longest class each. */
 static void
 arena_cache_bounds(struct shm_arena *a, uint32_t workers)
 {
     uint32_t budget = a->cap / 32 / (workers > 0 ? workers : 1);
-    uint32_t at = a->cap / 64;
+    uint32_t at = a->cap / 64, batch = ARENA_BATCH;
 
     at = at < ARENA_SPILL_MIN   ? ARENA_SPILL_MIN
          : at > ARENA_SPILL_MAX ? ARENA_SPILL_MAX
                                 : at;
-    if (at + ARENA_BATCH > budget)
-        at = budget > ARENA_BATCH + SHM_ARENA_CLASSES ? budget - ARENA_BATCH
-                                                      : SHM_ARENA_CLASSES;
+    if (batch > budget / 2)
+        batch = budget / 2 > SHM_ARENA_CLASSES ? budget / 2 : SHM_ARENA_CLASSES;
+    if (at + batch > budget)
+        at = budget > batch + SHM_ARENA_CLASSES ? budget - batch
+                                                : SHM_ARENA_CLASSES;
     a->spill_at = at;
+    a->batch = batch;
 }
 
 /* shm_arena_region_size - see region.h: header, tags, cells 0..cap. */
@@ -223,8 +228,9 @@ pool_put_locked(struct shm_arena *a, uint32_t h, uint32_t len)
 /*
  * arena_walk_locked - visit every run below bump in address order: free
  * worker reap_w's runs (reap_w >= 0), merge neighbouring FREE runs, and
- * rebuild the pool lists and taken from the tags alone.  A run a live worker
- * splits meanwhile is seen whole or split, never FREE.
+ * rebuild the pool lists and taken from the tags alone; a FREE run ending
+ * at bump lowers bump instead of being listed.  A run a live worker splits
+ * meanwhile is seen whole or split, never FREE.
  */
 static void
 arena_walk_locked(struct shm_arena *a, int reap_w)
@@ -320,7 +326,7 @@ pool_long_locked(struct shm_arena *a, uint32_t n, int best, uint32_t *len)
     return h;
 }
 
-/* pool_bump_locked - a FREE run of n to want never-used cells, 0 if fewer
+/* pool_bump_locked - a FREE run of n to want cells from bump, 0 if fewer
  * than n are left. */
 static uint32_t
 pool_bump_locked(struct shm_arena *a, uint32_t n, uint32_t want, uint32_t *len)
@@ -354,7 +360,7 @@ pool_class_locked(struct shm_arena *a, uint32_t n, int exact, uint32_t *len)
 }
 
 /* pool_find_locked - a FREE run of at least n cells: of n exactly, long,
- * never-used, or of a longer class, in that order.  0 if none. */
+ * from bump, or of a longer class, in that order.  0 if none. */
 static uint32_t
 pool_find_locked(struct shm_arena *a, uint32_t n, uint32_t want, int best,
                  uint32_t *len)
@@ -388,7 +394,7 @@ pool_carve_locked(struct shm_arena *a, uint32_t h, uint32_t len, uint32_t k,
     taken_add(a, k);
 }
 
-/* cache_drop_ext_locked - w's extent goes back: to the never-used cells if
+/* cache_drop_ext_locked - w's extent goes back: to the cells from bump if
  * it ends where they begin (the next extent then starts where this one
  * stopped, and no hole shorter than the runs asked is left between them:
  * 3 cells of every 128 for 256-byte messages), else to the pool.  A walk
@@ -503,7 +509,7 @@ cache_spill_locked(struct shm_arena *a, struct shm_slot *s, uint32_t hot,
 /*
  * arena_find_locked - a FREE run of at least n cells, up to want (see
  * pool_long_locked for best), by pool_find_locked: holes of the length asked
- * are filled first, then long runs are carved, then never-used cells (so the
+ * are filled first, then long runs are carved, then cells from bump (so the
  * arena's resident part grows only by what could not be reused).  Before
  * that, a walk merges FREE neighbours if a ninth of the cells below bump came
  * back since the last one (a queue frees its messages in the order they were
@@ -537,8 +543,8 @@ arena_find_locked(struct shm_arena *a, struct shm_slot *s, uint32_t n,
 
 /*
  * arena_refill - give w's cache a run of n <= SHM_ARENA_CLASSES cells: up to
- * ARENA_BATCH cells of runs of n exactly if the pool has them, else a new
- * extent of up to ARENA_BATCH cells (the old one, shorter than n, went back
+ * a->batch cells of runs of n exactly if the pool has them, else a new
+ * extent of up to a->batch cells (the old one, shorter than n, went back
  * first).  -ENOBUFS if none is left.
  */
 static int
@@ -553,7 +559,7 @@ arena_refill(struct shm_seg *seg, struct shm_slot *s, int w, uint32_t n)
     if ((rc = shm_lock(seg, &a->lock, arena_rebuild, NULL)) != 0)
         return rc;
     cache_drop_ext_locked(a, s);
-    if ((h = arena_find_locked(a, s, n, ARENA_BATCH, 0, &len)) == 0) {
+    if ((h = arena_find_locked(a, s, n, a->batch, 0, &len)) == 0) {
         rc = -ENOBUFS;
         goto out;
     }
@@ -563,7 +569,7 @@ arena_refill(struct shm_seg *seg, struct shm_slot *s, int w, uint32_t n)
             *head_word(a, h) = s->cache[n - 1];
             s->cache[n - 1] = h;
             got += n;
-            if (got + n > ARENA_BATCH || a->pool[n] == 0)
+            if (got + n > a->batch || a->pool[n] == 0)
                 break;
             h = pool_pop_locked(a, n);
         }
@@ -571,7 +577,7 @@ arena_refill(struct shm_seg *seg, struct shm_slot *s, int w, uint32_t n)
     } else {
         /* A whole number of runs of n from a longer run: runs of n alone
          * then leave no rest behind between extents. */
-        got = len <= ARENA_BATCH ? len : ARENA_BATCH - ARENA_BATCH % n;
+        got = len <= a->batch ? len : a->batch - a->batch % n;
         pool_carve_locked(a, h, len, got, SHM_TAG(SHM_TAG_CACHE, w));
         s->ext = h;
         s->ext_len = got;

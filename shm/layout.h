@@ -59,8 +59,9 @@ _Static_assert(sizeof(struct shm_params) == 80, "shm_params layout");
  *   bits 8-31  run length in cells, 1..SHM_RUN_MAX
  * A run changes hands with one store to its head tag.  Cells 1..bump-1 are
  * always a sequence of runs, each head's length leading to the next head, so
- * a walk from cell 1 finds every run (shm_arena_reap, lock repair).  FREE is
- * 0: cells beyond bump, never handed out, read FREE with length 0.
+ * a walk from cell 1 finds every run (shm_arena_reap, lock repair).  Tags
+ * from bump on are not read: those cells are nobody's (never handed out, or
+ * given back whole at the end; their tags may be stale).
  */
 #define SHM_TAG_FREE               0u
 #define SHM_TAG_CACHE              1u /* in worker w's cache */
@@ -78,7 +79,8 @@ _Static_assert(SHM_MAX_WORKERS <= 64, "tag worker bits");
  * struct shm_arena - start of the ARENA region; tags and cells follow.
  *   off  size  field      written by           protected by
  *     0    40  lock       -                    robust, pshared (leaf lock)
- *    64     4  bump       refill, long alloc   lock (next never-used cell)
+ *    64     4  bump       lock holder          lock (cells from bump on
+ *                                              are nobody's)
  *    68     4  cap        master, at create    immutable (cells)
  *    72     4  taken      alloc/free paths     lock; atomic for readers
  *                         under the lock
@@ -89,9 +91,10 @@ _Static_assert(SHM_MAX_WORKERS <= 64, "tag worker bits");
  *    96    68  pool[]     lock holder          lock
  *   164     4  spill_at   master, at create    immutable (cells a worker's
  *                                              lists hold before they spill)
- * spill_at + 128 (a refill) bounds what one worker's cache holds; spill_at
- * is sized at create so that the caches of all workers fit in the cap/32
- * that pushes leave free (shm/broker.c push_room).
+ *   168     4  batch      master, at create    immutable (cells of a refill)
+ * spill_at + batch bounds what one worker's cache holds; both are sized at
+ * create so that the caches of all workers fit in the cap/32 that pushes
+ * leave free (shm/broker.c push_room), down to 16 + 16 cells a worker.
  * pool[c] (1 <= c <= SHM_ARENA_CLASSES) lists FREE runs of exactly c cells,
  * pool[0] the longer ones, linked through the first word of their head cell.
  * taken counts cells below bump not FREE (allocated or in a worker cache):
@@ -110,6 +113,7 @@ struct shm_arena {
     uint64_t cells_off;
     uint32_t pool[SHM_ARENA_CLASSES + 1];
     uint32_t spill_at;
+    uint32_t batch;
 };
 _Static_assert(sizeof(pthread_mutex_t) <= 64, "shm_arena layout");
 _Static_assert(offsetof(struct shm_arena, bump) == 64, "shm_arena");
@@ -117,5 +121,6 @@ _Static_assert(offsetof(struct shm_arena, taken) == 72, "shm_arena");
 _Static_assert(offsetof(struct shm_arena, cells_off) == 88, "shm_arena");
 _Static_assert(offsetof(struct shm_arena, pool) == 96, "shm_arena");
 _Static_assert(offsetof(struct shm_arena, spill_at) == 164, "shm_arena");
+_Static_assert(offsetof(struct shm_arena, batch) == 168, "shm_arena");
 
 #endif

@@ -385,6 +385,24 @@ Test(shm_arena, idle_workers_caches_fit_the_headroom)
                      (unsigned long long)cap);
 }
 
+/* The same in an arena too small for 128-cell refills: idle workers that
+ * took one run each hold the rest of a shorter extent. */
+Test(shm_arena, idle_extents_fit_the_headroom_in_a_small_arena)
+{
+    struct shm_seg seg;
+    uint64_t cap = (uint64_t)CAP * SHM_CELL_BYTES;
+    uint32_t h;
+
+    arena_setup(&seg, CAP);
+    for (int w = 1; w <= 3; w++) /* one message each, then idle */
+        cr_assert_eq(shm_arena_alloc(&seg, w, 5, &h), 0);
+    while (shm_arena_used_bytes(&seg) + 5 * SHM_CELL_BYTES + cap / 32 <= cap)
+        cr_assert_eq(shm_arena_alloc(&seg, 0, 5, &h), 0,
+                     "an admitted push failed with %llu of %llu bytes used",
+                     (unsigned long long)shm_arena_used_bytes(&seg),
+                     (unsigned long long)cap);
+}
+
 /* Runs of one length (256-byte messages are 5 cells) fill the arena to its
  * last whole run: an extent's rest shorter than a run goes back to the
  * cells above bump, where the next extent starts, not into a hole. */
