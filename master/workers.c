@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -26,6 +27,44 @@
 #define RESPAWN_MAX_MS 5000
 #define YOUNG_MS       2000  /* dying sooner than this doubles the backoff */
 #define WATCHDOG_MS    15000 /* a worker silent this long is killed */
+
+static int
+int_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+
+    return (x > y) - (x < y);
+}
+
+/*
+ * close_inherited - in a new worker, close every descriptor but the ones it
+ * uses: the standard three, the client listening socket, the segment's
+ * eventfds and a log file.  The rest are the master's (raft log, cluster
+ * sockets, its epoll, signalfd and timer, the segment's memfds): a worker
+ * holding a copy of a peer connection would keep it open after the master
+ * closes it, and a respawned worker would inherit whatever the master had
+ * open at that moment.
+ */
+static void
+close_inherited(const struct master *m)
+{
+    int keep[SHM_MAX_WORKERS + 2], n = 0;
+    unsigned lo = 3;
+
+    keep[n++] = m->ws.listen_fd;
+    keep[n++] = log_file_fd();
+    for (int i = 0; i < m->nworkers; i++)
+        keep[n++] = m->seg.wake_fd[i];
+    qsort(keep, (size_t)n, sizeof(keep[0]), int_cmp);
+    for (int i = 0; i < n; i++) {
+        if (keep[i] < (int)lo)
+            continue; /* -1, a standard stream, or a duplicate */
+        if ((unsigned)keep[i] > lo)
+            close_range(lo, (unsigned)keep[i] - 1, 0);
+        lo = (unsigned)keep[i] + 1;
+    }
+    close_range(lo, ~0u, 0);
+}
 
 int
 master_spawn(struct master *m, int slot)
@@ -58,6 +97,7 @@ master_spawn(struct master *m, int slot)
         }
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        close_inherited(m);
         snprintf(role, sizeof(role), "worker%d", slot);
         log_set_role(role);
         struct worker_settings ws = m->ws;

@@ -41,6 +41,12 @@ log_set_role(const char *role)
     }
 }
 
+int
+log_file_fd(void)
+{
+    return log_fd == STDERR_FILENO ? -1 : log_fd;
+}
+
 void
 log_set_level(enum log_level level)
 {

@@ -35,6 +35,11 @@ int log_parse_level(const char *name, enum log_level *out);
 int log_open(const char *target);
 int log_reopen(void);
 
+/* log_file_fd - the descriptor of a log file this process opened, else -1
+ * (stderr is 2; syslog's socket is the C library's, made again by
+ * log_set_role()). */
+int log_file_fd(void);
+
 /*
  * err is an errno value (0 for none): its strerror is appended.  Passing it
  * apart keeps errno from being clobbered by the formatting itself.

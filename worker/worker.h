@@ -2,8 +2,9 @@
  * worker.h - the contract between the master and the worker processes it
  * forks (the one header master/ includes from worker/).
  *
- * A worker inherits the segment mapping, its eventfd and the listening
- * socket over fork(); it serves client HTTP in one epoll loop until SIGTERM
+ * A worker inherits the segment mapping, the workers' eventfds and the
+ * listening socket over fork() (master_spawn closes the master's other
+ * descriptors in it); it serves client HTTP in one epoll loop until SIGTERM
  * (drain: stop accepting, answer parked pops, finish in-flight requests,
  * exit 0) or until the master dies (PR_SET_PDEATHSIG).  SIGHUP reopens the
  * log.  Exit status: 0 after a drain, 1 on a fatal error.

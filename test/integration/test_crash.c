@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -291,4 +292,66 @@ Test(crash, killed_workers_come_back_and_lose_no_answered_push, .timeout = 240)
         free(l.popped.v[i]);
     free(l.pushed.v);
     free(l.popped.v);
+}
+
+/* shared_sockets - how many sockets pid holds that the master also holds,
+ * and (in *in_dir) how many of its descriptors above the standard three
+ * name a file under the node's data dir (the raft log). */
+static int
+shared_sockets(const struct itest_node *n, pid_t pid, int *in_dir)
+{
+    char master[256][512], path[64], link[512];
+    int nm = 0, shared = 0;
+
+    *in_dir = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        pid_t p = pass == 0 ? n->pid : pid;
+        for (int fd = 3; fd < 256; fd++) {
+            snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)p, fd);
+            ssize_t k = readlink(path, link, sizeof(link) - 1);
+            if (k <= 0)
+                continue;
+            link[k] = '\0';
+            if (pass == 0 && strncmp(link, "socket:", 7) == 0 && nm < 256)
+                snprintf(master[nm++], sizeof(master[0]), "%s", link);
+            if (pass == 1 && strncmp(link, n->dir, strlen(n->dir)) == 0)
+                (*in_dir)++;
+            for (int i = 0; pass == 1 && i < nm; i++)
+                shared += strcmp(master[i], link) == 0;
+        }
+    }
+    return shared;
+}
+
+/* A worker, first forked or forked again after a crash, holds of the
+ * master's descriptors only the client listening socket: a copy of a
+ * cluster socket would keep it open after the master closes it. */
+Test(crash, workers_hold_only_the_client_socket_of_the_masters)
+{
+    struct itest_node n;
+    pid_t w[ITEST_NODE_MAX_WORKERS], old[2];
+    int in_dir;
+
+    itest_node_start(&n, "workers=2");
+    cr_assert_eq(itest_node_workers(&n, w, ITEST_NODE_MAX_WORKERS), 2);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(shared_sockets(&n, w[i], &in_dir), 1,
+                     "worker %d shares %d sockets with the master", (int)w[i],
+                     shared_sockets(&n, w[i], &in_dir));
+        cr_assert_eq(in_dir, 0, "worker %d holds %d files of the data dir",
+                     (int)w[i], in_dir);
+    }
+    old[0] = w[0];
+    old[1] = w[1];
+    cr_assert_eq(kill(old[0], SIGKILL), 0);
+    wait_two_workers(&n, old[0], old[1], w);
+    pid_t fresh = w[0] == old[1] ? w[1] : w[0];
+    cr_assert_eq(shared_sockets(&n, fresh, &in_dir), 1,
+                 "the respawned worker shares %d sockets with the master",
+                 shared_sockets(&n, fresh, &in_dir));
+    cr_assert_eq(in_dir, 0,
+                 "the respawned worker holds %d files of the data "
+                 "dir",
+                 in_dir);
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
 }
