@@ -17,6 +17,7 @@
 #include "shm/dir.h"
 #include "shm/due.h"
 #include "shm/lock.h"
+#include "shm/log.h"
 #include "shm/region.h"
 #include "shm/ring.h"
 #include "shm/stats.h"
@@ -26,6 +27,7 @@
 #define BROKER_TRIES    16    /* lookups retried after a concurrent free */
 #define BROKER_STACK    64    /* partitions listed without malloc */
 #define MAINTAIN_BUDGET 16384 /* records one shm_maintain call visits */
+#define RELIEF_IDLE_MS  1000  /* idle, for a queue collected under pressure */
 #define BROKER_GRP_SEED 0x67726f7570ULL
 
 /* A handle: kind (bit 63: partition), record index, generation. */
@@ -1408,14 +1410,63 @@ maintain_queue(struct shm_seg *seg, uint32_t i, uint64_t now, uint64_t idle_ms)
                   last + idle_ms > now ? last + idle_ms : now + idle_ms);
 }
 
+/*
+ * maintain_relieve - the queue table past 7/8 full: collect empty implicit
+ * queues unpolled for RELIEF_IDLE_MS before their idle time, the longest
+ * idle first (the due heap's order), until it is down to 3/4 or a batch of
+ * MAINTAIN_BUDGET records yields nothing.  A request that names a new queue
+ * in a full table answers 503; this keeps one inbox per request working at
+ * any rate the table holds for a second, where waiting out implicit_idle_s
+ * caps it at max_queues / implicit_idle_s (1,747 a second by default).  An
+ * empty queue loses nothing it holds: its groups' positions are at its end,
+ * where a group made again starts.  Returns the queues collected.
+ */
+static uint32_t
+maintain_relieve(struct shm_seg *seg, uint64_t now)
+{
+    struct shm_dir *d = shm_dir_of(seg);
+    uint32_t before = d->nqueues, low = d->max_queues - d->max_queues / 4;
+    uint32_t *keys, n = 0, got, idx;
+
+    if (before <= d->max_queues - d->max_queues / 8)
+        return 0;
+    if ((keys = malloc(MAINTAIN_BUDGET * sizeof(*keys))) == NULL)
+        return 0;
+    /* Every key taken before any goes back: none is visited twice. */
+    while (n < MAINTAIN_BUDGET &&
+           (got = shm_due_take(seg, UINT64_MAX, keys + n,
+                               MAINTAIN_BUDGET - n < 256 ? MAINTAIN_BUDGET - n
+                                                         : 256)) > 0)
+        n += got;
+    for (uint32_t k = 0; k < n; k++) {
+        if (shm_due_is_part(seg, keys[k], &idx)) {
+            maintain_part(seg, idx, now);
+            continue;
+        }
+        struct shm_queue *q = shm_dir_queue(seg, idx);
+        struct shm_ref qr = {idx, q->gen};
+        if (!atomic_load(&q->alive))
+            continue;
+        if (d->nqueues > low)
+            maintain_collect(seg, qr, now, RELIEF_IDLE_MS);
+        /* Kept: due at once, for the next tick to put it back in its
+         * place (its groups' idle time, its own). */
+        if (queue_same(seg, qr))
+            shm_due_queue(seg, idx, now);
+    }
+    free(keys);
+    return before > d->nqueues ? before - d->nqueues : 0;
+}
+
 /* shm_maintain - see broker.h.  Visits only what the due heap says is due,
  * earliest first, at most MAINTAIN_BUDGET records a call (the rest stay due
- * for the next call), so the master's tick stays short. */
+ * for the next call), so the master's tick stays short; then relieves a
+ * queue table past 7/8 full. */
 int
 shm_maintain(struct shm_seg *seg, uint64_t now)
 {
     uint64_t idle_ms = (uint64_t)shm_params_of(seg)->implicit_idle_s * 1000;
-    uint32_t keys[256], n, done = 0, idx;
+    uint32_t keys[256], n, done = 0, idx, relieved;
 
     while (done < MAINTAIN_BUDGET &&
            (n = shm_due_take(seg, now, keys, 256)) > 0) {
@@ -1429,6 +1480,12 @@ shm_maintain(struct shm_seg *seg, uint64_t now)
     }
     if (done > 0)
         shm_count(seg, SHM_STATS_MASTER, SHM_C_MAINTAIN_VISITS, done);
+    if ((relieved = maintain_relieve(seg, now)) > 0)
+        log_info(0,
+                 "queue table %u of %u: collected %u empty queues before "
+                 "their idle time",
+                 shm_dir_of(seg)->nqueues, shm_dir_of(seg)->max_queues,
+                 relieved);
     return 0;
 }
 

@@ -223,3 +223,37 @@ Test(bounds, node_cap_is_503_ephemeral_unavailable_until_memory_is_freed,
     free(body[0]);
     free(body[1]);
 }
+
+/* One inbox per request, past the size of the queue table (max_bytes / 512
+ * records: 4096 here): empty inboxes idle for a second make room, the
+ * longest idle first, so a client that mints inboxes keeps being answered
+ * (a 503 the table is full for a moment is retried as Retry-After says). */
+Test(bounds, one_inbox_per_request_outlives_the_queue_table, .timeout = 180)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    int retried = 0;
+
+    itest_node_start(&n, "max_bytes=2M");
+    for (int i = 0; i < 10000; i++) {
+        int64_t deadline = itest_now_ms() + 10000;
+        for (;;) {
+            itest_get(&n, &r, "/api/v1/ephemeral/pop?queue=inbox-%d", i);
+            if (r.status != 503)
+                break;
+            assert_retry_after(&r, "503");
+            itest_resp_free(&r);
+            retried++;
+            cr_assert(itest_now_ms() < deadline,
+                      "inbox %d: still 503 after 10 s", i);
+            itest_sleep_ms(100);
+        }
+        cr_assert_eq(r.status, 200, "inbox %d: %ld %s", i, r.status, r.body);
+        cr_assert_eq(itest_jlen(r.json, "messages"), 0);
+        itest_resp_free(&r);
+    }
+    cr_assert(itest_node_log_contains(&n, "empty queues before their idle "
+                                          "time"),
+              "no relief logged (%d retries)", retried);
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}

@@ -358,3 +358,48 @@ Test(shm_due, a_shortening_extend_expires_at_its_new_deadline)
     cr_assert_eq(visits(T0 + 31000), 1);
     cr_assert_eq(counter(SHM_C_REDELIVERY_LEASE_EXPIRED), before + 1);
 }
+
+/* A queue table past 7/8 full: empty queues unpolled for a second go before
+ * their idle time, the longest idle first, down to 3/4; a queue holding a
+ * message stays, and so does one touched within the last second. */
+Test(shm_due, a_full_queue_table_collects_its_longest_idle_empty_queues)
+{
+    struct shm_params p = *shm_params_of(&seg);
+    struct shm_dir *d;
+    char name[32];
+
+    shm_segment_destroy(&seg);
+    p.max_bytes = 1 << 20; /* 2048 queues: relief past 1792, down to 1536 */
+    cr_assert_eq(shm_segment_create(&p, &seg), 0);
+    d = shm_dir_of(&seg);
+    cr_assert_eq(d->max_queues, 2048);
+    push1("held", T0);
+    for (int i = 0; i < 1800; i++) {
+        snprintf(name, sizeof(name), "inbox/%d", i);
+        push1(name, T0 + (uint64_t)i);
+        cr_assert_eq(take(name, T0 + (uint64_t)i), 1);
+    }
+    cr_assert_eq(d->nqueues, 1801);
+    /* At +1.2 s only inbox/0..200 have been idle a second. */
+    cr_assert_eq(shm_maintain(&seg, T0 + 1200), 0);
+    cr_assert_eq(d->nqueues, 1600);
+    cr_assert_eq(depth("inbox/0"), -ENOENT);
+    cr_assert_eq(depth("inbox/200"), -ENOENT);
+    cr_assert_eq(depth("inbox/201"), 0);
+    cr_assert_eq(depth("held"), 1);
+    /* Below 7/8 now: nothing more goes before its idle time. */
+    cr_assert_eq(shm_maintain(&seg, T0 + 5000), 0);
+    cr_assert_eq(d->nqueues, 1600);
+    /* Past 7/8 again: down to 3/4, the longest idle first. */
+    for (int i = 1800; i < 2000; i++) {
+        snprintf(name, sizeof(name), "inbox/%d", i);
+        push1(name, T0 + 5000);
+        cr_assert_eq(take(name, T0 + 5000), 1);
+    }
+    cr_assert_eq(d->nqueues, 1800);
+    cr_assert_eq(shm_maintain(&seg, T0 + 7000), 0);
+    cr_assert_eq(d->nqueues, 1536);
+    cr_assert_eq(depth("inbox/464"), -ENOENT);
+    cr_assert_eq(depth("inbox/465"), 0);
+    cr_assert_eq(depth("held"), 1);
+}
