@@ -642,6 +642,14 @@ pop_any(struct shm_seg *seg, int w, struct shm_ref qr,
     }
     if (parts != stack)
         free(parts);
+    /* About to park: under the queue lock, the record must still be this
+     * queue (see queue_free_locked); else the pop starts over. */
+    if (req->park && taken == 0 && rc == 0) {
+        if (queue_lock(seg, w, qr) == 0)
+            shm_unlock(&q->lock);
+        else
+            rc = -ESTALE;
+    }
     if (req->park && !had && (taken > 0 || rc < 0))
         atomic_fetch_and(&q->waiters, ~(1ULL << w));
     return taken > 0 ? (int)taken : rc;
@@ -665,9 +673,9 @@ shm_pop(struct shm_seg *seg, int worker, const struct shm_pop_req *req,
         atomic_store_explicit(&shm_dir_queue(seg, qr.idx)->last_active, now,
                               RELAXED);
         if (req->part.len == 0)
-            return pop_any(seg, worker, qr, req, h, now, sink);
-        rc = shm_dir_find_part(seg, worker, qr, req->part, 1, now, &pr);
-        if (rc == 0)
+            rc = pop_any(seg, worker, qr, req, h, now, sink);
+        else if ((rc = shm_dir_find_part(seg, worker, qr, req->part, 1, now,
+                                         &pr)) == 0)
             rc = pop_part(seg, worker, qr, pr, req, h, req->batch, req->park,
                           now, sink);
         if (rc != -ESTALE)
@@ -848,6 +856,15 @@ queue_free_locked(struct shm_seg *seg, int w, struct shm_ref qr, uint64_t now,
     uint64_t k = 0, kick = 0;
 
     *freed = 0;
+    /* queue lock: an idle collection looks again at what a pop changes
+     * without it.  A pop that parks raises its waiter bit, then takes this
+     * lock to see the queue is still there (pop_any): either it is seen
+     * here, or the record is gone when the pop gets the lock. */
+    if (idle_ms != 0 && (atomic_load(&q->waiters) != 0 ||
+                         atomic_load(&q->last_active) + idle_ms > now)) {
+        shm_unlock(&q->lock);
+        return 0;
+    }
     for (int t = 0; t < BROKER_TRIES; t++) {
         struct shm_ref stack[BROKER_STACK], *parts;
         uint32_t n = queue_parts(seg, qr, stack, &parts), i;
@@ -1366,10 +1383,12 @@ maintain_groups(struct shm_seg *seg, struct shm_ref qr, uint64_t now,
     return earliest;
 }
 
-/* Collect queue qr if implicit, empty, unleased, unpolled and idle. */
+/* Collect queue qr if implicit, empty, unleased, unpolled and idle; early
+ * (before implicit_idle_s: maintain_relieve), only if forgetting its groups
+ * could change nothing for a reader. */
 static void
 maintain_collect(struct shm_seg *seg, struct shm_ref qr, uint64_t now,
-                 uint64_t idle_ms)
+                 uint64_t idle_ms, int early)
 {
     struct shm_queue *q = shm_dir_queue(seg, qr.idx);
     uint64_t len, bytes, leased, waiting;
@@ -1383,6 +1402,16 @@ maintain_collect(struct shm_seg *seg, struct shm_ref qr, uint64_t now,
         return;
     if (queue_lock(seg, SHM_STATS_MASTER, qr) != 0)
         return;
+    /* queue lock: the registry.  Two groups: the next message would stay
+     * until both read it, and one made again would not hold it.  One that
+     * started at a new or the last message: made again, it would skip
+     * what comes before its next pop. */
+    if (early && (atomic_load(&q->ngroups) > 1 ||
+                  (q->groups != 0 &&
+                   shm_ring_grp(seg, q->groups)->from != SHM_FROM_ALL))) {
+        shm_unlock(&q->lock);
+        return;
+    }
     queue_free_locked(seg, SHM_STATS_MASTER, qr, now, idle_ms, &freed);
 }
 
@@ -1400,7 +1429,7 @@ maintain_queue(struct shm_seg *seg, uint32_t i, uint64_t now, uint64_t idle_ms)
         return;
     if (atomic_load(&q->ngroups) != 0)
         last = maintain_groups(seg, qr, now, idle_ms);
-    maintain_collect(seg, qr, now, idle_ms);
+    maintain_collect(seg, qr, now, idle_ms, 0);
     if (!queue_same(seg, qr))
         return;
     uint64_t active = atomic_load(&q->last_active);
@@ -1417,9 +1446,10 @@ maintain_queue(struct shm_seg *seg, uint32_t i, uint64_t now, uint64_t idle_ms)
  * MAINTAIN_BUDGET records yields nothing.  A request that names a new queue
  * in a full table answers 503; this keeps one inbox per request working at
  * any rate the table holds for a second, where waiting out implicit_idle_s
- * caps it at max_queues / implicit_idle_s (1,747 a second by default).  An
- * empty queue loses nothing it holds: its groups' positions are at its end,
- * where a group made again starts.  Returns the queues collected.
+ * caps it at max_queues / implicit_idle_s (1,747 a second by default).  Only
+ * queues no reader could tell were collected: empty, and knowing at most
+ * one group, which starts at the oldest message held, as it would if made
+ * again (an inbox read in queue mode).  Returns the queues collected.
  */
 static uint32_t
 maintain_relieve(struct shm_seg *seg, uint64_t now)
@@ -1448,7 +1478,7 @@ maintain_relieve(struct shm_seg *seg, uint64_t now)
         if (!atomic_load(&q->alive))
             continue;
         if (d->nqueues > low)
-            maintain_collect(seg, qr, now, RELIEF_IDLE_MS);
+            maintain_collect(seg, qr, now, RELIEF_IDLE_MS, 1);
         /* Kept: due at once, for the next tick to put it back in its
          * place (its groups' idle time, its own). */
         if (queue_same(seg, qr))

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "shm/broker.h"
 #include "shm/dir.h"
 #include "shm/due.h"
+#include "shm/lock.h"
 #include "shm/region.h"
 #include "shm/ring.h"
 #include "shm/segment.h"
@@ -402,4 +404,148 @@ Test(shm_due, a_full_queue_table_collects_its_longest_idle_empty_queues)
     cr_assert_eq(depth("inbox/464"), -ENOENT);
     cr_assert_eq(depth("inbox/465"), 0);
     cr_assert_eq(depth("held"), 1);
+}
+
+/* Resize the suite's segment to 1 MiB: a queue table of 2048, relieved past
+ * 1792, and fill it past that with 1800 inboxes read in queue mode, made at
+ * T0 + 1 ms on (so idle a second from T0 + 1.8 s). */
+static void
+small_table_past_seven_eighths(void)
+{
+    struct shm_params p = *shm_params_of(&seg);
+    char name[32];
+
+    shm_segment_destroy(&seg);
+    p.max_bytes = 1 << 20;
+    cr_assert_eq(shm_segment_create(&p, &seg), 0);
+    for (int i = 0; i < 1800; i++) {
+        snprintf(name, sizeof(name), "inbox/%d", i);
+        push1(name, T0 + 1 + (uint64_t)i);
+        cr_assert_eq(take(name, T0 + 1 + (uint64_t)i), 1);
+    }
+}
+
+/* Pop one of q for group g (created from where), autoAck. */
+static int
+popg(const char *q, const char *g, enum shm_from from, uint64_t now)
+{
+    struct shm_pop_req r = {nm(q), nm("Default"), nm(g), 1, 1, from, 0};
+    struct shm_sink sink = {.buf = sinkbuf, .cap = sizeof(sinkbuf)};
+
+    return shm_pop(&seg, 0, &r, now, &sink);
+}
+
+/* Fan-out (two groups) and a group that started at new messages: empty and
+ * idle, but forgetting them early would lose the next message for one of
+ * them, so the relief keeps them (found in review). */
+Test(shm_due, the_relief_keeps_queues_whose_groups_a_reader_would_miss)
+{
+    small_table_past_seven_eighths();
+    cr_assert_eq(popg("events", "A", SHM_FROM_ALL, T0), 0);
+    cr_assert_eq(popg("events", "B", SHM_FROM_ALL, T0), 0);
+    cr_assert_eq(popg("feed", "C", SHM_FROM_NEW, T0), 0);
+    cr_assert_eq(shm_maintain(&seg, T0 + 5000), 0);
+    /* Down to 3/4 with inboxes; the two, idle longest, stay. */
+    cr_assert_eq(shm_dir_of(&seg)->nqueues, 1536);
+    cr_assert_eq(depth("events"), 0);
+    cr_assert_eq(depth("feed"), 0);
+    push1("events", T0 + 5001);
+    cr_assert_eq(popg("events", "A", SHM_FROM_ALL, T0 + 5002), 1);
+    cr_assert_eq(popg("events", "B", SHM_FROM_ALL, T0 + 5003), 1,
+                 "group B lost a message");
+    push1("feed", T0 + 5004);
+    cr_assert_eq(popg("feed", "C", SHM_FROM_NEW, T0 + 5005), 1,
+                 "group C lost a message");
+}
+
+struct racer {
+    uint64_t now;
+    struct shm_pop_req req;
+    atomic_int done;
+    int rc;
+};
+
+static void *
+maintain_thread(void *arg)
+{
+    struct racer *r = arg;
+
+    r->rc = shm_maintain(&seg, r->now);
+    atomic_store(&r->done, 1);
+    return NULL;
+}
+
+static void *
+pop_thread(void *arg)
+{
+    static unsigned char buf[4096];
+    struct racer *r = arg;
+    struct shm_sink sink = {.buf = buf, .cap = sizeof(buf)};
+
+    r->rc = shm_pop(&seg, 1, &r->req, r->now, &sink);
+    atomic_store(&r->done, 1);
+    return NULL;
+}
+
+/* Until the robust mutex word shows a waiter (the other thread blocks on
+ * it) or the thread finished. */
+static void
+wait_blocked(pthread_mutex_t *m, struct racer *r, const char *who)
+{
+    for (int i = 0; !atomic_load(&r->done) &&
+                    !(__atomic_load_n(&m->__data.__lock, __ATOMIC_SEQ_CST) &
+                      (int)0x80000000);
+         i++) {
+        cr_assert(i < 200000, "%s never reached the queue lock", who);
+        nanosleep(&(struct timespec){0, 50000}, NULL);
+    }
+}
+
+/* A long-poll that times out and polls again while the relief is about to
+ * collect its queue (held here at the queue lock, as a master preempted
+ * there would be): whichever gets the lock first, the pop ends parked on a
+ * live queue, and the next push wakes it (found in review). */
+Test(shm_due, a_pop_racing_the_relief_is_woken_by_the_next_push)
+{
+    struct shm_pop_req req = {nm("rpc"), nm(""), nm(""), 1, 1, SHM_FROM_ALL, 1};
+    struct shm_sink sink = {.buf = sinkbuf, .cap = sizeof(sinkbuf)};
+    struct racer m = {.now = T0 + 5000}, p = {.now = T0 + 5000, .req = req};
+    pthread_t mt, pt;
+    struct shm_ref qr;
+    uint64_t out[8], h;
+
+    small_table_past_seven_eighths();
+    /* The first long-poll makes "rpc", parks, and times out. */
+    cr_assert_eq(shm_pop(&seg, 1, &req, T0, &sink), 0);
+    h = shm_pop_handle(&seg, nm("rpc"), nm(""));
+    cr_assert_neq(h, 0);
+    shm_park_count(&seg, 1, h, 1);
+    shm_unpark(&seg, 1, h);
+    shm_park_count(&seg, 1, h, -1);
+    cr_assert_eq(shm_dir_find_queue(&seg, 0, nm("rpc"), 0, m.now, &qr), 0);
+    struct shm_queue *q = shm_dir_queue(&seg, qr.idx);
+    cr_assert_eq(shm_lock(&seg, &q->lock, NULL, NULL), 0);
+    cr_assert_eq(pthread_create(&mt, NULL, maintain_thread, &m), 0);
+    wait_blocked(&q->lock, &m, "the master");
+    /* The consumer's new long-poll raises its bit, finds nothing, and
+     * checks the queue under its lock before parking. */
+    cr_assert_eq(pthread_create(&pt, NULL, pop_thread, &p), 0);
+    for (int i = 0; !(atomic_load(&q->waiters) & 2) && !atomic_load(&p.done);
+         i++) {
+        cr_assert(i < 200000, "the pop never raised its waiter bit");
+        nanosleep(&(struct timespec){0, 50000}, NULL);
+    }
+    shm_unlock(&q->lock);
+    cr_assert_eq(pthread_join(mt, NULL), 0);
+    cr_assert_eq(pthread_join(pt, NULL), 0);
+    cr_assert_eq(m.rc, 0);
+    cr_assert_eq(p.rc, 0, "the pop took %d", p.rc);
+    h = shm_pop_handle(&seg, nm("rpc"), nm("")); /* worker/pop.c park() */
+    cr_assert_neq(h, 0);
+    push1("rpc", m.now + 1);
+    int n = shm_wake_drain(&seg, 1, out, 8), woken = 0;
+    for (int i = 0; i < n; i++)
+        woken |= out[i] == h;
+    cr_assert(woken, "the parked pop (handle %#llx) was not woken (%d wakes)",
+              (unsigned long long)h, n);
 }
