@@ -28,6 +28,7 @@
 #define YOUNG_MS       2000  /* dying sooner than this doubles the backoff */
 #define WATCHDOG_MS    15000 /* a worker silent this long is killed */
 
+/* int_cmp - qsort's order of ints. */
 static int
 int_cmp(const void *a, const void *b)
 {
