@@ -28,6 +28,7 @@
 #define BROKER_STACK    64    /* partitions listed without malloc */
 #define MAINTAIN_BUDGET 16384 /* records one shm_maintain call visits */
 #define RELIEF_IDLE_MS  1000  /* idle, for a queue collected under pressure */
+#define RELIEF_PAUSE_MS 1000  /* no relief this long after a pass in vain */
 #define BROKER_GRP_SEED 0x67726f7570ULL
 
 /* A handle: kind (bit 63: partition), record index, generation. */
@@ -1449,7 +1450,9 @@ maintain_queue(struct shm_seg *seg, uint32_t i, uint64_t now, uint64_t idle_ms)
  * caps it at max_queues / implicit_idle_s (1,747 a second by default).  Only
  * queues no reader could tell were collected: empty, and knowing at most
  * one group, which starts at the oldest message held, as it would if made
- * again (an inbox read in queue mode).  Returns the queues collected.
+ * again (an inbox read in queue mode).  A pass that collects nothing (a
+ * table full of queues in use) pauses relief for RELIEF_PAUSE_MS rather
+ * than revisit them every tick.  Returns the queues collected.
  */
 static uint32_t
 maintain_relieve(struct shm_seg *seg, uint64_t now)
@@ -1458,7 +1461,7 @@ maintain_relieve(struct shm_seg *seg, uint64_t now)
     uint32_t before = d->nqueues, low = d->max_queues - d->max_queues / 4;
     uint32_t *keys, n = 0, got, idx;
 
-    if (before <= d->max_queues - d->max_queues / 8)
+    if (before <= d->max_queues - d->max_queues / 8 || now < d->relief_after)
         return 0;
     if ((keys = malloc(MAINTAIN_BUDGET * sizeof(*keys))) == NULL)
         return 0;
@@ -1485,6 +1488,8 @@ maintain_relieve(struct shm_seg *seg, uint64_t now)
             shm_due_queue(seg, idx, now);
     }
     free(keys);
+    shm_count(seg, SHM_STATS_MASTER, SHM_C_MAINTAIN_VISITS, n);
+    d->relief_after = before > d->nqueues ? 0 : now + RELIEF_PAUSE_MS;
     return before > d->nqueues ? before - d->nqueues : 0;
 }
 

@@ -168,6 +168,8 @@ struct shm_dir_slot {
  *   112     8  parked_off   immutable (parked-pop counts)
  *   120     4  parked_cols  immutable
  *   128     8  due_off      immutable (the due heap, due.h)
+ *   136     8  relief_after master only (no queue-table relief before this
+ *                           time, ms: the last pass collected nothing)
  */
 struct shm_dir {
     uint64_t magic;
@@ -188,10 +190,12 @@ struct shm_dir {
     uint32_t parked_cols; /* one column per worker slot */
     uint32_t pad;
     uint64_t due_off; /* the due heap (due.h), immutable */
+    uint64_t relief_after;
 };
 _Static_assert(offsetof(struct shm_dir, next_seq) == 48, "shm_dir layout");
 _Static_assert(offsetof(struct shm_dir, queues_off) == 88, "shm_dir layout");
 _Static_assert(offsetof(struct shm_dir, due_off) == 128, "shm_dir layout");
+_Static_assert(offsetof(struct shm_dir, relief_after) == 136, "shm_dir layout");
 
 /* A record looked up: index and the generation it had. */
 struct shm_ref {

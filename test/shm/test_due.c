@@ -549,3 +549,28 @@ Test(shm_due, a_pop_racing_the_relief_is_woken_by_the_next_push)
     cr_assert(woken, "the parked pop (handle %#llx) was not woken (%d wakes)",
               (unsigned long long)h, n);
 }
+
+/* A table past 7/8 full of queues in use (each holds a message): a relief
+ * pass that collects nothing pauses relief for a second instead of taking
+ * every record off the heap again each tick. */
+Test(shm_due, a_relief_in_vain_pauses_for_a_second)
+{
+    struct shm_params p = *shm_params_of(&seg);
+    char name[32];
+
+    shm_segment_destroy(&seg);
+    p.max_bytes = 1 << 20;
+    cr_assert_eq(shm_segment_create(&p, &seg), 0);
+    for (int i = 0; i < 1800; i++) {
+        snprintf(name, sizeof(name), "held/%d", i);
+        push1(name, T0);
+    }
+    cr_assert_geq(visits(T0 + 2000), 1800, "no relief pass");
+    cr_assert_eq(shm_dir_of(&seg)->nqueues, 1800);
+    /* The pass put them back due at once: the next tick reschedules each,
+     * and relief waits. */
+    cr_assert_eq(visits(T0 + 2100), 1800);
+    cr_assert_eq(visits(T0 + 2200), 0);
+    cr_assert_eq(visits(T0 + 2900), 0);
+    cr_assert_geq(visits(T0 + 3000), 1800, "relief did not come back");
+}
