@@ -1385,35 +1385,37 @@ maintain_groups(struct shm_seg *seg, struct shm_ref qr, uint64_t now,
 }
 
 /* Collect queue qr if implicit, empty, unleased, unpolled and idle; early
- * (before implicit_idle_s: maintain_relieve), only if forgetting its groups
- * could change nothing for a reader. */
-static void
+ * (before implicit_idle_s: maintain_relieve), only a queue read in queue
+ * mode alone.  Returns whether it went. */
+static int
 maintain_collect(struct shm_seg *seg, struct shm_ref qr, uint64_t now,
                  uint64_t idle_ms, int early)
 {
     struct shm_queue *q = shm_dir_queue(seg, qr.idx);
     uint64_t len, bytes, leased, waiting;
-    int freed;
+    int freed = 0;
 
     if (q->declared || atomic_load(&q->last_active) + idle_ms > now ||
         atomic_load(&q->waiters) != 0)
-        return;
+        return 0;
     queue_held(seg, qr, &len, &bytes, &leased, &waiting);
     if (len != 0 || leased != 0 || waiting != 0)
-        return;
+        return 0;
     if (queue_lock(seg, SHM_STATS_MASTER, qr) != 0)
-        return;
-    /* queue lock: the registry.  Two groups: the next message would stay
-     * until both read it, and one made again would not hold it.  One that
-     * started at a new or the last message: made again, it would skip
-     * what comes before its next pop. */
+        return 0;
+    /* queue lock: the registry.  A named group forgotten early would no
+     * longer hold a message another group reads first, or (from=new) would
+     * skip what comes before its next pop; the queue-mode group of an inbox
+     * started from=all is the one a pop makes again as it was. */
     if (early && (atomic_load(&q->ngroups) > 1 ||
                   (q->groups != 0 &&
-                   shm_ring_grp(seg, q->groups)->from != SHM_FROM_ALL))) {
+                   (shm_ring_grp(seg, q->groups)->name_len != 0 ||
+                    shm_ring_grp(seg, q->groups)->from != SHM_FROM_ALL)))) {
         shm_unlock(&q->lock);
-        return;
+        return 0;
     }
     queue_free_locked(seg, SHM_STATS_MASTER, qr, now, idle_ms, &freed);
+    return freed;
 }
 
 /* Idle groups and idle collection of queue i (taken off the due heap), then
@@ -1430,7 +1432,7 @@ maintain_queue(struct shm_seg *seg, uint32_t i, uint64_t now, uint64_t idle_ms)
         return;
     if (atomic_load(&q->ngroups) != 0)
         last = maintain_groups(seg, qr, now, idle_ms);
-    maintain_collect(seg, qr, now, idle_ms, 0);
+    (void)maintain_collect(seg, qr, now, idle_ms, 0);
     if (!queue_same(seg, qr))
         return;
     uint64_t active = atomic_load(&q->last_active);
@@ -1442,55 +1444,40 @@ maintain_queue(struct shm_seg *seg, uint32_t i, uint64_t now, uint64_t idle_ms)
 
 /*
  * maintain_relieve - the queue table past 7/8 full: collect empty implicit
- * queues unpolled for RELIEF_IDLE_MS before their idle time, the longest
- * idle first (the due heap's order), until it is down to 3/4 or a batch of
- * MAINTAIN_BUDGET records yields nothing.  A request that names a new queue
- * in a full table answers 503; this keeps one inbox per request working at
- * any rate the table holds for a second, where waiting out implicit_idle_s
- * caps it at max_queues / implicit_idle_s (1,747 a second by default).  Only
- * queues no reader could tell were collected: empty, and knowing at most
- * one group, which starts at the oldest message held, as it would if made
- * again (an inbox read in queue mode).  A pass that collects nothing (a
- * table full of queues in use) pauses relief for RELIEF_PAUSE_MS rather
- * than revisit them every tick.  Returns the queues collected.
+ * queues read in queue mode alone (or not at all) and unpolled for
+ * RELIEF_IDLE_MS, before their idle time, until it is down to 3/4.  A
+ * request that names a new queue in a full table answers 503; this keeps
+ * one inbox per request working at any rate the table holds for a second,
+ * where waiting out implicit_idle_s caps it at max_queues /
+ * implicit_idle_s (1,747 a second by default).  It scans the records in
+ * turn from d->relief_next, MAINTAIN_BUDGET a pass, so queues it must keep
+ * never hide the ones behind them; a pass that frees nothing (a table full
+ * of queues in use) pauses relief for RELIEF_PAUSE_MS.  Returns the queues
+ * collected.
  */
 static uint32_t
 maintain_relieve(struct shm_seg *seg, uint64_t now)
 {
     struct shm_dir *d = shm_dir_of(seg);
-    uint32_t before = d->nqueues, low = d->max_queues - d->max_queues / 4;
-    uint32_t *keys, n = 0, got, idx;
+    uint32_t bump = atomic_load(&d->q_bump);
+    uint32_t low = d->max_queues - d->max_queues / 4, k, freed = 0;
+    uint32_t i = d->relief_next < bump ? d->relief_next : 0;
 
-    if (before <= d->max_queues - d->max_queues / 8 || now < d->relief_after)
+    if (d->nqueues <= d->max_queues - d->max_queues / 8 ||
+        now < d->relief_after || bump == 0)
         return 0;
-    if ((keys = malloc(MAINTAIN_BUDGET * sizeof(*keys))) == NULL)
-        return 0;
-    /* Every key taken before any goes back: none is visited twice. */
-    while (n < MAINTAIN_BUDGET &&
-           (got = shm_due_take(seg, UINT64_MAX, keys + n,
-                               MAINTAIN_BUDGET - n < 256 ? MAINTAIN_BUDGET - n
-                                                         : 256)) > 0)
-        n += got;
-    for (uint32_t k = 0; k < n; k++) {
-        if (shm_due_is_part(seg, keys[k], &idx)) {
-            maintain_part(seg, idx, now);
-            continue;
-        }
-        struct shm_queue *q = shm_dir_queue(seg, idx);
-        struct shm_ref qr = {idx, q->gen};
-        if (!atomic_load(&q->alive))
-            continue;
-        if (d->nqueues > low)
-            maintain_collect(seg, qr, now, RELIEF_IDLE_MS, 1);
-        /* Kept: due at once, for the next tick to put it back in its
-         * place (its groups' idle time, its own). */
-        if (queue_same(seg, qr))
-            shm_due_queue(seg, idx, now);
+    for (k = 0; k < MAINTAIN_BUDGET && k < bump && d->nqueues > low; k++) {
+        struct shm_queue *q = shm_dir_queue(seg, i);
+        struct shm_ref qr = {i, q->gen};
+        if (atomic_load(&q->alive))
+            freed +=
+                (uint32_t)maintain_collect(seg, qr, now, RELIEF_IDLE_MS, 1);
+        i = i + 1 < bump ? i + 1 : 0;
     }
-    free(keys);
-    shm_count(seg, SHM_STATS_MASTER, SHM_C_MAINTAIN_VISITS, n);
-    d->relief_after = before > d->nqueues ? 0 : now + RELIEF_PAUSE_MS;
-    return before > d->nqueues ? before - d->nqueues : 0;
+    d->relief_next = i;
+    d->relief_after = freed > 0 ? 0 : now + RELIEF_PAUSE_MS;
+    shm_count(seg, SHM_STATS_MASTER, SHM_C_MAINTAIN_VISITS, k);
+    return freed;
 }
 
 /* shm_maintain - see broker.h.  Visits only what the due heap says is due,

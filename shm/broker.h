@@ -260,8 +260,8 @@ void shm_park_count(struct shm_seg *seg, int worker, uint64_t handle,
  * shm_maintain - master, about every 100 ms: expire leases (waking waiters),
  * drop ttl-expired messages, forget groups idle for implicit_idle_s, collect
  * idle empty implicit queues, and, with the queue table past 7/8 full,
- * empty implicit queues unpolled for a second, the longest idle first,
- * down to 3/4 (logged).  Returns 0 or -errno.
+ * empty implicit queues read in queue mode alone and unpolled for a
+ * second, down to 3/4 (logged).  Returns 0 or -errno.
  */
 int shm_maintain(struct shm_seg *seg, uint64_t now);
 

@@ -170,6 +170,8 @@ struct shm_dir_slot {
  *   128     8  due_off      immutable (the due heap, due.h)
  *   136     8  relief_after master only (no queue-table relief before this
  *                           time, ms: the last pass collected nothing)
+ *   144     4  relief_next  master only (the queue record relief looks at
+ *                           next: it scans the table in turn)
  */
 struct shm_dir {
     uint64_t magic;
@@ -191,11 +193,14 @@ struct shm_dir {
     uint32_t pad;
     uint64_t due_off; /* the due heap (due.h), immutable */
     uint64_t relief_after;
+    uint32_t relief_next;
+    uint32_t pad2;
 };
 _Static_assert(offsetof(struct shm_dir, next_seq) == 48, "shm_dir layout");
 _Static_assert(offsetof(struct shm_dir, queues_off) == 88, "shm_dir layout");
 _Static_assert(offsetof(struct shm_dir, due_off) == 128, "shm_dir layout");
 _Static_assert(offsetof(struct shm_dir, relief_after) == 136, "shm_dir layout");
+_Static_assert(offsetof(struct shm_dir, relief_next) == 144, "shm_dir layout");
 
 /* A record looked up: index and the generation it had. */
 struct shm_ref {

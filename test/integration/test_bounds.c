@@ -225,8 +225,8 @@ Test(bounds, node_cap_is_503_ephemeral_unavailable_until_memory_is_freed,
 }
 
 /* One inbox per request, past the size of the queue table (max_bytes / 512
- * records: 4096 here): empty inboxes idle for a second make room, the
- * longest idle first, so a client that mints inboxes keeps being answered
+ * records: 4096 here): empty inboxes idle for a second make room, so a
+ * client that mints inboxes keeps being answered
  * (a 503 the table is full for a moment is retried as Retry-After says). */
 Test(bounds, one_inbox_per_request_outlives_the_queue_table, .timeout = 180)
 {
