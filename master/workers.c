@@ -8,6 +8,7 @@
  * the other workers meanwhile.
  */
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -37,6 +38,23 @@ int_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* close_span - close descriptors lo..hi: one close_range(), or one close()
+ * each where the kernel lacks it (before 5.9) or a filter refuses it, below
+ * the descriptor limit (no descriptor is numbered past it). */
+static void
+close_span(unsigned lo, unsigned hi)
+{
+    struct rlimit rl;
+    rlim_t limit = 1u << 20; /* Linux's own ceiling (fs.nr_open default) */
+
+    if (close_range(lo, hi, 0) == 0)
+        return;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < limit)
+        limit = rl.rlim_cur;
+    for (rlim_t fd = lo; fd <= hi && fd < limit; fd++)
+        close((int)fd);
+}
+
 /*
  * close_inherited - in a new worker, close every descriptor but the ones it
  * uses: the standard three, the client listening socket, the segment's
@@ -61,10 +79,10 @@ close_inherited(const struct master *m)
         if (keep[i] < (int)lo)
             continue; /* -1, a standard stream, or a duplicate */
         if ((unsigned)keep[i] > lo)
-            close_range(lo, (unsigned)keep[i] - 1, 0);
+            close_span(lo, (unsigned)keep[i] - 1);
         lo = (unsigned)keep[i] + 1;
     }
-    close_range(lo, ~0u, 0);
+    close_span(lo, ~0u);
 }
 
 int
