@@ -869,13 +869,11 @@ mayfly_rpc(int nreq, int nresp)
      * TCP segments; the peers' rows say what their round trips cost. */
     long trips = atomic_load(&sc.trips);
     if (row.ok && trips > 0)
-        snprintf(row.note, sizeof(row.note),
-                 "%.2f HTTP requests a round trip",
+        snprintf(row.note, sizeof(row.note), "%.2f HTTP requests a round trip",
                  (double)atomic_load(&sc.requests) / (double)trips);
-    bench_row_cost(&row, &run->sys_begin, &run->sys_end,
-                   (double)(atomic_load(&run->t_end) -
-                            atomic_load(&run->t_begin)) /
-                       1e9);
+    bench_row_cost(
+        &row, &run->sys_begin, &run->sys_end,
+        (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9);
     bench_row_add(&row);
     bench_run_free(run);
 }

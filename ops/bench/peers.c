@@ -431,10 +431,9 @@ redis_rpc(int nreq, int nresp)
         &row, run,
         (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9,
         "rt/s");
-    bench_row_cost(&row, &run->sys_begin, &run->sys_end,
-                   (double)(atomic_load(&run->t_end) -
-                            atomic_load(&run->t_begin)) /
-                       1e9);
+    bench_row_cost(
+        &row, &run->sys_begin, &run->sys_end,
+        (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9);
     bench_row_add(&row);
     bench_run_free(run);
 }
