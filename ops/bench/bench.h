@@ -202,6 +202,8 @@ struct bench_conn *bench_run_add(struct bench_run *run, enum bench_proto proto,
 int bench_run_start(struct bench_run *run);
 void bench_run_join(struct bench_run *run);
 void bench_run_timed(struct bench_run *run, double warm, double secs);
+/* bench_run_secs - the measured window of a timed run, in seconds. */
+double bench_run_secs(const struct bench_run *run);
 void bench_sys_read(struct bench_sys *s);
 void bench_run_free(struct bench_run *run);
 void bench_send(struct bench_conn *c, const void *d, size_t n);

@@ -806,6 +806,14 @@ bench_run_timed(struct bench_run *run, double warm, double secs)
     bench_run_join(run);
 }
 
+/* bench_run_secs - see bench.h. */
+double
+bench_run_secs(const struct bench_run *run)
+{
+    return (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) /
+           1e9;
+}
+
 /* bench_sys_read - see bench.h; zeros where /proc cannot be read. */
 void
 bench_sys_read(struct bench_sys *s)

@@ -241,10 +241,7 @@ http_gen(int port, const char *path, struct bench_row *row)
         ok = bench_run_add(run, BENCH_HTTP, port, &role_get, &req) != NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
-    bench_row_from_run(
-        row, run,
-        (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9,
-        "req/s");
+    bench_row_from_run(row, run, bench_run_secs(run), "req/s");
     bench_run_free(run);
     bench_buf_free(&req);
 }
@@ -373,10 +370,7 @@ push_timed(struct bench_row *row, const char *queue, int conns)
              NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
-    bench_row_from_run(
-        row, run,
-        (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9,
-        "msg/s");
+    bench_row_from_run(row, run, bench_run_secs(run), "msg/s");
     if (row->ok && atomic_load(&sc->full) > 0)
         snprintf(row->note, sizeof(row->note),
                  "%ld pushes found the queue full (429) before a reset landed",
@@ -861,19 +855,14 @@ mayfly_rpc(int nreq, int nresp)
              NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
-    bench_row_from_run(
-        &row, run,
-        (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9,
-        "rt/s");
+    bench_row_from_run(&row, run, bench_run_secs(run), "rt/s");
     /* What bounds it: each round trip is several HTTP requests, each two
      * TCP segments; the peers' rows say what their round trips cost. */
     long trips = atomic_load(&sc.trips);
     if (row.ok && trips > 0)
         snprintf(row.note, sizeof(row.note), "%.2f HTTP requests a round trip",
                  (double)atomic_load(&sc.requests) / (double)trips);
-    bench_row_cost(
-        &row, &run->sys_begin, &run->sys_end,
-        (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9);
+    bench_row_cost(&row, &run->sys_begin, &run->sys_end, bench_run_secs(run));
     bench_row_add(&row);
     bench_run_free(run);
 }

@@ -155,10 +155,7 @@ redis_push(const char *key, int depth, const char *variant)
     snprintf(row.system, sizeof(row.system), "redis");
     snprintf(row.variant, sizeof(row.variant), "%s", variant);
     snprintf(row.ref, sizeof(row.ref), "push");
-    bench_row_from_run(
-        &row, run,
-        (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9,
-        "msg/s");
+    bench_row_from_run(&row, run, bench_run_secs(run), "msg/s");
     bench_row_add(&row);
     bench_run_free(run);
     for (int i = 0; i < PARTS; i++) {
@@ -427,13 +424,8 @@ redis_rpc(int nreq, int nresp)
              "%d requesters, %d responders, LPUSH + BRPOP reply list", nreq,
              nresp);
     snprintf(row.ref, sizeof(row.ref), "rpc-%d", nreq);
-    bench_row_from_run(
-        &row, run,
-        (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9,
-        "rt/s");
-    bench_row_cost(
-        &row, &run->sys_begin, &run->sys_end,
-        (double)(atomic_load(&run->t_end) - atomic_load(&run->t_begin)) / 1e9);
+    bench_row_from_run(&row, run, bench_run_secs(run), "rt/s");
+    bench_row_cost(&row, &run->sys_begin, &run->sys_end, bench_run_secs(run));
     bench_row_add(&row);
     bench_run_free(run);
 }
