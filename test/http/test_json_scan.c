@@ -30,59 +30,20 @@
 #include "http/errors.h"
 #include "http/json_scan.h"
 #include "http/parse.h"
+#include "test/http/gen.h"
 
 /* ---- random documents ------------------------------------------------ */
 
-struct gen {
-    uint64_t s;
-    char *p;
-    size_t n, cap;
-};
-
-static uint64_t
-rnd(struct gen *g)
-{
-    g->s ^= g->s << 13;
-    g->s ^= g->s >> 7;
-    g->s ^= g->s << 17;
-    return g->s;
-}
-
-static unsigned
-pick(struct gen *g, unsigned n)
-{
-    return (unsigned)(rnd(g) % n);
-}
-
 static void
-put(struct gen *g, const char *s, size_t n)
-{
-    if (g->n + n + 1 > g->cap) {
-        g->cap = (g->n + n + 1) * 2;
-        g->p = realloc(g->p, g->cap);
-        cr_assert_not_null(g->p);
-    }
-    memcpy(g->p + g->n, s, n);
-    g->n += n;
-    g->p[g->n] = '\0';
-}
-
-static void
-puts_(struct gen *g, const char *s)
-{
-    put(g, s, strlen(s));
-}
-
-static void
-ws(struct gen *g)
+ws(struct test_gen *g)
 {
     static const char *const w[] = {"", "", "", " ", "\n", "\t", "\r\n  "};
 
-    puts_(g, w[pick(g, 7)]);
+    test_gen_puts(g, w[test_gen_pick(g, 7)]);
 }
 
 static void
-gen_string(struct gen *g)
+gen_string(struct test_gen *g)
 {
     static const char *const pieces[] = {"a",
                                          "queue",
@@ -114,16 +75,17 @@ gen_string(struct gen *g)
                                          ",",
                                          "'",
                                          "x y z"};
-    unsigned k = pick(g, 6);
+    unsigned k = test_gen_pick(g, 6);
 
-    puts_(g, "\"");
+    test_gen_puts(g, "\"");
     while (k-- > 0)
-        puts_(g, pieces[pick(g, sizeof(pieces) / sizeof(pieces[0]))]);
-    puts_(g, "\"");
+        test_gen_puts(
+            g, pieces[test_gen_pick(g, sizeof(pieces) / sizeof(pieces[0]))]);
+    test_gen_puts(g, "\"");
 }
 
 static void
-gen_number(struct gen *g)
+gen_number(struct test_gen *g)
 {
     static const char *const nums[] = {"0",
                                        "-0",
@@ -145,37 +107,37 @@ gen_number(struct gen *g)
                                        "0.1e1",
                                        "10"};
 
-    puts_(g, nums[pick(g, sizeof(nums) / sizeof(nums[0]))]);
+    test_gen_puts(g, nums[test_gen_pick(g, sizeof(nums) / sizeof(nums[0]))]);
 }
 
-static void gen_value(struct gen *g, int depth);
+static void gen_value(struct test_gen *g, int depth);
 
 static void
-gen_container(struct gen *g, int depth, int object)
+gen_container(struct test_gen *g, int depth, int object)
 {
-    unsigned i, n = pick(g, 5);
+    unsigned i, n = test_gen_pick(g, 5);
 
-    puts_(g, object ? "{" : "[");
+    test_gen_puts(g, object ? "{" : "[");
     for (i = 0; i < n; i++) {
         if (i > 0)
-            puts_(g, ",");
+            test_gen_puts(g, ",");
         ws(g);
         if (object) {
             gen_string(g);
             ws(g);
-            puts_(g, ":");
+            test_gen_puts(g, ":");
             ws(g);
         }
         gen_value(g, depth + 1);
         ws(g);
     }
-    puts_(g, object ? "}" : "]");
+    test_gen_puts(g, object ? "}" : "]");
 }
 
 static void
-gen_value(struct gen *g, int depth)
+gen_value(struct test_gen *g, int depth)
 {
-    unsigned k = pick(g, depth > 6 ? 5 : 8);
+    unsigned k = test_gen_pick(g, depth > 6 ? 5 : 8);
 
     switch (k) {
     case 0:
@@ -185,10 +147,10 @@ gen_value(struct gen *g, int depth)
         gen_number(g);
         break;
     case 2:
-        puts_(g, pick(g, 2) ? "true" : "false");
+        test_gen_puts(g, test_gen_pick(g, 2) ? "true" : "false");
         break;
     case 3:
-        puts_(g, "null");
+        test_gen_puts(g, "null");
         break;
     case 4:
         gen_string(g);
@@ -205,125 +167,125 @@ gen_value(struct gen *g, int depth)
 
 /* gen_deep - n nested arrays or objects around a small value. */
 static void
-gen_deep(struct gen *g, unsigned n)
+gen_deep(struct test_gen *g, unsigned n)
 {
     unsigned i;
 
     for (i = 0; i < n; i++)
-        puts_(g, i % 2 ? "{\"k\":" : "[");
+        test_gen_puts(g, i % 2 ? "{\"k\":" : "[");
     gen_number(g);
     for (i = n; i-- > 0;)
-        puts_(g, i % 2 ? "}" : "]");
+        test_gen_puts(g, i % 2 ? "}" : "]");
 }
 
 static void
-gen_message(struct gen *g)
+gen_message(struct test_gen *g)
 {
-    int payload_first = pick(g, 2), extra = pick(g, 4) == 0;
+    int payload_first = test_gen_pick(g, 2), extra = test_gen_pick(g, 4) == 0;
 
-    puts_(g, "{");
+    test_gen_puts(g, "{");
     ws(g);
     if (extra && !payload_first) {
-        puts_(g, "\"id\": ");
+        test_gen_puts(g, "\"id\": ");
         gen_value(g, 3);
-        puts_(g, ",");
+        test_gen_puts(g, ",");
     }
-    if (pick(g, 50) != 0) {
-        puts_(g, "\"payload\"");
+    if (test_gen_pick(g, 50) != 0) {
+        test_gen_puts(g, "\"payload\"");
         ws(g);
-        puts_(g, ":");
+        test_gen_puts(g, ":");
         ws(g);
-        if (pick(g, 40) == 0)
-            gen_deep(g, 58 + pick(g, 6));
+        if (test_gen_pick(g, 40) == 0)
+            gen_deep(g, 58 + test_gen_pick(g, 6));
         else
             gen_value(g, 3);
     } else {
-        puts_(g, "\"pay\": 1");
+        test_gen_puts(g, "\"pay\": 1");
     }
     if (extra && payload_first) {
-        puts_(g, ", \"attempts\": ");
+        test_gen_puts(g, ", \"attempts\": ");
         gen_value(g, 3);
     }
     ws(g);
-    puts_(g, "}");
+    test_gen_puts(g, "}");
 }
 
 /* gen_push - a push body, shuffled keys, sometimes an odd member. */
 static void
-gen_push(struct gen *g)
+gen_push(struct test_gen *g)
 {
     unsigned order[4] = {0, 1, 2, 3}, i, n, first = 1;
 
     for (i = 3; i > 0; i--) {
-        unsigned j = pick(g, i + 1), t = order[i];
+        unsigned j = test_gen_pick(g, i + 1), t = order[i];
 
         order[i] = order[j];
         order[j] = t;
     }
     ws(g);
-    puts_(g, "{");
+    test_gen_puts(g, "{");
     for (i = 0; i < 4; i++) {
-        if (order[i] == 1 && pick(g, 2))
+        if (order[i] == 1 && test_gen_pick(g, 2))
             continue;
-        if (order[i] == 3 && pick(g, 3))
+        if (order[i] == 3 && test_gen_pick(g, 3))
             continue;
         if (!first)
-            puts_(g, ",");
+            test_gen_puts(g, ",");
         first = 0;
         ws(g);
         switch (order[i]) {
         case 0:
-            puts_(g, "\"queue\":");
+            test_gen_puts(g, "\"queue\":");
             ws(g);
-            if (pick(g, 30) == 0)
+            if (test_gen_pick(g, 30) == 0)
                 gen_value(g, 1);
             else
                 gen_string(g);
             break;
         case 1:
-            puts_(g, "\"partition\":");
+            test_gen_puts(g, "\"partition\":");
             ws(g);
-            if (pick(g, 20) == 0)
-                puts_(g, "null");
+            if (test_gen_pick(g, 20) == 0)
+                test_gen_puts(g, "null");
             else
                 gen_string(g);
             break;
         case 2:
-            puts_(g, "\"messages\":");
+            test_gen_puts(g, "\"messages\":");
             ws(g);
-            if (pick(g, 40) == 0) {
+            if (test_gen_pick(g, 40) == 0) {
                 gen_value(g, 1);
                 break;
             }
-            puts_(g, "[");
-            n = pick(g, 6);
+            test_gen_puts(g, "[");
+            n = test_gen_pick(g, 6);
             for (unsigned k = 0; k < n; k++) {
                 if (k > 0)
-                    puts_(g, ",");
+                    test_gen_puts(g, ",");
                 ws(g);
-                if (pick(g, 60) == 0)
+                if (test_gen_pick(g, 60) == 0)
                     gen_value(g, 2);
                 else
                     gen_message(g);
             }
             ws(g);
-            puts_(g, "]");
+            test_gen_puts(g, "]");
             break;
         default:
             gen_string(g);
-            puts_(g, ":");
+            test_gen_puts(g, ":");
             gen_value(g, 1);
             break;
         }
         ws(g);
     }
-    puts_(g, "}");
+    test_gen_puts(g, "}");
     ws(g);
 }
 
 /* find_from - the first c at or after at (wrapping), or g->n. */
 static size_t
-find_from(struct gen *g, size_t at, char c)
+find_from(struct test_gen *g, size_t at, char c)
 {
     size_t d;
 
@@ -335,28 +297,28 @@ find_from(struct gen *g, size_t at, char c)
 
 /* mutate - one to three random edits. */
 static void
-mutate(struct gen *g)
+mutate(struct test_gen *g)
 {
     static const char bytes[] = "{}[],:\"\\ 0123456789eE.+-tfnulNI\x01\x1f"
                                 "\x7f\x80\xbf\xc0\xc3\xed\xf0\xf4\xf5\xff"
                                 "\t\n\r\v\f";
-    unsigned k = 1 + pick(g, 3);
+    unsigned k = 1 + test_gen_pick(g, 3);
 
     while (k-- > 0 && g->n > 0) {
-        size_t at = pick(g, (unsigned)g->n);
-        char c = bytes[pick(g, sizeof(bytes) - 1)];
+        size_t at = test_gen_pick(g, (unsigned)g->n);
+        char c = bytes[test_gen_pick(g, sizeof(bytes) - 1)];
 
-        switch (pick(g, 9)) {
+        switch (test_gen_pick(g, 9)) {
         case 6: /* a ',' before a closer: "[1,]" */
-            at = find_from(g, at, pick(g, 2) ? ']' : '}');
+            at = find_from(g, at, test_gen_pick(g, 2) ? ']' : '}');
             if (at < g->n) {
-                put(g, " ", 1);
+                test_gen_put(g, " ", 1);
                 memmove(g->p + at + 1, g->p + at, g->n - at - 1);
                 g->p[at] = ',';
             }
             break;
         case 7: /* drop a separator: "[1 2]" */
-            at = find_from(g, at, pick(g, 2) ? ',' : ':');
+            at = find_from(g, at, test_gen_pick(g, 2) ? ',' : ':');
             if (at < g->n) {
                 memmove(g->p + at, g->p + at + 1, g->n - at - 1);
                 g->n--;
@@ -373,7 +335,7 @@ mutate(struct gen *g)
             g->p[at] = c;
             break;
         case 1:
-            put(g, " ", 1);
+            test_gen_put(g, " ", 1);
             memmove(g->p + at + 1, g->p + at, g->n - at - 1);
             g->p[at] = c;
             break;
@@ -385,10 +347,10 @@ mutate(struct gen *g)
             g->n = at;
             break;
         case 4:
-            put(g, &c, 1);
+            test_gen_put(g, &c, 1);
             break;
         default:
-            g->p[at] ^= (char)(1u << pick(g, 8));
+            g->p[at] ^= (char)(1u << test_gen_pick(g, 8));
             break;
         }
         g->p[g->n] = '\0';
@@ -716,7 +678,7 @@ check_push(const char *doc, size_t n, struct tally *t)
 
 Test(http_json_scan, differential_against_json_c)
 {
-    struct gen g = {.s = 0x9e3779b97f4a7c15ull};
+    struct test_gen g = {.s = 0x9e3779b97f4a7c15ull};
     struct tally t = {0};
     unsigned i;
 
@@ -937,12 +899,12 @@ Test(http_json_scan, decodes_the_pairs_json_c_replaces)
 static char *
 bench_body(size_t *len)
 {
-    struct gen g = {0};
+    struct test_gen g = {0};
     char payload[300];
     int i, n;
 
-    puts_(&g, "{\"queue\":\"presence\",\"partition\":\"room-7\","
-              "\"messages\":[");
+    test_gen_puts(&g, "{\"queue\":\"presence\",\"partition\":\"room-7\","
+                      "\"messages\":[");
     for (i = 0; i < 100; i++) {
         n = snprintf(payload, sizeof(payload),
                      "{\"user\":\"ada-%03d\",\"typing\":true,\"seq\":%d,"
@@ -954,11 +916,11 @@ bench_body(size_t *len)
         payload[n++] = '"';
         payload[n++] = '}';
         payload[n] = '\0';
-        puts_(&g, i ? ",{\"payload\":" : "{\"payload\":");
-        put(&g, payload, (size_t)n);
-        puts_(&g, "}");
+        test_gen_puts(&g, i ? ",{\"payload\":" : "{\"payload\":");
+        test_gen_put(&g, payload, (size_t)n);
+        test_gen_puts(&g, "}");
     }
-    puts_(&g, "]}");
+    test_gen_puts(&g, "]}");
     *len = g.n;
     return g.p;
 }

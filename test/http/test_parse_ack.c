@@ -31,6 +31,7 @@
 #include "http/json_scan.h"
 #include "http/parse.h"
 #include "http/parse_jsonc.h"
+#include "test/http/gen.h"
 
 /* ---- the oracle: the json-c parser as it was ------------------------- */
 
@@ -145,45 +146,10 @@ oracle_parse_ack(const char *body, size_t len, struct http_ack *out,
 
 /* ---- random bodies --------------------------------------------------- */
 
-struct gen {
-    uint64_t s;
-    char *p;
-    size_t n, cap;
-};
-
-static uint64_t
-rnd(struct gen *g)
-{
-    g->s ^= g->s << 13;
-    g->s ^= g->s >> 7;
-    g->s ^= g->s << 17;
-    return g->s;
-}
-
-static unsigned
-pick(struct gen *g, unsigned n)
-{
-    return (unsigned)(rnd(g) % n);
-}
-
 static void
-put(struct gen *g, const char *s)
+one_of(struct test_gen *g, const char *const *list, unsigned n)
 {
-    size_t n = strlen(s);
-
-    if (g->n + n + 1 > g->cap) {
-        g->cap = (g->n + n + 1) * 2;
-        g->p = realloc(g->p, g->cap);
-        cr_assert_not_null(g->p);
-    }
-    memcpy(g->p + g->n, s, n + 1);
-    g->n += n;
-}
-
-static void
-one_of(struct gen *g, const char *const *list, unsigned n)
-{
-    put(g, list[pick(g, n)]);
+    test_gen_puts(g, list[test_gen_pick(g, n)]);
 }
 
 #define ONE_OF(g, ...)                                                         \
@@ -193,7 +159,7 @@ one_of(struct gen *g, const char *const *list, unsigned n)
     } while (0)
 
 static void
-ws(struct gen *g)
+ws(struct test_gen *g)
 {
     ONE_OF(g, "", "", "", " ", "\n\t ");
 }
@@ -201,7 +167,7 @@ ws(struct gen *g)
 /* scalar - any JSON value that is not an array or object, edge cases
  * first. */
 static void
-scalar(struct gen *g)
+scalar(struct test_gen *g)
 {
     ONE_OF(g, "null", "true", "false", "0", "-0", "7", "-1", "1.5", "1e2",
            "1E+2", "-0.0", "4294967295", "4294967296", "18446744073709551616",
@@ -210,12 +176,12 @@ scalar(struct gen *g)
            "\"ok\\u0000x\"", "\"completed\"", "\"nope\"", "\"\xc3\xa9\"");
 }
 
-static void value(struct gen *g, int depth);
+static void value(struct test_gen *g, int depth);
 
 /* key - the names the parser looks for, escaped and truncated forms of
  * them, and others. */
 static void
-key(struct gen *g)
+key(struct test_gen *g)
 {
     ONE_OF(g, "\"queue\"", "\"group\"", "\"acks\"", "\"messages\"", "\"id\"",
            "\"status\"", "\"attempts\"", "\"payload\"", "\"partition\"",
@@ -224,64 +190,66 @@ key(struct gen *g)
 }
 
 static void
-object(struct gen *g, int depth)
+object(struct test_gen *g, int depth)
 {
-    unsigned n = pick(g, 5), i;
+    unsigned n = test_gen_pick(g, 5), i;
 
-    put(g, "{");
+    test_gen_puts(g, "{");
     for (i = 0; i < n; i++) {
         if (i)
-            put(g, ",");
+            test_gen_puts(g, ",");
         ws(g);
         key(g);
         ws(g);
-        put(g, ":");
+        test_gen_puts(g, ":");
         ws(g);
         value(g, depth + 1);
         ws(g);
     }
-    put(g, "}");
+    test_gen_puts(g, "}");
 }
 
 /* entry - what an ack array holds, mostly the shapes clients send. */
 static void
-entry(struct gen *g, int depth)
+entry(struct test_gen *g, int depth)
 {
     char buf[96];
-    unsigned k = pick(g, 10);
+    unsigned k = test_gen_pick(g, 10);
 
     if (k < 4) {
-        snprintf(buf, sizeof(buf), "\"e:%x:p:%u\"", pick(g, 16), pick(g, 99));
-        put(g, buf);
+        snprintf(buf, sizeof(buf), "\"e:%x:p:%u\"", test_gen_pick(g, 16),
+                 test_gen_pick(g, 99));
+        test_gen_puts(g, buf);
     } else if (k < 8) {
-        snprintf(buf, sizeof(buf), "{\"id\":\"e:1:p:%u\"", pick(g, 99));
-        put(g, buf);
-        if (pick(g, 2)) {
-            put(g, ",\"status\":");
-            if (pick(g, 4))
+        snprintf(buf, sizeof(buf), "{\"id\":\"e:1:p:%u\"",
+                 test_gen_pick(g, 99));
+        test_gen_puts(g, buf);
+        if (test_gen_pick(g, 2)) {
+            test_gen_puts(g, ",\"status\":");
+            if (test_gen_pick(g, 4))
                 ONE_OF(g, "\"ok\"", "\"retry\"", "\"failed\"", "null",
                        "\"ok\\u0000x\"", "\"acked\"");
             else
                 scalar(g);
         }
-        if (pick(g, 2)) {
-            put(g, ",\"attempts\":");
-            if (pick(g, 4))
+        if (test_gen_pick(g, 2)) {
+            test_gen_puts(g, ",\"attempts\":");
+            if (test_gen_pick(g, 4))
                 ONE_OF(g, "1", "0", "-0", "4294967295", "null", "12");
             else
                 scalar(g);
         }
-        if (pick(g, 3) == 0) {
-            put(g, ",\"payload\":");
+        if (test_gen_pick(g, 3) == 0) {
+            test_gen_puts(g, ",\"payload\":");
             value(g, depth + 1);
         }
-        if (pick(g, 4) == 0) {
-            put(g, ",");
+        if (test_gen_pick(g, 4) == 0) {
+            test_gen_puts(g, ",");
             key(g);
-            put(g, ":");
+            test_gen_puts(g, ":");
             scalar(g);
         }
-        put(g, "}");
+        test_gen_puts(g, "}");
     } else if (k < 9) {
         object(g, depth);
     } else {
@@ -290,14 +258,14 @@ entry(struct gen *g, int depth)
 }
 
 static void
-array(struct gen *g, int depth, int entries)
+array(struct test_gen *g, int depth, int entries)
 {
-    unsigned n = pick(g, 6), i;
+    unsigned n = test_gen_pick(g, 6), i;
 
-    put(g, "[");
+    test_gen_puts(g, "[");
     for (i = 0; i < n; i++) {
         if (i)
-            put(g, ",");
+            test_gen_puts(g, ",");
         ws(g);
         if (entries)
             entry(g, depth + 1);
@@ -305,13 +273,13 @@ array(struct gen *g, int depth, int entries)
             value(g, depth + 1);
         ws(g);
     }
-    put(g, "]");
+    test_gen_puts(g, "]");
 }
 
 static void
-value(struct gen *g, int depth)
+value(struct test_gen *g, int depth)
 {
-    unsigned k = depth > 4 ? 0 : pick(g, 8);
+    unsigned k = depth > 4 ? 0 : test_gen_pick(g, 8);
 
     if (k == 6)
         object(g, depth);
@@ -323,67 +291,68 @@ value(struct gen *g, int depth)
 
 /* body - an ack body, its members in any order, some repeated. */
 static void
-body(struct gen *g)
+body(struct test_gen *g)
 {
-    unsigned n = pick(g, 4), i;
+    unsigned n = test_gen_pick(g, 4), i;
 
-    if (pick(g, 40) == 0) {
+    if (test_gen_pick(g, 40) == 0) {
         value(g, 0);
         return;
     }
-    put(g, "{");
-    if (pick(g, 4)) { /* the usual start */
-        put(g, "\"queue\":\"q\",\"acks\":");
+    test_gen_puts(g, "{");
+    if (test_gen_pick(g, 4)) { /* the usual start */
+        test_gen_puts(g, "\"queue\":\"q\",\"acks\":");
         array(g, 1, 1);
         if (n > 0)
-            put(g, ",");
+            test_gen_puts(g, ",");
     }
     for (i = 0; i < n; i++) {
-        unsigned k = pick(g, 10);
+        unsigned k = test_gen_pick(g, 10);
 
         if (i)
-            put(g, ",");
+            test_gen_puts(g, ",");
         ws(g);
         if (k < 2) {
-            put(g, "\"queue\":");
+            test_gen_puts(g, "\"queue\":");
             ONE_OF(g, "\"q\"", "\"q\"", "null", "1", "[]");
         } else if (k < 3) {
-            put(g, "\"group\":");
+            test_gen_puts(g, "\"group\":");
             ONE_OF(g, "\"g\"", "null", "{}", "\"\"");
         } else if (k < 6) {
-            put(g, pick(g, 3) ? "\"acks\":" : "\"messages\":");
-            if (pick(g, 6))
+            test_gen_puts(g,
+                          test_gen_pick(g, 3) ? "\"acks\":" : "\"messages\":");
+            if (test_gen_pick(g, 6))
                 array(g, 1, 1);
             else
                 scalar(g);
         } else {
             key(g);
-            put(g, ":");
+            test_gen_puts(g, ":");
             value(g, 1);
         }
         ws(g);
     }
-    put(g, "}");
+    test_gen_puts(g, "}");
 }
 
 /* mutate - delete, insert or cut a byte or two. */
 static void
-mutate(struct gen *g)
+mutate(struct test_gen *g)
 {
     static const char bytes[] = "{}[]\",:\\0-e.ux \x01\x80\xc3";
-    unsigned k = pick(g, 3);
+    unsigned k = test_gen_pick(g, 3);
     size_t at;
 
     if (g->n == 0)
         return;
-    at = pick(g, (unsigned)g->n);
+    at = test_gen_pick(g, (unsigned)g->n);
     if (k == 0) {
         memmove(g->p + at, g->p + at + 1, g->n - at);
         g->n--;
     } else if (k == 1) {
-        put(g, " ");
+        test_gen_puts(g, " ");
         memmove(g->p + at + 1, g->p + at, g->n - at - 1);
-        g->p[at] = bytes[pick(g, sizeof(bytes) - 1)];
+        g->p[at] = bytes[test_gen_pick(g, sizeof(bytes) - 1)];
     } else {
         g->n = at;
         g->p[at] = '\0';
@@ -457,12 +426,12 @@ out:
 
 Test(http_parse_ack_oracle, random_bodies_read_as_json_c_read_them)
 {
-    struct gen g = {.s = 0x9e3779b97f4a7c15ull};
+    struct test_gen g = {.s = 0x9e3779b97f4a7c15ull};
     unsigned round, ok = 0, accepted = 0;
 
     for (round = 0; round < 60000; round++) {
         g.n = 0;
-        put(&g, "");
+        test_gen_puts(&g, "");
         body(&g);
         if (round % 3 == 0)
             mutate(&g);
