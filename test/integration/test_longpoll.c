@@ -182,24 +182,34 @@ Test(longpoll, three_thousand_parked_pops_leave_pushes_answered, .timeout = 180)
     itest_multi_free(m);
 }
 
-/* Park a pop for group g on queue q over a raw connection; returns the fd. */
-static int
-park_raw(const struct itest_node *n, const char *q)
+/* Park a pop for group g on queue q on raw connection fd: sent, and read
+ * by the server. */
+static void
+park_on(const struct itest_node *n, int fd, const char *q)
 {
-    char path[256];
-    int fd = itest_raw_connect(n);
+    char req[256];
     int64_t deadline = itest_now_ms() + 20000;
 
-    cr_assert(fd >= 0);
-    snprintf(path, sizeof(path),
+    snprintf(req, sizeof(req),
              "GET " POP "?queue=%s&group=g&wait=true&timeout=50000 HTTP/1.1\r\n"
              "Host: 127.0.0.1\r\n\r\n",
              q);
-    cr_assert_eq(itest_raw_send(fd, path), 0);
+    cr_assert_eq(itest_raw_send(fd, req), 0);
     while (!itest_conn_consumed(n, fd)) {
         cr_assert(itest_now_ms() < deadline, "the raw pop was never read");
         itest_sleep_ms(5);
     }
+}
+
+/* Park a pop for group g on queue q over a new raw connection; returns the
+ * fd. */
+static int
+park_raw(const struct itest_node *n, const char *q)
+{
+    int fd = itest_raw_connect(n);
+
+    cr_assert(fd >= 0);
+    park_on(n, fd, q);
     return fd;
 }
 
@@ -303,24 +313,6 @@ raw_answer(int fd, struct itest_resp *r)
                  "no answer within 10 s (the pop stayed parked)");
 }
 
-/* Park once more on fd, as park_raw() does on a new connection. */
-static void
-park_again(const struct itest_node *n, int fd, const char *q)
-{
-    char req[256];
-    int64_t deadline = itest_now_ms() + 20000;
-
-    snprintf(req, sizeof(req),
-             "GET " POP "?queue=%s&group=g&wait=true&timeout=50000 HTTP/1.1\r\n"
-             "Host: 127.0.0.1\r\n\r\n",
-             q);
-    cr_assert_eq(itest_raw_send(fd, req), 0);
-    while (!itest_conn_consumed(n, fd)) {
-        cr_assert(itest_now_ms() < deadline, "the second pop was never read");
-        itest_sleep_ms(5);
-    }
-}
-
 /* A connection parks, is woken, parks again and leaves: the socket stays
  * watched between its parks, so the second pop takes nothing either. */
 Test(longpoll, second_park_on_a_connection_sees_its_client_leave, .timeout = 60)
@@ -337,7 +329,7 @@ Test(longpoll, second_park_on_a_connection_sees_its_client_leave, .timeout = 60)
     raw_answer(fd, &r);
     cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
     itest_resp_free(&r);
-    park_again(&n, fd, "again");
+    park_on(&n, fd, "again");
     close(fd);
     itest_push(&n, &r, "again", NULL, "[\"m\"]");
     cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);

@@ -365,6 +365,21 @@ hoard(struct shm_seg *seg, int w, uint32_t *heads, uint32_t n)
         shm_arena_free(seg, w, heads[i]);
 }
 
+/* admitted_pushes_fit - worker 0 allocates 5-cell runs (256-byte messages)
+ * for as long as a push would be admitted (shm/broker.c push_room: the cap
+ * less 1/32), and each finds its cells. */
+static void
+admitted_pushes_fit(struct shm_seg *seg, uint64_t cap)
+{
+    uint32_t h;
+
+    while (shm_arena_used_bytes(seg) + 5 * SHM_CELL_BYTES + cap / 32 <= cap)
+        cr_assert_eq(shm_arena_alloc(seg, 0, 5, &h), 0,
+                     "an admitted push failed with %llu of %llu bytes used",
+                     (unsigned long long)shm_arena_used_bytes(seg),
+                     (unsigned long long)cap);
+}
+
 /* What idle workers keep in their caches fits in the 1/32 of the cap that
  * pushes leave free: a push the cap admits (shm/broker.c push_room) finds
  * its cells. */
@@ -373,16 +388,11 @@ Test(shm_arena, idle_workers_caches_fit_the_headroom)
     static uint32_t heads[3][1000];
     struct shm_seg seg;
     uint64_t cap = (uint64_t)64 * 1024 * SHM_CELL_BYTES; /* 4 MiB */
-    uint32_t h;
 
     arena_setup(&seg, 64 * 1024); /* four workers */
     for (int w = 1; w <= 3; w++)
         hoard(&seg, w, heads[w - 1], 1000);
-    while (shm_arena_used_bytes(&seg) + 5 * SHM_CELL_BYTES + cap / 32 <= cap)
-        cr_assert_eq(shm_arena_alloc(&seg, 0, 5, &h), 0,
-                     "an admitted push failed with %llu of %llu bytes used",
-                     (unsigned long long)shm_arena_used_bytes(&seg),
-                     (unsigned long long)cap);
+    admitted_pushes_fit(&seg, cap);
 }
 
 /* The same in an arena too small for 128-cell refills: idle workers that
@@ -396,11 +406,7 @@ Test(shm_arena, idle_extents_fit_the_headroom_in_a_small_arena)
     arena_setup(&seg, CAP);
     for (int w = 1; w <= 3; w++) /* one message each, then idle */
         cr_assert_eq(shm_arena_alloc(&seg, w, 5, &h), 0);
-    while (shm_arena_used_bytes(&seg) + 5 * SHM_CELL_BYTES + cap / 32 <= cap)
-        cr_assert_eq(shm_arena_alloc(&seg, 0, 5, &h), 0,
-                     "an admitted push failed with %llu of %llu bytes used",
-                     (unsigned long long)shm_arena_used_bytes(&seg),
-                     (unsigned long long)cap);
+    admitted_pushes_fit(&seg, cap);
 }
 
 /* Runs of one length (256-byte messages are 5 cells) fill the arena to its
