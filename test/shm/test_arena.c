@@ -245,7 +245,7 @@ Test(shm_arena, runs_are_carved_in_a_row_and_reused_whole)
     cr_assert_eq(d, c + 1);
     cr_assert_eq(shm_arena_alloc(&seg, 1, 5, &d), 0);
     cr_assert_eq(d, b);
-    /* Longer than the extent's rest: from never-used cells, back to the
+    /* Longer than the extent's rest: from the cells at bump, back to the
      * pool as one FREE run, and found there again. */
     cr_assert_eq(shm_arena_alloc(&seg, 1, 300, &l), 0);
     cr_assert_eq(run_len(&seg, l), 300);
@@ -496,6 +496,35 @@ crash_size(unsigned r)
     }
 }
 
+/* root_link - write run h and link it as root k, naming it in the intent
+ * words while the link is under way. */
+static void
+root_link(struct shm_seg *seg, struct crash_ctl *ctl, uint32_t k, uint32_t h,
+          uint32_t n)
+{
+    write_pattern(seg, h, n);
+    atomic_store(&ctl->pending_k, k);
+    atomic_store(&ctl->pending_op, OP_LINK);
+    atomic_store(&ctl->pending, h);
+    shm_arena_link(seg, h);
+    atomic_store(&ctl->roots[k], h);
+    atomic_store(&ctl->pending, 0);
+}
+
+/* root_unlink - unlink root k and free it, under the intent words. */
+static void
+root_unlink(struct shm_seg *seg, struct crash_ctl *ctl, int w, uint32_t k)
+{
+    uint32_t h = atomic_load(&ctl->roots[k]);
+
+    atomic_store(&ctl->pending_k, k);
+    atomic_store(&ctl->pending_op, OP_FREE);
+    atomic_store(&ctl->pending, h);
+    atomic_store(&ctl->roots[k], 0);
+    shm_arena_free(seg, w, h);
+    atomic_store(&ctl->pending, 0);
+}
+
 /* crash_child - worker w's loop on ctl's roots until ctl->stop. */
 static void
 crash_child(struct shm_seg *seg, struct crash_ctl *ctl, int w, unsigned seed)
@@ -507,26 +536,14 @@ crash_child(struct shm_seg *seg, struct crash_ctl *ctl, int w, unsigned seed)
         if (h == 0) {
             uint32_t n = crash_size(r >> 8);
             if (shm_arena_alloc(seg, w, n, &h) == 0) {
-                write_pattern(seg, h, n);
                 if (r & (1u << 30)) {
+                    write_pattern(seg, h, n);
                     shm_arena_free(seg, w, h);
-                } else {
-                    atomic_store(&ctl->pending_k, k);
-                    atomic_store(&ctl->pending_op, OP_LINK);
-                    atomic_store(&ctl->pending, h);
-                    shm_arena_link(seg, h);
-                    atomic_store(&ctl->roots[k], h);
-                    atomic_store(&ctl->pending, 0);
-                }
+                } else
+                    root_link(seg, ctl, k, h, n);
             }
-        } else {
-            atomic_store(&ctl->pending_k, k);
-            atomic_store(&ctl->pending_op, OP_FREE);
-            atomic_store(&ctl->pending, h);
-            atomic_store(&ctl->roots[k], 0);
-            shm_arena_free(seg, w, h);
-            atomic_store(&ctl->pending, 0);
-        }
+        } else
+            root_unlink(seg, ctl, w, k);
         atomic_fetch_add(&ctl->ops, 1);
     }
     _exit(0);
@@ -687,36 +704,8 @@ Test(shm_arena, reap_beside_a_live_worker_is_exact, .timeout = 300)
  */
 #define STEP_CAP 512
 
-/* step_link - link run h as root k, as crash_child does. */
-static void
-step_link(struct shm_seg *seg, struct crash_ctl *ctl, uint32_t k, uint32_t h,
-          uint32_t n)
-{
-    write_pattern(seg, h, n);
-    atomic_store(&ctl->pending_k, k);
-    atomic_store(&ctl->pending_op, OP_LINK);
-    atomic_store(&ctl->pending, h);
-    shm_arena_link(seg, h);
-    atomic_store(&ctl->roots[k], h);
-    atomic_store(&ctl->pending, 0);
-}
-
-/* step_unlink - unlink root k and free it, as crash_child does. */
-static void
-step_unlink(struct shm_seg *seg, struct crash_ctl *ctl, int w, uint32_t k)
-{
-    uint32_t h = atomic_load(&ctl->roots[k]);
-
-    atomic_store(&ctl->pending_k, k);
-    atomic_store(&ctl->pending_op, OP_FREE);
-    atomic_store(&ctl->pending, h);
-    atomic_store(&ctl->roots[k], 0);
-    shm_arena_free(seg, w, h);
-    atomic_store(&ctl->pending, 0);
-}
-
 /* step_script - every path of alloc and free once: refill with a new
- * extent, carve, free to the cache and pop, long alloc from never-used cells
+ * extent, carve, free to the cache and pop, long alloc from the cells at bump
  * and from the long list (best fit), long free, refill of exact runs, spill
  * (merging neighbours), a walk, and the ENOBUFS fallback.  Exit status: 0,
  * or the line that failed. */
@@ -732,11 +721,11 @@ step_script(struct shm_seg *seg, struct crash_ctl *ctl, int w)
             _exit(__LINE__ % 250 + 1);                                         \
     } while (0)
     STEP(shm_arena_alloc(seg, w, 5, &h) == 0);
-    step_link(seg, ctl, 0, h, 5);
+    root_link(seg, ctl, 0, h, 5);
     STEP(shm_arena_alloc(seg, w, 3, &b) == 0);
     shm_arena_free(seg, w, b);
     STEP(shm_arena_alloc(seg, w, 3, &h) == 0 && h == b);
-    step_link(seg, ctl, 1, h, 3);
+    root_link(seg, ctl, 1, h, 3);
     STEP(shm_arena_alloc(seg, w, 150, &d) == 0);
     shm_arena_free(seg, w, d);
     STEP(shm_arena_alloc(seg, w, 130, &h) == 0 && h == d);
@@ -749,13 +738,13 @@ step_script(struct shm_seg *seg, struct crash_ctl *ctl, int w)
     STEP(s->ext_len == 0);
     STEP(shm_arena_alloc(seg, w, 4, &h) == 0); /* the parent's holes */
     STEP(shm_arena_alloc(seg, w, 10, &h) == 0);
-    step_link(seg, ctl, 2, h, 10);
+    root_link(seg, ctl, 2, h, 10);
     for (int i = 0; i < nruns; i++)
         shm_arena_free(seg, w, runs[i]);
     STEP(shm_arena_alloc(seg, w, 16, &h) == 0);
     shm_arena_free(seg, w, h);
-    step_unlink(seg, ctl, w, 0);
-    step_unlink(seg, ctl, w, 2);
+    root_unlink(seg, ctl, w, 0);
+    root_unlink(seg, ctl, w, 2);
     STEP(shm_arena_alloc(seg, w, STEP_CAP, &h) == -ENOBUFS);
 #undef STEP
     _exit(0);
@@ -791,7 +780,7 @@ Test(shm_arena, worker_killed_at_each_instruction_is_reaped_exactly,
     for (uint32_t k = 10; k < 14; k++) {
         cr_assert_eq(shm_arena_alloc(&seg, 1, 4, &hole), 0);
         cr_assert_eq(shm_arena_alloc(&seg, 1, 1, &h), 0);
-        step_link(&seg, &ctl[0], k, h, 1);
+        root_link(&seg, &ctl[0], k, h, 1);
         shm_arena_free(&seg, 1, hole);
     }
     shm_arena_reap(&seg, 1);
