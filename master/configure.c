@@ -8,7 +8,10 @@
  * index, so the answering node shows the declaration as soon as its client
  * hears about it.  With no leader the request waits for one, up to the
  * deadline: then 503 no_leader (or 503 timeout when a proposal did not
- * commit in time), with Retry-After.
+ * commit in time), with Retry-After.  A leadership that changes under a
+ * request (an entry lost to another leader's, a leader that answers 503)
+ * sends it to the next leader within the same deadline: declarations and
+ * deletions are idempotent.
  */
 #include "master/configure.h"
 
@@ -129,7 +132,12 @@ committed(void *arg, int rc)
 
     if (rc == 0)
         succeed(c);
+    else if (rc == -ECANCELED && !c->forwarded_in)
+        /* Another leader's entry took its index: it was never applied, so
+         * the next leader takes it, as the deadline allows (the tick). */
+        c->state = CALL_WAITING;
     else if (rc == -ECANCELED)
+        /* Passed to us by a follower: it tries the next leader. */
         fail(c, "no_leader", "leadership changed before it committed");
     else if (rc == -ETIMEDOUT)
         fail(c, "timeout", "the raft log did not commit it in time");
@@ -154,8 +162,12 @@ relayed(void *arg, struct http_client_resp *r)
         advance(c);
         return;
     }
-    if (r->status == 503 || r->status == 429)
-        http_reply_header(c->req, "Retry-After", "1");
+    if (r->status == 503) {
+        /* The leader lost its leadership or is stopping: a declaration
+         * applied twice is applied once, so the next leader takes it. */
+        c->state = CALL_WAITING;
+        return;
+    }
     http_reply(c->req, r->status, &r->body);
     finish(c);
 }
