@@ -107,6 +107,7 @@ struct bench_loop {
 struct bench_sys {
     uint64_t busy_ticks;
     uint64_t segs;
+    uint64_t ctxt; /* context switches, all CPUs */
 };
 
 /* A set of connections spread over threads, measured in [t_begin, t_end]. */

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -828,6 +829,9 @@ bench_sys_read(struct bench_sys *s)
         if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
                    &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8)
             s->busy_ticks = v[0] + v[1] + v[2] + v[5] + v[6];
+        while (fgets(line, sizeof(line), f) != NULL)
+            if (sscanf(line, "ctxt %" SCNu64, &s->ctxt) == 1)
+                break;
         fclose(f);
     }
     /* /proc/net/snmp: a "Tcp:" line of names, then one of values. */

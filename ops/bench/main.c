@@ -82,8 +82,10 @@ bench_row_cost(struct bench_row *row, const struct bench_sys *begin,
     row->segs = (double)(end->segs - begin->segs) / ops;
     n = strlen(row->note);
     snprintf(row->note + n, sizeof(row->note) - n,
-             "%s%.1f TCP segments, %.0f us CPU (whole machine) a round trip",
-             n ? "; " : "", row->segs, row->cpu_us);
+             "%s%.1f TCP segments, %.1f context switches, %.0f us CPU (whole "
+             "machine) a round trip",
+             n ? "; " : "", row->segs, (double)(end->ctxt - begin->ctxt) / ops,
+             row->cpu_us);
 }
 
 /* A row for a scenario that could not run. */
