@@ -22,6 +22,7 @@
 #include <sys/epoll.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -312,6 +313,9 @@ client_setup(struct client_call *call, const struct http_client_req *r)
     rc |= curl_easy_setopt(e, CURLOPT_ERRORBUFFER, call->errbuf);
     rc |= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     rc |= curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
+    /* Paths as given: "." and ".." are valid queue names, and libcurl
+     * would squash them as dot segments. */
+    rc |= curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
     rc |= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
     rc |=
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
@@ -581,4 +585,21 @@ http_client_free(struct http_client *c)
     if (c->multi != NULL)
         curl_multi_cleanup(c->multi);
     free(c);
+}
+
+/* http_client_escape - see client.h. */
+char *
+http_client_escape(const char *s, size_t len)
+{
+    /* The handle is ignored since libcurl 7.82, and the result must be
+     * freed with curl_free(): copy it into malloc'd memory. */
+    char *e, *out;
+
+    if (len == 0) /* libcurl would take strlen(s) */
+        return strdup("");
+    if (len > INT_MAX || (e = curl_easy_escape(NULL, s, (int)len)) == NULL)
+        return NULL;
+    out = strdup(e);
+    curl_free(e);
+    return out;
 }

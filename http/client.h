@@ -102,6 +102,11 @@ struct http_client *http_client_new(int epoll_fd, uint64_t tag_base);
 int http_client_request(struct http_client *c, const struct http_client_req *r,
                         http_client_done_fn *done, void *arg);
 
+/* http_client_escape - s[0..len) percent-encoded for a URL's path or query
+ * (libcurl's encoder: everything but RFC 3986 unreserved characters), to be
+ * freed with free(); NULL when out of memory. */
+char *http_client_escape(const char *s, size_t len);
+
 /* http_client_on_event - epoll reported events on our fd: let libcurl
  * read and write, then run the done callbacks of what completed. */
 void http_client_on_event(struct http_client *c, int fd, uint32_t events);

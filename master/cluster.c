@@ -49,8 +49,9 @@ raft_in(struct master *m, struct http_request *req)
 {
     size_t len;
     const char *body = http_request_body(req, &len);
-    int rc = master_raft_receive(m, body, len,
-                                 http_request_header(req, CLUSTER_NODE_HEADER));
+    int rc = master_raft_receive(
+        m, body, len, http_request_header(req, CLUSTER_NODE_HEADER),
+        http_request_header(req, CLUSTER_CLIENT_HEADER));
 
     if (rc == -EBADMSG)
         http_reply_error(req, 400, "ephemeral_bad_request",
@@ -75,7 +76,8 @@ heartbeat_in(struct master *m, struct http_request *req)
                          "body must be the sender's member index");
         return;
     }
-    master_raft_heard(m, (int)i, http_request_header(req, CLUSTER_NODE_HEADER));
+    master_raft_heard(m, (int)i, http_request_header(req, CLUSTER_NODE_HEADER),
+                      http_request_header(req, CLUSTER_CLIENT_HEADER));
     http_reply(req, 204, NULL);
 }
 
@@ -206,14 +208,14 @@ master_cluster_post(struct master *m, const char *addr, const char *path,
                     const void *body, size_t len, uint64_t timeout_ms,
                     http_client_done_fn *done, void *arg)
 {
-    char u[512], sec[256], node[128];
-    const char *headers[] = {sec, node, CLUSTER_FWD_HEADER ": 1",
+    char u[512], sec[256], node[128], client[CONFIG_ADDR_MAX + 32];
+    const char *headers[] = {sec, node, client, CLUSTER_FWD_HEADER ": 1",
                              "Content-Type: application/json"};
     struct http_client_req r = {
         .method = "POST",
         .url = u,
         .headers = headers,
-        .nheaders = 4,
+        .nheaders = 5,
         .body = body,
         .body_len = len,
         .timeout_ms = (unsigned)(timeout_ms ? timeout_ms : 1),
@@ -222,6 +224,8 @@ master_cluster_post(struct master *m, const char *addr, const char *path,
     url(u, sizeof(u), addr, path);
     snprintf(sec, sizeof(sec), CLUSTER_SECRET_HEADER ": %s", m->ws.secret);
     snprintf(node, sizeof(node), CLUSTER_NODE_HEADER ": %s", m->cfg.node_id);
+    snprintf(client, sizeof(client), CLUSTER_CLIENT_HEADER ": %s",
+             m->cfg.advertise);
     if (http_client_request(m->cluster_cli, &r, done, arg) != 0) {
         struct http_client_resp fail = {.err = -EIO, .error = ""};
         done(arg, &fail);

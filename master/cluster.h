@@ -27,6 +27,9 @@ struct raft_msg;
 #define CLUSTER_SECRET_HEADER "X-Mayfly-Secret"
 #define CLUSTER_NODE_HEADER   "X-Mayfly-Node"
 #define CLUSTER_FWD_HEADER    "X-Mayfly-Forwarded"
+/* The sender's client address (advertise), on every master-to-master call:
+ * workers call a peer's client port there (depth?scope=cluster). */
+#define CLUSTER_CLIENT_HEADER "X-Mayfly-Client"
 
 #define CLUSTER_PATH_RAFT      "/cluster/v1/raft"
 #define CLUSTER_PATH_CONFIGURE "/cluster/v1/configure"

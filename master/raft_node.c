@@ -284,7 +284,7 @@ master_raft_deadline(const struct master *m)
 
 int
 master_raft_receive(struct master *m, const void *buf, size_t len,
-                    const char *node_id)
+                    const char *node_id, const char *client)
 {
     struct raft_msg msg;
     int rc = raft_msg_decode(buf, len, &msg);
@@ -293,7 +293,7 @@ master_raft_receive(struct master *m, const void *buf, size_t len,
         return -EBADMSG;
     if (msg.to == m->raft.self && msg.from >= 0 && msg.from < m->raft.n &&
         msg.from != m->raft.self) {
-        master_raft_heard(m, msg.from, node_id);
+        master_raft_heard(m, msg.from, node_id, client);
         rc = raft_step(m->raft.core, &msg);
     } else {
         rc = -EINVAL;
@@ -346,10 +346,13 @@ master_raft_leader_addr(const struct master *m)
 }
 
 void
-master_raft_heard(struct master *m, int i, const char *node_id)
+master_raft_heard(struct master *m, int i, const char *node_id,
+                  const char *client)
 {
     if (node_id != NULL)
         snprintf(m->raft.id[i], sizeof(m->raft.id[0]), "%s", node_id);
+    if (client != NULL && strlen(client) < sizeof(m->raft.client[0]))
+        memcpy(m->raft.client[i], client, strlen(client) + 1);
     m->raft.heard[i] = shm_now_ms();
 }
 
@@ -369,6 +372,11 @@ master_raft_hand_off(struct master *m)
     process(m);
     return 1;
 }
+
+_Static_assert(SHM_STATUS_MEMBERS >= CONFIG_PEERS_MAX + 1,
+               "the status page lists the node and every peer");
+_Static_assert(SHM_STATUS_ADDR_MAX >= CONFIG_ADDR_MAX,
+               "the status page holds any advertise address");
 
 void
 master_status_publish(struct master *m)
@@ -397,6 +405,8 @@ master_status_publish(struct master *m)
         snprintf(mb->id, sizeof(mb->id), "%s",
                  r->id[i][0] ? r->id[i] : r->addr[i]);
         mb->self = i == r->self;
+        snprintf(mb->addr, sizeof(mb->addr), "%s",
+                 mb->self ? m->cfg.advertise : r->client[i]);
         mb->state = mb->self || (r->heard[i] &&
                                  now - r->heard[i] < m->cfg.member_ttl_ms)
                         ? SHM_MEMBER_LIVE

@@ -17,6 +17,7 @@
 
 #include "consensus/raft.h"
 #include "master/declared.h"
+#include "shm/status.h"
 
 struct master;
 
@@ -40,6 +41,7 @@ struct master_raft {
     /* cluster addresses by node index (sorted), and the node ids heard */
     char addr[RAFT_MAX_NODES][256];
     char id[RAFT_MAX_NODES][65];
+    char client[RAFT_MAX_NODES][SHM_STATUS_ADDR_MAX]; /* advertise heard */
     uint64_t heard[RAFT_MAX_NODES]; /* when a message last came from it */
     struct raft_status st;
     struct master_proposal *pending;
@@ -59,9 +61,9 @@ void master_raft_tick(struct master *m, uint64_t now);
 uint64_t master_raft_deadline(const struct master *m);
 
 /* master_raft_receive - a message a peer posted (from the index it claims,
- * with its node id).  -EBADMSG for garbage. */
+ * with its node id and client address).  -EBADMSG for garbage. */
 int master_raft_receive(struct master *m, const void *buf, size_t len,
-                        const char *node_id);
+                        const char *node_id, const char *client);
 
 /*
  * master_raft_propose - append cmd on the leader; done(arg, rc) runs once,
@@ -79,8 +81,10 @@ const char *master_raft_leader_addr(const struct master *m);
  * Returns 1 when a transfer started. */
 int master_raft_hand_off(struct master *m);
 
-/* master_raft_heard - member i (node id, if known) was heard from now. */
-void master_raft_heard(struct master *m, int i, const char *node_id);
+/* master_raft_heard - member i was heard from now, with its node id and
+ * client address when the call carried them (NULL: keep what we had). */
+void master_raft_heard(struct master *m, int i, const char *node_id,
+                       const char *client);
 
 /* master_raft_is_leader - 1 when this node leads. */
 int master_raft_is_leader(const struct master *m);

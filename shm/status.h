@@ -13,8 +13,9 @@
 
 #include <stdint.h>
 
-#define SHM_STATUS_MEMBERS 16
-#define SHM_STATUS_ID_MAX  65
+#define SHM_STATUS_MEMBERS  17 /* the node and CONFIG_PEERS_MAX peers */
+#define SHM_STATUS_ID_MAX   65
+#define SHM_STATUS_ADDR_MAX 256 /* host:port and its NUL (CONFIG_ADDR_MAX) */
 
 enum shm_role {
     SHM_ROLE_FOLLOWER,
@@ -26,8 +27,9 @@ enum shm_member_state { SHM_MEMBER_LIVE, SHM_MEMBER_DEAD, SHM_MEMBER_LEAVING };
 
 struct shm_member {
     char id[SHM_STATUS_ID_MAX];
-    uint8_t state; /* enum shm_member_state */
-    uint8_t self;  /* this node */
+    uint8_t state;                  /* enum shm_member_state */
+    uint8_t self;                   /* this node */
+    char addr[SHM_STATUS_ADDR_MAX]; /* its client address ("" unknown) */
 };
 
 /* What readers copy out. */

@@ -26,6 +26,9 @@ for t in $(find "$b/test" -type f -perm -u+x | sort); do
     timeout -k 10 "${TEST_TIMEOUT:-600}" "$t" -j2 >"$out" 2>&1
     rc=$?
     grep -E '^\[(FAIL|----)\]|Synthesis|ERROR|SUMMARY' "$out" | head -50
+    # A failure's whole story (a sanitizer report, a child's stderr) is
+    # kept for the log: a rare one may not come back when rerun.
+    [ "$rc" -eq 0 ] || { echo "--- $t exited $rc; its last 120 lines:"; tail -120 "$out"; echo "---"; }
     line=$(grep 'Synthesis:' "$out" | tail -1)
     p=$(printf '%s' "$line" | sed -n 's/.*Passing: \([0-9]*\).*/\1/p')
     f=$(printf '%s' "$line" | sed -n 's/.*Failing: \([0-9]*\) | Crashing: \([0-9]*\).*/\1 \2/p')

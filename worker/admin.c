@@ -1,5 +1,6 @@
 /*
- * admin.c - reset, delete, the queue listing and depth.
+ * admin.c - reset and the queue listing (delete is in configure.c, depth in
+ * depth.c).
  *
  * These read or clear whole queues; shm/ takes one partition lock at a time,
  * so a listing is a sum of per-partition snapshots, not one atomic view.
@@ -114,99 +115,4 @@ worker_list(struct worker *w, struct http_request *req)
     http_buf_append_str(&b, "]}");
     http_buf_free(&items);
     http_reply(req, 200, &b);
-}
-
-struct depth {
-    struct http_buf parts, groups;
-    uint32_t np, ng;
-    uint32_t np_pending; /* partitions with something pending */
-    uint64_t pending;    /* their sum: the queue's pending */
-};
-
-static void
-depth_part(void *arg, const struct shm_part_info *p)
-{
-    struct depth *d = arg;
-
-    d->np_pending += p->pending > 0;
-    d->pending += p->pending;
-    http_buf_append_str(&d->parts,
-                        d->np++ ? ",{\"partition\":" : "{\"partition\":");
-    http_buf_append_json_str(&d->parts, p->name, p->name_len);
-    http_buf_printf(
-        &d->parts,
-        ",\"pending\":%llu,\"leased\":%llu,\"waiting\":%llu,"
-        "\"bytes\":%llu,\"oldestAgeMs\":%llu}",
-        (unsigned long long)p->pending, (unsigned long long)p->leased,
-        (unsigned long long)p->waiting, (unsigned long long)p->bytes,
-        (unsigned long long)p->oldest_age_ms);
-}
-
-static void
-depth_group(void *arg, const struct shm_group_info *g)
-{
-    struct depth *d = arg;
-
-    http_buf_append_str(&d->groups, d->ng++ ? ",{\"group\":" : "{\"group\":");
-    http_buf_append_json_str(&d->groups, g->name, g->name_len);
-    http_buf_printf(&d->groups, ",\"pending\":%llu,\"skipped\":%llu}",
-                    (unsigned long long)g->pending,
-                    (unsigned long long)g->skipped);
-}
-
-void
-worker_depth(struct worker *w, struct http_request *req)
-{
-    const struct http_query *args = http_request_args(req);
-    struct depth d = {0};
-    struct http_buf b = {0};
-    struct shm_queue_info q;
-    size_t len, glen = 0;
-    const char *name = http_request_param(req, &len);
-    const char *group = http_query_get(args, "group", &glen);
-    const char *scope = http_query_get(args, "scope", NULL);
-    struct shm_name g = {group, glen};
-    uint64_t pending = 0;
-
-    if (!worker_name_ok(req, "queue", name, len) ||
-        (group && glen && !worker_name_ok(req, "group", group, glen)))
-        return;
-    if (scope && strcmp(scope, "node") != 0 && strcmp(scope, "cluster") != 0) {
-        http_reply_error(req, 400, "ephemeral_bad_request",
-                         "query parameter 'scope' must be node or cluster");
-        return;
-    }
-    int rc =
-        shm_queue_depth(w->seg, (struct shm_name){name, len}, group ? &g : NULL,
-                        shm_now_ms(), &q, depth_part, depth_group, &d);
-    if (rc != 0) {
-        http_reply_error(req, 404, "ephemeral_queue_not_found",
-                         "queue '%.*s' is not held or declared on this node",
-                         (int)(len > 200 ? 200 : len), name);
-        goto out;
-    }
-    pending = d.pending;
-    http_buf_append_str(&b, "{\"queue\":");
-    http_buf_append_json_str(&b, name, len);
-    http_buf_append_str(&b, ",\"node\":");
-    http_buf_append_json_str(&b, w->set.node_id, strlen(w->set.node_id));
-    http_buf_append_str(&b, ",\"group\":");
-    if (group)
-        http_buf_append_json_str(&b, group, glen);
-    else
-        http_buf_append_str(&b, "null");
-    http_buf_printf(&b,
-                    ",\"tier\":\"%s\",\"pending\":%llu,"
-                    "\"partitionsPending\":%u,\"bytes\":%llu,\"partitions\":[",
-                    q.declared ? "declared" : "implicit",
-                    (unsigned long long)pending, d.np_pending,
-                    (unsigned long long)q.bytes);
-    http_buf_append(&b, d.parts.data ? d.parts.data : "", d.parts.len);
-    http_buf_append_str(&b, "],\"groups\":[");
-    http_buf_append(&b, d.groups.data ? d.groups.data : "", d.groups.len);
-    http_buf_append_str(&b, "]}");
-    http_reply(req, 200, &b);
-out:
-    http_buf_free(&d.parts);
-    http_buf_free(&d.groups);
 }

@@ -1,0 +1,290 @@
+/*
+ * test_cluster_depth.c - depth?scope=cluster on three real nodes
+ * (127.0.0.1-3): the sum of every live node's share, merged by partition
+ * and group, naming the nodes in the sum and those that did not answer.
+ *
+ * Each node holds what was pushed to it (no ownership yet), so pushing to
+ * different nodes spreads one queue over them.  member_ttl_ms is long here:
+ * a node whose workers are stopped stays a live member for the whole test.
+ * Every test first waits until each node sees the other two live (their
+ * masters have heard each other, client addresses included).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "test/cluster/cluster.h"
+
+static struct cl c;
+
+static void
+up(void)
+{
+    cl_init(&c);
+    for (int i = 0; i < CL_NODES; i++)
+        cl_start(&c, i, "member_ttl_ms=60000");
+}
+
+static void
+down(void)
+{
+    for (int i = 0; i < CL_NODES; i++)
+        cl_kill(&c, i);
+}
+
+TestSuite(cluster_depth, .init = up, .fini = down, .timeout = 120);
+
+/* push - n messages to queue/partition on node i. */
+static void
+push(int i, const char *queue, const char *partition, int n)
+{
+    struct itest_resp r;
+    char msgs[512] = "";
+
+    for (int k = 0; k < n; k++)
+        strcat(msgs, k ? ",{\"payload\":1}" : "{\"payload\":1}");
+    long st = itest_post(&c.node[i], &r, "/api/v1/ephemeral/push",
+                         "{\"queue\":\"%s\",\"partition\":\"%s\","
+                         "\"messages\":[%s]}",
+                         queue, partition, msgs);
+    cr_assert_eq(st, 201, "push on node %d: %ld %s", i, st, r.body);
+    itest_resp_free(&r);
+}
+
+/* all_live - node i's /health lists every member live. */
+static int
+all_live(int i)
+{
+    struct itest_resp r;
+    int live = 0;
+
+    if (itest_get(&c.node[i], &r, "/health") == 200)
+        for (int k = 0; k < itest_jlen(r.json, "members"); k++) {
+            char path[40];
+            snprintf(path, sizeof(path), "members.%d.state", k);
+            live += strcmp(itest_jstr(r.json, path), "live") == 0;
+        }
+    itest_resp_free(&r);
+    return live == CL_NODES;
+}
+
+/* wait_cluster - until every node sees every member live. */
+static void
+wait_cluster(void)
+{
+    int64_t deadline = itest_now_ms() + 30000;
+
+    for (int i = 0; i < CL_NODES; i++)
+        while (!all_live(i)) {
+            cr_assert_lt(itest_now_ms(), deadline,
+                         "node %d does not see every member live", i);
+            itest_sleep_ms(100);
+        }
+}
+
+/* cluster_depth - GET depth?scope=cluster[&group=] of queue on node i,
+ * retried (up to 20 s) until it is a 200 with every node's share in it
+ * and none missing; the last answer. */
+static long
+cluster_depth(int i, const char *queue, const char *query, struct itest_resp *r)
+{
+    int64_t deadline = itest_now_ms() + 20000;
+    long st;
+
+    for (;;) {
+        st = itest_get(&c.node[i], r,
+                       "/api/v1/ephemeral/queues/%s/depth?scope=cluster%s",
+                       queue, query);
+        if ((st == 200 && itest_jlen(r->json, "nodes") == CL_NODES &&
+             itest_jlen(r->json, "missing") == 0) ||
+            itest_now_ms() > deadline)
+            return st;
+        itest_resp_free(r);
+        itest_sleep_ms(100);
+    }
+}
+
+/* partition_field - field of the entry of partition p in r's list. */
+static int64_t
+partition_field(struct itest_resp *r, const char *p, const char *field)
+{
+    struct json_object *parts = itest_jget(r->json, "partitions");
+
+    for (int k = 0; parts && k < (int)json_object_array_length(parts); k++) {
+        struct json_object *e = json_object_array_get_idx(parts, k);
+        if (strcmp(itest_jstr(e, "partition"), p) == 0)
+            return itest_jint(e, field);
+    }
+    return INT64_MIN;
+}
+
+/* listed - r's array at key holds the string id. */
+static int
+listed(struct itest_resp *r, const char *key, const char *id)
+{
+    struct json_object *l = itest_jget(r->json, key);
+
+    for (int k = 0; l && k < (int)json_object_array_length(l); k++)
+        if (strcmp(json_object_get_string(json_object_array_get_idx(l, k)),
+                   id) == 0)
+            return 1;
+    return 0;
+}
+
+Test(cluster_depth, sums_every_live_node_merging_partitions)
+{
+    struct itest_resp r;
+
+    wait_cluster();
+    push(0, "cd-sum", "p1", 3);
+    push(1, "cd-sum", "p1", 2);
+    push(2, "cd-sum", "p2", 1);
+
+    cr_assert_eq(cluster_depth(2, "cd-sum", "", &r), 200, "%s", r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "scope"), "cluster");
+    cr_expect_str_eq(itest_jstr(r.json, "node"), "n2");
+    cr_expect_eq(itest_jint(r.json, "pending"), 6, "%s", r.body);
+    cr_expect_eq(itest_jint(r.json, "partitionsPending"), 2, "%s", r.body);
+    cr_expect_eq(itest_jlen(r.json, "partitions"), 2, "%s", r.body);
+    cr_expect_eq(partition_field(&r, "p1", "pending"), 5, "%s", r.body);
+    cr_expect_eq(partition_field(&r, "p2", "pending"), 1, "%s", r.body);
+    cr_expect_eq(itest_jlen(r.json, "nodes"), 3, "%s", r.body);
+    cr_expect_eq(itest_jlen(r.json, "missing"), 0, "%s", r.body);
+    itest_resp_free(&r);
+
+    /* scope=node still answers the node's own share. */
+    cr_assert_eq(
+        itest_get(&c.node[2], &r, "/api/v1/ephemeral/queues/cd-sum/depth"),
+        200);
+    cr_expect_eq(itest_jint(r.json, "pending"), 1, "%s", r.body);
+    cr_expect_null(itest_jget(r.json, "nodes"), "%s", r.body);
+    itest_resp_free(&r);
+}
+
+Test(cluster_depth, a_group_is_summed_and_a_node_without_the_queue_counts)
+{
+    struct itest_resp r;
+
+    wait_cluster();
+    push(0, "cd-group", "Default", 4);
+    push(1, "cd-group", "Default", 2);
+    /* group g takes one message on node 0 (leased: no longer pending). */
+    cr_assert_eq(itest_get(&c.node[0], &r,
+                           "/api/v1/ephemeral/pop?queue=cd-group&group=g"),
+                 200);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+    itest_resp_free(&r);
+
+    /* Node 2 holds nothing of cd-group: it is in "nodes", not "missing". */
+    cr_assert_eq(cluster_depth(2, "cd-group", "&group=g", &r), 200, "%s",
+                 r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "group"), "g", "%s", r.body);
+    cr_expect_eq(itest_jint(r.json, "pending"), 5, "%s", r.body);
+    cr_expect_eq(partition_field(&r, "Default", "leased"), 1, "%s", r.body);
+    cr_expect(listed(&r, "nodes", "n2"), "%s", r.body);
+    itest_resp_free(&r);
+}
+
+Test(cluster_depth, names_that_need_encoding_reach_the_peers_intact)
+{
+    struct itest_resp r;
+
+    wait_cluster();
+    /* "." and ".." are names too: libcurl must not squash them. */
+    push(0, "..", "a/b c", 2);
+    push(1, "..", "a/b c", 1);
+    push(1, "in box/7+x", "p", 3);
+    cr_assert_eq(cluster_depth(2, "%2E%2E", "&group=g%201", &r), 200, "%s",
+                 r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "queue"), "..", "%s", r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "group"), "g 1", "%s", r.body);
+    cr_expect_eq(partition_field(&r, "a/b c", "pending"), 3, "%s", r.body);
+    itest_resp_free(&r);
+    cr_assert_eq(cluster_depth(0, "in%20box%2F7%2Bx", "", &r), 200, "%s",
+                 r.body);
+    cr_expect_eq(itest_jint(r.json, "pending"), 3, "%s", r.body);
+    itest_resp_free(&r);
+}
+
+Test(cluster_depth, a_queue_no_node_holds_is_404)
+{
+    struct itest_resp r;
+
+    wait_cluster();
+    cr_assert_eq(itest_get(&c.node[1], &r,
+                           "/api/v1/ephemeral/queues/cd-nowhere/depth"
+                           "?scope=cluster"),
+                 404, "%s", r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "code"), "ephemeral_queue_not_found");
+    cr_expect(strstr(itest_jstr(r.json, "error"), "any node") != NULL, "%s",
+              r.body);
+    itest_resp_free(&r);
+}
+
+Test(cluster_depth, a_live_node_that_does_not_answer_is_named_missing)
+{
+    struct itest_resp r;
+    pid_t w[ITEST_NODE_MAX_WORKERS];
+    int nw;
+
+    wait_cluster();
+    push(0, "cd-missing", "Default", 2);
+    push(1, "cd-missing", "Default", 3);
+    cr_assert_eq(cluster_depth(0, "cd-missing", "", &r), 200);
+    cr_assert_eq(itest_jint(r.json, "pending"), 5, "%s", r.body);
+    itest_resp_free(&r);
+
+    /* Node 1's workers stop answering; its master still heartbeats. */
+    nw = itest_node_workers(&c.node[1], w, ITEST_NODE_MAX_WORKERS);
+    cr_assert_gt(nw, 0);
+    for (int k = 0; k < nw; k++)
+        kill(w[k], SIGSTOP);
+    long st = itest_get(&c.node[0], &r,
+                        "/api/v1/ephemeral/queues/cd-missing/depth"
+                        "?scope=cluster");
+    for (int k = 0; k < nw; k++)
+        kill(w[k], SIGCONT);
+    cr_assert_eq(st, 200, "%s", r.body);
+    cr_expect_eq(itest_jint(r.json, "pending"), 2, "%s", r.body);
+    cr_expect(listed(&r, "missing", "n1"), "%s", r.body);
+    cr_expect(listed(&r, "nodes", "n0"), "%s", r.body);
+    cr_expect(!listed(&r, "nodes", "n1"), "%s", r.body);
+    itest_resp_free(&r);
+}
+
+/* A member whose advertised address leads to another node (here node 2
+ * advertising node 0's client port) is never counted as that node's share:
+ * node 0 does not call its own address, node 1 sees node 0 answer. */
+Test(cluster_depth, an_address_that_leads_elsewhere_is_missing_not_counted)
+{
+    struct itest_resp r;
+    char opt[64];
+
+    cl_kill(&c, 2);
+    snprintf(opt, sizeof(opt), "member_ttl_ms=60000 advertise=127.0.0.1:%d",
+             c.node[0].port);
+    cl_start(&c, 2, opt);
+    wait_cluster();
+    push(0, "cd-alias", "Default", 2);
+    push(1, "cd-alias", "Default", 1);
+    for (int i = 0; i < 2; i++) {
+        int64_t deadline = itest_now_ms() + 20000;
+        /* until node i has heard node 2's new address */
+        do {
+            cr_assert_eq(itest_get(&c.node[i], &r,
+                                   "/api/v1/ephemeral/queues/cd-alias/depth"
+                                   "?scope=cluster"),
+                         200, "%s", r.body);
+            if (listed(&r, "missing", "n2") || itest_now_ms() > deadline)
+                break;
+            itest_resp_free(&r);
+            itest_sleep_ms(100);
+        } while (1);
+        cr_expect(listed(&r, "missing", "n2"), "node %d: %s", i, r.body);
+        cr_expect_eq(itest_jint(r.json, "pending"), 3, "node %d: %s", i,
+                     r.body);
+        itest_resp_free(&r);
+    }
+}
