@@ -41,6 +41,8 @@ struct client_call {
     CURL *easy;
     struct curl_slist *headers;
     struct http_buf body;
+    size_t max_body; /* answer bytes kept at most */
+    int too_big;     /* the answer passed max_body: the transfer stopped */
     http_client_done_fn *done;
     void *arg;
     char errbuf[CURL_ERROR_SIZE];
@@ -159,6 +161,10 @@ client_write_cb(char *p, size_t size, size_t n, void *userp)
 {
     struct client_call *call = userp;
 
+    if (n > call->max_body - call->body.len) {
+        call->too_big = 1;
+        return 0;
+    }
     if (http_buf_append(&call->body, p, n) != 0)
         return 0;
     (void)size; /* always 1 */
@@ -357,6 +363,8 @@ http_client_request(struct http_client *c, const struct http_client_req *r,
     }
     call->done = done;
     call->arg = arg;
+    call->max_body = r->max_body ? r->max_body : HTTP_CLIENT_BODY_MAX;
+    call->too_big = 0;
     mrc = curl_multi_add_handle(c->multi, call->easy);
     if (mrc != CURLM_OK) {
         log_error(0, "curl_multi_add_handle(%s) failed: %s", r->url,
@@ -397,7 +405,7 @@ client_errno(CURL *e, CURLcode code)
     case CURLE_OPERATION_TIMEDOUT:
         return -ETIMEDOUT;
     case CURLE_OUT_OF_MEMORY:
-    case CURLE_WRITE_ERROR: /* only client_write_cb's OOM */
+    case CURLE_WRITE_ERROR: /* client_write_cb's OOM (or too_big) */
         return -ENOMEM;
     case CURLE_URL_MALFORMAT:
     case CURLE_UNSUPPORTED_PROTOCOL:
@@ -439,7 +447,7 @@ client_finish(struct http_client *c, struct client_call *call, CURLcode code)
     curl_easy_getinfo(call->easy, CURLINFO_RETRY_AFTER, &retry);
     client_detach(c, call);
     resp.curl_code = (int)code;
-    resp.err = client_errno(call->easy, code);
+    resp.err = call->too_big ? -EMSGSIZE : client_errno(call->easy, code);
     resp.error = code == CURLE_OK  ? ""
                  : call->errbuf[0] ? call->errbuf
                                    : curl_easy_strerror(code);

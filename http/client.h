@@ -40,6 +40,10 @@
 /* The bits of an epoll tag that name the client; the low 32 are the fd. */
 #define HTTP_CLIENT_TAG_MASK 0xffffffff00000000ULL
 
+/* The longest answer a request takes by default: a pop of the largest
+ * batch of the largest messages, with room for its JSON. */
+#define HTTP_CLIENT_BODY_MAX ((size_t)64 << 20)
+
 /* Idle connections kept open for reuse (CURLMOPT_MAXCONNECTS). */
 #define HTTP_CLIENT_IDLE_MAX 64
 
@@ -55,7 +59,9 @@ struct http_client_req {
     size_t nheaders;
     const void *body; /* sent when body_len > 0, or for POST and PUT */
     size_t body_len;
-    unsigned timeout_ms;         /* the whole exchange; 0 = none */
+    unsigned timeout_ms; /* the whole exchange; 0 = none */
+    size_t max_body;     /* a longer answer fails with -EMSGSIZE; 0 = the
+                            default, HTTP_CLIENT_BODY_MAX */
     unsigned connect_timeout_ms; /* connecting only; 0 = as timeout_ms */
 };
 
@@ -63,7 +69,8 @@ struct http_client_req {
 struct http_client_resp {
     int err;                  /* 0 when a response came, whatever its status;
                                  else -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET,
-                                 -ENOMEM, -EINVAL (bad URL), -EIO, ... */
+                                 -ENOMEM, -EINVAL (bad URL), -EMSGSIZE (an
+                                 answer over max_body), -EIO, ... */
     int curl_code;            /* the CURLcode behind err (0: CURLE_OK) */
     const char *error;        /* libcurl's sentence for it; "" when err == 0 */
     unsigned status;          /* HTTP status; 0 when no response came */

@@ -31,6 +31,7 @@
 #include "worker/worker_int.h"
 
 #define PEER_TIMEOUT_MS 2000
+#define PEER_ANSWER_MAX ((size_t)8 << 20) /* a share is not larger */
 /* The peer's path and query: two 512-byte names, percent-encoded (3 bytes a
  * byte at most), and the rest of the path. */
 #define PATH_QUERY_MAX (2 * 3 * HTTP_NAME_MAX + 80)
@@ -252,6 +253,7 @@ ask(struct gather *g, const struct shm_member *mb, const char *own,
         .method = "GET",
         .url = url,
         .timeout_ms = PEER_TIMEOUT_MS,
+        .max_body = PEER_ANSWER_MAX,
     };
 
     p->g = g;

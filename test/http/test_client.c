@@ -385,6 +385,35 @@ Test(http_client, large_body_round_trips)
     loop_fini(&l);
 }
 
+/* An answer longer than the request's max_body stops the transfer. */
+Test(http_client, an_answer_over_max_body_fails)
+{
+    unsigned short port;
+    struct loop l;
+    struct result r = {0};
+    size_t len = (size_t)3 << 20;
+    char *body = calloc(1, len);
+    struct http_client_req req = {.method = "POST",
+                                  .url = NULL,
+                                  .body = body,
+                                  .body_len = len,
+                                  .timeout_ms = 20000,
+                                  .max_body = (size_t)1 << 20};
+
+    cr_assert_not_null(body);
+    srv_start(&port);
+    loop_init(&l);
+    req.url = url(port, "/echo");
+    r.l = &l;
+    cr_assert_eq(http_client_request(l.c, &req, on_done, &r), 0);
+    loop_run(&l, 1, 20000);
+    cr_assert_eq(r.err, -EMSGSIZE, "err %d", r.err);
+    cr_assert_leq(r.body.len, (size_t)1 << 20);
+    http_buf_free(&r.body);
+    free(body);
+    loop_fini(&l);
+}
+
 Test(http_client, error_status_carries_retry_after)
 {
     unsigned short port;
