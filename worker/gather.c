@@ -1,0 +1,153 @@
+/*
+ * gather.c - see gather.h.
+ */
+#include "worker/gather.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/client.h"
+#include "http/reply.h"
+#include "http/request.h"
+#include "shm/log.h"
+#include "worker/worker_int.h"
+
+/* gather_done - the request ended (answered or not): drop what is left. */
+static void
+gather_done(void *arg, int sent_ok)
+{
+    struct gather *g = arg;
+
+    (void)sent_ok;
+    for (int i = 0; g->waiting > 0 && i < g->npeers; i++)
+        http_client_cancel(g->w->client, &g->peer[i]);
+    for (int i = 0; i < g->nshares; i++)
+        http_buf_free(&g->share[i]);
+    free(g);
+}
+
+/* peer_answered - one member's share came, or did not; the last one lets
+ * the route answer. */
+static void
+peer_answered(void *arg, struct http_client_resp *r)
+{
+    struct gather_peer *p = arg;
+    struct gather *g = p->g;
+    enum gather_share a = r->err != 0 ? GATHER_BAD : g->classify(g, r, p->id);
+
+    if (a == GATHER_SHARE) {
+        g->share[g->nshares++] = r->body;
+        r->body = (struct http_buf){0};
+    }
+    if (a == GATHER_BAD) {
+        log_debug(0, "member %s did not answer (%s, status %u)", p->id,
+                  r->err ? r->error : "its answer refused", r->status);
+        g->missing[g->nmissing++] = p->id;
+    } else {
+        g->nodes[g->nnodes++] = p->id;
+    }
+    if (--g->waiting == 0) {
+        g->finish(g);
+        http_request_resume(g->req);
+    }
+}
+
+/* unusable - mb's address cannot reach mb: unknown, the node's own (a
+ * default advertise on every host), or no host at all (0.0.0.0, [::]: a
+ * member listening on every address without an advertise). */
+static int
+unusable(const struct shm_member *mb, const char *own)
+{
+    struct in6_addr a6;
+    struct in_addr a4;
+    char host[SHM_STATUS_ADDR_MAX];
+    const char *colon = strrchr(mb->addr, ':');
+    size_t n = colon ? (size_t)(colon - mb->addr) : 0;
+
+    if (mb->addr[0] == '\0' || strcmp(mb->addr, own) == 0 || n == 0)
+        return 1;
+    if (mb->addr[0] == '[' && n >= 2 && mb->addr[n - 1] == ']') {
+        memcpy(host, mb->addr + 1, n - 2);
+        host[n - 2] = '\0';
+        return inet_pton(AF_INET6, host, &a6) == 1 &&
+               (IN6_IS_ADDR_UNSPECIFIED(&a6) || IN6_IS_ADDR_V4MAPPED(&a6));
+    }
+    memcpy(host, mb->addr, n);
+    host[n] = '\0';
+    return inet_pton(AF_INET, host, &a4) == 1 && a4.s_addr == INADDR_ANY;
+}
+
+/* ask - start the query to member mb (no credentials: the client
+ * port asks for none); a member that cannot be asked is missing. */
+static void
+ask(struct gather *g, const struct shm_member *mb, const char *own,
+    const char *path_query)
+{
+    struct gather_peer *p = &g->peer[g->npeers++];
+    size_t cap = sizeof("http://") + strlen(mb->addr) + strlen(path_query);
+    char *url = malloc(cap);
+    struct http_client_req r = {
+        .method = "GET",
+        .url = url,
+        .timeout_ms = GATHER_TIMEOUT_MS,
+        .max_body = g->max_body,
+    };
+
+    p->g = g;
+    snprintf(p->id, sizeof(p->id), "%s", mb->id);
+    if (url == NULL || unusable(mb, own) ||
+        snprintf(url, cap, "http://%s%s", mb->addr, path_query) < 0 ||
+        http_client_request(g->w->client, &r, peer_answered, p) != 0)
+        g->missing[g->nmissing++] = p->id;
+    else
+        g->waiting++;
+    free(url); /* the client copied it */
+}
+
+/* gather_start - see gather.h. */
+void
+gather_start(struct worker *w, struct http_request *req, struct http_buf *own,
+             const char *path_query, size_t max_body,
+             enum gather_share (*classify)(struct gather *g,
+                                           const struct http_client_resp *r,
+                                           const char *node),
+             void (*finish)(struct gather *g))
+{
+    struct shm_status_view v;
+    struct gather *g = calloc(1, sizeof(*g));
+    const char *self_addr = "";
+
+    if (g == NULL) {
+        http_buf_free(own);
+        http_reply_errno(req, -ENOMEM, "gather");
+        return;
+    }
+    g->w = w;
+    g->req = req;
+    g->classify = classify;
+    g->finish = finish;
+    g->max_body = max_body;
+    http_request_on_done(req, gather_done, g);
+    snprintf(g->self, sizeof(g->self), "%s", w->set.node_id);
+    g->nodes[g->nnodes++] = g->self;
+    if (own != NULL && own->len > 0) {
+        g->share[g->nshares++] = *own;
+        *own = (struct http_buf){0};
+    }
+    shm_status_read(w->seg->status, &v);
+    for (uint32_t i = 0; i < v.nmembers; i++)
+        if (v.members[i].self)
+            self_addr = v.members[i].addr;
+    for (uint32_t i = 0; i < v.nmembers; i++)
+        if (!v.members[i].self && v.members[i].state == SHM_MEMBER_LIVE &&
+            strcmp(v.members[i].id, g->self) != 0)
+            ask(g, &v.members[i], self_addr, path_query);
+    if (g->waiting == 0)
+        finish(g); /* not suspended: nothing to resume */
+    else
+        http_request_suspend(req);
+}

@@ -1,0 +1,75 @@
+/*
+ * gather.h - answering from every live member's share: this node's share
+ * now, each other live member's (the same route with scope=node, asked on
+ * its client port at the address its master sends in heartbeats) as it
+ * comes, all at once, GATHER_TIMEOUT_MS each.  Used by depth and the queue
+ * listing with scope=cluster.
+ *
+ * The request is suspended until the last member has answered or failed,
+ * then the route's finish callback answers it from g's shares, nodes and
+ * missing.  A member whose address cannot reach it (unknown, this node's
+ * own, 0.0.0.0 or [::]) or whose answer the route's classify refuses (an
+ * error, another node answering, another queue) is missing, so a node that
+ * reaches itself under a peer's address is never counted twice.  The
+ * gather lives as long as the request; single-threaded, in the worker's
+ * loop.
+ */
+#ifndef MAYFLY_WORKER_GATHER_H
+#define MAYFLY_WORKER_GATHER_H
+
+#include <stddef.h>
+
+#include "http/buf.h"
+#include "shm/status.h"
+
+#define GATHER_TIMEOUT_MS 2000
+
+struct worker;
+struct http_request;
+struct http_client_resp;
+
+/* What a member's answer is to the route. */
+enum gather_share {
+    GATHER_SHARE, /* its share: kept for finish */
+    GATHER_NONE,  /* it holds nothing: named in nodes, no share */
+    GATHER_BAD,   /* no answer: named in missing */
+};
+
+struct gather;
+struct gather_peer {
+    struct gather *g;
+    char id[SHM_STATUS_ID_MAX];
+};
+
+struct gather {
+    struct worker *w;
+    struct http_request *req;
+    enum gather_share (*classify)(struct gather *g,
+                                  const struct http_client_resp *r,
+                                  const char *node);
+    void (*finish)(struct gather *g); /* must reply to g->req */
+    size_t max_body;                  /* a member's answer, at most */
+    char self[SHM_STATUS_ID_MAX];
+    int waiting; /* members asked that have not answered */
+    int npeers, nshares, nnodes, nmissing;
+    struct http_buf share[SHM_STATUS_MEMBERS]; /* shares, this node's first */
+    const char *nodes[SHM_STATUS_MEMBERS];     /* whose shares are in */
+    const char *missing[SHM_STATUS_MEMBERS];   /* who did not answer */
+    struct gather_peer peer[SHM_STATUS_MEMBERS];
+};
+
+/*
+ * gather_start - answer req from every live member: own is this node's
+ * share (taken; NULL or empty when it holds nothing), path_query what each
+ * other member is asked (percent-encoded).  classify, finish and max_body
+ * as in struct gather.  On allocation failure req gets a 500 at once.
+ */
+void
+gather_start(struct worker *w, struct http_request *req, struct http_buf *own,
+             const char *path_query, size_t max_body,
+             enum gather_share (*classify)(struct gather *g,
+                                           const struct http_client_resp *r,
+                                           const char *node),
+             void (*finish)(struct gather *g));
+
+#endif
