@@ -1,21 +1,26 @@
 /*
- * admin.c - reset and the queue listing (delete is in configure.c, depth in
- * depth.c).
+ * admin.c - reset and the queue listing, this node's or (scope=cluster,
+ * worker/gather.h) every live member's merged (delete is in configure.c,
+ * depth in depth.c).
  *
  * These read or clear whole queues; shm/ takes one partition lock at a time,
  * so a listing is a sum of per-partition snapshots, not one atomic view.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http/buf.h"
+#include "http/client.h"
 #include "http/errors.h"
+#include "http/list_merge.h"
 #include "http/parse.h"
 #include "http/query.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/arena.h"
+#include "worker/gather.h"
 #include "worker/worker_int.h"
 
 void
@@ -90,6 +95,73 @@ list_one(void *arg, const struct shm_queue_info *q)
     http_buf_append_str(b, "}");
 }
 
+/* list_classify - a member's answer to the listing query. */
+static enum gather_share
+list_classify(struct gather *g, const struct http_client_resp *r,
+              const char *node)
+{
+    (void)g;
+    return http_list_answer_ok(r->status, r->body.data, r->body.len, node)
+               ? GATHER_SHARE
+               : GATHER_BAD;
+}
+
+/* list_finish - the merged listing. */
+static void
+list_finish(struct gather *g)
+{
+    const char *body[SHM_STATUS_MEMBERS];
+    size_t len[SHM_STATUS_MEMBERS];
+    struct http_buf b = {0};
+    struct http_error err;
+    struct http_list_shares s = {
+        .node = g->self,
+        .body = body,
+        .len = len,
+        .n = g->nshares,
+        .nodes = g->nodes,
+        .nnodes = g->nnodes,
+        .missing = g->missing,
+        .nmissing = g->nmissing,
+    };
+
+    http_query_u32(http_request_args(g->req), "limit", 1000, 1, 100000,
+                   &s.limit, &err); /* checked before the gather */
+    for (int i = 0; i < g->nshares; i++) {
+        body[i] = g->share[i].data;
+        len[i] = g->share[i].len;
+    }
+    if (http_list_merge(&s, &b) == 0) {
+        http_reply(g->req, 200, &b);
+    } else {
+        http_reply_header(g->req, "Retry-After", "1");
+        http_reply_error(g->req, 503, "ephemeral_forward_failed",
+                         "the listings could not be merged");
+    }
+    http_buf_free(&b);
+}
+
+/* list_cluster - gather every live member's listing of the same prefix
+ * and limit; own is this node's. */
+static void
+list_cluster(struct worker *w, struct http_request *req, const char *prefix,
+             size_t plen, uint32_t limit, struct http_buf *own)
+{
+    char *pe = http_client_escape(prefix ? prefix : "", plen), *pq = NULL;
+
+    if (pe == NULL ||
+        asprintf(&pq, "/api/v1/ephemeral/queues?scope=node&limit=%u%s%s", limit,
+                 prefix ? "&prefix=" : "", prefix ? pe : "") < 0) {
+        free(pe);
+        http_buf_free(own);
+        http_reply_errno(req, -ENOMEM, "list");
+        return;
+    }
+    gather_start(w, req, own, pq, 0, list_classify, list_finish);
+    free(pe);
+    free(pq);
+}
+
 void
 worker_list(struct worker *w, struct http_request *req)
 {
@@ -100,9 +172,15 @@ worker_list(struct worker *w, struct http_request *req)
     uint32_t limit;
     size_t plen = 0;
     const char *prefix = http_query_get(q, "prefix", &plen);
+    const char *scope = http_query_get(q, "scope", NULL);
 
     if (http_query_u32(q, "limit", 1000, 1, 100000, &limit, &err) != 0) {
         http_reply_http_error(req, &err);
+        return;
+    }
+    if (scope && strcmp(scope, "node") != 0 && strcmp(scope, "cluster") != 0) {
+        http_reply_error(req, 400, "ephemeral_bad_request",
+                         "query parameter 'scope' must be node or cluster");
         return;
     }
     shm_queue_list(w->seg, (struct shm_name){prefix ? prefix : "", plen}, limit,
@@ -114,5 +192,8 @@ worker_list(struct worker *w, struct http_request *req)
     http_buf_append(&b, items.data ? items.data : "", items.len);
     http_buf_append_str(&b, "]}");
     http_buf_free(&items);
-    http_reply(req, 200, &b);
+    if (scope && strcmp(scope, "cluster") == 0)
+        list_cluster(w, req, prefix, plen, limit, &b);
+    else
+        http_reply(req, 200, &b);
 }

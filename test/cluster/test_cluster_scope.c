@@ -1,7 +1,8 @@
 /*
- * test_cluster_depth.c - depth?scope=cluster on three real nodes
- * (127.0.0.1-3): the sum of every live node's share, merged by partition
- * and group, naming the nodes in the sum and those that did not answer.
+ * test_cluster_scope.c - depth and the queue listing with scope=cluster on
+ * three real nodes (127.0.0.1-3): the sum of every live node's share,
+ * merged by partition, group or queue, naming the nodes in the sum and
+ * those that did not answer.
  *
  * Each node holds what was pushed to it (no ownership yet), so pushing to
  * different nodes spreads one queue over them.  member_ttl_ms is long here:
@@ -34,7 +35,7 @@ down(void)
         cl_kill(&c, i);
 }
 
-TestSuite(cluster_depth, .init = up, .fini = down, .timeout = 120);
+TestSuite(cluster_scope, .init = up, .fini = down, .timeout = 120);
 
 /* push - n messages to queue/partition on node i. */
 static void
@@ -133,7 +134,7 @@ listed(struct itest_resp *r, const char *key, const char *id)
     return 0;
 }
 
-Test(cluster_depth, sums_every_live_node_merging_partitions)
+Test(cluster_scope, sums_every_live_node_merging_partitions)
 {
     struct itest_resp r;
 
@@ -163,7 +164,7 @@ Test(cluster_depth, sums_every_live_node_merging_partitions)
     itest_resp_free(&r);
 }
 
-Test(cluster_depth, a_group_is_summed_and_a_node_without_the_queue_counts)
+Test(cluster_scope, a_group_is_summed_and_a_node_without_the_queue_counts)
 {
     struct itest_resp r;
 
@@ -187,7 +188,7 @@ Test(cluster_depth, a_group_is_summed_and_a_node_without_the_queue_counts)
     itest_resp_free(&r);
 }
 
-Test(cluster_depth, names_that_need_encoding_reach_the_peers_intact)
+Test(cluster_scope, names_that_need_encoding_reach_the_peers_intact)
 {
     struct itest_resp r;
 
@@ -208,7 +209,7 @@ Test(cluster_depth, names_that_need_encoding_reach_the_peers_intact)
     itest_resp_free(&r);
 }
 
-Test(cluster_depth, a_queue_no_node_holds_is_404)
+Test(cluster_scope, a_queue_no_node_holds_is_404)
 {
     struct itest_resp r;
 
@@ -223,7 +224,7 @@ Test(cluster_depth, a_queue_no_node_holds_is_404)
     itest_resp_free(&r);
 }
 
-Test(cluster_depth, a_live_node_that_does_not_answer_is_named_missing)
+Test(cluster_scope, a_live_node_that_does_not_answer_is_named_missing)
 {
     struct itest_resp r;
     pid_t w[ITEST_NODE_MAX_WORKERS];
@@ -257,7 +258,7 @@ Test(cluster_depth, a_live_node_that_does_not_answer_is_named_missing)
 /* A member whose advertised address leads to another node (here node 2
  * advertising node 0's client port) is never counted as that node's share:
  * node 0 does not call its own address, node 1 sees node 0 answer. */
-Test(cluster_depth, an_address_that_leads_elsewhere_is_missing_not_counted)
+Test(cluster_scope, an_address_that_leads_elsewhere_is_missing_not_counted)
 {
     struct itest_resp r;
     char opt[64];
@@ -287,4 +288,81 @@ Test(cluster_depth, an_address_that_leads_elsewhere_is_missing_not_counted)
                      r.body);
         itest_resp_free(&r);
     }
+}
+
+/* queue_at - the listing's entry k, its field (a number). */
+static int64_t
+queue_at(struct itest_resp *r, int k, const char *field)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), "queues.%d.%s", k, field);
+    return itest_jint(r->json, path);
+}
+
+static const char *
+queue_name(struct itest_resp *r, int k)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), "queues.%d.queue", k);
+    return itest_jstr(r->json, path);
+}
+
+Test(cluster_scope, the_listing_sums_every_node_by_queue)
+{
+    struct itest_resp r;
+    int64_t deadline;
+
+    wait_cluster();
+    push(0, "cl-a", "p1", 2);
+    push(1, "cl-a", "p2", 3);
+    push(2, "cl-b", "Default", 1);
+    cr_assert_eq(itest_post(&c.node[0], &r, "/api/v1/ephemeral/configure",
+                            "{\"queue\":\"cl-d\",\"options\":"
+                            "{\"maxLength\":7}}"),
+                 201, "%s", r.body);
+    itest_resp_free(&r);
+
+    deadline = itest_now_ms() + 20000;
+    for (;;) { /* until every node's listing is in and cl-d applied */
+        cr_assert_eq(itest_get(&c.node[1], &r,
+                               "/api/v1/ephemeral/queues?scope=cluster&"
+                               "prefix=cl-"),
+                     200, "%s", r.body);
+        if ((itest_jlen(r.json, "nodes") == CL_NODES &&
+             itest_jint(r.json, "count") == 3) ||
+            itest_now_ms() > deadline)
+            break;
+        itest_resp_free(&r);
+        itest_sleep_ms(100);
+    }
+    cr_expect_str_eq(itest_jstr(r.json, "scope"), "cluster", "%s", r.body);
+    cr_assert_eq(itest_jint(r.json, "count"), 3, "%s", r.body);
+    cr_expect_str_eq(queue_name(&r, 0), "cl-a");
+    cr_expect_eq(queue_at(&r, 0, "depth"), 5, "%s", r.body);
+    cr_expect_eq(queue_at(&r, 0, "partitions"), 2, "%s", r.body);
+    cr_expect_str_eq(queue_name(&r, 1), "cl-b");
+    cr_expect_eq(queue_at(&r, 1, "depth"), 1, "%s", r.body);
+    cr_expect_str_eq(queue_name(&r, 2), "cl-d");
+    cr_expect_str_eq(itest_jstr(r.json, "queues.2.tier"), "declared");
+    cr_expect_eq(queue_at(&r, 2, "options.maxLength"), 7, "%s", r.body);
+    cr_expect_eq(itest_jlen(r.json, "missing"), 0, "%s", r.body);
+    itest_resp_free(&r);
+
+    /* limit cuts the merged list, not each node's sums. */
+    cr_assert_eq(itest_get(&c.node[2], &r,
+                           "/api/v1/ephemeral/queues?scope=cluster&"
+                           "prefix=cl-&limit=1"),
+                 200, "%s", r.body);
+    cr_expect_eq(itest_jint(r.json, "count"), 1, "%s", r.body);
+    cr_expect_str_eq(queue_name(&r, 0), "cl-a");
+    cr_expect_eq(queue_at(&r, 0, "depth"), 5, "%s", r.body);
+    itest_resp_free(&r);
+
+    cr_assert_eq(
+        itest_get(&c.node[2], &r, "/api/v1/ephemeral/queues?scope=everywhere"),
+        400, "%s", r.body);
+    cr_expect(strstr(itest_jstr(r.json, "error"), "scope") != NULL);
+    itest_resp_free(&r);
 }

@@ -1,0 +1,228 @@
+/*
+ * list_merge.c - see list_merge.h.
+ *
+ * Entries are merged in a json-c object keyed by queue name (a hash), then
+ * sorted by name once.  Listings are bounded by their limit (100,000 at
+ * most), so this is an administrator's call, not a hot path.
+ */
+#include "http/list_merge.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "http/json_scan.h"
+
+/* The counts of an entry that add up, and those inside "drops". */
+static const char *const sums[] = {"depth", "leased", "waiting", "bytes",
+                                   "partitions"};
+static const char *const drop_sums[] = {"bounds", "ttl", "retry"};
+
+/* parse - body as a JSON object, or NULL. */
+static struct json_object *
+parse(const char *body, size_t len)
+{
+    struct json_tokener *t;
+    struct json_object *o = NULL;
+
+    if (len > INT_MAX || (t = json_tokener_new_ex(HTTP_JSON_MAX_DEPTH)) == NULL)
+        return NULL;
+    json_tokener_set_flags(t, JSON_TOKENER_STRICT);
+    o = json_tokener_parse_ex(t, body, (int)len);
+    if (o != NULL && (json_tokener_get_error(t) != json_tokener_success ||
+                      !json_object_is_type(o, json_type_object))) {
+        json_object_put(o);
+        o = NULL;
+    }
+    json_tokener_free(t);
+    return o;
+}
+
+/* queues - o's "queues" array when every entry has a string "queue". */
+static struct json_object *
+queues(struct json_object *o)
+{
+    struct json_object *l, *name;
+
+    if (!json_object_object_get_ex(o, "queues", &l) ||
+        !json_object_is_type(l, json_type_array))
+        return NULL;
+    for (size_t i = 0; i < json_object_array_length(l); i++)
+        if (!json_object_object_get_ex(json_object_array_get_idx(l, i), "queue",
+                                       &name) ||
+            !json_object_is_type(name, json_type_string))
+            return NULL;
+    return l;
+}
+
+/* http_list_answer_ok - see list_merge.h. */
+int
+http_list_answer_ok(unsigned status, const char *body, size_t len,
+                    const char *node)
+{
+    struct json_object *o, *v;
+    int ok;
+
+    if (status != 200 || (o = parse(body, len)) == NULL)
+        return 0;
+    ok = json_object_object_get_ex(o, "node", &v) &&
+         json_object_is_type(v, json_type_string) &&
+         strcmp(json_object_get_string(v), node) == 0 && queues(o) != NULL;
+    json_object_put(o);
+    return ok;
+}
+
+/* u64 - obj[key] as a count (0 when absent or not one). */
+static uint64_t
+u64(struct json_object *obj, const char *key)
+{
+    struct json_object *v;
+
+    if (!json_object_object_get_ex(obj, key, &v) ||
+        !json_object_is_type(v, json_type_int))
+        return 0;
+    return json_object_get_uint64(v);
+}
+
+/* add - m[key] += n (m[key] a number; set when absent). */
+static void
+add(struct json_object *m, const char *key, uint64_t n)
+{
+    struct json_object *v;
+
+    if (json_object_object_get_ex(m, key, &v) &&
+        json_object_is_type(v, json_type_int))
+        json_object_set_uint64(v, json_object_get_uint64(v) + n);
+    else
+        json_object_object_add(m, key, json_object_new_uint64(n));
+}
+
+/* declared - e's tier is "declared". */
+static int
+declared(struct json_object *e)
+{
+    struct json_object *v;
+
+    return json_object_object_get_ex(e, "tier", &v) &&
+           json_object_is_type(v, json_type_string) &&
+           strcmp(json_object_get_string(v), "declared") == 0;
+}
+
+/* fold - add entry e (another node's) into merged entry m. */
+static void
+fold(struct json_object *m, struct json_object *e)
+{
+    struct json_object *d, *md, *v;
+
+    for (size_t k = 0; k < sizeof(sums) / sizeof(sums[0]); k++)
+        add(m, sums[k], u64(e, sums[k]));
+    if (u64(e, "groups") > u64(m, "groups"))
+        json_object_object_add(m, "groups",
+                               json_object_new_uint64(u64(e, "groups")));
+    if (json_object_object_get_ex(e, "drops", &d) &&
+        json_object_object_get_ex(m, "drops", &md) &&
+        json_object_is_type(md, json_type_object))
+        for (size_t k = 0; k < sizeof(drop_sums) / sizeof(drop_sums[0]); k++)
+            add(md, drop_sums[k], u64(d, drop_sums[k]));
+    if (declared(e) && !declared(m)) {
+        json_object_object_add(m, "tier", json_object_new_string("declared"));
+        if (json_object_object_get_ex(e, "options", &v))
+            json_object_object_add(m, "options", json_object_get(v));
+    }
+}
+
+/* by_name - qsort order of merged entries: their queue names. */
+static int
+by_name(const void *a, const void *b)
+{
+    struct json_object *const *x = a, *const *y = b, *nx, *ny;
+
+    json_object_object_get_ex(*x, "queue", &nx);
+    json_object_object_get_ex(*y, "queue", &ny);
+    return strcmp(json_object_get_string(nx), json_object_get_string(ny));
+}
+
+/* put_ids - ids as a JSON array of strings into out. */
+static void
+put_ids(struct http_buf *out, const char *const *ids, int n)
+{
+    http_buf_append_str(out, "[");
+    for (int i = 0; i < n; i++) {
+        http_buf_append_str(out, i ? "," : "");
+        http_buf_append_json_str(out, ids[i], strlen(ids[i]));
+    }
+    http_buf_append_str(out, "]");
+}
+
+/* http_list_merge - see list_merge.h. */
+int
+http_list_merge(const struct http_list_shares *s, struct http_buf *out)
+{
+    struct json_object *acc = json_object_new_object(), *first = NULL, *l, *m;
+    struct json_object **sorted = NULL;
+    size_t n = 0;
+    int rc = acc ? 0 : -ENOMEM;
+
+    for (int i = 0; i < s->n && rc == 0; i++) {
+        struct json_object *o = parse(s->body[i], s->len[i]);
+        if (o == NULL || (l = queues(o)) == NULL) {
+            json_object_put(o);
+            rc = -EINVAL;
+            break;
+        }
+        for (size_t k = 0; k < json_object_array_length(l); k++) {
+            struct json_object *e = json_object_array_get_idx(l, k), *name;
+            json_object_object_get_ex(e, "queue", &name);
+            if (json_object_object_get_ex(acc, json_object_get_string(name),
+                                          &m))
+                fold(m, e);
+            else
+                json_object_object_add(acc, json_object_get_string(name),
+                                       json_object_get(e));
+        }
+        if (first == NULL)
+            first = o;
+        else
+            json_object_put(o);
+    }
+    if (rc == 0 && (sorted = calloc((size_t)json_object_object_length(acc) + 1,
+                                    sizeof(*sorted))) == NULL)
+        rc = -ENOMEM;
+    if (rc == 0) {
+        json_object_object_foreach(acc, name, e)
+        {
+            (void)name;
+            sorted[n++] = e;
+        }
+        qsort(sorted, n, sizeof(*sorted), by_name);
+        if (n > s->limit)
+            n = s->limit;
+        http_buf_append_str(out, "{\"node\":");
+        http_buf_append_json_str(out, s->node, strlen(s->node));
+        http_buf_printf(
+            out,
+            ",\"scope\":\"cluster\",\"count\":%zu,\"cellBytes\":%llu"
+            ",\"queues\":[",
+            n, (unsigned long long)u64(first, "cellBytes"));
+        for (size_t i = 0; i < n; i++) {
+            http_buf_append_str(out, i ? "," : "");
+            http_buf_append_str(
+                out, json_object_to_json_string_ext(
+                         sorted[i], JSON_C_TO_STRING_PLAIN |
+                                        JSON_C_TO_STRING_NOSLASHESCAPE));
+        }
+        http_buf_append_str(out, "],\"nodes\":");
+        put_ids(out, s->nodes, s->nnodes);
+        http_buf_append_str(out, ",\"missing\":");
+        put_ids(out, s->missing, s->nmissing);
+        http_buf_append_str(out, "}");
+        rc = out->oom ? -ENOMEM : 0;
+    }
+    free(sorted);
+    json_object_put(first);
+    json_object_put(acc);
+    return rc;
+}

@@ -1,0 +1,46 @@
+/*
+ * list_merge.h - the queue listing summed over several nodes: the answer
+ * of GET /api/v1/ephemeral/queues?scope=cluster, made from every node's
+ * scope=node listing.
+ *
+ * Queues of one name are merged into one entry: depth, leased, waiting,
+ * bytes, partitions and drops add up (each node counts what it holds);
+ * groups is the largest count any node gives (a group reading on several
+ * nodes is one group); tier is "declared" when any node says so, and the
+ * options come from a declared entry (every node applies the same
+ * declarations).  The merged list is sorted by name and cut at limit, as a
+ * node's is: a queue within the first limit of the union is within the
+ * first limit of every node that holds it, so its sums are whole.  The
+ * answer adds "scope": "cluster", "nodes" and "missing" as depth does.
+ * json-c stays inside http/.
+ */
+#ifndef MAYFLY_HTTP_LIST_MERGE_H
+#define MAYFLY_HTTP_LIST_MERGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http/buf.h"
+
+struct http_list_shares {
+    const char *node;        /* the answering node's id */
+    const char *const *body; /* scope=node listings (200) */
+    const size_t *len;
+    int n; /* at least 1 */
+    uint32_t limit;
+    const char *const *nodes; /* members whose listings are in */
+    int nnodes;
+    const char *const *missing; /* live members that did not answer */
+    int nmissing;
+};
+
+/* http_list_answer_ok - the answer (status, body) is a listing from the
+ * member named node, one http_list_merge() takes. */
+int http_list_answer_ok(unsigned status, const char *body, size_t len,
+                        const char *node);
+
+/* http_list_merge - append the merged listing to out.  0; -EINVAL when a
+ * body is not a listing (out unchanged); -ENOMEM. */
+int http_list_merge(const struct http_list_shares *s, struct http_buf *out);
+
+#endif
