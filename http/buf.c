@@ -260,3 +260,15 @@ http_buf_printf(struct http_buf *b, const char *fmt, ...)
     b->len += (size_t)n;
     return 0;
 }
+
+/* http_buf_append_json_strs - see buf.h. */
+int
+http_buf_append_json_strs(struct http_buf *b, const char *const *s, int n)
+{
+    http_buf_append_str(b, "[");
+    for (int i = 0; i < n; i++) {
+        http_buf_append_str(b, i ? "," : "");
+        http_buf_append_json_str(b, s[i], strlen(s[i]));
+    }
+    return http_buf_append_str(b, "]");
+}

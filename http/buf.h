@@ -40,6 +40,10 @@ int http_buf_append(struct http_buf *b, const void *p, size_t n);
 /* http_buf_append_str - append a NUL-terminated string, raw.  0/-ENOMEM. */
 int http_buf_append_str(struct http_buf *b, const char *s);
 
+/* http_buf_append_json_strs - append s[0..n) (NUL-terminated) as a JSON
+ * array of strings.  0/-ENOMEM. */
+int http_buf_append_json_strs(struct http_buf *b, const char *const *s, int n);
+
 /*
  * http_buf_append_json_str - append p[0..n) as a JSON string with its
  * quotes: '"' '\\' and C0 controls escaped (\n \t ... or \u00XX), DEL too.

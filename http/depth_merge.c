@@ -9,50 +9,17 @@
 #include "http/depth_merge.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
 #include <json-c/json.h>
 
-#include "http/json_scan.h"
+#include "http/parse_jsonc.h"
 
 /* The counters of a partition entry and of a group entry that add up. */
 static const char *const part_sums[] = {"pending", "leased", "waiting",
                                         "bytes"};
 static const char *const group_sums[] = {"pending", "skipped"};
-
-/* u64 - obj[key] as a count (0 when absent or not a number). */
-static uint64_t
-u64(struct json_object *obj, const char *key)
-{
-    struct json_object *v;
-
-    if (!json_object_object_get_ex(obj, key, &v) ||
-        !json_object_is_type(v, json_type_int))
-        return 0;
-    return json_object_get_uint64(v);
-}
-
-/* parse - body as a JSON object, or NULL. */
-static struct json_object *
-parse(const char *body, size_t len)
-{
-    struct json_tokener *t;
-    struct json_object *o = NULL;
-
-    if (len > INT_MAX || (t = json_tokener_new_ex(HTTP_JSON_MAX_DEPTH)) == NULL)
-        return NULL;
-    json_tokener_set_flags(t, JSON_TOKENER_STRICT);
-    o = json_tokener_parse_ex(t, body, (int)len);
-    if (o != NULL && (json_tokener_get_error(t) != json_tokener_success ||
-                      !json_object_is_type(o, json_type_object))) {
-        json_object_put(o);
-        o = NULL;
-    }
-    json_tokener_free(t);
-    return o;
-}
 
 /*
  * fold - add the entries of list (an array of objects named by name_key)
@@ -84,11 +51,11 @@ fold(struct json_object *acc, struct json_object *list, const char *name_key,
         for (size_t k = 0; k < nsums; k++) {
             struct json_object *v;
             json_object_object_get_ex(m, sums[k], &v);
-            json_object_set_uint64(v,
-                                   json_object_get_uint64(v) + u64(e, sums[k]));
+            json_object_set_uint64(v, json_object_get_uint64(v) +
+                                          http_jsonc_count(e, sums[k]));
         }
         if (json_object_object_get_ex(e, "oldestAgeMs", NULL)) {
-            uint64_t age = u64(e, "oldestAgeMs");
+            uint64_t age = http_jsonc_count(e, "oldestAgeMs");
             struct json_object *v;
             if (!json_object_object_get_ex(m, "oldestAgeMs", &v))
                 json_object_object_add(m, "oldestAgeMs",
@@ -140,7 +107,8 @@ http_depth_answer(unsigned status, const char *body, size_t len,
     struct json_object *o, *v;
     enum http_depth_answer a = HTTP_DEPTH_BAD;
 
-    if ((status != 200 && status != 404) || (o = parse(body, len)) == NULL)
+    if ((status != 200 && status != 404) ||
+        (o = http_jsonc_object(body, len)) == NULL)
         return HTTP_DEPTH_BAD;
     if (status == 404 && str_is(o, "code", "ephemeral_queue_not_found",
                                 strlen("ephemeral_queue_not_found")))
@@ -175,18 +143,6 @@ put_list(struct http_buf *out, struct json_object *acc)
     http_buf_append_str(out, "]");
 }
 
-/* put_ids - ids as a JSON array of strings into out. */
-static void
-put_ids(struct http_buf *out, const char *const *ids, int n)
-{
-    http_buf_append_str(out, "[");
-    for (int i = 0; i < n; i++) {
-        http_buf_append_str(out, i ? "," : "");
-        http_buf_append_json_str(out, ids[i], strlen(ids[i]));
-    }
-    http_buf_append_str(out, "]");
-}
-
 /* put_str - obj[key] (a string, or null) as JSON into out. */
 static void
 put_str(struct http_buf *out, struct json_object *obj, const char *key)
@@ -202,7 +158,7 @@ put_str(struct http_buf *out, struct json_object *obj, const char *key)
 }
 
 int
-http_depth_merge(const struct http_depth_shares *s, struct http_buf *out)
+http_depth_merge(const struct http_shares *s, struct http_buf *out)
 {
     struct json_object *first = NULL, *parts = json_object_new_object(),
                        *groups = json_object_new_object(), *v;
@@ -210,13 +166,13 @@ http_depth_merge(const struct http_depth_shares *s, struct http_buf *out)
     int declared = 0, rc = parts && groups ? 0 : -ENOMEM;
 
     for (int i = 0; i < s->n && rc == 0; i++) {
-        struct json_object *o = parse(s->body[i], s->len[i]);
+        struct json_object *o = http_jsonc_object(s->body[i], s->len[i]);
         if (o == NULL) {
             rc = -EINVAL;
             break;
         }
-        pending += u64(o, "pending");
-        bytes += u64(o, "bytes");
+        pending += http_jsonc_count(o, "pending");
+        bytes += http_jsonc_count(o, "bytes");
         declared |= json_object_object_get_ex(o, "tier", &v) &&
                     json_object_is_type(v, json_type_string) &&
                     strcmp(json_object_get_string(v), "declared") == 0;
@@ -233,7 +189,7 @@ http_depth_merge(const struct http_depth_shares *s, struct http_buf *out)
         json_object_object_foreach(parts, name, e)
         {
             (void)name;
-            pp += u64(e, "pending") > 0;
+            pp += http_jsonc_count(e, "pending") > 0;
         }
         http_buf_append_str(out, "{\"queue\":");
         put_str(out, first, "queue");
@@ -251,12 +207,7 @@ http_depth_merge(const struct http_depth_shares *s, struct http_buf *out)
         put_list(out, parts);
         http_buf_append_str(out, ",\"groups\":");
         put_list(out, groups);
-        http_buf_append_str(out, ",\"nodes\":");
-        put_ids(out, s->nodes, s->nnodes);
-        http_buf_append_str(out, ",\"missing\":");
-        put_ids(out, s->missing, s->nmissing);
-        http_buf_append_str(out, "}");
-        rc = out->oom ? -ENOMEM : 0;
+        rc = http_shares_close(s, out);
     }
     json_object_put(first);
     json_object_put(parts);

@@ -15,17 +15,7 @@
 #include <stddef.h>
 
 #include "http/buf.h"
-
-struct http_depth_shares {
-    const char *node;         /* the answering node's id */
-    const char *const *body;  /* scope=node answers (200) */
-    const size_t *len;        /* their lengths */
-    int n;                    /* how many; at least 1 */
-    const char *const *nodes; /* members whose shares are in (404 too) */
-    int nnodes;
-    const char *const *missing; /* live members that did not answer */
-    int nmissing;
-};
+#include "http/shares.h"
 
 /* What a member's answer to a scope=node depth query says. */
 enum http_depth_answer {
@@ -47,6 +37,6 @@ enum http_depth_answer http_depth_answer(unsigned status, const char *body,
  * depth answer (out unchanged; http_depth_answer() says SHARE only of one
  * that merges); -ENOMEM.
  */
-int http_depth_merge(const struct http_depth_shares *s, struct http_buf *out);
+int http_depth_merge(const struct http_shares *s, struct http_buf *out);
 
 #endif

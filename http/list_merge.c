@@ -8,38 +8,17 @@
 #include "http/list_merge.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <json-c/json.h>
 
-#include "http/json_scan.h"
+#include "http/parse_jsonc.h"
 
 /* The counts of an entry that add up, and those inside "drops". */
 static const char *const sums[] = {"depth", "leased", "waiting", "bytes",
                                    "partitions"};
 static const char *const drop_sums[] = {"bounds", "ttl", "retry"};
-
-/* parse - body as a JSON object, or NULL. */
-static struct json_object *
-parse(const char *body, size_t len)
-{
-    struct json_tokener *t;
-    struct json_object *o = NULL;
-
-    if (len > INT_MAX || (t = json_tokener_new_ex(HTTP_JSON_MAX_DEPTH)) == NULL)
-        return NULL;
-    json_tokener_set_flags(t, JSON_TOKENER_STRICT);
-    o = json_tokener_parse_ex(t, body, (int)len);
-    if (o != NULL && (json_tokener_get_error(t) != json_tokener_success ||
-                      !json_object_is_type(o, json_type_object))) {
-        json_object_put(o);
-        o = NULL;
-    }
-    json_tokener_free(t);
-    return o;
-}
 
 /* queues - o's "queues" array when every entry has a string "queue". */
 static struct json_object *
@@ -66,25 +45,13 @@ http_list_answer_ok(unsigned status, const char *body, size_t len,
     struct json_object *o, *v;
     int ok;
 
-    if (status != 200 || (o = parse(body, len)) == NULL)
+    if (status != 200 || (o = http_jsonc_object(body, len)) == NULL)
         return 0;
     ok = json_object_object_get_ex(o, "node", &v) &&
          json_object_is_type(v, json_type_string) &&
          strcmp(json_object_get_string(v), node) == 0 && queues(o) != NULL;
     json_object_put(o);
     return ok;
-}
-
-/* u64 - obj[key] as a count (0 when absent or not one). */
-static uint64_t
-u64(struct json_object *obj, const char *key)
-{
-    struct json_object *v;
-
-    if (!json_object_object_get_ex(obj, key, &v) ||
-        !json_object_is_type(v, json_type_int))
-        return 0;
-    return json_object_get_uint64(v);
 }
 
 /* add - m[key] += n (m[key] a number; set when absent). */
@@ -118,15 +85,15 @@ fold(struct json_object *m, struct json_object *e)
     struct json_object *d, *md, *v;
 
     for (size_t k = 0; k < sizeof(sums) / sizeof(sums[0]); k++)
-        add(m, sums[k], u64(e, sums[k]));
-    if (u64(e, "groups") > u64(m, "groups"))
-        json_object_object_add(m, "groups",
-                               json_object_new_uint64(u64(e, "groups")));
+        add(m, sums[k], http_jsonc_count(e, sums[k]));
+    if (http_jsonc_count(e, "groups") > http_jsonc_count(m, "groups"))
+        json_object_object_add(
+            m, "groups", json_object_new_uint64(http_jsonc_count(e, "groups")));
     if (json_object_object_get_ex(e, "drops", &d) &&
         json_object_object_get_ex(m, "drops", &md) &&
         json_object_is_type(md, json_type_object))
         for (size_t k = 0; k < sizeof(drop_sums) / sizeof(drop_sums[0]); k++)
-            add(md, drop_sums[k], u64(d, drop_sums[k]));
+            add(md, drop_sums[k], http_jsonc_count(d, drop_sums[k]));
     if (declared(e) && !declared(m)) {
         json_object_object_add(m, "tier", json_object_new_string("declared"));
         if (json_object_object_get_ex(e, "options", &v))
@@ -145,21 +112,10 @@ by_name(const void *a, const void *b)
     return strcmp(json_object_get_string(nx), json_object_get_string(ny));
 }
 
-/* put_ids - ids as a JSON array of strings into out. */
-static void
-put_ids(struct http_buf *out, const char *const *ids, int n)
-{
-    http_buf_append_str(out, "[");
-    for (int i = 0; i < n; i++) {
-        http_buf_append_str(out, i ? "," : "");
-        http_buf_append_json_str(out, ids[i], strlen(ids[i]));
-    }
-    http_buf_append_str(out, "]");
-}
-
 /* http_list_merge - see list_merge.h. */
 int
-http_list_merge(const struct http_list_shares *s, struct http_buf *out)
+http_list_merge(const struct http_shares *s, uint32_t limit,
+                struct http_buf *out)
 {
     struct json_object *acc = json_object_new_object(), *first = NULL, *l, *m;
     struct json_object **sorted = NULL;
@@ -167,7 +123,7 @@ http_list_merge(const struct http_list_shares *s, struct http_buf *out)
     int rc = acc ? 0 : -ENOMEM;
 
     for (int i = 0; i < s->n && rc == 0; i++) {
-        struct json_object *o = parse(s->body[i], s->len[i]);
+        struct json_object *o = http_jsonc_object(s->body[i], s->len[i]);
         if (o == NULL || (l = queues(o)) == NULL) {
             json_object_put(o);
             rc = -EINVAL;
@@ -198,15 +154,15 @@ http_list_merge(const struct http_list_shares *s, struct http_buf *out)
             sorted[n++] = e;
         }
         qsort(sorted, n, sizeof(*sorted), by_name);
-        if (n > s->limit)
-            n = s->limit;
+        if (n > limit)
+            n = limit;
         http_buf_append_str(out, "{\"node\":");
         http_buf_append_json_str(out, s->node, strlen(s->node));
         http_buf_printf(
             out,
             ",\"scope\":\"cluster\",\"count\":%zu,\"cellBytes\":%llu"
             ",\"queues\":[",
-            n, (unsigned long long)u64(first, "cellBytes"));
+            n, (unsigned long long)http_jsonc_count(first, "cellBytes"));
         for (size_t i = 0; i < n; i++) {
             http_buf_append_str(out, i ? "," : "");
             http_buf_append_str(
@@ -214,12 +170,8 @@ http_list_merge(const struct http_list_shares *s, struct http_buf *out)
                          sorted[i], JSON_C_TO_STRING_PLAIN |
                                         JSON_C_TO_STRING_NOSLASHESCAPE));
         }
-        http_buf_append_str(out, "],\"nodes\":");
-        put_ids(out, s->nodes, s->nnodes);
-        http_buf_append_str(out, ",\"missing\":");
-        put_ids(out, s->missing, s->nmissing);
-        http_buf_append_str(out, "}");
-        rc = out->oom ? -ENOMEM : 0;
+        http_buf_append_str(out, "]");
+        rc = http_shares_close(s, out);
     }
     free(sorted);
     json_object_put(first);

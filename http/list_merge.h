@@ -21,26 +21,16 @@
 #include <stdint.h>
 
 #include "http/buf.h"
-
-struct http_list_shares {
-    const char *node;        /* the answering node's id */
-    const char *const *body; /* scope=node listings (200) */
-    const size_t *len;
-    int n; /* at least 1 */
-    uint32_t limit;
-    const char *const *nodes; /* members whose listings are in */
-    int nnodes;
-    const char *const *missing; /* live members that did not answer */
-    int nmissing;
-};
+#include "http/shares.h"
 
 /* http_list_answer_ok - the answer (status, body) is a listing from the
  * member named node, one http_list_merge() takes. */
 int http_list_answer_ok(unsigned status, const char *body, size_t len,
                         const char *node);
 
-/* http_list_merge - append the merged listing to out.  0; -EINVAL when a
- * body is not a listing (out unchanged); -ENOMEM. */
-int http_list_merge(const struct http_list_shares *s, struct http_buf *out);
+/* http_list_merge - append the merged listing, cut at limit, to out.  0;
+ * -EINVAL when a body is not a listing (out unchanged); -ENOMEM. */
+int http_list_merge(const struct http_shares *s, uint32_t limit,
+                    struct http_buf *out);
 
 #endif

@@ -25,12 +25,64 @@ oom(struct http_error *err)
     return -ENOMEM;
 }
 
+/* strict_parse - body parsed strictly (UTF-8 validated) as one JSON text;
+ * *e and *end say how it went (*end SIZE_MAX: no memory for the parser).
+ * NULL on failure. */
+static struct json_object *
+strict_parse(const char *body, size_t len, enum json_tokener_error *e,
+             size_t *end)
+{
+    struct json_tokener *tok = json_tokener_new_ex(HTTP_JSON_MAX_DEPTH);
+    struct json_object *o;
+
+    if (tok == NULL) {
+        *e = json_tokener_continue;
+        *end = SIZE_MAX;
+        return NULL;
+    }
+    json_tokener_set_flags(tok,
+                           JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    o = json_tokener_parse_ex(tok, body, (int)len);
+    *e = json_tokener_get_error(tok);
+    *end = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    return o;
+}
+
+/* http_jsonc_object - see parse_jsonc.h. */
+struct json_object *
+http_jsonc_object(const char *body, size_t len)
+{
+    enum json_tokener_error e;
+    size_t end;
+    struct json_object *o =
+        len > INT32_MAX ? NULL : strict_parse(body, len, &e, &end);
+
+    if (o != NULL && (e != json_tokener_success || end != len ||
+                      !json_object_is_type(o, json_type_object))) {
+        json_object_put(o);
+        o = NULL;
+    }
+    return o;
+}
+
+/* http_jsonc_count - see parse_jsonc.h. */
+uint64_t
+http_jsonc_count(struct json_object *obj, const char *key)
+{
+    struct json_object *v;
+
+    if (!json_object_object_get_ex(obj, key, &v) ||
+        !json_object_is_type(v, json_type_int))
+        return 0;
+    return json_object_get_uint64(v);
+}
+
 /* http_jsonc_parse - strict parse of a whole body that must be an object. */
 int
 http_jsonc_parse(const char *body, size_t len, struct json_object **root,
                  struct http_pool *pool, struct http_error *err)
 {
-    struct json_tokener *tok;
     enum json_tokener_error e;
     size_t end;
 
@@ -40,15 +92,9 @@ http_jsonc_parse(const char *body, size_t len, struct json_object **root,
         http_error_set(err, 413, "payload_too_large", "the body is too large");
         return -EINVAL;
     }
-    tok = json_tokener_new_ex(HTTP_JSON_MAX_DEPTH);
-    if (tok == NULL)
+    *root = strict_parse(body, len, &e, &end);
+    if (end == SIZE_MAX)
         return oom(err);
-    json_tokener_set_flags(tok,
-                           JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    *root = json_tokener_parse_ex(tok, body, (int)len);
-    e = json_tokener_get_error(tok);
-    end = json_tokener_get_parse_end(tok);
-    json_tokener_free(tok);
     if (e != json_tokener_success || end != len) {
         http_error_set(err, 400, "ephemeral_bad_request",
                        "malformed JSON at byte %zu: %s", end,

@@ -1,6 +1,7 @@
 /*
  * parse_jsonc.h - json-c helpers shared by the control-body parsers of
- * parse.h (ack, extend, reset, configure).  For http/ only: json-c objects
+ * parse.h (ack, extend, reset, configure) and the merges of other nodes'
+ * answers (depth_merge.c, list_merge.c).  For http/ only: json-c objects
  * never leave http/.
  *
  * Strings are copied into a bump pool sized from the body, so the structs
@@ -32,6 +33,14 @@ struct http_pool {
  */
 int http_jsonc_parse(const char *body, size_t len, struct json_object **root,
                      struct http_pool *pool, struct http_error *err);
+
+/* http_jsonc_object - body parsed as http_jsonc_parse() does, for answers
+ * from other nodes: the object, or NULL for anything else (no error said). */
+struct json_object *http_jsonc_object(const char *body, size_t len);
+
+/* http_jsonc_count - obj[key] as an unsigned count; 0 when absent or not an
+ * integer. */
+uint64_t http_jsonc_count(struct json_object *obj, const char *key);
 
 /*
  * http_jsonc_str - the string at key of obj copied into pool as *out.

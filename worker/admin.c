@@ -114,24 +114,14 @@ list_finish(struct gather *g)
     size_t len[SHM_STATUS_MEMBERS];
     struct http_buf b = {0};
     struct http_error err;
-    struct http_list_shares s = {
-        .node = g->self,
-        .body = body,
-        .len = len,
-        .n = g->nshares,
-        .nodes = g->nodes,
-        .nnodes = g->nnodes,
-        .missing = g->missing,
-        .nmissing = g->nmissing,
-    };
+    struct http_shares s;
 
-    http_query_u32(http_request_args(g->req), "limit", 1000, 1, 100000,
-                   &s.limit, &err); /* checked before the gather */
-    for (int i = 0; i < g->nshares; i++) {
-        body[i] = g->share[i].data;
-        len[i] = g->share[i].len;
-    }
-    if (http_list_merge(&s, &b) == 0) {
+    uint32_t limit;
+
+    http_query_u32(http_request_args(g->req), "limit", 1000, 1, 100000, &limit,
+                   &err); /* checked before the gather */
+    gather_shares(g, &s, body, len);
+    if (http_list_merge(&s, limit, &b) == 0) {
         http_reply(g->req, 200, &b);
     } else {
         http_reply_header(g->req, "Retry-After", "1");

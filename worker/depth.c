@@ -150,21 +150,9 @@ depth_finish(struct gather *g)
     size_t len[SHM_STATUS_MEMBERS], qlen;
     const char *q = http_request_param(g->req, &qlen);
     struct http_buf b = {0};
-    struct http_depth_shares s = {
-        .node = g->self,
-        .body = body,
-        .len = len,
-        .n = g->nshares,
-        .nodes = g->nodes,
-        .nnodes = g->nnodes,
-        .missing = g->missing,
-        .nmissing = g->nmissing,
-    };
+    struct http_shares s;
 
-    for (int i = 0; i < g->nshares; i++) {
-        body[i] = g->share[i].data;
-        len[i] = g->share[i].len;
-    }
+    gather_shares(g, &s, body, len);
     if (g->nshares == 0 && g->nmissing == 0) {
         http_reply_error(g->req, 404, "ephemeral_queue_not_found",
                          "queue '%.*s' is not held or declared on any node",

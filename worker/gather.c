@@ -151,3 +151,24 @@ gather_start(struct worker *w, struct http_request *req, struct http_buf *own,
     else
         http_request_suspend(req);
 }
+
+/* gather_shares - see gather.h. */
+void
+gather_shares(const struct gather *g, struct http_shares *s, const char **body,
+              size_t *len)
+{
+    for (int i = 0; i < g->nshares; i++) {
+        body[i] = g->share[i].data;
+        len[i] = g->share[i].len;
+    }
+    *s = (struct http_shares){
+        .node = g->self,
+        .body = body,
+        .len = len,
+        .n = g->nshares,
+        .nodes = g->nodes,
+        .nnodes = g->nnodes,
+        .missing = g->missing,
+        .nmissing = g->nmissing,
+    };
+}

@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "http/buf.h"
+#include "http/shares.h"
 #include "shm/status.h"
 
 #define GATHER_TIMEOUT_MS 2000
@@ -71,5 +72,10 @@ gather_start(struct worker *w, struct http_request *req, struct http_buf *own,
                                            const struct http_client_resp *r,
                                            const char *node),
              void (*finish)(struct gather *g));
+
+/* gather_shares - s describes g's shares for a merge; body and len have
+ * room for SHM_STATUS_MEMBERS each. */
+void gather_shares(const struct gather *g, struct http_shares *s,
+                   const char **body, size_t *len);
 
 #endif

@@ -37,7 +37,7 @@ merge(const char *x, const char *y)
 {
     const char *body[] = {x, y};
     size_t len[] = {strlen(x), strlen(y)};
-    struct http_depth_shares s = {"a", body, len, 2, nodes, 3, missing, 1};
+    struct http_shares s = {"a", body, len, 2, nodes, 3, missing, 1};
     struct http_buf out = {0};
 
     cr_assert_eq(http_depth_merge(&s, &out), 0);
@@ -128,7 +128,7 @@ Test(depth_merge, a_body_that_is_not_a_depth_answer_is_refused)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         const char *body[] = {a, bad[i]};
         size_t len[] = {strlen(a), strlen(bad[i])};
-        struct http_depth_shares s = {"a", body, len, 2, nodes, 1, NULL, 0};
+        struct http_shares s = {"a", body, len, 2, nodes, 1, NULL, 0};
         struct http_buf out = {0};
         cr_expect_eq(http_depth_merge(&s, &out), -EINVAL, "%s", bad[i]);
         cr_expect_eq(out.len, 0, "nothing written for %s", bad[i]);

@@ -37,10 +37,10 @@ merge(uint32_t limit)
 {
     const char *body[] = {a, b};
     size_t len[] = {strlen(a), strlen(b)};
-    struct http_list_shares s = {"a", body, len, 2, limit, nodes, 2, NULL, 0};
+    struct http_shares s = {"a", body, len, 2, nodes, 2, NULL, 0};
     struct http_buf out = {0};
 
-    cr_assert_eq(http_list_merge(&s, &out), 0);
+    cr_assert_eq(http_list_merge(&s, limit, &out), 0);
     struct json_object *o = json_tokener_parse(out.data);
     cr_assert_not_null(o, "not JSON: %s", out.data);
     http_buf_free(&out);
@@ -118,9 +118,9 @@ Test(list_merge, only_a_listing_from_the_asked_node_is_taken)
 
     const char *body[] = {a, "[]"};
     size_t len[] = {strlen(a), 2};
-    struct http_list_shares s = {"a", body, len, 2, 10, nodes, 2, NULL, 0};
+    struct http_shares s = {"a", body, len, 2, nodes, 2, NULL, 0};
     struct http_buf out = {0};
-    cr_expect_eq(http_list_merge(&s, &out), -EINVAL);
+    cr_expect_eq(http_list_merge(&s, 10, &out), -EINVAL);
     cr_expect_eq(out.len, 0);
     http_buf_free(&out);
 }
