@@ -41,12 +41,13 @@ fold(struct json_object *acc, struct json_object *list, const char *name_key,
             return -EINVAL;
         const char *key = json_object_get_string(name);
         if (!json_object_object_get_ex(acc, key, &m)) {
-            if ((m = json_object_new_object()) == NULL ||
-                json_object_object_add(acc, key, m) != 0)
-                return -ENOMEM;
-            json_object_object_add(m, name_key, json_object_get(name));
-            for (size_t k = 0; k < nsums; k++)
-                json_object_object_add(m, sums[k], json_object_new_uint64(0));
+            int rc = http_jsonc_set(acc, key, m = json_object_new_object());
+            if (rc == 0)
+                rc = http_jsonc_set(m, name_key, json_object_get(name));
+            for (size_t k = 0; k < nsums && rc == 0; k++)
+                rc = http_jsonc_set(m, sums[k], json_object_new_uint64(0));
+            if (rc != 0)
+                return rc;
         }
         for (size_t k = 0; k < nsums; k++) {
             struct json_object *v;
@@ -57,10 +58,11 @@ fold(struct json_object *acc, struct json_object *list, const char *name_key,
         if (json_object_object_get_ex(e, "oldestAgeMs", NULL)) {
             uint64_t age = http_jsonc_count(e, "oldestAgeMs");
             struct json_object *v;
-            if (!json_object_object_get_ex(m, "oldestAgeMs", &v))
-                json_object_object_add(m, "oldestAgeMs",
-                                       json_object_new_uint64(age));
-            else if (age > json_object_get_uint64(v))
+            if (!json_object_object_get_ex(m, "oldestAgeMs", &v)) {
+                if (http_jsonc_set(m, "oldestAgeMs",
+                                   json_object_new_uint64(age)) != 0)
+                    return -ENOMEM;
+            } else if (age > json_object_get_uint64(v))
                 json_object_set_uint64(v, age);
         }
     }
@@ -134,10 +136,13 @@ put_list(struct http_buf *out, struct json_object *acc)
     json_object_object_foreach(acc, key, e)
     {
         (void)key;
+        const char *j = json_object_to_json_string_ext(
+            e, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
         http_buf_append_str(out, first ? "" : ",");
-        http_buf_append_str(out, json_object_to_json_string_ext(
-                                     e, JSON_C_TO_STRING_PLAIN |
-                                            JSON_C_TO_STRING_NOSLASHESCAPE));
+        if (j == NULL)
+            out->oom = 1; /* what a failed append would say */
+        else
+            http_buf_append_str(out, j);
         first = 0;
     }
     http_buf_append_str(out, "]");

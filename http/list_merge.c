@@ -54,17 +54,18 @@ http_list_answer_ok(unsigned status, const char *body, size_t len,
     return ok;
 }
 
-/* add - m[key] += n (m[key] a number; set when absent). */
-static void
+/* add - m[key] += n (m[key] a number; set when absent).  0/-ENOMEM. */
+static int
 add(struct json_object *m, const char *key, uint64_t n)
 {
     struct json_object *v;
 
     if (json_object_object_get_ex(m, key, &v) &&
-        json_object_is_type(v, json_type_int))
+        json_object_is_type(v, json_type_int)) {
         json_object_set_uint64(v, json_object_get_uint64(v) + n);
-    else
-        json_object_object_add(m, key, json_object_new_uint64(n));
+        return 0;
+    }
+    return http_jsonc_set(m, key, json_object_new_uint64(n));
 }
 
 /* declared - e's tier is "declared". */
@@ -78,27 +79,29 @@ declared(struct json_object *e)
            strcmp(json_object_get_string(v), "declared") == 0;
 }
 
-/* fold - add entry e (another node's) into merged entry m. */
-static void
+/* fold - add entry e (another node's) into merged entry m.  0/-ENOMEM. */
+static int
 fold(struct json_object *m, struct json_object *e)
 {
     struct json_object *d, *md, *v;
+    int rc = 0;
 
     for (size_t k = 0; k < sizeof(sums) / sizeof(sums[0]); k++)
-        add(m, sums[k], http_jsonc_count(e, sums[k]));
+        rc |= add(m, sums[k], http_jsonc_count(e, sums[k]));
     if (http_jsonc_count(e, "groups") > http_jsonc_count(m, "groups"))
-        json_object_object_add(
+        rc |= http_jsonc_set(
             m, "groups", json_object_new_uint64(http_jsonc_count(e, "groups")));
     if (json_object_object_get_ex(e, "drops", &d) &&
         json_object_object_get_ex(m, "drops", &md) &&
         json_object_is_type(md, json_type_object))
         for (size_t k = 0; k < sizeof(drop_sums) / sizeof(drop_sums[0]); k++)
-            add(md, drop_sums[k], http_jsonc_count(d, drop_sums[k]));
+            rc |= add(md, drop_sums[k], http_jsonc_count(d, drop_sums[k]));
     if (declared(e) && !declared(m)) {
-        json_object_object_add(m, "tier", json_object_new_string("declared"));
+        rc |= http_jsonc_set(m, "tier", json_object_new_string("declared"));
         if (json_object_object_get_ex(e, "options", &v))
-            json_object_object_add(m, "options", json_object_get(v));
+            rc |= http_jsonc_set(m, "options", json_object_get(v));
     }
+    return rc ? -ENOMEM : 0;
 }
 
 /* by_name - qsort order of merged entries: their queue names. */
@@ -134,10 +137,12 @@ http_list_merge(const struct http_shares *s, uint32_t limit,
             json_object_object_get_ex(e, "queue", &name);
             if (json_object_object_get_ex(acc, json_object_get_string(name),
                                           &m))
-                fold(m, e);
+                rc = fold(m, e);
             else
-                json_object_object_add(acc, json_object_get_string(name),
-                                       json_object_get(e));
+                rc = http_jsonc_set(acc, json_object_get_string(name),
+                                    json_object_get(e));
+            if (rc != 0)
+                break;
         }
         if (first == NULL)
             first = o;
@@ -163,15 +168,19 @@ http_list_merge(const struct http_shares *s, uint32_t limit,
             ",\"scope\":\"cluster\",\"count\":%zu,\"cellBytes\":%llu"
             ",\"queues\":[",
             n, (unsigned long long)http_jsonc_count(first, "cellBytes"));
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            const char *js = json_object_to_json_string_ext(
+                sorted[i],
+                JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
             http_buf_append_str(out, i ? "," : "");
-            http_buf_append_str(
-                out, json_object_to_json_string_ext(
-                         sorted[i], JSON_C_TO_STRING_PLAIN |
-                                        JSON_C_TO_STRING_NOSLASHESCAPE));
+            if (js == NULL)
+                rc = -ENOMEM;
+            else
+                http_buf_append_str(out, js);
         }
         http_buf_append_str(out, "]");
-        rc = http_shares_close(s, out);
+        if (rc == 0)
+            rc = http_shares_close(s, out);
     }
     free(sorted);
     json_object_put(first);

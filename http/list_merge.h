@@ -4,9 +4,11 @@
  * scope=node listing.
  *
  * Queues of one name are merged into one entry: depth, leased, waiting,
- * bytes, partitions and drops add up (each node counts what it holds);
- * groups is the largest count any node gives (a group reading on several
- * nodes is one group); tier is "declared" when any node says so, and the
+ * bytes and drops add up (each node counts what it holds); partitions adds
+ * up too, the partition records of every node (listings carry counts, not
+ * names: a partition held on two nodes counts twice, where depth merges it
+ * by name); groups is the largest count any node gives, a lower bound (a
+ * group reading on several nodes is one group); tier is "declared" when any node says so, and the
  * options come from a declared entry (every node applies the same
  * declarations).  The merged list is sorted by name and cut at limit, as a
  * node's is: a queue within the first limit of the union is within the

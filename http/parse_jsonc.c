@@ -66,6 +66,19 @@ http_jsonc_object(const char *body, size_t len)
     return o;
 }
 
+/* http_jsonc_set - see parse_jsonc.h. */
+int
+http_jsonc_set(struct json_object *obj, const char *key, struct json_object *v)
+{
+    if (v == NULL)
+        return -ENOMEM;
+    if (json_object_object_add(obj, key, v) != 0) {
+        json_object_put(v);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 /* http_jsonc_count - see parse_jsonc.h. */
 uint64_t
 http_jsonc_count(struct json_object *obj, const char *key)

@@ -38,6 +38,11 @@ int http_jsonc_parse(const char *body, size_t len, struct json_object **root,
  * from other nodes: the object, or NULL for anything else (no error said). */
 struct json_object *http_jsonc_object(const char *body, size_t len);
 
+/* http_jsonc_set - obj[key] = v, taking v (NULL: an allocation failed).
+ * 0, or -ENOMEM (v put). */
+int http_jsonc_set(struct json_object *obj, const char *key,
+                   struct json_object *v);
+
 /* http_jsonc_count - obj[key] as an unsigned count; 0 when absent or not an
  * integer. */
 uint64_t http_jsonc_count(struct json_object *obj, const char *key);

@@ -23,7 +23,6 @@
 #include "worker/gather.h"
 #include "worker/worker_int.h"
 
-#define PEER_ANSWER_MAX ((size_t)8 << 20) /* a share is not larger */
 /* The peer's path and query: two 512-byte names, percent-encoded (3 bytes a
  * byte at most), and the rest of the path. */
 #define PATH_QUERY_MAX (2 * 3 * HTTP_NAME_MAX + 80)
@@ -182,8 +181,7 @@ cluster_depth(struct worker *w, struct http_request *req, struct shm_name queue,
         return;
     }
     node_share(w, queue, group, &own); /* empty when it holds nothing */
-    gather_start(w, req, &own, pq, PEER_ANSWER_MAX, depth_classify,
-                 depth_finish);
+    gather_start(w, req, &own, pq, 0, depth_classify, depth_finish);
     http_buf_free(&own);
 }
 

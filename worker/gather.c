@@ -44,8 +44,11 @@ peer_answered(void *arg, struct http_client_resp *r)
         r->body = (struct http_buf){0};
     }
     if (a == GATHER_BAD) {
-        log_debug(0, "member %s did not answer (%s, status %u)", p->id,
-                  r->err ? r->error : "its answer refused", r->status);
+        (r->err == -EMSGSIZE ? log_warn : log_info)(
+            0,
+            "member %s is missing from a scope=cluster answer (%s, status %u)",
+            p->id, r->err ? r->error : "its answer is not its share",
+            r->status);
         g->missing[g->nmissing++] = p->id;
     } else {
         g->nodes[g->nnodes++] = p->id;
@@ -134,10 +137,12 @@ gather_start(struct worker *w, struct http_request *req, struct http_buf *own,
     http_request_on_done(req, gather_done, g);
     snprintf(g->self, sizeof(g->self), "%s", w->set.node_id);
     g->nodes[g->nnodes++] = g->self;
-    if (own != NULL && own->len > 0) {
+    if (own != NULL && own->len > 0)
         g->share[g->nshares++] = *own;
+    else
+        http_buf_free(own);
+    if (own != NULL)
         *own = (struct http_buf){0};
-    }
     shm_status_read(w->seg->status, &v);
     for (uint32_t i = 0; i < v.nmembers; i++)
         if (v.members[i].self)
