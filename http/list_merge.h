@@ -8,10 +8,10 @@
  * up too, the partition records of every node (listings carry counts, not
  * names: a partition held on two nodes counts twice, where depth merges it
  * by name); groups is the largest count any node gives, a lower bound (a
- * group reading on several nodes is one group); tier is "declared" when any node says so, and the
- * options come from a declared entry (every node applies the same
- * declarations).  The merged list is sorted by name and cut at limit, as a
- * node's is: a queue within the first limit of the union is within the
+ * group reading on several nodes is one group); tier is "declared" when any
+ * node says so, and the options come from a declared entry (every node applies
+ * the same declarations).  The merged list is sorted by name and cut at limit,
+ * as a node's is: a queue within the first limit of the union is within the
  * first limit of every node that holds it, so its sums are whole.  The
  * answer adds "scope": "cluster", "nodes" and "missing" as depth does.
  * json-c stays inside http/.
