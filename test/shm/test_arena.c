@@ -12,6 +12,7 @@
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -525,6 +526,23 @@ root_unlink(struct shm_seg *seg, struct crash_ctl *ctl, int w, uint32_t k)
     atomic_store(&ctl->pending, 0);
 }
 
+/* child_check - in a crash child (no Criterion calls there): run h must be
+ * a head whose tag, masked, is want; else say what was found and abort, so
+ * that a corruption (a run with two owners, a list link overwritten) shows
+ * where it first appears rather than as a fault further on. */
+static void
+child_check(struct shm_seg *seg, uint32_t h, uint32_t mask, uint32_t want,
+            const char *what)
+{
+    uint32_t t = h != 0 && h <= CAP ? tag_of(seg, h) : 0;
+
+    if (h == 0 || h > CAP || (t & mask) != want || SHM_TAG_LEN(t) == 0) {
+        fprintf(stderr, "crash child: %s: run %u tagged %#x, wanted %#x\n",
+                what, h, t, want);
+        abort();
+    }
+}
+
 /* crash_child - worker w's loop on ctl's roots until ctl->stop. */
 static void
 crash_child(struct shm_seg *seg, struct crash_ctl *ctl, int w, unsigned seed)
@@ -536,14 +554,18 @@ crash_child(struct shm_seg *seg, struct crash_ctl *ctl, int w, unsigned seed)
         if (h == 0) {
             uint32_t n = crash_size(r >> 8);
             if (shm_arena_alloc(seg, w, n, &h) == 0) {
+                child_check(seg, h, ~0u, SHM_TAG_RUN(SHM_TAG_INFLIGHT, w, n),
+                            "allocated");
                 if (r & (1u << 30)) {
                     write_pattern(seg, h, n);
                     shm_arena_free(seg, w, h);
                 } else
                     root_link(seg, ctl, k, h, n);
             }
-        } else
+        } else {
+            child_check(seg, h, 0xffu, SHM_TAG(SHM_TAG_LINKED, 0), "a root");
             root_unlink(seg, ctl, w, k);
+        }
         atomic_fetch_add(&ctl->ops, 1);
     }
     _exit(0);
