@@ -60,8 +60,9 @@ peer_answered(void *arg, struct http_client_resp *r)
 }
 
 /* unusable - mb's address cannot reach mb: unknown, the node's own (a
- * default advertise on every host), or no host at all (0.0.0.0, [::]: a
- * member listening on every address without an advertise). */
+ * default advertise on every host), or no host at all (0.0.0.0, [::],
+ * [::ffff:0.0.0.0]: a member listening on every address without an
+ * advertise, which connect() would take for this host). */
 static int
 unusable(const struct shm_member *mb, const char *own)
 {
@@ -77,7 +78,8 @@ unusable(const struct shm_member *mb, const char *own)
         memcpy(host, mb->addr + 1, n - 2);
         host[n - 2] = '\0';
         return inet_pton(AF_INET6, host, &a6) == 1 &&
-               (IN6_IS_ADDR_UNSPECIFIED(&a6) || IN6_IS_ADDR_V4MAPPED(&a6));
+               (IN6_IS_ADDR_UNSPECIFIED(&a6) ||
+                (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr32[3] == 0));
     }
     memcpy(host, mb->addr, n);
     host[n] = '\0';
