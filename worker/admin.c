@@ -120,14 +120,13 @@ list_finish(struct gather *g)
     struct http_buf b = {0};
     struct http_error err;
     struct http_shares s;
-
     uint32_t limit;
+    int rc;
 
     http_query_u32(http_request_args(g->req), "limit", 1000, 1, 100000, &limit,
                    &err); /* checked before the gather */
     gather_shares(g, &s, body, len);
-    int rc = http_list_merge(&s, limit, &b);
-
+    rc = http_list_merge(&s, limit, &b);
     if (rc == 0)
         http_reply(g->req, 200, &b);
     else /* every share was checked: only memory can fail */
