@@ -31,9 +31,9 @@
  * A refill brings runs of n exactly from the pool, or a new extent of at
  * most a->batch cells (a whole number of runs of n).  Once the lists hold
  * more than a->spill_at cells they spill: the length just freed keeps half
- * of that, the others 1/64 of it each.  Runs longer than SHM_ARENA_CLASSES
- * are taken from the extent if it is long enough, else from the pool;
- * freed, they stay CACHE(w) on slot->long_free until w's next arena call
+ * of that (and always the run just freed), the others 1/64 of it each.
+ * Runs longer than SHM_ARENA_CLASSES are taken from the extent if it is
+ * long enough, else from the pool; freed, they stay CACHE(w) on slot->long_free until w's next arena call
  * (or shm_arena_flush), then go back to the pool.  "taken" counts cells out
  * of the pool, caches included, and the arena holds cap cells, so caches
  * count against the node cap too: at most spill_at + batch cells a worker
@@ -667,7 +667,10 @@ shm_arena_link(struct shm_seg *seg, uint32_t head)
 
 /* arena_spill - w's lists are past a->spill_at cells, the last run
  * freed hot cells long: they go back to the pool but for the most recently
- * freed half of that of length hot, and 1/64 of it of each other length. */
+ * freed half of that of length hot, and 1/64 of it of each other length.
+ * The run just freed always stays (a small arena's spill_at / 2 can be
+ * shorter than it): its freer's intent may still name it, as for a long
+ * run (shm_arena_free), so it must not be reused before w's next call. */
 static void
 arena_spill(struct shm_seg *seg, struct shm_slot *s, uint32_t hot)
 {
@@ -676,7 +679,7 @@ arena_spill(struct shm_seg *seg, struct shm_slot *s, uint32_t hot)
 
     if (shm_lock(seg, &a->lock, arena_rebuild, NULL) != 0)
         return;
-    cache_spill_locked(a, s, hot, at / 2, at / 64);
+    cache_spill_locked(a, s, hot, at / 2 > hot ? at / 2 : hot, at / 64);
     shm_unlock(&a->lock);
 }
 

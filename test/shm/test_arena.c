@@ -384,6 +384,24 @@ admitted_pushes_fit(struct shm_seg *seg, uint64_t cap)
 /* What idle workers keep in their caches fits in the 1/32 of the cap that
  * pushes leave free: a push the cap admits (shm/broker.c push_room) finds
  * its cells. */
+/* A run just freed stays its freer's (CACHE) until the freer's next call,
+ * whatever its length and however small the caches: the freer's intent may
+ * still name it.  Here spill_at is 16 cells, and runs of 12 spill. */
+Test(shm_arena, a_run_just_freed_stays_its_freers_through_a_spill)
+{
+    struct shm_seg seg;
+    uint32_t h[8];
+
+    arena_setup(&seg, CAP);
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(shm_arena_alloc(&seg, 1, 12, &h[i]), 0);
+    for (int i = 0; i < 8; i++) {
+        shm_arena_free(&seg, 1, h[i]);
+        cr_assert_eq(tag_of(&seg, h[i]), SHM_TAG_RUN(SHM_TAG_CACHE, 1, 12),
+                     "run %d went back to the pool as it was freed", i);
+    }
+}
+
 Test(shm_arena, idle_workers_caches_fit_the_headroom)
 {
     static uint32_t heads[3][1000];
@@ -603,8 +621,12 @@ crash_kill(struct crash_ctl *ctl, pid_t pid, int round)
               WEXITSTATUS(st));
 }
 
-/* crash_repair - finish or undo the dead child's link/unlink, after reap:
- * a chain still LINKED is one the arena did not take back. */
+/* crash_repair - finish or undo the dead child's link/unlink, before the
+ * reap, as a partition repair runs before the arena's (shm_worker_reap):
+ * until then a LINKED run its intent names can only be the dead child's.
+ * After the reap the run may be back in the pool and linked by a live
+ * worker, and freeing it here would free that worker's run (the order was
+ * the other way once, and a live child died of it). */
 static void
 crash_repair(struct shm_seg *seg, struct crash_ctl *ctl)
 {
@@ -684,8 +706,8 @@ Test(shm_arena, worker_killed_anywhere_is_reaped_exactly, .timeout = 300)
     srand(20261130);
     for (int round = 0; round < 120; round++) {
         crash_kill(ctl, crash_spawn(&seg, ctl, KILL_W), round);
-        shm_arena_reap(&seg, KILL_W);
         crash_repair(&seg, ctl);
+        shm_arena_reap(&seg, KILL_W);
         crash_check(&seg, ctl, 1, spare, CAP);
     }
     crash_release(&seg, ctl, 1);
@@ -704,8 +726,8 @@ Test(shm_arena, reap_beside_a_live_worker_is_exact, .timeout = 300)
     pid_t live = crash_spawn(&seg, &ctl[1], LIVE_W);
     for (int round = 0; round < 60; round++) {
         crash_kill(&ctl[0], crash_spawn(&seg, &ctl[0], KILL_W), round);
+        crash_repair(&seg, &ctl[0]); /* first: see crash_repair */
         shm_arena_reap(&seg, KILL_W);
-        crash_repair(&seg, &ctl[0]);
     }
     atomic_store(&ctl[1].stop, 1);
     int st;
@@ -782,8 +804,8 @@ step_check(struct shm_seg *copy, const unsigned char *src,
     struct shm_arena *a = shm_region(copy, SHM_REGION_ARENA);
     if ((a->lock.__data.__lock & FUTEX_TID_MASK) == pid)
         a->lock.__data.__lock = FUTEX_OWNER_DIED;
-    shm_arena_reap(copy, KILL_W);
     crash_repair(copy, ctl);
+    shm_arena_reap(copy, KILL_W);
     crash_check(copy, ctl, 1, spare, STEP_CAP);
 }
 
