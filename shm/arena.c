@@ -33,11 +33,12 @@
  * more than a->spill_at cells they spill: the length just freed keeps half
  * of that (and always the run just freed), the others 1/64 of it each.
  * Runs longer than SHM_ARENA_CLASSES are taken from the extent if it is
- * long enough, else from the pool; freed, they stay CACHE(w) on slot->long_free until w's next arena call
- * (or shm_arena_flush), then go back to the pool.  "taken" counts cells out
- * of the pool, caches included, and the arena holds cap cells, so caches
- * count against the node cap too: at most spill_at + batch cells a worker
- * that another worker cannot use.  arena_cache_bounds() sizes the two at
+ * long enough, else from the pool; freed, they stay CACHE(w) on
+ * slot->long_free until w's next arena call (or shm_arena_flush), then go
+ * back to the pool.  "taken" counts cells out of the pool, caches
+ * included, and the arena holds cap cells, so caches count against the
+ * node cap too: at most spill_at + batch cells a worker that another
+ * worker cannot use.  arena_cache_bounds() sizes the two at
  * create: spill_at cap / 64 within 64..2048 (room for a push or pop batch
  * of 100 runs of 5 cells to cycle through the cache without the lock) and
  * batch 128, both cut down where the caches of every worker would not fit
