@@ -165,19 +165,16 @@ worker_list(struct worker *w, struct http_request *req)
     uint32_t limit;
     size_t plen = 0;
     const char *prefix = http_query_get(q, "prefix", &plen);
-    const char *scope = http_query_get(q, "scope", NULL);
+    int cluster;
 
     if (http_query_u32(q, "limit", 1000, 1, 100000, &limit, &err) != 0) {
         http_reply_http_error(req, &err);
         return;
     }
-    if (scope && strcmp(scope, "node") != 0 && strcmp(scope, "cluster") != 0) {
-        http_reply_error(req, 400, "ephemeral_bad_request",
-                         "query parameter 'scope' must be node or cluster");
+    if ((cluster = gather_scope(req)) < 0)
         return;
-    }
     /* Every member's listing is merged in this loop: keep it small. */
-    if (scope && strcmp(scope, "cluster") == 0 && limit > LIST_CLUSTER_MAX) {
+    if (cluster && limit > LIST_CLUSTER_MAX) {
         http_reply_error(req, 400, "ephemeral_bad_request",
                          "query parameter 'limit' must be from 1 to %u with "
                          "scope=cluster",
@@ -193,7 +190,7 @@ worker_list(struct worker *w, struct http_request *req)
     http_buf_append(&b, items.data ? items.data : "", items.len);
     http_buf_append_str(&b, "]}");
     http_buf_free(&items);
-    if (scope && strcmp(scope, "cluster") == 0)
+    if (cluster)
         list_cluster(w, req, prefix, plen, limit, &b);
     else
         http_reply(req, 200, &b);

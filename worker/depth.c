@@ -193,18 +193,14 @@ worker_depth(struct worker *w, struct http_request *req)
     size_t len, glen = 0;
     const char *name = http_request_param(req, &len);
     const char *group = http_query_get(args, "group", &glen);
-    const char *scope = http_query_get(args, "scope", NULL);
     struct shm_name g = {group, glen}, queue = {name, len};
+    int cluster;
 
     if (!worker_name_ok(req, "queue", name, len) ||
-        (group && glen && !worker_name_ok(req, "group", group, glen)))
+        (group && glen && !worker_name_ok(req, "group", group, glen)) ||
+        (cluster = gather_scope(req)) < 0)
         return;
-    if (scope && strcmp(scope, "node") != 0 && strcmp(scope, "cluster") != 0) {
-        http_reply_error(req, 400, "ephemeral_bad_request",
-                         "query parameter 'scope' must be node or cluster");
-        return;
-    }
-    if (scope && strcmp(scope, "cluster") == 0) {
+    if (cluster) {
         cluster_depth(w, req, queue, group ? &g : NULL);
         return;
     }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "http/client.h"
+#include "http/query.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/log.h"
@@ -157,6 +158,21 @@ gather_start(struct worker *w, struct http_request *req, struct http_buf *own,
         finish(g); /* not suspended: nothing to resume */
     else
         http_request_suspend(req);
+}
+
+/* gather_scope - see gather.h. */
+int
+gather_scope(struct http_request *req)
+{
+    const char *scope = http_query_get(http_request_args(req), "scope", NULL);
+
+    if (scope == NULL || strcmp(scope, "node") == 0)
+        return 0;
+    if (strcmp(scope, "cluster") == 0)
+        return 1;
+    http_reply_error(req, 400, "ephemeral_bad_request",
+                     "query parameter 'scope' must be node or cluster");
+    return -1;
 }
 
 /* gather_shares - see gather.h. */

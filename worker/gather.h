@@ -73,6 +73,10 @@ gather_start(struct worker *w, struct http_request *req, struct http_buf *own,
                                            const char *node),
              void (*finish)(struct gather *g));
 
+/* gather_scope - req's scope query parameter: 1 for cluster, 0 for node
+ * (also when absent); -1 once req has its 400 for anything else. */
+int gather_scope(struct http_request *req);
+
 /* gather_shares - s describes g's shares for a merge; body and len have
  * room for SHM_STATUS_MEMBERS each. */
 void gather_shares(const struct gather *g, struct http_shares *s,
