@@ -29,6 +29,20 @@ http_request_param(const struct http_request *req, size_t *len)
     return req->param;
 }
 
+/* http_request_method - MHD's copy of the method. */
+const char *
+http_request_method(const struct http_request *req)
+{
+    return req->method;
+}
+
+/* http_request_uri - the raw URI, as the client sent it. */
+const char *
+http_request_uri(const struct http_request *req)
+{
+    return req->uri;
+}
+
 /* http_request_args - the decoded query. */
 const struct http_query *
 http_request_args(const struct http_request *req)

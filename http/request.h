@@ -33,6 +33,13 @@ enum http_route http_request_route(const struct http_request *req);
  */
 const char *http_request_param(const struct http_request *req, size_t *len);
 
+/* http_request_method - "GET", "POST", ... */
+const char *http_request_method(const struct http_request *req);
+
+/* http_request_uri - the request URI as it came (path and query, still
+ * percent-encoded): what a forward sends on unchanged. */
+const char *http_request_uri(const struct http_request *req);
+
 /* http_request_args - the decoded query string (http/query.h look-ups). */
 const struct http_query *http_request_args(const struct http_request *req);
 

@@ -33,6 +33,7 @@ static const struct route_row route_table[] = {
     {"POST", "/cluster/v1/configure", HTTP_ROUTE_CLUSTER_CONFIGURE, 1},
     {"POST", "/cluster/v1/delete", HTTP_ROUTE_CLUSTER_DELETE, 1},
     {"POST", "/cluster/v1/heartbeat", HTTP_ROUTE_CLUSTER_HEARTBEAT, 1},
+    {"POST", "/cluster/v1/adopt", HTTP_ROUTE_CLUSTER_ADOPT, 1},
 };
 
 static const char *const route_names[HTTP_ROUTE_COUNT] = {
@@ -52,6 +53,7 @@ static const char *const route_names[HTTP_ROUTE_COUNT] = {
     [HTTP_ROUTE_CLUSTER_CONFIGURE] = "cluster_configure",
     [HTTP_ROUTE_CLUSTER_DELETE] = "cluster_delete",
     [HTTP_ROUTE_CLUSTER_HEARTBEAT] = "cluster_heartbeat",
+    [HTTP_ROUTE_CLUSTER_ADOPT] = "cluster_adopt",
 };
 
 /*

@@ -28,6 +28,7 @@ enum http_route {
     HTTP_ROUTE_CLUSTER_CONFIGURE, /* POST /cluster/v1/configure */
     HTTP_ROUTE_CLUSTER_DELETE,    /* POST /cluster/v1/delete */
     HTTP_ROUTE_CLUSTER_HEARTBEAT, /* POST /cluster/v1/heartbeat */
+    HTTP_ROUTE_CLUSTER_ADOPT,     /* POST /cluster/v1/adopt */
     HTTP_ROUTE_COUNT
 };
 

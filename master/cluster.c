@@ -25,6 +25,7 @@
 #include "http/request.h"
 #include "http/server.h"
 #include "master/configure.h"
+#include "master/handover.h"
 #include "master/master.h"
 #include "shm/log.h"
 
@@ -43,15 +44,26 @@ secret_ok(const struct master *m, struct http_request *req)
     return diff == 0;
 }
 
+/* peer_word - what the call's headers say of its sender. */
+static struct master_peer_word
+peer_word(struct http_request *req)
+{
+    return (struct master_peer_word){
+        .node_id = http_request_header(req, CLUSTER_NODE_HEADER),
+        .client = http_request_header(req, CLUSTER_CLIENT_HEADER),
+        .incarnation = http_request_header(req, CLUSTER_INCARNATION_HEADER),
+        .state = http_request_header(req, CLUSTER_STATE_HEADER),
+    };
+}
+
 /* raft_in - POST /cluster/v1/raft: one encoded raft message. */
 static void
 raft_in(struct master *m, struct http_request *req)
 {
     size_t len;
     const char *body = http_request_body(req, &len);
-    int rc = master_raft_receive(
-        m, body, len, http_request_header(req, CLUSTER_NODE_HEADER),
-        http_request_header(req, CLUSTER_CLIENT_HEADER));
+    struct master_peer_word pw = peer_word(req);
+    int rc = master_raft_receive(m, body, len, &pw);
 
     if (rc == -EBADMSG)
         http_reply_error(req, 400, "ephemeral_bad_request",
@@ -76,8 +88,9 @@ heartbeat_in(struct master *m, struct http_request *req)
                          "body must be the sender's member index");
         return;
     }
-    master_raft_heard(m, (int)i, http_request_header(req, CLUSTER_NODE_HEADER),
-                      http_request_header(req, CLUSTER_CLIENT_HEADER));
+    struct master_peer_word pw = peer_word(req);
+
+    master_raft_heard(m, (int)i, &pw);
     http_reply(req, 204, NULL);
 }
 
@@ -105,6 +118,9 @@ on_request(void *ctx, struct http_request *req)
         break;
     case HTTP_ROUTE_CLUSTER_HEARTBEAT:
         heartbeat_in(m, req);
+        break;
+    case HTTP_ROUTE_CLUSTER_ADOPT:
+        master_handover_in(m, req);
         break;
     default:
         break;
@@ -152,7 +168,11 @@ master_cluster_start(struct master *m, int ep, int listen_fd)
 {
     struct http_server_opts o = {
         .max_connections = 1024,
-        .max_body_bytes = RAFT_SNAPSHOT_MAX + 4096,
+        /* a raft snapshot, or a partition handed over: it holds at most
+         * what a queue may (adopts ignore queue bounds: leave room) */
+        .max_body_bytes = RAFT_SNAPSHOT_MAX + 4096 > m->cfg.queue_max_bytes * 4
+                              ? RAFT_SNAPSHOT_MAX + 4096
+                              : m->cfg.queue_max_bytes * 4,
         .connection_timeout_s = 300,
         .cluster = 1,
     };
@@ -208,14 +228,22 @@ master_cluster_post(struct master *m, const char *addr, const char *path,
                     const void *body, size_t len, uint64_t timeout_ms,
                     http_client_done_fn *done, void *arg)
 {
-    char u[512], sec[256], node[128], client[CONFIG_ADDR_MAX + 32];
-    const char *headers[] = {sec, node, client, CLUSTER_FWD_HEADER ": 1",
+    char u[512], sec[256], node[128], client[CONFIG_ADDR_MAX + 32], inc[64];
+    const char *headers[] = {sec,
+                             node,
+                             client,
+                             inc,
+                             m->state != MASTER_RUNNING ? CLUSTER_STATE_HEADER
+                                 ": leaving"
+                             : m->ready ? CLUSTER_STATE_HEADER ": ready"
+                                        : CLUSTER_STATE_HEADER ": starting",
+                             CLUSTER_FWD_HEADER ": 1",
                              "Content-Type: application/json"};
     struct http_client_req r = {
         .method = "POST",
         .url = u,
         .headers = headers,
-        .nheaders = 5,
+        .nheaders = sizeof(headers) / sizeof(headers[0]),
         .body = body,
         .body_len = len,
         .timeout_ms = (unsigned)(timeout_ms ? timeout_ms : 1),
@@ -226,6 +254,8 @@ master_cluster_post(struct master *m, const char *addr, const char *path,
     snprintf(node, sizeof(node), CLUSTER_NODE_HEADER ": %s", m->cfg.node_id);
     snprintf(client, sizeof(client), CLUSTER_CLIENT_HEADER ": %s",
              m->cfg.advertise);
+    snprintf(inc, sizeof(inc), CLUSTER_INCARNATION_HEADER ": %016llx",
+             (unsigned long long)m->incarnation);
     if (http_client_request(m->cluster_cli, &r, done, arg) != 0) {
         struct http_client_resp fail = {.err = -EIO, .error = ""};
         done(arg, &fail);
@@ -244,14 +274,14 @@ beat_sent(void *arg, struct http_client_resp *r)
 }
 
 void
-master_cluster_heartbeat(struct master *m, uint64_t now)
+master_cluster_heartbeat(struct master *m, uint64_t now, int now_or_never)
 {
     static uint64_t last;
     uint64_t every = m->cfg.member_ttl_ms / 4;
 
     if (every > HEARTBEAT_MS)
         every = HEARTBEAT_MS;
-    if (m->cluster_cli == NULL || now < last + every)
+    if (m->cluster_cli == NULL || (!now_or_never && now < last + every))
         return;
     last = now;
     for (int i = 0; i < m->raft.n; i++) {

@@ -30,6 +30,10 @@ struct raft_msg;
 /* The sender's client address (advertise), on every master-to-master call:
  * workers call a peer's client port there (depth?scope=cluster). */
 #define CLUSTER_CLIENT_HEADER "X-Mayfly-Client"
+/* And the sender's incarnation and state (ready, starting, leaving): a
+ * member owns partitions only while it says ready (master/raft_node.c). */
+#define CLUSTER_INCARNATION_HEADER "X-Mayfly-Incarnation"
+#define CLUSTER_STATE_HEADER       "X-Mayfly-State"
 
 #define CLUSTER_PATH_RAFT      "/cluster/v1/raft"
 #define CLUSTER_PATH_CONFIGURE "/cluster/v1/configure"
@@ -56,9 +60,11 @@ void master_cluster_run(struct master *m);
 /* master_cluster_timeout_ms - how long the loop may sleep for them. */
 int master_cluster_timeout_ms(struct master *m);
 
-/* master_cluster_heartbeat - tell every peer we are alive (each tick that
- * is due); peers count a member dead after member_ttl_ms of silence. */
-void master_cluster_heartbeat(struct master *m, uint64_t now);
+/* master_cluster_heartbeat - tell every peer we are alive, and our state
+ * (each tick that is due, or at once with now_or_never: a drain announces
+ * the leave before anything else); peers count a member dead after
+ * member_ttl_ms of silence. */
+void master_cluster_heartbeat(struct master *m, uint64_t now, int now_or_never);
 
 /* master_cluster_send_raft - post a raft message to its node (best effort). */
 void master_cluster_send_raft(struct master *m, const struct raft_msg *msg);

@@ -30,6 +30,7 @@
 #include "master/config.h"
 #include "master/configure.h"
 #include "master/daemon.h"
+#include "master/handover.h"
 #include "master/listen.h"
 #include "master/master.h"
 #include "shm/arena.h"
@@ -127,6 +128,7 @@ start_node(struct master *m, int ep)
     if (getrandom(&p.incarnation, sizeof(p.incarnation), 0) !=
         (ssize_t)sizeof(p.incarnation))
         p.incarnation = (uint64_t)getpid() << 32 ^ shm_now_ms();
+    m->incarnation = p.incarnation;
     if (mkdir(m->cfg.data_dir, 0750) == -1 && errno != EEXIST)
         log_fatal(errno, "mkdir(%s) failed", m->cfg.data_dir);
     raise_nofile(m->cfg.max_connections);
@@ -215,6 +217,7 @@ on_signal(struct master *m, int sig, uint64_t now)
             m->state = MASTER_DRAINING;
             m->drain_deadline = now + DRAIN_MS;
             master_status_publish(m);
+            master_cluster_heartbeat(m, now, 1); /* "leaving" */
             master_signal_workers(m, SIGTERM);
         }
         break;
@@ -243,8 +246,15 @@ on_tick(struct master *m, uint64_t now)
         master_respawn_due(m, now);
         master_watchdog(m, now);
         master_configure_tick(m, now);
-        master_cluster_heartbeat(m, now);
+        master_cluster_heartbeat(m, now, 0);
+        master_handover_tick(m, now);
         master_status_publish(m); /* liveness ages with the clock */
+    } else if (m->state == MASTER_DRAINING && now <= m->drain_deadline) {
+        /* Keep saying "leaving" (one lost heartbeat must not keep us in
+         * the peers' placement) and keep the members' view fresh for the
+         * hand-over. */
+        master_cluster_heartbeat(m, now, 0);
+        master_status_publish(m);
     } else if (m->state == MASTER_DRAINING && now > m->drain_deadline) {
         log_warn(0, "drain took longer than %d ms; killing the workers",
                  DRAIN_MS);
@@ -300,6 +310,8 @@ stopped(struct master *m, uint64_t now)
         return 0;
     if (m->state == MASTER_STOPPING)
         return 1;
+    if (m->handoff_until == 0 && master_handover_drain(m, now))
+        return 0; /* partitions on their way to their next owners */
     if (m->handoff_until == 0) {
         if (!master_raft_hand_off(m))
             return 1;

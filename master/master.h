@@ -36,7 +36,8 @@ struct master {
     int nworkers;
     struct master_child child[SHM_MAX_WORKERS];
     enum master_state state;
-    int ready; /* started: raft open, workers forked */
+    int ready;            /* started: raft open, workers forked */
+    uint64_t incarnation; /* this start's, in every message id */
     uint64_t drain_deadline;
     uint64_t handoff_until; /* drain: raft hand-off deadline, 0 before */
     struct master_raft raft;

@@ -284,7 +284,7 @@ master_raft_deadline(const struct master *m)
 
 int
 master_raft_receive(struct master *m, const void *buf, size_t len,
-                    const char *node_id, const char *client)
+                    const struct master_peer_word *pw)
 {
     struct raft_msg msg;
     int rc = raft_msg_decode(buf, len, &msg);
@@ -293,7 +293,7 @@ master_raft_receive(struct master *m, const void *buf, size_t len,
         return -EBADMSG;
     if (msg.to == m->raft.self && msg.from >= 0 && msg.from < m->raft.n &&
         msg.from != m->raft.self) {
-        master_raft_heard(m, msg.from, node_id, client);
+        master_raft_heard(m, msg.from, pw);
         rc = raft_step(m->raft.core, &msg);
     } else {
         rc = -EINVAL;
@@ -346,14 +346,56 @@ master_raft_leader_addr(const struct master *m)
 }
 
 void
-master_raft_heard(struct master *m, int i, const char *node_id,
-                  const char *client)
+master_raft_heard(struct master *m, int i, const struct master_peer_word *pw)
 {
-    if (node_id != NULL)
-        snprintf(m->raft.id[i], sizeof(m->raft.id[0]), "%s", node_id);
-    if (client != NULL && strlen(client) < sizeof(m->raft.client[0]))
-        memcpy(m->raft.client[i], client, strlen(client) + 1);
-    m->raft.heard[i] = shm_now_ms();
+    struct master_raft *r = &m->raft;
+    uint64_t now = shm_now_ms();
+    char *end;
+
+    if (pw->node_id != NULL)
+        snprintf(r->id[i], sizeof(r->id[0]), "%s", pw->node_id);
+    if (pw->client != NULL && strlen(pw->client) < sizeof(r->client[0]))
+        memcpy(r->client[i], pw->client, strlen(pw->client) + 1);
+    if (pw->incarnation != NULL) {
+        uint64_t inc = strtoull(pw->incarnation, &end, 16);
+        if (*end == '\0' && end != pw->incarnation)
+            r->inc[i] = inc;
+    }
+    if (pw->state != NULL) {
+        r->said[i] = strcmp(pw->state, "ready") == 0     ? SHM_MEMBER_LIVE
+                     : strcmp(pw->state, "leaving") == 0 ? SHM_MEMBER_LEAVING
+                                                         : SHM_MEMBER_STARTING;
+        if (r->said[i] == SHM_MEMBER_LEAVING && r->left_inc[i] != r->inc[i]) {
+            r->left_inc[i] = r->inc[i];
+            r->left_until[i] = now + (uint64_t)m->cfg.leave_exclude_s * 1000;
+            log_info(0, "member %s is leaving", r->id[i]);
+        }
+    }
+    r->heard[i] = now;
+}
+
+/*
+ * member_state - what member i is to this node: LIVE ones own partitions.
+ * A peer is STARTING until it says it is ready (a peer that names no state,
+ * an older build, counts as ready), LEAVING while its announced leave
+ * holds for the incarnation it named, DEAD after member_ttl_ms unheard.
+ */
+static enum shm_member_state
+member_state(const struct master *m, int i, uint64_t now)
+{
+    const struct master_raft *r = &m->raft;
+
+    if (i == r->self)
+        return m->state != MASTER_RUNNING ? SHM_MEMBER_LEAVING
+               : !m->ready                ? SHM_MEMBER_STARTING
+                                          : SHM_MEMBER_LIVE;
+    if (r->left_until[i] > now && r->inc[i] == r->left_inc[i])
+        return SHM_MEMBER_LEAVING;
+    if (r->heard[i] == 0 || now - r->heard[i] >= m->cfg.member_ttl_ms)
+        return SHM_MEMBER_DEAD;
+    return r->said[i] == SHM_MEMBER_LEAVING    ? SHM_MEMBER_LEAVING
+           : r->said[i] == SHM_MEMBER_STARTING ? SHM_MEMBER_STARTING
+                                               : SHM_MEMBER_LIVE;
 }
 
 int
@@ -407,10 +449,8 @@ master_status_publish(struct master *m)
         mb->self = i == r->self;
         snprintf(mb->addr, sizeof(mb->addr), "%s",
                  mb->self ? m->cfg.advertise : r->client[i]);
-        mb->state = mb->self || (r->heard[i] &&
-                                 now - r->heard[i] < m->cfg.member_ttl_ms)
-                        ? SHM_MEMBER_LIVE
-                        : SHM_MEMBER_DEAD;
+        mb->state = (uint8_t)member_state(m, i, now);
+        mb->incarnation = mb->self ? m->incarnation : r->inc[i];
     }
     shm_status_publish(m->seg.status, &v);
 }

@@ -43,8 +43,23 @@ struct master_raft {
     char id[RAFT_MAX_NODES][65];
     char client[RAFT_MAX_NODES][SHM_STATUS_ADDR_MAX]; /* advertise heard */
     uint64_t heard[RAFT_MAX_NODES]; /* when a message last came from it */
+    uint64_t inc[RAFT_MAX_NODES];   /* the incarnation it last named */
+    uint8_t said[RAFT_MAX_NODES];   /* the state it last named */
+    /* A leave it announced: that incarnation is out of the placement until
+     * left_until, or until another incarnation of it is heard. */
+    uint64_t left_inc[RAFT_MAX_NODES];
+    uint64_t left_until[RAFT_MAX_NODES];
     struct raft_status st;
     struct master_proposal *pending;
+};
+
+/* What a master-to-master call says of its sender (headers; NULL when a
+ * header was absent). */
+struct master_peer_word {
+    const char *node_id;     /* X-Mayfly-Node */
+    const char *client;      /* X-Mayfly-Client: its advertise address */
+    const char *incarnation; /* X-Mayfly-Incarnation: 16 hex digits */
+    const char *state;       /* X-Mayfly-State: ready, starting, leaving */
 };
 
 /*
@@ -61,9 +76,9 @@ void master_raft_tick(struct master *m, uint64_t now);
 uint64_t master_raft_deadline(const struct master *m);
 
 /* master_raft_receive - a message a peer posted (from the index it claims,
- * with its node id and client address).  -EBADMSG for garbage. */
+ * with what its headers said).  -EBADMSG for garbage. */
 int master_raft_receive(struct master *m, const void *buf, size_t len,
-                        const char *node_id, const char *client);
+                        const struct master_peer_word *pw);
 
 /*
  * master_raft_propose - append cmd on the leader; done(arg, rc) runs once,
@@ -81,10 +96,11 @@ const char *master_raft_leader_addr(const struct master *m);
  * Returns 1 when a transfer started. */
 int master_raft_hand_off(struct master *m);
 
-/* master_raft_heard - member i was heard from now, with its node id and
- * client address when the call carried them (NULL: keep what we had). */
-void master_raft_heard(struct master *m, int i, const char *node_id,
-                       const char *client);
+/* master_raft_heard - member i was heard from now, saying pw (a NULL
+ * field keeps what we had).  A state "leaving" leaves that incarnation out
+ * of the placement for leave_exclude_s. */
+void master_raft_heard(struct master *m, int i,
+                       const struct master_peer_word *pw);
 
 /* master_raft_is_leader - 1 when this node leads. */
 int master_raft_is_leader(const struct master *m);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shm/broker_int.h"
 #include "shm/dir.h"
 #include "shm/due.h"
 #include "shm/lock.h"
@@ -1135,6 +1136,72 @@ group_depth(struct shm_seg *seg, struct shm_ref qr, struct shm_ref *parts,
 
 /* shm_queue_depth - see broker.h.  Read-only, and called without a worker
  * slot: it locks as w = -1 (a repair it runs frees nothing itself). */
+uint32_t
+shm_part_each(struct shm_seg *seg,
+              void (*fn)(void *arg, struct shm_name queue,
+                         struct shm_name part),
+              void *arg)
+{
+    struct shm_dir *d = shm_dir_of(seg);
+    uint32_t bump = atomic_load(&d->p_bump), listed = 0;
+    char qn[SHM_NAME_MAX], pn[SHM_NAME_MAX];
+
+    for (uint32_t i = 0; i < bump; i++) {
+        struct shm_part *p = shm_dir_part(seg, i);
+        uint32_t gen = p->gen, plen = p->name_len, qi = p->queue;
+        struct shm_queue *q;
+        uint32_t qgen, qlen;
+
+        if (!atomic_load(&p->alive) ||
+            (atomic_load(&p->count) == 0 && atomic_load(&p->leased) == 0) ||
+            plen == 0 || plen > SHM_NAME_MAX || qi >= d->max_queues)
+            continue;
+        q = shm_dir_queue(seg, qi);
+        qgen = q->gen;
+        qlen = q->name_len;
+        if (qlen == 0 || qlen > SHM_NAME_MAX)
+            continue;
+        shm_arena_read(seg, p->name_ref, 0, pn, plen);
+        shm_arena_read(seg, q->name_ref, 0, qn, qlen);
+        if (!atomic_load(&p->alive) || p->gen != gen || p->queue != qi ||
+            q->gen != qgen || p->queue_gen != qgen)
+            continue;
+        fn(arg, (struct shm_name){qn, qlen}, (struct shm_name){pn, plen});
+        listed++;
+    }
+    return listed;
+}
+
+int
+shm_queue_part_each(struct shm_seg *seg, struct shm_name queue, uint64_t now,
+                    int (*fn)(void *arg, struct shm_name part, uint64_t held),
+                    void *arg)
+{
+    struct shm_ref qr, stack[BROKER_STACK], *parts;
+    char name[SHM_NAME_MAX];
+    uint32_t n;
+    int r = 0;
+
+    if (shm_dir_find_queue(seg, -1, queue, 0, now, &qr) != 0)
+        return 0;
+    n = queue_parts(seg, qr, stack, &parts);
+    for (uint32_t i = 0; i < n && r == 0; i++) {
+        struct shm_part *p = shm_dir_part(seg, parts[i].idx);
+        uint32_t len = p->name_len;
+        if (!atomic_load(&p->alive) || p->gen != parts[i].gen || len == 0 ||
+            len > SHM_NAME_MAX)
+            continue;
+        shm_arena_read(seg, p->name_ref, 0, name, len);
+        if (p->gen != parts[i].gen)
+            continue;
+        r = fn(arg, (struct shm_name){name, len},
+               atomic_load(&p->count) + atomic_load(&p->leased));
+    }
+    if (parts != stack)
+        free(parts);
+    return r;
+}
+
 int
 shm_queue_depth(struct shm_seg *seg, struct shm_name queue,
                 const struct shm_name *group, uint64_t now,
@@ -1544,4 +1611,61 @@ shm_worker_reap(struct shm_seg *seg, int worker)
     shm_due_all(seg);
     shm_arena_reap(seg, worker);
     shm_wake_reset(seg, worker);
+}
+
+/* ---- steps handover.c shares (broker_int.h) ---------------------------- */
+
+/* Each forwards to the step broker.c's own operations use, so the static
+ * names above stay as they are. */
+
+int
+shm_broker_part_lock(struct shm_seg *seg, int w, struct shm_ref pr)
+{
+    return part_lock(seg, w, pr);
+}
+
+uint64_t
+shm_broker_group_hash(struct shm_name group)
+{
+    return group_hash(group);
+}
+
+int
+shm_broker_group_ensure(struct shm_seg *seg, int w, struct shm_ref qr,
+                        struct shm_ref pr, struct shm_name group,
+                        enum shm_from from, uint64_t now)
+{
+    return group_ensure(seg, w, qr, pr, group, group_hash(group), from, now);
+}
+
+int
+shm_broker_room(struct shm_seg *seg, uint64_t cost)
+{
+    return push_room(seg, cost);
+}
+
+void
+shm_broker_chains_free(struct shm_seg *seg, int w, uint32_t first)
+{
+    chains_free(seg, w, first);
+}
+
+void
+shm_broker_wake_post_locked(struct shm_seg *seg, struct shm_ref qr,
+                            struct shm_ref pr, uint64_t *kick)
+{
+    wake_post_locked(seg, qr, pr, kick);
+}
+
+void
+shm_broker_wake_kick(struct shm_seg *seg, uint64_t kick)
+{
+    wake_kick(seg, kick);
+}
+
+void
+shm_broker_part_due_locked(struct shm_seg *seg, uint32_t idx,
+                           const struct shm_part *p, const struct shm_queue *q)
+{
+    part_due_locked(seg, idx, p, q);
 }

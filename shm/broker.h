@@ -219,6 +219,29 @@ int shm_queue_list(struct shm_seg *seg, struct shm_name prefix, uint32_t limit,
                    void *arg);
 
 /*
+ * shm_part_each - call fn(arg, queue, part) for every partition that holds
+ * messages (pending or leased), in table order.  Names are read without
+ * locks and checked against the record's generation afterwards; a record
+ * freed or reused meanwhile is skipped.  For the master's hand-over scan.
+ * Returns how many were listed.
+ */
+uint32_t shm_part_each(struct shm_seg *seg,
+                       void (*fn)(void *arg, struct shm_name queue,
+                                  struct shm_name part),
+                       void *arg);
+
+/*
+ * shm_queue_part_each - call fn(arg, part, held) for each partition of
+ * queue this node has (held: messages pending or leased, racy) until fn
+ * returns nonzero, which is returned; 0 when none did or there is no such
+ * queue.  For routing an any-partition pop.
+ */
+int
+shm_queue_part_each(struct shm_seg *seg, struct shm_name queue, uint64_t now,
+                    int (*fn)(void *arg, struct shm_name part, uint64_t held),
+                    void *arg);
+
+/*
  * shm_queue_depth - fill *q and call part_fn per partition and group_fn per
  * group (only the named group when group.ptr != NULL).  -ENOENT when the
  * node holds no such queue.

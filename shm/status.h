@@ -23,13 +23,26 @@ enum shm_role {
     SHM_ROLE_LEADER,
 };
 
-enum shm_member_state { SHM_MEMBER_LIVE, SHM_MEMBER_DEAD, SHM_MEMBER_LEAVING };
+/*
+ * A member's state.  Only LIVE members own partitions (shm/owner.h): a node
+ * that is STARTING (heard, not yet ready) or LEAVING (draining, or announced
+ * its leave) is left out of the placement, a DEAD one was not heard for
+ * member_ttl_ms.
+ */
+enum shm_member_state {
+    SHM_MEMBER_LIVE,
+    SHM_MEMBER_DEAD,
+    SHM_MEMBER_LEAVING,
+    SHM_MEMBER_STARTING,
+    SHM_MEMBER_STATES
+};
 
 struct shm_member {
     char id[SHM_STATUS_ID_MAX];
     uint8_t state;                  /* enum shm_member_state */
     uint8_t self;                   /* this node */
     char addr[SHM_STATUS_ADDR_MAX]; /* its client address ("" unknown) */
+    uint64_t incarnation;           /* the one it last named (0 unknown) */
 };
 
 /* What readers copy out. */

@@ -5,6 +5,12 @@
  * nothing.  Ids of another incarnation are stale without touching the
  * segment; the rest are grouped by partition so each partition is locked
  * once per request.  Results come back in request order.
+ *
+ * In a cluster an id names the incarnation of the node that delivered it,
+ * and only that node holds the message: the entries naming another live
+ * member's incarnation go there (ack_route.c).  Every node answers stale
+ * for the ids it did not deliver, so the whole body can go to each node
+ * named and every entry takes its outcome from its own node's answer.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,6 +23,8 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/stats.h"
+#include "worker/ack_route.h"
+#include "worker/forward.h"
 #include "worker/worker_int.h"
 
 /* One entry on its way to the segment. */
@@ -24,6 +32,7 @@ struct entry {
     struct shm_name part;
     uint32_t index; /* position in the request */
     int stale;      /* another incarnation's id */
+    uint64_t inc;   /* the incarnation it names */
 };
 
 static int
@@ -46,7 +55,7 @@ by_partition(const void *a, const void *b)
 static int
 resolve(struct worker *w, struct http_request *req, const char *field,
         const struct http_str *ids, size_t stride, uint32_t n,
-        struct entry *ents, struct shm_ack *acks)
+        struct entry *ents, struct shm_ack *acks, uint64_t *incs)
 {
     for (uint32_t i = 0; i < n; i++) {
         const struct http_str *id =
@@ -60,7 +69,8 @@ resolve(struct worker *w, struct http_request *req, const char *field,
                              "field '%s[%u].id' is not a message id", field, i);
             return -EINVAL;
         }
-        ents[i] = (struct entry){{part, plen}, i, inc != w->incarnation};
+        ents[i] = (struct entry){{part, plen}, i, inc != w->incarnation, inc};
+        incs[i] = inc;
         acks[i].seq = seq;
     }
     return 0;
@@ -112,9 +122,10 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
 }
 
 /* outcome_text - what follows an entry's id: the outcome (and the drop)
- * as JSON text, up to the entry's closing brace. */
-static const char *
-outcome_text(uint32_t o)
+ * as JSON text, up to the entry's closing brace (ack_route.c reads them
+ * back from other nodes' answers). */
+const char *
+ack_outcome_text(uint32_t o)
 {
     switch (o) {
     case SHM_OUT_ACKED:
@@ -136,12 +147,12 @@ outcome_text(uint32_t o)
 #define ACK_OUTCOME_MAX sizeof(",\"outcome\":\"acked\",\"dropped\":true}")
 
 /*
- * reply_results - {"results": [{"id", "outcome", "dropped"?}]}, sized
+ * ack_reply_results - {"results": [{"id", "outcome", "dropped"?}]}, sized
  * first (each id's escaped length) so the reply is reserved once.
  */
-static void
-reply_results(struct http_request *req, const struct http_str *ids,
-              size_t stride, const struct shm_ack *acks, uint32_t n)
+void
+ack_reply_results(struct http_request *req, const struct http_str *ids,
+                  size_t stride, const struct shm_ack *acks, uint32_t n)
 {
     static const char head[] = "{\"results\":[", id_key[] = "{\"id\":\"";
     struct http_buf b = {0};
@@ -164,7 +175,7 @@ reply_results(struct http_request *req, const struct http_str *ids,
     for (uint32_t i = 0; i < n; i++) {
         const struct http_str *id =
             (const struct http_str *)((const char *)ids + i * stride);
-        const char *text = outcome_text(acks[i].outcome);
+        const char *text = ack_outcome_text(acks[i].outcome);
         size_t tlen = strlen(text);
 
         if (i)
@@ -185,93 +196,143 @@ reply_results(struct http_request *req, const struct http_str *ids,
  * settle - the part ack and extend share: names, ids, apply, answer.
  * group is NULL for queue mode (a group given must be a valid name, so
  * not empty); ids[i] is at (char *)ids + i * stride (each entry's id).
+ * When entries go to other nodes, the routing takes hold (the parse the
+ * ids point into, and acks) and frees it with the request; else it stays
+ * the caller's.
  */
 static void
 settle(struct worker *w, struct http_request *req, struct http_str q,
        const struct http_str *group, const char *field,
        const struct http_str *ids, size_t stride, struct shm_ack *acks,
-       uint32_t n, int extend)
+       uint32_t n, int extend, struct ack_hold *hold)
 {
     struct entry *ents = malloc((n ? n : 1) * sizeof(*ents));
     struct shm_ack *run = malloc((n ? n : 1) * sizeof(*run));
+    uint64_t *incs = malloc((n ? n : 1) * sizeof(*incs));
 
     /* Memory first: nothing may be applied unless all of it can be. */
-    if (ents == NULL || run == NULL) {
-        free(ents);
-        free(run);
+    if (ents == NULL || run == NULL || incs == NULL) {
         http_reply_errno(req, -ENOMEM, field);
-        return;
+    } else if (worker_name_ok(req, "queue", q.ptr, q.len) &&
+               (group == NULL ||
+                worker_name_ok(req, "group", group->ptr, group->len)) &&
+               resolve(w, req, field, ids, stride, n, ents, acks, incs) == 0) {
+        struct ack_routes rt;
+        int where = ack_route_plan(w, req, incs, n, &rt);
+
+        if (where == ACK_ROUTE_ONE) {
+            worker_forward_to(w, req, rt.m[0].id, rt.m[0].addr, 0);
+        } else {
+            apply(w, (struct shm_name){q.ptr, q.len},
+                  group ? (struct shm_name){group->ptr, group->len}
+                        : (struct shm_name){"", 0},
+                  ents, acks, run, n, extend);
+            if (where == ACK_ROUTE_HERE)
+                ack_reply_results(req, ids, stride, acks, n);
+            else
+                ack_route_fan(w, req, &rt, incs, ids, stride, n, hold);
+        }
     }
-    if (worker_name_ok(req, "queue", q.ptr, q.len) &&
-        (group == NULL ||
-         worker_name_ok(req, "group", group->ptr, group->len)) &&
-        resolve(w, req, field, ids, stride, n, ents, acks) == 0) {
-        apply(w, (struct shm_name){q.ptr, q.len},
-              group ? (struct shm_name){group->ptr, group->len}
-                    : (struct shm_name){"", 0},
-              ents, acks, run, n, extend);
-        reply_results(req, ids, stride, acks, n);
-    }
+    free(incs);
     free(run);
     free(ents);
+}
+
+/* free_ack, free_extend - a held parse's release. */
+static void
+free_ack(void *p)
+{
+    http_ack_free(p);
+    free(p);
+}
+
+static void
+free_extend(void *p)
+{
+    http_extend_free(p);
+    free(p);
+}
+
+/* release - what settle left to its caller. */
+static void
+release(struct ack_hold *h)
+{
+    if (h->taken)
+        return;
+    if (h->parse != NULL)
+        h->free_parse(h->parse);
+    free(h->acks);
 }
 
 void
 worker_ack(struct worker *w, struct http_request *req)
 {
-    struct http_ack a;
+    struct http_ack *a = malloc(sizeof(*a));
     struct http_error err;
     size_t len;
     const char *body = http_request_body(req, &len);
+    struct ack_hold h = {.free_parse = free_ack};
 
-    if (http_parse_ack(body, len, &a, &err) != 0) {
+    if (a == NULL) {
+        http_reply_errno(req, -ENOMEM, "ack");
+        return;
+    }
+    if (http_parse_ack(body, len, a, &err) != 0) {
+        free(a);
         http_reply_http_error(req, &err);
         return;
     }
-    struct shm_ack *acks = calloc(a.n ? a.n : 1, sizeof(*acks));
-    if (acks == NULL) {
+    h.parse = a;
+    h.acks = calloc(a->n ? a->n : 1, sizeof(*h.acks));
+    if (h.acks == NULL) {
         http_reply_errno(req, -ENOMEM, "ack");
-        goto out;
+    } else {
+        for (uint32_t i = 0; i < a->n; i++) {
+            const struct http_ack_entry *e = &a->entries[i];
+            h.acks[i].attempts = e->has_attempts ? e->attempts : 0;
+            h.acks[i].status = e->status == HTTP_ACK_COMPLETED
+                                   ? SHM_ACK_COMPLETED
+                               : e->status == HTTP_ACK_RETRY ? SHM_ACK_RETRY
+                                                             : SHM_ACK_FAILED;
+        }
+        settle(w, req, a->queue, a->has_group ? &a->group : NULL, "acks",
+               a->n ? &a->entries[0].id : NULL, sizeof(a->entries[0]), h.acks,
+               a->n, 0, &h);
     }
-    for (uint32_t i = 0; i < a.n; i++) {
-        const struct http_ack_entry *e = &a.entries[i];
-        acks[i].attempts = e->has_attempts ? e->attempts : 0;
-        acks[i].status = e->status == HTTP_ACK_COMPLETED ? SHM_ACK_COMPLETED
-                         : e->status == HTTP_ACK_RETRY   ? SHM_ACK_RETRY
-                                                         : SHM_ACK_FAILED;
-    }
-    settle(w, req, a.queue, a.has_group ? &a.group : NULL, "acks",
-           a.n ? &a.entries[0].id : NULL, sizeof(a.entries[0]), acks, a.n, 0);
-    free(acks);
-out:
-    http_ack_free(&a);
+    release(&h);
 }
 
 void
 worker_extend(struct worker *w, struct http_request *req)
 {
-    struct http_extend e;
+    struct http_extend *e = malloc(sizeof(*e));
     struct http_error err;
     size_t len;
     const char *body = http_request_body(req, &len);
+    struct ack_hold h = {.free_parse = free_extend};
 
-    if (http_parse_extend(body, len, &e, &err) != 0) {
+    if (e == NULL) {
+        http_reply_errno(req, -ENOMEM, "extend");
+        return;
+    }
+    if (http_parse_extend(body, len, e, &err) != 0) {
+        free(e);
         http_reply_http_error(req, &err);
         return;
     }
-    struct shm_ack *ents = calloc(e.n ? e.n : 1, sizeof(*ents));
-    if (ents == NULL) {
+    h.parse = e;
+    h.acks = calloc(e->n ? e->n : 1, sizeof(*h.acks));
+    if (h.acks == NULL) {
         http_reply_errno(req, -ENOMEM, "extend");
-        goto out;
+    } else {
+        for (uint32_t i = 0; i < e->n; i++) {
+            h.acks[i].attempts =
+                e->entries[i].has_attempts ? e->entries[i].attempts : 0;
+            h.acks[i].seconds = e->entries[i].seconds;
+        }
+        settle(w, req, e->queue, e->has_group ? &e->group : NULL, "messages",
+               e->n ? &e->entries[0].id : NULL, sizeof(e->entries[0]), h.acks,
+               e->n, 1, &h);
     }
-    for (uint32_t i = 0; i < e.n; i++) {
-        ents[i].attempts =
-            e.entries[i].has_attempts ? e.entries[i].attempts : 0;
-        ents[i].seconds = e.entries[i].seconds;
-    }
-    settle(w, req, e.queue, e.has_group ? &e.group : NULL, "messages",
-           e.n ? &e.entries[0].id : NULL, sizeof(e.entries[0]), ents, e.n, 1);
-    free(ents);
-out:
-    http_extend_free(&e);
+    release(&h);
 }

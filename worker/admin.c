@@ -11,18 +11,104 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "http/buf.h"
 #include "http/client.h"
 #include "http/errors.h"
 #include "http/list_merge.h"
 #include "http/parse.h"
+#include "http/parse_jsonc.h"
 #include "http/query.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/arena.h"
+#include "worker/forward.h"
 #include "worker/gather.h"
 #include "worker/worker_int.h"
 
+int
+worker_every_node(struct worker *w, struct http_request *req)
+{
+    return !worker_serves_all(w) &&
+           http_request_header(req, FORWARD_HEADER) == NULL;
+}
+
+/* worker_applied_classify - a member's answer to a reset or delete it
+ * applied. */
+enum gather_share
+worker_applied_classify(struct gather *g, const struct http_client_resp *r,
+                        const char *node)
+{
+    (void)g;
+    (void)node;
+    return r->status == 200 ? GATHER_SHARE : GATHER_BAD;
+}
+
+/* applied_finish - {"queue", key: the sum over the shares (as_bool: any
+ * true), "nodes", "missing"} plus tail; the queue's name is the first
+ * share's (this node's own). */
+static void
+applied_finish(struct gather *g, const char *key, int as_bool, const char *tail)
+{
+    struct http_buf b = {0};
+    uint64_t total = 0;
+    const char *queue = "";
+    struct json_object *first = NULL, *q;
+
+    for (int i = 0; i < g->nshares; i++) {
+        struct json_object *o =
+            http_jsonc_object(g->share[i].data, g->share[i].len);
+        struct json_object *v;
+        if (o == NULL)
+            continue;
+        if (as_bool)
+            total |= json_object_object_get_ex(o, key, &v) &&
+                     json_object_get_boolean(v);
+        else
+            total += http_jsonc_count(o, key);
+        if (first == NULL)
+            first = o;
+        else
+            json_object_put(o);
+    }
+    if (first != NULL && json_object_object_get_ex(first, "queue", &q))
+        queue = json_object_get_string(q);
+    http_buf_append_str(&b, "{\"queue\":");
+    http_buf_append_json_str(&b, queue, strlen(queue));
+    http_buf_printf(&b, ",\"%s\":", key);
+    if (as_bool)
+        http_buf_append_str(&b, total ? "true" : "false");
+    else
+        http_buf_append_i64(&b, (int64_t)total);
+    http_buf_append_str(&b, tail);
+    http_buf_append_str(&b, ",\"nodes\":");
+    http_buf_append_json_strs(&b, g->nodes, g->nnodes);
+    http_buf_append_str(&b, ",\"missing\":");
+    http_buf_append_json_strs(&b, g->missing, g->nmissing);
+    http_buf_append_str(&b, "}");
+    json_object_put(first);
+    http_reply(g->req, 200, &b);
+}
+
+static void
+reset_finish(struct gather *g)
+{
+    applied_finish(g, "dropped", 0, "");
+}
+
+void
+worker_delete_finish(struct gather *g)
+{
+    applied_finish(g, "deleted", 1, ",\"declared\":false");
+}
+
+/*
+ * worker_reset - POST /api/v1/ephemeral/reset.  In a cluster a queue's
+ * partitions are spread over the nodes that own them: the reset is applied
+ * here and sent to every other live member, and the answer sums what each
+ * dropped (naming the members that did not answer).
+ */
 void
 worker_reset(struct worker *w, struct http_request *req)
 {
@@ -45,7 +131,11 @@ worker_reset(struct worker *w, struct http_request *req)
         http_buf_append_str(&b, ",\"dropped\":");
         http_buf_append_i64(&b, n < 0 ? 0 : n);
         http_buf_append_str(&b, "}");
-        http_reply(req, 200, &b);
+        if (worker_every_node(w, req))
+            gather_start_same(w, req, &b, worker_applied_classify,
+                              reset_finish);
+        else
+            http_reply(req, 200, &b);
     }
     http_reset_free(&r);
 }

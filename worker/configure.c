@@ -18,6 +18,7 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/catalog.h"
+#include "worker/gather.h"
 #include "worker/worker_int.h"
 
 #define MASTER_TIMEOUT_MS 10000
@@ -120,5 +121,10 @@ worker_delete(struct worker *w, struct http_request *req)
     http_buf_append_str(&b, deleted > 0 ? ",\"deleted\":true"
                                         : ",\"deleted\":false");
     http_buf_append_str(&b, ",\"declared\":false}");
-    http_reply(req, 200, &b);
+    /* An implicit queue's partitions are spread over their owners. */
+    if (worker_every_node(w, req))
+        gather_start_same(w, req, &b, worker_applied_classify,
+                          worker_delete_finish);
+    else
+        http_reply(req, 200, &b);
 }

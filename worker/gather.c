@@ -3,9 +3,7 @@
  */
 #include "worker/gather.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +13,7 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/log.h"
+#include "worker/forward.h"
 #include "worker/worker_int.h"
 
 /* gather_done - the request ended (answered or not): drop what is left. */
@@ -60,35 +59,10 @@ peer_answered(void *arg, struct http_client_resp *r)
     }
 }
 
-/* unusable - mb's address cannot reach mb: unknown, the node's own (a
- * default advertise on every host), or no host at all (0.0.0.0, [::],
- * [::ffff:0.0.0.0]: a member listening on every address without an
- * advertise, which connect() would take for this host). */
-static int
-unusable(const struct shm_member *mb, const char *own)
-{
-    struct in6_addr a6;
-    struct in_addr a4;
-    char host[SHM_STATUS_ADDR_MAX];
-    const char *colon = strrchr(mb->addr, ':');
-    size_t n = colon ? (size_t)(colon - mb->addr) : 0;
-
-    if (mb->addr[0] == '\0' || strcmp(mb->addr, own) == 0 || n == 0)
-        return 1;
-    if (mb->addr[0] == '[' && n >= 2 && mb->addr[n - 1] == ']') {
-        memcpy(host, mb->addr + 1, n - 2);
-        host[n - 2] = '\0';
-        return inet_pton(AF_INET6, host, &a6) == 1 &&
-               (IN6_IS_ADDR_UNSPECIFIED(&a6) ||
-                (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr32[3] == 0));
-    }
-    memcpy(host, mb->addr, n);
-    host[n] = '\0';
-    return inet_pton(AF_INET, host, &a4) == 1 && a4.s_addr == INADDR_ANY;
-}
-
 /* ask - start the query to member mb (no credentials: the client
- * port asks for none); a member that cannot be asked is missing. */
+ * port asks for none); a member that cannot be asked is missing.  With
+ * g->same, the member gets the request itself (method, URI, body), marked
+ * forwarded so that it answers for itself alone. */
 static void
 ask(struct gather *g, const struct shm_member *mb, const char *own,
     const char *path_query)
@@ -96,6 +70,10 @@ ask(struct gather *g, const struct shm_member *mb, const char *own,
     struct gather_peer *p = &g->peer[g->npeers++];
     size_t cap = sizeof("http://") + strlen(mb->addr) + strlen(path_query);
     char *url = malloc(cap);
+    const char *auth = http_request_header(g->req, "Authorization");
+    char *authz = NULL;
+    const char *headers[] = {FORWARD_HEADER ": 1",
+                             "Content-Type: application/json", NULL};
     struct http_client_req r = {
         .method = "GET",
         .url = url,
@@ -103,25 +81,35 @@ ask(struct gather *g, const struct shm_member *mb, const char *own,
         .max_body = g->max_body,
     };
 
+    if (g->same) {
+        r.method = http_request_method(g->req);
+        r.headers = headers;
+        r.nheaders = 2;
+        r.body = http_request_body(g->req, &r.body_len);
+        /* the request's credentials go with it */
+        if (auth != NULL && asprintf(&authz, "Authorization: %s", auth) >= 0)
+            headers[r.nheaders++] = authz;
+    }
     p->g = g;
     snprintf(p->id, sizeof(p->id), "%s", mb->id);
-    if (url == NULL || unusable(mb, own) ||
+    if (url == NULL || worker_addr_unusable(mb->addr, own) ||
         snprintf(url, cap, "http://%s%s", mb->addr, path_query) < 0 ||
         http_client_request(g->w->client, &r, peer_answered, p) != 0)
         g->missing[g->nmissing++] = p->id;
     else
         g->waiting++;
     free(url); /* the client copied it */
+    free(authz);
 }
 
-/* gather_start - see gather.h. */
-void
-gather_start(struct worker *w, struct http_request *req, struct http_buf *own,
-             const char *path_query, size_t max_body,
-             enum gather_share (*classify)(struct gather *g,
-                                           const struct http_client_resp *r,
-                                           const char *node),
-             void (*finish)(struct gather *g))
+/* start - gather_start() and gather_start_same(). */
+static void
+start(struct worker *w, struct http_request *req, struct http_buf *own,
+      const char *path_query, size_t max_body, int same,
+      enum gather_share (*classify)(struct gather *g,
+                                    const struct http_client_resp *r,
+                                    const char *node),
+      void (*finish)(struct gather *g))
 {
     struct shm_status_view v;
     struct gather *g = calloc(1, sizeof(*g));
@@ -137,6 +125,7 @@ gather_start(struct worker *w, struct http_request *req, struct http_buf *own,
     g->classify = classify;
     g->finish = finish;
     g->max_body = max_body;
+    g->same = same;
     http_request_on_done(req, gather_done, g);
     snprintf(g->self, sizeof(g->self), "%s", w->set.node_id);
     g->nodes[g->nnodes++] = g->self;
@@ -158,6 +147,30 @@ gather_start(struct worker *w, struct http_request *req, struct http_buf *own,
         finish(g); /* not suspended: nothing to resume */
     else
         http_request_suspend(req);
+}
+
+/* gather_start - see gather.h. */
+void
+gather_start(struct worker *w, struct http_request *req, struct http_buf *own,
+             const char *path_query, size_t max_body,
+             enum gather_share (*classify)(struct gather *g,
+                                           const struct http_client_resp *r,
+                                           const char *node),
+             void (*finish)(struct gather *g))
+{
+    start(w, req, own, path_query, max_body, 0, classify, finish);
+}
+
+/* gather_start_same - see gather.h. */
+void
+gather_start_same(struct worker *w, struct http_request *req,
+                  struct http_buf *own,
+                  enum gather_share (*classify)(
+                      struct gather *g, const struct http_client_resp *r,
+                      const char *node),
+                  void (*finish)(struct gather *g))
+{
+    start(w, req, own, http_request_uri(req), 0, 1, classify, finish);
 }
 
 /* gather_scope - see gather.h. */

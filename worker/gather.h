@@ -3,7 +3,8 @@
  * now, each other live member's (the same route with scope=node, asked on
  * its client port at the address its master sends in heartbeats) as it
  * comes, all at once, GATHER_TIMEOUT_MS each.  Used by depth and the queue
- * listing with scope=cluster.
+ * listing with scope=cluster, and by reset and delete, which every node
+ * applies to its own share (gather_start_same).
  *
  * The request is suspended until the last member has answered or failed,
  * then the route's finish callback answers it from g's shares, nodes and
@@ -50,6 +51,7 @@ struct gather {
                                   const char *node);
     void (*finish)(struct gather *g); /* must reply to g->req */
     size_t max_body;                  /* a member's answer, at most */
+    int same; /* members get req itself, not a scope=node query */
     char self[SHM_STATUS_ID_MAX];
     int waiting; /* members asked that have not answered */
     int npeers, nshares, nnodes, nmissing;
@@ -72,6 +74,18 @@ gather_start(struct worker *w, struct http_request *req, struct http_buf *own,
                                            const struct http_client_resp *r,
                                            const char *node),
              void (*finish)(struct gather *g));
+
+/*
+ * gather_start_same - the same for a change every member applies to its
+ * own share (reset, delete): each other live member gets req itself
+ * (method, URI, body) marked X-Mayfly-Forwarded, so it acts alone.
+ */
+void gather_start_same(struct worker *w, struct http_request *req,
+                       struct http_buf *own,
+                       enum gather_share (*classify)(
+                           struct gather *g, const struct http_client_resp *r,
+                           const char *node),
+                       void (*finish)(struct gather *g));
 
 /* gather_scope - req's scope query parameter: 1 for cluster, 0 for node
  * (also when absent); -1 once req has its 400 for anything else. */

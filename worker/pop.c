@@ -23,6 +23,7 @@
 #include "shm/catalog.h"
 #include "shm/log.h"
 #include "shm/stats.h"
+#include "worker/forward.h"
 #include "worker/worker_int.h"
 
 #define SINK_MIN 2048 /* a small pop's answer; bigger ones grow as needed */
@@ -264,9 +265,9 @@ unpark(struct pop_call *c)
     shm_parked_add(w->seg, w->set.slot, -1);
 }
 
-/* conn_of - fd's entry, the table grown to hold it.  NULL without memory. */
-static struct worker_conn *
-conn_of(struct worker *w, int fd)
+/* worker_conn_of - see worker_int.h. */
+struct worker_conn *
+worker_conn_of(struct worker *w, int fd)
 {
     if ((size_t)fd >= w->nconns) {
         size_t n = w->nconns ? w->nconns : 1024;
@@ -282,18 +283,10 @@ conn_of(struct worker *w, int fd)
     return &w->conns[fd];
 }
 
-/*
- * watch - put c's socket in the loop's epoll for hang-ups unless it is
- * there already.  Edge-triggered: a hang-up is reported once, so one seen
- * while nothing was parked is kept in hup.  Returns 0, -EPIPE when the
- * client has already shut its side, or -errno (then the pop is not watched
- * and ends by a push or its deadline).
- */
-static int
-watch(struct pop_call *c)
+int
+worker_conn_watch(struct worker *w, int fd, struct worker_conn **out)
 {
-    struct worker *w = c->w;
-    struct worker_conn *k = conn_of(w, c->park.fd);
+    struct worker_conn *k = worker_conn_of(w, fd);
 
     if (k == NULL)
         return -ENOMEM;
@@ -301,14 +294,25 @@ watch(struct pop_call *c)
         return -EPIPE;
     if (!k->watched) {
         struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET,
-                                 .data.u64 =
-                                     WORKER_TAG_CONN | (uint64_t)c->park.fd};
-        if (epoll_ctl(w->ep, EPOLL_CTL_ADD, c->park.fd, &ev) == -1)
+                                 .data.u64 = WORKER_TAG_CONN | (uint64_t)fd};
+        if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) == -1)
             return -errno;
         k->watched = 1;
     }
-    k->park = &c->park;
+    *out = k;
     return 0;
+}
+
+/* watch - c's socket watched for hang-ups while it is parked. */
+static int
+watch(struct pop_call *c)
+{
+    struct worker_conn *k;
+    int rc = worker_conn_watch(c->w, c->park.fd, &k);
+
+    if (rc == 0)
+        k->park = &c->park;
+    return rc;
 }
 
 /* on_done - the request ended: release unsent leases, free the call. */
@@ -444,6 +448,40 @@ parse(struct worker *w, struct http_request *req, struct pop_call *c, int *wait,
     return 0;
 }
 
+/* served_here - a partition of the queue this node owns, or still holds
+ * messages of (a move on its way): an any-partition pop serves it here. */
+static int
+served_here(void *arg, struct shm_name part, uint64_t held)
+{
+    struct pop_call *c = arg;
+
+    return held > 0 || shm_owner_here(&c->w->owners, c->park.pop.queue, part);
+}
+
+/*
+ * route - pop at the partition's owner.  A pop naming no partition serves
+ * the partitions of the queue this node owns (or still holds messages
+ * of); when there are none, it goes where the default partition lives
+ * (the reference's rule: name the partition, or keep one per queue as
+ * inboxes do).  1: pop here.
+ */
+static int
+route(struct worker *w, struct http_request *req, struct pop_call *c,
+      uint32_t wait_ms)
+{
+    static const char dflt[] = "Default";
+    const struct shm_pop_req *r = &c->park.pop;
+
+    if (worker_serves_all(w))
+        return 1;
+    if (r->part.len > 0)
+        return worker_route(w, req, r->queue, r->part, wait_ms);
+    if (shm_queue_part_each(w->seg, r->queue, shm_now_ms(), served_here, c))
+        return 1;
+    return worker_route(w, req, r->queue,
+                        (struct shm_name){dflt, sizeof(dflt) - 1}, wait_ms);
+}
+
 void
 worker_pop(struct worker *w, struct http_request *req)
 {
@@ -458,7 +496,8 @@ worker_pop(struct worker *w, struct http_request *req)
     c->w = w;
     c->req = req;
     c->park.fd = -1;
-    if (parse(w, req, c, &wait, &timeout) != 0) {
+    if (parse(w, req, c, &wait, &timeout) != 0 ||
+        !route(w, req, c, wait ? timeout : 0)) {
         free(c->park.names);
         free(c);
         return;
@@ -598,6 +637,33 @@ give_up(struct pop_call *c)
 }
 
 void
+worker_pop_moved(struct worker *w)
+{
+    size_t n = park_count(&w->parks), k = 0;
+    struct pop_call **moved;
+
+    /* Requests refresh w->owners too: compare with what the parked pops
+     * were last checked against, not with the last refresh. */
+    shm_owners_refresh(&w->owners, w->seg->status);
+    if (w->owners.sig == w->parks_sig)
+        return;
+    w->parks_sig = w->owners.sig;
+    if (n == 0)
+        return;
+    if ((moved = malloc(n * sizeof(*moved))) == NULL)
+        return; /* they answer at their timeout instead */
+    for (size_t i = 0; i < n; i++) {
+        struct pop_call *c = CALL_OF(w->parks.heap[i]);
+        if (c->park.pop.part.len > 0 &&
+            !shm_owner_here(&w->owners, c->park.pop.queue, c->park.pop.part))
+            moved[k++] = c;
+    }
+    for (size_t i = 0; i < k; i++)
+        give_up(moved[i]);
+    free(moved);
+}
+
+void
 worker_pop_expire(struct worker *w, uint64_t now)
 {
     struct park *p;
@@ -632,6 +698,10 @@ worker_pop_conn_hangup(struct worker *w, int fd)
     if (k == NULL)
         return;
     k->hup = 1;
+    if (k->fwd != NULL) {
+        worker_forward_hangup(k->fwd);
+        return;
+    }
     if (k->park == NULL)
         return;
     c = CALL_OF(k->park);

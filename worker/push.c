@@ -14,6 +14,7 @@
 #include "http/parse.h"
 #include "http/reply.h"
 #include "http/request.h"
+#include "worker/forward.h"
 #include "worker/worker_int.h"
 
 static const char default_partition[] = "Default";
@@ -93,7 +94,8 @@ worker_push(struct worker *w, struct http_request *req)
     if (p.has_partition)
         part = (struct shm_name){p.partition.ptr, p.partition.len};
     if (!worker_name_ok(req, "queue", queue.ptr, queue.len) ||
-        !worker_name_ok(req, "partition", part.ptr, part.len))
+        !worker_name_ok(req, "partition", part.ptr, part.len) ||
+        !worker_route(w, req, queue, part, 0))
         goto out;
     if (scratch(w, p.n) != 0) {
         http_reply_errno(req, -ENOMEM, "push");

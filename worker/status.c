@@ -42,12 +42,14 @@ worker_health(struct worker *w, struct http_request *req)
         http_buf_append_str(&b, "null");
     http_buf_append_str(&b, ",\"members\":[");
     for (uint32_t i = 0; i < v.nmembers && i < SHM_STATUS_MEMBERS; i++) {
-        static const char *const states[] = {"live", "dead", "leaving"};
+        static const char *const states[SHM_MEMBER_STATES] = {
+            "live", "dead", "leaving", "starting"};
         const struct shm_member *m = &v.members[i];
         http_buf_append_str(&b, i ? ",{\"node\":" : "{\"node\":");
         http_buf_append_json_str(&b, m->id, strnlen(m->id, sizeof(m->id)));
         http_buf_printf(&b, ",\"state\":\"%s\",\"self\":%s}",
-                        states[m->state % 3], m->self ? "true" : "false");
+                        states[m->state % SHM_MEMBER_STATES],
+                        m->self ? "true" : "false");
     }
     http_buf_append_str(&b, "]}");
     http_reply(req, ready ? 200 : 503, &b);
@@ -168,7 +170,7 @@ gauges(struct http_buf *b, const struct shm_gauges *g)
 static void
 cluster(struct http_buf *b, const struct shm_status_view *v)
 {
-    uint64_t n[3] = {0};
+    uint64_t n[SHM_MEMBER_STATES] = {0};
 
     metric(b, "mayfly_raft_term", "gauge", "Current raft term.");
     series(b, "mayfly_raft_term", NULL, v->term);
@@ -179,11 +181,12 @@ cluster(struct http_buf *b, const struct shm_status_view *v)
            "1 when this node is the raft leader.");
     series(b, "mayfly_raft_leader", NULL, v->role == SHM_ROLE_LEADER);
     for (uint32_t i = 0; i < v->nmembers && i < SHM_STATUS_MEMBERS; i++)
-        n[v->members[i].state % 3]++;
+        n[v->members[i].state % SHM_MEMBER_STATES]++;
     metric(b, "mayfly_members", "gauge", "Cluster members, by state.");
     series(b, "mayfly_members", "state=\"live\"", n[SHM_MEMBER_LIVE]);
     series(b, "mayfly_members", "state=\"dead\"", n[SHM_MEMBER_DEAD]);
     series(b, "mayfly_members", "state=\"leaving\"", n[SHM_MEMBER_LEAVING]);
+    series(b, "mayfly_members", "state=\"starting\"", n[SHM_MEMBER_STARTING]);
 }
 
 void

@@ -135,6 +135,7 @@ setup(struct worker *w)
     w->ep = epoll_create1(EPOLL_CLOEXEC);
     if (w->sfd == -1 || w->ep == -1)
         log_fatal(errno, "signalfd/epoll_create1 failed");
+    shm_owners_init(&w->owners);
     if (park_set_init(&w->parks) != 0)
         log_fatal(ENOMEM, "cannot allocate the parked-pop index");
     w->http = http_server_start(w->set.listen_fd, &o, dispatch, w);
@@ -270,6 +271,7 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
             /* TAG_WAKE: settle() drains the queue below. */
         }
         worker_pop_expire(&w, now);
+        worker_pop_moved(&w);
         http_client_on_timeout(w.client);
         if (mhd_ready || now >= mhd_due || w.draining ||
             http_server_resume_pending(w.http))

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "shm/broker.h"
+#include "shm/owner.h"
 #include "worker/park.h"
 #include "worker/worker.h"
 
@@ -19,8 +20,10 @@ struct http_client;
 /* A client socket the loop watches for hang-ups: it joins the loop's epoll
  * (EPOLLRDHUP, edge-triggered) at its first parked pop and stays until MHD
  * closes it, so parking again costs no epoll_ctl. */
+struct forward;
 struct worker_conn {
     struct park *park;    /* the pop parked on it now, or NULL */
+    struct forward *fwd;  /* its request forwarded, waiting on the owner */
     unsigned watched : 1; /* in the loop's epoll */
     unsigned hup : 1;     /* the client shut its side (or reset) */
 };
@@ -40,6 +43,8 @@ struct worker {
     uint32_t msgs_cap;
     struct worker_conn *conns; /* by fd; grown as fds come */
     size_t nconns;
+    struct shm_owners owners; /* who owns what (forward.c) */
+    uint64_t parks_sig;       /* owners.sig parked pops were checked at */
 };
 
 /* Route handlers: each answers (or parks) req before returning. */
@@ -63,7 +68,39 @@ void worker_pop_wake_all(struct worker *w);
 void worker_pop_expire(struct worker *w, uint64_t now);
 void worker_pop_conn_hangup(struct worker *w, int fd);
 void worker_pop_conn_closed(void *w, int fd);
+
+/* worker_conn_of - the loop's record of client socket fd (grown as fds
+ * come); NULL when out of memory. */
+struct worker_conn *worker_conn_of(struct worker *w, int fd);
+
+/* worker_conn_watch - put socket fd in the loop's epoll for hang-ups unless
+ * it is there already (EPOLLRDHUP, edge-triggered: a hang-up is reported
+ * once, so one seen while nothing waited is kept in hup).  0 with *out,
+ * -EPIPE when the client has already shut its side, or -errno. */
+int worker_conn_watch(struct worker *w, int fd, struct worker_conn **out);
+
+/* worker_forward_hangup - the client of a forwarded request left: drop
+ * the call to the owner (its parked pop then leases nothing) and the
+ * request (forward.c). */
+void worker_forward_hangup(struct forward *f);
 void worker_pop_answer_all(struct worker *w);
+/* worker_pop_moved - after the owners changed: answer the pops parked on a
+ * partition another node owns now (with what is here, usually nothing), so
+ * their clients ask again and reach the owner. */
+void worker_pop_moved(struct worker *w);
+
+/* worker_every_node - whether req (reset, delete) must also reach every
+ * other live member: a cluster, and req was not sent by one (admin.c). */
+int worker_every_node(struct worker *w, struct http_request *req);
+
+/* A member's answer to a reset or delete, and the delete's merged answer
+ * (admin.c; struct gather in gather.h). */
+struct gather;
+struct http_client_resp;
+enum gather_share worker_applied_classify(struct gather *g,
+                                          const struct http_client_resp *r,
+                                          const char *node);
+void worker_delete_finish(struct gather *g);
 
 /* worker_name_ok - validate a name; else answer 400 invalid_name naming
  * field and return 0. */

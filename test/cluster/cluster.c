@@ -17,6 +17,8 @@
 
 #include <criterion/criterion.h>
 
+#include "shm/owner.h"
+
 void
 cl_init(struct cl *c)
 {
@@ -199,4 +201,28 @@ cl_leader(struct cl *c, int timeout_ms)
         itest_sleep_ms(50);
     } while (itest_now_ms() < deadline);
     return -1;
+}
+
+int
+cl_owner(const char *queue, const char *part, unsigned live)
+{
+    struct shm_status_view v;
+    struct shm_owners o;
+    int idx[CL_NODES], m;
+
+    memset(&v, 0, sizeof(v));
+    for (int i = 0; i < CL_NODES; i++) {
+        if (!(live & (1u << i)))
+            continue;
+        struct shm_member *mb = &v.members[v.nmembers];
+        snprintf(mb->id, sizeof(mb->id), "n%d", i);
+        mb->state = SHM_MEMBER_LIVE;
+        idx[v.nmembers++] = i;
+    }
+    shm_owners_init(&o);
+    shm_owners_from_view(&o, &v);
+    m = shm_owner_pick(&o, (struct shm_name){queue, strlen(queue)},
+                       (struct shm_name){part, strlen(part)});
+    /* the owners are the live members in the view's order */
+    return m < 0 ? -1 : idx[m];
 }

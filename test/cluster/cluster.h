@@ -42,4 +42,13 @@ int cl_leader(struct cl *c, int timeout_ms);
 /* cl_alive - node i is running. */
 int cl_alive(const struct cl *c, int i);
 
+/*
+ * cl_owner - the index of the node that owns (queue, part) when the nodes
+ * in live (a bit mask: bit i is node i, whose id is "n<i>") are the live
+ * members, as every node computes it (shm/owner.h); -1 when live is 0.
+ */
+int cl_owner(const char *queue, const char *part, unsigned live);
+
+#define CL_ALL ((1u << CL_NODES) - 1)
+
 #endif

@@ -4,11 +4,13 @@
  * merged by partition, group or queue, naming the nodes in the sum and
  * those that did not answer.
  *
- * Each node holds what was pushed to it (no ownership yet), so pushing to
- * different nodes spreads one queue over them.  member_ttl_ms is long here:
- * a node whose workers are stopped stays a live member for the whole test.
- * Every test first waits until each node sees the other two live (their
- * masters have heard each other, client addresses included).
+ * The owner of each (queue, partition) holds it (SPEC §5): a push through
+ * any node lands there.  So a queue is spread over the nodes by its
+ * partitions (p0..p11: with three nodes each owns some; cl_owner() says
+ * which), and each node's share is its scope=node depth.  member_ttl_ms is
+ * long here: a node whose workers are stopped stays a live member for the
+ * whole test.  Every test first waits until each node sees the other two
+ * live (their masters have heard each other, client addresses included).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -134,33 +136,81 @@ listed(struct itest_resp *r, const char *key, const char *id)
     return 0;
 }
 
+#define NPARTS 12
+
+/* node_pending - "pending" of queue's scope=node depth on node i; 0 when
+ * the node holds none of it (404). */
+static int64_t
+node_pending(int i, const char *queue)
+{
+    struct itest_resp r;
+    long st =
+        itest_get(&c.node[i], &r, "/api/v1/ephemeral/queues/%s/depth", queue);
+    int64_t p = st == 404 ? 0 : itest_jint(r.json, "pending");
+
+    cr_assert(st == 200 || st == 404, "depth on node %d: %ld %s", i, st,
+              r.body);
+    itest_resp_free(&r);
+    return p;
+}
+
+/* spread - push k + 1 messages to partition pk of queue for k < NPARTS,
+ * through the nodes in turn; each node's expected share into share[]
+ * (the partitions it owns), and the total returned.  Asserts that every
+ * node owns some of them. */
+static int
+spread(const char *queue, int share[CL_NODES])
+{
+    int total = 0;
+
+    for (int i = 0; i < CL_NODES; i++)
+        share[i] = 0;
+    for (int k = 0; k < NPARTS; k++) {
+        char p[16];
+        snprintf(p, sizeof(p), "p%d", k);
+        push(k % CL_NODES, queue, p, k + 1);
+        share[cl_owner(queue, p, CL_ALL)] += k + 1;
+        total += k + 1;
+    }
+    for (int i = 0; i < CL_NODES; i++)
+        cr_assert_gt(share[i], 0, "node %d owns no partition of %s", i, queue);
+    return total;
+}
+
 Test(cluster_scope, sums_every_live_node_merging_partitions)
 {
     struct itest_resp r;
+    int share[CL_NODES], total, sum = 0;
 
     wait_cluster();
-    push(0, "cd-sum", "p1", 3);
-    push(1, "cd-sum", "p1", 2);
-    push(2, "cd-sum", "p2", 1);
+    total = spread("cd-sum", share);
+
+    /* scope=node answers each node's own share: what it owns. */
+    for (int i = 0; i < CL_NODES; i++) {
+        cr_expect_eq(node_pending(i, "cd-sum"), share[i], "node %d", i);
+        sum += (int)node_pending(i, "cd-sum");
+    }
+    cr_expect_eq(sum, total);
+    cr_assert_eq(
+        itest_get(&c.node[2], &r, "/api/v1/ephemeral/queues/cd-sum/depth"),
+        200);
+    cr_expect_null(itest_jget(r.json, "nodes"), "%s", r.body);
+    itest_resp_free(&r);
 
     cr_assert_eq(cluster_depth(2, "cd-sum", "", &r), 200, "%s", r.body);
     cr_expect_str_eq(itest_jstr(r.json, "scope"), "cluster");
     cr_expect_str_eq(itest_jstr(r.json, "node"), "n2");
-    cr_expect_eq(itest_jint(r.json, "pending"), 6, "%s", r.body);
-    cr_expect_eq(itest_jint(r.json, "partitionsPending"), 2, "%s", r.body);
-    cr_expect_eq(itest_jlen(r.json, "partitions"), 2, "%s", r.body);
-    cr_expect_eq(partition_field(&r, "p1", "pending"), 5, "%s", r.body);
-    cr_expect_eq(partition_field(&r, "p2", "pending"), 1, "%s", r.body);
+    cr_expect_eq(itest_jint(r.json, "pending"), total, "%s", r.body);
+    cr_expect_eq(itest_jint(r.json, "partitionsPending"), NPARTS, "%s", r.body);
+    cr_expect_eq(itest_jlen(r.json, "partitions"), NPARTS, "%s", r.body);
+    for (int k = 0; k < NPARTS; k++) {
+        char p[16];
+        snprintf(p, sizeof(p), "p%d", k);
+        cr_expect_eq(partition_field(&r, p, "pending"), k + 1, "%s: %s", p,
+                     r.body);
+    }
     cr_expect_eq(itest_jlen(r.json, "nodes"), 3, "%s", r.body);
     cr_expect_eq(itest_jlen(r.json, "missing"), 0, "%s", r.body);
-    itest_resp_free(&r);
-
-    /* scope=node still answers the node's own share. */
-    cr_assert_eq(
-        itest_get(&c.node[2], &r, "/api/v1/ephemeral/queues/cd-sum/depth"),
-        200);
-    cr_expect_eq(itest_jint(r.json, "pending"), 1, "%s", r.body);
-    cr_expect_null(itest_jget(r.json, "nodes"), "%s", r.body);
     itest_resp_free(&r);
 }
 
@@ -228,14 +278,14 @@ Test(cluster_scope, a_live_node_that_does_not_answer_is_named_missing)
 {
     struct itest_resp r;
     pid_t w[ITEST_NODE_MAX_WORKERS];
-    int nw;
+    int nw, share[CL_NODES], total;
 
     wait_cluster();
-    push(0, "cd-missing", "Default", 2);
-    push(1, "cd-missing", "Default", 3);
+    total = spread("cd-missing", share);
     cr_assert_eq(cluster_depth(0, "cd-missing", "", &r), 200);
-    cr_assert_eq(itest_jint(r.json, "pending"), 5, "%s", r.body);
+    cr_assert_eq(itest_jint(r.json, "pending"), total, "%s", r.body);
     itest_resp_free(&r);
+    cr_assert_eq(node_pending(1, "cd-missing"), share[1]);
 
     /* Node 1's workers stop answering; its master still heartbeats. */
     nw = itest_node_workers(&c.node[1], w, ITEST_NODE_MAX_WORKERS);
@@ -248,46 +298,90 @@ Test(cluster_scope, a_live_node_that_does_not_answer_is_named_missing)
     for (int k = 0; k < nw; k++)
         kill(w[k], SIGCONT);
     cr_assert_eq(st, 200, "%s", r.body);
-    cr_expect_eq(itest_jint(r.json, "pending"), 2, "%s", r.body);
+    cr_expect_eq(itest_jint(r.json, "pending"), total - share[1], "%s", r.body);
     cr_expect(listed(&r, "missing", "n1"), "%s", r.body);
     cr_expect(listed(&r, "nodes", "n0"), "%s", r.body);
+    cr_expect(listed(&r, "nodes", "n2"), "%s", r.body);
     cr_expect(!listed(&r, "nodes", "n1"), "%s", r.body);
     itest_resp_free(&r);
 }
 
 /* A member whose advertised address leads to another node (here node 2
  * advertising node 0's client port) is never counted as that node's share:
- * node 0 does not call its own address, node 1 sees node 0 answer. */
+ * node 0 does not call its own address, node 1 sees node 0 answer.  What
+ * node 2 owns cannot be reached: those pushes fail (node 0 will not call
+ * itself; node 1's forward reaches node 0, which does not own them). */
 Test(cluster_scope, an_address_that_leads_elsewhere_is_missing_not_counted)
 {
     struct itest_resp r;
-    char opt[64];
+    char opt[64], p[16];
+    int accepted = 0, first = -1, k;
 
     cl_kill(&c, 2);
     snprintf(opt, sizeof(opt), "member_ttl_ms=60000 advertise=127.0.0.1:%d",
              c.node[0].port);
     cl_start(&c, 2, opt);
     wait_cluster();
-    push(0, "cd-alias", "Default", 2);
-    push(1, "cd-alias", "Default", 1);
+
+    /* One partition node 0 owns, so that the queue exists... */
+    for (k = 0; k < NPARTS && first < 0; k++) {
+        snprintf(p, sizeof(p), "p%d", k);
+        if (cl_owner("cd-alias", p, CL_ALL) == 0)
+            first = k;
+    }
+    cr_assert_geq(first, 0, "node 0 owns no partition of cd-alias");
+    snprintf(p, sizeof(p), "p%d", first);
+    push(0, "cd-alias", p, 1);
+    accepted = 1;
+    /* ...then until nodes 0 and 1 have heard node 2's new address. */
     for (int i = 0; i < 2; i++) {
         int64_t deadline = itest_now_ms() + 20000;
-        /* until node i has heard node 2's new address */
         do {
             cr_assert_eq(itest_get(&c.node[i], &r,
                                    "/api/v1/ephemeral/queues/cd-alias/depth"
                                    "?scope=cluster"),
                          200, "%s", r.body);
-            if (listed(&r, "missing", "n2") || itest_now_ms() > deadline)
-                break;
+            int seen = listed(&r, "missing", "n2");
             itest_resp_free(&r);
+            if (seen)
+                break;
+            cr_assert_lt(itest_now_ms(), deadline,
+                         "node %d never finds n2 missing", i);
             itest_sleep_ms(100);
         } while (1);
+    }
+
+    int owned2 = 0;
+    for (k = 0; k < NPARTS; k++) {
+        snprintf(p, sizeof(p), "p%d", k);
+        int o = cl_owner("cd-alias", p, CL_ALL);
+        for (int i = 0; i < 2; i++) {
+            long st = itest_push(&c.node[i], &r, "cd-alias", p, "[1]");
+            if (o == 2) {
+                cr_expect_eq(st, 503, "%s through node %d: %s", p, i, r.body);
+            } else {
+                cr_expect_eq(st, 201, "%s through node %d: %s", p, i, r.body);
+            }
+            accepted += st == 201;
+            itest_resp_free(&r);
+        }
+        owned2 += o == 2;
+    }
+    cr_assert_gt(owned2, 0, "node 2 owns no partition of cd-alias");
+
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(itest_get(&c.node[i], &r,
+                               "/api/v1/ephemeral/queues/cd-alias/depth"
+                               "?scope=cluster"),
+                     200, "%s", r.body);
         cr_expect(listed(&r, "missing", "n2"), "node %d: %s", i, r.body);
-        cr_expect_eq(itest_jint(r.json, "pending"), 3, "node %d: %s", i,
+        cr_expect(!listed(&r, "nodes", "n2"), "node %d: %s", i, r.body);
+        cr_expect_eq(itest_jint(r.json, "pending"), accepted, "node %d: %s", i,
                      r.body);
         itest_resp_free(&r);
     }
+    cr_expect_eq(node_pending(0, "cd-alias") + node_pending(1, "cd-alias"),
+                 accepted);
 }
 
 /* queue_at - the listing's entry k, its field (a number). */

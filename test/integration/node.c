@@ -706,9 +706,12 @@ itest_resp_from_body(struct itest_resp *r, long status, const char *body,
     r->json = json_tokener_parse(r->body);
 }
 
-long
-itest_req_on(CURL *h, const struct itest_node *n, const char *method,
-             const char *path, const char *body, struct itest_resp *r)
+/* itest_req_hdrs - itest_req_on() sending the NULL-terminated headers too
+ * (NULL for none). */
+static long
+itest_req_hdrs(CURL *h, const struct itest_node *n, const char *method,
+               const char *path, const char *body, const char *const *headers,
+               struct itest_resp *r)
 {
     char url[16384];
     struct curl_slist *hdr = NULL;
@@ -725,6 +728,8 @@ itest_req_on(CURL *h, const struct itest_node *n, const char *method,
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, itest_on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
     hdr = curl_slist_append(hdr, "Expect:");
+    for (int k = 0; headers && headers[k]; k++)
+        hdr = curl_slist_append(hdr, headers[k]);
     if (body) {
         hdr = curl_slist_append(hdr, "Content-Type: application/json");
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
@@ -747,6 +752,23 @@ itest_req_on(CURL *h, const struct itest_node *n, const char *method,
     r->json = json_tokener_parse(r->body);
     r->seconds = (double)(itest_now_ms() - t0) / 1000.0;
     return r->status;
+}
+
+long
+itest_req_on(CURL *h, const struct itest_node *n, const char *method,
+             const char *path, const char *body, struct itest_resp *r)
+{
+    return itest_req_hdrs(h, n, method, path, body, NULL, r);
+}
+
+long
+itest_req_with(const struct itest_node *n, const char *method, const char *path,
+               const char *body, const char *const *headers,
+               struct itest_resp *r)
+{
+    if (!itest_tl_handle)
+        itest_tl_handle = itest_handle();
+    return itest_req_hdrs(itest_tl_handle, n, method, path, body, headers, r);
 }
 
 long

@@ -156,6 +156,14 @@ long itest_req_on(CURL *h, const struct itest_node *n, const char *method,
 long itest_req(const struct itest_node *n, const char *method, const char *path,
                const char *body, struct itest_resp *r);
 
+/*
+ * itest_req_with - itest_req() that also sends headers, a NULL-terminated
+ * list of "Name: value" lines (NULL for none).
+ */
+long itest_req_with(const struct itest_node *n, const char *method,
+                    const char *path, const char *body,
+                    const char *const *headers, struct itest_resp *r);
+
 /* itest_get - GET of a printf-formatted path. */
 long itest_get(const struct itest_node *n, struct itest_resp *r,
                const char *pathfmt, ...) __attribute__((format(printf, 3, 4)));

@@ -1,0 +1,429 @@
+/*
+ * handover.c - see handover.h.
+ */
+#include "master/handover.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "http/buf.h"
+#include "http/client.h"
+#include "http/names.h"
+#include "http/query.h"
+#include "http/reply.h"
+#include "http/request.h"
+#include "master/cluster.h"
+#include "master/master.h"
+#include "shm/handover.h"
+#include "shm/log.h"
+#include "shm/owner.h"
+#include "shm/stats.h"
+
+#define SHIP_MS       10000 /* one shipment, answer included */
+#define DRAIN_SHIP_MS 15000 /* the whole drain's hand-over */
+#define RETRY_MS      200  /* a drain's shipment the owner could not take yet */
+#define RESCAN_MS     1000 /* after a change: pushes that raced it */
+#define RESCAN2_MS    5000
+
+/* One partition on its way to its new owner. */
+struct ship {
+    struct ship *next;
+    int member; /* the owner's raft index */
+    int drain;
+    uint32_t msgs;
+    uint64_t retry_at; /* 0: posted, waiting for the answer */
+    char *queue, *part;
+    size_t qlen, plen;
+    char *path; /* /cluster/v1/adopt?queue=..&partition=.. */
+    unsigned char *rec;
+    size_t len;
+};
+
+static struct {
+    struct master *m;
+    struct ship *ships;  /* out, or waiting to be posted again */
+    uint64_t members;    /* signature of the live members last seen */
+    uint64_t scan_at[3]; /* scans due (0: none) */
+    int drain_started;
+    uint64_t drain_deadline;
+    uint32_t rings, delivered, lost;    /* partitions, on a drain */
+    uint64_t msgs_delivered, msgs_lost; /* their messages */
+} ho;
+
+/* owners_now - the members that own, as this node sees them now. */
+static void
+owners_now(struct master *m, struct shm_owners *o)
+{
+    struct shm_status_view v;
+
+    shm_status_read(m->seg.status, &v);
+    shm_owners_from_view(o, &v);
+}
+
+/* member_of - the raft index of node id; -1 when it is not a peer. */
+static int
+member_of(const struct master *m, const char *id)
+{
+    for (int i = 0; i < m->raft.n; i++)
+        if (i != m->raft.self && strcmp(m->raft.id[i], id) == 0)
+            return i;
+    return -1;
+}
+
+static void
+ship_free(struct ship *s)
+{
+    free(s->queue);
+    free(s->part);
+    free(s->path);
+    free(s->rec);
+    free(s);
+}
+
+static void ship_post(struct master *m, struct ship *s);
+
+/* unlink - take s off the list. */
+static void
+unlink_ship(struct ship *s)
+{
+    for (struct ship **p = &ho.ships; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            return;
+        }
+}
+
+/* keep_here - a shipment that failed outside a drain: adopt it back, to be
+ * shipped again by the next scan. */
+static void
+keep_here(struct master *m, struct ship *s, const char *why)
+{
+    int rc = shm_part_adopt(
+        &m->seg, SHM_STATS_MASTER, (struct shm_name){s->queue, s->qlen},
+        (struct shm_name){s->part, s->plen}, s->rec, s->len, shm_now_ms());
+
+    if (rc >= 0) {
+        log_warn(0,
+                 "hand-over of partition '%.*s' of queue '%.*s' to node %s "
+                 "failed (%s); kept here, to be shipped again",
+                 (int)s->plen, s->part, (int)s->qlen, s->queue,
+                 m->raft.id[s->member], why);
+        ho.scan_at[1] = shm_now_ms() + RESCAN_MS;
+        return;
+    }
+    shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_WIPES, 1);
+    log_error(-rc,
+              "hand-over failed; the partition's contents are dropped: "
+              "queue '%.*s' partition '%.*s' (%u messages; node %s: %s, and "
+              "taking them back failed)",
+              (int)s->qlen, s->queue, (int)s->plen, s->part, s->msgs,
+              m->raft.id[s->member], why);
+}
+
+/* dropped - a drain's shipment that cannot be delivered. */
+static void
+dropped(struct master *m, struct ship *s, const char *why)
+{
+    shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_WIPES, 1);
+    log_error(0,
+              "hand-over failed; the partition's contents are dropped: "
+              "queue '%.*s' partition '%.*s' (%u messages; node %s: %s)",
+              (int)s->qlen, s->queue, (int)s->plen, s->part, s->msgs,
+              m->raft.id[s->member], why);
+    ho.lost++;
+    ho.msgs_lost += s->msgs;
+}
+
+/* shipped - the owner's answer to an adopt. */
+static void
+shipped(void *arg, struct http_client_resp *r)
+{
+    struct ship *s = arg;
+    struct master *m = ho.m;
+    char why[160];
+
+    if (r == NULL) /* freed at stop */
+        return;
+    if (r->err == 0 && r->status == 200) {
+        shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_HANDOVER_OUT_OK, 1);
+        log_info(0,
+                 "handed partition '%.*s' of queue '%.*s' over to node %s "
+                 "(%u messages)",
+                 (int)s->plen, s->part, (int)s->qlen, s->queue,
+                 m->raft.id[s->member], s->msgs);
+        if (s->drain) {
+            ho.delivered++;
+            ho.msgs_delivered += s->msgs;
+        }
+        unlink_ship(s);
+        ship_free(s);
+        return;
+    }
+    if (r->err != 0)
+        snprintf(why, sizeof(why), "%s", r->error);
+    else
+        snprintf(why, sizeof(why), "status %u: %.100s", r->status,
+                 r->body.data ? r->body.data : "");
+    if (s->drain && r->err == 0 && r->status == 503 &&
+        shm_now_ms() + RETRY_MS < ho.drain_deadline) {
+        s->retry_at = shm_now_ms() + RETRY_MS; /* not ready yet: wait */
+        return;
+    }
+    shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_HANDOVER_OUT_FAILED, 1);
+    unlink_ship(s);
+    if (s->drain)
+        dropped(m, s, why);
+    else
+        keep_here(m, s, why);
+    ship_free(s);
+}
+
+static void
+ship_post(struct master *m, struct ship *s)
+{
+    s->retry_at = 0;
+    master_cluster_post(m, m->raft.addr[s->member], s->path, s->rec, s->len,
+                        SHIP_MS, shipped, s);
+}
+
+/* ship - take (queue, part) out of the segment and send it to member. */
+static void
+ship(struct master *m, struct shm_name queue, struct shm_name part, int member,
+     int drain)
+{
+    struct shm_ho_sink out = {0};
+    struct ship *s = calloc(1, sizeof(*s));
+    char *qe = http_client_escape(queue.ptr, queue.len);
+    char *pe = http_client_escape(part.ptr, part.len);
+    int n = -ENOMEM;
+
+    if (s != NULL && qe != NULL && pe != NULL &&
+        asprintf(&s->path, CLUSTER_PATH_ADOPT "?queue=%s&partition=%s", qe,
+                 pe) < 0)
+        s->path = NULL;
+    if (s != NULL && s->path != NULL &&
+        (s->queue = malloc(queue.len)) != NULL &&
+        (s->part = malloc(part.len)) != NULL) {
+        for (out.cap = 4096;; out.cap = out.need) {
+            unsigned char *b = realloc(out.buf, out.cap);
+            if (b == NULL) {
+                n = -ENOMEM;
+                break;
+            }
+            out.buf = b;
+            n = shm_part_take(&m->seg, SHM_STATS_MASTER, queue, part,
+                              shm_now_ms(), &out);
+            if (n != -ENOMEM)
+                break;
+        }
+    }
+    free(qe);
+    free(pe);
+    if (n <= 0) {
+        if (n < 0 && n != -ENOENT)
+            log_error(-n,
+                      "cannot take partition '%.*s' of queue '%.*s' for "
+                      "its hand-over; it stays here",
+                      (int)part.len, part.ptr, (int)queue.len, queue.ptr);
+        free(out.buf);
+        if (s != NULL) {
+            s->rec = NULL;
+            ship_free(s);
+        }
+        return;
+    }
+    memcpy(s->queue, queue.ptr, queue.len);
+    memcpy(s->part, part.ptr, part.len);
+    s->qlen = queue.len;
+    s->plen = part.len;
+    s->rec = out.buf;
+    s->len = out.used;
+    s->msgs = (uint32_t)n;
+    s->member = member;
+    s->drain = drain;
+    s->next = ho.ships;
+    ho.ships = s;
+    if (drain)
+        ho.rings++;
+    ship_post(m, s);
+}
+
+/* A scan's context. */
+struct scan {
+    struct master *m;
+    struct shm_owners o;
+    int drain;
+};
+
+/* scan_one - ship (queue, part) if another member owns it now. */
+static void
+scan_one(void *arg, struct shm_name queue, struct shm_name part)
+{
+    struct scan *sc = arg;
+    int i = shm_owner_pick(&sc->o, queue, part), member;
+
+    if (i < 0 || i == sc->o.self)
+        return;
+    member = member_of(sc->m, sc->o.m[i].id);
+    if (member >= 0)
+        ship(sc->m, queue, part, member, sc->drain);
+}
+
+/* count_one - shm_part_each() counts for us. */
+static void
+count_one(void *arg, struct shm_name queue, struct shm_name part)
+{
+    (void)arg;
+    (void)queue;
+    (void)part;
+}
+
+/* signature - of the owning members' ids, to notice a change. */
+static uint64_t
+signature(const struct shm_owners *o)
+{
+    uint64_t h = (uint64_t)o->n;
+
+    for (int i = 0; i < o->n; i++)
+        h = XXH3_64bits_withSeed(o->m[i].id, strlen(o->m[i].id), h);
+    return h;
+}
+
+void
+master_handover_tick(struct master *m, uint64_t now)
+{
+    struct scan sc = {.m = m};
+    int due = 0;
+
+    ho.m = m;
+    owners_now(m, &sc.o);
+    if (sc.o.self < 0)
+        return; /* starting or leaving: nothing here to compare */
+    if (signature(&sc.o) != ho.members) {
+        ho.members = signature(&sc.o);
+        ho.scan_at[0] = now;
+        ho.scan_at[1] = now + RESCAN_MS;
+        ho.scan_at[2] = now + RESCAN2_MS;
+    }
+    for (int k = 0; k < 3; k++)
+        if (ho.scan_at[k] != 0 && ho.scan_at[k] <= now) {
+            ho.scan_at[k] = 0;
+            due = 1;
+        }
+    if (due && sc.o.n > 1)
+        shm_part_each(&m->seg, scan_one, &sc);
+}
+
+int
+master_handover_drain(struct master *m, uint64_t now)
+{
+    ho.m = m;
+    if (!ho.drain_started) {
+        struct scan sc = {.m = m, .drain = 1};
+
+        ho.drain_started = 1;
+        ho.drain_deadline = now + DRAIN_SHIP_MS;
+        /* A join's shipment still out is the drain's now: nothing to
+         * take it back into. */
+        for (struct ship *s = ho.ships; s; s = s->next)
+            if (!s->drain) {
+                s->drain = 1;
+                ho.rings++;
+            }
+        owners_now(m, &sc.o);
+        if (sc.o.n > 0) {
+            shm_part_each(&m->seg, scan_one, &sc);
+        } else {
+            uint32_t held = shm_part_each(&m->seg, count_one, NULL);
+            if (held > 0)
+                log_warn(0,
+                         "no live member to hand partitions over to: %u "
+                         "partitions' contents end with this node",
+                         held);
+            ho.rings += held;
+            ho.lost += held;
+        }
+    }
+    for (struct ship *s = ho.ships, *next; s; s = next) {
+        next = s->next; /* a post that fails at once frees s */
+        if (s->retry_at != 0 && s->retry_at <= now)
+            ship_post(m, s);
+    }
+    if (ho.ships != NULL && now < ho.drain_deadline)
+        return 1;
+    while (ho.ships != NULL) {
+        struct ship *s = ho.ships;
+        ho.ships = s->next;
+        http_client_cancel(m->cluster_cli, s);
+        dropped(m, s, "no answer before the drain's deadline");
+        ship_free(s);
+    }
+    if (ho.rings > 0 || m->raft.n > 1)
+        (ho.lost ? log_warn : log_info)(
+            0,
+            "shutdown: ephemeral rings handed over rings=%u "
+            "delivered=%u lost=%u (messages delivered=%llu lost=%llu)",
+            ho.rings, ho.delivered, ho.lost,
+            (unsigned long long)ho.msgs_delivered,
+            (unsigned long long)ho.msgs_lost);
+    return 0;
+}
+
+void
+master_handover_in(struct master *m, struct http_request *req)
+{
+    const struct http_query *q = http_request_args(req);
+    size_t qlen = 0, plen = 0, len;
+    const char *queue = http_query_get(q, "queue", &qlen);
+    const char *part = http_query_get(q, "partition", &plen);
+    const char *body = http_request_body(req, &len);
+    struct http_buf b = {0};
+    int rc;
+
+    if (queue == NULL || part == NULL || !http_name_valid(queue, qlen) ||
+        !http_name_valid(part, plen)) {
+        http_reply_error(req, 400, "invalid_name",
+                         "query parameters 'queue' and 'partition' must be "
+                         "valid names");
+        return;
+    }
+    if (m->state != MASTER_RUNNING || !m->ready) {
+        http_reply_error(req, 503, m->ready ? "draining" : "starting",
+                         "this node is %s; hand the partition to another",
+                         m->ready ? "draining" : "starting");
+        return;
+    }
+    rc = shm_part_adopt(&m->seg, SHM_STATS_MASTER,
+                        (struct shm_name){queue, qlen},
+                        (struct shm_name){part, plen}, body, len, shm_now_ms());
+    if (rc < 0) {
+        shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_HANDOVER_IN_FAILED, 1);
+        log_warn(-rc, "cannot adopt partition '%.*s' of queue '%.*s' from %s",
+                 (int)plen, part, (int)qlen, queue,
+                 http_request_header(req, CLUSTER_NODE_HEADER)
+                     ? http_request_header(req, CLUSTER_NODE_HEADER)
+                     : "a peer");
+        if (rc == -EBADMSG)
+            http_reply_error(req, 400, "ephemeral_bad_request",
+                             "body is not a hand-over record of this version");
+        else
+            http_reply_errno(req, rc, "adopt");
+        return;
+    }
+    shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_HANDOVER_IN_OK, 1);
+    {
+        /* The sender saw the members otherwise: pass it on, if it is not
+         * ours, at the next scan rather than keep it where nobody looks. */
+        struct shm_owners o;
+        owners_now(m, &o);
+        if (!shm_owner_here(&o, (struct shm_name){queue, qlen},
+                            (struct shm_name){part, plen}))
+            ho.scan_at[1] = shm_now_ms() + RESCAN_MS;
+    }
+    http_buf_printf(&b, "{\"adopted\":%d}", rc);
+    http_reply(req, 200, &b);
+}

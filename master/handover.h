@@ -1,0 +1,44 @@
+/*
+ * handover.h - moving partitions between nodes (SPEC §5 "Graceful stop",
+ * "Join or return").
+ *
+ * The master ships what this node holds but no longer owns: after a change
+ * in the live members (a node joined, came back, or left), and, on a drain,
+ * everything, once the workers have exited.  A shipment is one partition:
+ * shm_part_take() empties it into a record (messages, every group's
+ * position), which is posted to the new owner's cluster port
+ * (/cluster/v1/adopt); the owner's master adopts it with shm_part_adopt()
+ * and answers {"adopted": n}.  A shipment that fails is never dropped in
+ * silence: on a membership change it is adopted back here and shipped
+ * again by a later scan; on a drain it is logged ("hand-over failed; the
+ * partition's contents are dropped") and counted in mayfly_wipes_total.
+ * Master only, single-threaded.
+ */
+#ifndef MAYFLY_MASTER_HANDOVER_H
+#define MAYFLY_MASTER_HANDOVER_H
+
+#include <stdint.h>
+
+struct master;
+struct http_request;
+
+#define CLUSTER_PATH_ADOPT "/cluster/v1/adopt"
+
+/* master_handover_in - POST /cluster/v1/adopt?queue=&partition=: a peer
+ * hands a partition over; the body is the shm_part_take() record. */
+void master_handover_in(struct master *m, struct http_request *req);
+
+/* master_handover_tick - each tick while running: notice a change of the
+ * live members and ship what now belongs elsewhere (scanned at once and
+ * again a little later, for pushes that raced the change). */
+void master_handover_tick(struct master *m, uint64_t now);
+
+/*
+ * master_handover_drain - the drain's hand-over, after the workers exited:
+ * the first call ships every partition held to its next owner; returns 1
+ * while shipments are out, 0 once all are answered or the deadline passed
+ * (then it logs the summary line).
+ */
+int master_handover_drain(struct master *m, uint64_t now);
+
+#endif

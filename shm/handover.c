@@ -1,0 +1,579 @@
+/*
+ * handover.c - a partition's contents out of this node (shm_part_take) and
+ * into it (shm_part_adopt), as the binary record handover.h lays out.
+ *
+ * Take: one partition lock; size the record, write it, then free the
+ * partition's contents as shm_ring_clear_locked does.  Adopt: check the
+ * record whole, allocate every message chain and lease cell before any lock
+ * (INFLIGHT, as a push does), create the queue, partition and groups, then
+ * under the partition lock link the messages with one store
+ * (shm_ring_link_locked) and place each group.  A worker killed while
+ * placing leaves nothing repair cannot re-derive: leases are appended one
+ * published link at a time, each to a message already linked, before the
+ * cursor moves, so a cut-short placement re-derives its cursor from the
+ * highest lease and delivers some messages again (at-least-once), never
+ * loses one.  Errors: a count or -errno (handover.h).
+ */
+#include "shm/handover.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shm/arena.h"
+#include "shm/broker_int.h"
+#include "shm/dir.h"
+#include "shm/ring.h"
+#include "shm/stats.h"
+
+#define RELAXED  memory_order_relaxed
+#define HO_TRIES 16 /* lookups retried after a concurrent free */
+
+/* Bytes x takes in the record: everything is 8-byte aligned. */
+static size_t
+ho_pad(size_t x)
+{
+    return (x + 7) & ~(size_t)7;
+}
+
+/* ---- take ---------------------------------------------------------------- */
+
+/* The attempts lease L's next delivery carries; 0: it is not carried (a
+ * lease at the retry limit, which its expiry or failure would drop). */
+static uint32_t
+take_attempts(const struct shm_lease *L, uint32_t limit)
+{
+    if (L->state == SHM_LEASE_READY_SAME)
+        return L->attempts;
+    if (L->state == SHM_LEASE_LEASED && L->attempts >= limit)
+        return 0;
+    return L->attempts + 1;
+}
+
+/* Bytes the record of c's partition takes. */
+static size_t
+take_size_locked(struct shm_ring_ctx *c)
+{
+    struct shm_seg *seg = c->seg;
+    uint32_t limit = c->q->opts.retry_limit;
+    size_t size = sizeof(struct shm_ho_hdr);
+
+    for (uint32_t r = c->p->head; r != 0; r = shm_ring_msg(seg, r)->next)
+        size += ho_pad(sizeof(struct shm_ho_msg) + shm_ring_msg(seg, r)->len);
+    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(seg, g)->next) {
+        struct shm_gs *s = shm_ring_gs(seg, g);
+        size += sizeof(struct shm_ho_grp) +
+                ho_pad(shm_ring_grp(seg, s->grp)->name_len);
+        for (uint32_t l = s->lhead; l != 0; l = shm_ring_lease(seg, l)->next)
+            if (take_attempts(shm_ring_lease(seg, l), limit) != 0)
+                size += sizeof(struct shm_ho_redo);
+    }
+    return size;
+}
+
+/* Write bytes at o + *off, zero-padded to 8; advance *off. */
+static void
+take_put(unsigned char *o, size_t *off, const void *src, size_t len)
+{
+    memcpy(o + *off, src, len);
+    memset(o + *off + len, 0, ho_pad(len) - len);
+    *off += ho_pad(len);
+}
+
+/* Write the messages; returns how many. */
+static uint32_t
+take_msgs_locked(struct shm_ring_ctx *c, unsigned char *o, size_t *off)
+{
+    uint32_t n = 0;
+
+    for (uint32_t r = c->p->head; r != 0; r = shm_ring_msg(c->seg, r)->next) {
+        struct shm_msg *m = shm_ring_msg(c->seg, r);
+        struct shm_ho_msg h = {.len = m->len,
+                               .flags = m->read ? SHM_HO_READ : 0,
+                               .age_ms =
+                                   c->now > m->enq_ms ? c->now - m->enq_ms : 0};
+        memcpy(o + *off, &h, sizeof(h));
+        *off += sizeof(h);
+        /* The payload, then its padding, in place. */
+        shm_arena_read(c->seg, r, SHM_MSG_HDR, o + *off, m->len);
+        memset(o + *off + m->len, 0, ho_pad(m->len) - m->len);
+        *off += ho_pad(m->len);
+        n++;
+    }
+    return n;
+}
+
+/* Write group state gs: its name, then its redeliveries with their message
+ * indexes (one walk of the messages alongside the seq-sorted leases), then
+ * its cursor's index.  *leased counts the leases carried that were out with
+ * a consumer, *dropped those at the retry limit left behind. */
+static void
+take_group_locked(struct shm_ring_ctx *c, uint32_t gs, unsigned char *o,
+                  size_t *off, uint64_t *leased, uint64_t *dropped)
+{
+    struct shm_seg *seg = c->seg;
+    struct shm_gs *s = shm_ring_gs(seg, gs);
+    struct shm_grp *e = shm_ring_grp(seg, s->grp);
+    struct shm_ho_grp h = {
+        .name_len = e->name_len, .from = e->from, .skipped = s->skipped};
+    size_t at = *off;
+    uint32_t r = c->p->head, idx = 0;
+
+    *off += sizeof(h);
+    shm_arena_read(seg, e->name_ref, 0, o + *off, e->name_len);
+    memset(o + *off + e->name_len, 0, ho_pad(e->name_len) - e->name_len);
+    *off += ho_pad(e->name_len);
+    for (uint32_t l = s->lhead; l != 0; l = shm_ring_lease(seg, l)->next) {
+        struct shm_lease *L = shm_ring_lease(seg, l);
+        struct shm_ho_redo d = {0, take_attempts(L, c->q->opts.retry_limit)};
+        if (d.attempts == 0) {
+            (*dropped)++;
+            continue;
+        }
+        for (; r != 0 && r != L->msg; idx++)
+            r = shm_ring_msg(seg, r)->next;
+        d.index = idx;
+        take_put(o, off, &d, sizeof(d));
+        h.nredo++;
+        *leased += L->state == SHM_LEASE_LEASED;
+    }
+    for (; r != 0 && r != s->cursor; idx++)
+        r = shm_ring_msg(seg, r)->next;
+    h.cursor = idx;
+    memcpy(o + at, &h, sizeof(h));
+}
+
+/* Write the record of c's partition into o (room checked), then empty the
+ * partition; returns the messages taken. */
+static int
+take_locked(struct shm_ring_ctx *c, unsigned char *o, size_t *used)
+{
+    struct shm_ho_hdr h = {.magic = SHM_HO_MAGIC, .version = SHM_HO_VERSION};
+    uint64_t leased = 0, dropped = 0;
+    size_t off = sizeof(h);
+
+    h.nmsgs = take_msgs_locked(c, o, &off);
+    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
+        take_group_locked(c, g, o, &off, &leased, &dropped);
+        h.ngroups++;
+    }
+    h.size = off;
+    memcpy(o, &h, sizeof(h));
+    *used = off;
+    /* They moved: freed as a reset frees them, counted as no drop. */
+    shm_ring_clear_locked(c);
+    shm_count(c->seg, c->w, SHM_C_REDELIVERY_HANDOVER, leased);
+    if (dropped > 0) {
+        shm_count(c->seg, c->w, SHM_C_DROP_RETRY_LIMIT, dropped);
+        atomic_fetch_add_explicit(&c->q->drops[SHM_DROPS_RETRY], dropped,
+                                  RELAXED);
+    }
+    return (int)h.nmsgs;
+}
+
+/* shm_part_take - see handover.h. */
+int
+shm_part_take(struct shm_seg *seg, int w, struct shm_name queue,
+              struct shm_name part, uint64_t now, struct shm_ho_sink *out)
+{
+    struct shm_ref qr, pr;
+    uint64_t kick = 0;
+    int rc = -ENOENT;
+
+    out->used = 0;
+    out->need = 0;
+    for (int t = 0; t < HO_TRIES; t++) {
+        rc = shm_dir_find_queue(seg, w, queue, 0, now, &qr);
+        if (rc == 0)
+            rc = shm_dir_find_part(seg, w, qr, part, 0, now, &pr);
+        if (rc == 0)
+            rc = shm_broker_part_lock(seg, w, pr);
+        if (rc == -ESTALE)
+            continue; /* freed meanwhile: look again */
+        if (rc != 0)
+            return rc;
+        /* partition lock: size, write, empty, waiters.  Copy only. */
+        struct shm_ring_ctx c = {seg, w, shm_dir_part(seg, pr.idx),
+                                 shm_dir_queue(seg, qr.idx), now};
+        size_t need = take_size_locked(&c);
+        if (need > out->cap) {
+            out->need = need;
+            rc = -ENOMEM;
+        } else {
+            rc = take_locked(&c, out->buf, &out->used);
+            shm_broker_wake_post_locked(seg, qr, pr, &kick);
+        }
+        shm_ring_unlock(c.p);
+        shm_broker_wake_kick(seg, kick);
+        return rc;
+    }
+    return -ENOENT;
+}
+
+/* ---- the record, checked ------------------------------------------------- */
+
+/* A record that passed ho_check: where its parts start, what it needs. */
+struct ho_view {
+    const unsigned char *msgs;   /* first struct shm_ho_msg */
+    const unsigned char *groups; /* first struct shm_ho_grp */
+    uint32_t nmsgs, ngroups;
+    uint64_t nredo; /* redeliveries over all groups */
+    uint64_t cost;  /* accounted bytes of the messages */
+};
+
+/* One group entry at p (checked): its head, name and redeliveries; returns
+ * the next entry. */
+static const unsigned char *
+ho_group(const unsigned char *p, struct shm_ho_grp *g, struct shm_name *name,
+         const unsigned char **redo)
+{
+    memcpy(g, p, sizeof(*g));
+    name->ptr = (const char *)p + sizeof(*g);
+    name->len = g->name_len;
+    *redo = p + sizeof(*g) + ho_pad(g->name_len);
+    return *redo + (size_t)g->nredo * sizeof(struct shm_ho_redo);
+}
+
+/* Check the messages from *off (nmsgs of them) fit in len; advance *off. */
+static int
+ho_check_msgs(const unsigned char *b, size_t len, size_t *off,
+              struct ho_view *v)
+{
+    for (uint32_t i = 0; i < v->nmsgs; i++) {
+        struct shm_ho_msg m;
+        if (len - *off < sizeof(m))
+            return -EBADMSG;
+        memcpy(&m, b + *off, sizeof(m));
+        *off += sizeof(m);
+        if ((m.flags & ~SHM_HO_READ) != 0 || len - *off < ho_pad(m.len))
+            return -EBADMSG;
+        *off += ho_pad(m.len);
+        v->cost += shm_ring_msg_cost(m.len);
+    }
+    return 0;
+}
+
+/* Is name among the first ngroups entries from groups (checked already)?
+ * A group named twice would be placed twice. */
+static int
+ho_dup(const unsigned char *groups, uint32_t ngroups, struct shm_name name)
+{
+    const unsigned char *p = groups, *redo;
+    struct shm_ho_grp g;
+    struct shm_name n;
+
+    for (uint32_t i = 0; i < ngroups; i++) {
+        p = ho_group(p, &g, &n, &redo);
+        if (n.len == name.len && memcmp(n.ptr, name.ptr, n.len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Check group entry number before at *off: fields in range, name and
+ * redeliveries within len, a name not seen yet, indexes rising below the
+ * cursor; advance *off and count its redeliveries in v->nredo. */
+static int
+ho_check_group(const unsigned char *b, size_t len, size_t *off,
+               struct ho_view *v, uint32_t before)
+{
+    struct shm_ho_grp g;
+    struct shm_name name;
+    const unsigned char *redo;
+
+    if (len - *off < sizeof(g))
+        return -EBADMSG;
+    memcpy(&g, b + *off, sizeof(g));
+    if (g.name_len > SHM_NAME_MAX || g.from > SHM_FROM_LAST ||
+        g.cursor > v->nmsgs || g.nredo > g.cursor ||
+        len - *off - sizeof(g) <
+            ho_pad(g.name_len) + (size_t)g.nredo * sizeof(struct shm_ho_redo))
+        return -EBADMSG;
+    ho_group(b + *off, &g, &name, &redo);
+    if (ho_dup(v->groups, before, name))
+        return -EBADMSG;
+    for (uint32_t i = 0; i < g.nredo; i++) {
+        struct shm_ho_redo d, prev = {0, 0};
+        memcpy(&d, redo + i * sizeof(d), sizeof(d));
+        if (i > 0)
+            memcpy(&prev, redo + (i - 1) * sizeof(d), sizeof(d));
+        if (d.index >= g.cursor || d.attempts == 0 ||
+            (i > 0 && d.index <= prev.index))
+            return -EBADMSG;
+    }
+    *off = (size_t)(redo - b) + (size_t)g.nredo * sizeof(struct shm_ho_redo);
+    v->nredo += g.nredo;
+    return 0;
+}
+
+/* ho_check - is (b, len) a whole, well-formed record?  Reads nothing out of
+ * bounds whatever the bytes say.  0 with *v filled, or -EBADMSG. */
+static int
+ho_check(const unsigned char *b, size_t len, struct ho_view *v)
+{
+    struct shm_ho_hdr h;
+    size_t off = sizeof(h);
+
+    memset(v, 0, sizeof(*v));
+    if (len < sizeof(h))
+        return -EBADMSG;
+    memcpy(&h, b, sizeof(h));
+    if (h.magic != SHM_HO_MAGIC || h.version != SHM_HO_VERSION ||
+        h.size != len || h.nmsgs > INT32_MAX || h.ngroups > SHM_RING_GROUPS_MAX)
+        return -EBADMSG;
+    v->nmsgs = h.nmsgs;
+    v->ngroups = h.ngroups;
+    v->msgs = b + off;
+    if (ho_check_msgs(b, len, &off, v) != 0)
+        return -EBADMSG;
+    v->groups = b + off;
+    for (uint32_t i = 0; i < h.ngroups; i++)
+        if (ho_check_group(b, len, &off, v, i) != 0)
+            return -EBADMSG;
+    return off == len ? 0 : -EBADMSG;
+}
+
+/* ---- adopt --------------------------------------------------------------- */
+
+/* What an adopt holds between allocating and linking (process memory). */
+struct adopt {
+    uint32_t first, last; /* the message chains, joined by next */
+    uint64_t *hash;       /* [ngroups] each group's name hash (the block) */
+    uint32_t *refs;       /* [nmsgs] each message's chain */
+    uint32_t *leases;     /* [nredo] a lease cell per redelivery, 0 once
+                             linked */
+    uint32_t *gs;         /* [ngroups] the state to place, 0: none */
+};
+
+/* Free what adopt_alloc got and linking did not use (no lock). */
+static void
+adopt_free(struct shm_seg *seg, int w, const struct ho_view *v, struct adopt *a)
+{
+    shm_broker_chains_free(seg, w, a->first);
+    for (uint64_t i = 0; a->leases != NULL && i < v->nredo; i++)
+        if (a->leases[i] != 0)
+            shm_arena_free(seg, w, a->leases[i]);
+    free(a->hash);
+}
+
+/* Allocate every message chain (enqueue time now - age) and lease cell the
+ * record needs, INFLIGHT and before any lock, as a push does; all or none.
+ * 0, -ENOBUFS (node cap), -ENOMEM (malloc). */
+static int
+adopt_alloc(struct shm_seg *seg, int w, const struct ho_view *v, uint64_t now,
+            struct adopt *a)
+{
+    size_t n = v->nmsgs, r = v->nredo, g = v->ngroups;
+    const unsigned char *p = v->msgs, *redo;
+    struct shm_ho_grp gh;
+    struct shm_name name;
+    uint64_t cost;
+    int rc;
+
+    memset(a, 0, sizeof(*a));
+    if (!shm_broker_room(seg, v->cost + r * SHM_CELL_BYTES))
+        return -ENOBUFS;
+    if ((a->hash = calloc(1, g * 8 + (n + r + g) * 4 + 8)) == NULL)
+        return -ENOMEM;
+    a->refs = (uint32_t *)(a->hash + g);
+    a->leases = a->refs + n;
+    a->gs = a->leases + r;
+    for (size_t i = 0; i < n; i++) {
+        struct shm_ho_msg m;
+        memcpy(&m, p, sizeof(m));
+        rc = shm_ring_msg_new(seg, w, (const char *)p + sizeof(m), m.len,
+                              m.age_ms < now ? now - m.age_ms : 0, &a->refs[i],
+                              &cost);
+        if (rc != 0)
+            goto fail;
+        shm_ring_msg(seg, a->refs[i])->read = (m.flags & SHM_HO_READ) != 0;
+        if (a->last != 0)
+            shm_ring_msg(seg, a->last)->next = a->refs[i];
+        else
+            a->first = a->refs[i];
+        a->last = a->refs[i];
+        p += sizeof(m) + ho_pad(m.len);
+    }
+    for (size_t i = 0; i < r; i++)
+        if ((rc = shm_arena_alloc(seg, w, 1, &a->leases[i])) != 0)
+            goto fail;
+    p = v->groups;
+    for (size_t i = 0; i < g; i++) {
+        p = ho_group(p, &gh, &name, &redo);
+        a->hash[i] = shm_broker_group_hash(name);
+    }
+    return 0;
+fail:
+    adopt_free(seg, w, v, a);
+    return rc;
+}
+
+/* Make every group of the record known to the queue, with a state in the
+ * partition (queue lock, then the partition lock, per group). */
+static int
+adopt_groups(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
+             const struct ho_view *v, uint64_t now)
+{
+    const unsigned char *p = v->groups, *redo;
+    struct shm_ho_grp g;
+    struct shm_name name;
+    int rc;
+
+    for (uint32_t i = 0; i < v->ngroups; i++) {
+        p = ho_group(p, &g, &name, &redo);
+        rc = shm_broker_group_ensure(seg, w, qr, pr, name, g.from, now);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Which states to place: a group of the record with nothing left to read
+ * here (cursor 0), before the link moves its cursor.  Each is touched, as
+ * a pop does: a group arriving is not idle. */
+static void
+adopt_pick_locked(struct shm_ring_ctx *c, const struct ho_view *v,
+                  struct adopt *a)
+{
+    const unsigned char *p = v->groups, *redo;
+    struct shm_ho_grp g;
+    struct shm_name name;
+
+    for (uint32_t i = 0; i < v->ngroups; i++) {
+        p = ho_group(p, &g, &name, &redo);
+        uint32_t gs = shm_ring_gs_find_locked(c, name, a->hash[i]);
+        /* Not picked (a try before may have); a state forgotten since
+         * adopt_groups reads the messages as any group does. */
+        a->gs[i] = 0;
+        if (gs == 0)
+            continue;
+        struct shm_gs *s = shm_ring_gs(c->seg, gs);
+        atomic_store_explicit(&shm_ring_grp(c->seg, s->grp)->last_active,
+                              c->now, RELAXED);
+        a->gs[i] = s->cursor == 0 ? gs : 0;
+    }
+}
+
+/* Append lease cell l (INFLIGHT) to s for message ref, ready to go out
+ * again with exactly attempts: a READY_SAME lease, as shm_release leaves
+ * one.  The list stays sorted: adopted messages are the newest here. */
+static void
+adopt_lease_locked(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t l,
+                   uint32_t ref, uint32_t attempts)
+{
+    struct shm_lease *L = shm_ring_lease(c->seg, l);
+    struct shm_msg *m = shm_ring_msg(c->seg, ref);
+
+    L->next = 0;
+    L->seq = m->seq;
+    L->deadline = c->now;
+    L->attempts = attempts;
+    L->state = SHM_LEASE_READY_SAME;
+    L->msg = ref;
+    m->read = 1;
+    if (s->ltail != 0)
+        shm_ring_lease(c->seg, s->ltail)->next = l; /* publishes */
+    else
+        s->lhead = l;
+    s->ltail = l;
+    shm_arena_link(c->seg, l);
+    s->nleases++;
+    s->nready++;
+    atomic_store_explicit(&c->p->leased,
+                          atomic_load_explicit(&c->p->leased, RELAXED) + 1,
+                          RELAXED);
+}
+
+/* Put state gs where group entry g says: its redeliveries (lease cells
+ * leases[]) first, then the cursor.  In that order, so a holder killed
+ * in between leaves a cursor repair re-derives from the highest lease. */
+static void
+adopt_place_locked(struct shm_ring_ctx *c, uint32_t gs,
+                   const struct shm_ho_grp *g, const unsigned char *redo,
+                   const struct adopt *a, uint32_t *leases, uint32_t n)
+{
+    struct shm_gs *s = shm_ring_gs(c->seg, gs);
+
+    for (uint32_t i = 0; i < g->nredo; i++) {
+        struct shm_ho_redo d;
+        memcpy(&d, redo + i * sizeof(d), sizeof(d));
+        adopt_lease_locked(c, s, leases[i], a->refs[d.index], d.attempts);
+        leases[i] = 0;
+    }
+    if (g->cursor > 0)
+        s->last = shm_ring_msg(c->seg, a->refs[g->cursor - 1])->seq;
+    s->cursor = g->cursor < n ? a->refs[g->cursor] : 0;
+    s->skipped += g->skipped;
+}
+
+/* Under pr's lock: link the messages, place the groups, schedule, wake. */
+static int
+adopt_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
+           const struct ho_view *v, struct adopt *a, uint64_t now)
+{
+    struct shm_part *p = shm_dir_part(seg, pr.idx);
+    struct shm_queue *q = shm_dir_queue(seg, qr.idx);
+    const unsigned char *gp = v->groups, *redo;
+    struct shm_ho_grp g;
+    struct shm_name name;
+    uint64_t kick = 0, seq, k = 0;
+    int rc = shm_broker_part_lock(seg, w, pr);
+
+    if (rc != 0)
+        return rc;
+    /* partition lock: pick, link, place, due time, waiters.  No malloc. */
+    struct shm_ring_ctx c = {seg, w, p, q, now};
+    adopt_pick_locked(&c, v, a);
+    if (v->nmsgs > 0)
+        shm_ring_link_locked(&c, a->first, a->last, v->nmsgs, v->cost, &seq);
+    a->first = 0;
+    for (uint32_t i = 0; i < v->ngroups; i++) {
+        gp = ho_group(gp, &g, &name, &redo);
+        if (a->gs[i] != 0)
+            adopt_place_locked(&c, a->gs[i], &g, redo, a, a->leases + k,
+                               v->nmsgs);
+        k += g.nredo;
+    }
+    shm_broker_part_due_locked(seg, pr.idx, p, q);
+    shm_broker_wake_post_locked(seg, qr, pr, &kick);
+    shm_ring_unlock(p);
+    shm_broker_wake_kick(seg, kick);
+    return 0;
+}
+
+/* shm_part_adopt - see handover.h. */
+int
+shm_part_adopt(struct shm_seg *seg, int w, struct shm_name queue,
+               struct shm_name part, const void *rec, size_t len, uint64_t now)
+{
+    struct shm_ref qr, pr;
+    struct ho_view v;
+    struct adopt a;
+    int rc;
+
+    if (ho_check(rec, len, &v) != 0)
+        return -EBADMSG;
+    if (v.nmsgs == 0 && v.ngroups == 0)
+        return 0;
+    if ((rc = adopt_alloc(seg, w, &v, now, &a)) != 0)
+        return rc;
+    for (int t = 0; t < HO_TRIES; t++) {
+        rc = shm_dir_find_queue(seg, w, queue, 1, now, &qr);
+        if (rc == 0)
+            rc = shm_dir_find_part(seg, w, qr, part, 1, now, &pr);
+        if (rc == 0)
+            rc = adopt_groups(seg, w, qr, pr, &v, now);
+        if (rc == 0)
+            rc = adopt_link(seg, w, qr, pr, &v, &a, now);
+        if (rc != -ESTALE)
+            break; /* else the queue was collected meanwhile: again */
+    }
+    if (rc == 0)
+        atomic_store_explicit(&shm_dir_queue(seg, qr.idx)->last_active, now,
+                              RELAXED);
+    adopt_free(seg, w, &v, &a);
+    if (rc == -ESTALE)
+        return -EAGAIN;
+    return rc == 0 ? (int)v.nmsgs : rc;
+}

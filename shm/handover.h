@@ -1,0 +1,159 @@
+/*
+ * handover.h - a partition's contents moved between nodes: shm_part_take
+ * serialises (queue, partition) into a binary record and empties it;
+ * shm_part_adopt appends a record's messages to (queue, partition) here
+ * and puts every group back where it was.  The master's hand-over driver
+ * carries the record over the cluster port (SPEC §5: graceful stop, join
+ * or return); shm/ knows nothing of that.
+ *
+ * The record is native byte order (both ends run the same build), 8-byte
+ * aligned throughout, and self-describing: magic and version first, then
+ * counts, each checked by the decoder against the bytes that follow.
+ *
+ *   struct shm_ho_hdr                       24 B
+ *   nmsgs x  struct shm_ho_msg + payload     16 B + len, padded to 8
+ *   ngroups x struct shm_ho_grp + name       24 B + name_len, padded to 8
+ *             + nredo x struct shm_ho_redo   8 B each, indexes rising
+ *
+ * Locking: each call takes and drops the partition lock (and, to create
+ * groups, the queue lock first); no malloc, syscall or logging under a
+ * lock.  Errors: a count or -errno, as listed per call.
+ */
+#ifndef MAYFLY_SHM_HANDOVER_H
+#define MAYFLY_SHM_HANDOVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/broker.h"
+#include "shm/segment.h"
+
+#define SHM_HO_MAGIC   0x4f48594du /* "MYHO" */
+#define SHM_HO_VERSION 1
+#define SHM_HO_READ    1u /* shm_ho_msg.flags: some group has read it */
+
+/*
+ * struct shm_ho_hdr - the record's head.
+ *   off  size  field
+ *     0     4  magic    SHM_HO_MAGIC
+ *     4     4  version  SHM_HO_VERSION
+ *     8     4  nmsgs    messages that follow, in push order
+ *    12     4  ngroups  group entries after the messages
+ *    16     8  size     bytes of the whole record, this header included
+ */
+struct shm_ho_hdr {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t nmsgs;
+    uint32_t ngroups;
+    uint64_t size;
+};
+_Static_assert(sizeof(struct shm_ho_hdr) == 24, "shm_ho_hdr layout");
+
+/*
+ * struct shm_ho_msg - one message; its payload (len bytes, the JSON text as
+ * stored) follows, zero-padded to 8.
+ *   off  size  field
+ *     0     4  len      payload bytes
+ *     4     4  flags    SHM_HO_READ, nothing else
+ *     8     8  age_ms   now - enqueue time at the take: ttl keeps counting
+ */
+struct shm_ho_msg {
+    uint32_t len;
+    uint32_t flags;
+    uint64_t age_ms;
+};
+_Static_assert(sizeof(struct shm_ho_msg) == 16, "shm_ho_msg layout");
+
+/*
+ * struct shm_ho_grp - one group's position in the partition; its name
+ * (name_len bytes, 0: queue mode) follows, zero-padded to 8, then nredo
+ * struct shm_ho_redo.
+ *   off  size  field
+ *     0     4  name_len   <= SHM_NAME_MAX
+ *     4     4  from       enum shm_from the group was made with
+ *     8     8  skipped    messages dropped before this group read them
+ *    16     4  cursor     index of the first message it has not had a
+ *                         first delivery of (nmsgs: none)
+ *    20     4  nredo      redeliveries owed
+ * Messages before the cursor that are not redeliveries are done for this
+ * group: it never gets them again.
+ */
+struct shm_ho_grp {
+    uint32_t name_len;
+    uint32_t from;
+    uint64_t skipped;
+    uint32_t cursor;
+    uint32_t nredo;
+};
+_Static_assert(sizeof(struct shm_ho_grp) == 24, "shm_ho_grp layout");
+
+/*
+ * struct shm_ho_redo - a message the group gets again before new ones.
+ *   off  size  field
+ *     0     4  index     into the messages, < the group's cursor, rising
+ *     4     4  attempts  what its next delivery carries (>= 1): a lease
+ *                        taken while out comes back with attempts + 1, a
+ *                        released one with the same
+ */
+struct shm_ho_redo {
+    uint32_t index;
+    uint32_t attempts;
+};
+_Static_assert(sizeof(struct shm_ho_redo) == 8, "shm_ho_redo layout");
+
+/* Caller-owned buffer the take writes the record into (like struct
+ * shm_sink): used is the record's length on success; need the bytes it
+ * requires with -ENOMEM. */
+struct shm_ho_sink {
+    unsigned char *buf;
+    size_t cap;
+    size_t used; /* out */
+    size_t need; /* out, with -ENOMEM */
+};
+
+/*
+ * shm_part_take - serialise (queue, part) into out and empty it: its
+ * messages, leases and group states are freed as a reset frees them (not
+ * counted as drops: they moved), the queue's registry is left alone, and
+ * pops parked on it are woken (they find it empty and park again, or go to
+ * the new owner).  A lease at the queue's retryLimit is not carried: its
+ * next failure would drop it, so it is dropped here and counted as a
+ * retry-limit drop.  Each leased message carried counts as a hand-over
+ * redelivery.  w is a worker slot or SHM_STATS_MASTER.
+ * Returns the messages taken (>= 0); -ENOENT when this node holds no such
+ * queue or partition; -ENOMEM with out->need set, nothing changed, when
+ * out->cap is too small (grow it and call again).
+ */
+int shm_part_take(struct shm_seg *seg, int w, struct shm_name queue,
+                  struct shm_name part, uint64_t now, struct shm_ho_sink *out);
+
+/*
+ * shm_part_adopt - check the record (rec, len) whole, then append its
+ * messages to (queue, part) in order, all or nothing, creating the queue
+ * (implicit, node defaults) and the partition as a push does.  They get new
+ * ids from this node's counter and enqueue time now - age.  The queue's
+ * maxLength, maxBytes and policy are not applied (a hand-over must not lose
+ * messages to them); the node cap is, as for a push.
+ *
+ * Each group of the record is made known to the queue and given a state
+ * here.  A group with nothing left to read here before the adopt (the usual
+ * case: the partition is new or empty) is put where it was: its
+ * redeliveries come back first, in order, with the attempts recorded (the
+ * retry limit applies when they fail again), then first deliveries from its
+ * cursor; what it was done with it never gets again.  A group that still
+ * had messages to read here reads the adopted ones after them, all as first
+ * deliveries (a duplicate, which at-least-once allows).  Groups the record
+ * does not name see the messages as any push.  Parked pops are woken.
+ *
+ * Returns the messages adopted (>= 0); -EBADMSG for a malformed or
+ * truncated record (nothing changed); -ENOBUFS at the node cap (nothing
+ * adopted); -ENOMEM (malloc); -EOVERFLOW (a table or a queue's groups are
+ * full).  On the last three an empty queue, partition or group the call
+ * created may remain, to be collected as any idle one.
+ */
+int shm_part_adopt(struct shm_seg *seg, int w, struct shm_name queue,
+                   struct shm_name part, const void *rec, size_t len,
+                   uint64_t now);
+
+#endif

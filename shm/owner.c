@@ -1,0 +1,90 @@
+/*
+ * owner.c - see owner.h.
+ */
+#include "shm/owner.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+void
+shm_owners_init(struct shm_owners *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->seq = UINT64_MAX; /* never a published sequence: it is even */
+    o->self = -1;
+}
+
+uint64_t
+shm_owner_seed(const char *id)
+{
+    return XXH3_64bits(id, strlen(id));
+}
+
+void
+shm_owners_from_view(struct shm_owners *o, const struct shm_status_view *v)
+{
+    o->n = 0;
+    o->self = -1;
+    for (uint32_t i = 0; i < v->nmembers && i < SHM_STATUS_MEMBERS; i++) {
+        const struct shm_member *mb = &v->members[i];
+        struct shm_owner *w;
+
+        if (mb->self) {
+            memcpy(o->self_addr, mb->addr, sizeof(o->self_addr));
+            o->self_addr[sizeof(o->self_addr) - 1] = '\0';
+        }
+        if (mb->state != SHM_MEMBER_LIVE)
+            continue;
+        w = &o->m[o->n];
+        memcpy(w->id, mb->id, sizeof(w->id));
+        w->id[sizeof(w->id) - 1] = '\0';
+        memcpy(w->addr, mb->addr, sizeof(w->addr));
+        w->addr[sizeof(w->addr) - 1] = '\0';
+        w->seed = shm_owner_seed(w->id);
+        if (mb->self)
+            o->self = o->n;
+        o->n++;
+    }
+    o->sig = XXH3_64bits_withSeed(&o->self, sizeof(o->self), (uint64_t)o->n);
+    for (int i = 0; i < o->n; i++)
+        o->sig = XXH3_64bits_withSeed(o->m[i].id, strlen(o->m[i].id), o->sig);
+}
+
+int
+shm_owners_refresh(struct shm_owners *o, const struct shm_status *s)
+{
+    struct shm_status_view v;
+    uint64_t seq = atomic_load_explicit(&((struct shm_status *)s)->seq,
+                                        memory_order_acquire);
+
+    if (seq == o->seq)
+        return 0;
+    shm_status_read(s, &v);
+    shm_owners_from_view(o, &v);
+    /* The copy may be newer than seq (published meanwhile): then the next
+     * call reads it again, which is harmless. */
+    o->seq = seq;
+    return 1;
+}
+
+int
+shm_owner_pick(const struct shm_owners *o, struct shm_name queue,
+               struct shm_name part)
+{
+    int best = -1;
+    uint64_t top = 0;
+
+    for (int i = 0; i < o->n; i++) {
+        uint64_t s = XXH3_64bits_withSeed(
+            part.ptr, part.len,
+            XXH3_64bits_withSeed(queue.ptr, queue.len, o->m[i].seed));
+        if (best < 0 || s > top ||
+            (s == top && strcmp(o->m[i].id, o->m[best].id) < 0)) {
+            best = i;
+            top = s;
+        }
+    }
+    return best;
+}

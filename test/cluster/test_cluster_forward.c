@@ -1,0 +1,694 @@
+/*
+ * test_cluster_forward.c - ownership and forwarding (SPEC §5) on three real
+ * nodes (127.0.0.1-3): a push or pop for a partition another node owns is
+ * forwarded once to the owner and its answer relayed; acks and extends go
+ * to the node whose incarnation the id names; a forwarded request that
+ * reaches a node which does not own the partition answers owner_moved; an
+ * owner that does not answer makes the forward fail (retryably); a node
+ * that stops gracefully leaves the placement at once.
+ *
+ * The owner is computed here as every node computes it (cl_owner(), from
+ * shm/owner.h), and checked against where the messages are: each node's
+ * scope=node depth.  member_ttl_ms is long so that membership cannot flap
+ * on a busy machine; every test first waits until each node sees every
+ * member live.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "test/cluster/cluster.h"
+
+static struct cl c;
+
+static void
+up(void)
+{
+    cl_init(&c);
+    for (int i = 0; i < CL_NODES; i++)
+        cl_start(&c, i, "member_ttl_ms=60000");
+}
+
+static void
+down(void)
+{
+    for (int i = 0; i < CL_NODES; i++)
+        cl_kill(&c, i);
+}
+
+TestSuite(cluster_forward, .init = up, .fini = down, .timeout = 180);
+
+#define NPARTS 12
+
+/* member_state - the state node i's /health gives member id, or "" (also
+ * when node i does not answer). */
+static void
+member_state(int i, const char *id, char *out, size_t len)
+{
+    struct itest_resp r;
+
+    out[0] = '\0';
+    if (itest_get(&c.node[i], &r, "/health") == 200)
+        for (int k = 0; k < itest_jlen(r.json, "members"); k++) {
+            char path[40];
+            snprintf(path, sizeof(path), "members.%d.node", k);
+            if (strcmp(itest_jstr(r.json, path), id) != 0)
+                continue;
+            snprintf(path, sizeof(path), "members.%d.state", k);
+            snprintf(out, len, "%s", itest_jstr(r.json, path));
+        }
+    itest_resp_free(&r);
+}
+
+/* all_live - node i's /health lists every member live. */
+static int
+all_live(int i)
+{
+    for (int k = 0; k < CL_NODES; k++) {
+        char id[16], st[16];
+        snprintf(id, sizeof(id), "n%d", k);
+        member_state(i, id, st, sizeof(st));
+        if (strcmp(st, "live") != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* wait_cluster - until every node sees every member live. */
+static void
+wait_cluster(void)
+{
+    int64_t deadline = itest_now_ms() + 30000;
+
+    for (int i = 0; i < CL_NODES; i++)
+        while (!all_live(i)) {
+            cr_assert_lt(itest_now_ms(), deadline,
+                         "node %d does not see every member live", i);
+            itest_sleep_ms(100);
+        }
+}
+
+/* part_pending - "pending" of partition part in queue's scope=node depth
+ * on node i; 0 when the node holds none of the queue or partition. */
+static int64_t
+part_pending(int i, const char *queue, const char *part)
+{
+    struct itest_resp r;
+    long st =
+        itest_get(&c.node[i], &r, "/api/v1/ephemeral/queues/%s/depth", queue);
+    int64_t p = 0;
+
+    cr_assert(st == 200 || st == 404, "depth on node %d: %ld %s", i, st,
+              r.body);
+    for (int k = 0; st == 200 && k < itest_jlen(r.json, "partitions"); k++) {
+        struct json_object *e =
+            json_object_array_get_idx(itest_jget(r.json, "partitions"), k);
+        if (strcmp(itest_jstr(e, "partition"), part) == 0)
+            p = itest_jint(e, "pending");
+    }
+    itest_resp_free(&r);
+    return p;
+}
+
+/* push_ok - push payloads to queue/part (NULL: none named) through node i,
+ * asserting 201; the id of the first message into id (if not NULL). */
+static void
+push_ok(int i, const char *queue, const char *part, const char *payloads,
+        char *id, size_t idlen)
+{
+    struct itest_resp r;
+    long st = itest_push(&c.node[i], &r, queue, part, payloads);
+
+    cr_assert_eq(st, 201, "push %s/%s through node %d: %ld %s", queue,
+                 part ? part : "-", i, st, r.body);
+    if (id)
+        snprintf(id, idlen, "%s", itest_jstr(r.json, "ids.0"));
+    itest_resp_free(&r);
+}
+
+/* incarnation - node i's incarnation as /health gives it. */
+static void
+incarnation(int i, char *out, size_t len)
+{
+    struct itest_resp r;
+
+    cr_assert_eq(itest_get(&c.node[i], &r, "/health"), 200, "%s", r.body);
+    snprintf(out, len, "%s", itest_jstr(r.json, "incarnation"));
+    cr_assert(out[0] != '\0', "%s", r.body);
+    itest_resp_free(&r);
+}
+
+/* id_inc - the incarnation an id names (asserting its shape). */
+static void
+id_inc(const char *id, char *inc, size_t len)
+{
+    char part[128], seq[32];
+
+    cr_assert_eq(
+        itest_id_parse(id, inc, len, part, sizeof(part), seq, sizeof(seq)), 0,
+        "not a message id: %s", id);
+}
+
+/* part_owned_by - the first partition pk (k < NPARTS) of queue that node o
+ * owns while all three are live, into p; asserts there is one. */
+static void
+part_owned_by(const char *queue, int o, char *p, size_t len)
+{
+    for (int k = 0; k < NPARTS; k++) {
+        snprintf(p, len, "p%d", k);
+        if (cl_owner(queue, p, CL_ALL) == o)
+            return;
+    }
+    cr_assert_fail("node %d owns none of p0..p%d of %s", o, NPARTS - 1, queue);
+}
+
+/* forward_metric - node i's mayfly_forward_total{result=...} (0 when it
+ * has no such sample). */
+static double
+forward_metric(int i, const char *result)
+{
+    char series[96];
+    double v = 0;
+    int rc;
+
+    snprintf(series, sizeof(series), "mayfly_forward_total{result=\"%s\"}",
+             result);
+    rc = itest_metric(&c.node[i], series, &v);
+    cr_assert(rc == 0 || rc == -ENOENT, "/metrics of node %d: %d", i, rc);
+    return rc == 0 ? v : 0;
+}
+
+Test(cluster_forward, a_push_through_any_node_lands_at_the_owner)
+{
+    int owned[CL_NODES] = {0};
+
+    wait_cluster();
+    for (int k = 0; k < NPARTS; k++) {
+        char p[16];
+        snprintf(p, sizeof(p), "p%d", k);
+        push_ok(0, "fw-land", p, "[1]", NULL, 0);
+        owned[cl_owner("fw-land", p, CL_ALL)]++;
+    }
+    /* Otherwise nothing here was forwarded, or nothing stayed local. */
+    for (int i = 0; i < CL_NODES; i++)
+        cr_assert_gt(owned[i], 0, "node %d owns no partition of fw-land", i);
+
+    for (int k = 0; k < NPARTS; k++) {
+        char p[16];
+        int o, holders = 0;
+        snprintf(p, sizeof(p), "p%d", k);
+        o = cl_owner("fw-land", p, CL_ALL);
+        for (int i = 0; i < CL_NODES; i++) {
+            int64_t n = part_pending(i, "fw-land", p);
+            holders += n > 0;
+            cr_expect_eq(n, i == o ? 1 : 0,
+                         "%s (owner node %d) on node %d: %ld pending", p, o, i,
+                         (long)n);
+        }
+        cr_expect_eq(holders, 1, "%s is on %d nodes", p, holders);
+    }
+
+    /* The same partitions through the two other nodes: the same owner. */
+    for (int k = 0; k < NPARTS; k++) {
+        char p[16];
+        snprintf(p, sizeof(p), "p%d", k);
+        push_ok(1, "fw-land", p, "[2]", NULL, 0);
+        push_ok(2, "fw-land", p, "[3]", NULL, 0);
+    }
+    for (int k = 0; k < NPARTS; k++) {
+        char p[16];
+        snprintf(p, sizeof(p), "p%d", k);
+        int o = cl_owner("fw-land", p, CL_ALL);
+        for (int i = 0; i < CL_NODES; i++)
+            cr_expect_eq(part_pending(i, "fw-land", p), i == o ? 3 : 0,
+                         "%s (owner node %d) on node %d", p, o, i);
+    }
+}
+
+Test(cluster_forward, pop_and_ack_through_nodes_that_do_not_own_it)
+{
+    struct itest_resp r;
+    char p[16], id0[200], id1[200], inc[40], owner_inc[40], body[600];
+    int o, a, b;
+
+    wait_cluster();
+    part_owned_by("fw-pop", 2, p, sizeof(p));
+    o = 2, a = 0, b = 1;
+    incarnation(o, owner_inc, sizeof(owner_inc));
+
+    /* pushed through a, popped through b: neither owns it */
+    push_ok(a, "fw-pop", p, "[{\"n\":1},{\"n\":2}]", NULL, 0);
+    cr_assert_eq(itest_get(&c.node[b], &r,
+                           "/api/v1/ephemeral/pop?queue=fw-pop&partition=%s"
+                           "&batch=2",
+                           p),
+                 200, "%s", r.body);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 2, "%s", r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "queue"), "fw-pop", "%s", r.body);
+    for (int k = 0; k < 2; k++) {
+        char path[64];
+        snprintf(path, sizeof(path), "messages.%d.payload.n", k);
+        cr_expect_eq(itest_jint(r.json, path), k + 1, "%s", r.body);
+        snprintf(path, sizeof(path), "messages.%d.partition", k);
+        cr_expect_str_eq(itest_jstr(r.json, path), p, "%s", r.body);
+        snprintf(path, sizeof(path), "messages.%d.attempts", k);
+        cr_expect_eq(itest_jint(r.json, path), 1, "%s", r.body);
+    }
+    snprintf(id0, sizeof(id0), "%s", itest_jstr(r.json, "messages.0.id"));
+    snprintf(id1, sizeof(id1), "%s", itest_jstr(r.json, "messages.1.id"));
+    itest_resp_free(&r);
+    /* the owner delivered them */
+    id_inc(id0, inc, sizeof(inc));
+    cr_expect_str_eq(inc, owner_inc, "%s", id0);
+    cr_expect_str_neq(id0, id1);
+
+    /* one ack through a (not the popper, not the owner), one through o */
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"fw-pop\",\"acks\":[{\"id\":\"%s\"}]}", id0);
+    cr_assert_eq(
+        itest_req(&c.node[a], "POST", "/api/v1/ephemeral/ack", body, &r), 200,
+        "%s", r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "results.0.outcome"), "acked", "%s",
+                     r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "results.0.id"), id0, "%s", r.body);
+    itest_resp_free(&r);
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"fw-pop\",\"acks\":[{\"id\":\"%s\"}]}", id1);
+    cr_assert_eq(
+        itest_req(&c.node[o], "POST", "/api/v1/ephemeral/ack", body, &r), 200,
+        "%s", r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "results.0.outcome"), "acked", "%s",
+                     r.body);
+    itest_resp_free(&r);
+
+    /* nothing left: not even a redelivery */
+    for (int i = 0; i < CL_NODES; i++) {
+        cr_assert_eq(itest_get(&c.node[i], &r,
+                               "/api/v1/ephemeral/pop?queue=fw-pop"
+                               "&partition=%s",
+                               p),
+                     200, "%s", r.body);
+        cr_expect_eq(itest_jlen(r.json, "messages"), 0, "pop via %d: %s", i,
+                     r.body);
+        itest_resp_free(&r);
+    }
+    cr_assert_eq(
+        itest_get(&c.node[o], &r, "/api/v1/ephemeral/queues/fw-pop/depth"), 200,
+        "%s", r.body);
+    cr_expect_eq(itest_jint(r.json, "pending"), 0, "%s", r.body);
+    cr_expect_eq(itest_jint(r.json, "partitions.0.leased"), 0, "%s", r.body);
+    itest_resp_free(&r);
+}
+
+/* parked_at - node i's mayfly_parked_pops (-1 when /metrics fails). */
+static double
+parked_at(int i)
+{
+    double v = 0;
+
+    return itest_metric(&c.node[i], "mayfly_parked_pops", &v) == 0 ? v : -1;
+}
+
+Test(cluster_forward, a_long_poll_waits_at_the_owner)
+{
+    struct itest_resp *r;
+    struct itest_multi *m;
+    char p[16], path[200];
+    int a = 0, b = 1, o = 2;
+    int64_t deadline, t_push;
+
+    wait_cluster();
+    part_owned_by("fw-long", o, p, sizeof(p));
+    snprintf(path, sizeof(path),
+             "/api/v1/ephemeral/pop?queue=fw-long&partition=%s&wait=true"
+             "&timeout=10000",
+             p);
+    m = itest_multi_new();
+    itest_multi_add(m, &c.node[a], "GET", path, NULL);
+
+    /* until the pop waits at the owner (its forward has arrived) */
+    deadline = itest_now_ms() + 8000;
+    while (parked_at(o) < 1) {
+        itest_multi_run(m, 50);
+        cr_assert(!itest_multi_done(m, 0), "the pop was answered: %ld %s",
+                  itest_multi_resp(m, 0)->status, itest_multi_resp(m, 0)->body);
+        cr_assert_lt(itest_now_ms(), deadline,
+                     "the pop never parked at the owner (node %d)", o);
+    }
+
+    t_push = itest_now_ms();
+    push_ok(b, "fw-long", p, "[\"wake\"]", NULL, 0);
+    itest_multi_run(m, 15000);
+    cr_assert(itest_multi_done(m, 0), "no answer to the long poll");
+    r = itest_multi_resp(m, 0);
+    cr_assert_eq(r->status, 200, "%s", r->body);
+    cr_expect_eq(itest_jlen(r->json, "messages"), 1, "%s", r->body);
+    cr_expect_str_eq(itest_jstr(r->json, "messages.0.payload"), "wake", "%s",
+                     r->body);
+    cr_expect_lt(itest_now_ms() - t_push, 8000,
+                 "answered %ld ms after the push",
+                 (long)(itest_now_ms() - t_push));
+    itest_multi_free(m);
+}
+
+Test(cluster_forward, an_empty_long_poll_through_a_non_owner_times_out_empty)
+{
+    struct itest_resp r;
+    char p[16];
+    int64_t t0, took;
+
+    wait_cluster();
+    part_owned_by("fw-empty", 1, p, sizeof(p));
+    t0 = itest_now_ms();
+    cr_assert_eq(itest_get(&c.node[0], &r,
+                           "/api/v1/ephemeral/pop?queue=fw-empty"
+                           "&partition=%s&wait=true&timeout=2000",
+                           p),
+                 200, "%s", r.body);
+    took = itest_now_ms() - t0;
+    cr_expect_eq(itest_jlen(r.json, "messages"), 0, "%s", r.body);
+    itest_resp_free(&r);
+    cr_expect_geq(took, 1900, "answered after %ld ms", (long)took);
+    cr_expect_lt(took, 6500, "answered after %ld ms", (long)took);
+}
+
+/* A client that hangs up on a forwarded long poll: the owner lets the pop
+ * go, and the next message waits for the next pop. */
+Test(cluster_forward, a_hang_up_on_a_forwarded_long_poll_loses_nothing)
+{
+    struct itest_resp r;
+    struct itest_multi *m;
+    char p[16], path[200];
+    int a = 0, o = 1;
+    int64_t deadline;
+
+    wait_cluster();
+    part_owned_by("fw-hangup", o, p, sizeof(p));
+    snprintf(path, sizeof(path),
+             "/api/v1/ephemeral/pop?queue=fw-hangup&partition=%s&wait=true"
+             "&timeout=20000",
+             p);
+    m = itest_multi_new();
+    itest_multi_add(m, &c.node[a], "GET", path, NULL);
+    deadline = itest_now_ms() + 8000;
+    while (parked_at(o) < 1) {
+        itest_multi_run(m, 50);
+        cr_assert(!itest_multi_done(m, 0), "the pop was answered: %ld %s",
+                  itest_multi_resp(m, 0)->status, itest_multi_resp(m, 0)->body);
+        cr_assert_lt(itest_now_ms(), deadline,
+                     "the pop never parked at the owner (node %d)", o);
+    }
+    itest_multi_free(m); /* the client hangs up */
+
+    deadline = itest_now_ms() + 10000;
+    while (parked_at(o) != 0 || parked_at(a) != 0) {
+        cr_assert_lt(itest_now_ms(), deadline,
+                     "the abandoned pop is still parked (owner %g, node "
+                     "%d %g)",
+                     parked_at(o), a, parked_at(a));
+        itest_sleep_ms(50);
+    }
+    push_ok(2, "fw-hangup", p, "[\"kept\"]", NULL, 0);
+    cr_assert_eq(itest_get(&c.node[a], &r,
+                           "/api/v1/ephemeral/pop?queue=fw-hangup"
+                           "&partition=%s",
+                           p),
+                 200, "%s", r.body);
+    cr_expect_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "messages.0.payload"), "kept", "%s",
+                     r.body);
+    cr_expect_eq(itest_jint(r.json, "messages.0.attempts"), 1, "%s", r.body);
+    itest_resp_free(&r);
+}
+
+Test(cluster_forward, a_pop_naming_no_partition_finds_the_inbox_elsewhere)
+{
+    struct itest_resp r;
+    int o = cl_owner("fw-inbox", "Default", CL_ALL);
+    int a = (o + 1) % CL_NODES, b = (o + 2) % CL_NODES;
+
+    wait_cluster();
+    push_ok(a, "fw-inbox", NULL, "[\"hello\"]", NULL, 0);
+    cr_assert_eq(part_pending(o, "fw-inbox", "Default"), 1);
+    cr_assert_eq(
+        itest_get(&c.node[b], &r, "/api/v1/ephemeral/pop?queue=fw-inbox"), 200,
+        "%s", r.body);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "messages.0.payload"), "hello", "%s",
+                     r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "messages.0.partition"), "Default",
+                     "%s", r.body);
+    itest_resp_free(&r);
+}
+
+Test(cluster_forward, an_ack_batch_over_two_nodes_settles_each_entry)
+{
+    struct itest_resp r;
+    char p1[16], p2[16], id1[200], id2[200], fake[220], body[1200];
+    char inc[40], part[64], seq[32];
+
+    wait_cluster();
+    /* messages delivered by nodes 0 and 1; the batch goes to node 2 */
+    part_owned_by("fw-batch", 0, p1, sizeof(p1));
+    part_owned_by("fw-batch", 1, p2, sizeof(p2));
+    push_ok(2, "fw-batch", p1, "[1]", NULL, 0);
+    push_ok(2, "fw-batch", p2, "[2]", NULL, 0);
+    cr_assert_eq(itest_get(&c.node[2], &r,
+                           "/api/v1/ephemeral/pop?queue=fw-batch"
+                           "&partition=%s",
+                           p1),
+                 200, "%s", r.body);
+    snprintf(id1, sizeof(id1), "%s", itest_jstr(r.json, "messages.0.id"));
+    itest_resp_free(&r);
+    cr_assert_eq(itest_get(&c.node[2], &r,
+                           "/api/v1/ephemeral/pop?queue=fw-batch"
+                           "&partition=%s",
+                           p2),
+                 200, "%s", r.body);
+    snprintf(id2, sizeof(id2), "%s", itest_jstr(r.json, "messages.0.id"));
+    itest_resp_free(&r);
+    cr_assert(id1[0] && id2[0], "ids %s %s", id1, id2);
+
+    /* the same partition and sequence as id1, an incarnation nobody has */
+    cr_assert_eq(itest_id_parse(id1, inc, sizeof(inc), part, sizeof(part), seq,
+                                sizeof(seq)),
+                 0);
+    snprintf(fake, sizeof(fake), "e:%s:%s:%s",
+             strcmp(inc, "00000000deadbeef") ? "00000000deadbeef"
+                                             : "00000000feedface",
+             part, seq);
+
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"fw-batch\",\"acks\":[{\"id\":\"%s\"},"
+             "{\"id\":\"%s\"},{\"id\":\"%s\"}]}",
+             id1, fake, id2);
+    cr_assert_eq(
+        itest_req(&c.node[2], "POST", "/api/v1/ephemeral/ack", body, &r), 200,
+        "%s", r.body);
+    cr_assert_eq(itest_jlen(r.json, "results"), 3, "%s", r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "results.0.id"), id1, "%s", r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "results.0.outcome"), "acked", "%s",
+                     r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "results.1.id"), fake, "%s", r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "results.1.outcome"), "stale", "%s",
+                     r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "results.2.id"), id2, "%s", r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "results.2.outcome"), "acked", "%s",
+                     r.body);
+    itest_resp_free(&r);
+
+    /* acked at their nodes: nothing pending or leased anywhere */
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(itest_get(&c.node[i], &r,
+                               "/api/v1/ephemeral/queues/fw-batch/depth"),
+                     200, "%s", r.body);
+        cr_expect_eq(itest_jint(r.json, "pending"), 0, "node %d: %s", i,
+                     r.body);
+        cr_expect_eq(itest_jint(r.json, "partitions.0.leased"), 0,
+                     "node %d: %s", i, r.body);
+        itest_resp_free(&r);
+    }
+}
+
+Test(cluster_forward, extend_through_a_node_that_does_not_own_it)
+{
+    struct itest_resp r;
+    char p[16], id[200], body[600];
+
+    wait_cluster();
+    part_owned_by("fw-extend", 1, p, sizeof(p));
+    push_ok(0, "fw-extend", p, "[1]", NULL, 0);
+    cr_assert_eq(itest_get(&c.node[2], &r,
+                           "/api/v1/ephemeral/pop?queue=fw-extend"
+                           "&partition=%s",
+                           p),
+                 200, "%s", r.body);
+    snprintf(id, sizeof(id), "%s", itest_jstr(r.json, "messages.0.id"));
+    itest_resp_free(&r);
+    cr_assert(id[0]);
+
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"fw-extend\",\"messages\":[{\"id\":\"%s\","
+             "\"seconds\":60}]}",
+             id);
+    for (int i = 0; i < CL_NODES; i += 2) { /* nodes 0 and 2 */
+        cr_assert_eq(
+            itest_req(&c.node[i], "POST", "/api/v1/ephemeral/extend", body, &r),
+            200, "%s", r.body);
+        cr_expect_str_eq(itest_jstr(r.json, "results.0.outcome"), "extended",
+                         "through node %d: %s", i, r.body);
+        itest_resp_free(&r);
+    }
+}
+
+Test(cluster_forward, a_forwarded_request_to_a_non_owner_is_owner_moved)
+{
+    static const char *const fwd[] = {"X-Mayfly-Forwarded: 1", NULL};
+    struct itest_resp r;
+    char p[16], path[200];
+    int o = 1, n = 0;
+
+    wait_cluster();
+    part_owned_by("fw-moved", o, p, sizeof(p));
+    snprintf(path, sizeof(path),
+             "{\"queue\":\"fw-moved\",\"partition\":"
+             "\"%s\",\"messages\":[{\"payload\":1}]}",
+             p);
+
+    itest_req_with(&c.node[n], "POST", "/api/v1/ephemeral/push", path, fwd, &r);
+    itest_assert_error(&r, 503, "owner_moved", NULL, "forwarded push");
+    cr_expect(r.retry_after[0] != '\0', "no Retry-After: %s", r.body);
+    itest_resp_free(&r);
+    snprintf(path, sizeof(path),
+             "/api/v1/ephemeral/pop?queue=fw-moved&partition=%s", p);
+    itest_req_with(&c.node[n], "GET", path, NULL, fwd, &r);
+    itest_assert_error(&r, 503, "owner_moved", NULL, "forwarded pop");
+    cr_expect(r.retry_after[0] != '\0', "no Retry-After: %s", r.body);
+    itest_resp_free(&r);
+
+    /* nothing was stored anywhere */
+    for (int i = 0; i < CL_NODES; i++) {
+        long st = itest_get(&c.node[i], &r,
+                            "/api/v1/ephemeral/queues/fw-moved/depth");
+        cr_expect_eq(st, 404, "node %d: %ld %s", i, st, r.body);
+        itest_resp_free(&r);
+    }
+
+    /* while the owner takes the same forwarded request */
+    snprintf(path, sizeof(path),
+             "{\"queue\":\"fw-moved\",\"partition\":"
+             "\"%s\",\"messages\":[{\"payload\":1}]}",
+             p);
+    cr_assert_eq(itest_req_with(&c.node[o], "POST", "/api/v1/ephemeral/push",
+                                path, fwd, &r),
+                 201, "%s", r.body);
+    itest_resp_free(&r);
+    cr_expect_eq(part_pending(o, "fw-moved", p), 1);
+}
+
+Test(cluster_forward, an_owner_that_does_not_answer_fails_the_forward)
+{
+    struct itest_resp r;
+    pid_t w[ITEST_NODE_MAX_WORKERS];
+    char p[16];
+    int o = 2, a = 0, nw;
+    double failed0 = 0;
+    int64_t t0, took;
+
+    wait_cluster();
+    part_owned_by("fw-stuck", o, p, sizeof(p));
+    failed0 = forward_metric(a, "failed");
+    nw = itest_node_workers(&c.node[o], w, ITEST_NODE_MAX_WORKERS);
+    cr_assert_gt(nw, 0);
+    for (int k = 0; k < nw; k++)
+        kill(w[k], SIGSTOP);
+    t0 = itest_now_ms();
+    itest_push(&c.node[a], &r, "fw-stuck", p, "[1]");
+    took = itest_now_ms() - t0;
+    for (int k = 0; k < nw; k++)
+        kill(w[k], SIGCONT);
+
+    itest_assert_error(&r, 503, "ephemeral_forward_failed", NULL,
+                       "push to a stopped owner");
+    cr_expect(r.retry_after[0] != '\0', "no Retry-After: %s", r.body);
+    cr_expect_lt(took, 20000, "the forward took %ld ms", (long)took);
+    itest_resp_free(&r);
+    cr_expect_eq(forward_metric(a, "failed"), failed0 + 1);
+
+    /* the owner answers again: the same push goes through */
+    push_ok(a, "fw-stuck", p, "[2]", NULL, 0);
+    /* Not checked: whether the first push was stored.  The owner's stopped
+     * worker may still read it from its socket once resumed (seen: it
+     * does), so a timed-out forward's outcome is unknown to the client. */
+}
+
+Test(cluster_forward, forwarding_is_counted)
+{
+    char p[16];
+    double ok0, ok1, failed0;
+    int a = 0;
+
+    wait_cluster();
+    part_owned_by("fw-count", 1, p, sizeof(p));
+    ok0 = forward_metric(a, "ok");
+    failed0 = forward_metric(a, "failed");
+    for (int k = 0; k < 3; k++)
+        push_ok(a, "fw-count", p, "[1]", NULL, 0);
+    ok1 = forward_metric(a, "ok");
+    cr_expect_eq(ok1, ok0 + 3, "forward ok %g -> %g", ok0, ok1);
+    cr_expect_eq(forward_metric(a, "failed"), failed0);
+    /* the owner served them; it forwarded nothing */
+    cr_expect_eq(part_pending(1, "fw-count", p), 3);
+    cr_expect_eq(forward_metric(1, "ok"), 0);
+}
+
+Test(cluster_forward, a_node_that_stops_leaves_the_placement)
+{
+    int gone = 2, parts[NPARTS], np = 0;
+    int64_t deadline;
+
+    wait_cluster();
+    for (int k = 0; k < NPARTS; k++) {
+        char p[16];
+        snprintf(p, sizeof(p), "p%d", k);
+        if (cl_owner("fw-leave", p, CL_ALL) == gone)
+            parts[np++] = k;
+    }
+    cr_assert_gt(np, 0, "node %d owns no partition of fw-leave", gone);
+
+    cr_assert_eq(kill(c.node[gone].pid, SIGTERM), 0);
+    deadline = itest_now_ms() + 20000;
+    for (int i = 0; i < CL_NODES; i++) {
+        char st[16];
+        if (i == gone)
+            continue;
+        for (;;) {
+            member_state(i, "n2", st, sizeof(st));
+            if (strcmp(st, "leaving") == 0 || strcmp(st, "dead") == 0)
+                break;
+            cr_assert_lt(itest_now_ms(), deadline,
+                         "node %d still lists n2 as '%s'", i, st);
+            itest_sleep_ms(50);
+        }
+    }
+
+    for (int j = 0; j < np; j++) {
+        char p[16];
+        snprintf(p, sizeof(p), "p%d", parts[j]);
+        int o = cl_owner("fw-leave", p, CL_ALL & ~(1u << gone));
+        cr_assert(o >= 0 && o != gone);
+        for (int i = 0; i < CL_NODES; i++)
+            if (i != gone)
+                push_ok(i, "fw-leave", p, "[1]", NULL, 0);
+        cr_expect_eq(part_pending(o, "fw-leave", p), 2,
+                     "%s should be on node %d", p, o);
+        cr_expect_eq(part_pending(3 - gone - o, "fw-leave", p), 0,
+                     "%s is not on node %d", p, 3 - gone - o);
+    }
+
+    cr_expect_eq(itest_node_wait_exit(&c.node[gone], 30000), 0,
+                 "node %d did not stop cleanly", gone);
+}

@@ -1,0 +1,661 @@
+/*
+ * test_cluster_handover.c - partitions moving between three real nodes
+ * (SPEC §5): a graceful stop hands every partition it holds to its next
+ * owner, messages and group positions with it; a node that comes back gets
+ * its partitions back; a killed node's share is lost and served again,
+ * empty, by the others.
+ *
+ * Who owns a partition is computed here as every node computes it
+ * (shm/owner.h over the live members n0..n2), and checked against what each
+ * node says it holds (depth, scope=node).  Nodes lease for 300 s
+ * (lease_s), so a lease never runs out while a test runs: a redelivery seen
+ * here comes from a hand-over.  Every wait polls a condition.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "shm/owner.h"
+#include "test/cluster/cluster.h"
+
+#define NPARTS   12 /* partitions of the test queue */
+#define WAIT_MS  30000
+#define STOP_MS  60000 /* a drain: workers, hand-over (15 s), raft */
+#define ALL      ((1u << CL_NODES) - 1)
+#define NODE_OPT "lease_s=300"
+
+static struct cl c;
+
+static void
+up(void)
+{
+    cl_init(&c);
+    for (int i = 0; i < CL_NODES; i++)
+        cl_start(&c, i, NODE_OPT);
+}
+
+static void
+down(void)
+{
+    for (int i = 0; i < CL_NODES; i++)
+        cl_kill(&c, i);
+}
+
+TestSuite(cluster_handover, .init = up, .fini = down, .timeout = 300);
+
+/* part - the name of test partition k. */
+static const char *
+part(int k)
+{
+    static char names[NPARTS][8];
+
+    snprintf(names[k], sizeof(names[k]), "p%02d", k);
+    return names[k];
+}
+
+/* owner - the index of the node that owns (queue, p) when the nodes in the
+ * mask alive are the live members. */
+static int
+owner(const char *queue, const char *p, unsigned alive)
+{
+    struct shm_status_view v;
+    struct shm_owners o;
+    int i;
+
+    memset(&v, 0, sizeof(v));
+    for (int k = 0; k < CL_NODES; k++)
+        if (alive & (1u << k)) {
+            struct shm_member *m = &v.members[v.nmembers++];
+            snprintf(m->id, sizeof(m->id), "n%d", k);
+            m->state = SHM_MEMBER_LIVE;
+        }
+    shm_owners_init(&o);
+    shm_owners_from_view(&o, &v);
+    i = shm_owner_pick(&o, (struct shm_name){queue, strlen(queue)},
+                       (struct shm_name){p, strlen(p)});
+    cr_assert_geq(i, 0);
+    return o.m[i].id[1] - '0';
+}
+
+/* busiest - the node that owns the most test partitions of queue. */
+static int
+busiest(const char *queue)
+{
+    int n[CL_NODES] = {0}, best = 0;
+
+    for (int k = 0; k < NPARTS; k++)
+        n[owner(queue, part(k), ALL)]++;
+    for (int i = 1; i < CL_NODES; i++)
+        if (n[i] > n[best])
+            best = i;
+    cr_assert_gt(n[best], 0);
+    return best;
+}
+
+/* sees - node i's /health shows exactly the members in alive as live. */
+static int
+sees(int i, unsigned alive)
+{
+    struct itest_resp r;
+    int ok = 0;
+
+    if (itest_get(&c.node[i], &r, "/health") == 200 &&
+        itest_jlen(r.json, "members") == CL_NODES) {
+        ok = 1;
+        for (int k = 0; k < CL_NODES; k++) {
+            char path[40];
+            snprintf(path, sizeof(path), "members.%d.node", k);
+            const char *id = itest_jstr(r.json, path);
+            snprintf(path, sizeof(path), "members.%d.state", k);
+            int live = strcmp(itest_jstr(r.json, path), "live") == 0;
+            /* a peer not heard yet is named by its address */
+            if (id[0] != 'n' || id[1] < '0' || id[1] >= '0' + CL_NODES) {
+                ok = 0;
+                break;
+            }
+            ok &= live == ((alive & (1u << (id[1] - '0'))) != 0);
+        }
+    }
+    itest_resp_free(&r);
+    return ok;
+}
+
+/* wait_view - until every node in alive sees exactly those live. */
+static void
+wait_view(unsigned alive)
+{
+    int64_t deadline = itest_now_ms() + WAIT_MS;
+
+    for (int i = 0; i < CL_NODES; i++)
+        if (alive & (1u << i))
+            while (!sees(i, alive)) {
+                cr_assert_lt(itest_now_ms(), deadline,
+                             "node %d does not see live members %#x", i, alive);
+                itest_sleep_ms(100);
+            }
+}
+
+/* retry - a request again while it answers 503 (membership settling:
+ * owner_moved, ephemeral_forward_failed), up to WAIT_MS; its status. */
+static long
+retry(int i, const char *method, const char *path, const char *body,
+      struct itest_resp *r)
+{
+    int64_t deadline = itest_now_ms() + WAIT_MS;
+    long st;
+
+    for (;;) {
+        st = itest_req(&c.node[i], method, path, body, r);
+        if (st != 503 || itest_now_ms() > deadline)
+            return st;
+        itest_resp_free(r);
+        itest_sleep_ms(100);
+    }
+}
+
+/* push - n messages (payloads first, first+1, ...) to queue/p through
+ * node i; asserts 201. */
+static void
+push(int i, const char *queue, const char *p, int first, int n)
+{
+    struct itest_resp r;
+    char body[1024];
+    int len;
+
+    len = snprintf(body, sizeof(body),
+                   "{\"queue\":\"%s\",\"partition\":\"%s\",\"messages\":[",
+                   queue, p);
+    for (int k = 0; k < n; k++)
+        len += snprintf(body + len, sizeof(body) - (size_t)len,
+                        "%s{\"payload\":%d}", k ? "," : "", first + k);
+    snprintf(body + len, sizeof(body) - (size_t)len, "]}");
+    long st = retry(i, "POST", "/api/v1/ephemeral/push", body, &r);
+    cr_assert_eq(st, 201, "push %s/%s on node %d: %ld %s", queue, p, i, st,
+                 r.body);
+    itest_resp_free(&r);
+}
+
+/* A popped message. */
+struct msg {
+    char id[128];
+    int64_t payload, attempts;
+};
+
+/* pop1 - pop one message of queue/p for group g through node i (no
+ * autoAck, no wait); 1 with *m filled, 0 when there was none. */
+static int
+pop1(int i, const char *queue, const char *p, const char *g, struct msg *m)
+{
+    struct itest_resp r;
+    char path[256];
+    int n;
+
+    snprintf(path, sizeof(path),
+             "/api/v1/ephemeral/pop?queue=%s&partition=%s&group=%s&batch=1",
+             queue, p, g);
+    long st = retry(i, "GET", path, NULL, &r);
+    cr_assert_eq(st, 200, "pop %s/%s on node %d: %ld %s", queue, p, i, st,
+                 r.body);
+    n = itest_jlen(r.json, "messages");
+    cr_assert(n == 0 || n == 1, "%s", r.body);
+    if (n == 1) {
+        snprintf(m->id, sizeof(m->id), "%s",
+                 itest_jstr(r.json, "messages.0.id"));
+        m->payload = itest_jint(r.json, "messages.0.payload");
+        m->attempts = itest_jint(r.json, "messages.0.attempts");
+    }
+    itest_resp_free(&r);
+    return n;
+}
+
+/* ack - ack id for group g through node i; the outcome (static). */
+static const char *
+ack(int i, const char *queue, const char *g, const char *id)
+{
+    static char outcome[32];
+    struct itest_resp r;
+    char body[512];
+
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"%s\",\"group\":\"%s\",\"acks\":[{\"id\":\"%s\"}]}",
+             queue, g, id);
+    long st = retry(i, "POST", "/api/v1/ephemeral/ack", body, &r);
+    cr_assert_eq(st, 200, "ack %s on node %d: %ld %s", id, i, st, r.body);
+    snprintf(outcome, sizeof(outcome), "%s",
+             itest_jstr(r.json, "results.0.outcome"));
+    itest_resp_free(&r);
+    return outcome;
+}
+
+/* held - field of partition p in node i's own depth of queue (group g,
+ * NULL for none); -1 when node i does not hold p. */
+static int64_t
+held(int i, const char *queue, const char *p, const char *g, const char *field)
+{
+    struct itest_resp r;
+    int64_t v = -1;
+    long st = itest_get(&c.node[i], &r, "/api/v1/ephemeral/queues/%s/depth%s%s",
+                        queue, g ? "?group=" : "", g ? g : "");
+
+    cr_assert(st == 200 || st == 404, "depth on node %d: %ld %s", i, st,
+              r.body);
+    struct json_object *parts = itest_jget(r.json, "partitions");
+    for (int k = 0; parts && k < (int)json_object_array_length(parts); k++) {
+        struct json_object *e = json_object_array_get_idx(parts, k);
+        if (strcmp(itest_jstr(e, "partition"), p) == 0)
+            v = itest_jint(e, field);
+    }
+    itest_resp_free(&r);
+    return v;
+}
+
+/* cluster_pending - "pending" of depth?scope=cluster&group=g on node i once
+ * every node in alive answered (up to WAIT_MS). */
+static int64_t
+cluster_pending(int i, const char *queue, const char *g, unsigned alive)
+{
+    int64_t deadline = itest_now_ms() + WAIT_MS, v;
+    int want = __builtin_popcount(alive);
+    struct itest_resp r;
+
+    for (;;) {
+        long st = itest_get(&c.node[i], &r,
+                            "/api/v1/ephemeral/queues/%s/depth?scope=cluster"
+                            "&group=%s",
+                            queue, g);
+        if (st == 200 && itest_jlen(r.json, "nodes") == want &&
+            itest_jlen(r.json, "missing") == 0)
+            break;
+        cr_assert_lt(itest_now_ms(), deadline, "cluster depth: %ld %s", st,
+                     r.body);
+        itest_resp_free(&r);
+        itest_sleep_ms(100);
+    }
+    v = itest_jint(r.json, "pending");
+    itest_resp_free(&r);
+    return v;
+}
+
+/* metric - the sum of series over the nodes in set. */
+static double
+metric(unsigned set, const char *series)
+{
+    double sum = 0;
+
+    for (int i = 0; i < CL_NODES; i++) {
+        double v;
+        if ((set & (1u << i)) && itest_metric(&c.node[i], series, &v) == 0)
+            sum += v;
+    }
+    return sum;
+}
+
+/* log_has - node i's log holds the text. */
+static int
+log_has(int i, const char *text)
+{
+    return itest_node_log_contains(&c.node[i], text);
+}
+
+/*
+ * The scene of the graceful-stop tests: NPARTS partitions of queue hold
+ * payloads 0, 1, 2 (pushed through node 0); group g acked 0 and holds 1
+ * leased (leased[k] is its delivery) in every partition.  Then node x, the
+ * one owning the most of them, gets SIGTERM and exits 0.
+ */
+struct scene {
+    const char *queue;
+    int x;             /* the stopped node */
+    int client;        /* a survivor the test talks to */
+    unsigned left;     /* the survivors */
+    int moved[NPARTS]; /* 1: x owned it */
+    int nmoved;        /* how many */
+    struct msg leased[NPARTS];
+};
+
+static void
+scene(struct scene *s, const char *queue)
+{
+    struct msg m;
+    char text[160];
+
+    memset(s, 0, sizeof(*s));
+    s->queue = queue;
+    wait_view(ALL);
+    for (int k = 0; k < NPARTS; k++)
+        push(0, queue, part(k), 0, 3);
+    for (int k = 0; k < NPARTS; k++) {
+        cr_assert_eq(pop1(0, queue, part(k), "g", &m), 1);
+        cr_assert_eq(m.payload, 0, "%s", part(k));
+        cr_assert_str_eq(ack(0, queue, "g", m.id), "acked", "%s", m.id);
+        cr_assert_eq(pop1(0, queue, part(k), "g", &s->leased[k]), 1);
+        cr_assert_eq(s->leased[k].payload, 1);
+        cr_assert_eq(s->leased[k].attempts, 1);
+    }
+    s->x = busiest(queue);
+    s->client = s->x == 0 ? 1 : 0;
+    s->left = ALL & ~(1u << s->x);
+    for (int k = 0; k < NPARTS; k++) {
+        s->moved[k] = owner(queue, part(k), ALL) == s->x;
+        s->nmoved += s->moved[k];
+        /* each node holds what it owns, and only that */
+        for (int i = 0; i < CL_NODES; i++)
+            cr_assert_eq(held(i, queue, part(k), "g", "leased"),
+                         owner(queue, part(k), ALL) == i ? 1 : -1,
+                         "node %d, partition %s", i, part(k));
+    }
+
+    cr_assert_eq(cl_stop(&c, s->x, STOP_MS), 0, "node %d's exit", s->x);
+    snprintf(text, sizeof(text),
+             "shutdown: ephemeral rings handed over rings=%d delivered=%d "
+             "lost=0",
+             s->nmoved, s->nmoved);
+    cr_expect(log_has(s->x, text), "node %d's log lacks \"%s\"", s->x, text);
+    wait_view(s->left);
+}
+
+Test(cluster_handover, sigterm_hands_every_partition_to_its_next_owner)
+{
+    struct scene s;
+    struct msg m;
+
+    scene(&s, "ho-term");
+    /* Group g: in a moved partition, the leased message (now pending
+     * again) and the unread one; elsewhere the unread one. */
+    cr_expect_eq(cluster_pending(s.client, s.queue, "g", s.left),
+                 2 * s.nmoved + (NPARTS - s.nmoved));
+    for (int k = 0; k < NPARTS; k++) {
+        int o = owner(s.queue, part(k), s.left);
+
+        if (s.moved[k]) {
+            char inc_old[32], inc_new[32], p[32], q[32];
+
+            cr_expect_eq(held(o, s.queue, part(k), "g", "pending"), 2,
+                         "partition %s on node %d", part(k), o);
+            cr_assert_eq(pop1(s.client, s.queue, part(k), "g", &m), 1,
+                         "partition %s", part(k));
+            cr_expect_eq(m.payload, 1, "partition %s: the leased first",
+                         part(k));
+            cr_expect_eq(m.attempts, 2, "partition %s", part(k));
+            /* a new id, of the new owner's incarnation */
+            cr_assert_eq(itest_id_parse(s.leased[k].id, inc_old,
+                                        sizeof(inc_old), p, sizeof(p), q,
+                                        sizeof(q)),
+                         0);
+            cr_assert_eq(itest_id_parse(m.id, inc_new, sizeof(inc_new), p,
+                                        sizeof(p), q, sizeof(q)),
+                         0);
+            cr_expect_str_neq(inc_old, inc_new, "%s", m.id);
+        } else {
+            cr_expect_eq(held(o, s.queue, part(k), "g", "leased"), 1,
+                         "partition %s on node %d", part(k), o);
+        }
+        cr_assert_eq(pop1(s.client, s.queue, part(k), "g", &m), 1,
+                     "partition %s", part(k));
+        cr_expect_eq(m.payload, 2, "partition %s", part(k));
+        cr_expect_eq(m.attempts, 1, "partition %s", part(k));
+        /* never the acked one, nor anything else */
+        cr_expect_eq(pop1(s.client, s.queue, part(k), "g", &m), 0,
+                     "partition %s gave payload %lld", part(k),
+                     (long long)m.payload);
+    }
+    cr_expect_geq(metric(s.left, "mayfly_handover_total{direction=\"in\","
+                                 "result=\"ok\"}"),
+                  s.nmoved);
+    cr_expect_eq(metric(s.left, "mayfly_handover_total{direction=\"in\","
+                                "result=\"failed\"}"),
+                 0);
+    cr_expect_eq(metric(s.left, "mayfly_wipes_total"), 0);
+}
+
+Test(cluster_handover, an_ack_of_an_id_the_stopped_node_delivered_is_stale)
+{
+    struct scene s;
+    struct msg m;
+    int k = 0;
+
+    scene(&s, "ho-stale");
+    while (!s.moved[k])
+        k++;
+    cr_expect_str_eq(ack(s.client, s.queue, "g", s.leased[k].id), "stale", "%s",
+                     s.leased[k].id);
+    /* the stale ack touched nothing: the message comes again, and its new
+     * id acks */
+    cr_assert_eq(pop1(s.client, s.queue, part(k), "g", &m), 1);
+    cr_expect_eq(m.payload, 1);
+    cr_expect_eq(m.attempts, 2);
+    cr_expect_str_eq(ack(s.client, s.queue, "g", m.id), "acked", "%s", m.id);
+    cr_expect_str_eq(ack(s.client, s.queue, "g", s.leased[k].id), "stale", "%s",
+                     s.leased[k].id);
+}
+
+Test(cluster_handover, a_returning_node_gets_its_partitions_back)
+{
+    struct scene s;
+    struct msg m;
+    int k0 = 0, back;
+    int64_t deadline;
+
+    scene(&s, "ho-back");
+    /* One moved partition has its redelivery out again, leased. */
+    while (!s.moved[k0])
+        k0++;
+    cr_assert_eq(pop1(s.client, s.queue, part(k0), "g", &m), 1);
+    cr_assert_eq(m.payload, 1);
+    cr_assert_eq(m.attempts, 2);
+    for (int k = 0; k < NPARTS; k++)
+        if (s.moved[k])
+            cr_assert_eq(held(owner(s.queue, part(k), s.left), s.queue, part(k),
+                              "g", "pending"),
+                         k == k0 ? 1 : 2, "partition %s", part(k));
+
+    cl_start(&c, s.x, NODE_OPT);
+    wait_view(ALL);
+    deadline = itest_now_ms() + WAIT_MS;
+    do {
+        back = 0;
+        for (int k = 0; k < NPARTS; k++)
+            back +=
+                s.moved[k] && held(s.x, s.queue, part(k), "g", "pending") == 2;
+        if (back == s.nmoved)
+            break;
+        itest_sleep_ms(200);
+    } while (itest_now_ms() < deadline);
+    cr_assert_eq(back, s.nmoved, "node %d holds %d of its %d partitions", s.x,
+                 back, s.nmoved);
+    /* and nobody else holds anything of them (a node may keep listing a
+     * partition it emptied, with nothing in it) */
+    for (int k = 0; k < NPARTS; k++)
+        for (int i = 0; i < CL_NODES; i++)
+            if (owner(s.queue, part(k), ALL) != i) {
+                cr_expect_leq(held(i, s.queue, part(k), "g", "pending"), 0,
+                              "partition %s on node %d", part(k), i);
+                cr_expect_leq(held(i, s.queue, part(k), "g", "leased"), 0,
+                              "partition %s on node %d", part(k), i);
+            }
+    cr_expect_eq(cluster_pending(s.client, s.queue, "g", ALL),
+                 2 * s.nmoved + (NPARTS - s.nmoved));
+    /* the lease out when it moved back is a redelivery again */
+    cr_expect_geq(metric(s.left, "mayfly_redelivery_total{reason="
+                                 "\"handover\"}"),
+                  1);
+    cr_expect_geq(metric(s.left, "mayfly_handover_total{direction=\"out\","
+                                 "result=\"ok\"}"),
+                  s.nmoved);
+    cr_expect_geq(metric(1u << s.x, "mayfly_handover_total{direction=\"in\","
+                                    "result=\"ok\"}"),
+                  s.nmoved);
+    for (int k = 0; k < NPARTS; k++) {
+        if (!s.moved[k])
+            continue;
+        cr_assert_eq(pop1(s.client, s.queue, part(k), "g", &m), 1);
+        cr_expect_eq(m.payload, 1, "partition %s", part(k));
+        cr_expect_eq(m.attempts, k == k0 ? 3 : 2, "partition %s", part(k));
+        cr_assert_eq(pop1(s.client, s.queue, part(k), "g", &m), 1);
+        cr_expect_eq(m.payload, 2, "partition %s", part(k));
+        cr_expect_eq(m.attempts, 1, "partition %s", part(k));
+        cr_expect_eq(pop1(s.client, s.queue, part(k), "g", &m), 0,
+                     "partition %s", part(k));
+    }
+}
+
+Test(cluster_handover, a_killed_node_loses_its_share_and_only_that)
+{
+    const char *queue = "ho-kill";
+    int x, client, lost = 0;
+    unsigned left;
+    struct msg m;
+
+    wait_view(ALL);
+    for (int k = 0; k < NPARTS; k++)
+        push(0, queue, part(k), 0, 3);
+    x = busiest(queue);
+    client = x == 0 ? 1 : 0;
+    left = ALL & ~(1u << x);
+    cl_kill(&c, x);
+    wait_view(left);
+    for (int k = 0; k < NPARTS; k++) {
+        int was = owner(queue, part(k), ALL), o = owner(queue, part(k), left);
+
+        if (was == x) {
+            lost++;
+            cr_expect_eq(held(o, queue, part(k), NULL, "pending"), -1,
+                         "partition %s on node %d", part(k), o);
+            /* served again, empty */
+            push(client, queue, part(k), 100, 1);
+            cr_assert_eq(pop1(client, queue, part(k), "g", &m), 1);
+            cr_expect_eq(m.payload, 100, "partition %s", part(k));
+            cr_expect_eq(m.attempts, 1);
+            cr_expect_eq(held(o, queue, part(k), "g", "leased"), 1,
+                         "partition %s on node %d", part(k), o);
+        } else {
+            cr_expect_eq(held(o, queue, part(k), NULL, "pending"), 3,
+                         "partition %s on node %d", part(k), o);
+            for (int n = 0; n < 3; n++) {
+                cr_assert_eq(pop1(client, queue, part(k), "g", &m), 1);
+                cr_expect_eq(m.payload, n, "partition %s", part(k));
+            }
+        }
+        cr_expect_eq(pop1(client, queue, part(k), "g", &m), 0, "partition %s",
+                     part(k));
+    }
+    cr_assert_gt(lost, 0);
+}
+
+Test(cluster_handover, two_stops_in_a_row_leave_everything_on_the_last_node)
+{
+    const char *queue = "ho-two";
+    int a, b, last, na = 0, nb = 0;
+    struct msg m;
+    char text[160];
+
+    wait_view(ALL);
+    for (int k = 0; k < NPARTS; k++)
+        push(0, queue, part(k), 0, 3);
+    a = busiest(queue);
+    b = (a + 1) % CL_NODES;
+    last = (a + 2) % CL_NODES;
+
+    cr_assert_eq(cl_stop(&c, a, STOP_MS), 0, "node %d's exit", a);
+    wait_view(ALL & ~(1u << a));
+    cr_assert_eq(cl_stop(&c, b, STOP_MS), 0, "node %d's exit", b);
+    wait_view(1u << last);
+    for (int k = 0; k < NPARTS; k++) {
+        na += owner(queue, part(k), ALL) == a;
+        nb += owner(queue, part(k), ALL & ~(1u << a)) == b;
+    }
+    snprintf(text, sizeof(text),
+             "shutdown: ephemeral rings handed over rings=%d delivered=%d "
+             "lost=0 (messages delivered=%d lost=0)",
+             na, na, 3 * na);
+    cr_expect(log_has(a, text), "node %d's log lacks \"%s\"", a, text);
+    snprintf(text, sizeof(text),
+             "shutdown: ephemeral rings handed over rings=%d delivered=%d "
+             "lost=0 (messages delivered=%d lost=0)",
+             nb, nb, 3 * nb);
+    cr_expect(log_has(b, text), "node %d's log lacks \"%s\"", b, text);
+
+    cr_expect_eq(itest_depth_pending(&c.node[last], queue, NULL), 3 * NPARTS);
+    for (int k = 0; k < NPARTS; k++) {
+        cr_expect_eq(held(last, queue, part(k), NULL, "pending"), 3,
+                     "partition %s", part(k));
+        for (int n = 0; n < 3; n++) {
+            cr_assert_eq(pop1(last, queue, part(k), "g", &m), 1);
+            cr_expect_eq(m.payload, n, "partition %s", part(k));
+            cr_expect_eq(m.attempts, 1, "partition %s", part(k));
+        }
+        cr_expect_eq(pop1(last, queue, part(k), "g", &m), 0);
+    }
+}
+
+Test(cluster_handover, a_declared_bound_holds_on_the_new_owner)
+{
+    const char *queue = "ho-bound";
+    int x = -1, pa = -1, pb = -1, s = -1;
+    struct itest_resp r;
+    struct msg m;
+    int64_t deadline;
+
+    wait_view(ALL);
+    cr_assert_eq(itest_post(&c.node[0], &r, "/api/v1/ephemeral/configure",
+                            "{\"queue\":\"%s\",\"options\":{\"maxLength\":5}}",
+                            queue),
+                 201, "%s", r.body);
+    itest_resp_free(&r);
+    deadline = itest_now_ms() + WAIT_MS;
+    for (int i = 0; i < CL_NODES; i++) {
+        for (;;) { /* until node i applied the declaration */
+            struct json_object *e = itest_listing_find(&c.node[i], queue);
+            int ok = e && itest_jint(e, "options.maxLength") == 5;
+            json_object_put(e);
+            if (ok)
+                break;
+            cr_assert_lt(itest_now_ms(), deadline, "node %d", i);
+            itest_sleep_ms(100);
+        }
+    }
+    /* pa: x owns it, s next; pb: s owns it, before and after */
+    for (int k = 0; k < NPARTS && pb < 0; k++)
+        for (int j = 0; j < NPARTS && pb < 0; j++) {
+            int xa = owner(queue, part(k), ALL);
+            int sa = owner(queue, part(k), ALL & ~(1u << xa));
+            if (j != k && owner(queue, part(j), ALL) == sa) {
+                x = xa;
+                s = sa;
+                pa = k;
+                pb = j;
+            }
+        }
+    cr_assert_geq(pb, 0);
+    push(0, queue, part(pa), 0, 4);
+    push(0, queue, part(pb), 0, 4);
+    cr_assert_eq(held(x, queue, part(pa), NULL, "pending"), 4);
+    cr_assert_eq(held(s, queue, part(pb), NULL, "pending"), 4);
+
+    cr_assert_eq(cl_stop(&c, x, STOP_MS), 0, "node %d's exit", x);
+    cr_expect(log_has(x, "lost=0"), "node %d", x);
+    wait_view(ALL & ~(1u << x));
+    /* the hand-over carried all 4, past the bound */
+    cr_expect_eq(held(s, queue, part(pa), NULL, "pending"), 4);
+    cr_expect_eq(itest_depth_pending(&c.node[s], queue, NULL), 8);
+    /* new pushes meet it */
+    for (int k = 0; k < 2; k++) {
+        const char *p = part(k ? pb : pa);
+        long st = itest_post(&c.node[s], &r, "/api/v1/ephemeral/push",
+                             "{\"queue\":\"%s\",\"partition\":\"%s\","
+                             "\"messages\":[{\"payload\":9}]}",
+                             queue, p);
+        cr_expect_eq(st, 429, "push to %s: %s", p, r.body);
+        cr_expect_str_eq(itest_jstr(r.json, "code"), "queue_full", "%s",
+                         r.body);
+        itest_resp_free(&r);
+    }
+    struct json_object *e = itest_listing_find(&c.node[s], queue);
+    cr_expect_eq(itest_jint(e, "options.maxLength"), 5);
+    json_object_put(e);
+    for (int n = 0; n < 4; n++) {
+        cr_assert_eq(pop1(s, queue, part(pa), "g", &m), 1);
+        cr_expect_eq(m.payload, n);
+    }
+}

@@ -1,0 +1,259 @@
+/*
+ * ack_route.c - see ack_route.h.
+ */
+#include "worker/ack_route.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "http/client.h"
+#include "http/parse_jsonc.h"
+#include "http/reply.h"
+#include "http/request.h"
+#include "shm/log.h"
+#include "shm/stats.h"
+#include "worker/forward.h"
+#include "worker/worker_int.h"
+
+enum ack_route
+ack_route_plan(struct worker *w, struct http_request *req, const uint64_t *incs,
+               uint32_t n, struct ack_routes *rt)
+{
+    struct shm_status_view v;
+    const char *own = "";
+    int foreign = 0;
+
+    rt->n = 0;
+    rt->mine = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (incs[i] == w->incarnation)
+            rt->mine++;
+        else
+            foreign = 1;
+    }
+    /* A forwarded ack is applied where it landed: never a second hop. */
+    if (!foreign || http_request_header(req, FORWARD_HEADER) != NULL)
+        return ACK_ROUTE_HERE;
+    shm_status_read(w->seg->status, &v);
+    for (uint32_t k = 0; k < v.nmembers; k++)
+        if (v.members[k].self)
+            own = v.members[k].addr;
+    for (uint32_t k = 0; k < v.nmembers; k++) {
+        const struct shm_member *mb = &v.members[k];
+        int named = 0;
+
+        /* A leaving member answers 503 draining and its ids go stale with
+         * the hand-over: they are stale here at once. */
+        if (mb->self || mb->state == SHM_MEMBER_DEAD ||
+            mb->state == SHM_MEMBER_LEAVING || mb->incarnation == 0 ||
+            worker_addr_unusable(mb->addr, own))
+            continue;
+        for (uint32_t i = 0; i < n && !named; i++)
+            named = incs[i] == mb->incarnation;
+        if (!named)
+            continue;
+        rt->m[rt->n].inc = mb->incarnation;
+        memcpy(rt->m[rt->n].id, mb->id, sizeof(rt->m[0].id));
+        memcpy(rt->m[rt->n].addr, mb->addr, sizeof(rt->m[0].addr));
+        rt->n++;
+    }
+    if (rt->n == 0)
+        return ACK_ROUTE_HERE; /* nobody holds them: stale here */
+    return rt->n == 1 && rt->mine == 0 ? ACK_ROUTE_ONE : ACK_ROUTE_FAN;
+}
+
+/* One ack spread over nodes. */
+struct fan {
+    struct worker *w;
+    struct http_request *req;
+    struct ack_routes rt;
+    struct ack_hold hold;
+    const struct http_str *ids;
+    size_t stride;
+    uint32_t n;
+    uint64_t *incs;
+    int waiting;
+    char failed[SHM_STATUS_ID_MAX]; /* a member that did not answer */
+    struct fan_peer {
+        struct fan *f;
+        int k;
+        int pending;
+    } peer[SHM_STATUS_MEMBERS];
+};
+
+/* fan_done - the request ended: drop calls still out, free the rest. */
+static void
+fan_done(void *arg, int sent_ok)
+{
+    struct fan *f = arg;
+
+    (void)sent_ok;
+    for (int k = 0; k < f->rt.n; k++)
+        if (f->peer[k].pending)
+            http_client_cancel(f->w->client, &f->peer[k]);
+    f->hold.free_parse(f->hold.parse);
+    free(f->hold.acks);
+    free(f->incs);
+    free(f);
+}
+
+/* outcome_of - an answer's result entry back to enum shm_outcome; -1 when
+ * it is none of them. */
+static int
+outcome_of(struct json_object *e)
+{
+    struct json_object *o, *d;
+    const char *s;
+
+    if (!json_object_object_get_ex(e, "outcome", &o) ||
+        (s = json_object_get_string(o)) == NULL)
+        return -1;
+    if (strcmp(s, "acked") == 0)
+        return json_object_object_get_ex(e, "dropped", &d) &&
+                       json_object_get_boolean(d)
+                   ? SHM_OUT_ACKED_DROPPED
+                   : SHM_OUT_ACKED;
+    if (strcmp(s, "redelivered") == 0)
+        return SHM_OUT_REDELIVERED;
+    if (strcmp(s, "stale") == 0)
+        return SHM_OUT_STALE;
+    if (strcmp(s, "extended") == 0)
+        return SHM_OUT_EXTENDED;
+    if (strcmp(s, "unknown") == 0)
+        return SHM_OUT_UNKNOWN;
+    return -1;
+}
+
+/* take_outcomes - member k's answer into the entries its id names.
+ * 0, or -1 when the answer is not a result per entry. */
+static int
+take_outcomes(struct fan *f, int k, const struct http_client_resp *r)
+{
+    struct json_object *root, *list;
+    int rc = -1;
+
+    if (r->err != 0 || r->status != 200 ||
+        (root = http_jsonc_object(r->body.data, r->body.len)) == NULL)
+        return -1;
+    if (json_object_object_get_ex(root, "results", &list) &&
+        json_object_is_type(list, json_type_array) &&
+        json_object_array_length(list) == f->n) {
+        rc = 0;
+        for (uint32_t i = 0; i < f->n && rc == 0; i++) {
+            int o;
+            if (f->incs[i] != f->rt.m[k].inc)
+                continue;
+            o = outcome_of(json_object_array_get_idx(list, i));
+            if (o < 0)
+                rc = -1;
+            else
+                f->hold.acks[i].outcome = (uint32_t)o;
+        }
+    }
+    json_object_put(root);
+    return rc;
+}
+
+/* peer_answered - one member's answer came (or not); the last one lets
+ * the request answer. */
+static void
+peer_answered(void *arg, struct http_client_resp *r)
+{
+    struct fan_peer *p = arg;
+    struct fan *f = p->f;
+
+    p->pending = 0;
+    if (take_outcomes(f, p->k, r) != 0) {
+        shm_count(f->w->seg, f->w->set.slot, SHM_C_FORWARD_FAILED, 1);
+        log_info(0, "ack forwarded to node %s failed: %s (status %u)",
+                 f->rt.m[p->k].id, r->err ? r->error : "bad answer", r->status);
+        snprintf(f->failed, sizeof(f->failed), "%s", f->rt.m[p->k].id);
+    } else {
+        shm_count(f->w->seg, f->w->set.slot, SHM_C_FORWARD_OK, 1);
+    }
+    if (--f->waiting > 0)
+        return;
+    if (f->failed[0])
+        http_reply_error(f->req, 503, "ephemeral_forward_failed",
+                         "node '%s', which delivered some of these messages, "
+                         "did not answer; the entries of this node were "
+                         "applied; retry",
+                         f->failed);
+    else
+        ack_reply_results(f->req, f->ids, f->stride, f->hold.acks, f->n);
+    http_request_resume(f->req);
+}
+
+void
+ack_route_fan(struct worker *w, struct http_request *req,
+              const struct ack_routes *rt, const uint64_t *incs,
+              const struct http_str *ids, size_t stride, uint32_t n,
+              struct ack_hold *hold)
+{
+    struct fan *f = calloc(1, sizeof(*f));
+    const char *auth = http_request_header(req, "Authorization");
+    char *authz = NULL;
+    const char *headers[] = {FORWARD_HEADER ": 1",
+                             "Content-Type: application/json", NULL};
+    size_t len;
+    const char *body = http_request_body(req, &len);
+
+    if (auth != NULL && asprintf(&authz, "Authorization: %s", auth) < 0)
+        authz = NULL;
+    headers[2] = authz; /* credentials go with the request */
+    if ((auth != NULL && authz == NULL) || f == NULL ||
+        (f->incs = malloc((n ? n : 1) * sizeof(*incs))) == NULL) {
+        free(f);
+        free(authz);
+        http_reply_errno(req, -ENOMEM, "ack");
+        return;
+    }
+    memcpy(f->incs, incs, n * sizeof(*incs));
+    f->w = w;
+    f->req = req;
+    f->rt = *rt;
+    f->hold = *hold;
+    f->ids = ids;
+    f->stride = stride;
+    f->n = n;
+    hold->taken = 1;
+    http_request_on_done(req, fan_done, f);
+    for (int k = 0; k < rt->n; k++) {
+        char *url = NULL;
+        struct http_client_req r = {
+            .method = "POST",
+            .headers = headers,
+            .nheaders = authz ? 3 : 2,
+            .body = body,
+            .body_len = len,
+            .timeout_ms = FORWARD_MS,
+        };
+
+        f->peer[k] = (struct fan_peer){f, k, 0};
+        if (asprintf(&url, "http://%s%s", rt->m[k].addr,
+                     http_request_uri(req)) < 0)
+            url = NULL;
+        r.url = url;
+        if (url != NULL && http_client_request(w->client, &r, peer_answered,
+                                               &f->peer[k]) == 0) {
+            f->peer[k].pending = 1;
+            f->waiting++;
+        } else {
+            snprintf(f->failed, sizeof(f->failed), "%s", rt->m[k].id);
+        }
+        free(url);
+    }
+    free(authz); /* the client copied it */
+    if (f->waiting > 0) {
+        http_request_suspend(req);
+    } else {
+        http_reply_error(req, 503, "ephemeral_forward_failed",
+                         "node '%s', which delivered some of these messages, "
+                         "cannot be asked; retry",
+                         f->failed);
+    }
+}

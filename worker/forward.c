@@ -1,0 +1,234 @@
+/*
+ * forward.c - see forward.h.
+ */
+#include "worker/forward.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/client.h"
+#include "http/reply.h"
+#include "http/request.h"
+#include "shm/log.h"
+#include "shm/owner.h"
+#include "shm/stats.h"
+#include "worker/worker_int.h"
+
+/* A request on its way to the owner; lives as long as the client's
+ * request (freed from its on_done). */
+struct forward {
+    struct worker *w;
+    struct http_request *req;
+    int pending; /* the owner has not answered yet */
+    int fd;      /* the client's socket, watched for hang-ups; -1: not */
+    char owner[SHM_STATUS_ID_MAX];
+};
+
+/* unwatch - the client's socket no longer names f. */
+static void
+unwatch(struct forward *f)
+{
+    struct worker *w = f->w;
+
+    if (f->fd >= 0 && (size_t)f->fd < w->nconns && w->conns[f->fd].fwd == f)
+        w->conns[f->fd].fwd = NULL;
+    f->fd = -1;
+}
+
+/* forward_done - the client's request ended: a call still out is dropped
+ * (the owner sees its connection close, as a client's own hang-up). */
+static void
+forward_done(void *arg, int sent_ok)
+{
+    struct forward *f = arg;
+
+    (void)sent_ok;
+    unwatch(f);
+    if (f->pending)
+        http_client_cancel(f->w->client, f);
+    free(f);
+}
+
+void
+worker_forward_hangup(struct forward *f)
+{
+    unwatch(f);
+    if (f->pending) {
+        http_client_cancel(f->w->client, f);
+        f->pending = 0;
+        http_request_abort(f->req); /* forward_done frees f */
+    }
+}
+
+/* watch - a long poll: a client that hangs up must drop the forward, or
+ * the pop stays parked at the owner and takes a message for nobody. */
+static void
+watch(struct forward *f)
+{
+    struct worker_conn *k;
+    int fd = http_request_fd(f->req), rc;
+
+    if (fd < 0)
+        return;
+    rc = worker_conn_watch(f->w, fd, &k);
+    if (rc == 0) {
+        k->fwd = f;
+        f->fd = fd;
+    } else if (rc == -EPIPE) {
+        worker_forward_hangup(f); /* gone already */
+    }
+}
+
+/* answered - relay the owner's answer, or say it did not come. */
+static void
+answered(void *arg, struct http_client_resp *r)
+{
+    struct forward *f = arg;
+    char ra[24];
+
+    f->pending = 0;
+    unwatch(f);
+    if (r->err != 0) {
+        shm_count(f->w->seg, f->w->set.slot, SHM_C_FORWARD_FAILED, 1);
+        log_info(0, "forward to node %s failed: %s", f->owner, r->error);
+        http_reply_error(f->req, 503, "ephemeral_forward_failed",
+                         "the partition's owner, node '%s', did not answer "
+                         "(%s); retry",
+                         f->owner, r->error);
+    } else {
+        shm_count(f->w->seg, f->w->set.slot, SHM_C_FORWARD_OK, 1);
+        if (r->retry_after_s > 0) {
+            snprintf(ra, sizeof(ra), "%ld", r->retry_after_s);
+            http_reply_header(f->req, "Retry-After", ra);
+        }
+        http_reply(f->req, r->status, &r->body);
+    }
+    http_request_resume(f->req);
+}
+
+const char *
+worker_own_addr(const struct worker *w)
+{
+    return w->owners.self_addr;
+}
+
+void
+worker_forward_to(struct worker *w, struct http_request *req, const char *id,
+                  const char *addr, unsigned wait_ms)
+{
+    const char *own = worker_own_addr(w);
+    const char *auth = http_request_header(req, "Authorization");
+    const char *uri = http_request_uri(req);
+    char *url = NULL, *authz = NULL;
+    const char *headers[3] = {FORWARD_HEADER ": 1",
+                              "Content-Type: application/json"};
+    struct forward *f = calloc(1, sizeof(*f));
+    size_t len;
+
+    if (f != NULL)
+        f->fd = -1;
+    const char *body = http_request_body(req, &len);
+    struct http_client_req r = {
+        .method = http_request_method(req),
+        .headers = headers,
+        .nheaders = 2,
+        .body = body,
+        .body_len = len,
+        .timeout_ms = wait_ms + FORWARD_MS,
+        .connect_timeout_ms = FORWARD_MS,
+    };
+
+    if (asprintf(&url, "http://%s%s", addr, uri) < 0)
+        url = NULL;
+    if (auth != NULL && asprintf(&authz, "Authorization: %s", auth) < 0)
+        authz = NULL;
+    if (f == NULL || url == NULL || (auth != NULL && authz == NULL) ||
+        worker_addr_unusable(addr, own)) {
+        free(f);
+        free(url);
+        free(authz);
+        shm_count(w->seg, w->set.slot, SHM_C_FORWARD_FAILED, 1);
+        http_reply_error(req, 503, "ephemeral_forward_failed",
+                         "the partition's owner, node '%s', cannot be reached "
+                         "at its address '%s'",
+                         id, addr);
+        return;
+    }
+    if (authz != NULL)
+        headers[r.nheaders++] = authz; /* credentials go with the request */
+    r.url = url;
+    f->w = w;
+    f->req = req;
+    snprintf(f->owner, sizeof(f->owner), "%s", id);
+    if (http_client_request(w->client, &r, answered, f) != 0) {
+        free(f);
+        shm_count(w->seg, w->set.slot, SHM_C_FORWARD_FAILED, 1);
+        http_reply_errno(req, -ENOMEM, "forward");
+    } else {
+        f->pending = 1;
+        http_request_on_done(req, forward_done, f);
+        http_request_suspend(req);
+        if (wait_ms > 0)
+            watch(f);
+    }
+    free(url); /* the client copied them */
+    free(authz);
+}
+
+int
+worker_serves_all(struct worker *w)
+{
+    const struct shm_owners *o = &w->owners;
+
+    shm_owners_refresh(&w->owners, w->seg->status);
+    return o->n == 0 || (o->n == 1 && o->self == 0);
+}
+
+int
+worker_route(struct worker *w, struct http_request *req, struct shm_name queue,
+             struct shm_name part, unsigned wait_ms)
+{
+    int m;
+
+    if (worker_serves_all(w) || shm_owner_here(&w->owners, queue, part))
+        return 1;
+    if (http_request_header(req, FORWARD_HEADER) != NULL) {
+        shm_count(w->seg, w->set.slot, SHM_C_FORWARD_OWNER_MOVED, 1);
+        http_reply_error(req, 503, "owner_moved",
+                         "this node does not own partition '%.*s' of queue "
+                         "'%.*s' (membership is changing); retry",
+                         (int)part.len, part.ptr, (int)queue.len, queue.ptr);
+        return 0;
+    }
+    m = shm_owner_pick(&w->owners, queue, part);
+    worker_forward_to(w, req, w->owners.m[m].id, w->owners.m[m].addr, wait_ms);
+    return 0;
+}
+
+int
+worker_addr_unusable(const char *addr, const char *own)
+{
+    struct in6_addr a6;
+    struct in_addr a4;
+    char host[SHM_STATUS_ADDR_MAX];
+    const char *colon = strrchr(addr, ':');
+    size_t n = colon ? (size_t)(colon - addr) : 0;
+
+    if (addr[0] == '\0' || strcmp(addr, own) == 0 || n == 0 ||
+        n >= sizeof(host))
+        return 1;
+    if (addr[0] == '[' && n >= 2 && addr[n - 1] == ']') {
+        memcpy(host, addr + 1, n - 2);
+        host[n - 2] = '\0';
+        return inet_pton(AF_INET6, host, &a6) == 1 &&
+               (IN6_IS_ADDR_UNSPECIFIED(&a6) ||
+                (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr32[3] == 0));
+    }
+    memcpy(host, addr, n);
+    host[n] = '\0';
+    return inet_pton(AF_INET, host, &a4) == 1 && a4.s_addr == INADDR_ANY;
+}

@@ -1,0 +1,57 @@
+/*
+ * forward.h - serving a partition from its owner (SPEC §5).
+ *
+ * Every node computes the owner of a (queue, partition) from the members
+ * the master publishes (shm/owner.h).  A request for a partition another
+ * node owns is sent there once, on the owner's client port, marked
+ * X-Mayfly-Forwarded; the client's connection waits, suspended, and gets
+ * the owner's answer as it came (status, body, Retry-After).  A forwarded
+ * request that reaches a node which does not own the partition either is
+ * answered 503 owner_moved: never a second hop.
+ */
+#ifndef MAYFLY_WORKER_FORWARD_H
+#define MAYFLY_WORKER_FORWARD_H
+
+#include "shm/broker.h"
+
+struct worker;
+struct http_request;
+
+/* How long a forwarded call may take beyond the pop's own wait. */
+#define FORWARD_MS 5000
+
+/* The header that marks a forwarded request. */
+#define FORWARD_HEADER "X-Mayfly-Forwarded"
+
+/*
+ * worker_route - where (queue, part) is served.  1: here (the caller goes
+ * on).  0: req was taken: forwarded to the owner with its body and
+ * answered later, or answered 503 owner_moved.  wait_ms is how long the
+ * owner may hold the request (a long poll's timeout).
+ */
+int worker_route(struct worker *w, struct http_request *req,
+                 struct shm_name queue, struct shm_name part, unsigned wait_ms);
+
+/* worker_serves_all - whether this node serves every partition itself
+ * (it is alone, or nobody owns anything): the common single-node case,
+ * one atomic load. */
+int worker_serves_all(struct worker *w);
+
+/* worker_forward_to - send req to node id at client address addr (not
+ * this node) and relay its answer; wait_ms as above. */
+void worker_forward_to(struct worker *w, struct http_request *req,
+                       const char *id, const char *addr, unsigned wait_ms);
+
+/* worker_own_addr - this node's client address as the status page has
+ * it ("" when unknown). */
+const char *worker_own_addr(const struct worker *w);
+
+/*
+ * worker_addr_unusable - addr cannot reach a peer: unknown, this node's own
+ * (own: a default advertise on every host), or no host at all (0.0.0.0,
+ * [::], [::ffff:0.0.0.0]: a member listening on every address without an
+ * advertise, which connect() would take for this host).
+ */
+int worker_addr_unusable(const char *addr, const char *own);
+
+#endif
