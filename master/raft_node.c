@@ -378,7 +378,9 @@ master_raft_heard(struct master *m, int i, const struct master_peer_word *pw)
  * member_state - what member i is to this node: LIVE ones own partitions.
  * A peer is STARTING until it says it is ready (a peer that names no state,
  * an older build, counts as ready), LEAVING while its announced leave
- * holds for the incarnation it named, DEAD after member_ttl_ms unheard.
+ * holds for the incarnation it named, DEAD after member_ttl_ms unheard,
+ * leave or not: a node that left and is gone holds nothing, and acks of
+ * its ids must not be sent after it for the rest of leave_exclude_s.
  */
 static enum shm_member_state
 member_state(const struct master *m, int i, uint64_t now)
@@ -389,10 +391,10 @@ member_state(const struct master *m, int i, uint64_t now)
         return m->state != MASTER_RUNNING ? SHM_MEMBER_LEAVING
                : !m->ready                ? SHM_MEMBER_STARTING
                                           : SHM_MEMBER_LIVE;
-    if (r->left_until[i] > now && r->inc[i] == r->left_inc[i])
-        return SHM_MEMBER_LEAVING;
     if (r->heard[i] == 0 || now - r->heard[i] >= m->cfg.member_ttl_ms)
         return SHM_MEMBER_DEAD;
+    if (r->left_until[i] > now && r->inc[i] == r->left_inc[i])
+        return SHM_MEMBER_LEAVING;
     return r->said[i] == SHM_MEMBER_LEAVING    ? SHM_MEMBER_LEAVING
            : r->said[i] == SHM_MEMBER_STARTING ? SHM_MEMBER_STARTING
                                                : SHM_MEMBER_LIVE;

@@ -692,3 +692,97 @@ Test(cluster_forward, a_node_that_stops_leaves_the_placement)
     cr_expect_eq(itest_node_wait_exit(&c.node[gone], 30000), 0,
                  "node %d did not stop cleanly", gone);
 }
+
+/* A queue spread over the owners of its partitions is reset and deleted
+ * whole, through any node, and the answer sums every node's share. */
+Test(cluster_forward, reset_and_delete_reach_every_node)
+{
+    struct itest_resp r;
+    int held[CL_NODES] = {0};
+    char p[16];
+
+    wait_cluster();
+    for (int k = 0; k < NPARTS; k++) {
+        snprintf(p, sizeof(p), "p%d", k);
+        push_ok(k % CL_NODES, "fw-reset", p, "[1,2]", NULL, 0);
+        held[cl_owner("fw-reset", p, CL_ALL)] = 1;
+    }
+    for (int i = 0; i < CL_NODES; i++)
+        cr_assert(held[i], "node %d owns none of the partitions", i);
+    cr_assert_eq(itest_post(&c.node[1], &r, "/api/v1/ephemeral/reset",
+                            "{\"queue\":\"fw-reset\"}"),
+                 200, "%s", r.body);
+    cr_expect_eq(itest_jint(r.json, "dropped"), 2 * NPARTS, "%s", r.body);
+    cr_expect_eq(itest_jlen(r.json, "nodes"), CL_NODES, "%s", r.body);
+    cr_expect_eq(itest_jlen(r.json, "missing"), 0, "%s", r.body);
+    itest_resp_free(&r);
+    for (int k = 0; k < NPARTS; k++) {
+        snprintf(p, sizeof(p), "p%d", k);
+        cr_expect_eq(
+            part_pending(cl_owner("fw-reset", p, CL_ALL), "fw-reset", p), 0,
+            "%s still holds messages after the reset", p);
+    }
+
+    push_ok(0, "fw-reset", "p0", "[3]", NULL, 0);
+    cr_assert_eq(itest_req(&c.node[2], "DELETE",
+                           "/api/v1/ephemeral/queue/fw-reset", NULL, &r),
+                 200, "%s", r.body);
+    cr_expect(json_object_get_boolean(itest_jget(r.json, "deleted")), "%s",
+              r.body);
+    itest_resp_free(&r);
+    for (int i = 0; i < CL_NODES; i++) {
+        cr_expect_eq(itest_get(&c.node[i], &r,
+                               "/api/v1/ephemeral/queues/fw-reset/depth"),
+                     404, "node %d still holds the queue: %s", i, r.body);
+        itest_resp_free(&r);
+    }
+}
+
+/* wait_pending - until node i holds n messages of queue/part (20 s). */
+static void
+wait_pending(int i, const char *queue, const char *part, int64_t n)
+{
+    int64_t deadline = itest_now_ms() + 20000;
+
+    while (part_pending(i, queue, part) != n) {
+        cr_assert_lt(itest_now_ms(), deadline,
+                     "node %d does not come to hold %lld of %s/%s", i,
+                     (long long)n, queue, part);
+        itest_sleep_ms(100);
+    }
+}
+
+/* An emptied record of a partition that moved away (here: Default, handed
+ * to node x while its owner stopped, and handed back when it returned)
+ * does not keep an any-partition pop on x: it goes where Default lives. */
+Test(cluster_forward,
+     a_pop_naming_no_partition_follows_a_partition_that_moved_back)
+{
+    struct itest_resp r;
+    int o = cl_owner("fw-moved", "Default", CL_ALL);
+    int x = cl_owner("fw-moved", "Default", CL_ALL & ~(1u << o));
+
+    wait_cluster();
+    push_ok(o, "fw-moved", NULL, "[\"one\"]", NULL, 0);
+    cr_assert_eq(cl_stop(&c, o, 30000), 0, "node %d did not stop cleanly", o);
+    wait_pending(x, "fw-moved", "Default", 1);
+    cr_assert_eq(itest_get(&c.node[x], &r,
+                           "/api/v1/ephemeral/pop?queue=fw-moved&autoAck=true"),
+                 200, "%s", r.body);
+    cr_assert_str_eq(itest_jstr(r.json, "messages.0.payload"), "one", "%s",
+                     r.body);
+    itest_resp_free(&r);
+
+    cl_start(&c, o, "member_ttl_ms=60000");
+    wait_cluster();
+    push_ok(o, "fw-moved", NULL, "[\"two\"]", NULL, 0);
+    wait_pending(o, "fw-moved", "Default", 1);
+    cr_assert_eq(itest_get(&c.node[x], &r,
+                           "/api/v1/ephemeral/pop?queue=fw-moved&autoAck=true"),
+                 200, "%s", r.body);
+    cr_expect_eq(itest_jlen(r.json, "messages"), 1,
+                 "node %d answered from its emptied record: %s", x, r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "messages.0.payload"), "two", "%s",
+                     r.body);
+    itest_resp_free(&r);
+}
