@@ -462,27 +462,10 @@ static void
 adopt_lease_locked(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t l,
                    uint32_t ref, uint32_t attempts)
 {
-    struct shm_lease *L = shm_ring_lease(c->seg, l);
-    struct shm_msg *m = shm_ring_msg(c->seg, ref);
-
-    L->next = 0;
-    L->seq = m->seq;
-    L->deadline = c->now;
-    L->attempts = attempts;
-    L->state = SHM_LEASE_READY_SAME;
-    L->msg = ref;
-    m->read = 1;
-    if (s->ltail != 0)
-        shm_ring_lease(c->seg, s->ltail)->next = l; /* publishes */
-    else
-        s->lhead = l;
-    s->ltail = l;
-    shm_arena_link(c->seg, l);
-    s->nleases++;
+    shm_ring_msg(c->seg, ref)->read = 1;
+    shm_ring_lease_append_locked(c, s, l, ref, c->now, attempts,
+                                 SHM_LEASE_READY_SAME);
     s->nready++;
-    atomic_store_explicit(&c->p->leased,
-                          atomic_load_explicit(&c->p->leased, RELAXED) + 1,
-                          RELAXED);
 }
 
 /* Put state gs where group entry g says: its redeliveries (lease cells

@@ -352,21 +352,18 @@ ring_take_again(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t batch,
     return taken;
 }
 
-/* Lease message ref (seq) to s: a new cell appended to the sorted list. */
-static int
-ring_lease_new(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t ref)
+void
+shm_ring_lease_append_locked(struct shm_ring_ctx *c, struct shm_gs *s,
+                             uint32_t l, uint32_t ref, uint64_t deadline,
+                             uint32_t attempts, enum shm_lease_state state)
 {
-    uint32_t l;
-    int rc = shm_arena_alloc(c->seg, c->w, 1, &l);
-
-    if (rc != 0)
-        return rc;
     struct shm_lease *L = shm_ring_lease(c->seg, l);
+
     L->next = 0;
     L->seq = shm_ring_msg(c->seg, ref)->seq;
-    L->deadline = c->now + (uint64_t)c->q->opts.lease_s * 1000;
-    L->attempts = 1;
-    L->state = SHM_LEASE_LEASED;
+    L->deadline = deadline;
+    L->attempts = attempts;
+    L->state = state;
     L->msg = ref;
     if (s->ltail != 0)
         shm_ring_lease(c->seg, s->ltail)->next = l; /* publishes */
@@ -376,7 +373,20 @@ ring_lease_new(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t ref)
     shm_arena_link(c->seg, l);
     s->nleases++;
     STORE(c->p->leased, LOAD(c->p->leased) + 1);
-    ring_due(c->p, s, L->deadline);
+}
+
+/* Lease message ref (seq) to s: a new cell appended to the sorted list. */
+static int
+ring_lease_new(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t ref)
+{
+    uint32_t l;
+    uint64_t deadline = c->now + (uint64_t)c->q->opts.lease_s * 1000;
+    int rc = shm_arena_alloc(c->seg, c->w, 1, &l);
+
+    if (rc != 0)
+        return rc;
+    shm_ring_lease_append_locked(c, s, l, ref, deadline, 1, SHM_LEASE_LEASED);
+    ring_due(c->p, s, deadline);
     return 0;
 }
 

@@ -192,6 +192,14 @@ int shm_ring_gs_add_locked(struct shm_ring_ctx *c, uint32_t grp);
 /* shm_ring_gs_remove_locked - forget registry entry grp's state here. */
 void shm_ring_gs_remove_locked(struct shm_ring_ctx *c, uint32_t grp);
 
+/* shm_ring_lease_append_locked - link lease cell l (INFLIGHT) for message
+ * ref, the newest s has leased, at the end of s's sorted list; counts it
+ * in s and the partition (the caller schedules its deadline). */
+void shm_ring_lease_append_locked(struct shm_ring_ctx *c, struct shm_gs *s,
+                                  uint32_t l, uint32_t ref, uint64_t deadline,
+                                  uint32_t attempts,
+                                  enum shm_lease_state state);
+
 /* shm_ring_take_locked - the pop: redeliveries, then new messages, into the
  * sink; returns the number taken, -ENOMEM (sink->need) or -ENOBUFS. */
 int shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,

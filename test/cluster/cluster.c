@@ -226,3 +226,45 @@ cl_owner(const char *queue, const char *part, unsigned live)
     /* the owners are the live members in the view's order */
     return m < 0 ? -1 : idx[m];
 }
+
+/* sees - node i's /health shows exactly the members in alive as live. */
+static int
+sees(struct cl *c, int i, unsigned alive)
+{
+    struct itest_resp r;
+    int ok = 0;
+
+    if (itest_get(&c->node[i], &r, "/health") == 200 &&
+        itest_jlen(r.json, "members") == CL_NODES) {
+        ok = 1;
+        for (int k = 0; k < CL_NODES; k++) {
+            char path[40];
+            snprintf(path, sizeof(path), "members.%d.node", k);
+            const char *id = itest_jstr(r.json, path);
+            snprintf(path, sizeof(path), "members.%d.state", k);
+            int live = strcmp(itest_jstr(r.json, path), "live") == 0;
+            /* a peer not heard yet is named by its address */
+            if (id[0] != 'n' || id[1] < '0' || id[1] >= '0' + CL_NODES) {
+                ok = 0;
+                break;
+            }
+            ok &= live == ((alive & (1u << (id[1] - '0'))) != 0);
+        }
+    }
+    itest_resp_free(&r);
+    return ok;
+}
+
+void
+cl_wait_view(struct cl *c, unsigned alive)
+{
+    int64_t deadline = itest_now_ms() + 30000;
+
+    for (int i = 0; i < CL_NODES; i++)
+        if (alive & (1u << i))
+            while (!sees(c, i, alive)) {
+                cr_assert_lt(itest_now_ms(), deadline,
+                             "node %d does not see live members %#x", i, alive);
+                itest_sleep_ms(100);
+            }
+}

@@ -51,4 +51,8 @@ int cl_owner(const char *queue, const char *part, unsigned live);
 
 #define CL_ALL ((1u << CL_NODES) - 1)
 
+/* cl_wait_view - until every node in alive (a mask, as for cl_owner) sees
+ * exactly those members live (30 s at most). */
+void cl_wait_view(struct cl *c, unsigned alive);
+
 #endif

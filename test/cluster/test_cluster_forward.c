@@ -63,34 +63,6 @@ member_state(int i, const char *id, char *out, size_t len)
     itest_resp_free(&r);
 }
 
-/* all_live - node i's /health lists every member live. */
-static int
-all_live(int i)
-{
-    for (int k = 0; k < CL_NODES; k++) {
-        char id[16], st[16];
-        snprintf(id, sizeof(id), "n%d", k);
-        member_state(i, id, st, sizeof(st));
-        if (strcmp(st, "live") != 0)
-            return 0;
-    }
-    return 1;
-}
-
-/* wait_cluster - until every node sees every member live. */
-static void
-wait_cluster(void)
-{
-    int64_t deadline = itest_now_ms() + 30000;
-
-    for (int i = 0; i < CL_NODES; i++)
-        while (!all_live(i)) {
-            cr_assert_lt(itest_now_ms(), deadline,
-                         "node %d does not see every member live", i);
-            itest_sleep_ms(100);
-        }
-}
-
 /* part_pending - "pending" of partition part in queue's scope=node depth
  * on node i; 0 when the node holds none of the queue or partition. */
 static int64_t
@@ -185,7 +157,7 @@ Test(cluster_forward, a_push_through_any_node_lands_at_the_owner)
 {
     int owned[CL_NODES] = {0};
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     for (int k = 0; k < NPARTS; k++) {
         char p[16];
         snprintf(p, sizeof(p), "p%d", k);
@@ -234,7 +206,7 @@ Test(cluster_forward, pop_and_ack_through_nodes_that_do_not_own_it)
     char p[16], id0[200], id1[200], inc[40], owner_inc[40], body[600];
     int o, a, b;
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     part_owned_by("fw-pop", 2, p, sizeof(p));
     o = 2, a = 0, b = 1;
     incarnation(o, owner_inc, sizeof(owner_inc));
@@ -320,7 +292,7 @@ Test(cluster_forward, a_long_poll_waits_at_the_owner)
     int a = 0, b = 1, o = 2;
     int64_t deadline, t_push;
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     part_owned_by("fw-long", o, p, sizeof(p));
     snprintf(path, sizeof(path),
              "/api/v1/ephemeral/pop?queue=fw-long&partition=%s&wait=true"
@@ -360,7 +332,7 @@ Test(cluster_forward, an_empty_long_poll_through_a_non_owner_times_out_empty)
     char p[16];
     int64_t t0, took;
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     part_owned_by("fw-empty", 1, p, sizeof(p));
     t0 = itest_now_ms();
     cr_assert_eq(itest_get(&c.node[0], &r,
@@ -385,7 +357,7 @@ Test(cluster_forward, a_hang_up_on_a_forwarded_long_poll_loses_nothing)
     int a = 0, o = 1;
     int64_t deadline;
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     part_owned_by("fw-hangup", o, p, sizeof(p));
     snprintf(path, sizeof(path),
              "/api/v1/ephemeral/pop?queue=fw-hangup&partition=%s&wait=true"
@@ -430,7 +402,7 @@ Test(cluster_forward, a_pop_naming_no_partition_finds_the_inbox_elsewhere)
     int o = cl_owner("fw-inbox", "Default", CL_ALL);
     int a = (o + 1) % CL_NODES, b = (o + 2) % CL_NODES;
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     push_ok(a, "fw-inbox", NULL, "[\"hello\"]", NULL, 0);
     cr_assert_eq(part_pending(o, "fw-inbox", "Default"), 1);
     cr_assert_eq(
@@ -450,7 +422,7 @@ Test(cluster_forward, an_ack_batch_over_two_nodes_settles_each_entry)
     char p1[16], p2[16], id1[200], id2[200], fake[220], body[1200];
     char inc[40], part[64], seq[32];
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     /* messages delivered by nodes 0 and 1; the batch goes to node 2 */
     part_owned_by("fw-batch", 0, p1, sizeof(p1));
     part_owned_by("fw-batch", 1, p2, sizeof(p2));
@@ -518,7 +490,7 @@ Test(cluster_forward, extend_through_a_node_that_does_not_own_it)
     struct itest_resp r;
     char p[16], id[200], body[600];
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     part_owned_by("fw-extend", 1, p, sizeof(p));
     push_ok(0, "fw-extend", p, "[1]", NULL, 0);
     cr_assert_eq(itest_get(&c.node[2], &r,
@@ -551,7 +523,7 @@ Test(cluster_forward, a_forwarded_request_to_a_non_owner_is_owner_moved)
     char p[16], path[200];
     int o = 1, n = 0;
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     part_owned_by("fw-moved", o, p, sizeof(p));
     snprintf(path, sizeof(path),
              "{\"queue\":\"fw-moved\",\"partition\":"
@@ -598,7 +570,7 @@ Test(cluster_forward, an_owner_that_does_not_answer_fails_the_forward)
     double failed0 = 0;
     int64_t t0, took;
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     part_owned_by("fw-stuck", o, p, sizeof(p));
     failed0 = forward_metric(a, "failed");
     nw = itest_node_workers(&c.node[o], w, ITEST_NODE_MAX_WORKERS);
@@ -631,7 +603,7 @@ Test(cluster_forward, forwarding_is_counted)
     double ok0, ok1, failed0;
     int a = 0;
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     part_owned_by("fw-count", 1, p, sizeof(p));
     ok0 = forward_metric(a, "ok");
     failed0 = forward_metric(a, "failed");
@@ -650,7 +622,7 @@ Test(cluster_forward, a_node_that_stops_leaves_the_placement)
     int gone = 2, parts[NPARTS], np = 0;
     int64_t deadline;
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     for (int k = 0; k < NPARTS; k++) {
         char p[16];
         snprintf(p, sizeof(p), "p%d", k);
@@ -701,7 +673,7 @@ Test(cluster_forward, reset_and_delete_reach_every_node)
     int held[CL_NODES] = {0};
     char p[16];
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     for (int k = 0; k < NPARTS; k++) {
         snprintf(p, sizeof(p), "p%d", k);
         push_ok(k % CL_NODES, "fw-reset", p, "[1,2]", NULL, 0);
@@ -762,7 +734,7 @@ Test(cluster_forward,
     int o = cl_owner("fw-moved", "Default", CL_ALL);
     int x = cl_owner("fw-moved", "Default", CL_ALL & ~(1u << o));
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     push_ok(o, "fw-moved", NULL, "[\"one\"]", NULL, 0);
     cr_assert_eq(cl_stop(&c, o, 30000), 0, "node %d did not stop cleanly", o);
     wait_pending(x, "fw-moved", "Default", 1);
@@ -774,7 +746,7 @@ Test(cluster_forward,
     itest_resp_free(&r);
 
     cl_start(&c, o, "member_ttl_ms=60000");
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     push_ok(o, "fw-moved", NULL, "[\"two\"]", NULL, 0);
     wait_pending(o, "fw-moved", "Default", 1);
     cr_assert_eq(itest_get(&c.node[x], &r,

@@ -22,7 +22,6 @@
 #define NPARTS   12 /* partitions of the test queue */
 #define WAIT_MS  30000
 #define STOP_MS  60000 /* a drain: workers, hand-over (15 s), raft */
-#define ALL      ((1u << CL_NODES) - 1)
 #define NODE_OPT "lease_s=300"
 /* member_ttl_ms (4 s) and slack, well below leave_exclude_s (30 s) */
 #define ACK_GONE_MS 15000
@@ -56,30 +55,6 @@ part(int k)
     return names[k];
 }
 
-/* owner - the index of the node that owns (queue, p) when the nodes in the
- * mask alive are the live members. */
-static int
-owner(const char *queue, const char *p, unsigned alive)
-{
-    struct shm_status_view v;
-    struct shm_owners o;
-    int i;
-
-    memset(&v, 0, sizeof(v));
-    for (int k = 0; k < CL_NODES; k++)
-        if (alive & (1u << k)) {
-            struct shm_member *m = &v.members[v.nmembers++];
-            snprintf(m->id, sizeof(m->id), "n%d", k);
-            m->state = SHM_MEMBER_LIVE;
-        }
-    shm_owners_init(&o);
-    shm_owners_from_view(&o, &v);
-    i = shm_owner_pick(&o, (struct shm_name){queue, strlen(queue)},
-                       (struct shm_name){p, strlen(p)});
-    cr_assert_geq(i, 0);
-    return o.m[i].id[1] - '0';
-}
-
 /* busiest - the node that owns the most test partitions of queue. */
 static int
 busiest(const char *queue)
@@ -87,55 +62,12 @@ busiest(const char *queue)
     int n[CL_NODES] = {0}, best = 0;
 
     for (int k = 0; k < NPARTS; k++)
-        n[owner(queue, part(k), ALL)]++;
+        n[cl_owner(queue, part(k), CL_ALL)]++;
     for (int i = 1; i < CL_NODES; i++)
         if (n[i] > n[best])
             best = i;
     cr_assert_gt(n[best], 0);
     return best;
-}
-
-/* sees - node i's /health shows exactly the members in alive as live. */
-static int
-sees(int i, unsigned alive)
-{
-    struct itest_resp r;
-    int ok = 0;
-
-    if (itest_get(&c.node[i], &r, "/health") == 200 &&
-        itest_jlen(r.json, "members") == CL_NODES) {
-        ok = 1;
-        for (int k = 0; k < CL_NODES; k++) {
-            char path[40];
-            snprintf(path, sizeof(path), "members.%d.node", k);
-            const char *id = itest_jstr(r.json, path);
-            snprintf(path, sizeof(path), "members.%d.state", k);
-            int live = strcmp(itest_jstr(r.json, path), "live") == 0;
-            /* a peer not heard yet is named by its address */
-            if (id[0] != 'n' || id[1] < '0' || id[1] >= '0' + CL_NODES) {
-                ok = 0;
-                break;
-            }
-            ok &= live == ((alive & (1u << (id[1] - '0'))) != 0);
-        }
-    }
-    itest_resp_free(&r);
-    return ok;
-}
-
-/* wait_view - until every node in alive sees exactly those live. */
-static void
-wait_view(unsigned alive)
-{
-    int64_t deadline = itest_now_ms() + WAIT_MS;
-
-    for (int i = 0; i < CL_NODES; i++)
-        if (alive & (1u << i))
-            while (!sees(i, alive)) {
-                cr_assert_lt(itest_now_ms(), deadline,
-                             "node %d does not see live members %#x", i, alive);
-                itest_sleep_ms(100);
-            }
 }
 
 /* retry - a request again while it answers 503 (membership settling:
@@ -325,7 +257,7 @@ scene(struct scene *s, const char *queue)
 
     memset(s, 0, sizeof(*s));
     s->queue = queue;
-    wait_view(ALL);
+    cl_wait_view(&c, CL_ALL);
     for (int k = 0; k < NPARTS; k++)
         push(0, queue, part(k), 0, 3);
     for (int k = 0; k < NPARTS; k++) {
@@ -338,14 +270,14 @@ scene(struct scene *s, const char *queue)
     }
     s->x = busiest(queue);
     s->client = s->x == 0 ? 1 : 0;
-    s->left = ALL & ~(1u << s->x);
+    s->left = CL_ALL & ~(1u << s->x);
     for (int k = 0; k < NPARTS; k++) {
-        s->moved[k] = owner(queue, part(k), ALL) == s->x;
+        s->moved[k] = cl_owner(queue, part(k), CL_ALL) == s->x;
         s->nmoved += s->moved[k];
         /* each node holds what it owns, and only that */
         for (int i = 0; i < CL_NODES; i++)
             cr_assert_eq(held(i, queue, part(k), "g", "leased"),
-                         owner(queue, part(k), ALL) == i ? 1 : -1,
+                         cl_owner(queue, part(k), CL_ALL) == i ? 1 : -1,
                          "node %d, partition %s", i, part(k));
     }
 
@@ -355,7 +287,7 @@ scene(struct scene *s, const char *queue)
              "lost=0 (messages delivered=%d lost=0)",
              s->nmoved, s->nmoved, 2 * s->nmoved);
     cr_expect(log_has(s->x, text), "node %d's log lacks \"%s\"", s->x, text);
-    wait_view(s->left);
+    cl_wait_view(&c, s->left);
 }
 
 Test(cluster_handover, sigterm_hands_every_partition_to_its_next_owner)
@@ -369,7 +301,7 @@ Test(cluster_handover, sigterm_hands_every_partition_to_its_next_owner)
     cr_expect_eq(cluster_pending(s.client, s.queue, "g", s.left),
                  2 * s.nmoved + (NPARTS - s.nmoved));
     for (int k = 0; k < NPARTS; k++) {
-        int o = owner(s.queue, part(k), s.left);
+        int o = cl_owner(s.queue, part(k), s.left);
 
         if (s.moved[k]) {
             char inc_old[32], inc_new[32], p[32], q[32];
@@ -457,12 +389,12 @@ Test(cluster_handover, a_returning_node_gets_its_partitions_back)
     cr_assert_eq(m.attempts, 2);
     for (int k = 0; k < NPARTS; k++)
         if (s.moved[k])
-            cr_assert_eq(held(owner(s.queue, part(k), s.left), s.queue, part(k),
-                              "g", "pending"),
+            cr_assert_eq(held(cl_owner(s.queue, part(k), s.left), s.queue,
+                              part(k), "g", "pending"),
                          k == k0 ? 1 : 2, "partition %s", part(k));
 
     cl_start(&c, s.x, NODE_OPT);
-    wait_view(ALL);
+    cl_wait_view(&c, CL_ALL);
     deadline = itest_now_ms() + WAIT_MS;
     do {
         back = 0;
@@ -479,13 +411,13 @@ Test(cluster_handover, a_returning_node_gets_its_partitions_back)
      * partition it emptied, with nothing in it) */
     for (int k = 0; k < NPARTS; k++)
         for (int i = 0; i < CL_NODES; i++)
-            if (owner(s.queue, part(k), ALL) != i) {
+            if (cl_owner(s.queue, part(k), CL_ALL) != i) {
                 cr_expect_leq(held(i, s.queue, part(k), "g", "pending"), 0,
                               "partition %s on node %d", part(k), i);
                 cr_expect_leq(held(i, s.queue, part(k), "g", "leased"), 0,
                               "partition %s on node %d", part(k), i);
             }
-    cr_expect_eq(cluster_pending(s.client, s.queue, "g", ALL),
+    cr_expect_eq(cluster_pending(s.client, s.queue, "g", CL_ALL),
                  2 * s.nmoved + (NPARTS - s.nmoved));
     /* the lease out when it moved back is a redelivery again */
     cr_expect_geq(metric(s.left, "mayfly_redelivery_total{reason="
@@ -518,16 +450,17 @@ Test(cluster_handover, a_killed_node_loses_its_share_and_only_that)
     unsigned left;
     struct msg m;
 
-    wait_view(ALL);
+    cl_wait_view(&c, CL_ALL);
     for (int k = 0; k < NPARTS; k++)
         push(0, queue, part(k), 0, 3);
     x = busiest(queue);
     client = x == 0 ? 1 : 0;
-    left = ALL & ~(1u << x);
+    left = CL_ALL & ~(1u << x);
     cl_kill(&c, x);
-    wait_view(left);
+    cl_wait_view(&c, left);
     for (int k = 0; k < NPARTS; k++) {
-        int was = owner(queue, part(k), ALL), o = owner(queue, part(k), left);
+        int was = cl_owner(queue, part(k), CL_ALL),
+            o = cl_owner(queue, part(k), left);
 
         if (was == x) {
             lost++;
@@ -561,7 +494,7 @@ Test(cluster_handover, two_stops_in_a_row_leave_everything_on_the_last_node)
     struct msg m;
     char text[160];
 
-    wait_view(ALL);
+    cl_wait_view(&c, CL_ALL);
     for (int k = 0; k < NPARTS; k++)
         push(0, queue, part(k), 0, 3);
     a = busiest(queue);
@@ -569,12 +502,12 @@ Test(cluster_handover, two_stops_in_a_row_leave_everything_on_the_last_node)
     last = (a + 2) % CL_NODES;
 
     cr_assert_eq(cl_stop(&c, a, STOP_MS), 0, "node %d's exit", a);
-    wait_view(ALL & ~(1u << a));
+    cl_wait_view(&c, CL_ALL & ~(1u << a));
     cr_assert_eq(cl_stop(&c, b, STOP_MS), 0, "node %d's exit", b);
-    wait_view(1u << last);
+    cl_wait_view(&c, 1u << last);
     for (int k = 0; k < NPARTS; k++) {
-        na += owner(queue, part(k), ALL) == a;
-        nb += owner(queue, part(k), ALL & ~(1u << a)) == b;
+        na += cl_owner(queue, part(k), CL_ALL) == a;
+        nb += cl_owner(queue, part(k), CL_ALL & ~(1u << a)) == b;
     }
     snprintf(text, sizeof(text),
              "shutdown: ephemeral rings handed over rings=%d delivered=%d "
@@ -608,7 +541,7 @@ Test(cluster_handover, a_declared_bound_holds_on_the_new_owner)
     struct msg m;
     int64_t deadline;
 
-    wait_view(ALL);
+    cl_wait_view(&c, CL_ALL);
     cr_assert_eq(itest_post(&c.node[0], &r, "/api/v1/ephemeral/configure",
                             "{\"queue\":\"%s\",\"options\":{\"maxLength\":5}}",
                             queue),
@@ -629,9 +562,9 @@ Test(cluster_handover, a_declared_bound_holds_on_the_new_owner)
     /* pa: x owns it, s next; pb: s owns it, before and after */
     for (int k = 0; k < NPARTS && pb < 0; k++)
         for (int j = 0; j < NPARTS && pb < 0; j++) {
-            int xa = owner(queue, part(k), ALL);
-            int sa = owner(queue, part(k), ALL & ~(1u << xa));
-            if (j != k && owner(queue, part(j), ALL) == sa) {
+            int xa = cl_owner(queue, part(k), CL_ALL);
+            int sa = cl_owner(queue, part(k), CL_ALL & ~(1u << xa));
+            if (j != k && cl_owner(queue, part(j), CL_ALL) == sa) {
                 x = xa;
                 s = sa;
                 pa = k;
@@ -646,7 +579,7 @@ Test(cluster_handover, a_declared_bound_holds_on_the_new_owner)
 
     cr_assert_eq(cl_stop(&c, x, STOP_MS), 0, "node %d's exit", x);
     cr_expect(log_has(x, "lost=0"), "node %d", x);
-    wait_view(ALL & ~(1u << x));
+    cl_wait_view(&c, CL_ALL & ~(1u << x));
     /* the hand-over carried all 4, past the bound */
     cr_expect_eq(held(s, queue, part(pa), NULL, "pending"), 4);
     cr_expect_eq(itest_depth_pending(&c.node[s], queue, NULL), 8);

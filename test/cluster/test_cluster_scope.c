@@ -56,37 +56,6 @@ push(int i, const char *queue, const char *partition, int n)
     itest_resp_free(&r);
 }
 
-/* all_live - node i's /health lists every member live. */
-static int
-all_live(int i)
-{
-    struct itest_resp r;
-    int live = 0;
-
-    if (itest_get(&c.node[i], &r, "/health") == 200)
-        for (int k = 0; k < itest_jlen(r.json, "members"); k++) {
-            char path[40];
-            snprintf(path, sizeof(path), "members.%d.state", k);
-            live += strcmp(itest_jstr(r.json, path), "live") == 0;
-        }
-    itest_resp_free(&r);
-    return live == CL_NODES;
-}
-
-/* wait_cluster - until every node sees every member live. */
-static void
-wait_cluster(void)
-{
-    int64_t deadline = itest_now_ms() + 30000;
-
-    for (int i = 0; i < CL_NODES; i++)
-        while (!all_live(i)) {
-            cr_assert_lt(itest_now_ms(), deadline,
-                         "node %d does not see every member live", i);
-            itest_sleep_ms(100);
-        }
-}
-
 /* cluster_depth - GET depth?scope=cluster[&group=] of queue on node i,
  * retried (up to 20 s) until it is a 200 with every node's share in it
  * and none missing; the last answer. */
@@ -182,7 +151,7 @@ Test(cluster_scope, sums_every_live_node_merging_partitions)
     struct itest_resp r;
     int share[CL_NODES], total, sum = 0;
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     total = spread("cd-sum", share);
 
     /* scope=node answers each node's own share: what it owns. */
@@ -218,7 +187,7 @@ Test(cluster_scope, a_group_is_summed_and_a_node_without_the_queue_counts)
 {
     struct itest_resp r;
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     push(0, "cd-group", "Default", 4);
     push(1, "cd-group", "Default", 2);
     /* group g takes one message on node 0 (leased: no longer pending). */
@@ -242,7 +211,7 @@ Test(cluster_scope, names_that_need_encoding_reach_the_peers_intact)
 {
     struct itest_resp r;
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     /* "." and ".." are names too: libcurl must not squash them. */
     push(0, "..", "a/b c", 2);
     push(1, "..", "a/b c", 1);
@@ -263,7 +232,7 @@ Test(cluster_scope, a_queue_no_node_holds_is_404)
 {
     struct itest_resp r;
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     cr_assert_eq(itest_get(&c.node[1], &r,
                            "/api/v1/ephemeral/queues/cd-nowhere/depth"
                            "?scope=cluster"),
@@ -280,7 +249,7 @@ Test(cluster_scope, a_live_node_that_does_not_answer_is_named_missing)
     pid_t w[ITEST_NODE_MAX_WORKERS];
     int nw, share[CL_NODES], total;
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     total = spread("cd-missing", share);
     cr_assert_eq(cluster_depth(0, "cd-missing", "", &r), 200);
     cr_assert_eq(itest_jint(r.json, "pending"), total, "%s", r.body);
@@ -321,7 +290,7 @@ Test(cluster_scope, an_address_that_leads_elsewhere_is_missing_not_counted)
     snprintf(opt, sizeof(opt), "member_ttl_ms=60000 advertise=127.0.0.1:%d",
              c.node[0].port);
     cl_start(&c, 2, opt);
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
 
     /* One partition node 0 owns, so that the queue exists... */
     for (k = 0; k < NPARTS && first < 0; k++) {
@@ -408,7 +377,7 @@ Test(cluster_scope, the_listing_sums_every_node_by_queue)
     struct itest_resp r;
     int64_t deadline;
 
-    wait_cluster();
+    cl_wait_view(&c, CL_ALL);
     push(0, "cl-a", "p1", 2);
     push(1, "cl-a", "p2", 3);
     push(2, "cl-b", "Default", 1);
