@@ -138,6 +138,24 @@ dropped(struct master *m, struct ship *s, const char *why)
     ho.msgs_lost += s->msgs;
 }
 
+/* repick - a drain's shipment that failed: its owner as the members are
+ * seen now (the one tried may have died or be leaving too).  0 when no
+ * live member is left to try. */
+static int
+repick(struct master *m, struct ship *s)
+{
+    struct shm_owners o;
+    int i, member;
+
+    owners_now(m, &o);
+    i = shm_owner_pick(&o, (struct shm_name){s->queue, s->qlen},
+                       (struct shm_name){s->part, s->plen});
+    if (i < 0 || i == o.self || (member = member_of(m, o.m[i].id)) < 0)
+        return 0;
+    s->member = member;
+    return 1;
+}
+
 /* shipped - the owner's answer to an adopt. */
 static void
 shipped(void *arg, struct http_client_resp *r)
@@ -168,9 +186,14 @@ shipped(void *arg, struct http_client_resp *r)
     else
         snprintf(why, sizeof(why), "status %u: %.100s", r->status,
                  r->body.data ? r->body.data : "");
-    if (s->drain && r->err == 0 && r->status == 503 &&
-        shm_now_ms() + RETRY_MS < ho.drain_deadline) {
-        s->retry_at = shm_now_ms() + RETRY_MS; /* not ready yet: wait */
+    if (s->drain && shm_now_ms() + RETRY_MS < ho.drain_deadline &&
+        repick(m, s)) {
+        log_info(0,
+                 "hand-over of partition '%.*s' of queue '%.*s': %s; trying "
+                 "node %s",
+                 (int)s->plen, s->part, (int)s->qlen, s->queue, why,
+                 m->raft.id[s->member]);
+        s->retry_at = shm_now_ms() + RETRY_MS;
         return;
     }
     shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_HANDOVER_OUT_FAILED, 1);
@@ -322,6 +345,8 @@ int
 master_handover_drain(struct master *m, uint64_t now)
 {
     ho.m = m;
+    if (m->raft.n < 2)
+        return 0; /* a node alone: its queues end with it */
     if (!ho.drain_started) {
         struct scan sc = {.m = m, .drain = 1};
 
@@ -362,14 +387,12 @@ master_handover_drain(struct master *m, uint64_t now)
         dropped(m, s, "no answer before the drain's deadline");
         ship_free(s);
     }
-    if (ho.rings > 0 || m->raft.n > 1)
-        (ho.lost ? log_warn : log_info)(
-            0,
-            "shutdown: ephemeral rings handed over rings=%u "
-            "delivered=%u lost=%u (messages delivered=%llu lost=%llu)",
-            ho.rings, ho.delivered, ho.lost,
-            (unsigned long long)ho.msgs_delivered,
-            (unsigned long long)ho.msgs_lost);
+    (ho.lost ? log_warn : log_info)(
+        0,
+        "shutdown: ephemeral rings handed over rings=%u "
+        "delivered=%u lost=%u (messages delivered=%llu lost=%llu)",
+        ho.rings, ho.delivered, ho.lost, (unsigned long long)ho.msgs_delivered,
+        (unsigned long long)ho.msgs_lost);
     return 0;
 }
 

@@ -64,6 +64,22 @@ worker_forward_hangup(struct forward *f)
     }
 }
 
+void
+worker_forward_drain(struct worker *w)
+{
+    for (size_t fd = 0; fd < w->nconns; fd++) {
+        struct forward *f = w->conns[fd].fwd;
+        if (f == NULL || !f->pending)
+            continue;
+        unwatch(f);
+        http_client_cancel(w->client, f);
+        f->pending = 0;
+        http_reply_error(f->req, 503, "draining",
+                         "this node is stopping; ask another node");
+        http_request_resume(f->req);
+    }
+}
+
 /* watch - a long poll: a client that hangs up must drop the forward, or
  * the pop stays parked at the owner and takes a message for nobody. */
 static void

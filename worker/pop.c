@@ -26,6 +26,10 @@
 #include "worker/forward.h"
 #include "worker/worker_int.h"
 
+/* Where an any-partition pop goes when this node serves none of the
+ * queue's partitions. */
+static const struct shm_name default_part = {"Default", 7};
+
 #define SINK_MIN 2048 /* a small pop's answer; bigger ones grow as needed */
 #define SINK_MAX (16 * 1024 * 1024)
 
@@ -469,7 +473,6 @@ static int
 route(struct worker *w, struct http_request *req, struct pop_call *c,
       uint32_t wait_ms)
 {
-    static const char dflt[] = "Default";
     const struct shm_pop_req *r = &c->park.pop;
 
     if (worker_serves_all(w))
@@ -478,8 +481,7 @@ route(struct worker *w, struct http_request *req, struct pop_call *c,
         return worker_route(w, req, r->queue, r->part, wait_ms);
     if (shm_queue_part_each(w->seg, r->queue, shm_now_ms(), served_here, c))
         return 1;
-    return worker_route(w, req, r->queue,
-                        (struct shm_name){dflt, sizeof(dflt) - 1}, wait_ms);
+    return worker_route(w, req, r->queue, default_part, wait_ms);
 }
 
 void
@@ -636,6 +638,17 @@ give_up(struct pop_call *c)
     http_request_resume(c->req);
 }
 
+/* owned - a partition of the queue this node owns (what an any-partition
+ * pop parked here waits for; one only held is leaving). */
+static int
+owned(void *arg, struct shm_name part, uint64_t held)
+{
+    struct pop_call *c = arg;
+
+    (void)held;
+    return shm_owner_here(&c->w->owners, c->park.pop.queue, part);
+}
+
 void
 worker_pop_moved(struct worker *w)
 {
@@ -654,12 +667,21 @@ worker_pop_moved(struct worker *w)
         return; /* they answer at their timeout instead */
     for (size_t i = 0; i < n; i++) {
         struct pop_call *c = CALL_OF(w->parks.heap[i]);
-        if (c->park.pop.part.len > 0 &&
-            !shm_owner_here(&w->owners, c->park.pop.queue, c->park.pop.part))
+        const struct shm_pop_req *r = &c->park.pop;
+        if (r->part.len > 0
+                ? !shm_owner_here(&w->owners, r->queue, r->part)
+                : !shm_queue_part_each(w->seg, r->queue, shm_now_ms(), owned,
+                                       c) &&
+                      !shm_owner_here(&w->owners, r->queue, default_part))
             moved[k++] = c;
     }
-    for (size_t i = 0; i < k; i++)
-        give_up(moved[i]);
+    /* Answered with what they hold, taking nothing more here: what is
+     * left on a moved partition is on its way to the new owner. */
+    for (size_t i = 0; i < k; i++) {
+        unpark(moved[i]);
+        answer(moved[i]);
+        http_request_resume(moved[i]->req);
+    }
     free(moved);
 }
 

@@ -192,6 +192,7 @@ on_signal(struct worker *w, uint64_t now)
             w->drain_since = now;
             http_server_quiesce(w->http);
             worker_pop_answer_all(w);
+            worker_forward_drain(w);
         }
     }
 }

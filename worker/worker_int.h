@@ -83,9 +83,14 @@ int worker_conn_watch(struct worker *w, int fd, struct worker_conn **out);
  * the call to the owner (its parked pop then leases nothing) and the
  * request (forward.c). */
 void worker_forward_hangup(struct forward *f);
+
+/* worker_forward_drain - the worker stops: the long polls it forwarded
+ * are answered 503 draining at once, as its parked pops are answered. */
+void worker_forward_drain(struct worker *w);
 void worker_pop_answer_all(struct worker *w);
 /* worker_pop_moved - after the owners changed: answer the pops parked on a
- * partition another node owns now (with what is here, usually nothing), so
+ * partition another node owns now, or on a queue of which this node owns
+ * no partition and not Default (with what they hold, usually nothing), so
  * their clients ask again and reach the owner. */
 void worker_pop_moved(struct worker *w);
 

@@ -758,3 +758,60 @@ Test(cluster_forward,
                      r.body);
     itest_resp_free(&r);
 }
+
+/* A long poll naming no partition, parked at the owner of Default, is let
+ * go when a node that joins takes Default over: its client asks again and
+ * reaches the new owner, instead of waiting out its timeout for pushes
+ * that now land elsewhere. */
+Test(cluster_forward, a_pop_naming_no_partition_is_let_go_when_default_moves)
+{
+    struct itest_multi *m;
+    struct itest_resp *r;
+    char q[32];
+    int o, a, z = 2;
+    int64_t deadline;
+
+    /* a queue whose Default node 2 takes over from node 0 or 1 */
+    for (int k = 0;; k++) {
+        cr_assert_lt(k, 1000);
+        snprintf(q, sizeof(q), "fw-join-%d", k);
+        if (cl_owner(q, "Default", CL_ALL) == z)
+            break;
+    }
+    o = cl_owner(q, "Default", CL_ALL & ~(1u << z));
+    a = 1 - o;
+    cl_wait_view(&c, CL_ALL);
+    cr_assert_eq(cl_stop(&c, z, 30000), 0);
+    cl_wait_view(&c, CL_ALL & ~(1u << z));
+
+    char path[200];
+    snprintf(path, sizeof(path),
+             "/api/v1/ephemeral/pop?queue=%s&wait=true&timeout=30000", q);
+    m = itest_multi_new();
+    itest_multi_add(m, &c.node[a], "GET", path, NULL);
+    deadline = itest_now_ms() + 8000;
+    while (parked_at(o) < 1) {
+        itest_multi_run(m, 50);
+        cr_assert(!itest_multi_done(m, 0), "the pop was answered: %s",
+                  itest_multi_resp(m, 0)->body);
+        cr_assert_lt(itest_now_ms(), deadline, "the pop never parked");
+    }
+
+    cl_start(&c, z, "member_ttl_ms=60000");
+    itest_multi_run(m, 20000);
+    cr_assert(itest_multi_done(m, 0), "the pop is still parked at node %d", o);
+    r = itest_multi_resp(m, 0);
+    cr_expect_eq(r->status, 200, "%s", r->body);
+    itest_multi_free(m);
+
+    /* asked again, it reaches the new owner */
+    struct itest_resp again;
+    cl_wait_view(&c, CL_ALL);
+    push_ok(a, q, NULL, "[\"after\"]", NULL, 0);
+    cr_assert_eq(
+        itest_get(&c.node[a], &again, "/api/v1/ephemeral/pop?queue=%s", q), 200,
+        "%s", again.body);
+    cr_expect_str_eq(itest_jstr(again.json, "messages.0.payload"), "after",
+                     "%s", again.body);
+    itest_resp_free(&again);
+}

@@ -603,3 +603,47 @@ Test(cluster_handover, a_declared_bound_holds_on_the_new_owner)
         cr_expect_eq(m.payload, n);
     }
 }
+
+/* A stopping node whose next owner dies just before the hand-over (no time
+ * to be seen dead) keeps trying as the members change, and hands what it
+ * holds to the one left, losing nothing. */
+Test(cluster_handover, a_next_owner_that_dies_meanwhile_is_passed_over)
+{
+    const char *queue = "ho-dies";
+    int x, y, z, nx = 0, ny = 0;
+    char text[160];
+
+    cl_wait_view(&c, CL_ALL);
+    for (int k = 0; k < NPARTS; k++)
+        push(0, queue, part(k), 0, 3);
+    x = busiest(queue);
+    /* y: the node most of x's partitions would go to */
+    int to[CL_NODES] = {0};
+    for (int k = 0; k < NPARTS; k++)
+        if (cl_owner(queue, part(k), CL_ALL) == x)
+            to[cl_owner(queue, part(k), CL_ALL & ~(1u << x))]++;
+    y = (x + 1) % CL_NODES;
+    z = (x + 2) % CL_NODES;
+    if (to[z] > to[y]) {
+        int t = y;
+        y = z;
+        z = t;
+    }
+    cr_assert_gt(to[y], 0, "no partition of node %d would go to another", x);
+    for (int k = 0; k < NPARTS; k++) {
+        nx += cl_owner(queue, part(k), CL_ALL) == x;
+        ny += cl_owner(queue, part(k), CL_ALL) == y;
+    }
+
+    cl_kill(&c, y); /* its share is lost: it crashed */
+    cr_assert_eq(cl_stop(&c, x, STOP_MS), 0, "node %d's exit", x);
+    snprintf(text, sizeof(text),
+             "shutdown: ephemeral rings handed over rings=%d delivered=%d "
+             "lost=0 (messages delivered=%d lost=0)",
+             nx, nx, 3 * nx);
+    cr_expect(log_has(x, text), "node %d's log lacks \"%s\"", x, text);
+    cl_wait_view(&c, 1u << z);
+    cr_expect_eq(itest_depth_pending(&c.node[z], queue, NULL),
+                 3 * (NPARTS - ny), "node %d holds all but node %d's share", z,
+                 y);
+}
