@@ -249,17 +249,19 @@ on_tick(struct master *m, uint64_t now)
         master_cluster_heartbeat(m, now, 0);
         master_handover_tick(m, now);
         master_status_publish(m); /* liveness ages with the clock */
-    } else if (m->state == MASTER_DRAINING && now <= m->drain_deadline) {
+    } else if (m->state == MASTER_DRAINING) {
         /* Keep saying "leaving" (one lost heartbeat must not keep us in
          * the peers' placement) and keep the members' view fresh for the
          * hand-over. */
         master_cluster_heartbeat(m, now, 0);
         master_status_publish(m);
-    } else if (m->state == MASTER_DRAINING && now > m->drain_deadline) {
-        log_warn(0, "drain took longer than %d ms; killing the workers",
-                 DRAIN_MS);
-        master_signal_workers(m, SIGKILL);
-        m->state = MASTER_STOPPING;
+        if (now > m->drain_deadline && !m->drain_killed) {
+            /* The reap repairs what they held: the hand-over still runs. */
+            log_warn(0, "drain took longer than %d ms; killing the workers",
+                     DRAIN_MS);
+            master_signal_workers(m, SIGKILL);
+            m->drain_killed = 1;
+        }
     }
 }
 

@@ -39,6 +39,7 @@ struct master {
     int ready;            /* started: raft open, workers forked */
     uint64_t incarnation; /* this start's, in every message id */
     uint64_t drain_deadline;
+    int drain_killed;       /* the drain outlived DRAIN_MS: workers killed */
     uint64_t handoff_until; /* drain: raft hand-off deadline, 0 before */
     struct master_raft raft;
     struct http_server *cluster_srv; /* the cluster port */

@@ -11,6 +11,7 @@
  * (lease_s), so a lease never runs out while a test runs: a redelivery seen
  * here comes from a hand-over.  Every wait polls a condition.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -646,4 +647,42 @@ Test(cluster_handover, a_next_owner_that_dies_meanwhile_is_passed_over)
     cr_expect_eq(itest_depth_pending(&c.node[z], queue, NULL),
                  3 * (NPARTS - ny), "node %d holds all but node %d's share", z,
                  y);
+}
+
+/* A drain whose workers do not stop (here: stopped by SIGSTOP) is cut at
+ * its deadline, and the hand-over still runs on what the killed workers
+ * left: nothing is lost. */
+Test(cluster_handover, a_drain_cut_at_its_deadline_still_hands_over)
+{
+    const char *queue = "ho-stuck";
+    pid_t w[ITEST_NODE_MAX_WORKERS];
+    int x, nx = 0, nw;
+    char text[160];
+
+    cl_wait_view(&c, CL_ALL);
+    for (int k = 0; k < NPARTS; k++)
+        push(0, queue, part(k), 0, 3);
+    x = busiest(queue);
+    for (int k = 0; k < NPARTS; k++)
+        nx += cl_owner(queue, part(k), CL_ALL) == x;
+    nw = itest_node_workers(&c.node[x], w, ITEST_NODE_MAX_WORKERS);
+    cr_assert_gt(nw, 0);
+    for (int k = 0; k < nw; k++)
+        kill(w[k], SIGSTOP);
+
+    /* the drain's deadline is 30 s; hand-over and raft follow */
+    cr_assert_eq(cl_stop(&c, x, 120000), 0, "node %d's exit", x);
+    cr_expect(log_has(x, "drain took longer than"),
+              "node %d's drain was not cut", x);
+    snprintf(text, sizeof(text),
+             "shutdown: ephemeral rings handed over rings=%d delivered=%d "
+             "lost=0 (messages delivered=%d lost=0)",
+             nx, nx, 3 * nx);
+    cr_expect(log_has(x, text), "node %d's log lacks \"%s\"", x, text);
+    cl_wait_view(&c, CL_ALL & ~(1u << x));
+    int64_t sum = 0;
+    for (int i = 0; i < CL_NODES; i++)
+        if (i != x)
+            sum += itest_depth_pending(&c.node[i], queue, NULL);
+    cr_expect_eq(sum, 3 * NPARTS, "the survivors hold every message");
 }
