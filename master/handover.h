@@ -10,8 +10,10 @@
  * (/cluster/v1/adopt); the owner's master adopts it with shm_part_adopt()
  * and answers {"adopted": n}.  A shipment that fails is never dropped in
  * silence: on a membership change it is adopted back here and shipped
- * again by a later scan; on a drain it is logged ("hand-over failed; the
- * partition's contents are dropped") and counted in mayfly_wipes_total.
+ * again by a later scan; on a drain it goes again, every 200 ms, to the
+ * owner as the members are seen then, and only at the drain's deadline is
+ * it logged ("hand-over failed; the partition's contents are dropped") and
+ * counted in mayfly_wipes_total.
  * Master only, single-threaded.
  */
 #ifndef MAYFLY_MASTER_HANDOVER_H

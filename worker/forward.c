@@ -126,8 +126,10 @@ answered(void *arg, struct http_client_resp *r)
     http_request_resume(f->req);
 }
 
-const char *
-worker_own_addr(const struct worker *w)
+/* own_addr - this node's client address as the status page has it ("" when
+ * unknown). */
+static const char *
+own_addr(const struct worker *w)
 {
     return w->owners.self_addr;
 }
@@ -136,7 +138,7 @@ void
 worker_forward_to(struct worker *w, struct http_request *req, const char *id,
                   const char *addr, unsigned wait_ms)
 {
-    const char *own = worker_own_addr(w);
+    const char *own = own_addr(w);
     const char *auth = http_request_header(req, "Authorization");
     const char *uri = http_request_uri(req);
     char *url = NULL, *authz = NULL;

@@ -42,9 +42,6 @@ int worker_serves_all(struct worker *w);
 void worker_forward_to(struct worker *w, struct http_request *req,
                        const char *id, const char *addr, unsigned wait_ms);
 
-/* worker_own_addr - this node's client address as the status page has
- * it ("" when unknown). */
-const char *worker_own_addr(const struct worker *w);
 
 /*
  * worker_addr_unusable - addr cannot reach a peer: unknown, this node's own
