@@ -28,6 +28,10 @@
 #define RETRY_MS      200  /* a drain's shipment the owner could not take yet */
 #define RESCAN_MS     1000 /* after a change: pushes that raced it */
 #define RESCAN2_MS    5000
+/* Shipments out at once; the partitions behind them wait in the segment,
+ * so a scan over many (a presence queue with a partition per room) does
+ * not open a connection and hold a record for each at the same time. */
+#define SHIP_INFLIGHT 32
 
 /* One partition on its way to its new owner. */
 struct ship {
@@ -43,9 +47,20 @@ struct ship {
     size_t len;
 };
 
+/* A partition a scan found for another member, not taken yet. */
+struct want {
+    struct want *next;
+    int member;
+    int drain;
+    size_t qlen, plen;
+    char names[]; /* the queue's, then the partition's */
+};
+
 static struct {
     struct master *m;
-    struct ship *ships;  /* out, or waiting to be posted again */
+    struct ship *ships; /* out, or waiting to be posted again */
+    unsigned nships;
+    struct want *wants, **wants_tail; /* FIFO: waiting for a free slot */
     uint64_t members;    /* signature of the live members last seen */
     uint64_t scan_at[3]; /* scans due (0: none) */
     int drain_started;
@@ -85,6 +100,7 @@ ship_free(struct ship *s)
 }
 
 static void ship_post(struct master *m, struct ship *s);
+static void pump(struct master *m);
 
 /* unlink - take s off the list. */
 static void
@@ -93,6 +109,7 @@ unlink_ship(struct ship *s)
     for (struct ship **p = &ho.ships; *p; p = &(*p)->next)
         if (*p == s) {
             *p = s->next;
+            ho.nships--;
             return;
         }
 }
@@ -168,17 +185,18 @@ shipped(void *arg, struct http_client_resp *r)
         return;
     if (r->err == 0 && r->status == 200) {
         shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_HANDOVER_OUT_OK, 1);
-        log_info(0,
-                 "handed partition '%.*s' of queue '%.*s' over to node %s "
-                 "(%u messages)",
-                 (int)s->plen, s->part, (int)s->qlen, s->queue,
-                 m->raft.id[s->member], s->msgs);
+        log_debug(0,
+                  "handed partition '%.*s' of queue '%.*s' over to node %s "
+                  "(%u messages)",
+                  (int)s->plen, s->part, (int)s->qlen, s->queue,
+                  m->raft.id[s->member], s->msgs);
         if (s->drain) {
             ho.delivered++;
             ho.msgs_delivered += s->msgs;
         }
         unlink_ship(s);
         ship_free(s);
+        pump(m);
         return;
     }
     if (r->err != 0)
@@ -203,6 +221,7 @@ shipped(void *arg, struct http_client_resp *r)
     else
         keep_here(m, s, why);
     ship_free(s);
+    pump(m);
 }
 
 static void
@@ -270,9 +289,45 @@ ship(struct master *m, struct shm_name queue, struct shm_name part, int member,
     s->drain = drain;
     s->next = ho.ships;
     ho.ships = s;
+    ho.nships++;
     if (drain)
         ho.rings++;
     ship_post(m, s);
+}
+
+/* want - queue (queue, part) for shipping to member. */
+static void
+want(struct shm_name queue, struct shm_name part, int member, int drain)
+{
+    struct want *w = malloc(sizeof(*w) + queue.len + part.len);
+
+    if (w == NULL)
+        return; /* stays here; the next scan finds it again */
+    w->next = NULL;
+    w->member = member;
+    w->drain = drain;
+    w->qlen = queue.len;
+    w->plen = part.len;
+    memcpy(w->names, queue.ptr, queue.len);
+    memcpy(w->names + queue.len, part.ptr, part.len);
+    if (ho.wants == NULL)
+        ho.wants_tail = &ho.wants;
+    *ho.wants_tail = w;
+    ho.wants_tail = &w->next;
+}
+
+/* pump - ship what waits while there is room in flight. */
+static void
+pump(struct master *m)
+{
+    while (ho.wants != NULL && ho.nships < SHIP_INFLIGHT) {
+        struct want *w = ho.wants;
+        ho.wants = w->next;
+        ship(m, (struct shm_name){w->names, w->qlen},
+             (struct shm_name){w->names + w->qlen, w->plen}, w->member,
+             w->drain);
+        free(w);
+    }
 }
 
 /* A scan's context. */
@@ -293,7 +348,7 @@ scan_one(void *arg, struct shm_name queue, struct shm_name part)
         return;
     member = member_of(sc->m, sc->o.m[i].id);
     if (member >= 0)
-        ship(sc->m, queue, part, member, sc->drain);
+        want(queue, part, member, sc->drain);
 }
 
 /* count_one - shm_part_each() counts for us. */
@@ -339,6 +394,7 @@ master_handover_tick(struct master *m, uint64_t now)
         }
     if (due && sc.o.n > 1)
         shm_part_each(&m->seg, scan_one, &sc);
+    pump(m);
 }
 
 int
@@ -359,6 +415,8 @@ master_handover_drain(struct master *m, uint64_t now)
                 s->drain = 1;
                 ho.rings++;
             }
+        for (struct want *w = ho.wants; w; w = w->next)
+            w->drain = 1;
         owners_now(m, &sc.o);
         if (sc.o.n > 0) {
             shm_part_each(&m->seg, scan_one, &sc);
@@ -378,8 +436,22 @@ master_handover_drain(struct master *m, uint64_t now)
         if (s->retry_at != 0 && s->retry_at <= now)
             ship_post(m, s);
     }
-    if (ho.ships != NULL && now < ho.drain_deadline)
+    pump(m);
+    if ((ho.ships != NULL || ho.wants != NULL) && now < ho.drain_deadline)
         return 1;
+    while (ho.wants != NULL) {
+        struct want *w = ho.wants;
+        ho.wants = w->next;
+        shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_WIPES, 1);
+        log_error(0,
+                  "hand-over failed; the partition's contents are dropped: "
+                  "queue '%.*s' partition '%.*s' (not shipped before the "
+                  "drain's deadline)",
+                  (int)w->qlen, w->names, (int)w->plen, w->names + w->qlen);
+        ho.rings++;
+        ho.lost++;
+        free(w);
+    }
     while (ho.ships != NULL) {
         struct ship *s = ho.ships;
         ho.ships = s->next;
@@ -449,4 +521,20 @@ master_handover_in(struct master *m, struct http_request *req)
     }
     http_buf_printf(&b, "{\"adopted\":%d}", rc);
     http_reply(req, 200, &b);
+}
+
+void
+master_handover_stop(void)
+{
+    while (ho.ships != NULL) {
+        struct ship *s = ho.ships;
+        ho.ships = s->next;
+        ship_free(s);
+    }
+    ho.nships = 0;
+    while (ho.wants != NULL) {
+        struct want *w = ho.wants;
+        ho.wants = w->next;
+        free(w);
+    }
 }

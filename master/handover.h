@@ -43,4 +43,8 @@ void master_handover_tick(struct master *m, uint64_t now);
  */
 int master_handover_drain(struct master *m, uint64_t now);
 
+/* master_handover_stop - at exit, after the cluster client is freed (no
+ * answer can come any more): free what is left. */
+void master_handover_stop(void);
+
 #endif

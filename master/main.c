@@ -408,6 +408,7 @@ main(int argc, char **argv)
     start_node(&m, ep);
     run(&m, ep, sfd, tfd);
     master_cluster_stop(&m);
+    master_handover_stop();
     master_raft_close(&m);
     shm_segment_destroy(&m.seg);
     log_info(0, "stopped");

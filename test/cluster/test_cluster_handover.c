@@ -686,3 +686,31 @@ Test(cluster_handover, a_drain_cut_at_its_deadline_still_hands_over)
             sum += itest_depth_pending(&c.node[i], queue, NULL);
     cr_expect_eq(sum, 3 * NPARTS, "the survivors hold every message");
 }
+
+/* A stop that hands over more partitions than go out at once (32): every
+ * one arrives. */
+Test(cluster_handover, many_partitions_all_arrive)
+{
+    const char *queue = "ho-many";
+    int x, nx = 0, n = 240;
+    char text[160], p[16];
+
+    cl_wait_view(&c, CL_ALL);
+    for (int k = 0; k < n; k++) {
+        snprintf(p, sizeof(p), "m%03d", k);
+        push(k % CL_NODES, queue, p, k, 1);
+        nx += cl_owner(queue, p, CL_ALL) == 1;
+    }
+    x = 1;
+    cr_assert_gt(nx, 32, "node %d owns only %d partitions", x, nx);
+    cr_assert_eq(cl_stop(&c, x, STOP_MS), 0, "node %d's exit", x);
+    snprintf(text, sizeof(text),
+             "shutdown: ephemeral rings handed over rings=%d delivered=%d "
+             "lost=0 (messages delivered=%d lost=0)",
+             nx, nx, nx);
+    cr_expect(log_has(x, text), "node %d's log lacks \"%s\"", x, text);
+    cl_wait_view(&c, CL_ALL & ~(1u << x));
+    cr_expect_eq(itest_depth_pending(&c.node[0], queue, NULL) +
+                     itest_depth_pending(&c.node[2], queue, NULL),
+                 n, "the survivors hold every message");
+}
