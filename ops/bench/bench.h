@@ -162,6 +162,7 @@ struct bench_opts {
     pid_t mpid;
     long inboxes;
     int parked;
+    int pipeline; /* rpc clients of mayfly and Redis pipeline their steps */
     const char *json;
     const char *md;
     const char *only;

@@ -5,6 +5,9 @@
 #   make bench ONLY=rpc   some scenarios (http,push,drain,rpc,wake,inboxes,parked;
 #                         rpc1 or rpc32 for one rpc row)
 #   make bench UPDATE=1   also write the table into BENCHMARKS.md
+#   make bench PIPELINE=1 rpc clients of mayfly and Redis pipeline their
+#                         steps (push + long-poll in one write; see
+#                         BENCHMARKS.md, rpc)
 #
 # Installs the bench packages, builds the release server and the load
 # generator (build/bench/mayfly-bench, -O2, the project's warning flags),
@@ -27,4 +30,5 @@ bench:
 	ops/install-deps.sh bench
 	$(MAKE) -j$(shell nproc) MODE=release all
 	$(MAKE) $(BENCH_BIN)
-	QUICK="$(QUICK)" ONLY="$(ONLY)" UPDATE="$(UPDATE)" ops/bench/run.sh
+	QUICK="$(QUICK)" ONLY="$(ONLY)" UPDATE="$(UPDATE)" PIPELINE="$(PIPELINE)" \
+	    ops/bench/run.sh

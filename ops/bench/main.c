@@ -415,7 +415,8 @@ usage(void)
             "                    [--redis PORT] [--nats PORT] [--ok PORT]\n"
             "                    [--json FILE] [--md FILE] [--only "
             "http,push,drain,rpc,rpc1,rpc32,wake,inboxes,parked]\n"
-            "                    [--parked N (10000)] [--label TEXT]\n");
+            "                    [--parked N (10000)] [--label TEXT] "
+            "[--pipeline]\n");
     return 2;
 }
 
@@ -429,6 +430,10 @@ parse_run(int argc, char **argv)
 
         if (strcmp(a, "--quick") == 0) {
             bench_opt.quick = 1;
+            continue;
+        }
+        if (strcmp(a, "--pipeline") == 0) {
+            bench_opt.pipeline = 1;
             continue;
         }
         if (v == NULL)

@@ -678,7 +678,19 @@ rpc_request(struct bench_conn *c, const char *method, const char *path,
     bench_http_request(&c->out, method, path, body, len);
 }
 
-/* Requester: mint an inbox, push the request naming it. */
+/* Requester: long-poll the inbox named in w2. */
+static void
+rpcq_poll(struct bench_conn *c)
+{
+    char path[160];
+
+    snprintf(path, sizeof(path),
+             WAIT_PATH "queue=%s&wait=true&timeout=5000&autoAck=true", c->w2.p);
+    rpc_request(c, "GET", path, NULL, 0);
+}
+
+/* Requester: mint an inbox, push the request naming it (with --pipeline,
+ * and the long-poll of the inbox in the same write). */
 static int
 rpcq_start(struct bench_conn *c)
 {
@@ -696,15 +708,17 @@ rpcq_start(struct bench_conn *c)
     c->t0 = bench_now_ns();
     rpc_request(c, "POST", "/api/v1/ephemeral/push", body.p, body.len);
     bench_buf_free(&body);
+    if (bench_opt.pipeline)
+        rpcq_poll(c);
     return 0;
 }
 
-/* Requester: pushed, so park on the inbox; answered, so count it. */
+/* Requester: pushed, so park on the inbox (with --pipeline the long-poll
+ * went out with the push, and the push's answer only moves on); answered,
+ * so count it. */
 static int
 rpcq_reply(struct bench_conn *c, const struct bench_reply *r)
 {
-    char path[160];
-
     if (r->status != (c->state == 0 ? 201 : 200)) {
         bench_fail(c, "requester %s answered %d: %.*s",
                    c->state ? "pop" : "push", r->status,
@@ -712,11 +726,9 @@ rpcq_reply(struct bench_conn *c, const struct bench_reply *r)
         return -1;
     }
     if (c->state == 0) {
-        snprintf(path, sizeof(path),
-                 WAIT_PATH "queue=%s&wait=true&timeout=5000&autoAck=true",
-                 c->w2.p);
         c->state = 1;
-        rpc_request(c, "GET", path, NULL, 0);
+        if (!bench_opt.pipeline)
+            rpcq_poll(c);
         return 0;
     }
     if (bench_json_count(r->body, r->len, "id") != 1) {
@@ -797,7 +809,9 @@ rpcs_collect(struct bench_conn *c, const struct bench_reply *r)
     return n;
 }
 
-/* Responder: a pop, a reply push or the ack answered. */
+/* Responder: a pop, a reply push or the ack answered. With --pipeline a
+ * pop's answer sends every reply push, the ack and the next pop in one
+ * write; their answers come back in that order. */
 static int
 rpcs_reply(struct bench_conn *c, const struct bench_reply *r)
 {
@@ -814,7 +828,23 @@ rpcs_reply(struct bench_conn *c, const struct bench_reply *r)
         if (c->a == 0)
             return rpcs_start(c);
         c->state = 1;
-        rpcs_push_reply(c);
+        if (!bench_opt.pipeline) {
+            rpcs_push_reply(c);
+            return 0;
+        }
+        while (c->b < c->a)
+            rpcs_push_reply(c);
+        rpc_request(c, "POST", "/api/v1/ephemeral/ack", c->w1.p, c->w1.len);
+        rpcs_start(c);
+        c->state = 1;
+        c->b = 0;
+        return 0;
+    }
+    if (bench_opt.pipeline) {
+        /* Answers of the pushes (state 1, b counts them), then the ack. */
+        if (c->state == 1 && ++c->b < c->a)
+            return 0;
+        c->state = c->state == 1 ? 2 : 0;
         return 0;
     }
     if (c->state == 1 && c->b < c->a) {
@@ -846,7 +876,8 @@ mayfly_rpc(int nreq, int nresp)
     snprintf(row.scenario, sizeof(row.scenario), "rpc");
     snprintf(row.system, sizeof(row.system), "mayfly");
     snprintf(row.variant, sizeof(row.variant),
-             "%d requesters, %d responders, inbox per request", nreq, nresp);
+             "%d requesters, %d responders, inbox per request%s", nreq, nresp,
+             bench_opt.pipeline ? ", pipelined" : "");
     for (int i = 0; i < nresp && ok; i++)
         ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_rpcs, &sc) !=
              NULL;

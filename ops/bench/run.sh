@@ -6,7 +6,8 @@
 # parked pops), runs build/bench/mayfly-bench, and stops what it started.
 # QUICK=1 for the short run; ONLY=rpc,wake (say) for some scenarios;
 # UPDATE=1 also puts the new table into BENCHMARKS.md (between its
-# bench:begin and bench:end markers). Logs of the servers: build/bench/run/*.log.
+# bench:begin and bench:end markers); PIPELINE=1 makes the rpc clients of
+# mayfly and Redis pipeline their steps (off by default). Logs of the servers: build/bench/run/*.log.
 # Exit status: the generator's (0 when it wrote its outputs).
 set -eu
 cd "$(dirname "$0")/../.."
@@ -18,6 +19,8 @@ quick=""
 case "${QUICK:-}" in "" | 0) ;; *) quick="--quick" ;; esac
 only=""
 [ -n "${ONLY:-}" ] && only="--only $ONLY"
+pipeline=""
+case "${PIPELINE:-}" in "" | 0) ;; *) pipeline="--pipeline" ;; esac
 
 rm -rf "$B/run"
 mkdir -p "$B/run/mayfly"
@@ -70,7 +73,7 @@ label="mayfly $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date 
 echo "run.sh: ok=$okp redis=$rp nats=$np mayfly=$mp (pid $mpid)" >&2
 rc=0
 # shellcheck disable=SC2086
-$BIN run $quick $only --label "$label" --mayfly "$mp" --mayfly-pid "$mpid" --redis "$rp" \
+$BIN run $quick $only $pipeline --label "$label" --mayfly "$mp" --mayfly-pid "$mpid" --redis "$rp" \
     --nats "$np" --ok "$okp" --json "$B/results.json" \
     --md "$B/results.md" || rc=$?
 if [ "$mpid" != 0 ] && ! kill -0 "$mpid" 2>/dev/null; then
