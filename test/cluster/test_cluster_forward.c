@@ -284,25 +284,15 @@ parked_at(int i)
     return itest_metric(&c.node[i], "mayfly_parked_pops", &v) == 0 ? v : -1;
 }
 
-Test(cluster_forward, a_long_poll_waits_at_the_owner)
+/* long_poll - GET path (a long poll) through node a, returned once a pop
+ * waits at node o (its forward has arrived), within 8 s. */
+static struct itest_multi *
+long_poll(int a, int o, const char *path)
 {
-    struct itest_resp *r;
-    struct itest_multi *m;
-    char p[16], path[200];
-    int a = 0, b = 1, o = 2;
-    int64_t deadline, t_push;
+    struct itest_multi *m = itest_multi_new();
+    int64_t deadline = itest_now_ms() + 8000;
 
-    cl_wait_view(&c, CL_ALL);
-    part_owned_by("fw-long", o, p, sizeof(p));
-    snprintf(path, sizeof(path),
-             "/api/v1/ephemeral/pop?queue=fw-long&partition=%s&wait=true"
-             "&timeout=10000",
-             p);
-    m = itest_multi_new();
     itest_multi_add(m, &c.node[a], "GET", path, NULL);
-
-    /* until the pop waits at the owner (its forward has arrived) */
-    deadline = itest_now_ms() + 8000;
     while (parked_at(o) < 1) {
         itest_multi_run(m, 50);
         cr_assert(!itest_multi_done(m, 0), "the pop was answered: %ld %s",
@@ -310,6 +300,24 @@ Test(cluster_forward, a_long_poll_waits_at_the_owner)
         cr_assert_lt(itest_now_ms(), deadline,
                      "the pop never parked at the owner (node %d)", o);
     }
+    return m;
+}
+
+Test(cluster_forward, a_long_poll_waits_at_the_owner)
+{
+    struct itest_resp *r;
+    struct itest_multi *m;
+    char p[16], path[200];
+    int a = 0, b = 1, o = 2;
+    int64_t t_push;
+
+    cl_wait_view(&c, CL_ALL);
+    part_owned_by("fw-long", o, p, sizeof(p));
+    snprintf(path, sizeof(path),
+             "/api/v1/ephemeral/pop?queue=fw-long&partition=%s&wait=true"
+             "&timeout=10000",
+             p);
+    m = long_poll(a, o, path);
 
     t_push = itest_now_ms();
     push_ok(b, "fw-long", p, "[\"wake\"]", NULL, 0);
@@ -363,16 +371,7 @@ Test(cluster_forward, a_hang_up_on_a_forwarded_long_poll_loses_nothing)
              "/api/v1/ephemeral/pop?queue=fw-hangup&partition=%s&wait=true"
              "&timeout=20000",
              p);
-    m = itest_multi_new();
-    itest_multi_add(m, &c.node[a], "GET", path, NULL);
-    deadline = itest_now_ms() + 8000;
-    while (parked_at(o) < 1) {
-        itest_multi_run(m, 50);
-        cr_assert(!itest_multi_done(m, 0), "the pop was answered: %ld %s",
-                  itest_multi_resp(m, 0)->status, itest_multi_resp(m, 0)->body);
-        cr_assert_lt(itest_now_ms(), deadline,
-                     "the pop never parked at the owner (node %d)", o);
-    }
+    m = long_poll(a, o, path);
     itest_multi_free(m); /* the client hangs up */
 
     deadline = itest_now_ms() + 10000;
@@ -769,7 +768,6 @@ Test(cluster_forward, a_pop_naming_no_partition_is_let_go_when_default_moves)
     struct itest_resp *r;
     char q[32];
     int o, a, z = 2;
-    int64_t deadline;
 
     /* a queue whose Default node 2 takes over from node 0 or 1 */
     for (int k = 0;; k++) {
@@ -787,15 +785,7 @@ Test(cluster_forward, a_pop_naming_no_partition_is_let_go_when_default_moves)
     char path[200];
     snprintf(path, sizeof(path),
              "/api/v1/ephemeral/pop?queue=%s&wait=true&timeout=30000", q);
-    m = itest_multi_new();
-    itest_multi_add(m, &c.node[a], "GET", path, NULL);
-    deadline = itest_now_ms() + 8000;
-    while (parked_at(o) < 1) {
-        itest_multi_run(m, 50);
-        cr_assert(!itest_multi_done(m, 0), "the pop was answered: %s",
-                  itest_multi_resp(m, 0)->body);
-        cr_assert_lt(itest_now_ms(), deadline, "the pop never parked");
-    }
+    m = long_poll(a, o, path);
 
     cl_start(&c, z, "member_ttl_ms=60000");
     itest_multi_run(m, 20000);
