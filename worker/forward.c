@@ -111,10 +111,19 @@ answered(void *arg, struct http_client_resp *r)
     if (r->err != 0) {
         shm_count(f->w->seg, f->w->set.slot, SHM_C_FORWARD_FAILED, 1);
         log_info(0, "forward to node %s failed: %s", f->owner, r->error);
-        http_reply_error(f->req, 503, "ephemeral_forward_failed",
-                         "the partition's owner, node '%s', did not answer "
-                         "(%s); retry",
-                         f->owner, r->error);
+        /* Refused: nothing reached the owner.  Otherwise the request may
+         * have been applied before the answer was lost: say so. */
+        if (r->err == -ECONNREFUSED)
+            http_reply_error(f->req, 503, "ephemeral_forward_failed",
+                             "the partition's owner, node '%s', could not be "
+                             "reached (%s); nothing was applied; retry",
+                             f->owner, r->error);
+        else
+            http_reply_error(f->req, 503, "ephemeral_forward_failed",
+                             "the partition's owner, node '%s', did not answer "
+                             "(%s); it may have applied the request before "
+                             "that, so a retried push can be stored twice",
+                             f->owner, r->error);
     } else {
         shm_count(f->w->seg, f->w->set.slot, SHM_C_FORWARD_OK, 1);
         if (r->retry_after_s > 0) {
