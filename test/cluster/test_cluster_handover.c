@@ -543,10 +543,12 @@ Test(cluster_handover, a_declared_bound_holds_on_the_new_owner)
     int64_t deadline;
 
     cl_wait_view(&c, CL_ALL);
-    cr_assert_eq(itest_post(&c.node[0], &r, "/api/v1/ephemeral/configure",
-                            "{\"queue\":\"%s\",\"options\":{\"maxLength\":5}}",
-                            queue),
-                 201, "%s", r.body);
+    /* a configure may time out while raft is slow (503): clients retry */
+    char body[128];
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"%s\",\"options\":{\"maxLength\":5}}", queue);
+    cr_assert_eq(retry(0, "POST", "/api/v1/ephemeral/configure", body, &r), 201,
+                 "%s", r.body);
     itest_resp_free(&r);
     deadline = itest_now_ms() + WAIT_MS;
     for (int i = 0; i < CL_NODES; i++) {
