@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <xxhash.h>
-
 #include "http/buf.h"
 #include "http/client.h"
 #include "http/names.h"
@@ -61,7 +59,7 @@ static struct {
     struct ship *ships; /* out, or waiting to be posted again */
     unsigned nships;
     struct want *wants, **wants_tail; /* FIFO: waiting for a free slot */
-    uint64_t members;    /* signature of the live members last seen */
+    uint64_t members;    /* shm_owners.sig of the live members last seen */
     uint64_t scan_at[3]; /* scans due (0: none) */
     int drain_started;
     uint64_t drain_deadline;
@@ -351,26 +349,6 @@ scan_one(void *arg, struct shm_name queue, struct shm_name part)
         want(queue, part, member, sc->drain);
 }
 
-/* count_one - shm_part_each() counts for us. */
-static void
-count_one(void *arg, struct shm_name queue, struct shm_name part)
-{
-    (void)arg;
-    (void)queue;
-    (void)part;
-}
-
-/* signature - of the owning members' ids, to notice a change. */
-static uint64_t
-signature(const struct shm_owners *o)
-{
-    uint64_t h = (uint64_t)o->n;
-
-    for (int i = 0; i < o->n; i++)
-        h = XXH3_64bits_withSeed(o->m[i].id, strlen(o->m[i].id), h);
-    return h;
-}
-
 void
 master_handover_tick(struct master *m, uint64_t now)
 {
@@ -381,8 +359,8 @@ master_handover_tick(struct master *m, uint64_t now)
     owners_now(m, &sc.o);
     if (sc.o.self < 0)
         return; /* starting or leaving: nothing here to compare */
-    if (signature(&sc.o) != ho.members) {
-        ho.members = signature(&sc.o);
+    if (sc.o.sig != ho.members) {
+        ho.members = sc.o.sig;
         ho.scan_at[0] = now;
         ho.scan_at[1] = now + RESCAN_MS;
         ho.scan_at[2] = now + RESCAN2_MS;
@@ -421,7 +399,7 @@ master_handover_drain(struct master *m, uint64_t now)
         if (sc.o.n > 0) {
             shm_part_each(&m->seg, scan_one, &sc);
         } else {
-            uint32_t held = shm_part_each(&m->seg, count_one, NULL);
+            uint32_t held = shm_part_each(&m->seg, NULL, NULL);
             if (held > 0)
                 log_warn(0,
                          "no live member to hand partitions over to: %u "

@@ -1166,7 +1166,8 @@ shm_part_each(struct shm_seg *seg,
         if (!atomic_load(&p->alive) || p->gen != gen || p->queue != qi ||
             q->gen != qgen || p->queue_gen != qgen)
             continue;
-        fn(arg, (struct shm_name){qn, qlen}, (struct shm_name){pn, plen});
+        if (fn != NULL)
+            fn(arg, (struct shm_name){qn, qlen}, (struct shm_name){pn, plen});
         listed++;
     }
     return listed;

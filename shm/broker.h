@@ -222,7 +222,8 @@ int shm_queue_list(struct shm_seg *seg, struct shm_name prefix, uint32_t limit,
  * shm_part_each - call fn(arg, queue, part) for every partition that holds
  * messages (pending or leased), in table order.  Names are read without
  * locks and checked against the record's generation afterwards; a record
- * freed or reused meanwhile is skipped.  For the master's hand-over scan.
+ * freed or reused meanwhile is skipped.  fn NULL: only count them.  For
+ * the master's hand-over scan.
  * Returns how many were listed.
  */
 uint32_t shm_part_each(struct shm_seg *seg,

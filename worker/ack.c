@@ -32,7 +32,6 @@ struct entry {
     struct shm_name part;
     uint32_t index; /* position in the request */
     int stale;      /* another incarnation's id */
-    uint64_t inc;   /* the incarnation it names */
 };
 
 static int
@@ -69,7 +68,7 @@ resolve(struct worker *w, struct http_request *req, const char *field,
                              "field '%s[%u].id' is not a message id", field, i);
             return -EINVAL;
         }
-        ents[i] = (struct entry){{part, plen}, i, inc != w->incarnation, inc};
+        ents[i] = (struct entry){{part, plen}, i, inc != w->incarnation};
         incs[i] = inc;
         acks[i].seq = seq;
     }

@@ -195,17 +195,15 @@ ack_route_fan(struct worker *w, struct http_request *req,
               struct ack_hold *hold)
 {
     struct fan *f = calloc(1, sizeof(*f));
-    const char *auth = http_request_header(req, "Authorization");
     char *authz = NULL;
     const char *headers[] = {FORWARD_HEADER ": 1",
                              "Content-Type: application/json", NULL};
     size_t len;
     const char *body = http_request_body(req, &len);
+    int rc = worker_auth_header(req, &authz);
 
-    if (auth != NULL && asprintf(&authz, "Authorization: %s", auth) < 0)
-        authz = NULL;
     headers[2] = authz; /* credentials go with the request */
-    if ((auth != NULL && authz == NULL) || f == NULL ||
+    if (rc != 0 || f == NULL ||
         (f->incs = malloc((n ? n : 1) * sizeof(*incs))) == NULL) {
         free(f);
         free(authz);

@@ -148,7 +148,6 @@ worker_forward_to(struct worker *w, struct http_request *req, const char *id,
                   const char *addr, unsigned wait_ms)
 {
     const char *own = own_addr(w);
-    const char *auth = http_request_header(req, "Authorization");
     const char *uri = http_request_uri(req);
     char *url = NULL, *authz = NULL;
     const char *headers[3] = {FORWARD_HEADER ": 1",
@@ -171,9 +170,7 @@ worker_forward_to(struct worker *w, struct http_request *req, const char *id,
 
     if (asprintf(&url, "http://%s%s", addr, uri) < 0)
         url = NULL;
-    if (auth != NULL && asprintf(&authz, "Authorization: %s", auth) < 0)
-        authz = NULL;
-    if (f == NULL || url == NULL || (auth != NULL && authz == NULL) ||
+    if (f == NULL || url == NULL || worker_auth_header(req, &authz) != 0 ||
         worker_addr_unusable(addr, own)) {
         free(f);
         free(url);
@@ -233,6 +230,19 @@ worker_route(struct worker *w, struct http_request *req, struct shm_name queue,
     }
     m = shm_owner_pick(&w->owners, queue, part);
     worker_forward_to(w, req, w->owners.m[m].id, w->owners.m[m].addr, wait_ms);
+    return 0;
+}
+
+int
+worker_auth_header(struct http_request *req, char **out)
+{
+    const char *auth = http_request_header(req, "Authorization");
+
+    *out = NULL;
+    if (auth != NULL && asprintf(out, "Authorization: %s", auth) < 0) {
+        *out = NULL;
+        return -ENOMEM;
+    }
     return 0;
 }
 

@@ -43,6 +43,11 @@ void worker_forward_to(struct worker *w, struct http_request *req,
                        const char *id, const char *addr, unsigned wait_ms);
 
 
+/* worker_auth_header - the "Authorization: ..." line that carries req's
+ * credentials on to another node (malloc'd, in *out; NULL when req has
+ * none).  0, or -ENOMEM. */
+int worker_auth_header(struct http_request *req, char **out);
+
 /*
  * worker_addr_unusable - addr cannot reach a peer: unknown, this node's own
  * (own: a default advertise on every host), or no host at all (0.0.0.0,

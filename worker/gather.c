@@ -70,7 +70,6 @@ ask(struct gather *g, const struct shm_member *mb, const char *own,
     struct gather_peer *p = &g->peer[g->npeers++];
     size_t cap = sizeof("http://") + strlen(mb->addr) + strlen(path_query);
     char *url = malloc(cap);
-    const char *auth = http_request_header(g->req, "Authorization");
     char *authz = NULL;
     const char *headers[] = {FORWARD_HEADER ": 1",
                              "Content-Type: application/json", NULL};
@@ -87,7 +86,7 @@ ask(struct gather *g, const struct shm_member *mb, const char *own,
         r.nheaders = 2;
         r.body = http_request_body(g->req, &r.body_len);
         /* the request's credentials go with it */
-        if (auth != NULL && asprintf(&authz, "Authorization: %s", auth) >= 0)
+        if (worker_auth_header(g->req, &authz) == 0 && authz != NULL)
             headers[r.nheaders++] = authz;
     }
     p->g = g;
