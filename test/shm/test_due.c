@@ -26,33 +26,18 @@
 #include "shm/ring.h"
 #include "shm/segment.h"
 #include "shm/stats.h"
+#include "test/shm/fixture.h"
 
 #define T0 1000000ULL /* a "now" far from zero */
 
 static struct shm_seg seg;
 static unsigned char sinkbuf[1 << 16];
 
-static struct shm_name
-nm(const char *s)
-{
-    return (struct shm_name){s, strlen(s)};
-}
-
 static void
 setup(void)
 {
-    struct shm_params p = {
-        .max_bytes = 64 << 20,
-        .workers = 2,
-        .implicit_idle_s = 300,
-        .incarnation = 5,
-        .defaults = {.max_length = 10000,
-                     .max_bytes = 16 << 20,
-                     .lease_s = 30,
-                     .retry_limit = 5},
-        .queue_max_bytes = 16 << 20,
-        .queue_max_length = 10000,
-    };
+    struct shm_params p = fixture_params(64 << 20, 2, 5);
+
     cr_assert_eq(shm_segment_create(&p, &seg), 0);
 }
 

@@ -23,6 +23,7 @@
 #include "shm/handover.h"
 #include "shm/segment.h"
 #include "shm/stats.h"
+#include "test/shm/fixture.h"
 
 #define T0 1000000ULL       /* a "now" far from zero */
 #define M  SHM_STATS_MASTER /* the master's slot: who calls take/adopt */
@@ -34,28 +35,12 @@ static struct shm_sink sink;
 static unsigned char recbuf[1 << 20];
 static struct shm_ho_sink ho;
 
-static struct shm_name
-nm(const char *s)
-{
-    return (struct shm_name){s, strlen(s)};
-}
-
 /* A segment with max_bytes and the usual defaults. */
 static void
 mkseg(struct shm_seg *s, uint64_t max_bytes)
 {
-    struct shm_params p = {
-        .max_bytes = max_bytes,
-        .workers = 4,
-        .implicit_idle_s = 300,
-        .incarnation = 77,
-        .defaults = {.max_length = 10000,
-                     .max_bytes = 16 << 20,
-                     .lease_s = 30,
-                     .retry_limit = 5},
-        .queue_max_bytes = 16 << 20,
-        .queue_max_length = 10000,
-    };
+    struct shm_params p = fixture_params(max_bytes, 4, 77);
+
     cr_assert_eq(shm_segment_create(&p, s), 0);
 }
 

@@ -23,6 +23,7 @@
 #include "shm/broker.h"
 #include "shm/segment.h"
 #include "shm/stats.h"
+#include "test/shm/fixture.h"
 
 #define LOG_MAX (1 << 20)
 #define GROUPS  3
@@ -44,27 +45,11 @@ static int known_groups = 1; /* made before the first push: see everything */
 static struct shm_seg seg;
 static struct log *lg;
 
-static struct shm_name
-nm(const char *s)
-{
-    return (struct shm_name){s, strlen(s)};
-}
-
 static void
 setup(void)
 {
-    struct shm_params p = {
-        .max_bytes = 8 << 20,
-        .workers = 4,
-        .implicit_idle_s = 300,
-        .incarnation = 1,
-        .defaults = {.max_length = 10000,
-                     .max_bytes = 16 << 20,
-                     .lease_s = 30,
-                     .retry_limit = 5},
-        .queue_max_bytes = 16 << 20,
-        .queue_max_length = 10000,
-    };
+    struct shm_params p = fixture_params(8 << 20, 4, 1);
+
     cr_assert_eq(shm_segment_create(&p, &seg), 0);
     lg = mmap(NULL, sizeof(*lg), PROT_READ | PROT_WRITE,
               MAP_SHARED | MAP_ANONYMOUS, -1, 0);

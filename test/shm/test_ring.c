@@ -21,6 +21,7 @@
 #include "shm/segment.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
+#include "test/shm/fixture.h"
 
 #define T0 1000000ULL
 
@@ -28,27 +29,13 @@ static struct shm_seg seg;
 static unsigned char sinkbuf[1 << 16];
 static struct shm_sink sink;
 
-static struct shm_name
-nm(const char *s)
-{
-    return (struct shm_name){s, strlen(s)};
-}
-
 static void
 setup(void)
 {
-    struct shm_params p = {
-        .max_bytes = 1 << 20,
-        .workers = 4,
-        .implicit_idle_s = 300,
-        .incarnation = 1,
-        .defaults = {.max_length = 10000,
-                     .max_bytes = 1 << 20,
-                     .lease_s = 30,
-                     .retry_limit = 5},
-        .queue_max_bytes = 1 << 20,
-        .queue_max_length = 10000,
-    };
+    struct shm_params p = fixture_params(1 << 20, 4, 1);
+
+    p.defaults.max_bytes = 1 << 20;
+    p.queue_max_bytes = 1 << 20;
     cr_assert_eq(shm_segment_create(&p, &seg), 0);
 }
 

@@ -15,24 +15,7 @@
 #include "shm/layout.h"
 #include "shm/region.h"
 #include "shm/segment.h"
-
-static struct shm_params
-seg_params(uint64_t max_bytes)
-{
-    struct shm_params p = {
-        .max_bytes = max_bytes,
-        .workers = 4,
-        .implicit_idle_s = 300,
-        .incarnation = 77,
-        .defaults = {.max_length = 10000,
-                     .max_bytes = 16 << 20,
-                     .lease_s = 30,
-                     .retry_limit = 5},
-        .queue_max_bytes = 16 << 20,
-        .queue_max_length = 10000,
-    };
-    return p;
-}
+#include "test/shm/fixture.h"
 
 /* rss_kib - this process's resident set (VmRSS), KiB. */
 static long
@@ -52,7 +35,7 @@ rss_kib(void)
 
 Test(shm_segment, create_writes_header_and_params)
 {
-    struct shm_params p = seg_params(1 << 20);
+    struct shm_params p = fixture_params(1 << 20, 4, 77);
     struct shm_seg seg;
 
     cr_assert_eq(shm_segment_create(&p, &seg), 0);
@@ -69,7 +52,7 @@ Test(shm_segment, create_writes_header_and_params)
 
 Test(shm_segment, regions_are_aligned_and_disjoint)
 {
-    struct shm_params p = seg_params(8 << 20);
+    struct shm_params p = fixture_params(8 << 20, 4, 77);
     struct shm_seg seg;
 
     cr_assert_eq(shm_segment_create(&p, &seg), 0);
@@ -97,19 +80,19 @@ Test(shm_segment, regions_are_aligned_and_disjoint)
 Test(shm_segment, unusable_params_are_einval)
 {
     struct shm_seg seg;
-    struct shm_params p = seg_params(1 << 20);
+    struct shm_params p = fixture_params(1 << 20, 4, 77);
 
     p.workers = 0;
     cr_assert_eq(shm_segment_create(&p, &seg), -EINVAL);
     p.workers = SHM_MAX_WORKERS;
     cr_assert_eq(shm_segment_create(&p, &seg), -EINVAL);
-    p = seg_params(32);
+    p = fixture_params(32, 4, 77);
     cr_assert_eq(shm_segment_create(&p, &seg), -EINVAL);
 }
 
 Test(shm_segment, new_defaults_are_seen_by_a_child)
 {
-    struct shm_params p = seg_params(1 << 20);
+    struct shm_params p = fixture_params(1 << 20, 4, 77);
     struct shm_seg seg;
 
     cr_assert_eq(shm_segment_create(&p, &seg), 0);
@@ -149,7 +132,7 @@ Test(shm_segment, new_defaults_are_seen_by_a_child)
 
 Test(shm_segment, large_segment_costs_only_what_is_touched)
 {
-    struct shm_params p = seg_params(4ULL << 30);
+    struct shm_params p = fixture_params(4ULL << 30, 4, 77);
     struct shm_seg seg;
 
     long before = rss_kib();
