@@ -95,6 +95,19 @@ static const char esc[256] = {
 
 static const char hex_digits[16] = "0123456789abcdef";
 
+/* http_hex_value - see buf.h. */
+int
+http_hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 /* The two-digit pairs "00" to "99", for formatting two digits per step. */
 static const char pairs[200] = "00010203040506070809"
                                "10111213141516171819"

@@ -87,6 +87,9 @@ http_buf_commit(struct http_buf *b, char *end)
 /* http_put_u64 - write v in decimal at o; returns the end.  Cannot fail. */
 char *http_put_u64(char *o, uint64_t v);
 
+/* http_hex_value - the value of hex digit c (either case), or -1. */
+int http_hex_value(char c);
+
 /* http_put_hex16 - write v as 16 lower-case hex digits at o; returns the
  * end.  Cannot fail. */
 char *http_put_hex16(char *o, uint64_t v);

@@ -74,19 +74,6 @@ http_id_format_json(struct http_buf *b, uint64_t incarnation, const char *part,
     return 0;
 }
 
-/* hex_val - value of a hex digit, or -1. */
-static int
-hex_val(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* http_id_parse - incarnation from the front, sequence from the back; what
  * is left between the two ':' is the partition. */
 int
@@ -99,7 +86,7 @@ http_id_parse(const char *id, size_t len, uint64_t *incarnation,
 
     if (len < 2 || id[0] != 'e' || id[1] != ':')
         return -EINVAL;
-    for (i = 2; i < len && (v = hex_val(id[i])) >= 0; i++) {
+    for (i = 2; i < len && (v = http_hex_value(id[i])) >= 0; i++) {
         if (i - 2 == 16)
             return -EINVAL;
         inc = inc << 4 | (uint64_t)v;

@@ -12,20 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http/buf.h"
 #include "http/errors.h"
-
-/* hex_digit - value of a hex digit, or -1. */
-static int
-hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* http_pct_decode - %XX escapes (and '+' in queries); writes never run
  * ahead of reads, so dst may be src. */
@@ -40,8 +28,8 @@ http_pct_decode(char *dst, const char *src, size_t n, int plus_space)
 
             if (n - i < 3)
                 return -EINVAL;
-            hi = hex_digit(src[i + 1]);
-            lo = hex_digit(src[i + 2]);
+            hi = http_hex_value(src[i + 1]);
+            lo = http_hex_value(src[i + 2]);
             if (hi < 0 || lo < 0)
                 return -EINVAL;
             dst[o++] = (char)(hi << 4 | lo);
