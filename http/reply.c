@@ -16,6 +16,7 @@
 
 #include "http/buf.h"
 #include "http/errors.h"
+#include "http/names.h"
 #include "http/request-t.h"
 #include "shm/log.h"
 
@@ -135,4 +136,18 @@ http_reply_errno(struct http_request *req, int neg_errno, const char *what)
     if (err.status == 500)
         log_error(-neg_errno, "%s: answering 500", what ? what : "request");
     http_reply_http_error(req, &err);
+}
+
+/* http_reply_name_ok - see reply.h. */
+int
+http_reply_name_ok(struct http_request *req, const char *field, const char *p,
+                   size_t len)
+{
+    if (http_name_valid(p, len))
+        return 1;
+    http_reply_error(req, 400, "invalid_name",
+                     "field '%s' must be 1-512 bytes of UTF-8 without control "
+                     "characters",
+                     field);
+    return 0;
 }

@@ -9,6 +9,8 @@
 #ifndef MAYFLY_HTTP_REPLY_H
 #define MAYFLY_HTTP_REPLY_H
 
+#include <stddef.h>
+
 struct http_request;
 struct http_buf;
 struct http_error;
@@ -30,6 +32,11 @@ void http_reply_text(struct http_request *req, unsigned status,
  * the reply; "Retry-After" replaces the default one. */
 void http_reply_header(struct http_request *req, const char *name,
                        const char *value);
+
+/* http_reply_name_ok - 1 if p[0..len) is a valid name (http/names.h);
+ * else answers 400 invalid_name naming field and returns 0. */
+int http_reply_name_ok(struct http_request *req, const char *field,
+                       const char *p, size_t len);
 
 /*
  * http_reply_error - answer {"error": sentence, "code": code} with status;

@@ -23,7 +23,6 @@
 #include "http/buf.h"
 #include "http/client.h"
 #include "http/errors.h"
-#include "http/names.h"
 #include "http/parse.h"
 #include "http/reply.h"
 #include "http/request.h"
@@ -319,11 +318,8 @@ master_configure(struct master *m, struct http_request *req)
         http_reply_http_error(req, &err);
         return;
     }
-    if (!http_name_valid(in.queue.ptr, in.queue.len))
-        http_reply_error(req, 400, "invalid_name",
-                         "field 'queue' must be 1-512 bytes of UTF-8 without "
-                         "control characters");
-    else if (effective(m, req, &in, &cmd.opts) == 0) {
+    if (http_reply_name_ok(req, "queue", in.queue.ptr, in.queue.len) &&
+        effective(m, req, &in, &cmd.opts) == 0) {
         cmd.name = in.queue.ptr;
         cmd.len = in.queue.len;
         start(m, req, &cmd);
@@ -343,11 +339,7 @@ master_undeclare(struct master *m, struct http_request *req)
         http_reply_http_error(req, &err);
         return;
     }
-    if (!http_name_valid(in.queue.ptr, in.queue.len))
-        http_reply_error(req, 400, "invalid_name",
-                         "field 'queue' must be 1-512 bytes of UTF-8 without "
-                         "control characters");
-    else
+    if (http_reply_name_ok(req, "queue", in.queue.ptr, in.queue.len))
         start(m, req,
               &(struct decl_cmd){DECL_DELETE, in.queue.ptr, in.queue.len, {0}});
     http_reset_free(&in);

@@ -212,9 +212,9 @@ settle(struct worker *w, struct http_request *req, struct http_str q,
     /* Memory first: nothing may be applied unless all of it can be. */
     if (ents == NULL || run == NULL || incs == NULL) {
         http_reply_errno(req, -ENOMEM, field);
-    } else if (worker_name_ok(req, "queue", q.ptr, q.len) &&
+    } else if (http_reply_name_ok(req, "queue", q.ptr, q.len) &&
                (group == NULL ||
-                worker_name_ok(req, "group", group->ptr, group->len)) &&
+                http_reply_name_ok(req, "group", group->ptr, group->len)) &&
                resolve(w, req, field, ids, stride, n, ents, acks, incs) == 0) {
         struct ack_routes rt;
         int where = ack_route_plan(w, req, incs, n, &rt);

@@ -122,7 +122,7 @@ worker_reset(struct worker *w, struct http_request *req)
         http_reply_http_error(req, &err);
         return;
     }
-    if (worker_name_ok(req, "queue", r.queue.ptr, r.queue.len)) {
+    if (http_reply_name_ok(req, "queue", r.queue.ptr, r.queue.len)) {
         int64_t n = shm_queue_reset(w->seg, w->set.slot,
                                     (struct shm_name){r.queue.ptr, r.queue.len},
                                     shm_now_ms());

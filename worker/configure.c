@@ -104,7 +104,7 @@ worker_delete(struct worker *w, struct http_request *req)
     size_t len;
     const char *q = http_request_param(req, &len);
 
-    if (!worker_name_ok(req, "queue", q, len))
+    if (!http_reply_name_ok(req, "queue", q, len))
         return;
     if (shm_catalog_lookup(w->seg->catalog, q, len, &o) == 1) {
         /* Every node drops its contents when the deletion applies. */

@@ -196,8 +196,8 @@ worker_depth(struct worker *w, struct http_request *req)
     struct shm_name g = {group, glen}, queue = {name, len};
     int cluster;
 
-    if (!worker_name_ok(req, "queue", name, len) ||
-        (group && glen && !worker_name_ok(req, "group", group, glen)) ||
+    if (!http_reply_name_ok(req, "queue", name, len) ||
+        (group && glen && !http_reply_name_ok(req, "group", group, glen)) ||
         (cluster = gather_scope(req)) < 0)
         return;
     if (cluster) {

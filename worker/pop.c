@@ -429,9 +429,9 @@ parse(struct worker *w, struct http_request *req, struct pop_call *c, int *wait,
                          "query parameter 'queue' is required");
         return -EINVAL;
     }
-    if (!worker_name_ok(req, "queue", qn, ql) ||
-        (pn && !worker_name_ok(req, "partition", pn, pl)) ||
-        (gn && !worker_name_ok(req, "group", gn, gl)))
+    if (!http_reply_name_ok(req, "queue", qn, ql) ||
+        (pn && !http_reply_name_ok(req, "partition", pn, pl)) ||
+        (gn && !http_reply_name_ok(req, "group", gn, gl)))
         return -EINVAL;
     if (http_query_u32(q, "batch", 1, 1, 10000, &r->batch, &err) ||
         http_query_bool(q, "wait", 0, wait, &err) ||

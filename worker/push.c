@@ -93,8 +93,8 @@ worker_push(struct worker *w, struct http_request *req)
     struct shm_name part = {default_partition, sizeof(default_partition) - 1};
     if (p.has_partition)
         part = (struct shm_name){p.partition.ptr, p.partition.len};
-    if (!worker_name_ok(req, "queue", queue.ptr, queue.len) ||
-        !worker_name_ok(req, "partition", part.ptr, part.len) ||
+    if (!http_reply_name_ok(req, "queue", queue.ptr, queue.len) ||
+        !http_reply_name_ok(req, "partition", part.ptr, part.len) ||
         !worker_route(w, req, queue, part, 0))
         goto out;
     if (scratch(w, p.n) != 0) {

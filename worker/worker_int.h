@@ -107,9 +107,4 @@ enum gather_share worker_applied_classify(struct gather *g,
                                           const char *node);
 void worker_delete_finish(struct gather *g);
 
-/* worker_name_ok - validate a name; else answer 400 invalid_name naming
- * field and return 0. */
-int worker_name_ok(struct http_request *req, const char *field, const char *p,
-                   size_t len);
-
 #endif
