@@ -27,6 +27,9 @@ struct http_error;
 /* Most entries one push, ack or extend may carry (SPEC §2). */
 #define HTTP_BATCH_MAX 10000
 
+/* The longest lease a queue may declare (leaseSeconds) or an extend ask. */
+#define HTTP_LEASE_MAX_S 86400
+
 /* A byte string: unescaped text, or a span of JSON text in the body. */
 struct http_str {
     const char *ptr;

@@ -46,8 +46,8 @@ extend_entry(struct json_object *o, size_t i, struct http_pool *pool,
                        "field '%s' is required", field);
         return -EINVAL;
     }
-    if ((rc = http_jsonc_uint(v, field, UINT32_MAX, "ephemeral_bad_request", &x,
-                              err)))
+    if ((rc = http_jsonc_uint(v, field, HTTP_LEASE_MAX_S,
+                              "ephemeral_bad_request", &x, err)))
         return rc;
     e->seconds = (uint32_t)x;
     return 0;

@@ -144,8 +144,8 @@ http_query_get(const struct http_query *q, const char *key, size_t *len)
     return NULL;
 }
 
-/* http_query_u32 - decimal digits only; values past max (however many
- * digits) clamp to max. */
+/* http_query_u32 - a decimal integer, clamped to [min, max] (a negative
+ * one, or one past max however many digits, is still a number: it clamps). */
 int
 http_query_u32(const struct http_query *q, const char *key, uint32_t def,
                uint32_t min, uint32_t max, uint32_t *out,
@@ -154,26 +154,30 @@ http_query_u32(const struct http_query *q, const char *key, uint32_t def,
     size_t n, i;
     const char *v = http_query_get(q, key, &n);
     uint64_t x = 0;
+    int neg;
 
     if (v == NULL) {
         *out = def;
         return 0;
     }
-    for (i = 0; i < n; i++) {
+    neg = n > 0 && v[0] == '-';
+    for (i = (size_t)neg; i < n; i++) {
         if (v[i] < '0' || v[i] > '9')
             goto bad;
         if (x <= (UINT64_MAX - 9) / 10)
             x = x * 10 + (uint64_t)(v[i] - '0');
         else
-            x = UINT64_MAX; /* huge is still a number: it clamps */
+            x = UINT64_MAX;
     }
-    if (n == 0)
+    if (n == (size_t)neg)
         goto bad;
+    if (neg)
+        x = 0;
     *out = x < min ? min : x > max ? max : (uint32_t)x;
     return 0;
 bad:
     http_error_set(err, 400, "ephemeral_bad_request",
-                   "query parameter '%s' must be a non-negative integer", key);
+                   "query parameter '%s' must be an integer", key);
     return -EINVAL;
 }
 

@@ -240,7 +240,8 @@ effective(struct master *m, struct http_request *req,
         {HTTP_OPT_WINDOW_BUFFER, "windowBuffer.count", in->window_count, 0,
          10000},
         {HTTP_OPT_TTL_SECONDS, "ttlSeconds", in->ttl_seconds, 0, UINT32_MAX},
-        {HTTP_OPT_LEASE_SECONDS, "leaseSeconds", in->lease_seconds, 1, 86400},
+        {HTTP_OPT_LEASE_SECONDS, "leaseSeconds", in->lease_seconds, 1,
+         HTTP_LEASE_MAX_S},
         {HTTP_OPT_RETRY_LIMIT, "retryLimit", in->retry_limit, 1, 1000000},
     };
 

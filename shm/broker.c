@@ -316,6 +316,37 @@ registry_add(struct shm_seg *seg, int w, struct shm_queue *q,
     return 0;
 }
 
+/* Group name's entry in q's registry, made if missing (queue lock held). */
+static int
+registry_ensure(struct shm_seg *seg, int w, struct shm_queue *q,
+                struct shm_name name, uint64_t h, enum shm_from from,
+                uint64_t now, uint32_t *e)
+{
+    *e = registry_find(seg, q, name, h);
+    return *e != 0 ? 0 : registry_add(seg, w, q, name, h, from, now, e);
+}
+
+/* Make sure group name is known to queue qr and counts as active: a pop
+ * that found no partition to read registers its group all the same, so the
+ * messages pushed next wait for it (and from=new starts at them). */
+static int
+group_register(struct shm_seg *seg, int w, struct shm_ref qr,
+               struct shm_name name, uint64_t h, enum shm_from from,
+               uint64_t now)
+{
+    struct shm_queue *q = shm_dir_queue(seg, qr.idx);
+    uint32_t e;
+    int rc;
+
+    if ((rc = queue_lock(seg, w, qr)) != 0)
+        return rc;
+    /* queue lock: the registry. */
+    if ((rc = registry_ensure(seg, w, q, name, h, from, now, &e)) == 0)
+        atomic_store_explicit(&shm_ring_grp(seg, e)->last_active, now, RELAXED);
+    shm_unlock(&q->lock);
+    return rc;
+}
+
 /* Make sure group name exists in queue qr and has a state in partition pr
  * (queue lock, then the partition lock). */
 static int
@@ -330,8 +361,7 @@ group_ensure(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
     /* queue lock: the registry; inside it one partition lock. */
     if ((rc = queue_lock(seg, w, qr)) != 0)
         return rc;
-    e = registry_find(seg, q, name, h);
-    if (e == 0 && (rc = registry_add(seg, w, q, name, h, from, now, &e)) != 0)
+    if ((rc = registry_ensure(seg, w, q, name, h, from, now, &e)) != 0)
         goto out;
     if ((rc = part_lock(seg, w, pr)) != 0)
         goto out;
@@ -416,12 +446,15 @@ queue_ttl(struct shm_seg *seg, int w, struct shm_ref qr, uint64_t now)
     return k;
 }
 
-/* Evict oldest messages of c->p until dropping len messages and bytes is
- * done (or it is empty); decrements both. */
+/* Evict oldest messages of c->p, none enqueued after upto_ms, until
+ * dropping len messages and bytes is done (or none is left to evict);
+ * decrements both. */
 static void
-evict_locked(struct shm_ring_ctx *c, uint64_t *len, uint64_t *bytes)
+evict_locked(struct shm_ring_ctx *c, uint64_t upto_ms, uint64_t *len,
+             uint64_t *bytes)
 {
-    while ((*len > 0 || *bytes > 0) && c->p->head != 0) {
+    while ((*len > 0 || *bytes > 0) && c->p->head != 0 &&
+           shm_ring_msg(c->seg, c->p->head)->enq_ms <= upto_ms) {
         uint64_t before = atomic_load_explicit(&c->p->cost, RELAXED);
         shm_ring_drop_locked(c, 1, SHM_DROP_EVICT);
         uint64_t freed = before - atomic_load_explicit(&c->p->cost, RELAXED);
@@ -430,7 +463,10 @@ evict_locked(struct shm_ring_ctx *c, uint64_t *len, uint64_t *bytes)
     }
 }
 
-/* dropOldest across the other partitions of qr (one lock at a time). */
+/* dropOldest across the other partitions of qr: the queue's oldest
+ * messages first.  Each round locks the partition whose head is the oldest
+ * (racy oldest_ms, exact under its lock) and evicts down to the next
+ * partition's oldest; one lock at a time. */
 static void
 evict_others(struct shm_seg *seg, int w, struct shm_ref qr, uint32_t except,
              uint64_t len, uint64_t bytes, uint64_t now)
@@ -438,13 +474,32 @@ evict_others(struct shm_seg *seg, int w, struct shm_ref qr, uint32_t except,
     struct shm_ref stack[BROKER_STACK], *parts;
     uint32_t n = queue_parts(seg, qr, stack, &parts);
 
-    for (uint32_t i = 0; i < n && (len > 0 || bytes > 0); i++) {
-        if (parts[i].idx == except || part_lock(seg, w, parts[i]) != 0)
-            continue;
-        struct shm_ring_ctx c = {seg, w, shm_dir_part(seg, parts[i].idx),
+    while (len > 0 || bytes > 0) {
+        uint64_t best_ms = UINT64_MAX, next_ms = UINT64_MAX;
+        uint32_t best = n;
+        for (uint32_t i = 0; i < n; i++) {
+            struct shm_part *p = shm_dir_part(seg, parts[i].idx);
+            uint64_t ms = atomic_load_explicit(&p->oldest_ms, RELAXED);
+            if (parts[i].idx == except ||
+                atomic_load_explicit(&p->count, RELAXED) == 0)
+                continue;
+            if (ms < best_ms) {
+                next_ms = best_ms;
+                best_ms = ms;
+                best = i;
+            } else if (ms < next_ms) {
+                next_ms = ms;
+            }
+        }
+        if (best == n || part_lock(seg, w, parts[best]) != 0)
+            break;
+        struct shm_ring_ctx c = {seg, w, shm_dir_part(seg, parts[best].idx),
                                  shm_dir_queue(seg, qr.idx), now};
-        evict_locked(&c, &len, &bytes);
+        uint64_t before = len + bytes;
+        evict_locked(&c, next_ms, &len, &bytes);
         shm_ring_unlock(c.p);
+        if (len + bytes == before)
+            break; /* the racy pick moved on: push_link checks again */
     }
     if (parts != stack)
         free(parts);
@@ -485,7 +540,7 @@ push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
         shm_ring_ttl_locked(&c, o.ttl_s);
         push_over(seg, qr, &o, n, cost, &olen, &obytes);
         if ((olen > 0 || obytes > 0) && o.policy == SHM_POLICY_DROP_OLDEST)
-            evict_locked(&c, &olen, &obytes);
+            evict_locked(&c, UINT64_MAX, &olen, &obytes);
         if (olen > 0 || obytes > 0) {
             shm_ring_unlock(c.p);
             if (o.policy != SHM_POLICY_DROP_OLDEST)
@@ -518,10 +573,15 @@ shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
     *first_seq = 0;
     if (n == 0)
         return 0;
-    if ((rc = shm_dir_find_queue(seg, worker, queue, 1, now, &qr)) != 0)
+    /* A push that fails changes nothing: the queue is made only once the
+     * messages are allocated; until then a missing one has the defaults. */
+    struct shm_qopts o = shm_params_of(seg)->defaults;
+    rc = shm_dir_find_queue(seg, worker, queue, 0, now, &qr);
+    if (rc == 0)
+        o = shm_dir_queue(seg, qr.idx)->opts;
+    else if (rc != -ENOENT)
         return rc;
-    struct shm_queue *q = shm_dir_queue(seg, qr.idx);
-    struct shm_qopts o = q->opts;
+    int found = rc == 0;
     for (uint32_t i = 0; i < n; i++) {
         uint64_t c = shm_ring_msg_cost(msgs[i].len);
         if (c > o.max_bytes) {
@@ -537,7 +597,7 @@ shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
     rc = push_room(seg, cost)
              ? push_alloc(seg, worker, msgs, n, now, &first, &last)
              : -ENOBUFS;
-    if (rc == -ENOBUFS && queue_ttl(seg, worker, qr, now) > 0)
+    if (rc == -ENOBUFS && found && queue_ttl(seg, worker, qr, now) > 0)
         rc = push_room(seg, cost)
                  ? push_alloc(seg, worker, msgs, n, now, &first, &last)
                  : -ENOBUFS;
@@ -546,13 +606,15 @@ shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
     if (rc != 0)
         return rc;
     for (int t = 0; t < BROKER_TRIES; t++) {
+        /* Made now if missing, or again if collected meanwhile. */
+        if (!found &&
+            (rc = shm_dir_find_queue(seg, worker, queue, 1, now, &qr)) != 0)
+            break;
         rc = push_link(seg, worker, qr, part, first, last, n, cost, now,
                        first_seq);
         if (rc != -ESTALE)
             break;
-        /* The queue was collected meanwhile: make it again. */
-        if ((rc = shm_dir_find_queue(seg, worker, queue, 1, now, &qr)) != 0)
-            break;
+        found = 0;
     }
     if (rc != 0) {
         chains_free(seg, worker, first);
@@ -618,7 +680,7 @@ pop_any(struct shm_seg *seg, int w, struct shm_ref qr,
     struct shm_queue *q = shm_dir_queue(seg, qr.idx);
     struct shm_ref stack[BROKER_STACK], *parts;
     uint32_t taken = 0;
-    int rc = 0;
+    int rc = 0, checked = 0;
 
     /* The bit goes up before the scan, so a push to a partition already
      * scanned still finds it: no lost wake-up.  It is per worker, not per
@@ -629,6 +691,10 @@ pop_any(struct shm_seg *seg, int w, struct shm_ref qr,
         had = atomic_fetch_or(&q->waiters, 1ULL << w) & (1ULL << w);
     uint32_t n = queue_parts(seg, qr, stack, &parts);
     uint32_t start = n ? atomic_fetch_add(&q->rr, 1) % n : 0;
+    if (n == 0) {
+        rc = group_register(seg, w, qr, req->group, h, req->from, now);
+        checked = rc == 0; /* under the queue lock, after the bit went up */
+    }
     for (uint32_t i = 0; i < n && taken < req->batch; i++) {
         struct shm_ref pr = parts[(start + i) % n];
         int r =
@@ -646,7 +712,7 @@ pop_any(struct shm_seg *seg, int w, struct shm_ref qr,
         free(parts);
     /* About to park: under the queue lock, the record must still be this
      * queue (see queue_free_locked); else the pop starts over. */
-    if (req->park && taken == 0 && rc == 0) {
+    if (req->park && taken == 0 && rc == 0 && !checked) {
         if (queue_lock(seg, w, qr) == 0)
             shm_unlock(&q->lock);
         else
@@ -844,6 +910,9 @@ shm_queue_reset(struct shm_seg *seg, int worker, struct shm_name queue,
     }
     if (parts != stack)
         free(parts);
+    /* Dropped by a client's call, as a DELETE drops them. */
+    if (k > 0)
+        shm_count(seg, worker, SHM_C_DROP_DELETED, (uint64_t)k);
     return k;
 }
 

@@ -98,7 +98,9 @@ enum { SHM_DROPS_BOUNDS, SHM_DROPS_TTL, SHM_DROPS_RETRY };
  *   104     8  cost         push/drop            lock, read racy
  *   112     8  waiters      parking pops         lock to set, atomic
  *   120     8  last_active  push/pop             lock
- *   128     8  leased       pop/ack              lock, read racy
+ *   128     8  leased       pop/ack              lock, read racy (live
+ *                                                  leases: not those
+ *                                                  awaiting redelivery)
  *   136     8  due          pop/maintain         lock: earliest deadline
  *   144     8  oldest_ms    push/drop            lock, read racy
  *   152     4  next_free    freer                dir lock

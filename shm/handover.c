@@ -465,7 +465,6 @@ adopt_lease_locked(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t l,
     shm_ring_msg(c->seg, ref)->read = 1;
     shm_ring_lease_append_locked(c, s, l, ref, c->now, attempts,
                                  SHM_LEASE_READY_SAME);
-    s->nready++;
 }
 
 /* Put state gs where group entry g says: its redeliveries (lease cells

@@ -201,6 +201,23 @@ ring_free(struct shm_ring_ctx *c, uint32_t ref)
     c->p->intent = 0;
 }
 
+/* A lease of s waits for redelivery (expired, failed, released): it no
+ * longer counts as leased in the partition's gauge. */
+static void
+ring_ready_mark(struct shm_ring_ctx *c, struct shm_gs *s)
+{
+    s->nready++;
+    STORE(c->p->leased, LOAD(c->p->leased) - 1);
+}
+
+/* A ready lease of s went out again: leased once more. */
+static void
+ring_ready_unmark(struct shm_ring_ctx *c, struct shm_gs *s)
+{
+    s->nready--;
+    STORE(c->p->leased, LOAD(c->p->leased) + 1);
+}
+
 /* Unlink lease l (after prev, 0 if first) from group state s and free it. */
 static void
 ring_lease_remove(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t prev,
@@ -218,7 +235,8 @@ ring_lease_remove(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t prev,
     s->nleases--;
     if (L->state != SHM_LEASE_LEASED)
         s->nready--;
-    STORE(c->p->leased, LOAD(c->p->leased) - 1);
+    else
+        STORE(c->p->leased, LOAD(c->p->leased) - 1);
     ring_free(c, l);
 }
 
@@ -325,7 +343,7 @@ ring_take_again(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t batch,
                 continue;
             }
             L->state = SHM_LEASE_READY_INC;
-            s->nready++;
+            ring_ready_mark(c, s);
             shm_count(c->seg, c->w, SHM_C_REDELIVERY_LEASE_EXPIRED, 1);
         }
         if (!ring_fits(c, k, shm_ring_msg(c->seg, L->msg)))
@@ -341,7 +359,7 @@ ring_take_again(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t batch,
             L->deadline = c->now + lease_ms;
             due = L->deadline < due ? L->deadline : due;
             L->state = SHM_LEASE_LEASED;
-            s->nready--;
+            ring_ready_unmark(c, s);
             ring_due(c->p, s, L->deadline);
             prev = l;
         }
@@ -372,7 +390,10 @@ shm_ring_lease_append_locked(struct shm_ring_ctx *c, struct shm_gs *s,
     s->ltail = l;
     shm_arena_link(c->seg, l);
     s->nleases++;
-    STORE(c->p->leased, LOAD(c->p->leased) + 1);
+    if (state == SHM_LEASE_LEASED)
+        STORE(c->p->leased, LOAD(c->p->leased) + 1);
+    else
+        s->nready++;
 }
 
 /* Lease message ref (seq) to s: a new cell appended to the sorted list. */
@@ -462,7 +483,7 @@ ring_ack_one(struct shm_ring_ctx *c, struct shm_gs *s, const struct shm_ack *a)
         return SHM_OUT_ACKED_DROPPED;
     }
     if (L->state == SHM_LEASE_LEASED)
-        s->nready++;
+        ring_ready_mark(c, s);
     L->state = SHM_LEASE_READY_INC;
     shm_count(c->seg, c->w, SHM_C_REDELIVERY_FAILED, 1);
     return SHM_OUT_REDELIVERED;
@@ -516,7 +537,7 @@ shm_ring_release_locked(struct shm_ring_ctx *c, uint32_t gs, uint64_t seq,
     if (L->state != SHM_LEASE_LEASED || L->attempts != attempts)
         return 0;
     L->state = SHM_LEASE_READY_SAME;
-    s->nready++;
+    ring_ready_mark(c, s);
     return 1;
 }
 
@@ -646,7 +667,7 @@ shm_ring_expire_locked(struct shm_ring_ctx *c, uint32_t retry_limit)
                 ring_drop_retry(c);
             } else {
                 L->state = SHM_LEASE_READY_INC;
-                s->nready++;
+                ring_ready_mark(c, s);
                 ready++;
                 shm_count(c->seg, c->w, SHM_C_REDELIVERY_LEASE_EXPIRED, 1);
                 prev = l;
@@ -785,7 +806,7 @@ ring_repair_gs(struct shm_seg *seg, struct shm_part *p, struct shm_gs *s,
     s->ltail = last;
     s->nleases = (uint32_t)n;
     s->nready = ready;
-    *leased += n;
+    *leased += n - ready;
     /* The cursor is the first message above what the group has had: above
      * its last first delivery, and above a lease published before the
      * cursor moved past it. */

@@ -194,7 +194,8 @@ void shm_ring_gs_remove_locked(struct shm_ring_ctx *c, uint32_t grp);
 
 /* shm_ring_lease_append_locked - link lease cell l (INFLIGHT) for message
  * ref, the newest s has leased, at the end of s's sorted list; counts it
- * in s and the partition (the caller schedules its deadline). */
+ * in s, and in the partition when it is LEASED (the caller schedules its
+ * deadline). */
 void shm_ring_lease_append_locked(struct shm_ring_ctx *c, struct shm_gs *s,
                                   uint32_t l, uint32_t ref, uint64_t deadline,
                                   uint32_t attempts,

@@ -98,7 +98,7 @@ static const struct family {
       {"reason=\"failed\"", SHM_C_REDELIVERY_FAILED},
       {"reason=\"handover\"", SHM_C_REDELIVERY_HANDOVER}}},
     {"mayfly_dropped_total",
-     "Messages dropped, by reason.",
+     "Messages dropped, by reason (deleted: by DELETE or reset).",
      {{"reason=\"retry_limit\"", SHM_C_DROP_RETRY_LIMIT},
       {"reason=\"ttl\"", SHM_C_DROP_TTL},
       {"reason=\"drop_oldest\"", SHM_C_DROP_DROP_OLDEST},
@@ -144,7 +144,9 @@ counters(struct http_buf *b, const uint64_t *c)
 static void
 gauges(struct http_buf *b, const struct shm_gauges *g)
 {
-    metric(b, "mayfly_messages", "gauge", "Messages held, by state.");
+    metric(b, "mayfly_messages", "gauge",
+           "Messages held, by state (leased: deliveries awaiting an ack, one "
+           "per group; pending: the rest).");
     series(b, "mayfly_messages", "state=\"pending\"", g->pending);
     series(b, "mayfly_messages", "state=\"leased\"", g->leased);
     metric(b, "mayfly_memory_used_bytes", "gauge",

@@ -70,7 +70,8 @@ Test(http_query, u32_clamps_and_defaults)
     struct http_error err;
     uint32_t v;
 
-    parse("batch=5&zero=0&big=99999&huge=123456789012345678901234567890");
+    parse("batch=5&zero=0&big=99999&huge=123456789012345678901234567890"
+          "&neg=-1&hugeneg=-123456789012345678901234567890");
     cr_assert_eq(http_query_u32(&q, "batch", 1, 1, 10000, &v, &err), 0);
     cr_assert_eq(v, 5);
     cr_assert_eq(http_query_u32(&q, "zero", 1, 1, 10000, &v, &err), 0);
@@ -79,14 +80,20 @@ Test(http_query, u32_clamps_and_defaults)
     cr_assert_eq(v, 10000);
     cr_assert_eq(http_query_u32(&q, "huge", 1, 1, 60000, &v, &err), 0);
     cr_assert_eq(v, 60000);
+    /* SPEC: batch is clamped to 1-10000, so a negative one is too. */
+    cr_assert_eq(http_query_u32(&q, "neg", 1, 1, 10000, &v, &err), 0);
+    cr_assert_eq(v, 1);
+    cr_assert_eq(http_query_u32(&q, "hugeneg", 1, 1, 10000, &v, &err), 0);
+    cr_assert_eq(v, 1);
     cr_assert_eq(http_query_u32(&q, "timeout", 30000, 0, 60000, &v, &err), 0);
     cr_assert_eq(v, 30000);
 }
 
 Test(http_query, u32_refuses_what_is_not_a_number)
 {
-    static const char *const bad[] = {"batch=",   "batch=-1",  "batch=1.5",
-                                      "batch=+3", "batch=abc", "batch=1%20"};
+    static const char *const bad[] = {"batch=",   "batch=-",   "batch=1.5",
+                                      "batch=+3", "batch=abc", "batch=1%20",
+                                      "batch=--1"};
     struct http_error err;
     uint32_t v;
     size_t i;

@@ -243,9 +243,10 @@ Test(ack, bad_bodies_are_bad_request_and_keep_the_lease, .timeout = 60)
 Test(extend, bad_bodies_are_bad_request_naming_the_field, .timeout = 60)
 {
     struct itest_node n;
-    char id[256], bodies[5][512];
-    struct bad b[5];
-    const char *fields[5] = {NULL, "queue", "messages", "seconds", "seconds"};
+    char id[256], bodies[6][512];
+    struct bad b[6];
+    const char *fields[6] = {NULL,      "queue",   "messages",
+                             "seconds", "seconds", "seconds"};
 
     fixture(&n, id, sizeof(id));
     snprintf(bodies[0], 512, "{\"queue\":");
@@ -261,7 +262,12 @@ Test(extend, bad_bodies_are_bad_request_naming_the_field, .timeout = 60)
              "{\"queue\":\"q\",\"group\":\"g\",\"messages\":[{\"id\":\"%s\","
              "\"seconds\":\"ten\"}]}",
              id);
-    for (int i = 0; i < 5; i++) {
+    /* Longer than any lease a queue may declare (86400 s). */
+    snprintf(bodies[5], 512,
+             "{\"queue\":\"q\",\"group\":\"g\",\"messages\":[{\"id\":\"%s\","
+             "\"seconds\":4000000000}]}",
+             id);
+    for (int i = 0; i < 6; i++) {
         b[i].body_or_query = bodies[i];
         b[i].field = fields[i];
     }

@@ -110,6 +110,15 @@ Test(bounds, message_over_queue_max_bytes_is_413_and_keeps_no_part,
                  "part of a refused batch was stored");
     after = metric(&n, "mayfly_push_total{result=\"rejected_too_large\"}");
     cr_assert(after > before, "rejected_too_large %g -> %g", before, after);
+    /* Refused, it changes nothing: no queue is made for it either. */
+    big = big_push("fresh", 1, 100 * 1024);
+    itest_req(&n, "POST", PUSH, big, &r);
+    free(big);
+    itest_assert_error(&r, 413, "message_too_large", NULL, "to a new queue");
+    itest_resp_free(&r);
+    itest_get(&n, &r, "/api/v1/ephemeral/queues/fresh/depth");
+    cr_assert_eq(r.status, 404, "a refused push made the queue: %s", r.body);
+    itest_resp_free(&r);
 }
 
 Test(bounds, push_past_queue_max_length_is_429_queue_full, .timeout = 60)

@@ -347,7 +347,7 @@ Test(shm_broker, unread_message_stays_with_no_group)
 
 Test(shm_broker, reset_drops_messages_and_voids_leases)
 {
-    uint64_t s;
+    uint64_t s, c[SHM_C_COUNT];
 
     cr_assert_eq(pushn("q", "Default", "a", 3, T0, &s), 0);
     cr_assert_eq(pop("q", "g", 1, T0), 1);
@@ -358,6 +358,8 @@ Test(shm_broker, reset_drops_messages_and_voids_leases)
     cr_assert_eq(pushn("q", "Default", "b", 1, T0, NULL), 0);
     cr_assert_eq(pop("q", "g", 5, T0), 1);
     cr_assert_eq(shm_queue_reset(&seg, 0, nm("none"), T0), 0);
+    shm_counters_sum(&seg, c);
+    cr_assert_eq(c[SHM_C_DROP_DELETED], 3, "a reset's drops are counted");
 }
 
 Test(shm_broker, delete_returns_all_memory_and_says_whether_it_existed)
@@ -402,6 +404,79 @@ Test(shm_broker, max_length_with_drop_oldest_evicts_pushed_partition_first)
     cr_assert_eq(rec(0)->seq, s1 + 1);
     shm_counters_sum(&seg, c);
     cr_assert_eq(c[SHM_C_DROP_DROP_OLDEST], 4);
+}
+
+/* SPEC §4: dropOldest takes the queue's oldest messages (after the pushed
+ * partition's own): a push to an empty partition evicts the oldest
+ * partition's head, not the newest partition's. */
+Test(shm_broker, drop_oldest_from_an_empty_partition_evicts_the_queues_oldest)
+{
+    uint64_t s_old, s_new;
+
+    declare("q", 4, 1 << 20, SHM_POLICY_DROP_OLDEST, 0, 5);
+    cr_assert_eq(pushn("q", "A", "old", 3, T0, &s_old), 0);
+    cr_assert_eq(pushn("q", "B", "new", 1, T0 + 50, &s_new), 0);
+    cr_assert_eq(pushn("q", "C", "t", 1, T0 + 100, NULL), 0);
+    cr_assert_eq(depth("q"), 4);
+    cr_assert_eq(popx(0, "q", "B", "g", 9, 0, SHM_FROM_ALL, 0, T0), 1);
+    cr_assert_eq(rec(0)->seq, s_new, "B's newer message stays");
+    cr_assert_eq(popx(0, "q", "A", "g", 9, 0, SHM_FROM_ALL, 0, T0), 2);
+    cr_assert_eq(rec(0)->seq, s_old + 1, "A's oldest went");
+    /* Two to evict, both from A (older than B's head), then B's. */
+    cr_assert_eq(shm_queue_reset(&seg, 0, nm("q"), T0), 4);
+    cr_assert_eq(pushn("q", "A", "a", 2, T0 + 200, &s_old), 0);
+    cr_assert_eq(pushn("q", "B", "b", 2, T0 + 300, &s_new), 0);
+    cr_assert_eq(pushn("q", "C", "c", 3, T0 + 400, NULL), 0);
+    cr_assert_eq(popx(0, "q", "A", "h", 9, 0, SHM_FROM_ALL, 0, T0), 0);
+    cr_assert_eq(popx(0, "q", "B", "h", 9, 0, SHM_FROM_ALL, 0, T0), 1);
+    cr_assert_eq(rec(0)->seq, s_new + 1);
+}
+
+/* SPEC §2: a request that fails changes nothing; a refused push to a
+ * queue that did not exist leaves no queue behind. */
+Test(shm_broker, refused_push_to_a_missing_queue_makes_no_queue)
+{
+    static char big[20 << 20];
+    struct shm_msg_in m = {big, sizeof(big)};
+    struct shm_msg_in many[1] = {{"1", 1}};
+    uint64_t s, base = shm_arena_used_bytes(&seg);
+
+    memset(big, 'x', sizeof(big));
+    cr_assert_eq(shm_push(&seg, 0, nm("q"), nm("Default"), &m, 1, T0, &s),
+                 -EMSGSIZE);
+    cr_assert_eq(depth("q"), (uint64_t)-1, "no queue after EMSGSIZE");
+    cr_assert_eq(shm_push(&seg, 0, nm("q"), nm("Default"), many, 1, T0, &s), 0);
+    cr_assert_eq(depth("q"), 1);
+    cr_assert(shm_arena_used_bytes(&seg) > base);
+}
+
+/* SPEC §3: each group sees every message.  A group that polls a queue
+ * that has nothing yet (or no partition yet) is known to it from then on. */
+Test(shm_broker, group_polling_an_empty_queue_holds_the_next_push)
+{
+    cr_assert_eq(popx(0, "q", "", "worker", 5, 0, SHM_FROM_ALL, 0, T0), 0);
+    cr_assert_eq(popx(0, "q", "", "audit", 5, 0, SHM_FROM_ALL, 1, T0), 0);
+    shm_unpark(&seg, 0, shm_pop_handle(&seg, nm("q"), nm("")));
+    cr_assert_eq(pushn("q", "Default", "order", 1, T0 + 1, NULL), 0);
+    cr_assert_eq(popx(0, "q", "", "worker", 5, 0, SHM_FROM_ALL, 0, T0 + 2), 1);
+    cr_assert_eq(ack1("q", "worker", rec(0)->seq, 1, SHM_ACK_COMPLETED, T0 + 2),
+                 SHM_OUT_ACKED);
+    cr_assert_eq(popx(0, "q", "", "audit", 5, 0, SHM_FROM_ALL, 0, T0 + 3), 1,
+                 "audit polled first: the message waited for it");
+    cr_assert_str_eq(payload(rec(0)), "\"order0\"");
+}
+
+/* from=new on an empty queue starts at the next push, not after it. */
+Test(shm_broker, from_new_on_an_empty_queue_gets_the_next_push)
+{
+    declare("d", 100, 1 << 20, SHM_POLICY_REJECT, 0, 5);
+    cr_assert_eq(popx(0, "n", "", "g", 5, 0, SHM_FROM_NEW, 0, T0), 0);
+    cr_assert_eq(popx(0, "d", "", "g", 5, 0, SHM_FROM_NEW, 0, T0), 0);
+    cr_assert_eq(pushn("n", "Default", "m", 1, T0 + 1, NULL), 0);
+    cr_assert_eq(pushn("d", "p", "m", 1, T0 + 1, NULL), 0);
+    cr_assert_eq(popx(0, "n", "", "g", 5, 0, SHM_FROM_NEW, 0, T0 + 2), 1);
+    cr_assert_eq(popx(0, "d", "", "g", 5, 0, SHM_FROM_NEW, 0, T0 + 2), 1,
+                 "a declared queue with no partition yet");
 }
 
 Test(shm_broker, max_bytes_counts_cells_and_one_oversized_message_is_emsgsize)
@@ -645,6 +720,35 @@ Test(shm_broker, depth_reports_pending_and_leased_per_group)
     cr_assert_eq(dep_pending[1], 2);
     cr_assert_eq(dep_pending[2], 3);
     cr_assert_eq(dep_pending[3], 1);
+}
+
+/* mayfly_messages{state="leased"} counts live leases: one whose lease ran
+ * out (or was failed or released) waits as pending until it goes out. */
+Test(shm_broker, leased_gauge_leaves_out_expired_leases)
+{
+    struct shm_gauges g;
+    uint64_t s;
+
+    cr_assert_eq(pushn("q", "Default", "a", 3, T0, &s), 0);
+    cr_assert_eq(pop("q", "g", 3, T0), 3);
+    shm_gauges_read(&seg, T0, &g);
+    cr_assert_eq(g.leased, 3);
+    cr_assert_eq(g.pending, 0);
+    cr_assert_eq(shm_maintain(&seg, T0 + 31000), 0);
+    shm_gauges_read(&seg, T0 + 31000, &g);
+    cr_assert_eq(g.leased, 0, "expired leases are not leased");
+    cr_assert_eq(g.pending, 3);
+    cr_assert_eq(pop("q", "g", 1, T0 + 31000), 1);
+    cr_assert_eq(ack1("q", "g", s + 1, 0, SHM_ACK_FAILED, T0 + 31000),
+                 SHM_OUT_REDELIVERED);
+    shm_gauges_read(&seg, T0 + 31000, &g);
+    cr_assert_eq(g.leased, 1);
+    cr_assert_eq(g.pending, 2);
+    cr_assert_eq(ack1("q", "g", s, 0, SHM_ACK_COMPLETED, T0 + 31000),
+                 SHM_OUT_ACKED);
+    shm_gauges_read(&seg, T0 + 31000, &g);
+    cr_assert_eq(g.leased, 0);
+    cr_assert_eq(g.pending, 2);
 }
 
 static int
