@@ -16,9 +16,10 @@ struct http_server {
     struct http_server_opts opts;
     http_handler_fn *handler;
     void *ctx;
-    struct http_request *suspended;      /* list of suspended requests */
-    int resume_pending;                  /* a resume awaits http_server_run() */
-    unsigned requests;                   /* requests begun and not yet freed */
+    struct http_request *suspended; /* list of suspended requests */
+    int resume_pending;             /* a resume awaits http_server_run() */
+    int relisten;      /* at the connection limit since a run: see run() */
+    unsigned requests; /* requests begun and not yet freed */
     void (*on_close)(void *ctx, int fd); /* see http_server_on_close() */
     void *on_close_ctx;
 };

@@ -821,6 +821,9 @@ ack_apply(struct shm_seg *seg, int w, struct shm_name queue,
         if (found)
             atomic_store_explicit(&q->last_active, now, RELAXED);
     }
+    for (uint32_t i = 0; i < n; i++)
+        if (acks[i].moved && acks[i].outcome == SHM_OUT_UNKNOWN)
+            acks[i].outcome = SHM_OUT_STALE;
     for (uint32_t i = 0; i < n && !ext; i++) {
         static const enum shm_counter ctr[] = {
             [SHM_OUT_ACKED] = SHM_C_ACK_ACKED,

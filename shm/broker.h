@@ -136,6 +136,9 @@ struct shm_ack {
     uint32_t status;   /* enum shm_ack_status; for extend: unused */
     uint32_t seconds;  /* extend only */
     uint32_t outcome;  /* out: enum shm_outcome */
+    uint32_t moved;    /* in: the partition went to another node, and its
+                        * messages with it under new ids: an id not held
+                        * here is SHM_OUT_STALE, not _UNKNOWN */
 };
 
 /*

@@ -95,6 +95,10 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
         qsort(ents, n, sizeof(*ents), by_partition);
     for (i = 0; i < n;) {
         uint32_t j = i, k = 0;
+        /* Handed to its new owner, the partition's messages went under new
+         * ids: the old ones are stale here, as after a restart. */
+        int moved = !worker_serves_all(w) &&
+                    !shm_owner_here(&w->owners, queue, ents[i].part);
         while (j < n && ents[j].part.len == ents[i].part.len &&
                memcmp(ents[j].part.ptr, ents[i].part.ptr, ents[i].part.len) ==
                    0) {
@@ -102,8 +106,10 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
                 acks[ents[j].index].outcome = SHM_OUT_STALE;
                 if (!extend)
                     shm_count(w->seg, w->set.slot, SHM_C_ACK_STALE, 1);
-            } else
-                run[k++] = acks[ents[j].index];
+            } else {
+                run[k] = acks[ents[j].index];
+                run[k++].moved = (uint32_t)moved;
+            }
             j++;
         }
         if (k > 0 && extend)

@@ -408,6 +408,11 @@ Test(cluster_handover, a_returning_node_gets_its_partitions_back)
     } while (itest_now_ms() < deadline);
     cr_assert_eq(back, s.nmoved, "node %d holds %d of its %d partitions", s.x,
                  back, s.nmoved);
+    /* The lease that was out went back with its partition, under a new id:
+     * the id it was delivered under is stale now, not unknown (SPEC §2),
+     * through either node. */
+    cr_expect_str_eq(ack(s.client, s.queue, "g", m.id), "stale", "%s", m.id);
+    cr_expect_str_eq(ack(s.x, s.queue, "g", m.id), "stale", "%s", m.id);
     /* and nobody else holds anything of them (a node may keep listing a
      * partition it emptied, with nothing in it) */
     for (int k = 0; k < NPARTS; k++)
