@@ -225,6 +225,8 @@ first_call(struct http_request *req, struct MHD_Connection *conn,
     req->method = method;
     req->state = HTTP_REQ_BODY;
     route_request(req);
+    if (req->server->opts.discard_bodies)
+        req->discard = 1;
     cl = content_length(conn);
     if (cl > 0 && (unsigned long long)cl > max) {
         too_large(req);

@@ -47,7 +47,8 @@ struct http_request {
     void *slot;       /* the handler's */
     unsigned suspended : 1;
     unsigned aborted : 1;
-    unsigned discard : 1; /* a reply is set before the body was read */
+    unsigned discard : 1; /* drop the body: a reply is set before it was
+                             read, or the server discards bodies */
     /* the reply */
     unsigned has_reply : 1;
     unsigned status;

@@ -35,6 +35,8 @@ struct http_server_opts {
     size_t max_body_bytes;         /* larger bodies: 413 payload_too_large */
     unsigned connection_timeout_s; /* idle connections close; 0 = never */
     int cluster;                   /* serve the cluster port's routes */
+    int discard_bodies;            /* read request bodies and drop them:
+                                      the handler answers without one */
 };
 
 /* The handler: called once per routed request with its whole body. */

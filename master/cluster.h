@@ -21,6 +21,7 @@ struct raft_msg;
 #define MASTER_TAG_SIGNAL  1u
 #define MASTER_TAG_TIMER   2u
 #define MASTER_TAG_CLUSTER 3u
+#define MASTER_TAG_DRAIN   4u /* the client port during a drain */
 #define MASTER_TAG_CLIENT  (1ull << 32)
 
 /* The header node-to-node and worker-to-master calls authenticate with. */

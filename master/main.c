@@ -8,7 +8,9 @@
  * every tick runs maintenance, respawns and the watchdog.
  *
  * Signals: TERM/INT drain (workers stop accepting, answer parked pops, finish
- * in-flight requests, exit; then the master exits 0), QUIT stops at once,
+ * in-flight requests, exit; meanwhile the master answers new connections on
+ * the client port 503 draining (drain_port.c); then the master hands over
+ * partitions and raft leadership and exits 0), QUIT stops at once,
  * HUP reopens logs and re-reads the settings that can change at run time,
  * CHLD reaps and replaces dead workers.
  */
@@ -30,6 +32,7 @@
 #include "master/config.h"
 #include "master/configure.h"
 #include "master/daemon.h"
+#include "master/drain_port.h"
 #include "master/handover.h"
 #include "master/listen.h"
 #include "master/master.h"
@@ -202,9 +205,10 @@ reload(struct master *m)
     master_signal_workers(m, SIGHUP);
 }
 
-/* on_signal - act on one signal read from the signalfd. */
+/* on_signal - act on one signal read from the signalfd (ep: the loop's
+ * epoll, for the drain port). */
 static void
-on_signal(struct master *m, int sig, uint64_t now)
+on_signal(struct master *m, int ep, int sig, uint64_t now)
 {
     switch (sig) {
     case SIGCHLD:
@@ -219,6 +223,11 @@ on_signal(struct master *m, int sig, uint64_t now)
             master_status_publish(m);
             master_cluster_heartbeat(m, now, 1); /* "leaving" */
             master_signal_workers(m, SIGTERM);
+            /* The workers stop accepting: from now on new connections
+             * are the master's to refuse, until it exits. */
+            if (master_drain_port_start(m, ep) != 0)
+                log_warn(0, "the drain port did not start: new connections "
+                            "wait unanswered until the node exits");
         }
         break;
     case SIGQUIT:
@@ -297,10 +306,13 @@ loop_timeout(struct master *m, uint64_t now)
     uint64_t due = master_raft_deadline(m);
     int t = due == UINT64_MAX ? TICK_MS : due > now ? (int)(due - now) : 0;
     int c = master_cluster_timeout_ms(m);
+    int d = master_drain_port_timeout_ms(m);
 
     if (t > TICK_MS)
         t = TICK_MS;
-    return c >= 0 && c < t ? c : t;
+    if (c >= 0 && c < t)
+        t = c;
+    return d >= 0 && d < t ? d : t;
 }
 
 /* stopped - whether the loop is done: workers gone and, on a drain,
@@ -347,7 +359,7 @@ run(struct master *m, int ep, int sfd, int tfd)
             if (tag == MASTER_TAG_SIGNAL) {
                 struct signalfd_siginfo si;
                 while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-                    on_signal(m, (int)si.ssi_signo, now);
+                    on_signal(m, ep, (int)si.ssi_signo, now);
             } else if (tag == MASTER_TAG_TIMER) {
                 uint64_t ticks;
                 if (read(tfd, &ticks, sizeof(ticks)) > 0)
@@ -359,6 +371,7 @@ run(struct master *m, int ep, int sfd, int tfd)
         if (now >= master_raft_deadline(m))
             master_raft_tick(m, now);
         master_cluster_run(m);
+        master_drain_port_run(m);
         if (stopped(m, now))
             return;
     }
@@ -407,6 +420,7 @@ main(int argc, char **argv)
     watch(ep, tfd, MASTER_TAG_TIMER);
     start_node(&m, ep);
     run(&m, ep, sfd, tfd);
+    master_drain_port_stop(&m);
     master_cluster_stop(&m);
     master_handover_stop();
     master_raft_close(&m);

@@ -3,7 +3,8 @@
  *
  * The master parses the configuration, creates the segment and the listening
  * socket, forks and supervises the workers, runs maintenance on the segment,
- * and drains on SIGTERM.  It never serves client HTTP.
+ * and drains on SIGTERM.  It serves client HTTP only during a drain, and
+ * then only to refuse it (drain_port.c).
  */
 #ifndef MAYFLY_MASTER_MASTER_H
 #define MAYFLY_MASTER_MASTER_H
@@ -44,6 +45,7 @@ struct master {
     struct master_raft raft;
     struct http_server *cluster_srv; /* the cluster port */
     struct http_client *cluster_cli; /* calls to peers */
+    struct http_server *drain_srv;   /* the client port during a drain */
 };
 
 /* master_spawn - fork worker slot; the child never returns.  0 or -errno. */

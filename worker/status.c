@@ -16,43 +16,55 @@
 #include "shm/stats.h"
 #include "worker/worker_int.h"
 
+/* worker_health_body - see worker.h. */
+unsigned
+worker_health_body(struct http_buf *b, const char *node_id,
+                   uint64_t incarnation, int draining,
+                   const struct shm_status_view *v)
+{
+    int ready = v->ready && !draining;
+
+    http_buf_append_str(b, "{\"status\":");
+    http_buf_append_str(b, ready                     ? "\"ok\""
+                           : draining || v->stopping ? "\"draining\""
+                                                     : "\"starting\"");
+    http_buf_append_str(b, ",\"node\":");
+    http_buf_append_json_str(b, node_id, strlen(node_id));
+    http_buf_printf(b,
+                    ",\"incarnation\":\"%016llx\",\"ready\":%s,"
+                    "\"role\":\"%s\",\"term\":%llu,\"leader\":",
+                    (unsigned long long)incarnation, ready ? "true" : "false",
+                    shm_role_name(v->role), (unsigned long long)v->term);
+    if (v->leader[0])
+        http_buf_append_json_str(b, v->leader, strlen(v->leader));
+    else
+        http_buf_append_str(b, "null");
+    http_buf_append_str(b, ",\"members\":[");
+    for (uint32_t i = 0; i < v->nmembers && i < SHM_STATUS_MEMBERS; i++) {
+        static const char *const states[SHM_MEMBER_STATES] = {
+            "live", "dead", "leaving", "starting"};
+        const struct shm_member *m = &v->members[i];
+        http_buf_append_str(b, i ? ",{\"node\":" : "{\"node\":");
+        http_buf_append_json_str(b, m->id, strnlen(m->id, sizeof(m->id)));
+        http_buf_printf(b, ",\"state\":\"%s\",\"self\":%s}",
+                        states[m->state % SHM_MEMBER_STATES],
+                        m->self ? "true" : "false");
+    }
+    http_buf_append_str(b, "]}");
+    return ready ? 200 : 503;
+}
+
 void
 worker_health(struct worker *w, struct http_request *req)
 {
     struct shm_status_view v;
     struct http_buf b = {0};
+    unsigned status;
 
     shm_status_read(w->seg->status, &v);
-    int ready = v.ready && !w->draining;
-    http_buf_append_str(&b, "{\"status\":");
-    http_buf_append_str(&b, ready                       ? "\"ok\""
-                            : w->draining || v.stopping ? "\"draining\""
-                                                        : "\"starting\"");
-    http_buf_append_str(&b, ",\"node\":");
-    http_buf_append_json_str(&b, w->set.node_id, strlen(w->set.node_id));
-    http_buf_printf(&b,
-                    ",\"incarnation\":\"%016llx\",\"ready\":%s,"
-                    "\"role\":\"%s\",\"term\":%llu,\"leader\":",
-                    (unsigned long long)w->incarnation,
-                    ready ? "true" : "false", shm_role_name(v.role),
-                    (unsigned long long)v.term);
-    if (v.leader[0])
-        http_buf_append_json_str(&b, v.leader, strlen(v.leader));
-    else
-        http_buf_append_str(&b, "null");
-    http_buf_append_str(&b, ",\"members\":[");
-    for (uint32_t i = 0; i < v.nmembers && i < SHM_STATUS_MEMBERS; i++) {
-        static const char *const states[SHM_MEMBER_STATES] = {
-            "live", "dead", "leaving", "starting"};
-        const struct shm_member *m = &v.members[i];
-        http_buf_append_str(&b, i ? ",{\"node\":" : "{\"node\":");
-        http_buf_append_json_str(&b, m->id, strnlen(m->id, sizeof(m->id)));
-        http_buf_printf(&b, ",\"state\":\"%s\",\"self\":%s}",
-                        states[m->state % SHM_MEMBER_STATES],
-                        m->self ? "true" : "false");
-    }
-    http_buf_append_str(&b, "]}");
-    http_reply(req, ready ? 200 : 503, &b);
+    status =
+        worker_health_body(&b, w->set.node_id, w->incarnation, w->draining, &v);
+    http_reply(req, status, &b);
 }
 
 /* metric - one HELP/TYPE header. */

@@ -15,7 +15,9 @@
 #include <stdint.h>
 #include <stdnoreturn.h>
 
+struct http_buf;
 struct shm_seg;
+struct shm_status_view;
 
 struct worker_settings {
     int slot;      /* 0..workers-1: index of its shm slot */
@@ -30,5 +32,17 @@ struct worker_settings {
 
 /* worker_main - run a worker until it drains; never returns. */
 noreturn void worker_main(struct shm_seg *seg, const struct worker_settings *s);
+
+/*
+ * worker_health_body - append the JSON of GET /health to b: node node_id of
+ * this incarnation, as the status page view v shows it; draining says this
+ * process is stopping whatever v says.  Returns the status to answer with
+ * it: 200 when ready, else 503.  Shared with the master, which answers
+ * /health itself during a drain (master/drain_port.c).  Out of memory sets
+ * b's oom flag, which http_reply() answers as 500.
+ */
+unsigned worker_health_body(struct http_buf *b, const char *node_id,
+                            uint64_t incarnation, int draining,
+                            const struct shm_status_view *v);
 
 #endif

@@ -193,7 +193,7 @@ child_loop(void)
 }
 
 static void
-start_server(size_t max_body)
+start_server(size_t max_body, int discard_bodies)
 {
     struct sockaddr_in a = {.sin_family = AF_INET};
     socklen_t alen = sizeof(a);
@@ -214,7 +214,8 @@ start_server(size_t max_body)
     if (server_pid == 0) {
         struct http_server_opts o = {.max_connections = 1000,
                                      .max_body_bytes = max_body,
-                                     .connection_timeout_s = 30};
+                                     .connection_timeout_s = 30,
+                                     .discard_bodies = discard_bodies};
 
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
@@ -340,7 +341,13 @@ wait_done(void)
 static void
 setup(void)
 {
-    start_server(64 * 1024);
+    start_server(64 * 1024, 0);
+}
+
+static void
+setup_discard(void)
+{
+    start_server(64 * 1024, 1);
 }
 
 TestSuite(http_server, .init = setup, .fini = stop_server, .timeout = 60);
@@ -678,5 +685,37 @@ Test(http_server, on_done_reports_failure_when_client_leaves_while_parked)
     close(fd);
     cr_assert_eq(wait_done(), 0, "on_done must report the reply unsent");
     wait_parked(h, "up 1 parked 0\n");
+    curl_easy_cleanup(h);
+}
+
+/* discard_bodies (the master's drain port): the handler runs with no body,
+ * the connection carries on, and a body over the limit is still 413. */
+Test(http_server_discard, handler_runs_without_the_body_it_read,
+     .init = setup_discard, .fini = stop_server, .timeout = 60)
+{
+    CURL *h = curl_easy_init();
+    size_t n = 60 * 1024;
+    char *body = malloc(n);
+    struct reply r;
+    long connects, total = 0;
+
+    memset(body, 'x', n);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(request(h, "POST", "/api/v1/ephemeral/push", body, n, &r),
+                     CURLE_OK);
+        cr_assert_eq(r.status, 200);
+        cr_assert_str_eq(r.body, "{\"len\": 0, \"sum\": 0}");
+        curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+        total += connects;
+    }
+    cr_assert_eq(total, 1, "%ld connections for 3 POSTs", total);
+    free(body);
+    n = 256 * 1024;
+    body = malloc(n);
+    memset(body, 'x', n);
+    cr_assert_eq(request(h, "POST", "/api/v1/ephemeral/push", body, n, &r),
+                 CURLE_OK);
+    cr_assert_eq(r.status, 413);
+    free(body);
     curl_easy_cleanup(h);
 }

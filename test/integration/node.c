@@ -463,6 +463,22 @@ itest_conn_worker(const struct itest_node *n, int client_port)
     return 0;
 }
 
+int
+itest_workers_listening(const struct itest_node *n)
+{
+    pid_t w[ITEST_NODE_MAX_WORKERS];
+    /* A listening socket's remote port reads 0 in /proc/net/tcp. */
+    unsigned long inode = itest_conn_inode(n->port, 0, NULL);
+    int k, count = 0;
+
+    if (inode == 0)
+        return 0;
+    k = itest_node_workers(n, w, ITEST_NODE_MAX_WORKERS);
+    for (int i = 0; i < k; i++)
+        count += itest_pid_has_socket(w[i], inode);
+    return count;
+}
+
 /* The server ends of the node's connections, sorted by client port. */
 struct itest_srv_conn {
     unsigned long rport, inode, rx;

@@ -117,6 +117,13 @@ int itest_worker_conns(const struct itest_node *n, pid_t w);
 pid_t itest_conn_worker(const struct itest_node *n, int client_port);
 
 /*
+ * itest_workers_listening - how many of the node's workers hold its client
+ * listening socket (a draining worker closes its copy once it has stopped
+ * accepting); 0 also when the socket is gone.
+ */
+int itest_workers_listening(const struct itest_node *n);
+
+/*
  * itest_conn_consumed - 1 when the request written on client socket fd has
  * reached the node (the node's kernel acknowledged bytes) and a worker has
  * accepted the connection and read everything on it (its receive queue is

@@ -2,7 +2,8 @@
  * test_lifecycle.c - the node as an operator and a first-time user meet it:
  * the two curl lines of SPEC §2 (and the depth line of the reference) run
  * through the curl binary as written, and SIGTERM on one node answers parked
- * pops and in-flight requests and exits 0 within a bounded time.
+ * pops and in-flight requests and exits 0 within a bounded time, answering
+ * new connections 503 draining meanwhile.
  */
 #include <errno.h>
 #include <signal.h>
@@ -220,4 +221,111 @@ Test(term, drain_answers_503_draining_and_waits_for_a_request_in_flight,
     st = itest_node_wait_exit(&n, 20000);
     cr_assert_eq(st, 0, "exit status %d after SIGTERM", st);
     curl_easy_cleanup(h);
+}
+
+/* new_handle_req - method path on a new curl handle: a new connection,
+ * never one a worker already holds. */
+static long
+new_handle_req(const struct itest_node *n, const char *method, const char *path,
+               const char *body, struct itest_resp *r)
+{
+    CURL *h = itest_handle();
+
+    itest_req_on(h, n, method, path, body, r);
+    curl_easy_cleanup(h);
+    return r->status;
+}
+
+/*
+ * Once the workers have stopped accepting, the master answers the client
+ * port itself until it exits: while a worker still waits for the body of a
+ * push begun before SIGTERM, a new connection's GET /health answers 503 at
+ * once with the node's status (draining), a new push answers 503 draining
+ * with Retry-After, and the push in flight is refused when its body is in.
+ */
+Test(term, new_connections_during_the_drain_get_503_from_the_master,
+     .timeout = 90)
+{
+    enum { PAYLOAD = 64 * 1024 };
+    struct itest_node n;
+    struct itest_resp r;
+    char *body = malloc(PAYLOAD + 64), head[256], node[80], inc[40];
+    int fd, st, k, port;
+    int64_t deadline;
+    pid_t holder;
+
+    cr_assert(body);
+    k = snprintf(body, 64, "{\"queue\":\"slow\",\"messages\":[{\"payload\":\"");
+    memset(body + k, 'x', PAYLOAD);
+    strcpy(body + k + PAYLOAD, "\"}]}");
+    itest_node_start(&n, NULL);
+    new_handle_req(&n, "GET", "/health", NULL, &r);
+    cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
+    snprintf(node, sizeof(node), "%s", itest_jstr(r.json, "node"));
+    snprintf(inc, sizeof(inc), "%s", itest_jstr(r.json, "incarnation"));
+    itest_resp_free(&r);
+    /* A push whose head and first bytes are in: its worker's drain waits
+     * for the rest (5 s at most). */
+    fd = itest_raw_connect(&n);
+    cr_assert(fd >= 0);
+    snprintf(head, sizeof(head),
+             "POST /api/v1/ephemeral/push HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n"
+             "%.10s",
+             strlen(body), body);
+    cr_assert_eq(itest_raw_send(fd, head), 0);
+    deadline = itest_now_ms() + 10000;
+    while (!itest_conn_consumed(&n, fd)) {
+        cr_assert(itest_now_ms() < deadline, "the push head was never read");
+        itest_sleep_ms(5);
+    }
+    port = itest_local_port(fd);
+    holder = itest_conn_worker(&n, port);
+    cr_assert(holder > 0, "no worker holds the push in flight");
+    cr_assert_eq(kill(n.pid, SIGTERM), 0);
+    /* Every worker has stopped accepting: only the master can accept. */
+    deadline = itest_now_ms() + 10000;
+    while (itest_workers_listening(&n) > 0) {
+        cr_assert(itest_now_ms() < deadline,
+                  "workers still accept 10 s after SIGTERM");
+        itest_sleep_ms(5);
+    }
+    cr_assert_eq(itest_conn_worker(&n, port), holder,
+                 "the worker holding the push in flight is gone already");
+    new_handle_req(&n, "GET", "/health", NULL, &r);
+    cr_assert_eq(r.status, 503,
+                 "/health on a new connection during the drain: %ld (curl "
+                 "%d) after %.1f s %s",
+                 r.status, r.curl_code, r.seconds, r.body);
+    cr_assert(r.seconds < 3.0, "/health took %.1f s during the drain",
+              r.seconds);
+    cr_assert(*r.retry_after, "503 /health without Retry-After");
+    cr_assert_str_eq(itest_jstr(r.json, "status"), "draining", "%s", r.body);
+    cr_assert_eq(itest_jbool(r.json, "ready"), 0, "%s", r.body);
+    cr_assert_str_eq(itest_jstr(r.json, "node"), node, "%s", r.body);
+    cr_assert_str_eq(itest_jstr(r.json, "incarnation"), inc, "%s", r.body);
+    cr_assert_str_eq(itest_jstr(r.json, "role"), "leader", "%s", r.body);
+    cr_assert_eq(itest_jlen(r.json, "members"), 1, "%s", r.body);
+    cr_assert_str_eq(itest_jstr(r.json, "members.0.state"), "leaving", "%s",
+                     r.body);
+    itest_resp_free(&r);
+    new_handle_req(&n, "POST", "/api/v1/ephemeral/push",
+                   "{\"queue\":\"late\",\"messages\":[{\"payload\":1}]}", &r);
+    itest_assert_error(&r, 503, "draining", NULL,
+                       "a push on a new connection during the drain");
+    cr_assert(*r.retry_after, "503 draining without Retry-After");
+    cr_assert(r.seconds < 3.0, "the push took %.1f s during the drain",
+              r.seconds);
+    itest_resp_free(&r);
+    /* The push in flight arrived during the drain: refused, nothing kept. */
+    cr_assert_eq(itest_raw_send(fd, body + 10), 0);
+    itest_raw_response(fd, &r);
+    itest_assert_error(&r, 503, "draining", NULL, "the push in flight");
+    itest_resp_free(&r);
+    close(fd);
+    st = itest_node_wait_exit(&n, 30000);
+    cr_assert_eq(st, 0, "exit status %d after SIGTERM", st);
+    cr_assert(itest_node_log_contains(&n, "Terminated: draining"));
+    cr_assert(itest_node_log_contains(&n, "info: stopped"));
+    free(body);
 }

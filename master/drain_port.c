@@ -1,0 +1,101 @@
+/*
+ * drain_port.c - the master's answers on the client port during a drain.
+ *
+ * Why it exists: on SIGTERM the workers stop accepting (MHD_quiesce_daemon,
+ * then each closes its copy of the listening socket) and take up to 5 s to
+ * finish what is in flight; then the master hands partitions over (up to
+ * 15 s) and raft leadership off (up to 3 s).  The master holds the socket
+ * open all along (it is the one workers are forked with), so without this
+ * file a new connection -- a load balancer's health check, a client's
+ * request -- waits in the backlog unaccepted and is reset when the master
+ * exits.  Instead the master accepts from the start of the drain, with a
+ * small libmicrohttpd server in its own epoll loop (as the cluster port
+ * runs): GET /health answers 503 with the node's status built as a
+ * worker's is (status "draining", ready false), every other routed request
+ * 503 draining with Retry-After, like a draining worker.  Bodies are read
+ * and dropped, never kept.  Unknown paths and wrong methods get the
+ * server's own 404/405.
+ *
+ * Single-threaded (the master's loop), no locking.  Errors are logged.
+ */
+#include "master/drain_port.h"
+
+#include <sys/epoll.h>
+
+#include <errno.h>
+
+#include "http/buf.h"
+#include "http/reply.h"
+#include "http/request.h"
+#include "http/server.h"
+#include "master/cluster.h"
+#include "master/master.h"
+#include "shm/log.h"
+#include "shm/status.h"
+
+#define DRAIN_PORT_CONNECTIONS 256 /* health checks and refused retries */
+#define DRAIN_PORT_TIMEOUT_S   5   /* idle connections close */
+
+/* on_request - /health says draining; everything else is refused. */
+static void
+on_request(void *ctx, struct http_request *req)
+{
+    struct master *m = ctx;
+    struct shm_status_view v;
+    struct http_buf b = {0};
+    unsigned status;
+
+    if (http_request_route(req) != HTTP_ROUTE_HEALTH) {
+        http_reply_error(req, 503, "draining", "this node is stopping");
+        return;
+    }
+    shm_status_read(m->seg.status, &v);
+    status = worker_health_body(&b, m->ws.node_id, m->incarnation, 1, &v);
+    http_reply(req, status, &b);
+}
+
+int
+master_drain_port_start(struct master *m, int ep)
+{
+    struct http_server_opts o = {
+        .max_connections = DRAIN_PORT_CONNECTIONS,
+        /* a worker would answer a larger body 413 (not retryable): so
+         * does this port; smaller ones are read and dropped */
+        .max_body_bytes = m->cfg.max_body_bytes,
+        .connection_timeout_s = DRAIN_PORT_TIMEOUT_S,
+        .discard_bodies = 1,
+    };
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = MASTER_TAG_DRAIN};
+
+    m->drain_srv = http_server_start(m->ws.listen_fd, &o, on_request, m);
+    if (m->drain_srv == NULL)
+        return -EIO;
+    m->ws.listen_fd = -1; /* the server's now: it closes it at stop */
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, http_server_fd(m->drain_srv), &ev) == -1) {
+        int e = errno;
+        log_error(e, "epoll_ctl(ADD, drain port) failed");
+        master_drain_port_stop(m);
+        return -e;
+    }
+    return 0;
+}
+
+void
+master_drain_port_run(struct master *m)
+{
+    if (m->drain_srv)
+        http_server_run(m->drain_srv);
+}
+
+int
+master_drain_port_timeout_ms(struct master *m)
+{
+    return m->drain_srv ? http_server_timeout_ms(m->drain_srv) : -1;
+}
+
+void
+master_drain_port_stop(struct master *m)
+{
+    http_server_stop(m->drain_srv);
+    m->drain_srv = NULL;
+}
