@@ -11,7 +11,9 @@
  * connection must close anyway, and answering at once spares the client
  * the "100 Continue" that would invite the body.  MHD 0.9.75 refuses a
  * response while a body is still arriving, so a body that outgrows the
- * limit without announcing it closes the connection.
+ * limit without announcing it (chunked) is read on and dropped, and
+ * answered 413 once it ends: up to as much again as the limit, past which
+ * the connection closes rather than read an unbounded body.
  *
  * Single-threaded (inside http_server_run()), no locking.  Errors become
  * replies (4xx/5xx) or a closed connection; they are logged via shm/log.h.
@@ -243,16 +245,19 @@ first_call(struct http_request *req, struct MHD_Connection *conn,
 }
 
 /* body_chunk - keep n more body bytes, or drop them once a reply is set;
- * past max_body_bytes the connection closes (MHD cannot answer before the
- * body is read, and reading an unbounded body to say so is no better). */
+ * past max_body_bytes the reply is 413, sent when the body ends (MHD
+ * cannot answer before), and past twice the limit the connection closes. */
 static enum MHD_Result
 body_chunk(struct http_request *req, const char *data, size_t n)
 {
     size_t max = req->server->opts.max_body_bytes;
 
     req->body_seen += n;
-    if (req->body_seen > max) {
-        log_info(0, "request body over max_body_bytes (%zu): closing", max);
+    if (req->body_seen > max && req->body_seen - n <= max)
+        too_large(req);
+    if (req->body_seen > max && req->body_seen - max > max) {
+        log_info(0, "request body over twice max_body_bytes (%zu): closing",
+                 max);
         return MHD_NO;
     }
     if (req->discard)

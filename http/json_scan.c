@@ -159,8 +159,10 @@ put_utf8(char *o, uint32_t cp)
 /*
  * scan_u_escape - p at the 'u' of "\uXXXX": validate it (and a following
  * low surrogate escape that pairs with a high one), write the code point to
- * *o when o is set (U+FFFD for a lone surrogate).  Returns the bytes
- * consumed after the backslash, or 0 for bad hex digits.
+ * *o when o is set.  A lone surrogate is written in its three-byte form,
+ * which is not UTF-8: a name holding one is refused (http_name_valid)
+ * rather than quietly becoming U+FFFD and another name's twin.  Returns
+ * the bytes consumed after the backslash, or 0 for bad hex digits.
  */
 static size_t
 scan_u_escape(const char *p, const char *end, char **o)
@@ -178,8 +180,6 @@ scan_u_escape(const char *p, const char *end, char **o)
                                    ((uint32_t)lo - 0xdc00));
         return 11;
     }
-    if (cp >= 0xd800 && cp <= 0xdfff)
-        cp = 0xfffd;
     if (o != NULL)
         *o += put_utf8(*o, cp);
     return 5;

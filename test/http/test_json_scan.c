@@ -533,8 +533,8 @@ check_valid(const char *doc, size_t n, struct tally *t)
 static void
 same_str(struct http_str s, struct json_object *v, const char *doc)
 {
-    cr_assert_eq(s.len, (size_t)json_object_get_string_len(v), "%s", doc);
-    cr_assert(memcmp(s.ptr, json_object_get_string(v), s.len) == 0,
+    cr_assert(test_same_text(s.ptr, s.len, json_object_get_string(v),
+                             (size_t)json_object_get_string_len(v)),
               "name differs from json-c's: %s", doc);
 }
 
@@ -870,7 +870,7 @@ Test(http_json_scan, string_unescapes_to_utf8)
     cr_assert_eq(j.p, j.end);
     cr_assert_eq(n, 17);
     cr_assert(memcmp(out,
-                     "a\xc3\xa9\xf0\x9d\x84\x9e\xef\xbf\xbdx\n\"\\/\xc3\xa9",
+                     "a\xc3\xa9\xf0\x9d\x84\x9e\xed\xa0\x80x\n\"\\/\xc3\xa9",
                      n) == 0);
 }
 

@@ -365,8 +365,7 @@ static void
 same_str(struct http_str a, struct http_str b, const char *what,
          const char *doc)
 {
-    cr_assert_eq(a.len, b.len, "%s length: %s", what, doc);
-    cr_assert(memcmp(a.ptr, b.ptr, a.len) == 0, "%s bytes: %s", what, doc);
+    cr_assert(test_same_text(a.ptr, a.len, b.ptr, b.len), "%s: %s", what, doc);
 }
 
 /* compare - both readings of doc agree; 1 if it was accepted. */

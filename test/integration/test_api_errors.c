@@ -310,6 +310,11 @@ Test(names, invalid_names_in_bodies_are_invalid_name_naming_the_field,
         {"{\"queue\":\"a\\u0001b\",\"messages\":[{\"payload\":1}]}", "queue"},
         {"{\"queue\":\"a\\nb\",\"messages\":[{\"payload\":1}]}", "queue"},
         {"{\"queue\":\"a\\u007fb\",\"messages\":[{\"payload\":1}]}", "queue"},
+        /* a lone surrogate is no character: not U+FFFD, another's twin */
+        {"{\"queue\":\"s\\ud800b\",\"messages\":[{\"payload\":1}]}", "queue"},
+        {"{\"queue\":\"q\",\"partition\":\"p\\udc00\",\"messages\":[{"
+         "\"payload\":1}]}",
+         "partition"},
         {long_body, "queue"},
         {"{\"queue\":\"q\",\"partition\":\"\\t\",\"messages\":[{\"payload\":1}"
          "]}",

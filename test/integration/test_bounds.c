@@ -6,8 +6,10 @@
  * Retry-After; each refusal keeps nothing of the batch and is counted.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -77,6 +79,35 @@ Test(bounds, body_over_max_body_bytes_is_413_payload_too_large, .timeout = 60)
     itest_resp_free(&r);
     free(body);
     cr_assert_eq(itest_depth_pending(&n, "big", NULL), 1);
+}
+
+/* A chunked body announces no length: it outgrows the limit while it
+ * arrives, and still gets the 413 (it used to get a closed connection). */
+Test(bounds, chunked_body_over_max_body_bytes_is_413_too, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char *body, head[256];
+    int fd;
+
+    itest_node_start(&n, "max_body_bytes=4K");
+    body = big_push("chunky", 1, 6000);
+    fd = itest_raw_connect(&n);
+    cr_assert_geq(fd, 0);
+    snprintf(head, sizeof(head),
+             "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+             "\r\nTransfer-Encoding: chunked\r\n\r\n%zx\r\n",
+             PUSH, strlen(body));
+    cr_assert_eq(itest_raw_send(fd, head), 0);
+    cr_assert_eq(itest_raw_send(fd, body), 0);
+    cr_assert_eq(itest_raw_send(fd, "\r\n0\r\n\r\n"), 0);
+    itest_raw_response(fd, &r);
+    itest_assert_error(&r, 413, "payload_too_large", NULL, "6 KB chunked");
+    itest_resp_free(&r);
+    close(fd);
+    free(body);
+    cr_assert_eq(itest_depth_pending(&n, "chunky", NULL) <= 0, 1,
+                 "the refused body was stored");
 }
 
 Test(bounds, message_over_queue_max_bytes_is_413_and_keeps_no_part,
