@@ -3,18 +3,23 @@
  *
  * Patterns are literal paths in which "{}" stands for one non-empty path
  * segment (the still percent-encoded parameter).  Every path has a single
- * method, so the Allow header of a 405 is that method.  No state.
+ * method, so the Allow header of a 405 is that method; the reads that
+ * change nothing also take HEAD (a health check's favourite: MHD sends the
+ * headers alone).  A pop changes what it reads, so it takes GET only.
+ * No state.
  */
 #include "http/route.h"
 
 #include <string.h>
 
 struct route_row {
-    const char *method;
+    const char *method; /* what Allow says */
     const char *pattern;
     enum http_route route;
     int cluster; /* served on the cluster port, not the client port */
 };
+
+#define GET_HEAD "GET, HEAD"
 
 static const struct route_row route_table[] = {
     {"POST", "/api/v1/ephemeral/push", HTTP_ROUTE_PUSH, 0},
@@ -25,10 +30,10 @@ static const struct route_row route_table[] = {
     {"POST", "/api/v1/ephemeral/reset", HTTP_ROUTE_RESET, 0},
     {"DELETE", "/api/v1/ephemeral/queue/{}", HTTP_ROUTE_DELETE_QUEUE, 0},
     {"DELETE", "/api/v1/ephemeral/queues/{}", HTTP_ROUTE_DELETE_QUEUE, 0},
-    {"GET", "/api/v1/ephemeral/queues", HTTP_ROUTE_LIST_QUEUES, 0},
-    {"GET", "/api/v1/ephemeral/queues/{}/depth", HTTP_ROUTE_DEPTH, 0},
-    {"GET", "/health", HTTP_ROUTE_HEALTH, 0},
-    {"GET", "/metrics", HTTP_ROUTE_METRICS, 0},
+    {GET_HEAD, "/api/v1/ephemeral/queues", HTTP_ROUTE_LIST_QUEUES, 0},
+    {GET_HEAD, "/api/v1/ephemeral/queues/{}/depth", HTTP_ROUTE_DEPTH, 0},
+    {GET_HEAD, "/health", HTTP_ROUTE_HEALTH, 0},
+    {GET_HEAD, "/metrics", HTTP_ROUTE_METRICS, 0},
     {"POST", "/cluster/v1/raft", HTTP_ROUTE_CLUSTER_RAFT, 1},
     {"POST", "/cluster/v1/configure", HTTP_ROUTE_CLUSTER_CONFIGURE, 1},
     {"POST", "/cluster/v1/delete", HTTP_ROUTE_CLUSTER_DELETE, 1},
@@ -103,7 +108,10 @@ http_route_match(const char *method, const char *path, size_t path_len,
             continue;
         m->route = r->route;
         m->allow = r->method;
-        m->method_ok = strcmp(method, r->method) == 0;
+        m->method_ok =
+            strcmp(method, r->method) == 0 ||
+            (strcmp(r->method, GET_HEAD) == 0 &&
+             (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0));
         return;
     }
     m->param = NULL;

@@ -321,6 +321,8 @@ request(CURL *h, const char *method, const char *path, const char *body,
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     }
+    /* HEAD: the answer has headers alone; curl must not wait for a body. */
+    curl_easy_setopt(h, CURLOPT_NOBODY, strcmp(method, "HEAD") == 0 ? 1L : 0L);
     CURLcode rc = curl_easy_perform(h);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
     return rc;
@@ -412,6 +414,19 @@ Test(http_server, wrong_method_is_405_with_allow)
     curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
     total += connects;
     cr_assert_eq(request(h, "POST", "/health", "{\"a\": 1}", 8, &r), CURLE_OK);
+    cr_assert_eq(r.status, 405);
+    cr_assert_str_eq(r.allow, "GET, HEAD");
+    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+    total += connects;
+    /* HEAD reads; a pop would change what it reads: GET only. */
+    cr_assert_eq(request(h, "HEAD", "/health", NULL, 0, &r), CURLE_OK);
+    cr_assert_eq(r.status, 200);
+    cr_assert_eq(r.len, 0, "HEAD sent a body");
+    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+    total += connects;
+    cr_assert_eq(
+        request(h, "HEAD", "/api/v1/ephemeral/pop?queue=q", NULL, 0, &r),
+        CURLE_OK);
     cr_assert_eq(r.status, 405);
     cr_assert_str_eq(r.allow, "GET");
     curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
