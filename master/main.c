@@ -16,7 +16,6 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <sys/timerfd.h>
 
 #include <errno.h>
@@ -129,8 +128,6 @@ start_node(struct master *m, int ep)
         (ssize_t)sizeof(p.incarnation))
         p.incarnation = (uint64_t)getpid() << 32 ^ shm_now_ms();
     m->incarnation = p.incarnation;
-    if (mkdir(m->cfg.data_dir, 0750) == -1 && errno != EEXIST)
-        log_fatal(errno, "mkdir(%s) failed", m->cfg.data_dir);
     raise_nofile(m->cfg.max_connections);
     fd = listen_or_die("listen", m->cfg.listen);
     cfd = listen_or_die("cluster_listen", m->cfg.cluster_listen);
@@ -396,6 +393,9 @@ main(int argc, char **argv)
         log_fatal(errno, "cannot daemonize");
     if (log_open(m.cfg.log) != 0)
         log_fatal(errno, "cannot open the log '%s'", m.cfg.log);
+    /* data_dir first: it is created there, and the pidfile may live in it. */
+    if (daemon_datadir_lock(m.cfg.data_dir) != 0)
+        return 1;
     if (m.cfg.pidfile[0] && daemon_pidfile_claim(m.cfg.pidfile) != 0)
         return 1;
     /* Block the signals before forking: workers unblock their own. */

@@ -105,9 +105,10 @@ master_spawn(struct master *m, int slot)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) /* the master died before prctl() */
             _exit(1);
+        /* The start-up terminal (or init script's pipe) is the master's
+         * until daemon_ready(); a worker logs to the log target only. */
+        log_mirror_stderr(0);
         if (m->cfg.daemonize) {
-            /* The start-up terminal (or init script's pipe) is the master's
-             * until daemon_ready(); a worker logs to the log target only. */
             int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
             if (null != -1) {
                 dup2(null, STDERR_FILENO);
