@@ -419,6 +419,14 @@ Test(initscript, a_broken_config_fails_reload_and_restart_and_keeps_serving)
     cr_assert_eq(it_read_pid(), pid);
     cr_assert(it_alive(pid));
     it_push_pop("ops-broken", "still-serving");
+    /* What only the start used to refuse: peers without a secret file. */
+    char peers[64];
+    snprintf(peers, sizeof(peers), "peers = 127.0.0.1:%d\n", it_free_port());
+    it_write_config(peers);
+    cr_assert_eq(it_init_cmd("restart"), 1, "restart: %s", it_out);
+    cr_assert_not_null(strstr(it_out, "cluster_secret_file"), "%s", it_out);
+    cr_assert_eq(it_read_pid(), pid);
+    it_push_pop("ops-broken", "still-serving-2");
     it_write_config("");
     it_stop(pid);
 }
@@ -471,4 +479,46 @@ Test(initscript, check_only_names_the_line_and_key_of_a_broken_config)
     it_write_config("");
     cr_assert_eq(it_sh("%s -t -c %s -o workers=100", it_daemon, it_conf), 1);
     cr_assert_not_null(strstr(it_out, "workers"), "%s", it_out);
+}
+
+Test(initscript, check_only_refuses_what_the_start_would_refuse)
+{
+    char text[512];
+    int peer = it_free_port();
+
+    snprintf(text, sizeof(text), "peers = 127.0.0.1:%d\n", peer);
+    it_write_config(text);
+    cr_assert_eq(it_sh("%s -t -c %s", it_daemon, it_conf), 1, "%s", it_out);
+    cr_assert_not_null(
+        strstr(it_out, "cluster_secret_file must be set when peers are"), "%s",
+        it_out);
+    snprintf(text, sizeof(text),
+             "peers = 127.0.0.1:%d\ncluster_secret_file = %s/no-secret\n", peer,
+             it_dir);
+    it_write_config(text);
+    cr_assert_eq(it_sh("%s -t -c %s", it_daemon, it_conf), 1, "%s", it_out);
+    cr_assert_not_null(strstr(it_out, "no-secret: No such file"), "%s", it_out);
+    it_write_config("");
+    cr_assert_eq(it_sh("%s -t -c %s -o cluster_listen=127.0.0.1:%d", it_daemon,
+                       it_conf, it_port),
+                 1, "%s", it_out);
+    cr_assert_not_null(strstr(it_out, "are one socket"), "%s", it_out);
+}
+
+Test(initscript, a_failed_start_says_why)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    /* Somebody else holds the client port. */
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)it_port);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0, "bind: %s",
+                 strerror(errno));
+    cr_assert_eq(listen(fd, 1), 0);
+    cr_assert_eq(it_init_cmd("start"), 1, "start: %s", it_out);
+    cr_assert_not_null(strstr(it_out, "Address already in use"),
+                       "the script does not say why: %s", it_out);
+    cr_assert_eq(it_read_pid(), 0, "a pidfile after a failed start");
+    close(fd);
 }
