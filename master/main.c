@@ -10,7 +10,7 @@
  * Signals: TERM/INT drain (workers stop accepting, answer parked pops, finish
  * in-flight requests, exit; then the master exits 0), QUIT stops at once,
  * HUP reopens logs and re-reads the settings that can change at run time,
- * CHLD reaps and replaces dead workers.
+ * USR1 reopens logs only (logrotate), CHLD reaps and replaces dead workers.
  */
 #include <sys/epoll.h>
 #include <sys/random.h>
@@ -199,6 +199,20 @@ reload(struct master *m)
     master_signal_workers(m, SIGHUP);
 }
 
+/* reopen_logs - USR1, after logrotate renamed the file: the master and the
+ * workers reopen the log path; no setting is read again. */
+static void
+reopen_logs(struct master *m)
+{
+    int rc = log_reopen();
+
+    if (rc != 0)
+        log_error(-rc, "SIGUSR1: cannot reopen the log");
+    else
+        log_info(0, "SIGUSR1: log reopened");
+    master_signal_workers(m, SIGUSR1);
+}
+
 /* on_signal - act on one signal read from the signalfd. */
 static void
 on_signal(struct master *m, int sig, uint64_t now)
@@ -225,6 +239,9 @@ on_signal(struct master *m, int sig, uint64_t now)
         break;
     case SIGHUP:
         reload(m);
+        break;
+    case SIGUSR1:
+        reopen_logs(m);
         break;
     default:
         break;
@@ -276,6 +293,7 @@ loop_fds(int *sfd, int *tfd)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGQUIT);
     sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
         return -errno;
     *sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);

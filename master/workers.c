@@ -99,7 +99,7 @@ master_spawn(struct master *m, int slot)
     }
     if (pid == 0) {
         char role[16];
-        sigset_t none;
+        sigset_t back;
 
         /* The worker dies with its master, whatever killed the master. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -115,8 +115,13 @@ master_spawn(struct master *m, int slot)
                 close(null);
             }
         }
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
+        /* TERM, INT, HUP and USR1 stay blocked: the worker reads them from
+         * its signalfd, and one sent before its loop is set up must wait
+         * for it rather than kill it (their default action). */
+        sigemptyset(&back);
+        sigaddset(&back, SIGCHLD);
+        sigaddset(&back, SIGQUIT);
+        sigprocmask(SIG_UNBLOCK, &back, NULL);
         close_inherited(m);
         snprintf(role, sizeof(role), "worker%d", slot);
         log_set_role(role);

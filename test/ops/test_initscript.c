@@ -522,3 +522,119 @@ Test(initscript, a_failed_start_says_why)
     cr_assert_eq(it_read_pid(), 0, "a pidfile after a failed start");
     close(fd);
 }
+
+/*
+ * it_log_holders - of the master pid and its children (the workers), how
+ * many hold a descriptor open on path; *all receives how many processes
+ * were looked at.
+ */
+static int
+it_log_holders(pid_t master, const char *path, int *all)
+{
+    char cmd[512];
+    int n = 0;
+
+    *all = 0;
+    snprintf(cmd, sizeof(cmd),
+             "for p in %d $(cat /proc/%d/task/*/children 2>/dev/null); do "
+             "echo \"p $p\"; ls -l /proc/$p/fd 2>/dev/null | "
+             "sed -n 's/.* -> //p'; done",
+             (int)master, (int)master);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    char line[PATH_MAX + 8];
+    int counted = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "p ", 2) == 0) {
+            counted = 0;
+            (*all)++;
+        } else if (!counted && strcmp(line, path) == 0) {
+            counted = 1;
+            n++;
+        }
+    }
+    pclose(f);
+    return n;
+}
+
+/*
+ * it_wait_reopened - within 15 s, the log file holds "SIGUSR1: log
+ * reopened" and every process of the node (master and both workers) has
+ * the log path open and none the rotated file.
+ */
+static void
+it_wait_reopened(pid_t pid, const char *rotated)
+{
+    long long end = it_now_ms() + 15000;
+    int all, on_new, on_old;
+
+    it_wait_log("SIGUSR1: log reopened");
+    for (;;) {
+        on_new = it_log_holders(pid, it_log, &all);
+        on_old = it_log_holders(pid, rotated, &all);
+        if (all == 3 && on_new == 3 && on_old == 0)
+            break;
+        cr_assert_lt(it_now_ms(), end,
+                     "%d of %d processes hold the new log, %d the rotated one",
+                     on_new, all, on_old);
+        it_pause();
+    }
+}
+
+/* it_file_has - whether path holds text. */
+static int
+it_file_has(const char *path, const char *text)
+{
+    it_sh("cat %s", path);
+    return strstr(it_out, text) != NULL;
+}
+
+Test(initscript, usr1_reopens_the_log_and_reads_no_configuration)
+{
+    char rotated[300];
+
+    pid_t pid = it_start();
+    snprintf(rotated, sizeof(rotated), "%s.1", it_log);
+    cr_assert_eq(rename(it_log, rotated), 0, "rename %s: %s", it_log,
+                 strerror(errno));
+    /* A configuration HUP would refuse, and say so in the log. */
+    it_write_config("lease_s = 45\nqueue_max_lenght = 5\n");
+    cr_assert_eq(kill(pid, SIGUSR1), 0);
+    it_wait_reopened(pid, rotated);
+    it_push_pop("ops-usr1", "after-usr1");
+    it_write_config("");
+    it_stop(pid);
+    /* The stop was logged after the USR1: in the new file only. */
+    cr_assert(it_file_has(it_log, "stopped"), "%s", it_out);
+    cr_assert_not(it_file_has(rotated, "stopped"), "%s", it_out);
+    cr_assert_not(it_file_has(it_log, "reload"), "USR1 read the config: %s",
+                  it_out);
+    cr_assert_not(it_file_has(rotated, "reload"), "%s", it_out);
+}
+
+Test(initscript, the_logrotate_snippet_rotates_with_usr1)
+{
+    char conf[256], state[256], rotated[300];
+
+    if (system("command -v logrotate >/dev/null 2>&1") != 0)
+        cr_skip_test("logrotate is not installed");
+    pid_t pid = it_start();
+    /* The installed snippet, pointed at this DESTDIR. */
+    snprintf(conf, sizeof(conf), "%s/logrotate.conf", it_dir);
+    snprintf(state, sizeof(state), "%s/logrotate.state", it_dir);
+    cr_assert_eq(it_sh("sed -e 's|/var/log/mayfly|%s/var/log/mayfly|' "
+                       "-e 's|/run/mayfly/mayflyd.pid|%s|' "
+                       "%s/etc/logrotate.d/mayflyd >%s",
+                       it_dest, it_pid, it_dest, conf),
+                 0, "%s", it_out);
+    it_write_config("queue_max_lenght = 5\n");
+    cr_assert_eq(it_sh("logrotate -f -s %s %s", state, conf), 0,
+                 "logrotate: %s", it_out);
+    snprintf(rotated, sizeof(rotated), "%s.1", it_log);
+    cr_assert_eq(access(rotated, F_OK), 0, "logrotate did not rotate");
+    it_wait_reopened(pid, rotated);
+    it_write_config("");
+    it_stop(pid);
+    cr_assert_not(it_file_has(it_log, "reload"), "%s", it_out);
+}
