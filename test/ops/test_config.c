@@ -906,3 +906,92 @@ Test(config, man_page_documents_every_key)
                            cfg_spec_keys[i]);
     }
 }
+
+/* The keys SIGHUP applies (config.c's table); every other key needs a
+ * restart, and the shipped files must mark exactly these. */
+static const char *const cfg_hup_keys[] = {
+    "queue_max_length", "queue_max_bytes", "lease_s",
+    "retry_limit",      "implicit_idle_s", "log_level"};
+
+/* cfg_is_hup - whether key is one of cfg_hup_keys. */
+static int
+cfg_is_hup(const char *key)
+{
+    for (size_t i = 0; i < sizeof(cfg_hup_keys) / sizeof(cfg_hup_keys[0]); i++)
+        if (strcmp(cfg_hup_keys[i], key) == 0)
+            return 1;
+    return 0;
+}
+
+Test(config, hup_keys_are_the_ones_a_reload_applies)
+{
+    struct config old, fresh;
+    int action;
+    char report[2048];
+    const char *path = cfg_file("");
+    char *argv[] = {"mayflyd", "-c", (char *)path, NULL};
+
+    cr_assert_eq(cfg_load(&old, &action, argv), 0, "%s", cfg_err);
+    cfg_rewrite(path, "queue_max_length = 7\nqueue_max_bytes = 7K\n"
+                      "lease_s = 7\nretry_limit = 7\nimplicit_idle_s = 7\n"
+                      "log_level = warn\nlog = /tmp/x.log\n"
+                      "max_connections = 7\nmax_wait_ms = 7\n");
+    cr_assert_eq(config_reload(&old, &fresh, report, sizeof(report)), 0, "%s",
+                 report);
+    cr_assert_null(strstr(report, "queue_max_length 10000 -> 7 (needs"));
+    cr_assert_null(strstr(report, "log_level 'info' -> 'warn' (needs"));
+    cr_assert_not_null(strstr(report, "log '' -> '/tmp/x.log' (needs"), "%s",
+                       report);
+    cr_assert_not_null(strstr(report, "max_connections 20000 -> 7 (needs"),
+                       "%s", report);
+    cr_assert_eq(fresh.lease_s, 7);
+    cr_assert_str_eq(fresh.log, "");
+}
+
+Test(config, man_page_marks_hup_on_exactly_the_keys_a_reload_applies)
+{
+    char want[64];
+    const char *text = cfg_slurp("ops/mayflyd.8");
+
+    for (size_t i = 0; i < CFG_NSPEC; i++) {
+        snprintf(want, sizeof(want), "\n.BI %s \"", cfg_spec_keys[i]);
+        const char *entry = strstr(text, want);
+        cr_assert_not_null(entry, "mayflyd.8 lacks %s", cfg_spec_keys[i]);
+        const char *end = strstr(entry + 1, "\n.TP");
+        const char *hup = strstr(entry, "\n(HUP)");
+        int marked = hup != NULL && (end == NULL || hup < end);
+        cr_assert_eq(marked, cfg_is_hup(cfg_spec_keys[i]),
+                     "mayflyd.8 %s %s as changed on HUP", cfg_spec_keys[i],
+                     marked ? "marks" : "does not mark");
+    }
+}
+
+Test(config, shipped_files_say_max_connections_is_per_worker)
+{
+    /* Each file's entry for the key: the man page and README after it, the
+     * configuration file in the comment above it. */
+    const struct {
+        const char *file, *key;
+        int before;
+    } docs[] = {{"ops/mayflyd.8", "\n.BI max_connections", 0},
+                {"README.md", "| `max_connections`", 0},
+                {"ops/mayfly.conf", "\n#max_connections =", 1}};
+    char entry[300];
+
+    for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+        const char *text = cfg_slurp(docs[i].file);
+        const char *key = strstr(text, docs[i].key);
+        cr_assert_not_null(key, "%s lacks max_connections", docs[i].file);
+        if (docs[i].before) {
+            const char *from = key - text > 200 ? key - 200 : text;
+            snprintf(entry, sizeof(entry), "%.*s", (int)(key - from), from);
+        } else {
+            snprintf(entry, sizeof(entry), "%.299s", key);
+        }
+        cr_assert_not_null(strstr(entry, "per worker process"),
+                           "%s: max_connections is not per worker: %s",
+                           docs[i].file, entry);
+        cr_assert_null(strstr(entry, "per node"), "%s: %s", docs[i].file,
+                       entry);
+    }
+}
