@@ -127,34 +127,27 @@ on_request(void *ctx, struct http_request *req)
     }
 }
 
+/* What -t checks of the secret file is what the start reads of it. */
+_Static_assert(sizeof(((struct worker_settings *)0)->secret) ==
+                   CONFIG_SECRET_SIZE,
+               "worker_settings.secret and CONFIG_SECRET_SIZE");
+
 int
 master_cluster_secret(struct master *m)
 {
     unsigned char raw[24];
-    char *s = m->ws.secret;
+    char *s = m->ws.secret, err[CONFIG_PATH_MAX + 128];
     size_t cap = sizeof(m->ws.secret);
 
+    /* config_load() checked the file and that peers come with one; it may
+     * have changed since. */
     if (m->cfg.cluster_secret_file[0]) {
-        int fd = open(m->cfg.cluster_secret_file, O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd == -1 ? -1 : read(fd, s, cap - 1);
-        int e = errno;
-        if (fd != -1)
-            close(fd);
-        if (n <= 0) {
-            log_error(n == 0 ? 0 : e, "cannot read cluster_secret_file %s%s",
-                      m->cfg.cluster_secret_file, n == 0 ? ": empty" : "");
-            return n == 0 ? -EINVAL : -e;
+        if (config_read_secret(m->cfg.cluster_secret_file, s, cap, err,
+                               sizeof(err)) != 0) {
+            log_error(0, "%s", err);
+            return -EINVAL;
         }
-        while (n > 0 &&
-               (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
-            n--;
-        s[n] = '\0';
-        return n > 0 ? 0 : -EINVAL;
-    }
-    if (m->cfg.npeers > 0) {
-        log_error(0, "cluster_secret_file must be set when peers are: "
-                     "masters authenticate each other with it");
-        return -EINVAL;
+        return 0;
     }
     if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
         return -EIO;

@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -74,7 +75,7 @@ static const struct config_key config_keys[] = {
     CONFIG_KEY(implicit_idle_s, CONFIG_U32, 1, 604800, 1),
     CONFIG_KEY(member_ttl_ms, CONFIG_U32, 100, 600000, 0),
     CONFIG_KEY(leave_exclude_s, CONFIG_U32, 0, 86400, 0),
-    CONFIG_KEY(max_wait_ms, CONFIG_U32, 0, 3600000, 0),
+    CONFIG_KEY(max_wait_ms, CONFIG_U32, 1, 3600000, 0), /* 0: pops spin */
     CONFIG_KEY(max_body_bytes, CONFIG_SIZE, 1, 4 * CONFIG_GIB, 0),
     CONFIG_KEY(max_connections, CONFIG_U32, 1, 1000000, 0),
     CONFIG_KEY(log_level, CONFIG_LEVEL, 0, 0, 1),
@@ -441,13 +442,18 @@ config_parse_line(struct config *c, char *line, const char *source, char *err,
     return config_set(c, key, config_trim(eq + 1), source, err, errlen);
 }
 
-/* config_load_file - apply every line of path, naming path:line on error. */
+/*
+ * config_load_file - apply every line of path, naming path:line on error.
+ * A UTF-8 byte order mark at the start of the file is skipped; a line that
+ * holds a NUL byte is refused.
+ */
 static int
 config_load_file(struct config *c, const char *path, char *err, size_t errlen)
 {
     char source[CONFIG_PATH_MAX + 16];
     char *line = NULL;
     size_t cap = 0;
+    ssize_t got;
     unsigned lineno = 0;
     int rc = 0;
     FILE *f = fopen(path, "re");
@@ -455,9 +461,20 @@ config_load_file(struct config *c, const char *path, char *err, size_t errlen)
     if (f == NULL)
         return config_fail(err, errlen, "cannot read configuration file %s: %s",
                            path, strerror(errno));
-    while (rc == 0 && getline(&line, &cap, f) != -1) {
+    while (rc == 0 && (got = getline(&line, &cap, f)) != -1) {
+        char *text = line;
         snprintf(source, sizeof(source), "%s:%u", path, ++lineno);
-        rc = config_parse_line(c, line, source, err, errlen);
+        /* A UTF-8 byte order mark, as some editors write, is not text. */
+        if (lineno == 1 && got >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
+            text += 3;
+            got -= 3;
+        }
+        /* Text past a NUL would be dropped without a word: refuse it. */
+        if (memchr(text, '\0', (size_t)got) != NULL)
+            rc = config_fail(err, errlen, "%s: the line holds a NUL byte",
+                             source);
+        else
+            rc = config_parse_line(c, text, source, err, errlen);
     }
     if (rc == 0 && ferror(f))
         rc = config_fail(err, errlen, "cannot read configuration file %s: %s",
@@ -525,29 +542,125 @@ config_absolute(char *path, size_t size, const char *key, char *err,
     return 0;
 }
 
+int
+config_read_secret(const char *path, char *buf, size_t len, char *err,
+                   size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+    int e;
+
+    if (fd == -1)
+        return config_fail(err, errlen,
+                           "cluster_secret_file: cannot read %s: %s", path,
+                           strerror(errno));
+    n = read(fd, buf, len - 1);
+    e = errno;
+    close(fd);
+    if (n == -1)
+        return config_fail(err, errlen,
+                           "cluster_secret_file: cannot read %s: %s", path,
+                           strerror(e));
+    while (n > 0 && isspace((unsigned char)buf[n - 1]))
+        n--;
+    buf[n] = '\0';
+    if (n == 0)
+        return config_fail(err, errlen,
+                           "cluster_secret_file: %s holds no secret", path);
+    for (ssize_t i = 0; i < n; i++)
+        if (iscntrl((unsigned char)buf[i]))
+            return config_fail(err, errlen,
+                               "cluster_secret_file: the secret in %s holds "
+                               "a control character (it travels in an HTTP "
+                               "header)",
+                               path);
+    return 0;
+}
+
+/* config_socket - the address and port of a checked listen value. */
+static void
+config_socket(const char *v, int *family, unsigned char *addr, int *any,
+              unsigned *port)
+{
+    char host[CONFIG_ADDR_MAX];
+    const char *colon = strrchr(v, ':');
+    int bracket = v[0] == '[';
+    size_t size = bracket ? 16 : 4;
+
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - v) - 2 * bracket,
+             v + bracket);
+    *family = bracket ? AF_INET6 : AF_INET;
+    memset(addr, 0, 16);
+    if (inet_pton(*family, host, addr) != 1)
+        *family = AF_UNSPEC; /* not reached: config_check_listen passed */
+    *any = 1;
+    for (size_t i = 0; i < size; i++)
+        *any &= addr[i] == 0;
+    *port = (unsigned)strtoul(colon + 1, NULL, 10);
+}
+
 /*
- * config_finalize - derived defaults: advertise addresses from the listen
- * ones, node_id from advertise (characters a node id cannot hold become
- * '-').  With -d the process will chdir("/"): relative paths are made
- * absolute against the start directory, the log defaults to syslog and the
- * pidfile to data_dir/mayflyd.pid.
+ * config_same_socket - whether binding a and then b must fail: one port
+ * (not 0, which picks a free one) on one address, or on a wildcard that
+ * covers the other address ([::] covers IPv4 too, as net.ipv6.bindv6only
+ * is 0 by default).
  */
 static int
-config_finalize(struct config *c, char *err, size_t errlen)
+config_same_socket(const char *a, const char *b)
 {
-    if (c->advertise[0] == '\0')
-        memcpy(c->advertise, c->listen, sizeof(c->advertise));
-    if (c->cluster_advertise[0] == '\0')
-        memcpy(c->cluster_advertise, c->cluster_listen,
-               sizeof(c->cluster_advertise));
-    if (c->node_id[0] == '\0') {
-        snprintf(c->node_id, sizeof(c->node_id), "%.64s", c->advertise);
-        for (char *p = c->node_id; *p; p++)
-            if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
-                *p = '-';
-    }
-    if (!c->daemonize)
+    unsigned char aa[16], ba[16];
+    int af, bf, aany, bany;
+    unsigned ap, bp;
+
+    config_socket(a, &af, aa, &aany, &ap);
+    config_socket(b, &bf, ba, &bany, &bp);
+    if (ap != bp || ap == 0 || af == AF_UNSPEC || bf == AF_UNSPEC)
         return 0;
+    if (af == bf)
+        return aany || bany || memcmp(aa, ba, 16) == 0;
+    return (af == AF_INET6 && aany) || (bf == AF_INET6 && bany);
+}
+
+/*
+ * config_check_node - what the start would refuse once the keys are read
+ * together, so that -t refuses it as well: peers without a
+ * cluster_secret_file, a secret file that cannot be read or holds no
+ * usable secret, and listen and cluster_listen on one socket.  Reads the
+ * secret file; binds nothing.
+ */
+static int
+config_check_node(const struct config *c, char *err, size_t errlen)
+{
+    char secret[CONFIG_SECRET_SIZE];
+    int rc;
+
+    if (c->npeers > 0 && c->cluster_secret_file[0] == '\0')
+        return config_fail(err, errlen,
+                           "cluster_secret_file must be set when peers are: "
+                           "masters authenticate each other with it");
+    if (c->cluster_secret_file[0] != '\0') {
+        rc = config_read_secret(c->cluster_secret_file, secret, sizeof(secret),
+                                err, errlen);
+        explicit_bzero(secret, sizeof(secret));
+        if (rc != 0)
+            return -1;
+    }
+    if (config_same_socket(c->listen, c->cluster_listen))
+        return config_fail(err, errlen,
+                           "listen %s and cluster_listen %s are one socket: "
+                           "the client and cluster ports must differ",
+                           c->listen, c->cluster_listen);
+    return 0;
+}
+
+/*
+ * config_daemon_paths - with -d the process will chdir("/"): relative
+ * paths are made absolute against the start directory, the log defaults to
+ * syslog and the pidfile to data_dir/mayflyd.pid.
+ */
+static int
+config_daemon_paths(struct config *c, char *err, size_t errlen)
+{
     if (c->log[0] == '\0')
         snprintf(c->log, sizeof(c->log), "syslog");
     if (config_absolute(c->data_dir, sizeof(c->data_dir), "data_dir", err,
@@ -566,6 +679,30 @@ config_finalize(struct config *c, char *err, size_t errlen)
     return config_absolute(c->cluster_secret_file,
                            sizeof(c->cluster_secret_file),
                            "cluster_secret_file", err, errlen);
+}
+
+/*
+ * config_finalize - derived defaults: advertise addresses from the listen
+ * ones, node_id from advertise (characters a node id cannot hold become
+ * '-'); the -d paths; then the checks across keys.
+ */
+static int
+config_finalize(struct config *c, char *err, size_t errlen)
+{
+    if (c->advertise[0] == '\0')
+        memcpy(c->advertise, c->listen, sizeof(c->advertise));
+    if (c->cluster_advertise[0] == '\0')
+        memcpy(c->cluster_advertise, c->cluster_listen,
+               sizeof(c->cluster_advertise));
+    if (c->node_id[0] == '\0') {
+        snprintf(c->node_id, sizeof(c->node_id), "%.64s", c->advertise);
+        for (char *p = c->node_id; *p; p++)
+            if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
+                *p = '-';
+    }
+    if (c->daemonize && config_daemon_paths(c, err, errlen) != 0)
+        return -1;
+    return config_check_node(c, err, errlen);
 }
 
 /* config_forget - drop the remembered -o flags. */

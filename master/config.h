@@ -13,9 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CONFIG_PATH_MAX  1024
-#define CONFIG_ADDR_MAX  256
-#define CONFIG_PEERS_MAX 16
+#define CONFIG_PATH_MAX    1024
+#define CONFIG_ADDR_MAX    256
+#define CONFIG_PEERS_MAX   16
+#define CONFIG_SECRET_SIZE 129 /* the secret's first 128 bytes count */
 
 struct config {
     char node_id[65];                              /* default: from advertise */
@@ -61,6 +62,9 @@ void config_defaults(struct config *c);
  * data_dir, log, pidfile and cluster_secret_file become absolute against the
  * start directory, log "" becomes "syslog" and pidfile "" becomes
  * data_dir/mayflyd.pid.  The -c path is always made absolute, for SIGHUP.
+ * Last, what the start would refuse of the keys together: peers without a
+ * cluster_secret_file, a secret file config_read_secret() refuses, listen
+ * and cluster_listen on one socket (so -t refuses them too).
  * Returns 0, or -1 with a sentence naming the key and its source in err:
  * "/etc/mayfly/mayfly.conf:12: unknown key 'x'",
  * "environment MAYFLY_WORKERS: workers: invalid value 'x': expected ...",
@@ -77,11 +81,21 @@ int config_set(struct config *c, const char *key, const char *value,
                const char *source, char *err, size_t errlen);
 
 /*
+ * config_read_secret - the cluster secret in path into buf (len bytes, at
+ * most len - 1 of the file count), trailing white space dropped.  Returns 0,
+ * or -1 with a sentence in err naming cluster_secret_file and path when the
+ * file cannot be read, holds no secret, or the secret holds a control
+ * character (it is sent in an HTTP header).
+ */
+int config_read_secret(const char *path, char *buf, size_t len, char *err,
+                       size_t errlen);
+
+/*
  * config_reload - for SIGHUP: read the file and the environment again, apply
  * the -o flags config_load saw, and compare with old.  fresh receives old
- * with the keys that can change at run time updated (log_level, log,
- * max_wait_ms, implicit_idle_s, lease_s, retry_limit, queue_max_length,
- * queue_max_bytes, max_body_bytes); any other key keeps its old value.
+ * with the keys that can change at run time updated (log_level,
+ * implicit_idle_s, lease_s, retry_limit, queue_max_length, queue_max_bytes);
+ * any other key keeps its old value.
  * report gets one sentence listing what changed, old -> new, marking the keys
  * that need a restart ("no setting changed" when nothing did).
  * Returns 0, or -1 with the error in report and fresh untouched.

@@ -1,5 +1,6 @@
 /*
- * daemon.c - detaching from the terminal and owning the pidfile (mayflyd -d).
+ * daemon.c - detaching from the terminal, owning the data directory and the
+ * pidfile (mayflyd -d; the data directory lock in the foreground too).
  *
  * The classic double fork: the daemon is not a session leader, so it can
  * never acquire a controlling terminal.  A pipe joins the daemon to the
@@ -10,6 +11,7 @@
  */
 #include "master/daemon.h"
 
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -27,6 +29,7 @@
 static int daemon_ready_fd = -1;   /* write end, held by the daemon */
 static char daemon_pid_path[4096]; /* the pidfile we wrote */
 static pid_t daemon_pid_owner;     /* the process that wrote it */
+static int daemon_lock_fd = -1;    /* data_dir/lock, held until exit */
 
 /* daemon_wait_ready - the foreground side: exit as the daemon's start did. */
 static void
@@ -112,6 +115,7 @@ daemon_ready(void)
 {
     unsigned char ok = 0;
 
+    log_mirror_stderr(0);
     if (daemon_ready_fd == -1)
         return;
     if (write(daemon_ready_fd, &ok, 1) != 1)
@@ -189,30 +193,66 @@ daemon_pidfile_write(const char *path, const char *tmp)
 }
 
 /*
- * daemon_pid_alive - pid exists and is not a zombie (an orphan whose reaper
- * never waits, as in some containers, must not block a new start forever).
+ * daemon_proc_stat - the command name (comm) and state letter of pid, from
+ * /proc/PID/stat.  0, or -1 when it cannot be read.
  */
 static int
-daemon_pid_alive(pid_t pid)
+daemon_proc_stat(pid_t pid, char *comm, size_t len, char *state)
 {
-    char path[64], buf[256];
-    const char *state;
+    char path[64], buf[512];
+    const char *open_paren, *close_paren;
     ssize_t n;
     int fd;
 
-    if (kill(pid, 0) == -1 && errno != EPERM)
-        return 0;
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
     if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-        return 1;
+        return -1;
     n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     if (n <= 0)
-        return 1;
+        return -1;
     buf[n] = '\0';
     /* "pid (comm) S ...": comm may hold spaces and parentheses. */
-    state = strrchr(buf, ')');
-    return state == NULL || state[1] == '\0' || state[2] != 'Z';
+    open_paren = strchr(buf, '(');
+    close_paren = strrchr(buf, ')');
+    if (open_paren == NULL || close_paren == NULL || close_paren < open_paren ||
+        close_paren[1] == '\0' || close_paren[2] == '\0')
+        return -1;
+    snprintf(comm, len, "%.*s", (int)(close_paren - open_paren - 1),
+             open_paren + 1);
+    *state = close_paren[2];
+    return 0;
+}
+
+/*
+ * daemon_pid_mayflyd - pid runs, is not a zombie (an orphan whose reaper
+ * never waits, as in some containers, must not block a new start forever)
+ * and is a mayflyd.  After a kill -9 the pidfile stays, and its pid may be
+ * reused by anything; that process must not keep the node down.  "A
+ * mayflyd" is a process with our command name: /proc/PID/exe would be
+ * stricter but cannot be read for another user's process, and after an
+ * upgrade a running daemon's exe is the old, deleted binary.  When /proc
+ * cannot tell, the process counts as a mayflyd: refusing is the safe side.
+ * *comm receives the command name of a live process ("" otherwise).
+ */
+static int
+daemon_pid_mayflyd(pid_t pid, char *comm, size_t len)
+{
+    char ours[64];
+    char state, self_state;
+
+    comm[0] = '\0';
+    if (kill(pid, 0) == -1 && errno != EPERM)
+        return 0;
+    if (daemon_proc_stat(pid, comm, len, &state) != 0)
+        return 1;
+    if (state == 'Z' || state == 'X') {
+        comm[0] = '\0'; /* gone: nothing to warn about */
+        return 0;
+    }
+    if (daemon_proc_stat(getpid(), ours, sizeof(ours), &self_state) != 0)
+        return 1;
+    return strcmp(comm, ours) == 0;
 }
 
 int
@@ -220,13 +260,21 @@ daemon_pidfile_claim(const char *path)
 {
     static int registered;
     char tmp[sizeof(daemon_pid_path) + 32];
+    char comm[64];
     pid_t other = daemon_pidfile_read(path);
     int rc;
 
-    if (other > 0 && other != getpid() && daemon_pid_alive(other)) {
-        log_error(0, "pidfile %s names running process %d: not starting", path,
-                  (int)other);
-        return -EEXIST;
+    if (other > 0 && other != getpid()) {
+        if (daemon_pid_mayflyd(other, comm, sizeof(comm))) {
+            log_error(0, "pidfile %s names running process %d: not starting",
+                      path, (int)other);
+            return -EEXIST;
+        }
+        if (comm[0] != '\0')
+            log_warn(0,
+                     "pidfile %s names process %d (%s), not a mayflyd: "
+                     "replacing it",
+                     path, (int)other, comm);
     }
     if (strlen(path) >= sizeof(daemon_pid_path)) {
         log_error(ENAMETOOLONG, "pidfile %s", path);
@@ -239,5 +287,71 @@ daemon_pidfile_claim(const char *path)
     daemon_pid_owner = getpid();
     if (!registered && atexit(daemon_pidfile_remove) == 0)
         registered = 1;
+    return 0;
+}
+
+/*
+ * The data directory lock.  flock() locks belong to the open file
+ * description: the workers inherit the descriptor over fork() and close
+ * their copy (close_inherited() in workers.c), which does not release the
+ * lock while the master holds it.  So the lock lives exactly as long as the
+ * master: a master killed -9 releases it at once, even if its workers are
+ * still going for a moment (PR_SET_PDEATHSIG kills them).  That is enough to
+ * keep a second node off the data: only the master opens data_dir (the raft
+ * log in LMDB); workers never touch it, they serve from the anonymous shared
+ * segment of their own node.  Holding the lock in the workers as well would
+ * only make a restart after a crash fail while they die.  The descriptor is
+ * close-on-exec and never closed: the kernel releases the lock at exit.
+ */
+int
+daemon_datadir_lock(const char *dir)
+{
+    char path[4096], line[32];
+    pid_t other;
+    int fd, n, e;
+
+    if (snprintf(path, sizeof(path), "%s/lock", dir) >= (int)sizeof(path)) {
+        log_error(ENAMETOOLONG, "data_dir %s", dir);
+        return -ENAMETOOLONG;
+    }
+    if (mkdir(dir, 0750) == -1 && errno != EEXIST) {
+        e = errno;
+        log_error(e, "cannot create data_dir: mkdir(%s) failed", dir);
+        return -e;
+    }
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd == -1) {
+        e = errno;
+        log_error(e, "open(%s) failed", path);
+        return -e;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+        e = errno;
+        close(fd);
+        if (e != EWOULDBLOCK) {
+            log_error(e, "flock(%s, LOCK_EX|LOCK_NB) failed", path);
+            return -e;
+        }
+        /* The holder writes its pid once it has the lock: maybe not yet. */
+        other = daemon_pidfile_read(path);
+        if (other > 0)
+            log_error(0,
+                      "data_dir %s is in use by mayflyd process %d (it "
+                      "holds %s): not starting",
+                      dir, (int)other, path);
+        else
+            log_error(0,
+                      "data_dir %s is in use by another mayflyd (it holds "
+                      "%s): not starting",
+                      dir, path);
+        return -EBUSY;
+    }
+    /* The pid is for the message above only; the lock is what counts. */
+    n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) == -1 || pwrite(fd, line, (size_t)n, 0) != n)
+        log_warn(errno, "cannot write our pid to %s", path);
+    if (daemon_lock_fd != -1)
+        close(daemon_lock_fd);
+    daemon_lock_fd = fd;
     return 0;
 }

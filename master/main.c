@@ -12,13 +12,12 @@
  * the client port 503 draining (drain_port.c); then the master hands over
  * partitions and raft leadership and exits 0), QUIT stops at once,
  * HUP reopens logs and re-reads the settings that can change at run time,
- * CHLD reaps and replaces dead workers.
+ * USR1 reopens logs only (logrotate), CHLD reaps and replaces dead workers.
  */
 #include <sys/epoll.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <sys/timerfd.h>
 
 #include <errno.h>
@@ -132,8 +131,6 @@ start_node(struct master *m, int ep)
         (ssize_t)sizeof(p.incarnation))
         p.incarnation = (uint64_t)getpid() << 32 ^ shm_now_ms();
     m->incarnation = p.incarnation;
-    if (mkdir(m->cfg.data_dir, 0750) == -1 && errno != EEXIST)
-        log_fatal(errno, "mkdir(%s) failed", m->cfg.data_dir);
     raise_nofile(m->cfg.max_connections);
     fd = listen_or_die("listen", m->cfg.listen);
     cfd = listen_or_die("cluster_listen", m->cfg.cluster_listen);
@@ -205,6 +202,20 @@ reload(struct master *m)
     master_signal_workers(m, SIGHUP);
 }
 
+/* reopen_logs - USR1, after logrotate renamed the file: the master and the
+ * workers reopen the log path; no setting is read again. */
+static void
+reopen_logs(struct master *m)
+{
+    int rc = log_reopen();
+
+    if (rc != 0)
+        log_error(-rc, "SIGUSR1: cannot reopen the log");
+    else
+        log_info(0, "SIGUSR1: log reopened");
+    master_signal_workers(m, SIGUSR1);
+}
+
 /* on_signal - act on one signal read from the signalfd (ep: the loop's
  * epoll, for the drain port). */
 static void
@@ -237,6 +248,9 @@ on_signal(struct master *m, int ep, int sig, uint64_t now)
         break;
     case SIGHUP:
         reload(m);
+        break;
+    case SIGUSR1:
+        reopen_logs(m);
         break;
     default:
         break;
@@ -288,6 +302,7 @@ loop_fds(int *sfd, int *tfd)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGQUIT);
     sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
         return -errno;
     *sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -409,6 +424,9 @@ main(int argc, char **argv)
         log_fatal(errno, "cannot daemonize");
     if (log_open(m.cfg.log) != 0)
         log_fatal(errno, "cannot open the log '%s'", m.cfg.log);
+    /* data_dir first: it is created there, and the pidfile may live in it. */
+    if (daemon_datadir_lock(m.cfg.data_dir) != 0)
+        return 1;
     if (m.cfg.pidfile[0] && daemon_pidfile_claim(m.cfg.pidfile) != 0)
         return 1;
     /* Block the signals before forking: workers unblock their own. */

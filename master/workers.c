@@ -99,23 +99,29 @@ master_spawn(struct master *m, int slot)
     }
     if (pid == 0) {
         char role[16];
-        sigset_t none;
+        sigset_t back;
 
         /* The worker dies with its master, whatever killed the master. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) /* the master died before prctl() */
             _exit(1);
+        /* The start-up terminal (or init script's pipe) is the master's
+         * until daemon_ready(); a worker logs to the log target only. */
+        log_mirror_stderr(0);
         if (m->cfg.daemonize) {
-            /* The start-up terminal (or init script's pipe) is the master's
-             * until daemon_ready(); a worker logs to the log target only. */
             int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
             if (null != -1) {
                 dup2(null, STDERR_FILENO);
                 close(null);
             }
         }
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
+        /* TERM, INT, HUP and USR1 stay blocked: the worker reads them from
+         * its signalfd, and one sent before its loop is set up must wait
+         * for it rather than kill it (their default action). */
+        sigemptyset(&back);
+        sigaddset(&back, SIGCHLD);
+        sigaddset(&back, SIGQUIT);
+        sigprocmask(SIG_UNBLOCK, &back, NULL);
         close_inherited(m);
         snprintf(role, sizeof(role), "worker%d", slot);
         log_set_role(role);

@@ -3,7 +3,9 @@
  *
  * One write per line keeps lines whole when the master and its workers share
  * stderr or an O_APPEND file.  State is per process and set before workers
- * are forked, so a worker inherits its master's target.
+ * are forked, so a worker inherits its master's target.  Until the start is
+ * over (log_mirror_stderr(0)), error lines also go to standard error when
+ * the target is syslog or a file: whoever started mayflyd sees why it failed.
  */
 #include "shm/log.h"
 
@@ -24,6 +26,7 @@ static enum log_level log_min = LOG_LEVEL_INFO;
 static int log_fd = STDERR_FILENO;
 static int log_syslog;
 static char log_path[4096];
+static int log_mirror = 1; /* errors to stderr too: the start is not over */
 
 static const char *const log_names[] = {"debug", "info", "warn", "error"};
 static const int log_prio[] = {LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERR};
@@ -39,6 +42,12 @@ log_set_role(const char *role)
         closelog();
         openlog("mayflyd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
     }
+}
+
+void
+log_mirror_stderr(int on)
+{
+    log_mirror = on;
 }
 
 int
@@ -125,20 +134,21 @@ static void
 log_write(enum log_level level, int err, const char *fmt, va_list ap)
 {
     char line[2048];
-    size_t n = 0;
+    size_t n, stamp;
     int saved = errno;
+    struct timespec ts;
+    struct tm tm;
 
     if (level < log_min)
         return;
-    if (!log_syslog) {
-        struct timespec ts;
-        struct tm tm;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        gmtime_r(&ts.tv_sec, &tm);
-        n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
-        n += (size_t)snprintf(line + n, sizeof(line) - n, ".%03ldZ ",
-                              ts.tv_nsec / 1000000);
-    }
+    /* The time stamp is written always, for the stderr copy of an error;
+     * syslog stamps its lines itself and is given what follows it. */
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
+    n += (size_t)snprintf(line + n, sizeof(line) - n, ".%03ldZ ",
+                          ts.tv_nsec / 1000000);
+    stamp = n;
     int w = snprintf(line + n, sizeof(line) - n, "%s[%d] %s: ", log_role,
                      (int)getpid(), log_names[level]);
     n = (w > 0 && (size_t)w < sizeof(line) - n) ? n + (size_t)w : n;
@@ -150,14 +160,18 @@ log_write(enum log_level level, int err, const char *fmt, va_list ap)
         n = (w > 0 && (size_t)w < sizeof(line) - n) ? n + (size_t)w
                                                     : sizeof(line) - 2;
     }
-    if (log_syslog) {
-        line[n] = '\0';
-        syslog(log_prio[level], "%s", line);
-    } else {
-        line[n++] = '\n';
-        ssize_t rc = write(log_fd, line, n);
-        (void)rc; /* nowhere left to report a failed log write */
-    }
+    line[n] = '\0';
+    if (log_syslog)
+        syslog(log_prio[level], "%s", line + stamp);
+    line[n++] = '\n';
+    ssize_t rc = 0;
+    if (!log_syslog)
+        rc = write(log_fd, line, n);
+    /* Once: a target that is stderr already has the line. */
+    if (log_mirror && level >= LOG_LEVEL_ERROR &&
+        (log_syslog || log_fd != STDERR_FILENO))
+        rc = write(STDERR_FILENO, line, n);
+    (void)rc; /* nowhere left to report a failed log write */
     errno = saved;
 }
 

@@ -35,6 +35,15 @@ int log_parse_level(const char *name, enum log_level *out);
 int log_open(const char *target);
 int log_reopen(void);
 
+/*
+ * log_mirror_stderr - while on (from the start of the process), error and
+ * fatal lines also go to standard error when the target is syslog or a file,
+ * so that whoever started mayflyd (a terminal, an init script, a unit's
+ * journal) sees why a start failed.  daemon_ready() turns it off once the
+ * node serves, and a worker at its fork: their stderr is not the caller's.
+ */
+void log_mirror_stderr(int on);
+
 /* log_file_fd - the descriptor of a log file this process opened, else -1
  * (stderr is 2; syslog's socket is the C library's, made again by
  * log_set_role()). */

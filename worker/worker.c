@@ -128,6 +128,7 @@ setup(struct worker *w)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
     sigprocmask(SIG_BLOCK, &set, NULL);
     /* A client that vanishes mid-reply must not kill the worker. */
     signal(SIGPIPE, SIG_IGN);
@@ -174,19 +175,23 @@ on_wake(struct worker *w)
     }
 }
 
-/* on_signal - TERM/INT start the drain, HUP reopens the log. */
+/* on_signal - TERM/INT start the drain, HUP reopens the log and takes the
+ * log level the master published, USR1 reopens the log only. */
 static void
 on_signal(struct worker *w, uint64_t now)
 {
     struct signalfd_siginfo si;
+    int rc;
 
     while (read(w->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-        if (si.ssi_signo == SIGHUP) {
+        if (si.ssi_signo == SIGHUP || si.ssi_signo == SIGUSR1) {
             struct shm_status_view v;
-            shm_status_read(w->seg->status, &v);
-            log_set_level((enum log_level)v.log_level);
-            if (log_reopen() != 0)
-                log_error(errno, "cannot reopen the log");
+            if (si.ssi_signo == SIGHUP) {
+                shm_status_read(w->seg->status, &v);
+                log_set_level((enum log_level)v.log_level);
+            }
+            if ((rc = log_reopen()) != 0)
+                log_error(-rc, "cannot reopen the log");
         } else if (!w->draining) {
             w->draining = 1;
             w->drain_since = now;

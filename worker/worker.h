@@ -7,7 +7,8 @@
  * descriptors in it); it serves client HTTP in one epoll loop until SIGTERM
  * (drain: stop accepting, answer parked pops, finish in-flight requests,
  * exit 0) or until the master dies (PR_SET_PDEATHSIG).  SIGHUP reopens the
- * log.  Exit status: 0 after a drain, 1 on a fatal error.
+ * log and takes the published log level, SIGUSR1 reopens the log.  Exit
+ * status: 0 after a drain, 1 on a fatal error.
  */
 #ifndef MAYFLY_WORKER_WORKER_H
 #define MAYFLY_WORKER_WORKER_H

@@ -18,7 +18,8 @@
 extern char **environ;
 
 static char cfg_err[512];
-static char cfg_path[64]; /* the file cfg_file() wrote, removed at fini */
+static char cfg_path[64];   /* the file cfg_file() wrote, removed at fini */
+static char cfg_secret[64]; /* the file cfg_secret_file() wrote, likewise */
 
 /* cfg_clean_env - drop MAYFLY_* inherited from whoever runs the tests. */
 static void
@@ -39,16 +40,31 @@ cfg_clean_env(void)
     }
 }
 
+/* cfg_file_n - write len bytes of text to a fresh temporary file (its path
+ * into path, 64 bytes); returns path. */
+static const char *
+cfg_file_n(char *path, const char *text, size_t len)
+{
+    snprintf(path, 64, "/tmp/mayfly-test-config-XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert_neq(fd, -1, "mkstemp: %s", strerror(errno));
+    cr_assert_eq(write(fd, text, len), (ssize_t)len);
+    close(fd);
+    return path;
+}
+
 /* cfg_file - write text to a fresh temporary file; returns its path. */
 static const char *
 cfg_file(const char *text)
 {
-    snprintf(cfg_path, sizeof(cfg_path), "/tmp/mayfly-test-config-XXXXXX");
-    int fd = mkstemp(cfg_path);
-    cr_assert_neq(fd, -1, "mkstemp: %s", strerror(errno));
-    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-    return cfg_path;
+    return cfg_file_n(cfg_path, text, strlen(text));
+}
+
+/* cfg_secret_file - a cluster secret file holding text; returns its path. */
+static const char *
+cfg_secret_file(const char *text)
+{
+    return cfg_file_n(cfg_secret, text, strlen(text));
 }
 
 /* cfg_rewrite - replace the contents of path. */
@@ -90,12 +106,15 @@ cfg_set(struct config *c, const char *key, const char *value)
                                "error '%s' lacks '%s'", cfg_err, frags[f_]);   \
     } while (0)
 
-/* cfg_remove_file - fini: remove what cfg_file() wrote. */
+/* cfg_remove_file - fini: remove what cfg_file() and cfg_secret_file()
+ * wrote. */
 static void
 cfg_remove_file(void)
 {
     if (cfg_path[0] != '\0')
         unlink(cfg_path);
+    if (cfg_secret[0] != '\0')
+        unlink(cfg_secret);
 }
 
 TestSuite(config, .init = cfg_clean_env, .fini = cfg_remove_file);
@@ -239,7 +258,7 @@ Test(config, durations_and_counts_are_plain_integers)
     cr_assert_eq(cfg_set(&c, "queue_max_length", "abc"), -1);
     cfg_assert_err("queue_max_length", "'abc'");
     cr_assert_eq(cfg_set(&c, "max_wait_ms", "4294967296"), -1);
-    cfg_assert_err("max_wait_ms", "from 0 to 3600000");
+    cfg_assert_err("max_wait_ms", "from 1 to 3600000");
 }
 
 Test(config, numbers_outside_their_range_are_refused)
@@ -257,7 +276,10 @@ Test(config, numbers_outside_their_range_are_refused)
     cr_assert_eq(cfg_set(&c, "max_connections", "0"), -1);
     cfg_assert_err("max_connections");
     cr_assert_eq(cfg_set(&c, "leave_exclude_s", "0"), 0, "%s", cfg_err);
-    cr_assert_eq(cfg_set(&c, "max_wait_ms", "0"), 0, "%s", cfg_err);
+    /* 0 would answer every long poll at once: clients would spin. */
+    cr_assert_eq(cfg_set(&c, "max_wait_ms", "0"), -1);
+    cfg_assert_err("max_wait_ms", "'0'", "from 1 to 3600000");
+    cr_assert_eq(cfg_set(&c, "max_wait_ms", "1"), 0, "%s", cfg_err);
 }
 
 Test(config, workers_range_from_0_to_64)
@@ -487,6 +509,108 @@ Test(config, a_missing_file_is_an_error_naming_it)
     cfg_assert_err("/nonexistent/mayfly.conf", "No such file");
 }
 
+Test(config, a_byte_order_mark_starting_the_file_is_skipped)
+{
+    struct config c;
+    int action;
+    const char *path = cfg_file("\xEF\xBB\xBFlease_s = 12\nworkers = 3\n");
+    char *argv[] = {"mayflyd", "-c", (char *)path, NULL};
+
+    cr_assert_eq(cfg_load(&c, &action, argv), 0, "%s", cfg_err);
+    cr_assert_eq(c.lease_s, 12);
+    cr_assert_eq(c.workers, 3);
+    /* Only at the start of the file: elsewhere it is part of a key. */
+    cfg_rewrite(path, "lease_s = 12\n\xEF\xBB\xBFworkers = 3\n");
+    cr_assert_eq(cfg_load(&c, &action, argv), -1);
+    cfg_assert_err(":2: unknown key");
+}
+
+Test(config, a_nul_byte_in_a_line_is_refused_naming_file_and_line)
+{
+    static const char text[] = "workers = 3\nlease_s = 1\0002\n";
+    struct config c;
+    int action;
+    char want[128];
+    const char *path = cfg_file_n(cfg_path, text, sizeof(text) - 1);
+    char *argv[] = {"mayflyd", "-c", (char *)path, NULL};
+
+    cr_assert_eq(cfg_load(&c, &action, argv), -1);
+    snprintf(want, sizeof(want), "%s:2: the line holds a NUL byte", path);
+    cr_assert_str_eq(cfg_err, want);
+}
+
+Test(config, peers_need_a_cluster_secret_file)
+{
+    struct config c;
+    int action;
+    char *argv[] = {"mayflyd", "-t", "-o", "peers=127.0.0.1:17399", NULL};
+
+    cr_assert_eq(cfg_load(&c, &action, argv), -1);
+    cfg_assert_err("cluster_secret_file must be set when peers are");
+}
+
+Test(config, the_cluster_secret_file_must_hold_a_usable_secret)
+{
+    struct config c;
+    int action;
+    char ov[128];
+    char *argv[] = {"mayflyd", "-t", "-o", "peers=127.0.0.1:17399",
+                    "-o",      ov,   NULL};
+    const char *bad[][2] = {{"", "holds no secret"},
+                            {" \n\n", "holds no secret"},
+                            {"two\nlines\n", "control character"}};
+
+    snprintf(ov, sizeof(ov), "cluster_secret_file=/nonexistent/secret");
+    cr_assert_eq(cfg_load(&c, &action, argv), -1);
+    cfg_assert_err("cluster_secret_file", "/nonexistent/secret",
+                   "No such file");
+    snprintf(ov, sizeof(ov), "cluster_secret_file=/tmp");
+    cr_assert_eq(cfg_load(&c, &action, argv), -1);
+    cfg_assert_err("cluster_secret_file", "/tmp", "Is a directory");
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(ov, sizeof(ov), "cluster_secret_file=%s",
+                 cfg_secret_file(bad[i][0]));
+        cr_assert_eq(cfg_load(&c, &action, argv), -1, "'%s' accepted",
+                     bad[i][0]);
+        cfg_assert_err("cluster_secret_file", cfg_secret, bad[i][1]);
+        unlink(cfg_secret);
+    }
+    snprintf(ov, sizeof(ov), "cluster_secret_file=%s",
+             cfg_secret_file("s3cret\r\n"));
+    cr_assert_eq(cfg_load(&c, &action, argv), 0, "%s", cfg_err);
+}
+
+Test(config, listen_and_cluster_listen_must_be_two_sockets)
+{
+    const char *same[][2] = {{"127.0.0.1:7000", "127.0.0.1:7000"},
+                             {"0.0.0.0:7000", "127.0.0.1:7000"},
+                             {"127.0.0.1:7000", "0.0.0.0:7000"},
+                             {"[::]:7000", "127.0.0.1:7000"},
+                             {"[::1]:7000", "[::]:7000"}};
+    const char *two[][2] = {{"127.0.0.1:7000", "127.0.0.1:7001"},
+                            {"127.0.0.1:7000", "127.0.0.2:7000"},
+                            {"[::1]:7000", "127.0.0.1:7000"},
+                            {"0.0.0.0:7000", "[::1]:7000"},
+                            {"127.0.0.1:0", "127.0.0.1:0"}};
+    struct config c;
+    int action;
+    char l[64], cl[64];
+    char *argv[] = {"mayflyd", "-t", "-o", l, "-o", cl, NULL};
+
+    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+        snprintf(l, sizeof(l), "listen=%s", same[i][0]);
+        snprintf(cl, sizeof(cl), "cluster_listen=%s", same[i][1]);
+        cr_assert_eq(cfg_load(&c, &action, argv), -1, "%s and %s accepted",
+                     same[i][0], same[i][1]);
+        cfg_assert_err("listen", "cluster_listen", same[i][0], same[i][1]);
+    }
+    for (size_t i = 0; i < sizeof(two) / sizeof(two[0]); i++) {
+        snprintf(l, sizeof(l), "listen=%s", two[i][0]);
+        snprintf(cl, sizeof(cl), "cluster_listen=%s", two[i][1]);
+        cr_assert_eq(cfg_load(&c, &action, argv), 0, "%s", cfg_err);
+    }
+}
+
 Test(config, a_relative_c_path_is_kept_absolute)
 {
     struct config c;
@@ -634,10 +758,12 @@ Test(config, reload_without_changes_says_so)
 {
     struct config old, fresh;
     int action;
-    char report[256];
+    char report[256], ov[128];
+    const char *secret = cfg_secret_file("s3cret\n");
     const char *path = cfg_file("peers = a:1,b:2\nlog = /tmp/x.log\n");
-    char *argv[] = {"mayflyd", "-c", (char *)path, NULL};
+    char *argv[] = {"mayflyd", "-c", (char *)path, "-o", ov, NULL};
 
+    snprintf(ov, sizeof(ov), "cluster_secret_file=%s", secret);
     cr_assert_eq(cfg_load(&old, &action, argv), 0, "%s", cfg_err);
     cr_assert_eq(config_reload(&old, &fresh, report, sizeof(report)), 0, "%s",
                  report);
@@ -649,10 +775,12 @@ Test(config, reload_reports_string_and_list_changes)
 {
     struct config old, fresh;
     int action;
-    char report[512];
+    char report[512], ov[128];
+    const char *secret = cfg_secret_file("s3cret\n");
     const char *path = cfg_file("peers = a:1\nlog = /tmp/x.log\n");
-    char *argv[] = {"mayflyd", "-c", (char *)path, NULL};
+    char *argv[] = {"mayflyd", "-c", (char *)path, "-o", ov, NULL};
 
+    snprintf(ov, sizeof(ov), "cluster_secret_file=%s", secret);
     cr_assert_eq(cfg_load(&old, &action, argv), 0, "%s", cfg_err);
     cfg_rewrite(path, "peers = a:1,b:2\nlog = /tmp/y.log\n");
     cr_assert_eq(config_reload(&old, &fresh, report, sizeof(report)), 0, "%s",
@@ -776,5 +904,94 @@ Test(config, man_page_documents_every_key)
         snprintf(want, sizeof(want), "\n.BI %s \"", cfg_spec_keys[i]);
         cr_assert_not_null(strstr(text, want), "mayflyd.8 lacks %s",
                            cfg_spec_keys[i]);
+    }
+}
+
+/* The keys SIGHUP applies (config.c's table); every other key needs a
+ * restart, and the shipped files must mark exactly these. */
+static const char *const cfg_hup_keys[] = {
+    "queue_max_length", "queue_max_bytes", "lease_s",
+    "retry_limit",      "implicit_idle_s", "log_level"};
+
+/* cfg_is_hup - whether key is one of cfg_hup_keys. */
+static int
+cfg_is_hup(const char *key)
+{
+    for (size_t i = 0; i < sizeof(cfg_hup_keys) / sizeof(cfg_hup_keys[0]); i++)
+        if (strcmp(cfg_hup_keys[i], key) == 0)
+            return 1;
+    return 0;
+}
+
+Test(config, hup_keys_are_the_ones_a_reload_applies)
+{
+    struct config old, fresh;
+    int action;
+    char report[2048];
+    const char *path = cfg_file("");
+    char *argv[] = {"mayflyd", "-c", (char *)path, NULL};
+
+    cr_assert_eq(cfg_load(&old, &action, argv), 0, "%s", cfg_err);
+    cfg_rewrite(path, "queue_max_length = 7\nqueue_max_bytes = 7K\n"
+                      "lease_s = 7\nretry_limit = 7\nimplicit_idle_s = 7\n"
+                      "log_level = warn\nlog = /tmp/x.log\n"
+                      "max_connections = 7\nmax_wait_ms = 7\n");
+    cr_assert_eq(config_reload(&old, &fresh, report, sizeof(report)), 0, "%s",
+                 report);
+    cr_assert_null(strstr(report, "queue_max_length 10000 -> 7 (needs"));
+    cr_assert_null(strstr(report, "log_level 'info' -> 'warn' (needs"));
+    cr_assert_not_null(strstr(report, "log '' -> '/tmp/x.log' (needs"), "%s",
+                       report);
+    cr_assert_not_null(strstr(report, "max_connections 20000 -> 7 (needs"),
+                       "%s", report);
+    cr_assert_eq(fresh.lease_s, 7);
+    cr_assert_str_eq(fresh.log, "");
+}
+
+Test(config, man_page_marks_hup_on_exactly_the_keys_a_reload_applies)
+{
+    char want[64];
+    const char *text = cfg_slurp("ops/mayflyd.8");
+
+    for (size_t i = 0; i < CFG_NSPEC; i++) {
+        snprintf(want, sizeof(want), "\n.BI %s \"", cfg_spec_keys[i]);
+        const char *entry = strstr(text, want);
+        cr_assert_not_null(entry, "mayflyd.8 lacks %s", cfg_spec_keys[i]);
+        const char *end = strstr(entry + 1, "\n.TP");
+        const char *hup = strstr(entry, "\n(HUP)");
+        int marked = hup != NULL && (end == NULL || hup < end);
+        cr_assert_eq(marked, cfg_is_hup(cfg_spec_keys[i]),
+                     "mayflyd.8 %s %s as changed on HUP", cfg_spec_keys[i],
+                     marked ? "marks" : "does not mark");
+    }
+}
+
+Test(config, shipped_files_say_max_connections_is_per_worker)
+{
+    /* Each file's entry for the key: the man page and README after it, the
+     * configuration file in the comment above it. */
+    const struct {
+        const char *file, *key;
+        int before;
+    } docs[] = {{"ops/mayflyd.8", "\n.BI max_connections", 0},
+                {"README.md", "| `max_connections`", 0},
+                {"ops/mayfly.conf", "\n#max_connections =", 1}};
+    char entry[300];
+
+    for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+        const char *text = cfg_slurp(docs[i].file);
+        const char *key = strstr(text, docs[i].key);
+        cr_assert_not_null(key, "%s lacks max_connections", docs[i].file);
+        if (docs[i].before) {
+            const char *from = key - text > 200 ? key - 200 : text;
+            snprintf(entry, sizeof(entry), "%.*s", (int)(key - from), from);
+        } else {
+            snprintf(entry, sizeof(entry), "%.299s", key);
+        }
+        cr_assert_not_null(strstr(entry, "per worker process"),
+                           "%s: max_connections is not per worker: %s",
+                           docs[i].file, entry);
+        cr_assert_null(strstr(entry, "per node"), "%s: %s", docs[i].file,
+                       entry);
     }
 }

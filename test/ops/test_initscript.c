@@ -419,6 +419,14 @@ Test(initscript, a_broken_config_fails_reload_and_restart_and_keeps_serving)
     cr_assert_eq(it_read_pid(), pid);
     cr_assert(it_alive(pid));
     it_push_pop("ops-broken", "still-serving");
+    /* What only the start used to refuse: peers without a secret file. */
+    char peers[64];
+    snprintf(peers, sizeof(peers), "peers = 127.0.0.1:%d\n", it_free_port());
+    it_write_config(peers);
+    cr_assert_eq(it_init_cmd("restart"), 1, "restart: %s", it_out);
+    cr_assert_not_null(strstr(it_out, "cluster_secret_file"), "%s", it_out);
+    cr_assert_eq(it_read_pid(), pid);
+    it_push_pop("ops-broken", "still-serving-2");
     it_write_config("");
     it_stop(pid);
 }
@@ -471,4 +479,162 @@ Test(initscript, check_only_names_the_line_and_key_of_a_broken_config)
     it_write_config("");
     cr_assert_eq(it_sh("%s -t -c %s -o workers=100", it_daemon, it_conf), 1);
     cr_assert_not_null(strstr(it_out, "workers"), "%s", it_out);
+}
+
+Test(initscript, check_only_refuses_what_the_start_would_refuse)
+{
+    char text[512];
+    int peer = it_free_port();
+
+    snprintf(text, sizeof(text), "peers = 127.0.0.1:%d\n", peer);
+    it_write_config(text);
+    cr_assert_eq(it_sh("%s -t -c %s", it_daemon, it_conf), 1, "%s", it_out);
+    cr_assert_not_null(
+        strstr(it_out, "cluster_secret_file must be set when peers are"), "%s",
+        it_out);
+    snprintf(text, sizeof(text),
+             "peers = 127.0.0.1:%d\ncluster_secret_file = %s/no-secret\n", peer,
+             it_dir);
+    it_write_config(text);
+    cr_assert_eq(it_sh("%s -t -c %s", it_daemon, it_conf), 1, "%s", it_out);
+    cr_assert_not_null(strstr(it_out, "no-secret: No such file"), "%s", it_out);
+    it_write_config("");
+    cr_assert_eq(it_sh("%s -t -c %s -o cluster_listen=127.0.0.1:%d", it_daemon,
+                       it_conf, it_port),
+                 1, "%s", it_out);
+    cr_assert_not_null(strstr(it_out, "are one socket"), "%s", it_out);
+}
+
+Test(initscript, a_failed_start_says_why)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    /* Somebody else holds the client port. */
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)it_port);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0, "bind: %s",
+                 strerror(errno));
+    cr_assert_eq(listen(fd, 1), 0);
+    cr_assert_eq(it_init_cmd("start"), 1, "start: %s", it_out);
+    cr_assert_not_null(strstr(it_out, "Address already in use"),
+                       "the script does not say why: %s", it_out);
+    cr_assert_eq(it_read_pid(), 0, "a pidfile after a failed start");
+    close(fd);
+}
+
+/*
+ * it_log_holders - of the master pid and its children (the workers), how
+ * many hold a descriptor open on path; *all receives how many processes
+ * were looked at.
+ */
+static int
+it_log_holders(pid_t master, const char *path, int *all)
+{
+    char cmd[512];
+    int n = 0;
+
+    *all = 0;
+    snprintf(cmd, sizeof(cmd),
+             "for p in %d $(cat /proc/%d/task/*/children 2>/dev/null); do "
+             "echo \"p $p\"; ls -l /proc/$p/fd 2>/dev/null | "
+             "sed -n 's/.* -> //p'; done",
+             (int)master, (int)master);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    char line[PATH_MAX + 8];
+    int counted = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "p ", 2) == 0) {
+            counted = 0;
+            (*all)++;
+        } else if (!counted && strcmp(line, path) == 0) {
+            counted = 1;
+            n++;
+        }
+    }
+    pclose(f);
+    return n;
+}
+
+/*
+ * it_wait_reopened - within 15 s, the log file holds "SIGUSR1: log
+ * reopened" and every process of the node (master and both workers) has
+ * the log path open and none the rotated file.
+ */
+static void
+it_wait_reopened(pid_t pid, const char *rotated)
+{
+    long long end = it_now_ms() + 15000;
+    int all, on_new, on_old;
+
+    it_wait_log("SIGUSR1: log reopened");
+    for (;;) {
+        on_new = it_log_holders(pid, it_log, &all);
+        on_old = it_log_holders(pid, rotated, &all);
+        if (all == 3 && on_new == 3 && on_old == 0)
+            break;
+        cr_assert_lt(it_now_ms(), end,
+                     "%d of %d processes hold the new log, %d the rotated one",
+                     on_new, all, on_old);
+        it_pause();
+    }
+}
+
+/* it_file_has - whether path holds text. */
+static int
+it_file_has(const char *path, const char *text)
+{
+    it_sh("cat %s", path);
+    return strstr(it_out, text) != NULL;
+}
+
+Test(initscript, usr1_reopens_the_log_and_reads_no_configuration)
+{
+    char rotated[300];
+
+    pid_t pid = it_start();
+    snprintf(rotated, sizeof(rotated), "%s.1", it_log);
+    cr_assert_eq(rename(it_log, rotated), 0, "rename %s: %s", it_log,
+                 strerror(errno));
+    /* A configuration HUP would refuse, and say so in the log. */
+    it_write_config("lease_s = 45\nqueue_max_lenght = 5\n");
+    cr_assert_eq(kill(pid, SIGUSR1), 0);
+    it_wait_reopened(pid, rotated);
+    it_push_pop("ops-usr1", "after-usr1");
+    it_write_config("");
+    it_stop(pid);
+    /* The stop was logged after the USR1: in the new file only. */
+    cr_assert(it_file_has(it_log, "stopped"), "%s", it_out);
+    cr_assert_not(it_file_has(rotated, "stopped"), "%s", it_out);
+    cr_assert_not(it_file_has(it_log, "reload"), "USR1 read the config: %s",
+                  it_out);
+    cr_assert_not(it_file_has(rotated, "reload"), "%s", it_out);
+}
+
+Test(initscript, the_logrotate_snippet_rotates_with_usr1)
+{
+    char conf[256], state[256], rotated[300];
+
+    if (system("command -v logrotate >/dev/null 2>&1") != 0)
+        cr_skip_test("logrotate is not installed");
+    pid_t pid = it_start();
+    /* The installed snippet, pointed at this DESTDIR. */
+    snprintf(conf, sizeof(conf), "%s/logrotate.conf", it_dir);
+    snprintf(state, sizeof(state), "%s/logrotate.state", it_dir);
+    cr_assert_eq(it_sh("sed -e 's|/var/log/mayfly|%s/var/log/mayfly|' "
+                       "-e 's|/run/mayfly/mayflyd.pid|%s|' "
+                       "%s/etc/logrotate.d/mayflyd >%s",
+                       it_dest, it_pid, it_dest, conf),
+                 0, "%s", it_out);
+    it_write_config("queue_max_lenght = 5\n");
+    cr_assert_eq(it_sh("logrotate -f -s %s %s", state, conf), 0,
+                 "logrotate: %s", it_out);
+    snprintf(rotated, sizeof(rotated), "%s.1", it_log);
+    cr_assert_eq(access(rotated, F_OK), 0, "logrotate did not rotate");
+    it_wait_reopened(pid, rotated);
+    it_write_config("");
+    it_stop(pid);
+    cr_assert_not(it_file_has(it_log, "reload"), "%s", it_out);
 }
