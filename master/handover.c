@@ -437,6 +437,11 @@ master_handover_drain(struct master *m, uint64_t now)
         dropped(m, s, "no answer before the drain's deadline");
         ship_free(s);
     }
+    /* What was never shipped (nobody to take it, or no time) is still
+     * here and ends with the node: count its messages as lost too. */
+    struct shm_gauges g;
+    shm_gauges_read(&m->seg, now, &g);
+    ho.msgs_lost += g.messages;
     (ho.lost ? log_warn : log_info)(
         0,
         "shutdown: ephemeral rings handed over rings=%u "

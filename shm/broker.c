@@ -1351,6 +1351,7 @@ shm_gauges_read(struct shm_seg *seg, uint64_t now, struct shm_gauges *g)
         uint64_t n = atomic_load_explicit(&p->count, RELAXED);
         uint64_t l = atomic_load_explicit(&p->leased, RELAXED);
         uint64_t o = atomic_load_explicit(&p->oldest_ms, RELAXED);
+        g->messages += n;
         g->pending += n > l ? n - l : 0;
         g->leased += l;
         g->parked_pops += shm_dir_parked_sum(seg, 1, i);

@@ -48,8 +48,9 @@ enum shm_counter {
 
 /* Gauges computed from the segment at scrape time. */
 struct shm_gauges {
-    uint64_t pending; /* messages not leased */
-    uint64_t leased;
+    uint64_t messages;     /* held, however many groups read them */
+    uint64_t pending;      /* messages not leased */
+    uint64_t leased;       /* live leases: one per group a message is out to */
     uint64_t memory_used;  /* accounted bytes */
     uint64_t memory_limit; /* max_bytes */
     uint64_t queues_implicit;

@@ -537,6 +537,14 @@ Test(cluster_handover, two_stops_in_a_row_leave_everything_on_the_last_node)
         }
         cr_expect_eq(pop1(last, queue, part(k), "g", &m), 0);
     }
+    /* The last node has nobody to hand over to: its log says how much
+     * ends with it, the leased messages included. */
+    cr_assert_eq(cl_stop(&c, last, STOP_MS), 0, "node %d's exit", last);
+    snprintf(text, sizeof(text),
+             "shutdown: ephemeral rings handed over rings=%d delivered=0 "
+             "lost=%d (messages delivered=0 lost=%d)",
+             NPARTS, NPARTS, 3 * NPARTS);
+    cr_expect(log_has(last, text), "node %d's log lacks \"%s\"", last, text);
 }
 
 Test(cluster_handover, a_declared_bound_holds_on_the_new_owner)
