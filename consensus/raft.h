@@ -72,7 +72,9 @@ struct raft_status {
  * 1. if has_snapshot, replace the state machine with snapshot/snapshot_len
  *    (it covers the log up to snapshot_index);
  * 2. apply entries[0..n_entries) in order, skipping RAFT_ENTRY_NOOP ones;
- * 3. send msgs[i] to node msgs[i].to (best effort: raft retries);
+ * 3. send msgs[i] to node msgs[i].to (best effort: raft retries), only
+ *    after 1 and 2: an answer to the leader says the entries handed out
+ *    with it are applied;
  * 4. status is always the current one (commit and applied move often);
  *    status_changed says role, term or leader changed since the last ready.
  * All of it is owned by the ready until raft_ready_release().
@@ -105,7 +107,10 @@ void raft_free(struct raft *r);
 /*
  * raft_tick - the time is now_ms (monotonic): start an election, send
  * heartbeats, step down without a quorum, abandon a stale transfer, or
- * compact the log, as due.  Call it by raft_deadline() at the latest.
+ * compact the log, as due.  Call it by raft_deadline() at the latest, and
+ * right before every other input: those act at the last tick's time, and
+ * a follower's heartbeat resets its election timer from that time (a core
+ * ticked only at its deadline campaigns under a live leader).
  */
 int raft_tick(struct raft *r, uint64_t now_ms);
 
@@ -140,6 +145,14 @@ int raft_transfer_leadership(struct raft *r, int target);
 
 /* raft_status - the current role, term, leader and indices. */
 void raft_status(const struct raft *r, struct raft_status *st);
+
+/*
+ * raft_peer_applied - on the leader, the highest index peer has said (in
+ * its answers to this term's appends) it has committed and applied; 0 when
+ * it has not said, for self, and on any node that does not lead.  A node
+ * of an earlier build never says: 0.
+ */
+uint64_t raft_peer_applied(const struct raft *r, int peer);
 
 /*
  * raft_ready_take - move the pending outputs into *rd (zeroed first).

@@ -20,6 +20,7 @@ struct raft_peer {
     uint64_t next;      /* next index to send */
     uint64_t match;     /* highest index known to be in its log */
     uint64_t snap_wait; /* no snapshot resend before this time */
+    uint64_t applied;   /* highest commit it reported: applied there */
     bool active;        /* heard from since the last quorum check */
 };
 

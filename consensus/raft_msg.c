@@ -11,7 +11,7 @@
  *     8     8  term
  *    16     8  index
  *    24     8  log_term
- *    32     8  commit
+ *    32     8  commit    APPEND: leader's; APPEND_RESP: sender's, applied
  *    40     8  hint
  *    48     4  count     APPEND: entries; SNAPSHOT: blob bytes; else 0
  *    52        body      APPEND: count x { u64 term, u8 type, u32 len, len

@@ -52,7 +52,9 @@ enum raft_msg_type {
  *   log_term  PREVOTE/VOTE: term of that last entry; APPEND: prev term;
  *             APPEND_RESP reject: term of the follower's conflicting entry;
  *             SNAPSHOT: term of its last index
- *   commit    APPEND: leader's commit index
+ *   commit    APPEND: leader's commit index; APPEND_RESP: the sender's
+ *             commit index, applied by the time the answer left (0 from a
+ *             node of an earlier build, which left the field unset)
  *   hint      APPEND_RESP reject: the first index the leader should retry
  * entries and data are owned by the message: raft_msg_free() releases them.
  */

@@ -129,7 +129,13 @@ raft_maybe_commit(struct raft *r)
         r->commit = n;
 }
 
-/* reply - answer an APPEND or SNAPSHOT from the leader. */
+/*
+ * reply - answer an APPEND or SNAPSHOT from the leader.  commit carries
+ * ours: the ready that hands this answer out hands out every entry up to
+ * it too, and the caller applies those before it sends (raft.h), so the
+ * leader learns what this node has applied (master/raft_node.c waits for
+ * it before answering a configure).
+ */
 static void
 reply(struct raft *r, const struct raft_msg *m, bool reject, uint64_t index,
       uint64_t log_term, uint64_t hint)
@@ -141,6 +147,7 @@ reply(struct raft *r, const struct raft_msg *m, bool reject, uint64_t index,
         .term = r->term,
         .index = index,
         .log_term = log_term,
+        .commit = r->commit,
         .hint = hint,
         .reject = reject,
     };
@@ -256,16 +263,23 @@ retry_from(const struct raft *r, const struct raft_msg *m)
     return m->hint;
 }
 
-/* raft_on_append_resp - move the peer on (ack) or back (reject). */
+/*
+ * raft_on_append_resp - move the peer on (ack) or back (reject).  A commit
+ * that moves is sent to every peer at once, not at the next heartbeat: the
+ * master waits for every member to apply a configure before answering it.
+ */
 void
 raft_on_append_resp(struct raft *r, const struct raft_msg *m)
 {
     struct raft_peer *pr = &r->peers[m->from];
-    uint64_t last = raft_log_last_index(&r->log), next;
+    uint64_t last = raft_log_last_index(&r->log), next, was = r->commit;
 
     if (r->role != RAFT_LEADER)
         return;
     pr->active = true;
+    /* A node of an earlier build sends 0 here: it never counts as applied. */
+    if (m->commit > pr->applied)
+        pr->applied = m->commit;
     if (m->reject) {
         if (m->index != pr->next - 1)
             return; /* answers an append we have since moved past */
@@ -284,6 +298,10 @@ raft_on_append_resp(struct raft *r, const struct raft_msg *m)
     pr->next = m->index + 1;
     pr->snap_wait = 0;
     raft_maybe_commit(r);
+    if (r->commit > was)
+        raft_broadcast_append(r); /* m->from's next entries included */
+    else if (pr->match < last)
+        raft_send_append(r, m->from);
     if (r->transfer_to == m->from && pr->match == last) {
         struct raft_msg tn = {.type = RAFT_MSG_TIMEOUT_NOW,
                               .from = r->cfg.self,
@@ -291,9 +309,17 @@ raft_on_append_resp(struct raft *r, const struct raft_msg *m)
                               .term = r->term};
 
         raft_send(r, &tn);
-    } else if (pr->match < last) {
-        raft_send_append(r, m->from);
     }
+}
+
+/* raft_peer_applied - what peer last said it applied, as a leader saw. */
+uint64_t
+raft_peer_applied(const struct raft *r, int peer)
+{
+    if (r->role != RAFT_LEADER || peer < 0 || peer >= r->cfg.n ||
+        peer == r->cfg.self)
+        return 0;
+    return r->peers[peer].applied;
 }
 
 /* raft_on_snapshot - install what we do not have yet, then ack. */

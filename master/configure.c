@@ -2,16 +2,17 @@
  * configure.c - declare and delete queues through the raft log, on behalf
  * of this node's workers and of peers (cluster port).
  *
- * The leader proposes and answers once the entry is applied here.  A
+ * The leader proposes and answers once the entry is applied here and on
+ * every live member (master_raft_propose), so a push that follows the
+ * answer finds the declaration on whichever node owns its partition.  A
  * follower passes the request to the leader once (X-Mayfly-Forwarded) and,
- * when the leader answers 201, waits until its own log has applied that
- * index, so the answering node shows the declaration as soon as its client
- * hears about it.  With no leader the request waits for one, up to the
- * deadline: then 503 no_leader (or 503 timeout when a proposal did not
- * commit in time), with Retry-After.  A leadership that changes under a
- * request (an entry lost to another leader's, a leader that answers 503)
- * sends it to the next leader within the same deadline: declarations and
- * deletions are idempotent.
+ * when the leader answers 201, checks that its own log has applied it too
+ * (the leader waited for that, unless its wait ran out).  With no leader the
+ * request waits for one, up to the deadline: then 503 no_leader (or 503 timeout
+ * when a proposal did not commit in time), with Retry-After.  A leadership that
+ * changes under a request (an entry lost to another leader's, a leader that
+ * answers 503) sends it to the next leader within the same deadline:
+ * declarations and deletions are idempotent.
  */
 #include "master/configure.h"
 
@@ -31,10 +32,14 @@
 #include "shm/log.h"
 
 #define CONFIGURE_WAIT_MS 5000
+/* A request a follower passed on gets this much less on the leader, so the
+ * leader's answer (after a wait for the members to apply, say) comes back
+ * before the follower's own deadline. */
+#define CONFIGURE_RELAY_MS 1000
 
 enum call_state {
     CALL_WAITING,   /* for a leader to appear */
-    CALL_PROPOSED,  /* we lead: for our entry to apply */
+    CALL_PROPOSED,  /* we lead: for our entry to apply everywhere */
     CALL_FORWARDED, /* for the leader's answer */
     CALL_CATCHING,  /* leader said 201: for our log to apply its index */
 };
@@ -88,9 +93,11 @@ finish(struct conf_call *c)
     while (*pp != c)
         pp = &(*pp)->next;
     *pp = c->next;
-    /* A forward still in flight must not call back into freed memory. */
+    /* A forward or proposal still in flight must not call back into freed
+     * memory. */
     if (c->m->cluster_cli != NULL)
         http_client_cancel(c->m->cluster_cli, c);
+    master_raft_cancel(c->m, c);
     http_request_resume(c->req);
     http_buf_free(&c->answer);
     free(c);
@@ -299,7 +306,8 @@ start(struct master *m, struct http_request *req, const struct decl_cmd *cmd)
     memcpy(c->name, cmd->name, cmd->len);
     c->cmd.name = c->name;
     c->forwarded_in = http_request_header(req, CLUSTER_FWD_HEADER) != NULL;
-    c->deadline = shm_now_ms() + CONFIGURE_WAIT_MS;
+    c->deadline = shm_now_ms() + CONFIGURE_WAIT_MS -
+                  (c->forwarded_in ? CONFIGURE_RELAY_MS : 0);
     c->next = calls;
     calls = c;
     http_request_suspend(req);

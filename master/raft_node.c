@@ -9,6 +9,13 @@
  * this node already holds, so a declaration takes effect on the next push
  * or pop.  The status page gets role, term, leader and commit after every
  * input that changed them.
+ *
+ * A proposal is answered once every member that owns partitions has
+ * applied it, not when it commits: a push that follows the answer may land
+ * on any owner, and must find the declaration there (SPEC: "every node
+ * applies them").  Followers say what they applied in their answers to
+ * the leader's appends (consensus/raft_msg.h); the core sends a commit to
+ * every follower as soon as it moves.
  */
 #include "master/raft_node.h"
 
@@ -28,6 +35,9 @@
 #include "shm/log.h"
 #include "shm/stats.h"
 #include "shm/status.h"
+
+static enum shm_member_state member_state(const struct master *m, int i,
+                                          uint64_t now);
 
 static int
 addr_cmp(const void *a, const void *b)
@@ -96,7 +106,8 @@ publish_catalog(struct master *m, const struct decl_cmd *changed)
         shm_queue_delete(&m->seg, SHM_STATS_MASTER, q, shm_now_ms());
 }
 
-/* resolve - proposals at index end: committed if term matches, else lost. */
+/* resolve - proposals at index end: committed if the term matches (then
+ * they wait for the members to apply: settle), else lost. */
 static void
 resolve(struct master_raft *r, uint64_t index, uint64_t term)
 {
@@ -104,13 +115,77 @@ resolve(struct master_raft *r, uint64_t index, uint64_t term)
 
     while (*pp != NULL) {
         struct master_proposal *p = *pp;
-        if (p->index == index) {
+        if (p->index == index && p->term == term) {
+            p->committed = 1;
+            pp = &p->next;
+        } else if (p->index == index) {
             *pp = p->next;
-            p->done(p->arg, p->term == term ? 0 : -ECANCELED);
+            p->done(p->arg, -ECANCELED);
             free(p);
         } else {
             pp = &p->next;
         }
+    }
+}
+
+/*
+ * laggard - a member that has yet to apply index: one live or starting
+ * (it owns partitions, or is about to) that has not said it applied it.
+ * Dead and leaving members are not waited for: they own none.  -1: none.
+ */
+static int
+laggard(const struct master *m, uint64_t index, uint64_t now)
+{
+    for (int i = 0; i < m->raft.n; i++) {
+        if (i == m->raft.self)
+            continue;
+        enum shm_member_state s = member_state(m, i, now);
+        if ((s == SHM_MEMBER_LIVE || s == SHM_MEMBER_STARTING) &&
+            raft_peer_applied(m->raft.core, i) < index)
+            return i;
+    }
+    return -1;
+}
+
+/*
+ * settle - answer the committed proposals that every member has applied.
+ * At the deadline one is answered all the same (and a warning names the
+ * member): it is committed, and applied here and by every member that
+ * said so.  A member that has not said so by then is silent, so on its way
+ * to dead (member_ttl_ms unheard), after which its partitions start again
+ * on the others, which hold the entry; or it is slow, and applies the
+ * entry with the next append it takes; or it is of an earlier build that
+ * never says (consensus/raft_msg.h).  That answer does not promise that a
+ * push to that member's partitions meets the entry.  A node that no longer
+ * leads cannot hear who applied what: it answers at once.
+ */
+static void
+settle(struct master *m, uint64_t now)
+{
+    struct master_proposal **pp = &m->raft.pending;
+    int lag;
+
+    while (*pp != NULL) {
+        struct master_proposal *p = *pp;
+        if (!p->committed) {
+            pp = &p->next;
+            continue;
+        }
+        lag = m->raft.st.role == RAFT_LEADER ? laggard(m, p->index, now) : -1;
+        if (lag >= 0 && now < p->deadline) {
+            pp = &p->next;
+            continue;
+        }
+        if (lag >= 0)
+            log_warn(0,
+                     "raft: entry %llu answered before member %s said it "
+                     "applied it",
+                     (unsigned long long)p->index,
+                     m->raft.id[lag][0] ? m->raft.id[lag] : m->raft.addr[lag]);
+        *pp = p->next;
+        p->done(p->arg, 0);
+        free(p);
+        pp = &m->raft.pending; /* done may have dropped others */
     }
 }
 
@@ -183,13 +258,33 @@ process(struct master *m)
     if (old.role != rd.status.role || old.term != rd.status.term ||
         old.leader != rd.status.leader)
         log_info(0, "raft: %s in term %llu, leader %s",
-                 rd.status.role == RAFT_LEADER ? "leader" : "follower",
+                 rd.status.role == RAFT_LEADER         ? "leader"
+                 : rd.status.role == RAFT_CANDIDATE    ? "candidate"
+                 : rd.status.role == RAFT_PRECANDIDATE ? "pre-candidate"
+                                                       : "follower",
                  (unsigned long long)rd.status.term,
                  rd.status.leader >= 0 ? m->raft.addr[rd.status.leader]
                                        : "unknown");
     if (rd.status_changed || old.commit != rd.status.commit)
         master_status_publish(m);
     raft_ready_release(&rd);
+    settle(m, shm_now_ms());
+}
+
+/*
+ * clock_in - bring the core's clock to now before an input, and handle
+ * what the tick did.  The core acts at its last tick's time, and the loop
+ * ticks a follower only at its election deadline: without this a
+ * heartbeat resets that timer from the time of the last deadline, which
+ * then fires under a live leader (a pre-vote every 1-2 s, and now and then
+ * a new term).
+ */
+static void
+clock_in(struct master *m)
+{
+    if (raft_tick(m->raft.core, shm_now_ms()) != 0)
+        log_fatal(0, "the raft log store failed; stopping");
+    process(m);
 }
 
 int
@@ -243,7 +338,7 @@ master_raft_close(struct master *m)
     while (r->pending != NULL) {
         struct master_proposal *p = r->pending;
         r->pending = p->next;
-        p->done(p->arg, -ESHUTDOWN);
+        p->done(p->arg, p->committed ? 0 : -ESHUTDOWN);
         free(p);
     }
     raft_free(r->core);
@@ -266,7 +361,7 @@ master_raft_tick(struct master *m, uint64_t now)
     process(m);
     while (*pp != NULL) {
         struct master_proposal *p = *pp;
-        if (now >= p->deadline) {
+        if (!p->committed && now >= p->deadline) {
             *pp = p->next;
             p->done(p->arg, -ETIMEDOUT);
             free(p);
@@ -294,6 +389,7 @@ master_raft_receive(struct master *m, const void *buf, size_t len,
     if (msg.to == m->raft.self && msg.from >= 0 && msg.from < m->raft.n &&
         msg.from != m->raft.self) {
         master_raft_heard(m, msg.from, pw);
+        clock_in(m);
         rc = raft_step(m->raft.core, &msg);
     } else {
         rc = -EINVAL;
@@ -321,6 +417,7 @@ master_raft_propose(struct master *m, const struct decl_cmd *cmd,
         free(p);
         return rc;
     }
+    clock_in(m);
     rc = raft_propose(m->raft.core, buf, len, &p->index);
     free(buf);
     if (rc != 0) {
@@ -336,6 +433,22 @@ master_raft_propose(struct master *m, const struct decl_cmd *cmd,
     m->raft.pending = p;
     process(m);
     return 0;
+}
+
+void
+master_raft_cancel(struct master *m, void *arg)
+{
+    struct master_proposal **pp = &m->raft.pending;
+
+    while (*pp != NULL) {
+        struct master_proposal *p = *pp;
+        if (p->arg == arg) {
+            *pp = p->next;
+            free(p);
+        } else {
+            pp = &p->next;
+        }
+    }
 }
 
 const char *
@@ -411,6 +524,7 @@ master_raft_hand_off(struct master *m)
 {
     if (!master_raft_is_leader(m) || m->raft.n < 2)
         return 0;
+    clock_in(m);
     if (raft_transfer_leadership(m->raft.core, RAFT_TRANSFER_AUTO) != 0)
         return 0;
     process(m);

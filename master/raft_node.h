@@ -21,13 +21,15 @@
 
 struct master;
 
-/* How a proposal ended: 0 committed, -ETIMEDOUT, -ENOTCONN (no leader),
- * -ECANCELED (lost to another leader's entry), or another -errno. */
+/* How a proposal ended: 0 committed (and applied by the members, or the
+ * deadline came), -ETIMEDOUT, -ENOTCONN (no leader), -ECANCELED (lost to
+ * another leader's entry), or another -errno. */
 typedef void master_raft_done_fn(void *arg, int rc);
 
 struct master_proposal {
     uint64_t index, term;
     uint64_t deadline;
+    int committed; /* and applied here: waiting for the members to apply */
     master_raft_done_fn *done;
     void *arg;
     struct master_proposal *next;
@@ -81,13 +83,20 @@ int master_raft_receive(struct master *m, const void *buf, size_t len,
                         const struct master_peer_word *pw);
 
 /*
- * master_raft_propose - append cmd on the leader; done(arg, rc) runs once,
- * when it commits and is applied here, or fails.  -EPERM when not leader
+ * master_raft_propose - append cmd on the leader; done(arg, rc) runs once:
+ * 0 when it has committed and been applied here and by every live or
+ * starting member (each says so in its answers to the leader), or when it
+ * has committed and timeout_ms ran out first (see settle() for what that
+ * answer means); an error when it did not commit.  -EPERM when not leader
  * (done is not called then).
  */
 int master_raft_propose(struct master *m, const struct decl_cmd *cmd,
                         uint64_t timeout_ms, master_raft_done_fn *done,
                         void *arg);
+
+/* master_raft_cancel - forget the proposals started with arg: their done
+ * will not run (the caller answered them otherwise). */
+void master_raft_cancel(struct master *m, void *arg);
 
 /* master_raft_leader_addr - the leader's cluster address, or NULL. */
 const char *master_raft_leader_addr(const struct master *m);

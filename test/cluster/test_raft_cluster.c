@@ -1,8 +1,11 @@
 /*
  * test_raft_cluster.c - declared queues through the raft log on three real
- * nodes (127.0.0.1-3): configure anywhere, visible everywhere; leader loss
- * and hand-over; restarts; catch-up by snapshot; the cluster secret.
+ * nodes (127.0.0.1-3): configure anywhere, visible everywhere, applied by
+ * every owner before the answer; a quiet cluster keeps its leader; leader
+ * loss and hand-over; restarts; catch-up by snapshot; the cluster secret.
  */
+#include <sys/stat.h>
+
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,7 +86,195 @@ configure_until(int i, const char *queue, int max_length, int timeout_ms)
     return -1;
 }
 
+/* log_size - bytes in node i's log now (0 when absent). */
+static long
+log_size(int i)
+{
+    struct stat st;
+
+    return stat(c.node[i].log, &st) == 0 ? (long)st.st_size : 0;
+}
+
+/* log_count - lines of node i's log past byte from that hold needle. */
+static int
+log_count(int i, long from, const char *needle)
+{
+    FILE *f = fopen(c.node[i].log, "r");
+    char line[4096];
+    int n = 0;
+
+    if (f == NULL)
+        return 0;
+    if (fseek(f, from, SEEK_SET) == 0)
+        while (fgets(line, sizeof(line), f))
+            n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+/* health_term - the term node i reports, with its leader into *led (1 when
+ * it names one); -1 when it does not answer. */
+static int64_t
+health_term(int i, int *led)
+{
+    struct itest_resp r;
+    int64_t t = -1;
+
+    *led = 0;
+    if (itest_get(&c.node[i], &r, "/health") == 200) {
+        const char *l = itest_jstr(r.json, "leader");
+        t = itest_jint(r.json, "term");
+        *led = l != NULL && l[0] != '\0';
+    }
+    itest_resp_free(&r);
+    return t;
+}
+
+/* part_owned_by - a partition pK of queue that node o owns while all three
+ * are live, into p (asserts one of p0..p199 is). */
+static void
+part_owned_by(const char *queue, int o, char *p, size_t len)
+{
+    for (int k = 0; k < 200; k++) {
+        snprintf(p, len, "p%d", k);
+        if (cl_owner(queue, p, CL_ALL) == o)
+            return;
+    }
+    cr_assert_fail("node %d owns none of p0..p199 of %s", o, queue);
+}
+
+/* round_nodes - for round k: the node a to ask (a follower in even rounds,
+ * the leader in odd ones) and a follower o other than a, whose partition
+ * the push goes to.  Every node answers once the entry is applied by
+ * everyone, so pushing right after must meet it at o. */
+static void
+round_nodes(int k, int *a, int *o)
+{
+    int l = cl_leader(&c, 20000);
+
+    cr_assert(l >= 0, "no leader agreed on within 20 s");
+    if (k % 2 == 0) {
+        *a = (l + 1) % CL_NODES;
+        *o = (l + 2) % CL_NODES;
+    } else {
+        *a = l;
+        *o = (l + 1 + k / 2 % 2) % CL_NODES;
+    }
+}
+
 TestSuite(raft_cluster, .init = up, .fini = down, .timeout = 180);
+
+/* A follower whose election timer a heartbeat does not push back (its raft
+ * clock read only at its election deadline) campaigns every 1-2 s under a
+ * live leader: "leader unknown" lines on every node each second, and new
+ * terms now and then.  A real election on a loaded machine writes about
+ * four such lines: allow two. */
+Test(raft_cluster, a_quiet_cluster_keeps_its_leader_and_term)
+{
+    long mark[CL_NODES];
+    int64_t t0[CL_NODES], top = 0, deadline;
+    int led, leaderless = 0, samples = 0, unknown = 0;
+
+    cr_assert(cl_leader(&c, 20000) >= 0, "no leader agreed on within 20 s");
+    for (int i = 0; i < CL_NODES; i++) {
+        mark[i] = log_size(i);
+        t0[i] = health_term(i, &led);
+        cr_assert(t0[i] > 0, "node %d answers /health with a term", i);
+    }
+    deadline = itest_now_ms() + 20000;
+    while (itest_now_ms() < deadline) {
+        for (int i = 0; i < CL_NODES; i++) {
+            int64_t t = health_term(i, &led);
+            samples++;
+            leaderless += !led;
+            if (t - t0[i] > top)
+                top = t - t0[i];
+        }
+        itest_sleep_ms(30);
+    }
+    for (int i = 0; i < CL_NODES; i++)
+        unknown += log_count(i, mark[i], "leader unknown");
+    fprintf(stderr,
+            "raft_cluster: 20 s quiet: %d of %d /health samples without a "
+            "leader, %d 'leader unknown' lines, term moved by %lld\n",
+            leaderless, samples, unknown, (long long)top);
+    cr_assert_leq(unknown, 8,
+                  "%d 'leader unknown' lines in 20 s of a quiet cluster",
+                  unknown);
+    cr_assert_leq(top, 2, "the term moved by %lld in 20 s of quiet",
+                  (long long)top);
+}
+
+Test(raft_cluster, configure_is_applied_by_every_owner_before_the_answer)
+{
+    char queue[32], part[16];
+    int accepted = 0, a, o;
+
+    cl_wait_view(&c, CL_ALL);
+    for (int k = 0; k < 20; k++) {
+        struct itest_resp r;
+
+        round_nodes(k, &a, &o);
+        snprintf(queue, sizeof(queue), "cap1-%d", k);
+        part_owned_by(queue, o, part, sizeof(part));
+        cr_assert(configure_until(a, queue, 1, 20000) >= 0,
+                  "configure of %s on node %d", queue, a);
+        long st = itest_push(&c.node[a], &r, queue, part, "[1,2]");
+        if (st != 429)
+            fprintf(stderr,
+                    "raft_cluster: round %d: a push of 2 to %s/%s (node %d) "
+                    "through node %d answered %ld: %s\n",
+                    k, queue, part, o, a, st, r.body);
+        cr_assert(st == 429 || st == 201, "push answered %ld: %s", st, r.body);
+        accepted += st == 201;
+        itest_resp_free(&r);
+    }
+    cr_assert_eq(accepted, 0,
+                 "%d of 20 pushes of 2 went past a maxLength of 1 that was "
+                 "answered before its owner applied it",
+                 accepted);
+}
+
+Test(raft_cluster, undeclare_is_applied_by_every_owner_before_the_answer)
+{
+    char queue[32], part[16], path[64];
+    int lost = 0, a, o;
+
+    cl_wait_view(&c, CL_ALL);
+    for (int k = 0; k < 20; k++) {
+        struct itest_resp r;
+
+        round_nodes(k, &a, &o);
+        snprintf(queue, sizeof(queue), "undecl-%d", k);
+        part_owned_by(queue, o, part, sizeof(part));
+        cr_assert(configure_until(a, queue, 100, 20000) >= 0);
+        for (int i = 0; i < CL_NODES; i++)
+            cr_assert(wait_declared(i, queue, 100, 10000));
+        snprintf(path, sizeof(path), "/api/v1/ephemeral/queue/%s", queue);
+        cr_assert_eq(itest_req(&c.node[a], "DELETE", path, NULL, &r), 200, "%s",
+                     r.body);
+        cr_assert(itest_jbool(r.json, "declared"));
+        itest_resp_free(&r);
+        cr_assert_eq(itest_push(&c.node[a], &r, queue, part, "[1,2,3]"), 201,
+                     "%s", r.body);
+        itest_resp_free(&r);
+        /* Once every node has applied the deletion, what was pushed after
+         * its answer is still there. */
+        for (int i = 0; i < CL_NODES; i++)
+            cr_assert(wait_declared(i, queue, -1, 10000));
+        int64_t d = itest_depth_pending(&c.node[o], queue, NULL);
+        if (d != 3)
+            fprintf(stderr,
+                    "raft_cluster: round %d: node %d holds %lld of the 3 "
+                    "pushed to %s/%s after the delete answered\n",
+                    k, o, (long long)d, queue, part);
+        lost += d != 3;
+    }
+    cr_assert_eq(lost, 0,
+                 "in %d of 20 rounds a push that followed the answer to a "
+                 "DELETE of the declared queue was wiped",
+                 lost);
+}
 
 Test(raft_cluster, configure_on_a_follower_is_visible_on_every_node)
 {

@@ -190,6 +190,28 @@ Test(raft, three_nodes_elect_one_leader_and_replicate)
     }
 }
 
+Test(raft, followers_apply_a_commit_at_once_and_the_leader_hears_it)
+{
+    uint64_t index;
+    int l;
+
+    cluster(3);
+    run(500);
+    cr_assert_geq(l = leader(), 0);
+    cr_assert_eq(raft_propose(cores[l], "q1", 2, &index), 0);
+    pump(); /* no tick: no heartbeat carries the commit */
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(applied[i], 1, "node %d applied it without a heartbeat",
+                     i);
+        if (i != l)
+            cr_assert_geq(raft_peer_applied(cores[l], i), index,
+                          "the leader heard node %d applied it", i);
+        cr_assert_eq(raft_peer_applied(cores[(l + 1) % 3], i), 0,
+                     "a follower knows nothing of what others applied");
+    }
+    cr_assert_eq(raft_peer_applied(cores[l], l), 0);
+}
+
 Test(raft, follower_refuses_proposals_and_names_the_leader)
 {
     struct raft_status st;
