@@ -253,8 +253,10 @@ body_chunk(struct http_request *req, const char *data, size_t n)
     size_t max = req->server->opts.max_body_bytes;
 
     req->body_seen += n;
-    if (req->body_seen > max && req->body_seen - n <= max)
+    if (req->body_seen > max && req->body_seen - n <= max && !req->has_reply)
         too_large(req);
+    else if (req->body_seen > max)
+        req->discard = 1; /* the reply already set (404, 405, ...) stands */
     if (req->body_seen > max && req->body_seen - max > max) {
         log_info(0, "request body over twice max_body_bytes (%zu): closing",
                  max);

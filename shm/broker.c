@@ -463,6 +463,8 @@ evict_locked(struct shm_ring_ctx *c, uint64_t upto_ms, uint64_t *len,
     }
 }
 
+#define EVICT_MISSES 4 /* rounds of evict_others that may find nothing */
+
 /* dropOldest across the other partitions of qr: the queue's oldest
  * messages first.  Each round locks the partition whose head is the oldest
  * (racy oldest_ms, exact under its lock) and evicts down to the next
@@ -473,6 +475,7 @@ evict_others(struct shm_seg *seg, int w, struct shm_ref qr, uint32_t except,
 {
     struct shm_ref stack[BROKER_STACK], *parts;
     uint32_t n = queue_parts(seg, qr, stack, &parts);
+    int misses = 0;
 
     while (len > 0 || bytes > 0) {
         uint64_t best_ms = UINT64_MAX, next_ms = UINT64_MAX;
@@ -498,8 +501,10 @@ evict_others(struct shm_seg *seg, int w, struct shm_ref qr, uint32_t except,
         uint64_t before = len + bytes;
         evict_locked(&c, next_ms, &len, &bytes);
         shm_ring_unlock(c.p);
-        if (len + bytes == before)
-            break; /* the racy pick moved on: push_link checks again */
+        /* The racy pick moved on (acked or evicted meanwhile): look again,
+         * a few times; push_link then checks the bounds again. */
+        if (len + bytes == before && ++misses > EVICT_MISSES)
+            break;
     }
     if (parts != stack)
         free(parts);
@@ -1547,11 +1552,15 @@ maintain_collect(struct shm_seg *seg, struct shm_ref qr, uint64_t now,
     /* queue lock: the registry.  A named group forgotten early would no
      * longer hold a message another group reads first, or (from=new) would
      * skip what comes before its next pop; the queue-mode group of an inbox
-     * started from=all is the one a pop makes again as it was. */
-    if (early && (atomic_load(&q->ngroups) > 1 ||
-                  (q->groups != 0 &&
-                   (shm_ring_grp(seg, q->groups)->name_len != 0 ||
-                    shm_ring_grp(seg, q->groups)->from != SHM_FROM_ALL)))) {
+     * started from=all is the one a pop makes again as it was.  A queue
+     * nothing was ever pushed to (no partition) holds no position worth
+     * keeping: groups that only polled it go with it, as they did before
+     * an empty poll registered them. */
+    if (early && q->nparts != 0 &&
+        (atomic_load(&q->ngroups) > 1 ||
+         (q->groups != 0 &&
+          (shm_ring_grp(seg, q->groups)->name_len != 0 ||
+           shm_ring_grp(seg, q->groups)->from != SHM_FROM_ALL)))) {
         shm_unlock(&q->lock);
         return 0;
     }

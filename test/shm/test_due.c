@@ -459,6 +459,24 @@ Test(shm_due, the_relief_keeps_queues_whose_groups_a_reader_would_miss)
                  "group C lost a message");
 }
 
+/* A queue only polled, never pushed to (no partition), holds no position
+ * a reader could miss: relief takes it whatever group polled it, as before
+ * an empty poll registered its group (found in review). */
+Test(shm_due, the_relief_takes_queues_only_polled_whatever_the_group)
+{
+    struct shm_pop_req r = {nm("polled"), nm(""), nm("replies"), 1, 1,
+                            SHM_FROM_NEW, 0};
+    struct shm_sink sink = {.buf = sinkbuf, .cap = sizeof(sinkbuf)};
+
+    small_table();
+    cr_assert_eq(shm_pop(&seg, 0, &r, T0, &sink), 0);
+    cr_assert_eq(depth("polled"), 0);
+    fill_inboxes();
+    cr_assert_eq(shm_maintain(&seg, T0 + 5000), 0);
+    cr_assert_eq(shm_dir_of(&seg)->nqueues, 1536);
+    cr_assert_eq(depth("polled"), -ENOENT);
+}
+
 struct racer {
     uint64_t now;
     struct shm_pop_req req;
