@@ -35,7 +35,7 @@ cl_init(struct cl *c)
     for (int i = 0; i < CL_NODES; i++) {
         struct itest_node *n = &c->node[i];
         snprintf(c->addr[i], sizeof(c->addr[i]), "127.0.0.%d", i + 1);
-        /* a port free on 127.0.0.1 is, in practice, free on 127.0.0.N */
+        /* free on 127.0.0.1, .2 and .3 (itest_free_port) */
         n->port = itest_free_port();
         c->cport[i] = itest_free_port();
         snprintf(n->base, sizeof(n->base), "http://127.0.0.%d:%d", i + 1,

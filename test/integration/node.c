@@ -63,7 +63,11 @@ itest_sleep_ms(int ms)
 /*
  * Ports come from below the kernel's ephemeral range (32768-60999 here) so
  * that client connections of parallel tests cannot take a port between the
- * moment it is picked and the moment the node binds it.
+ * moment it is picked and the moment the node binds it.  A port must be
+ * free on 127.0.0.1, .2 and .3 alike: a cluster test's nodes listen on all
+ * three, and one running beside it must not pick a port a node holds on
+ * .2 only (seen: a node that could not bind, and a cluster whose peer
+ * address reached another test's node).
  */
 int
 itest_free_port(void)
@@ -73,17 +77,20 @@ itest_free_port(void)
     if (seed == 0)
         seed = (unsigned)getpid() * 2654435761u ^ (unsigned)itest_now_ms();
     for (int i = 0; i < 1000; i++) {
-        int port = 20000 + (int)(rand_r(&seed) % 12000);
-        struct sockaddr_in a = {.sin_family = AF_INET,
-                                .sin_port = htons((uint16_t)port),
-                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        int ok;
+        int port = 20000 + (int)(rand_r(&seed) % 12000), ok = 1;
 
-        if (fd == -1)
-            return -errno;
-        ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-        close(fd);
+        for (uint32_t host = 1; host <= 3 && ok; host++) {
+            struct sockaddr_in a = {.sin_family = AF_INET,
+                                    .sin_port = htons((uint16_t)port),
+                                    .sin_addr.s_addr =
+                                        htonl(INADDR_LOOPBACK - 1 + host)};
+            int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+            if (fd == -1)
+                return -errno;
+            ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+            close(fd);
+        }
         if (ok)
             return port;
     }

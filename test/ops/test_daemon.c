@@ -33,6 +33,7 @@
 
 #include "master/daemon.h"
 #include "test/integration/node.h"
+#include "test/ops/shell.h"
 
 /*
  * Children forked from Criterion's threaded test process end in exit(), and
@@ -463,21 +464,13 @@ static int md_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int
 md_sh(const char *fmt, ...)
 {
-    char cmd[4096], full[4400], path[128];
     va_list ap;
+    int st;
 
     va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    st = ops_vsh(md_dir, md_out, sizeof(md_out), fmt, ap);
     va_end(ap);
-    snprintf(path, sizeof(path), "%s/out", md_dir);
-    snprintf(full, sizeof(full), "(%s) >%s 2>&1 </dev/null", cmd, path);
-    int st = system(full);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(md_out, 1, sizeof(md_out) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    md_out[n] = '\0';
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return st;
 }
 
 /* md_count - how many times needle occurs in hay. */

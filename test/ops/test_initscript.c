@@ -31,6 +31,8 @@
 
 #include <criterion/criterion.h>
 
+#include "test/ops/shell.h"
+
 #define IT_DRAIN_S 20 /* DRAIN_TIMEOUT given to the script */
 
 static char it_root[PATH_MAX - 64]; /* the repository */
@@ -47,21 +49,13 @@ static int it_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int
 it_sh(const char *fmt, ...)
 {
-    char cmd[4096], full[4300], path[128];
     va_list ap;
+    int st;
 
     va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    st = ops_vsh(it_dir, it_out, sizeof(it_out), fmt, ap);
     va_end(ap);
-    snprintf(path, sizeof(path), "%s/out", it_dir);
-    snprintf(full, sizeof(full), "(%s) >%s 2>&1 </dev/null", cmd, path);
-    int st = system(full);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(it_out, 1, sizeof(it_out) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    it_out[n] = '\0';
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return st;
 }
 
 /* it_free_port - a loopback port nobody listens on right now. */

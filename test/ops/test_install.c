@@ -21,6 +21,8 @@
 
 #include <criterion/criterion.h>
 
+#include "test/ops/shell.h"
+
 static char in_root[PATH_MAX - 64]; /* the repository */
 static char in_bin[PATH_MAX];       /* the mayflyd make test built */
 static char in_dir[64];             /* scratch, removed at fini */
@@ -32,21 +34,13 @@ static int in_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int
 in_sh(const char *fmt, ...)
 {
-    char cmd[4096], full[4300], path[128];
     va_list ap;
+    int st;
 
     va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    st = ops_vsh(in_dir, in_out, sizeof(in_out), fmt, ap);
     va_end(ap);
-    snprintf(path, sizeof(path), "%s/out", in_dir);
-    snprintf(full, sizeof(full), "(%s) >%s 2>&1 </dev/null", cmd, path);
-    int st = system(full);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(in_out, 1, sizeof(in_out) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    in_out[n] = '\0';
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return st;
 }
 
 /* in_path - DESTDIR + rest, in a rotating static buffer. */

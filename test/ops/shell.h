@@ -1,0 +1,19 @@
+/*
+ * shell.h - what the ops suites run commands with: a shell line whose
+ * output (stdout and stderr) is kept for the assertions that follow.
+ */
+#ifndef MAYFLY_TEST_OPS_SHELL_H
+#define MAYFLY_TEST_OPS_SHELL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+/*
+ * ops_vsh - run the printf-style command fmt with stdin from /dev/null and
+ * its output into dir/out, then read that (at most cap - 1 bytes) into out,
+ * NUL-terminated.  Returns the exit status, or 128 + the killing signal.
+ */
+int ops_vsh(const char *dir, char *out, size_t cap, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+
+#endif
