@@ -30,6 +30,7 @@
 #include "master/cluster.h"
 #include "master/master.h"
 #include "shm/log.h"
+#include "worker/worker.h"
 
 #define CONFIGURE_WAIT_MS 5000
 /* A request a follower passed on gets this much less on the leader, so the
@@ -65,23 +66,15 @@ static void advance(struct conf_call *c);
 static void
 options_json(struct http_buf *b, const struct decl_cmd *c)
 {
-    const struct shm_qopts *o = &c->opts;
-
     http_buf_append_str(b, "{\"queue\":");
     http_buf_append_json_str(b, c->name, c->len);
     if (c->op == DECL_DELETE) {
         http_buf_append_str(b, ",\"deleted\":true,\"declared\":true}");
         return;
     }
-    http_buf_printf(
-        b,
-        ",\"options\":{\"maxLength\":%u,\"maxBytes\":%llu,"
-        "\"policy\":\"%s\",\"windowBuffer\":{\"ms\":%u,"
-        "\"count\":%u},\"ttlSeconds\":%u,\"leaseSeconds\":%u,"
-        "\"retryLimit\":%u},\"declared\":true}",
-        o->max_length, (unsigned long long)o->max_bytes,
-        o->policy == SHM_POLICY_DROP_OLDEST ? "dropOldest" : "reject",
-        o->window_ms, o->window_count, o->ttl_s, o->lease_s, o->retry_limit);
+    http_buf_append_str(b, ",\"options\":");
+    worker_options_json(b, &c->opts);
+    http_buf_append_str(b, ",\"declared\":true}");
 }
 
 /* finish - unlink c, resume its request, free it. */

@@ -140,21 +140,18 @@ worker_reset(struct worker *w, struct http_request *req)
     http_reset_free(&r);
 }
 
-/* append_options - the effective options object of a queue. */
-static void
-append_options(struct http_buf *b, const struct shm_qopts *o)
+/* worker_options_json - see worker.h. */
+void
+worker_options_json(struct http_buf *b, const struct shm_qopts *o)
 {
-    http_buf_printf(b,
-                    "{\"maxLength\":%u,\"maxBytes\":%llu,\"policy\":\"%s\","
-                    "\"ttlSeconds\":%u,\"leaseSeconds\":%u,\"retryLimit\":%u",
-                    o->max_length, (unsigned long long)o->max_bytes,
-                    o->policy == SHM_POLICY_DROP_OLDEST ? "dropOldest"
-                                                        : "reject",
-                    o->ttl_s, o->lease_s, o->retry_limit);
-    if (o->window_ms || o->window_count)
-        http_buf_printf(b, ",\"windowBuffer\":{\"ms\":%u,\"count\":%u}",
-                        o->window_ms, o->window_count);
-    http_buf_append_str(b, "}");
+    http_buf_printf(
+        b,
+        "{\"maxLength\":%u,\"maxBytes\":%llu,\"policy\":\"%s\","
+        "\"windowBuffer\":{\"ms\":%u,\"count\":%u},"
+        "\"ttlSeconds\":%u,\"leaseSeconds\":%u,\"retryLimit\":%u}",
+        o->max_length, (unsigned long long)o->max_bytes,
+        o->policy == SHM_POLICY_DROP_OLDEST ? "dropOldest" : "reject",
+        o->window_ms, o->window_count, o->ttl_s, o->lease_s, o->retry_limit);
 }
 
 struct listing {
@@ -181,7 +178,7 @@ list_one(void *arg, const struct shm_queue_info *q)
         (unsigned long long)q->bytes, q->partitions, q->groups,
         (unsigned long long)q->drops_bounds, (unsigned long long)q->drops_ttl,
         (unsigned long long)q->drops_retry);
-    append_options(b, &q->opts);
+    worker_options_json(b, &q->opts);
     http_buf_append_str(b, "}");
 }
 

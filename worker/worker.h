@@ -17,6 +17,7 @@
 #include <stdnoreturn.h>
 
 struct http_buf;
+struct shm_qopts;
 struct shm_seg;
 struct shm_status_view;
 
@@ -45,5 +46,10 @@ noreturn void worker_main(struct shm_seg *seg, const struct worker_settings *s);
 unsigned worker_health_body(struct http_buf *b, const char *node_id,
                             uint64_t incarnation, int draining,
                             const struct shm_status_view *v);
+
+/* worker_options_json - append a queue's effective options as the object
+ * the listing and configure's answer show (every option, windowBuffer
+ * included).  Shared with the master, which answers configure. */
+void worker_options_json(struct http_buf *b, const struct shm_qopts *o);
 
 #endif

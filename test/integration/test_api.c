@@ -639,6 +639,12 @@ Test(listing, shows_every_field_sorted_by_name_with_prefix_and_limit,
     cr_assert_eq(itest_jint(q, "drops.retry"), 0, "%s", r.body);
     cr_assert(json_object_is_type(itest_jget(q, "options"), json_type_object),
               "%s", r.body);
+    /* every option, as configure answers them: windowBuffer (off) too */
+    cr_assert_eq(itest_jint(q, "options.windowBuffer.ms"), 0, "%s", r.body);
+    cr_assert_eq(itest_jint(q, "options.windowBuffer.count"), 0, "%s", r.body);
+    cr_assert(json_object_is_type(itest_jget(q, "options.windowBuffer"),
+                                  json_type_object),
+              "%s", r.body);
     itest_resp_free(&r);
     itest_get(&n, &r, "/api/v1/ephemeral/queues?prefix=lst-&limit=2");
     cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
