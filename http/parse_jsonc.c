@@ -13,6 +13,7 @@
 
 #include <json-c/json.h>
 
+#include "http/buf.h"
 #include "http/errors.h"
 #include "http/json_scan.h"
 #include "http/parse.h"
@@ -91,6 +92,54 @@ http_jsonc_count(struct json_object *obj, const char *key)
     return json_object_get_uint64(v);
 }
 
+/* hex4 - the value of four hex digits at p (n bytes left), or -1. */
+static long
+hex4(const char *p, size_t n)
+{
+    long v = 0;
+
+    if (n < 4)
+        return -1;
+    for (int i = 0; i < 4; i++) {
+        int d = http_hex_value(p[i]);
+        if (d < 0)
+            return -1;
+        v = v << 4 | d;
+    }
+    return v;
+}
+
+/*
+ * lone_surrogate - the offset of the first \u escape of a surrogate that
+ * is not half of a pair, or SIZE_MAX.  json-c reads one as U+FFFD, so two
+ * different names would read as one; the bodies json-c parses (configure,
+ * extend, reset) carry names and no payloads, so one is refused whole.
+ */
+static size_t
+lone_surrogate(const char *b, size_t len)
+{
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (b[i] != '\\')
+            continue;
+        if (b[i + 1] != 'u') {
+            i++; /* \\, \", ...: the next byte is taken */
+            continue;
+        }
+        long hi = hex4(b + i + 2, len - i - 2);
+        if (hi >= 0xdc00 && hi <= 0xdfff)
+            return i;
+        if (hi >= 0xd800 && hi <= 0xdbff) {
+            long lo = i + 8 < len && b[i + 6] == '\\' && b[i + 7] == 'u'
+                          ? hex4(b + i + 8, len - i - 8)
+                          : -1;
+            if (lo < 0xdc00 || lo > 0xdfff)
+                return i;
+            i += 6; /* the pair's low half */
+        }
+    }
+    return SIZE_MAX;
+}
+
 /* http_jsonc_parse - strict parse of a whole body that must be an object. */
 int
 http_jsonc_parse(const char *body, size_t len, struct json_object **root,
@@ -121,6 +170,13 @@ http_jsonc_parse(const char *body, size_t len, struct json_object **root,
     if (!json_object_is_type(*root, json_type_object)) {
         http_error_set(err, 400, "ephemeral_bad_request",
                        "the body must be a JSON object");
+        goto fail;
+    }
+    if ((end = lone_surrogate(body, len)) != SIZE_MAX) {
+        http_error_set(err, 400, "ephemeral_bad_request",
+                       "malformed JSON at byte %zu: a lone UTF-16 surrogate "
+                       "escape is no character",
+                       end);
         goto fail;
     }
     pool->mem = malloc(len + 1);

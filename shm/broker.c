@@ -536,7 +536,18 @@ push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
     int rc = -ESTALE;
 
     for (int t = 0; t < BROKER_TRIES; t++) {
-        if ((rc = shm_dir_find_part(seg, w, qr, part, 1, now, &pr)) != 0)
+        /* A refused push changes nothing: a partition it would make is made
+         * only when the queue has room (racy here, exact under the lock
+         * below; a push racing another may still leave it empty). */
+        rc = shm_dir_find_part(seg, w, qr, part, 0, now, &pr);
+        if (rc == -ENOENT && o.policy != SHM_POLICY_DROP_OLDEST) {
+            push_over(seg, qr, &o, n, cost, &olen, &obytes);
+            if (olen > 0 || obytes > 0)
+                return -ENOSPC;
+        }
+        if (rc == -ENOENT)
+            rc = shm_dir_find_part(seg, w, qr, part, 1, now, &pr);
+        if (rc != 0)
             return rc;
         if ((rc = part_lock(seg, w, pr)) != 0)
             continue;
@@ -1492,7 +1503,16 @@ maintain_groups(struct shm_seg *seg, struct shm_ref qr, uint64_t now,
     if (queue_lock(seg, w, qr) != 0)
         return earliest;
     uint32_t n = queue_parts(seg, qr, stack, &parts);
-    for (uint32_t *link = &q->groups; *link != 0;) {
+    /* A parked pop is a pop still going on: its group is not idle, however
+     * long it waits (max_wait_ms may pass implicit_idle_s).  Which group a
+     * pop waits for is not recorded, so while any pop waits on the queue
+     * none is forgotten; the queue is looked at again an idle time on. */
+    int parked = shm_dir_parked_sum(seg, 0, qr.idx) != 0;
+    for (uint32_t i = 0; i < n && !parked; i++)
+        parked = shm_dir_parked_sum(seg, 1, parts[i].idx) != 0;
+    if (parked)
+        earliest = now;
+    for (uint32_t *link = &q->groups; *link != 0 && !parked;) {
         uint32_t e = *link;
         struct shm_grp *g = shm_ring_grp(seg, e);
         uint64_t last = atomic_load(&g->last_active);

@@ -361,6 +361,37 @@ Test(http_parse_reset, queue_only)
     http_reset_free(&r);
 }
 
+/* json-c reads a lone surrogate escape as U+FFFD: "\ud800" and "\udc00"
+ * would name one queue.  The json-c bodies refuse one; pairs, and escaped
+ * backslashes before a 'u', pass. */
+Test(http_parse_reset, a_lone_surrogate_escape_is_refused)
+{
+    static const char *const bad[] = {
+        "{\"queue\":\"\\ud800\"}",         "{\"queue\":\"\\udc00x\"}",
+        "{\"queue\":\"a\\ud800\\u0041\"}", "{\"queue\":\"\\udbff\\ud800\"}",
+        "{\"queue\":\"\\uDFFF\"}",
+    };
+    static const char *const good[] = {
+        "{\"queue\":\"\\ud834\\udd1e\"}",
+        "{\"queue\":\"\\\\ud800\"}",
+        "{\"queue\":\"\\u00e9\"}",
+    };
+    struct http_reset r;
+    struct http_error err;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cr_assert_eq(http_parse_reset(bad[i], strlen(bad[i]), &r, &err),
+                     -EINVAL, "%s", bad[i]);
+        expect_err(&err, 400, "ephemeral_bad_request", "surrogate");
+        http_reset_free(&r);
+    }
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        cr_assert_eq(http_parse_reset(good[i], strlen(good[i]), &r, &err), 0,
+                     "%s", good[i]);
+        http_reset_free(&r);
+    }
+}
+
 /* ---- configure ---------------------------------------------------------- */
 
 static void

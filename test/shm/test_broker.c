@@ -385,6 +385,12 @@ Test(shm_broker, max_length_with_reject_refuses_the_push)
     cr_assert_eq(pushn("q", "other", "b", 2, T0, NULL), -ENOSPC);
     cr_assert_eq(pushn("q", "Default", "c", 1, T0, NULL), 0);
     cr_assert_eq(depth("q"), 3);
+    /* The refused push to "other" made no partition (SPEC §2: a request
+     * that fails changes nothing). */
+    struct shm_queue_info qi;
+    cr_assert_eq(
+        shm_queue_depth(&seg, nm("q"), NULL, T0, &qi, NULL, NULL, NULL), 0);
+    cr_assert_eq(qi.partitions, 1);
 }
 
 Test(shm_broker, max_length_with_drop_oldest_evicts_pushed_partition_first)
@@ -720,6 +726,32 @@ Test(shm_broker, depth_reports_pending_and_leased_per_group)
     cr_assert_eq(dep_pending[1], 2);
     cr_assert_eq(dep_pending[2], 3);
     cr_assert_eq(dep_pending[3], 1);
+}
+
+/* SPEC §3: a group is forgotten when it neither pops nor acks; a pop
+ * parked longer than implicit_idle_s is still a pop going on.  Forgetting
+ * it made a from=new group miss the push that woke it. */
+Test(shm_broker, a_group_waiting_in_a_parked_pop_is_not_forgotten)
+{
+    uint64_t h = 0;
+
+    cr_assert_eq(popx(0, "q", "", "n", 5, 0, SHM_FROM_NEW, 1, T0), 0);
+    h = shm_pop_handle(&seg, nm("q"), nm(""));
+    shm_park_count(&seg, 0, h, 1);
+    cr_assert_eq(shm_maintain(&seg, T0 + 301000), 0);
+    cr_assert_eq(pushn("q", "Default", "m", 1, T0 + 301001, NULL), 0);
+    shm_park_count(&seg, 0, h, -1);
+    shm_unpark(&seg, 0, h);
+    cr_assert_eq(popx(0, "q", "", "n", 5, 0, SHM_FROM_NEW, 0, T0 + 301002), 1,
+                 "the waiting group was forgotten and missed the push");
+    /* Once nobody waits, an idle group goes as before. */
+    cr_assert_eq(ack1("q", "n", rec(0)->seq, 1, SHM_ACK_COMPLETED, T0 + 301002),
+                 SHM_OUT_ACKED);
+    cr_assert_eq(shm_maintain(&seg, T0 + 700000), 0);
+    struct shm_queue_info qi;
+    cr_assert_eq(shm_queue_depth(&seg, nm("q"), NULL, T0 + 700000, &qi, NULL,
+                                 NULL, NULL),
+                 -ENOENT, "the idle, empty queue is collected");
 }
 
 /* mayfly_messages{state="leased"} counts live leases: one whose lease ran
