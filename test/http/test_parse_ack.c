@@ -387,6 +387,11 @@ compare(const char *doc, size_t len)
                   ea.msg, doc);
         goto out;
     }
+    /* http_jsonc_parse now refuses a lone surrogate escape (json-c would
+     * read it as U+FFFD); the ack scanner keeps it as it is, and the name
+     * check refuses it later: no reading to compare. */
+    if (ro != 0 && strstr(eo.msg, "lone UTF-16 surrogate") != NULL)
+        goto out;
     /* json-c reads a top-level number, true, false or null that ends the
      * body as cut short (it could go on); the scanner, like the push
      * parser, calls it what it is: valid JSON that is not an object. */
