@@ -51,16 +51,26 @@ take_attempts(const struct shm_lease *L, uint32_t limit)
     return L->attempts + 1;
 }
 
-/* Bytes the record of c's partition takes. */
+/* Bytes of the keep map of n messages (one bit each), kept at the end of
+ * the caller's buffer while the record is written ahead of it. */
+static size_t
+take_map_bytes(uint32_t n)
+{
+    return ho_pad(((size_t)n + 7) / 8);
+}
+
+/* Bytes the record of c's partition takes at most (every message shipped),
+ * plus its keep map. */
 static size_t
 take_size_locked(struct shm_ring_ctx *c)
 {
     struct shm_seg *seg = c->seg;
-    uint32_t limit = c->q->opts.retry_limit;
+    uint32_t limit = c->q->opts.retry_limit, n = 0;
     size_t size = sizeof(struct shm_ho_hdr);
 
-    for (uint32_t r = c->p->head; r != 0; r = shm_ring_msg(seg, r)->next)
+    for (uint32_t r = c->p->head; r != 0; r = shm_ring_msg(seg, r)->next, n++)
         size += ho_pad(sizeof(struct shm_ho_msg) + shm_ring_msg(seg, r)->len);
+    size += take_map_bytes(n);
     for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(seg, g)->next) {
         struct shm_gs *s = shm_ring_gs(seg, g);
         size += sizeof(struct shm_ho_grp) +
@@ -81,13 +91,69 @@ take_put(unsigned char *o, size_t *off, const void *src, size_t len)
     *off += ho_pad(len);
 }
 
-/* Write the messages; returns how many. */
-static uint32_t
-take_msgs_locked(struct shm_ring_ctx *c, unsigned char *o, size_t *off)
-{
-    uint32_t n = 0;
+#define KEPT(map, i) ((map)[(i) / 8] >> ((i) % 8) & 1)
 
-    for (uint32_t r = c->p->head; r != 0; r = shm_ring_msg(c->seg, r)->next) {
+/* The index of message ref in c's list (n: 0 or not found). */
+static uint32_t
+take_index_locked(struct shm_ring_ctx *c, uint32_t ref, uint32_t n)
+{
+    uint32_t i = 0;
+
+    for (uint32_t r = c->p->head; r != 0 && r != ref;
+         r = shm_ring_msg(c->seg, r)->next)
+        i++;
+    return ref == 0 ? n : i;
+}
+
+/*
+ * take_map_locked - mark in map (n bits) the messages the record carries:
+ * those some group still needs.  A message below every group's cursor
+ * and owed by no lease was completed by every group, and stays only
+ * because a partition frees from its head (one behind a lease): shipping
+ * it would make a group the adoption cannot place read it again as new.
+ * When a group the queue knows has no state here, or none has, it may
+ * still read anything: everything is kept.
+ */
+static void
+take_map_locked(struct shm_ring_ctx *c, uint32_t n, unsigned char *map)
+{
+    struct shm_seg *seg = c->seg;
+    uint32_t limit = c->q->opts.retry_limit, min_cur = n;
+
+    memset(map, 0, take_map_bytes(n));
+    if (c->p->groups == 0 || c->p->ngs < atomic_load(&c->q->ngroups)) {
+        memset(map, 0xff, take_map_bytes(n));
+        return;
+    }
+    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(seg, g)->next) {
+        struct shm_gs *s = shm_ring_gs(seg, g);
+        uint32_t cur = take_index_locked(c, s->cursor, n);
+        uint32_t r = c->p->head, idx = 0;
+
+        min_cur = cur < min_cur ? cur : min_cur;
+        for (uint32_t l = s->lhead; l != 0; l = shm_ring_lease(seg, l)->next) {
+            struct shm_lease *L = shm_ring_lease(seg, l);
+            for (; r != 0 && r != L->msg; idx++)
+                r = shm_ring_msg(seg, r)->next;
+            if (r != 0 && take_attempts(L, limit) != 0)
+                map[idx / 8] |= (unsigned char)(1u << idx % 8);
+        }
+    }
+    for (uint32_t i = min_cur; i < n; i++)
+        map[i / 8] |= (unsigned char)(1u << i % 8);
+}
+
+/* Write the messages map keeps; returns how many. */
+static uint32_t
+take_msgs_locked(struct shm_ring_ctx *c, const unsigned char *map,
+                 unsigned char *o, size_t *off)
+{
+    uint32_t n = 0, i = 0;
+
+    for (uint32_t r = c->p->head; r != 0;
+         r = shm_ring_msg(c->seg, r)->next, i++) {
+        if (!KEPT(map, i))
+            continue;
         struct shm_msg *m = shm_ring_msg(c->seg, r);
         struct shm_ho_msg h = {.len = m->len,
                                .flags = m->read ? SHM_HO_READ : 0,
@@ -109,8 +175,9 @@ take_msgs_locked(struct shm_ring_ctx *c, unsigned char *o, size_t *off)
  * its cursor's index.  *leased counts the leases carried that were out with
  * a consumer, *dropped those at the retry limit left behind. */
 static void
-take_group_locked(struct shm_ring_ctx *c, uint32_t gs, unsigned char *o,
-                  size_t *off, uint64_t *leased, uint64_t *dropped)
+take_group_locked(struct shm_ring_ctx *c, uint32_t gs, const unsigned char *map,
+                  unsigned char *o, size_t *off, uint64_t *leased,
+                  uint64_t *dropped)
 {
     struct shm_seg *seg = c->seg;
     struct shm_gs *s = shm_ring_gs(seg, gs);
@@ -118,7 +185,7 @@ take_group_locked(struct shm_ring_ctx *c, uint32_t gs, unsigned char *o,
     struct shm_ho_grp h = {
         .name_len = e->name_len, .from = e->from, .skipped = s->skipped};
     size_t at = *off;
-    uint32_t r = c->p->head, idx = 0;
+    uint32_t r = c->p->head, idx = 0, i = 0; /* idx: kept ones before r */
 
     *off += sizeof(h);
     shm_arena_read(seg, e->name_ref, 0, o + *off, e->name_len);
@@ -131,15 +198,19 @@ take_group_locked(struct shm_ring_ctx *c, uint32_t gs, unsigned char *o,
             (*dropped)++;
             continue;
         }
-        for (; r != 0 && r != L->msg; idx++)
+        for (; r != 0 && r != L->msg; i++) {
+            idx += KEPT(map, i);
             r = shm_ring_msg(seg, r)->next;
+        }
         d.index = idx;
         take_put(o, off, &d, sizeof(d));
         h.nredo++;
         *leased += L->state == SHM_LEASE_LEASED;
     }
-    for (; r != 0 && r != s->cursor; idx++)
+    for (; r != 0 && r != s->cursor; i++) {
+        idx += KEPT(map, i);
         r = shm_ring_msg(seg, r)->next;
+    }
     h.cursor = idx;
     memcpy(o + at, &h, sizeof(h));
 }
@@ -147,15 +218,21 @@ take_group_locked(struct shm_ring_ctx *c, uint32_t gs, unsigned char *o,
 /* Write the record of c's partition into o (room checked), then empty the
  * partition; returns the messages taken. */
 static int
-take_locked(struct shm_ring_ctx *c, unsigned char *o, size_t *used)
+take_locked(struct shm_ring_ctx *c, unsigned char *o, size_t need, size_t *used)
 {
     struct shm_ho_hdr h = {.magic = SHM_HO_MAGIC, .version = SHM_HO_VERSION};
     uint64_t leased = 0, dropped = 0;
     size_t off = sizeof(h);
+    uint32_t n = 0;
 
-    h.nmsgs = take_msgs_locked(c, o, &off);
+    for (uint32_t r = c->p->head; r != 0; r = shm_ring_msg(c->seg, r)->next)
+        n++;
+    /* The map sits after the longest record, which this one never passes. */
+    unsigned char *map = o + need - take_map_bytes(n);
+    take_map_locked(c, n, map);
+    h.nmsgs = take_msgs_locked(c, map, o, &off);
     for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
-        take_group_locked(c, g, o, &off, &leased, &dropped);
+        take_group_locked(c, g, map, o, &off, &leased, &dropped);
         h.ngroups++;
     }
     h.size = off;
@@ -201,7 +278,7 @@ shm_part_take(struct shm_seg *seg, int w, struct shm_name queue,
             out->need = need;
             rc = -ENOMEM;
         } else {
-            rc = take_locked(&c, out->buf, &out->used);
+            rc = take_locked(&c, out->buf, need, &out->used);
             shm_broker_wake_post_locked(seg, qr, pr, &kick);
         }
         shm_ring_unlock(c.p);
