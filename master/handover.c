@@ -263,7 +263,9 @@ ship(struct master *m, struct shm_name queue, struct shm_name part, int member,
     }
     free(qe);
     free(pe);
-    if (n <= 0) {
+    /* No message left to ship may still carry group positions (every one
+     * held was completed): those go too, or the groups start over there. */
+    if (n < 0 || (n == 0 && out.used <= sizeof(struct shm_ho_hdr))) {
         if (n < 0 && n != -ENOENT)
             log_error(-n,
                       "cannot take partition '%.*s' of queue '%.*s' for "

@@ -111,6 +111,7 @@ take_index_locked(struct shm_ring_ctx *c, uint32_t ref, uint32_t n)
  * and owed by no lease was completed by every group, and stays only
  * because a partition frees from its head (one behind a lease): shipping
  * it would make a group the adoption cannot place read it again as new.
+ * A message no group has read yet is kept: a group may still come for it.
  * When a group the queue knows has no state here, or none has, it may
  * still read anything: everything is kept.
  */
@@ -139,8 +140,12 @@ take_map_locked(struct shm_ring_ctx *c, uint32_t n, unsigned char *map)
                 map[idx / 8] |= (unsigned char)(1u << idx % 8);
         }
     }
-    for (uint32_t i = min_cur; i < n; i++)
-        map[i / 8] |= (unsigned char)(1u << i % 8);
+    /* Past the earliest cursor, or read by no group yet (a from=new or
+     * from=last group starts past messages it leaves for others). */
+    uint32_t i = 0;
+    for (uint32_t r = c->p->head; r != 0; r = shm_ring_msg(seg, r)->next, i++)
+        if (i >= min_cur || !shm_ring_msg(seg, r)->read)
+            map[i / 8] |= (unsigned char)(1u << i % 8);
 }
 
 /* Write the messages map keeps; returns how many. */

@@ -633,6 +633,44 @@ Test(shm_handover, a_group_yet_to_read_the_partition_keeps_everything)
     cr_assert_eq(take(&seg, "q", T0), 3, "late still needs every one");
 }
 
+/* A message no group has read stays for the group that may come for it,
+ * also past every cursor (a from=new group starts after it): shipped
+ * (found in review). */
+Test(shm_handover, messages_no_group_has_read_are_shipped)
+{
+    struct shm_pop_req r = {nm("q"), nm("p"), nm("g"), 10, 0, SHM_FROM_NEW, 0};
+
+    cr_assert_eq(pushn(&seg, "q", "p", "m", 3, T0), 0);
+    sink = (struct shm_sink){.buf = sinkbuf, .cap = sizeof(sinkbuf)};
+    cr_assert_eq(shm_pop(&seg, 0, &r, T0, &sink), 0);
+    cr_assert_eq(take(&seg, "q", T0), 3, "nobody read them yet");
+    cr_assert_eq(adopt(&seg, "q2", T0), 3);
+    cr_assert_eq(pop(&seg, "q2", "late", 10, T0), 3);
+}
+
+/* With every message it holds left out (completed, or a lease at the
+ * retry limit dropped), a take still carries the group's position: the
+ * record has no message but a group, and the master ships it. */
+Test(shm_handover, a_take_with_no_message_left_still_carries_the_groups)
+{
+    declare(&seg, "q", 0, 3);
+    cr_assert_eq(pushn(&seg, "q", "p", "m", 2, T0), 0);
+    cr_assert_eq(pop(&seg, "q", "g", 2, T0), 2);
+    uint64_t s0 = rec(0)->seq, s1 = rec(1)->seq;
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(ack1(&seg, "q", "g", s0, SHM_ACK_FAILED, T0),
+                     SHM_OUT_REDELIVERED);
+        cr_assert_eq(pop(&seg, "q", "g", 1, T0), 1);
+    }
+    cr_assert_eq(ack1(&seg, "q", "g", s1, SHM_ACK_COMPLETED, T0),
+                 SHM_OUT_ACKED);
+    cr_assert_eq(take(&seg, "q", T0), 0);
+    cr_assert_gt(ho.used, sizeof(struct shm_ho_hdr), "g's position is in it");
+    cr_assert_eq(adopt(&seg, "q2", T0), 0);
+    struct shm_queue_info qi = info(&seg, "q2", T0);
+    cr_assert_eq(qi.groups, 1, "g is known where it went");
+}
+
 /* Adopt the static record as worker 1 into a<round>.<k>, k < 20, then
  * wait to be killed. */
 static void
