@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int
 ops_vsh(const char *dir, char *out, size_t cap, const char *fmt, va_list ap)
@@ -26,4 +27,22 @@ ops_vsh(const char *dir, char *out, size_t cap, const char *fmt, va_list ap)
         fclose(f);
     out[n] = '\0';
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int
+ops_pid_alive(pid_t pid)
+{
+    char path[64], buf[512];
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* "pid (comm) S ...": comm may hold spaces and parentheses. */
+    const char *st = strrchr(buf, ')');
+    return st != NULL && st[1] == ' ' && st[2] != 'Z' && st[2] != 'X';
 }

@@ -5,6 +5,8 @@
 #ifndef MAYFLY_TEST_OPS_SHELL_H
 #define MAYFLY_TEST_OPS_SHELL_H
 
+#include <sys/types.h>
+
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -15,5 +17,8 @@
  */
 int ops_vsh(const char *dir, char *out, size_t cap, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
+
+/* ops_pid_alive - pid exists and is not a zombie (or dead). */
+int ops_pid_alive(pid_t pid);
 
 #endif

@@ -426,23 +426,6 @@ md_setup(void)
     cr_assert_not_null(mkdtemp(md_dir));
 }
 
-/* md_alive - pid exists and is not a zombie. */
-static int
-md_alive(pid_t pid)
-{
-    char path[64], buf[512];
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if ((f = fopen(path, "r")) == NULL)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *st = strrchr(buf, ')');
-    return st != NULL && st[1] == ' ' && st[2] != 'Z' && st[2] != 'X';
-}
-
 /* md_teardown - kill the masters still running, remove the scratch tree. */
 static void
 md_teardown(void)
@@ -450,7 +433,7 @@ md_teardown(void)
     char cmd[128];
 
     for (int i = 0; i < md_npids; i++)
-        if (md_alive(md_pids[i]))
+        if (ops_pid_alive(md_pids[i]))
             kill(md_pids[i], SIGKILL);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", md_dir);
     if (md_dir[0] != '\0' && system(cmd) != 0)
@@ -542,7 +525,7 @@ md_wait_gone(pid_t pid)
 {
     long long end = itest_now_ms() + 30000;
 
-    while (md_alive(pid)) {
+    while (ops_pid_alive(pid)) {
         cr_assert_lt(itest_now_ms(), end, "pid %d still runs", (int)pid);
         itest_sleep_ms(20);
     }
@@ -564,7 +547,7 @@ md_start(const char *data_dir, const char *pidfile, int port, int cport)
     cr_assert_gt(pid, 0, "no pid in %s", pidfile);
     if (md_npids < MD_MAX_PIDS)
         md_pids[md_npids++] = pid;
-    cr_assert(md_alive(pid), "pid %d from %s is not running", (int)pid,
+    cr_assert(ops_pid_alive(pid), "pid %d from %s is not running", (int)pid,
               pidfile);
     md_wait_healthy(port);
     return pid;
@@ -775,7 +758,7 @@ Test(mayflyd, a_pidfile_naming_another_program_does_not_block_the_start)
     dm_write(pidfile, text);
     pid_t a = md_start(data, pidfile, port, cport);
     cr_assert_neq(a, other);
-    cr_assert(md_alive(other), "the other program was harmed");
+    cr_assert(ops_pid_alive(other), "the other program was harmed");
     kill(other, SIGKILL);
     dm_exit_status(other);
     md_stop(a, pidfile);

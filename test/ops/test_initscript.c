@@ -148,23 +148,6 @@ it_read_pid(void)
     return (pid_t)pid;
 }
 
-/* it_alive - pid exists and is not a zombie. */
-static int
-it_alive(pid_t pid)
-{
-    char path[64], buf[512];
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if ((f = fopen(path, "r")) == NULL)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *s = strrchr(buf, ')');
-    return s != NULL && s[1] == ' ' && s[2] != 'Z' && s[2] != 'X';
-}
-
 /* it_teardown - stop anything left running, remove the scratch tree. */
 static void
 it_teardown(void)
@@ -172,7 +155,7 @@ it_teardown(void)
     char cmd[128];
     pid_t pid = it_read_pid();
 
-    if (pid > 0 && it_alive(pid))
+    if (pid > 0 && ops_pid_alive(pid))
         kill(pid, SIGKILL);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", it_dir);
     if (it_dir[0] != '\0' && system(cmd) != 0)
@@ -266,7 +249,7 @@ it_start(void)
     cr_assert_eq(it_init_cmd("start"), 0, "start: %s", it_out);
     pid_t pid = it_read_pid();
     cr_assert_gt(pid, 0, "no pidfile after start");
-    cr_assert(it_alive(pid), "pid %d from the pidfile is not running",
+    cr_assert(ops_pid_alive(pid), "pid %d from the pidfile is not running",
               (int)pid);
     it_wait_healthy();
     return pid;
@@ -281,7 +264,7 @@ it_stop(pid_t pid)
     cr_assert_lt(it_now_ms() - t0, IT_DRAIN_S * 1000LL,
                  "stop took longer than the drain time");
     cr_assert_null(strstr(it_out, "stale"), "stop had to clean up: %s", it_out);
-    cr_assert_not(it_alive(pid), "pid %d still runs after stop", (int)pid);
+    cr_assert_not(ops_pid_alive(pid), "pid %d still runs after stop", (int)pid);
     cr_assert_eq(access(it_pid, F_OK), -1, "pidfile left after stop");
 }
 
@@ -298,7 +281,7 @@ it_masters(void)
     while ((e = readdir(d)) != NULL) {
         char link[64], exe[PATH_MAX], stat[512];
         pid_t pid = (pid_t)atoi(e->d_name);
-        if (pid <= 0 || !it_alive(pid))
+        if (pid <= 0 || !ops_pid_alive(pid))
             continue;
         snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
         ssize_t len = readlink(link, exe, sizeof(exe) - 1);
@@ -411,7 +394,7 @@ Test(initscript, a_broken_config_fails_reload_and_restart_and_keeps_serving)
     cr_assert_not_null(strstr(it_out, "queue_max_lenght"), "%s", it_out);
     cr_assert_eq(it_init_cmd("restart"), 1, "restart: %s", it_out);
     cr_assert_eq(it_read_pid(), pid);
-    cr_assert(it_alive(pid));
+    cr_assert(ops_pid_alive(pid));
     it_push_pop("ops-broken", "still-serving");
     /* What only the start used to refuse: peers without a secret file. */
     char peers[64];
@@ -432,7 +415,7 @@ Test(initscript, restart_replaces_the_daemon)
     pid_t again = it_read_pid();
     cr_assert_gt(again, 0);
     cr_assert_neq(again, pid);
-    cr_assert_not(it_alive(pid));
+    cr_assert_not(ops_pid_alive(pid));
     it_wait_healthy();
     it_push_pop("ops-restart", "restarted");
     it_stop(again);
