@@ -156,6 +156,30 @@ Test(term, parked_pops_are_answered_and_the_node_exits_0, .timeout = 90)
     itest_multi_free(m);
 }
 
+/* push_begun - a connection that sent a push's head and the first 10
+ * bytes of body, once a worker has read them: the push is in flight until
+ * the rest comes. */
+static int
+push_begun(const struct itest_node *n, const char *body)
+{
+    char head[256];
+    int fd = itest_raw_connect(n);
+    int64_t deadline = itest_now_ms() + 10000;
+
+    cr_assert(fd >= 0);
+    snprintf(head, sizeof(head),
+             "POST /api/v1/ephemeral/push HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n"
+             "%.10s",
+             strlen(body), body);
+    cr_assert_eq(itest_raw_send(fd, head), 0);
+    while (!itest_conn_consumed(n, fd)) {
+        cr_assert(itest_now_ms() < deadline, "the push head was never read");
+        itest_sleep_ms(5);
+    }
+    return fd;
+}
+
 /*
  * While a push is still being received, SIGTERM starts the drain and waits
  * for it: meanwhile a keep-alive connection is answered 503 (health says
@@ -170,7 +194,6 @@ Test(term, drain_answers_503_draining_and_waits_for_a_request_in_flight,
     struct itest_node n;
     struct itest_resp r;
     CURL *h = itest_handle();
-    char head[256];
     int fd, st;
     int64_t deadline;
 
@@ -178,19 +201,7 @@ Test(term, drain_answers_503_draining_and_waits_for_a_request_in_flight,
     itest_req_on(h, &n, "GET", "/health", NULL, &r);
     cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
     itest_resp_free(&r);
-    fd = itest_raw_connect(&n);
-    cr_assert(fd >= 0);
-    snprintf(head, sizeof(head),
-             "POST /api/v1/ephemeral/push HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n"
-             "%.10s",
-             strlen(body), body);
-    cr_assert_eq(itest_raw_send(fd, head), 0);
-    deadline = itest_now_ms() + 10000;
-    while (!itest_conn_consumed(&n, fd)) {
-        cr_assert(itest_now_ms() < deadline, "the push head was never read");
-        itest_sleep_ms(5);
-    }
+    fd = push_begun(&n, body);
     cr_assert_eq(kill(n.pid, SIGTERM), 0);
     deadline = itest_now_ms() + 10000;
     for (;;) {
@@ -249,7 +260,7 @@ Test(term, new_connections_during_the_drain_get_503_from_the_master,
     enum { PAYLOAD = 64 * 1024 };
     struct itest_node n;
     struct itest_resp r;
-    char *body = malloc(PAYLOAD + 64), head[256], node[80], inc[40];
+    char *body = malloc(PAYLOAD + 64), node[80], inc[40];
     int fd, st, k, port;
     int64_t deadline;
     pid_t holder;
@@ -266,19 +277,7 @@ Test(term, new_connections_during_the_drain_get_503_from_the_master,
     itest_resp_free(&r);
     /* A push whose head and first bytes are in: its worker's drain waits
      * for the rest (5 s at most). */
-    fd = itest_raw_connect(&n);
-    cr_assert(fd >= 0);
-    snprintf(head, sizeof(head),
-             "POST /api/v1/ephemeral/push HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n"
-             "%.10s",
-             strlen(body), body);
-    cr_assert_eq(itest_raw_send(fd, head), 0);
-    deadline = itest_now_ms() + 10000;
-    while (!itest_conn_consumed(&n, fd)) {
-        cr_assert(itest_now_ms() < deadline, "the push head was never read");
-        itest_sleep_ms(5);
-    }
+    fd = push_begun(&n, body);
     port = itest_local_port(fd);
     holder = itest_conn_worker(&n, port);
     cr_assert(holder > 0, "no worker holds the push in flight");

@@ -216,23 +216,33 @@ dm_comm(pid_t pid, char *buf, size_t len)
     buf[strcspn(buf, "\n")] = '\0';
 }
 
-Test(daemon, pidfile_naming_another_live_program_is_replaced)
+/* dm_sleeper - a running `sleep 60` that is no mayflyd: the pid a stale
+ * pidfile names after a kill -9 and pid reuse.  Returns once it runs. */
+static pid_t
+dm_sleeper(void)
 {
-    char text[32], comm[64];
-    pid_t other = fork();
+    char comm[64];
+    pid_t pid = fork();
 
-    if (other == 0) {
+    if (pid == 0) {
         execlp("sleep", "sleep", "60", (char *)NULL);
         _exit(127);
     }
-    cr_assert_neq(other, -1);
-    /* The pid of a process that is not a mayflyd: reused after a kill -9. */
+    cr_assert_neq(pid, -1);
     long long end = itest_now_ms() + 10000;
-    for (dm_comm(other, comm, sizeof(comm)); strcmp(comm, "sleep") != 0;
-         dm_comm(other, comm, sizeof(comm))) {
+    for (dm_comm(pid, comm, sizeof(comm)); strcmp(comm, "sleep") != 0;
+         dm_comm(pid, comm, sizeof(comm))) {
         cr_assert_lt(itest_now_ms(), end, "sleep never ran: '%s'", comm);
         itest_sleep_ms(10);
     }
+    return pid;
+}
+
+Test(daemon, pidfile_naming_another_live_program_is_replaced)
+{
+    char text[32];
+    pid_t other = dm_sleeper();
+
     snprintf(text, sizeof(text), "%d\n", (int)other);
     dm_write(dm_pidfile, text);
     int rc = daemon_pidfile_claim(dm_pidfile);
@@ -737,20 +747,8 @@ Test(mayflyd, a_pidfile_naming_another_program_does_not_block_the_start)
 {
     char data[128], pidfile[128], text[32];
     int port, cport;
-    pid_t other = fork();
+    pid_t other = dm_sleeper();
 
-    if (other == 0) {
-        execlp("sleep", "sleep", "60", (char *)NULL);
-        _exit(127);
-    }
-    cr_assert_neq(other, -1);
-    long long end = itest_now_ms() + 10000;
-    char comm[64];
-    for (dm_comm(other, comm, sizeof(comm)); strcmp(comm, "sleep") != 0;
-         dm_comm(other, comm, sizeof(comm))) {
-        cr_assert_lt(itest_now_ms(), end, "sleep never ran: '%s'", comm);
-        itest_sleep_ms(10);
-    }
     md_ports(&port, &cport);
     snprintf(data, sizeof(data), "%s/data", md_dir);
     snprintf(pidfile, sizeof(pidfile), "%s/m.pid", md_dir);
