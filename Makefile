@@ -76,11 +76,13 @@ run:
 	$(MAKE) all
 	$(B)/mayflyd -o listen=127.0.0.1:6632
 
+FMTSRC  := $(SRC) $(wildcard */*.h test/*/*.c test/*/*.h ops/bench/*.c ops/bench/*.h)
+
 format:
-	clang-format -i $(SRC) $(wildcard */*.h test/*/*.c test/*/*.h)
+	clang-format -i $(FMTSRC)
 
 format-check:
-	clang-format --dry-run --Werror $(SRC) $(wildcard */*.h test/*/*.c test/*/*.h)
+	clang-format --dry-run --Werror $(FMTSRC)
 
 clean:
 	rm -rf build

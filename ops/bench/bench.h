@@ -107,7 +107,8 @@ struct bench_loop {
 struct bench_sys {
     uint64_t busy_ticks;
     uint64_t segs;
-    uint64_t ctxt; /* context switches, all CPUs */
+    uint64_t ctxt;    /* context switches, all CPUs */
+    uint64_t self_us; /* CPU of this process (the load generator) */
 };
 
 /* A set of connections spread over threads, measured in [t_begin, t_end]. */
@@ -145,8 +146,9 @@ struct bench_row {
     char ref[24];
     int by_p50;
     int ok;
-    double cpu_us; /* machine CPU per operation, 0: not measured */
-    double segs;   /* TCP segments per operation */
+    double cpu_us;    /* machine CPU per operation, 0: not measured */
+    double client_us; /* of it, the load generator's (this process) */
+    double segs;      /* TCP segments per operation */
     char note[240];
 };
 
@@ -221,7 +223,7 @@ const struct bench_row *bench_row_find(const char *key);
 void bench_row_from_run(struct bench_row *row, const struct bench_run *run,
                         double secs, const char *unit);
 void bench_row_cost(struct bench_row *row, const struct bench_sys *begin,
-                    const struct bench_sys *end, double secs);
+                    const struct bench_sys *end, double secs, const char *per);
 void bench_row_fail(const char *key, const char *scenario, const char *system,
                     const char *variant, const char *note);
 int bench_want(const char *scenario);

@@ -9,6 +9,7 @@
  * Errors: 0 or -errno; a connection that fails is closed and counted.
  */
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <arpa/inet.h>
@@ -822,8 +823,13 @@ bench_sys_read(struct bench_sys *s)
     char line[512], head[512];
     unsigned long long v[8] = {0};
     FILE *f = fopen("/proc/stat", "r");
+    struct rusage ru;
 
     memset(s, 0, sizeof(*s));
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        s->self_us =
+            (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+            (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
     if (f != NULL) {
         /* cpu user nice system idle iowait irq softirq steal */
         if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],

@@ -64,12 +64,12 @@ bench_row_from_run(struct bench_row *row, const struct bench_run *run,
                  run->err[0] ? ": " : "", run->err);
 }
 
-/* bench_row_cost - machine CPU and TCP segments per operation of row
- * between two readings secs apart (needs row->rate), added to its note
- * (worded for round trips: rpc rows use it). */
+/* bench_row_cost - machine CPU, the load generator's share of it and TCP
+ * segments per operation of row between two readings secs apart (needs
+ * row->rate), added to its note; per names the operation. */
 void
 bench_row_cost(struct bench_row *row, const struct bench_sys *begin,
-               const struct bench_sys *end, double secs)
+               const struct bench_sys *end, double secs, const char *per)
 {
     double ops = row->rate * secs;
     long hz = sysconf(_SC_CLK_TCK);
@@ -79,13 +79,14 @@ bench_row_cost(struct bench_row *row, const struct bench_sys *begin,
         return;
     row->cpu_us =
         (double)(end->busy_ticks - begin->busy_ticks) * 1e6 / (double)hz / ops;
+    row->client_us = (double)(end->self_us - begin->self_us) / ops;
     row->segs = (double)(end->segs - begin->segs) / ops;
     n = strlen(row->note);
     snprintf(row->note + n, sizeof(row->note) - n,
              "%s%.1f TCP segments, %.1f context switches, %.0f us CPU (whole "
-             "machine) a round trip",
+             "machine) a %s, %.0f us of it the client's",
              n ? "; " : "", row->segs, (double)(end->ctxt - begin->ctxt) / ops,
-             row->cpu_us);
+             row->cpu_us, per, row->client_us);
 }
 
 /* A row for a scenario that could not run. */
@@ -283,8 +284,10 @@ write_json(const char *path, const char *mach)
         fprintf(f, ",\"p50_us\":%.1f,\"p99_us\":%.1f,\"ratio\":%.3f,\"ref\":",
                 r->p50_us, r->p99_us, row_ratio(r));
         json_str(f, r->ref);
-        fprintf(f, ",\"cpu_us_per_op\":%.1f,\"tcp_segs_per_op\":%.2f",
-                r->cpu_us, r->segs);
+        fprintf(f,
+                ",\"cpu_us_per_op\":%.1f,\"client_cpu_us_per_op\":%.1f,"
+                "\"tcp_segs_per_op\":%.2f",
+                r->cpu_us, r->client_us, r->segs);
         fprintf(f, ",\"note\":");
         json_str(f, r->note);
         fprintf(f, "}");

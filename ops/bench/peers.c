@@ -438,7 +438,8 @@ redis_rpc(int nreq, int nresp)
              nresp, bench_opt.pipeline ? ", pipelined" : "");
     snprintf(row.ref, sizeof(row.ref), "rpc-%d", nreq);
     bench_row_from_run(&row, run, bench_run_secs(run), "rt/s");
-    bench_row_cost(&row, &run->sys_begin, &run->sys_end, bench_run_secs(run));
+    bench_row_cost(&row, &run->sys_begin, &run->sys_end, bench_run_secs(run),
+                   "round trip");
     bench_row_add(&row);
     bench_run_free(run);
 }
@@ -714,7 +715,7 @@ nats_rpc(int nreq, int nresp)
              s != NATS_OK ? natsStatus_GetText(s)
              : errors     ? "a publish failed"
                           : "reply subject per request, 2 conns carry them");
-    bench_row_cost(&row, &sys_begin, &sys_end, secs);
+    bench_row_cost(&row, &sys_begin, &sys_end, secs, "round trip");
     bench_row_add(&row);
     free(q);
     free(h);
