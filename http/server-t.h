@@ -18,7 +18,7 @@ struct http_server {
     void *ctx;
     struct http_request *suspended; /* list of suspended requests */
     int resume_pending;             /* a resume awaits http_server_run() */
-    int relisten;      /* at the connection limit since a run: see run() */
+    int closed;        /* a connection closed in the last run: see run() */
     unsigned requests; /* requests begun and not yet freed */
     void (*on_close)(void *ctx, int fd); /* see http_server_on_close() */
     void *on_close_ctx;

@@ -48,7 +48,10 @@ conn_notify(void *cls, struct MHD_Connection *conn, void **socket_ctx,
     const union MHD_ConnectionInfo *ci;
 
     (void)socket_ctx;
-    if (code != MHD_CONNECTION_NOTIFY_CLOSED || s->on_close == NULL)
+    if (code != MHD_CONNECTION_NOTIFY_CLOSED)
+        return;
+    s->closed = 1;
+    if (s->on_close == NULL)
         return;
     ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (ci != NULL)
@@ -106,26 +109,20 @@ http_server_fd(const struct http_server *s)
 /*
  * http_server_run - one non-blocking MHD round.
  *
- * At its connection limit MHD takes the listening socket out of its epoll
- * set, and puts it back only at the start of a later round that begins
- * below the limit.  Connections close inside a round, so once the node has
- * been full one more round must follow, or nothing wakes MHD to accept
- * again and the node stays deaf: relisten asks http_server_timeout_ms()
- * for it until a round has begun below the limit.
+ * At its connection limit, or when accept() fails for want of descriptors
+ * (EMFILE, ENFILE), MHD takes the listening socket out of its epoll set and
+ * puts it back only at the start of a later round, once a connection has
+ * closed.  Connections close inside a round, so a round must follow every
+ * round in which one closed, or nothing wakes MHD to accept again and the
+ * node stays deaf: closed asks http_server_timeout_ms() for it.
  */
 void
 http_server_run(struct http_server *s)
 {
-    unsigned limit = s->opts.max_connections;
-    int below = s->relisten && http_server_connections(s) < limit;
-
     s->resume_pending = 0;
+    s->closed = 0;
     if (MHD_run(s->daemon) != MHD_YES)
         log_warn(0, "MHD_run failed");
-    if (below)
-        s->relisten = 0;
-    if (limit != 0 && http_server_connections(s) >= limit)
-        s->relisten = 1;
 }
 
 /* http_server_resume_pending - see server.h. */
@@ -145,14 +142,13 @@ http_server_on_close(struct http_server *s, void (*fn)(void *ctx, int fd),
 }
 
 /* http_server_timeout_ms - 0 while a resumed request waits for a run, or
- * the listening socket for a round below the limit (http_server_run). */
+ * the listening socket for the round after a close (http_server_run). */
 int
 http_server_timeout_ms(struct http_server *s)
 {
     MHD_UNSIGNED_LONG_LONG t;
 
-    if (s->resume_pending ||
-        (s->relisten && http_server_connections(s) < s->opts.max_connections))
+    if (s->resume_pending || s->closed)
         return 0;
     if (MHD_get_timeout(s->daemon, &t) != MHD_YES)
         return -1;

@@ -1,12 +1,19 @@
 /*
- * test_conn_limit.c - a worker that reached max_connections accepts again
- * once connections close.  libmicrohttpd takes the listening socket out of
- * its epoll set at the limit and puts it back only in a later round; a
- * node whose last connections closed used to wait for that round forever,
- * deaf to every new client (SPEC §6: the node keeps serving).
+ * test_conn_limit.c - a worker that reached max_connections, or ran out of
+ * descriptors, accepts again once connections close.  libmicrohttpd takes
+ * the listening socket out of its epoll set at either limit and puts it
+ * back only in a later round; a node whose last connections closed used to
+ * wait for that round forever, deaf to every new client (SPEC §6: the node
+ * keeps serving).
  */
+#include <sys/resource.h>
+
+#include <dirent.h>
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -24,44 +31,91 @@ readable(int fd, int ms)
     return poll(&p, 1, ms) == 1;
 }
 
+/* fill_and_release - connections served once and kept open until one is
+ * not served (at most max of them); then close them all and check that the
+ * client left waiting is served now (the old code never accepted it). */
+static void
+fill_and_release(struct itest_node *n, int max, int round)
+{
+    int fds[64], open = 0, waiting = -1;
+    struct itest_resp r;
+
+    while (waiting < 0) {
+        int fd = itest_raw_connect(n);
+
+        cr_assert_geq(fd, 0, "connect: %d", fd);
+        cr_assert_eq(itest_raw_send(fd, HEALTH), 0);
+        if (!readable(fd, 1000)) {
+            waiting = fd;
+            break;
+        }
+        cr_assert_eq(itest_raw_response(fd, &r), 200, "%s", r.body);
+        itest_resp_free(&r);
+        cr_assert_lt(open, max, "more than %d connections were served", max);
+        fds[open++] = fd;
+    }
+    cr_assert_gt(open, 0);
+    for (int i = 0; i < open; i++)
+        close(fds[i]);
+    cr_assert(readable(waiting, 20000),
+              "round %d: the waiting client was not served 20 s after the "
+              "others closed",
+              round);
+    cr_assert_eq(itest_raw_response(waiting, &r), 200, "%s", r.body);
+    itest_resp_free(&r);
+    close(waiting);
+}
+
 Test(conn_limit, a_full_worker_accepts_again_once_its_connections_close,
      .timeout = 120)
 {
     struct itest_node n;
-    struct itest_resp r;
 
     itest_node_start(&n, "workers=1 max_connections=3");
-    for (int round = 0; round < 3; round++) {
-        int fds[8], open = 0, waiting = -1;
+    /* The harness may hold one of the three. */
+    for (int round = 0; round < 3; round++)
+        fill_and_release(&n, 3, round);
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
 
-        /* Fill the worker: connections served once and kept open, until
-         * one is not served (the harness may hold one of the three). */
-        while (waiting < 0) {
-            int fd = itest_raw_connect(&n);
+/* highest_fd - the highest descriptor number pid holds, or -1. */
+static int
+highest_fd(pid_t pid)
+{
+    char path[64];
+    struct dirent *e;
+    DIR *d;
+    int hi = -1;
 
-            cr_assert_geq(fd, 0, "connect: %d", fd);
-            cr_assert_eq(itest_raw_send(fd, HEALTH), 0);
-            if (!readable(fd, 1000)) {
-                waiting = fd;
-                break;
-            }
-            cr_assert_eq(itest_raw_response(fd, &r), 200, "%s", r.body);
-            itest_resp_free(&r);
-            cr_assert_lt(open, 3, "more than max_connections were served");
-            fds[open++] = fd;
-        }
-        cr_assert_gt(open, 0);
-        for (int i = 0; i < open; i++)
-            close(fds[i]);
-        /* The client left waiting is served now (the old code never
-         * accepted it). */
-        cr_assert(readable(waiting, 20000),
-                  "round %d: the waiting client was not served 20 s after "
-                  "the others closed",
-                  round);
-        cr_assert_eq(itest_raw_response(waiting, &r), 200, "%s", r.body);
-        itest_resp_free(&r);
-        close(waiting);
-    }
+    snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+    if ((d = opendir(path)) == NULL)
+        return -1;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.' && atoi(e->d_name) > hi)
+            hi = atoi(e->d_name);
+    closedir(d);
+    return hi;
+}
+
+/* Out of descriptors (EMFILE at accept), libmicrohttpd stops accepting as
+ * it does at its connection limit, until a connection closes: the same
+ * deafness, with the limit an operator's ulimit instead of ours. */
+Test(conn_limit, a_worker_out_of_descriptors_accepts_again_once_some_close,
+     .timeout = 120)
+{
+    struct itest_node n;
+    pid_t w;
+
+    itest_node_start(&n, "workers=1");
+    cr_assert_eq(itest_node_workers(&n, &w, 1), 1);
+    int hi = highest_fd(w);
+    cr_assert_geq(hi, 0);
+    /* Room for a few connections: the free numbers below the limit (the
+     * holes below hi too). */
+    struct rlimit rl = {(rlim_t)hi + 4, (rlim_t)hi + 4};
+    if (prlimit(w, RLIMIT_NOFILE, &rl, NULL) != 0)
+        cr_skip_test("prlimit(worker, RLIMIT_NOFILE): %s", strerror(errno));
+    for (int round = 0; round < 3; round++)
+        fill_and_release(&n, 60, round);
     cr_assert_eq(itest_node_stop(&n, 30000), 0);
 }
