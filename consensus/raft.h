@@ -65,6 +65,15 @@ struct raft_status {
     uint64_t commit;     /* highest index known committed */
     uint64_t applied;    /* highest index handed out to apply */
     uint64_t last_index; /* last index in the log */
+    /*
+     * caught_up - this node has applied everything a leader had committed
+     * when it was last heard (a follower), or has committed an entry of
+     * its own term (a leader: everything before it is committed too).
+     * Set once, never cleared: it says the state machine is as current as
+     * the cluster's was at some point since the start, which is what a
+     * restarted node waits for before it serves (master/raft_node.c).
+     */
+    bool caught_up;
 };
 
 /*

@@ -38,6 +38,7 @@ struct raft {
     int leader;
     uint64_t commit;
     uint64_t applied; /* last index handed out by raft_ready_take */
+    bool caught_up;   /* see struct raft_status */
     bool restore_pending;
     uint64_t now;
     uint64_t election_at;  /* not leader: campaign at this time */

@@ -44,6 +44,7 @@ raft_status(const struct raft *r, struct raft_status *st)
     st->commit = r->commit;
     st->applied = r->applied;
     st->last_index = raft_log_last_index(&r->log);
+    st->caught_up = r->caught_up;
 }
 
 /* take_entries - copies of applied+1 .. commit into rd. */

@@ -127,6 +127,9 @@ raft_maybe_commit(struct raft *r)
     if (n > r->commit && raft_log_term(&r->log, n, &term) == 0 &&
         term == r->term)
         r->commit = n;
+    if (r->commit > 0 && raft_log_term(&r->log, r->commit, &term) == 0 &&
+        term == r->term)
+        r->caught_up = true;
 }
 
 /*
@@ -214,6 +217,23 @@ first_new(struct raft *r, const struct raft_msg *m, size_t *first)
     return 0;
 }
 
+/*
+ * note_caught_up - the leader says it has committed up to leader_commit:
+ * once ours reaches it, and that entry is of the leader's term (its term's
+ * first entry has committed, so its commit index covers every entry an
+ * earlier leader committed), this node is as current as the cluster.  An
+ * older-term commit index may lag what is committed: wait for the next.
+ */
+static void
+note_caught_up(struct raft *r, uint64_t leader_commit)
+{
+    uint64_t t;
+
+    if (!r->caught_up && leader_commit > 0 && r->commit >= leader_commit &&
+        raft_log_term(&r->log, leader_commit, &t) == 0 && t == r->term)
+        r->caught_up = true;
+}
+
 /* raft_on_append - check prev, cut a conflict, append, ack. */
 void
 raft_on_append(struct raft *r, const struct raft_msg *m)
@@ -224,6 +244,7 @@ raft_on_append(struct raft *r, const struct raft_msg *m)
 
     heard_leader(r, m->from);
     if (m->index < r->commit) { /* all of ours up to commit matches */
+        note_caught_up(r, m->commit);
         reply(r, m, false, r->commit, 0, 0);
         return;
     }
@@ -241,6 +262,7 @@ raft_on_append(struct raft *r, const struct raft_msg *m)
     /* Only what this message proved matching may be committed here. */
     if (m->commit > r->commit)
         r->commit = m->commit < last_new ? m->commit : last_new;
+    note_caught_up(r, m->commit);
     reply(r, m, false, last_new, 0, 0);
 }
 

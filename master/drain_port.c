@@ -50,7 +50,8 @@ on_request(void *ctx, struct http_request *req)
         return;
     }
     shm_status_read(m->seg.status, &v);
-    status = worker_health_body(&b, m->ws.node_id, m->incarnation, 1, &v);
+    status = worker_health_body(&b, m->ws.node_id, m->incarnation,
+                                WORKER_HEALTH_DRAINING, &v);
     http_reply(req, status, &b);
 }
 

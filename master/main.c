@@ -35,6 +35,7 @@
 #include "master/handover.h"
 #include "master/listen.h"
 #include "master/master.h"
+#include "master/view.h"
 #include "shm/arena.h"
 #include "shm/broker.h"
 #include "shm/catalog.h"
@@ -171,7 +172,7 @@ start_node(struct master *m, int ep)
         master_cluster_start(m, ep, cfd) != 0)
         log_fatal(0, "cannot start the consensus log and cluster port");
     daemon_ready();
-    m->ready = 1;
+    master_view_start(m, shm_now_ms());
     master_status_publish(m);
 }
 
@@ -271,7 +272,9 @@ on_tick(struct master *m, uint64_t now)
         master_configure_tick(m, now);
         master_cluster_heartbeat(m, now, 0);
         master_handover_tick(m, now);
+        master_view_check_ready(m, now);
         master_status_publish(m); /* liveness ages with the clock */
+        master_view_beat(m, now); /* after: the view workers trust is new */
     } else if (m->state == MASTER_DRAINING) {
         /* Keep saying "leaving" (one lost heartbeat must not keep us in
          * the peers' placement) and keep the members' view fresh for the
@@ -369,6 +372,7 @@ run(struct master *m, int ep, int sfd, int tfd)
         int n = epoll_wait(ep, evs, 32, loop_timeout(m, now));
 
         now = shm_now_ms();
+        master_view_woke(m, now); /* before anything reads the view */
         for (int i = 0; i < n; i++) {
             uint64_t tag = evs[i].data.u64;
             if (tag == MASTER_TAG_SIGNAL) {

@@ -37,8 +37,14 @@ struct master {
     int nworkers;
     struct master_child child[SHM_MAX_WORKERS];
     enum master_state state;
-    int ready;            /* started: raft open, workers forked */
-    uint64_t incarnation; /* this start's, in every message id */
+    /* Ready: started (raft open, workers forked) and, with peers, the raft
+     * log applied up to a leader's commit index (view.c). */
+    int ready;
+    uint64_t ready_wait_until; /* with peers: ready by then all the same */
+    uint64_t woke_at;          /* the loop's last wake-up (view.c) */
+    uint64_t stalled_at;       /* after a stall: the wake-up before it */
+    uint64_t resumed_at;       /* and the one after it; 0: no stall */
+    uint64_t incarnation;      /* this start's, in every message id */
     uint64_t drain_deadline;
     int drain_killed;       /* the drain outlived DRAIN_MS: workers killed */
     uint64_t handoff_until; /* drain: raft hand-off deadline, 0 before */

@@ -30,6 +30,7 @@
 #include "consensus/store.h"
 #include "master/cluster.h"
 #include "master/master.h"
+#include "master/view.h"
 #include "shm/broker.h"
 #include "shm/catalog.h"
 #include "shm/log.h"
@@ -269,6 +270,7 @@ process(struct master *m)
         master_status_publish(m);
     raft_ready_release(&rd);
     settle(m, shm_now_ms());
+    master_view_check_ready(m, shm_now_ms());
 }
 
 /*
@@ -311,7 +313,7 @@ master_raft_open(struct master *m, uint64_t now)
     struct raft_config cfg = {
         .self = r->self,
         .n = r->n,
-        .election_ms = 1000,
+        .election_ms = MASTER_RAFT_ELECTION_MS,
         .heartbeat_ms = 100,
         .snapshot = snapshot,
         .arg = m,

@@ -21,6 +21,9 @@
 
 struct master;
 
+/* A follower campaigns after [1, 2) x this without a leader. */
+#define MASTER_RAFT_ELECTION_MS 1000
+
 /* How a proposal ended: 0 committed (and applied by the members, or the
  * deadline came), -ETIMEDOUT, -ENOTCONN (no leader), -ECANCELED (lost to
  * another leader's entry), or another -errno. */

@@ -7,6 +7,12 @@
  * One writer (the master) and lock-free readers: the master bumps seq to an
  * odd value, writes, bumps it to even (a seqlock); a reader copies and
  * retries while seq was odd or changed.
+ *
+ * Beside the view, outside the seqlock, the master's beat: the time its
+ * view of the cluster was last known current, refreshed every tick.  A
+ * worker checks it on every request (two atomic loads), so a node whose
+ * master is stopped (SIGSTOP, a stall) stops serving from a view that its
+ * peers no longer share (master/view.c says how long it may age).
  */
 #ifndef MAYFLY_SHM_STATUS_H
 #define MAYFLY_SHM_STATUS_H
@@ -60,12 +66,19 @@ struct shm_status_view {
 
 /*
  * struct shm_status - the shared page.
- *   off  size  field  written by  protected by
- *     0     8  seq    master      itself (odd while writing)
- *     8     -  view   master      seq
+ *   off  size  field     written by  protected by
+ *     0     8  seq       master      itself (odd while writing)
+ *     8     8  beat      master      itself (atomic; shm_now_ms() time)
+ *    16     8  stale_ms  master      itself (atomic; 0: beat not checked)
+ *    24     -  view      master      seq
+ * beat and stale_ms are single words each, read apart from the view: a
+ * reader that sees a new beat with an old stale_ms (or the reverse) at
+ * most answers one request by the bound before.
  */
 struct shm_status {
     _Atomic uint64_t seq;
+    _Atomic uint64_t beat;
+    _Atomic uint64_t stale_ms;
     struct shm_status_view view;
 };
 
@@ -82,6 +95,14 @@ void shm_status_read(const struct shm_status *s, struct shm_status_view *v);
 /* shm_status_stopping - whether the master is draining or stopping (one
  * racy load: cheap enough for every request). */
 int shm_status_stopping(const struct shm_status *s);
+
+/* shm_status_beat - master: its view is current at now, and may age
+ * stale_ms before workers stop trusting it (0: never, a node alone). */
+void shm_status_beat(struct shm_status *s, uint64_t now, uint64_t stale_ms);
+
+/* shm_status_stale - whether the master's view is older than its bound
+ * now.  Two relaxed loads and, in a cluster only, a clock read. */
+int shm_status_stale(const struct shm_status *s);
 
 /* shm_role_name - "follower", "candidate", "leader". */
 const char *shm_role_name(uint32_t role);

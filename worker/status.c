@@ -19,15 +19,17 @@
 /* worker_health_body - see worker.h. */
 unsigned
 worker_health_body(struct http_buf *b, const char *node_id,
-                   uint64_t incarnation, int draining,
+                   uint64_t incarnation, enum worker_health_why why,
                    const struct shm_status_view *v)
 {
-    int ready = v->ready && !draining;
+    int draining = why == WORKER_HEALTH_DRAINING || v->stopping;
+    int ready = v->ready && why == WORKER_HEALTH_VIEW;
 
     http_buf_append_str(b, "{\"status\":");
-    http_buf_append_str(b, ready                     ? "\"ok\""
-                           : draining || v->stopping ? "\"draining\""
-                                                     : "\"starting\"");
+    http_buf_append_str(b, ready                        ? "\"ok\""
+                           : draining                   ? "\"draining\""
+                           : why == WORKER_HEALTH_STALE ? "\"stale\""
+                                                        : "\"starting\"");
     http_buf_append_str(b, ",\"node\":");
     http_buf_append_json_str(b, node_id, strlen(node_id));
     http_buf_printf(b,
@@ -62,8 +64,12 @@ worker_health(struct worker *w, struct http_request *req)
     unsigned status;
 
     shm_status_read(w->seg->status, &v);
-    status =
-        worker_health_body(&b, w->set.node_id, w->incarnation, w->draining, &v);
+    status = worker_health_body(&b, w->set.node_id, w->incarnation,
+                                w->draining ? WORKER_HEALTH_DRAINING
+                                : shm_status_stale(w->seg->status)
+                                    ? WORKER_HEALTH_STALE
+                                    : WORKER_HEALTH_VIEW,
+                                &v);
     http_reply(req, status, &b);
 }
 

@@ -65,6 +65,18 @@ dispatch(void *ctx, struct http_request *req)
         http_reply_error(req, 503, "draining", "this node is stopping");
         return;
     }
+    /* A master that stopped beating (stopped, stalled) leaves a view of
+     * the members its peers may no longer share: who owns a partition,
+     * where an ack goes, who a reset must reach.  Refuse until it beats
+     * again; the client retries here or asks another node (SPEC §5). */
+    if (r != HTTP_ROUTE_HEALTH && r != HTTP_ROUTE_METRICS &&
+        shm_status_stale(w->seg->status)) {
+        http_reply_error(req, 503, "owner_moved",
+                         "this node cannot tell who owns what now: its "
+                         "view of the cluster is stale; retry, or ask "
+                         "another node");
+        return;
+    }
     switch (r) {
     case HTTP_ROUTE_PUSH:
         worker_push(w, req);

@@ -35,16 +35,24 @@ struct worker_settings {
 /* worker_main - run a worker until it drains; never returns. */
 noreturn void worker_main(struct shm_seg *seg, const struct worker_settings *s);
 
+/* What overrides the view's readiness in /health. */
+enum worker_health_why {
+    WORKER_HEALTH_VIEW,     /* as the view says */
+    WORKER_HEALTH_DRAINING, /* this process is stopping */
+    WORKER_HEALTH_STALE,    /* the master's view is stale (shm_status_stale) */
+};
+
 /*
  * worker_health_body - append the JSON of GET /health to b: node node_id of
- * this incarnation, as the status page view v shows it; draining says this
- * process is stopping whatever v says.  Returns the status to answer with
- * it: 200 when ready, else 503.  Shared with the master, which answers
- * /health itself during a drain (master/drain_port.c).  Out of memory sets
- * b's oom flag, which http_reply() answers as 500.
+ * this incarnation, as the status page view v shows it, unless why says
+ * this process is stopping or the view is stale (then "status" says which,
+ * and it is not ready).  Returns the status to answer with it: 200 when
+ * ready, else 503.  Shared with the master, which answers /health itself
+ * during a drain (master/drain_port.c).  Out of memory sets b's oom flag,
+ * which http_reply() answers as 500.
  */
 unsigned worker_health_body(struct http_buf *b, const char *node_id,
-                            uint64_t incarnation, int draining,
+                            uint64_t incarnation, enum worker_health_why why,
                             const struct shm_status_view *v);
 
 /* worker_options_json - append a queue's effective options as the object

@@ -98,6 +98,12 @@ spawn(struct cl *c, int i, const char *opts)
 }
 
 void
+cl_spawn(struct cl *c, int i, const char *opts)
+{
+    c->node[i].pid = spawn(c, i, opts);
+}
+
+void
 cl_start(struct cl *c, int i, const char *opts)
 {
     struct itest_node *n = &c->node[i];

@@ -29,6 +29,10 @@ void cl_init(struct cl *c);
  * /health 200. */
 void cl_start(struct cl *c, int i, const char *opts);
 
+/* cl_spawn - start node i (again) with extra "-o" options and return at
+ * once, for a test that watches its start itself. */
+void cl_spawn(struct cl *c, int i, const char *opts);
+
 /* cl_kill - SIGKILL node i and reap it. */
 void cl_kill(struct cl *c, int i);
 

@@ -380,3 +380,37 @@ Test(raft, follower_deadline_is_one_to_two_election_timeouts_away)
     cr_assert(d >= now + 100 && d < now + 200, "deadline %llu",
               (unsigned long long)d);
 }
+
+/* A restarted follower holds entries it cannot apply yet (its commit index
+ * is not stored): it is caught up only once the leader's commit reached it,
+ * and from then on the entries are applied. */
+Test(raft, a_restarted_follower_is_caught_up_once_it_applied_the_leaders_commit)
+{
+    struct raft_status st;
+    uint64_t index;
+    int l, f;
+
+    cluster(3);
+    run(500);
+    cr_assert_geq(l = leader(), 0);
+    for (int i = 0; i < 3; i++) {
+        raft_status(cores[i], &st);
+        cr_assert(st.caught_up, "node %d after the first commit", i);
+    }
+    for (int k = 0; k < 3; k++)
+        cr_assert_eq(raft_propose(cores[l], "q", 1, &index), 0);
+    pump();
+    f = (l + 1) % 3;
+    stop(f);
+    applied[f] = 0;
+    start(f);
+    pump(); /* nothing from the leader yet: no tick, no heartbeat */
+    raft_status(cores[f], &st);
+    cr_assert(!st.caught_up, "a restarted node knows no commit index");
+    cr_assert_eq(applied[f], 0);
+    run(50); /* a heartbeat carries the leader's commit */
+    raft_status(cores[f], &st);
+    cr_assert(st.caught_up);
+    cr_assert_geq(st.applied, index);
+    cr_assert_eq(applied[f], 3, "every entry the leader committed applied");
+}

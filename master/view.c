@@ -1,0 +1,156 @@
+/*
+ * view.c - when this node may serve: ready after a start, and fresh while
+ * the master runs (view.h).
+ *
+ * Ready.  A restarted node's catalog holds only the raft snapshot until a
+ * leader tells it the commit index; saying ready before that made peers
+ * place partitions on it while its declared queues were missing or read
+ * as implicit (a push met the default bounds).  So with peers it waits
+ * for the core's caught_up (consensus/raft.h), or for an election timeout
+ * without one: a live leader appends every 100 ms, so none heard by then
+ * means none is reachable, and a node restarted alone must still serve.
+ *
+ * Fresh.  The master alone keeps the members' view; the workers serve from
+ * the copy it publishes.  A stopped master (SIGSTOP, a stall) leaves that
+ * copy as it was while its peers count the node dead and serve its
+ * partitions: two owners.  The master beats the status page every tick;
+ * workers refuse what needs the view once the beat is older than
+ * stale_ms().  After a stall the beat is held until the peers are heard
+ * again: until then the master's own view counts them dead (unheard for
+ * the length of the stall) and would make this node own everything.
+ */
+#include "master/view.h"
+
+#include "master/cluster.h"
+#include "master/master.h"
+#include "shm/log.h"
+#include "shm/status.h"
+
+/*
+ * stale_ms - how old the view may get before the workers stop serving; 0
+ * for a node alone (nobody to disagree with).
+ *
+ * Peers count this node dead member_ttl_ms (ttl) after they last heard
+ * it, and then serve its partitions.  A master stopped at time T beat the
+ * status page at T at the latest, and heartbeated its peers at T - H at
+ * the earliest, H = min(ttl / 4, 500 ms) (master/cluster.c; raft appends
+ * only come more often).  So the peers take over at T - H + ttl >=
+ * T + 3/4 ttl at the earliest, and the workers must stop before that:
+ * ttl / 2 leaves a quarter of ttl (1 s by default) for the peers' own
+ * tick and publishing lag, and still lets the master stall for 2 s (20
+ * ticks: a slow fsync, a big hand-over) before its workers refuse
+ * anything.
+ */
+static uint64_t
+stale_ms(const struct master *m)
+{
+    return m->raft.n > 1 ? m->cfg.member_ttl_ms / 2 : 0;
+}
+
+/* beat_ms - the heartbeat period to peers (master/cluster.c). */
+static uint64_t
+beat_ms(const struct master *m)
+{
+    uint64_t h = m->cfg.member_ttl_ms / 4;
+    return h < 500 ? h : 500;
+}
+
+/* become_ready - say so on /health and to the peers at once: both read
+ * m->ready, and the peers place partitions here only once they hear it. */
+static void
+become_ready(struct master *m, uint64_t now)
+{
+    m->ready = 1;
+    master_status_publish(m);
+    master_cluster_heartbeat(m, now, 1);
+}
+
+void
+master_view_start(struct master *m, uint64_t now)
+{
+    if (m->raft.n < 2) {
+        become_ready(m, now);
+        return;
+    }
+    m->ready_wait_until = now + MASTER_RAFT_ELECTION_MS;
+    master_view_check_ready(m, now);
+}
+
+void
+master_view_check_ready(struct master *m, uint64_t now)
+{
+    const struct raft_status *st = &m->raft.st;
+
+    if (m->ready || m->ready_wait_until == 0 || m->state != MASTER_RUNNING)
+        return;
+    if (st->caught_up) {
+        log_info(0,
+                 "ready: the raft log is applied up to %llu, the "
+                 "leader's commit index",
+                 (unsigned long long)st->applied);
+    } else if (now >= m->ready_wait_until) {
+        log_warn(0,
+                 "ready: no raft leader heard within %d ms; serving the "
+                 "declared queues the log holds (applied up to %llu)",
+                 MASTER_RAFT_ELECTION_MS, (unsigned long long)st->applied);
+    } else {
+        return;
+    }
+    become_ready(m, now);
+}
+
+/*
+ * peers_back - after a stall: every peer that was live when the master
+ * stopped has been heard since it resumed (a peer unheard for ttl after
+ * the resume is dead in every view, this one's too), and a heartbeat
+ * period has passed, so the peers have heard this node again and
+ * published it before it claims its partitions back.
+ */
+static int
+peers_back(const struct master *m, uint64_t now)
+{
+    const struct master_raft *r = &m->raft;
+    uint64_t ttl = m->cfg.member_ttl_ms;
+
+    if (now - m->resumed_at >= ttl)
+        return 1;
+    if (now - m->resumed_at < beat_ms(m))
+        return 0;
+    for (int i = 0; i < r->n; i++) {
+        int was_live = r->heard[i] != 0 && r->heard[i] + ttl > m->stalled_at;
+        if (i != r->self && was_live && r->heard[i] < m->resumed_at)
+            return 0;
+    }
+    return 1;
+}
+
+void
+master_view_woke(struct master *m, uint64_t now)
+{
+    uint64_t gap = now - m->woke_at, bound = stale_ms(m);
+
+    if (m->woke_at != 0 && bound != 0 && gap > bound &&
+        m->state == MASTER_RUNNING) {
+        log_warn(0,
+                 "the master did not run for %llu ms: its view of the "
+                 "cluster is stale; requests are refused until the peers "
+                 "are heard again",
+                 (unsigned long long)gap);
+        m->stalled_at = m->woke_at;
+        m->resumed_at = now;
+    }
+    m->woke_at = now;
+}
+
+void
+master_view_beat(struct master *m, uint64_t now)
+{
+    if (m->resumed_at != 0) {
+        if (!peers_back(m, now))
+            return;
+        log_info(0, "the peers are heard again after %llu ms; serving",
+                 (unsigned long long)(now - m->resumed_at));
+        m->resumed_at = m->stalled_at = 0;
+    }
+    shm_status_beat(m->seg.status, now, stale_ms(m));
+}

@@ -1,0 +1,236 @@
+/*
+ * test_cluster_frozen.c - a node whose master is stopped (SIGSTOP) while
+ * its workers run, on three real nodes (127.0.0.1-3).
+ *
+ * The master keeps the node's view of the cluster: who is live, so who
+ * owns what.  Frozen, it stops heartbeating, and after member_ttl_ms its
+ * peers count the node dead and serve its partitions themselves.  Its
+ * workers must stop serving what needs that view before then (503
+ * owner_moved, /health not 200), or two nodes take pushes for one
+ * partition; once the master runs again the node serves again.  A node
+ * without peers has nobody to disagree with and keeps serving.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "test/cluster/cluster.h"
+
+#define QUEUE "frozen"
+
+static struct cl c;
+
+static void
+up(void)
+{
+    cl_init(&c);
+    for (int i = 0; i < CL_NODES; i++)
+        cl_start(&c, i, NULL);
+}
+
+static void
+down(void)
+{
+    for (int i = 0; i < CL_NODES; i++)
+        cl_kill(&c, i); /* SIGKILL ends a stopped master too */
+}
+
+TestSuite(cluster_frozen, .init = up, .fini = down, .timeout = 180);
+
+/* part_owned_by - a partition pK of QUEUE node o owns while all are live. */
+static void
+part_owned_by(int o, char *p, size_t len)
+{
+    for (int k = 0; k < 200; k++) {
+        snprintf(p, len, "p%d", k);
+        if (cl_owner(QUEUE, p, CL_ALL) == o)
+            return;
+    }
+    cr_assert_fail("node %d owns none of p0..p199", o);
+}
+
+/* member_state - the state node i's /health gives node id "n<k>" ("" when
+ * it does not answer or does not list it). */
+static void
+member_state(int i, int k, char *out, size_t len)
+{
+    struct itest_resp r;
+    char id[8];
+
+    out[0] = '\0';
+    snprintf(id, sizeof(id), "n%d", k);
+    itest_req(&c.node[i], "GET", "/health", NULL, &r);
+    for (int m = 0; r.json && m < itest_jlen(r.json, "members"); m++) {
+        char path[40];
+        snprintf(path, sizeof(path), "members.%d.node", m);
+        if (strcmp(itest_jstr(r.json, path), id) != 0)
+            continue;
+        snprintf(path, sizeof(path), "members.%d.state", m);
+        snprintf(out, len, "%s", itest_jstr(r.json, path));
+    }
+    itest_resp_free(&r);
+}
+
+/* push - one message to (QUEUE, part) through node i; the status. */
+static long
+push(int i, const char *part, struct itest_resp *r)
+{
+    return itest_push(&c.node[i], r, QUEUE, part, "[1]");
+}
+
+/* assert_refused - r is the answer of a node whose master is frozen. */
+static void
+assert_refused(const struct itest_resp *r, const char *what)
+{
+    itest_assert_error(r, 503, "owner_moved", NULL, what);
+    cr_assert_str_neq(r->retry_after, "", "%s: Retry-After", what);
+}
+
+/*
+ * watch_freeze - from SIGSTOP of node v's master: poll v (a push to p,
+ * which v owns) and peer o (its view of v, and a push to q, which o owns)
+ * until o counts v dead.  v must refuse before that: a push v takes after
+ * o counts it dead is one two nodes take for one partition.  Returns the
+ * ms from the stop to v's first refusal.
+ */
+static int64_t
+watch_freeze(int v, int o, const char *p, const char *q, int64_t stopped)
+{
+    int64_t refused = -1;
+    char st_o[16];
+
+    for (;;) {
+        struct itest_resp r;
+        int64_t t = itest_now_ms() - stopped;
+        long st = push(v, p, &r);
+
+        member_state(o, v, st_o, sizeof(st_o));
+        if (st == 201)
+            cr_assert_str_neq(st_o, "dead",
+                              "%lld ms after its master stopped, node %d "
+                              "took a push for %s while node %d counts it "
+                              "dead (and owns %s)",
+                              (long long)t, v, p, o, p);
+        else
+            assert_refused(&r, "a push to the frozen node");
+        if (st != 201 && refused < 0)
+            refused = t;
+        itest_resp_free(&r);
+        cr_assert_eq(push(o, q, &r), 201, "node %d keeps serving: %s", o,
+                     r.body);
+        itest_resp_free(&r);
+        if (strcmp(st_o, "dead") == 0)
+            return refused;
+        cr_assert_lt(t, 20000, "node %d counts node %d dead within 20 s", o, v);
+        itest_sleep_ms(50);
+    }
+}
+
+/* wait_serving - after SIGCONT: until node v answers /health 200 and takes
+ * a push to p; the ms it took. */
+static int64_t
+wait_serving(int v, const char *p, int64_t from)
+{
+    for (;;) {
+        struct itest_resp r;
+        struct itest_resp h;
+        long st = push(v, p, &r);
+        long hs = itest_req(&c.node[v], "GET", "/health", NULL, &h);
+
+        itest_resp_free(&r);
+        itest_resp_free(&h);
+        if (st == 201 && hs == 200)
+            return itest_now_ms() - from;
+        cr_assert_lt(itest_now_ms() - from, 20000,
+                     "node %d serves again within 20 s (push %ld, health "
+                     "%ld)",
+                     v, st, hs);
+        itest_sleep_ms(50);
+    }
+}
+
+Test(cluster_frozen,
+     a_node_with_a_stopped_master_stops_serving_before_peers_take_over)
+{
+    int l = cl_leader(&c, 20000);
+    char p[16], q[16];
+    struct itest_resp r;
+
+    cr_assert(l >= 0, "no leader agreed on within 20 s");
+    int v = (l + 1) % CL_NODES, o = (l + 2) % CL_NODES;
+    part_owned_by(v, p, sizeof(p));
+    part_owned_by(o, q, sizeof(q));
+    cl_wait_view(&c, CL_ALL);
+    cr_assert_eq(push(v, p, &r), 201, "%s", r.body);
+    itest_resp_free(&r);
+
+    cr_assert_eq(kill(c.node[v].pid, SIGSTOP), 0);
+    int64_t stopped = itest_now_ms();
+    int64_t refused = watch_freeze(v, o, p, q, stopped);
+    fprintf(stderr,
+            "cluster_frozen: node %d refused %lld ms after its master "
+            "stopped; node %d counted it dead after %lld ms\n",
+            v, (long long)refused, o, (long long)(itest_now_ms() - stopped));
+    cr_assert_geq(refused, 0);
+
+    /* Everything that needs the view is refused, and /health says so. */
+    cr_assert_eq(itest_get(&c.node[v], &r,
+                           "/api/v1/ephemeral/pop?queue=" QUEUE "&partition=%s",
+                           p),
+                 503);
+    assert_refused(&r, "a pop on the frozen node");
+    itest_resp_free(&r);
+    cr_assert_eq(itest_req(&c.node[v], "GET", "/health", NULL, &r), 503);
+    cr_assert_eq(itest_jbool(r.json, "ready"), 0);
+    itest_resp_free(&r);
+    /* The peers serve its partitions meanwhile. */
+    cr_assert_eq(push(o, p, &r), 201, "%s", r.body);
+    itest_resp_free(&r);
+
+    cr_assert_eq(kill(c.node[v].pid, SIGCONT), 0);
+    int64_t back = wait_serving(v, p, itest_now_ms());
+    fprintf(stderr,
+            "cluster_frozen: node %d served again %lld ms after "
+            "SIGCONT\n",
+            v, (long long)back);
+}
+
+/* A lone node: its view cannot go stale against anyone's. */
+static struct itest_node lone;
+
+static void
+lone_up(void)
+{
+    itest_node_start(&lone, NULL);
+}
+
+static void
+lone_down(void)
+{
+    if (lone.pid > 0)
+        kill(lone.pid, SIGCONT);
+    itest_node_stop(&lone, 30000);
+}
+
+TestSuite(frozen_single, .init = lone_up, .fini = lone_down, .timeout = 60);
+
+Test(frozen_single, a_node_without_peers_serves_while_its_master_is_stopped)
+{
+    struct itest_resp r;
+
+    cr_assert_eq(kill(lone.pid, SIGSTOP), 0);
+    int64_t stopped = itest_now_ms();
+    /* member_ttl_ms (4000) and then some */
+    while (itest_now_ms() - stopped < 5000) {
+        cr_assert_eq(itest_push(&lone, &r, QUEUE, NULL, "[1]"), 201,
+                     "%lld ms after its master stopped: %s",
+                     (long long)(itest_now_ms() - stopped), r.body);
+        itest_resp_free(&r);
+        cr_assert_eq(itest_req(&lone, "GET", "/health", NULL, &r), 200);
+        itest_resp_free(&r);
+        itest_sleep_ms(100);
+    }
+    cr_assert_eq(kill(lone.pid, SIGCONT), 0);
+}
