@@ -45,10 +45,11 @@ struct ship {
     size_t len;
 };
 
-/* A partition a scan found for another member, not taken yet. */
+/* A partition a scan found for another member, not taken yet.  Its owner
+ * is chosen when it is sent: by then the one the scan saw may be hung,
+ * dead or leaving. */
 struct want {
     struct want *next;
-    int member;
     int drain;
     size_t qlen, plen;
     char names[]; /* the queue's, then the partition's */
@@ -85,6 +86,28 @@ member_of(const struct master *m, const char *id)
         if (i != m->raft.self && strcmp(m->raft.id[i], id) == 0)
             return i;
     return -1;
+}
+
+/* owner_of - the raft index of the peer that owns (queue, part) among the
+ * members o holds; -1 when this node or nobody does. */
+static int
+owner_of(const struct master *m, const struct shm_owners *o,
+         struct shm_name queue, struct shm_name part)
+{
+    int i = shm_owner_pick(o, queue, part);
+
+    return i < 0 || i == o->self ? -1 : member_of(m, o->m[i].id);
+}
+
+/* member_dead - whether peer i is dead in view v: unheard for
+ * member_ttl_ms (crashed, hung, or cut off). */
+static int
+member_dead(const struct master *m, const struct shm_status_view *v, int i)
+{
+    for (uint32_t k = 0; k < v->nmembers && k < SHM_STATUS_MEMBERS; k++)
+        if (strcmp(v->members[k].id, m->raft.id[i]) == 0)
+            return v->members[k].state == SHM_MEMBER_DEAD;
+    return 0;
 }
 
 static void
@@ -160,12 +183,12 @@ static int
 repick(struct master *m, struct ship *s)
 {
     struct shm_owners o;
-    int i, member;
+    int member;
 
     owners_now(m, &o);
-    i = shm_owner_pick(&o, (struct shm_name){s->queue, s->qlen},
-                       (struct shm_name){s->part, s->plen});
-    if (i < 0 || i == o.self || (member = member_of(m, o.m[i].id)) < 0)
+    member = owner_of(m, &o, (struct shm_name){s->queue, s->qlen},
+                      (struct shm_name){s->part, s->plen});
+    if (member < 0)
         return 0;
     s->member = member;
     return 1;
@@ -295,16 +318,16 @@ ship(struct master *m, struct shm_name queue, struct shm_name part, int member,
     ship_post(m, s);
 }
 
-/* want - queue (queue, part) for shipping to member. */
+/* want - queue (queue, part) for shipping to its owner once there is
+ * room in flight. */
 static void
-want(struct shm_name queue, struct shm_name part, int member, int drain)
+want(struct shm_name queue, struct shm_name part, int drain)
 {
     struct want *w = malloc(sizeof(*w) + queue.len + part.len);
 
     if (w == NULL)
         return; /* stays here; the next scan finds it again */
     w->next = NULL;
-    w->member = member;
     w->drain = drain;
     w->qlen = queue.len;
     w->plen = part.len;
@@ -316,16 +339,46 @@ want(struct shm_name queue, struct shm_name part, int member, int drain)
     ho.wants_tail = &w->next;
 }
 
+/* send_want - ship w to its owner among o, the members as they are seen
+ * now.  A join's partition that is this node's again (or nobody's) stays
+ * here; a drain's with no live member left to take it is dropped, logged
+ * and counted, as a shipment's would be. */
+static void
+send_want(struct master *m, const struct shm_owners *o, const struct want *w)
+{
+    struct shm_name queue = {w->names, w->qlen};
+    struct shm_name part = {w->names + w->qlen, w->plen};
+    int member = owner_of(m, o, queue, part);
+
+    if (member >= 0) {
+        ship(m, queue, part, member, w->drain);
+        return;
+    }
+    if (!w->drain)
+        return;
+    shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_WIPES, 1);
+    log_error(0,
+              "hand-over failed; the partition's contents are dropped: "
+              "queue '%.*s' partition '%.*s' (no live member left to take "
+              "it)",
+              (int)w->qlen, w->names, (int)w->plen, w->names + w->qlen);
+    ho.rings++;
+    ho.lost++;
+}
+
 /* pump - ship what waits while there is room in flight. */
 static void
 pump(struct master *m)
 {
+    struct shm_owners o;
+
+    if (ho.wants == NULL || ho.nships >= SHIP_INFLIGHT)
+        return;
+    owners_now(m, &o);
     while (ho.wants != NULL && ho.nships < SHIP_INFLIGHT) {
         struct want *w = ho.wants;
         ho.wants = w->next;
-        ship(m, (struct shm_name){w->names, w->qlen},
-             (struct shm_name){w->names + w->qlen, w->plen}, w->member,
-             w->drain);
+        send_want(m, &o, w);
         free(w);
     }
 }
@@ -342,13 +395,9 @@ static void
 scan_one(void *arg, struct shm_name queue, struct shm_name part)
 {
     struct scan *sc = arg;
-    int i = shm_owner_pick(&sc->o, queue, part), member;
 
-    if (i < 0 || i == sc->o.self)
-        return;
-    member = member_of(sc->m, sc->o.m[i].id);
-    if (member >= 0)
-        want(queue, part, member, sc->drain);
+    if (owner_of(sc->m, &sc->o, queue, part) >= 0)
+        want(queue, part, sc->drain);
 }
 
 void
@@ -375,6 +424,49 @@ master_handover_tick(struct master *m, uint64_t now)
     if (due && sc.o.n > 1)
         shm_part_each(&m->seg, scan_one, &sc);
     pump(m);
+}
+
+/*
+ * let_go_dead - a drain's shipments out to a member the view has since
+ * declared dead (unheard for member_ttl_ms: hung, or gone without a word)
+ * wait no longer for its answer, which would come at SHIP_MS at best and
+ * leave too little of the drain for another try: each is cancelled and
+ * sent to its owner as the members are seen now.  Should the hung member
+ * resume and adopt it as well, the messages are on two nodes: duplicates,
+ * which at-least-once allows; waiting would drop them.
+ */
+static void
+let_go_dead(struct master *m)
+{
+    struct shm_status_view v;
+
+    shm_status_read(m->seg.status, &v);
+    for (struct ship *s = ho.ships, *next; s; s = next) {
+        int dead = s->member;
+
+        next = s->next; /* a post that fails at once frees s */
+        if (s->retry_at != 0 || !member_dead(m, &v, dead))
+            continue;
+        http_client_cancel(m->cluster_cli, s);
+        if (!repick(m, s)) {
+            shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_HANDOVER_OUT_FAILED, 1);
+            unlink_ship(s);
+            dropped(m, s,
+                    "declared dead before answering, and no live "
+                    "member is left to take it");
+            ship_free(s);
+            continue;
+        }
+        log_warn(0,
+                 "hand-over of partition '%.*s' of queue '%.*s': node %s is "
+                 "dead (unheard for %u ms) and did not answer; shipping it "
+                 "to node %s instead (duplicates if node %s adopts it after "
+                 "all)",
+                 (int)s->plen, s->part, (int)s->qlen, s->queue,
+                 m->raft.id[dead], m->cfg.member_ttl_ms, m->raft.id[s->member],
+                 m->raft.id[dead]);
+        ship_post(m, s);
+    }
 }
 
 int
@@ -411,6 +503,7 @@ master_handover_drain(struct master *m, uint64_t now)
             ho.lost += held;
         }
     }
+    let_go_dead(m);
     for (struct ship *s = ho.ships, *next; s; s = next) {
         next = s->next; /* a post that fails at once frees s */
         if (s->retry_at != 0 && s->retry_at <= now)

@@ -13,7 +13,10 @@
  * again by a later scan; on a drain it goes again, every 200 ms, to the
  * owner as the members are seen then, and only at the drain's deadline is
  * it logged ("hand-over failed; the partition's contents are dropped") and
- * counted in mayfly_wipes_total.
+ * counted in mayfly_wipes_total.  The owner of a partition is chosen when
+ * it is sent, not when a scan finds it; a drain's shipment out to a member
+ * that the view declares dead meanwhile (hung: it took the connection but
+ * does not answer) is sent again to the owner as seen then.
  * Master only, single-threaded.
  */
 #ifndef MAYFLY_MASTER_HANDOVER_H

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/buf.h"
 #include "http/client.h"
 #include "http/reply.h"
 #include "http/request.h"
@@ -26,6 +27,8 @@ struct forward {
     int pending; /* the owner has not answered yet */
     int fd;      /* the client's socket, watched for hang-ups; -1: not */
     char owner[SHM_STATUS_ID_MAX];
+    size_t qlen, plen; /* a long poll's queue and partition; 0: not one */
+    char names[];      /* the queue's, then the partition's */
 };
 
 /* unwatch - the client's socket no longer names f. */
@@ -77,6 +80,54 @@ worker_forward_drain(struct worker *w)
         http_reply_error(f->req, 503, "draining",
                          "this node is stopping; ask another node");
         http_request_resume(f->req);
+    }
+}
+
+/* owner_gone - whether the long poll f no longer waits where its partition
+ * is served: its owner is dead, leaving, or no longer the owner. */
+static int
+owner_gone(struct worker *w, const struct forward *f)
+{
+    int m = shm_owner_pick(&w->owners, (struct shm_name){f->names, f->qlen},
+                           (struct shm_name){f->names + f->qlen, f->plen});
+
+    return m < 0 || m == w->owners.self ||
+           strcmp(w->owners.m[m].id, f->owner) != 0;
+}
+
+/* let_go - answer the long poll f as a parked pop whose partition moved is
+ * answered: empty, so that its client asks again and reaches the owner.
+ * The call to the old owner is dropped: should it resume, it sees the
+ * connection closed and leases nothing for it, as after a hang-up. */
+static void
+let_go(struct forward *f)
+{
+    struct worker *w = f->w;
+    struct http_buf b = {0};
+
+    unwatch(f);
+    http_client_cancel(w->client, f);
+    f->pending = 0;
+    shm_count(w->seg, w->set.slot, SHM_C_FORWARD_OWNER_MOVED, 1);
+    log_info(0,
+             "long poll forwarded to node %s let go: node %s no longer "
+             "serves partition '%.*s' of queue '%.*s'; answered empty",
+             f->owner, f->owner, (int)f->plen, f->names + f->qlen, (int)f->qlen,
+             f->names);
+    http_buf_append_str(&b, "{\"queue\":");
+    http_buf_append_json_str(&b, f->names, f->qlen);
+    http_buf_append_str(&b, ",\"messages\":[]}");
+    http_reply(f->req, 200, &b);
+    http_request_resume(f->req);
+}
+
+void
+worker_forward_moved(struct worker *w)
+{
+    for (size_t fd = 0; fd < w->nconns; fd++) {
+        struct forward *f = w->conns[fd].fwd;
+        if (f != NULL && f->pending && f->qlen > 0 && owner_gone(w, f))
+            let_go(f);
     }
 }
 
@@ -143,20 +194,28 @@ own_addr(const struct worker *w)
     return w->owners.self_addr;
 }
 
-void
-worker_forward_to(struct worker *w, struct http_request *req, const char *id,
-                  const char *addr, unsigned wait_ms)
+/* start - worker_forward_to(); a long poll names its queue and partition
+ * (empty names otherwise), so that a change of owners can let it go. */
+static void
+start(struct worker *w, struct http_request *req, const char *id,
+      const char *addr, unsigned wait_ms, struct shm_name queue,
+      struct shm_name part)
 {
     const char *own = own_addr(w);
     const char *uri = http_request_uri(req);
     char *url = NULL, *authz = NULL;
     const char *headers[3] = {FORWARD_HEADER ": 1",
                               "Content-Type: application/json"};
-    struct forward *f = calloc(1, sizeof(*f));
+    struct forward *f = calloc(1, sizeof(*f) + queue.len + part.len);
     size_t len;
 
-    if (f != NULL)
+    if (f != NULL) {
         f->fd = -1;
+        f->qlen = queue.len;
+        f->plen = part.len;
+        memcpy(f->names, queue.ptr, queue.len);
+        memcpy(f->names + queue.len, part.ptr, part.len);
+    }
     const char *body = http_request_body(req, &len);
     struct http_client_req r = {
         .method = http_request_method(req),
@@ -203,6 +262,14 @@ worker_forward_to(struct worker *w, struct http_request *req, const char *id,
     free(authz);
 }
 
+void
+worker_forward_to(struct worker *w, struct http_request *req, const char *id,
+                  const char *addr, unsigned wait_ms)
+{
+    start(w, req, id, addr, wait_ms, (struct shm_name){"", 0},
+          (struct shm_name){"", 0});
+}
+
 int
 worker_serves_all(struct worker *w)
 {
@@ -229,7 +296,9 @@ worker_route(struct worker *w, struct http_request *req, struct shm_name queue,
         return 0;
     }
     m = shm_owner_pick(&w->owners, queue, part);
-    worker_forward_to(w, req, w->owners.m[m].id, w->owners.m[m].addr, wait_ms);
+    if (wait_ms == 0)
+        queue = part = (struct shm_name){"", 0};
+    start(w, req, w->owners.m[m].id, w->owners.m[m].addr, wait_ms, queue, part);
     return 0;
 }
 

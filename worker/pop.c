@@ -655,12 +655,6 @@ worker_pop_moved(struct worker *w)
     size_t n = park_count(&w->parks), k = 0;
     struct pop_call **moved;
 
-    /* Requests refresh w->owners too: compare with what the parked pops
-     * were last checked against, not with the last refresh. */
-    shm_owners_refresh(&w->owners, w->seg->status);
-    if (w->owners.sig == w->parks_sig)
-        return;
-    w->parks_sig = w->owners.sig;
     if (n == 0)
         return;
     if ((moved = malloc(n * sizeof(*moved))) == NULL)

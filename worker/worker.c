@@ -231,6 +231,21 @@ settle(struct worker *w)
     }
 }
 
+/* owners_moved - the long polls waiting on owners that changed are let go:
+ * parked here, and forwarded elsewhere.  Requests refresh w->owners too:
+ * compare with what the pops were last checked against, not with the last
+ * refresh. */
+static void
+owners_moved(struct worker *w)
+{
+    shm_owners_refresh(&w->owners, w->seg->status);
+    if (w->owners.sig == w->parks_sig)
+        return;
+    w->parks_sig = w->owners.sig;
+    worker_pop_moved(w);
+    worker_forward_moved(w);
+}
+
 /* next_timeout - ms the loop may sleep; notes when MHD's timer is due. */
 static int
 next_timeout(struct worker *w, uint64_t now, uint64_t *mhd_due)
@@ -289,7 +304,7 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
             /* TAG_WAKE: settle() drains the queue below. */
         }
         worker_pop_expire(&w, now);
-        worker_pop_moved(&w);
+        owners_moved(&w);
         http_client_on_timeout(w.client);
         if (mhd_ready || now >= mhd_due || w.draining ||
             http_server_resume_pending(w.http))

@@ -44,7 +44,8 @@ struct worker {
     struct worker_conn *conns; /* by fd; grown as fds come */
     size_t nconns;
     struct shm_owners owners; /* who owns what (forward.c) */
-    uint64_t parks_sig;       /* owners.sig parked pops were checked at */
+    uint64_t parks_sig;       /* owners.sig parked and forwarded pops were
+                                 checked at */
 };
 
 /* Route handlers: each answers (or parks) req before returning. */
@@ -88,11 +89,19 @@ void worker_forward_hangup(struct forward *f);
  * are answered 503 draining at once, as its parked pops are answered. */
 void worker_forward_drain(struct worker *w);
 void worker_pop_answer_all(struct worker *w);
-/* worker_pop_moved - after the owners changed: answer the pops parked on a
- * partition another node owns now, or on a queue of which this node owns
- * no partition and not Default (with what they hold, usually nothing), so
- * their clients ask again and reach the owner. */
+/* worker_pop_moved - after the owners changed (w->owners refreshed): answer
+ * the pops parked on a partition another node owns now, or on a queue of
+ * which this node owns no partition and not Default (with what they hold,
+ * usually nothing), so their clients ask again and reach the owner. */
 void worker_pop_moved(struct worker *w);
+
+/* worker_forward_moved - after the owners changed (w->owners refreshed):
+ * the long polls forwarded to a node that no longer owns their partition
+ * (dead, hung, leaving, or replaced) are answered as worker_pop_moved()
+ * answers a parked pop, empty, and their calls to that node dropped
+ * (forward.c).  A live owner lets its own parked pop go; a hung one
+ * cannot. */
+void worker_forward_moved(struct worker *w);
 
 /* worker_every_node - whether req (reset, delete) must also reach every
  * other live member: a cluster, and req was not sent by one (admin.c). */

@@ -805,3 +805,77 @@ Test(cluster_forward, a_pop_naming_no_partition_is_let_go_when_default_moves)
                      "%s", again.body);
     itest_resp_free(&again);
 }
+
+/* A long poll forwarded to an owner that then hangs (SIGSTOP: its
+ * connection stays open and nothing answers) is let go once the forwarding
+ * node declares the owner dead: answered empty, as a pop parked on a
+ * partition that moved is, long before the forward's own timeout (the
+ * poll's 30 s and 5 s more); asked again, it reaches the new owner. */
+Test(cluster_forward, a_long_poll_forwarded_to_an_owner_that_hangs_is_let_go)
+{
+    struct itest_multi *m;
+    struct itest_resp *r, again;
+    pid_t w[ITEST_NODE_MAX_WORKERS];
+    char p[16], path[200];
+    int a = 0, o = 2, nw;
+    double moved0;
+    int64_t t0, took, deadline;
+
+    /* This suite's members never die (60 s): the two that must see the
+     * owner dead come back with the default member_ttl_ms, 4 s. */
+    for (int i = 0; i < CL_NODES; i++)
+        if (i != o) {
+            cl_kill(&c, i);
+            cl_start(&c, i, "member_ttl_ms=4000");
+        }
+    cl_wait_view(&c, CL_ALL);
+    part_owned_by("fw-hung", o, p, sizeof(p));
+    snprintf(path, sizeof(path),
+             "/api/v1/ephemeral/pop?queue=fw-hung&partition=%s&wait=true"
+             "&timeout=30000",
+             p);
+    moved0 = forward_metric(a, "owner_moved");
+    m = long_poll(a, o, path);
+
+    nw = itest_node_workers(&c.node[o], w, ITEST_NODE_MAX_WORKERS);
+    cr_assert_gt(nw, 0);
+    for (int k = 0; k < nw; k++)
+        kill(w[k], SIGSTOP);
+    kill(c.node[o].pid, SIGSTOP);
+    t0 = itest_now_ms();
+    itest_multi_run(m, 25000);
+    took = itest_now_ms() - t0;
+    cr_assert(itest_multi_done(m, 0),
+              "the long poll is still waiting on the hung node %d after %ld "
+              "ms",
+              o, (long)took);
+    r = itest_multi_resp(m, 0);
+    cr_expect_eq(r->status, 200, "%s", r->body);
+    cr_expect_eq(itest_jlen(r->json, "messages"), 0, "%s", r->body);
+    cr_expect_str_eq(itest_jstr(r->json, "queue"), "fw-hung", "%s", r->body);
+    cr_expect_lt(took, 15000, "answered %ld ms after the owner hung",
+                 (long)took);
+    itest_multi_free(m);
+    cr_expect_eq(forward_metric(a, "owner_moved"), moved0 + 1);
+
+    /* Asked again, it reaches the partition's new owner (503 while the
+     * other node still counts the hung one live: clients retry). */
+    deadline = itest_now_ms() + 20000;
+    for (;;) {
+        long st = itest_push(&c.node[a], &again, "fw-hung", p, "[\"next\"]");
+        itest_resp_free(&again);
+        if (st == 201)
+            break;
+        cr_assert_eq(st, 503, "push through node %d", a);
+        cr_assert_lt(itest_now_ms(), deadline, "the push never went through");
+        itest_sleep_ms(100);
+    }
+    cr_assert_eq(itest_get(&c.node[a], &again,
+                           "/api/v1/ephemeral/pop?queue=fw-hung&partition=%s"
+                           "&wait=true&timeout=5000",
+                           p),
+                 200, "%s", again.body);
+    cr_expect_str_eq(itest_jstr(again.json, "messages.0.payload"), "next", "%s",
+                     again.body);
+    itest_resp_free(&again);
+}

@@ -13,6 +13,7 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -728,4 +729,60 @@ Test(cluster_handover, many_partitions_all_arrive)
     cr_expect_eq(itest_depth_pending(&c.node[0], queue, NULL) +
                      itest_depth_pending(&c.node[2], queue, NULL),
                  n, "the survivors hold every message");
+}
+
+/* A stopping node whose next owner hangs (SIGSTOP: it takes connections,
+ * answers nothing, and is not dead before member_ttl_ms) hands what it
+ * holds to the node left once the hung one is declared dead: what it had
+ * sent there, and what waited behind the 32 shipments out at once.
+ * Nothing is dropped. */
+Test(cluster_handover, a_next_owner_that_hangs_is_passed_over_once_dead)
+{
+    const char *queue = "ho-hung";
+    pid_t w[ITEST_NODE_MAX_WORKERS];
+    int x = 1, y = 2, z = 0, nx = 0, ny = 0, nw;
+    char names[200][16], text[160];
+    struct msg m;
+
+    cl_wait_view(&c, CL_ALL);
+    /* x's partitions until 48 of them (more than go out at once) would go
+     * to y */
+    for (int k = 0; ny < 48; k++) {
+        char p[16];
+        cr_assert_lt(k, 2000);
+        snprintf(p, sizeof(p), "h%03d", k);
+        if (cl_owner(queue, p, CL_ALL) != x)
+            continue;
+        cr_assert_lt(nx, 200);
+        ny += cl_owner(queue, p, CL_ALL & ~(1u << x)) == y;
+        snprintf(names[nx], sizeof(names[nx]), "%s", p);
+        push(x, queue, p, k, 1);
+        nx++;
+    }
+    cr_assert_eq(itest_depth_pending(&c.node[x], queue, NULL), nx);
+
+    nw = itest_node_workers(&c.node[y], w, ITEST_NODE_MAX_WORKERS);
+    cr_assert_gt(nw, 0);
+    for (int k = 0; k < nw; k++)
+        kill(w[k], SIGSTOP);
+    kill(c.node[y].pid, SIGSTOP);
+    cr_assert_eq(cl_stop(&c, x, STOP_MS), 0, "node %d's exit", x);
+    snprintf(text, sizeof(text),
+             "shutdown: ephemeral rings handed over rings=%d delivered=%d "
+             "lost=0 (messages delivered=%d lost=0)",
+             nx, nx, nx);
+    cr_expect(log_has(x, text), "node %d's log lacks \"%s\"", x, text);
+    cr_expect(log_has(x, "is dead (unheard for"),
+              "node %d's log does not say it passed the hung node over", x);
+    cr_expect(!log_has(x, "hand-over failed"), "node %d dropped some", x);
+
+    /* every message is on the node left, and reads there */
+    cl_wait_view(&c, 1u << z);
+    cr_expect_eq(itest_depth_pending(&c.node[z], queue, NULL), nx);
+    for (int k = 0; k < nx; k++) {
+        cr_assert_eq(pop1(z, queue, names[k], "g", &m), 1, "partition %s",
+                     names[k]);
+        cr_expect_eq(m.payload, atoi(names[k] + 1), "partition %s", names[k]);
+    }
+    cr_expect_eq(metric(1u << z, "mayfly_wipes_total"), 0);
 }
