@@ -649,6 +649,16 @@ owned(void *arg, struct shm_name part, uint64_t held)
     return shm_owner_here(&c->w->owners, c->park.pop.queue, part);
 }
 
+/* let_go - answer c with what it holds, taking nothing more here: what
+ * is left on a moved partition is on its way to the new owner. */
+static void
+let_go(struct pop_call *c)
+{
+    unpark(c);
+    answer(c);
+    http_request_resume(c->req);
+}
+
 void
 worker_pop_moved(struct worker *w)
 {
@@ -669,14 +679,18 @@ worker_pop_moved(struct worker *w)
                       !shm_owner_here(&w->owners, r->queue, default_part))
             moved[k++] = c;
     }
-    /* Answered with what they hold, taking nothing more here: what is
-     * left on a moved partition is on its way to the new owner. */
-    for (size_t i = 0; i < k; i++) {
-        unpark(moved[i]);
-        answer(moved[i]);
-        http_request_resume(moved[i]->req);
-    }
+    for (size_t i = 0; i < k; i++)
+        let_go(moved[i]);
     free(moved);
+}
+
+void
+worker_pop_let_go_all(struct worker *w)
+{
+    struct park *p;
+
+    while ((p = park_first(&w->parks)) != NULL)
+        let_go(CALL_OF(p));
 }
 
 void

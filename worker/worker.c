@@ -246,6 +246,21 @@ owners_moved(struct worker *w)
     worker_forward_moved(w);
 }
 
+/* view_stale - when the master's view goes stale (dispatch refuses new
+ * requests from then on), the pops parked by it are let go too: a frozen
+ * master's peers soon serve its partitions, and pushes go there, so these
+ * would wait out their timeouts for nothing.  Asked again, their clients
+ * meet 503 owner_moved and try another node. */
+static void
+view_stale(struct worker *w)
+{
+    int stale = shm_status_stale(w->seg->status);
+
+    if (stale && !w->stale)
+        worker_pop_let_go_all(w);
+    w->stale = stale;
+}
+
 /* next_timeout - ms the loop may sleep; notes when MHD's timer is due. */
 static int
 next_timeout(struct worker *w, uint64_t now, uint64_t *mhd_due)
@@ -305,6 +320,7 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
         }
         worker_pop_expire(&w, now);
         owners_moved(&w);
+        view_stale(&w);
         http_client_on_timeout(w.client);
         if (mhd_ready || now >= mhd_due || w.draining ||
             http_server_resume_pending(w.http))

@@ -46,6 +46,8 @@ struct worker {
     struct shm_owners owners; /* who owns what (forward.c) */
     uint64_t parks_sig;       /* owners.sig parked and forwarded pops were
                                  checked at */
+    int stale;                /* the master's view was stale at the last
+                                 look (view_stale) */
 };
 
 /* Route handlers: each answers (or parks) req before returning. */
@@ -94,6 +96,10 @@ void worker_pop_answer_all(struct worker *w);
  * which this node owns no partition and not Default (with what they hold,
  * usually nothing), so their clients ask again and reach the owner. */
 void worker_pop_moved(struct worker *w);
+
+/* worker_pop_let_go_all - every parked pop answered as worker_pop_moved()
+ * answers a moved one: the view they were placed by no longer holds. */
+void worker_pop_let_go_all(struct worker *w);
 
 /* worker_forward_moved - after the owners changed (w->owners refreshed):
  * the long polls forwarded to a node that no longer owns their partition

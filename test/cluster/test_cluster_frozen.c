@@ -234,3 +234,46 @@ Test(frozen_single, a_node_without_peers_serves_while_its_master_is_stopped)
     }
     cr_assert_eq(kill(lone.pid, SIGCONT), 0);
 }
+
+/* A pop parked on the frozen node when its master stopped would wait out
+ * its timeout for nothing: the peers soon serve its partition and take the
+ * pushes.  It is let go (200, empty) once the view is stale, and asked
+ * again it meets 503 owner_moved. */
+Test(cluster_frozen, a_pop_parked_on_a_node_whose_master_stops_is_let_go)
+{
+    int l = cl_leader(&c, 20000);
+    char p[16], path[200];
+    struct itest_multi *m;
+    struct itest_resp *r, again;
+
+    cr_assert(l >= 0, "no leader agreed on within 20 s");
+    int v = (l + 1) % CL_NODES;
+    part_owned_by(v, p, sizeof(p));
+    cl_wait_view(&c, CL_ALL);
+    snprintf(path, sizeof(path),
+             "/api/v1/ephemeral/pop?queue=" QUEUE
+             "&partition=%s&wait=true&timeout=30000",
+             p);
+    m = itest_multi_new();
+    itest_multi_add(m, &c.node[v], "GET", path, NULL);
+    itest_multi_until_parked(&c.node[v], m, 8000);
+
+    cr_assert_eq(kill(c.node[v].pid, SIGSTOP), 0);
+    int64_t stopped = itest_now_ms();
+    itest_multi_run(m, 20000);
+    int64_t took = itest_now_ms() - stopped;
+    cr_assert(itest_multi_done(m, 0),
+              "the pop parked on node %d is still waiting %lld ms after its "
+              "master stopped",
+              v, (long long)took);
+    r = itest_multi_resp(m, 0);
+    cr_expect_eq(r->status, 200, "%s", r->body);
+    cr_expect_eq(itest_jlen(r->json, "messages"), 0, "%s", r->body);
+    cr_expect_lt(took, 15000, "let go %lld ms after the master stopped",
+                 (long long)took);
+    itest_multi_free(m);
+    cr_assert_eq(itest_get(&c.node[v], &again, "%s", path), 503);
+    assert_refused(&again, "the pop asked again");
+    itest_resp_free(&again);
+    cr_assert_eq(kill(c.node[v].pid, SIGCONT), 0);
+}
