@@ -27,6 +27,7 @@
 #include "master/configure.h"
 #include "master/handover.h"
 #include "master/master.h"
+#include "master/view.h"
 #include "shm/log.h"
 
 /* secret_ok - constant-time comparison of the request's secret. */
@@ -222,16 +223,16 @@ master_cluster_post(struct master *m, const char *addr, const char *path,
                     http_client_done_fn *done, void *arg)
 {
     char u[512], sec[256], node[128], client[CONFIG_ADDR_MAX + 32], inc[64];
-    const char *headers[] = {sec,
-                             node,
-                             client,
-                             inc,
-                             m->state != MASTER_RUNNING ? CLUSTER_STATE_HEADER
-                                 ": leaving"
-                             : m->ready ? CLUSTER_STATE_HEADER ": ready"
-                                        : CLUSTER_STATE_HEADER ": starting",
-                             CLUSTER_FWD_HEADER ": 1",
-                             "Content-Type: application/json"};
+    const char *headers[] = {
+        sec,
+        node,
+        client,
+        inc,
+        m->state != MASTER_RUNNING ? CLUSTER_STATE_HEADER ": leaving"
+        : master_view_serving(m)   ? CLUSTER_STATE_HEADER ": ready"
+                                   : CLUSTER_STATE_HEADER ": starting",
+        CLUSTER_FWD_HEADER ": 1",
+        "Content-Type: application/json"};
     struct http_client_req r = {
         .method = "POST",
         .url = u,
@@ -268,15 +269,21 @@ beat_sent(void *arg, struct http_client_resp *r)
     (void)r;
 }
 
+uint64_t
+master_cluster_beat_ms(const struct master *m)
+{
+    uint64_t every = m->cfg.member_ttl_ms / 4;
+
+    return every < HEARTBEAT_MS ? every : HEARTBEAT_MS;
+}
+
 void
 master_cluster_heartbeat(struct master *m, uint64_t now, int now_or_never)
 {
     static uint64_t last;
     static char body[16]; /* this node's raft index, the same every time */
-    uint64_t every = m->cfg.member_ttl_ms / 4;
+    uint64_t every = master_cluster_beat_ms(m);
 
-    if (every > HEARTBEAT_MS)
-        every = HEARTBEAT_MS;
     if (m->cluster_cli == NULL || (!now_or_never && now < last + every))
         return;
     last = now;

@@ -61,6 +61,10 @@ void master_cluster_run(struct master *m);
 /* master_cluster_timeout_ms - how long the loop may sleep for them. */
 int master_cluster_timeout_ms(struct master *m);
 
+/* master_cluster_beat_ms - the heartbeat period: a quarter of
+ * member_ttl_ms, 500 ms at most. */
+uint64_t master_cluster_beat_ms(const struct master *m);
+
 /* master_cluster_heartbeat - tell every peer we are alive, and our state
  * (each tick that is due, or at once with now_or_never: a drain announces
  * the leave before anything else); peers count a member dead after

@@ -339,6 +339,20 @@ want(struct shm_name queue, struct shm_name part, int drain)
     ho.wants_tail = &w->next;
 }
 
+/* want_dropped - a drain's partition that could not be shipped (why): its
+ * contents end with this node, as a failed shipment's do. */
+static void
+want_dropped(struct master *m, const struct want *w, const char *why)
+{
+    shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_WIPES, 1);
+    log_error(0,
+              "hand-over failed; the partition's contents are dropped: "
+              "queue '%.*s' partition '%.*s' (%s)",
+              (int)w->qlen, w->names, (int)w->plen, w->names + w->qlen, why);
+    ho.rings++;
+    ho.lost++;
+}
+
 /* send_want - ship w to its owner among o, the members as they are seen
  * now.  A join's partition that is this node's again (or nobody's) stays
  * here; a drain's with no live member left to take it is dropped, logged
@@ -354,16 +368,8 @@ send_want(struct master *m, const struct shm_owners *o, const struct want *w)
         ship(m, queue, part, member, w->drain);
         return;
     }
-    if (!w->drain)
-        return;
-    shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_WIPES, 1);
-    log_error(0,
-              "hand-over failed; the partition's contents are dropped: "
-              "queue '%.*s' partition '%.*s' (no live member left to take "
-              "it)",
-              (int)w->qlen, w->names, (int)w->plen, w->names + w->qlen);
-    ho.rings++;
-    ho.lost++;
+    if (w->drain)
+        want_dropped(m, w, "no live member left to take it");
 }
 
 /* pump - ship what waits while there is room in flight. */
@@ -515,14 +521,7 @@ master_handover_drain(struct master *m, uint64_t now)
     while (ho.wants != NULL) {
         struct want *w = ho.wants;
         ho.wants = w->next;
-        shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_WIPES, 1);
-        log_error(0,
-                  "hand-over failed; the partition's contents are dropped: "
-                  "queue '%.*s' partition '%.*s' (not shipped before the "
-                  "drain's deadline)",
-                  (int)w->qlen, w->names, (int)w->plen, w->names + w->qlen);
-        ho.rings++;
-        ho.lost++;
+        want_dropped(m, w, "not shipped before the drain's deadline");
         free(w);
     }
     while (ho.ships != NULL) {

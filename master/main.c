@@ -43,7 +43,6 @@
 #include "shm/stats.h"
 #include "shm/status.h"
 
-#define TICK_MS    100
 #define DRAIN_MS   30000 /* workers still running then are killed */
 #define HANDOFF_MS 3000  /* raft leadership transfer on a graceful stop */
 #define VERSION    "0.1.0"
@@ -258,7 +257,7 @@ on_signal(struct master *m, int ep, int sig, uint64_t now)
     }
 }
 
-/* on_tick - every TICK_MS: maintenance and supervision. */
+/* on_tick - every MASTER_TICK_MS: maintenance and supervision. */
 static void
 on_tick(struct master *m, uint64_t now)
 {
@@ -296,8 +295,8 @@ static int
 loop_fds(int *sfd, int *tfd)
 {
     sigset_t set;
-    struct itimerspec its = {.it_interval = {0, TICK_MS * 1000000L},
-                             .it_value = {0, TICK_MS * 1000000L}};
+    struct itimerspec its = {.it_interval = {0, MASTER_TICK_MS * 1000000L},
+                             .it_value = {0, MASTER_TICK_MS * 1000000L}};
 
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
@@ -322,12 +321,14 @@ static int
 loop_timeout(struct master *m, uint64_t now)
 {
     uint64_t due = master_raft_deadline(m);
-    int t = due == UINT64_MAX ? TICK_MS : due > now ? (int)(due - now) : 0;
+    int t = due == UINT64_MAX ? MASTER_TICK_MS
+            : due > now       ? (int)(due - now)
+                              : 0;
     int c = master_cluster_timeout_ms(m);
     int d = master_drain_port_timeout_ms(m);
 
-    if (t > TICK_MS)
-        t = TICK_MS;
+    if (t > MASTER_TICK_MS)
+        t = MASTER_TICK_MS;
     if (c >= 0 && c < t)
         t = c;
     return d >= 0 && d < t ? d : t;

@@ -18,6 +18,8 @@
 #include "shm/segment.h"
 #include "worker/worker.h"
 
+#define MASTER_TICK_MS 100 /* the master's loop: maintenance, beats */
+
 struct http_server;
 struct http_client;
 
@@ -40,11 +42,12 @@ struct master {
     /* Ready: started (raft open, workers forked) and, with peers, the raft
      * log applied up to a leader's commit index (view.c). */
     int ready;
-    uint64_t ready_wait_until; /* with peers: ready by then all the same */
-    uint64_t woke_at;          /* the loop's last wake-up (view.c) */
-    uint64_t stalled_at;       /* after a stall: the wake-up before it */
-    uint64_t resumed_at;       /* and the one after it; 0: no stall */
-    uint64_t incarnation;      /* this start's, in every message id */
+    uint64_t ready_since; /* with peers: when the wait to be ready
+                             began (view.c) */
+    uint64_t woke_at;     /* the loop's last wake-up (view.c) */
+    uint64_t stalled_at;  /* after a stall: the wake-up before it */
+    uint64_t resumed_at;  /* and the one after it; 0: no stall */
+    uint64_t incarnation; /* this start's, in every message id */
     uint64_t drain_deadline;
     int drain_killed;       /* the drain outlived DRAIN_MS: workers killed */
     uint64_t handoff_until; /* drain: raft hand-off deadline, 0 before */

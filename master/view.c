@@ -26,6 +26,14 @@
 #include "shm/log.h"
 #include "shm/status.h"
 
+/* Below three ticks the beat itself (one a tick) would read as stale now
+ * and then: with member_ttl_ms under 600 the check is off (said at start). */
+#define STALE_MIN_MS (3 * MASTER_TICK_MS)
+
+/* A leader heard but the log not caught up (a snapshot lost on its way is
+ * sent again only an election timeout later): ready by then all the same. */
+#define READY_CAP_MS (5 * MASTER_RAFT_ELECTION_MS)
+
 /*
  * stale_ms - how old the view may get before the workers stop serving; 0
  * for a node alone (nobody to disagree with).
@@ -44,15 +52,9 @@
 static uint64_t
 stale_ms(const struct master *m)
 {
-    return m->raft.n > 1 ? m->cfg.member_ttl_ms / 2 : 0;
-}
+    uint64_t bound = m->cfg.member_ttl_ms / 2;
 
-/* beat_ms - the heartbeat period to peers (master/cluster.c). */
-static uint64_t
-beat_ms(const struct master *m)
-{
-    uint64_t h = m->cfg.member_ttl_ms / 4;
-    return h < 500 ? h : 500;
+    return m->raft.n > 1 && bound >= STALE_MIN_MS ? bound : 0;
 }
 
 /* become_ready - say so on /health and to the peers at once: both read
@@ -72,7 +74,13 @@ master_view_start(struct master *m, uint64_t now)
         become_ready(m, now);
         return;
     }
-    m->ready_wait_until = now + MASTER_RAFT_ELECTION_MS;
+    if (stale_ms(m) == 0)
+        log_warn(0,
+                 "member_ttl_ms %u is below %d: the workers cannot tell a "
+                 "stopped master from a slow tick, and keep serving if it "
+                 "stops",
+                 (unsigned)m->cfg.member_ttl_ms, 2 * STALE_MIN_MS);
+    m->ready_since = now;
     master_view_check_ready(m, now);
 }
 
@@ -81,18 +89,25 @@ master_view_check_ready(struct master *m, uint64_t now)
 {
     const struct raft_status *st = &m->raft.st;
 
-    if (m->ready || m->ready_wait_until == 0 || m->state != MASTER_RUNNING)
+    if (m->ready || m->ready_since == 0 || m->state != MASTER_RUNNING)
         return;
     if (st->caught_up) {
         log_info(0,
                  "ready: the raft log is applied up to %llu, the "
                  "leader's commit index",
                  (unsigned long long)st->applied);
-    } else if (now >= m->ready_wait_until) {
+    } else if (st->leader == RAFT_NO_NODE &&
+               now >= m->ready_since + MASTER_RAFT_ELECTION_MS) {
         log_warn(0,
                  "ready: no raft leader heard within %d ms; serving the "
                  "declared queues the log holds (applied up to %llu)",
                  MASTER_RAFT_ELECTION_MS, (unsigned long long)st->applied);
+    } else if (now >= m->ready_since + READY_CAP_MS) {
+        log_warn(0,
+                 "ready: the raft log has not caught up with the leader's "
+                 "within %d ms; serving the declared queues applied so far "
+                 "(up to %llu)",
+                 READY_CAP_MS, (unsigned long long)st->applied);
     } else {
         return;
     }
@@ -114,7 +129,7 @@ peers_back(const struct master *m, uint64_t now)
 
     if (now - m->resumed_at >= ttl)
         return 1;
-    if (now - m->resumed_at < beat_ms(m))
+    if (now - m->resumed_at < master_cluster_beat_ms(m))
         return 0;
     for (int i = 0; i < r->n; i++) {
         int was_live = r->heard[i] != 0 && r->heard[i] + ttl > m->stalled_at;
@@ -140,6 +155,12 @@ master_view_woke(struct master *m, uint64_t now)
         m->resumed_at = now;
     }
     m->woke_at = now;
+}
+
+int
+master_view_serving(const struct master *m)
+{
+    return m->ready && m->resumed_at == 0;
 }
 
 void

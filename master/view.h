@@ -33,6 +33,11 @@ void master_view_check_ready(struct master *m, uint64_t now);
  * is held stale until the peers are heard again. */
 void master_view_woke(struct master *m, uint64_t now);
 
+/* master_view_serving - what this node tells its peers: ready, and its
+ * view not held stale after a stall (its workers refuse meanwhile, so
+ * peers must not count it live and forward to it yet). */
+int master_view_serving(const struct master *m);
+
 /* master_view_beat - every tick, after the status page was published: the
  * view is current (unless held after a stall). */
 void master_view_beat(struct master *m, uint64_t now);

@@ -83,16 +83,18 @@ worker_forward_drain(struct worker *w)
     }
 }
 
-/* owner_gone - whether the long poll f no longer waits where its partition
- * is served: its owner is dead, leaving, or no longer the owner. */
+/* owner_gone - whether the node the long poll f waits at is no longer a
+ * live member (dead, hung, leaving).  A live one that lost the partition
+ * lets its own parked pop go (worker_pop_moved) and that answer is relayed:
+ * cancelling the call could drop an answer already on its way, and with
+ * autoAck the message in it. */
 static int
-owner_gone(struct worker *w, const struct forward *f)
+owner_gone(const struct worker *w, const struct forward *f)
 {
-    int m = shm_owner_pick(&w->owners, (struct shm_name){f->names, f->qlen},
-                           (struct shm_name){f->names + f->qlen, f->plen});
-
-    return m < 0 || m == w->owners.self ||
-           strcmp(w->owners.m[m].id, f->owner) != 0;
+    for (int i = 0; i < w->owners.n; i++)
+        if (strcmp(w->owners.m[i].id, f->owner) == 0)
+            return 0;
+    return 1;
 }
 
 /* let_go - answer the long poll f as a parked pop whose partition moved is
@@ -109,11 +111,6 @@ let_go(struct forward *f)
     http_client_cancel(w->client, f);
     f->pending = 0;
     shm_count(w->seg, w->set.slot, SHM_C_FORWARD_OWNER_MOVED, 1);
-    log_info(0,
-             "long poll forwarded to node %s let go: node %s no longer "
-             "serves partition '%.*s' of queue '%.*s'; answered empty",
-             f->owner, f->owner, (int)f->plen, f->names + f->qlen, (int)f->qlen,
-             f->names);
     http_buf_append_str(&b, "{\"queue\":");
     http_buf_append_json_str(&b, f->names, f->qlen);
     http_buf_append_str(&b, ",\"messages\":[]}");
@@ -124,11 +121,20 @@ let_go(struct forward *f)
 void
 worker_forward_moved(struct worker *w)
 {
+    unsigned n = 0;
+
     for (size_t fd = 0; fd < w->nconns; fd++) {
         struct forward *f = w->conns[fd].fwd;
-        if (f != NULL && f->pending && f->qlen > 0 && owner_gone(w, f))
+        if (f != NULL && f->pending && f->qlen > 0 && owner_gone(w, f)) {
             let_go(f);
+            n++;
+        }
     }
+    if (n > 0)
+        log_info(0,
+                 "%u long polls forwarded to nodes no longer live were let "
+                 "go (answered empty)",
+                 n);
 }
 
 /* watch - a long poll: a client that hangs up must drop the forward, or

@@ -102,11 +102,10 @@ void worker_pop_moved(struct worker *w);
 void worker_pop_let_go_all(struct worker *w);
 
 /* worker_forward_moved - after the owners changed (w->owners refreshed):
- * the long polls forwarded to a node that no longer owns their partition
- * (dead, hung, leaving, or replaced) are answered as worker_pop_moved()
- * answers a parked pop, empty, and their calls to that node dropped
- * (forward.c).  A live owner lets its own parked pop go; a hung one
- * cannot. */
+ * the long polls forwarded to a node that is no longer a live member
+ * (dead, hung, leaving) are answered as worker_pop_moved() answers a
+ * parked pop, empty, and their calls to that node dropped (forward.c).  A
+ * live node lets its own parked pop go; a hung one cannot. */
 void worker_forward_moved(struct worker *w);
 
 /* worker_every_node - whether req (reset, delete) must also reach every
