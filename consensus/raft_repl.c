@@ -286,6 +286,26 @@ retry_from(const struct raft *r, const struct raft_msg *m)
 }
 
 /*
+ * log_went_back - m rejects an index its sender had acknowledged: its log
+ * went back (a data_dir emptied or restored from an older copy; raft
+ * assumes it never does).  Nothing it holds is known to match any more, nor
+ * to be applied there: probe it from its hint, a snapshot if that was
+ * compacted.  Left as it was, its match kept every append at or above it,
+ * each one rejected, until the leader changed.  Lowering a match is always
+ * safe: the commit index never goes back.  A reject overtaken by an ack of
+ * the same index reads the same way, and costs one probe.
+ */
+static void
+log_went_back(struct raft *r, const struct raft_msg *m)
+{
+    struct raft_peer *pr = &r->peers[m->from];
+
+    pr->match = 0;
+    pr->applied = m->commit;
+    pr->snap_wait = 0;
+}
+
+/*
  * raft_on_append_resp - move the peer on (ack) or back (reject).  A commit
  * that moves is sent to every peer at once, not at the next heartbeat: the
  * master waits for every member to apply a configure before answering it.
@@ -305,6 +325,8 @@ raft_on_append_resp(struct raft *r, const struct raft_msg *m)
     if (m->reject) {
         if (m->index != pr->next - 1)
             return; /* answers an append we have since moved past */
+        if (m->index <= pr->match && m->index > 0)
+            log_went_back(r, m);
         next = retry_from(r, m);
         if (next >= pr->next)
             next = pr->next - 1; /* always move back at least one */

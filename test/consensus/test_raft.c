@@ -414,3 +414,48 @@ Test(raft, a_restarted_follower_is_caught_up_once_it_applied_the_leaders_commit)
     cr_assert_geq(st.applied, index);
     cr_assert_eq(applied[f], 3, "every entry the leader committed applied");
 }
+
+/* wipe - node i's store gone, as with an emptied data_dir. */
+static void
+wipe(int i)
+{
+    char path[200];
+
+    snprintf(path, sizeof(path), "%s/data.mdb", dirs[i]);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/lock.mdb", dirs[i]);
+    unlink(path);
+}
+
+/* A follower whose data_dir was emptied comes back with no log.  The
+ * leader knew its log to match up to some index and never sent below it:
+ * the follower rejected every append and stayed empty until the leader
+ * changed (its declared queues missing, read as implicit). */
+Test(raft, a_follower_whose_log_was_wiped_is_replicated_again, .timeout = 60)
+{
+    struct raft_status st, lst;
+    uint64_t index;
+    int l, f;
+
+    cluster(3);
+    run(500);
+    cr_assert_geq(l = leader(), 0);
+    for (int k = 0; k < 10; k++) /* past snapshot_threshold: compacted */
+        cr_assert_eq(raft_propose(cores[l], "q", 1, &index), 0);
+    run(100);
+    f = (l + 1) % 3;
+    raft_status(cores[f], &st);
+    cr_assert_geq(st.applied, index);
+    stop(f);
+    wipe(f);
+    applied[f] = restored[f] = 0;
+    start(f);
+    run(2000); /* a snapshot is sent again at most once an election timeout */
+    cr_assert_eq(leader(), l, "the same leader all along");
+    raft_status(cores[l], &lst);
+    raft_status(cores[f], &st);
+    cr_assert_geq(st.applied, index, "the wiped follower applied %llu of %llu",
+                  (unsigned long long)st.applied, (unsigned long long)index);
+    cr_assert_eq(st.commit, lst.commit);
+    cr_assert(st.caught_up);
+}
