@@ -46,6 +46,8 @@
 #define DRAIN_MS   30000 /* workers still running then are killed */
 #define HANDOFF_MS 3000  /* raft leadership transfer on a graceful stop */
 #define VERSION    "0.1.0"
+#define NOFILE_RESERVE                                                         \
+    1024 /* descriptors a worker wants beyond its connections */
 
 static void
 usage(FILE *f)
@@ -79,22 +81,45 @@ make_params(const struct config *c, struct shm_params *p)
     };
 }
 
-/* raise_nofile - parked long-polls each hold a socket: allow many. */
-static void
-raise_nofile(uint32_t want)
+/*
+ * worker_connections - parked long-polls each hold a socket: raise the
+ * descriptor limit to want connections a worker and its own descriptors,
+ * as far as the hard limit allows, and return how many connections a
+ * worker may take within it.  Under the limit libmicrohttpd stops at its
+ * own connection limit, from which it recovers cleanly; a worker that runs
+ * out of descriptors instead (EMFILE at accept) could lose the end of
+ * connections it holds and stay deaf (seen with clients that sent half a
+ * request and hung up).
+ */
+static uint32_t
+worker_connections(uint32_t want)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-        return;
-    rlim_t target = (rlim_t)want + 1024;
+        return want;
+    rlim_t target = (rlim_t)want + NOFILE_RESERVE;
     if (target > rl.rlim_max)
         target = rl.rlim_max;
     if (rl.rlim_cur < target) {
+        rlim_t was = rl.rlim_cur;
         rl.rlim_cur = target;
-        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
             log_warn(errno, "setrlimit(RLIMIT_NOFILE, %llu) failed",
                      (unsigned long long)target);
+            rl.rlim_cur = was;
+        }
     }
+    /* a reserve for the worker's own: a quarter of a small limit */
+    rlim_t reserve = rl.rlim_cur / 4 < 64 ? rl.rlim_cur / 4 : 64;
+    if ((rlim_t)want + reserve <= rl.rlim_cur)
+        return want;
+    uint32_t fit =
+        rl.rlim_cur > reserve + 1 ? (uint32_t)(rl.rlim_cur - reserve) : 1;
+    log_warn(0,
+             "max_connections %u lowered to %u a worker: the descriptor "
+             "limit is %llu (raise the hard limit: ulimit -Hn, LimitNOFILE)",
+             want, fit, (unsigned long long)rl.rlim_cur);
+    return fit;
 }
 
 /* listen_or_die - bind addr; exit with the reason on failure. */
@@ -118,6 +143,7 @@ start_node(struct master *m, int ep)
 {
     struct shm_params p = {0};
     int rc, fd, cfd;
+    uint32_t conns;
 
     m->nworkers = m->cfg.workers > 0 ? m->cfg.workers
                                      : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -131,7 +157,7 @@ start_node(struct master *m, int ep)
         (ssize_t)sizeof(p.incarnation))
         p.incarnation = (uint64_t)getpid() << 32 ^ shm_now_ms();
     m->incarnation = p.incarnation;
-    raise_nofile(m->cfg.max_connections);
+    conns = worker_connections(m->cfg.max_connections);
     fd = listen_or_die("listen", m->cfg.listen);
     cfd = listen_or_die("cluster_listen", m->cfg.cluster_listen);
     if (master_cluster_secret(m) != 0)
@@ -148,7 +174,7 @@ start_node(struct master *m, int ep)
         log_fatal(-rc, "cannot create the catalog");
     master_status_publish(m);
     m->ws.listen_fd = fd;
-    m->ws.max_connections = m->cfg.max_connections;
+    m->ws.max_connections = conns;
     m->ws.max_body_bytes = m->cfg.max_body_bytes;
     m->ws.max_wait_ms = m->cfg.max_wait_ms;
     snprintf(m->ws.node_id, sizeof(m->ws.node_id), "%s", m->cfg.node_id);

@@ -141,15 +141,21 @@ itest_dir_prefix(pid_t runner, const char *suite, const char *test, char *out,
     snprintf(out, len, "/tmp/mayfly-it.%d.%s.%s.", (int)runner, s, t);
 }
 
+long itest_node_nofile;
+
 /* In the child: become the server, or die trying. */
 static void
 itest_exec_node(char **argv, const char *log, pid_t parent)
 {
     struct sigaction dfl = {.sa_handler = SIG_DFL};
+    struct rlimit nofile = {(rlim_t)itest_node_nofile,
+                            (rlim_t)itest_node_nofile};
     sigset_t none;
     int fd;
 
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != parent)
+        _exit(127);
+    if (itest_node_nofile > 0 && setrlimit(RLIMIT_NOFILE, &nofile) != 0)
         _exit(127);
     for (int s = 1; s < NSIG; s++)
         if (s != SIGKILL && s != SIGSTOP)

@@ -78,6 +78,10 @@ long itest_raise_nofile(long want);
  */
 void itest_node_start(struct itest_node *n, const char *opts);
 
+/* itest_node_nofile - when > 0, the descriptor limit (soft and hard) the
+ * nodes started from now on run under. */
+extern long itest_node_nofile;
+
 /*
  * itest_node_stop - SIGTERM the node and wait up to timeout_ms for it to
  * exit.  Returns its exit status (exit code, or 128 + the killing signal),

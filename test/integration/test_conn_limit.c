@@ -119,3 +119,40 @@ Test(conn_limit, a_worker_out_of_descriptors_accepts_again_once_some_close,
         fill_and_release(&n, 60, round);
     cr_assert_eq(itest_node_stop(&n, 30000), 0);
 }
+
+/* A node started under a descriptor limit smaller than max_connections
+ * lowers max_connections to fit (and says so), so that a flood of clients
+ * meets libmicrohttpd's own connection limit, not EMFILE.  Out of
+ * descriptors with clients that sent half a request and hung up, a worker
+ * lost the end of the connections it held and stayed deaf for good. */
+Test(conn_limit, a_small_descriptor_limit_lowers_max_connections_to_fit,
+     .timeout = 120)
+{
+    static const char half[] = "GET /health HTTP/1.1\r\nHost: x\r\n";
+    struct itest_node n;
+    struct itest_resp r;
+    int fds[300];
+
+    itest_node_nofile = 64;
+    itest_node_start(&n, "workers=2");
+    itest_node_nofile = 0;
+    cr_assert(itest_node_log_contains(&n, "max_connections 20000 lowered"),
+              "the start says max_connections was lowered");
+    for (int i = 0; i < 300; i++) {
+        fds[i] = itest_raw_connect(&n);
+        cr_assert_geq(fds[i], 0, "connect %d", i);
+        cr_assert_eq(itest_raw_send(fds[i], half), 0);
+    }
+    itest_sleep_ms(1000); /* the workers take what they can */
+    for (int i = 0; i < 300; i++)
+        close(fds[i]);
+    int64_t deadline = itest_now_ms() + 20000;
+    while (itest_req(&n, "GET", "/health", NULL, &r) != 200) {
+        itest_resp_free(&r);
+        cr_assert_lt(itest_now_ms(), deadline,
+                     "the node does not answer 20 s after the clients left");
+        itest_sleep_ms(200);
+    }
+    itest_resp_free(&r);
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
