@@ -145,6 +145,38 @@ cl_kill(struct cl *c, int i)
     }
 }
 
+void
+cl_start_all(struct cl *c, const char *opts)
+{
+    for (int i = 0; i < CL_NODES; i++)
+        cl_start(c, i, opts);
+}
+
+void
+cl_kill_all(struct cl *c)
+{
+    for (int i = 0; i < CL_NODES; i++)
+        cl_kill(c, i); /* SIGKILL ends a stopped master too */
+}
+
+void
+cl_member_state(struct cl *c, int i, const char *id, char *out, size_t len)
+{
+    struct itest_resp r;
+
+    out[0] = '\0';
+    itest_req(&c->node[i], "GET", "/health", NULL, &r);
+    for (int m = 0; r.json && m < itest_jlen(r.json, "members"); m++) {
+        char path[40];
+        snprintf(path, sizeof(path), "members.%d.node", m);
+        if (strcmp(itest_jstr(r.json, path), id) != 0)
+            continue;
+        snprintf(path, sizeof(path), "members.%d.state", m);
+        snprintf(out, len, "%s", itest_jstr(r.json, path));
+    }
+    itest_resp_free(&r);
+}
+
 int
 cl_stop(struct cl *c, int i, int timeout_ms)
 {

@@ -55,6 +55,16 @@ int cl_owner(const char *queue, const char *part, unsigned live);
 
 #define CL_ALL ((1u << CL_NODES) - 1)
 
+/* cl_start_all, cl_kill_all - every node, as cl_start and cl_kill do. */
+void cl_start_all(struct cl *c, const char *opts);
+void cl_kill_all(struct cl *c);
+
+/* cl_member_state - the state ("live", "dead"...) node i's /health gives
+ * member id, whatever its status; "" when it does not answer or does not
+ * list it. */
+void cl_member_state(struct cl *c, int i, const char *id, char *out,
+                     size_t len);
+
 /* cl_wait_view - until every node in alive (a mask, as for cl_owner) sees
  * exactly those members live (30 s at most). */
 void cl_wait_view(struct cl *c, unsigned alive);

@@ -28,40 +28,18 @@ static void
 up(void)
 {
     cl_init(&c);
-    for (int i = 0; i < CL_NODES; i++)
-        cl_start(&c, i, "member_ttl_ms=60000");
+    cl_start_all(&c, "member_ttl_ms=60000");
 }
 
 static void
 down(void)
 {
-    for (int i = 0; i < CL_NODES; i++)
-        cl_kill(&c, i);
+    cl_kill_all(&c);
 }
 
 TestSuite(cluster_forward, .init = up, .fini = down, .timeout = 180);
 
 #define NPARTS 12
-
-/* member_state - the state node i's /health gives member id, or "" (also
- * when node i does not answer). */
-static void
-member_state(int i, const char *id, char *out, size_t len)
-{
-    struct itest_resp r;
-
-    out[0] = '\0';
-    if (itest_get(&c.node[i], &r, "/health") == 200)
-        for (int k = 0; k < itest_jlen(r.json, "members"); k++) {
-            char path[40];
-            snprintf(path, sizeof(path), "members.%d.node", k);
-            if (strcmp(itest_jstr(r.json, path), id) != 0)
-                continue;
-            snprintf(path, sizeof(path), "members.%d.state", k);
-            snprintf(out, len, "%s", itest_jstr(r.json, path));
-        }
-    itest_resp_free(&r);
-}
 
 /* part_pending - "pending" of partition part in queue's scope=node depth
  * on node i; 0 when the node holds none of the queue or partition. */
@@ -637,7 +615,7 @@ Test(cluster_forward, a_node_that_stops_leaves_the_placement)
         if (i == gone)
             continue;
         for (;;) {
-            member_state(i, "n2", st, sizeof(st));
+            cl_member_state(&c, i, "n2", st, sizeof(st));
             if (strcmp(st, "leaving") == 0 || strcmp(st, "dead") == 0)
                 break;
             cr_assert_lt(itest_now_ms(), deadline,

@@ -26,15 +26,13 @@ static void
 up(void)
 {
     cl_init(&c);
-    for (int i = 0; i < CL_NODES; i++)
-        cl_start(&c, i, NULL);
+    cl_start_all(&c, NULL);
 }
 
 static void
 down(void)
 {
-    for (int i = 0; i < CL_NODES; i++)
-        cl_kill(&c, i); /* SIGKILL ends a stopped master too */
+    cl_kill_all(&c);
 }
 
 TestSuite(cluster_frozen, .init = up, .fini = down, .timeout = 180);
@@ -51,26 +49,14 @@ part_owned_by(int o, char *p, size_t len)
     cr_assert_fail("node %d owns none of p0..p199", o);
 }
 
-/* member_state - the state node i's /health gives node id "n<k>" ("" when
- * it does not answer or does not list it). */
+/* member_state - the state node i's /health gives node "n<k>". */
 static void
 member_state(int i, int k, char *out, size_t len)
 {
-    struct itest_resp r;
     char id[8];
 
-    out[0] = '\0';
     snprintf(id, sizeof(id), "n%d", k);
-    itest_req(&c.node[i], "GET", "/health", NULL, &r);
-    for (int m = 0; r.json && m < itest_jlen(r.json, "members"); m++) {
-        char path[40];
-        snprintf(path, sizeof(path), "members.%d.node", m);
-        if (strcmp(itest_jstr(r.json, path), id) != 0)
-            continue;
-        snprintf(path, sizeof(path), "members.%d.state", m);
-        snprintf(out, len, "%s", itest_jstr(r.json, path));
-    }
-    itest_resp_free(&r);
+    cl_member_state(&c, i, id, out, len);
 }
 
 /* push - one message to (QUEUE, part) through node i; the status. */
@@ -295,8 +281,7 @@ static void
 short_ttl_up(void)
 {
     cl_init(&c);
-    for (int i = 0; i < CL_NODES; i++)
-        cl_start(&c, i, "member_ttl_ms=180");
+    cl_start_all(&c, "member_ttl_ms=180");
 }
 
 TestSuite(frozen_short_ttl, .init = short_ttl_up, .fini = down, .timeout = 120);

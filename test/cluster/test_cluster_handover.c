@@ -41,8 +41,7 @@ up(void)
 static void
 down(void)
 {
-    for (int i = 0; i < CL_NODES; i++)
-        cl_kill(&c, i);
+    cl_kill_all(&c);
 }
 
 TestSuite(cluster_handover, .init = up, .fini = down, .timeout = 300);

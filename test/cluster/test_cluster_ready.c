@@ -27,15 +27,13 @@ static void
 up(void)
 {
     cl_init(&c);
-    for (int i = 0; i < CL_NODES; i++)
-        cl_start(&c, i, NULL);
+    cl_start_all(&c, NULL);
 }
 
 static void
 down(void)
 {
-    for (int i = 0; i < CL_NODES; i++)
-        cl_kill(&c, i);
+    cl_kill_all(&c);
 }
 
 TestSuite(cluster_ready, .init = up, .fini = down, .timeout = 180);

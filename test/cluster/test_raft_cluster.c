@@ -20,15 +20,13 @@ static void
 up(void)
 {
     cl_init(&c);
-    for (int i = 0; i < CL_NODES; i++)
-        cl_start(&c, i, NULL);
+    cl_start_all(&c, NULL);
 }
 
 static void
 down(void)
 {
-    for (int i = 0; i < CL_NODES; i++)
-        cl_kill(&c, i);
+    cl_kill_all(&c);
 }
 
 /* configure - POST a configure of queue with maxLength on node i. */
