@@ -8,6 +8,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -407,6 +408,36 @@ Test(raft_cluster, a_node_behind_a_compacted_log_catches_up_by_snapshot)
         snprintf(name, sizeof(name), "q%d", k % 50);
         cr_assert(wait_declared(lag, name, 1 + k, 30000),
                   "restarted node has %s", name);
+    }
+}
+
+/* A follower whose data_dir is emptied (a replaced disk) comes back with
+ * no raft log.  The leader, which knew that log to match up to some index,
+ * never sent below it: every append was rejected and the node served the
+ * declared queues as implicit until the leader changed.  (Its log file
+ * lives in the node directory too: only the raft store goes.) */
+Test(raft_cluster, a_follower_with_an_emptied_data_dir_is_sent_the_log_again)
+{
+    int l = cl_leader(&c, 20000);
+    cr_assert(l >= 0);
+    int f = (l + 1) % CL_NODES;
+    char cmd[400], name[32];
+
+    for (int k = 0; k < 20; k++) {
+        snprintf(name, sizeof(name), "wiped-%d", k);
+        cr_assert(configure_until(l, name, 10 + k, 20000) >= 0, "%s", name);
+    }
+    cr_assert(wait_declared(f, "wiped-19", 29, 20000));
+    cl_kill(&c, f);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s/raft'", c.node[f].dir);
+    cr_assert_eq(system(cmd), 0);
+    cl_start(&c, f, NULL);
+    cr_assert_eq(cl_leader(&c, 20000), l, "the same leader all along");
+    for (int k = 0; k < 20; k++) {
+        snprintf(name, sizeof(name), "wiped-%d", k);
+        cr_assert(wait_declared(f, name, 10 + k, 20000),
+                  "the node with an emptied data_dir lists %s as declared",
+                  name);
     }
 }
 
