@@ -260,16 +260,22 @@ itest_node_try(struct itest_node *n, const char *opts)
 }
 
 void
-itest_node_start(struct itest_node *n, const char *opts)
+itest_test_dir(char *out, size_t len)
 {
     const struct criterion_test *t = criterion_current_test;
     char prefix[200];
 
-    memset(n, 0, sizeof(*n));
     itest_dir_prefix(getppid(), t ? t->category : NULL, t ? t->name : NULL,
                      prefix, sizeof(prefix));
-    snprintf(n->dir, sizeof(n->dir), "%sXXXXXX", prefix);
-    cr_assert(mkdtemp(n->dir), "mkdtemp(%s): %s", n->dir, strerror(errno));
+    snprintf(out, len, "%sXXXXXX", prefix);
+    cr_assert(mkdtemp(out), "mkdtemp(%s): %s", out, strerror(errno));
+}
+
+void
+itest_node_start(struct itest_node *n, const char *opts)
+{
+    memset(n, 0, sizeof(*n));
+    itest_test_dir(n->dir, sizeof(n->dir));
     snprintf(n->log, sizeof(n->log), "%s/mayflyd.log", n->dir);
     for (int attempt = 0; attempt < 4; attempt++) {
         if (itest_node_try(n, opts) == 0)
@@ -1513,13 +1519,21 @@ ReportHook(POST_FINI)(struct criterion_test_stats *stats)
     if (glob(pattern, 0, NULL, &g) != 0)
         return;
     for (size_t i = 0; i < g.gl_pathc; i++) {
-        char log[400];
+        char logs[400];
+        glob_t lg;
 
-        snprintf(log, sizeof(log), "%s/mayflyd.log", g.gl_pathv[i]);
-        if (failed)
-            itest_tail_file(log, 30);
-        else
+        if (!failed) {
             nftw(g.gl_pathv[i], itest_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+            continue;
+        }
+        /* a node's log, or each of a cluster's (cluster.c: nK/) */
+        snprintf(logs, sizeof(logs), "%s/{mayflyd.log,*/mayflyd.log}",
+                 g.gl_pathv[i]);
+        if (glob(logs, GLOB_BRACE, NULL, &lg) == 0) {
+            for (size_t k = 0; k < lg.gl_pathc; k++)
+                itest_tail_file(lg.gl_pathv[k], 30);
+            globfree(&lg);
+        }
     }
     globfree(&g);
 }

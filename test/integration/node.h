@@ -78,6 +78,10 @@ long itest_raise_nofile(long want);
  */
 void itest_node_start(struct itest_node *n, const char *opts);
 
+/* itest_test_dir - a fresh directory named for the running test: removed
+ * after the test passes, kept (with its logs' tails shown) if it fails. */
+void itest_test_dir(char *out, size_t len);
+
 /* itest_node_nofile - when > 0, the descriptor limit (soft and hard) the
  * nodes started from now on run under. */
 extern long itest_node_nofile;
