@@ -146,6 +146,17 @@ cl_kill(struct cl *c, int i)
 }
 
 void
+cl_part_owned_by(const char *queue, int o, int max, char *out, size_t len)
+{
+    for (int k = 0; k < max; k++) {
+        snprintf(out, len, "p%d", k);
+        if (cl_owner(queue, out, CL_ALL) == o)
+            return;
+    }
+    cr_assert_fail("node %d owns none of p0..p%d of %s", o, max - 1, queue);
+}
+
+void
 cl_start_all(struct cl *c, const char *opts)
 {
     for (int i = 0; i < CL_NODES; i++)

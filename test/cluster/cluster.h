@@ -55,6 +55,11 @@ int cl_owner(const char *queue, const char *part, unsigned live);
 
 #define CL_ALL ((1u << CL_NODES) - 1)
 
+/* cl_part_owned_by - the first partition "p<k>" (k < max) of queue that
+ * node o owns while all are live (so whenever o is: the highest score wins
+ * any subset), into out; fails the test if none. */
+void cl_part_owned_by(const char *queue, int o, int max, char *out, size_t len);
+
 /* cl_start_all, cl_kill_all - every node, as cl_start and cl_kill do. */
 void cl_start_all(struct cl *c, const char *opts);
 void cl_kill_all(struct cl *c);

@@ -102,19 +102,6 @@ id_inc(const char *id, char *inc, size_t len)
         "not a message id: %s", id);
 }
 
-/* part_owned_by - the first partition pk (k < NPARTS) of queue that node o
- * owns while all three are live, into p; asserts there is one. */
-static void
-part_owned_by(const char *queue, int o, char *p, size_t len)
-{
-    for (int k = 0; k < NPARTS; k++) {
-        snprintf(p, len, "p%d", k);
-        if (cl_owner(queue, p, CL_ALL) == o)
-            return;
-    }
-    cr_assert_fail("node %d owns none of p0..p%d of %s", o, NPARTS - 1, queue);
-}
-
 /* forward_metric - node i's mayfly_forward_total{result=...} (0 when it
  * has no such sample). */
 static double
@@ -185,7 +172,7 @@ Test(cluster_forward, pop_and_ack_through_nodes_that_do_not_own_it)
     int o, a, b;
 
     cl_wait_view(&c, CL_ALL);
-    part_owned_by("fw-pop", 2, p, sizeof(p));
+    cl_part_owned_by("fw-pop", 2, NPARTS, p, sizeof(p));
     o = 2, a = 0, b = 1;
     incarnation(o, owner_inc, sizeof(owner_inc));
 
@@ -290,7 +277,7 @@ Test(cluster_forward, a_long_poll_waits_at_the_owner)
     int64_t t_push;
 
     cl_wait_view(&c, CL_ALL);
-    part_owned_by("fw-long", o, p, sizeof(p));
+    cl_part_owned_by("fw-long", o, NPARTS, p, sizeof(p));
     snprintf(path, sizeof(path),
              "/api/v1/ephemeral/pop?queue=fw-long&partition=%s&wait=true"
              "&timeout=10000",
@@ -319,7 +306,7 @@ Test(cluster_forward, an_empty_long_poll_through_a_non_owner_times_out_empty)
     int64_t t0, took;
 
     cl_wait_view(&c, CL_ALL);
-    part_owned_by("fw-empty", 1, p, sizeof(p));
+    cl_part_owned_by("fw-empty", 1, NPARTS, p, sizeof(p));
     t0 = itest_now_ms();
     cr_assert_eq(itest_get(&c.node[0], &r,
                            "/api/v1/ephemeral/pop?queue=fw-empty"
@@ -344,7 +331,7 @@ Test(cluster_forward, a_hang_up_on_a_forwarded_long_poll_loses_nothing)
     int64_t deadline;
 
     cl_wait_view(&c, CL_ALL);
-    part_owned_by("fw-hangup", o, p, sizeof(p));
+    cl_part_owned_by("fw-hangup", o, NPARTS, p, sizeof(p));
     snprintf(path, sizeof(path),
              "/api/v1/ephemeral/pop?queue=fw-hangup&partition=%s&wait=true"
              "&timeout=20000",
@@ -401,8 +388,8 @@ Test(cluster_forward, an_ack_batch_over_two_nodes_settles_each_entry)
 
     cl_wait_view(&c, CL_ALL);
     /* messages delivered by nodes 0 and 1; the batch goes to node 2 */
-    part_owned_by("fw-batch", 0, p1, sizeof(p1));
-    part_owned_by("fw-batch", 1, p2, sizeof(p2));
+    cl_part_owned_by("fw-batch", 0, NPARTS, p1, sizeof(p1));
+    cl_part_owned_by("fw-batch", 1, NPARTS, p2, sizeof(p2));
     push_ok(2, "fw-batch", p1, "[1]", NULL, 0);
     push_ok(2, "fw-batch", p2, "[2]", NULL, 0);
     cr_assert_eq(itest_get(&c.node[2], &r,
@@ -468,7 +455,7 @@ Test(cluster_forward, extend_through_a_node_that_does_not_own_it)
     char p[16], id[200], body[600];
 
     cl_wait_view(&c, CL_ALL);
-    part_owned_by("fw-extend", 1, p, sizeof(p));
+    cl_part_owned_by("fw-extend", 1, NPARTS, p, sizeof(p));
     push_ok(0, "fw-extend", p, "[1]", NULL, 0);
     cr_assert_eq(itest_get(&c.node[2], &r,
                            "/api/v1/ephemeral/pop?queue=fw-extend"
@@ -501,7 +488,7 @@ Test(cluster_forward, a_forwarded_request_to_a_non_owner_is_owner_moved)
     int o = 1, n = 0;
 
     cl_wait_view(&c, CL_ALL);
-    part_owned_by("fw-moved", o, p, sizeof(p));
+    cl_part_owned_by("fw-moved", o, NPARTS, p, sizeof(p));
     snprintf(path, sizeof(path),
              "{\"queue\":\"fw-moved\",\"partition\":"
              "\"%s\",\"messages\":[{\"payload\":1}]}",
@@ -548,7 +535,7 @@ Test(cluster_forward, an_owner_that_does_not_answer_fails_the_forward)
     int64_t t0, took;
 
     cl_wait_view(&c, CL_ALL);
-    part_owned_by("fw-stuck", o, p, sizeof(p));
+    cl_part_owned_by("fw-stuck", o, NPARTS, p, sizeof(p));
     failed0 = forward_metric(a, "failed");
     nw = itest_node_workers(&c.node[o], w, ITEST_NODE_MAX_WORKERS);
     cr_assert_gt(nw, 0);
@@ -581,7 +568,7 @@ Test(cluster_forward, forwarding_is_counted)
     int a = 0;
 
     cl_wait_view(&c, CL_ALL);
-    part_owned_by("fw-count", 1, p, sizeof(p));
+    cl_part_owned_by("fw-count", 1, NPARTS, p, sizeof(p));
     ok0 = forward_metric(a, "ok");
     failed0 = forward_metric(a, "failed");
     for (int k = 0; k < 3; k++)
@@ -807,7 +794,7 @@ Test(cluster_forward, a_long_poll_forwarded_to_an_owner_that_hangs_is_let_go)
             cl_start(&c, i, "member_ttl_ms=4000");
         }
     cl_wait_view(&c, CL_ALL);
-    part_owned_by("fw-hung", o, p, sizeof(p));
+    cl_part_owned_by("fw-hung", o, NPARTS, p, sizeof(p));
     snprintf(path, sizeof(path),
              "/api/v1/ephemeral/pop?queue=fw-hung&partition=%s&wait=true"
              "&timeout=30000",

@@ -37,18 +37,6 @@ down(void)
 
 TestSuite(cluster_frozen, .init = up, .fini = down, .timeout = 180);
 
-/* part_owned_by - a partition pK of QUEUE node o owns while all are live. */
-static void
-part_owned_by(int o, char *p, size_t len)
-{
-    for (int k = 0; k < 200; k++) {
-        snprintf(p, len, "p%d", k);
-        if (cl_owner(QUEUE, p, CL_ALL) == o)
-            return;
-    }
-    cr_assert_fail("node %d owns none of p0..p199", o);
-}
-
 /* member_state - the state node i's /health gives node "n<k>". */
 static void
 member_state(int i, int k, char *out, size_t len)
@@ -155,8 +143,8 @@ Test(cluster_frozen,
 
     cr_assert(l >= 0, "no leader agreed on within 20 s");
     int v = (l + 1) % CL_NODES, o = (l + 2) % CL_NODES;
-    part_owned_by(v, p, sizeof(p));
-    part_owned_by(o, q, sizeof(q));
+    cl_part_owned_by(QUEUE, v, 200, p, sizeof(p));
+    cl_part_owned_by(QUEUE, o, 200, q, sizeof(q));
     cl_wait_view(&c, CL_ALL);
     cr_assert_eq(push(v, p, &r), 201, "%s", r.body);
     itest_resp_free(&r);
@@ -243,7 +231,7 @@ Test(cluster_frozen, a_pop_parked_on_a_node_whose_master_stops_is_let_go)
 
     cr_assert(l >= 0, "no leader agreed on within 20 s");
     int v = (l + 1) % CL_NODES;
-    part_owned_by(v, p, sizeof(p));
+    cl_part_owned_by(QUEUE, v, 200, p, sizeof(p));
     cl_wait_view(&c, CL_ALL);
     snprintf(path, sizeof(path),
              "/api/v1/ephemeral/pop?queue=" QUEUE

@@ -233,6 +233,21 @@ log_has(int i, const char *text)
     return itest_node_log_contains(&c.node[i], text);
 }
 
+/* expect_drain_log - node i's drain logged its hand-over: rings delivered
+ * and lost, and the messages in them. */
+static void
+expect_drain_log(int i, int delivered, int lost, int msgs_delivered,
+                 int msgs_lost)
+{
+    char text[200];
+
+    snprintf(text, sizeof(text),
+             "shutdown: ephemeral rings handed over rings=%d delivered=%d "
+             "lost=%d (messages delivered=%d lost=%d)",
+             delivered + lost, delivered, lost, msgs_delivered, msgs_lost);
+    cr_expect(log_has(i, text), "node %d's log lacks \"%s\"", i, text);
+}
+
 /*
  * The scene of the graceful-stop tests: NPARTS partitions of queue hold
  * payloads 0, 1, 2 (pushed through node 0); group g acked 0 and holds 1
@@ -254,7 +269,6 @@ static void
 scene(struct scene *s, const char *queue)
 {
     struct msg m;
-    char text[160];
 
     memset(s, 0, sizeof(*s));
     s->queue = queue;
@@ -283,11 +297,7 @@ scene(struct scene *s, const char *queue)
     }
 
     cr_assert_eq(cl_stop(&c, s->x, STOP_MS), 0, "node %d's exit", s->x);
-    snprintf(text, sizeof(text),
-             "shutdown: ephemeral rings handed over rings=%d delivered=%d "
-             "lost=0 (messages delivered=%d lost=0)",
-             s->nmoved, s->nmoved, 2 * s->nmoved);
-    cr_expect(log_has(s->x, text), "node %d's log lacks \"%s\"", s->x, text);
+    expect_drain_log(s->x, s->nmoved, 0, 2 * s->nmoved, 0);
     cl_wait_view(&c, s->left);
 }
 
@@ -498,7 +508,6 @@ Test(cluster_handover, two_stops_in_a_row_leave_everything_on_the_last_node)
     const char *queue = "ho-two";
     int a, b, last, na = 0, nb = 0;
     struct msg m;
-    char text[160];
 
     cl_wait_view(&c, CL_ALL);
     for (int k = 0; k < NPARTS; k++)
@@ -515,16 +524,8 @@ Test(cluster_handover, two_stops_in_a_row_leave_everything_on_the_last_node)
         na += cl_owner(queue, part(k), CL_ALL) == a;
         nb += cl_owner(queue, part(k), CL_ALL & ~(1u << a)) == b;
     }
-    snprintf(text, sizeof(text),
-             "shutdown: ephemeral rings handed over rings=%d delivered=%d "
-             "lost=0 (messages delivered=%d lost=0)",
-             na, na, 3 * na);
-    cr_expect(log_has(a, text), "node %d's log lacks \"%s\"", a, text);
-    snprintf(text, sizeof(text),
-             "shutdown: ephemeral rings handed over rings=%d delivered=%d "
-             "lost=0 (messages delivered=%d lost=0)",
-             nb, nb, 3 * nb);
-    cr_expect(log_has(b, text), "node %d's log lacks \"%s\"", b, text);
+    expect_drain_log(a, na, 0, 3 * na, 0);
+    expect_drain_log(b, nb, 0, 3 * nb, 0);
 
     cr_expect_eq(itest_depth_pending(&c.node[last], queue, NULL), 3 * NPARTS);
     for (int k = 0; k < NPARTS; k++) {
@@ -540,11 +541,7 @@ Test(cluster_handover, two_stops_in_a_row_leave_everything_on_the_last_node)
     /* The last node has nobody to hand over to: its log says how much
      * ends with it, the leased messages included. */
     cr_assert_eq(cl_stop(&c, last, STOP_MS), 0, "node %d's exit", last);
-    snprintf(text, sizeof(text),
-             "shutdown: ephemeral rings handed over rings=%d delivered=0 "
-             "lost=%d (messages delivered=0 lost=%d)",
-             NPARTS, NPARTS, 3 * NPARTS);
-    cr_expect(log_has(last, text), "node %d's log lacks \"%s\"", last, text);
+    expect_drain_log(last, 0, NPARTS, 0, 3 * NPARTS);
 }
 
 Test(cluster_handover, a_declared_bound_holds_on_the_new_owner)
@@ -627,7 +624,6 @@ Test(cluster_handover, a_next_owner_that_dies_meanwhile_is_passed_over)
 {
     const char *queue = "ho-dies";
     int x, y, z, nx = 0, ny = 0;
-    char text[160];
 
     cl_wait_view(&c, CL_ALL);
     for (int k = 0; k < NPARTS; k++)
@@ -653,11 +649,7 @@ Test(cluster_handover, a_next_owner_that_dies_meanwhile_is_passed_over)
 
     cl_kill(&c, y); /* its share is lost: it crashed */
     cr_assert_eq(cl_stop(&c, x, STOP_MS), 0, "node %d's exit", x);
-    snprintf(text, sizeof(text),
-             "shutdown: ephemeral rings handed over rings=%d delivered=%d "
-             "lost=0 (messages delivered=%d lost=0)",
-             nx, nx, 3 * nx);
-    cr_expect(log_has(x, text), "node %d's log lacks \"%s\"", x, text);
+    expect_drain_log(x, nx, 0, 3 * nx, 0);
     cl_wait_view(&c, 1u << z);
     cr_expect_eq(itest_depth_pending(&c.node[z], queue, NULL),
                  3 * (NPARTS - ny), "node %d holds all but node %d's share", z,
@@ -672,7 +664,6 @@ Test(cluster_handover, a_drain_cut_at_its_deadline_still_hands_over)
     const char *queue = "ho-stuck";
     pid_t w[ITEST_NODE_MAX_WORKERS];
     int x, nx = 0, nw;
-    char text[160];
 
     cl_wait_view(&c, CL_ALL);
     for (int k = 0; k < NPARTS; k++)
@@ -689,11 +680,7 @@ Test(cluster_handover, a_drain_cut_at_its_deadline_still_hands_over)
     cr_assert_eq(cl_stop(&c, x, 120000), 0, "node %d's exit", x);
     cr_expect(log_has(x, "drain took longer than"),
               "node %d's drain was not cut", x);
-    snprintf(text, sizeof(text),
-             "shutdown: ephemeral rings handed over rings=%d delivered=%d "
-             "lost=0 (messages delivered=%d lost=0)",
-             nx, nx, 3 * nx);
-    cr_expect(log_has(x, text), "node %d's log lacks \"%s\"", x, text);
+    expect_drain_log(x, nx, 0, 3 * nx, 0);
     cl_wait_view(&c, CL_ALL & ~(1u << x));
     int64_t sum = 0;
     for (int i = 0; i < CL_NODES; i++)
@@ -708,7 +695,7 @@ Test(cluster_handover, many_partitions_all_arrive)
 {
     const char *queue = "ho-many";
     int x, nx = 0, n = 240;
-    char text[160], p[16];
+    char p[16];
 
     cl_wait_view(&c, CL_ALL);
     for (int k = 0; k < n; k++) {
@@ -719,11 +706,7 @@ Test(cluster_handover, many_partitions_all_arrive)
     x = 1;
     cr_assert_gt(nx, 32, "node %d owns only %d partitions", x, nx);
     cr_assert_eq(cl_stop(&c, x, STOP_MS), 0, "node %d's exit", x);
-    snprintf(text, sizeof(text),
-             "shutdown: ephemeral rings handed over rings=%d delivered=%d "
-             "lost=0 (messages delivered=%d lost=0)",
-             nx, nx, nx);
-    cr_expect(log_has(x, text), "node %d's log lacks \"%s\"", x, text);
+    expect_drain_log(x, nx, 0, nx, 0);
     cl_wait_view(&c, CL_ALL & ~(1u << x));
     cr_expect_eq(itest_depth_pending(&c.node[0], queue, NULL) +
                      itest_depth_pending(&c.node[2], queue, NULL),
@@ -740,7 +723,7 @@ Test(cluster_handover, a_next_owner_that_hangs_is_passed_over_once_dead)
     const char *queue = "ho-hung";
     pid_t w[ITEST_NODE_MAX_WORKERS];
     int x = 1, y = 2, z = 0, nx = 0, ny = 0, nw;
-    char names[200][16], text[160];
+    char names[200][16];
     struct msg m;
 
     cl_wait_view(&c, CL_ALL);
@@ -766,11 +749,7 @@ Test(cluster_handover, a_next_owner_that_hangs_is_passed_over_once_dead)
         kill(w[k], SIGSTOP);
     kill(c.node[y].pid, SIGSTOP);
     cr_assert_eq(cl_stop(&c, x, STOP_MS), 0, "node %d's exit", x);
-    snprintf(text, sizeof(text),
-             "shutdown: ephemeral rings handed over rings=%d delivered=%d "
-             "lost=0 (messages delivered=%d lost=0)",
-             nx, nx, nx);
-    cr_expect(log_has(x, text), "node %d's log lacks \"%s\"", x, text);
+    expect_drain_log(x, nx, 0, nx, 0);
     cr_expect(log_has(x, "is dead (unheard for"),
               "node %d's log does not say it passed the hung node over", x);
     cr_expect(!log_has(x, "hand-over failed"), "node %d dropped some", x);

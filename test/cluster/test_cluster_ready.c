@@ -79,19 +79,6 @@ declare(int i)
         }
 }
 
-/* part_owned_by - a partition pK of QUEUE that node o owns while all three
- * are live (so whenever o is: the highest score wins any subset). */
-static void
-part_owned_by(int o, char *p, size_t len)
-{
-    for (int k = 0; k < 200; k++) {
-        snprintf(p, len, "p%d", k);
-        if (cl_owner(QUEUE, p, CL_ALL) == o)
-            return;
-    }
-    cr_assert_fail("node %d owns none of p0..p199", o);
-}
-
 /* health - node i's /health status now (0 while nothing answers). */
 static long
 health(int i)
@@ -150,7 +137,7 @@ Test(cluster_ready, a_restarted_node_is_ready_only_with_the_declared_queues)
     cr_assert(l >= 0, "no leader agreed on within 20 s");
     int v = (l + 1) % CL_NODES; /* a follower: the leader stays */
     declare(l);
-    part_owned_by(v, p, sizeof(p));
+    cl_part_owned_by(QUEUE, v, 200, p, sizeof(p));
     for (int round = 0; round < 3; round++) {
         cr_assert_eq(cl_stop(&c, v, 30000), 0, "node %d stops", v);
         int64_t start = itest_now_ms();

@@ -129,19 +129,6 @@ health_term(int i, int *led)
     return t;
 }
 
-/* part_owned_by - a partition pK of queue that node o owns while all three
- * are live, into p (asserts one of p0..p199 is). */
-static void
-part_owned_by(const char *queue, int o, char *p, size_t len)
-{
-    for (int k = 0; k < 200; k++) {
-        snprintf(p, len, "p%d", k);
-        if (cl_owner(queue, p, CL_ALL) == o)
-            return;
-    }
-    cr_assert_fail("node %d owns none of p0..p199 of %s", o, queue);
-}
-
 /* round_nodes - for round k: the node a to ask (a follower in even rounds,
  * the leader in odd ones) and a follower o other than a, whose partition
  * the push goes to.  Every node answers once the entry is applied by
@@ -215,7 +202,7 @@ Test(raft_cluster, configure_is_applied_by_every_owner_before_the_answer)
 
         round_nodes(k, &a, &o);
         snprintf(queue, sizeof(queue), "cap1-%d", k);
-        part_owned_by(queue, o, part, sizeof(part));
+        cl_part_owned_by(queue, o, 200, part, sizeof(part));
         cr_assert(configure_until(a, queue, 1, 20000) >= 0,
                   "configure of %s on node %d", queue, a);
         long st = itest_push(&c.node[a], &r, queue, part, "[1,2]");
@@ -245,7 +232,7 @@ Test(raft_cluster, undeclare_is_applied_by_every_owner_before_the_answer)
 
         round_nodes(k, &a, &o);
         snprintf(queue, sizeof(queue), "undecl-%d", k);
-        part_owned_by(queue, o, part, sizeof(part));
+        cl_part_owned_by(queue, o, 200, part, sizeof(part));
         cr_assert(configure_until(a, queue, 100, 20000) >= 0);
         for (int i = 0; i < CL_NODES; i++)
             cr_assert(wait_declared(i, queue, 100, 10000));
