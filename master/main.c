@@ -46,8 +46,8 @@
 #define DRAIN_MS   30000 /* workers still running then are killed */
 #define HANDOFF_MS 3000  /* raft leadership transfer on a graceful stop */
 #define VERSION    "0.1.0"
-#define NOFILE_RESERVE                                                         \
-    1024 /* descriptors a worker wants beyond its connections */
+/* descriptors a worker wants beyond its connections */
+#define NOFILE_RESERVE 1024
 
 static void
 usage(FILE *f)

@@ -27,8 +27,8 @@ struct forward {
     int pending; /* the owner has not answered yet */
     int fd;      /* the client's socket, watched for hang-ups; -1: not */
     char owner[SHM_STATUS_ID_MAX];
-    size_t qlen, plen; /* a long poll's queue and partition; 0: not one */
-    char names[];      /* the queue's, then the partition's */
+    size_t qlen;  /* a long poll's queue name; 0: not a long poll */
+    char names[]; /* the queue's (what an empty answer names) */
 };
 
 /* unwatch - the client's socket no longer names f. */
@@ -200,27 +200,24 @@ own_addr(const struct worker *w)
     return w->owners.self_addr;
 }
 
-/* start - worker_forward_to(); a long poll names its queue and partition
- * (empty names otherwise), so that a change of owners can let it go. */
+/* start - worker_forward_to(); a long poll names its queue (empty
+ * otherwise), so that a change of owners can let it go with an answer. */
 static void
 start(struct worker *w, struct http_request *req, const char *id,
-      const char *addr, unsigned wait_ms, struct shm_name queue,
-      struct shm_name part)
+      const char *addr, unsigned wait_ms, struct shm_name queue)
 {
     const char *own = own_addr(w);
     const char *uri = http_request_uri(req);
     char *url = NULL, *authz = NULL;
     const char *headers[3] = {FORWARD_HEADER ": 1",
                               "Content-Type: application/json"};
-    struct forward *f = calloc(1, sizeof(*f) + queue.len + part.len);
+    struct forward *f = calloc(1, sizeof(*f) + queue.len);
     size_t len;
 
     if (f != NULL) {
         f->fd = -1;
         f->qlen = queue.len;
-        f->plen = part.len;
         memcpy(f->names, queue.ptr, queue.len);
-        memcpy(f->names + queue.len, part.ptr, part.len);
     }
     const char *body = http_request_body(req, &len);
     struct http_client_req r = {
@@ -272,8 +269,7 @@ void
 worker_forward_to(struct worker *w, struct http_request *req, const char *id,
                   const char *addr, unsigned wait_ms)
 {
-    start(w, req, id, addr, wait_ms, (struct shm_name){"", 0},
-          (struct shm_name){"", 0});
+    start(w, req, id, addr, wait_ms, (struct shm_name){"", 0});
 }
 
 int
@@ -302,9 +298,8 @@ worker_route(struct worker *w, struct http_request *req, struct shm_name queue,
         return 0;
     }
     m = shm_owner_pick(&w->owners, queue, part);
-    if (wait_ms == 0)
-        queue = part = (struct shm_name){"", 0};
-    start(w, req, w->owners.m[m].id, w->owners.m[m].addr, wait_ms, queue, part);
+    start(w, req, w->owners.m[m].id, w->owners.m[m].addr, wait_ms,
+          wait_ms > 0 ? queue : (struct shm_name){"", 0});
     return 0;
 }
 
