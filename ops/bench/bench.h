@@ -234,6 +234,15 @@ void bench_mayfly_http(const char *key, int port, const char *path,
                        const char *label);
 int bench_metric(int port, const char *name, double *val);
 
+/* floor.c: the rpc floor server, under BENCH_FLOOR_PREFIX of serve-ok */
+#define BENCH_FLOOR_PREFIX "/api/v1/ephemeral/"
+struct MHD_Connection;
+int bench_floor_handler(struct MHD_Connection *conn, const char *url,
+                        const char *upload, size_t *upload_size,
+                        void **req_cls);
+void bench_floor_completed(void **req_cls);
+void bench_floor_expire(int all);
+
 /* peers.c */
 void bench_redis_all(void);
 void bench_nats_all(void);

@@ -351,6 +351,9 @@ free_port(void)
     return 0;
 }
 
+/* What an "ok" request's req_cls points at. */
+static int ok_seen;
+
 /* libmicrohttpd handler: "ok" to everything, answered on the second call
  * (once the request is complete), or MHD closes the connection after it. */
 static enum MHD_Result
@@ -358,22 +361,35 @@ ok_handler(void *cls, struct MHD_Connection *conn, const char *url,
            const char *method, const char *version, const char *upload,
            size_t *upload_size, void **req_cls)
 {
-    static int seen;
     struct MHD_Response *resp = cls;
 
-    (void)url;
     (void)method;
     (void)version;
-    (void)upload;
+    if (strncmp(url, BENCH_FLOOR_PREFIX, strlen(BENCH_FLOOR_PREFIX)) == 0)
+        return (enum MHD_Result)bench_floor_handler(conn, url, upload,
+                                                    upload_size, req_cls);
     if (*req_cls == NULL) {
-        *req_cls = &seen;
+        *req_cls = &ok_seen;
         return MHD_YES;
     }
     *upload_size = 0;
     return MHD_queue_response(conn, MHD_HTTP_OK, resp);
 }
 
-/* Serve "ok" on 127.0.0.1:port with two epoll threads until signalled. */
+/* libmicrohttpd: a request is done; free the floor server's state. */
+static void
+ok_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+             enum MHD_RequestTerminationCode why)
+{
+    (void)cls;
+    (void)conn;
+    (void)why;
+    if (*req_cls != &ok_seen)
+        bench_floor_completed(req_cls);
+}
+
+/* Serve "ok" on 127.0.0.1:port with two epoll threads until signalled,
+ * and the rpc floor (floor.c) under BENCH_FLOOR_PREFIX. */
 static int
 serve_ok(int port)
 {
@@ -383,24 +399,29 @@ serve_ok(int port)
                              .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     struct MHD_Daemon *d;
+    struct timespec tick = {0, 50000000};
     sigset_t set;
-    int sig;
 
     raise_nofile();
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL,
-                         (uint16_t)port, NULL, NULL, ok_handler, resp,
-                         MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_THREAD_POOL_SIZE,
-                         2u, MHD_OPTION_CONNECTION_LIMIT, 20000u,
-                         MHD_OPTION_CONNECTION_TIMEOUT, 0u, MHD_OPTION_END);
+    d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+            MHD_ALLOW_SUSPEND_RESUME,
+        (uint16_t)port, NULL, NULL, ok_handler, resp, MHD_OPTION_SOCK_ADDR, &sa,
+        MHD_OPTION_THREAD_POOL_SIZE, 2u, MHD_OPTION_CONNECTION_LIMIT, 20000u,
+        MHD_OPTION_CONNECTION_TIMEOUT, 0u, MHD_OPTION_NOTIFY_COMPLETED,
+        ok_completed, NULL, MHD_OPTION_END);
     if (d == NULL) {
         fprintf(stderr, "mayfly-bench: cannot serve on port %d\n", port);
         return 1;
     }
-    sigwait(&set, &sig);
+    /* Every 50 ms, answer the floor's long polls whose timeout passed. */
+    while (sigtimedwait(&set, NULL, &tick) == -1)
+        bench_floor_expire(0);
+    bench_floor_expire(1);
     MHD_stop_daemon(d);
     MHD_destroy_response(resp);
     return 0;

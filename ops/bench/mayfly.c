@@ -881,29 +881,32 @@ rpc_floor(struct bench_row *row, double per_trip)
              row->client_us + per_trip * (ok->cpu_us - ok->client_us));
 }
 
-/* Scenario rpc with nreq requesters and nresp responders. */
+/* Scenario rpc with nreq requesters and nresp responders, against mayfly
+ * or, with floor set, against the floor server (floor.c) on the trivial
+ * endpoint's port: the same requests, a server doing nothing else. */
 static void
-mayfly_rpc(int nreq, int nresp)
+mayfly_rpc(int nreq, int nresp, int floor)
 {
     static int tag;
     struct bench_row row = {0};
     struct rpc_sc sc = {.tag = ++tag};
     struct bench_run *run = bench_run_new(bench_opt.threads);
+    int port = floor ? bench_opt.okport : bench_opt.mport;
     int ok = 1;
 
     snprintf(sc.queue, sizeof(sc.queue), "rpc%d-req-%d", run_tag, tag);
-    snprintf(row.key, sizeof(row.key), "rpc-%d", nreq);
+    snprintf(row.key, sizeof(row.key), "rpc-%d%s", nreq, floor ? "-floor" : "");
     snprintf(row.scenario, sizeof(row.scenario), "rpc");
-    snprintf(row.system, sizeof(row.system), "mayfly");
+    snprintf(row.system, sizeof(row.system), floor ? "floor" : "mayfly");
     snprintf(row.variant, sizeof(row.variant),
              "%d requesters, %d responders, inbox per request%s", nreq, nresp,
              bench_opt.pipeline ? ", pipelined" : "");
+    if (floor)
+        snprintf(row.ref, sizeof(row.ref), "rpc-%d", nreq);
     for (int i = 0; i < nresp && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_rpcs, &sc) !=
-             NULL;
+        ok = bench_run_add(run, BENCH_HTTP, port, &role_rpcs, &sc) != NULL;
     for (int i = 0; i < nreq && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_rpcq, &sc) !=
-             NULL;
+        ok = bench_run_add(run, BENCH_HTTP, port, &role_rpcq, &sc) != NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
     bench_row_from_run(&row, run, bench_run_secs(run), "rt/s");
@@ -912,11 +915,13 @@ mayfly_rpc(int nreq, int nresp)
     long trips = atomic_load(&sc.trips);
     double per_trip = trips > 0 ? (double)atomic_load(&sc.requests) / trips : 0;
     if (row.ok && trips > 0)
-        snprintf(row.note, sizeof(row.note), "%.2f HTTP requests a round trip",
-                 per_trip);
+        snprintf(row.note, sizeof(row.note),
+                 "%s%.2f HTTP requests a round trip",
+                 floor ? "libmicrohttpd doing only this; " : "", per_trip);
     bench_row_cost(&row, &run->sys_begin, &run->sys_end, bench_run_secs(run),
                    "round trip");
-    rpc_floor(&row, per_trip);
+    if (!floor)
+        rpc_floor(&row, per_trip);
     bench_row_add(&row);
     bench_run_free(run);
 }
@@ -1222,10 +1227,12 @@ bench_mayfly_all(void)
         mayfly_drain(0);
         mayfly_drain(1);
     }
-    if (bench_want("rpc") || bench_want("rpc1"))
-        mayfly_rpc(1, 1);
-    if (bench_want("rpc") || bench_want("rpc32"))
-        mayfly_rpc(32, 8);
+    for (int floor = 0; floor <= (bench_opt.okport > 0); floor++) {
+        if (bench_want("rpc") || bench_want("rpc1"))
+            mayfly_rpc(1, 1, floor);
+        if (bench_want("rpc") || bench_want("rpc32"))
+            mayfly_rpc(32, 8, floor);
+    }
     if (bench_want("wake"))
         mayfly_wake();
     if (bench_want("inboxes"))
