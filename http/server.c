@@ -6,9 +6,12 @@
  * Single-threaded (MHD runs inside http_server_run()).  Errors are logged
  * through shm/log.h; MHD's own messages too.
  */
+#include <sys/socket.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/filter.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +170,39 @@ http_server_quiesce(struct http_server *s)
     if (fd != MHD_INVALID_SOCKET && close(fd) == -1)
         log_warn(errno, "close(listen fd %d) failed", fd);
     s->listen_fd = -1;
+}
+
+/* http_server_refuse_new - see server.h.  A classic socket filter on the
+ * listening socket drops every segment that opens a connection (SYN without
+ * ACK; the filter sees the TCP header at offset 0): the kernel completes no
+ * new handshake, while one already under way (its ACK, its first data)
+ * still lands in the accept queue and is accepted.  The filtered client
+ * sends its SYN again a second later and is refused once the socket has
+ * closed: a refusal says plainly that nothing was sent, where a reset of
+ * a connection whose request was queued does not. */
+int
+http_server_refuse_new(struct http_server *s)
+{
+    static struct sock_filter drop_syn[] = {
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 13),          /* TCP flags */
+        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x12),       /* SYN, ACK */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x02, 0, 1), /* SYN alone? */
+        BPF_STMT(BPF_RET | BPF_K, 0),                    /* drop */
+        BPF_STMT(BPF_RET | BPF_K, 0xffffffffu),          /* keep */
+    };
+    struct sock_fprog prog = {.len = sizeof(drop_syn) / sizeof(drop_syn[0]),
+                              .filter = drop_syn};
+
+    if (s->listen_fd == -1)
+        return -EBADF;
+    if (setsockopt(s->listen_fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
+                   sizeof(prog)) == -1) {
+        int e = errno;
+        log_warn(e, "setsockopt(listen fd %d, SO_ATTACH_FILTER) failed",
+                 s->listen_fd);
+        return -e;
+    }
+    return 0;
 }
 
 /* http_server_requests - see server.h. */

@@ -81,6 +81,14 @@ int http_server_timeout_ms(struct http_server *s);
  */
 void http_server_quiesce(struct http_server *s);
 
+/*
+ * http_server_refuse_new - have the kernel open no new connection on the
+ * listening socket (their SYNs are dropped, so their clients are refused
+ * once it closes) while those already queued are still accepted: the last
+ * step of a drain before the socket closes.  0 or -errno (logged).
+ */
+int http_server_refuse_new(struct http_server *s);
+
 /* http_server_requests - requests begun (request line read) and not yet
  * ended: zero means every open connection is idle between requests. */
 unsigned http_server_requests(const struct http_server *s);

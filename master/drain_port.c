@@ -14,7 +14,11 @@
  * worker's is (status "draining", ready false), every other routed request
  * 503 draining with Retry-After, like a draining worker.  Bodies are read
  * and dropped, never kept.  Unknown paths and wrong methods get the
- * server's own 404/405.
+ * server's own 404/405.  At the very end the kernel stops opening
+ * connections on the socket and the master answers the ones it had
+ * queued before closing it (master_drain_port_finish): closing a listening
+ * socket resets every connection still in its accept queue, and a client
+ * whose request sat there cannot tell it was never read.
  *
  * Single-threaded (the master's loop), no locking.  Errors are logged.
  */
@@ -23,6 +27,7 @@
 #include <sys/epoll.h>
 
 #include <errno.h>
+#include <poll.h>
 
 #include "http/buf.h"
 #include "http/reply.h"
@@ -33,8 +38,10 @@
 #include "shm/log.h"
 #include "shm/status.h"
 
-#define DRAIN_PORT_CONNECTIONS 256 /* health checks and refused retries */
-#define DRAIN_PORT_TIMEOUT_S   5   /* idle connections close */
+#define DRAIN_PORT_CONNECTIONS 256  /* health checks and refused retries */
+#define DRAIN_PORT_TIMEOUT_S   5    /* idle connections close */
+#define LAST_ROUND_GRACE_MS    50   /* queued connections accepted, read */
+#define LAST_ROUND_MS          1000 /* a body still coming in: at most */
 
 /* on_request - /health says draining; everything else is refused. */
 static void
@@ -92,6 +99,25 @@ int
 master_drain_port_timeout_ms(struct master *m)
 {
     return m->drain_srv ? http_server_timeout_ms(m->drain_srv) : -1;
+}
+
+void
+master_drain_port_finish(struct master *m)
+{
+    struct http_server *s = m->drain_srv;
+    uint64_t start = shm_now_ms(), now;
+
+    if (s == NULL || http_server_refuse_new(s) != 0)
+        return;
+    while ((now = shm_now_ms()) < start + LAST_ROUND_MS &&
+           (now < start + LAST_ROUND_GRACE_MS || http_server_requests(s) > 0)) {
+        struct pollfd p = {.fd = http_server_fd(s), .events = POLLIN};
+        int t = http_server_timeout_ms(s);
+
+        if (poll(&p, 1, t >= 0 && t < 10 ? t : 10) == -1 && errno != EINTR)
+            log_warn(errno, "poll(drain port) failed");
+        http_server_run(s);
+    }
 }
 
 void

@@ -27,6 +27,15 @@ void master_drain_port_run(struct master *m);
  * no timer, or not started). */
 int master_drain_port_timeout_ms(struct master *m);
 
+/*
+ * master_drain_port_finish - the last round before the socket closes: the
+ * kernel opens no new connection on it (a client's connect is refused once
+ * the master exits), and the master accepts and answers those already
+ * queued (50 ms, longer while a request is still coming in, 1 s at most).
+ * Blocks the master for that long; a no-op when the port is not started.
+ */
+void master_drain_port_finish(struct master *m);
+
 /* master_drain_port_stop - close its connections and the listening
  * socket, free it.  A no-op when it was not started. */
 void master_drain_port_stop(struct master *m);

@@ -5,7 +5,11 @@
  * pops and in-flight requests and exits 0 within a bounded time, answering
  * new connections 503 draining meanwhile.
  */
+#include <sys/socket.h>
+#include <sys/time.h>
+
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,4 +331,112 @@ Test(term, new_connections_during_the_drain_get_503_from_the_master,
     cr_assert(itest_node_log_contains(&n, "Terminated: draining"));
     cr_assert(itest_node_log_contains(&n, "info: stopped"));
     free(body);
+}
+
+/* A client of test drain_end: one request a connection, until refused. */
+struct knocker {
+    const struct itest_node *n;
+    int answered; /* complete responses */
+    int broken;   /* connections reset or closed without a whole answer */
+    int refused;  /* ended on ECONNREFUSED */
+    char why[200];
+};
+
+/* Whether buf holds one whole response: a status line, headers, and as
+ * many body bytes as Content-Length says. */
+static int
+whole_response(const char *buf, size_t len)
+{
+    const char *end = strstr(buf, "\r\n\r\n");
+    const char *cl = strcasestr(buf, "\r\ncontent-length:");
+
+    if (strncmp(buf, "HTTP/1.1 ", 9) != 0 || end == NULL || cl == NULL ||
+        cl > end)
+        return 0;
+    return len == (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10);
+}
+
+static void *
+knock(void *arg)
+{
+    static const char req[] =
+        "GET /health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    struct knocker *k = arg;
+    int64_t until = itest_now_ms() + 45000;
+
+    while (itest_now_ms() < until && !k->refused) {
+        struct timeval tv = {10, 0};
+        char buf[4096];
+        size_t got = 0;
+        ssize_t r = 0;
+        int fd = itest_raw_connect(k->n);
+
+        if (fd == -ECONNREFUSED) {
+            k->refused = 1;
+            break;
+        }
+        if (fd < 0) {
+            k->broken++;
+            snprintf(k->why, sizeof(k->why), "connect: %s", strerror(-fd));
+            continue;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) !=
+            (ssize_t)sizeof(req) - 1) {
+            k->broken++;
+            snprintf(k->why, sizeof(k->why), "send: %s", strerror(errno));
+            close(fd);
+            continue;
+        }
+        while (got < sizeof(buf) - 1 &&
+               (r = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
+            got += (size_t)r;
+        buf[got] = '\0';
+        if (r == 0 && whole_response(buf, got)) {
+            k->answered++;
+        } else {
+            k->broken++;
+            snprintf(k->why, sizeof(k->why), "%s after %zu bytes: %.60s",
+                     r < 0 ? strerror(errno) : "closed", got, buf);
+        }
+        close(fd);
+    }
+    return NULL;
+}
+
+/*
+ * The end of a drain: clients that open a connection per request while the
+ * node stops are all either answered whole (200 before the drain, 503
+ * during it) or refused at connect once it has gone; none has a request
+ * swallowed by a reset (the listening socket's accept queue used to be
+ * reset when the master closed it, 1-10 connections a drain).
+ */
+Test(term, clients_at_the_end_of_a_drain_are_answered_or_refused,
+     .timeout = 120)
+{
+    enum { CLIENTS = 3 };
+    struct knocker k[CLIENTS];
+    pthread_t t[CLIENTS];
+    struct itest_node n;
+    int answered = 0, st;
+
+    itest_node_start(&n, NULL);
+    for (int i = 0; i < CLIENTS; i++) {
+        k[i] = (struct knocker){.n = &n};
+        cr_assert_eq(pthread_create(&t[i], NULL, knock, &k[i]), 0);
+    }
+    itest_sleep_ms(200);
+    cr_assert_eq(kill(n.pid, SIGTERM), 0);
+    st = itest_node_wait_exit(&n, 30000);
+    for (int i = 0; i < CLIENTS; i++) {
+        pthread_join(t[i], NULL);
+        cr_assert_eq(k[i].broken, 0,
+                     "client %d: %d of %d connections lost their request "
+                     "(last: %s)",
+                     i, k[i].broken, k[i].broken + k[i].answered, k[i].why);
+        cr_assert(k[i].refused, "client %d was never refused", i);
+        answered += k[i].answered;
+    }
+    cr_assert_eq(st, 0, "exit status %d after SIGTERM", st);
+    cr_log_info("drain end: %d connections answered, then refused", answered);
 }
