@@ -7,7 +7,12 @@
  * read by the loops, except the atomic counters that hand out work.
  * Errors: a scenario that cannot run becomes a row with a note.
  */
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -926,18 +931,116 @@ mayfly_rpc(int nreq, int nresp, int floor)
     bench_run_free(run);
 }
 
-/* Scenario wake: a parked pop, then one push; push sent -> pop answered. */
+/* The inode of the server's end of the loopback connection fd (mayfly's
+ * client port, our local port), from /proc/net/tcp; 0 when not found. */
+static unsigned long
+server_inode(int fd)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    char line[512], want[64];
+    unsigned long inode = 0;
+    FILE *f;
+
+    if (getsockname(fd, (struct sockaddr *)&sa, &sl) == -1)
+        return 0;
+    snprintf(want, sizeof(want), "0100007F:%04X 0100007F:%04X",
+             (unsigned)bench_opt.mport, (unsigned)ntohs(sa.sin_port));
+    if ((f = fopen("/proc/net/tcp", "r")) == NULL)
+        return 0;
+    while (inode == 0 && fgets(line, sizeof(line), f)) {
+        char *at = strstr(line, want);
+        if (at != NULL &&
+            sscanf(at + strlen(want), " %*x %*x:%*x %*x:%*x %*x %*u %*u %lu",
+                   &inode) != 1)
+            inode = 0;
+    }
+    fclose(f);
+    return inode;
+}
+
+/* The mayflyd worker (a child of --mayfly-pid) holding the server's end of
+ * fd; 0 when it cannot be told. */
+static pid_t
+conn_worker(int fd)
+{
+    unsigned long inode = server_inode(fd);
+    char path[96], link[64], want[40];
+    pid_t found = 0;
+    long child;
+    FILE *f;
+
+    if (inode == 0 || bench_opt.mpid <= 0)
+        return 0;
+    snprintf(want, sizeof(want), "socket:[%lu]", inode);
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children",
+             (int)bench_opt.mpid, (int)bench_opt.mpid);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    while (found == 0 && fscanf(f, "%ld", &child) == 1) {
+        DIR *d;
+        struct dirent *e;
+
+        snprintf(path, sizeof(path), "/proc/%ld/fd", child);
+        if ((d = opendir(path)) == NULL)
+            continue;
+        while (found == 0 && (e = readdir(d)) != NULL) {
+            char fdpath[sizeof(path) + sizeof(e->d_name) + 2];
+            ssize_t n;
+
+            snprintf(fdpath, sizeof(fdpath), "%s/%s", path, e->d_name);
+            n = readlink(fdpath, link, sizeof(link) - 1);
+            if (n > 0 && (link[n] = '\0', strcmp(link, want) == 0))
+                found = (pid_t)child;
+        }
+        closedir(d);
+    }
+    fclose(f);
+    return found;
+}
+
+/* Open the wake scenario's two connections (*a for the pop, *b for the
+ * push) so that one worker holds both (split 0) or two do (split 1): the
+ * wake costs differ (BENCHMARKS.md, wake); split -1 takes the first pair.
+ * 0, or -EAGAIN when 64 tries gave no such pair (or the workers cannot be
+ * told apart). */
+static int
+wake_pair(int split, int *a, int *b)
+{
+    for (int i = 0; i < 64; i++) {
+        pid_t wa, wb;
+
+        *a = bench_tcp_connect(bench_opt.mport);
+        *b = bench_tcp_connect(bench_opt.mport);
+        bench_sleep_ns(20000000); /* both accepted */
+        if (split < 0)
+            return *a >= 0 && *b >= 0 ? 0 : -ECONNREFUSED;
+        wa = *a >= 0 ? conn_worker(*a) : 0;
+        wb = *b >= 0 ? conn_worker(*b) : 0;
+        if (wa > 0 && wb > 0 && (wa != wb) == split)
+            return 0;
+        if (*a >= 0)
+            close(*a);
+        if (*b >= 0)
+            close(*b);
+    }
+    *a = *b = -1;
+    return -EAGAIN;
+}
+
+/* Scenario wake: a parked pop, then one push; push sent -> pop answered;
+ * with the pop's and the push's connections on one worker (split 0), on
+ * two (1), or wherever they land (-1: the workers cannot be told). */
 static void
-mayfly_wake(void)
+mayfly_wake(int split)
 {
     struct bench_buf in = {0}, chunk = {0}, in2 = {0}, chunk2 = {0}, pop = {0},
                      push = {0};
     struct bench_hist *h = calloc(1, sizeof(*h));
     struct bench_reply r;
     struct bench_row row = {0};
-    int a = bench_tcp_connect(bench_opt.mport);
-    int b = bench_tcp_connect(bench_opt.mport);
-    int n = bench_opt.quick ? 300 : 2000, rc = 0;
+    int a, b, n = bench_opt.quick ? 300 : 2000;
+    int rc = wake_pair(split, &a, &b);
     uint64_t t0;
     char path[160], queue[40];
 
@@ -946,11 +1049,15 @@ mayfly_wake(void)
              WAIT_PATH "queue=%s&wait=true&timeout=5000&autoAck=true", queue);
     bench_http_request(&pop, "GET", path, NULL, 0);
     push_req(&push, queue, NULL, &msgs1);
-    snprintf(row.key, sizeof(row.key), "wake");
+    snprintf(row.key, sizeof(row.key), split > 0 ? "wake-split" : "wake");
     snprintf(row.scenario, sizeof(row.scenario), "wake");
     snprintf(row.system, sizeof(row.system), "mayfly");
     snprintf(row.variant, sizeof(row.variant),
-             "parked pop, one 256 B push; %d samples", n);
+             "parked pop, one 256 B push, %s; %d samples",
+             split < 0   ? "placement unknown"
+             : split > 0 ? "on two workers"
+                         : "on one worker",
+             n);
     snprintf(row.unit, sizeof(row.unit), "wakes/s");
     for (int i = 0; i < n && a >= 0 && b >= 0 && rc == 0; i++) {
         if (write(a, pop.p, pop.len) != (ssize_t)pop.len) {
@@ -979,8 +1086,10 @@ mayfly_wake(void)
     row.p99_us = bench_hist_pct_us(h, 99);
     row.by_p50 = 1;
     snprintf(row.note, sizeof(row.note), "%s",
-             row.ok ? "rate column empty: latency only"
-                    : "a wake failed (no answer, or not exactly 1 message)");
+             row.ok          ? "rate column empty: latency only"
+             : rc == -EAGAIN ? "no such pair of connections in 64 tries"
+                             : "a wake failed (no answer, or not "
+                               "exactly 1 message)");
     bench_row_add(&row);
     if (a >= 0)
         close(a);
@@ -1233,8 +1342,12 @@ bench_mayfly_all(void)
         if (bench_want("rpc") || bench_want("rpc32"))
             mayfly_rpc(32, 8, floor);
     }
-    if (bench_want("wake"))
-        mayfly_wake();
+    if (bench_want("wake") && bench_opt.mpid > 0) {
+        mayfly_wake(0);
+        mayfly_wake(1);
+    } else if (bench_want("wake")) {
+        mayfly_wake(-1);
+    }
     if (bench_want("inboxes"))
         mayfly_inboxes();
     if (bench_want("parked"))
