@@ -336,9 +336,10 @@ Test(term, new_connections_during_the_drain_get_503_from_the_master,
 /* A client of test drain_end: one request a connection, until refused. */
 struct knocker {
     const struct itest_node *n;
-    int answered; /* complete responses */
-    int broken;   /* connections reset or closed without a whole answer */
-    int refused;  /* ended on ECONNREFUSED */
+    const _Atomic int *gone; /* the node has exited */
+    int answered;            /* complete responses */
+    int broken;  /* connections reset or closed without a whole answer */
+    int refused; /* ended on ECONNREFUSED */
     char why[200];
 };
 
@@ -364,7 +365,7 @@ knock(void *arg)
     struct knocker *k = arg;
     int64_t until = itest_now_ms() + 45000;
 
-    while (itest_now_ms() < until && !k->refused) {
+    while (itest_now_ms() < until && !k->refused && !*k->gone) {
         struct timeval tv = {10, 0};
         char buf[4096];
         size_t got = 0;
@@ -418,25 +419,33 @@ Test(term, clients_at_the_end_of_a_drain_are_answered_or_refused,
     struct knocker k[CLIENTS];
     pthread_t t[CLIENTS];
     struct itest_node n;
-    int answered = 0, st;
+    _Atomic int gone = 0;
+    int answered = 0, refused = 0, st;
 
     itest_node_start(&n, NULL);
     for (int i = 0; i < CLIENTS; i++) {
-        k[i] = (struct knocker){.n = &n};
+        k[i] = (struct knocker){.n = &n, .gone = &gone};
         cr_assert_eq(pthread_create(&t[i], NULL, knock, &k[i]), 0);
     }
     itest_sleep_ms(200);
     cr_assert_eq(kill(n.pid, SIGTERM), 0);
     st = itest_node_wait_exit(&n, 30000);
+    /* A client in its connect's SYN retry meets the closed port then;
+     * after that the port is free for anyone, so stop knocking. */
+    itest_sleep_ms(1500);
+    gone = 1;
     for (int i = 0; i < CLIENTS; i++) {
         pthread_join(t[i], NULL);
         cr_assert_eq(k[i].broken, 0,
                      "client %d: %d of %d connections lost their request "
                      "(last: %s)",
                      i, k[i].broken, k[i].broken + k[i].answered, k[i].why);
-        cr_assert(k[i].refused, "client %d was never refused", i);
         answered += k[i].answered;
+        refused += k[i].refused;
     }
     cr_assert_eq(st, 0, "exit status %d after SIGTERM", st);
-    cr_log_info("drain end: %d connections answered, then refused", answered);
+    cr_assert(refused > 0, "no client was refused once the node had gone");
+    cr_log_info("drain end: %d connections answered, then %d of %d clients "
+                "refused",
+                answered, refused, CLIENTS);
 }
