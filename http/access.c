@@ -44,7 +44,7 @@ http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     struct http_request *req = calloc(1, sizeof(*req));
 
-    (void)conn;
+    http_server_conn_began(cls, conn);
     if (req == NULL)
         return NULL;
     req->server = cls;

@@ -8,6 +8,7 @@
 #include "http/server.h"
 
 struct MHD_Daemon;
+struct MHD_Connection;
 struct http_request;
 
 struct http_server {
@@ -20,8 +21,13 @@ struct http_server {
     int resume_pending;             /* a resume awaits http_server_run() */
     int closed;        /* a connection closed in the last run: see run() */
     unsigned requests; /* requests begun and not yet freed */
+    unsigned fresh;    /* connections accepted, no request begun yet */
     void (*on_close)(void *ctx, int fd); /* see http_server_on_close() */
     void *on_close_ctx;
 };
+
+/* http_server_conn_began - conn's request line is in: if it is the
+ * connection's first, it is no longer counted fresh (access.c). */
+void http_server_conn_began(struct http_server *s, struct MHD_Connection *conn);
 
 #endif

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/filter.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,9 @@ mhd_log(void *cls, const char *fmt, va_list ap)
     log_info(0, "libmicrohttpd: %s", line);
 }
 
-/* conn_notify - MHD's word on a connection's start or end: an ending one
+/* conn_notify - MHD's word on a connection's start or end.  A new one is
+ * counted fresh until its first request line (its socket context is the
+ * flag: a drain must not close it with that request unread); an ending one
  * is reported to the on_close hook while its socket is still open. */
 static void
 conn_notify(void *cls, struct MHD_Connection *conn, void **socket_ctx,
@@ -49,10 +52,20 @@ conn_notify(void *cls, struct MHD_Connection *conn, void **socket_ctx,
 {
     struct http_server *s = cls;
     const union MHD_ConnectionInfo *ci;
+    unsigned char *fresh = *socket_ctx;
 
-    (void)socket_ctx;
-    if (code != MHD_CONNECTION_NOTIFY_CLOSED)
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        if ((fresh = malloc(1)) != NULL) {
+            *fresh = 1;
+            s->fresh++;
+        }
+        *socket_ctx = fresh;
         return;
+    }
+    if (fresh != NULL && *fresh)
+        s->fresh--;
+    free(fresh);
+    *socket_ctx = NULL;
     s->closed = 1;
     if (s->on_close == NULL)
         return;
@@ -205,11 +218,34 @@ http_server_refuse_new(struct http_server *s)
     return 0;
 }
 
-/* http_server_requests - see server.h. */
-unsigned
-http_server_requests(const struct http_server *s)
+/* http_server_conn_began - see server-t.h. */
+void
+http_server_conn_began(struct http_server *s, struct MHD_Connection *conn)
 {
-    return s->requests;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    unsigned char *fresh = ci != NULL ? ci->socket_context : NULL;
+
+    if (fresh != NULL && *fresh) {
+        *fresh = 0;
+        s->fresh--;
+    }
+}
+
+/* http_server_busy - see server.h. */
+unsigned
+http_server_busy(const struct http_server *s)
+{
+    return s->requests + s->fresh;
+}
+
+/* http_server_accept_pending - see server.h. */
+int
+http_server_accept_pending(const struct http_server *s)
+{
+    struct pollfd p = {.fd = s->listen_fd, .events = POLLIN};
+
+    return s->listen_fd != -1 && poll(&p, 1, 0) == 1;
 }
 
 /* http_server_connections - MHD's count, parked ones included. */

@@ -89,9 +89,14 @@ void http_server_quiesce(struct http_server *s);
  */
 int http_server_refuse_new(struct http_server *s);
 
-/* http_server_requests - requests begun (request line read) and not yet
- * ended: zero means every open connection is idle between requests. */
-unsigned http_server_requests(const struct http_server *s);
+/* http_server_busy - requests begun (request line read) and not yet ended,
+ * plus connections accepted whose first request has not begun: zero means
+ * every open connection is idle between requests. */
+unsigned http_server_busy(const struct http_server *s);
+
+/* http_server_accept_pending - whether connections wait in the listening
+ * socket's accept queue (0 once quiesced). */
+int http_server_accept_pending(const struct http_server *s);
 
 /* http_server_connections - open connections, suspended ones included. */
 unsigned http_server_connections(struct http_server *s);

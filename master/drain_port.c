@@ -109,11 +109,18 @@ master_drain_port_finish(struct master *m)
 
     if (s == NULL || http_server_refuse_new(s) != 0)
         return;
-    while ((now = shm_now_ms()) < start + LAST_ROUND_MS &&
-           (now < start + LAST_ROUND_GRACE_MS || http_server_requests(s) > 0)) {
+    /* At least one round; then on while connections wait to be accepted,
+     * one accepted has not begun its request, or a request is under way. */
+    for (int round = 0;; round++) {
         struct pollfd p = {.fd = http_server_fd(s), .events = POLLIN};
         int t = http_server_timeout_ms(s);
 
+        now = shm_now_ms();
+        if (round > 0 &&
+            (now >= start + LAST_ROUND_MS ||
+             (now >= start + LAST_ROUND_GRACE_MS && http_server_busy(s) == 0 &&
+              !http_server_accept_pending(s))))
+            break;
         if (poll(&p, 1, t >= 0 && t < 10 ? t : 10) == -1 && errno != EINTR)
             log_warn(errno, "poll(drain port) failed");
         http_server_run(s);

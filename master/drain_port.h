@@ -31,7 +31,8 @@ int master_drain_port_timeout_ms(struct master *m);
  * master_drain_port_finish - the last round before the socket closes: the
  * kernel opens no new connection on it (a client's connect is refused once
  * the master exits), and the master accepts and answers those already
- * queued (50 ms, longer while a request is still coming in, 1 s at most).
+ * queued (50 ms, longer while one waits to be accepted, has not sent its
+ * request or is being answered; 1 s at most).
  * Blocks the master for that long; a no-op when the port is not started.
  */
 void master_drain_port_finish(struct master *m);

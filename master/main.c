@@ -469,7 +469,8 @@ main(int argc, char **argv)
     watch(ep, tfd, MASTER_TAG_TIMER);
     start_node(&m, ep);
     run(&m, ep, sfd, tfd);
-    master_drain_port_finish(&m);
+    if (m.state != MASTER_STOPPING) /* QUIT: at once */
+        master_drain_port_finish(&m);
     master_drain_port_stop(&m);
     master_cluster_stop(&m);
     master_handover_stop();

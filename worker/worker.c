@@ -326,11 +326,11 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
             http_server_resume_pending(w.http))
             http_server_run(w.http);
         settle(&w);
-        /* Done draining once no request is in flight: idle keep-alive
-         * connections close with the server (a short grace lets one that
-         * was just accepted send its request line). */
+        /* Done draining once no request is in flight and every connection
+         * accepted has begun its first: idle keep-alive connections close
+         * with the server (DRAIN_GRACE_MS at least). */
         if (w.draining && (http_server_connections(w.http) == 0 ||
-                           (http_server_requests(w.http) == 0 &&
+                           (http_server_busy(w.http) == 0 &&
                             now >= w.drain_since + DRAIN_GRACE_MS) ||
                            now >= w.drain_since + DRAIN_MS))
             break;

@@ -60,6 +60,7 @@ struct floor_req {
 static pthread_mutex_t floor_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct floor_queue *floor_table[FLOOR_BUCKETS];
 static unsigned long floor_next_id;
+static int floor_stopping; /* expire(1) ran: a pop no longer parks */
 
 static unsigned
 floor_hash(const char *s)
@@ -254,7 +255,7 @@ floor_pop(struct MHD_Connection *conn, struct floor_req *r)
     if (q != NULL && q->head != NULL) {
         ans = floor_take(q, r->batch);
         floor_queue_drop_idle(q);
-    } else if (q != NULL) {
+    } else if (q != NULL && wait && !floor_stopping) {
         r->parked = 1;
         r->conn = conn;
         r->deadline_ns = bench_now_ns() + (uint64_t)timeout * 1000000u;
@@ -348,13 +349,16 @@ bench_floor_completed(void **req_cls)
 }
 
 /* Resume every parked pop whose deadline passed (all of them when all is
- * set, before the daemon stops), answering it empty. */
+ * set, before the daemon stops: libmicrohttpd aborts when it is stopped
+ * with a connection suspended, so no pop parks after that), answering it
+ * empty. */
 void
 bench_floor_expire(int all)
 {
     uint64_t now = bench_now_ns();
 
     pthread_mutex_lock(&floor_lock);
+    floor_stopping |= all;
     for (int b = 0; b < FLOOR_BUCKETS; b++) {
         struct floor_queue *q = floor_table[b], *next;
 

@@ -337,6 +337,7 @@ Test(term, new_connections_during_the_drain_get_503_from_the_master,
 struct knocker {
     const struct itest_node *n;
     const _Atomic int *gone; /* the node has exited */
+    int dawdle;              /* waits up to 150 ms before sending */
     int answered;            /* complete responses */
     int broken;  /* connections reset or closed without a whole answer */
     int refused; /* ended on ECONNREFUSED */
@@ -364,6 +365,7 @@ knock(void *arg)
         "GET /health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
     struct knocker *k = arg;
     int64_t until = itest_now_ms() + 45000;
+    unsigned seed = (unsigned)getpid();
 
     while (itest_now_ms() < until && !k->refused && !*k->gone) {
         struct timeval tv = {10, 0};
@@ -382,6 +384,8 @@ knock(void *arg)
             continue;
         }
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (k->dawdle)
+            itest_sleep_ms(rand_r(&seed) % 150);
         if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) !=
             (ssize_t)sizeof(req) - 1) {
             k->broken++;
@@ -410,7 +414,8 @@ knock(void *arg)
  * node stops are all either answered whole (200 before the drain, 503
  * during it) or refused at connect once it has gone; none has a request
  * swallowed by a reset (the listening socket's accept queue used to be
- * reset when the master closed it, 1-10 connections a drain).
+ * reset when the master closed it, 1-10 connections a drain), not even
+ * the one that takes up to 150 ms between connecting and sending.
  */
 Test(term, clients_at_the_end_of_a_drain_are_answered_or_refused,
      .timeout = 120)
@@ -424,7 +429,7 @@ Test(term, clients_at_the_end_of_a_drain_are_answered_or_refused,
 
     itest_node_start(&n, NULL);
     for (int i = 0; i < CLIENTS; i++) {
-        k[i] = (struct knocker){.n = &n, .gone = &gone};
+        k[i] = (struct knocker){.n = &n, .gone = &gone, .dawdle = i == 0};
         cr_assert_eq(pthread_create(&t[i], NULL, knock, &k[i]), 0);
     }
     itest_sleep_ms(200);
