@@ -68,16 +68,26 @@ itest_sleep_ms(int ms)
  * three, and one running beside it must not pick a port a node holds on
  * .2 only (seen: a node that could not bind, and a cluster whose peer
  * address reached another test's node).
+ *
+ * The test keeps the port reserved until it exits: its three sockets stay
+ * bound, with SO_REUSEADDR set once bound.  A test beside it picking ports
+ * (a plain bind) skips it, even before our node listens (seen: two cluster
+ * tests that picked one port, "cannot listen ... Address already in use"),
+ * while mayflyd, which binds with SO_REUSEADDR, still can: neither socket
+ * listens.  Restarting a node on its port works the same way.
  */
 int
 itest_free_port(void)
 {
     static unsigned seed;
+    static int held[192];
+    static int nheld;
 
     if (seed == 0)
         seed = (unsigned)getpid() * 2654435761u ^ (unsigned)itest_now_ms();
     for (int i = 0; i < 1000; i++) {
-        int port = 20000 + (int)(rand_r(&seed) % 12000), ok = 1;
+        int port = 20000 + (int)(rand_r(&seed) % 12000), ok = 1, one = 1;
+        int fds[3], k = 0;
 
         for (uint32_t host = 1; host <= 3 && ok; host++) {
             struct sockaddr_in a = {.sin_family = AF_INET,
@@ -88,8 +98,16 @@ itest_free_port(void)
 
             if (fd == -1)
                 return -errno;
-            ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-            close(fd);
+            ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+                 setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ==
+                     0;
+            fds[k++] = fd;
+        }
+        for (int j = 0; j < k; j++) {
+            if (ok && nheld < (int)(sizeof(held) / sizeof(held[0])))
+                held[nheld++] = fds[j];
+            else
+                close(fds[j]);
         }
         if (ok)
             return port;

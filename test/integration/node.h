@@ -59,7 +59,8 @@ int64_t itest_now_ms(void);
 /* itest_sleep_ms - pause between two polls of a condition. */
 void itest_sleep_ms(int ms);
 
-/* itest_free_port - a loopback TCP port that was free a moment ago. */
+/* itest_free_port - a loopback TCP port free on 127.0.0.1-3, reserved for
+ * this test (other tests skip it) until the test process exits. */
 int itest_free_port(void);
 
 /*
