@@ -40,8 +40,8 @@
 
 #define DRAIN_PORT_CONNECTIONS 256  /* health checks and refused retries */
 #define DRAIN_PORT_TIMEOUT_S   5    /* idle connections close */
-#define LAST_ROUND_GRACE_MS    50   /* queued connections accepted, read */
-#define LAST_ROUND_MS          1000 /* a body still coming in: at most */
+#define LAST_ROUND_GRACE_MS    50   /* the last round lasts this at least */
+#define LAST_ROUND_MS          1000 /* and this at most */
 
 /* on_request - /health says draining; everything else is refused. */
 static void
