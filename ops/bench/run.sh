@@ -1,7 +1,8 @@
 #!/bin/sh
 # run.sh - run mayfly-bench with every server it compares on spare ports.
 #
-# Starts the trivial libmicrohttpd endpoint, redis-server (no persistence),
+# Starts the trivial libmicrohttpd endpoint (and the rpc floor server,
+# ops/bench/floor.c, in the same process), redis-server (no persistence),
 # nats-server and build/release/mayflyd (two workers, room for 10,000
 # parked pops), runs build/bench/mayfly-bench, and stops what it started.
 # QUICK=1 for the short run; ONLY=rpc,wake (say) for some scenarios;
