@@ -264,8 +264,9 @@ Test(term, new_connections_during_the_drain_get_503_from_the_master,
     enum { PAYLOAD = 64 * 1024 };
     struct itest_node n;
     struct itest_resp r;
-    char *body = malloc(PAYLOAD + 64), node[80], inc[40];
-    int fd, st, k, port;
+    char *body = malloc(PAYLOAD + 64), node[80], inc[40], one;
+    struct timeval tv = {2, 0};
+    int fd, kfd, st, k, port;
     int64_t deadline;
     pid_t holder;
 
@@ -320,6 +321,20 @@ Test(term, new_connections_during_the_drain_get_503_from_the_master,
     cr_assert(r.seconds < 3.0, "the push took %.1f s during the drain",
               r.seconds);
     itest_resp_free(&r);
+    /* A keep-alive request on a new connection: its answer closes it, so
+     * the client does not send its next request into the node's exit. */
+    kfd = itest_raw_connect(&n);
+    cr_assert(kfd >= 0, "connect: %s", strerror(-kfd));
+    cr_assert_eq(itest_raw_send(kfd, "GET /api/v1/ephemeral/queues HTTP/1.1\r\n"
+                                     "Host: t\r\n\r\n"),
+                 0);
+    itest_raw_response(kfd, &r);
+    itest_assert_error(&r, 503, "draining", NULL, "a keep-alive request");
+    itest_resp_free(&r);
+    setsockopt(kfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    cr_assert_eq(recv(kfd, &one, 1, 0), 0,
+                 "the connection stayed open after 503 draining");
+    close(kfd);
     /* The push in flight arrived during the drain: refused, nothing kept. */
     cr_assert_eq(itest_raw_send(fd, body + 10), 0);
     itest_raw_response(fd, &r);
