@@ -111,6 +111,14 @@ http_reply_error(struct http_request *req, unsigned status, const char *code,
     http_reply_http_error(req, &err);
 }
 
+/* http_reply_draining - see reply.h. */
+void
+http_reply_draining(struct http_request *req)
+{
+    http_reply_error(req, 503, "draining", "this node is stopping");
+    http_reply_header(req, "Connection", "close");
+}
+
 /* http_reply_http_error - the one place error bodies are built. */
 void
 http_reply_http_error(struct http_request *req, const struct http_error *err)

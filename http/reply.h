@@ -46,6 +46,11 @@ void http_reply_error(struct http_request *req, unsigned status,
                       const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* http_reply_draining - 503 draining (with Retry-After), and the
+ * connection closes after it: the node is stopping, and a client that
+ * kept the connection would send its next request into the close. */
+void http_reply_draining(struct http_request *req);
+
 /* http_reply_http_error - answer what a parser put in err. */
 void http_reply_http_error(struct http_request *req,
                            const struct http_error *err);

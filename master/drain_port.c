@@ -44,8 +44,7 @@
 #define LAST_ROUND_MS          1000 /* and this at most */
 
 /* on_request - /health says draining; everything else is refused.  Every
- * answer closes its connection: the node is going away, and a client that
- * kept it would send its next request into the close. */
+ * answer closes its connection, as http_reply_draining's does. */
 static void
 on_request(void *ctx, struct http_request *req)
 {
@@ -55,13 +54,13 @@ on_request(void *ctx, struct http_request *req)
     unsigned status;
 
     if (http_request_route(req) != HTTP_ROUTE_HEALTH) {
-        http_reply_error(req, 503, "draining", "this node is stopping");
-    } else {
-        shm_status_read(m->seg.status, &v);
-        status = worker_health_body(&b, m->ws.node_id, m->incarnation,
-                                    WORKER_HEALTH_DRAINING, &v);
-        http_reply(req, status, &b);
+        http_reply_draining(req);
+        return;
     }
+    shm_status_read(m->seg.status, &v);
+    status = worker_health_body(&b, m->ws.node_id, m->incarnation,
+                                WORKER_HEALTH_DRAINING, &v);
+    http_reply(req, status, &b);
     http_reply_header(req, "Connection", "close");
 }
 

@@ -62,9 +62,7 @@ dispatch(void *ctx, struct http_request *req)
      * set, before this worker has read its own SIGTERM. */
     if ((w->draining || shm_status_stopping(w->seg->status)) &&
         r != HTTP_ROUTE_HEALTH && r != HTTP_ROUTE_METRICS) {
-        http_reply_error(req, 503, "draining", "this node is stopping");
-        /* and the client should not send its next request here */
-        http_reply_header(req, "Connection", "close");
+        http_reply_draining(req);
         return;
     }
     /* A master that stopped beating (stopped, stalled) leaves a view of
