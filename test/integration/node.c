@@ -1184,8 +1184,7 @@ itest_unchunk(char *b, size_t len)
     return out;
 }
 
-/* 1 once buf holds a whole answer: head, then Content-Length bytes. */
-static int
+int
 itest_raw_complete(const char *buf, size_t len)
 {
     const char *sep = strstr(buf, "\r\n\r\n"), *cl;

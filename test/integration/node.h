@@ -265,6 +265,10 @@ int itest_raw_connect(const struct itest_node *n);
 /* itest_raw_send - write all of s to fd; 0 or -errno. */
 int itest_raw_send(int fd, const char *s);
 
+/* itest_raw_complete - 1 once buf (NUL-terminated) holds a whole answer:
+ * head, then Content-Length bytes. */
+int itest_raw_complete(const char *buf, size_t len);
+
 /*
  * itest_raw_response - read one answer from fd (until its Content-Length is
  * complete, or the server closes) into r (status 0 when no status line

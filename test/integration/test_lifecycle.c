@@ -359,20 +359,6 @@ struct knocker {
     char why[200];
 };
 
-/* Whether buf holds one whole response: a status line, headers, and as
- * many body bytes as Content-Length says. */
-static int
-whole_response(const char *buf, size_t len)
-{
-    const char *end = strstr(buf, "\r\n\r\n");
-    const char *cl = strcasestr(buf, "\r\ncontent-length:");
-
-    if (strncmp(buf, "HTTP/1.1 ", 9) != 0 || end == NULL || cl == NULL ||
-        cl > end)
-        return 0;
-    return len == (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10);
-}
-
 static void *
 knock(void *arg)
 {
@@ -412,7 +398,8 @@ knock(void *arg)
                (r = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
             got += (size_t)r;
         buf[got] = '\0';
-        if (r == 0 && whole_response(buf, got)) {
+        if (r == 0 && strncmp(buf, "HTTP/1.1 ", 9) == 0 &&
+            itest_raw_complete(buf, got)) {
             k->answered++;
         } else {
             k->broken++;
