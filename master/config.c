@@ -48,12 +48,11 @@ struct config_key {
     int runtime; /* SIGHUP applies it without a restart */
 };
 
-#define CONFIG_FIELD(f)                                                        \
-    offsetof(struct config, f), sizeof(((struct config *)0)->f)
-#define CONFIG_KEY(f, t, lo, hi, rt)                                           \
-    {                                                                          \
-#f, t, CONFIG_FIELD(f), lo, hi, rt                                     \
-    }
+/* One key a line reads as a table: kept out of clang-format. */
+/* clang-format off */
+#define CONFIG_FIELD(f) offsetof(struct config, f), sizeof(((struct config *)0)->f)
+#define CONFIG_KEY(f, t, lo, hi, rt) { #f, t, CONFIG_FIELD(f), lo, hi, rt }
+/* clang-format on */
 #define CONFIG_KIB 1024ULL
 #define CONFIG_MIB (1024ULL * 1024)
 #define CONFIG_GIB (1024ULL * 1024 * 1024)

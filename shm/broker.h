@@ -12,11 +12,11 @@
  * returning.  No call blocks on anything but those locks.
  *
  * Errors: 0 or a count on success, -errno on failure:
- *   -ENOSPC   queue full with policy reject           (429 queue_full)
- *   -ENOBUFS  node cap reached                        (503
- * ephemeral_unavailable) -EMSGSIZE one message larger than the queue's maxBytes
- * (413) -ENOENT   no such queue / partition / group -EOVERFLOW a table is full
- * (queues, partitions, groups per queue)
+ *   -ENOSPC     queue full with policy reject       (429 queue_full)
+ *   -ENOBUFS    node cap reached                    (503 ephemeral_unavailable)
+ *   -EMSGSIZE   one message larger than the queue's maxBytes             (413)
+ *   -ENOENT     no such queue / partition / group
+ *   -EOVERFLOW  a table is full (queues, partitions, groups per queue)
  */
 #ifndef MAYFLY_SHM_BROKER_H
 #define MAYFLY_SHM_BROKER_H
