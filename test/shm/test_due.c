@@ -28,7 +28,11 @@
 #include "shm/stats.h"
 #include "test/shm/fixture.h"
 
-#define T0 1000000ULL /* a "now" far from zero */
+/* The tests' clock.  shm_queue_declare creates its queue at the real clock
+ * (shm_now_ms), so the tests' "now" starts just behind it: a queue declared
+ * during a test is then never due before one the test created itself at T0
+ * with the same idle time, however long the machine has been up. */
+static uint64_t T0;
 
 static struct shm_seg seg;
 static unsigned char sinkbuf[1 << 16];
@@ -38,6 +42,7 @@ setup(void)
 {
     struct shm_params p = fixture_params(64 << 20, 2, 5);
 
+    T0 = shm_now_ms() - 2;
     cr_assert_eq(shm_segment_create(&p, &seg), 0);
 }
 
