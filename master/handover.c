@@ -16,9 +16,10 @@
 #include "http/request.h"
 #include "master/cluster.h"
 #include "master/master.h"
-#include "shm/handover.h"
 #include "shm/log.h"
 #include "shm/owner.h"
+#include "shm/part_move.h"
+#include "shm/queue_admin.h"
 #include "shm/stats.h"
 
 #define SHIP_MS       10000 /* one shipment, answer included */

@@ -37,9 +37,9 @@
 #include "master/master.h"
 #include "master/view.h"
 #include "shm/arena.h"
-#include "shm/broker.h"
 #include "shm/catalog.h"
 #include "shm/log.h"
+#include "shm/maintain.h"
 #include "shm/stats.h"
 #include "shm/status.h"
 

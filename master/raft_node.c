@@ -31,9 +31,9 @@
 #include "master/cluster.h"
 #include "master/master.h"
 #include "master/view.h"
-#include "shm/broker.h"
 #include "shm/catalog.h"
 #include "shm/log.h"
+#include "shm/queue_admin.h"
 #include "shm/stats.h"
 #include "shm/status.h"
 

@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "master/master.h"
-#include "shm/broker.h"
 #include "shm/log.h"
+#include "shm/maintain.h"
 #include "shm/stats.h"
 
 #define RESPAWN_MIN_MS 50

@@ -1,6 +1,8 @@
 /*
- * broker.h - the operations workers (and the master) perform on queues held
- * in the segment.  This is shm/'s whole public face above segment.h: a worker
+ * broker.h - the workers' request path on queues held in the segment: push,
+ * pop, ack, extend, release, and the bookkeeping of parked pops.  With
+ * queue_admin.h (administration, listings, gauges) and maintain.h (the
+ * master's upkeep) this is shm/'s public face above segment.h: a worker
  * parses a request, calls one of these, and formats the answer.
  *
  * Names are byte strings (ptr, len) already validated by the caller
@@ -155,109 +157,7 @@ void shm_extend(struct shm_seg *seg, int worker, struct shm_name queue,
                 struct shm_name part, struct shm_name group,
                 struct shm_ack *ents, uint32_t n, uint64_t now);
 
-/* ---- admin ------------------------------------------------------------ */
-
-/*
- * shm_queue_reset - drop every message, void leases, rewind groups; keeps the
- * declaration.  Returns messages dropped (0 for no such queue).
- */
-int64_t shm_queue_reset(struct shm_seg *seg, int worker, struct shm_name queue,
-                        uint64_t now);
-
-/*
- * shm_queue_delete - drop contents and the queue itself.  Returns 1 when there
- * was something to delete, 0 when not.
- */
-int shm_queue_delete(struct shm_seg *seg, int worker, struct shm_name queue,
-                     uint64_t now);
-
-/*
- * shm_queue_declare - declare queue with opts (creating it): it keeps them,
- * is listed as declared and is never collected, until deleted.  The master
- * applies committed configure entries through this.  0 or -errno.
- */
-int shm_queue_declare(struct shm_seg *seg, int worker, struct shm_name queue,
-                      const struct shm_qopts *opts);
-
-/* Per-queue view for the listing and depth. */
-struct shm_queue_info {
-    char name[SHM_NAME_MAX + 1];
-    size_t name_len;
-    int declared;
-    uint64_t depth; /* messages held not yet completed by all groups */
-    uint64_t leased;
-    uint64_t waiting; /* parked pops */
-    uint64_t bytes;   /* accounted bytes */
-    uint32_t partitions;
-    uint32_t groups;
-    uint64_t drops_bounds, drops_ttl, drops_retry;
-    struct shm_qopts opts;
-};
-
-struct shm_part_info {
-    char name[SHM_NAME_MAX + 1];
-    size_t name_len;
-    uint64_t pending; /* for the group asked about, or held if none */
-    uint64_t leased;
-    uint64_t waiting;
-    uint64_t bytes;
-    uint64_t oldest_age_ms;
-};
-
-struct shm_group_info {
-    char name[SHM_NAME_MAX + 1];
-    size_t name_len;
-    uint64_t pending; /* not yet delivered to this group */
-    uint64_t skipped; /* evicted/expired before this group read them */
-};
-
-/*
- * shm_queue_list - call fn for each queue whose name starts with prefix, in
- * name order, at most limit; returns the number listed.  The info is a
- * snapshot taken one partition lock at a time.
- */
-int shm_queue_list(struct shm_seg *seg, struct shm_name prefix, uint32_t limit,
-                   uint64_t now,
-                   void (*fn)(void *arg, const struct shm_queue_info *q),
-                   void *arg);
-
-/*
- * shm_part_each - call fn(arg, queue, part) for every partition that holds
- * messages (pending or leased), in table order.  Names are read without
- * locks and checked against the record's generation afterwards; a record
- * freed or reused meanwhile is skipped.  fn NULL: only count them.  For
- * the master's hand-over scan.
- * Returns how many were listed.
- */
-uint32_t shm_part_each(struct shm_seg *seg,
-                       void (*fn)(void *arg, struct shm_name queue,
-                                  struct shm_name part),
-                       void *arg);
-
-/*
- * shm_queue_part_each - call fn(arg, part, held) for each partition of
- * queue this node has (held: messages pending or leased, racy) until fn
- * returns nonzero, which is returned; 0 when none did or there is no such
- * queue.  For routing an any-partition pop.
- */
-int
-shm_queue_part_each(struct shm_seg *seg, struct shm_name queue, uint64_t now,
-                    int (*fn)(void *arg, struct shm_name part, uint64_t held),
-                    void *arg);
-
-/*
- * shm_queue_depth - fill *q and call part_fn per partition and group_fn per
- * group (only the named group when group.ptr != NULL).  -ENOENT when the
- * node holds no such queue.
- */
-int shm_queue_depth(struct shm_seg *seg, struct shm_name queue,
-                    const struct shm_name *group, uint64_t now,
-                    struct shm_queue_info *q,
-                    void (*part_fn)(void *arg, const struct shm_part_info *p),
-                    void (*group_fn)(void *arg, const struct shm_group_info *g),
-                    void *arg);
-
-/* ---- parked pops, maintenance, crash repair ------------------------------ */
+/* ---- parked pops ------------------------------------------------------------ */
 
 /*
  * shm_wake_drain - a worker, after its eventfd fired: move the queue and
@@ -282,21 +182,5 @@ void shm_unpark(struct shm_seg *seg, int worker, uint64_t handle);
  */
 void shm_park_count(struct shm_seg *seg, int worker, uint64_t handle,
                     int delta);
-
-/*
- * shm_maintain - master, about every 100 ms: expire leases (waking waiters),
- * drop ttl-expired messages, forget groups idle for implicit_idle_s, collect
- * idle empty implicit queues, and, with the queue table past 7/8 full,
- * empty implicit queues read in queue mode alone and unpolled for a
- * second, down to 3/4 (logged).  Returns 0 or -errno.
- */
-int shm_maintain(struct shm_seg *seg, uint64_t now);
-
-/*
- * shm_worker_reap - master, after worker slot w died: repair every lock it
- * held, return its arena cells and in-flight chains, clear its waiter bits
- * and wake queue, so a new worker can take the slot.
- */
-void shm_worker_reap(struct shm_seg *seg, int worker);
 
 #endif

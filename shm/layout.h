@@ -94,7 +94,7 @@ _Static_assert(SHM_MAX_WORKERS <= 64, "tag worker bits");
  *   168     4  batch      master, at create    immutable (cells of a refill)
  * spill_at + batch bounds what one worker's cache holds; both are sized at
  * create so that the caches of all workers fit in the cap/32 that pushes
- * leave free (shm/broker.c push_room), down to 16 + 16 cells a worker.
+ * leave free (shm_cap_room, broker_steps.c), down to 16 + 16 cells a worker.
  * pool[c] (1 <= c <= SHM_ARENA_CLASSES) lists FREE runs of exactly c cells,
  * pool[0] the longer ones, linked through the first word of their head cell.
  * taken counts cells below bump not FREE (allocated or in a worker cache):

@@ -46,7 +46,8 @@ enum shm_counter {
     SHM_C_COUNT
 };
 
-/* Gauges computed from the segment at scrape time. */
+/* Gauges computed from the segment at scrape time (shm_gauges_read,
+ * queue_admin.h). */
 struct shm_gauges {
     uint64_t messages;     /* held, however many groups read them */
     uint64_t pending;      /* messages not leased */
@@ -64,9 +65,6 @@ void shm_count(struct shm_seg *seg, int w, enum shm_counter c, uint64_t n);
 
 /* shm_counters_sum - sum every slot's counters into out[SHM_C_COUNT]. */
 void shm_counters_sum(struct shm_seg *seg, uint64_t *out);
-
-/* shm_gauges_read - read the gauges (takes partition locks one at a time). */
-void shm_gauges_read(struct shm_seg *seg, uint64_t now, struct shm_gauges *g);
 
 /* shm_parked_add - adjust this worker's parked-pop gauge by delta. */
 void shm_parked_add(struct shm_seg *seg, int w, int64_t delta);

@@ -23,6 +23,7 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/arena.h"
+#include "shm/queue_admin.h"
 #include "worker/forward.h"
 #include "worker/gather.h"
 #include "worker/worker_int.h"

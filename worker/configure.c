@@ -18,6 +18,7 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/catalog.h"
+#include "shm/queue_admin.h"
 #include "worker/gather.h"
 #include "worker/worker_int.h"
 

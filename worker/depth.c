@@ -20,6 +20,7 @@
 #include "http/query.h"
 #include "http/reply.h"
 #include "http/request.h"
+#include "shm/queue_admin.h"
 #include "worker/gather.h"
 #include "worker/worker_int.h"
 

@@ -22,6 +22,7 @@
 #include "http/request.h"
 #include "shm/catalog.h"
 #include "shm/log.h"
+#include "shm/queue_admin.h"
 #include "shm/stats.h"
 #include "worker/forward.h"
 #include "worker/worker_int.h"

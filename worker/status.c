@@ -13,6 +13,7 @@
 #include "http/buf.h"
 #include "http/reply.h"
 #include "http/request.h"
+#include "shm/queue_admin.h"
 #include "shm/stats.h"
 #include "worker/worker_int.h"
 

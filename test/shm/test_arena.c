@@ -22,6 +22,7 @@
 #include "shm/arena.h"
 #include "shm/layout.h"
 #include "shm/lock.h"
+#include "shm/maintain.h"
 #include "shm/segment.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
@@ -367,8 +368,8 @@ hoard(struct shm_seg *seg, int w, uint32_t *heads, uint32_t n)
 }
 
 /* admitted_pushes_fit - worker 0 allocates 5-cell runs (256-byte messages)
- * for as long as a push would be admitted (shm/broker.c push_room: the cap
- * less 1/32), and each finds its cells. */
+ * for as long as a push would be admitted (shm_cap_room, broker_steps.c:
+ * the cap less 1/32), and each finds its cells. */
 static void
 admitted_pushes_fit(struct shm_seg *seg, uint64_t cap)
 {
@@ -382,7 +383,7 @@ admitted_pushes_fit(struct shm_seg *seg, uint64_t cap)
 }
 
 /* What idle workers keep in their caches fits in the 1/32 of the cap that
- * pushes leave free: a push the cap admits (shm/broker.c push_room) finds
+ * pushes leave free: a push the cap admits (shm_cap_room) finds
  * its cells. */
 /* A run just freed stays its freer's (CACHE) until the freer's next call,
  * whatever its length and however small the caches: the freer's intent may

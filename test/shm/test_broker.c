@@ -16,6 +16,8 @@
 
 #include "shm/arena.h"
 #include "shm/broker.h"
+#include "shm/maintain.h"
+#include "shm/queue_admin.h"
 #include "shm/region.h"
 #include "shm/segment.h"
 #include "shm/stats.h"
@@ -47,16 +49,7 @@ static int
 pushn(const char *q, const char *p, const char *tag, uint32_t n, uint64_t now,
       uint64_t *seq)
 {
-    static char bufs[64][32];
-    struct shm_msg_in in[64];
-    uint64_t s;
-
-    cr_assert(n <= 64);
-    for (uint32_t i = 0; i < n; i++) {
-        int len = snprintf(bufs[i], sizeof(bufs[i]), "\"%s%u\"", tag, i);
-        in[i] = (struct shm_msg_in){bufs[i], (uint32_t)len};
-    }
-    return shm_push(&seg, 0, nm(q), nm(p), in, n, now, seq ? seq : &s);
+    return fixture_pushn(&seg, q, p, tag, n, now, seq);
 }
 
 /* Pop up to batch for group g of (q, p) into the static sink. */
@@ -80,22 +73,7 @@ pop(const char *q, const char *g, uint32_t batch, uint64_t now)
 static const struct shm_popped *
 rec(int i)
 {
-    const struct shm_popped *r = shm_popped_next(&sink, NULL);
-
-    while (i-- > 0 && r != NULL)
-        r = shm_popped_next(&sink, r);
-    cr_assert_not_null(r);
-    return r;
-}
-
-static const char *
-payload(const struct shm_popped *r)
-{
-    static char s[256];
-
-    memcpy(s, (const char *)(r + 1) + r->part_len, r->len);
-    s[r->len] = 0;
-    return s;
+    return fixture_popped(&sink, i);
 }
 
 /* One ack; returns its outcome. */
@@ -783,14 +761,6 @@ Test(shm_broker, leased_gauge_leaves_out_expired_leases)
     cr_assert_eq(g.pending, 2);
 }
 
-static int
-cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return (x > y) - (x < y);
-}
-
 static uint64_t
 ns_now(void)
 {
@@ -843,7 +813,7 @@ Test(shm_broker, timing_of_push_100_and_pop_100)
         }
     }
     for (int k = 0; k < 4; k++)
-        qsort(t[k], ROUNDS, sizeof(uint64_t), cmp_u64);
+        qsort(t[k], ROUNDS, sizeof(uint64_t), fixture_cmp_u64);
     printf("shm_broker timing (median of %d): push 100 x 256 B %llu ns, pop "
            "100 (autoAck) %llu ns, pop 100 leased %llu ns, ack 100 %llu ns\n",
            ROUNDS, (unsigned long long)t[0][ROUNDS / 2],

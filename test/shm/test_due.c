@@ -22,6 +22,8 @@
 #include "shm/dir.h"
 #include "shm/due.h"
 #include "shm/lock.h"
+#include "shm/maintain.h"
+#include "shm/queue_admin.h"
 #include "shm/region.h"
 #include "shm/ring.h"
 #include "shm/segment.h"
@@ -78,10 +80,7 @@ pop(const char *q, const char *g, uint32_t batch, uint64_t now)
 static uint64_t
 counter(enum shm_counter c)
 {
-    uint64_t v[SHM_C_COUNT];
-
-    shm_counters_sum(&seg, v);
-    return v[c];
+    return fixture_counter(&seg, c);
 }
 
 /* Records visited by one maintenance call at now. */

@@ -21,6 +21,8 @@
 
 #include "shm/arena.h"
 #include "shm/broker.h"
+#include "shm/maintain.h"
+#include "shm/queue_admin.h"
 #include "shm/segment.h"
 #include "shm/stats.h"
 #include "test/shm/fixture.h"
@@ -114,17 +116,9 @@ child(unsigned seed, uint64_t maxlen)
 }
 
 static int
-cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return (x > y) - (x < y);
-}
-
-static int
 has(const uint64_t *v, uint64_t n, uint64_t x)
 {
-    return bsearch(&x, v, n, sizeof(x), cmp_u64) != NULL;
+    return bsearch(&x, v, n, sizeof(x), fixture_cmp_u64) != NULL;
 }
 
 /* Kill the child `rounds` times at random moments, reaping after each. */
@@ -138,11 +132,7 @@ kill_rounds(unsigned seed, int rounds, uint64_t maxlen)
         cr_assert_neq(pid, -1);
         if (pid == 0)
             child(cs, maxlen);
-        struct timespec ts = {0, 200000 + (rand() % 3000) * 1000};
-        nanosleep(&ts, NULL);
-        kill(pid, SIGKILL);
-        int st;
-        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        fixture_kill_after(pid, 200000 + (rand() % 3000) * 1000);
         shm_worker_reap(&seg, 1);
     }
 }
@@ -159,7 +149,7 @@ drain_group(int gi, uint64_t later)
     uint64_t *got = malloc(sizeof(uint64_t) * LOG_MAX), ng = 0;
 
     cr_assert_not_null(got);
-    qsort(lg->popped[gi], an, sizeof(uint64_t), cmp_u64);
+    qsort(lg->popped[gi], an, sizeof(uint64_t), fixture_cmp_u64);
     for (;;) {
         struct shm_pop_req r = {nm("q"),      nm(""), nm(groups[gi]), 10000, 0,
                                 SHM_FROM_ALL, 0};
@@ -177,7 +167,7 @@ drain_group(int gi, uint64_t later)
             cr_assert_eq(a.outcome, SHM_OUT_ACKED);
         }
     }
-    qsort(got, ng, sizeof(uint64_t), cmp_u64);
+    qsort(got, ng, sizeof(uint64_t), fixture_cmp_u64);
     for (uint64_t i = 1; i < ng; i++)
         cr_assert_neq(got[i], got[i - 1], "seq %llu twice",
                       (unsigned long long)got[i]);

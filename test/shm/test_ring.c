@@ -17,6 +17,8 @@
 #include "shm/arena.h"
 #include "shm/broker.h"
 #include "shm/dir.h"
+#include "shm/maintain.h"
+#include "shm/queue_admin.h"
 #include "shm/ring.h"
 #include "shm/segment.h"
 #include "shm/slot.h"
@@ -129,10 +131,7 @@ drain_to_zero(void)
 static uint64_t
 counter(enum shm_counter k)
 {
-    uint64_t c[SHM_C_COUNT];
-
-    shm_counters_sum(&seg, c);
-    return c[k];
+    return fixture_counter(&seg, k);
 }
 
 TestSuite(shm_ring, .init = setup, .timeout = 30);

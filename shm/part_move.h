@@ -1,5 +1,5 @@
 /*
- * handover.h - a partition's contents moved between nodes: shm_part_take
+ * part_move.h - a partition's contents moved between nodes: shm_part_take
  * serialises (queue, partition) into a binary record and empties it;
  * shm_part_adopt appends a record's messages to (queue, partition) here
  * and puts every group back where it was.  The master's hand-over driver
@@ -19,8 +19,8 @@
  * groups, the queue lock first); no malloc, syscall or logging under a
  * lock.  Errors: a count or -errno, as listed per call.
  */
-#ifndef MAYFLY_SHM_HANDOVER_H
-#define MAYFLY_SHM_HANDOVER_H
+#ifndef MAYFLY_SHM_PART_MOVE_H
+#define MAYFLY_SHM_PART_MOVE_H
 
 #include <stddef.h>
 #include <stdint.h>

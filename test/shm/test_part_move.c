@@ -1,5 +1,5 @@
 /*
- * test_handover.c - handover.h on real segments: a partition taken from one
+ * test_part_move.c - part_move.h on real segments: a partition taken from one
  * queue and adopted by another (or another segment) keeps its payloads,
  * order, ages and every group's position; the source is left empty; a
  * short buffer, a malformed record and the node cap change nothing; parked
@@ -20,7 +20,9 @@
 #include "shm/arena.h"
 #include "shm/broker.h"
 #include "shm/dir.h"
-#include "shm/handover.h"
+#include "shm/maintain.h"
+#include "shm/part_move.h"
+#include "shm/queue_admin.h"
 #include "shm/segment.h"
 #include "shm/stats.h"
 #include "test/shm/fixture.h"
@@ -55,16 +57,7 @@ static int
 pushn(struct shm_seg *s, const char *q, const char *p, const char *tag,
       uint32_t n, uint64_t now)
 {
-    static char bufs[64][32];
-    struct shm_msg_in in[64];
-    uint64_t seq;
-
-    cr_assert(n <= 64);
-    for (uint32_t i = 0; i < n; i++) {
-        int len = snprintf(bufs[i], sizeof(bufs[i]), "\"%s%u\"", tag, i);
-        in[i] = (struct shm_msg_in){bufs[i], (uint32_t)len};
-    }
-    return shm_push(s, 0, nm(q), nm(p), in, n, now, &seq);
+    return fixture_pushn(s, q, p, tag, n, now, NULL);
 }
 
 /* Pop up to batch for group g of (q, p) of s into the static sink. */
@@ -90,22 +83,7 @@ pop(struct shm_seg *s, const char *q, const char *g, uint32_t batch,
 static const struct shm_popped *
 rec(int i)
 {
-    const struct shm_popped *r = shm_popped_next(&sink, NULL);
-
-    while (i-- > 0 && r != NULL)
-        r = shm_popped_next(&sink, r);
-    cr_assert_not_null(r);
-    return r;
-}
-
-static const char *
-payload(const struct shm_popped *r)
-{
-    static char s[1024];
-
-    memcpy(s, (const char *)(r + 1) + r->part_len, r->len);
-    s[r->len] = 0;
-    return s;
+    return fixture_popped(&sink, i);
 }
 
 /* One ack of (q, "p") for g; returns its outcome. */
@@ -722,11 +700,7 @@ Test(shm_handover, killed_adopter_leaves_sound_partitions, .timeout = 120)
         cr_assert_neq(pid, -1);
         if (pid == 0)
             adopter(i);
-        struct timespec ts = {0, 100000 + (rand() % 2000) * 1000};
-        nanosleep(&ts, NULL);
-        kill(pid, SIGKILL);
-        int st;
-        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        int st = fixture_kill_after(pid, 100000 + (rand() % 2000) * 1000);
         cr_assert(WIFSIGNALED(st), "the adopter failed: %d", st);
         shm_worker_reap(&seg, 1);
     }

@@ -1,6 +1,6 @@
 /*
- * handover.c - a partition's contents out of this node (shm_part_take) and
- * into it (shm_part_adopt), as the binary record handover.h lays out.
+ * part_move.c - a partition's contents out of this node (shm_part_take) and
+ * into it (shm_part_adopt), as the binary record part_move.h lays out.
  *
  * Take: one partition lock; size the record, write it, then free the
  * partition's contents as shm_ring_clear_locked does.  Adopt: check the
@@ -12,9 +12,9 @@
  * published link at a time, each to a message already linked, before the
  * cursor moves, so a cut-short placement re-derives its cursor from the
  * highest lease and delivers some messages again (at-least-once), never
- * loses one.  Errors: a count or -errno (handover.h).
+ * loses one.  Errors: a count or -errno (part_move.h).
  */
-#include "shm/handover.h"
+#include "shm/part_move.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -27,8 +27,7 @@
 #include "shm/ring.h"
 #include "shm/stats.h"
 
-#define RELAXED  memory_order_relaxed
-#define HO_TRIES 16 /* lookups retried after a concurrent free */
+#define RELAXED memory_order_relaxed
 
 /* Bytes x takes in the record: everything is 8-byte aligned. */
 static size_t
@@ -254,40 +253,40 @@ take_locked(struct shm_ring_ctx *c, unsigned char *o, size_t need, size_t *used)
     return (int)h.nmsgs;
 }
 
-/* shm_part_take - see handover.h. */
+/* shm_part_take - see part_move.h. */
 int
 shm_part_take(struct shm_seg *seg, int w, struct shm_name queue,
               struct shm_name part, uint64_t now, struct shm_ho_sink *out)
 {
+    struct shm_ring_ctx c;
     struct shm_ref qr, pr;
     uint64_t kick = 0;
     int rc = -ENOENT;
 
     out->used = 0;
     out->need = 0;
-    for (int t = 0; t < HO_TRIES; t++) {
+    for (int t = 0; t < SHM_BROKER_TRIES; t++) {
         rc = shm_dir_find_queue(seg, w, queue, 0, now, &qr);
         if (rc == 0)
             rc = shm_dir_find_part(seg, w, qr, part, 0, now, &pr);
         if (rc == 0)
-            rc = shm_broker_part_lock(seg, w, pr);
+            rc = shm_part_lock_ctx(seg, w, pr, shm_dir_queue(seg, qr.idx), now,
+                                   &c);
         if (rc == -ESTALE)
             continue; /* freed meanwhile: look again */
         if (rc != 0)
             return rc;
         /* partition lock: size, write, empty, waiters.  Copy only. */
-        struct shm_ring_ctx c = {seg, w, shm_dir_part(seg, pr.idx),
-                                 shm_dir_queue(seg, qr.idx), now};
         size_t need = take_size_locked(&c);
         if (need > out->cap) {
             out->need = need;
             rc = -ENOMEM;
         } else {
             rc = take_locked(&c, out->buf, need, &out->used);
-            shm_broker_wake_post_locked(seg, qr, pr, &kick);
+            shm_waiters_post_locked(seg, qr, pr, &kick);
         }
         shm_ring_unlock(c.p);
-        shm_broker_wake_kick(seg, kick);
+        shm_waiters_kick(seg, kick);
         return rc;
     }
     return -ENOENT;
@@ -432,7 +431,7 @@ struct adopt {
 static void
 adopt_free(struct shm_seg *seg, int w, const struct ho_view *v, struct adopt *a)
 {
-    shm_broker_chains_free(seg, w, a->first);
+    shm_chains_free(seg, w, a->first);
     for (uint64_t i = 0; a->leases != NULL && i < v->nredo; i++)
         if (a->leases[i] != 0)
             shm_arena_free(seg, w, a->leases[i]);
@@ -454,7 +453,7 @@ adopt_alloc(struct shm_seg *seg, int w, const struct ho_view *v, uint64_t now,
     int rc;
 
     memset(a, 0, sizeof(*a));
-    if (!shm_broker_room(seg, v->cost + r * SHM_CELL_BYTES))
+    if (!shm_cap_room(seg, v->cost + r * SHM_CELL_BYTES))
         return -ENOBUFS;
     if ((a->hash = calloc(1, g * 8 + (n + r + g) * 4 + 8)) == NULL)
         return -ENOMEM;
@@ -483,7 +482,7 @@ adopt_alloc(struct shm_seg *seg, int w, const struct ho_view *v, uint64_t now,
     p = v->groups;
     for (size_t i = 0; i < g; i++) {
         p = ho_group(p, &gh, &name, &redo);
-        a->hash[i] = shm_broker_group_hash(name);
+        a->hash[i] = shm_group_hash(name);
     }
     return 0;
 fail:
@@ -504,7 +503,8 @@ adopt_groups(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
 
     for (uint32_t i = 0; i < v->ngroups; i++) {
         p = ho_group(p, &g, &name, &redo);
-        rc = shm_broker_group_ensure(seg, w, qr, pr, name, g.from, now);
+        rc = shm_group_ensure(seg, w, qr, pr, name, shm_group_hash(name),
+                              g.from, now);
         if (rc != 0)
             return rc;
     }
@@ -576,18 +576,16 @@ static int
 adopt_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
            const struct ho_view *v, struct adopt *a, uint64_t now)
 {
-    struct shm_part *p = shm_dir_part(seg, pr.idx);
-    struct shm_queue *q = shm_dir_queue(seg, qr.idx);
     const unsigned char *gp = v->groups, *redo;
+    struct shm_ring_ctx c;
     struct shm_ho_grp g;
     struct shm_name name;
     uint64_t kick = 0, seq, k = 0;
-    int rc = shm_broker_part_lock(seg, w, pr);
+    int rc = shm_part_lock_ctx(seg, w, pr, shm_dir_queue(seg, qr.idx), now, &c);
 
     if (rc != 0)
         return rc;
     /* partition lock: pick, link, place, due time, waiters.  No malloc. */
-    struct shm_ring_ctx c = {seg, w, p, q, now};
     adopt_pick_locked(&c, v, a);
     if (v->nmsgs > 0)
         shm_ring_link_locked(&c, a->first, a->last, v->nmsgs, v->cost, &seq);
@@ -599,14 +597,14 @@ adopt_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
                                v->nmsgs);
         k += g.nredo;
     }
-    shm_broker_part_due_locked(seg, pr.idx, p, q);
-    shm_broker_wake_post_locked(seg, qr, pr, &kick);
-    shm_ring_unlock(p);
-    shm_broker_wake_kick(seg, kick);
+    shm_part_due_locked(seg, pr.idx, c.p, c.q);
+    shm_waiters_post_locked(seg, qr, pr, &kick);
+    shm_ring_unlock(c.p);
+    shm_waiters_kick(seg, kick);
     return 0;
 }
 
-/* shm_part_adopt - see handover.h. */
+/* shm_part_adopt - see part_move.h. */
 int
 shm_part_adopt(struct shm_seg *seg, int w, struct shm_name queue,
                struct shm_name part, const void *rec, size_t len, uint64_t now)
@@ -622,7 +620,7 @@ shm_part_adopt(struct shm_seg *seg, int w, struct shm_name queue,
         return 0;
     if ((rc = adopt_alloc(seg, w, &v, now, &a)) != 0)
         return rc;
-    for (int t = 0; t < HO_TRIES; t++) {
+    for (int t = 0; t < SHM_BROKER_TRIES; t++) {
         rc = shm_dir_find_queue(seg, w, queue, 1, now, &qr);
         if (rc == 0)
             rc = shm_dir_find_part(seg, w, qr, part, 1, now, &pr);
