@@ -1,8 +1,8 @@
 /*
  * worker.c - a worker process: one epoll loop over libmicrohttpd's epoll fd,
- * this worker's wake eventfd, a signalfd, and the sockets that have had a
- * parked pop (EPOLLRDHUP: a client that leaves while parked takes nothing
- * with it).
+ * this worker's wake eventfd, a signalfd, the HTTP client's sockets, and the
+ * client sockets a long poll has waited on, parked or forwarded (conn.h;
+ * EPOLLRDHUP: a client that leaves while it waits takes nothing with it).
  *
  * The loop sleeps until the nearest of MHD's timer, the first parked pop's
  * deadline, and the heartbeat interval (the master kills a worker whose
