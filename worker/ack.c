@@ -12,6 +12,8 @@
  * for the ids it did not deliver, so the whole body can go to each node
  * named and every entry takes its outcome from its own node's answer.
  */
+#include "worker/ack.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/stats.h"
+#include "worker/ack_results.h"
 #include "worker/ack_route.h"
 #include "worker/forward.h"
 #include "worker/worker_int.h"
@@ -34,6 +37,7 @@ struct entry {
     int stale;      /* another incarnation's id */
 };
 
+/* by_partition - qsort order: by partition, then request position. */
 static int
 by_partition(const void *a, const void *b)
 {
@@ -126,136 +130,76 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
     }
 }
 
-/* outcome_text - what follows an entry's id: the outcome (and the drop)
- * as JSON text, up to the entry's closing brace (ack_route.c reads them
- * back from other nodes' answers). */
-const char *
-ack_outcome_text(uint32_t o)
-{
-    switch (o) {
-    case SHM_OUT_ACKED:
-        return ",\"outcome\":\"acked\"}";
-    case SHM_OUT_ACKED_DROPPED:
-        return ",\"outcome\":\"acked\",\"dropped\":true}";
-    case SHM_OUT_REDELIVERED:
-        return ",\"outcome\":\"redelivered\"}";
-    case SHM_OUT_STALE:
-        return ",\"outcome\":\"stale\"}";
-    case SHM_OUT_EXTENDED:
-        return ",\"outcome\":\"extended\"}";
-    default:
-        return ",\"outcome\":\"unknown\"}";
-    }
-}
+/* What an ack or an extend names, whichever it was. */
+struct body {
+    struct http_str queue;
+    const struct http_str *group; /* NULL: queue mode (a group given must
+                                     be a valid name, so not empty) */
+    const struct http_str *ids;   /* ids[i] at (char *)ids + i * stride */
+    size_t stride;
+    uint32_t n;
+};
 
-/* The longest outcome_text(). */
-#define ACK_OUTCOME_MAX sizeof(",\"outcome\":\"acked\",\"dropped\":true}")
-
-/*
- * ack_reply_results - {"results": [{"id", "outcome", "dropped"?}]}, sized
- * first (each id's escaped length) so the reply is reserved once.
- */
-void
-ack_reply_results(struct http_request *req, const struct http_str *ids,
-                  size_t stride, const struct shm_ack *acks, uint32_t n)
-{
-    static const char head[] = "{\"results\":[", id_key[] = "{\"id\":\"";
-    struct http_buf b = {0};
-    size_t need = sizeof(head) + 2;
-    char *o;
-
-    for (uint32_t i = 0; i < n; i++) {
-        const struct http_str *id =
-            (const struct http_str *)((const char *)ids + i * stride);
-        need += sizeof(id_key) + 2 + http_json_esc_len(id->ptr, id->len) +
-                ACK_OUTCOME_MAX;
-    }
-    if (http_buf_reserve(&b, need) != 0) {
-        http_reply(req, 200, &b); /* oom: answered 500 */
-        return;
-    }
-    o = http_buf_tail(&b);
-    memcpy(o, head, sizeof(head) - 1);
-    o += sizeof(head) - 1;
-    for (uint32_t i = 0; i < n; i++) {
-        const struct http_str *id =
-            (const struct http_str *)((const char *)ids + i * stride);
-        const char *text = ack_outcome_text(acks[i].outcome);
-        size_t tlen = strlen(text);
-
-        if (i)
-            *o++ = ',';
-        memcpy(o, id_key, sizeof(id_key) - 1);
-        o = http_put_json_esc(o + sizeof(id_key) - 1, id->ptr, id->len);
-        *o++ = '"';
-        memcpy(o, text, tlen);
-        o += tlen;
-    }
-    *o++ = ']';
-    *o++ = '}';
-    http_buf_commit(&b, o);
-    http_reply(req, 200, &b);
-}
+/* What differs between an ack and an extend. */
+struct kind {
+    const char *name;  /* "ack", "extend" */
+    const char *field; /* the entries' array, named in a 400 */
+    int extend;
+    size_t size; /* of its parse */
+    /* parse - body into parse (size bytes), described in b: 0, or -EINVAL
+     * with err set. */
+    int (*parse)(const char *body, size_t len, void *parse, struct body *b,
+                 struct http_error *err);
+    /* fill - each entry's attempts, and its status or seconds, into acks. */
+    void (*fill)(const void *parse, struct shm_ack *acks);
+    void (*free_parse)(void *parse); /* what parse holds, and parse */
+};
 
 /*
  * settle - the part ack and extend share: names, ids, apply, answer.
- * group is NULL for queue mode (a group given must be a valid name, so
- * not empty); ids[i] is at (char *)ids + i * stride (each entry's id).
- * When entries go to other nodes, the routing takes hold (the parse the
- * ids point into, and acks) and frees it with the request; else it stays
- * the caller's.
+ * hold->acks holds each entry's attempts and status or seconds.  When
+ * entries go to other nodes, the routing takes hold (the parse the ids
+ * point into, and acks) and frees it with the request; else it stays the
+ * caller's.
  */
 static void
-settle(struct worker *w, struct http_request *req, struct http_str q,
-       const struct http_str *group, const char *field,
-       const struct http_str *ids, size_t stride, struct shm_ack *acks,
-       uint32_t n, int extend, struct ack_hold *hold)
+settle(struct worker *w, struct http_request *req, const struct kind *k,
+       const struct body *b, struct ack_hold *hold)
 {
+    uint32_t n = b->n;
+    struct shm_ack *acks = hold->acks;
     struct entry *ents = malloc((n ? n : 1) * sizeof(*ents));
     struct shm_ack *run = malloc((n ? n : 1) * sizeof(*run));
     uint64_t *incs = malloc((n ? n : 1) * sizeof(*incs));
 
     /* Memory first: nothing may be applied unless all of it can be. */
     if (ents == NULL || run == NULL || incs == NULL) {
-        http_reply_errno(req, -ENOMEM, field);
-    } else if (http_reply_name_ok(req, "queue", q.ptr, q.len) &&
-               (group == NULL ||
-                http_reply_name_ok(req, "group", group->ptr, group->len)) &&
-               resolve(w, req, field, ids, stride, n, ents, acks, incs) == 0) {
+        http_reply_errno(req, -ENOMEM, k->field);
+    } else if (http_reply_name_ok(req, "queue", b->queue.ptr, b->queue.len) &&
+               (b->group == NULL ||
+                http_reply_name_ok(req, "group", b->group->ptr,
+                                   b->group->len)) &&
+               resolve(w, req, k->field, b->ids, b->stride, n, ents, acks,
+                       incs) == 0) {
         struct ack_routes rt;
         int where = ack_route_plan(w, req, incs, n, &rt);
 
         if (where == ACK_ROUTE_ONE) {
             worker_forward_to(w, req, rt.m[0].id, rt.m[0].addr, 0);
         } else {
-            apply(w, (struct shm_name){q.ptr, q.len},
-                  group ? (struct shm_name){group->ptr, group->len}
-                        : (struct shm_name){"", 0},
-                  ents, acks, run, n, extend);
+            apply(w, (struct shm_name){b->queue.ptr, b->queue.len},
+                  b->group ? (struct shm_name){b->group->ptr, b->group->len}
+                           : (struct shm_name){"", 0},
+                  ents, acks, run, n, k->extend);
             if (where == ACK_ROUTE_HERE)
-                ack_reply_results(req, ids, stride, acks, n);
+                ack_results_reply(req, b->ids, b->stride, acks, n);
             else
-                ack_route_fan(w, req, &rt, incs, ids, stride, n, hold);
+                ack_route_fan(w, req, &rt, incs, b->ids, b->stride, n, hold);
         }
     }
     free(incs);
     free(run);
     free(ents);
-}
-
-/* free_ack, free_extend - a held parse's release. */
-static void
-free_ack(void *p)
-{
-    http_ack_free(p);
-    free(p);
-}
-
-static void
-free_extend(void *p)
-{
-    http_extend_free(p);
-    free(p);
 }
 
 /* release - what settle left to its caller. */
@@ -269,75 +213,144 @@ release(struct ack_hold *h)
     free(h->acks);
 }
 
-void
-worker_ack(struct worker *w, struct http_request *req)
+/* ack_or_extend - parse req's body as k says, give each entry its
+ * attempts and status or seconds, and settle. */
+static void
+ack_or_extend(struct worker *w, struct http_request *req, const struct kind *k)
 {
-    struct http_ack *a = malloc(sizeof(*a));
+    void *parse = malloc(k->size);
     struct http_error err;
+    struct body b;
     size_t len;
     const char *body = http_request_body(req, &len);
-    struct ack_hold h = {.free_parse = free_ack};
+    struct ack_hold h = {.free_parse = k->free_parse};
 
-    if (a == NULL) {
-        http_reply_errno(req, -ENOMEM, "ack");
+    if (parse == NULL) {
+        http_reply_errno(req, -ENOMEM, k->name);
         return;
     }
-    if (http_parse_ack(body, len, a, &err) != 0) {
-        free(a);
+    if (k->parse(body, len, parse, &b, &err) != 0) {
+        free(parse);
         http_reply_http_error(req, &err);
         return;
     }
-    h.parse = a;
-    h.acks = calloc(a->n ? a->n : 1, sizeof(*h.acks));
+    h.parse = parse;
+    h.acks = calloc(b.n ? b.n : 1, sizeof(*h.acks));
     if (h.acks == NULL) {
-        http_reply_errno(req, -ENOMEM, "ack");
+        http_reply_errno(req, -ENOMEM, k->name);
     } else {
-        for (uint32_t i = 0; i < a->n; i++) {
-            const struct http_ack_entry *e = &a->entries[i];
-            h.acks[i].attempts = e->has_attempts ? e->attempts : 0;
-            h.acks[i].status = e->status == HTTP_ACK_COMPLETED
-                                   ? SHM_ACK_COMPLETED
-                               : e->status == HTTP_ACK_RETRY ? SHM_ACK_RETRY
-                                                             : SHM_ACK_FAILED;
-        }
-        settle(w, req, a->queue, a->has_group ? &a->group : NULL, "acks",
-               a->n ? &a->entries[0].id : NULL, sizeof(a->entries[0]), h.acks,
-               a->n, 0, &h);
+        k->fill(parse, h.acks);
+        settle(w, req, k, &b, &h);
     }
     release(&h);
 }
 
+/* parse_ack - an ack's body (struct http_ack). */
+static int
+parse_ack(const char *body, size_t len, void *parse, struct body *b,
+          struct http_error *err)
+{
+    struct http_ack *a = parse;
+
+    if (http_parse_ack(body, len, a, err) != 0)
+        return -EINVAL;
+    *b = (struct body){a->queue, a->has_group ? &a->group : NULL,
+                       a->n ? &a->entries[0].id : NULL, sizeof(a->entries[0]),
+                       a->n};
+    return 0;
+}
+
+/* fill_ack - each ack entry's attempts (0: the current delivery) and
+ * status. */
+static void
+fill_ack(const void *parse, struct shm_ack *acks)
+{
+    const struct http_ack *a = parse;
+
+    for (uint32_t i = 0; i < a->n; i++) {
+        const struct http_ack_entry *e = &a->entries[i];
+        acks[i].attempts = e->has_attempts ? e->attempts : 0;
+        acks[i].status = e->status == HTTP_ACK_COMPLETED ? SHM_ACK_COMPLETED
+                         : e->status == HTTP_ACK_RETRY   ? SHM_ACK_RETRY
+                                                         : SHM_ACK_FAILED;
+    }
+}
+
+/* free_ack - a held ack parse's release. */
+static void
+free_ack(void *parse)
+{
+    http_ack_free(parse);
+    free(parse);
+}
+
+/* parse_extend - an extend's body (struct http_extend). */
+static int
+parse_extend(const char *body, size_t len, void *parse, struct body *b,
+             struct http_error *err)
+{
+    struct http_extend *e = parse;
+
+    if (http_parse_extend(body, len, e, err) != 0)
+        return -EINVAL;
+    *b = (struct body){e->queue, e->has_group ? &e->group : NULL,
+                       e->n ? &e->entries[0].id : NULL, sizeof(e->entries[0]),
+                       e->n};
+    return 0;
+}
+
+/* fill_extend - each extend entry's attempts (0: the current delivery)
+ * and seconds. */
+static void
+fill_extend(const void *parse, struct shm_ack *acks)
+{
+    const struct http_extend *e = parse;
+
+    for (uint32_t i = 0; i < e->n; i++) {
+        acks[i].attempts =
+            e->entries[i].has_attempts ? e->entries[i].attempts : 0;
+        acks[i].seconds = e->entries[i].seconds;
+    }
+}
+
+/* free_extend - a held extend parse's release. */
+static void
+free_extend(void *parse)
+{
+    http_extend_free(parse);
+    free(parse);
+}
+
+static const struct kind ack_kind = {
+    .name = "ack",
+    .field = "acks",
+    .extend = 0,
+    .size = sizeof(struct http_ack),
+    .parse = parse_ack,
+    .fill = fill_ack,
+    .free_parse = free_ack,
+};
+
+static const struct kind extend_kind = {
+    .name = "extend",
+    .field = "messages",
+    .extend = 1,
+    .size = sizeof(struct http_extend),
+    .parse = parse_extend,
+    .fill = fill_extend,
+    .free_parse = free_extend,
+};
+
+/* worker_ack - see ack.h. */
+void
+worker_ack(struct worker *w, struct http_request *req)
+{
+    ack_or_extend(w, req, &ack_kind);
+}
+
+/* worker_extend - see ack.h. */
 void
 worker_extend(struct worker *w, struct http_request *req)
 {
-    struct http_extend *e = malloc(sizeof(*e));
-    struct http_error err;
-    size_t len;
-    const char *body = http_request_body(req, &len);
-    struct ack_hold h = {.free_parse = free_extend};
-
-    if (e == NULL) {
-        http_reply_errno(req, -ENOMEM, "extend");
-        return;
-    }
-    if (http_parse_extend(body, len, e, &err) != 0) {
-        free(e);
-        http_reply_http_error(req, &err);
-        return;
-    }
-    h.parse = e;
-    h.acks = calloc(e->n ? e->n : 1, sizeof(*h.acks));
-    if (h.acks == NULL) {
-        http_reply_errno(req, -ENOMEM, "extend");
-    } else {
-        for (uint32_t i = 0; i < e->n; i++) {
-            h.acks[i].attempts =
-                e->entries[i].has_attempts ? e->entries[i].attempts : 0;
-            h.acks[i].seconds = e->entries[i].seconds;
-        }
-        settle(w, req, e->queue, e->has_group ? &e->group : NULL, "messages",
-               e->n ? &e->entries[0].id : NULL, sizeof(e->entries[0]), h.acks,
-               e->n, 1, &h);
-    }
-    release(&h);
+    ack_or_extend(w, req, &extend_kind);
 }

@@ -16,9 +16,11 @@
 #include "http/request.h"
 #include "shm/log.h"
 #include "shm/stats.h"
+#include "worker/ack_results.h"
 #include "worker/forward.h"
 #include "worker/worker_int.h"
 
+/* ack_route_plan - see ack_route.h. */
 enum ack_route
 ack_route_plan(struct worker *w, struct http_request *req, const uint64_t *incs,
                uint32_t n, struct ack_routes *rt)
@@ -101,33 +103,6 @@ fan_done(void *arg, int sent_ok)
     free(f);
 }
 
-/* outcome_of - an answer's result entry back to enum shm_outcome; -1 when
- * it is none of them. */
-static int
-outcome_of(struct json_object *e)
-{
-    struct json_object *o, *d;
-    const char *s;
-
-    if (!json_object_object_get_ex(e, "outcome", &o) ||
-        (s = json_object_get_string(o)) == NULL)
-        return -1;
-    if (strcmp(s, "acked") == 0)
-        return json_object_object_get_ex(e, "dropped", &d) &&
-                       json_object_get_boolean(d)
-                   ? SHM_OUT_ACKED_DROPPED
-                   : SHM_OUT_ACKED;
-    if (strcmp(s, "redelivered") == 0)
-        return SHM_OUT_REDELIVERED;
-    if (strcmp(s, "stale") == 0)
-        return SHM_OUT_STALE;
-    if (strcmp(s, "extended") == 0)
-        return SHM_OUT_EXTENDED;
-    if (strcmp(s, "unknown") == 0)
-        return SHM_OUT_UNKNOWN;
-    return -1;
-}
-
 /* take_outcomes - member k's answer into the entries its id names.
  * 0, or -1 when the answer is not a result per entry. */
 static int
@@ -147,7 +122,7 @@ take_outcomes(struct fan *f, int k, const struct http_client_resp *r)
             int o;
             if (f->incs[i] != f->rt.m[k].inc)
                 continue;
-            o = outcome_of(json_object_array_get_idx(list, i));
+            o = ack_results_outcome(json_object_array_get_idx(list, i));
             if (o < 0)
                 rc = -1;
             else
@@ -184,10 +159,11 @@ peer_answered(void *arg, struct http_client_resp *r)
                          "applied; retry",
                          f->failed);
     else
-        ack_reply_results(f->req, f->ids, f->stride, f->hold.acks, f->n);
+        ack_results_reply(f->req, f->ids, f->stride, f->hold.acks, f->n);
     http_request_resume(f->req);
 }
 
+/* ack_route_fan - see ack_route.h. */
 void
 ack_route_fan(struct worker *w, struct http_request *req,
               const struct ack_routes *rt, const uint64_t *incs,

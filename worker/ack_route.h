@@ -64,9 +64,4 @@ void ack_route_fan(struct worker *w, struct http_request *req,
                    const struct http_str *ids, size_t stride, uint32_t n,
                    struct ack_hold *hold);
 
-/* From ack.c: an outcome's JSON text after the id, and the answer. */
-const char *ack_outcome_text(uint32_t outcome);
-void ack_reply_results(struct http_request *req, const struct http_str *ids,
-                       size_t stride, const struct shm_ack *acks, uint32_t n);
-
 #endif

@@ -1,11 +1,17 @@
 /*
- * admin.c - reset and the queue listing, this node's or (scope=cluster,
- * worker/gather.h) every live member's merged (delete is in configure.c,
- * depth in depth.c).
+ * admin.c - reset, delete and the queue listing.
+ *
+ * Reset and the deletion of an implicit queue are applied here and, in a
+ * cluster, by every other live member (worker/gather.h), whose answers are
+ * summed; a declared queue's deletion goes through the raft log
+ * (declare.c).  The listing is this node's, or with scope=cluster every
+ * live member's merged.  Depth is in depth.c.
  *
  * These read or clear whole queues; shm/ takes one partition lock at a time,
  * so a listing is a sum of per-partition snapshots, not one atomic view.
  */
+#include "worker/admin.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,23 +29,26 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/arena.h"
+#include "shm/catalog.h"
 #include "shm/queue_admin.h"
+#include "worker/declare.h"
 #include "worker/forward.h"
 #include "worker/gather.h"
 #include "worker/worker_int.h"
 
-int
-worker_every_node(struct worker *w, struct http_request *req)
+/* every_node - whether req (reset, delete) must also reach every other
+ * live member: a cluster, and req was not sent by one. */
+static int
+every_node(struct worker *w, struct http_request *req)
 {
     return !worker_serves_all(w) &&
            http_request_header(req, FORWARD_HEADER) == NULL;
 }
 
-/* worker_applied_classify - a member's answer to a reset or delete it
- * applied. */
-enum gather_share
-worker_applied_classify(struct gather *g, const struct http_client_resp *r,
-                        const char *node)
+/* applied_classify - a member's answer to a reset or delete it applied. */
+static enum gather_share
+applied_classify(struct gather *g, const struct http_client_resp *r,
+                 const char *node)
 {
     (void)g;
     (void)node;
@@ -92,23 +101,28 @@ applied_finish(struct gather *g, const char *key, int as_bool, const char *tail)
     http_reply(g->req, 200, &b);
 }
 
+/* reset_finish - the reset's merged answer. */
 static void
 reset_finish(struct gather *g)
 {
     applied_finish(g, "dropped", 0, "");
 }
 
-void
-worker_delete_finish(struct gather *g)
+/* delete_finish - an implicit queue's deletion's merged answer. */
+static void
+delete_finish(struct gather *g)
 {
     applied_finish(g, "deleted", 1, ",\"declared\":false");
 }
 
+static const struct gather_ops reset_ops = {applied_classify, reset_finish};
+static const struct gather_ops delete_ops = {applied_classify, delete_finish};
+
 /*
- * worker_reset - POST /api/v1/ephemeral/reset.  In a cluster a queue's
- * partitions are spread over the nodes that own them: the reset is applied
- * here and sent to every other live member, and the answer sums what each
- * dropped (naming the members that did not answer).
+ * worker_reset - see admin.h.  In a cluster a queue's partitions are spread
+ * over the nodes that own them: the reset is applied here and sent to every
+ * other live member, and the answer sums what each dropped (naming the
+ * members that did not answer).
  */
 void
 worker_reset(struct worker *w, struct http_request *req)
@@ -132,13 +146,45 @@ worker_reset(struct worker *w, struct http_request *req)
         http_buf_append_str(&b, ",\"dropped\":");
         http_buf_append_i64(&b, n < 0 ? 0 : n);
         http_buf_append_str(&b, "}");
-        if (worker_every_node(w, req))
-            gather_start_same(w, req, &b, worker_applied_classify,
-                              reset_finish);
+        if (every_node(w, req))
+            gather_start_same(w, req, &b, &reset_ops);
         else
             http_reply(req, 200, &b);
     }
     http_reset_free(&r);
+}
+
+/*
+ * worker_delete - see admin.h.  A declared queue is deleted through the
+ * raft log, on every node as the entry applies; an implicit one's
+ * partitions are spread over their owners, so it is deleted here and on
+ * every other live member, as a reset is.
+ */
+void
+worker_delete(struct worker *w, struct http_request *req)
+{
+    struct http_buf b = {0};
+    struct shm_qopts o;
+    size_t len;
+    const char *q = http_request_param(req, &len);
+
+    if (!http_reply_name_ok(req, "queue", q, len))
+        return;
+    if (shm_catalog_lookup(w->seg->catalog, q, len, &o) == 1) {
+        worker_declare_delete(w, req, q, len);
+        return;
+    }
+    int deleted = shm_queue_delete(w->seg, w->set.slot,
+                                   (struct shm_name){q, len}, shm_now_ms());
+    http_buf_append_str(&b, "{\"queue\":");
+    http_buf_append_json_str(&b, q, len);
+    http_buf_append_str(&b, deleted > 0 ? ",\"deleted\":true"
+                                        : ",\"deleted\":false");
+    http_buf_append_str(&b, ",\"declared\":false}");
+    if (every_node(w, req))
+        gather_start_same(w, req, &b, &delete_ops);
+    else
+        http_reply(req, 200, &b);
 }
 
 /* worker_options_json - see worker.h. */
@@ -222,6 +268,8 @@ list_finish(struct gather *g)
     http_buf_free(&b);
 }
 
+static const struct gather_ops list_ops = {list_classify, list_finish};
+
 /* list_cluster - gather every live member's listing of the same prefix
  * and limit; own is this node's. */
 static void
@@ -238,11 +286,12 @@ list_cluster(struct worker *w, struct http_request *req, const char *prefix,
         http_reply_errno(req, -ENOMEM, "list");
         return;
     }
-    gather_start(w, req, own, pq, 0, list_classify, list_finish);
+    gather_start(w, req, own, pq, 0, &list_ops);
     free(pe);
     free(pq);
 }
 
+/* worker_list - see admin.h. */
 void
 worker_list(struct worker *w, struct http_request *req)
 {

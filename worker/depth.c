@@ -8,6 +8,8 @@
  * shares are in it, "missing" those that did not answer with their own
  * share of this queue.
  */
+#include "worker/depth.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,6 +171,8 @@ depth_finish(struct gather *g)
     http_buf_free(&b);
 }
 
+static const struct gather_ops depth_ops = {depth_classify, depth_finish};
+
 /* cluster_depth - the scope=cluster answer. */
 static void
 cluster_depth(struct worker *w, struct http_request *req, struct shm_name queue,
@@ -182,10 +186,11 @@ cluster_depth(struct worker *w, struct http_request *req, struct shm_name queue,
         return;
     }
     node_share(w, queue, group, &own); /* empty when it holds nothing */
-    gather_start(w, req, &own, pq, 0, depth_classify, depth_finish);
+    gather_start(w, req, &own, pq, 0, &depth_ops);
     http_buf_free(&own);
 }
 
+/* worker_depth - see depth.h. */
 void
 worker_depth(struct worker *w, struct http_request *req)
 {

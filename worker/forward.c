@@ -17,6 +17,7 @@
 #include "shm/log.h"
 #include "shm/owner.h"
 #include "shm/stats.h"
+#include "worker/conn.h"
 #include "worker/worker_int.h"
 
 /* A request on its way to the owner; lives as long as the client's
@@ -56,6 +57,7 @@ forward_done(void *arg, int sent_ok)
     free(f);
 }
 
+/* worker_forward_hangup - see forward.h. */
 void
 worker_forward_hangup(struct forward *f)
 {
@@ -67,6 +69,7 @@ worker_forward_hangup(struct forward *f)
     }
 }
 
+/* worker_forward_drain - see forward.h. */
 void
 worker_forward_drain(struct worker *w)
 {
@@ -118,6 +121,7 @@ let_go(struct forward *f)
     http_request_resume(f->req);
 }
 
+/* worker_forward_moved - see forward.h. */
 void
 worker_forward_moved(struct worker *w)
 {
@@ -265,6 +269,7 @@ start(struct worker *w, struct http_request *req, const char *id,
     free(authz);
 }
 
+/* worker_forward_to - see forward.h. */
 void
 worker_forward_to(struct worker *w, struct http_request *req, const char *id,
                   const char *addr, unsigned wait_ms)
@@ -272,6 +277,7 @@ worker_forward_to(struct worker *w, struct http_request *req, const char *id,
     start(w, req, id, addr, wait_ms, (struct shm_name){"", 0});
 }
 
+/* worker_serves_all - see forward.h. */
 int
 worker_serves_all(struct worker *w)
 {
@@ -281,6 +287,7 @@ worker_serves_all(struct worker *w)
     return o->n == 0 || (o->n == 1 && o->self == 0);
 }
 
+/* worker_route - see forward.h. */
 int
 worker_route(struct worker *w, struct http_request *req, struct shm_name queue,
              struct shm_name part, unsigned wait_ms)
@@ -303,6 +310,7 @@ worker_route(struct worker *w, struct http_request *req, struct shm_name queue,
     return 0;
 }
 
+/* worker_auth_header - see forward.h. */
 int
 worker_auth_header(struct http_request *req, char **out)
 {
@@ -316,6 +324,7 @@ worker_auth_header(struct http_request *req, char **out)
     return 0;
 }
 
+/* worker_addr_unusable - see forward.h. */
 int
 worker_addr_unusable(const char *addr, const char *own)
 {

@@ -16,6 +16,7 @@
 
 struct worker;
 struct http_request;
+struct forward;
 
 /* How long a forwarded call may take beyond the pop's own wait. */
 #define FORWARD_MS 5000
@@ -42,6 +43,21 @@ int worker_serves_all(struct worker *w);
 void worker_forward_to(struct worker *w, struct http_request *req,
                        const char *id, const char *addr, unsigned wait_ms);
 
+/* worker_forward_hangup - the client of a forwarded request left (the
+ * loop found f in the socket's struct worker_conn): drop the call to the
+ * owner (its parked pop then leases nothing) and the request. */
+void worker_forward_hangup(struct forward *f);
+
+/* worker_forward_drain - the worker stops: the long polls it forwarded
+ * are answered 503 draining at once, as its parked pops are answered. */
+void worker_forward_drain(struct worker *w);
+
+/* worker_forward_moved - after the owners changed (w->owners refreshed):
+ * the long polls forwarded to a node that is no longer a live member
+ * (dead, hung, leaving) are answered as worker_pop_moved() answers a
+ * parked pop, empty, and their calls to that node dropped.  A live node
+ * lets its own parked pop go; a hung one cannot. */
+void worker_forward_moved(struct worker *w);
 
 /* worker_auth_header - the "Authorization: ..." line that carries req's
  * credentials on to another node (malloc'd, in *out; NULL when req has

@@ -37,7 +37,8 @@ peer_answered(void *arg, struct http_client_resp *r)
 {
     struct gather_peer *p = arg;
     struct gather *g = p->g;
-    enum gather_share a = r->err != 0 ? GATHER_BAD : g->classify(g, r, p->id);
+    enum gather_share a =
+        r->err != 0 ? GATHER_BAD : g->ops->classify(g, r, p->id);
 
     if (a == GATHER_SHARE) {
         g->share[g->nshares++] = r->body;
@@ -54,7 +55,7 @@ peer_answered(void *arg, struct http_client_resp *r)
         g->nodes[g->nnodes++] = p->id;
     }
     if (--g->waiting == 0) {
-        g->finish(g);
+        g->ops->finish(g);
         http_request_resume(g->req);
     }
 }
@@ -105,10 +106,7 @@ ask(struct gather *g, const struct shm_member *mb, const char *own,
 static void
 start(struct worker *w, struct http_request *req, struct http_buf *own,
       const char *path_query, size_t max_body, int same,
-      enum gather_share (*classify)(struct gather *g,
-                                    const struct http_client_resp *r,
-                                    const char *node),
-      void (*finish)(struct gather *g))
+      const struct gather_ops *ops)
 {
     struct shm_status_view v;
     struct gather *g = calloc(1, sizeof(*g));
@@ -121,8 +119,7 @@ start(struct worker *w, struct http_request *req, struct http_buf *own,
     }
     g->w = w;
     g->req = req;
-    g->classify = classify;
-    g->finish = finish;
+    g->ops = ops;
     g->max_body = max_body;
     g->same = same;
     http_request_on_done(req, gather_done, g);
@@ -143,7 +140,7 @@ start(struct worker *w, struct http_request *req, struct http_buf *own,
             strcmp(v.members[i].id, g->self) != 0)
             ask(g, &v.members[i], self_addr, path_query);
     if (g->waiting == 0)
-        finish(g); /* not suspended: nothing to resume */
+        ops->finish(g); /* not suspended: nothing to resume */
     else
         http_request_suspend(req);
 }
@@ -152,24 +149,17 @@ start(struct worker *w, struct http_request *req, struct http_buf *own,
 void
 gather_start(struct worker *w, struct http_request *req, struct http_buf *own,
              const char *path_query, size_t max_body,
-             enum gather_share (*classify)(struct gather *g,
-                                           const struct http_client_resp *r,
-                                           const char *node),
-             void (*finish)(struct gather *g))
+             const struct gather_ops *ops)
 {
-    start(w, req, own, path_query, max_body, 0, classify, finish);
+    start(w, req, own, path_query, max_body, 0, ops);
 }
 
 /* gather_start_same - see gather.h. */
 void
 gather_start_same(struct worker *w, struct http_request *req,
-                  struct http_buf *own,
-                  enum gather_share (*classify)(
-                      struct gather *g, const struct http_client_resp *r,
-                      const char *node),
-                  void (*finish)(struct gather *g))
+                  struct http_buf *own, const struct gather_ops *ops)
 {
-    start(w, req, own, http_request_uri(req), 0, 1, classify, finish);
+    start(w, req, own, http_request_uri(req), 0, 1, ops);
 }
 
 /* gather_scope - see gather.h. */

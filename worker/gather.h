@@ -7,11 +7,11 @@
  * applies to its own share (gather_start_same).
  *
  * The request is suspended until the last member has answered or failed,
- * then the route's finish callback answers it from g's shares, nodes and
- * missing.  A member whose address cannot reach it (unknown, this node's
- * own, 0.0.0.0 or [::]) or whose answer the route's classify refuses (an
- * error, another node answering, another queue) is missing, so a node that
- * reaches itself under a peer's address is never counted twice.  The
+ * then the route's finish (struct gather_ops) answers it from g's shares,
+ * nodes and missing.  A member whose address cannot reach it (unknown, this
+ * node's own, 0.0.0.0 or [::]) or whose answer the route's classify refuses
+ * (an error, another node answering, another queue) is missing, so a node
+ * that reaches itself under a peer's address is never counted twice.  The
  * gather lives as long as the request; single-threaded, in the worker's
  * loop.
  */
@@ -43,15 +43,22 @@ struct gather_peer {
     char id[SHM_STATUS_ID_MAX];
 };
 
-struct gather {
-    struct worker *w;
-    struct http_request *req;
+/* What a route does with the members' answers. */
+struct gather_ops {
+    /* classify - what member node's answer r is to the route */
     enum gather_share (*classify)(struct gather *g,
                                   const struct http_client_resp *r,
                                   const char *node);
-    void (*finish)(struct gather *g); /* must reply to g->req */
-    size_t max_body;                  /* a member's answer, at most */
-    int same; /* members get req itself, not a scope=node query */
+    /* finish - must answer g->req from g's shares, nodes and missing */
+    void (*finish)(struct gather *g);
+};
+
+struct gather {
+    struct worker *w;
+    struct http_request *req;
+    const struct gather_ops *ops;
+    size_t max_body; /* a member's answer, at most */
+    int same;        /* members get req itself, not a scope=node query */
     char self[SHM_STATUS_ID_MAX];
     int waiting; /* members asked that have not answered */
     int npeers, nshares, nnodes, nmissing;
@@ -64,16 +71,13 @@ struct gather {
 /*
  * gather_start - answer req from every live member: own is this node's
  * share (taken; NULL or empty when it holds nothing), path_query what each
- * other member is asked (percent-encoded).  classify, finish and max_body
- * as in struct gather.  On allocation failure req gets a 500 at once.
+ * other member is asked (percent-encoded), max_body the most a member's
+ * answer may hold (0: the client's default).  On allocation failure req
+ * gets a 500 at once.
  */
-void
-gather_start(struct worker *w, struct http_request *req, struct http_buf *own,
-             const char *path_query, size_t max_body,
-             enum gather_share (*classify)(struct gather *g,
-                                           const struct http_client_resp *r,
-                                           const char *node),
-             void (*finish)(struct gather *g));
+void gather_start(struct worker *w, struct http_request *req,
+                  struct http_buf *own, const char *path_query, size_t max_body,
+                  const struct gather_ops *ops);
 
 /*
  * gather_start_same - the same for a change every member applies to its
@@ -81,11 +85,7 @@ gather_start(struct worker *w, struct http_request *req, struct http_buf *own,
  * (method, URI, body) marked X-Mayfly-Forwarded, so it acts alone.
  */
 void gather_start_same(struct worker *w, struct http_request *req,
-                       struct http_buf *own,
-                       enum gather_share (*classify)(
-                           struct gather *g, const struct http_client_resp *r,
-                           const char *node),
-                       void (*finish)(struct gather *g));
+                       struct http_buf *own, const struct gather_ops *ops);
 
 /* gather_scope - req's scope query parameter: 1 for cluster, 0 for node
  * (also when absent); -1 once req has its 400 for anything else. */

@@ -8,7 +8,7 @@
  * ends; if the reply carried leased messages and did not go out whole, the
  * leases are released at once without counting an attempt.
  */
-#include <sys/epoll.h>
+#include "worker/pop.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -24,6 +24,7 @@
 #include "shm/log.h"
 #include "shm/queue_admin.h"
 #include "shm/stats.h"
+#include "worker/conn.h"
 #include "worker/forward.h"
 #include "worker/worker_int.h"
 
@@ -270,44 +271,6 @@ unpark(struct pop_call *c)
     shm_parked_add(w->seg, w->set.slot, -1);
 }
 
-/* worker_conn_of - see worker_int.h. */
-struct worker_conn *
-worker_conn_of(struct worker *w, int fd)
-{
-    if ((size_t)fd >= w->nconns) {
-        size_t n = w->nconns ? w->nconns : 1024;
-        while (n <= (size_t)fd)
-            n *= 2;
-        struct worker_conn *t = realloc(w->conns, n * sizeof(*t));
-        if (t == NULL)
-            return NULL;
-        memset(t + w->nconns, 0, (n - w->nconns) * sizeof(*t));
-        w->conns = t;
-        w->nconns = n;
-    }
-    return &w->conns[fd];
-}
-
-int
-worker_conn_watch(struct worker *w, int fd, struct worker_conn **out)
-{
-    struct worker_conn *k = worker_conn_of(w, fd);
-
-    if (k == NULL)
-        return -ENOMEM;
-    if (k->hup)
-        return -EPIPE;
-    if (!k->watched) {
-        struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET,
-                                 .data.u64 = WORKER_TAG_CONN | (uint64_t)fd};
-        if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) == -1)
-            return -errno;
-        k->watched = 1;
-    }
-    *out = k;
-    return 0;
-}
-
 /* watch - c's socket watched for hang-ups while it is parked. */
 static int
 watch(struct pop_call *c)
@@ -485,6 +448,7 @@ route(struct worker *w, struct http_request *req, struct pop_call *c,
     return worker_route(w, req, r->queue, default_part, wait_ms);
 }
 
+/* worker_pop - see pop.h. */
 void
 worker_pop(struct worker *w, struct http_request *req)
 {
@@ -660,6 +624,7 @@ let_go(struct pop_call *c)
     http_request_resume(c->req);
 }
 
+/* worker_pop_moved - see pop.h. */
 void
 worker_pop_moved(struct worker *w)
 {
@@ -685,6 +650,7 @@ worker_pop_moved(struct worker *w)
     free(moved);
 }
 
+/* worker_pop_let_go_all - see pop.h. */
 void
 worker_pop_let_go_all(struct worker *w)
 {
@@ -694,6 +660,7 @@ worker_pop_let_go_all(struct worker *w)
         let_go(CALL_OF(p));
 }
 
+/* worker_pop_expire - see pop.h. */
 void
 worker_pop_expire(struct worker *w, uint64_t now)
 {
@@ -703,6 +670,7 @@ worker_pop_expire(struct worker *w, uint64_t now)
         give_up(CALL_OF(p));
 }
 
+/* worker_pop_answer_all - see pop.h. */
 void
 worker_pop_answer_all(struct worker *w)
 {
@@ -714,28 +682,16 @@ worker_pop_answer_all(struct worker *w)
 }
 
 /*
- * worker_pop_conn_hangup - the client of socket fd shut its side
- * (EPOLLRDHUP, or an error).  A pop parked on it is answered: the client
- * may only have half-closed, so it gets an answer, empty, since nothing is
- * taken for a client that may be gone.  A windowed pop holding leased
- * messages gives them back instead (the connection closes).
+ * worker_pop_hangup - see pop.h.  The client may only have half-closed, so
+ * it gets an answer, empty, since nothing is taken for a client that may be
+ * gone; a windowed pop holding leased messages gives them back instead (the
+ * connection closes).
  */
 void
-worker_pop_conn_hangup(struct worker *w, int fd)
+worker_pop_hangup(struct park *p)
 {
-    struct worker_conn *k = (size_t)fd < w->nconns ? &w->conns[fd] : NULL;
-    struct pop_call *c;
+    struct pop_call *c = CALL_OF(p);
 
-    if (k == NULL)
-        return;
-    k->hup = 1;
-    if (k->fwd != NULL) {
-        worker_forward_hangup(k->fwd);
-        return;
-    }
-    if (k->park == NULL)
-        return;
-    c = CALL_OF(k->park);
     unpark(c);
     if (c->sink.count > 0) {
         http_request_abort(c->req); /* on_done releases the leases */
@@ -743,15 +699,4 @@ worker_pop_conn_hangup(struct worker *w, int fd)
     }
     answer(c);
     http_request_resume(c->req);
-}
-
-/* worker_pop_conn_closed - MHD is closing socket fd (http_server_on_close):
- * the epoll forgets it with the close, and so does the table. */
-void
-worker_pop_conn_closed(void *arg, int fd)
-{
-    struct worker *w = arg;
-
-    if (fd >= 0 && (size_t)fd < w->nconns)
-        w->conns[fd] = (struct worker_conn){0};
 }

@@ -4,6 +4,8 @@
  * The body is scanned once (http_parse_push finds each payload's span
  * without building a tree); the payload bytes go into the segment as sent.
  */
+#include "worker/push.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +77,7 @@ reply_ids(struct worker *w, struct http_request *req, struct shm_name part,
     http_reply(req, 201, &b);
 }
 
+/* worker_push - see push.h. */
 void
 worker_push(struct worker *w, struct http_request *req)
 {

@@ -1,8 +1,8 @@
 /*
  * worker.c - a worker process: one epoll loop over libmicrohttpd's epoll fd,
- * this worker's wake eventfd, a signalfd, and the sockets that have had a
- * parked pop (EPOLLRDHUP: a client that leaves while parked takes nothing
- * with it).
+ * this worker's wake eventfd, a signalfd, the HTTP client's sockets, and the
+ * client sockets a long poll has waited on, parked or forwarded (conn.h;
+ * EPOLLRDHUP: a client that leaves while it waits takes nothing with it).
  *
  * The loop sleeps until the nearest of MHD's timer, the first parked pop's
  * deadline, and the heartbeat interval (the master kills a worker whose
@@ -17,6 +17,8 @@
  * means nothing).  MHD runs only when its epoll fired, a request resumed, or
  * its timer is due.
  */
+#include "worker/worker.h"
+
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 
@@ -37,6 +39,15 @@
 #include "shm/stats.h"
 #include "shm/status.h"
 #include "shm/wake.h"
+#include "worker/ack.h"
+#include "worker/admin.h"
+#include "worker/conn.h"
+#include "worker/declare.h"
+#include "worker/depth.h"
+#include "worker/forward.h"
+#include "worker/health.h"
+#include "worker/pop.h"
+#include "worker/push.h"
 #include "worker/worker_int.h"
 
 #define BEAT_MS        1000 /* heartbeat at least this often */
@@ -48,7 +59,7 @@
 #define TAG_SIGNAL     ((uint64_t)2)
 #define TAG_HTTP       ((uint64_t)3)
 #define TAG_CLIENT     ((uint64_t)1 << 63) /* | fd: the client's sockets */
-/* WORKER_TAG_CONN | fd: HTTP client sockets watched for hang-ups. */
+/* WORKER_TAG_CONN | fd (conn.h): client sockets watched for hang-ups. */
 
 /* dispatch - the http/ handler: route to the worker's handler. */
 static void
@@ -154,7 +165,7 @@ setup(struct worker *w)
     w->http = http_server_start(w->set.listen_fd, &o, dispatch, w);
     if (w->http == NULL)
         log_fatal(0, "cannot start the HTTP server");
-    http_server_on_close(w->http, worker_pop_conn_closed, w);
+    http_server_on_close(w->http, worker_conn_closed, w);
     watch(w, http_server_fd(w->http), EPOLLIN, TAG_HTTP);
     /* Edge-triggered: each write wakes us once, and it is never read. */
     watch(w, w->seg->wake_fd[w->set.slot], EPOLLIN | EPOLLET, TAG_WAKE);
@@ -231,6 +242,22 @@ settle(struct worker *w)
     }
 }
 
+/* on_hangup - the client of socket fd shut its side (EPOLLRDHUP, or an
+ * error): what waits on it, a request forwarded to the owner or a parked
+ * pop, is dropped or answered. */
+static void
+on_hangup(struct worker *w, int fd)
+{
+    struct worker_conn *k = worker_conn_hangup(w, fd);
+
+    if (k == NULL)
+        return;
+    if (k->fwd != NULL)
+        worker_forward_hangup(k->fwd);
+    else if (k->park != NULL)
+        worker_pop_hangup(k->park);
+}
+
 /* owners_moved - the long polls waiting on owners that changed are let go:
  * parked here, and forwarded elsewhere.  Requests refresh w->owners too:
  * compare with what the pops were last checked against, not with the last
@@ -285,6 +312,7 @@ next_timeout(struct worker *w, uint64_t now, uint64_t *mhd_due)
     return t;
 }
 
+/* worker_main - see worker.h. */
 void
 worker_main(struct shm_seg *seg, const struct worker_settings *s)
 {
@@ -315,7 +343,7 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
                 http_client_on_event(w.client, (int)(tag & ~TAG_CLIENT),
                                      evs[i].events);
             else if (tag & WORKER_TAG_CONN)
-                worker_pop_conn_hangup(&w, (int)(tag & ~WORKER_TAG_CONN));
+                on_hangup(&w, (int)(tag & ~WORKER_TAG_CONN));
             /* TAG_WAKE: settle() drains the queue below. */
         }
         worker_pop_expire(&w, now);

@@ -1,13 +1,15 @@
 /*
- * configure.c - POST /api/v1/ephemeral/configure and the declared half of
+ * declare.c - POST /api/v1/ephemeral/configure and the declared half of
  * DELETE /api/v1/ephemeral/queue/{q}: both go through the raft log, which
- * this node's master runs.
+ * this node's master runs (master/configure.c answers them there).
  *
  * The worker passes the request to its master's cluster port (with the
  * cluster secret) and relays the answer as it is: the master answers once
  * the entry has committed and been applied on this node, or 503 no_leader /
  * timeout.  The request stays suspended meanwhile.
  */
+#include "worker/declare.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,9 +19,6 @@
 #include "http/client.h"
 #include "http/reply.h"
 #include "http/request.h"
-#include "shm/catalog.h"
-#include "shm/queue_admin.h"
-#include "worker/gather.h"
 #include "worker/worker_int.h"
 
 #define MASTER_TIMEOUT_MS 10000
@@ -90,6 +89,7 @@ to_master(struct worker *w, struct http_request *req, const char *path,
     }
 }
 
+/* worker_configure - see declare.h. */
 void
 worker_configure(struct worker *w, struct http_request *req)
 {
@@ -97,35 +97,16 @@ worker_configure(struct worker *w, struct http_request *req)
     to_master(w, req, "/cluster/v1/configure", NULL);
 }
 
+/* worker_declare_delete - see declare.h.  Every node drops the queue's
+ * contents when the deletion applies. */
 void
-worker_delete(struct worker *w, struct http_request *req)
+worker_declare_delete(struct worker *w, struct http_request *req, const char *q,
+                      size_t len)
 {
     struct http_buf b = {0};
-    struct shm_qopts o;
-    size_t len;
-    const char *q = http_request_param(req, &len);
 
-    if (!http_reply_name_ok(req, "queue", q, len))
-        return;
-    if (shm_catalog_lookup(w->seg->catalog, q, len, &o) == 1) {
-        /* Every node drops its contents when the deletion applies. */
-        http_buf_append_str(&b, "{\"queue\":");
-        http_buf_append_json_str(&b, q, len);
-        http_buf_append_str(&b, "}");
-        to_master(w, req, "/cluster/v1/delete", &b);
-        return;
-    }
-    int deleted = shm_queue_delete(w->seg, w->set.slot,
-                                   (struct shm_name){q, len}, shm_now_ms());
     http_buf_append_str(&b, "{\"queue\":");
     http_buf_append_json_str(&b, q, len);
-    http_buf_append_str(&b, deleted > 0 ? ",\"deleted\":true"
-                                        : ",\"deleted\":false");
-    http_buf_append_str(&b, ",\"declared\":false}");
-    /* An implicit queue's partitions are spread over their owners. */
-    if (worker_every_node(w, req))
-        gather_start_same(w, req, &b, worker_applied_classify,
-                          worker_delete_finish);
-    else
-        http_reply(req, 200, &b);
+    http_buf_append_str(&b, "}");
+    to_master(w, req, "/cluster/v1/delete", &b);
 }

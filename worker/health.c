@@ -1,12 +1,12 @@
 /*
- * status.c - GET /health and GET /metrics.
+ * health.c - GET /health and GET /metrics.
  *
  * Metrics are Prometheus text (version 0.0.4): counters summed over every
  * worker slot at scrape time, gauges read from the segment.  No per-queue
  * series for implicit queues: one inbox per request must not become one
  * time series per request.
  */
-#include "shm/status.h"
+#include "worker/health.h"
 
 #include <string.h>
 
@@ -15,6 +15,7 @@
 #include "http/request.h"
 #include "shm/queue_admin.h"
 #include "shm/stats.h"
+#include "shm/status.h"
 #include "worker/worker_int.h"
 
 /* worker_health_body - see worker.h. */
@@ -57,6 +58,7 @@ worker_health_body(struct http_buf *b, const char *node_id,
     return ready ? 200 : 503;
 }
 
+/* worker_health - see health.h. */
 void
 worker_health(struct worker *w, struct http_request *req)
 {
@@ -210,6 +212,7 @@ cluster(struct http_buf *b, const struct shm_status_view *v)
     series(b, "mayfly_members", "state=\"starting\"", n[SHM_MEMBER_STARTING]);
 }
 
+/* worker_metrics - see health.h. */
 void
 worker_metrics(struct worker *w, struct http_request *req)
 {

@@ -1,0 +1,112 @@
+/*
+ * ack_results.c - see ack_results.h.
+ */
+#include "worker/ack_results.h"
+
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "http/buf.h"
+#include "http/errors.h"
+#include "http/ids.h"
+#include "http/parse.h"
+#include "http/reply.h"
+#include "shm/broker.h"
+
+/* outcome_text - what follows an entry's id: the outcome (and the drop)
+ * as JSON text, up to the entry's closing brace (ack_results_outcome()
+ * reads them back). */
+static const char *
+outcome_text(uint32_t o)
+{
+    switch (o) {
+    case SHM_OUT_ACKED:
+        return ",\"outcome\":\"acked\"}";
+    case SHM_OUT_ACKED_DROPPED:
+        return ",\"outcome\":\"acked\",\"dropped\":true}";
+    case SHM_OUT_REDELIVERED:
+        return ",\"outcome\":\"redelivered\"}";
+    case SHM_OUT_STALE:
+        return ",\"outcome\":\"stale\"}";
+    case SHM_OUT_EXTENDED:
+        return ",\"outcome\":\"extended\"}";
+    default:
+        return ",\"outcome\":\"unknown\"}";
+    }
+}
+
+/* The longest outcome_text(). */
+#define OUTCOME_MAX sizeof(",\"outcome\":\"acked\",\"dropped\":true}")
+
+/*
+ * ack_results_reply - see ack_results.h.  The answer is sized first (each
+ * id's escaped length) so that it is reserved once.
+ */
+void
+ack_results_reply(struct http_request *req, const struct http_str *ids,
+                  size_t stride, const struct shm_ack *acks, uint32_t n)
+{
+    static const char head[] = "{\"results\":[", id_key[] = "{\"id\":\"";
+    struct http_buf b = {0};
+    size_t need = sizeof(head) + 2;
+    char *o;
+
+    for (uint32_t i = 0; i < n; i++) {
+        const struct http_str *id =
+            (const struct http_str *)((const char *)ids + i * stride);
+        need += sizeof(id_key) + 2 + http_json_esc_len(id->ptr, id->len) +
+                OUTCOME_MAX;
+    }
+    if (http_buf_reserve(&b, need) != 0) {
+        http_reply(req, 200, &b); /* oom: answered 500 */
+        return;
+    }
+    o = http_buf_tail(&b);
+    memcpy(o, head, sizeof(head) - 1);
+    o += sizeof(head) - 1;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct http_str *id =
+            (const struct http_str *)((const char *)ids + i * stride);
+        const char *text = outcome_text(acks[i].outcome);
+        size_t tlen = strlen(text);
+
+        if (i)
+            *o++ = ',';
+        memcpy(o, id_key, sizeof(id_key) - 1);
+        o = http_put_json_esc(o + sizeof(id_key) - 1, id->ptr, id->len);
+        *o++ = '"';
+        memcpy(o, text, tlen);
+        o += tlen;
+    }
+    *o++ = ']';
+    *o++ = '}';
+    http_buf_commit(&b, o);
+    http_reply(req, 200, &b);
+}
+
+/* ack_results_outcome - see ack_results.h. */
+int
+ack_results_outcome(struct json_object *e)
+{
+    struct json_object *o, *d;
+    const char *s;
+
+    if (!json_object_object_get_ex(e, "outcome", &o) ||
+        (s = json_object_get_string(o)) == NULL)
+        return -1;
+    if (strcmp(s, "acked") == 0)
+        return json_object_object_get_ex(e, "dropped", &d) &&
+                       json_object_get_boolean(d)
+                   ? SHM_OUT_ACKED_DROPPED
+                   : SHM_OUT_ACKED;
+    if (strcmp(s, "redelivered") == 0)
+        return SHM_OUT_REDELIVERED;
+    if (strcmp(s, "stale") == 0)
+        return SHM_OUT_STALE;
+    if (strcmp(s, "extended") == 0)
+        return SHM_OUT_EXTENDED;
+    if (strcmp(s, "unknown") == 0)
+        return SHM_OUT_UNKNOWN;
+    return -1;
+}

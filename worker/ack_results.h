@@ -1,0 +1,29 @@
+/*
+ * ack_results.h - the answer to an ack or an extend, {"results": [{"id",
+ * "outcome", "dropped"?}, ...]} in request order (ack_results.c): written
+ * by the node that answers, and read back by one that sent the request on
+ * to the node that delivered the ids (ack_route.c).
+ */
+#ifndef MAYFLY_WORKER_ACK_RESULTS_H
+#define MAYFLY_WORKER_ACK_RESULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct http_request;
+struct http_str;
+struct json_object;
+struct shm_ack;
+
+/*
+ * ack_results_reply - answer req 200 with each entry's id and outcome:
+ * ids[i] is at (char *)ids + i * stride, its outcome in acks[i].
+ */
+void ack_results_reply(struct http_request *req, const struct http_str *ids,
+                       size_t stride, const struct shm_ack *acks, uint32_t n);
+
+/* ack_results_outcome - one entry e of an answer's "results" back to enum
+ * shm_outcome; -1 when it is none of them. */
+int ack_results_outcome(struct json_object *e);
+
+#endif

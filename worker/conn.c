@@ -1,0 +1,72 @@
+/*
+ * conn.c - see conn.h.
+ */
+#include "worker/conn.h"
+
+#include <sys/epoll.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/worker_int.h"
+
+/* worker_conn_of - see conn.h. */
+struct worker_conn *
+worker_conn_of(struct worker *w, int fd)
+{
+    if ((size_t)fd >= w->nconns) {
+        size_t n = w->nconns ? w->nconns : 1024;
+        while (n <= (size_t)fd)
+            n *= 2;
+        struct worker_conn *t = realloc(w->conns, n * sizeof(*t));
+        if (t == NULL)
+            return NULL;
+        memset(t + w->nconns, 0, (n - w->nconns) * sizeof(*t));
+        w->conns = t;
+        w->nconns = n;
+    }
+    return &w->conns[fd];
+}
+
+/* worker_conn_watch - see conn.h. */
+int
+worker_conn_watch(struct worker *w, int fd, struct worker_conn **out)
+{
+    struct worker_conn *k = worker_conn_of(w, fd);
+
+    if (k == NULL)
+        return -ENOMEM;
+    if (k->hup)
+        return -EPIPE;
+    if (!k->watched) {
+        struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET,
+                                 .data.u64 = WORKER_TAG_CONN | (uint64_t)fd};
+        if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) == -1)
+            return -errno;
+        k->watched = 1;
+    }
+    *out = k;
+    return 0;
+}
+
+/* worker_conn_hangup - see conn.h. */
+struct worker_conn *
+worker_conn_hangup(struct worker *w, int fd)
+{
+    struct worker_conn *k = (size_t)fd < w->nconns ? &w->conns[fd] : NULL;
+
+    if (k != NULL)
+        k->hup = 1;
+    return k;
+}
+
+/* worker_conn_closed - see conn.h. */
+void
+worker_conn_closed(void *arg, int fd)
+{
+    struct worker *w = arg;
+
+    if (fd >= 0 && (size_t)fd < w->nconns)
+        w->conns[fd] = (struct worker_conn){0};
+}

@@ -1,0 +1,19 @@
+/*
+ * health.h - GET /health and GET /metrics (health.c).  The /health body
+ * itself, which the master also answers with during a drain, is
+ * worker_health_body() in worker.h.
+ */
+#ifndef MAYFLY_WORKER_HEALTH_H
+#define MAYFLY_WORKER_HEALTH_H
+
+struct worker;
+struct http_request;
+
+/* worker_health - GET /health: this node as the master's status page
+ * shows it, 200 when ready, else 503. */
+void worker_health(struct worker *w, struct http_request *req);
+
+/* worker_metrics - GET /metrics: Prometheus text. */
+void worker_metrics(struct worker *w, struct http_request *req);
+
+#endif
