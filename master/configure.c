@@ -27,7 +27,7 @@
 #include "http/parse.h"
 #include "http/reply.h"
 #include "http/request.h"
-#include "master/cluster.h"
+#include "master/cluster_client.h"
 #include "master/master.h"
 #include "shm/log.h"
 #include "worker/worker.h"
@@ -88,8 +88,7 @@ finish(struct conf_call *c)
     *pp = c->next;
     /* A forward or proposal still in flight must not call back into freed
      * memory. */
-    if (c->m->cluster_cli != NULL)
-        http_client_cancel(c->m->cluster_cli, c);
+    master_cluster_client_cancel(c);
     master_raft_cancel(c->m, c);
     http_request_resume(c->req);
     http_buf_free(&c->answer);
@@ -203,7 +202,7 @@ advance(struct conf_call *c)
             size_t len;
             const char *body = http_request_body(c->req, &len);
             c->state = CALL_FORWARDED;
-            master_cluster_post(
+            master_cluster_client_post(
                 m, leader,
                 c->cmd.op == DECL_DELETE ? CLUSTER_PATH_DELETE
                                          : CLUSTER_PATH_CONFIGURE,

@@ -33,7 +33,6 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "http/server.h"
-#include "master/cluster.h"
 #include "master/master.h"
 #include "shm/log.h"
 #include "shm/status.h"

@@ -14,7 +14,7 @@
 #include "http/query.h"
 #include "http/reply.h"
 #include "http/request.h"
-#include "master/cluster.h"
+#include "master/cluster_client.h"
 #include "master/master.h"
 #include "shm/log.h"
 #include "shm/owner.h"
@@ -83,8 +83,8 @@ owners_now(struct master *m, struct shm_owners *o)
 static int
 member_of(const struct master *m, const char *id)
 {
-    for (int i = 0; i < m->raft.n; i++)
-        if (i != m->raft.self && strcmp(m->raft.id[i], id) == 0)
+    for (int i = 0; i < m->members.n; i++)
+        if (i != m->members.self && strcmp(m->members.id[i], id) == 0)
             return i;
     return -1;
 }
@@ -106,7 +106,7 @@ static int
 member_dead(const struct master *m, const struct shm_status_view *v, int i)
 {
     for (uint32_t k = 0; k < v->nmembers && k < SHM_STATUS_MEMBERS; k++)
-        if (strcmp(v->members[k].id, m->raft.id[i]) == 0)
+        if (strcmp(v->members[k].id, m->members.id[i]) == 0)
             return v->members[k].state == SHM_MEMBER_DEAD;
     return 0;
 }
@@ -150,7 +150,7 @@ keep_here(struct master *m, struct ship *s, const char *why)
                  "hand-over of partition '%.*s' of queue '%.*s' to node %s "
                  "failed (%s); kept here, to be shipped again",
                  (int)s->plen, s->part, (int)s->qlen, s->queue,
-                 m->raft.id[s->member], why);
+                 m->members.id[s->member], why);
         ho.scan_at[1] = shm_now_ms() + RESCAN_MS;
         return;
     }
@@ -160,7 +160,7 @@ keep_here(struct master *m, struct ship *s, const char *why)
               "queue '%.*s' partition '%.*s' (%u messages; node %s: %s, and "
               "taking them back failed)",
               (int)s->qlen, s->queue, (int)s->plen, s->part, s->msgs,
-              m->raft.id[s->member], why);
+              m->members.id[s->member], why);
 }
 
 /* dropped - a drain's shipment that cannot be delivered. */
@@ -172,7 +172,7 @@ dropped(struct master *m, struct ship *s, const char *why)
               "hand-over failed; the partition's contents are dropped: "
               "queue '%.*s' partition '%.*s' (%u messages; node %s: %s)",
               (int)s->qlen, s->queue, (int)s->plen, s->part, s->msgs,
-              m->raft.id[s->member], why);
+              m->members.id[s->member], why);
     ho.lost++;
     ho.msgs_lost += s->msgs;
 }
@@ -211,7 +211,7 @@ shipped(void *arg, struct http_client_resp *r)
                   "handed partition '%.*s' of queue '%.*s' over to node %s "
                   "(%u messages)",
                   (int)s->plen, s->part, (int)s->qlen, s->queue,
-                  m->raft.id[s->member], s->msgs);
+                  m->members.id[s->member], s->msgs);
         if (s->drain) {
             ho.delivered++;
             ho.msgs_delivered += s->msgs;
@@ -232,7 +232,7 @@ shipped(void *arg, struct http_client_resp *r)
                  "hand-over of partition '%.*s' of queue '%.*s': %s; trying "
                  "node %s",
                  (int)s->plen, s->part, (int)s->qlen, s->queue, why,
-                 m->raft.id[s->member]);
+                 m->members.id[s->member]);
         s->retry_at = shm_now_ms() + RETRY_MS;
         return;
     }
@@ -250,8 +250,8 @@ static void
 ship_post(struct master *m, struct ship *s)
 {
     s->retry_at = 0;
-    master_cluster_post(m, m->raft.addr[s->member], s->path, s->rec, s->len,
-                        SHIP_MS, shipped, s);
+    master_cluster_client_post(m, m->members.addr[s->member], s->path, s->rec,
+                               s->len, SHIP_MS, shipped, s);
 }
 
 /* ship - take (queue, part) out of the segment and send it to member. */
@@ -454,7 +454,7 @@ let_go_dead(struct master *m)
         next = s->next; /* a post that fails at once frees s */
         if (s->retry_at != 0 || !member_dead(m, &v, dead))
             continue;
-        http_client_cancel(m->cluster_cli, s);
+        master_cluster_client_cancel(s);
         if (!repick(m, s)) {
             shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_HANDOVER_OUT_FAILED, 1);
             unlink_ship(s);
@@ -470,8 +470,8 @@ let_go_dead(struct master *m)
                  "to node %s instead (duplicates if node %s adopts it after "
                  "all)",
                  (int)s->plen, s->part, (int)s->qlen, s->queue,
-                 m->raft.id[dead], m->cfg.member_ttl_ms, m->raft.id[s->member],
-                 m->raft.id[dead]);
+                 m->members.id[dead], m->cfg.member_ttl_ms,
+                 m->members.id[s->member], m->members.id[dead]);
         ship_post(m, s);
     }
 }
@@ -480,7 +480,7 @@ int
 master_handover_drain(struct master *m, uint64_t now)
 {
     ho.m = m;
-    if (m->raft.n < 2)
+    if (m->members.n < 2)
         return 0; /* a node alone: its queues end with it */
     if (!ho.drain_started) {
         struct scan sc = {.m = m, .drain = 1};
@@ -528,7 +528,7 @@ master_handover_drain(struct master *m, uint64_t now)
     while (ho.ships != NULL) {
         struct ship *s = ho.ships;
         ho.ships = s->next;
-        http_client_cancel(m->cluster_cli, s);
+        master_cluster_client_cancel(s);
         dropped(m, s, "no answer before the drain's deadline");
         ship_free(s);
     }

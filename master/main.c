@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "master/cluster.h"
+#include "master/cluster_client.h"
 #include "master/config.h"
 #include "master/configure.h"
 #include "master/daemon.h"
@@ -35,6 +36,7 @@
 #include "master/handover.h"
 #include "master/listen.h"
 #include "master/master.h"
+#include "master/membership.h"
 #include "master/view.h"
 #include "shm/arena.h"
 #include "shm/catalog.h"
@@ -172,7 +174,7 @@ start_node(struct master *m, int ep)
     rc = shm_catalog_create(&m->seg.catalog, SHM_CATALOG_DEFAULT_BYTES);
     if (rc != 0)
         log_fatal(-rc, "cannot create the catalog");
-    master_status_publish(m);
+    master_membership_publish(m);
     m->ws.listen_fd = fd;
     m->ws.max_connections = conns;
     m->ws.max_body_bytes = m->cfg.max_body_bytes;
@@ -193,12 +195,14 @@ start_node(struct master *m, int ep)
     }
     /* Workers run; the master alone opens LMDB and the cluster port.  It
      * keeps the client socket open (never accepting) for respawns. */
-    if (master_raft_open(m, shm_now_ms()) != 0 ||
-        master_cluster_start(m, ep, cfd) != 0)
+    if (master_membership_start(m) != 0 ||
+        master_raft_open(m, shm_now_ms()) != 0 ||
+        master_cluster_start(m, ep, cfd) != 0 ||
+        master_cluster_client_start(ep, master_view_serving) != 0)
         log_fatal(0, "cannot start the consensus log and cluster port");
     daemon_ready();
     master_view_start(m, shm_now_ms());
-    master_status_publish(m);
+    master_membership_publish(m);
 }
 
 /* reload - HUP: reopen the log, re-read the settings that can change, and
@@ -223,7 +227,7 @@ reload(struct master *m)
             log_set_level(lvl);
         make_params(&m->cfg, &p);
         shm_segment_set_defaults(&m->seg, &p);
-        master_status_publish(m);
+        master_membership_publish(m);
     }
     master_signal_workers(m, SIGHUP);
 }
@@ -257,8 +261,8 @@ on_signal(struct master *m, int ep, int sig, uint64_t now)
             log_info(0, "%s: draining", strsignal(sig));
             m->state = MASTER_DRAINING;
             m->drain_deadline = now + DRAIN_MS;
-            master_status_publish(m);
-            master_cluster_heartbeat(m, now, 1); /* "leaving" */
+            master_membership_publish(m);
+            master_membership_heartbeat(m, now, 1); /* "leaving" */
             master_signal_workers(m, SIGTERM);
             /* The workers stop accepting: from now on new connections
              * are the master's to refuse, until it exits. */
@@ -295,17 +299,17 @@ on_tick(struct master *m, uint64_t now)
         master_respawn_due(m, now);
         master_watchdog(m, now);
         master_configure_tick(m, now);
-        master_cluster_heartbeat(m, now, 0);
+        master_membership_heartbeat(m, now, 0);
         master_handover_tick(m, now);
         master_view_check_ready(m, now);
-        master_status_publish(m); /* liveness ages with the clock */
-        master_view_beat(m, now); /* after: the view workers trust is new */
+        master_membership_publish(m); /* liveness ages with the clock */
+        master_view_beat(m, now);     /* after: the view workers trust is new */
     } else if (m->state == MASTER_DRAINING) {
         /* Keep saying "leaving" (one lost heartbeat must not keep us in
          * the peers' placement) and keep the members' view fresh for the
          * hand-over. */
-        master_cluster_heartbeat(m, now, 0);
-        master_status_publish(m);
+        master_membership_heartbeat(m, now, 0);
+        master_membership_publish(m);
         if (now > m->drain_deadline && !m->drain_killed) {
             /* The reap repairs what they held: the hand-over still runs. */
             log_warn(0, "drain took longer than %d ms; killing the workers",
@@ -350,14 +354,18 @@ loop_timeout(struct master *m, uint64_t now)
     int t = due == UINT64_MAX ? MASTER_TICK_MS
             : due > now       ? (int)(due - now)
                               : 0;
-    int c = master_cluster_timeout_ms(m);
-    int d = master_drain_port_timeout_ms(m);
+    int others[] = {
+        master_cluster_timeout_ms(m),
+        master_cluster_client_timeout_ms(),
+        master_drain_port_timeout_ms(m),
+    };
 
     if (t > MASTER_TICK_MS)
         t = MASTER_TICK_MS;
-    if (c >= 0 && c < t)
-        t = c;
-    return d >= 0 && d < t ? d : t;
+    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+        if (others[i] >= 0 && others[i] < t)
+            t = others[i];
+    return t;
 }
 
 /* stopped - whether the loop is done: workers gone and, on a drain,
@@ -411,11 +419,12 @@ run(struct master *m, int ep, int sfd, int tfd)
                 if (read(tfd, &ticks, sizeof(ticks)) > 0)
                     on_tick(m, now);
             } else {
-                master_cluster_event(m, tag, evs[i].events);
+                master_cluster_client_event(tag, evs[i].events);
             }
         }
         if (now >= master_raft_deadline(m))
             master_raft_tick(m, now);
+        master_cluster_client_run();
         master_cluster_run(m);
         master_drain_port_run(m);
         if (stopped(m, now))
@@ -473,6 +482,7 @@ main(int argc, char **argv)
         master_drain_port_finish(&m);
     master_drain_port_stop(&m);
     master_cluster_stop(&m);
+    master_cluster_client_stop();
     master_handover_stop();
     master_raft_close(&m);
     shm_segment_destroy(&m.seg);

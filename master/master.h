@@ -14,14 +14,22 @@
 #include <stdint.h>
 
 #include "master/config.h"
+#include "master/membership.h"
 #include "master/raft_node.h"
 #include "shm/segment.h"
 #include "worker/worker.h"
 
 #define MASTER_TICK_MS 100 /* the master's loop: maintenance, beats */
 
+/* Epoll tags of the master's loop (the cluster client owns
+ * MASTER_TAG_CLIENT|fd). */
+#define MASTER_TAG_SIGNAL  1u
+#define MASTER_TAG_TIMER   2u
+#define MASTER_TAG_CLUSTER 3u
+#define MASTER_TAG_DRAIN   4u /* the client port during a drain */
+#define MASTER_TAG_CLIENT  (1ull << 32)
+
 struct http_server;
-struct http_client;
 
 enum master_state { MASTER_RUNNING, MASTER_DRAINING, MASTER_STOPPING };
 
@@ -51,9 +59,9 @@ struct master {
     uint64_t drain_deadline;
     int drain_killed;       /* the drain outlived DRAIN_MS: workers killed */
     uint64_t handoff_until; /* drain: raft hand-off deadline, 0 before */
+    struct master_members members;
     struct master_raft raft;
     struct http_server *cluster_srv; /* the cluster port */
-    struct http_client *cluster_cli; /* calls to peers */
     struct http_server *drain_srv;   /* the client port during a drain */
 };
 
@@ -77,9 +85,5 @@ void master_signal_workers(struct master *m, int sig);
 
 /* master_live_workers - how many workers are running. */
 int master_live_workers(const struct master *m);
-
-/* master_status_publish - readiness, raft and members into the status
- * page workers serve /health and /metrics from (raft_node.c). */
-void master_status_publish(struct master *m);
 
 #endif

@@ -2,13 +2,13 @@
  * raft_node.c - drive the raft core from the master's loop and apply what
  * commits to the declared queues.
  *
- * Members are the node's own cluster address and its peers', sorted, so
- * every node numbers them alike.  Each committed declare/delete updates the
- * declared set, which is then published whole into the catalog (workers
- * look options up there when a queue is created) and pushed into the queues
- * this node already holds, so a declaration takes effect on the next push
- * or pop.  The status page gets role, term, leader and commit after every
- * input that changed them.
+ * The core's nodes are the members, numbered alike on every node
+ * (membership.c).  Each committed declare/delete updates the declared set,
+ * which is then published whole into the catalog (workers look options up
+ * there when a queue is created) and pushed into the queues this node
+ * already holds, so a declaration takes effect on the next push or pop.
+ * The status page (membership.c publishes it) gets role, term, leader and
+ * commit after every input that changed them.
  *
  * A proposal is answered once every member that owns partitions has
  * applied it, not when it commits: a push that follows the answer may land
@@ -25,52 +25,17 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "consensus/store.h"
-#include "master/cluster.h"
+#include "master/cluster_client.h"
 #include "master/master.h"
+#include "master/membership.h"
 #include "master/view.h"
 #include "shm/catalog.h"
 #include "shm/log.h"
 #include "shm/queue_admin.h"
 #include "shm/stats.h"
 #include "shm/status.h"
-
-static enum shm_member_state member_state(const struct master *m, int i,
-                                          uint64_t now);
-
-static int
-addr_cmp(const void *a, const void *b)
-{
-    return strcmp(a, b);
-}
-
-/* members - self and peers by cluster address, sorted; sets self. */
-static int
-members(struct master *m)
-{
-    struct master_raft *r = &m->raft;
-    const char *self = m->cfg.cluster_advertise[0] ? m->cfg.cluster_advertise
-                                                   : m->cfg.cluster_listen;
-
-    r->n = 0;
-    snprintf(r->addr[r->n++], sizeof(r->addr[0]), "%s", self);
-    for (int i = 0; i < m->cfg.npeers && r->n < RAFT_MAX_NODES; i++) {
-        if (strcmp(m->cfg.peers[i], self) != 0)
-            snprintf(r->addr[r->n++], sizeof(r->addr[0]), "%s",
-                     m->cfg.peers[i]);
-    }
-    qsort(r->addr, (size_t)r->n, sizeof(r->addr[0]), addr_cmp);
-    for (int i = 0; i < r->n; i++) {
-        if (strcmp(r->addr[i], self) == 0)
-            r->self = i;
-        if (i > 0 && strcmp(r->addr[i - 1], r->addr[i]) == 0)
-            return -EINVAL;
-    }
-    snprintf(r->id[r->self], sizeof(r->id[0]), "%s", m->cfg.node_id);
-    return 0;
-}
 
 /* snapshot - the raft core's snapshot callback: the declared set. */
 static int
@@ -137,10 +102,10 @@ resolve(struct master_raft *r, uint64_t index, uint64_t term)
 static int
 laggard(const struct master *m, uint64_t index, uint64_t now)
 {
-    for (int i = 0; i < m->raft.n; i++) {
-        if (i == m->raft.self)
+    for (int i = 0; i < m->members.n; i++) {
+        if (i == m->members.self)
             continue;
-        enum shm_member_state s = member_state(m, i, now);
+        enum shm_member_state s = master_membership_state(m, i, now);
         if ((s == SHM_MEMBER_LIVE || s == SHM_MEMBER_STARTING) &&
             raft_peer_applied(m->raft.core, i) < index)
             return i;
@@ -182,7 +147,8 @@ settle(struct master *m, uint64_t now)
                      "raft: entry %llu answered before member %s said it "
                      "applied it",
                      (unsigned long long)p->index,
-                     m->raft.id[lag][0] ? m->raft.id[lag] : m->raft.addr[lag]);
+                     m->members.id[lag][0] ? m->members.id[lag]
+                                           : m->members.addr[lag]);
         *pp = p->next;
         p->done(p->arg, 0);
         free(p);
@@ -253,7 +219,7 @@ process(struct master *m)
     for (size_t i = 0; i < rd.n_entries; i++)
         apply(m, &rd.entries[i]);
     for (size_t i = 0; i < rd.n_msgs; i++)
-        master_cluster_send_raft(m, &rd.msgs[i]);
+        master_cluster_client_send_raft(m, &rd.msgs[i]);
     struct raft_status old = m->raft.st;
     m->raft.st = rd.status;
     if (old.role != rd.status.role || old.term != rd.status.term ||
@@ -264,10 +230,10 @@ process(struct master *m)
                  : rd.status.role == RAFT_PRECANDIDATE ? "pre-candidate"
                                                        : "follower",
                  (unsigned long long)rd.status.term,
-                 rd.status.leader >= 0 ? m->raft.addr[rd.status.leader]
+                 rd.status.leader >= 0 ? m->members.addr[rd.status.leader]
                                        : "unknown");
     if (rd.status_changed || old.commit != rd.status.commit)
-        master_status_publish(m);
+        master_membership_publish(m);
     raft_ready_release(&rd);
     settle(m, shm_now_ms());
     master_view_check_ready(m, shm_now_ms());
@@ -296,10 +262,6 @@ master_raft_open(struct master *m, uint64_t now)
     char dir[CONFIG_PATH_MAX + 8];
     int rc;
 
-    if ((rc = members(m)) != 0) {
-        log_error(0, "peers: a cluster address is listed twice");
-        return rc;
-    }
     snprintf(dir, sizeof(dir), "%s/raft", m->cfg.data_dir);
     if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
         rc = -errno;
@@ -311,15 +273,15 @@ master_raft_open(struct master *m, uint64_t now)
         return rc;
     }
     struct raft_config cfg = {
-        .self = r->self,
-        .n = r->n,
+        .self = m->members.self,
+        .n = m->members.n,
         .election_ms = MASTER_RAFT_ELECTION_MS,
         .heartbeat_ms = 100,
         .snapshot = snapshot,
         .arg = m,
     };
     if (getrandom(&cfg.seed, sizeof(cfg.seed), 0) != sizeof(cfg.seed))
-        cfg.seed = now ^ (uint64_t)r->self << 32;
+        cfg.seed = now ^ (uint64_t)m->members.self << 32;
     if ((rc = raft_create(&cfg, r->store, now, &r->core)) != 0) {
         log_error(-rc, "cannot start raft over %s", dir);
         raft_store_close(r->store);
@@ -388,9 +350,9 @@ master_raft_receive(struct master *m, const void *buf, size_t len,
 
     if (rc != 0)
         return -EBADMSG;
-    if (msg.to == m->raft.self && msg.from >= 0 && msg.from < m->raft.n &&
-        msg.from != m->raft.self) {
-        master_raft_heard(m, msg.from, pw);
+    if (msg.to == m->members.self && msg.from >= 0 && msg.from < m->members.n &&
+        msg.from != m->members.self) {
+        master_membership_heard(m, msg.from, pw);
         clock_in(m);
         rc = raft_step(m->raft.core, &msg);
     } else {
@@ -457,62 +419,7 @@ const char *
 master_raft_leader_addr(const struct master *m)
 {
     int l = m->raft.st.leader;
-    return l >= 0 && l < m->raft.n ? m->raft.addr[l] : NULL;
-}
-
-void
-master_raft_heard(struct master *m, int i, const struct master_peer_word *pw)
-{
-    struct master_raft *r = &m->raft;
-    uint64_t now = shm_now_ms();
-    char *end;
-
-    if (pw->node_id != NULL)
-        snprintf(r->id[i], sizeof(r->id[0]), "%s", pw->node_id);
-    if (pw->client != NULL && strlen(pw->client) < sizeof(r->client[0]))
-        memcpy(r->client[i], pw->client, strlen(pw->client) + 1);
-    if (pw->incarnation != NULL) {
-        uint64_t inc = strtoull(pw->incarnation, &end, 16);
-        if (*end == '\0' && end != pw->incarnation)
-            r->inc[i] = inc;
-    }
-    if (pw->state != NULL) {
-        r->said[i] = strcmp(pw->state, "ready") == 0     ? SHM_MEMBER_LIVE
-                     : strcmp(pw->state, "leaving") == 0 ? SHM_MEMBER_LEAVING
-                                                         : SHM_MEMBER_STARTING;
-        if (r->said[i] == SHM_MEMBER_LEAVING && r->left_inc[i] != r->inc[i]) {
-            r->left_inc[i] = r->inc[i];
-            r->left_until[i] = now + (uint64_t)m->cfg.leave_exclude_s * 1000;
-            log_info(0, "member %s is leaving", r->id[i]);
-        }
-    }
-    r->heard[i] = now;
-}
-
-/*
- * member_state - what member i is to this node: LIVE ones own partitions.
- * A peer is STARTING until it says it is ready (a peer that names no state,
- * an older build, counts as ready), LEAVING while its announced leave
- * holds for the incarnation it named, DEAD after member_ttl_ms unheard,
- * leave or not: a node that left and is gone holds nothing, and acks of
- * its ids must not be sent after it for the rest of leave_exclude_s.
- */
-static enum shm_member_state
-member_state(const struct master *m, int i, uint64_t now)
-{
-    const struct master_raft *r = &m->raft;
-
-    if (i == r->self)
-        return m->state != MASTER_RUNNING ? SHM_MEMBER_LEAVING
-               : !m->ready                ? SHM_MEMBER_STARTING
-                                          : SHM_MEMBER_LIVE;
-    if (r->heard[i] == 0 || now - r->heard[i] >= m->cfg.member_ttl_ms)
-        return SHM_MEMBER_DEAD;
-    if (r->left_until[i] > now && r->inc[i] == r->left_inc[i])
-        return SHM_MEMBER_LEAVING;
-    return r->said[i] == SHM_MEMBER_LEAVING    ? SHM_MEMBER_LEAVING
-           : r->said[i] == SHM_MEMBER_STARTING ? SHM_MEMBER_STARTING
-                                               : SHM_MEMBER_LIVE;
+    return l >= 0 && l < m->members.n ? m->members.addr[l] : NULL;
 }
 
 int
@@ -524,51 +431,11 @@ master_raft_is_leader(const struct master *m)
 int
 master_raft_hand_off(struct master *m)
 {
-    if (!master_raft_is_leader(m) || m->raft.n < 2)
+    if (!master_raft_is_leader(m) || m->members.n < 2)
         return 0;
     clock_in(m);
     if (raft_transfer_leadership(m->raft.core, RAFT_TRANSFER_AUTO) != 0)
         return 0;
     process(m);
     return 1;
-}
-
-_Static_assert(SHM_STATUS_MEMBERS >= CONFIG_PEERS_MAX + 1,
-               "the status page lists the node and every peer");
-_Static_assert(SHM_STATUS_ADDR_MAX >= CONFIG_ADDR_MAX,
-               "the status page holds any advertise address");
-
-void
-master_status_publish(struct master *m)
-{
-    struct master_raft *r = &m->raft;
-    struct shm_status_view v = {0};
-    uint64_t now = shm_now_ms();
-
-    enum log_level lvl = LOG_LEVEL_INFO;
-
-    log_parse_level(m->cfg.log_level, &lvl);
-    v.log_level = lvl;
-    v.ready = m->state == MASTER_RUNNING && m->ready;
-    v.stopping = m->state != MASTER_RUNNING;
-    v.role = r->st.role == RAFT_LEADER     ? SHM_ROLE_LEADER
-             : r->st.role == RAFT_FOLLOWER ? SHM_ROLE_FOLLOWER
-                                           : SHM_ROLE_CANDIDATE;
-    v.term = r->st.term;
-    v.commit = r->st.commit;
-    if (r->st.leader >= 0 && r->st.leader < r->n)
-        snprintf(v.leader, sizeof(v.leader), "%s",
-                 r->id[r->st.leader][0] ? r->id[r->st.leader]
-                                        : r->addr[r->st.leader]);
-    for (int i = 0; i < r->n && i < SHM_STATUS_MEMBERS; i++) {
-        struct shm_member *mb = &v.members[v.nmembers++];
-        snprintf(mb->id, sizeof(mb->id), "%s",
-                 r->id[i][0] ? r->id[i] : r->addr[i]);
-        mb->self = i == r->self;
-        snprintf(mb->addr, sizeof(mb->addr), "%s",
-                 mb->self ? m->cfg.advertise : r->client[i]);
-        mb->state = (uint8_t)member_state(m, i, now);
-        mb->incarnation = mb->self ? m->incarnation : r->inc[i];
-    }
-    shm_status_publish(m->seg.status, &v);
 }

@@ -3,10 +3,11 @@
  * queues it drives, and proposals waiting for their commit.
  *
  * The master's loop feeds it ticks and the messages peers post to the
- * cluster port; after each input master_raft_process() applies what
- * committed (publishing the catalog and the new options into the segment),
- * sends what the core emitted, publishes role/term/leader into the status
- * page, and resolves waiting proposals.  Master only, single-threaded.
+ * cluster port; after each input it applies what committed (publishing
+ * the catalog and the new options into the segment), sends what the core
+ * emitted, publishes role/term/leader into the status page, and resolves
+ * waiting proposals.  Its nodes are the members, numbered as membership.h
+ * numbers them.  Master only, single-threaded.
  * Errors: 0 or -errno.
  */
 #ifndef MAYFLY_MASTER_RAFT_NODE_H
@@ -17,9 +18,9 @@
 
 #include "consensus/raft.h"
 #include "master/declared.h"
-#include "shm/status.h"
 
 struct master;
+struct master_peer_word;
 
 /* A follower campaigns after [1, 2) x this without a leader. */
 #define MASTER_RAFT_ELECTION_MS 1000
@@ -42,34 +43,14 @@ struct master_raft {
     struct raft *core;
     struct raft_store *store;
     struct decl_set decl;
-    int self, n;
-    /* cluster addresses by node index (sorted), and the node ids heard */
-    char addr[RAFT_MAX_NODES][256];
-    char id[RAFT_MAX_NODES][65];
-    char client[RAFT_MAX_NODES][SHM_STATUS_ADDR_MAX]; /* advertise heard */
-    uint64_t heard[RAFT_MAX_NODES]; /* when a message last came from it */
-    uint64_t inc[RAFT_MAX_NODES];   /* the incarnation it last named */
-    uint8_t said[RAFT_MAX_NODES];   /* the state it last named */
-    /* A leave it announced: that incarnation is out of the placement until
-     * left_until, or until another incarnation of it is heard. */
-    uint64_t left_inc[RAFT_MAX_NODES];
-    uint64_t left_until[RAFT_MAX_NODES];
     struct raft_status st;
     struct master_proposal *pending;
 };
 
-/* What a master-to-master call says of its sender (headers; NULL when a
- * header was absent). */
-struct master_peer_word {
-    const char *node_id;     /* X-Mayfly-Node */
-    const char *client;      /* X-Mayfly-Client: its advertise address */
-    const char *incarnation; /* X-Mayfly-Incarnation: 16 hex digits */
-    const char *state;       /* X-Mayfly-State: ready, starting, leaving */
-};
-
 /*
- * master_raft_open - order the members, open data_dir/raft, replay the log
- * into the declared set and the catalog.  0 or -errno (logged).
+ * master_raft_open - open data_dir/raft, replay the log into the declared
+ * set and the catalog (after master_membership_start numbered the
+ * members).  0 or -errno (logged).
  */
 int master_raft_open(struct master *m, uint64_t now);
 
@@ -81,7 +62,8 @@ void master_raft_tick(struct master *m, uint64_t now);
 uint64_t master_raft_deadline(const struct master *m);
 
 /* master_raft_receive - a message a peer posted (from the index it claims,
- * with what its headers said).  -EBADMSG for garbage. */
+ * with what its headers said: it counts as heard).  -EBADMSG for
+ * garbage. */
 int master_raft_receive(struct master *m, const void *buf, size_t len,
                         const struct master_peer_word *pw);
 
@@ -107,12 +89,6 @@ const char *master_raft_leader_addr(const struct master *m);
 /* master_raft_hand_off - graceful stop: transfer leadership if leader.
  * Returns 1 when a transfer started. */
 int master_raft_hand_off(struct master *m);
-
-/* master_raft_heard - member i was heard from now, saying pw (a NULL
- * field keeps what we had).  A state "leaving" leaves that incarnation out
- * of the placement for leave_exclude_s. */
-void master_raft_heard(struct master *m, int i,
-                       const struct master_peer_word *pw);
 
 /* master_raft_is_leader - 1 when this node leads. */
 int master_raft_is_leader(const struct master *m);

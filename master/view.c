@@ -21,8 +21,8 @@
  */
 #include "master/view.h"
 
-#include "master/cluster.h"
 #include "master/master.h"
+#include "master/membership.h"
 #include "shm/log.h"
 #include "shm/status.h"
 
@@ -41,7 +41,7 @@
  * Peers count this node dead member_ttl_ms (ttl) after they last heard
  * it, and then serve its partitions.  A master stopped at time T beat the
  * status page at T at the latest, and heartbeated its peers at T - H at
- * the earliest, H = min(ttl / 4, 500 ms) (master/cluster.c; raft appends
+ * the earliest, H = min(ttl / 4, 500 ms) (master/membership.c; raft appends
  * only come more often).  So the peers take over at T - H + ttl >=
  * T + 3/4 ttl at the earliest, and the workers must stop before that:
  * ttl / 2 leaves a quarter of ttl (1 s by default) for the peers' own
@@ -54,7 +54,7 @@ stale_ms(const struct master *m)
 {
     uint64_t bound = m->cfg.member_ttl_ms / 2;
 
-    return m->raft.n > 1 && bound >= STALE_MIN_MS ? bound : 0;
+    return m->members.n > 1 && bound >= STALE_MIN_MS ? bound : 0;
 }
 
 /* become_ready - say so on /health and to the peers at once: both read
@@ -63,14 +63,14 @@ static void
 become_ready(struct master *m, uint64_t now)
 {
     m->ready = 1;
-    master_status_publish(m);
-    master_cluster_heartbeat(m, now, 1);
+    master_membership_publish(m);
+    master_membership_heartbeat(m, now, 1);
 }
 
 void
 master_view_start(struct master *m, uint64_t now)
 {
-    if (m->raft.n < 2) {
+    if (m->members.n < 2) {
         become_ready(m, now);
         return;
     }
@@ -124,12 +124,12 @@ master_view_check_ready(struct master *m, uint64_t now)
 static int
 peers_back(const struct master *m, uint64_t now)
 {
-    const struct master_raft *r = &m->raft;
+    const struct master_members *r = &m->members;
     uint64_t ttl = m->cfg.member_ttl_ms;
 
     if (now - m->resumed_at >= ttl)
         return 1;
-    if (now - m->resumed_at < master_cluster_beat_ms(m))
+    if (now - m->resumed_at < master_membership_beat_ms(m))
         return 0;
     for (int i = 0; i < r->n; i++) {
         int was_live = r->heard[i] != 0 && r->heard[i] + ttl > m->stalled_at;

@@ -1,0 +1,171 @@
+/*
+ * membership.c - who the members are and which are live (membership.h).
+ *
+ * Members are the node's own cluster address and its peers', sorted, so
+ * every node numbers them alike (raft numbers them so too).  Membership is
+ * static: what changes is what each member last said of itself and when
+ * it was last heard.  The status page gets the members' states whenever
+ * the master publishes it (every tick: liveness ages with the clock).
+ */
+#include "master/membership.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "master/cluster_client.h"
+#include "master/master.h"
+#include "shm/log.h"
+#include "shm/status.h"
+
+#define HEARTBEAT_MS 500 /* a quarter of the default member_ttl_ms at most */
+
+static int
+addr_cmp(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+int
+master_membership_start(struct master *m)
+{
+    struct master_members *r = &m->members;
+    const char *self = m->cfg.cluster_advertise[0] ? m->cfg.cluster_advertise
+                                                   : m->cfg.cluster_listen;
+
+    r->n = 0;
+    snprintf(r->addr[r->n++], sizeof(r->addr[0]), "%s", self);
+    for (int i = 0; i < m->cfg.npeers && r->n < RAFT_MAX_NODES; i++) {
+        if (strcmp(m->cfg.peers[i], self) != 0)
+            snprintf(r->addr[r->n++], sizeof(r->addr[0]), "%s",
+                     m->cfg.peers[i]);
+    }
+    qsort(r->addr, (size_t)r->n, sizeof(r->addr[0]), addr_cmp);
+    for (int i = 0; i < r->n; i++) {
+        if (strcmp(r->addr[i], self) == 0)
+            r->self = i;
+        if (i > 0 && strcmp(r->addr[i - 1], r->addr[i]) == 0) {
+            log_error(0, "peers: a cluster address is listed twice");
+            return -EINVAL;
+        }
+    }
+    snprintf(r->id[r->self], sizeof(r->id[0]), "%s", m->cfg.node_id);
+    return 0;
+}
+
+void
+master_membership_heard(struct master *m, int i,
+                        const struct master_peer_word *pw)
+{
+    struct master_members *r = &m->members;
+    uint64_t now = shm_now_ms();
+    char *end;
+
+    if (pw->node_id != NULL)
+        snprintf(r->id[i], sizeof(r->id[0]), "%s", pw->node_id);
+    if (pw->client != NULL && strlen(pw->client) < sizeof(r->client[0]))
+        memcpy(r->client[i], pw->client, strlen(pw->client) + 1);
+    if (pw->incarnation != NULL) {
+        uint64_t inc = strtoull(pw->incarnation, &end, 16);
+        if (*end == '\0' && end != pw->incarnation)
+            r->inc[i] = inc;
+    }
+    if (pw->state != NULL) {
+        r->said[i] = strcmp(pw->state, "ready") == 0     ? SHM_MEMBER_LIVE
+                     : strcmp(pw->state, "leaving") == 0 ? SHM_MEMBER_LEAVING
+                                                         : SHM_MEMBER_STARTING;
+        if (r->said[i] == SHM_MEMBER_LEAVING && r->left_inc[i] != r->inc[i]) {
+            r->left_inc[i] = r->inc[i];
+            r->left_until[i] = now + (uint64_t)m->cfg.leave_exclude_s * 1000;
+            log_info(0, "member %s is leaving", r->id[i]);
+        }
+    }
+    r->heard[i] = now;
+}
+
+/*
+ * A peer is STARTING until it says it is ready (a peer that names no state,
+ * an older build, counts as ready), LEAVING while its announced leave
+ * holds for the incarnation it named, DEAD after member_ttl_ms unheard,
+ * leave or not: a node that left and is gone holds nothing, and acks of
+ * its ids must not be sent after it for the rest of leave_exclude_s.
+ */
+enum shm_member_state
+master_membership_state(const struct master *m, int i, uint64_t now)
+{
+    const struct master_members *r = &m->members;
+
+    if (i == r->self)
+        return m->state != MASTER_RUNNING ? SHM_MEMBER_LEAVING
+               : !m->ready                ? SHM_MEMBER_STARTING
+                                          : SHM_MEMBER_LIVE;
+    if (r->heard[i] == 0 || now - r->heard[i] >= m->cfg.member_ttl_ms)
+        return SHM_MEMBER_DEAD;
+    if (r->left_until[i] > now && r->inc[i] == r->left_inc[i])
+        return SHM_MEMBER_LEAVING;
+    return r->said[i] == SHM_MEMBER_LEAVING    ? SHM_MEMBER_LEAVING
+           : r->said[i] == SHM_MEMBER_STARTING ? SHM_MEMBER_STARTING
+                                               : SHM_MEMBER_LIVE;
+}
+
+uint64_t
+master_membership_beat_ms(const struct master *m)
+{
+    uint64_t every = m->cfg.member_ttl_ms / 4;
+
+    return every < HEARTBEAT_MS ? every : HEARTBEAT_MS;
+}
+
+void
+master_membership_heartbeat(struct master *m, uint64_t now, int now_or_never)
+{
+    static uint64_t last;
+    uint64_t every = master_membership_beat_ms(m);
+
+    if (!now_or_never && now < last + every)
+        return;
+    last = now;
+    master_cluster_client_heartbeat(m, every * 2);
+}
+
+_Static_assert(SHM_STATUS_MEMBERS >= CONFIG_PEERS_MAX + 1,
+               "the status page lists the node and every peer");
+_Static_assert(SHM_STATUS_ADDR_MAX >= CONFIG_ADDR_MAX,
+               "the status page holds any advertise address");
+
+void
+master_membership_publish(struct master *m)
+{
+    struct master_members *r = &m->members;
+    const struct raft_status *st = &m->raft.st;
+    struct shm_status_view v = {0};
+    uint64_t now = shm_now_ms();
+
+    enum log_level lvl = LOG_LEVEL_INFO;
+
+    log_parse_level(m->cfg.log_level, &lvl);
+    v.log_level = lvl;
+    v.ready = m->state == MASTER_RUNNING && m->ready;
+    v.stopping = m->state != MASTER_RUNNING;
+    v.role = st->role == RAFT_LEADER     ? SHM_ROLE_LEADER
+             : st->role == RAFT_FOLLOWER ? SHM_ROLE_FOLLOWER
+                                         : SHM_ROLE_CANDIDATE;
+    v.term = st->term;
+    v.commit = st->commit;
+    if (st->leader >= 0 && st->leader < r->n)
+        snprintf(v.leader, sizeof(v.leader), "%s",
+                 r->id[st->leader][0] ? r->id[st->leader]
+                                      : r->addr[st->leader]);
+    for (int i = 0; i < r->n && i < SHM_STATUS_MEMBERS; i++) {
+        struct shm_member *mb = &v.members[v.nmembers++];
+        snprintf(mb->id, sizeof(mb->id), "%s",
+                 r->id[i][0] ? r->id[i] : r->addr[i]);
+        mb->self = i == r->self;
+        snprintf(mb->addr, sizeof(mb->addr), "%s",
+                 mb->self ? m->cfg.advertise : r->client[i]);
+        mb->state = (uint8_t)master_membership_state(m, i, now);
+        mb->incarnation = mb->self ? m->incarnation : r->inc[i];
+    }
+    shm_status_publish(m->seg.status, &v);
+}
