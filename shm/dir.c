@@ -128,22 +128,32 @@ shm_dir_of(struct shm_seg *seg)
     return shm_region(seg, SHM_REGION_DIR);
 }
 
+/* Queue record idx of the DIR region at d. */
+static inline struct shm_queue *
+dir_queue_at(struct shm_dir *d, uint32_t idx)
+{
+    return (struct shm_queue *)((unsigned char *)d + d->queues_off) + idx;
+}
+
+/* Partition record idx of the DIR region at d. */
+static inline struct shm_part *
+dir_part_at(struct shm_dir *d, uint32_t idx)
+{
+    return (struct shm_part *)((unsigned char *)d + d->parts_off) + idx;
+}
+
 /* shm_dir_queue - queue record idx. */
 struct shm_queue *
 shm_dir_queue(struct shm_seg *seg, uint32_t idx)
 {
-    struct shm_dir *d = shm_dir_of(seg);
-
-    return (struct shm_queue *)((unsigned char *)d + d->queues_off) + idx;
+    return dir_queue_at(shm_dir_of(seg), idx);
 }
 
 /* shm_dir_part - partition record idx. */
 struct shm_part *
 shm_dir_part(struct shm_seg *seg, uint32_t idx)
 {
-    struct shm_dir *d = shm_dir_of(seg);
-
-    return (struct shm_part *)((unsigned char *)d + d->parts_off) + idx;
+    return dir_part_at(shm_dir_of(seg), idx);
 }
 
 /* The index slots. */
@@ -160,13 +170,62 @@ shm_dir_name_hash(struct shm_name name, uint64_t seed)
     return XXH3_64bits_withSeed(name.ptr, name.len, seed);
 }
 
+/*
+ * The queue and partition tables work alike: a record is taken from its
+ * table's free list, else from the bump index; it is indexed by name; it
+ * goes back on the free list when freed, or when a repair finds it dead.
+ * One piece of code serves both, with kind (0 for a queue, SHM_DIR_PART_BIT
+ * for a partition, as in an index slot) picking the table.  A record's
+ * fields are reached by DIR_REC, a conditional on kind and the record's
+ * address, no call: the lookup loop (every push and pop runs it) costs what
+ * the two loops written for one kind each did.
+ */
+
+/* A table's free list (index + 1, or 0), bump index and capacity. */
+struct dir_table {
+    uint32_t *free;
+    _Atomic uint32_t *bump;
+    uint32_t max;
+};
+
+/* The table of kind in the dir header. */
+static inline struct dir_table
+dir_table(struct shm_dir *d, uint32_t kind)
+{
+    if (kind)
+        return (struct dir_table){&d->p_free, &d->p_bump, d->max_parts};
+    return (struct dir_table){&d->q_free, &d->q_bump, d->max_queues};
+}
+
+/* Field f of record idx of kind, as an lvalue: SHM_DIR_RECORD_HEAD's fields
+ * and next_free have the same name and type in both kinds' structs. */
+#define DIR_REC(d, kind, idx, f)                                               \
+    (*((kind) ? &dir_part_at(d, idx)->f : &dir_queue_at(d, idx)->f))
+
+/* Whether queue record q.idx is alive and still of generation q.gen. */
+static inline int
+dir_queue_is(struct shm_dir *d, struct shm_ref q)
+{
+    struct shm_queue *r = dir_queue_at(d, q.idx);
+
+    return atomic_load(&r->alive) && r->gen == q.gen;
+}
+
+/* Put partition idx at the head of queue q's list (dir lock held). */
+static void
+dir_list_part(struct shm_dir *d, struct shm_queue *q, uint32_t idx)
+{
+    dir_part_at(d, idx)->next_part = q->parts;
+    q->parts = idx + 1;
+    q->nparts++;
+}
+
 /* The hash an index slot of record ref (kind | idx) holds. */
 static uint64_t
-dir_ref_hash(struct shm_seg *seg, uint32_t ref)
+dir_ref_hash(struct shm_dir *d, uint32_t ref)
 {
-    if (ref & SHM_DIR_PART_BIT)
-        return shm_dir_part(seg, ref & ~SHM_DIR_PART_BIT)->name_hash;
-    return shm_dir_queue(seg, ref)->name_hash;
+    return DIR_REC(d, ref & SHM_DIR_PART_BIT, ref & ~SHM_DIR_PART_BIT,
+                   name_hash);
 }
 
 /* Insert record ref with hash h into the index (dir lock held). */
@@ -187,8 +246,7 @@ dir_index_insert(struct shm_dir *d, uint32_t ref, uint64_t h)
 
 /* Remove record ref from the index by backward shift (dir lock held). */
 static void
-dir_index_remove(struct shm_seg *seg, struct shm_dir *d, uint32_t ref,
-                 uint64_t h)
+dir_index_remove(struct shm_dir *d, uint32_t ref, uint64_t h)
 {
     struct shm_dir_slot *ix = dir_index(d);
     uint32_t mask = d->index_slots - 1;
@@ -200,7 +258,7 @@ dir_index_remove(struct shm_seg *seg, struct shm_dir *d, uint32_t ref,
         i = (i + 1) & mask;
     }
     for (uint32_t j = (i + 1) & mask; ix[j].ref != 0; j = (j + 1) & mask) {
-        uint32_t home = (uint32_t)dir_ref_hash(seg, ix[j].ref - 1) & mask;
+        uint32_t home = (uint32_t)dir_ref_hash(d, ix[j].ref - 1) & mask;
         /* j's entry may move to i if its home is not in (i, j]. */
         if (((j - home) & mask) >= ((j - i) & mask)) {
             ix[i] = ix[j];
@@ -209,6 +267,31 @@ dir_index_remove(struct shm_seg *seg, struct shm_dir *d, uint32_t ref,
     }
     ix[i].ref = 0;
     ix[i].hash = 0;
+}
+
+/* Push record idx of kind on its table's free list (dir lock held). */
+static inline void
+dir_free_push(struct shm_dir *d, uint32_t kind, uint32_t idx)
+{
+    struct dir_table t = dir_table(d, kind);
+
+    DIR_REC(d, kind, idx, next_free) = *t.free;
+    *t.free = idx + 1;
+}
+
+/* Repair record idx of kind: a dead one goes on its free list, a live one
+ * is indexed and its name re-tagged LINKED.  Returns whether it is alive. */
+static inline int
+dir_repair_record(struct shm_seg *seg, struct shm_dir *d, uint32_t kind,
+                  uint32_t idx)
+{
+    if (!atomic_load(&DIR_REC(d, kind, idx, alive))) {
+        dir_free_push(d, kind, idx);
+        return 0;
+    }
+    shm_arena_link(seg, DIR_REC(d, kind, idx, name_ref));
+    dir_index_insert(d, idx | kind, DIR_REC(d, kind, idx, name_hash));
+    return 1;
 }
 
 /* Repair after a dead dir-lock holder: rebuild index, free lists and the
@@ -228,30 +311,15 @@ dir_repair(struct shm_seg *seg, void *arg)
         struct shm_queue *q = shm_dir_queue(seg, i);
         q->parts = 0;
         q->nparts = 0;
-        if (!atomic_load(&q->alive)) {
-            q->next_free = d->q_free;
-            d->q_free = i + 1;
-            continue;
-        }
-        shm_arena_link(seg, q->name_ref);
-        dir_index_insert(d, i, q->name_hash);
-        d->nqueues++;
+        if (dir_repair_record(seg, d, 0, i))
+            d->nqueues++;
     }
     for (uint32_t i = pb; i-- > 0;) {
         struct shm_part *p = shm_dir_part(seg, i);
-        struct shm_queue *q = shm_dir_queue(seg, p->queue);
-        if (!atomic_load(&p->alive)) {
-            p->next_free = d->p_free;
-            d->p_free = i + 1;
-            continue;
-        }
-        shm_arena_link(seg, p->name_ref);
-        dir_index_insert(d, i | SHM_DIR_PART_BIT, p->name_hash);
-        if (atomic_load(&q->alive) && q->gen == p->queue_gen) {
-            p->next_part = q->parts;
-            q->parts = i + 1;
-            q->nparts++;
-        }
+        struct shm_ref q = {p->queue, p->queue_gen};
+        if (dir_repair_record(seg, d, SHM_DIR_PART_BIT, i) &&
+            dir_queue_is(d, q))
+            dir_list_part(d, dir_queue_at(d, q.idx), i);
     }
 }
 
@@ -271,9 +339,18 @@ shm_dir_unlock(struct shm_seg *seg)
     shm_unlock(&shm_dir_of(seg)->lock);
 }
 
-/* Find a live record of kind (part bit) named name with hash h; for a
- * partition, of queue q.  Returns idx + 1 or 0.  Dir lock held. */
-static uint32_t
+/* Whether partition record idx belongs to queue q. */
+static inline int
+dir_part_of(struct shm_dir *d, uint32_t idx, struct shm_ref q)
+{
+    struct shm_part *p = dir_part_at(d, idx);
+
+    return p->queue == q.idx && p->queue_gen == q.gen;
+}
+
+/* Find a live record of kind named name with hash h; for a partition, of
+ * queue q.  Returns idx + 1 or 0.  Dir lock held. */
+static inline uint32_t
 dir_lookup(struct shm_seg *seg, uint32_t kind, struct shm_ref q,
            struct shm_name name, uint64_t h)
 {
@@ -287,20 +364,13 @@ dir_lookup(struct shm_seg *seg, uint32_t kind, struct shm_ref q,
             (ref & SHM_DIR_PART_BIT) != kind)
             continue;
         uint32_t idx = ref & ~SHM_DIR_PART_BIT;
-        if (kind) {
-            struct shm_part *p = shm_dir_part(seg, idx);
-            if (atomic_load(&p->alive) && p->name_hash == h &&
-                p->queue == q.idx && p->queue_gen == q.gen &&
-                p->name_len == name.len &&
-                shm_arena_equal(seg, p->name_ref, name.ptr, name.len))
-                return idx + 1;
-        } else {
-            struct shm_queue *r = shm_dir_queue(seg, idx);
-            if (atomic_load(&r->alive) && r->name_hash == h &&
-                r->name_len == name.len &&
-                shm_arena_equal(seg, r->name_ref, name.ptr, name.len))
-                return idx + 1;
-        }
+        if (atomic_load(&DIR_REC(d, kind, idx, alive)) &&
+            DIR_REC(d, kind, idx, name_hash) == h &&
+            (!kind || dir_part_of(d, idx, q)) &&
+            DIR_REC(d, kind, idx, name_len) == name.len &&
+            shm_arena_equal(seg, DIR_REC(d, kind, idx, name_ref), name.ptr,
+                            name.len))
+            return idx + 1;
     }
     return 0;
 }
@@ -316,43 +386,26 @@ dir_name_alloc(struct shm_seg *seg, int w, struct shm_name name, uint32_t *ref)
     return rc;
 }
 
-/* Take a queue record (free list, else bump); -EOVERFLOW.  Dir lock held. */
-static int
-dir_take_queue(struct shm_seg *seg, struct shm_dir *d, uint32_t *idx)
+/* Take a record of kind: from the free list, else the bump index;
+ * -EOVERFLOW when the table is full.  Dir lock held. */
+static inline int
+dir_take(struct shm_dir *d, uint32_t kind, uint32_t *idx)
 {
-    if (d->q_free != 0) {
-        *idx = d->q_free - 1;
-        d->q_free = shm_dir_queue(seg, *idx)->next_free;
-        return 0;
-    }
-    uint32_t b = atomic_load(&d->q_bump);
-    if (b >= d->max_queues)
-        return -EOVERFLOW;
-    int rc = shm_lock_init(&shm_dir_queue(seg, b)->lock);
-    if (rc != 0)
-        return rc;
-    *idx = b;
-    atomic_store(&d->q_bump, b + 1);
-    return 0;
-}
+    struct dir_table t = dir_table(d, kind);
 
-/* Take a partition record; -EOVERFLOW.  Dir lock held. */
-static int
-dir_take_part(struct shm_seg *seg, struct shm_dir *d, uint32_t *idx)
-{
-    if (d->p_free != 0) {
-        *idx = d->p_free - 1;
-        d->p_free = shm_dir_part(seg, *idx)->next_free;
+    if (*t.free != 0) {
+        *idx = *t.free - 1;
+        *t.free = DIR_REC(d, kind, *idx, next_free);
         return 0;
     }
-    uint32_t b = atomic_load(&d->p_bump);
-    if (b >= d->max_parts)
+    uint32_t b = atomic_load(t.bump);
+    if (b >= t.max)
         return -EOVERFLOW;
-    int rc = shm_lock_init(&shm_dir_part(seg, b)->lock);
+    int rc = shm_lock_init(&DIR_REC(d, kind, b, lock));
     if (rc != 0)
         return rc;
     *idx = b;
-    atomic_store(&d->p_bump, b + 1);
+    atomic_store(t.bump, b + 1);
     return 0;
 }
 
@@ -383,59 +436,15 @@ dir_init_queue(struct shm_seg *seg, uint32_t idx, uint64_t h, uint32_t nref,
     atomic_store_explicit(&q->alive, 1, memory_order_release);
 }
 
-/* shm_dir_find_queue - see dir.h. */
-int
-shm_dir_find_queue(struct shm_seg *seg, int w, struct shm_name name, int create,
-                   uint64_t now, struct shm_ref *out)
+/* Count new queue idx, and first look at it once it could be idle (dir
+ * lock held; after it is indexed). */
+static void
+dir_queue_created(struct shm_seg *seg, struct shm_dir *d, uint32_t idx,
+                  uint64_t now)
 {
-    struct shm_dir *d = shm_dir_of(seg);
-    uint64_t h = shm_dir_name_hash(name, 0);
-    struct shm_ref none = {0, 0};
-    uint32_t nref = 0, idx;
-    int rc;
-
-    for (;;) {
-        /* dir lock: index lookup, and insert on the second pass. */
-        if ((rc = shm_dir_lock(seg)) != 0)
-            break;
-        uint32_t f = dir_lookup(seg, 0, none, name, h);
-        if (f != 0) {
-            out->idx = f - 1;
-            out->gen = shm_dir_queue(seg, f - 1)->gen;
-            shm_dir_unlock(seg);
-            rc = 0;
-            break;
-        }
-        if (!create) {
-            shm_dir_unlock(seg);
-            rc = -ENOENT;
-            break;
-        }
-        if (nref == 0) {
-            shm_dir_unlock(seg);
-            if ((rc = dir_name_alloc(seg, w, name, &nref)) != 0)
-                return rc;
-            continue;
-        }
-        if ((rc = dir_take_queue(seg, d, &idx)) == 0) {
-            dir_init_queue(seg, idx, h, nref, (uint32_t)name.len, now);
-            dir_index_insert(d, idx, h);
-            shm_arena_link(seg, nref);
-            d->nqueues++;
-            out->idx = idx;
-            out->gen = shm_dir_queue(seg, idx)->gen;
-            nref = 0;
-            /* First look at it once it could be idle. */
-            shm_due_queue(seg, idx,
-                          now + (uint64_t)shm_params_of(seg)->implicit_idle_s *
-                                    1000);
-        }
-        shm_dir_unlock(seg);
-        break;
-    }
-    if (nref != 0)
-        shm_arena_free(seg, w, nref);
-    return rc;
+    d->nqueues++;
+    shm_due_queue(seg, idx,
+                  now + (uint64_t)shm_params_of(seg)->implicit_idle_s * 1000);
 }
 
 /* Fill and publish partition record idx of queue q (dir lock held). */
@@ -444,7 +453,6 @@ dir_init_part(struct shm_seg *seg, uint32_t idx, struct shm_ref qr, uint64_t h,
               uint32_t nref, uint32_t len, uint64_t now)
 {
     struct shm_part *p = shm_dir_part(seg, idx);
-    struct shm_queue *q = shm_dir_queue(seg, qr.idx);
 
     p->gen++;
     p->name_hash = h;
@@ -462,19 +470,21 @@ dir_init_part(struct shm_seg *seg, uint32_t idx, struct shm_ref qr, uint64_t h,
     p->last_active = now;
     parked_zero(seg, 1, idx);
     atomic_store_explicit(&p->alive, 1, memory_order_release);
-    p->next_part = q->parts;
-    q->parts = idx + 1;
-    q->nparts++;
+    dir_list_part(shm_dir_of(seg), shm_dir_queue(seg, qr.idx), idx);
 }
 
-/* shm_dir_find_part - see dir.h. */
-int
-shm_dir_find_part(struct shm_seg *seg, int w, struct shm_ref q,
-                  struct shm_name name, int create, uint64_t now,
-                  struct shm_ref *out)
+/*
+ * Look the record of kind named name up (a partition: of queue q, -ESTALE
+ * when q is gone); with create, make it when missing.  The name is copied
+ * into the arena with the dir lock dropped, then looked up again.
+ */
+static int
+dir_find(struct shm_seg *seg, int w, uint32_t kind, struct shm_ref q,
+         struct shm_name name, int create, uint64_t now, struct shm_ref *out)
 {
     struct shm_dir *d = shm_dir_of(seg);
-    uint64_t h = shm_dir_name_hash(name, ((uint64_t)q.idx << 32) | q.gen);
+    uint64_t h =
+        shm_dir_name_hash(name, kind ? ((uint64_t)q.idx << 32) | q.gen : 0);
     uint32_t nref = 0, idx;
     int rc;
 
@@ -482,16 +492,15 @@ shm_dir_find_part(struct shm_seg *seg, int w, struct shm_ref q,
         /* dir lock: index lookup, and insert on the second pass. */
         if ((rc = shm_dir_lock(seg)) != 0)
             break;
-        struct shm_queue *qr = shm_dir_queue(seg, q.idx);
-        if (!atomic_load(&qr->alive) || qr->gen != q.gen) {
+        if (kind && !dir_queue_is(d, q)) {
             shm_dir_unlock(seg);
             rc = -ESTALE;
             break;
         }
-        uint32_t f = dir_lookup(seg, SHM_DIR_PART_BIT, q, name, h);
+        uint32_t f = dir_lookup(seg, kind, q, name, h);
         if (f != 0) {
             out->idx = f - 1;
-            out->gen = shm_dir_part(seg, f - 1)->gen;
+            out->gen = DIR_REC(d, kind, f - 1, gen);
             shm_dir_unlock(seg);
             rc = 0;
             break;
@@ -507,12 +516,17 @@ shm_dir_find_part(struct shm_seg *seg, int w, struct shm_ref q,
                 return rc;
             continue;
         }
-        if ((rc = dir_take_part(seg, d, &idx)) == 0) {
-            dir_init_part(seg, idx, q, h, nref, (uint32_t)name.len, now);
-            dir_index_insert(d, idx | SHM_DIR_PART_BIT, h);
+        if ((rc = dir_take(d, kind, &idx)) == 0) {
+            if (kind)
+                dir_init_part(seg, idx, q, h, nref, (uint32_t)name.len, now);
+            else
+                dir_init_queue(seg, idx, h, nref, (uint32_t)name.len, now);
+            dir_index_insert(d, idx | kind, h);
             shm_arena_link(seg, nref);
+            if (!kind)
+                dir_queue_created(seg, d, idx, now);
             out->idx = idx;
-            out->gen = shm_dir_part(seg, idx)->gen;
+            out->gen = DIR_REC(d, kind, idx, gen);
             nref = 0;
         }
         shm_dir_unlock(seg);
@@ -521,6 +535,38 @@ shm_dir_find_part(struct shm_seg *seg, int w, struct shm_ref q,
     if (nref != 0)
         shm_arena_free(seg, w, nref);
     return rc;
+}
+
+/* shm_dir_find_queue - see dir.h. */
+int
+shm_dir_find_queue(struct shm_seg *seg, int w, struct shm_name name, int create,
+                   uint64_t now, struct shm_ref *out)
+{
+    struct shm_ref none = {0, 0};
+
+    return dir_find(seg, w, 0, none, name, create, now, out);
+}
+
+/* shm_dir_find_part - see dir.h. */
+int
+shm_dir_find_part(struct shm_seg *seg, int w, struct shm_ref q,
+                  struct shm_name name, int create, uint64_t now,
+                  struct shm_ref *out)
+{
+    return dir_find(seg, w, SHM_DIR_PART_BIT, q, name, create, now, out);
+}
+
+/* Unindex record idx of kind, detach its name and put it on its free list;
+ * returns the name's chain, for the caller to free.  Dir lock held. */
+static inline uint32_t
+dir_release(struct shm_dir *d, uint32_t kind, uint32_t idx)
+{
+    uint32_t nref = DIR_REC(d, kind, idx, name_ref);
+
+    dir_index_remove(d, idx | kind, DIR_REC(d, kind, idx, name_hash));
+    DIR_REC(d, kind, idx, name_ref) = 0;
+    dir_free_push(d, kind, idx);
+    return nref;
 }
 
 /* shm_dir_free_part - see dir.h.  The partition was marked dead (alive 0,
@@ -544,11 +590,7 @@ shm_dir_free_part(struct shm_seg *seg, int w, uint32_t idx)
     }
     *link = p->next_part;
     q->nparts--;
-    dir_index_remove(seg, d, idx | SHM_DIR_PART_BIT, p->name_hash);
-    uint32_t nref = p->name_ref;
-    p->name_ref = 0;
-    p->next_free = d->p_free;
-    d->p_free = idx + 1;
+    uint32_t nref = dir_release(d, SHM_DIR_PART_BIT, idx);
     if (nref != 0)
         shm_arena_free(seg, w, nref);
     shm_dir_unlock(seg);
@@ -571,11 +613,7 @@ shm_dir_free_queue(struct shm_seg *seg, int w, uint32_t idx)
     }
     atomic_store(&q->alive, 0);
     q->gen++;
-    dir_index_remove(seg, d, idx, q->name_hash);
-    uint32_t nref = q->name_ref;
-    q->name_ref = 0;
-    q->next_free = d->q_free;
-    d->q_free = idx + 1;
+    uint32_t nref = dir_release(d, 0, idx);
     d->nqueues--;
     if (nref != 0)
         shm_arena_free(seg, w, nref);
@@ -593,9 +631,8 @@ shm_dir_queue_parts(struct shm_seg *seg, struct shm_ref q, struct shm_ref *out,
     /* dir lock: walk the queue's partition list. */
     if (shm_dir_lock(seg) != 0)
         return 0;
-    struct shm_queue *qr = shm_dir_queue(seg, q.idx);
-    if (atomic_load(&qr->alive) && qr->gen == q.gen) {
-        for (uint32_t i = qr->parts; i != 0;
+    if (dir_queue_is(shm_dir_of(seg), q)) {
+        for (uint32_t i = shm_dir_queue(seg, q.idx)->parts; i != 0;
              i = shm_dir_part(seg, i - 1)->next_part, k++) {
             if (k < n) {
                 out[k].idx = i - 1;

@@ -29,6 +29,21 @@
 #define SHM_DIR_MAGIC 0x4d41594449523031ULL /* "MAYDIR01" */
 
 /*
+ * SHM_DIR_RECORD_HEAD - the fields a queue record and a partition record
+ * both open with (offsets 0-63, as each layout below shows).  dir.c takes,
+ * indexes, looks up and frees the records of either table through these
+ * (and next_free) by name, so their names and types must agree: they are
+ * declared once.
+ */
+#define SHM_DIR_RECORD_HEAD                                                    \
+    pthread_mutex_t lock;                                                      \
+    uint32_t gen;                                                              \
+    _Atomic uint32_t alive;                                                    \
+    uint64_t name_hash;                                                        \
+    uint32_t name_ref;                                                         \
+    uint32_t name_len
+
+/*
  * struct shm_queue - one queue; lives in the DIR region's queue table.
  *   off  size  field        written by           protected by
  *     0    40  lock         -                    robust: group registry
@@ -51,12 +66,7 @@
  *   172     4  intent       group forgetter      queue lock (cell freeing)
  */
 struct shm_queue {
-    pthread_mutex_t lock;
-    uint32_t gen;
-    _Atomic uint32_t alive;
-    uint64_t name_hash;
-    uint32_t name_ref;
-    uint32_t name_len;
+    SHM_DIR_RECORD_HEAD;
     uint32_t parts;
     uint32_t nparts;
     uint32_t groups;
@@ -71,6 +81,7 @@ struct shm_queue {
     uint32_t intent;
 };
 _Static_assert(offsetof(struct shm_queue, gen) == 40, "shm_queue layout");
+_Static_assert(offsetof(struct shm_queue, parts) == 64, "shm_queue layout");
 _Static_assert(offsetof(struct shm_queue, waiters) == 80, "shm_queue layout");
 _Static_assert(offsetof(struct shm_queue, opts) == 128, "shm_queue layout");
 _Static_assert(sizeof(struct shm_queue) == 176, "shm_queue layout");
@@ -109,12 +120,7 @@ enum { SHM_DROPS_BOUNDS, SHM_DROPS_TTL, SHM_DROPS_RETRY };
  * shm_ring_repair() re-derives the partition from a validated walk.
  */
 struct shm_part {
-    pthread_mutex_t lock;
-    uint32_t gen;
-    _Atomic uint32_t alive;
-    uint64_t name_hash;
-    uint32_t name_ref;
-    uint32_t name_len;
+    SHM_DIR_RECORD_HEAD;
     uint32_t queue;
     uint32_t queue_gen;
     uint32_t next_part;
@@ -133,6 +139,7 @@ struct shm_part {
     uint32_t next_free;
     uint32_t wipe;
 };
+_Static_assert(offsetof(struct shm_part, queue) == 64, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, head) == 76, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, count) == 96, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, next_free) == 152, "shm_part layout");

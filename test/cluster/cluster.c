@@ -3,15 +3,11 @@
  */
 #include "test/cluster/cluster.h"
 
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -55,10 +51,9 @@ cl_init(struct cl *c)
 static pid_t
 spawn(struct cl *c, int i, const char *opts)
 {
-    char *argv[64], o[8][400], *copy = strdup(opts ? opts : ""), *save;
+    char o[7][400];
+    const char *own[7] = {o[0], o[1], o[2], o[3], o[4], o[5], o[6]};
     struct itest_node *n = &c->node[i];
-    int argc = 0;
-    pid_t parent = getpid(), pid;
 
     snprintf(o[0], sizeof(o[0]), "listen=%s:%d", c->addr[i], n->port);
     snprintf(o[1], sizeof(o[1]), "cluster_listen=%s:%d", c->addr[i],
@@ -68,34 +63,7 @@ spawn(struct cl *c, int i, const char *opts)
     snprintf(o[4], sizeof(o[4]), "cluster_secret_file=%s", c->secret_file);
     snprintf(o[5], sizeof(o[5]), "node_id=n%d", i);
     snprintf(o[6], sizeof(o[6]), "workers=1");
-    argv[argc++] = getenv("MAYFLYD");
-    cr_assert(argv[0], "MAYFLYD is not set");
-    for (int k = 0; k < 7; k++) {
-        argv[argc++] = "-o";
-        argv[argc++] = o[k];
-    }
-    for (char *t = strtok_r(copy, " ", &save); t && argc < 60;
-         t = strtok_r(NULL, " ", &save)) {
-        argv[argc++] = "-o";
-        argv[argc++] = t;
-    }
-    argv[argc] = NULL;
-    fflush(NULL);
-    pid = fork();
-    if (pid == 0) { /* the child makes no Criterion call */
-        int fd = open(n->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent || fd == -1)
-            _exit(127);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        close_range(3, ~0U, 0);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    cr_assert(pid != -1);
-    free(copy);
-    return pid;
+    return itest_spawn(own, 7, opts, n->log);
 }
 
 void
@@ -166,6 +134,26 @@ cl_kill_all(struct cl *c)
 {
     for (int i = 0; i < CL_NODES; i++)
         cl_kill(c, i); /* SIGKILL ends a stopped master too */
+}
+
+void
+cl_up(struct cl *c, const char *opts)
+{
+    cl_init(c);
+    cl_start_all(c, opts);
+}
+
+int64_t
+cl_declared_length(struct cl *c, int i, const char *queue)
+{
+    struct json_object *q = itest_listing_find(&c->node[i], queue);
+    int64_t v = -1;
+
+    if (q && strcmp(itest_jstr(q, "tier"), "declared") == 0)
+        v = itest_jint(q, "options.maxLength");
+    if (q)
+        json_object_put(q);
+    return v;
 }
 
 void

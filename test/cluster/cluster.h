@@ -64,6 +64,14 @@ void cl_part_owned_by(const char *queue, int o, int max, char *out, size_t len);
 void cl_start_all(struct cl *c, const char *opts);
 void cl_kill_all(struct cl *c);
 
+/* cl_up - cl_init, then cl_start_all with opts: the cluster a suite's
+ * tests start from. */
+void cl_up(struct cl *c, const char *opts);
+
+/* cl_declared_length - the maxLength node i lists for queue, -1 when it
+ * does not list it as declared. */
+int64_t cl_declared_length(struct cl *c, int i, const char *queue);
+
 /* cl_member_state - the state ("live", "dead"...) node i's /health gives
  * member id, whatever its status; "" when it does not answer or does not
  * list it. */

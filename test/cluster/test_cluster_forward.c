@@ -27,8 +27,7 @@ static struct cl c;
 static void
 up(void)
 {
-    cl_init(&c);
-    cl_start_all(&c, "member_ttl_ms=60000");
+    cl_up(&c, "member_ttl_ms=60000");
 }
 
 static void

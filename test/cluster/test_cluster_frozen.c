@@ -25,8 +25,7 @@ static struct cl c;
 static void
 up(void)
 {
-    cl_init(&c);
-    cl_start_all(&c, NULL);
+    cl_up(&c, NULL);
 }
 
 static void
@@ -268,8 +267,7 @@ Test(cluster_frozen, a_pop_parked_on_a_node_whose_master_stops_is_let_go)
 static void
 short_ttl_up(void)
 {
-    cl_init(&c);
-    cl_start_all(&c, "member_ttl_ms=180");
+    cl_up(&c, "member_ttl_ms=180");
 }
 
 TestSuite(frozen_short_ttl, .init = short_ttl_up, .fini = down, .timeout = 120);

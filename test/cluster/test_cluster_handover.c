@@ -33,9 +33,7 @@ static struct cl c;
 static void
 up(void)
 {
-    cl_init(&c);
-    for (int i = 0; i < CL_NODES; i++)
-        cl_start(&c, i, NODE_OPT);
+    cl_up(&c, NODE_OPT);
 }
 
 static void

@@ -26,8 +26,7 @@ static struct cl c;
 static void
 up(void)
 {
-    cl_init(&c);
-    cl_start_all(&c, NULL);
+    cl_up(&c, NULL);
 }
 
 static void
@@ -43,14 +42,7 @@ TestSuite(cluster_ready, .init = up, .fini = down, .timeout = 180);
 static int64_t
 declared_length(int i)
 {
-    struct json_object *q = itest_listing_find(&c.node[i], QUEUE);
-    int64_t v = -1;
-
-    if (q && strcmp(itest_jstr(q, "tier"), "declared") == 0)
-        v = itest_jint(q, "options.maxLength");
-    if (q)
-        json_object_put(q);
-    return v;
+    return cl_declared_length(&c, i, QUEUE);
 }
 
 /* declare - configure QUEUE with maxLength MAX_LEN through node i (retrying

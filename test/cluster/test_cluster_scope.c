@@ -25,16 +25,13 @@ static struct cl c;
 static void
 up(void)
 {
-    cl_init(&c);
-    for (int i = 0; i < CL_NODES; i++)
-        cl_start(&c, i, "member_ttl_ms=60000");
+    cl_up(&c, "member_ttl_ms=60000");
 }
 
 static void
 down(void)
 {
-    for (int i = 0; i < CL_NODES; i++)
-        cl_kill(&c, i);
+    cl_kill_all(&c);
 }
 
 TestSuite(cluster_scope, .init = up, .fini = down, .timeout = 120);

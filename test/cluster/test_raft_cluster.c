@@ -20,8 +20,7 @@ static struct cl c;
 static void
 up(void)
 {
-    cl_init(&c);
-    cl_start_all(&c, NULL);
+    cl_up(&c, NULL);
 }
 
 static void
@@ -43,14 +42,7 @@ configure(int i, const char *queue, int max_length, struct itest_resp *r)
 static int64_t
 declared_length(int i, const char *queue)
 {
-    struct json_object *q = itest_listing_find(&c.node[i], queue);
-    int64_t v = -1;
-
-    if (q && strcmp(itest_jstr(q, "tier"), "declared") == 0)
-        v = itest_jint(q, "options.maxLength");
-    if (q)
-        json_object_put(q);
-    return v;
+    return cl_declared_length(&c, i, queue);
 }
 
 /* wait_declared - poll until node i lists queue with max_length. */

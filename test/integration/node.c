@@ -209,32 +209,22 @@ itest_node_reaped(struct itest_node *n)
     return 1;
 }
 
-/* Fork and exec one attempt; 0 once healthy, -EADDRINUSE to retry. */
-static int
-itest_node_try(struct itest_node *n, const char *opts)
+pid_t
+itest_spawn(const char *const *own, int nown, const char *opts, const char *log)
 {
-    char *argv[80], buf[4][300], *copy, *save = NULL;
+    char *argv[80], *copy, *save = NULL;
     const char *bin = getenv("MAYFLYD");
     int argc = 0;
-    int64_t deadline;
-    pid_t parent = getpid();
+    pid_t parent = getpid(), pid;
 
     cr_assert(bin && *bin, "MAYFLYD is not set (test/run-all.sh sets it to "
                            "the server binary)");
     cr_assert(access(bin, X_OK) == 0, "MAYFLYD=%s is not executable", bin);
-    n->port = itest_free_port();
-    n->cluster_port = itest_free_port();
-    cr_assert(n->port > 0 && n->cluster_port > 0 && n->port != n->cluster_port);
-    snprintf(n->base, sizeof(n->base), "http://127.0.0.1:%d", n->port);
-    snprintf(buf[0], sizeof(buf[0]), "listen=127.0.0.1:%d", n->port);
-    snprintf(buf[1], sizeof(buf[1]), "cluster_listen=127.0.0.1:%d",
-             n->cluster_port);
-    snprintf(buf[2], sizeof(buf[2]), "data_dir=%s", n->dir);
-    snprintf(buf[3], sizeof(buf[3]), "workers=2");
+    cr_assert(nown <= 16, "itest_spawn: %d settings of its own", nown);
     argv[argc++] = (char *)bin;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < nown; i++) {
         argv[argc++] = "-o";
-        argv[argc++] = buf[i];
+        argv[argc++] = (char *)own[i];
     }
     copy = strdup(opts ? opts : "");
     cr_assert(copy);
@@ -245,11 +235,32 @@ itest_node_try(struct itest_node *n, const char *opts)
     }
     argv[argc] = NULL;
     fflush(NULL);
-    n->pid = fork();
-    if (n->pid == 0) /* the child makes no Criterion call */
-        itest_exec_node(argv, n->log, parent);
-    cr_assert(n->pid != -1, "fork: %s", strerror(errno));
+    pid = fork();
+    if (pid == 0) /* the child makes no Criterion call */
+        itest_exec_node(argv, log, parent);
+    cr_assert(pid != -1, "fork: %s", strerror(errno));
     free(copy);
+    return pid;
+}
+
+/* Fork and exec one attempt; 0 once healthy, -EADDRINUSE to retry. */
+static int
+itest_node_try(struct itest_node *n, const char *opts)
+{
+    char buf[4][300];
+    const char *own[4] = {buf[0], buf[1], buf[2], buf[3]};
+    int64_t deadline;
+
+    n->port = itest_free_port();
+    n->cluster_port = itest_free_port();
+    cr_assert(n->port > 0 && n->cluster_port > 0 && n->port != n->cluster_port);
+    snprintf(n->base, sizeof(n->base), "http://127.0.0.1:%d", n->port);
+    snprintf(buf[0], sizeof(buf[0]), "listen=127.0.0.1:%d", n->port);
+    snprintf(buf[1], sizeof(buf[1]), "cluster_listen=127.0.0.1:%d",
+             n->cluster_port);
+    snprintf(buf[2], sizeof(buf[2]), "data_dir=%s", n->dir);
+    snprintf(buf[3], sizeof(buf[3]), "workers=2");
+    n->pid = itest_spawn(own, 4, opts, n->log);
 
     deadline = itest_now_ms() + ITEST_START_MS;
     for (;;) {
@@ -1081,6 +1092,17 @@ itest_push(const struct itest_node *n, struct itest_resp *r, const char *queue,
     return st;
 }
 
+void
+itest_push_ok(const struct itest_node *n, struct itest_resp *r,
+              const char *queue, const char *partition, const char *payloads,
+              int count)
+{
+    itest_push(n, r, queue, partition, payloads);
+    cr_assert_eq(r->status, 201, "push %s: %ld %s", payloads, r->status,
+                 r->body);
+    cr_assert_eq(itest_jint(r->json, "pushed"), count, "%s", r->body);
+}
+
 int64_t
 itest_depth_pending(const struct itest_node *n, const char *queue,
                     const char *group)
@@ -1122,6 +1144,17 @@ itest_listing_find(const struct itest_node *n, const char *queue)
     }
     itest_resp_free(&r);
     return found;
+}
+
+int64_t
+itest_listing_int(const struct itest_node *n, const char *queue,
+                  const char *path, int64_t absent)
+{
+    struct json_object *q = itest_listing_find(n, queue);
+    int64_t v = q ? itest_jint(q, path) : absent;
+
+    json_object_put(q);
+    return v;
 }
 
 int

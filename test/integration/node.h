@@ -79,6 +79,16 @@ long itest_raise_nofile(long want);
  */
 void itest_node_start(struct itest_node *n, const char *opts);
 
+/*
+ * itest_spawn - fork and exec $MAYFLYD with "-o" and each of the nown
+ * settings in own, then each of the space-separated settings in opts (NULL
+ * for none, so opts override own), its stdout and stderr appended to log;
+ * the node dies with the thread that spawned it.  Returns its pid without
+ * waiting for it; aborts the test when MAYFLYD is unset or fork fails.
+ */
+pid_t itest_spawn(const char *const *own, int nown, const char *opts,
+                  const char *log);
+
 /* itest_test_dir - a fresh directory named for the running test: removed
  * after the test passes, kept (with its logs' tails shown) if it fails. */
 void itest_test_dir(char *out, size_t len);
@@ -242,6 +252,12 @@ int itest_metrics_match(const char *text, const char *series, double *out);
 long itest_push(const struct itest_node *n, struct itest_resp *r,
                 const char *queue, const char *partition, const char *payloads);
 
+/* itest_push_ok - itest_push() that aborts the test unless the answer is
+ * 201 with "pushed" == count. */
+void itest_push_ok(const struct itest_node *n, struct itest_resp *r,
+                   const char *queue, const char *partition,
+                   const char *payloads, int count);
+
 /*
  * itest_depth_pending - "pending" of GET depth for queue (group NULL for
  * none), or -1 when depth does not answer 200.
@@ -255,6 +271,14 @@ int64_t itest_depth_pending(const struct itest_node *n, const char *queue,
  */
 struct json_object *itest_listing_find(const struct itest_node *n,
                                        const char *queue);
+
+/*
+ * itest_listing_int - the integer at path (as itest_jint() reads it) in
+ * queue's entry of the queue listing; absent when the listing does not show
+ * the queue.
+ */
+int64_t itest_listing_int(const struct itest_node *n, const char *queue,
+                          const char *path, int64_t absent);
 
 /*
  * itest_raw_connect - a plain TCP connection to the node's client port

@@ -67,11 +67,7 @@ ack1(const struct itest_node *n, struct itest_resp *r, const char *q,
 static int64_t
 leased(const struct itest_node *n, const char *queue)
 {
-    struct json_object *q = itest_listing_find(n, queue);
-    int64_t v = q ? itest_jint(q, "leased") : -1;
-
-    json_object_put(q);
-    return v;
+    return itest_listing_int(n, queue, "leased", -1);
 }
 
 /* A metric's value, 0 when the series has not been written yet. */
@@ -470,11 +466,7 @@ Test(extend, keeps_a_lease_past_its_first_expiry, .timeout = 60)
 static int64_t
 queue_bytes(const struct itest_node *n, const char *queue)
 {
-    struct json_object *q = itest_listing_find(n, queue);
-    int64_t v = q ? itest_jint(q, "bytes") : 0;
-
-    json_object_put(q);
-    return v;
+    return itest_listing_int(n, queue, "bytes", 0);
 }
 
 Test(groups, a_message_is_held_once_until_every_group_completes, .timeout = 60)

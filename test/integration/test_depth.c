@@ -17,25 +17,15 @@ pop_ok(const struct itest_node *n, struct itest_resp *r, const char *q)
     cr_assert_eq(r->status, 200, "pop %s: %ld %s", q, r->status, r->body);
 }
 
-static void
-push_ok(const struct itest_node *n, struct itest_resp *r, const char *queue,
-        const char *partition, const char *payloads, int count)
-{
-    itest_push(n, r, queue, partition, payloads);
-    cr_assert_eq(r->status, 201, "push %s: %ld %s", payloads, r->status,
-                 r->body);
-    cr_assert_eq(itest_jint(r->json, "pushed"), count, "%s", r->body);
-}
-
 Test(depth, shows_pending_per_partition_and_group, .timeout = 60)
 {
     struct itest_node n;
     struct itest_resp r;
 
     itest_node_start(&n, NULL);
-    push_ok(&n, &r, "dq", "p1", "[1,2,3]", 3);
+    itest_push_ok(&n, &r, "dq", "p1", "[1,2,3]", 3);
     itest_resp_free(&r);
-    push_ok(&n, &r, "dq", "p2", "[4]", 1);
+    itest_push_ok(&n, &r, "dq", "p2", "[4]", 1);
     itest_resp_free(&r);
     pop_ok(&n, &r, "queue=dq&partition=p1&group=g");
     itest_resp_free(&r);

@@ -14,11 +14,7 @@
 static int64_t
 waiting(const struct itest_node *n, const char *queue)
 {
-    struct json_object *q = itest_listing_find(n, queue);
-    int64_t v = q ? itest_jint(q, "waiting") : 0;
-
-    json_object_put(q);
-    return v;
+    return itest_listing_int(n, queue, "waiting", 0);
 }
 
 Test(parked, listing_and_metric_count_every_parked_pop, .timeout = 60)
