@@ -121,13 +121,6 @@ parked_zero(struct shm_seg *seg, int part, uint32_t idx)
         atomic_store(&row[w], 0);
 }
 
-/* shm_dir_of - the DIR region header. */
-struct shm_dir *
-shm_dir_of(struct shm_seg *seg)
-{
-    return shm_region(seg, SHM_REGION_DIR);
-}
-
 /* Queue record idx of the DIR region at d. */
 static inline struct shm_queue *
 dir_queue_at(struct shm_dir *d, uint32_t idx)

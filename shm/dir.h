@@ -12,7 +12,8 @@
  * indexes and each queue's partition list.  Its critical sections are a
  * lookup or an insert, never another lock but the arena's (a leaf).
  * Lock order: queue lock -> one partition lock -> arena lock; the dir lock is
- * never held with any other lock but the arena's.  A dead holder's dir state
+ * never held with any other lock but the arena's and the due heap's (a new
+ * queue's first due time); those two are leaves.  A dead holder's dir state
  * is rebuilt from the records (shm_dir_repair).
  */
 #ifndef MAYFLY_SHM_DIR_H
@@ -24,6 +25,7 @@
 #include <stdint.h>
 
 #include "shm/broker.h"
+#include "shm/region.h"
 #include "shm/segment.h"
 
 #define SHM_DIR_MAGIC 0x4d41594449523031ULL /* "MAYDIR01" */
@@ -217,7 +219,13 @@ struct shm_ref {
     uint32_t gen;
 };
 
-struct shm_dir *shm_dir_of(struct shm_seg *seg);
+/* shm_dir_of - the DIR region's header (inline: due.c, whose heap lives in
+ * this region, reads it without calling back into dir.c). */
+static inline struct shm_dir *
+shm_dir_of(struct shm_seg *seg)
+{
+    return shm_region(seg, SHM_REGION_DIR);
+}
 
 /*
  * shm_dir_parked - the parked-pop counts of a queue record (part 0) or a

@@ -1,6 +1,7 @@
 /*
- * layout.h - the segment header and the arena header: shm/-internal layouts
- * shared by segment.c, lock.c, arena.c and stats.c (and white-box tests).
+ * layout.h - the arena header and cell tags: shm/-internal layouts shared by
+ * segment.c, lock.c, arena.c and stats.c (and white-box tests); the segment
+ * header is in region.h.
  *
  * Everything here lives in the segment, so it holds offsets, never pointers.
  */
@@ -15,41 +16,6 @@
 #include "shm/arena.h"
 #include "shm/region.h"
 #include "shm/segment.h"
-
-/*
- * struct shm_header - offset 0 of the segment.
- *   off  size  field         written by          protected by
- *     0     8  magic         master, at create   immutable
- *     8     4  version       master, at create   immutable
- *    12     4  pad
- *    16     8  size          master, at create   immutable
- *    24    24  region_off[]  master, at create   immutable
- *    48    24  region_size[] master, at create   immutable
- *    72     8  lock_repairs  any locker          atomic (relaxed add)
- *    80     4  params_gen    master (HUP)        atomic; copy = gen & 1
- *   128   160  params[2]     master              the copy not current
- * shm_segment_set_defaults() fills the spare copy, then bumps params_gen
- * (release): a reader holding a pointer from shm_params_of() sees a whole
- * copy unless two HUPs land while it reads (LMDB's two metas).
- */
-struct shm_header {
-    uint64_t magic;
-    uint32_t version;
-    uint32_t pad0;
-    uint64_t size;
-    uint64_t region_off[SHM_REGION_COUNT];
-    uint64_t region_size[SHM_REGION_COUNT];
-    _Atomic uint64_t lock_repairs;
-    _Atomic uint32_t params_gen;
-    unsigned char pad1[44];
-    struct shm_params params[2];
-};
-_Static_assert(SHM_REGION_COUNT == 3, "shm_header layout");
-_Static_assert(offsetof(struct shm_header, region_off) == 24, "shm_header");
-_Static_assert(offsetof(struct shm_header, lock_repairs) == 72, "shm_header");
-_Static_assert(offsetof(struct shm_header, params_gen) == 80, "shm_header");
-_Static_assert(offsetof(struct shm_header, params) == 128, "shm_header");
-_Static_assert(sizeof(struct shm_params) == 80, "shm_params layout");
 
 /*
  * Cell tags, one uint32 per cell, meaningful at the head of a run only (the

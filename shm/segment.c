@@ -184,30 +184,3 @@ shm_segment_set_defaults(struct shm_seg *seg, const struct shm_params *p)
     if (sooner)
         shm_due_all(seg);
 }
-
-/* shm_params_of - see region.h. */
-const struct shm_params *
-shm_params_of(struct shm_seg *seg)
-{
-    struct shm_header *h = seg->hdr;
-    uint32_t gen = atomic_load_explicit(&h->params_gen, memory_order_acquire);
-
-    return &h->params[gen & 1];
-}
-
-/* shm_region - see region.h. */
-void *
-shm_region(struct shm_seg *seg, enum shm_region_id id)
-{
-    return seg->base + seg->hdr->region_off[id];
-}
-
-/* shm_now_ms - see segment.h. */
-uint64_t
-shm_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}

@@ -5,15 +5,15 @@
  * Structures inside refer to each other by offset (or cell index), never by
  * pointer.  The segment is never resized or unmapped while workers live.
  *
- * Regions, in order (each 64-byte aligned; offsets recorded in the header):
+ * Regions, in order (each 64-byte aligned; offsets recorded in the header,
+ * region.h):
  *   header     magic, version, sizes, node settings, region offsets
  *   slots      SHM_MAX_WORKERS per-worker slots (pid, heartbeat, counters,
- *              arena cache, wake queue), 64-byte padded
- *   queues     fixed table of queue records (struct shm_queue)
- *   parts      fixed table of partition records (struct shm_part)
- *   dir        name hash index over queues and partitions
+ *              arena cache, wake queue), 64-byte padded (slot.h)
+ *   dir        queue and partition tables, the name index, parked-pop
+ *              counts and the due heap (dir.h, due.h)
  *   arena      the cell arena: payloads, names, groups, leases (cells of
- *              SHM_CELL_BYTES) plus one tag word per cell
+ *              SHM_CELL_BYTES) plus one tag word per cell (arena.h)
  * Untouched table slots and cells cost no memory: a memfd page is allocated
  * on first touch.
  */
@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 struct shm_status;
 struct shm_catalog;
@@ -88,6 +89,13 @@ void shm_segment_destroy(struct shm_seg *seg);
 void shm_segment_set_defaults(struct shm_seg *seg, const struct shm_params *p);
 
 /* shm_now_ms - CLOCK_MONOTONIC in ms: every time stored in the segment. */
-uint64_t shm_now_ms(void);
+static inline uint64_t
+shm_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 #endif
