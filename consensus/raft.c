@@ -1,12 +1,13 @@
 /*
- * raft.c - the raft core's life cycle, roles, timers and inputs.
+ * raft.c - the raft core's life cycle, timers and inputs: it hands each
+ * message to raft_elect.c (votes) or raft_repl.c (appends, snapshots).
  *
  * Time only moves on raft_tick(); other inputs act at the last tick's time.
- * Election timeouts are drawn from a splitmix64 stream seeded by the
- * config, so a run is a pure function of its inputs.  Outputs accumulate in
- * an outbox (raft_ready.c) until the caller takes them.  Term and vote go
- * to the store in the same call that changes them, before any message
- * reflecting them is queued.  Single-threaded.  Errors: 0 or -errno.
+ * Election timeouts are drawn from a PRNG seeded by the config
+ * (raft_role.c), so a run is a pure function of its inputs.  Outputs
+ * accumulate in an outbox (raft_ready.c) until the caller takes them.  Term
+ * and vote go to the store in the same call that changes them, before any
+ * message reflecting them is queued.  Single-threaded.  Errors: 0 or -errno.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,86 +15,6 @@
 #include "consensus/raft_core.h"
 #include "consensus/store.h"
 #include "shm/log.h"
-
-/* splitmix64 - a small, well-mixed PRNG; its whole state is one word. */
-static uint64_t
-splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* raft_fail - remember the first store error; it stops the core. */
-void
-raft_fail(struct raft *r, int rc)
-{
-    if (r->failed == 0) {
-        log_error(-rc, "raft: store write failed; consensus stops here");
-        r->failed = rc;
-    }
-}
-
-/* raft_quorum - a strict majority of the n voters. */
-int
-raft_quorum(const struct raft *r)
-{
-    return r->cfg.n / 2 + 1;
-}
-
-/* raft_reset_election - campaign in [election_ms, 2*election_ms). */
-void
-raft_reset_election(struct raft *r)
-{
-    r->election_at =
-        r->now + r->cfg.election_ms + splitmix64(&r->rng) % r->cfg.election_ms;
-}
-
-/* raft_become_follower - a new term is persisted (vote cleared) first. */
-void
-raft_become_follower(struct raft *r, uint64_t term, int leader)
-{
-    int rc;
-
-    if (term != r->term) {
-        if ((rc = raft_store_set_vote(r->log.store, term, RAFT_NO_NODE))) {
-            raft_fail(r, rc);
-            return;
-        }
-        r->term = term;
-        r->vote = RAFT_NO_NODE;
-    }
-    r->role = RAFT_FOLLOWER;
-    r->leader = leader;
-    r->transfer_to = RAFT_NO_NODE;
-    raft_reset_election(r);
-}
-
-/* raft_become_leader - reset the peers, append and send the no-op. */
-void
-raft_become_leader(struct raft *r)
-{
-    struct raft_entry noop = {.term = r->term, .type = RAFT_ENTRY_NOOP};
-    uint64_t last = raft_log_last_index(&r->log);
-    int rc;
-
-    r->role = RAFT_LEADER;
-    r->leader = r->cfg.self;
-    r->transfer_to = RAFT_NO_NODE;
-    for (int p = 0; p < r->cfg.n; p++)
-        r->peers[p] = (struct raft_peer){.next = last + 1};
-    r->quorum_at = r->now + r->cfg.election_ms;
-    r->heartbeat_at = r->now + r->cfg.heartbeat_ms;
-    /* The no-op commits the previous terms' entries under this term. */
-    if ((rc = raft_log_append(&r->log, &noop, 1)) != 0) {
-        raft_fail(r, rc);
-        return;
-    }
-    raft_broadcast_append(r);
-    raft_maybe_commit(r);
-}
 
 /* config_check - fill defaults; false for an impossible configuration. */
 static bool

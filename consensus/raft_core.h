@@ -1,8 +1,14 @@
 /*
- * raft_core.h - the raft core's state, shared by raft.c (roles, timers,
- * inputs), raft_elect.c (pre-votes and votes), raft_repl.c (replication,
- * commit, snapshots) and raft_ready.c (outputs).  Internal to consensus/: the
- * master sees only raft.h.  Single-threaded, no locking.
+ * raft_core.h - the raft core's state, shared by raft.c (life cycle, timers,
+ * inputs), raft_elect.c (pre-votes, votes, taking office), raft_repl.c
+ * (replication, commit, snapshots), raft_role.c (stepping down, the election
+ * timer, the quorum, store failure) and raft_ready.c (outputs).  Internal to
+ * consensus/: the master sees only raft.h.  Single-threaded, no locking.
+ *
+ * Calls go one way: raft.c calls raft_elect.c, raft_repl.c and the files
+ * below them; raft_elect.c calls raft_repl.c (a new leader replicates its
+ * no-op); all three call raft_role.c and raft_ready.c, which call only the
+ * log and the store.
  */
 #ifndef MAYFLY_CONSENSUS_RAFT_CORE_H
 #define MAYFLY_CONSENSUS_RAFT_CORE_H
@@ -64,7 +70,7 @@ struct raft {
  * that cannot be queued is dropped, which raft tolerates. */
 void raft_send(struct raft *r, struct raft_msg *m);
 
-/* raft.c */
+/* raft_role.c */
 /* raft_fail - remember a store error; later inputs return it. */
 void raft_fail(struct raft *r, int rc);
 /* raft_quorum - votes needed: a strict majority of n. */
@@ -73,8 +79,6 @@ int raft_quorum(const struct raft *r);
 void raft_reset_election(struct raft *r);
 /* raft_become_follower - at term (persisted if new), leader known or not. */
 void raft_become_follower(struct raft *r, uint64_t term, int leader);
-/* raft_become_leader - take office: reset peers, append the term's no-op. */
-void raft_become_leader(struct raft *r);
 
 /* raft_elect.c */
 /* raft_campaign - start a pre-vote round (or a real vote when forced by

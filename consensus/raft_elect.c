@@ -8,7 +8,8 @@
  * election timeout) and for an up-to-date log.  A pre-vote majority starts
  * the real election: term + 1, vote for self, persisted before any
  * RequestVote leaves.  TimeoutNow (leader transfer) skips the pre-vote.
- * Single-threaded.
+ * A vote majority makes this node leader: it appends its term's no-op and
+ * starts replicating it (raft_repl.c).  Single-threaded.
  */
 #include "consensus/raft_core.h"
 #include "consensus/store.h"
@@ -34,6 +35,30 @@ in_lease(const struct raft *r)
            r->now - r->leader_seen < r->cfg.election_ms;
 }
 
+/* become_leader - reset the peers, append and send the no-op. */
+static void
+become_leader(struct raft *r)
+{
+    struct raft_entry noop = {.term = r->term, .type = RAFT_ENTRY_NOOP};
+    uint64_t last = raft_log_last_index(&r->log);
+    int rc;
+
+    r->role = RAFT_LEADER;
+    r->leader = r->cfg.self;
+    r->transfer_to = RAFT_NO_NODE;
+    for (int p = 0; p < r->cfg.n; p++)
+        r->peers[p] = (struct raft_peer){.next = last + 1};
+    r->quorum_at = r->now + r->cfg.election_ms;
+    r->heartbeat_at = r->now + r->cfg.heartbeat_ms;
+    /* The no-op commits the previous terms' entries under this term. */
+    if ((rc = raft_log_append(&r->log, &noop, 1)) != 0) {
+        raft_fail(r, rc);
+        return;
+    }
+    raft_broadcast_append(r);
+    raft_maybe_commit(r);
+}
+
 /* tally - count this round; win or lose once a quorum has spoken. */
 static void
 tally(struct raft *r)
@@ -45,7 +70,7 @@ tally(struct raft *r)
         if (r->role == RAFT_PRECANDIDATE)
             raft_campaign(r, false);
         else
-            raft_become_leader(r);
+            become_leader(r);
     } else if (no >= raft_quorum(r)) {
         raft_become_follower(r, r->term, RAFT_NO_NODE);
     }

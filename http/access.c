@@ -1,8 +1,9 @@
 /*
- * access.c - one request's way through MHD's callbacks: the URI log (the
- * request is created with its raw URI), the access handler (routing, the
- * body, the handler call, queueing the reply) and the completion (on_done,
- * free).
+ * access.c - what MHD calls back as connections and requests come and go:
+ * the connection notice (a connection counts fresh until its first request
+ * line; its end goes to the on_close hook), the URI log (the request is
+ * created with its raw URI), the access handler (routing, the body, the
+ * handler call, queueing the reply) and the completion (on_done, free).
  *
  * A request goes NEW -> BODY -> HANDLED -> QUEUED (request-t.h).  The
  * access handler never queues a response in its first call for a request:
@@ -37,6 +38,55 @@
 /* Bytes reserved up front from Content-Length; larger bodies grow. */
 #define HTTP_BODY_PREALLOC (1u << 20)
 
+/* http_access_conn_notify - MHD's word on a connection's start or end.  A
+ * new one is counted fresh until its first request line (its socket context
+ * is the flag: a drain must not close it with that request unread); an
+ * ending one is reported to the on_close hook while its socket is still
+ * open. */
+void
+http_access_conn_notify(void *cls, struct MHD_Connection *conn,
+                        void **socket_ctx,
+                        enum MHD_ConnectionNotificationCode code)
+{
+    struct http_server *s = cls;
+    const union MHD_ConnectionInfo *ci;
+    unsigned char *fresh = *socket_ctx;
+
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        if ((fresh = malloc(1)) != NULL) {
+            *fresh = 1;
+            s->fresh++;
+        }
+        *socket_ctx = fresh;
+        return;
+    }
+    if (fresh != NULL && *fresh)
+        s->fresh--;
+    free(fresh);
+    *socket_ctx = NULL;
+    s->closed = 1;
+    if (s->on_close == NULL)
+        return;
+    ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci != NULL)
+        s->on_close(s->on_close_ctx, ci->connect_fd);
+}
+
+/* conn_began - conn's request line is in: if it is the connection's first,
+ * the connection is no longer counted fresh. */
+static void
+conn_began(struct http_server *s, struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    unsigned char *fresh = ci != NULL ? ci->socket_context : NULL;
+
+    if (fresh != NULL && *fresh) {
+        *fresh = 0;
+        s->fresh--;
+    }
+}
+
 /* http_access_uri - MHD's first word on a request: allocate it, keep the raw
  * URI (MHD decodes the path it hands the access handler, losing "%2F"). */
 void *
@@ -44,7 +94,7 @@ http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     struct http_request *req = calloc(1, sizeof(*req));
 
-    http_server_conn_began(cls, conn);
+    conn_began(cls, conn);
     if (req == NULL)
         return NULL;
     req->server = cls;

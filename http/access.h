@@ -1,7 +1,7 @@
 /*
- * access.h - the MHD callbacks that carry one request (access.c), for
- * http/server.c to register.  Each gets the struct http_server as cls.
- * Single-threaded, no locking.
+ * access.h - the MHD callbacks that carry connections and their requests
+ * (access.c), for http/server.c to register.  Each gets the struct
+ * http_server as cls.  Single-threaded, no locking.
  */
 #ifndef MAYFLY_HTTP_ACCESS_H
 #define MAYFLY_HTTP_ACCESS_H
@@ -9,6 +9,12 @@
 #include <stddef.h>
 
 #include <microhttpd.h>
+
+/* http_access_conn_notify - MHD_OPTION_NOTIFY_CONNECTION: count a new
+ * connection fresh; report an ending one to the on_close hook. */
+void http_access_conn_notify(void *cls, struct MHD_Connection *conn,
+                             void **socket_ctx,
+                             enum MHD_ConnectionNotificationCode code);
 
 /* http_access_uri - MHD_OPTION_URI_LOG_CALLBACK: a new request; NULL when
  * out of memory (the access handler then closes the connection). */

@@ -8,7 +8,6 @@
 #include "http/server.h"
 
 struct MHD_Daemon;
-struct MHD_Connection;
 struct http_request;
 
 struct http_server {
@@ -25,9 +24,5 @@ struct http_server {
     void (*on_close)(void *ctx, int fd); /* see http_server_on_close() */
     void *on_close_ctx;
 };
-
-/* http_server_conn_began - conn's request line is in: if it is the
- * connection's first, it is no longer counted fresh (access.c). */
-void http_server_conn_began(struct http_server *s, struct MHD_Connection *conn);
 
 #endif

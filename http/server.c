@@ -1,7 +1,8 @@
 /*
  * server.c - the libmicrohttpd daemon of a worker: its options, the loop
- * hooks (epoll fd, run, timeout), drain (quiesce) and stop.  What happens
- * to each request is in access.c.
+ * hooks (epoll fd, run, timeout), drain (quiesce) and stop.  What MHD calls
+ * back as connections and requests come and go is in access.c, which this
+ * file registers and which never calls back here.
  *
  * Single-threaded (MHD runs inside http_server_run()).  Errors are logged
  * through shm/log.h; MHD's own messages too.
@@ -42,38 +43,6 @@ mhd_log(void *cls, const char *fmt, va_list ap)
     log_info(0, "libmicrohttpd: %s", line);
 }
 
-/* conn_notify - MHD's word on a connection's start or end.  A new one is
- * counted fresh until its first request line (its socket context is the
- * flag: a drain must not close it with that request unread); an ending one
- * is reported to the on_close hook while its socket is still open. */
-static void
-conn_notify(void *cls, struct MHD_Connection *conn, void **socket_ctx,
-            enum MHD_ConnectionNotificationCode code)
-{
-    struct http_server *s = cls;
-    const union MHD_ConnectionInfo *ci;
-    unsigned char *fresh = *socket_ctx;
-
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        if ((fresh = malloc(1)) != NULL) {
-            *fresh = 1;
-            s->fresh++;
-        }
-        *socket_ctx = fresh;
-        return;
-    }
-    if (fresh != NULL && *fresh)
-        s->fresh--;
-    free(fresh);
-    *socket_ctx = NULL;
-    s->closed = 1;
-    if (s->on_close == NULL)
-        return;
-    ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (ci != NULL)
-        s->on_close(s->on_close_ctx, ci->connect_fd);
-}
-
 /* http_server_start - one daemon on the inherited listening socket. */
 struct http_server *
 http_server_start(int listen_fd, const struct http_server_opts *o,
@@ -103,7 +72,8 @@ http_server_start(int listen_fd, const struct http_server_opts *o,
         (unsigned)o->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)o->connection_timeout_s, MHD_OPTION_URI_LOG_CALLBACK,
         http_access_uri, s, MHD_OPTION_NOTIFY_COMPLETED, http_access_completed,
-        s, MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s, MHD_OPTION_END);
+        s, MHD_OPTION_NOTIFY_CONNECTION, http_access_conn_notify, s,
+        MHD_OPTION_END);
     if (s->daemon == NULL) {
         log_error(0, "MHD_start_daemon(listen fd %d) failed", listen_fd);
         free(s);
@@ -216,20 +186,6 @@ http_server_refuse_new(struct http_server *s)
         return -e;
     }
     return 0;
-}
-
-/* http_server_conn_began - see server-t.h. */
-void
-http_server_conn_began(struct http_server *s, struct MHD_Connection *conn)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    unsigned char *fresh = ci != NULL ? ci->socket_context : NULL;
-
-    if (fresh != NULL && *fresh) {
-        *fresh = 0;
-        s->fresh--;
-    }
 }
 
 /* http_server_busy - see server.h. */
