@@ -350,50 +350,50 @@ scan_literal(struct http_json *j, const char *word, size_t n)
     return 0;
 }
 
+/* http_json_key - a string and the ':' after it. */
+int
+http_json_key(struct http_json *j, char *dst, size_t *dst_len)
+{
+    if (http_json_string(j, dst, dst_len) != 0)
+        return -EINVAL;
+    return http_json_eat(j, ':');
+}
+
+/* http_json_end - trailing whitespace only. */
+int
+http_json_end(struct http_json *j)
+{
+    if (http_json_peek(j) == -1)
+        return 0;
+    return fail(j, j->p, "unexpected data after the JSON text");
+}
 
 /* scan_array - '[' (value (',' value)*)? ']' */
 static int
 scan_array(struct http_json *j)
 {
-    j->depth++;
-    j->p++;
-    if (http_json_peek(j) != ']') {
-        for (;;) {
-            if (scan_value(j) != 0)
-                return -EINVAL;
-            if (http_json_peek(j) != ',')
-                break;
-            j->p++;
-        }
-        if (http_json_peek(j) != ']')
-            return fail(j, j->p, "expected ',' or ']'");
+    int more = http_json_enter(j);
+
+    while (more > 0) {
+        if (scan_value(j) != 0)
+            return -EINVAL;
+        more = http_json_next(j, ']');
     }
-    j->p++;
-    j->depth--;
-    return 0;
+    return more;
 }
 
 /* scan_object - '{' (string ':' value (',' string ':' value)*)? '}' */
 static int
 scan_object(struct http_json *j)
 {
-    j->depth++;
-    j->p++;
-    if (http_json_peek(j) != '}') {
-        for (;;) {
-            if (http_json_string(j, NULL, NULL) != 0 ||
-                http_json_eat(j, ':') != 0 || scan_value(j) != 0)
-                return -EINVAL;
-            if (http_json_peek(j) != ',')
-                break;
-            j->p++;
-        }
-        if (http_json_peek(j) != '}')
-            return fail(j, j->p, "expected ',' or '}'");
+    int more = http_json_enter(j);
+
+    while (more > 0) {
+        if (http_json_key(j, NULL, NULL) != 0 || scan_value(j) != 0)
+            return -EINVAL;
+        more = http_json_next(j, '}');
     }
-    j->p++;
-    j->depth--;
-    return 0;
+    return more;
 }
 
 /* scan_value - dispatch on the first byte, after whitespace.  The value
@@ -451,8 +451,5 @@ http_json_valid(const char *buf, size_t n)
     struct http_json j;
 
     http_json_init(&j, buf, n);
-    if (scan_value(&j) != 0)
-        return 0;
-    http_json_ws(&j);
-    return j.p == j.end;
+    return scan_value(&j) == 0 && http_json_end(&j) == 0;
 }

@@ -24,6 +24,7 @@
 #define MAYFLY_HTTP_JSON_SCAN_H
 
 #include <stddef.h>
+#include <string.h>
 
 /*
  * Deepest nesting, counted as json-c counts it: a value (scalar or
@@ -67,6 +68,76 @@ int http_json_value(struct http_json *j);
  * (not a string, or invalid).
  */
 int http_json_string(struct http_json *j, char *dst, size_t *dst_len);
+
+/*
+ * http_json_key - skip whitespace, then one member's key and the ':' after
+ * it.  With dst, the key is unescaped into it as http_json_string() writes
+ * a string.  0 or -EINVAL.
+ */
+int http_json_key(struct http_json *j, char *dst, size_t *dst_len);
+
+/* http_json_key_is - the unescaped key[0..n) is want.  Inline: want is a
+ * literal, whose length the compiler knows. */
+static inline int
+http_json_key_is(const char *key, size_t n, const char *want)
+{
+    return n == strlen(want) && memcmp(key, want, n) == 0;
+}
+
+/*
+ * Walking a container whose opening byte the caller has peeked:
+ *
+ *     more = http_json_enter(j);
+ *     while (more > 0) {
+ *         ... one value (an object's: http_json_key() first) ...
+ *         more = http_json_next(j, '}');
+ *     }
+ *     if (more < 0) ... j->why says what was found instead ...
+ *
+ * The two are inline: push and ack walk one container a message.
+ *
+ * http_json_enter - step over the '[' or '{' at j->p into the container:
+ * 1 if an element follows, 0 if it was empty (and has been left).  Cannot
+ * fail.
+ */
+static inline int
+http_json_enter(struct http_json *j)
+{
+    int close = *j->p == '{' ? '}' : ']';
+
+    j->p++;
+    j->depth++;
+    if (http_json_peek(j) != close)
+        return 1;
+    j->p++;
+    j->depth--;
+    return 0;
+}
+
+/*
+ * http_json_next - after an element of the container whose closing byte is
+ * close: 1 past a ',' (another element follows), 0 past close (the
+ * container has been left), else -EINVAL ("expected ',' or ']'").
+ */
+static inline int
+http_json_next(struct http_json *j, char close)
+{
+    int c = http_json_peek(j);
+
+    if (c == ',') {
+        j->p++;
+        return 1;
+    }
+    if (c != close)
+        return http_json_eat(j, close); /* fails, naming what was expected */
+    j->p++;
+    j->depth--;
+    return 0;
+}
+
+/* http_json_end - only whitespace is left: 0, else -EINVAL at the first
+ * byte after the JSON text. */
+int http_json_end(struct http_json *j);
 
 /* http_json_valid - 1 if buf[0..n) is one JSON text (ws value ws), else 0. */
 int http_json_valid(const char *buf, size_t n);

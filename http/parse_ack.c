@@ -19,14 +19,15 @@
  * keys and statuses are unescaped into the free tail as scratch.  No
  * locking.  Errors: 0, -EINVAL, -ENOMEM with err filled.
  */
+#include "http/parse_ack.h"
+
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/errors.h"
 #include "http/json_scan.h"
 #include "http/parse.h"
+#include "http/parse_error.h"
 
 struct ack_parse {
     struct http_json j;
@@ -44,10 +45,7 @@ struct ack_parse {
 static int
 syntax_error(struct ack_parse *ap)
 {
-    http_error_set(ap->err, 400, "ephemeral_bad_request",
-                   "malformed JSON at byte %zu: %s",
-                   (size_t)(ap->j.p - ap->j.start), ap->j.why);
-    return -EINVAL;
+    return http_parse_syntax(&ap->j, ap->err);
 }
 
 /* key - unescape the key at j->p into the scratch tail and consume the
@@ -55,8 +53,7 @@ syntax_error(struct ack_parse *ap)
 static int
 key(struct ack_parse *ap, size_t *n)
 {
-    if (http_json_string(&ap->j, ap->free, n) != 0 ||
-        http_json_eat(&ap->j, ':') != 0)
+    if (http_json_key(&ap->j, ap->free, n) != 0)
         return syntax_error(ap);
     *n = strnlen(ap->free, *n);
     return 0;
@@ -66,7 +63,7 @@ key(struct ack_parse *ap, size_t *n)
 static int
 key_is(const struct ack_parse *ap, size_t n, const char *want)
 {
-    return n == strlen(want) && memcmp(ap->free, want, n) == 0;
+    return http_json_key_is(ap->free, n, want);
 }
 
 /*
@@ -78,24 +75,16 @@ array_value(struct ack_parse *ap, uint32_t *count)
 {
     struct http_json *j = &ap->j;
     uint32_t n = 0;
+    int more = http_json_enter(j);
 
-    j->p++;
-    j->depth++;
-    if (http_json_peek(j) != ']') {
-        for (;;) {
-            if (http_json_value(j) != 0)
-                return syntax_error(ap);
-            n += n <= HTTP_BATCH_MAX;
-            if (http_json_peek(j) != ',')
-                break;
-            j->p++;
-        }
-        if (http_json_eat(j, ']') != 0)
+    while (more > 0) {
+        if (http_json_value(j) != 0)
             return syntax_error(ap);
-    } else {
-        j->p++;
+        n += n <= HTTP_BATCH_MAX;
+        more = http_json_next(j, ']');
     }
-    j->depth--;
+    if (more < 0)
+        return syntax_error(ap);
     *count = n;
     return 0;
 }
@@ -138,40 +127,20 @@ static int
 body(struct ack_parse *ap)
 {
     struct http_json *j = &ap->j;
-    int rc;
+    int more, rc;
 
     if (http_json_peek(j) != '{') {
-        if (http_json_value(j) != 0)
+        if (http_json_value(j) != 0 || http_json_end(j) != 0)
             return syntax_error(ap);
-        if (http_json_peek(j) != -1) {
-            j->why = "unexpected data after the JSON text";
-            return syntax_error(ap);
-        }
-        http_error_set(ap->err, 400, "ephemeral_bad_request",
-                       "the body must be a JSON object");
-        return -EINVAL;
+        return http_parse_bad(ap->err, "the body must be a JSON object");
     }
-    j->p++;
-    j->depth++;
-    if (http_json_peek(j) != '}') {
-        for (;;) {
-            if ((rc = member(ap)) != 0)
-                return rc;
-            if (http_json_peek(j) != ',')
-                break;
-            j->p++;
-        }
-        if (http_json_eat(j, '}') != 0)
-            return syntax_error(ap);
-    } else {
-        j->p++;
+    more = http_json_enter(j);
+    while (more > 0) {
+        if ((rc = member(ap)) != 0)
+            return rc;
+        more = http_json_next(j, '}');
     }
-    j->depth--;
-    if (http_json_peek(j) != -1) {
-        j->why = "unexpected data after the JSON text";
-        return syntax_error(ap);
-    }
-    return 0;
+    return more < 0 || http_json_end(j) != 0 ? syntax_error(ap) : 0;
 }
 
 /* at - a scanner on the (already validated) value starting at p. */
@@ -203,18 +172,6 @@ is_null(const char *p)
     return p == NULL || *p == 'n';
 }
 
-/* bad - 400 ephemeral_bad_request with the sentence. */
-static int __attribute__((format(printf, 2, 3)))
-bad(struct ack_parse *ap, const char *fmt, ...)
-{
-    va_list ap_list;
-
-    va_start(ap_list, fmt);
-    http_error_vset(ap->err, 400, "ephemeral_bad_request", fmt, ap_list);
-    va_end(ap_list);
-    return -EINVAL;
-}
-
 /*
  * name - "queue" or "group" at p: required or optional, a string kept in
  * mem.  0, or -EINVAL naming the field.
@@ -225,19 +182,19 @@ name(struct ack_parse *ap, const char *p, const char *field, int required,
 {
     *have = 0;
     if (is_null(p))
-        return required ? bad(ap, "field '%s' is required", field) : 0;
+        return required
+                   ? http_parse_bad(ap->err, "field '%s' is required", field)
+                   : 0;
     if (*p != '"')
-        return bad(ap, "field '%s' must be a string", field);
+        return http_parse_bad(ap->err, "field '%s' must be a string", field);
     keep(ap, p, out);
     *have = 1;
     return 0;
 }
 
-/* ack_status - SPEC §2: absent and four words complete, "retry" retries,
- * any other string fails.  s is read up to a first NUL, as json-c's C
- * string was. */
-static enum http_ack_status
-ack_status(const char *s)
+/* http_ack_status_of - see parse_ack.h; the words are SPEC §2's. */
+enum http_ack_status
+http_ack_status_of(const char *s)
 {
     static const char *const completed[] = {"completed", "success", "acked",
                                             "ok"};
@@ -287,46 +244,45 @@ entry_object(struct ack_parse *ap, const char *p, const char *where, size_t i,
     struct http_json *j = &ap->j;
     const char *id = NULL, *status = NULL, *tries = NULL, *after;
     size_t n;
+    int more;
 
-    at(ap, p + 1);
-    if (http_json_peek(j) != '}') {
-        for (;;) {
-            if (key(ap, &n) != 0)
-                return -EINVAL;
-            http_json_ws(j);
-            if (key_is(ap, n, "id"))
-                id = j->p;
-            else if (key_is(ap, n, "status"))
-                status = j->p;
-            else if (key_is(ap, n, "attempts"))
-                tries = j->p;
-            http_json_value(j);
-            if (http_json_peek(j) != ',')
-                break;
-            j->p++;
-        }
+    at(ap, p);
+    for (more = http_json_enter(j); more > 0; more = http_json_next(j, '}')) {
+        if (key(ap, &n) != 0)
+            return -EINVAL;
+        http_json_ws(j);
+        if (key_is(ap, n, "id"))
+            id = j->p;
+        else if (key_is(ap, n, "status"))
+            status = j->p;
+        else if (key_is(ap, n, "attempts"))
+            tries = j->p;
+        http_json_value(j);
     }
-    after = j->p + 1;
+    after = j->p;
     if (is_null(id))
-        return bad(ap, "field '%s[%zu].id' is required", where, i);
+        return http_parse_bad(ap->err, "field '%s[%zu].id' is required", where,
+                              i);
     if (*id != '"')
-        return bad(ap, "field '%s[%zu].id' must be a string", where, i);
+        return http_parse_bad(ap->err, "field '%s[%zu].id' must be a string",
+                              where, i);
     keep(ap, id, &e->id);
     if (!is_null(status)) {
         if (*status != '"')
-            return bad(ap, "field '%s[%zu].status' must be a string", where, i);
+            return http_parse_bad(
+                ap->err, "field '%s[%zu].status' must be a string", where, i);
         at(ap, status);
         http_json_string(j, ap->free, &n);
         ap->free[n] = '\0';
-        e->status = ack_status(ap->free);
+        e->status = http_ack_status_of(ap->free);
     }
     if (!is_null(tries)) {
         if ((*tries != '-' && (*tries < '0' || *tries > '9')) ||
             attempts(tries, j->end, &e->attempts) != 0)
-            return bad(ap,
-                       "field '%s[%zu].attempts' must be an integer from 0 "
-                       "to %llu",
-                       where, i, (unsigned long long)UINT32_MAX);
+            return http_parse_bad(
+                ap->err,
+                "field '%s[%zu].attempts' must be an integer from 0 to %llu",
+                where, i, (unsigned long long)UINT32_MAX);
         e->has_attempts = 1;
     }
     at(ap, after);
@@ -342,18 +298,17 @@ entries(struct ack_parse *ap, const char *p, const char *where, uint32_t n,
     int rc;
 
     a->entries = calloc(n ? n : 1, sizeof(*a->entries));
-    if (a->entries == NULL) {
-        http_error_set(ap->err, 500, "internal", "out of memory");
-        return -ENOMEM;
-    }
+    if (a->entries == NULL)
+        return http_parse_oom(ap->err);
     /* keep() and entry_object() leave the scanner after the entry */
-    at(ap, p + 1);
+    at(ap, p);
+    http_json_enter(j); /* 1: the array holds the n entries counted */
     for (uint32_t i = 0; i < n; i++) {
         struct http_ack_entry *e = &a->entries[i];
         const char *v;
 
         if (i > 0)
-            http_json_eat(j, ',');
+            http_json_next(j, ']');
         http_json_ws(j);
         v = j->p;
         e->status = HTTP_ACK_COMPLETED;
@@ -363,8 +318,9 @@ entries(struct ack_parse *ap, const char *p, const char *where, uint32_t n,
             if ((rc = entry_object(ap, v, where, i, e)) != 0)
                 return rc;
         } else {
-            return bad(ap, "field '%s[%u]' must be an id string or an object",
-                       where, i);
+            return http_parse_bad(
+                ap->err, "field '%s[%u]' must be an id string or an object",
+                where, i);
         }
         a->n++;
     }
@@ -384,15 +340,11 @@ http_parse_ack(const char *body_text, size_t len, struct http_ack *out,
     memset(out, 0, sizeof(*out));
     memset(&ap, 0, sizeof(ap));
     ap.err = err;
-    if (len > INT32_MAX) {
-        http_error_set(err, 413, "payload_too_large", "the body is too large");
-        return -EINVAL;
-    }
+    if ((rc = http_parse_length(len, err)) != 0)
+        return rc;
     out->mem = malloc(len + 1);
-    if (out->mem == NULL) {
-        http_error_set(err, 500, "internal", "out of memory");
-        return -ENOMEM;
-    }
+    if (out->mem == NULL)
+        return http_parse_oom(err);
     ap.free = out->mem;
     http_json_init(&ap.j, body_text, len);
     if ((rc = body(&ap)) != 0)
@@ -409,12 +361,12 @@ http_parse_ack(const char *body_text, size_t len, struct http_ack *out,
         n = ap.messages_n;
     }
     if (is_null(arr))
-        return bad(&ap, "field '%s' is required", key_name);
+        return http_parse_bad(ap.err, "field '%s' is required", key_name);
     if (*arr != '[')
-        return bad(&ap, "field '%s' must be an array", key_name);
+        return http_parse_bad(ap.err, "field '%s' must be an array", key_name);
     if (n > HTTP_BATCH_MAX)
-        return bad(&ap, "field '%s' holds more than %d entries", key_name,
-                   HTTP_BATCH_MAX);
+        return http_parse_bad(ap.err, "field '%s' holds more than %d entries",
+                              key_name, HTTP_BATCH_MAX);
     return entries(&ap, arr, key_name, n, out);
 }
 

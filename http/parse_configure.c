@@ -139,21 +139,22 @@ one_option(const char *key, struct json_object *v, struct http_configure *c,
     return unknown(key, err);
 }
 
-/* read_options - every member of "options", in body order. */
+/* read_options - every member of "options", in body order, into out (a
+ * struct http_configure; the queue is its only string, so pool is unused). */
 static int
-read_options(struct json_object *root, struct http_configure *c,
+read_options(struct json_object *root, struct http_pool *pool, void *out,
              struct http_error *err)
 {
-    struct json_object *opts = NULL;
+    struct http_configure *c = out;
+    struct json_object *opts;
     struct json_object_iterator it, end;
 
-    if (!json_object_object_get_ex(root, "options", &opts) || opts == NULL)
-        return 0;
-    if (!json_object_is_type(opts, json_type_object)) {
-        http_error_set(err, 400, "ephemeral_bad_request",
-                       "field 'options' must be an object");
+    (void)pool;
+    if (http_jsonc_member(root, "options", "options", json_type_object,
+                          "an object", 0, &opts, err) != 0)
         return -EINVAL;
-    }
+    if (opts == NULL)
+        return 0;
     it = json_object_iter_begin(opts);
     end = json_object_iter_end(opts);
     for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
@@ -168,20 +169,9 @@ int
 http_parse_configure(const char *body, size_t len, struct http_configure *out,
                      struct http_error *err)
 {
-    struct json_object *root;
-    struct http_pool pool;
-    int have, rc;
-
     memset(out, 0, sizeof(*out));
-    if ((rc = http_jsonc_parse(body, len, &root, &pool, err)) != 0)
-        return rc;
-    out->mem = pool.mem;
-    rc = http_jsonc_str(root, "queue", "queue", 1, &pool, &out->queue, &have,
-                        err);
-    if (rc == 0)
-        rc = read_options(root, out, err);
-    json_object_put(root);
-    return rc;
+    return http_jsonc_read(body, len, &out->queue, &out->mem, read_options, out,
+                           err);
 }
 
 /* http_configure_free - release the strings. */

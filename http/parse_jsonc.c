@@ -14,17 +14,9 @@
 #include <json-c/json.h>
 
 #include "http/buf.h"
-#include "http/errors.h"
 #include "http/json_scan.h"
 #include "http/parse.h"
-
-/* oom - the one way allocation failures are reported. */
-static int
-oom(struct http_error *err)
-{
-    http_error_set(err, 500, "internal", "out of memory");
-    return -ENOMEM;
-}
+#include "http/parse_error.h"
 
 /* strict_parse - body parsed strictly (UTF-8 validated) as one JSON text;
  * *e and *end say how it went (*end SIZE_MAX: no memory for the parser).
@@ -140,57 +132,71 @@ lone_surrogate(const char *b, size_t len)
     return SIZE_MAX;
 }
 
-/* http_jsonc_parse - strict parse of a whole body that must be an object. */
-int
-http_jsonc_parse(const char *body, size_t len, struct json_object **root,
-                 struct http_pool *pool, struct http_error *err)
+/*
+ * parse_object - the strict parse of http_jsonc_read() into *root, which
+ * must be an object, and pool->mem allocated.  On failure *root is NULL and
+ * nothing is allocated.
+ */
+static int
+parse_object(const char *body, size_t len, struct json_object **root,
+             struct http_pool *pool, struct http_error *err)
 {
     enum json_tokener_error e;
     size_t end;
+    int rc;
 
     *root = NULL;
     memset(pool, 0, sizeof(*pool));
-    if (len > INT32_MAX) {
-        http_error_set(err, 413, "payload_too_large", "the body is too large");
-        return -EINVAL;
-    }
+    if ((rc = http_parse_length(len, err)) != 0)
+        return rc;
     *root = strict_parse(body, len, &e, &end);
     if (end == SIZE_MAX)
-        return oom(err);
-    if (e != json_tokener_success || end != len) {
-        http_error_set(err, 400, "ephemeral_bad_request",
-                       "malformed JSON at byte %zu: %s", end,
-                       e == json_tokener_success ? "unexpected data after "
-                                                   "the JSON text"
-                       : e == json_tokener_continue
-                           ? "unexpected end of data"
-                           : json_tokener_error_desc(e));
-        goto fail;
-    }
-    if (!json_object_is_type(*root, json_type_object)) {
-        http_error_set(err, 400, "ephemeral_bad_request",
-                       "the body must be a JSON object");
-        goto fail;
-    }
-    if ((end = lone_surrogate(body, len)) != SIZE_MAX) {
-        http_error_set(err, 400, "ephemeral_bad_request",
-                       "malformed JSON at byte %zu: a lone UTF-16 surrogate "
-                       "escape is no character",
-                       end);
-        goto fail;
-    }
-    pool->mem = malloc(len + 1);
-    if (pool->mem == NULL) {
+        return http_parse_oom(err);
+    if (e != json_tokener_success || end != len)
+        rc = http_parse_bad(
+            err, "malformed JSON at byte %zu: %s", end,
+            e == json_tokener_success    ? "unexpected data after the JSON text"
+            : e == json_tokener_continue ? "unexpected end of data"
+                                         : json_tokener_error_desc(e));
+    else if (!json_object_is_type(*root, json_type_object))
+        rc = http_parse_bad(err, "the body must be a JSON object");
+    else if ((end = lone_surrogate(body, len)) != SIZE_MAX)
+        rc = http_parse_bad(err,
+                            "malformed JSON at byte %zu: a lone UTF-16 "
+                            "surrogate escape is no character",
+                            end);
+    else if ((pool->mem = malloc(len + 1)) == NULL)
+        rc = http_parse_oom(err);
+    if (rc != 0) {
         json_object_put(*root);
         *root = NULL;
-        return oom(err);
+        return rc;
     }
     pool->cap = len + 1;
     return 0;
-fail:
-    json_object_put(*root);
-    *root = NULL;
-    return -EINVAL;
+}
+
+/* http_jsonc_read - parse, the queue, then what rest reads. */
+int
+http_jsonc_read(const char *body, size_t len, struct http_str *queue,
+                char **mem,
+                int (*rest)(struct json_object *root, struct http_pool *pool,
+                            void *out, struct http_error *err),
+                void *out, struct http_error *err)
+{
+    struct json_object *root;
+    struct http_pool pool;
+    int have, rc;
+
+    rc = parse_object(body, len, &root, &pool, err);
+    *mem = pool.mem;
+    if (rc == 0)
+        rc =
+            http_jsonc_str(root, "queue", "queue", 1, &pool, queue, &have, err);
+    if (rc == 0 && rest != NULL)
+        rc = rest(root, &pool, out, err);
+    json_object_put(root);
+    return rc;
 }
 
 /* http_jsonc_copy - bump-allocate the string and its NUL. */
@@ -202,7 +208,7 @@ http_jsonc_copy(struct json_object *s, struct http_pool *pool,
     char *p;
 
     if (n + 1 > pool->cap - pool->used)
-        return oom(err);
+        return http_parse_oom(err);
     p = pool->mem + pool->used;
     memcpy(p, json_object_get_string(s), n);
     p[n] = '\0';
@@ -212,51 +218,60 @@ http_jsonc_copy(struct json_object *s, struct http_pool *pool,
     return 0;
 }
 
+/* http_jsonc_member - a member of one type, required or not. */
+int
+http_jsonc_member(struct json_object *obj, const char *key, const char *field,
+                  enum json_type t, const char *what, int required,
+                  struct json_object **out, struct http_error *err)
+{
+    *out = NULL;
+    if (!json_object_object_get_ex(obj, key, out) || *out == NULL) {
+        *out = NULL;
+        return required ? http_parse_bad(err, "field '%s' is required", field)
+                        : 0;
+    }
+    if (!json_object_is_type(*out, t))
+        return http_parse_bad(err, "field '%s' must be %s", field, what);
+    return 0;
+}
+
 /* http_jsonc_str - an optional or required string member. */
 int
 http_jsonc_str(struct json_object *obj, const char *key, const char *field,
                int required, struct http_pool *pool, struct http_str *out,
                int *have, struct http_error *err)
 {
-    struct json_object *v = NULL;
+    struct json_object *v;
+    int rc = http_jsonc_member(obj, key, field, json_type_string, "a string",
+                               required, &v, err);
 
-    *have = 0;
-    if (!json_object_object_get_ex(obj, key, &v) || v == NULL) {
-        if (!required)
-            return 0;
-        http_error_set(err, 400, "ephemeral_bad_request",
-                       "field '%s' is required", field);
-        return -EINVAL;
-    }
-    if (!json_object_is_type(v, json_type_string)) {
-        http_error_set(err, 400, "ephemeral_bad_request",
-                       "field '%s' must be a string", field);
-        return -EINVAL;
-    }
-    *have = 1;
-    return http_jsonc_copy(v, pool, out, err);
+    *have = v != NULL && rc == 0;
+    return *have ? http_jsonc_copy(v, pool, out, err) : rc;
 }
 
 /* http_jsonc_uint - json-c keeps integers as int64 or uint64; both are
  * read through int64 (a uint64 past INT64_MAX reads as INT64_MAX). */
 int
-http_jsonc_uint(struct json_object *v, const char *field, uint64_t max,
-                const char *code, uint64_t *out, struct http_error *err)
+http_jsonc_uint(struct json_object *obj, const char *key, const char *field,
+                int required, uint64_t max, uint64_t *out, int *have,
+                struct http_error *err)
 {
+    struct json_object *v = NULL;
     int64_t x;
 
-    if (!json_object_is_type(v, json_type_int))
-        goto bad;
-    x = json_object_get_int64(v);
-    if (x < 0 || (uint64_t)x > max)
-        goto bad;
+    *have = 0;
+    *out = 0;
+    if (!json_object_object_get_ex(obj, key, &v) || v == NULL)
+        return required ? http_parse_bad(err, "field '%s' is required", field)
+                        : 0;
+    if (!json_object_is_type(v, json_type_int) ||
+        (x = json_object_get_int64(v)) < 0 || (uint64_t)x > max)
+        return http_parse_bad(err,
+                              "field '%s' must be an integer from 0 to %llu",
+                              field, (unsigned long long)max);
+    *have = 1;
     *out = (uint64_t)x;
     return 0;
-bad:
-    http_error_set(err, 400, code,
-                   "field '%s' must be an integer from 0 to %llu", field,
-                   (unsigned long long)max);
-    return -EINVAL;
 }
 
 /* http_jsonc_array - a required array member of bounded length. */
@@ -264,24 +279,11 @@ int
 http_jsonc_array(struct json_object *obj, const char *key, const char *field,
                  struct json_object **out, struct http_error *err)
 {
-    struct json_object *v = NULL;
+    int rc = http_jsonc_member(obj, key, field, json_type_array, "an array", 1,
+                               out, err);
 
-    if (!json_object_object_get_ex(obj, key, &v) || v == NULL) {
-        http_error_set(err, 400, "ephemeral_bad_request",
-                       "field '%s' is required", field);
-        return -EINVAL;
-    }
-    if (!json_object_is_type(v, json_type_array)) {
-        http_error_set(err, 400, "ephemeral_bad_request",
-                       "field '%s' must be an array", field);
-        return -EINVAL;
-    }
-    if (json_object_array_length(v) > HTTP_BATCH_MAX) {
-        http_error_set(err, 400, "ephemeral_bad_request",
-                       "field '%s' holds more than %d entries", field,
-                       HTTP_BATCH_MAX);
-        return -EINVAL;
-    }
-    *out = v;
-    return 0;
+    if (rc == 0 && json_object_array_length(*out) > HTTP_BATCH_MAX)
+        return http_parse_bad(err, "field '%s' holds more than %d entries",
+                              field, HTTP_BATCH_MAX);
+    return rc;
 }

@@ -8,14 +8,12 @@
  * tail of mem as scratch.  No locking.  Errors: 0, -EINVAL, -ENOMEM, with
  * err filled.
  */
-#include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/errors.h"
 #include "http/json_scan.h"
 #include "http/parse.h"
+#include "http/parse_error.h"
 
 /* What the last occurrence of a field held: json-c keeps the last value
  * of a repeated key, so a shape error is only final at the end. */
@@ -44,29 +42,7 @@ struct push_parse {
 static int
 syntax_error(struct push_parse *pp)
 {
-    http_error_set(pp->err, 400, "ephemeral_bad_request",
-                   "malformed JSON at byte %zu: %s",
-                   (size_t)(pp->j.p - pp->j.start), pp->j.why);
-    return -EINVAL;
-}
-
-/* field_error - a well-formed body of the wrong shape. */
-static int __attribute__((format(printf, 2, 3)))
-field_error(struct push_parse *pp, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    http_error_vset(pp->err, 400, "ephemeral_bad_request", fmt, ap);
-    va_end(ap);
-    return -EINVAL;
-}
-
-/* key_is - the unescaped key[0..n) is want. */
-static int
-key_is(const char *key, size_t n, const char *want)
-{
-    return n == strlen(want) && memcmp(key, want, n) == 0;
+    return http_parse_syntax(&pp->j, pp->err);
 }
 
 /*
@@ -106,10 +82,8 @@ add_payload(struct push_parse *pp, const char *p, size_t n)
         if (cap > HTTP_BATCH_MAX)
             cap = HTTP_BATCH_MAX;
         a = realloc(out->payloads, cap * sizeof(*a));
-        if (a == NULL) {
-            http_error_set(pp->err, 500, "internal", "out of memory");
-            return -ENOMEM;
-        }
+        if (a == NULL)
+            return http_parse_oom(pp->err);
         out->payloads = a;
         pp->cap = cap;
     }
@@ -136,43 +110,35 @@ read_message(struct push_parse *pp, uint32_t i)
     struct http_json *j = &pp->j;
     const char *payload = NULL, *start;
     size_t payload_len = 0, n;
+    int more = http_json_enter(j);
 
-    j->p++;
-    j->depth++;
-    if (http_json_peek(j) != '}') {
-        for (;;) {
-            int is_payload;
+    while (more > 0) {
+        int is_payload;
 
-            /* The key as clients send it needs no unescaping to compare. */
-            http_json_ws(j);
-            if (j->end - j->p >= 9 && memcmp(j->p, "\"payload\"", 9) == 0) {
-                j->p += 9;
-                is_payload = 1;
-            } else {
-                if (http_json_string(j, pp->free, &n) != 0)
-                    return syntax_error(pp);
-                is_payload = key_is(pp->free, n, "payload");
-            }
-            if (http_json_eat(j, ':') != 0)
+        /* The key as clients send it needs no unescaping to compare. */
+        http_json_ws(j);
+        if (j->end - j->p >= 9 && memcmp(j->p, "\"payload\"", 9) == 0) {
+            j->p += 9;
+            is_payload = 1;
+        } else {
+            if (http_json_string(j, pp->free, &n) != 0)
                 return syntax_error(pp);
-            http_json_ws(j);
-            start = j->p;
-            if (http_json_value(j) != 0)
-                return syntax_error(pp);
-            if (is_payload) {
-                payload = start;
-                payload_len = (size_t)(j->p - start);
-            }
-            if (http_json_peek(j) != ',')
-                break;
-            j->p++;
+            is_payload = http_json_key_is(pp->free, n, "payload");
         }
-        if (http_json_eat(j, '}') != 0)
+        if (http_json_eat(j, ':') != 0)
             return syntax_error(pp);
-    } else {
-        j->p++;
+        http_json_ws(j);
+        start = j->p;
+        if (http_json_value(j) != 0)
+            return syntax_error(pp);
+        if (is_payload) {
+            payload = start;
+            payload_len = (size_t)(j->p - start);
+        }
+        more = http_json_next(j, '}');
     }
-    j->depth--;
+    if (more < 0)
+        return syntax_error(pp);
     if (payload == NULL) {
         msg_error(pp, PUSH_MSG_NO_PAYLOAD, i);
         return 0;
@@ -199,8 +165,8 @@ static int
 read_messages(struct push_parse *pp)
 {
     struct http_json *j = &pp->j;
-    uint32_t i = 0;
-    int rc;
+    uint32_t i;
+    int more, rc;
 
     pp->out->n = 0;
     pp->msg_error = PUSH_MSG_NONE;
@@ -209,22 +175,14 @@ read_messages(struct push_parse *pp)
         msg_error(pp, PUSH_MSG_NOT_ARRAY, 0);
         return http_json_value(j) == 0 ? 0 : syntax_error(pp);
     }
-    j->p++;
-    j->depth++;
-    if (http_json_peek(j) != ']') {
-        for (;; i++) {
-            if ((rc = read_entry(pp, i)) != 0)
-                return rc;
-            if (http_json_peek(j) != ',')
-                break;
-            j->p++;
-        }
-        if (http_json_eat(j, ']') != 0)
-            return syntax_error(pp);
-    } else {
-        j->p++;
+    more = http_json_enter(j);
+    for (i = 0; more > 0; i++) {
+        if ((rc = read_entry(pp, i)) != 0)
+            return rc;
+        more = http_json_next(j, ']');
     }
-    j->depth--;
+    if (more < 0)
+        return syntax_error(pp);
     pp->messages = pp->msg_error == PUSH_MSG_NONE ? PUSH_OK : PUSH_BAD;
     return 0;
 }
@@ -236,13 +194,13 @@ read_member(struct push_parse *pp)
     struct http_json *j = &pp->j;
     size_t n;
 
-    if (http_json_string(j, pp->free, &n) != 0 || http_json_eat(j, ':') != 0)
+    if (http_json_key(j, pp->free, &n) != 0)
         return syntax_error(pp);
-    if (key_is(pp->free, n, "queue"))
+    if (http_json_key_is(pp->free, n, "queue"))
         return read_name(pp, &pp->out->queue, &pp->queue);
-    if (key_is(pp->free, n, "partition"))
+    if (http_json_key_is(pp->free, n, "partition"))
         return read_name(pp, &pp->out->partition, &pp->partition);
-    if (key_is(pp->free, n, "messages"))
+    if (http_json_key_is(pp->free, n, "messages"))
         return read_messages(pp);
     return http_json_value(j) == 0 ? 0 : syntax_error(pp);
 }
@@ -252,34 +210,20 @@ static int
 read_body(struct push_parse *pp)
 {
     struct http_json *j = &pp->j;
-    int rc;
+    int more, rc;
 
     if (http_json_peek(j) != '{') {
         if (http_json_value(j) != 0)
             return syntax_error(pp);
-        return field_error(pp, "the body must be a JSON object");
+        return http_parse_bad(pp->err, "the body must be a JSON object");
     }
-    j->p++;
-    j->depth++;
-    if (http_json_peek(j) != '}') {
-        for (;;) {
-            if ((rc = read_member(pp)) != 0)
-                return rc;
-            if (http_json_peek(j) != ',')
-                break;
-            j->p++;
-        }
-        if (http_json_eat(j, '}') != 0)
-            return syntax_error(pp);
-    } else {
-        j->p++;
+    more = http_json_enter(j);
+    while (more > 0) {
+        if ((rc = read_member(pp)) != 0)
+            return rc;
+        more = http_json_next(j, '}');
     }
-    j->depth--;
-    if (http_json_peek(j) != -1) {
-        j->why = "unexpected data after the JSON text";
-        return syntax_error(pp);
-    }
-    return 0;
+    return more < 0 || http_json_end(j) != 0 ? syntax_error(pp) : 0;
 }
 
 /* shape_error - the final shape of the body, checked field by field. */
@@ -289,28 +233,31 @@ shape_error(struct push_parse *pp)
     uint32_t at = pp->msg_error_at;
 
     if (pp->queue != PUSH_OK)
-        return field_error(pp, pp->queue == PUSH_ABSENT
-                                   ? "field 'queue' is required"
-                                   : "field 'queue' must be a string");
+        return http_parse_bad(pp->err, pp->queue == PUSH_ABSENT
+                                           ? "field 'queue' is required"
+                                           : "field 'queue' must be a string");
     if (pp->partition == PUSH_BAD)
-        return field_error(pp, "field 'partition' must be a string");
+        return http_parse_bad(pp->err, "field 'partition' must be a string");
     pp->out->has_partition = pp->partition == PUSH_OK;
     switch (pp->messages == PUSH_ABSENT ? PUSH_MSG_NONE : pp->msg_error) {
     case PUSH_MSG_NONE:
         return pp->messages == PUSH_OK
                    ? 0
-                   : field_error(pp, "field 'messages' is required");
+                   : http_parse_bad(pp->err, "field 'messages' is required");
     case PUSH_MSG_NOT_ARRAY:
-        return field_error(pp, "field 'messages' must be an array");
+        return http_parse_bad(pp->err, "field 'messages' must be an array");
     case PUSH_MSG_NOT_OBJECT:
-        return field_error(pp, "field 'messages[%u]' must be an object", at);
+        return http_parse_bad(pp->err, "field 'messages[%u]' must be an object",
+                              at);
     case PUSH_MSG_NO_PAYLOAD:
-        return field_error(pp, "field 'messages[%u].payload' is required", at);
+        return http_parse_bad(pp->err,
+                              "field 'messages[%u].payload' is required", at);
     case PUSH_MSG_TOO_MANY:
         break;
     }
-    return field_error(pp, "field 'messages' holds more than %d messages",
-                       HTTP_BATCH_MAX);
+    return http_parse_bad(pp->err,
+                          "field 'messages' holds more than %d messages",
+                          HTTP_BATCH_MAX);
 }
 
 /* http_parse_push - see parse.h. */
@@ -326,10 +273,8 @@ http_parse_push(const char *body, size_t len, struct http_push *out,
     pp.out = out;
     pp.err = err;
     out->mem = malloc(len + 1);
-    if (out->mem == NULL) {
-        http_error_set(err, 500, "internal", "out of memory");
-        return -ENOMEM;
-    }
+    if (out->mem == NULL)
+        return http_parse_oom(err);
     pp.free = out->mem;
     http_json_init(&pp.j, body, len);
     if ((rc = read_body(&pp)) != 0)

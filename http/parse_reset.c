@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
 #include "http/parse.h"
 #include "http/parse_jsonc.h"
 
@@ -15,18 +13,8 @@ int
 http_parse_reset(const char *body, size_t len, struct http_reset *out,
                  struct http_error *err)
 {
-    struct json_object *root;
-    struct http_pool pool;
-    int have, rc;
-
     memset(out, 0, sizeof(*out));
-    if ((rc = http_jsonc_parse(body, len, &root, &pool, err)) != 0)
-        return rc;
-    out->mem = pool.mem;
-    rc = http_jsonc_str(root, "queue", "queue", 1, &pool, &out->queue, &have,
-                        err);
-    json_object_put(root);
-    return rc;
+    return http_jsonc_read(body, len, &out->queue, &out->mem, NULL, NULL, err);
 }
 
 /* http_reset_free - release the strings. */
