@@ -43,7 +43,7 @@
  * of 100 runs of 5 cells to cycle through the cache without the lock) and
  * batch 128, both cut down where the caches of every worker would not fit
  * in the cap/32 that pushes leave free, so that an idle worker's cache
- * never makes a push that push_room admitted fail (down to 16 + 16 cells a
+ * never makes a push that shm_cap_room admitted fail (down to 16 + 16 cells a
  * worker: below 64 KiB of cap a worker, caches can exceed that share).
  *
  * Crash safety (a worker killed at any instruction): the tags are the truth,

@@ -581,11 +581,12 @@ shm_pop_handle(struct shm_seg *seg, struct shm_name queue, struct shm_name part)
     if (shm_dir_find_queue(seg, -1, queue, 0, 0, &qr) != 0)
         return 0;
     if (part.len == 0)
-        return shm_wake_handle(0, qr.idx, qr.gen);
+        return shm_handle_of(0, qr.idx, qr.gen);
     if (shm_dir_find_part(seg, -1, qr, part, 0, 0, &pr) != 0)
         return 0;
-    return shm_wake_handle(1, pr.idx, pr.gen);
+    return shm_handle_of(1, pr.idx, pr.gen);
 }
+
 /* shm_unpark - see broker.h.  Clearing a bit needs no lock. */
 void
 shm_unpark(struct shm_seg *seg, int worker, uint64_t handle)

@@ -10,8 +10,9 @@
  * (len 0) is queue mode.  Times are shm_now_ms() values.
  *
  * Locking: each call takes the locks it needs (directory lock briefly for
- * lookup/create, then one partition lock at a time) and releases them before
- * returning.  No call blocks on anything but those locks.
+ * lookup/create, a queue's lock for its group registry, then one partition
+ * lock at a time) and releases them before returning.  No call blocks on
+ * anything but those locks.
  *
  * Errors: 0 or a count on success, -errno on failure:
  *   -ENOSPC     queue full with policy reject       (429 queue_full)
@@ -157,7 +158,7 @@ void shm_extend(struct shm_seg *seg, int worker, struct shm_name queue,
                 struct shm_name part, struct shm_name group,
                 struct shm_ack *ents, uint32_t n, uint64_t now);
 
-/* ---- parked pops ------------------------------------------------------------ */
+/* ---- parked pops ----------------------------------------------------- */
 
 /*
  * shm_wake_drain - a worker, after its eventfd fired: move the queue and

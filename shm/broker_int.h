@@ -12,7 +12,7 @@
  * freeing of a queue).
  *
  * Lock order: the dir lock briefly per lookup; a queue's lock, then one
- * partition lock; or a queue's lock, then the dir lock (to free it).  One
+ * partition lock; or a queue's lock, then the dir lock.  One
  * partition lock at a time.  Wake-ups are posted under the partition lock
  * and kicked after every lock is released.  No syscalls or logging under
  * any lock, and no malloc under a partition lock (a queue's partition list
@@ -22,6 +22,7 @@
 #ifndef MAYFLY_SHM_BROKER_INT_H
 #define MAYFLY_SHM_BROKER_INT_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "shm/broker.h"
@@ -31,18 +32,35 @@ struct shm_ring_ctx;
 
 #define SHM_BROKER_TRIES 16 /* lookups retried after a concurrent free */
 #define SHM_PART_STACK   64 /* partitions listed without malloc */
+#define SHM_GROUP_SEED   0x67726f7570ULL /* group names' hash seed */
 
 /* ---- records and partition lists (broker_steps.c) ---------------------- */
 
-/* shm_wake_handle - the handle a parked pop waits for: kind (bit 63:
- * partition), record index, generation. */
-uint64_t shm_wake_handle(int part, uint32_t idx, uint32_t gen);
+/* shm_handle_of - the handle a parked pop waits for, and wakes post: kind
+ * (bit 63: partition), record index, generation. */
+static inline uint64_t
+shm_handle_of(int part, uint32_t idx, uint32_t gen)
+{
+    return ((uint64_t)(part != 0) << 63) | ((uint64_t)idx << 32) | gen;
+}
 
 /* shm_group_hash - the hash partitions key group states by. */
-uint64_t shm_group_hash(struct shm_name group);
+static inline uint64_t
+shm_group_hash(struct shm_name g)
+{
+    struct shm_name n = {g.len ? g.ptr : "", g.len};
+
+    return shm_dir_name_hash(n, SHM_GROUP_SEED);
+}
 
 /* shm_queue_same - is queue record qr still the one looked up? */
-int shm_queue_same(struct shm_seg *seg, struct shm_ref qr);
+static inline int
+shm_queue_same(struct shm_seg *seg, struct shm_ref qr)
+{
+    struct shm_queue *q = shm_dir_queue(seg, qr.idx);
+
+    return atomic_load(&q->alive) && q->gen == qr.gen;
+}
 
 /*
  * struct shm_part_list - a queue's partitions as listed at one moment (no

@@ -6,7 +6,9 @@
  *
  * Locking: the dir lock briefly to list partitions; one partition lock at
  * a time, as stated per call.  Wake-ups are posted under the partition
- * lock and kicked after it.  No syscalls, logging or malloc under a lock.
+ * lock and kicked after it.  No syscalls or logging under a lock, and no
+ * malloc under a partition lock (a long partition list is malloc'd under
+ * the caller's queue lock, if it holds one).
  * Errors: 0 or -errno.
  */
 #include <errno.h>
@@ -20,35 +22,9 @@
 #include "shm/ring.h"
 #include "shm/wake.h"
 
-#define RELAXED         memory_order_relaxed
-#define BROKER_GRP_SEED 0x67726f7570ULL
+#define RELAXED memory_order_relaxed
 
 /* ---- records and partition lists --------------------------------------- */
-
-/* shm_wake_handle - see broker_int.h. */
-uint64_t
-shm_wake_handle(int part, uint32_t idx, uint32_t gen)
-{
-    return ((uint64_t)(part != 0) << 63) | ((uint64_t)idx << 32) | gen;
-}
-
-/* shm_group_hash - see broker_int.h. */
-uint64_t
-shm_group_hash(struct shm_name g)
-{
-    struct shm_name n = {g.len ? g.ptr : "", g.len};
-
-    return shm_dir_name_hash(n, BROKER_GRP_SEED);
-}
-
-/* shm_queue_same - see broker_int.h. */
-int
-shm_queue_same(struct shm_seg *seg, struct shm_ref r)
-{
-    struct shm_queue *q = shm_dir_queue(seg, r.idx);
-
-    return atomic_load(&q->alive) && q->gen == r.gen;
-}
 
 /* Is partition record r still the one looked up? */
 static int
@@ -201,8 +177,8 @@ shm_waiters_post_locked(struct shm_seg *seg, struct shm_ref qr,
     uint64_t qm =
         atomic_load(&q->waiters) ? atomic_exchange(&q->waiters, 0) : 0;
 
-    shm_waiters_post(seg, pm, shm_wake_handle(1, pr.idx, pr.gen), kick);
-    shm_waiters_post(seg, qm, shm_wake_handle(0, qr.idx, qr.gen), kick);
+    shm_waiters_post(seg, pm, shm_handle_of(1, pr.idx, pr.gen), kick);
+    shm_waiters_post(seg, qm, shm_handle_of(0, qr.idx, qr.gen), kick);
 }
 
 /* shm_waiters_kick - see broker_int.h. */

@@ -3,7 +3,7 @@
  *
  * Locking: dir->lock (robust) for the index, free lists, bump indexes and
  * the per-queue partition lists; never held with another lock but the
- * arena's.  A dead holder's state is rebuilt from the records by
+ * arena's and the due heap's (both leaves).  A dead holder's state is rebuilt from the records by
  * dir_repair(): the records (alive flag, names, queue links) are the truth,
  * the index and lists are derived.  Errors: 0 or -errno.
  */
@@ -135,20 +135,6 @@ dir_part_at(struct shm_dir *d, uint32_t idx)
     return (struct shm_part *)((unsigned char *)d + d->parts_off) + idx;
 }
 
-/* shm_dir_queue - queue record idx. */
-struct shm_queue *
-shm_dir_queue(struct shm_seg *seg, uint32_t idx)
-{
-    return dir_queue_at(shm_dir_of(seg), idx);
-}
-
-/* shm_dir_part - partition record idx. */
-struct shm_part *
-shm_dir_part(struct shm_seg *seg, uint32_t idx)
-{
-    return dir_part_at(shm_dir_of(seg), idx);
-}
-
 /* The index slots. */
 static struct shm_dir_slot *
 dir_index(struct shm_dir *d)
@@ -170,8 +156,8 @@ shm_dir_name_hash(struct shm_name name, uint64_t seed)
  * One piece of code serves both, with kind (0 for a queue, SHM_DIR_PART_BIT
  * for a partition, as in an index slot) picking the table.  A record's
  * fields are reached by DIR_REC, a conditional on kind and the record's
- * address, no call: the lookup loop (every push and pop runs it) costs what
- * the two loops written for one kind each did.
+ * address, no call: in the lookup loop (every push and pop runs it) kind
+ * costs a well-predicted branch.
  */
 
 /* A table's free list (index + 1, or 0), bump index and capacity. */

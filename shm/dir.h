@@ -10,7 +10,7 @@
  *
  * Locking: dir->lock (robust) guards the index, the free lists, the bump
  * indexes and each queue's partition list.  Its critical sections are a
- * lookup or an insert, never another lock but the arena's (a leaf).
+ * lookup or an insert.
  * Lock order: queue lock -> one partition lock -> arena lock; the dir lock is
  * never held with any other lock but the arena's and the due heap's (a new
  * queue's first due time); those two are leaves.  A dead holder's dir state
@@ -238,8 +238,25 @@ _Atomic uint16_t *shm_dir_parked(struct shm_seg *seg, int part, uint32_t idx);
 
 /* shm_dir_parked_sum - the row's total: pops parked on the record. */
 uint64_t shm_dir_parked_sum(struct shm_seg *seg, int part, uint32_t idx);
-struct shm_queue *shm_dir_queue(struct shm_seg *seg, uint32_t idx);
-struct shm_part *shm_dir_part(struct shm_seg *seg, uint32_t idx);
+
+/* shm_dir_queue - queue record idx (inline: every request reaches its
+ * records through it). */
+static inline struct shm_queue *
+shm_dir_queue(struct shm_seg *seg, uint32_t idx)
+{
+    struct shm_dir *d = shm_dir_of(seg);
+
+    return (struct shm_queue *)((unsigned char *)d + d->queues_off) + idx;
+}
+
+/* shm_dir_part - partition record idx. */
+static inline struct shm_part *
+shm_dir_part(struct shm_seg *seg, uint32_t idx)
+{
+    struct shm_dir *d = shm_dir_of(seg);
+
+    return (struct shm_part *)((unsigned char *)d + d->parts_off) + idx;
+}
 
 /* shm_dir_lock - take the dir lock (repairing after a dead holder). */
 int shm_dir_lock(struct shm_seg *seg);

@@ -5,8 +5,8 @@
  * steps of broker_int.h.
  *
  * Locking: the dir lock briefly per lookup; a queue's lock to declare it,
- * to delete it (queue lock -> one partition lock at a time -> dir lock)
- * and to copy its group names; one partition lock at a time for a reset
+ * to delete it (queue lock -> one partition lock at a time, then the dir
+ * lock) and to copy its group names; one partition lock at a time for a reset
  * and for depth snapshots.  Listings without a lock read names and check
  * the record's generation after.  No syscalls or logging under any lock;
  * no malloc under a partition lock.  Errors: 0 or -errno.

@@ -48,7 +48,7 @@ int shm_queue_delete(struct shm_seg *seg, int worker, struct shm_name queue,
 int shm_queue_declare(struct shm_seg *seg, int worker, struct shm_name queue,
                       const struct shm_qopts *opts);
 
-/* ---- listing and depth ----------------------------------------------------- */
+/* ---- listing and depth ----------------------------------------------- */
 
 /* Per-queue view for the listing and depth. */
 struct shm_queue_info {
@@ -84,8 +84,8 @@ struct shm_group_info {
 
 /*
  * shm_queue_list - call fn for each queue whose name starts with prefix, in
- * name order, at most limit; returns the number listed.  The info is a
- * snapshot taken one partition lock at a time.
+ * name order, at most limit; returns the number listed.  The info is read
+ * without a lock (racy sums, the record's generation checked after).
  */
 int shm_queue_list(struct shm_seg *seg, struct shm_name prefix, uint32_t limit,
                    uint64_t now,
@@ -104,7 +104,7 @@ int shm_queue_depth(struct shm_seg *seg, struct shm_name queue,
                     void (*group_fn)(void *arg, const struct shm_group_info *g),
                     void *arg);
 
-/* ---- partition walks ------------------------------------------------------- */
+/* ---- partition walks ------------------------------------------------- */
 
 /*
  * shm_part_each - call fn(arg, queue, part) for every partition that holds
@@ -130,7 +130,7 @@ shm_queue_part_each(struct shm_seg *seg, struct shm_name queue, uint64_t now,
                     int (*fn)(void *arg, struct shm_name part, uint64_t held),
                     void *arg);
 
-/* ---- gauges ---------------------------------------------------------------- */
+/* ---- gauges ---------------------------------------------------------- */
 
 /* shm_gauges_read - read the gauges (struct shm_gauges, stats.h) by racy
  * sums over the tables, taking no lock. */

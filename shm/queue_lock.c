@@ -296,7 +296,7 @@ shm_queue_free_locked(struct shm_seg *seg, int w, struct shm_ref qr,
         while (q->groups != 0)
             shm_registry_forget(seg, w, q, &q->groups);
         shm_waiters_post(seg, atomic_exchange(&q->waiters, 0),
-                         shm_wake_handle(0, qr.idx, qr.gen), &kick);
+                         shm_handle_of(0, qr.idx, qr.gen), &kick);
         if (shm_dir_free_queue(seg, w, qr.idx) == 0) {
             *freed = 1;
             break;

@@ -147,9 +147,9 @@ expect(int at, const char *tag, int from, int n, uint32_t attempts)
     }
 }
 
-TestSuite(shm_handover, .init = setup, .timeout = 60);
+TestSuite(shm_part_move, .init = setup, .timeout = 60);
 
-Test(shm_handover, round_trip_into_a_second_segment_keeps_bytes_and_order)
+Test(shm_part_move, round_trip_into_a_second_segment_keeps_bytes_and_order)
 {
     static char pay[40][400];
     struct shm_msg_in in[40];
@@ -177,7 +177,7 @@ Test(shm_handover, round_trip_into_a_second_segment_keeps_bytes_and_order)
     }
 }
 
-Test(shm_handover, round_trip_into_another_queue_pops_in_order)
+Test(shm_part_move, round_trip_into_another_queue_pops_in_order)
 {
     cr_assert_eq(pushn(&seg, "q", "p", "m", 5, T0), 0);
     cr_assert_eq(take(&seg, "q", T0), 5);
@@ -186,7 +186,7 @@ Test(shm_handover, round_trip_into_another_queue_pops_in_order)
     expect(0, "m", 0, 5, 1);
 }
 
-Test(shm_handover, group_positions_come_back_with_redeliveries_first)
+Test(shm_part_move, group_positions_come_back_with_redeliveries_first)
 {
     static const char *modes[] = {"A", ""};
 
@@ -219,7 +219,7 @@ Test(shm_handover, group_positions_come_back_with_redeliveries_first)
     cr_assert_eq(c[SHM_C_REDELIVERY_HANDOVER], 4);
 }
 
-Test(shm_handover, released_lease_keeps_its_attempts)
+Test(shm_part_move, released_lease_keeps_its_attempts)
 {
     cr_assert_eq(pushn(&seg, "q", "p", "m", 2, T0), 0);
     cr_assert_eq(pop(&seg, "q", "g", 1, T0), 1);
@@ -235,7 +235,7 @@ Test(shm_handover, released_lease_keeps_its_attempts)
     expect(1, "m", 1, 1, 1);
 }
 
-Test(shm_handover, retry_limit_applies_across_the_move)
+Test(shm_part_move, retry_limit_applies_across_the_move)
 {
     uint64_t c[SHM_C_COUNT];
 
@@ -279,7 +279,7 @@ oldest_fn(void *arg, const struct shm_part_info *p)
     oldest_seen = p->oldest_age_ms;
 }
 
-Test(shm_handover, ttl_keeps_counting_from_the_first_push)
+Test(shm_part_move, ttl_keeps_counting_from_the_first_push)
 {
     struct shm_queue_info qi;
 
@@ -308,7 +308,7 @@ bytes_fn(void *arg, const struct shm_part_info *p)
     part_bytes = p->bytes;
 }
 
-Test(shm_handover, take_empties_the_source_and_frees_its_memory)
+Test(shm_part_move, take_empties_the_source_and_frees_its_memory)
 {
     struct shm_queue_info qi;
     struct shm_gauges g;
@@ -343,7 +343,7 @@ Test(shm_handover, take_empties_the_source_and_frees_its_memory)
     cr_assert_eq(shm_part_take(&seg, M, nm("nope"), nm("p"), T0, &ho), -ENOENT);
 }
 
-Test(shm_handover, short_buffer_is_enomem_with_need_and_changes_nothing)
+Test(shm_part_move, short_buffer_is_enomem_with_need_and_changes_nothing)
 {
     unsigned char small[64];
 
@@ -420,7 +420,7 @@ record_with_groups(void)
     mkseg(&seg2, 4 << 20);
 }
 
-Test(shm_handover, malformed_records_are_ebadmsg_and_change_nothing)
+Test(shm_part_move, malformed_records_are_ebadmsg_and_change_nothing)
 {
     static unsigned char r[4096];
     struct shm_ho_hdr h;
@@ -485,7 +485,7 @@ Test(shm_handover, malformed_records_are_ebadmsg_and_change_nothing)
     cr_assert_eq(shm_part_adopt(&seg2, M, nm("q"), nm("p"), recbuf, n, T0), 4);
 }
 
-Test(shm_handover, node_cap_is_enobufs_and_adopts_nothing)
+Test(shm_part_move, node_cap_is_enobufs_and_adopts_nothing)
 {
     cr_assert_eq(pushn(&seg, "q", "p", "m", 60, T0), 0);
     cr_assert_eq(pop(&seg, "q", "g", 5, T0), 5);
@@ -509,7 +509,7 @@ Test(shm_handover, node_cap_is_enobufs_and_adopts_nothing)
     expect(0, "m", 0, 5, 2);
 }
 
-Test(shm_handover, adopt_ignores_the_queue_bounds)
+Test(shm_part_move, adopt_ignores_the_queue_bounds)
 {
     struct shm_qopts o = {
         .max_length = 2, .max_bytes = 1 << 20, .lease_s = 30, .retry_limit = 5};
@@ -521,7 +521,7 @@ Test(shm_handover, adopt_ignores_the_queue_bounds)
     cr_assert_eq(info(&seg, "q2", T0).depth, 5);
 }
 
-Test(shm_handover, adopt_wakes_a_parked_pop_and_take_wakes_one_too)
+Test(shm_part_move, adopt_wakes_a_parked_pop_and_take_wakes_one_too)
 {
     uint64_t out[8];
 
@@ -545,7 +545,7 @@ Test(shm_handover, adopt_wakes_a_parked_pop_and_take_wakes_one_too)
     cr_assert_eq(popx(&seg, 0, "q2", "p", "g", 10, 0, 0, T0), 3);
 }
 
-Test(shm_handover, group_with_unread_messages_here_reads_adopted_ones_after)
+Test(shm_part_move, group_with_unread_messages_here_reads_adopted_ones_after)
 {
     /* On q2: g has two messages unread, c has read everything. */
     cr_assert_eq(pop(&seg, "q2", "c", 1, T0), 0);
@@ -576,7 +576,7 @@ Test(shm_handover, group_with_unread_messages_here_reads_adopted_ones_after)
  * frees from its head), are not shipped: a group the adoption cannot place
  * (it has unread messages on the new owner) used to read them all again as
  * new (found in a rolling restart under load). */
-Test(shm_handover, completed_messages_behind_a_lease_are_not_shipped)
+Test(shm_part_move, completed_messages_behind_a_lease_are_not_shipped)
 {
     /* On q2: g has a message unread, so the adoption cannot place it. */
     cr_assert_eq(pop(&seg, "q2", "g", 1, T0), 0);
@@ -598,7 +598,7 @@ Test(shm_handover, completed_messages_behind_a_lease_are_not_shipped)
 
 /* A group the queue knows that has not read this partition yet may still
  * read all of it: then nothing is left out. */
-Test(shm_handover, a_group_yet_to_read_the_partition_keeps_everything)
+Test(shm_part_move, a_group_yet_to_read_the_partition_keeps_everything)
 {
     cr_assert_eq(pushn(&seg, "q", "p", "m", 3, T0), 0);
     cr_assert_eq(popx(&seg, 0, "q", "x", "late", 1, 0, 0, T0),
@@ -614,7 +614,7 @@ Test(shm_handover, a_group_yet_to_read_the_partition_keeps_everything)
 /* A message no group has read stays for the group that may come for it,
  * also past every cursor (a from=new group starts after it): shipped
  * (found in review). */
-Test(shm_handover, messages_no_group_has_read_are_shipped)
+Test(shm_part_move, messages_no_group_has_read_are_shipped)
 {
     struct shm_pop_req r = {nm("q"), nm("p"), nm("g"), 10, 0, SHM_FROM_NEW, 0};
 
@@ -629,7 +629,7 @@ Test(shm_handover, messages_no_group_has_read_are_shipped)
 /* With every message it holds left out (completed, or a lease at the
  * retry limit dropped), a take still carries the group's position: the
  * record has no message but a group, and the master ships it. */
-Test(shm_handover, a_take_with_no_message_left_still_carries_the_groups)
+Test(shm_part_move, a_take_with_no_message_left_still_carries_the_groups)
 {
     declare(&seg, "q", 0, 3);
     cr_assert_eq(pushn(&seg, "q", "p", "m", 2, T0), 0);
@@ -678,7 +678,7 @@ name_fn(void *arg, const struct shm_queue_info *q)
     adopted[nadopted++][q->name_len] = 0;
 }
 
-Test(shm_handover, killed_adopter_leaves_sound_partitions, .timeout = 120)
+Test(shm_part_move, killed_adopter_leaves_sound_partitions, .timeout = 120)
 {
     uint64_t later = shm_now_ms() + 3600 * 1000, c[SHM_C_COUNT];
     static const char *gs[] = {"g", "h", ""};
