@@ -8,7 +8,7 @@
  * Calls go one way: raft.c calls raft_elect.c, raft_repl.c and the files
  * below them; raft_elect.c calls raft_repl.c (a new leader replicates its
  * no-op); all three call raft_role.c and raft_ready.c, which call only the
- * log and the store.
+ * log, the store and raft_msg.c.
  */
 #ifndef MAYFLY_CONSENSUS_RAFT_CORE_H
 #define MAYFLY_CONSENSUS_RAFT_CORE_H

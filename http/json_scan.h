@@ -117,7 +117,8 @@ http_json_enter(struct http_json *j)
 /*
  * http_json_next - after an element of the container whose closing byte is
  * close: 1 past a ',' (another element follows), 0 past close (the
- * container has been left), else -EINVAL ("expected ',' or ']'").
+ * container has been left), else -EINVAL ("expected ',' or ']'", or '}'
+ * for an object).
  */
 static inline int
 http_json_next(struct http_json *j, char close)

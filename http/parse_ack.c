@@ -19,7 +19,6 @@
  * keys and statuses are unescaped into the free tail as scratch.  No
  * locking.  Errors: 0, -EINVAL, -ENOMEM with err filled.
  */
-#include "http/parse_ack.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -192,9 +191,11 @@ name(struct ack_parse *ap, const char *p, const char *field, int required,
     return 0;
 }
 
-/* http_ack_status_of - see parse_ack.h; the words are SPEC §2's. */
-enum http_ack_status
-http_ack_status_of(const char *s)
+/* ack_status - SPEC §2: absent and four words complete, "retry" retries,
+ * any other string fails.  s is read up to a first NUL, as json-c's C
+ * string was. */
+static enum http_ack_status
+ack_status(const char *s)
 {
     static const char *const completed[] = {"completed", "success", "acked",
                                             "ok"};
@@ -274,7 +275,7 @@ entry_object(struct ack_parse *ap, const char *p, const char *where, size_t i,
         at(ap, status);
         http_json_string(j, ap->free, &n);
         ap->free[n] = '\0';
-        e->status = http_ack_status_of(ap->free);
+        e->status = ack_status(ap->free);
     }
     if (!is_null(tries)) {
         if ((*tries != '-' && (*tries < '0' || *tries > '9')) ||
@@ -302,7 +303,7 @@ entries(struct ack_parse *ap, const char *p, const char *where, uint32_t n,
         return http_parse_oom(ap->err);
     /* keep() and entry_object() leave the scanner after the entry */
     at(ap, p);
-    http_json_enter(j); /* 1: the array holds the n entries counted */
+    http_json_enter(j); /* validated and counted by array_value */
     for (uint32_t i = 0; i < n; i++) {
         struct http_ack_entry *e = &a->entries[i];
         const char *v;

@@ -3,7 +3,7 @@
  * then typed look-ups that fill struct http_error with a sentence naming the
  * parameter (400 ephemeral_bad_request).
  *
- * The query is parsed from the raw request URI (http/server.c keeps MHD from
+ * The query is parsed from the raw request URI (http/access.c keeps MHD from
  * decoding it), so values keep embedded NULs and every value has a length.
  * '+' decodes to a space in the query, not in the path.  No locking.
  */

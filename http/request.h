@@ -1,7 +1,7 @@
 /*
  * request.h - one HTTP request as a handler sees it, and its life cycle.
  *
- * http/server.c creates a request per HTTP request, reads the whole body,
+ * http/access.c creates a request per HTTP request, reads the whole body,
  * and calls the handler exactly once.  Before returning, the handler either
  * sets a reply (http/reply.h) or suspends the request.  A suspended request
  * (a parked pop, a forward) is answered later from the same process: set the

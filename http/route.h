@@ -1,7 +1,7 @@
 /*
  * route.h - the routing table: method and raw path to a route (SPEC §2).
  *
- * Pure functions over the request line; http/server.c answers 404 not_found
+ * Pure functions over the request line; http/access.c answers 404 not_found
  * and 405 method_not_allowed itself, so handlers only ever see the routes
  * below with the right method.  No state, no locking.
  */

@@ -114,14 +114,14 @@ beat_sent(void *arg, struct http_client_resp *r)
     (void)r;
 }
 
-void
+int
 master_cluster_client_heartbeat(struct master *m, uint64_t timeout_ms)
 {
     static char body[16]; /* this node's member index, the same every time */
     const struct master_members *r = &m->members;
 
     if (cli == NULL)
-        return;
+        return 0;
     if (body[0] == '\0')
         snprintf(body, sizeof(body), "%d", r->self);
     for (int i = 0; i < r->n; i++)
@@ -129,6 +129,7 @@ master_cluster_client_heartbeat(struct master *m, uint64_t timeout_ms)
             master_cluster_client_post(m, r->addr[i], CLUSTER_PATH_HEARTBEAT,
                                        body, strlen(body), timeout_ms,
                                        beat_sent, NULL);
+    return 1;
 }
 
 /*

@@ -73,8 +73,9 @@ void master_cluster_client_post(struct master *m, const char *addr,
 void master_cluster_client_cancel(void *arg);
 
 /* master_cluster_client_heartbeat - post this node's member index to every
- * peer, each answer awaited timeout_ms at most (and ignored). */
-void master_cluster_client_heartbeat(struct master *m, uint64_t timeout_ms);
+ * peer, each answer awaited timeout_ms at most (and ignored).  0 when the
+ * client is not running (nothing sent), else 1. */
+int master_cluster_client_heartbeat(struct master *m, uint64_t timeout_ms);
 
 /* master_cluster_client_send_raft - post a raft message to its node (best
  * effort: raft retries on its own). */

@@ -125,8 +125,8 @@ master_membership_heartbeat(struct master *m, uint64_t now, int now_or_never)
 
     if (!now_or_never && now < last + every)
         return;
-    last = now;
-    master_cluster_client_heartbeat(m, every * 2);
+    if (master_cluster_client_heartbeat(m, every * 2))
+        last = now;
 }
 
 _Static_assert(SHM_STATUS_MEMBERS >= CONFIG_PEERS_MAX + 1,

@@ -131,7 +131,7 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
 }
 
 /* What an ack or an extend names, whichever it was. */
-struct body {
+struct ack_body {
     struct http_str queue;
     const struct http_str *group; /* NULL: queue mode (a group given must
                                      be a valid name, so not empty) */
@@ -141,14 +141,14 @@ struct body {
 };
 
 /* What differs between an ack and an extend. */
-struct kind {
+struct ack_kind {
     const char *name;  /* "ack", "extend" */
     const char *field; /* the entries' array, named in a 400 */
     int extend;
     size_t size; /* of its parse */
     /* parse - body into parse (size bytes), described in b: 0, or -EINVAL
      * with err set. */
-    int (*parse)(const char *body, size_t len, void *parse, struct body *b,
+    int (*parse)(const char *body, size_t len, void *parse, struct ack_body *b,
                  struct http_error *err);
     /* fill - each entry's attempts, and its status or seconds, into acks. */
     void (*fill)(const void *parse, struct shm_ack *acks);
@@ -163,8 +163,8 @@ struct kind {
  * caller's.
  */
 static void
-settle(struct worker *w, struct http_request *req, const struct kind *k,
-       const struct body *b, struct ack_hold *hold)
+settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
+       const struct ack_body *b, struct ack_hold *hold)
 {
     uint32_t n = b->n;
     struct shm_ack *acks = hold->acks;
@@ -216,11 +216,12 @@ release(struct ack_hold *h)
 /* ack_or_extend - parse req's body as k says, give each entry its
  * attempts and status or seconds, and settle. */
 static void
-ack_or_extend(struct worker *w, struct http_request *req, const struct kind *k)
+ack_or_extend(struct worker *w, struct http_request *req,
+              const struct ack_kind *k)
 {
     void *parse = malloc(k->size);
     struct http_error err;
-    struct body b;
+    struct ack_body b;
     size_t len;
     const char *body = http_request_body(req, &len);
     struct ack_hold h = {.free_parse = k->free_parse};
@@ -247,16 +248,16 @@ ack_or_extend(struct worker *w, struct http_request *req, const struct kind *k)
 
 /* parse_ack - an ack's body (struct http_ack). */
 static int
-parse_ack(const char *body, size_t len, void *parse, struct body *b,
+parse_ack(const char *body, size_t len, void *parse, struct ack_body *b,
           struct http_error *err)
 {
     struct http_ack *a = parse;
 
     if (http_parse_ack(body, len, a, err) != 0)
         return -EINVAL;
-    *b = (struct body){a->queue, a->has_group ? &a->group : NULL,
-                       a->n ? &a->entries[0].id : NULL, sizeof(a->entries[0]),
-                       a->n};
+    *b = (struct ack_body){a->queue, a->has_group ? &a->group : NULL,
+                           a->n ? &a->entries[0].id : NULL,
+                           sizeof(a->entries[0]), a->n};
     return 0;
 }
 
@@ -286,16 +287,16 @@ free_ack(void *parse)
 
 /* parse_extend - an extend's body (struct http_extend). */
 static int
-parse_extend(const char *body, size_t len, void *parse, struct body *b,
+parse_extend(const char *body, size_t len, void *parse, struct ack_body *b,
              struct http_error *err)
 {
     struct http_extend *e = parse;
 
     if (http_parse_extend(body, len, e, err) != 0)
         return -EINVAL;
-    *b = (struct body){e->queue, e->has_group ? &e->group : NULL,
-                       e->n ? &e->entries[0].id : NULL, sizeof(e->entries[0]),
-                       e->n};
+    *b = (struct ack_body){e->queue, e->has_group ? &e->group : NULL,
+                           e->n ? &e->entries[0].id : NULL,
+                           sizeof(e->entries[0]), e->n};
     return 0;
 }
 
@@ -321,7 +322,7 @@ free_extend(void *parse)
     free(parse);
 }
 
-static const struct kind ack_kind = {
+static const struct ack_kind ack_kind = {
     .name = "ack",
     .field = "acks",
     .extend = 0,
@@ -331,7 +332,7 @@ static const struct kind ack_kind = {
     .free_parse = free_ack,
 };
 
-static const struct kind extend_kind = {
+static const struct ack_kind extend_kind = {
     .name = "extend",
     .field = "messages",
     .extend = 1,

@@ -8,8 +8,6 @@
 #include <json-c/json.h>
 
 #include "http/buf.h"
-#include "http/errors.h"
-#include "http/ids.h"
 #include "http/parse.h"
 #include "http/reply.h"
 #include "shm/broker.h"

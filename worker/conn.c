@@ -11,9 +11,10 @@
 
 #include "worker/worker_int.h"
 
-/* worker_conn_of - see conn.h. */
-struct worker_conn *
-worker_conn_of(struct worker *w, int fd)
+/* conn_of - the loop's record of client socket fd (grown as fds come);
+ * NULL when out of memory. */
+static struct worker_conn *
+conn_of(struct worker *w, int fd)
 {
     if ((size_t)fd >= w->nconns) {
         size_t n = w->nconns ? w->nconns : 1024;
@@ -33,7 +34,7 @@ worker_conn_of(struct worker *w, int fd)
 int
 worker_conn_watch(struct worker *w, int fd, struct worker_conn **out)
 {
-    struct worker_conn *k = worker_conn_of(w, fd);
+    struct worker_conn *k = conn_of(w, fd);
 
     if (k == NULL)
         return -ENOMEM;

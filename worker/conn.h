@@ -27,10 +27,6 @@ struct worker_conn {
     unsigned hup : 1;     /* the client shut its side (or reset) */
 };
 
-/* worker_conn_of - the loop's record of client socket fd (grown as fds
- * come); NULL when out of memory. */
-struct worker_conn *worker_conn_of(struct worker *w, int fd);
-
 /* worker_conn_watch - put socket fd in the loop's epoll for hang-ups unless
  * it is there already (EPOLLRDHUP, edge-triggered: a hang-up is reported
  * once, so one seen while nothing waited is kept in hup).  0 with *out,
