@@ -231,7 +231,7 @@ ack_or_extend(struct worker *w, struct http_request *req,
         return;
     }
     if (k->parse(body, len, parse, &b, &err) != 0) {
-        free(parse);
+        k->free_parse(parse); /* a failed parse may hold memory too */
         http_reply_http_error(req, &err);
         return;
     }

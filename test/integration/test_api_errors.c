@@ -288,6 +288,42 @@ Test(reset, bad_bodies_are_bad_request_naming_the_field, .timeout = 60)
     post_all_bad(&n, RST, b, N(b), "ephemeral_bad_request");
 }
 
+/*
+ * A refused body leaves nothing allocated behind it.  Each route's parser
+ * allocates before it can fail; the sanitizer build (what make test runs)
+ * checks the worker's heap when it exits, so a leak is a LeakSanitizer
+ * report in the node's log.  One worker, so every request meets the same
+ * heap.
+ */
+Test(leaks, refused_bodies_leave_nothing_allocated, .timeout = 60)
+{
+    static const char *const paths[] = {PUSH, ACK, EXT, RST,
+                                        "/api/v1/ephemeral/configure"};
+    static const char *const bodies[] = {
+        "{\"queue\":\"q\",\"x\":[1,2", /* malformed */
+        "{\"queue\":1}",               /* well formed, a field wrong */
+        "[]",
+    };
+    struct itest_node n;
+
+    itest_node_start(&n, "workers=1");
+    for (size_t i = 0; i < N(paths); i++) {
+        for (size_t j = 0; j < N(bodies); j++) {
+            struct itest_resp r;
+
+            itest_req(&n, "POST", paths[i], bodies[j], &r);
+            cr_assert_eq(r.status, 400, "POST %s %s: %ld %s", paths[i],
+                         bodies[j], r.status, r.body);
+            itest_resp_free(&r);
+        }
+    }
+    cr_assert_eq(itest_node_stop(&n, 20000), 0);
+    if (itest_node_log_contains(&n, "LeakSanitizer"))
+        itest_node_log_tail(&n, 60);
+    cr_assert(!itest_node_log_contains(&n, "LeakSanitizer"),
+              "refused bodies leaked (the node's log above)");
+}
+
 Test(depth, bad_scope_and_listing_bad_limit_are_bad_request, .timeout = 60)
 {
     static const struct bad b[] = {
