@@ -12,8 +12,8 @@
  * are durable before any message that depends on them is queued.
  *
  * Membership is static: nodes are indices 0..n-1 into a list every node
- * orders the same way (the master sorts node ids).  One thread calls in
- * (the master's loop); no locking.  Errors: 0 or -errno.  A store failure
+ * orders the same way (the master sorts the members' cluster addresses).
+ * One thread calls in (the master's loop); no locking.  Errors: 0 or -errno.  A store failure
  * is sticky: every later input returns it, and the caller should exit.
  */
 #ifndef MAYFLY_CONSENSUS_RAFT_H

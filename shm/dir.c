@@ -2,8 +2,8 @@
  * dir.c - the queue and partition tables and their name index.
  *
  * Locking: dir->lock (robust) for the index, free lists, bump indexes and
- * the per-queue partition lists; never held with another lock but the
- * arena's and the due heap's (both leaves).  A dead holder's state is rebuilt from the records by
+ * the per-queue partition lists; only the arena's and the due heap's locks
+ * (both leaves) are taken under it.  A dead holder's state is rebuilt from the records by
  * dir_repair(): the records (alive flag, names, queue links) are the truth,
  * the index and lists are derived.  Errors: 0 or -errno.
  */

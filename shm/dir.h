@@ -11,9 +11,9 @@
  * Locking: dir->lock (robust) guards the index, the free lists, the bump
  * indexes and each queue's partition list.  Its critical sections are a
  * lookup or an insert.
- * Lock order: queue lock -> one partition lock -> arena lock; the dir lock is
- * never held with any other lock but the arena's and the due heap's (a new
- * queue's first due time); those two are leaves.  A dead holder's dir state
+ * Lock order: queue lock -> one partition lock -> arena lock; queue lock ->
+ * dir lock.  Under the dir lock only the arena's and the due heap's locks
+ * are taken (a new queue's first due time); those two are leaves.  A dead holder's dir state
  * is rebuilt from the records (shm_dir_repair).
  */
 #ifndef MAYFLY_SHM_DIR_H
