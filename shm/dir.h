@@ -117,7 +117,9 @@ enum { SHM_DROPS_BOUNDS, SHM_DROPS_TTL, SHM_DROPS_RETRY };
  *   136     8  due          pop/maintain         lock: earliest deadline
  *   144     8  oldest_ms    push/drop            lock, read racy
  *   152     4  next_free    freer                dir lock
- *   156     4  wipe         slotless repair      lock: a wipe is owed
+ *   156     4  wipe         wipers, slotless     lock: a wipe is owed (set
+ *                             repair               as one starts, cleared
+ *                                                  when it is done)
  * A worker killed holding lock leaves EOWNERDEAD to the next locker:
  * shm_ring_repair() re-derives the partition from a validated walk.
  */

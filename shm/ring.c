@@ -913,6 +913,10 @@ ring_wipe_list(struct shm_seg *seg, int w, struct shm_part *p, uint32_t *head,
 static void
 ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
 {
+    /* Owed until done: a wiper killed midway leaves the rest (and the
+     * count) to the next locker with a slot, whose repair may find what is
+     * left sound. */
+    p->wipe = 1;
     /* A chain a dead holder (or a dead wiper) had unlinked but not started
      * to free: ours.  One it had started to free is its reap's. */
     if (p->intent != 0 && shm_ring_tag_linked(seg, p->intent) &&
@@ -935,13 +939,13 @@ ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
         s->due = UINT64_MAX;
     }
     p->ngs = p->groups != 0 ? ng : 0;
-    p->wipe = 0;
     STORE(p->count, 0);
     STORE(p->cost, 0);
     STORE(p->leased, 0);
     STORE(p->due, UINT64_MAX);
     STORE(p->oldest_ms, 0);
     shm_count(seg, w, SHM_C_WIPES, 1);
+    p->wipe = 0;
 }
 
 /* shm_ring_repair - see ring.h. */
