@@ -6,9 +6,9 @@
  * Push and ack bodies (one per drained batch) go through the strict scanner
  * of http/json_scan.h, without a tree; the small control bodies (extend,
  * reset, configure) through json-c with JSON_TOKENER_STRICT.  Strings are
- * unescaped into memory the struct owns (free it with the matching _free, also
- * after a failed parse); payload spans point into the body, which must outlive
- * the struct.  Names are not validated here: the caller runs http_name_valid()
+ * unescaped into memory the struct owns (free it with the matching _free after
+ * a parse that succeeded; a failed parse holds nothing); payload spans point
+ * into the body, which must outlive the struct.  Names are not validated here: the caller runs http_name_valid()
  * and answers 400 invalid_name naming the field.
  *
  * Each parser returns 0, -EINVAL with err filled (400, a code and a sentence

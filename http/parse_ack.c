@@ -328,10 +328,10 @@ entries(struct ack_parse *ap, const char *p, const char *where, uint32_t n,
     return 0;
 }
 
-/* http_parse_ack - see parse.h. */
-int
-http_parse_ack(const char *body_text, size_t len, struct http_ack *out,
-               struct http_error *err)
+/* parse - http_parse_ack without the release on failure. */
+static int
+parse(const char *body_text, size_t len, struct http_ack *out,
+      struct http_error *err)
 {
     struct ack_parse ap;
     const char *key_name = "acks", *arr;
@@ -369,6 +369,18 @@ http_parse_ack(const char *body_text, size_t len, struct http_ack *out,
         return http_parse_bad(ap.err, "field '%s' holds more than %d entries",
                               key_name, HTTP_BATCH_MAX);
     return entries(&ap, arr, key_name, n, out);
+}
+
+/* http_parse_ack - see parse.h. */
+int
+http_parse_ack(const char *body_text, size_t len, struct http_ack *out,
+               struct http_error *err)
+{
+    int rc = parse(body_text, len, out, err);
+
+    if (rc != 0)
+        http_ack_free(out);
+    return rc;
 }
 
 /* http_ack_free - release entries and strings. */

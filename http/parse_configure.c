@@ -169,9 +169,14 @@ int
 http_parse_configure(const char *body, size_t len, struct http_configure *out,
                      struct http_error *err)
 {
+    int rc;
+
     memset(out, 0, sizeof(*out));
-    return http_jsonc_read(body, len, &out->queue, &out->mem, read_options, out,
-                           err);
+    rc = http_jsonc_read(body, len, &out->queue, &out->mem, read_options, out,
+                         err);
+    if (rc != 0)
+        http_configure_free(out);
+    return rc;
 }
 
 /* http_configure_free - release the strings. */

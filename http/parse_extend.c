@@ -75,9 +75,14 @@ int
 http_parse_extend(const char *body, size_t len, struct http_extend *out,
                   struct http_error *err)
 {
+    int rc;
+
     memset(out, 0, sizeof(*out));
-    return http_jsonc_read(body, len, &out->queue, &out->mem, read_members, out,
-                           err);
+    rc = http_jsonc_read(body, len, &out->queue, &out->mem, read_members, out,
+                         err);
+    if (rc != 0)
+        http_extend_free(out);
+    return rc;
 }
 
 /* http_extend_free - release entries and strings. */

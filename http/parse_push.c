@@ -260,10 +260,10 @@ shape_error(struct push_parse *pp)
                           HTTP_BATCH_MAX);
 }
 
-/* http_parse_push - see parse.h. */
-int
-http_parse_push(const char *body, size_t len, struct http_push *out,
-                struct http_error *err)
+/* parse - http_parse_push without the release on failure. */
+static int
+parse(const char *body, size_t len, struct http_push *out,
+      struct http_error *err)
 {
     struct push_parse pp;
     int rc;
@@ -280,6 +280,18 @@ http_parse_push(const char *body, size_t len, struct http_push *out,
     if ((rc = read_body(&pp)) != 0)
         return rc;
     return shape_error(&pp);
+}
+
+/* http_parse_push - see parse.h. */
+int
+http_parse_push(const char *body, size_t len, struct http_push *out,
+                struct http_error *err)
+{
+    int rc = parse(body, len, out, err);
+
+    if (rc != 0)
+        http_push_free(out);
+    return rc;
 }
 
 /* http_push_free - release what a parse allocated, success or not. */

@@ -13,8 +13,13 @@ int
 http_parse_reset(const char *body, size_t len, struct http_reset *out,
                  struct http_error *err)
 {
+    int rc;
+
     memset(out, 0, sizeof(*out));
-    return http_jsonc_read(body, len, &out->queue, &out->mem, NULL, NULL, err);
+    rc = http_jsonc_read(body, len, &out->queue, &out->mem, NULL, NULL, err);
+    if (rc != 0)
+        http_reset_free(out);
+    return rc;
 }
 
 /* http_reset_free - release the strings. */

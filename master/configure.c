@@ -316,7 +316,6 @@ master_configure(struct master *m, struct http_request *req)
     const char *body = http_request_body(req, &len);
 
     if (http_parse_configure(body, len, &in, &err) != 0) {
-        http_configure_free(&in);
         http_reply_http_error(req, &err);
         return;
     }
@@ -338,7 +337,6 @@ master_undeclare(struct master *m, struct http_request *req)
     const char *body = http_request_body(req, &len);
 
     if (http_parse_reset(body, len, &in, &err) != 0) {
-        http_reset_free(&in);
         http_reply_http_error(req, &err);
         return;
     }

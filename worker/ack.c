@@ -231,7 +231,7 @@ ack_or_extend(struct worker *w, struct http_request *req,
         return;
     }
     if (k->parse(body, len, parse, &b, &err) != 0) {
-        k->free_parse(parse); /* a failed parse may hold memory too */
+        free(parse); /* a failed parse holds nothing else */
         http_reply_http_error(req, &err);
         return;
     }

@@ -134,7 +134,6 @@ worker_reset(struct worker *w, struct http_request *req)
     const char *body = http_request_body(req, &len);
 
     if (http_parse_reset(body, len, &r, &err) != 0) {
-        http_reset_free(&r);
         http_reply_http_error(req, &err);
         return;
     }

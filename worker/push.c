@@ -89,7 +89,6 @@ worker_push(struct worker *w, struct http_request *req)
     int rc;
 
     if (http_parse_push(body, len, &p, &err) != 0) {
-        http_push_free(&p); /* a failed parse may hold memory too */
         http_reply_http_error(req, &err);
         return;
     }
