@@ -680,6 +680,8 @@ name_fn(void *arg, const struct shm_queue_info *q)
 
 Test(shm_part_move, killed_adopter_leaves_sound_partitions, .timeout = 120)
 {
+    /* The adopters adopt at the real clock; later is an hour past both it
+     * and T0 + the 30 s leases, however long the machine has been up. */
     uint64_t later = shm_now_ms() + 3600 * 1000, c[SHM_C_COUNT];
     static const char *gs[] = {"g", "h", ""};
 
