@@ -138,11 +138,7 @@ config_find(const char *key)
     return NULL;
 }
 
-/*
- * config_parse_number - decimal digits, then (sizes only) one K/M/G suffix,
- * either case.  Returns 0, or -1 with *why set.
- */
-static int
+int
 config_parse_number(const char *v, int suffix, uint64_t *out, const char **why)
 {
     uint64_t n = 0, mult = 1;
@@ -734,18 +730,24 @@ config_remember(const char **ov, int n, char *err, size_t errlen)
 }
 
 /*
- * config_parse_flags - getopt over -c -d -t -o -h -v.  The -o arguments are
+ * config_parse_flags - getopt over -c -d -t -o -h -v --hash-token (the
+ * last three answered by the caller, through *action).  The -o arguments are
  * collected in ov (room for argc entries), in order, to apply last.
  */
 static int
 config_parse_flags(struct config *c, int argc, char **argv, int *action,
                    const char **ov, int *nov, char *err, size_t errlen)
 {
+    static const struct option longopts[] = {
+        {"hash-token", no_argument, NULL, CONFIG_ACTION_HASH_TOKEN},
+        {NULL, 0, NULL, 0},
+    };
     int opt;
 
     opterr = 0;
     optind = 0; /* glibc: start over, so config_load() can run again */
-    while ((opt = getopt(argc, argv, "+:c:dto:hv")) != -1) {
+    while ((opt = getopt_long(argc, argv, "+:c:dto:hv", longopts, NULL)) !=
+           -1) {
         switch (opt) {
         case 'c':
             if (strlen(optarg) >= sizeof(c->config_file))
@@ -763,12 +765,16 @@ config_parse_flags(struct config *c, int argc, char **argv, int *action,
             break;
         case 'h':
         case 'v':
+        case CONFIG_ACTION_HASH_TOKEN:
             *action = opt;
             break;
         case ':':
             return config_fail(err, errlen, "option -%c needs an argument",
                                optopt);
         default:
+            if (optopt == 0) /* a long option getopt_long does not know */
+                return config_fail(err, errlen, "unknown option %s (try -h)",
+                                   argv[optind - 1]);
             return config_fail(err, errlen, "unknown option -%c (try -h)",
                                optopt);
         }

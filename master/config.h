@@ -13,10 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CONFIG_PATH_MAX    1024
-#define CONFIG_ADDR_MAX    256
-#define CONFIG_PEERS_MAX   16
-#define CONFIG_SECRET_SIZE 129 /* the secret's first 128 bytes count */
+#define CONFIG_PATH_MAX          1024
+#define CONFIG_ADDR_MAX          256
+#define CONFIG_PEERS_MAX         16
+#define CONFIG_SECRET_SIZE       129 /* the secret's first 128 bytes count */
+#define CONFIG_ACTION_HASH_TOKEN 'H' /* --hash-token, for config_load */
 
 struct config {
     char node_id[65];                              /* default: from advertise */
@@ -49,14 +50,21 @@ struct config {
     int check_only;                    /* -t */
 };
 
+/*
+ * config_parse_number - decimal digits, then (suffix: sizes only) one K/M/G
+ * suffix, either case.  Returns 0, or -1 with *why set to what was expected.
+ */
+int config_parse_number(const char *v, int suffix, uint64_t *out,
+                        const char **why);
+
 /* config_defaults - fill c with the built-in defaults. */
 void config_defaults(struct config *c);
 
 /*
  * config_load - defaults, then -c file, then environment, then -o flags.
- * Handles -c -d -t -o; -h and -v are answered by the caller (see main.c),
- * which passes them through as *action ('h', 'v' or 0); with -h or -v nothing
- * else is read.  Then derived defaults: advertise = listen, cluster_advertise
+ * Handles -c -d -t -o; -h, -v and --hash-token are answered by the caller
+ * (see main.c), which gets them as *action ('h', 'v',
+ * CONFIG_ACTION_HASH_TOKEN or 0); with one of them nothing else is read.  Then derived defaults: advertise = listen, cluster_advertise
  * = cluster_listen, node_id = advertise with every character outside
  * [A-Za-z0-9._-] turned into '-'.  With -d (the daemon will chdir("/")):
  * data_dir, log, pidfile and cluster_secret_file become absolute against the

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http/auth.h"
 #include "master/cluster.h"
 #include "master/cluster_client.h"
 #include "master/config.h"
@@ -56,6 +57,7 @@ usage(FILE *f)
 {
     fprintf(f, "usage: mayflyd [-c FILE] [-d] [-t] [-o key=value]... [-h] "
                "[-v]\n"
+               "       mayflyd --hash-token < TOKEN\n"
                "  -c FILE       configuration file (key = value)\n"
                "  -d            run as a daemon (pidfile, log to file or "
                "syslog)\n"
@@ -63,7 +65,43 @@ usage(FILE *f)
                "  -o key=value  override one setting (repeatable)\n"
                "  -h            this help\n"
                "  -v            print the version\n"
+               "  --hash-token  print the sha256: form of the token on stdin, "
+               "for auth_file\n"
                "See mayflyd(8).\n");
+}
+
+/*
+ * hash_token - --hash-token: the first line of in (its newline, and a
+ * carriage return before it, are not part of the token) as the sha256: form
+ * an auth_file line starts with.  1 with a sentence on stderr when there is
+ * no token: a line of blanks is a mistake, never a token.
+ */
+static int
+hash_token(FILE *in, FILE *out)
+{
+    char *line = NULL, hash[AUTH_HASH_TEXT];
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, in);
+
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        n--;
+    if (n <= 0 || strspn(line, " \t") == (size_t)n) {
+        fprintf(stderr, "mayflyd: --hash-token: no token on standard input\n");
+        free(line);
+        return 1;
+    }
+    if (n > AUTH_TOKEN_MAX) {
+        fprintf(stderr,
+                "mayflyd: --hash-token: the token is longer than %d bytes\n",
+                AUTH_TOKEN_MAX);
+        free(line);
+        return 1;
+    }
+    auth_hash_text(line, (size_t)n, hash);
+    explicit_bzero(line, cap);
+    free(line);
+    fprintf(out, "%s\n", hash);
+    return 0;
 }
 
 /* make_params - what the segment is sized and defaulted from. */
@@ -453,6 +491,8 @@ main(int argc, char **argv)
         printf("mayflyd %s\n", VERSION);
         return 0;
     }
+    if (action == CONFIG_ACTION_HASH_TOKEN)
+        return hash_token(stdin, stdout);
     if (m.cfg.check_only) {
         printf("mayflyd: configuration %s is valid\n",
                m.cfg.config_file[0] ? m.cfg.config_file : "(defaults)");

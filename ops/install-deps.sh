@@ -6,7 +6,7 @@
 set -eu
 
 pkgs="gcc make pkg-config libmicrohttpd-dev libjson-c-dev liblmdb-dev libcmph-dev
-libcurl4-openssl-dev libxxhash-dev"
+libcurl4-openssl-dev libxxhash-dev nettle-dev"
 case "${1:-test}" in
 test) pkgs="$pkgs libcriterion-dev curl prometheus clang-format man-db groff-base" ;;
 bench) pkgs="$pkgs redis-server nats-server libhiredis-dev libnats-dev wrk" ;;
