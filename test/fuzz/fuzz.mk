@@ -38,6 +38,9 @@ $(FZ)/libmayfly.a: $(filter-out $(FZ)/test/%,$(FUZZOBJ))
 	rm -f $@
 	$(AR) rcs $@ $^
 
+# Kept, not removed as intermediates: the next make fuzz needs no rebuild.
+.SECONDARY: $(FUZZNAMES:%=$(FZ)/test/fuzz/fuzz_%.o) $(FZ)/test/http/oracle.o
+
 $(FZ)/fuzz_%: $(FZ)/test/fuzz/fuzz_%.o $(FZ)/test/http/oracle.o $(FZ)/libmayfly.a
 	$(FUZZCC) $(FUZZFLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS)
 
