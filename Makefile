@@ -5,6 +5,7 @@
 #   make test       install missing packages, build asan, run every suite
 #   make run        install missing packages, build, run one node on 127.0.0.1:6632
 #   make bench      the side-by-side benchmark (ops/bench/)
+#   make fuzz       every libFuzzer target SECONDS=N seconds (test/fuzz/fuzz.mk)
 #
 # Every .c under shm/ http/ consensus/ worker/ master/ is part of mayflyd;
 # every test/<suite>/test_*.c is one Criterion binary linked against an
