@@ -20,9 +20,9 @@ for n in "$@"; do
     "$b/fuzz_$n" -max_total_time="$secs" -timeout=10 -print_final_stats=1 \
         -artifact_prefix="$b/crash/$n-" "$b/corpus/$n" "$here/$n" >"$log" 2>&1
     rc=$?
-    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-    eps=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
-    cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1)
+    runs=$(LC_ALL=C sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+    eps=$(LC_ALL=C sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+    cov=$(grep -ao 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1)
     line="fuzz_$n: ${runs:-?} runs, ${eps:-?} exec/s, ${cov:-no coverage line}"
     echo "   $line"
     summary="$summary$line
