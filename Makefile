@@ -5,6 +5,7 @@
 #   make test       install missing packages, build asan, run every suite
 #   make run        install missing packages, build, run one node on 127.0.0.1:6632
 #   make bench      the side-by-side benchmark (ops/bench/)
+#   make fuzz       every libFuzzer target SECONDS=N seconds (test/fuzz/fuzz.mk)
 #
 # Every .c under shm/ http/ consensus/ worker/ master/ is part of mayflyd;
 # every test/<suite>/test_*.c is one Criterion binary linked against an
@@ -34,7 +35,8 @@ OBJ     := $(SRC:%.c=$(B)/%.o)
 LIBOBJ  := $(LIBSRC:%.c=$(B)/%.o)
 TESTSRC := $(wildcard test/*/test_*.c)
 TESTBIN := $(patsubst test/%.c,$(B)/test/%,$(TESTSRC))
-TESTLIB := $(patsubst %.c,$(B)/%.o,$(filter-out $(TESTSRC),$(wildcard test/*/*.c)))
+# test/fuzz/fuzz_*.c are libFuzzer targets (test/fuzz/fuzz.mk), not helpers.
+TESTLIB := $(patsubst %.c,$(B)/%.o,$(filter-out $(TESTSRC) test/fuzz/%,$(wildcard test/*/*.c)))
 
 .PHONY: all asan test test-only run bench deps clean format format-check
 all: $(B)/mayflyd
@@ -90,6 +92,7 @@ clean:
 -include $(OBJ:.o=.d) $(TESTLIB:.o=.d)
 -include ops/ops.mk
 -include ops/bench/bench.mk
+include test/fuzz/fuzz.mk
 
 # make sim [SEEDS=N] [STEPS=K] [FIRST=F]: soak the raft simulator past the
 # seeds make test runs: N seeds per cluster size (3 and 5 nodes), K faulty

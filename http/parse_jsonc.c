@@ -133,6 +133,24 @@ lone_surrogate(const char *b, size_t len)
 }
 
 /*
+ * rfc_json - body is RFC 8259 JSON as the push scanner reads it: json-c's
+ * strict mode lets overlong and surrogate UTF-8, raw control characters and
+ * numbers such as "1." through, and names read from them would be echoed
+ * in answers as invalid UTF-8.  1, or 0 with err filled (400).
+ */
+static int
+rfc_json(const char *body, size_t len, struct http_error *err)
+{
+    struct http_json j;
+
+    http_json_init(&j, body, len);
+    if (http_json_value(&j) == 0 && http_json_end(&j) == 0)
+        return 1;
+    http_parse_syntax(&j, err);
+    return 0;
+}
+
+/*
  * parse_object - the strict parse of http_jsonc_read() into *root, which
  * must be an object, and pool->mem allocated.  On failure *root is NULL and
  * nothing is allocated.
@@ -160,6 +178,8 @@ parse_object(const char *body, size_t len, struct json_object **root,
                                          : json_tokener_error_desc(e));
     else if (!json_object_is_type(*root, json_type_object))
         rc = http_parse_bad(err, "the body must be a JSON object");
+    else if (!rfc_json(body, len, err))
+        rc = -EINVAL;
     else if ((end = lone_surrogate(body, len)) != SIZE_MAX)
         rc = http_parse_bad(err,
                             "malformed JSON at byte %zu: a lone UTF-16 "

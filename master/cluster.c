@@ -69,6 +69,22 @@ raft_in(struct master *m, struct http_request *req)
         http_reply(req, 204, NULL);
 }
 
+/* master_cluster_heartbeat_index - see cluster.h. */
+int
+master_cluster_heartbeat_index(const char *body, size_t len, int n, int self)
+{
+    int i = 0;
+
+    if (len == 0 || len > 2)
+        return -1;
+    for (size_t k = 0; k < len; k++) {
+        if (body[k] < '0' || body[k] > '9')
+            return -1;
+        i = i * 10 + (body[k] - '0');
+    }
+    return i < n && i != self ? i : -1;
+}
+
 /* heartbeat_in - POST /cluster/v1/heartbeat: the sender's member index
  * (every node numbers the members alike) and, in a header, its node id. */
 static void
@@ -76,18 +92,17 @@ heartbeat_in(struct master *m, struct http_request *req)
 {
     size_t len;
     const char *body = http_request_body(req, &len);
-    char *end;
-    long i = strtol(body, &end, 10);
+    int i = master_cluster_heartbeat_index(body, len, m->members.n,
+                                           m->members.self);
 
-    if (len == 0 || end != body + len || i < 0 || i >= m->members.n ||
-        i == m->members.self) {
+    if (i < 0) {
         http_reply_error(req, 400, "ephemeral_bad_request",
                          "body must be the sender's member index");
         return;
     }
     struct master_peer_word pw = peer_word(req);
 
-    master_membership_heard(m, (int)i, &pw);
+    master_membership_heard(m, i, &pw);
     http_reply(req, 204, NULL);
 }
 

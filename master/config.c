@@ -437,13 +437,10 @@ config_parse_line(struct config *c, char *line, const char *source, char *err,
     return config_set(c, key, config_trim(eq + 1), source, err, errlen);
 }
 
-/*
- * config_load_file - apply every line of path, naming path:line on error.
- * A UTF-8 byte order mark at the start of the file is skipped; a line that
- * holds a NUL byte is refused.
- */
-static int
-config_load_file(struct config *c, const char *path, char *err, size_t errlen)
+/* config_read_lines - see config.h. */
+int
+config_read_lines(struct config *c, FILE *f, const char *path, char *err,
+                  size_t errlen)
 {
     char source[CONFIG_PATH_MAX + 16];
     char *line = NULL;
@@ -451,11 +448,7 @@ config_load_file(struct config *c, const char *path, char *err, size_t errlen)
     ssize_t got;
     unsigned lineno = 0;
     int rc = 0;
-    FILE *f = fopen(path, "re");
 
-    if (f == NULL)
-        return config_fail(err, errlen, "cannot read configuration file %s: %s",
-                           path, strerror(errno));
     while (rc == 0 && (got = getline(&line, &cap, f)) != -1) {
         char *text = line;
         snprintf(source, sizeof(source), "%s:%u", path, ++lineno);
@@ -475,6 +468,20 @@ config_load_file(struct config *c, const char *path, char *err, size_t errlen)
         rc = config_fail(err, errlen, "cannot read configuration file %s: %s",
                          path, strerror(errno));
     free(line);
+    return rc;
+}
+
+/* config_load_file - apply every line of path (config_read_lines). */
+static int
+config_load_file(struct config *c, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "re");
+    int rc;
+
+    if (f == NULL)
+        return config_fail(err, errlen, "cannot read configuration file %s: %s",
+                           path, strerror(errno));
+    rc = config_read_lines(c, f, path, err, errlen);
     fclose(f);
     return rc;
 }

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CONFIG_PATH_MAX          1024
 #define CONFIG_ADDR_MAX          256
@@ -87,6 +88,16 @@ int config_load(struct config *c, int argc, char **argv, int *action, char *err,
  */
 int config_set(struct config *c, const char *key, const char *value,
                const char *source, char *err, size_t errlen);
+
+/*
+ * config_read_lines - apply every "key = value" line of the configuration
+ * file open as f (named path in errors: "path:line: ...").  '#' at the
+ * start of a line or after white space begins a comment; blank lines are
+ * skipped; a UTF-8 byte order mark at the start is skipped; a line that
+ * holds a NUL byte is refused.  Returns 0, or -1 with the sentence in err.
+ */
+int config_read_lines(struct config *c, FILE *f, const char *path, char *err,
+                      size_t errlen);
 
 /*
  * config_read_secret - the cluster secret in path into buf (len bytes, at
