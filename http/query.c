@@ -119,7 +119,8 @@ fail:
 }
 
 /* http_query_check - see query.h.  The parameter is named up to its
- * first NUL, escaped as JSON by the error reply. */
+ * first NUL, escaped as JSON by the error reply.  Names (queue, group,
+ * partition) are left to the name check, which answers invalid_name. */
 int
 http_query_check(const struct http_query *q, struct http_error *err)
 {
@@ -128,6 +129,9 @@ http_query_check(const struct http_query *q, struct http_error *err)
     for (i = 0; i < q->n; i++) {
         const struct http_query_arg *a = &q->args[i];
 
+        if (strcmp(a->key, "queue") == 0 || strcmp(a->key, "group") == 0 ||
+            strcmp(a->key, "partition") == 0)
+            continue;
         if (memchr(a->key, '\0', a->key_len) != NULL ||
             memchr(a->val, '\0', a->val_len) != NULL) {
             http_error_set(err, 400, "ephemeral_bad_request",
