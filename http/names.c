@@ -6,13 +6,9 @@
 
 #include <stdint.h>
 
-/*
- * utf8_next - decode one UTF-8 sequence at p[0..n) in shortest form.
- * Returns its length and sets *cp, or 0 for an invalid sequence (overlong,
- * surrogate, above U+10FFFF, truncated, stray continuation byte).
- */
-static size_t
-utf8_next(const unsigned char *p, size_t n, uint32_t *cp)
+/* http_utf8_next - see names.h. */
+size_t
+http_utf8_next(const unsigned char *p, size_t n, uint32_t *cp)
 {
     uint32_t c = p[0];
     size_t len, i;
@@ -54,7 +50,7 @@ http_name_valid(const char *p, size_t len)
     if (len == 0 || len > HTTP_NAME_MAX)
         return 0;
     while (i < len) {
-        k = utf8_next(s + i, len - i, &cp);
+        k = http_utf8_next(s + i, len - i, &cp);
         if (k == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
             return 0;
         i += k;

@@ -102,13 +102,13 @@ hex4(const char *p, size_t n)
 }
 
 /*
- * lone_surrogate - the offset of the first \u escape of a surrogate that
+ * http_jsonc_lone_surrogate - the offset of the first \u escape of a surrogate that
  * is not half of a pair, or SIZE_MAX.  json-c reads one as U+FFFD, so two
  * different names would read as one; the bodies json-c parses (configure,
  * extend, reset) carry names and no payloads, so one is refused whole.
  */
-static size_t
-lone_surrogate(const char *b, size_t len)
+size_t
+http_jsonc_lone_surrogate(const char *b, size_t len)
 {
     for (size_t i = 0; i + 1 < len; i++) {
         if (b[i] != '\\')
@@ -180,7 +180,7 @@ parse_object(const char *body, size_t len, struct json_object **root,
         rc = http_parse_bad(err, "the body must be a JSON object");
     else if (!rfc_json(body, len, err))
         rc = -EINVAL;
-    else if ((end = lone_surrogate(body, len)) != SIZE_MAX)
+    else if ((end = http_jsonc_lone_surrogate(body, len)) != SIZE_MAX)
         rc = http_parse_bad(err,
                             "malformed JSON at byte %zu: a lone UTF-16 "
                             "surrogate escape is no character",

@@ -43,6 +43,10 @@ int http_jsonc_read(const char *body, size_t len, struct http_str *queue,
                                 struct http_error *err),
                     void *out, struct http_error *err);
 
+/* http_jsonc_lone_surrogate - the offset in b[0..len) of the first \u
+ * escape of a surrogate that is not half of a pair, or SIZE_MAX. */
+size_t http_jsonc_lone_surrogate(const char *b, size_t len);
+
 /* http_jsonc_object - body parsed as http_jsonc_read() parses it, for
  * answers from other nodes: the object, or NULL for anything else (no error
  * said). */

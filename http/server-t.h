@@ -21,6 +21,7 @@ struct http_server {
     int closed;        /* a connection closed in the last run: see run() */
     unsigned requests; /* requests begun and not yet freed */
     unsigned fresh;    /* connections accepted, no request begun yet */
+    unsigned open;     /* connections open (MHD's count, kept here) */
     void (*on_close)(void *ctx, int fd); /* see http_server_on_close() */
     void *on_close_ctx;
 };

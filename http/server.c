@@ -23,6 +23,7 @@
 #include <microhttpd.h>
 
 #include "http/access.h"
+#include "http/head.h"
 #include "http/request.h"
 #include "http/server-t.h"
 #include "shm/log.h"
@@ -43,7 +44,22 @@ mhd_log(void *cls, const char *fmt, va_list ap)
     log_info(0, "libmicrohttpd: %s", line);
 }
 
-/* http_server_start - one daemon on the inherited listening socket. */
+/*
+ * mhd_limit - MHD's connection limit: a reserve above max_connections.
+ * At its own limit MHD stops accepting, and a client waits unanswered in
+ * the listen queue; below it, access.c answers the connections past
+ * max_connections 503 and closes them, and serves their /health.  Parked
+ * long polls count, so a node full of them still says so.
+ */
+static unsigned
+mhd_limit(unsigned max_connections)
+{
+    return max_connections + max_connections / 8 + 16;
+}
+
+/* http_server_start - one daemon on the inherited listening socket.  MHD's
+ * memory per connection is set above our limits on the head (head.h) so
+ * that ours answer first, in JSON, where its own would be an HTML page. */
 struct http_server *
 http_server_start(int listen_fd, const struct http_server_opts *o,
                   http_handler_fn *handler, void *ctx)
@@ -69,7 +85,8 @@ http_server_start(int listen_fd, const struct http_server_opts *o,
         MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL,
         NULL, http_access_handler, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
         MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)o->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        mhd_limit(o->max_connections), MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)HTTP_MHD_CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)o->connection_timeout_s, MHD_OPTION_URI_LOG_CALLBACK,
         http_access_uri, s, MHD_OPTION_NOTIFY_COMPLETED, http_access_completed,
         s, MHD_OPTION_NOTIFY_CONNECTION, http_access_conn_notify, s,

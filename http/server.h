@@ -29,14 +29,21 @@ struct http_server;
 struct http_request;
 
 struct http_server_opts {
-    unsigned max_connections;      /* MHD_OPTION_CONNECTION_LIMIT, > 0;
-                                      parked pops count: set it high and
-                                      raise RLIMIT_NOFILE to match */
+    unsigned max_connections;      /* > 0; parked pops count: set it high
+                                      and raise RLIMIT_NOFILE to match.
+                                      Past it a request gets 503 and the
+                                      connection closes, /health excepted
+                                      (MHD's own limit is a reserve above
+                                      it, server.c) */
     size_t max_body_bytes;         /* larger bodies: 413 payload_too_large */
     unsigned connection_timeout_s; /* idle connections close; 0 = never */
     int cluster;                   /* serve the cluster port's routes */
     int discard_bodies;            /* read request bodies and drop them:
                                       the handler answers without one */
+    void (*on_refused)(void *ctx); /* a request on a connection opened
+                                      past max_connections was refused
+                                      (503); ctx is the handler's; may be
+                                      NULL */
 };
 
 /* The handler: called once per routed request with its whole body. */

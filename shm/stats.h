@@ -42,7 +42,8 @@ enum shm_counter {
     SHM_C_WIPES,
     SHM_C_WORKER_RESTARTS,
     SHM_C_LOCK_REPAIRS,
-    SHM_C_MAINTAIN_VISITS, /* records the master's maintenance visited */
+    SHM_C_MAINTAIN_VISITS,     /* records the master's maintenance visited */
+    SHM_C_CONNECTIONS_REFUSED, /* requests answered 503 past max_connections */
     SHM_C_COUNT
 };
 

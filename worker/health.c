@@ -149,6 +149,10 @@ static const struct family {
      "Queues and partitions the master's maintenance visited because "
      "something in them was due.",
      {{NULL, SHM_C_MAINTAIN_VISITS}}},
+    {"mayfly_connections_refused_total",
+     "Requests answered 503 because their connection opened past "
+     "max_connections.",
+     {{NULL, SHM_C_CONNECTIONS_REFUSED}}},
 };
 
 static void

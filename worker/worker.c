@@ -137,6 +137,16 @@ watch(struct worker *w, int fd, uint32_t events, uint64_t tag)
 }
 
 /* setup - epoll, signals, the HTTP server.  Exits on failure. */
+/* count_refused - a request past max_connections was refused (http/server.h:
+ * on_refused): counted for mayfly_connections_refused_total. */
+static void
+count_refused(void *ctx)
+{
+    struct worker *w = ctx;
+
+    shm_count(w->seg, w->set.slot, SHM_C_CONNECTIONS_REFUSED, 1);
+}
+
 static void
 setup(struct worker *w)
 {
@@ -145,6 +155,7 @@ setup(struct worker *w)
         .max_connections = w->set.max_connections,
         .max_body_bytes = w->set.max_body_bytes,
         .connection_timeout_s = 300,
+        .on_refused = count_refused,
     };
 
     sigemptyset(&set);
