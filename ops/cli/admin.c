@@ -66,8 +66,8 @@ cli_configure(int argc, char **argv, struct cli_globals *g)
         if (cli_configure_set(options, ops.v[i]) != 0) {
             json_object_put(options);
             cli_conn_close(&c);
-            return cli_cmd_usage_error("configure",
-                                       "'%s' is not KEY=VALUE", word);
+            return cli_cmd_usage_error("configure", "'%s' is not KEY=VALUE",
+                                       word);
         }
     }
     req = json_object_new_object();
@@ -86,7 +86,8 @@ cli_configure(int argc, char **argv, struct cli_globals *g)
         cli_table_init(&t, 2, (const char *[]){"OPTION", "VALUE"});
         struct json_object *o = cli_jget(a.json, "options");
         if (o != NULL) {
-            json_object_object_foreach(o, k, v) {
+            json_object_object_foreach(o, k, v)
+            {
                 (void)v;
                 cli_table_row(&t, (const char *[]){k, cli_jnum(o, k)});
             }
@@ -162,8 +163,7 @@ cli_delete_say(const char *queue, struct json_object *answer)
 int
 cli_delete(int argc, char **argv, struct cli_globals *g)
 {
-    return cli_queue_call("delete", argc, argv, g, "DELETE", 0,
-                          cli_delete_say);
+    return cli_queue_call("delete", argc, argv, g, "DELETE", 0, cli_delete_say);
 }
 
 /* cli_reset_say - the human answer of reset. */

@@ -81,7 +81,8 @@ cli_args_long(const char *name, const char *s, long min, long max, long *out)
     errno = 0;
     v = strtol(s, &end, 10);
     if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
-        fprintf(stderr, "mayfly: --%s wants a whole number from %ld to %ld, not '%s'\n",
+        fprintf(stderr,
+                "mayfly: --%s wants a whole number from %ld to %ld, not '%s'\n",
                 name, min, max, s);
         return -1;
     }

@@ -9,9 +9,9 @@
 #ifndef MAYFLY_CLI_ARGS_H
 #define MAYFLY_CLI_ARGS_H
 
-#define CLI_EXIT_OK 0
+#define CLI_EXIT_OK      0
 #define CLI_EXIT_REFUSED 1
-#define CLI_EXIT_USAGE 2
+#define CLI_EXIT_USAGE   2
 
 /* What every subcommand shares, set by the global options. */
 struct cli_globals {

@@ -132,7 +132,8 @@ static int
 cli_unsent(CURLcode rc)
 {
     return rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
-           rc == CURLE_COULDNT_RESOLVE_PROXY || rc == CURLE_UNSUPPORTED_PROTOCOL;
+           rc == CURLE_COULDNT_RESOLVE_PROXY ||
+           rc == CURLE_UNSUPPORTED_PROTOCOL;
 }
 
 /* cli_call - see client.h. */
@@ -217,8 +218,8 @@ cli_refused(const struct cli_conn *c, const struct cli_answer *a)
         fprintf(stderr, "mayfly: %s (%ld %s)\n", json_object_get_string(v),
                 a->status, cli_answer_code(a));
     else
-        fprintf(stderr, "mayfly: %s answered %ld: %.200s\n",
-                cli_conn_base(c), a->status, a->body ? a->body : "");
+        fprintf(stderr, "mayfly: %s answered %ld: %.200s\n", cli_conn_base(c),
+                a->status, a->body ? a->body : "");
     return 1;
 }
 

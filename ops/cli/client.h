@@ -21,15 +21,15 @@
 struct cli_conn {
     char *urls[CLI_URLS_MAX]; /* base URLs, no trailing '/' */
     int nurls;
-    int current;              /* the URL tried first */
-    char auth[4096];          /* "Authorization: Bearer ..." or "" */
+    int current;     /* the URL tried first */
+    char auth[4096]; /* "Authorization: Bearer ..." or "" */
     CURL *curl;
-    char err[1024];           /* why the last call reached no node */
+    char err[1024]; /* why the last call reached no node */
 };
 
 struct cli_answer {
-    long status;              /* HTTP status; 0 when no node answered */
-    char *body;               /* NUL-terminated; "" when none */
+    long status; /* HTTP status; 0 when no node answered */
+    char *body;  /* NUL-terminated; "" when none */
     size_t len;
     struct json_object *json; /* the body parsed, or NULL */
 };

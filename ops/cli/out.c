@@ -34,8 +34,8 @@ cli_table_row(struct cli_table *t, const char *const *cells)
 {
     if (t->nrows == t->cap) {
         int cap = t->cap ? t->cap * 2 : 16;
-        char **grown = realloc(t->cells, sizeof(char *) * (size_t)cap *
-                                             (size_t)t->ncols);
+        char **grown =
+            realloc(t->cells, sizeof(char *) * (size_t)cap * (size_t)t->ncols);
         if (grown == NULL) {
             fputs("mayfly: out of memory\n", stderr);
             exit(1);
@@ -104,7 +104,7 @@ cli_jstr(struct json_object *o, const char *key, const char *dflt)
 {
     struct json_object *v = cli_jget(o, key);
     return json_object_is_type(v, json_type_string) ? json_object_get_string(v)
-                                                     : dflt;
+                                                    : dflt;
 }
 
 /* cli_jint - see out.h. */
@@ -113,7 +113,7 @@ cli_jint(struct json_object *o, const char *key, int64_t dflt)
 {
     struct json_object *v = cli_jget(o, key);
     return json_object_is_type(v, json_type_int) ? json_object_get_int64(v)
-                                                  : dflt;
+                                                 : dflt;
 }
 
 /* cli_jnum - see out.h. */

@@ -72,8 +72,8 @@ cli_ack_send(struct cli_conn *c, const char *queue, const char *group,
     if (group != NULL)
         json_object_object_add(req, "group", json_object_new_string(group));
     json_object_object_add(req, "acks", json_object_get(entries));
-    st = cli_call(c, "POST", "/api/v1/ephemeral/ack", cli_json_text(req),
-                  30000, a);
+    st = cli_call(c, "POST", "/api/v1/ephemeral/ack", cli_json_text(req), 30000,
+                  a);
     json_object_put(req);
     return st;
 }
@@ -114,14 +114,11 @@ cli_pop(int argc, char **argv, struct cli_globals *g)
     struct cli_pop_args p = {.timeout_ms = CLI_SUB_WAIT_MS};
     const char *batch = NULL, *timeout = NULL;
     int ack = 0, rc;
-    const struct cli_opt opts[] = {{"group", NULL, &p.group},
-                                   {"partition", NULL, &p.partition},
-                                   {"batch", NULL, &batch},
-                                   {"timeout", NULL, &timeout},
-                                   {"wait", &p.wait, NULL},
-                                   {"ack", &ack, NULL},
-                                   {"auto-ack", &p.auto_ack, NULL},
-                                   {NULL, NULL, NULL}};
+    const struct cli_opt opts[] = {
+        {"group", NULL, &p.group},       {"partition", NULL, &p.partition},
+        {"batch", NULL, &batch},         {"timeout", NULL, &timeout},
+        {"wait", &p.wait, NULL},         {"ack", &ack, NULL},
+        {"auto-ack", &p.auto_ack, NULL}, {NULL, NULL, NULL}};
     struct cli_operands ops;
     struct cli_answer a;
     struct cli_conn c;
@@ -145,14 +142,15 @@ cli_pop(int argc, char **argv, struct cli_globals *g)
     } else {
         struct json_object *msgs = cli_jget(a.json, "messages");
         struct cli_table t;
-        cli_table_init(&t, 4,
-                       (const char *[]){"ID", "ATTEMPTS", "REPLYTO", "PAYLOAD"});
+        cli_table_init(
+            &t, 4, (const char *[]){"ID", "ATTEMPTS", "REPLYTO", "PAYLOAD"});
         for (size_t i = 0; i < json_object_array_length(msgs); i++) {
             struct json_object *m = json_object_array_get_idx(msgs, i);
-            cli_table_row(&t, (const char *[]){
-                                  cli_jstr(m, "id", ""), cli_jnum(m, "attempts"),
-                                  cli_jstr(m, "replyTo", "-"),
-                                  cli_json_text(cli_jget(m, "payload"))});
+            cli_table_row(
+                &t,
+                (const char *[]){cli_jstr(m, "id", ""), cli_jnum(m, "attempts"),
+                                 cli_jstr(m, "replyTo", "-"),
+                                 cli_json_text(cli_jget(m, "payload"))});
         }
         if (t.nrows > 1)
             cli_table_print(&t, stdout);
@@ -256,9 +254,8 @@ int
 cli_ack(int argc, char **argv, struct cli_globals *g)
 {
     const char *group = NULL, *status = NULL;
-    const struct cli_opt opts[] = {{"group", NULL, &group},
-                                   {"status", NULL, &status},
-                                   {NULL, NULL, NULL}};
+    const struct cli_opt opts[] = {
+        {"group", NULL, &group}, {"status", NULL, &status}, {NULL, NULL, NULL}};
     struct json_object *entries;
     struct cli_operands ops;
     struct cli_answer a;
@@ -295,12 +292,12 @@ cli_ack(int argc, char **argv, struct cli_globals *g)
         for (size_t i = 0; i < json_object_array_length(res); i++) {
             struct json_object *r = json_object_array_get_idx(res, i);
             char outcome[128];
-            snprintf(outcome, sizeof(outcome), "%s%s%s",
-                     cli_jstr(r, "outcome", "?"),
-                     json_object_get_boolean(cli_jget(r, "dropped")) ? " (dropped)" : "",
-                     json_object_get_boolean(cli_jget(r, "replied"))
-                         ? " (replied)"
-                         : "");
+            snprintf(
+                outcome, sizeof(outcome), "%s%s%s", cli_jstr(r, "outcome", "?"),
+                json_object_get_boolean(cli_jget(r, "dropped")) ? " (dropped)"
+                                                                : "",
+                json_object_get_boolean(cli_jget(r, "replied")) ? " (replied)"
+                                                                : "");
             cli_table_row(&t, (const char *[]){cli_jstr(r, "id", ""), outcome});
         }
         cli_table_print(&t, stdout);

@@ -19,7 +19,7 @@
 #include "ops/cli/cmd.h"
 #include "ops/cli/out.h"
 
-#define CLI_PUSH_BATCH 1000
+#define CLI_PUSH_BATCH         1000
 #define CLI_REQUEST_TIMEOUT_MS 5000
 
 /* cli_payload - s as a payload into *out (NULL is JSON null): a JSON string
@@ -79,8 +79,8 @@ cli_push_send(struct cli_conn *c, const struct cli_globals *g,
     } else {
         struct json_object *ids = cli_jget(a.json, "ids");
         for (size_t i = 0; i < json_object_array_length(ids); i++)
-            printf("%s\n", json_object_get_string(
-                               json_object_array_get_idx(ids, i)));
+            printf("%s\n",
+                   json_object_get_string(json_object_array_get_idx(ids, i)));
     }
     cli_answer_free(&a);
     return rc;
@@ -246,8 +246,8 @@ cli_request_inbox(struct cli_conn *c, const struct cli_globals *g,
     cli_call(c, "GET", path, NULL, (left > 0 ? left : 0) + 10000, &a);
     free(path);
     free(esc);
-    struct json_object *got = json_object_array_get_idx(
-        cli_jget(a.json, "messages"), 0);
+    struct json_object *got =
+        json_object_array_get_idx(cli_jget(a.json, "messages"), 0);
     if (!cli_answer_ok(&a)) {
         rc = cli_refused(c, &a);
     } else if (got == NULL) {
@@ -310,8 +310,7 @@ cli_request(int argc, char **argv, struct cli_globals *g)
              timeout_ms + 10000, &a);
     json_object_put(req);
     if (a.status == 404 && strcmp(cli_answer_code(&a), "not_found") == 0)
-        rc = cli_request_inbox(&c, g, ops.v[0], partition, payload,
-                               timeout_ms);
+        rc = cli_request_inbox(&c, g, ops.v[0], partition, payload, timeout_ms);
     else if (!cli_answer_ok(&a))
         rc = cli_refused(&c, &a);
     else

@@ -68,8 +68,8 @@ cli_queues_fetch(struct cli_conn *c, const char *prefix, const char *scope,
         json_object_object_del(all, "next");
         json_object_object_add(
             all, "count",
-            json_object_new_int64((int64_t)json_object_array_length(
-                cli_jget(all, "queues"))));
+            json_object_new_int64(
+                (int64_t)json_object_array_length(cli_jget(all, "queues"))));
         json_object_put(a->json);
         a->json = all;
     } else if (all != NULL) {
@@ -83,8 +83,7 @@ int
 cli_queues(int argc, char **argv, struct cli_globals *g)
 {
     const char *scope = NULL;
-    const struct cli_opt opts[] = {{"scope", NULL, &scope},
-                                   {NULL, NULL, NULL}};
+    const struct cli_opt opts[] = {{"scope", NULL, &scope}, {NULL, NULL, NULL}};
     struct cli_operands ops;
     struct cli_answer a;
     struct cli_conn c;
@@ -148,10 +147,11 @@ cli_depth_print(struct json_object *d)
                                     "BYTES", "OLDEST_MS"});
     for (size_t i = 0; i < json_object_array_length(parts); i++) {
         struct json_object *p = json_object_array_get_idx(parts, i);
-        cli_table_row(&t, (const char *[]){
-                              cli_jstr(p, "partition", ""), cli_jnum(p, "pending"),
-                              cli_jnum(p, "leased"), cli_jnum(p, "waiting"),
-                              cli_jnum(p, "bytes"), cli_jnum(p, "oldestAgeMs")});
+        cli_table_row(
+            &t, (const char *[]){cli_jstr(p, "partition", ""),
+                                 cli_jnum(p, "pending"), cli_jnum(p, "leased"),
+                                 cli_jnum(p, "waiting"), cli_jnum(p, "bytes"),
+                                 cli_jnum(p, "oldestAgeMs")});
     }
     if (t.nrows > 1)
         cli_table_print(&t, stdout);
@@ -161,7 +161,9 @@ cli_depth_print(struct json_object *d)
     cli_table_init(&t, 3, (const char *[]){"GROUP", "PENDING", "SKIPPED"});
     for (size_t i = 0; i < json_object_array_length(groups); i++) {
         struct json_object *gr = json_object_array_get_idx(groups, i);
-        cli_table_row(&t, (const char *[]){cli_jstr(gr, "group", ""),
+        const char *name = cli_jstr(gr, "group", "");
+        /* Queue mode reads as the group with the empty name. */
+        cli_table_row(&t, (const char *[]){name[0] ? name : "(queue mode)",
                                            cli_jnum(gr, "pending"),
                                            cli_jnum(gr, "skipped")});
     }
@@ -174,9 +176,8 @@ int
 cli_depth(int argc, char **argv, struct cli_globals *g)
 {
     const char *group = NULL, *scope = NULL;
-    const struct cli_opt opts[] = {{"group", NULL, &group},
-                                   {"scope", NULL, &scope},
-                                   {NULL, NULL, NULL}};
+    const struct cli_opt opts[] = {
+        {"group", NULL, &group}, {"scope", NULL, &scope}, {NULL, NULL, NULL}};
     struct cli_operands ops;
     struct cli_answer a;
     struct cli_conn c;
@@ -239,9 +240,8 @@ cli_health_get(const char *name, int argc, char **argv, struct cli_globals *g,
 int
 cli_health(int argc, char **argv, struct cli_globals *g)
 {
-    static const char *const keys[] = {"status", "node",   "incarnation",
-                                       "ready",  "role",   "term",
-                                       "leader"};
+    static const char *const keys[] = {"status", "node", "incarnation", "ready",
+                                       "role",   "term", "leader"};
     struct cli_answer a;
     struct cli_conn c;
     int rc = cli_health_get("health", argc, argv, g, &c, &a);
@@ -292,8 +292,8 @@ cli_members(int argc, char **argv, struct cli_globals *g)
                      strcmp(node, leader) == 0 ? "leader" : "-",
                      json_object_get_boolean(cli_jget(m, "self")) ? " (self)"
                                                                   : "");
-            cli_table_row(&t, (const char *[]){node, cli_jstr(m, "state", ""),
-                                               role});
+            cli_table_row(
+                &t, (const char *[]){node, cli_jstr(m, "state", ""), role});
         }
         cli_table_print(&t, stdout);
         cli_table_free(&t);

@@ -145,11 +145,12 @@ cli_top_fetch(struct cli_conn *c, struct cli_top_read *r)
                  a.status ? cli_jstr(a.json, "error", "refused") : c->err);
     cli_answer_free(&a);
     if (cli_call(c, "GET", "/metrics", NULL, 5000, &a) == 200) {
-        r->push = cli_top_metric(a.body, "mayfly_push_total",
-                                 "result=\"accepted\"");
+        r->push =
+            cli_top_metric(a.body, "mayfly_push_total", "result=\"accepted\"");
         r->pop = cli_top_metric(a.body, "mayfly_pop_total", NULL);
         r->mem_used = cli_top_metric(a.body, "mayfly_memory_used_bytes", NULL);
-        r->mem_limit = cli_top_metric(a.body, "mayfly_memory_limit_bytes", NULL);
+        r->mem_limit =
+            cli_top_metric(a.body, "mayfly_memory_limit_bytes", NULL);
     }
     cli_answer_free(&a);
     r->at_ms = cli_top_now_ms();
