@@ -94,7 +94,6 @@ cli_configure(int argc, char **argv, struct cli_globals *g)
         }
         printf("queue %s declared\n", cli_jstr(a.json, "queue", ops.v[0]));
         cli_table_print(&t, stdout);
-        cli_table_free(&t);
     }
     cli_answer_free(&a);
     cli_conn_close(&c);

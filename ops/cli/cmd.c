@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Each subcommand's synopsis and what it does, in the order --help lists. */
 static const struct {
@@ -135,4 +136,13 @@ cli_cmd_path(const char *fmt, ...)
         exit(1);
     }
     return s;
+}
+
+/* cli_cmd_now_ms - see cmd.h. */
+long
+cli_cmd_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

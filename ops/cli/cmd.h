@@ -37,4 +37,8 @@ int cli_cmd_usage_error(const char *name, const char *fmt, ...)
  * memory runs out). */
 char *cli_cmd_path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* cli_cmd_now_ms - the monotonic clock in milliseconds (never the wall
+ * clock: timeouts and rates must not jump when it is set). */
+long cli_cmd_now_ms(void);
+
 #endif

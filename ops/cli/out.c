@@ -50,7 +50,7 @@ cli_table_row(struct cli_table *t, const char *const *cells)
 
 /* cli_table_print - see out.h. */
 void
-cli_table_print(const struct cli_table *t, FILE *f)
+cli_table_print(struct cli_table *t, FILE *f)
 {
     int width[CLI_TABLE_COLS] = {0};
 
@@ -68,6 +68,7 @@ cli_table_print(const struct cli_table *t, FILE *f)
                 fprintf(f, "%-*s  ", c < CLI_TABLE_COLS ? width[c] : 0, s);
         }
     }
+    cli_table_free(t);
 }
 
 /* cli_table_free - see out.h. */

@@ -27,8 +27,8 @@ void cli_table_init(struct cli_table *t, int ncols, const char *const *head);
 void cli_table_row(struct cli_table *t, const char *const *cells);
 
 /* cli_table_print - print t to f, each column as wide as its widest cell
- * (the last one unpadded). */
-void cli_table_print(const struct cli_table *t, FILE *f);
+ * (the last one unpadded), and free it. */
+void cli_table_print(struct cli_table *t, FILE *f);
 
 /* cli_table_free - release t's cells. */
 void cli_table_free(struct cli_table *t);

@@ -154,7 +154,8 @@ cli_pop(int argc, char **argv, struct cli_globals *g)
         }
         if (t.nrows > 1)
             cli_table_print(&t, stdout);
-        cli_table_free(&t);
+        else
+            cli_table_free(&t);
     }
     fflush(stdout);
     if (rc == 0 && ack)
@@ -301,7 +302,6 @@ cli_ack(int argc, char **argv, struct cli_globals *g)
             cli_table_row(&t, (const char *[]){cli_jstr(r, "id", ""), outcome});
         }
         cli_table_print(&t, stdout);
-        cli_table_free(&t);
     }
     json_object_put(entries);
     cli_answer_free(&a);

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ops/cli/cmd.h"
 #include "ops/cli/out.h"
@@ -170,15 +169,6 @@ cli_push(int argc, char **argv, struct cli_globals *g)
     return rc;
 }
 
-/* cli_now_ms - the monotonic clock in milliseconds. */
-static long
-cli_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* cli_request_print - print a reply as the request verb answers it. */
 static void
 cli_request_print(const struct cli_globals *g, struct json_object *answer)
@@ -199,7 +189,7 @@ cli_request_inbox(struct cli_conn *c, const struct cli_globals *g,
                   const char *queue, const char *partition,
                   struct json_object *payload, long timeout_ms)
 {
-    long start = cli_now_ms(), left;
+    long start = cli_cmd_now_ms(), left;
     unsigned long long nonce = 0;
     char inbox[64], *path, *esc;
     struct json_object *req, *msg, *msgs;
@@ -238,7 +228,7 @@ cli_request_inbox(struct cli_conn *c, const struct cli_globals *g,
         json_object_get(json_object_array_get_idx(cli_jget(a.json, "ids"), 0));
     cli_answer_free(&a);
 
-    left = timeout_ms - (cli_now_ms() - start);
+    left = timeout_ms - (cli_cmd_now_ms() - start);
     esc = cli_escape(inbox);
     path = cli_cmd_path("/api/v1/ephemeral/pop?queue=%s&wait=true&timeout=%ld"
                         "&autoAck=true",
@@ -260,7 +250,7 @@ cli_request_inbox(struct cli_conn *c, const struct cli_globals *g,
                                json_object_get(cli_jget(got, "payload")));
         json_object_object_add(answer, "id", json_object_get(id));
         json_object_object_add(answer, "ms",
-                               json_object_new_int64(cli_now_ms() - start));
+                               json_object_new_int64(cli_cmd_now_ms() - start));
         cli_request_print(g, answer);
         json_object_put(answer);
     }

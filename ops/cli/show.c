@@ -124,7 +124,6 @@ cli_queues(int argc, char **argv, struct cli_globals *g)
                                   cli_jnum(q, "groups"), drops});
         }
         cli_table_print(&t, stdout);
-        cli_table_free(&t);
     }
     cli_answer_free(&a);
     cli_conn_close(&c);
@@ -155,7 +154,8 @@ cli_depth_print(struct json_object *d)
     }
     if (t.nrows > 1)
         cli_table_print(&t, stdout);
-    cli_table_free(&t);
+    else
+        cli_table_free(&t);
     if (json_object_array_length(groups) == 0)
         return;
     cli_table_init(&t, 3, (const char *[]){"GROUP", "PENDING", "SKIPPED"});
@@ -168,7 +168,6 @@ cli_depth_print(struct json_object *d)
                                            cli_jnum(gr, "skipped")});
     }
     cli_table_print(&t, stdout);
-    cli_table_free(&t);
 }
 
 /* cli_depth - see show.h. */
@@ -296,7 +295,6 @@ cli_members(int argc, char **argv, struct cli_globals *g)
                 &t, (const char *[]){node, cli_jstr(m, "state", ""), role});
         }
         cli_table_print(&t, stdout);
-        cli_table_free(&t);
     }
     cli_answer_free(&a);
     cli_conn_close(&c);

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ops/cli/cmd.h"
 #include "ops/cli/out.h"
@@ -41,15 +40,6 @@ struct cli_top_read {
     long at_ms;                            /* monotonic time of the read */
     char err[1100];                        /* why something is missing */
 };
-
-/* cli_top_now_ms - the monotonic clock in milliseconds. */
-static long
-cli_top_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* cli_top_metric - the sum of text's samples of series name whose labels
  * hold label (NULL: any); -1 when there is none. */
@@ -133,7 +123,7 @@ cli_top_fetch(struct cli_conn *c, struct cli_top_read *r)
     } else {
         snprintf(r->err, sizeof(r->err), "no node answered: %.1000s", c->err);
         cli_answer_free(&a);
-        r->at_ms = cli_top_now_ms();
+        r->at_ms = cli_cmd_now_ms();
         return;
     }
     cli_answer_free(&a);
@@ -153,7 +143,7 @@ cli_top_fetch(struct cli_conn *c, struct cli_top_read *r)
             cli_top_metric(a.body, "mayfly_memory_limit_bytes", NULL);
     }
     cli_answer_free(&a);
-    r->at_ms = cli_top_now_ms();
+    r->at_ms = cli_cmd_now_ms();
     cli_top_rows(r);
 }
 
@@ -335,7 +325,7 @@ cli_top(int argc, char **argv, struct cli_globals *g)
         long due = now.at_ms + CLI_TOP_PERIOD_MS;
         cli_top_draw(&c, &now, &before);
         /* Wait for the next read, redrawing on a resize, quitting on q. */
-        for (long left; !quit && (left = due - cli_top_now_ms()) > 0;) {
+        for (long left; !quit && (left = due - cli_cmd_now_ms()) > 0;) {
             timeout((int)left);
             int ch = getch();
             if (ch == 'q' || ch == 'Q')
