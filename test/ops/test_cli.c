@@ -119,9 +119,9 @@ cl_dead_url(char *out, size_t len)
     snprintf(out, len, "http://127.0.0.1:%d", itest_free_port());
 }
 
-/* cl_assert_refused - the last command exited 1 with nothing on stdout and
- * stderr holding the server's sentence for code (asked again with curl
- * through the harness as what) and the code. */
+/* cl_assert_refused - the last command printed nothing on stdout, and on
+ * stderr the status and code ("429 queue_full") and, when not NULL, the
+ * node's sentence (as the harness got it asking the same). */
 static void
 cl_assert_refused(const char *code, const char *sentence)
 {
@@ -259,13 +259,18 @@ Test(cli, pop_prints_a_table_leases_and_acks_on_request)
     cr_assert_eq(itest_listing_int(&cl_node, "g", "leased", -1), 0);
 }
 
+/* A shell loop that waits (20 s at most, else exits 9) until queue q shows
+ * a parked pop. */
+#define CL_UNTIL_PARKED(q)                                                     \
+    "n=0; until $M --json queues " q " | grep -q '\"waiting\":1'; do "         \
+    "n=$((n+1)); [ $n -lt 400 ] || exit 9; sleep 0.05; done; "
+
 Test(cli, pop_wait_returns_a_message_pushed_while_it_waits)
 {
     cl_start();
-    cr_assert_eq(cl_sh("($M pop w --wait --timeout 20000 --auto-ack & "
-                       "until $M queues w | grep -q ' 1 *0 *[0-9]* *[0-9]* "
-                       "*[0-9]* *[0-9]*$'; do sleep 0.05; done; "
-                       "$M push w '\"late\"' >/dev/null; wait)"),
+    cr_assert_eq(cl_sh("($M pop w --wait --timeout 20000 --auto-ack & %s "
+                       "$M push w '\"late\"' >/dev/null; wait)",
+                       CL_UNTIL_PARKED("w")),
                  0, "%s", cl_err);
     cr_assert(strstr(cl_out, "\"late\"") != NULL, "%s", cl_out);
 }
@@ -274,10 +279,9 @@ Test(cli, sub_prints_messages_as_they_come_and_acks_them)
 {
     cl_start();
     cr_assert_eq(cl_sh("$M push s 1 2"), 0);
-    cr_assert_eq(cl_sh("($M sub s --group g --count 4 & "
-                       "until $M queues s | grep -q ' 1 *0 *[0-9]* *[0-9]* "
-                       "*[0-9]* *[0-9]*$'; do sleep 0.05; done; "
-                       "$M push s 3 4 >/dev/null; wait)"),
+    cr_assert_eq(cl_sh("($M sub s --group g --count 4 & %s "
+                       "$M push s 3 4 >/dev/null; wait)",
+                       CL_UNTIL_PARKED("s")),
                  0, "%s", cl_err);
     cr_assert_eq(cl_lines(cl_out), 4, "%s", cl_out);
     cr_assert(strstr(cl_out, " 1\n") && strstr(cl_out, " 4\n"), "%s", cl_out);
@@ -526,7 +530,7 @@ Test(cli, a_node_down_exits_1_and_the_next_url_is_taken)
 static int
 cl_tmux(char *out, size_t cap, const char *args)
 {
-    return cl_shv(out, cap, "tmux -S %s/tmux.sock %s", cl_dir, args);
+    return cl_shv(out, cap, "TERM=xterm tmux -S %s/tmux.sock %s", cl_dir, args);
 }
 
 /* cl_pane_row - the row of the captured pane that starts with " name ". */
