@@ -1,6 +1,6 @@
 # mayfly - build, test, run.
 #
-#   make            release build: build/release/mayflyd
+#   make            release build: build/release/mayflyd and mayfly (the client)
 #   make asan       ASan+UBSan build: build/asan/mayflyd (what make test runs)
 #   make test       install missing packages, build asan, run every suite
 #   make run        install missing packages, build, run one node on 127.0.0.1:6632
@@ -91,6 +91,7 @@ clean:
 
 -include $(OBJ:.o=.d) $(TESTLIB:.o=.d)
 -include ops/ops.mk
+-include ops/cli/cli.mk
 -include ops/bench/bench.mk
 include test/fuzz/fuzz.mk
 
