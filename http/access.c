@@ -105,12 +105,20 @@ conn_began(struct http_server *s, struct MHD_Connection *conn)
     }
 }
 
-/* http_access_uri - MHD's first word on a request: allocate it, keep the raw
- * URI (MHD decodes the path it hands the access handler, losing "%2F"). */
+/*
+ * http_access_uri - MHD's first word on a request: allocate it, keep the raw
+ * URI (MHD decodes the path it hands the access handler, losing "%2F").
+ * The query is ours to parse (query.c), so MHD's own parse is cut short:
+ * MHD 0.9.75 calls this before it splits the query into a record per
+ * parameter in the connection's memory, where some 460 parameters ran it
+ * out and left the connection unanswered.  uri points into MHD's read
+ * buffer, which is writable; a NUL after the '?' leaves it no parameter.
+ */
 void *
 http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     struct http_request *req = calloc(1, sizeof(*req));
+    char *q = strchr(uri, '?');
 
     conn_began(cls, conn);
     if (req == NULL)
@@ -122,6 +130,8 @@ http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn)
         free(req);
         return NULL;
     }
+    if (q != NULL)
+        q[1] = '\0';
     req->server->requests++;
     return req;
 }

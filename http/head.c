@@ -90,7 +90,7 @@ http_head_check(struct http_request *req, const char *method,
         return refuse(req, 414, "the request URI is longer than 8192 bytes");
     MHD_get_connection_values(req->conn, MHD_HEADER_KIND, tally_header, &t);
     if (t.bytes > HTTP_HEADERS_MAX)
-        return refuse(req, 431, "the request headers exceed 16384 bytes");
+        return refuse(req, 431, "the request headers exceed 8192 bytes");
     if (strcmp(version, MHD_HTTP_VERSION_1_1) == 0 && t.host != 1)
         return refuse(req, 400,
                       "an HTTP/1.1 request needs exactly one Host header");

@@ -17,12 +17,12 @@ struct http_request;
 #define HTTP_URI_MAX (8u << 10)
 /* The most header bytes (names, values and their ": \r\n") answered;
  * more: 431. */
-#define HTTP_HEADERS_MAX (16u << 10)
+#define HTTP_HEADERS_MAX (8u << 10)
 /* libmicrohttpd's per-connection memory (MHD_OPTION_CONNECTION_MEMORY_LIMIT):
- * the read buffer and a record per header and query parameter must fit
- * for our limits to answer before its own 414/431 does.  Reserved address
- * space; pages are touched as a request needs them. */
-#define HTTP_MHD_CONN_MEMORY (512u << 10)
+ * its read buffer takes half, so a head within our limits fits, and a
+ * record per header.  MHD zeroes all of it after every request (and so
+ * touches every page): twice its default, not more. */
+#define HTTP_MHD_CONN_MEMORY (64u << 10)
 
 /*
  * http_head_check - req's head, given MHD's method and version strings
