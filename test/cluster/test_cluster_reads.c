@@ -217,9 +217,13 @@ park_pop(void *arg)
 {
     struct parked *p = arg;
     int64_t t0 = itest_now_ms();
+    CURL *h = itest_handle(); /* its own: a thread's would outlive it */
+    char path[256];
 
-    itest_get(&c.node[p->node], &p->r, "/api/v1/ephemeral/pop?%s", p->query);
+    snprintf(path, sizeof(path), "/api/v1/ephemeral/pop?%s", p->query);
+    itest_req_on(h, &c.node[p->node], "GET", path, NULL, &p->r);
     p->took_ms = itest_now_ms() - t0;
+    curl_easy_cleanup(h);
     return NULL;
 }
 
@@ -350,11 +354,15 @@ configure(void *arg)
     struct conf *k = arg;
     struct itest_resp r;
     int64_t t0 = itest_now_ms();
+    CURL *h = itest_handle(); /* its own: a thread's would outlive it */
+    char body[128];
 
-    k->status = itest_post(
-        &c.node[k->node], &r, "/api/v1/ephemeral/configure",
-        "{\"queue\":\"raced\",\"options\":{\"maxLength\":%d}}", k->length);
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"raced\",\"options\":{\"maxLength\":%d}}", k->length);
+    k->status = itest_req_on(h, &c.node[k->node], "POST",
+                             "/api/v1/ephemeral/configure", body, &r);
     k->took_ms = itest_now_ms() - t0;
+    curl_easy_cleanup(h);
     snprintf(k->body, sizeof(k->body), "%s", r.body);
     itest_resp_free(&r);
     return NULL;
