@@ -3,10 +3,10 @@
  * leased and waiting counts per partition and per group.
  *
  * scope=node answers this node's share, read from the segment.
- * scope=cluster (the default while other members are live) answers the sum of every live member's share
- * (worker/gather.h, http/depth_merge.h): "nodes" names the members whose
- * shares are in it, "missing" those that did not answer with their own
- * share of this queue.
+ * scope=cluster (the default while other members are live) answers the
+ * sum of every live member's share (worker/gather.h, http/depth_merge.h):
+ * "nodes" names the members whose shares are in it, "missing" those that
+ * did not answer with their own share of this queue.
  */
 #include "worker/depth.h"
 
