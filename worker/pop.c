@@ -710,8 +710,10 @@ worker_pop_moved(struct worker *w)
     for (size_t i = 0; i < n; i++) {
         struct pop_call *c = CALL_OF(w->parks.heap[i]);
         const struct shm_pop_req *r = &c->park.pop;
-        /* One with no partition waits for the whole queue, wherever. */
-        if (r->part.len > 0 && !shm_owner_here(&w->owners, r->queue, r->part))
+        /* One with no partition watches the members it started with: a
+         * new one is watched when its client asks again. */
+        if (r->part.len > 0 ? !shm_owner_here(&w->owners, r->queue, r->part)
+                            : c->cluster != NULL)
             moved[k++] = c;
     }
     for (size_t i = 0; i < k; i++)

@@ -723,10 +723,10 @@ Test(cluster_forward,
     itest_resp_free(&r);
 }
 
-/* A long poll naming no partition, parked at the owner of Default, is let
- * go when a node that joins takes Default over: its client asks again and
- * reaches the new owner, instead of waiting out its timeout for pushes
- * that now land elsewhere. */
+/* A long poll naming no partition, parked with a watch on every peer, is
+ * let go when a node joins (a member it does not watch): its client asks
+ * again and reaches the new owner of Default, instead of waiting out its
+ * timeout for pushes that now land elsewhere. */
 Test(cluster_forward, a_pop_naming_no_partition_is_let_go_when_default_moves)
 {
     struct itest_multi *m;
