@@ -61,6 +61,10 @@ int http_jsonc_set(struct json_object *obj, const char *key,
  * integer. */
 uint64_t http_jsonc_count(struct json_object *obj, const char *key);
 
+/* http_jsonc_body_count - the count at key of the object body (an answer
+ * from another node); 0 when absent or when body is not an object. */
+uint64_t http_jsonc_body_count(const char *body, size_t len, const char *key);
+
 /*
  * http_jsonc_member - obj[key] as *out when it has type t.  Absent or null:
  * *out NULL, and -EINVAL (err: "field '<field>' is required") when

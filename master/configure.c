@@ -6,8 +6,10 @@
  * every live member (master_raft_propose), so a push that follows the
  * answer finds the declaration on whichever node owns its partition.  A
  * follower passes the request to the leader once (X-Mayfly-Forwarded) and,
- * when the leader answers 201, checks that its own log has applied it too
- * (the leader waited for that, unless its wait ran out).  With no leader the
+ * when the leader answers 201 with the entry's log index, waits until its
+ * own log has applied that index (the leader waited for that, unless its
+ * wait ran out): the entry, not the options it set, since a later
+ * configure or delete of the queue may already have replaced them.  With no leader the
  * request waits for one, up to the deadline: then 503 no_leader (or 503 timeout
  * when a proposal did not commit in time), with Retry-After.  A leadership that
  * changes under a request (an entry lost to another leader's, a leader that
@@ -25,6 +27,7 @@
 #include "http/client.h"
 #include "http/errors.h"
 #include "http/parse.h"
+#include "http/parse_jsonc.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "master/cluster_client.h"
@@ -52,9 +55,9 @@ struct conf_call {
     char name[DECL_NAME_MAX];
     int forwarded_in; /* came from a peer: no second hop */
     enum call_state state;
+    uint64_t index; /* the entry's log index, once proposed or answered */
     uint64_t deadline;
-    uint64_t ticked;        /* the tick that last stepped it */
-    struct http_buf answer; /* CALL_CATCHING: the leader's body */
+    uint64_t ticked; /* the tick that last stepped it */
     struct conf_call *next;
 };
 
@@ -62,18 +65,22 @@ static struct conf_call *calls; /* every call not yet answered */
 
 static void advance(struct conf_call *c);
 
-/* options_json - the effective options, as configure answers them. */
+/* options_json - the effective options, as configure answers them; for
+ * a follower that passed the request on, also the entry's log index
+ * ("index" > 0), which it waits to apply. */
 static void
-options_json(struct http_buf *b, const struct decl_cmd *c)
+options_json(struct http_buf *b, const struct decl_cmd *c, uint64_t index)
 {
     http_buf_append_str(b, "{\"queue\":");
     http_buf_append_json_str(b, c->name, c->len);
     if (c->op == DECL_DELETE) {
-        http_buf_append_str(b, ",\"deleted\":true,\"declared\":true}");
-        return;
+        http_buf_append_str(b, ",\"deleted\":true");
+    } else {
+        http_buf_append_str(b, ",\"options\":");
+        worker_options_json(b, &c->opts);
     }
-    http_buf_append_str(b, ",\"options\":");
-    worker_options_json(b, &c->opts);
+    if (index > 0)
+        http_buf_printf(b, ",\"index\":%llu", (unsigned long long)index);
     http_buf_append_str(b, ",\"declared\":true}");
 }
 
@@ -91,7 +98,6 @@ finish(struct conf_call *c)
     master_cluster_client_cancel(c);
     master_raft_cancel(c->m, c);
     http_request_resume(c->req);
-    http_buf_free(&c->answer);
     free(c);
 }
 
@@ -106,18 +112,14 @@ fail(struct conf_call *c, const char *code, const char *why)
     finish(c);
 }
 
-/* succeed - answer with the effective options (or the leader's body). */
+/* succeed - answer with the effective options: the command's own, which
+ * the leader committed (its answer to a follower adds the index). */
 static void
 succeed(struct conf_call *c)
 {
     struct http_buf b = {0};
 
-    if (c->answer.len > 0) {
-        b = c->answer;
-        c->answer = (struct http_buf){0};
-    } else {
-        options_json(&b, &c->cmd);
-    }
+    options_json(&b, &c->cmd, c->forwarded_in ? c->index : 0);
     http_reply(c->req, c->cmd.op == DECL_DELETE ? 200 : 201, &b);
     finish(c);
 }
@@ -154,8 +156,7 @@ relayed(void *arg, struct http_client_resp *r)
         return;
     }
     if (r->status == 201 || r->status == 200) {
-        c->answer = r->body;
-        r->body = (struct http_buf){0};
+        c->index = http_jsonc_body_count(r->body.data, r->body.len, "index");
         c->state = CALL_CATCHING;
         advance(c);
         return;
@@ -170,12 +171,16 @@ relayed(void *arg, struct http_client_resp *r)
     finish(c);
 }
 
-/* applied_here - the command's effect is visible in our declared set. */
+/* applied_here - our log has applied the command's entry; from a leader
+ * that names no index, its effect is visible in our declared set. */
 static int
 applied_here(const struct conf_call *c)
 {
     const struct decl_queue *q =
         decl_find(&c->m->raft.decl, c->cmd.name, c->cmd.len);
+
+    if (c->index > 0)
+        return c->m->raft.st.applied >= c->index;
 
     if (c->cmd.op == DECL_DELETE)
         return q == NULL;
@@ -195,7 +200,7 @@ advance(struct conf_call *c)
             /* A lone voter commits inside propose, and done frees c. */
             c->state = CALL_PROPOSED;
             if (master_raft_propose(m, &c->cmd, c->deadline - shm_now_ms(),
-                                    committed, c) != 0)
+                                    committed, c, &c->index) != 0)
                 c->state = CALL_WAITING;
         } else if (!c->forwarded_in &&
                    (leader = master_raft_leader_addr(m)) != NULL) {

@@ -1,8 +1,8 @@
 /*
  * ack.c - POST /api/v1/ephemeral/ack and /extend.
  *
- * Every id is checked before anything is applied, so a bad entry changes
- * nothing.  Ids of another incarnation are stale without touching the
+ * An entry whose id is not a mayfly id answers unknown and the rest apply
+ * (Queen's behaviour); a malformed body changes nothing.  Ids of another incarnation are stale without touching the
  * segment; the rest are grouped by partition so each partition is locked
  * once per request.  Results come back in request order.
  *
@@ -35,6 +35,7 @@ struct entry {
     struct shm_name part;
     uint32_t index; /* position in the request */
     int stale;      /* another incarnation's id */
+    int unknown;    /* not a mayfly id: nothing is held under it */
 };
 
 /* by_partition - qsort order: by partition, then request position. */
@@ -52,12 +53,12 @@ by_partition(const void *a, const void *b)
 }
 
 /*
- * resolve - parse every id into ents[] and acks[] (seq, attempts);
- * answers 400 naming the first bad one.  0 or -EINVAL.
+ * resolve - parse every id into ents[] and acks[] (seq, attempts).  A
+ * string that is not a mayfly id is that entry's unknown, answered here
+ * (its incarnation is this node's), as Queen answers it.
  */
-static int
-resolve(struct worker *w, struct http_request *req, const char *field,
-        const struct http_str *ids, size_t stride, uint32_t n,
+static void
+resolve(struct worker *w, const struct http_str *ids, size_t stride, uint32_t n,
         struct entry *ents, struct shm_ack *acks, uint64_t *incs)
 {
     for (uint32_t i = 0; i < n; i++) {
@@ -68,15 +69,15 @@ resolve(struct worker *w, struct http_request *req, const char *field,
         size_t plen;
 
         if (http_id_parse(id->ptr, id->len, &inc, &part, &plen, &seq) != 0) {
-            http_reply_error(req, 400, "ephemeral_bad_request",
-                             "field '%s[%u].id' is not a message id", field, i);
-            return -EINVAL;
+            ents[i] = (struct entry){{"", 0}, i, 0, 1};
+            incs[i] = w->incarnation;
+            acks[i].seq = 0;
+            continue;
         }
-        ents[i] = (struct entry){{part, plen}, i, inc != w->incarnation};
+        ents[i] = (struct entry){{part, plen}, i, inc != w->incarnation, 0};
         incs[i] = inc;
         acks[i].seq = seq;
     }
-    return 0;
 }
 
 /*
@@ -106,7 +107,11 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
         while (j < n && ents[j].part.len == ents[i].part.len &&
                memcmp(ents[j].part.ptr, ents[i].part.ptr, ents[i].part.len) ==
                    0) {
-            if (ents[j].stale) {
+            if (ents[j].unknown) {
+                acks[ents[j].index].outcome = SHM_OUT_UNKNOWN;
+                if (!extend)
+                    shm_count(w->seg, w->set.slot, SHM_C_ACK_UNKNOWN, 1);
+            } else if (ents[j].stale) {
                 acks[ents[j].index].outcome = SHM_OUT_STALE;
                 if (!extend)
                     shm_count(w->seg, w->set.slot, SHM_C_ACK_STALE, 1);
@@ -123,7 +128,7 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
             shm_ack(w->seg, w->set.slot, queue, ents[i].part, group, run, k,
                     now);
         for (uint32_t m = i, r = 0; m < j; m++) {
-            if (!ents[m].stale)
+            if (!ents[m].stale && !ents[m].unknown)
                 acks[ents[m].index].outcome = run[r++].outcome;
         }
         i = j;
@@ -178,10 +183,10 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
     } else if (http_reply_name_ok(req, "queue", b->queue.ptr, b->queue.len) &&
                (b->group == NULL ||
                 http_reply_name_ok(req, "group", b->group->ptr,
-                                   b->group->len)) &&
-               resolve(w, req, k->field, b->ids, b->stride, n, ents, acks,
-                       incs) == 0) {
+                                   b->group->len))) {
         struct ack_routes rt;
+
+        resolve(w, b->ids, b->stride, n, ents, acks, incs);
         int where = ack_route_plan(w, req, incs, n, &rt);
 
         if (where == ACK_ROUTE_ONE) {

@@ -26,11 +26,8 @@
 #include "shm/stats.h"
 #include "worker/conn.h"
 #include "worker/forward.h"
+#include "worker/pop_cluster.h"
 #include "worker/worker_int.h"
-
-/* Where an any-partition pop goes when this node serves none of the
- * queue's partitions. */
-static const struct shm_name default_part = {"Default", 7};
 
 #define SINK_MIN 2048 /* a small pop's answer; bigger ones grow as needed */
 #define SINK_MAX (16 * 1024 * 1024)
@@ -48,6 +45,10 @@ struct pop_call {
     int ack_on_answer; /* autoAck with a window: held leased till sent */
     uint32_t window_ms;
     struct shm_sink more; /* scratch a windowed take lands in first */
+    /* A pop with no partition in a cluster reads what any node holds: */
+    int anywhere;                /* no partition, and peers are live */
+    int watch;                   /* a peer's watch: take nothing, say ready */
+    struct pop_cluster *cluster; /* passed on to the peers (pop_cluster.h) */
 };
 
 /* sink_reserve - make the sink hold at least want bytes.  0 or -ENOMEM. */
@@ -240,12 +241,35 @@ ack_held(struct pop_call *c)
     c->leased = 0;
 }
 
+/* watch_answer - a watch's reply: anything taken goes straight back (no
+ * attempt counted), and "ready" says whether there was. */
+static void
+watch_answer(struct pop_call *c)
+{
+    struct http_buf b = {0};
+    int ready = c->sink.count > 0;
+
+    if (ready && c->leased)
+        shm_release(c->w->seg, c->w->set.slot, c->park.pop.queue,
+                    c->park.pop.group, &c->sink, shm_now_ms());
+    c->leased = 0;
+    http_buf_append_str(&b, "{\"queue\":");
+    http_buf_append_json_str(&b, c->park.pop.queue.ptr, c->park.pop.queue.len);
+    http_buf_append_str(&b, ready ? ",\"messages\":[],\"ready\":true}"
+                                  : ",\"messages\":[],\"ready\":false}");
+    http_reply(c->req, 200, &b);
+}
+
 /* answer - reply with the sink's contents (possibly none). */
 static void
 answer(struct pop_call *c)
 {
     struct http_buf b = {0};
 
+    if (c->watch) {
+        watch_answer(c);
+        return;
+    }
     if (c->ack_on_answer)
         ack_held(c);
     c->leased = c->leased && c->sink.count > 0;
@@ -290,6 +314,7 @@ on_done(void *arg, int sent_ok)
     struct pop_call *c = arg;
 
     unpark(c);
+    pop_cluster_free(c->cluster);
     if (c->leased && !sent_ok)
         shm_release(c->w->seg, c->w->set.slot, c->park.pop.queue,
                     c->park.pop.group, &c->sink, shm_now_ms());
@@ -326,7 +351,7 @@ park(struct pop_call *c, uint32_t timeout_ms)
     c->parked = 1;
     shm_parked_add(w->seg, w->set.slot, 1);
     shm_park_count(w->seg, w->set.slot, c->park.handle, 1);
-    http_request_suspend(c->req);
+    http_request_suspend(c->req); /* no-op when the cluster pop did */
     return 0;
 }
 
@@ -386,7 +411,7 @@ parse(struct worker *w, struct http_request *req, struct pop_call *c, int *wait,
     const char *pn = http_query_get(q, "partition", &pl);
     const char *gn = http_query_get(q, "group", &gl);
     struct shm_pop_req *r = &c->park.pop;
-    int auto_ack, alias;
+    int auto_ack, alias, watch;
 
     if (qn == NULL) {
         http_reply_error(req, 400, "ephemeral_bad_request",
@@ -403,11 +428,17 @@ parse(struct worker *w, struct http_request *req, struct pop_call *c, int *wait,
                        &err) ||
         http_query_bool(q, "autoAck", 0, &auto_ack, &err) ||
         http_query_bool(q, "commitOnDelivery", 0, &alias, &err) ||
-        parse_from(q, &r->from, &err)) {
+        parse_from(q, &r->from, &err) ||
+        http_query_bool(q, "watch", 0, &watch, &err)) {
         http_reply_http_error(req, &err);
         return -EINVAL;
     }
     r->auto_ack = auto_ack || alias;
+    /* A watch is a peer's (pop_cluster.h): it leases to give back. */
+    c->watch =
+        watch && pn == NULL && http_request_header(req, FORWARD_HEADER) != NULL;
+    if (c->watch)
+        r->auto_ack = 0;
     if (copy_names(c, qn, ql, pn ? pn : "", pn ? pl : 0, gn ? gn : "",
                    gn ? gl : 0) != 0) {
         http_reply_errno(req, -ENOMEM, "pop");
@@ -427,11 +458,10 @@ served_here(void *arg, struct shm_name part, uint64_t held)
 }
 
 /*
- * route - pop at the partition's owner.  A pop naming no partition serves
- * the partitions of the queue this node owns (or still holds messages
- * of); when there are none, it goes where the default partition lives
- * (the reference's rule: name the partition, or keep one per queue as
- * inboxes do).  1: pop here.
+ * route - pop at the partition's owner.  A pop naming no partition starts
+ * here, with what this node holds (c->anywhere: in a cluster, the peers
+ * come next, pop_cluster.h); one a peer passed on reads this node's alone.
+ * 1: pop here.
  */
 static int
 route(struct worker *w, struct http_request *req, struct pop_call *c,
@@ -443,9 +473,53 @@ route(struct worker *w, struct http_request *req, struct pop_call *c,
         return 1;
     if (r->part.len > 0)
         return worker_route(w, req, r->queue, r->part, wait_ms);
-    if (shm_queue_part_each(w->seg, r->queue, shm_now_ms(), served_here, c))
-        return 1;
-    return worker_route(w, req, r->queue, default_part, wait_ms);
+    c->anywhere = 1;
+    return 1;
+}
+
+/* cluster_park - pop_cluster_ops.park: take here, or park here. */
+static int
+cluster_park(void *arg, uint64_t deadline)
+{
+    struct pop_call *c = arg;
+    uint64_t now = shm_now_ms();
+    int rc = take(c, 1);
+
+    if (rc == 0 && deadline > now && park(c, (uint32_t)(deadline - now)) == 0)
+        return 0;
+    if (rc < 0)
+        http_reply_errno(c->req, rc, "pop");
+    else
+        answer(c);
+    return 1;
+}
+
+/* cluster_unpark - pop_cluster_ops.unpark. */
+static void
+cluster_unpark(void *arg)
+{
+    unpark(arg);
+}
+
+/* cluster_answer_empty - pop_cluster_ops.answer_empty. */
+static void
+cluster_answer_empty(void *arg)
+{
+    answer(arg);
+}
+
+static const struct pop_cluster_ops cluster_ops = {cluster_park, cluster_unpark,
+                                                   cluster_answer_empty};
+
+/* from_peers - a pop with no partition that found nothing here: the
+ * peers serve it.  0, or -ENOMEM (req not answered). */
+static int
+from_peers(struct pop_call *c, int wait, uint32_t timeout)
+{
+    c->cluster =
+        pop_cluster_start(c->w, c->req, &c->park.pop, wait && !c->w->draining,
+                          shm_now_ms() + timeout, &cluster_ops, c);
+    return c->cluster ? 0 : -ENOMEM;
 }
 
 /* worker_pop - see pop.h. */
@@ -470,9 +544,13 @@ worker_pop(struct worker *w, struct http_request *req)
         return;
     }
     http_request_on_done(req, on_done, c);
-    int may_park = wait && timeout > 0 && !w->draining;
+    /* A pop with no partition reads this node's share first, then asks
+     * the peers (a peer's own pass reads its share alone). */
+    int to_peers =
+        c->anywhere && http_request_header(req, FORWARD_HEADER) == NULL;
+    int may_park = wait && timeout > 0 && !w->draining && !to_peers;
     struct shm_qopts o;
-    if (may_park &&
+    if (may_park && !c->watch &&
         shm_catalog_lookup(w->seg->catalog, c->park.pop.queue.ptr,
                            c->park.pop.queue.len, &o) &&
         (o.window_ms || o.window_count)) {
@@ -488,7 +566,12 @@ worker_pop(struct worker *w, struct http_request *req)
         http_reply_errno(req, -ENOMEM, "pop");
         return;
     }
-    rc = take(c, may_park);
+    rc = to_peers && !shm_queue_part_each(w->seg, c->park.pop.queue,
+                                          shm_now_ms(), served_here, c)
+             ? 0 /* nothing of it here: no queue made here either */
+             : take(c, may_park);
+    if (rc == 0 && to_peers && from_peers(c, wait, timeout) == 0)
+        return;
     if (rc < 0) {
         http_reply_errno(req, rc, "pop");
         return;
@@ -603,17 +686,6 @@ give_up(struct pop_call *c)
     http_request_resume(c->req);
 }
 
-/* owned - a partition of the queue this node owns (what an any-partition
- * pop parked here waits for; one only held is leaving). */
-static int
-owned(void *arg, struct shm_name part, uint64_t held)
-{
-    struct pop_call *c = arg;
-
-    (void)held;
-    return shm_owner_here(&c->w->owners, c->park.pop.queue, part);
-}
-
 /* let_go - answer c with what it holds, taking nothing more here: what
  * is left on a moved partition is on its way to the new owner. */
 static void
@@ -638,11 +710,10 @@ worker_pop_moved(struct worker *w)
     for (size_t i = 0; i < n; i++) {
         struct pop_call *c = CALL_OF(w->parks.heap[i]);
         const struct shm_pop_req *r = &c->park.pop;
-        if (r->part.len > 0
-                ? !shm_owner_here(&w->owners, r->queue, r->part)
-                : !shm_queue_part_each(w->seg, r->queue, shm_now_ms(), owned,
-                                       c) &&
-                      !shm_owner_here(&w->owners, r->queue, default_part))
+        /* One with no partition watches the members it started with: a
+         * new one is watched when its client asks again. */
+        if (r->part.len > 0 ? !shm_owner_here(&w->owners, r->queue, r->part)
+                            : c->cluster != NULL)
             moved[k++] = c;
     }
     for (size_t i = 0; i < k; i++)

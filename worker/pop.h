@@ -31,9 +31,10 @@ void worker_pop_expire(struct worker *w, uint64_t now);
 void worker_pop_answer_all(struct worker *w);
 
 /* worker_pop_moved - after the owners changed (w->owners refreshed): answer
- * the pops parked on a partition another node owns now, or on a queue of
- * which this node owns no partition and not Default (with what they hold,
- * usually nothing), so their clients ask again and reach the owner. */
+ * the pops parked on a partition another node owns now, and those with no
+ * partition that watch the peers (pop_cluster.h) of the old view (with
+ * what they hold, usually nothing), so their clients ask again and reach
+ * the owner, or watch the new members. */
 void worker_pop_moved(struct worker *w);
 
 /* worker_pop_let_go_all - every parked pop answered as worker_pop_moved()
