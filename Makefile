@@ -30,8 +30,9 @@ LDFLAGS += $(OPT)
 B       := build/$(MODE)
 SRC     := $(wildcard shm/*.c http/*.c consensus/*.c worker/*.c master/*.c)
 LIBSRC  := $(filter-out master/main.c,$(SRC))
-OBJ     := $(SRC:%.c=$(B)/%.o)
-LIBOBJ  := $(LIBSRC:%.c=$(B)/%.o)
+PAGEOBJ := $(B)/worker/status_page_data.o
+OBJ     := $(SRC:%.c=$(B)/%.o) $(PAGEOBJ)
+LIBOBJ  := $(LIBSRC:%.c=$(B)/%.o) $(PAGEOBJ)
 TESTSRC := $(wildcard test/*/test_*.c)
 TESTBIN := $(patsubst test/%.c,$(B)/test/%,$(TESTSRC))
 TESTLIB := $(patsubst %.c,$(B)/%.o,$(filter-out $(TESTSRC),$(wildcard test/*/*.c)))
@@ -50,6 +51,16 @@ $(B)/mayflyd: $(OBJ)
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+# The status page (worker/status_page/): its HTML, CSS and JavaScript become
+# one C array in a generated source (embed.sh says how, and why not xxd).
+$(B)/worker/status_page_data.c: worker/status_page/embed.sh \
+		$(wildcard worker/status_page/*.html worker/status_page/*.css worker/status_page/*.js)
+	@mkdir -p $(dir $@)
+	sh worker/status_page/embed.sh worker/status_page > $@.tmp && mv $@.tmp $@
+
+$(B)/worker/status_page_data.o: $(B)/worker/status_page_data.c worker/status_page.h
+	$(CC) $(CFLAGS) -c -o $@ $<
 
 # Tests link a static archive, so each pulls in only the objects it uses.
 $(B)/libmayfly.a: $(LIBOBJ)
