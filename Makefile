@@ -5,6 +5,7 @@
 #   make test       install missing packages, build asan, run every suite
 #   make run        install missing packages, build, run one node on 127.0.0.1:6632
 #   make bench      the side-by-side benchmark (ops/bench/)
+#   make deb        the Debian package: build/mayfly_<version>_<arch>.deb
 #
 # Every .c under shm/ http/ consensus/ worker/ master/ is part of mayflyd;
 # every test/<suite>/test_*.c is one Criterion binary linked against an
@@ -100,6 +101,7 @@ clean:
 
 -include $(OBJ:.o=.d) $(TESTLIB:.o=.d)
 -include ops/ops.mk
+-include ops/deb.mk
 -include ops/bench/bench.mk
 
 # make sim [SEEDS=N] [STEPS=K] [FIRST=F]: soak the raft simulator past the

@@ -8,7 +8,8 @@ set -eu
 pkgs="gcc make pkg-config libmicrohttpd-dev libjson-c-dev liblmdb-dev libcmph-dev
 libcurl4-openssl-dev libxxhash-dev"
 case "${1:-test}" in
-test) pkgs="$pkgs libcriterion-dev curl prometheus clang-format man-db groff-base" ;;
+test) pkgs="$pkgs libcriterion-dev curl prometheus clang-format man-db groff-base
+    chromium build-essential debhelper dpkg-dev lintian adduser" ;;
 bench) pkgs="$pkgs redis-server nats-server libhiredis-dev libnats-dev wrk" ;;
 build) ;;
 *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
