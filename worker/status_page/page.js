@@ -15,17 +15,18 @@
   const $ = (id) => document.getElementById(id);
   const samples = []; /* {t, push, pop, ack, mem}: t in ms, counters as read */
 
-  /* getJSON - the parsed answer; /health's 503 (not ready) still counts. */
-  async function getJSON(path) {
+  /* getJSON - the parsed answer to path, what it is named in errors;
+   * /health's 503 (starting, draining, stale) is an answer too. */
+  async function getJSON(path, what) {
     const r = await fetch(path, { cache: 'no-store' });
     let body = null;
     try {
       body = await r.json();
     } catch (e) {
-      throw new Error(path + ' answered ' + r.status + ' without JSON');
+      throw new Error(what + ' answered ' + r.status + ' without JSON');
     }
     if (!r.ok && !(r.status === 503 && body && body.members))
-      throw new Error(path + ': ' + (body && body.error ? body.error : 'HTTP ' + r.status));
+      throw new Error(what + ': ' + (body && body.error ? body.error : 'HTTP ' + r.status));
     return body;
   }
 
@@ -33,7 +34,7 @@
   async function getMetrics() {
     const r = await fetch('/metrics', { cache: 'no-store' });
     if (!r.ok)
-      throw new Error('/metrics: HTTP ' + r.status);
+      throw new Error('metrics: HTTP ' + r.status);
     const m = new Map();
     for (const line of (await r.text()).split('\n')) {
       if (line === '' || line[0] === '#')
@@ -246,17 +247,20 @@
   }
 
   /* refresh - one round: health first (it says whether to ask the
-   * cluster), then the listing and the metrics together. */
+   * cluster), then the listing and the metrics together.  A node that
+   * answers /health but not the rest (stale, draining) shows its status
+   * and the reason. */
   async function refresh() {
+    let h = null;
     try {
-      const h = await getJSON('/health');
+      h = await getJSON('/health', 'health');
+      showHealth(h);
       const peers = h.members.length > 1;
       const prefix = $('prefix').value;
       const q = '/api/v1/ephemeral/queues?limit=1000' + (peers ? '&scope=cluster' : '') +
         (prefix ? '&prefix=' + encodeURIComponent(prefix) : '');
-      const [list, m] = await Promise.all([getJSON(q), getMetrics()]);
+      const [list, m] = await Promise.all([getJSON(q, 'the queue listing'), getMetrics()]);
       record(m);
-      showHealth(h);
       showSummary(h, m);
       showQueues(list);
       showCharts(m);
@@ -264,10 +268,13 @@
       $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
       document.body.dataset.state = 'ready';
     } catch (e) {
-      $('error').textContent = 'Cannot read the node: ' + e.message + '. Retrying.';
+      $('error').textContent = (h ? 'The node answers, but ' : 'Cannot reach the node: ') +
+        e.message + '. Retrying.';
       $('error').hidden = false;
-      $('status').textContent = 'unreachable';
-      $('status').className = 'pill down';
+      if (h === null) {
+        $('status').textContent = 'unreachable';
+        $('status').className = 'pill down';
+      }
     }
     setTimeout(refresh, REFRESH_MS);
   }
