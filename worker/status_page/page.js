@@ -173,6 +173,13 @@
     return 10 * p;
   }
 
+  /* niceBytes - niceMax in the binary unit the value is counted in, so
+   * the axis reads 100 KiB, not 98 KiB. */
+  function niceBytes(v, min) {
+    const unit = Math.pow(1024, Math.max(0, Math.floor(Math.log(Math.max(v, min)) / Math.log(1024))));
+    return niceMax(v / unit, min / unit) * unit;
+  }
+
   function svg(tag, attrs, text) {
     const e = document.createElementNS(SVGNS, tag);
     for (const k in attrs)
@@ -183,8 +190,9 @@
   }
 
   /* drawChart - series ({cls, points: [{t, v}]}) over the last HISTORY_MS,
-   * y from 0 to a round maximum labelled by fmt; a null v breaks a line. */
-  function drawChart(node, series, fmt, minTop) {
+   * y from 0 to topOf(the largest v), labelled by fmt; a null v breaks a
+   * line. */
+  function drawChart(node, series, fmt, topOf) {
     const w = Math.max(node.clientWidth, 200), h = Math.max(node.clientHeight, 100);
     const left = 56, right = 6, top = 8, bottom = 18;
     const now = performance.now();
@@ -193,7 +201,7 @@
       for (const p of s.points)
         if (p.v !== null)
           max = Math.max(max, p.v);
-    const ymax = niceMax(max, minTop);
+    const ymax = topOf(max);
     const x = (t) => left + (w - left - right) * (1 - (now - t) / HISTORY_MS);
     const y = (v) => top + (h - top - bottom) * (1 - v / ymax);
     const parts = [];
@@ -239,10 +247,10 @@
       { cls: 's-push', points: rates('push') },
       { cls: 's-pop', points: rates('pop') },
       { cls: 's-ack', points: rates('ack') },
-    ], fmtRate, 1);
+    ], fmtRate, (v) => niceMax(v, 1));
     drawChart($('memory'), [
       { cls: 's-mem', points: samples.map((s) => ({ t: s.t, v: s.mem })) },
-    ], fmtBytes, 1024);
+    ], fmtBytes, (v) => niceBytes(v, 1024));
     $('memory-limit').textContent = 'limit ' + fmtBytes(m.get('mayfly_memory_limit_bytes'));
   }
 
