@@ -237,13 +237,12 @@ Test(deb, builds_passes_lintian_installs_serves_and_purges_clean)
     /* The service: started by the install or now, serving as mayfly. */
     cr_assert_eq(deb_service("start"), 0, "start failed:\n%s", deb_out);
     deb_wait_health(port);
-    if (!deb_systemd) {
-        cr_assert_eq(deb_sh("cat /run/mayfly/mayflyd.pid"), 0, "%s", deb_out);
-        pid = atoi(deb_out);
-        cr_assert_gt(pid, 0);
-        cr_assert_eq(deb_sh("stat -c %%U /proc/%d", pid), 0);
-        cr_assert_str_eq(deb_out, "mayfly\n", "the daemon runs as %s", deb_out);
-    }
+    /* The init script and the unit both give it this pidfile. */
+    cr_assert_eq(deb_sh("cat /run/mayfly/mayflyd.pid"), 0, "%s", deb_out);
+    pid = atoi(deb_out);
+    cr_assert_gt(pid, 0);
+    cr_assert_eq(deb_sh("stat -c %%U /proc/%d", pid), 0);
+    cr_assert_str_eq(deb_out, "mayfly\n", "the daemon runs as %s", deb_out);
     cr_assert_eq(deb_sh("curl -sf -X POST "
                         "http://127.0.0.1:%d/api/v1/ephemeral/push -H "
                         "'content-type: application/json' -d "
@@ -268,6 +267,8 @@ Test(deb, builds_passes_lintian_installs_serves_and_purges_clean)
     cr_assert_eq(deb_service("stop"), 0, "stop failed:\n%s", deb_out);
     cr_assert_neq(deb_sh("curl -s http://127.0.0.1:%d/health", port), 0,
                   "still answering after stop: %s", deb_out);
+    cr_assert(!ops_pid_alive(pid), "mayflyd (pid %d) still runs after stop",
+              pid);
 
     /* Purge: every file the package held, its directories, its user and
      * group, and anything else named for it are gone. */
