@@ -6,6 +6,7 @@
 #   make run        install missing packages, build, run one node on 127.0.0.1:6632
 #   make bench      the side-by-side benchmark (ops/bench/)
 #   make fuzz       every libFuzzer target SECONDS=N seconds (test/fuzz/fuzz.mk)
+#   make deb        the Debian package: build/mayfly_<version>_<arch>.deb
 #
 # Every .c under shm/ http/ consensus/ worker/ master/ is part of mayflyd;
 # every test/<suite>/test_*.c is one Criterion binary linked against an
@@ -31,8 +32,9 @@ LDFLAGS += $(OPT)
 B       := build/$(MODE)
 SRC     := $(wildcard shm/*.c http/*.c consensus/*.c worker/*.c master/*.c)
 LIBSRC  := $(filter-out master/main.c,$(SRC))
-OBJ     := $(SRC:%.c=$(B)/%.o)
-LIBOBJ  := $(LIBSRC:%.c=$(B)/%.o)
+PAGEOBJ := $(B)/worker/status_page_data.o
+OBJ     := $(SRC:%.c=$(B)/%.o) $(PAGEOBJ)
+LIBOBJ  := $(LIBSRC:%.c=$(B)/%.o) $(PAGEOBJ)
 TESTSRC := $(wildcard test/*/test_*.c)
 TESTBIN := $(patsubst test/%.c,$(B)/test/%,$(TESTSRC))
 # test/fuzz/fuzz_*.c are libFuzzer targets (test/fuzz/fuzz.mk), not helpers.
@@ -52,6 +54,16 @@ $(B)/mayflyd: $(OBJ)
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+# The status page (worker/status_page/): its HTML, CSS and JavaScript become
+# one C array in a generated source (embed.sh says how, and why not xxd).
+$(B)/worker/status_page_data.c: worker/status_page/embed.sh \
+		$(wildcard worker/status_page/*.html worker/status_page/*.css worker/status_page/*.js)
+	@mkdir -p $(dir $@)
+	sh worker/status_page/embed.sh worker/status_page > $@.tmp && mv $@.tmp $@
+
+$(B)/worker/status_page_data.o: $(B)/worker/status_page_data.c worker/status_page.h
+	$(CC) $(CFLAGS) -c -o $@ $<
 
 # Tests link a static archive, so each pulls in only the objects it uses.
 $(B)/libmayfly.a: $(LIBOBJ)
@@ -92,6 +104,7 @@ clean:
 -include $(OBJ:.o=.d) $(TESTLIB:.o=.d)
 -include ops/ops.mk
 -include ops/cli/cli.mk
+-include ops/deb.mk
 -include ops/bench/bench.mk
 include test/fuzz/fuzz.mk
 

@@ -9,7 +9,8 @@ pkgs="gcc make pkg-config libmicrohttpd-dev libjson-c-dev liblmdb-dev libcmph-de
 libcurl4-openssl-dev libxxhash-dev nettle-dev libncurses-dev"
 case "${1:-test}" in
 test) pkgs="$pkgs libcriterion-dev curl prometheus clang-format man-db groff-base
-clang libclang-rt-14-dev tmux" ;;
+clang libclang-rt-14-dev tmux chromium build-essential debhelper dpkg-dev
+lintian adduser" ;;
 bench) pkgs="$pkgs redis-server nats-server libhiredis-dev libnats-dev wrk" ;;
 build) ;;
 *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;

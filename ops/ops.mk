@@ -12,8 +12,9 @@
 # man pages and the unit;
 # /etc and /var stay where init, systemd and logrotate look.  An existing
 # mayfly.conf is never overwritten.  The data and log directories belong to
-# the mayfly user when it exists (create it with
-# "adduser --system --group --home /var/lib/mayfly mayfly").
+# the mayfly user when it exists and root installs (create it with
+# "adduser --system --group --home /var/lib/mayfly mayfly"; MAYFLY_USER=
+# leaves them to root).
 
 PREFIX        ?= /usr/local
 DESTDIR       ?=
@@ -52,7 +53,8 @@ install: $(MAYFLYD_BIN) $(MAYFLY_BIN)
 		install -m 0644 ops/mayfly.conf $(OPS_CONF); \
 	fi
 	@owner=""; \
-	if id $(MAYFLY_USER) >/dev/null 2>&1; then \
+	if [ -n "$(MAYFLY_USER)" ] && [ "$$(id -u)" -eq 0 ] && \
+		id "$(MAYFLY_USER)" >/dev/null 2>&1; then \
 		owner="-o $(MAYFLY_USER) -g $$(id -gn $(MAYFLY_USER))"; \
 	fi; \
 	for d in $(DESTDIR)$(LOCALSTATEDIR)/lib/mayfly $(DESTDIR)$(LOCALSTATEDIR)/log/mayfly; do \

@@ -48,6 +48,7 @@
 #include "worker/health.h"
 #include "worker/pop.h"
 #include "worker/push.h"
+#include "worker/status_page.h"
 #include "worker/worker_int.h"
 
 #define BEAT_MS        1000 /* heartbeat at least this often */
@@ -61,6 +62,15 @@
 #define TAG_CLIENT     ((uint64_t)1 << 63) /* | fd: the client's sockets */
 /* WORKER_TAG_CONN | fd (conn.h): client sockets watched for hang-ups. */
 
+/* always_served - the reads a draining or stale node still answers: what
+ * the node says about itself, and the page that shows it. */
+static int
+always_served(enum http_route r)
+{
+    return r == HTTP_ROUTE_HEALTH || r == HTTP_ROUTE_METRICS ||
+           r == HTTP_ROUTE_STATUS_PAGE;
+}
+
 /* dispatch - the http/ handler: route to the worker's handler. */
 static void
 dispatch(void *ctx, struct http_request *req)
@@ -72,7 +82,7 @@ dispatch(void *ctx, struct http_request *req)
      * master's flag counts too: /health says draining from the moment it is
      * set, before this worker has read its own SIGTERM. */
     if ((w->draining || shm_status_stopping(w->seg->status)) &&
-        r != HTTP_ROUTE_HEALTH && r != HTTP_ROUTE_METRICS) {
+        !always_served(r)) {
         http_reply_draining(req);
         return;
     }
@@ -80,8 +90,7 @@ dispatch(void *ctx, struct http_request *req)
      * the members its peers may no longer share: who owns a partition,
      * where an ack goes, who a reset must reach.  Refuse until it beats
      * again; the client retries here or asks another node (SPEC §5). */
-    if (r != HTTP_ROUTE_HEALTH && r != HTTP_ROUTE_METRICS &&
-        shm_status_stale(w->seg->status)) {
+    if (!always_served(r) && shm_status_stale(w->seg->status)) {
         http_reply_error(req, 503, "owner_moved",
                          "this node cannot tell who owns what now: its "
                          "view of the cluster is stale; retry, or ask "
@@ -121,6 +130,9 @@ dispatch(void *ctx, struct http_request *req)
         break;
     case HTTP_ROUTE_METRICS:
         worker_metrics(w, req);
+        break;
+    case HTTP_ROUTE_STATUS_PAGE:
+        worker_status_page(req);
         break;
     default:
         break; /* http/ answers 404/405 itself */
