@@ -1,0 +1,300 @@
+/*
+ * cluster.c - the cluster rows of mayfly-bench (`make bench CLUSTER=1`):
+ * push, drain and rpc against three nodes n0, n1, n2 on 127.0.0.1-3, each
+ * run twice in a row: every request sent to the node that owns what it
+ * names (n0), then every request sent to n1, which owns none of it and
+ * forwards each request once to n0. The second row's ratio (first / second)
+ * is what a hop costs, under the load both runs shared.
+ *
+ * Who owns a (queue, partition) is computed here with the owner rule the
+ * nodes use (shm/owner.c, highest random weight over the live members'
+ * node ids, which run.sh sets to n0-n2), and checked once against the nodes
+ * (cluster_check: a push through n1, then depth scope=node on each node).
+ * Queue, partition and inbox names are picked until n0 owns them. Pops name
+ * partition Default, so a pop through n1 is one forward too (a pop with no
+ * partition may ask several nodes: SPEC §5).
+ *
+ * Scenario data behind conn->ud is written before a run and only read by
+ * the loops, but for the atomic counters. Errors: a row with a note.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ops/bench/bench.h"
+#include "shm/owner.h"
+
+#define OWNER   0 /* n0 owns every name the rows use */
+#define VIA     1 /* n1 forwards */
+#define PAYLOAD 256
+#define BATCH   100
+#define PARTS   8
+#define POP     "/api/v1/ephemeral/pop?"
+#define PUSH    "/api/v1/ephemeral/push"
+
+static struct shm_owners owners;
+static int tag;
+static char payload[PAYLOAD + 1];
+static struct bench_buf msgs100;
+
+/* The node (0-2) that owns (queue, part) when n0-n2 are all live. */
+static int
+owner_of(const char *queue, const char *part)
+{
+    int m = shm_owner_pick(&owners, (struct shm_name){queue, strlen(queue)},
+                           (struct shm_name){part, strlen(part)});
+
+    return m < 0 ? -1 : owners.m[m].id[1] - '0';
+}
+
+/* Write into out the first of prefix0, prefix1, ... that n0 owns: as a
+ * partition of queue, or (queue NULL) as a queue, partition Default.
+ * About one name in three is n0's. */
+static void
+owned_name(char *out, size_t len, const char *prefix, const char *queue)
+{
+    for (int k = 0;; k++) {
+        snprintf(out, len, "%s%d", prefix, k);
+        if (owner_of(queue ? queue : out, queue ? out : "Default") == OWNER)
+            return;
+    }
+}
+
+/* The engine's address of node k. */
+static int
+node(int k)
+{
+    return BENCH_AT(k, bench_opt.cluster[k]);
+}
+
+/* A blocking request to node k on a fresh connection; the status, or
+ * -errno. The answer's body is copied to ans when not NULL. */
+static int
+call(int k, const char *method, const char *path, const char *body,
+     struct bench_buf *ans)
+{
+    struct bench_buf in = {0}, chunk = {0};
+    struct bench_reply r = {0};
+    int fd = bench_tcp_connect(node(k)), rc;
+
+    if (fd < 0)
+        return fd;
+    rc = bench_http_call(fd, &in, &chunk, method, path, body, &r);
+    if (rc == 0 && ans != NULL) {
+        ans->len = 0;
+        bench_buf_add(ans, r.body, r.len);
+        bench_buf_add(ans, "", 1);
+    }
+    close(fd);
+    bench_buf_free(&in);
+    bench_buf_free(&chunk);
+    return rc == 0 ? r.status : rc;
+}
+
+/* Wait (at most 60 s) until every node answers /health with three live
+ * members; 0 or -ETIMEDOUT. */
+static int
+cluster_ready(void)
+{
+    uint64_t until = bench_now_ns() + 60000000000ull;
+    struct bench_buf ans = {0};
+    int ready = 0;
+
+    while (!ready && bench_now_ns() < until) {
+        ready = 1;
+        for (int k = 0; k < BENCH_NODES && ready; k++) {
+            const char *p = NULL;
+            int live = 0;
+
+            if (call(k, "GET", "/health", NULL, &ans) == 200)
+                for (p = ans.p; (p = strstr(p, "\"state\":\"live\"")); p++)
+                    live++;
+            ready = live == BENCH_NODES;
+        }
+        if (!ready)
+            bench_sleep_ns(200000000);
+    }
+    bench_buf_free(&ans);
+    return ready ? 0 : -ETIMEDOUT;
+}
+
+/* Check the owner rule against the nodes: a message pushed through n1 to
+ * a partition the rule gives n0 is n0's share (depth scope=node) and no
+ * other node's; 0, or -EPROTO with why in err. */
+static int
+cluster_check(char *err, size_t len)
+{
+    struct bench_buf ans = {0};
+    char queue[48], path[128], body[160];
+    int rc = 0, st;
+
+    snprintf(queue, sizeof(queue), "clcheck%d", tag);
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"%s\",\"messages\":[{\"payload\":\"x\"}]}", queue);
+    st = call(VIA, "POST", PUSH, body, NULL);
+    if (st != 201 || owner_of(queue, "Default") != OWNER) {
+        snprintf(err, len, "check push through n1 answered %d", st);
+        return owner_of(queue, "Default") == OWNER ? -EPROTO : 0;
+    }
+    snprintf(path, sizeof(path), "/api/v1/ephemeral/queues/%s/depth?scope=node",
+             queue);
+    for (int k = 0; k < BENCH_NODES && rc == 0; k++) {
+        st = call(k, "GET", path, NULL, &ans);
+        int holds = st == 200 && strstr(ans.p, "\"pending\":1,") != NULL;
+        if (holds != (k == OWNER)) {
+            snprintf(err, len,
+                     "the owner rule says n%d holds %s, but n%d's depth "
+                     "(scope=node) answered %d",
+                     OWNER, queue, k, st);
+            rc = -EPROTO;
+        }
+    }
+    bench_buf_free(&ans);
+    return rc;
+}
+
+/* Fill row's name fields: scenario, system (node it is sent to), key. */
+static void
+row_names(struct bench_row *row, const char *scenario, const char *key, int via)
+{
+    snprintf(row->scenario, sizeof(row->scenario), "%s", scenario);
+    snprintf(row->key, sizeof(row->key), "cl-%s-%s", key, via ? "fwd" : "own");
+    snprintf(row->system, sizeof(row->system), "%s",
+             via ? "mayfly n1->n0" : "mayfly n0");
+    if (via)
+        snprintf(row->ref, sizeof(row->ref), "cl-%s-own", key);
+}
+
+/* Push: request i % PARTS of req (partitions n0 owns), and a reset of the
+ * queue after every 20th push, which keeps it under its 10,000 messages. */
+struct push_sc {
+    struct bench_buf req[PARTS];
+    struct bench_buf reset;
+    atomic_long pushed;
+};
+
+/* Send the connection's next push. */
+static int
+push_start(struct bench_conn *c)
+{
+    const struct push_sc *sc = c->ud;
+
+    c->state = 0;
+    c->t0 = bench_now_ns();
+    bench_send(c, sc->req[c->id % PARTS].p, sc->req[c->id % PARTS].len);
+    return 0;
+}
+
+/* A push (201, or 429 when a reset was slow to land) or a reset (200)
+ * answered. */
+static int
+push_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    struct push_sc *sc = c->ud;
+    int full = c->state == 0 && r->status == 429;
+
+    if (!full && r->status != (c->state == 0 ? 201 : 200)) {
+        bench_fail(c, "%s answered %d: %.*s", c->state ? "reset" : "push",
+                   r->status, (int)(r->len > 120 ? 120 : r->len), r->body);
+        return -1;
+    }
+    if (c->state == 1)
+        return push_start(c);
+    if (!full) {
+        bench_record(c, c->t0, BATCH);
+        if ((atomic_fetch_add(&sc->pushed, 1) + 1) % 20 != 0)
+            return push_start(c);
+    }
+    c->state = 1;
+    bench_send(c, sc->reset.p, sc->reset.len);
+    return 0;
+}
+
+static const struct bench_role role_push = {push_start, push_reply};
+
+/* Scenario push through node via (n0 itself, or n1): 16 conns, 100 x
+ * 256 B a request, 8 partitions of one queue, all owned by n0. */
+static void
+cl_push(int via)
+{
+    struct push_sc *sc = calloc(1, sizeof(*sc));
+    struct bench_run *run = bench_run_new(bench_opt.threads);
+    struct bench_row row = {0};
+    char queue[48], part[48], body[96];
+    int ok = 1;
+
+    snprintf(queue, sizeof(queue), "clpush%d-%d", tag, via);
+    for (int i = 0; i < PARTS; i++) {
+        struct bench_buf msg = {0};
+        char prefix[16];
+
+        snprintf(prefix, sizeof(prefix), "p%d-", i);
+        owned_name(part, sizeof(part), prefix, queue);
+        bench_buf_printf(&msg,
+                         "{\"queue\":\"%s\",\"partition\":\"%s\","
+                         "\"messages\":",
+                         queue, part);
+        bench_buf_add(&msg, msgs100.p, msgs100.len);
+        bench_buf_str(&msg, "}");
+        bench_http_request(&sc->req[i], "POST", PUSH, msg.p, msg.len);
+        bench_buf_free(&msg);
+    }
+    snprintf(body, sizeof(body), "{\"queue\":\"%s\"}", queue);
+    bench_http_request(&sc->reset, "POST", "/api/v1/ephemeral/reset", body,
+                       strlen(body));
+    row_names(&row, "push", "push", via);
+    snprintf(row.variant, sizeof(row.variant),
+             "100 x 256 B a request, 8 partitions, 16 conns");
+    for (int i = 0; i < 16 && ok; i++)
+        ok = bench_run_add(run, BENCH_HTTP, node(via), &role_push, sc) != NULL;
+    if (ok)
+        bench_run_timed(run, bench_opt.warm, bench_opt.secs);
+    bench_row_from_run(&row, run, bench_run_secs(run), "msg/s");
+    bench_row_add(&row);
+    bench_run_free(run);
+    for (int i = 0; i < PARTS; i++)
+        bench_buf_free(&sc->req[i]);
+    bench_buf_free(&sc->reset);
+    free(sc);
+}
+
+/* The whole cluster set, in table order. */
+void
+bench_cluster_all(void)
+{
+    struct shm_status_view v = {0};
+    char err[240] = "";
+
+    for (int k = 0; k < BENCH_NODES; k++) {
+        snprintf(v.members[k].id, sizeof(v.members[k].id), "n%d", k);
+        v.members[k].state = SHM_MEMBER_LIVE;
+    }
+    v.nmembers = BENCH_NODES;
+    shm_owners_init(&owners);
+    shm_owners_from_view(&owners, &v);
+    tag = (int)(bench_now_ns() / 1000 % 1000000);
+    for (int i = 0; i < PAYLOAD; i++)
+        payload[i] = (char)('a' + i % 26);
+    bench_buf_str(&msgs100, "[");
+    for (int i = 0; i < BATCH; i++)
+        bench_buf_printf(&msgs100, "%s{\"payload\":\"%s\"}", i ? "," : "",
+                         payload);
+    bench_buf_str(&msgs100, "]");
+    if (cluster_ready() != 0) {
+        bench_row_fail("cl", "cluster", "mayfly", "every cluster row",
+                       "the three nodes did not all show three live members "
+                       "within 60 s");
+        return;
+    }
+    if (cluster_check(err, sizeof(err)) != 0) {
+        bench_row_fail("cl", "cluster", "mayfly", "every cluster row", err);
+        return;
+    }
+    for (int via = 0; via <= 1; via++)
+        if (bench_want("push"))
+            cl_push(via);
+    bench_buf_free(&msgs100);
+}
