@@ -261,6 +261,180 @@ cl_push(int via)
     free(sc);
 }
 
+/* Drain: a fill (pushes of 100 to queue k / 100, through n0, not
+ * measured), then connection i empties queues i, i + 8, ... with pops of
+ * 100 and an ack of their ids each. */
+struct drain_sc {
+    char queue[32][64];
+    int nq;
+    long total; /* fill pushes */
+    atomic_long next;
+    int via;
+};
+
+/* Fill: claim the next push and send it; 1 when none is left. */
+static int
+fill_start(struct bench_conn *c)
+{
+    struct drain_sc *sc = c->ud;
+    struct bench_buf body = {0};
+    long k = atomic_fetch_add(&sc->next, 1);
+
+    if (k >= sc->total)
+        return 1;
+    bench_buf_printf(&body,
+                     "{\"queue\":\"%s\",\"messages\":", sc->queue[k / BATCH]);
+    bench_buf_add(&body, msgs100.p, msgs100.len);
+    bench_buf_str(&body, "}");
+    bench_http_request(&c->out, "POST", PUSH, body.p, body.len);
+    bench_buf_free(&body);
+    return 0;
+}
+
+/* Fill: a push answered. */
+static int
+fill_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    if (r->status != 201) {
+        bench_fail(c, "fill push answered %d: %.*s", r->status,
+                   (int)(r->len > 120 ? 120 : r->len), r->body);
+        return -1;
+    }
+    bench_record(c, bench_now_ns(), BATCH);
+    return fill_start(c);
+}
+
+static const struct bench_role role_fill = {fill_start, fill_reply};
+
+/* Drain: pop 100 of queue c->a, partition Default. */
+static void
+drain_pop(struct bench_conn *c)
+{
+    const struct drain_sc *sc = c->ud;
+    char path[160];
+
+    snprintf(path, sizeof(path), POP "queue=%s&partition=Default&batch=%d",
+             sc->queue[c->a], BATCH);
+    c->state = 0;
+    c->t0 = bench_now_ns();
+    bench_http_request(&c->out, "GET", path, NULL, 0);
+}
+
+/* Drain: start at queue c->id; 1 when there is none. */
+static int
+drain_start(struct bench_conn *c)
+{
+    const struct drain_sc *sc = c->ud;
+
+    c->a = c->id;
+    if (c->a >= sc->nq)
+        return 1;
+    drain_pop(c);
+    return 0;
+}
+
+/* Drain: a pop answered (ack its ids, or go to the next queue when it was
+ * empty) or an ack answered (pop again). */
+static int
+drain_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    const struct drain_sc *sc = c->ud;
+    size_t pos = 0, sl;
+    const char *s;
+    long n = 0;
+
+    if (r->status != 200) {
+        bench_fail(c, "%s answered %d: %.*s", c->state ? "ack" : "pop",
+                   r->status, (int)(r->len > 120 ? 120 : r->len), r->body);
+        return -1;
+    }
+    if (c->state == 1) {
+        drain_pop(c);
+        return 0;
+    }
+    c->w1.len = 0;
+    bench_buf_printf(&c->w1, "{\"queue\":\"%s\",\"acks\":[", sc->queue[c->a]);
+    for (; bench_json_str(r->body, r->len, &pos, "id", &s, &sl) == 0; n++)
+        bench_buf_printf(&c->w1, "%s\"%.*s\"", n ? "," : "", (int)sl, s);
+    bench_buf_str(&c->w1, "]}");
+    if (n == 0) {
+        c->a += 8;
+        if (c->a >= sc->nq)
+            return 1;
+        drain_pop(c);
+        return 0;
+    }
+    bench_record(c, c->t0, (uint64_t)n);
+    c->state = 1;
+    bench_http_request(&c->out, "POST", "/api/v1/ephemeral/ack", c->w1.p,
+                       c->w1.len);
+    return 0;
+}
+
+static const struct bench_role role_drain = {drain_start, drain_reply};
+
+/* Run role with conns connections on node k to its end (at most 120 s);
+ * the run, for the caller to read and free. */
+static struct bench_run *
+run_through(int k, const struct bench_role *role, void *ud, int conns)
+{
+    struct bench_run *run = bench_run_new(bench_opt.threads);
+    int ok = 1;
+
+    atomic_store(&run->deadline, bench_now_ns() + 120000000000ull);
+    for (int i = 0; i < conns && ok; i++)
+        ok = bench_run_add(run, BENCH_HTTP, node(k), role, ud) != NULL;
+    if (ok && bench_run_start(run) == 0)
+        bench_run_join(run);
+    if (!ok)
+        run->errors++;
+    return run;
+}
+
+/* Scenario drain through node via: 8 (QUICK) or 16 queues of 10,000
+ * messages that n0 owns, emptied by 8 conns with pop batch 100 + ack;
+ * the rate over the emptying time. */
+static void
+cl_drain(int via)
+{
+    struct drain_sc *sc = calloc(1, sizeof(*sc));
+    struct bench_row row = {0};
+    struct bench_run *run;
+    char prefix[48];
+
+    sc->nq = bench_opt.quick ? 8 : 16;
+    sc->total = (long)sc->nq * (10000 / BATCH);
+    sc->via = via;
+    for (int q = 0; q < sc->nq; q++) {
+        snprintf(prefix, sizeof(prefix), "cldrain%d-%d-%d-", tag, via, q);
+        owned_name(sc->queue[q], sizeof(sc->queue[q]), prefix, NULL);
+    }
+    row_names(&row, "drain", "drain", via);
+    snprintf(row.variant, sizeof(row.variant),
+             "pop batch 100 + ack, %d queues x 10000, 8 conns", sc->nq);
+    snprintf(row.unit, sizeof(row.unit), "msg/s");
+    run = run_through(OWNER, &role_fill, sc, 8);
+    if (run->errors > 0) {
+        snprintf(row.note, sizeof(row.note), "fill: %s", run->err);
+        bench_row_add(&row);
+        bench_run_free(run);
+        free(sc);
+        return;
+    }
+    bench_run_free(run);
+    run = run_through(via, &role_drain, sc, 8);
+    double secs = (double)(run->t_last - run->t_start) / 1e9;
+    bench_row_from_run(&row, run, secs > 0 ? secs : 1, "msg/s");
+    if (row.ok && run->msgs != (uint64_t)sc->total * BATCH)
+        snprintf(row.note, sizeof(row.note), "drained %llu of %ld messages",
+                 (unsigned long long)run->msgs, sc->total * BATCH);
+    else if (row.ok)
+        snprintf(row.note, sizeof(row.note), "latency is per pop request");
+    bench_row_add(&row);
+    bench_run_free(run);
+    free(sc);
+}
+
 /* The whole cluster set, in table order. */
 void
 bench_cluster_all(void)
@@ -296,5 +470,8 @@ bench_cluster_all(void)
     for (int via = 0; via <= 1; via++)
         if (bench_want("push"))
             cl_push(via);
+    for (int via = 0; via <= 1; via++)
+        if (bench_want("drain"))
+            cl_drain(via);
     bench_buf_free(&msgs100);
 }
