@@ -435,6 +435,179 @@ cl_drain(int via)
     free(sc);
 }
 
+/* Request/reply as Queen's clients do it: the requester pushes a request
+ * whose payload.replyTo names an inbox it minted (one that n0 owns) and
+ * long-polls that inbox; responders long-poll the request queue in group
+ * workers, push each reply to its replyTo and ack the batch. */
+struct rpc_sc {
+    char queue[64];
+};
+
+/* Requester: mint an inbox n0 owns (into w2), push the request naming it. */
+static int
+rpcq_start(struct bench_conn *c)
+{
+    const struct rpc_sc *sc = c->ud;
+    char prefix[64];
+
+    c->seq++;
+    snprintf(prefix, sizeof(prefix), "clbox%d-%d-%ld-", tag, c->id, c->seq);
+    bench_buf_reserve(&c->w2, 96);
+    owned_name(c->w2.p, 96, prefix, NULL);
+    c->w1.len = 0;
+    bench_buf_printf(&c->w1,
+                     "{\"queue\":\"%s\",\"messages\":[{\"payload\":"
+                     "{\"replyTo\":\"%s\",\"body\":\"%.64s\"}}]}",
+                     sc->queue, c->w2.p, payload);
+    c->state = 0;
+    c->t0 = bench_now_ns();
+    bench_http_request(&c->out, "POST", PUSH, c->w1.p, c->w1.len);
+    return 0;
+}
+
+/* Requester: pushed, so long-poll the inbox; answered, so count it. */
+static int
+rpcq_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    char path[192];
+
+    if (r->status != (c->state == 0 ? 201 : 200)) {
+        bench_fail(c, "requester %s answered %d: %.*s",
+                   c->state ? "pop" : "push", r->status,
+                   (int)(r->len > 120 ? 120 : r->len), r->body);
+        return -1;
+    }
+    if (c->state == 0) {
+        snprintf(path, sizeof(path),
+                 POP "queue=%s&partition=Default&wait=true&timeout=5000&"
+                     "autoAck=true",
+                 c->w2.p);
+        c->state = 1;
+        bench_http_request(&c->out, "GET", path, NULL, 0);
+        return 0;
+    }
+    if (bench_json_count(r->body, r->len, "id") != 1) {
+        bench_fail(c, "no reply within 5 s");
+        return -1;
+    }
+    bench_record(c, c->t0, 1);
+    return rpcq_start(c);
+}
+
+static const struct bench_role role_rpcq = {rpcq_start, rpcq_reply};
+
+/* Responder: long-poll the request queue (state 0). */
+static int
+rpcs_start(struct bench_conn *c)
+{
+    const struct rpc_sc *sc = c->ud;
+    char path[192];
+
+    snprintf(path, sizeof(path),
+             POP "queue=%s&partition=Default&group=workers&batch=16&"
+                 "wait=true&timeout=1000",
+             sc->queue);
+    c->state = 0;
+    bench_http_request(&c->out, "GET", path, NULL, 0);
+    return 0;
+}
+
+/* Responder: push the reply to the next replyTo of w2 (NUL-separated,
+ * from w2.off on), state 1; or, when none is left, ack the batch (the
+ * body in w1), state 2. */
+static void
+rpcs_next(struct bench_conn *c)
+{
+    char body[192];
+
+    if (c->w2.off < c->w2.len) {
+        snprintf(body, sizeof(body),
+                 "{\"queue\":\"%s\",\"messages\":[{\"payload\":"
+                 "{\"body\":\"%.64s\"}}]}",
+                 c->w2.p + c->w2.off, payload);
+        c->w2.off += strlen(c->w2.p + c->w2.off) + 1;
+        c->state = 1;
+        bench_http_request(&c->out, "POST", PUSH, body, strlen(body));
+        return;
+    }
+    c->state = 2;
+    bench_http_request(&c->out, "POST", "/api/v1/ephemeral/ack", c->w1.p,
+                       c->w1.len);
+}
+
+/* Responder: a pop answered (collect the ids into the ack in w1 and the
+ * replyTo of each into w2), a reply pushed, or the ack answered. */
+static int
+rpcs_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    const struct rpc_sc *sc = c->ud;
+    size_t pos = 0, sl;
+    const char *s;
+    long n = 0;
+
+    if (r->status != (c->state == 1 ? 201 : 200)) {
+        bench_fail(c, "responder step %d answered %d: %.*s", c->state,
+                   r->status, (int)(r->len > 120 ? 120 : r->len), r->body);
+        return -1;
+    }
+    if (c->state != 0) {
+        if (c->state == 1)
+            rpcs_next(c);
+        else
+            rpcs_start(c);
+        return 0;
+    }
+    c->w1.len = c->w2.len = c->w2.off = 0;
+    bench_buf_printf(&c->w1,
+                     "{\"queue\":\"%s\",\"group\":\"workers\",\"acks\":[",
+                     sc->queue);
+    for (; bench_json_str(r->body, r->len, &pos, "id", &s, &sl) == 0; n++) {
+        bench_buf_printf(&c->w1, "%s\"%.*s\"", n ? "," : "", (int)sl, s);
+        if (bench_json_str(r->body, r->len, &pos, "replyTo", &s, &sl) != 0) {
+            bench_fail(c, "a request without payload.replyTo");
+            return -1;
+        }
+        bench_buf_add(&c->w2, s, sl);
+        bench_buf_add(&c->w2, "", 1);
+    }
+    bench_buf_str(&c->w1, "]}");
+    if (n == 0)
+        return rpcs_start(c);
+    rpcs_next(c);
+    return 0;
+}
+
+static const struct bench_role role_rpcs = {rpcs_start, rpcs_reply};
+
+/* Scenario rpc through node via with nreq requesters and nresp
+ * responders; the request queue and every inbox are n0's. */
+static void
+cl_rpc(int via, int nreq, int nresp)
+{
+    struct rpc_sc sc;
+    struct bench_row row = {0};
+    struct bench_run *run = bench_run_new(bench_opt.threads);
+    char prefix[40], key[16];
+    int ok = 1;
+
+    snprintf(prefix, sizeof(prefix), "clrpc%d-%d-%d-", tag, via, nreq);
+    owned_name(sc.queue, sizeof(sc.queue), prefix, NULL);
+    snprintf(key, sizeof(key), "rpc-%d", nreq);
+    row_names(&row, "rpc", key, via);
+    snprintf(row.variant, sizeof(row.variant),
+             "%d requesters, %d responders, payload.replyTo inbox", nreq,
+             nresp);
+    for (int i = 0; i < nresp && ok; i++)
+        ok = bench_run_add(run, BENCH_HTTP, node(via), &role_rpcs, &sc) != NULL;
+    for (int i = 0; i < nreq && ok; i++)
+        ok = bench_run_add(run, BENCH_HTTP, node(via), &role_rpcq, &sc) != NULL;
+    if (ok)
+        bench_run_timed(run, bench_opt.warm, bench_opt.secs);
+    bench_row_from_run(&row, run, bench_run_secs(run), "rt/s");
+    bench_row_add(&row);
+    bench_run_free(run);
+}
+
 /* The whole cluster set, in table order. */
 void
 bench_cluster_all(void)
@@ -473,5 +646,11 @@ bench_cluster_all(void)
     for (int via = 0; via <= 1; via++)
         if (bench_want("drain"))
             cl_drain(via);
+    for (int via = 0; via <= 1; via++)
+        if (bench_want("rpc") || bench_want("rpc1"))
+            cl_rpc(via, 1, 1);
+    for (int via = 0; via <= 1; via++)
+        if (bench_want("rpc") || bench_want("rpc32"))
+            cl_rpc(via, 32, 8);
     bench_buf_free(&msgs100);
 }
