@@ -168,6 +168,33 @@ row_names(struct bench_row *row, const char *scenario, const char *key, int via)
         snprintf(row->ref, sizeof(row->ref), "cl-%s-own", key);
 }
 
+/* Finish row from run (measured over secs, between the readings b0 and
+ * b1) and add it; a forwarded row's note starts with what the hop added
+ * to p50 latency. per names the operation. */
+static void
+row_done(struct bench_row *row, const struct bench_run *run, double secs,
+         const char *per, const struct bench_sys *b0,
+         const struct bench_sys *b1)
+{
+    const struct bench_row *own = row->ref[0] ? bench_row_find(row->ref) : NULL;
+    char note[sizeof(row->note)], unit[sizeof(row->unit)];
+
+    snprintf(note, sizeof(note), "%s", row->note);
+    snprintf(unit, sizeof(unit), "%s", row->unit);
+    bench_row_from_run(row, run, secs, unit);
+    row->note[0] = row->ok ? '\0' : row->note[0];
+    if (own != NULL && own->ok)
+        snprintf(row->note, sizeof(row->note), "a hop adds %.0f us to p50",
+                 row->p50_us - own->p50_us);
+    bench_row_cost(row, b0, b1, secs, per);
+    if (row->ok && note[0] != '\0') {
+        size_t n = strlen(row->note);
+        snprintf(row->note + n, sizeof(row->note) - n, "%s%s", n ? "; " : "",
+                 note);
+    }
+    bench_row_add(row);
+}
+
 /* Push: request i % PARTS of req (partitions n0 owns), and a reset of the
  * queue after every 20th push, which keeps it under its 10,000 messages. */
 struct push_sc {
@@ -252,8 +279,9 @@ cl_push(int via)
         ok = bench_run_add(run, BENCH_HTTP, node(via), &role_push, sc) != NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
-    bench_row_from_run(&row, run, bench_run_secs(run), "msg/s");
-    bench_row_add(&row);
+    snprintf(row.unit, sizeof(row.unit), "msg/s");
+    row_done(&row, run, bench_run_secs(run), "message", &run->sys_begin,
+             &run->sys_end);
     bench_run_free(run);
     for (int i = 0; i < PARTS; i++)
         bench_buf_free(&sc->req[i]);
@@ -400,7 +428,9 @@ cl_drain(int via)
     struct drain_sc *sc = calloc(1, sizeof(*sc));
     struct bench_row row = {0};
     struct bench_run *run;
+    struct bench_sys b0, b1;
     char prefix[48];
+    double secs;
 
     sc->nq = bench_opt.quick ? 8 : 16;
     sc->total = (long)sc->nq * (10000 / BATCH);
@@ -422,15 +452,17 @@ cl_drain(int via)
         return;
     }
     bench_run_free(run);
+    bench_sys_read(&b0);
     run = run_through(via, &role_drain, sc, 8);
-    double secs = (double)(run->t_last - run->t_start) / 1e9;
-    bench_row_from_run(&row, run, secs > 0 ? secs : 1, "msg/s");
-    if (row.ok && run->msgs != (uint64_t)sc->total * BATCH)
+    bench_sys_read(&b1);
+    secs = (double)(run->t_last - run->t_start) / 1e9;
+    if (run->msgs != (uint64_t)sc->total * BATCH)
         snprintf(row.note, sizeof(row.note), "drained %llu of %ld messages",
                  (unsigned long long)run->msgs, sc->total * BATCH);
-    else if (row.ok)
+    else
         snprintf(row.note, sizeof(row.note), "latency is per pop request");
-    bench_row_add(&row);
+    /* the rate over the emptying time; the CPU over the run (connects too) */
+    row_done(&row, run, secs > 0 ? secs : 1, "message", &b0, &b1);
     bench_run_free(run);
     free(sc);
 }
@@ -603,8 +635,9 @@ cl_rpc(int via, int nreq, int nresp)
         ok = bench_run_add(run, BENCH_HTTP, node(via), &role_rpcq, &sc) != NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
-    bench_row_from_run(&row, run, bench_run_secs(run), "rt/s");
-    bench_row_add(&row);
+    snprintf(row.unit, sizeof(row.unit), "rt/s");
+    row_done(&row, run, bench_run_secs(run), "round trip", &run->sys_begin,
+             &run->sys_end);
     bench_run_free(run);
 }
 

@@ -478,8 +478,8 @@ bench_run_add(struct bench_run *run, enum bench_proto proto, int port,
     int fd = bench_tcp_connect(port);
 
     if (fd < 0) {
-        snprintf(run->err, sizeof(run->err), "connect to port %d: %s", port,
-                 strerror(-fd));
+        snprintf(run->err, sizeof(run->err), "connect to 127.0.0.%d:%d: %s",
+                 1 + (port >> 16), port & 0xffff, strerror(-fd));
         return NULL;
     }
     c = calloc(1, sizeof(*c));

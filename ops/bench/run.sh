@@ -70,10 +70,14 @@ case "${CLUSTER:-}" in "" | 0) ;; *)
         pids="$pids $!"
     done
     echo "run.sh: cluster nodes on ports $hp (pids$pids)" >&2
-    rc=0
+    # in the background, so that a signal runs cleanup (which stops it) at once
     # shellcheck disable=SC2086
     $BIN run $quick $only --label "$label" --cluster "$hp" \
-        --json "$B/results.json" --md "$B/results.md" || rc=$?
+        --json "$B/results.json" --md "$B/results.md" &
+    bpid=$!
+    pids="$pids $bpid"
+    rc=0
+    wait "$bpid" || rc=$?
     echo "run.sh: wrote $B/results.json and $B/results.md" >&2
     exit "$rc"
     ;;
