@@ -557,7 +557,8 @@ run_all(void)
            load_end);
     print_table(stdout, 0);
     printf("\nratio: the row named in ref (mayfly, or mayfly-bench for "
-           "wrk) / this row; for wake it compares p50 latency.\n");
+           "wrk%s) / this row; for wake it compares p50 latency.\n",
+           bench_opt.cluster[0] ? "; for n1->n0, n0 alone" : "");
     if (bench_opt.json && write_json(bench_opt.json, mach) != 0) {
         perror("mayfly-bench: json");
         rc = 1;
