@@ -34,7 +34,7 @@ $(BENCH_BIN): $(BENCH_SRC) ops/bench/bench.h ops/bench/bench.mk $(BENCH_MAYFLY)
 bench:
 	ops/install-deps.sh bench
 	$(MAKE) -j$(shell nproc) MODE=release all
-	$(MAKE) $(BENCH_BIN)
+	$(MAKE) MODE=release $(BENCH_BIN)
 	QUICK="$(QUICK)" ONLY="$(ONLY)" UPDATE="$(UPDATE)" PIPELINE="$(PIPELINE)" \
 	    CLUSTER="$(CLUSTER)" \
 	    ops/bench/run.sh
