@@ -151,7 +151,8 @@ format(struct pop_call *c, struct http_buf *b)
 {
     static const char id_key[] = "{\"id\":", part_key[] = ",\"partition\":\"",
                       payload_key[] = "\",\"payload\":",
-                      attempts_key[] = ",\"attempts\":";
+                      attempts_key[] = ",\"attempts\":",
+                      reply_key[] = ",\"replyTo\":\"";
     const size_t fixed = sizeof(id_key) + sizeof(part_key) +
                          sizeof(payload_key) + sizeof(attempts_key) +
                          HTTP_ID_SEQ_MAX + HTTP_PUT_U64_MAX + 1;
@@ -172,6 +173,9 @@ format(struct pop_call *c, struct http_buf *b)
             esc_len = http_json_esc_len(part, run_len);
         }
         need += fixed + HTTP_ID_PREFIX_LEN(esc_len) + esc_len + m->len;
+        if (m->reply_len > 0) /* a request: its inbox beside the payload */
+            need += sizeof(reply_key) + 1 +
+                    http_json_esc_len(part + m->part_len, m->reply_len);
     }
     if (http_buf_reserve(b, need) != 0)
         return; /* oom: http_reply answers 500 */
@@ -211,8 +215,14 @@ format(struct pop_call *c, struct http_buf *b)
         o += prefix_len - HTTP_ID_PREFIX_LEN(0);
         memcpy(o, payload_key, sizeof(payload_key) - 1);
         o += sizeof(payload_key) - 1;
-        memcpy(o, payload, m->len);
-        o += m->len;
+        memcpy(o, payload + m->reply_len, m->len - m->reply_len);
+        o += m->len - m->reply_len;
+        if (m->reply_len > 0) {
+            memcpy(o, reply_key, sizeof(reply_key) - 1);
+            o = http_put_json_esc(o + sizeof(reply_key) - 1, payload,
+                                  m->reply_len);
+            *o++ = '"';
+        }
         memcpy(o, attempts_key, sizeof(attempts_key) - 1);
         o = http_put_u64(o + sizeof(attempts_key) - 1, m->attempts);
         *o++ = '}';
