@@ -47,6 +47,9 @@
  *  8768    64  cache[]        worker; reaper if dead  one writer (arena
  *                                                     cache: runs of c cells
  *                                                     at cache[c - 1])
+ *  8832   112  request_hist[] worker                  atomic, one writer
+ *                                                     (stats.h: buckets,
+ *                                                     then the sum in µs)
  * The arena cache (arena.c) is a bookkeeping copy: the tags say which runs
  * are w's, so a worker killed between two of these stores loses nothing.
  */
@@ -74,6 +77,8 @@ struct shm_slot {
     _Atomic uint64_t wake_ring[SHM_WAKE_SLOTS];
 
     uint32_t cache[SHM_ARENA_CLASSES];
+    _Atomic uint64_t request_hist[SHM_REQUEST_BUCKETS + 2];
+    unsigned char pad5[16];
 };
 _Static_assert(SHM_C_COUNT <= 32, "shm_slot counters");
 _Static_assert(offsetof(struct shm_slot, ext) == 64, "shm_slot layout");
@@ -83,6 +88,7 @@ _Static_assert(offsetof(struct shm_slot, wake_armed) == 384, "shm_slot");
 _Static_assert(offsetof(struct shm_slot, wake_hint) == 448, "shm_slot layout");
 _Static_assert(offsetof(struct shm_slot, wake_ring) == 576, "shm_slot layout");
 _Static_assert(offsetof(struct shm_slot, cache) == 8768, "shm_slot layout");
+_Static_assert(offsetof(struct shm_slot, request_hist) == 8832, "shm_slot");
 _Static_assert(sizeof(struct shm_slot) % 64 == 0, "shm_slot layout");
 
 /* shm_slot - worker w's slot (0 <= w < SHM_MAX_WORKERS). */

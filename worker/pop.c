@@ -47,7 +47,10 @@ struct pop_call {
     uint32_t target;   /* 0: no window, answer as soon as one came */
     int ack_on_answer; /* autoAck with a window: held leased till sent */
     uint32_t window_ms;
-    struct shm_sink more; /* scratch a windowed take lands in first */
+    struct shm_sink more;         /* scratch a windowed take lands in first */
+    const struct pop_waiter *how; /* a wait on an inbox: not a pop */
+    void *how_arg;
+    int hung_up;
 };
 
 /* sink_reserve - make the sink hold at least want bytes.  0 or -ENOMEM. */
@@ -250,12 +253,23 @@ ack_held(struct pop_call *c)
     c->leased = 0;
 }
 
-/* answer - reply with the sink's contents (possibly none). */
+/* answer - reply with the sink's contents (possibly none); a wait on an
+ * inbox says why it ended instead. */
 static void
 answer(struct pop_call *c)
 {
     struct http_buf b = {0};
 
+    if (c->how != NULL) {
+        const struct shm_popped *m = shm_popped_next(&c->sink, NULL);
+        enum pop_wait_end why = m != NULL    ? POP_WAIT_GOT
+                                : c->hung_up ? POP_WAIT_HANGUP
+                                : c->w->draining || c->w->stale
+                                    ? POP_WAIT_DRAIN
+                                    : POP_WAIT_TIMEOUT;
+        c->how->end(c->how_arg, c->req, m, why);
+        return;
+    }
     if (c->ack_on_answer)
         ack_held(c);
     c->leased = c->leased && c->sink.count > 0;
@@ -303,6 +317,8 @@ on_done(void *arg, int sent_ok)
     if (c->leased && !sent_ok)
         shm_release(c->w->seg, c->w->set.slot, c->park.pop.queue,
                     c->park.pop.group, &c->sink, shm_now_ms());
+    if (c->how != NULL)
+        c->how->done(c->how_arg);
     free(c->sink.buf);
     free(c->more.buf);
     free(c->park.names);
@@ -509,6 +525,47 @@ worker_pop(struct worker *w, struct http_request *req)
     answer(c);
 }
 
+/* worker_pop_wait - see pop.h. */
+int
+worker_pop_wait(struct worker *w, struct http_request *req,
+                struct shm_name inbox, uint32_t timeout_ms,
+                const struct pop_waiter *how, void *arg)
+{
+    struct pop_call *c = calloc(1, sizeof(*c));
+
+    if (c == NULL ||
+        copy_names(c, inbox.ptr, inbox.len, "Default", 7, "", 0) != 0 ||
+        sink_reserve(&c->sink, SINK_MIN) != 0) {
+        if (c != NULL) {
+            free(c->park.names);
+            free(c);
+        }
+        how->done(arg);
+        http_reply_errno(req, -ENOMEM, "request");
+        return -ENOMEM;
+    }
+    c->w = w;
+    c->req = req;
+    c->park.fd = -1;
+    c->park.pop.batch = 1;
+    c->park.pop.auto_ack = 1;
+    c->how = how;
+    c->how_arg = arg;
+    http_request_on_done(req, on_done, c);
+    int rc = take(c, timeout_ms > 0 && !w->draining);
+    if (rc < 0) {
+        http_reply_errno(req, rc, "request");
+        return 0;
+    }
+    if (rc > 0 || timeout_ms == 0 || w->draining)
+        answer(c);
+    else if ((rc = park(c, timeout_ms)) != 0) {
+        c->hung_up = rc == -EPIPE;
+        answer(c);
+    }
+    return 0;
+}
+
 /* retry - a parked pop's partition got something: try again.  Returns 1
  * when it found nothing (it stays parked), else 0. */
 static int
@@ -703,7 +760,8 @@ worker_pop_hangup(struct park *p)
     struct pop_call *c = CALL_OF(p);
 
     unpark(c);
-    if (c->sink.count > 0) {
+    c->hung_up = 1;
+    if (c->sink.count > 0 && c->how == NULL) {
         http_request_abort(c->req); /* on_done releases the leases */
         return;
     }

@@ -48,6 +48,7 @@
 #include "worker/health.h"
 #include "worker/pop.h"
 #include "worker/push.h"
+#include "worker/rpc.h"
 #include "worker/worker_int.h"
 
 #define BEAT_MS        1000 /* heartbeat at least this often */
@@ -121,6 +122,9 @@ dispatch(void *ctx, struct http_request *req)
         break;
     case HTTP_ROUTE_METRICS:
         worker_metrics(w, req);
+        break;
+    case HTTP_ROUTE_REQUEST:
+        worker_request(w, req);
         break;
     default:
         break; /* http/ answers 404/405 itself */
