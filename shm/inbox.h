@@ -53,6 +53,15 @@ int shm_withdraw(struct shm_seg *seg, int worker, struct shm_name queue,
                  struct shm_name part, uint64_t seq, uint64_t now);
 
 /*
+ * shm_reply_to - copy the replyTo of message seq of (queue, part) into buf
+ * (cap bytes, SHM_NAME_MAX is enough).  Returns its length, 0 when the
+ * message has none, -ENOENT when it is not held here.
+ */
+int shm_reply_to(struct shm_seg *seg, int worker, struct shm_name queue,
+                 struct shm_name part, uint64_t seq, uint64_t now, char *buf,
+                 size_t cap);
+
+/*
  * shm_responders - whether anybody listens on (queue, part): a pop parked
  * on the partition or on the whole queue, or a group of the queue that
  * popped or acked within idle_ms of now.  Creates nothing.

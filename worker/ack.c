@@ -25,6 +25,7 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/stats.h"
+#include "worker/ack_reply.h"
 #include "worker/ack_results.h"
 #include "worker/ack_route.h"
 #include "worker/forward.h"
@@ -153,6 +154,11 @@ struct ack_kind {
     /* fill - each entry's attempts, and its status or seconds, into acks. */
     void (*fill)(const void *parse, struct shm_ack *acks);
     void (*free_parse)(void *parse); /* what parse holds, and parse */
+    /* replies - deliver the entries' replies before they apply; NULL, or
+     * what each entry's result adds (malloc'd array). */
+    const char **(*replies)(struct worker *w, const void *parse,
+                            const struct ack_body *b, const struct entry *ents,
+                            const struct shm_ack *acks);
 };
 
 /*
@@ -171,6 +177,7 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
     struct entry *ents = malloc((n ? n : 1) * sizeof(*ents));
     struct shm_ack *run = malloc((n ? n : 1) * sizeof(*run));
     uint64_t *incs = malloc((n ? n : 1) * sizeof(*incs));
+    const char **extra = NULL; /* each entry's "replied", if any */
 
     /* Memory first: nothing may be applied unless all of it can be. */
     if (ents == NULL || run == NULL || incs == NULL) {
@@ -187,16 +194,20 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
         if (where == ACK_ROUTE_ONE) {
             worker_forward_to(w, req, rt.m[0].id, rt.m[0].addr, 0);
         } else {
+            if (where == ACK_ROUTE_HERE && k->replies != NULL)
+                extra = k->replies(w, hold->parse, b, ents, acks);
             apply(w, (struct shm_name){b->queue.ptr, b->queue.len},
                   b->group ? (struct shm_name){b->group->ptr, b->group->len}
                            : (struct shm_name){"", 0},
                   ents, acks, run, n, k->extend);
             if (where == ACK_ROUTE_HERE)
-                ack_results_reply(req, b->ids, b->stride, acks, n);
+                ack_results_reply(req, b->ids, b->stride, acks, n,
+                                  (const char *const *)extra);
             else
                 ack_route_fan(w, req, &rt, incs, b->ids, b->stride, n, hold);
         }
     }
+    free(extra);
     free(incs);
     free(run);
     free(ents);
@@ -244,6 +255,31 @@ ack_or_extend(struct worker *w, struct http_request *req,
         settle(w, req, k, &b, &h);
     }
     release(&h);
+}
+
+/* replies_ack - an ack's entries that carry "reply" deliver it to their
+ * message's replyTo (ack_reply.c), in request order, before any applies;
+ * ents are still in request order then. */
+static const char **
+replies_ack(struct worker *w, const void *parse, const struct ack_body *b,
+            const struct entry *ents, const struct shm_ack *acks)
+{
+    const struct http_ack *a = parse;
+    const char **extra = NULL;
+
+    for (uint32_t i = 0; i < a->n; i++) {
+        if (!a->entries[i].has_reply)
+            continue;
+        if (extra == NULL && (extra = calloc(a->n, sizeof(*extra))) == NULL)
+            return NULL; /* the entries say nothing of a reply */
+        extra[i] = ents[i].stale
+                       ? ",\"replied\":false,\"reason\":\"the message "
+                         "was delivered by another incarnation\""
+                       : ack_reply_deliver(
+                             w, (struct shm_name){b->queue.ptr, b->queue.len},
+                             ents[i].part, acks[i].seq, &a->entries[i].reply);
+    }
+    return extra;
 }
 
 /* parse_ack - an ack's body (struct http_ack). */
@@ -330,6 +366,7 @@ static const struct ack_kind ack_kind = {
     .parse = parse_ack,
     .fill = fill_ack,
     .free_parse = free_ack,
+    .replies = replies_ack,
 };
 
 static const struct ack_kind extend_kind = {

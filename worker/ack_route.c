@@ -159,7 +159,7 @@ peer_answered(void *arg, struct http_client_resp *r)
                          "applied; retry",
                          f->failed);
     else
-        ack_results_reply(f->req, f->ids, f->stride, f->hold.acks, f->n);
+        ack_results_reply(f->req, f->ids, f->stride, f->hold.acks, f->n, NULL);
     http_request_resume(f->req);
 }
 
