@@ -235,8 +235,7 @@ late_request(void *arg)
     return NULL;
 }
 
-Test(request, a_late_reply_answers_replied_false_and_is_counted,
-     .timeout = 60)
+Test(request, a_late_reply_answers_replied_false_and_is_counted, .timeout = 60)
 {
     struct itest_node n;
     struct itest_resp r, a;
@@ -248,7 +247,8 @@ Test(request, a_late_reply_answers_replied_false_and_is_counted,
     listen_once(&n, "late");
     l.n = &n;
     cr_assert_eq(pthread_create(&t, NULL, late_request, &l), 0);
-    itest_get(&n, &r, "/api/v1/ephemeral/pop?queue=late&wait=true&timeout=10000");
+    itest_get(&n, &r,
+              "/api/v1/ephemeral/pop?queue=late&wait=true&timeout=10000");
     cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
     cr_assert_not_null(itest_jstr(r.json, "messages.0.replyTo"), "%s", r.body);
     pthread_join(t, NULL);
@@ -273,7 +273,8 @@ parked_pop(void *arg)
 {
     struct itest_resp r;
 
-    itest_get(arg, &r, "/api/v1/ephemeral/pop?queue=busy&wait=true&timeout=3000");
+    itest_get(arg, &r,
+              "/api/v1/ephemeral/pop?queue=busy&wait=true&timeout=3000");
     itest_resp_free(&r);
     return NULL;
 }
@@ -321,13 +322,14 @@ ask(void *arg)
 
     itest_post(l->n, &r, REQ,
                "{\"queue\":\"mixed\",\"payload\":\"q\",\"timeout\":20000}");
-    l->status = r.status == 200 && itest_jint(r.json, "reply") == 5 ? 200
-                                                                    : -r.status;
+    l->status =
+        r.status == 200 && itest_jint(r.json, "reply") == 5 ? 200 : -r.status;
     itest_resp_free(&r);
     return NULL;
 }
 
-Test(request, a_reply_to_a_message_without_replyto_says_why_and_the_batch_applies,
+Test(request,
+     a_reply_to_a_message_without_replyto_says_why_and_the_batch_applies,
      .timeout = 60)
 {
     struct itest_node n;
@@ -336,9 +338,10 @@ Test(request, a_reply_to_a_message_without_replyto_says_why_and_the_batch_applie
     pthread_t t;
 
     itest_node_start(&n, NULL);
+    listen_once(&n,
+                "mixed"); /* before the plain message, which it would take */
     itest_push_ok(&n, &r, "mixed", NULL, "[\"plain\"]", 1);
     itest_resp_free(&r);
-    listen_once(&n, "mixed");
     l.n = &n;
     cr_assert_eq(pthread_create(&t, NULL, ask, &l), 0);
     wait_metric(&n, "mayfly_parked_pops", 1); /* the requester's inbox */
