@@ -542,6 +542,7 @@ worker_pop_wait(struct worker *w, struct http_request *req,
         }
         how->done(arg);
         http_reply_errno(req, -ENOMEM, "request");
+        http_request_resume(req); /* a wait begun after a suspension */
         return -ENOMEM;
     }
     c->w = w;
@@ -553,16 +554,19 @@ worker_pop_wait(struct worker *w, struct http_request *req,
     c->how_arg = arg;
     http_request_on_done(req, on_done, c);
     int rc = take(c, timeout_ms > 0 && !w->draining);
-    if (rc < 0) {
+    if (rc < 0)
         http_reply_errno(req, rc, "request");
-        return 0;
-    }
-    if (rc > 0 || timeout_ms == 0 || w->draining)
+    else if (rc > 0 || timeout_ms == 0 || w->draining)
         answer(c);
-    else if ((rc = park(c, timeout_ms)) != 0) {
+    else if ((rc = park(c, timeout_ms)) == 0)
+        return 0; /* parked: suspended */
+    else {
         c->hung_up = rc == -EPIPE;
         answer(c);
     }
+    /* Answered now; a wait begun after its request was suspended (its
+     * store went to another node first) goes out with a resume. */
+    http_request_resume(req);
     return 0;
 }
 

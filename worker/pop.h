@@ -39,7 +39,8 @@ void worker_pop(struct worker *w, struct http_request *req);
  * worker_pop_wait - wait on inbox (one message, auto-acked, queue mode) as
  * a parked pop waits, for at most timeout_ms, then call how->end (at once
  * when a message is there already).  how->done(arg) runs when req ends,
- * also when this fails.  0, or -ENOMEM (req answered 500).
+ * also when this fails.  0, or -ENOMEM (req answered 500).  req may be
+ * suspended already: answered at once, it is resumed.
  */
 int worker_pop_wait(struct worker *w, struct http_request *req,
                     struct shm_name inbox, uint32_t timeout_ms,
