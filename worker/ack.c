@@ -158,8 +158,68 @@ struct ack_kind {
      * what each entry's result adds (malloc'd array). */
     const char **(*replies)(struct worker *w, const void *parse,
                             const struct ack_body *b, const struct entry *ents,
-                            const struct shm_ack *acks);
+                            const struct shm_ack *acks,
+                            struct ack_reply_out **out);
 };
+
+/* An ack whose replies went to other nodes' inboxes: answered once those
+ * took them (ack_reply_send). */
+struct later {
+    struct worker *w;
+    int where; /* ACK_ROUTE_HERE or _FAN */
+    struct ack_routes rt;
+    uint64_t *incs;
+    const char **extra;
+    const struct http_str *ids;
+    size_t stride;
+    uint32_t n;
+    struct ack_hold hold;
+};
+
+/* answer_later - the replies are where they go: answer (req NULL: its
+ * client left) and free what the ack held. */
+static void
+answer_later(void *arg, struct http_request *req)
+{
+    struct later *l = arg;
+
+    if (req != NULL && l->where == ACK_ROUTE_HERE) {
+        ack_results_reply(req, l->ids, l->stride, l->hold.acks, l->n,
+                          (const char *const *)l->extra);
+        http_request_resume(req);
+    } else if (req != NULL) {
+        ack_route_fan(l->w, req, &l->rt, l->incs, l->ids, l->stride, l->n,
+                      &l->hold, (const char *const *)l->extra);
+    }
+    if (!l->hold.taken) {
+        l->hold.free_parse(l->hold.parse);
+        free(l->hold.acks);
+    }
+    free(l->extra);
+    free(l->incs);
+    free(l);
+}
+
+/* answer_after - the replies in out go to their nodes first: the answer
+ * waits for them (takes hold, incs and extra).  0, or -ENOMEM. */
+static int
+answer_after(struct worker *w, struct http_request *req, int where,
+             const struct ack_routes *rt, uint64_t **incs, const char ***extra,
+             const struct ack_body *b, struct ack_hold *hold,
+             struct ack_reply_out *out)
+{
+    struct later *l = malloc(sizeof(*l));
+
+    if (l == NULL)
+        return -ENOMEM;
+    *l = (struct later){w,  where, *rt,     *incs, *extra,
+                        b->ids, b->stride, b->n, *hold};
+    hold->taken = 1;
+    *incs = NULL;
+    *extra = NULL;
+    ack_reply_send(w, req, out, l->extra, answer_later, l);
+    return 0;
+}
 
 /*
  * settle - the part ack and extend share: names, ids, apply, answer.
@@ -178,6 +238,7 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
     struct shm_ack *run = malloc((n ? n : 1) * sizeof(*run));
     uint64_t *incs = malloc((n ? n : 1) * sizeof(*incs));
     const char **extra = NULL; /* each entry's "replied", if any */
+    struct ack_reply_out *out = NULL; /* replies for other nodes */
 
     /* Memory first: nothing may be applied unless all of it can be. */
     if (ents == NULL || run == NULL || incs == NULL) {
@@ -194,19 +255,26 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
         if (where == ACK_ROUTE_ONE) {
             worker_forward_to(w, req, rt.m[0].id, rt.m[0].addr, 0);
         } else {
-            if (where == ACK_ROUTE_HERE && k->replies != NULL)
-                extra = k->replies(w, hold->parse, b, ents, acks);
+            /* replyTos are read before the entries apply (which frees
+             * them); a reply for another node's inbox goes after */
+            if (k->replies != NULL)
+                extra = k->replies(w, hold->parse, b, ents, acks, &out);
             apply(w, (struct shm_name){b->queue.ptr, b->queue.len},
                   b->group ? (struct shm_name){b->group->ptr, b->group->len}
                            : (struct shm_name){"", 0},
                   ents, acks, run, n, k->extend);
-            if (where == ACK_ROUTE_HERE)
+            if (out != NULL && answer_after(w, req, where, &rt, &incs, &extra,
+                                            b, hold, out) == 0)
+                out = NULL;
+            else if (where == ACK_ROUTE_HERE)
                 ack_results_reply(req, b->ids, b->stride, acks, n,
                                   (const char *const *)extra);
             else
-                ack_route_fan(w, req, &rt, incs, b->ids, b->stride, n, hold);
+                ack_route_fan(w, req, &rt, incs, b->ids, b->stride, n, hold,
+                              (const char *const *)extra);
         }
     }
+    ack_reply_free(out); /* not sent: no memory to wait for them */
     free(extra);
     free(incs);
     free(run);
@@ -262,7 +330,8 @@ ack_or_extend(struct worker *w, struct http_request *req,
  * ents are still in request order then. */
 static const char **
 replies_ack(struct worker *w, const void *parse, const struct ack_body *b,
-            const struct entry *ents, const struct shm_ack *acks)
+            const struct entry *ents, const struct shm_ack *acks,
+            struct ack_reply_out **out)
 {
     const struct http_ack *a = parse;
     const char **extra = NULL;
@@ -277,7 +346,8 @@ replies_ack(struct worker *w, const void *parse, const struct ack_body *b,
                          "was delivered by another incarnation\""
                        : ack_reply_deliver(
                              w, (struct shm_name){b->queue.ptr, b->queue.len},
-                             ents[i].part, acks[i].seq, &a->entries[i].reply);
+                             ents[i].part, acks[i].seq, &a->entries[i].reply,
+                             out, i);
     }
     return extra;
 }
