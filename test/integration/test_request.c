@@ -364,3 +364,41 @@ Test(request,
     itest_resp_free(&r);
     itest_node_stop(&n, 10000);
 }
+
+struct waiting {
+    const struct itest_node *n;
+    struct itest_resp r;
+    int64_t ms;
+};
+
+/* wait_request - one request on "stop" with a long timeout, timed. */
+static void *
+wait_request(void *arg)
+{
+    struct waiting *q = arg;
+    int64_t t0 = itest_now_ms();
+
+    itest_req(q->n, "POST", REQ,
+              "{\"queue\":\"stop\",\"payload\":1,\"timeout\":30000}", &q->r);
+    q->ms = itest_now_ms() - t0;
+    return NULL;
+}
+
+Test(request, sigterm_answers_a_waiting_request_503_draining, .timeout = 60)
+{
+    struct itest_node n;
+    struct waiting q = {0};
+    pthread_t t;
+
+    itest_node_start(&n, NULL);
+    listen_once(&n, "stop");
+    q.n = &n;
+    cr_assert_eq(pthread_create(&t, NULL, wait_request, &q), 0);
+    wait_metric(&n, "mayfly_parked_pops", 1); /* it waits on its inbox */
+    cr_assert_eq(itest_node_stop(&n, 20000), 0);
+    pthread_join(t, NULL);
+    cr_assert_eq(q.r.status, 503, "%ld %s", q.r.status, q.r.body);
+    cr_assert_str_eq(itest_jstr(q.r.json, "code"), "draining");
+    cr_assert(q.ms < 20000, "answered after %lld ms", (long long)q.ms);
+    itest_resp_free(&q.r);
+}
