@@ -338,7 +338,10 @@ ho_check_msgs(const unsigned char *b, size_t len, size_t *off,
             return -EBADMSG;
         memcpy(&m, b + *off, sizeof(m));
         *off += sizeof(m);
-        if ((m.flags & ~SHM_HO_READ) != 0 || len - *off < ho_pad(m.len))
+        /* a request's replyTo leads its data: no longer than it */
+        if ((m.flags & 0xffffu & ~(SHM_HO_READ | SHM_HO_WITHDRAWN)) != 0 ||
+            (m.flags >> SHM_HO_REPLY_SHIFT) > m.len ||
+            len - *off < ho_pad(m.len))
             return -EBADMSG;
         *off += ho_pad(m.len);
         v->cost += shm_ring_msg_cost(m.len);
