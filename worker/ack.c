@@ -212,7 +212,7 @@ answer_after(struct worker *w, struct http_request *req, int where,
 
     if (l == NULL)
         return -ENOMEM;
-    *l = (struct later){w,  where, *rt,     *incs, *extra,
+    *l = (struct later){w,      where,     *rt,  *incs, *extra,
                         b->ids, b->stride, b->n, *hold};
     hold->taken = 1;
     *incs = NULL;
@@ -237,7 +237,7 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
     struct entry *ents = malloc((n ? n : 1) * sizeof(*ents));
     struct shm_ack *run = malloc((n ? n : 1) * sizeof(*run));
     uint64_t *incs = malloc((n ? n : 1) * sizeof(*incs));
-    const char **extra = NULL; /* each entry's "replied", if any */
+    const char **extra = NULL;        /* each entry's "replied", if any */
     struct ack_reply_out *out = NULL; /* replies for other nodes */
 
     /* Memory first: nothing may be applied unless all of it can be. */
@@ -341,13 +341,13 @@ replies_ack(struct worker *w, const void *parse, const struct ack_body *b,
             continue;
         if (extra == NULL && (extra = calloc(a->n, sizeof(*extra))) == NULL)
             return NULL; /* the entries say nothing of a reply */
-        extra[i] = ents[i].stale
-                       ? ",\"replied\":false,\"reason\":\"the message "
-                         "was delivered by another incarnation\""
-                       : ack_reply_deliver(
-                             w, (struct shm_name){b->queue.ptr, b->queue.len},
-                             ents[i].part, acks[i].seq, &a->entries[i].reply,
-                             out, i);
+        extra[i] =
+            ents[i].stale
+                ? ",\"replied\":false,\"reason\":\"the message "
+                  "was delivered by another incarnation\""
+                : ack_reply_deliver(
+                      w, (struct shm_name){b->queue.ptr, b->queue.len},
+                      ents[i].part, acks[i].seq, &a->entries[i].reply, out, i);
     }
     return extra;
 }

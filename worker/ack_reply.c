@@ -25,7 +25,7 @@
 #define REPLIED     ",\"replied\":true"
 #define NOT_REPLIED ",\"replied\":false,\"reason\":"
 #define GONE                                                                   \
-    NOT_REPLIED "\"the requester has gone: its request timed out or it "      \
+    NOT_REPLIED "\"the requester has gone: its request timed out or it "       \
                 "hung up\""
 
 /* One reply on its way to another node's inbox. */

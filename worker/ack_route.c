@@ -121,7 +121,8 @@ take_replied(struct fan *f, uint32_t i, struct json_object *e)
         return;
     if (f->own == NULL && (f->own = calloc(f->n, sizeof(*f->own))) == NULL)
         return;
-    if (f->extra == NULL && (f->extra = calloc(f->n, sizeof(*f->extra))) == NULL)
+    if (f->extra == NULL &&
+        (f->extra = calloc(f->n, sizeof(*f->extra))) == NULL)
         return;
     if (json_object_get_boolean(rep))
         s = strdup(",\"replied\":true");

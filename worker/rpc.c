@@ -36,11 +36,11 @@
 #include <json-c/json.h>
 
 #include "http/buf.h"
+#include "http/client.h"
 #include "http/errors.h"
 #include "http/ids.h"
-#include "http/parse_rpc.h"
-#include "http/client.h"
 #include "http/parse_jsonc.h"
+#include "http/parse_rpc.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/inbox.h"
@@ -65,9 +65,9 @@ struct rpc_call {
     struct shm_name queue, part;
     struct http_request *req;
     struct http_buf body; /* the store sent to the owner */
-    char *id;       /* stored at another node: the id it gave; else NULL */
-    int pending;    /* the store at the owner has not answered yet */
-    int owner;      /* 1: stored at owner_id (owner_addr) */
+    char *id;    /* stored at another node: the id it gave; else NULL */
+    int pending; /* the store at the owner has not answered yet */
+    int owner;   /* 1: stored at owner_id (owner_addr) */
     char owner_id[SHM_STATUS_ID_MAX];
     char owner_addr[SHM_STATUS_ADDR_MAX];
     size_t inbox_len;
@@ -203,8 +203,7 @@ withdraw(struct rpc_call *c, uint64_t now)
     if (c->owner)
         withdraw_at_owner(c);
     else
-        shm_withdraw(c->w->seg, c->w->set.slot, c->queue, c->part, c->seq,
-                     now);
+        shm_withdraw(c->w->seg, c->w->set.slot, c->queue, c->part, c->seq, now);
 }
 
 /* end - the wait on the inbox is over (pop.h): answer, withdraw what
@@ -308,8 +307,8 @@ store_request(struct worker *w, struct shm_name queue, struct shm_name part,
 
 /* no_responders - 503 no_responders for (queue, part). */
 static void
-no_responders(struct worker *w, struct http_request *req,
-              struct shm_name queue, struct shm_name part)
+no_responders(struct worker *w, struct http_request *req, struct shm_name queue,
+              struct shm_name part)
 {
     http_reply_error(req, 503, "no_responders",
                      "nobody listens on partition '%.*s' of queue "
@@ -377,8 +376,8 @@ stored(void *arg, struct http_client_resp *r)
     c->pending = 0;
     if (r->err == 0 && r->status == 201 && take_id(c, r) == 0) {
         uint64_t spent = (now_us() - c->start_us) / 1000;
-        uint32_t left = spent < c->timeout_ms ? c->timeout_ms - (uint32_t)spent
-                                              : 0;
+        uint32_t left =
+            spent < c->timeout_ms ? c->timeout_ms - (uint32_t)spent : 0;
         /* the wait's own done frees c from now on */
         http_request_on_done(req, NULL, NULL);
         worker_pop_wait(c->w, req, inbox_name(c), left, &waiter, c);
@@ -439,8 +438,7 @@ store_at_owner(struct rpc_call *c, const struct http_rpc *p)
         .body_len = b->len,
         .timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 1,
     };
-    if (asprintf(&url, "http://%s/api/v1/ephemeral/request", c->owner_addr) <
-        0)
+    if (asprintf(&url, "http://%s/api/v1/ephemeral/request", c->owner_addr) < 0)
         url = NULL;
     rc = -ENOMEM;
     if (!b->oom && url != NULL && worker_auth_header(c->req, &authz) == 0) {
@@ -463,8 +461,8 @@ store_at_owner(struct rpc_call *c, const struct http_rpc *p)
 /* withdraw_here - a node asks to withdraw the request it stored here
  * (X-Mayfly-Withdraw: its id); 200 {"withdrawn"}. */
 static void
-withdraw_here(struct worker *w, struct http_request *req,
-              struct shm_name queue, struct shm_name part, const char *id)
+withdraw_here(struct worker *w, struct http_request *req, struct shm_name queue,
+              struct shm_name part, const char *id)
 {
     uint64_t inc, seq;
     const char *ip;
@@ -568,8 +566,8 @@ worker_request(struct worker *w, struct http_request *req)
         worker_route(w, req, queue, part, 0); /* 503 owner_moved */
         goto out;
     }
-    if (here && !shm_responders(w->seg, w->set.slot, queue, part,
-                                shm_now_ms(), w->set.responders_idle_ms)) {
+    if (here && !shm_responders(w->seg, w->set.slot, queue, part, shm_now_ms(),
+                                w->set.responders_idle_ms)) {
         shm_count(w->seg, w->set.slot, SHM_C_REQUEST_NO_RESPONDERS, 1);
         shm_request_observe(w->seg, w->set.slot, now_us() - start);
         no_responders(w, req, queue, part);

@@ -987,8 +987,9 @@ rpcvs_reply(struct bench_conn *c, const struct bench_reply *r)
     if (c->state != 0) /* the ack's answer */
         return bench_opt.pipeline ? (c->state = 0) : rpcs_start(c);
     c->w1.len = 0;
-    bench_buf_printf(&c->w1, "{\"queue\":\"%s\",\"group\":\"workers\","
-                             "\"acks\":[",
+    bench_buf_printf(&c->w1,
+                     "{\"queue\":\"%s\",\"group\":\"workers\","
+                     "\"acks\":[",
                      sc->queue);
     while (bench_json_str(r->body, r->len, &pos, "id", &s, &sl) == 0) {
         bench_buf_str(&c->w1, n++ ? ",{\"id\":\"" : "{\"id\":\"");
@@ -1031,8 +1032,8 @@ mayfly_rpc_verb(int nreq, int nresp)
         ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_rpcvs,
                            &sc) != NULL;
     for (int i = 0; i < nreq && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_rpcv,
-                           &sc) != NULL;
+        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_rpcv, &sc) !=
+             NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
     bench_row_from_run(&row, run, bench_run_secs(run), "rt/s");

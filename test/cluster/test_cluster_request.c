@@ -48,10 +48,10 @@ TestSuite(cluster_request, .init = up, .fini = down, .timeout = 180);
 
 struct run {
     atomic_int stop;
-    atomic_int ok;       /* own reply */
-    atomic_int refused;  /* 503 */
-    atomic_int bad;      /* anything else, or too late */
-    atomic_int unsent;   /* ack entries that did not say replied */
+    atomic_int ok;      /* own reply */
+    atomic_int refused; /* 503 */
+    atomic_int bad;     /* anything else, or too late */
+    atomic_int unsent;  /* ack entries that did not say replied */
     char first_bad[512];
 };
 
