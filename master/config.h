@@ -39,6 +39,7 @@ struct config {
     uint32_t member_ttl_ms;         /* 4000 */
     uint32_t leave_exclude_s;       /* 30 */
     uint32_t max_wait_ms;           /* 60000 */
+    uint32_t responders_idle_ms;    /* 5000: a request's no-responders */
     uint64_t max_body_bytes;        /* 64M */
     uint32_t max_connections;       /* 20000 */
     char log_level[16];             /* "info" */

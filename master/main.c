@@ -217,6 +217,7 @@ start_node(struct master *m, int ep)
     m->ws.max_connections = conns;
     m->ws.max_body_bytes = m->cfg.max_body_bytes;
     m->ws.max_wait_ms = m->cfg.max_wait_ms;
+    m->ws.responders_idle_ms = m->cfg.responders_idle_ms;
     snprintf(m->ws.node_id, sizeof(m->ws.node_id), "%s", m->cfg.node_id);
     if (master_listen_dial(cfd, m->ws.cluster_addr,
                            sizeof(m->ws.cluster_addr)) != 0)

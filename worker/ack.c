@@ -25,6 +25,7 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/stats.h"
+#include "worker/ack_reply.h"
 #include "worker/ack_results.h"
 #include "worker/ack_route.h"
 #include "worker/forward.h"
@@ -158,7 +159,72 @@ struct ack_kind {
     /* fill - each entry's attempts, and its status or seconds, into acks. */
     void (*fill)(const void *parse, struct shm_ack *acks);
     void (*free_parse)(void *parse); /* what parse holds, and parse */
+    /* replies - deliver the entries' replies before they apply; NULL, or
+     * what each entry's result adds (malloc'd array). */
+    const char **(*replies)(struct worker *w, const void *parse,
+                            const struct ack_body *b, const struct entry *ents,
+                            const struct shm_ack *acks,
+                            struct ack_reply_out **out);
 };
+
+/* An ack whose replies went to other nodes' inboxes: answered once those
+ * took them (ack_reply_send). */
+struct later {
+    struct worker *w;
+    int where; /* ACK_ROUTE_HERE or _FAN */
+    struct ack_routes rt;
+    uint64_t *incs;
+    const char **extra;
+    const struct http_str *ids;
+    size_t stride;
+    uint32_t n;
+    struct ack_hold hold;
+};
+
+/* answer_later - the replies are where they go: answer (req NULL: its
+ * client left) and free what the ack held. */
+static void
+answer_later(void *arg, struct http_request *req)
+{
+    struct later *l = arg;
+
+    if (req != NULL && l->where == ACK_ROUTE_HERE) {
+        ack_results_reply(req, l->ids, l->stride, l->hold.acks, l->n,
+                          (const char *const *)l->extra);
+        http_request_resume(req);
+    } else if (req != NULL) {
+        ack_route_fan(l->w, req, &l->rt, l->incs, l->ids, l->stride, l->n,
+                      &l->hold, (const char *const *)l->extra);
+    }
+    if (!l->hold.taken) {
+        l->hold.free_parse(l->hold.parse);
+        free(l->hold.acks);
+    }
+    free(l->extra);
+    free(l->incs);
+    free(l);
+}
+
+/* answer_after - the replies in out go to their nodes first: the answer
+ * waits for them (takes hold, incs and extra).  0, or -ENOMEM. */
+static int
+answer_after(struct worker *w, struct http_request *req, int where,
+             const struct ack_routes *rt, uint64_t **incs, const char ***extra,
+             const struct ack_body *b, struct ack_hold *hold,
+             struct ack_reply_out *out)
+{
+    struct later *l = malloc(sizeof(*l));
+
+    if (l == NULL)
+        return -ENOMEM;
+    *l = (struct later){w,      where,     *rt,  *incs, *extra,
+                        b->ids, b->stride, b->n, *hold};
+    hold->taken = 1;
+    *incs = NULL;
+    *extra = NULL;
+    ack_reply_send(w, req, out, l->extra, answer_later, l);
+    return 0;
+}
 
 /*
  * settle - the part ack and extend share: names, ids, apply, answer.
@@ -176,6 +242,8 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
     struct entry *ents = malloc((n ? n : 1) * sizeof(*ents));
     struct shm_ack *run = malloc((n ? n : 1) * sizeof(*run));
     uint64_t *incs = malloc((n ? n : 1) * sizeof(*incs));
+    const char **extra = NULL;        /* each entry's "replied", if any */
+    struct ack_reply_out *out = NULL; /* replies for other nodes */
 
     /* Memory first: nothing may be applied unless all of it can be. */
     if (ents == NULL || run == NULL || incs == NULL) {
@@ -192,16 +260,27 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
         if (where == ACK_ROUTE_ONE) {
             worker_forward_to(w, req, rt.m[0].id, rt.m[0].addr, 0);
         } else {
+            /* replyTos are read before the entries apply (which frees
+             * them); a reply for another node's inbox goes after */
+            if (k->replies != NULL)
+                extra = k->replies(w, hold->parse, b, ents, acks, &out);
             apply(w, (struct shm_name){b->queue.ptr, b->queue.len},
                   b->group ? (struct shm_name){b->group->ptr, b->group->len}
                            : (struct shm_name){"", 0},
                   ents, acks, run, n, k->extend);
-            if (where == ACK_ROUTE_HERE)
-                ack_results_reply(req, b->ids, b->stride, acks, n);
+            if (out != NULL && answer_after(w, req, where, &rt, &incs, &extra,
+                                            b, hold, out) == 0)
+                out = NULL;
+            else if (where == ACK_ROUTE_HERE)
+                ack_results_reply(req, b->ids, b->stride, acks, n,
+                                  (const char *const *)extra);
             else
-                ack_route_fan(w, req, &rt, incs, b->ids, b->stride, n, hold);
+                ack_route_fan(w, req, &rt, incs, b->ids, b->stride, n, hold,
+                              (const char *const *)extra);
         }
     }
+    ack_reply_free(out); /* not sent: no memory to wait for them */
+    free(extra);
     free(incs);
     free(run);
     free(ents);
@@ -249,6 +328,33 @@ ack_or_extend(struct worker *w, struct http_request *req,
         settle(w, req, k, &b, &h);
     }
     release(&h);
+}
+
+/* replies_ack - an ack's entries that carry "reply" deliver it to their
+ * message's replyTo (ack_reply.c), in request order, before any applies;
+ * ents are still in request order then. */
+static const char **
+replies_ack(struct worker *w, const void *parse, const struct ack_body *b,
+            const struct entry *ents, const struct shm_ack *acks,
+            struct ack_reply_out **out)
+{
+    const struct http_ack *a = parse;
+    const char **extra = NULL;
+
+    for (uint32_t i = 0; i < a->n; i++) {
+        if (!a->entries[i].has_reply)
+            continue;
+        if (extra == NULL && (extra = calloc(a->n, sizeof(*extra))) == NULL)
+            return NULL; /* the entries say nothing of a reply */
+        extra[i] =
+            ents[i].stale
+                ? ",\"replied\":false,\"reason\":\"the message "
+                  "was delivered by another incarnation\""
+                : ack_reply_deliver(
+                      w, (struct shm_name){b->queue.ptr, b->queue.len},
+                      ents[i].part, acks[i].seq, &a->entries[i].reply, out, i);
+    }
+    return extra;
 }
 
 /* parse_ack - an ack's body (struct http_ack). */
@@ -335,6 +441,7 @@ static const struct ack_kind ack_kind = {
     .parse = parse_ack,
     .fill = fill_ack,
     .free_parse = free_ack,
+    .replies = replies_ack,
 };
 
 static const struct ack_kind extend_kind = {

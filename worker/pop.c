@@ -46,9 +46,12 @@ struct pop_call {
     uint32_t window_ms;
     struct shm_sink more; /* scratch a windowed take lands in first */
     /* A pop with no partition in a cluster reads what any node holds: */
-    int anywhere;                /* no partition, and peers are live */
-    int watch;                   /* a peer's watch: take nothing, say ready */
-    struct pop_cluster *cluster; /* passed on to the peers (pop_cluster.h) */
+    int anywhere;                 /* no partition, and peers are live */
+    int watch;                    /* a peer's watch: take nothing, say ready */
+    struct pop_cluster *cluster;  /* passed on to the peers (pop_cluster.h) */
+    const struct pop_waiter *how; /* a wait on an inbox: not a pop */
+    void *how_arg;
+    int hung_up;
 };
 
 /* sink_reserve - make the sink hold at least want bytes.  0 or -ENOMEM. */
@@ -152,7 +155,8 @@ format(struct pop_call *c, struct http_buf *b)
 {
     static const char id_key[] = "{\"id\":", part_key[] = ",\"partition\":\"",
                       payload_key[] = "\",\"payload\":",
-                      attempts_key[] = ",\"attempts\":";
+                      attempts_key[] = ",\"attempts\":",
+                      reply_key[] = ",\"replyTo\":\"";
     const size_t fixed = sizeof(id_key) + sizeof(part_key) +
                          sizeof(payload_key) + sizeof(attempts_key) +
                          HTTP_ID_SEQ_MAX + HTTP_PUT_U64_MAX + 1;
@@ -173,6 +177,9 @@ format(struct pop_call *c, struct http_buf *b)
             esc_len = http_json_esc_len(part, run_len);
         }
         need += fixed + HTTP_ID_PREFIX_LEN(esc_len) + esc_len + m->len;
+        if (m->reply_len > 0) /* a request: its inbox beside the payload */
+            need += sizeof(reply_key) + 1 +
+                    http_json_esc_len(part + m->part_len, m->reply_len);
     }
     if (http_buf_reserve(b, need) != 0)
         return; /* oom: http_reply answers 500 */
@@ -212,8 +219,14 @@ format(struct pop_call *c, struct http_buf *b)
         o += prefix_len - HTTP_ID_PREFIX_LEN(0);
         memcpy(o, payload_key, sizeof(payload_key) - 1);
         o += sizeof(payload_key) - 1;
-        memcpy(o, payload, m->len);
-        o += m->len;
+        memcpy(o, payload + m->reply_len, m->len - m->reply_len);
+        o += m->len - m->reply_len;
+        if (m->reply_len > 0) {
+            memcpy(o, reply_key, sizeof(reply_key) - 1);
+            o = http_put_json_esc(o + sizeof(reply_key) - 1, payload,
+                                  m->reply_len);
+            *o++ = '"';
+        }
         memcpy(o, attempts_key, sizeof(attempts_key) - 1);
         o = http_put_u64(o + sizeof(attempts_key) - 1, m->attempts);
         *o++ = '}';
@@ -260,12 +273,23 @@ watch_answer(struct pop_call *c)
     http_reply(c->req, 200, &b);
 }
 
-/* answer - reply with the sink's contents (possibly none). */
+/* answer - reply with the sink's contents (possibly none); a wait on an
+ * inbox says why it ended instead. */
 static void
 answer(struct pop_call *c)
 {
     struct http_buf b = {0};
 
+    if (c->how != NULL) {
+        const struct shm_popped *m = shm_popped_next(&c->sink, NULL);
+        enum pop_wait_end why = m != NULL    ? POP_WAIT_GOT
+                                : c->hung_up ? POP_WAIT_HANGUP
+                                : c->w->draining || c->w->stale
+                                    ? POP_WAIT_DRAIN
+                                    : POP_WAIT_TIMEOUT;
+        c->how->end(c->how_arg, c->req, m, why);
+        return;
+    }
     if (c->watch) {
         watch_answer(c);
         return;
@@ -318,6 +342,8 @@ on_done(void *arg, int sent_ok)
     if (c->leased && !sent_ok)
         shm_release(c->w->seg, c->w->set.slot, c->park.pop.queue,
                     c->park.pop.group, &c->sink, shm_now_ms());
+    if (c->how != NULL)
+        c->how->done(c->how_arg);
     free(c->sink.buf);
     free(c->more.buf);
     free(c->park.names);
@@ -582,6 +608,51 @@ worker_pop(struct worker *w, struct http_request *req)
     answer(c);
 }
 
+/* worker_pop_wait - see pop.h. */
+int
+worker_pop_wait(struct worker *w, struct http_request *req,
+                struct shm_name inbox, uint32_t timeout_ms,
+                const struct pop_waiter *how, void *arg)
+{
+    struct pop_call *c = calloc(1, sizeof(*c));
+
+    if (c == NULL ||
+        copy_names(c, inbox.ptr, inbox.len, "Default", 7, "", 0) != 0 ||
+        sink_reserve(&c->sink, SINK_MIN) != 0) {
+        if (c != NULL) {
+            free(c->park.names);
+            free(c);
+        }
+        how->done(arg);
+        http_reply_errno(req, -ENOMEM, "request");
+        http_request_resume(req); /* a wait begun after a suspension */
+        return -ENOMEM;
+    }
+    c->w = w;
+    c->req = req;
+    c->park.fd = -1;
+    c->park.pop.batch = 1;
+    c->park.pop.auto_ack = 1;
+    c->how = how;
+    c->how_arg = arg;
+    http_request_on_done(req, on_done, c);
+    int rc = take(c, timeout_ms > 0 && !w->draining);
+    if (rc < 0)
+        http_reply_errno(req, rc, "request");
+    else if (rc > 0 || timeout_ms == 0 || w->draining)
+        answer(c);
+    else if ((rc = park(c, timeout_ms)) == 0)
+        return 0; /* parked: suspended */
+    else {
+        c->hung_up = rc == -EPIPE;
+        answer(c);
+    }
+    /* Answered now; a wait begun after its request was suspended (its
+     * store went to another node first) goes out with a resume. */
+    http_request_resume(req);
+    return 0;
+}
+
 /* retry - a parked pop's partition got something: try again.  Returns 1
  * when it found nothing (it stays parked), else 0. */
 static int
@@ -764,7 +835,8 @@ worker_pop_hangup(struct park *p)
     struct pop_call *c = CALL_OF(p);
 
     unpark(c);
-    if (c->sink.count > 0) {
+    c->hung_up = 1;
+    if (c->sink.count > 0 && c->how == NULL) {
         http_request_abort(c->req); /* on_done releases the leases */
         return;
     }

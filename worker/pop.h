@@ -8,13 +8,43 @@
 
 #include <stdint.h>
 
+#include "shm/broker.h"
+
 struct worker;
 struct http_request;
 struct park;
 
+/* Why a wait on an inbox ended (worker_pop_wait). */
+enum pop_wait_end {
+    POP_WAIT_GOT,     /* a message came */
+    POP_WAIT_TIMEOUT, /* its timeout passed */
+    POP_WAIT_HANGUP,  /* the client shut its side */
+    POP_WAIT_DRAIN,   /* the worker stops, or its view went stale */
+};
+
+/* What a wait on an inbox does when it ends, and when its request does. */
+struct pop_waiter {
+    /* end - answer req: msg is the message taken (NULL unless GOT). */
+    void (*end)(void *arg, struct http_request *req,
+                const struct shm_popped *msg, enum pop_wait_end why);
+    /* done - req is over (answered or not): free arg. */
+    void (*done)(void *arg);
+};
+
 /* worker_pop - the pop route: answers req, or parks it (wait=true and
  * nothing there yet). */
 void worker_pop(struct worker *w, struct http_request *req);
+
+/*
+ * worker_pop_wait - wait on inbox (one message, auto-acked, queue mode) as
+ * a parked pop waits, for at most timeout_ms, then call how->end (at once
+ * when a message is there already).  how->done(arg) runs when req ends,
+ * also when this fails.  0, or -ENOMEM (req answered 500).  req may be
+ * suspended already: answered at once, it is resumed.
+ */
+int worker_pop_wait(struct worker *w, struct http_request *req,
+                    struct shm_name inbox, uint32_t timeout_ms,
+                    const struct pop_waiter *how, void *arg);
 
 /* worker_pop_wake - retry the pops parked on handle (a push posted it). */
 void worker_pop_wake(struct worker *w, uint64_t handle);

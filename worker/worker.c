@@ -48,6 +48,7 @@
 #include "worker/health.h"
 #include "worker/pop.h"
 #include "worker/push.h"
+#include "worker/rpc.h"
 #include "worker/status_page.h"
 #include "worker/worker_int.h"
 
@@ -133,6 +134,9 @@ dispatch(void *ctx, struct http_request *req)
         break;
     case HTTP_ROUTE_STATUS_PAGE:
         worker_status_page(req);
+        break;
+    case HTTP_ROUTE_REQUEST:
+        worker_request(w, req);
         break;
     default:
         break; /* http/ answers 404/405 itself */
