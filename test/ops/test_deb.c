@@ -1,7 +1,7 @@
 /*
  * test_deb.c - the Debian package, end to end on this machine: make deb,
  * lintian, dpkg -i, the service started by the init script (or by systemd
- * when it runs the machine), a push and a pop with curl as a user would,
+ * when it runs the machine), a push and a pop with the packaged mayfly client,
  * stop, dpkg --purge, and nothing left behind: no file, no directory, no
  * user, no group, no process.
  *
@@ -243,16 +243,14 @@ Test(deb, builds_passes_lintian_installs_serves_and_purges_clean)
     cr_assert_gt(pid, 0);
     cr_assert_eq(deb_sh("stat -c %%U /proc/%d", pid), 0);
     cr_assert_str_eq(deb_out, "mayfly\n", "the daemon runs as %s", deb_out);
-    cr_assert_eq(deb_sh("curl -sf -X POST "
-                        "http://127.0.0.1:%d/api/v1/ephemeral/push -H "
-                        "'content-type: application/json' -d "
-                        "'{\"queue\":\"deb-check\",\"messages\":[{\"payload\":"
-                        "{\"from\":\"the package\"}}]}'",
+    /* A push and a pop with the packaged client, as an operator would. */
+    cr_assert_eq(deb_sh("/usr/bin/mayfly --url http://127.0.0.1:%d push "
+                        "deb-check '{\"from\":\"the package\"}'",
                         port),
                  0, "push failed: %s", deb_out);
-    cr_assert(strstr(deb_out, "\"pushed\":1"), "%s", deb_out);
-    cr_assert_eq(deb_sh("curl -sf 'http://127.0.0.1:%d/api/v1/ephemeral/"
-                        "pop?queue=deb-check&autoAck=true'",
+    cr_assert(strncmp(deb_out, "e:", 2) == 0, "no id: %s", deb_out);
+    cr_assert_eq(deb_sh("/usr/bin/mayfly --url http://127.0.0.1:%d --json "
+                        "pop deb-check --auto-ack",
                         port),
                  0, "pop failed: %s", deb_out);
     cr_assert(strstr(deb_out, "\"payload\":{\"from\":\"the package\"}"), "%s",
