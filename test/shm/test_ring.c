@@ -100,6 +100,7 @@ die_holding(void (*fn)(struct shm_ring_ctx *c))
 {
     die_unreaped(fn);
     shm_worker_reap(&seg, 1);
+    fixture_check(&seg);
 }
 
 /* Pop and ack everything (leases long expired), delete, expect zero. */
@@ -123,8 +124,10 @@ drain_to_zero(void)
     struct shm_ring_ctx c = ctx(0);
     cr_assert_eq(atomic_load(&c.p->count), 0);
     cr_assert_eq(atomic_load(&c.p->leased), 0);
+    fixture_check(&seg);
     cr_assert_eq(shm_queue_delete(&seg, 0, nm("q"), later), 1);
     cr_assert_eq(shm_arena_used_bytes(&seg), 0);
+    fixture_check(&seg);
     return total;
 }
 
@@ -374,6 +377,7 @@ Test(shm_ring, a_slotless_repair_leaves_the_wipe_to_a_locker_with_a_slot)
     cr_assert_eq(counter(SHM_C_WIPES), 0);
     cr_assert_eq(ctx(0).p->wipe, 1);
     shm_worker_reap(&seg, 1);
+    fixture_check(&seg);
     cr_assert_eq(counter(SHM_C_WIPES), 1);
     cr_assert_eq(ctx(0).p->wipe, 0);
     cr_assert_eq(drain_to_zero(), 0);
@@ -413,6 +417,7 @@ Test(shm_ring, a_repairer_killed_mid_wipe_loses_and_doubles_nothing)
         shm_worker_reap(&seg, 2);
         shm_worker_reap(&seg, 1);
         cr_assert_eq(atomic_load(&ctx(0).p->count), 0);
+        fixture_check(&seg);
     }
     cr_assert_geq(counter(SHM_C_WIPES), 12);
     cr_assert_eq(drain_to_zero(), 0);
