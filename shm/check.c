@@ -141,7 +141,7 @@ check_free_list(struct check *k, uint32_t kind, uint8_t *free)
     for (uint32_t i = 0; i < bump; i++) {
         int alive = kind ? LOAD(shm_dir_part(k->seg, i)->alive)
                          : LOAD(shm_dir_queue(k->seg, i)->alive);
-        if (!alive && !(free[i / 8] >> (i % 8) & 1))
+        if (k->quiet && !alive && !(free[i / 8] >> (i % 8) & 1))
             broken(k, "%s record %u is neither alive nor free", what, i);
     }
     return n;
@@ -171,7 +171,8 @@ check_index(struct check *k)
                           : shm_dir_queue(k->seg, idx)->name_hash;
         int alive = part ? LOAD(shm_dir_part(k->seg, idx)->alive)
                          : LOAD(shm_dir_queue(k->seg, idx)->alive);
-        if (!alive || ix[i].hash != (uint32_t)(h >> 32))
+        if ((!alive && k->quiet) ||
+            (alive && ix[i].hash != (uint32_t)(h >> 32)))
             broken(k, "index slot %u names %s record %u, %s", i,
                    part ? "partition" : "queue", idx,
                    alive ? "with another hash" : "which is dead");
@@ -201,7 +202,8 @@ check_part_list(struct check *k, uint32_t qi, uint8_t *listed)
             return;
         }
         struct shm_part *p = shm_dir_part(k->seg, i - 1);
-        if (!LOAD(p->alive) || p->queue != qi || p->queue_gen != q->gen)
+        if ((!LOAD(p->alive) && k->quiet) || p->queue != qi ||
+            p->queue_gen != q->gen)
             broken(k, "queue %u lists partition %u, %s", qi, i - 1,
                    LOAD(p->alive) ? "another queue's" : "which is dead");
         if (bit_test_set(listed, i - 1)) {
@@ -255,7 +257,7 @@ check_dir(struct check *k, uint8_t *qfree, uint8_t *pfree, uint8_t *listed)
             check_part_list(k, i, listed);
             check_waiters(k, 0, i, LOAD(shm_dir_queue(k->seg, i)->waiters));
         }
-    if (alive_q != d->nqueues || alive_q + nfree != d->q_bump)
+    if (k->quiet && (alive_q != d->nqueues || alive_q + nfree != d->q_bump))
         broken(k, "%u queues alive and %u free of %u handed out; nqueues %u",
                alive_q, nfree, d->q_bump, d->nqueues);
     nfree = check_free_list(k, SHM_DIR_PART_BIT, pfree);
@@ -268,10 +270,10 @@ check_dir(struct check *k, uint8_t *qfree, uint8_t *pfree, uint8_t *listed)
         if (!(listed[i / 8] >> (i % 8) & 1))
             broken(k, "partition %u is alive but on no live queue's list", i);
     }
-    if (alive_p + nfree != d->p_bump)
+    if (k->quiet && alive_p + nfree != d->p_bump)
         broken(k, "%u partitions alive and %u free of %u handed out", alive_p,
                nfree, d->p_bump);
-    if (check_index(k) != alive_q + alive_p)
+    if (check_index(k) != alive_q + alive_p && k->quiet)
         broken(k,
                "the name index holds a number of entries other than the "
                "%u live records",

@@ -6,15 +6,17 @@
  * What it checks, by structure (each under the lock that guards it, taken
  * in the lock order of DESIGN.md §2: queue lock -> one partition lock; the
  * dir lock, the arena's and the due heap's each alone):
- *   DIR        magic; every record below its table's bump alive or on its
- *              free list, never both, the free lists without a cycle;
- *              nqueues; the name index: every slot names a live record of
- *              its kind with the high half of its hash, reachable from its
- *              home slot, and every live record indexed once; each live
- *              queue's partition list: nparts entries, each a live
- *              partition of that queue and generation, and every live
- *              partition of a live queue on it; waiter bits and parked-pop
- *              counts only for worker slots in use.
+ *   DIR        magic; no record alive and on its free list, the free
+ *              lists without a cycle; the name index: every slot naming a
+ *              live record carries the high half of its hash and is
+ *              reachable from its home slot; each live queue's partition
+ *              list: nparts entries, each a partition of that queue and
+ *              generation, and every live partition on its queue's list;
+ *              waiter bits and parked-pop counts only for worker slots in
+ *              use.  Quiet only (a record is marked dead under its own lock
+ *              before the dir lock frees it): every record below its
+ *              table's bump alive or free, nqueues, every index slot a live
+ *              record, every live record indexed once.
  *   queue      its name a LINKED run of its length; the group registry: no
  *              cycle, ngroups entries, each a LINKED cell with a LINKED
  *              name; a pending free (intent) not on the list.
