@@ -5,6 +5,7 @@
 #   make test       install missing packages, build asan, run every suite
 #   make run        install missing packages, build, run one node on 127.0.0.1:6632
 #   make bench      the side-by-side benchmark (ops/bench/)
+#   make soak       three nodes under load with faults (ops/soak/, SOAK.md)
 #
 # Every .c under shm/ http/ consensus/ worker/ master/ is part of mayflyd;
 # every test/<suite>/test_*.c is one Criterion binary linked against an
@@ -76,7 +77,7 @@ run:
 	$(MAKE) all
 	$(B)/mayflyd -o listen=127.0.0.1:6632
 
-FMTSRC  := $(SRC) $(wildcard */*.h test/*/*.c test/*/*.h ops/bench/*.c ops/bench/*.h)
+FMTSRC  := $(SRC) $(wildcard */*.h test/*/*.c test/*/*.h ops/bench/*.c ops/bench/*.h ops/soak/*.c)
 
 format:
 	clang-format -i $(FMTSRC)
@@ -90,6 +91,7 @@ clean:
 -include $(OBJ:.o=.d) $(TESTLIB:.o=.d)
 -include ops/ops.mk
 -include ops/bench/bench.mk
+-include ops/soak/soak.mk
 
 # make sim [SEEDS=N] [STEPS=K] [FIRST=F]: soak the raft simulator past the
 # seeds make test runs: N seeds per cluster size (3 and 5 nodes), K faulty
