@@ -7,7 +7,7 @@
 # ack-mode queue is read and logged: that share may be lost, nothing else.
 #
 #   MINUTES (2)  RATE (msg/s offered)  FAULT_EVERY (s; MINUTES x 12)
-#   PORT (7632)
+#   PORT (7632) CPORT (PORT + 1: the cluster port)
 #   OUT (build/soak/run)  MAYFLYD (build/release/mayflyd)
 #
 # Output in OUT: soak.csv (a row per 10 s), summary.md, faults.log, the
@@ -19,6 +19,7 @@ cd "$(dirname "$0")/../.."
 MINUTES=${MINUTES:-2}
 RATE=${RATE:-845000}
 PORT=${PORT:-7632}
+CPORT=${CPORT:-$((PORT + 1))}
 OUT=${OUT:-build/soak/run}
 MAYFLYD=${MAYFLYD:-build/release/mayflyd}
 BIN=${SOAK_BIN:-build/soak/mayfly-soak}
@@ -30,7 +31,7 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 printf 'soak-secret-%s\n' "$$" >"$OUT/secret"
-peers="127.0.0.1:$((PORT + 1)),127.0.0.2:$((PORT + 1)),127.0.0.3:$((PORT + 1))"
+peers="127.0.0.1:$CPORT,127.0.0.2:$CPORT,127.0.0.3:$CPORT"
 urls="http://127.0.0.1:$PORT,http://127.0.0.2:$PORT,http://127.0.0.3:$PORT"
 
 # boot_s - seconds since boot (the driver's clock, CLOCK_BOOTTIME).
@@ -40,7 +41,7 @@ boot_s() { cut -d' ' -f1 /proc/uptime; }
 start() {
     mkdir -p "$OUT/n$1"
     "$MAYFLYD" -o "listen=127.0.0.$1:$PORT" \
-        -o "cluster_listen=127.0.0.$1:$((PORT + 1))" -o "peers=$peers" \
+        -o "cluster_listen=127.0.0.$1:$CPORT" -o "peers=$peers" \
         -o "cluster_secret_file=$OUT/secret" -o "data_dir=$OUT/n$1" \
         -o "node_id=n$1" -o "workers=2" -o "lease_s=5" \
         -o "implicit_idle_s=5" \
