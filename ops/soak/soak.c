@@ -20,7 +20,6 @@
 #include <sys/types.h>
 
 #include <ctype.h>
-#include <curl/curl.h>
 #include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -30,6 +29,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <curl/curl.h>
 
 #define NODES_MAX 3
 #define BATCH     10
@@ -103,8 +104,8 @@ hist_q(struct hist *h, double q)
         seen += h->b[i];
         if (seen >= (uint64_t)(q * (double)n) && seen > 0) {
             int lg = i / 16, sub = i % 16;
-            uint64_t us = lg >= 4 ? (uint64_t)(16 + sub) << (lg - 4)
-                                  : (uint64_t)sub;
+            uint64_t us =
+                lg >= 4 ? (uint64_t)(16 + sub) << (lg - 4) : (uint64_t)sub;
             return (double)us / 1000.0;
         }
     }
@@ -207,7 +208,8 @@ pusher(void *arg)
     struct body b = {0};
     char url[128], data[4096];
     double per = S.rate / (2.0 * S.nodes); /* msg/s of this pusher */
-    uint64_t gap = (uint64_t)(1e6 * BATCH / (per > 1 ? per : 1)), next = now_us();
+    uint64_t gap = (uint64_t)(1e6 * BATCH / (per > 1 ? per : 1)),
+             next = now_us();
 
     snprintf(url, sizeof(url), "%s/api/v1/ephemeral/push", S.url[r->node]);
     for (int k = 0; !atomic_load(&S.stop_load); k++) {
@@ -282,8 +284,8 @@ count_delivered(int q, const char *b, char *ack, size_t acklen)
         hist_add(&win()->e2e, now > (uint64_t)t ? now - (uint64_t)t : 0);
         if (ack && o < (int)acklen - 200)
             o += snprintf(ack + o, acklen - (size_t)o,
-                          "%s{\"id\":\"%.*s\",\"attempts\":%lld}",
-                          n ? "," : "", (int)(ide - idb), idb, att);
+                          "%s{\"id\":\"%.*s\",\"attempts\":%lld}", n ? "," : "",
+                          (int)(ide - idb), idb, att);
         n++;
         p = e;
     }
@@ -313,8 +315,9 @@ consumer(void *arg)
         }
         int n = count_delivered(r->q, b.p, r->q == QACK ? ack : NULL, 1 << 16);
         if (n > 0 && r->q == QACK) {
-            snprintf(acks, 1 << 16, "{\"queue\":\"%s\",\"group\":\"g\","
-                                    "\"acks\":[%s]}",
+            snprintf(acks, 1 << 16,
+                     "{\"queue\":\"%s\",\"group\":\"g\","
+                     "\"acks\":[%s]}",
                      qname[r->q], ack);
             req(h, "POST", aurl, acks, &a, 8000);
         }
@@ -543,9 +546,8 @@ summarize(const char *csvpath)
             "|\n|---|---|---|---|---|\n| %d min | %.0f msg/s | %d of %d | "
             "%.1f / %.1f ms | %.1f ms |\n\nFaults (boot-time s, kind, node, "
             "ack-mode messages it held when killed):\n\n",
-            S.seconds / 60, S.rate, steady, total,
-            steady ? p50[steady / 2] : 0, steady ? p99[steady / 2] : 0,
-            steady ? pp99[steady / 2] : 0);
+            S.seconds / 60, S.rate, steady, total, steady ? p50[steady / 2] : 0,
+            steady ? p99[steady / 2] : 0, steady ? pp99[steady / 2] : 0);
     snprintf(path, sizeof(path), "%s/faults.log", S.dir);
     if ((f = fopen(path, "r")) != NULL) {
         while (fgets(line, sizeof(line), f)) {
@@ -640,8 +642,8 @@ main(int argc, char **argv)
         return 2;
     pthread_create(&t[nt++], NULL, reporter, csv);
     for (int n = 0; n < S.nodes; n++) {
-        void *(*fn[])(void *) = {pusher,    pusher,    consumer, consumer,
-                                 consumer,  responder, requester};
+        void *(*fn[])(void *) = {pusher,   pusher,    consumer, consumer,
+                                 consumer, responder, requester};
         int qs[] = {QACK, QAUTO, QACK, QACK, QAUTO, 0, 0};
         for (int k = 0; k < 7; k++) {
             roles[nr] = (struct role){n, qs[k]};

@@ -17,8 +17,7 @@
 #include "test/ops/shell.h"
 
 /* Run a shell line in dir, output into out. */
-static int
-sh(const char *dir, char *out, size_t cap, const char *fmt, ...)
+static int sh(const char *dir, char *out, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 static int
