@@ -64,6 +64,19 @@ wait_ready() {
     done
 }
 
+# gone PID... - until each has exited (a zombie counts as gone): a node
+# restarted before its killed workers exit finds its port still held.
+gone() {
+    for p in "$@"; do
+        n=0
+        while [ -e "/proc/$p" ] && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null; do
+            n=$((n + 1))
+            [ "$n" -gt 600 ] && break
+            sleep 0.1
+        done
+    done
+}
+
 # held I - ack-mode messages node I holds (its own share of soak-ack).
 held() {
     curl -s --max-time 2 \
@@ -116,17 +129,21 @@ while [ $(((k + 1) * every)) -lt "$secs" ]; do
         ;;
     1)
         fault "sigterm-node $node"
+        all=$(procs $node)
         kill "$(pid $node)"
         sleep 5
         wait "$(pid $node)" 2>/dev/null || true
+        gone $all
         start "$node"
         wait_ready "$node"
         ;;
     2)
         h=$(held "$node")
-        kill -9 $(procs $node)
+        all=$(procs $node)
+        kill -9 $all
         fault "kill-9-node $node ${h:-0}"
         wait "$(pid $node)" 2>/dev/null || true
+        gone $all
         start "$node"
         wait_ready "$node"
         ;;
