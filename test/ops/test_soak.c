@@ -49,8 +49,9 @@ Test(soak, two_minutes_with_faults_lose_nothing_acked_beyond_a_killed_share,
     cr_assert(strstr(out, "within their share") != NULL, "%s", out);
     cr_assert(strstr(out, "| soak-ack |") != NULL, "%s", out);
     /* Four faults, each logged; a CSV row per 10 s of the 2 minutes. */
-    cr_assert_eq(sh(dir, out, sizeof(out), "wc -l < run/faults.log"), 0);
+    cr_assert_eq(sh(dir, out, sizeof(out), "wc -l < %s/run/faults.log", dir),
+                 0);
     cr_assert_eq(atoi(out), 4, "faults logged: %s", out);
-    cr_assert_eq(sh(dir, out, sizeof(out), "wc -l < run/soak.csv"), 0);
+    cr_assert_eq(sh(dir, out, sizeof(out), "wc -l < %s/run/soak.csv", dir), 0);
     cr_assert_geq(atoi(out), 12, "CSV rows: %s", out);
 }
