@@ -7,6 +7,7 @@
 #   make bench      the side-by-side benchmark (ops/bench/)
 #   make fuzz       every libFuzzer target SECONDS=N seconds (test/fuzz/fuzz.mk)
 #   make deb        the Debian package: build/mayfly_<version>_<arch>.deb
+#   make soak       three nodes under load with faults (ops/soak/, SOAK.md)
 #
 # Every .c under shm/ http/ consensus/ worker/ master/ is part of mayflyd;
 # every test/<suite>/test_*.c is one Criterion binary linked against an
@@ -90,7 +91,7 @@ run:
 	$(MAKE) all
 	$(B)/mayflyd -o listen=127.0.0.1:6632
 
-FMTSRC  := $(SRC) $(wildcard */*.h test/*/*.c test/*/*.h ops/bench/*.c ops/bench/*.h)
+FMTSRC  := $(SRC) $(wildcard */*.h test/*/*.c test/*/*.h ops/bench/*.c ops/bench/*.h ops/soak/*.c)
 
 format:
 	clang-format -i $(FMTSRC)
@@ -107,6 +108,7 @@ clean:
 -include ops/deb.mk
 -include ops/bench/bench.mk
 include test/fuzz/fuzz.mk
+-include ops/soak/soak.mk
 
 # make sim [SEEDS=N] [STEPS=K] [FIRST=F]: soak the raft simulator past the
 # seeds make test runs: N seeds per cluster size (3 and 5 nodes), K faulty

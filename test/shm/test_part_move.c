@@ -705,6 +705,7 @@ Test(shm_part_move, killed_adopter_leaves_sound_partitions, .timeout = 120)
         int st = fixture_kill_after(pid, 100000 + (rand() % 2000) * 1000);
         cr_assert(WIFSIGNALED(st), "the adopter failed: %d", st);
         shm_worker_reap(&seg, 1);
+        fixture_check(&seg);
     }
     shm_queue_list(&seg, nm("a"), 1000000, later, name_fn, NULL);
     cr_assert_gt(nadopted, 0);
