@@ -454,7 +454,7 @@ Test(shm_part_move, malformed_records_are_ebadmsg_and_change_nothing)
     MUTATE(h, ngroups, 1000000, "groups past the end");
     at = sizeof(h);
     MUTATE(m, len, 1u << 30, "payload past the end");
-    MUTATE(m, flags, 2, "unknown flag");
+    MUTATE(m, flags, 4, "unknown flag"); /* 1 read, 2 withdrawn */
     for (uint32_t gi = 0; gi < 2; gi++) {
         at = group_off(recbuf, gi);
         memcpy(&g0, recbuf + at, sizeof(g0));
