@@ -34,19 +34,21 @@
 #include "http/request-t.h"
 #include "http/request.h"
 #include "http/server-t.h"
+#include "http/stray.h"
 #include "shm/log.h"
 
 /* Bytes reserved up front from Content-Length; larger bodies grow. */
 #define HTTP_BODY_PREALLOC (1u << 20)
 
-/* What a connection carries as MHD's socket context. */
-struct conn_ctx {
+/* What a connection carries as MHD's socket context (server.h). */
+struct http_conn {
+    int fd;
     unsigned char fresh; /* no request line yet */
     unsigned char over;  /* accepted past max_connections */
 };
 
 /* conn_ctx_of - conn's context, or NULL (out of memory at its start). */
-static struct conn_ctx *
+static struct http_conn *
 conn_ctx_of(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *ci =
@@ -57,9 +59,10 @@ conn_ctx_of(struct MHD_Connection *conn)
 
 /* http_access_conn_notify - MHD's word on a connection's start or end.  A
  * new one is counted fresh until its first request line (a drain must not
- * close it with that request unread), and over when it opened beyond
- * max_connections (MHD's own limit is higher, see server.c); an ending one
- * is reported to the on_close hook while its socket is still open. */
+ * close it with that request unread), has HTTP_HEAD_TIMEOUT_S to send it,
+ * is over when it opened beyond max_connections (MHD's own limit is
+ * higher, see server.c), and goes to the on_open hook; an ending one is
+ * reported to the on_close hook while its socket is still open. */
 void
 http_access_conn_notify(void *cls, struct MHD_Connection *conn,
                         void **socket_ctx,
@@ -67,14 +70,21 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
 {
     struct http_server *s = cls;
     const union MHD_ConnectionInfo *ci;
-    struct conn_ctx *c = *socket_ctx;
+    struct http_conn *c = *socket_ctx;
 
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         s->open++;
-        if ((c = malloc(sizeof(*c))) != NULL) {
+        ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci != NULL && (c = malloc(sizeof(*c))) != NULL) {
+            c->fd = ci->connect_fd;
             c->fresh = 1;
             c->over = s->open > s->opts.max_connections;
             s->fresh++;
+            if (s->opts.connection_timeout_s > HTTP_HEAD_TIMEOUT_S)
+                MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                                          (unsigned)HTTP_HEAD_TIMEOUT_S);
+            if (s->on_open != NULL)
+                s->on_open(s->on_open_ctx, c->fd, c);
         }
         *socket_ctx = c;
         return;
@@ -93,16 +103,95 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
 }
 
 /* conn_began - conn's request line is in: if it is the connection's first,
- * the connection is no longer counted fresh. */
+ * the connection is no longer counted fresh and has the usual timeout. */
 static void
 conn_began(struct http_server *s, struct MHD_Connection *conn)
 {
-    struct conn_ctx *c = conn_ctx_of(conn);
+    struct http_conn *c = conn_ctx_of(conn);
 
     if (c != NULL && c->fresh) {
         c->fresh = 0;
         s->fresh--;
+        if (s->opts.connection_timeout_s > HTTP_HEAD_TIMEOUT_S)
+            MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                                      (unsigned)s->opts.connection_timeout_s);
     }
+}
+
+/* http_conn_first_bytes - see server.h. */
+int
+http_conn_first_bytes(struct http_conn *c)
+{
+    return c->fresh && http_stray_tls(c->fd);
+}
+
+/* heading_add - req's head is arriving: listed until the access handler's
+ * first call (or its end), for http_access_mhd_said. */
+static void
+heading_add(struct http_request *req)
+{
+    struct http_server *s = req->server;
+
+    req->heading = 1;
+    req->head_prev = NULL;
+    req->head_next = s->heading;
+    if (s->heading != NULL)
+        s->heading->head_prev = req;
+    s->heading = req;
+}
+
+/* heading_drop - req off the list of heads arriving. */
+static void
+heading_drop(struct http_request *req)
+{
+    struct http_server *s = req->server;
+
+    if (!req->heading)
+        return;
+    if (req->head_prev != NULL)
+        req->head_prev->head_next = req->head_next;
+    else
+        s->heading = req->head_next;
+    if (req->head_next != NULL)
+        req->head_next->head_prev = req->head_prev;
+    req->heading = 0;
+}
+
+/*
+ * http_access_mhd_said - see access.h.  The request whose Content-Length
+ * MHD refuses has its head whole (MHD checks it once the blank line is
+ * in) and has not reached the access handler (MHD skips it once it has
+ * queued its own answer); every other request listed as heading still
+ * lacks part of its head, since MHD runs a whole head to the handler's
+ * first call without stopping.  Nothing of an answer to it has been
+ * written, so ours goes first, and MHD's fails on the shut socket.
+ */
+void
+http_access_mhd_said(struct http_server *s, const char *line)
+{
+    static const char bad[] = "Failed to parse `Content-Length' header";
+    static const char big[] = "Too large value of 'Content-Length' header";
+    int is_bad = strncmp(line, bad, sizeof(bad) - 1) == 0;
+    const union MHD_ConnectionInfo *ci;
+    struct http_request *req;
+
+    if (!is_bad && strncmp(line, big, sizeof(big) - 1) != 0)
+        return;
+    for (req = s->heading; req != NULL; req = req->head_next)
+        if (MHD_get_connection_info(
+                req->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE) != NULL)
+            break;
+    if (req == NULL)
+        return;
+    ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci == NULL)
+        return;
+    if (is_bad)
+        http_stray_answer(ci->connect_fd, 400, "ephemeral_bad_request",
+                          "the Content-Length header is not a decimal number");
+    else
+        http_stray_answer(ci->connect_fd, 413, "payload_too_large",
+                          "the Content-Length header is too large");
 }
 
 /*
@@ -124,6 +213,7 @@ http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     if (req == NULL)
         return NULL;
     req->server = cls;
+    req->conn = conn;
     req->uri_at = uri;
     req->uri = strdup(uri);
     if (req->uri == NULL) {
@@ -133,6 +223,7 @@ http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     if (q != NULL)
         q[1] = '\0';
     req->server->requests++;
+    heading_add(req);
     return req;
 }
 
@@ -146,6 +237,7 @@ request_free(struct http_request *req)
         next = h->next;
         free(h);
     }
+    heading_drop(req);
     http_buf_free(&req->reply);
     http_buf_free(&req->body);
     http_query_free(&req->args);
@@ -246,7 +338,7 @@ too_large(struct http_request *req)
 static int
 over_limit(struct http_request *req)
 {
-    struct conn_ctx *c = conn_ctx_of(req->conn);
+    struct http_conn *c = conn_ctx_of(req->conn);
     struct http_server *s = req->server;
 
     if (c == NULL || !c->over)
@@ -335,6 +427,7 @@ first_call(struct http_request *req, struct MHD_Connection *conn,
     size_t max = req->server->opts.max_body_bytes;
     long long cl;
 
+    heading_drop(req);
     req->conn = conn;
     req->method = method;
     req->state = HTTP_REQ_BODY;

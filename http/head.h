@@ -18,6 +18,10 @@ struct http_request;
 /* The most header bytes (names, values and their ": \r\n") answered;
  * more: 431. */
 #define HTTP_HEADERS_MAX (8u << 10)
+/* The seconds a new connection has to send its first request line (bytes
+ * that never form one, a TLS ClientHello the first look missed, wait no
+ * longer); then the usual connection_timeout_s. */
+#define HTTP_HEAD_TIMEOUT_S 30u
 /* libmicrohttpd's per-connection memory (MHD_OPTION_CONNECTION_MEMORY_LIMIT):
  * its read buffer takes half, so a head within our limits fits, and a
  * record per header.  MHD zeroes all of it after every request (and so

@@ -29,19 +29,21 @@
 #include "shm/log.h"
 
 /* mhd_log - MHD's error log into ours, without its trailing newline; at
- * info, since an aborted request is reported as an application error. */
+ * info, since an aborted request is reported as an application error.
+ * Some lines say MHD is about to answer a request itself: access.c
+ * answers it first (http_access_mhd_said). */
 static void __attribute__((format(printf, 2, 0)))
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char line[512];
     size_t n;
 
-    (void)cls;
     vsnprintf(line, sizeof(line), fmt, ap);
     n = strlen(line);
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         line[--n] = '\0';
     log_info(0, "libmicrohttpd: %s", line);
+    http_access_mhd_said(cls, line);
 }
 
 /*
@@ -142,6 +144,16 @@ http_server_on_close(struct http_server *s, void (*fn)(void *ctx, int fd),
 {
     s->on_close = fn;
     s->on_close_ctx = ctx;
+}
+
+/* http_server_on_open - see server.h. */
+void
+http_server_on_open(struct http_server *s,
+                    void (*fn)(void *ctx, int fd, struct http_conn *c),
+                    void *ctx)
+{
+    s->on_open = fn;
+    s->on_open_ctx = ctx;
 }
 
 /* http_server_timeout_ms - 0 while a resumed request waits for a run, or

@@ -77,6 +77,22 @@ int http_server_resume_pending(const struct http_server *s);
 void http_server_on_close(struct http_server *s, void (*fn)(void *ctx, int fd),
                           void *ctx);
 
+/* A client connection, opaque outside http/: handed to the on_open hook,
+ * valid until the on_close hook is called for its fd. */
+struct http_conn;
+
+/* http_server_on_open - call fn(ctx, fd, c) as each client connection
+ * starts (the worker watches its socket for its first bytes and its end). */
+void http_server_on_open(struct http_server *s,
+                         void (*fn)(void *ctx, int fd, struct http_conn *c),
+                         void *ctx);
+
+/* http_conn_first_bytes - the first bytes have come on c: while it has
+ * sent no request line, bytes that begin a TLS record are answered 400 and
+ * the connection closed (MHD would wait for a line end until the head
+ * timeout).  1 when refused. */
+int http_conn_first_bytes(struct http_conn *c);
+
 /* http_server_timeout_ms - how long the loop may sleep before the next
  * http_server_run() (-1: no MHD timer pending). */
 int http_server_timeout_ms(struct http_server *s);

@@ -193,6 +193,7 @@ setup(struct worker *w)
     if (w->http == NULL)
         log_fatal(0, "cannot start the HTTP server");
     http_server_on_close(w->http, worker_conn_closed, w);
+    http_server_on_open(w->http, worker_conn_opened, w);
     watch(w, http_server_fd(w->http), EPOLLIN, TAG_HTTP);
     /* Edge-triggered: each write wakes us once, and it is never read. */
     watch(w, w->seg->wake_fd[w->set.slot], EPOLLIN | EPOLLET, TAG_WAKE);
@@ -269,13 +270,14 @@ settle(struct worker *w)
     }
 }
 
-/* on_hangup - the client of socket fd shut its side (EPOLLRDHUP, or an
- * error): what waits on it, a request forwarded to the owner or a parked
- * pop, is dropped or answered. */
+/* on_conn - events on client socket fd (conn.h).  When the client shut
+ * its side (EPOLLRDHUP, or an error), what waits on it, a request
+ * forwarded to the owner or a parked pop, is dropped or answered; with
+ * nothing waiting, MHD is shown the end after its run. */
 static void
-on_hangup(struct worker *w, int fd)
+on_conn(struct worker *w, int fd, uint32_t events)
 {
-    struct worker_conn *k = worker_conn_hangup(w, fd);
+    struct worker_conn *k = worker_conn_event(w, fd, events);
 
     if (k == NULL)
         return;
@@ -283,6 +285,8 @@ on_hangup(struct worker *w, int fd)
         worker_forward_hangup(k->fwd);
     else if (k->park != NULL)
         worker_pop_hangup(k->park);
+    else
+        worker_conn_poke_later(w, fd);
 }
 
 /* owners_moved - the long polls waiting on owners that changed are let go:
@@ -370,17 +374,18 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
                 http_client_on_event(w.client, (int)(tag & ~TAG_CLIENT),
                                      evs[i].events);
             else if (tag & WORKER_TAG_CONN)
-                on_hangup(&w, (int)(tag & ~WORKER_TAG_CONN));
+                on_conn(&w, (int)(tag & ~WORKER_TAG_CONN), evs[i].events);
             /* TAG_WAKE: settle() drains the queue below. */
         }
         worker_pop_expire(&w, now);
         owners_moved(&w);
         view_stale(&w);
         http_client_on_timeout(w.client);
-        if (mhd_ready || now >= mhd_due || w.draining ||
+        if (mhd_ready || now >= mhd_due || w.draining || w.npokes ||
             http_server_resume_pending(w.http))
             http_server_run(w.http);
         settle(&w);
+        worker_conn_poke(&w);
         /* Done draining once no request is in flight and every connection
          * accepted has begun its first: idle keep-alive connections close
          * with the server (DRAIN_GRACE_MS at least). */

@@ -6,7 +6,10 @@
  * Transfer-Encoding), HTTP/1.1 without Host, a NUL in the request line or a
  * query value, a long URI and large headers, many query parameters,
  * invalid UTF-8 that an answer would echo, a configure with a lone
- * surrogate name, and the node at max_connections.
+ * surrogate name, and the node at max_connections; a Content-Length that
+ * is not a number, a TLS ClientHello on the plain port, and half a
+ * request followed by a write shutdown (closed at once, not held until the
+ * 300 s idle timeout).
  */
 #include <sys/socket.h>
 
@@ -392,5 +395,91 @@ Test(http_edge, past_max_connections_a_request_gets_503_and_health_passes)
            itest_now_ms() < until)
         itest_sleep_ms(50);
     cr_assert_geq(refused, 1);
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
+
+Test(http_edge, a_content_length_that_is_not_a_number_is_refused_in_json)
+{
+    struct itest_node n;
+    struct raw_answer a;
+
+    itest_node_start(&n, "workers=1");
+    exchange(&n, S(PUSH "Content-Length: abc\r\n\r\n" BODY), &a);
+    assert_json_error(&a, 400, "ephemeral_bad_request", "Content-Length");
+    exchange(&n, S(PUSH "Content-Length: -1\r\n\r\n"), &a);
+    assert_json_error(&a, 400, "ephemeral_bad_request", "Content-Length");
+    exchange(&n, S(PUSH "Content-Length: 5, 5\r\n\r\n"), &a);
+    assert_json_error(&a, 400, "ephemeral_bad_request", "Content-Length");
+    exchange(&n, S(PUSH "Content-Length: 123456789012345678901234\r\n\r\n"),
+             &a);
+    assert_json_error(&a, 413, "payload_too_large", "Content-Length");
+    /* One answer, not a second head after the first. */
+    cr_assert_null(strstr(a.body, "HTTP/1."), "%s", a.buf);
+    assert_nothing_stored(&n, "edge");
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
+
+Test(http_edge, a_tls_client_hello_on_the_plain_port_is_answered_400)
+{
+    /* The start of a TLS 1.2 ClientHello: a handshake record (22, 3.1),
+     * its length, then the hello; no line end in it, so MHD alone would
+     * wait for one until its idle timeout. */
+    static const unsigned char hello[] = {
+        0x16, 0x03, 0x01, 0x00, 0x31, 0x01, 0x00, 0x00, 0x2d, 0x03, 0x03,
+        0x5a, 0x1b, 0x2c, 0x3d, 0x4e, 0x5f, 0x60, 0x71, 0x82, 0x93, 0xa4,
+        0xb5, 0xc6, 0xd7, 0xe8, 0xf9, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66,
+        0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x01, 0x00,
+        0x00, 0x04, 0x13, 0x01, 0xc0, 0x2f, 0x01, 0x00, 0x00, 0x00};
+    struct itest_node n;
+    struct raw_answer a;
+    struct itest_resp r;
+
+    itest_node_start(&n, "workers=1");
+    exchange(&n, (const char *)hello, sizeof(hello), &a);
+    assert_json_error(&a, 400, "ephemeral_bad_request", "TLS");
+    cr_assert_eq(itest_req(&n, "GET", "/health", NULL, &r), 200);
+    itest_resp_free(&r);
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
+
+/* half_then_shut - part of a request, then the write side shut: the node
+ * closes the connection well inside ANSWER_MS (its idle timeout is 300 s),
+ * answering nothing or a JSON error. */
+static void
+half_then_shut(struct itest_node *n, const char *req, size_t len)
+{
+    struct raw_answer a;
+    int fd = itest_raw_connect(n);
+
+    cr_assert_geq(fd, 0);
+    send_bytes(fd, req, len);
+    cr_assert_eq(shutdown(fd, SHUT_WR), 0);
+    read_answer(fd, &a, 1);
+    close(fd);
+    cr_assert(a.closed, "no close within %d ms after: %.*s", ANSWER_MS,
+              (int)len, req);
+    if (a.len > 0)
+        cr_assert_eq(a.status, 400, "%s", a.buf);
+}
+
+Test(http_edge, half_a_request_then_a_write_shutdown_is_closed_at_once)
+{
+    struct itest_node n;
+    struct raw_answer a;
+    int fd;
+
+    itest_node_start(&n, "workers=1");
+    half_then_shut(&n, S(PUSH "Content-Length: 43\r\n\r\n{\"queue\":\"ed"));
+    half_then_shut(&n, S(PUSH "Content-Len"));
+    half_then_shut(&n, S("POST /api/v1/ephemeral/pu"));
+    assert_nothing_stored(&n, "edge");
+    /* A whole request before the shutdown is still served. */
+    fd = itest_raw_connect(&n);
+    cr_assert_geq(fd, 0);
+    send_bytes(fd, S(PUSH "Content-Length: 43\r\n\r\n" BODY));
+    cr_assert_eq(shutdown(fd, SHUT_WR), 0);
+    read_answer(fd, &a, 1);
+    close(fd);
+    cr_assert_eq(a.status, 201, "%s", a.buf);
     cr_assert_eq(itest_node_stop(&n, 30000), 0);
 }
