@@ -152,7 +152,6 @@ watch(struct worker *w, int fd, uint32_t events, uint64_t tag)
         log_fatal(errno, "epoll_ctl(ADD, %d) failed", fd);
 }
 
-/* setup - epoll, signals, the HTTP server.  Exits on failure. */
 /* count_refused - a request past max_connections was refused (http/server.h:
  * on_refused): counted for mayfly_connections_refused_total. */
 static void
@@ -163,6 +162,7 @@ count_refused(void *ctx)
     shm_count(w->seg, w->set.slot, SHM_C_CONNECTIONS_REFUSED, 1);
 }
 
+/* setup - epoll, signals, the HTTP server.  Exits on failure. */
 static void
 setup(struct worker *w)
 {

@@ -103,24 +103,28 @@ cli_push_stdin(struct cli_conn *c, const struct cli_globals *g,
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
-    long lineno = 0;
+    long lineno = 0, sent = 0;
     int rc = 0;
 
     while (rc == 0 && (n = getline(&line, &cap, stdin)) >= 0) {
         struct json_object *p;
         lineno++;
-        if (n > 0 && line[n - 1] == '\n')
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
             line[--n] = '\0';
+        if (!text && strspn(line, " \t") == (size_t)n)
+            continue; /* a blank line holds no JSON value: skipped */
         if (cli_payload(line, text, &p) != 0) {
             rc = cli_cmd_usage_error("push",
                                      "line %ld of stdin is not JSON (--text "
-                                     "sends lines as strings): %.80s",
-                                     lineno, line);
+                                     "sends lines as strings): %.80s; %ld "
+                                     "messages before it were pushed",
+                                     lineno, line, sent);
             break;
         }
         cli_push_add(msgs, p);
         if (json_object_array_length(msgs) == CLI_PUSH_BATCH) {
             rc = cli_push_send(c, g, queue, partition, msgs);
+            sent += CLI_PUSH_BATCH;
             json_object_put(msgs);
             msgs = json_object_new_array();
         }
