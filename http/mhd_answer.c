@@ -15,7 +15,7 @@
 typedef enum MHD_Result (*queue_fn)(struct MHD_Connection *, unsigned int,
                                     struct MHD_Response *);
 
-static int mhd_running;  /* inside http_server_run's MHD_run */
+static int mhd_running;   /* inside http_server_run's MHD_run */
 static int mhd_on_chunks; /* MHD's last error was about a chunked body */
 
 /* real_queue - libmicrohttpd's MHD_queue_response, or NULL. */
@@ -107,10 +107,11 @@ MHD_queue_response(struct MHD_Connection *conn, unsigned int status,
         return fn(conn, status, resp);
     n = snprintf(body, sizeof(body), "{\"error\": \"%s\", \"code\": \"%s\"}",
                  sentence_for(status),
-                 status == MHD_HTTP_CONTENT_TOO_LARGE ? "payload_too_large"
-                                                      : "ephemeral_bad_request");
-    json = MHD_create_response_from_buffer((size_t)n, body,
-                                           MHD_RESPMEM_MUST_COPY);
+                 status == MHD_HTTP_CONTENT_TOO_LARGE
+                     ? "payload_too_large"
+                     : "ephemeral_bad_request");
+    json =
+        MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_COPY);
     if (json == NULL)
         return fn(conn, status, resp);
     MHD_add_response_header(json, MHD_HTTP_HEADER_CONTENT_TYPE,

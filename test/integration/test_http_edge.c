@@ -9,7 +9,9 @@
  * surrogate name, and the node at max_connections; a Content-Length that
  * is not a number, a TLS ClientHello on the plain port, and half a
  * request followed by a write shutdown (closed at once, not held until the
- * 300 s idle timeout).
+ * 300 s idle timeout); and what libmicrohttpd refuses itself: an HTTP
+ * version other than 1.x, a malformed chunked body, a head or request
+ * line larger than its memory.
  */
 #include <sys/socket.h>
 
@@ -492,7 +494,7 @@ Test(http_edge, an_http_version_other_than_1x_is_answered_505_in_json)
     itest_node_start(&n, "workers=1");
     exchange(&n, S("GET /health HTTP/2.0\r\nHost: x\r\n\r\n"), &a);
     assert_json_error(&a, 505, "ephemeral_bad_request", "HTTP version");
-    cr_assert_null(strstr(a.body, "HTTP/1."), "one answer: %s", a.buf);
+    cr_assert_null(strstr(a.body, "\r\n"), "one answer: %s", a.buf);
     exchange(&n, S("GET /health HTTP/0.9\r\n\r\n"), &a);
     assert_json_error(&a, 505, "ephemeral_bad_request", "HTTP version");
     exchange(&n,
@@ -515,7 +517,7 @@ Test(http_edge, a_bad_chunk_size_is_answered_400_in_json)
                     "zz\r\n" BODY "\r\n0\r\n\r\n"),
              &a);
     assert_json_error(&a, 400, "ephemeral_bad_request", "chunked");
-    cr_assert_null(strstr(a.body, "HTTP/1."), "one answer: %s", a.buf);
+    cr_assert_null(strstr(a.body, "\r\n"), "one answer: %s", a.buf);
     /* A good first chunk, then a size that is not hexadecimal. */
     exchange(&n,
              S(PUSH "Transfer-Encoding: chunked\r\n\r\n"
@@ -568,7 +570,7 @@ Test(http_edge, a_head_that_outgrows_the_connection_memory_is_answered_431)
     read_answer(fd, &a, 1);
     close(fd);
     assert_json_error(&a, 431, "ephemeral_bad_request", "head");
-    cr_assert_null(strstr(a.body, "HTTP/1."), "one answer: %s", a.buf);
+    cr_assert_null(strstr(a.body, "\r\n"), "one answer: %s", a.buf);
     /* A 70 KB request line: 414 from MHD, in JSON. */
     len = (size_t)snprintf(req, cap, "GET /api/v1/ephemeral/pop?queue=");
     memset(req + len, 'a', 70000);
