@@ -49,8 +49,10 @@ asan:
 
 tests: $(TESTBIN)
 
+# MHD_queue_response is exported so that libmicrohttpd's own call binds to
+# ours (http/mhd_answer.h).
 $(B)/mayflyd: $(OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(LDFLAGS) -Wl,--export-dynamic-symbol=MHD_queue_response -o $@ $^ $(LIBS)
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -30,6 +30,7 @@
 
 #include "http/errors.h"
 #include "http/head.h"
+#include "http/mhd_answer.h"
 #include "http/reply.h"
 #include "http/request-t.h"
 #include "http/request.h"
@@ -296,7 +297,7 @@ queue_reply(struct http_request *req)
     }
     if (!retry_after && http_status_retryable(req->status))
         MHD_add_response_header(resp, "Retry-After", "1");
-    ret = MHD_queue_response(req->conn, req->status, resp);
+    ret = http_mhd_queue(req->conn, req->status, resp);
     MHD_destroy_response(resp);
     req->state = HTTP_REQ_QUEUED;
     return ret;

@@ -24,6 +24,7 @@
 
 #include "http/access.h"
 #include "http/head.h"
+#include "http/mhd_answer.h"
 #include "http/request.h"
 #include "http/server-t.h"
 #include "shm/log.h"
@@ -44,6 +45,7 @@ mhd_log(void *cls, const char *fmt, va_list ap)
         line[--n] = '\0';
     log_info(0, "libmicrohttpd: %s", line);
     http_access_mhd_said(cls, line);
+    http_mhd_said_error(line);
 }
 
 /*
@@ -126,8 +128,10 @@ http_server_run(struct http_server *s)
 {
     s->resume_pending = 0;
     s->closed = 0;
+    http_mhd_running(1);
     if (MHD_run(s->daemon) != MHD_YES)
         log_warn(0, "MHD_run failed");
+    http_mhd_running(0);
 }
 
 /* http_server_resume_pending - see server.h. */

@@ -9,7 +9,9 @@
  * surrogate name, and the node at max_connections; a Content-Length that
  * is not a number, a TLS ClientHello on the plain port, and half a
  * request followed by a write shutdown (closed at once, not held until the
- * 300 s idle timeout).
+ * 300 s idle timeout); and what libmicrohttpd refuses itself: an HTTP
+ * version other than 1.x, a malformed chunked body, a head or request
+ * line larger than its memory.
  */
 #include <sys/socket.h>
 
@@ -482,4 +484,105 @@ Test(http_edge, half_a_request_then_a_write_shutdown_is_closed_at_once)
     close(fd);
     cr_assert_eq(a.status, 201, "%s", a.buf);
     cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
+
+Test(http_edge, an_http_version_other_than_1x_is_answered_505_in_json)
+{
+    struct itest_node n;
+    struct raw_answer a;
+
+    itest_node_start(&n, "workers=1");
+    exchange(&n, S("GET /health HTTP/2.0\r\nHost: x\r\n\r\n"), &a);
+    assert_json_error(&a, 505, "ephemeral_bad_request", "HTTP version");
+    cr_assert_null(strstr(a.body, "\r\n"), "one answer: %s", a.buf);
+    exchange(&n, S("GET /health HTTP/0.9\r\n\r\n"), &a);
+    assert_json_error(&a, 505, "ephemeral_bad_request", "HTTP version");
+    exchange(&n,
+             S("POST /api/v1/ephemeral/push HTTP/3.0\r\nHost: x\r\n"
+               "Content-Length: 43\r\n\r\n" BODY),
+             &a);
+    assert_json_error(&a, 505, "ephemeral_bad_request", "HTTP version");
+    assert_nothing_stored(&n, "edge");
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
+
+Test(http_edge, a_bad_chunk_size_is_answered_400_in_json)
+{
+    struct itest_node n;
+    struct raw_answer a;
+
+    itest_node_start(&n, "workers=1");
+    exchange(&n,
+             S(PUSH "Transfer-Encoding: chunked\r\n\r\n"
+                    "zz\r\n" BODY "\r\n0\r\n\r\n"),
+             &a);
+    assert_json_error(&a, 400, "ephemeral_bad_request", "chunked");
+    cr_assert_null(strstr(a.body, "\r\n"), "one answer: %s", a.buf);
+    /* A good first chunk, then a size that is not hexadecimal. */
+    exchange(&n,
+             S(PUSH "Transfer-Encoding: chunked\r\n\r\n"
+                    "2b\r\n" BODY "\r\n-5\r\nxxxxx\r\n0\r\n\r\n"),
+             &a);
+    assert_json_error(&a, 400, "ephemeral_bad_request", "chunked");
+    assert_nothing_stored(&n, "edge");
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
+
+/* send_until_refused - p[0..n) to fd, stopping where the server, having
+ * answered, no longer reads. */
+static void
+send_until_refused(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        struct pollfd w = {.fd = fd, .events = POLLOUT};
+        ssize_t k;
+
+        if (poll(&w, 1, ANSWER_MS) != 1 || (w.revents & ~POLLOUT))
+            return;
+        k = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k <= 0 && errno != EAGAIN)
+            return;
+        if (k > 0) {
+            p += k;
+            n -= (size_t)k;
+        }
+    }
+}
+
+Test(http_edge, a_head_that_outgrows_the_connection_memory_is_answered_431)
+{
+    struct itest_node n;
+    struct raw_answer a;
+    size_t cap = 96 << 10, len;
+    char *req = malloc(cap);
+    int fd;
+
+    cr_assert_not_null(req);
+    itest_node_start(&n, "workers=1");
+    /* 15,000 tiny headers: 75 KB, a record each in MHD's 64 KiB. */
+    len = (size_t)snprintf(req, cap, PUSH "Content-Length: 43\r\n");
+    for (int i = 0; i < 15000; i++)
+        len += (size_t)snprintf(req + len, cap - len, "a:b\r\n");
+    len += (size_t)snprintf(req + len, cap - len, "\r\n" BODY);
+    fd = itest_raw_connect(&n);
+    cr_assert_geq(fd, 0);
+    send_until_refused(fd, req, len);
+    read_answer(fd, &a, 1);
+    close(fd);
+    assert_json_error(&a, 431, "ephemeral_bad_request", "head");
+    cr_assert_null(strstr(a.body, "\r\n"), "one answer: %s", a.buf);
+    /* A 70 KB request line: 414 from MHD, in JSON. */
+    len = (size_t)snprintf(req, cap, "GET /api/v1/ephemeral/pop?queue=");
+    memset(req + len, 'a', 70000);
+    len += 70000;
+    len += (size_t)snprintf(req + len, cap - len, " HTTP/1.1\r\n\r\n");
+    fd = itest_raw_connect(&n);
+    cr_assert_geq(fd, 0);
+    send_until_refused(fd, req, len);
+    read_answer(fd, &a, 1);
+    close(fd);
+    assert_json_error(&a, 414, "ephemeral_bad_request", "request line");
+    assert_nothing_stored(&n, "edge");
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+    free(req);
 }
