@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -84,15 +85,18 @@ now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* mint - a name no other request of any node or incarnation ever had. */
+/* mint - a name no other request of any node or incarnation ever had:
+ * the process id sets apart a worker respawned into the same slot, whose
+ * serial starts again at 0 (a late reply to its predecessor's request must
+ * find nothing). */
 static void
 mint(struct rpc_call *c)
 {
     static uint64_t serial;
     int n = snprintf(c->inbox, sizeof(c->inbox),
-                     SHM_INBOX_PREFIX "%s/%" PRIx64 ".%d.%" PRIx64,
+                     SHM_INBOX_PREFIX "%s/%" PRIx64 ".%d.%x.%" PRIx64,
                      c->w->set.node_id, c->w->incarnation, c->w->set.slot,
-                     ++serial);
+                     (unsigned)getpid(), ++serial);
 
     c->inbox_len = (size_t)n < sizeof(c->inbox) ? (size_t)n : 0;
 }
