@@ -444,7 +444,7 @@ store_at_owner(struct rpc_call *c, const struct http_rpc *p)
         .body_len = b->len,
         /* FORWARD_MS at most: a draining worker still hears the answer
          * before it exits (and answers 503 draining then) */
-        .timeout_ms = c->timeout_ms == 0    ? 1
+        .timeout_ms = c->timeout_ms == 0           ? 1
                       : c->timeout_ms < FORWARD_MS ? c->timeout_ms
                                                    : FORWARD_MS,
     };
