@@ -255,7 +255,9 @@ ack_held(struct pop_call *c)
 }
 
 /* watch_answer - a watch's reply: anything taken goes straight back (no
- * attempt counted), and "ready" says whether there was. */
+ * attempt counted), and "ready" says whether there was.  Known gap: the
+ * take marked those messages read, so a request among them can no longer
+ * be withdrawn (shm_withdraw); its late reply is still dropped. */
 static void
 watch_answer(struct pop_call *c)
 {
