@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "http/buf.h"
 #include "http/client.h"
 #include "http/errors.h"
@@ -55,7 +57,8 @@ struct conf_call {
     char name[DECL_NAME_MAX];
     int forwarded_in; /* came from a peer: no second hop */
     enum call_state state;
-    uint64_t index; /* the entry's log index, once proposed or answered */
+    uint64_t index;    /* the entry's log index, once proposed or answered */
+    char *leader_opts; /* passed on: the options the leader answered with */
     uint64_t deadline;
     uint64_t ticked; /* the tick that last stepped it */
     struct conf_call *next;
@@ -98,6 +101,7 @@ finish(struct conf_call *c)
     master_cluster_client_cancel(c);
     master_raft_cancel(c->m, c);
     http_request_resume(c->req);
+    free(c->leader_opts);
     free(c);
 }
 
@@ -113,13 +117,23 @@ fail(struct conf_call *c, const char *code, const char *why)
 }
 
 /* succeed - answer with the effective options: the command's own, which
- * the leader committed (its answer to a follower adds the index). */
+ * the leader committed (its answer to a follower adds the index); a
+ * follower answers with the leader's, which its own defaults may not
+ * match. */
 static void
 succeed(struct conf_call *c)
 {
     struct http_buf b = {0};
 
-    options_json(&b, &c->cmd, c->forwarded_in ? c->index : 0);
+    if (c->leader_opts != NULL && c->cmd.op != DECL_DELETE) {
+        http_buf_append_str(&b, "{\"queue\":");
+        http_buf_append_json_str(&b, c->cmd.name, c->cmd.len);
+        http_buf_append_str(&b, ",\"options\":");
+        http_buf_append_str(&b, c->leader_opts);
+        http_buf_append_str(&b, ",\"declared\":true}");
+    } else {
+        options_json(&b, &c->cmd, c->forwarded_in ? c->index : 0);
+    }
     http_reply(c->req, c->cmd.op == DECL_DELETE ? 200 : 201, &b);
     finish(c);
 }
@@ -145,6 +159,23 @@ committed(void *arg, int rc)
         fail(c, "no_leader", "this node is stopping");
 }
 
+/* take_options - the options the leader's answer names, kept as it wrote
+ * them (none: the command's own are answered). */
+static void
+take_options(struct conf_call *c, const struct http_client_resp *r)
+{
+    struct json_object *root = http_jsonc_object(r->body.data, r->body.len);
+    struct json_object *o;
+
+    free(c->leader_opts);
+    c->leader_opts = NULL;
+    if (root != NULL && json_object_object_get_ex(root, "options", &o) &&
+        json_object_is_type(o, json_type_object))
+        c->leader_opts =
+            strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    json_object_put(root);
+}
+
 /* relayed - the leader answered a forwarded request. */
 static void
 relayed(void *arg, struct http_client_resp *r)
@@ -157,6 +188,7 @@ relayed(void *arg, struct http_client_resp *r)
     }
     if (r->status == 201 || r->status == 200) {
         c->index = http_jsonc_body_count(r->body.data, r->body.len, "index");
+        take_options(c, r);
         c->state = CALL_CATCHING;
         advance(c);
         return;

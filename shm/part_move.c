@@ -338,9 +338,11 @@ ho_check_msgs(const unsigned char *b, size_t len, size_t *off,
             return -EBADMSG;
         memcpy(&m, b + *off, sizeof(m));
         *off += sizeof(m);
-        /* a request's replyTo leads its data: no longer than it */
+        /* a request's replyTo leads its data, and a payload follows (as
+         * shm_push_request requires) */
+        uint32_t reply_len = m.flags >> SHM_HO_REPLY_SHIFT;
         if ((m.flags & 0xffffu & ~(SHM_HO_READ | SHM_HO_WITHDRAWN)) != 0 ||
-            (m.flags >> SHM_HO_REPLY_SHIFT) > m.len ||
+            (reply_len != 0 && reply_len >= m.len) ||
             len - *off < ho_pad(m.len))
             return -EBADMSG;
         *off += ho_pad(m.len);

@@ -159,12 +159,17 @@ struct ack_kind {
     /* fill - each entry's attempts, and its status or seconds, into acks. */
     void (*fill)(const void *parse, struct shm_ack *acks);
     void (*free_parse)(void *parse); /* what parse holds, and parse */
-    /* replies - deliver the entries' replies before they apply; NULL, or
-     * what each entry's result adds (malloc'd array). */
+    /* replies - read the replyTos of the entries that carry a reply into
+     * to[] (malloc'd array) before they apply; NULL, or what each entry's
+     * result adds (malloc'd array). */
     const char **(*replies)(struct worker *w, const void *parse,
                             const struct ack_body *b, const struct entry *ents,
-                            const struct shm_ack *acks,
-                            struct ack_reply_out **out);
+                            const struct shm_ack *acks, struct shm_name **to);
+    /* deliver - after they applied: the replies of the entries that ended
+     * the delivery they name go to to[], the others say why not. */
+    void (*deliver)(struct worker *w, const void *parse,
+                    const struct shm_ack *acks, const struct shm_name *to,
+                    const char **extra, struct ack_reply_out **out);
 };
 
 /* An ack whose replies went to other nodes' inboxes: answered once those
@@ -243,6 +248,7 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
     struct shm_ack *run = malloc((n ? n : 1) * sizeof(*run));
     uint64_t *incs = malloc((n ? n : 1) * sizeof(*incs));
     const char **extra = NULL;        /* each entry's "replied", if any */
+    struct shm_name *to = NULL;       /* each reply's inbox */
     struct ack_reply_out *out = NULL; /* replies for other nodes */
 
     /* Memory first: nothing may be applied unless all of it can be. */
@@ -261,13 +267,16 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
             worker_forward_to(w, req, rt.m[0].id, rt.m[0].addr, 0);
         } else {
             /* replyTos are read before the entries apply (which frees
-             * them); a reply for another node's inbox goes after */
+             * them); the replies go after, for the entries that ended the
+             * delivery they name (a stale one never replies) */
             if (k->replies != NULL)
-                extra = k->replies(w, hold->parse, b, ents, acks, &out);
+                extra = k->replies(w, hold->parse, b, ents, acks, &to);
             apply(w, (struct shm_name){b->queue.ptr, b->queue.len},
                   b->group ? (struct shm_name){b->group->ptr, b->group->len}
                            : (struct shm_name){"", 0},
                   ents, acks, run, n, k->extend);
+            if (to != NULL)
+                k->deliver(w, hold->parse, acks, to, extra, &out);
             if (out != NULL && answer_after(w, req, where, &rt, &incs, &extra,
                                             b, hold, out) == 0)
                 out = NULL;
@@ -280,6 +289,9 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
         }
     }
     ack_reply_free(out); /* not sent: no memory to wait for them */
+    for (uint32_t i = 0; to != NULL && i < n; i++)
+        free((char *)to[i].ptr);
+    free(to);
     free(extra);
     free(incs);
     free(run);
@@ -330,13 +342,13 @@ ack_or_extend(struct worker *w, struct http_request *req,
     release(&h);
 }
 
-/* replies_ack - an ack's entries that carry "reply" deliver it to their
- * message's replyTo (ack_reply.c), in request order, before any applies;
- * ents are still in request order then. */
+/* replies_ack - the replyTos of an ack's entries that carry "reply"
+ * (ack_reply.c), in request order, before any applies; ents are still in
+ * request order then. */
 static const char **
 replies_ack(struct worker *w, const void *parse, const struct ack_body *b,
             const struct entry *ents, const struct shm_ack *acks,
-            struct ack_reply_out **out)
+            struct shm_name **to)
 {
     const struct http_ack *a = parse;
     const char **extra = NULL;
@@ -344,17 +356,50 @@ replies_ack(struct worker *w, const void *parse, const struct ack_body *b,
     for (uint32_t i = 0; i < a->n; i++) {
         if (!a->entries[i].has_reply)
             continue;
-        if (extra == NULL && (extra = calloc(a->n, sizeof(*extra))) == NULL)
+        if (extra == NULL && ((extra = calloc(a->n, sizeof(*extra))) == NULL ||
+                              (*to = calloc(a->n, sizeof(**to))) == NULL)) {
+            free(extra);
             return NULL; /* the entries say nothing of a reply */
-        extra[i] =
-            ents[i].stale
-                ? ",\"replied\":false,\"reason\":\"the message "
-                  "was delivered by another incarnation\""
-                : ack_reply_deliver(
-                      w, (struct shm_name){b->queue.ptr, b->queue.len},
-                      ents[i].part, acks[i].seq, &a->entries[i].reply, out, i);
+        }
+        extra[i] = ents[i].stale
+                       ? ",\"replied\":false,\"reason\":\"the message "
+                         "was delivered by another incarnation\""
+                       : ack_reply_read(
+                             w, (struct shm_name){b->queue.ptr, b->queue.len},
+                             ents[i].part, acks[i].seq, &(*to)[i]);
     }
     return extra;
+}
+
+/* deliver_ack - each reply read goes to its inbox if its entry ended the
+ * delivery it names (acked, dropped, or to come back: a reply all the
+ * same); a stale or unknown entry's does not. */
+static void
+deliver_ack(struct worker *w, const void *parse, const struct shm_ack *acks,
+            const struct shm_name *to, const char **extra,
+            struct ack_reply_out **out)
+{
+    const struct http_ack *a = parse;
+
+    for (uint32_t i = 0; i < a->n; i++) {
+        if (to[i].ptr == NULL)
+            continue;
+        switch (acks[i].outcome) {
+        case SHM_OUT_ACKED:
+        case SHM_OUT_ACKED_DROPPED:
+        case SHM_OUT_REDELIVERED:
+            extra[i] =
+                ack_reply_deliver(w, to[i], &a->entries[i].reply, out, i);
+            break;
+        case SHM_OUT_STALE:
+            extra[i] = ",\"replied\":false,\"reason\":\"the ack is stale: "
+                       "the message has been delivered again since\"";
+            break;
+        default:
+            extra[i] = ",\"replied\":false,\"reason\":\"the message is not "
+                       "held here: already completed or expired\"";
+        }
+    }
 }
 
 /* parse_ack - an ack's body (struct http_ack). */
@@ -442,6 +487,7 @@ static const struct ack_kind ack_kind = {
     .fill = fill_ack,
     .free_parse = free_ack,
     .replies = replies_ack,
+    .deliver = deliver_ack,
 };
 
 static const struct ack_kind extend_kind = {

@@ -28,6 +28,11 @@
     NOT_REPLIED "\"the requester has gone: its request timed out or it "       \
                 "hung up\""
 
+#define NOMEM NOT_REPLIED "\"the node is out of memory\""
+#define NOT_HELD                                                               \
+    NOT_REPLIED "\"the message is not held here: already completed, "          \
+                "expired, or delivered by another node\""
+
 /* One reply on its way to another node's inbox. */
 struct reply_hop {
     struct ack_reply_out *out;
@@ -54,8 +59,7 @@ keep(struct worker *w, struct ack_reply_out **out, uint32_t index, int m,
      struct shm_name inbox, const struct http_str *reply)
 {
     struct ack_reply_out *o = *out;
-    static const char *const nomem =
-        NOT_REPLIED "\"the node is out of memory\"";
+    static const char *const nomem = NOMEM;
 
     if (o == NULL && (o = *out = calloc(1, sizeof(*o))) == NULL)
         return nomem;
@@ -83,26 +87,38 @@ keep(struct worker *w, struct ack_reply_out **out, uint32_t index, int m,
     return NULL;
 }
 
-/* ack_reply_deliver - see ack_reply.h. */
+/* ack_reply_read - see ack_reply.h. */
 const char *
-ack_reply_deliver(struct worker *w, struct shm_name queue, struct shm_name part,
-                  uint64_t seq, const struct http_str *reply,
-                  struct ack_reply_out **out, uint32_t index)
+ack_reply_read(struct worker *w, struct shm_name queue, struct shm_name part,
+               uint64_t seq, struct shm_name *inbox)
 {
     char to[SHM_NAME_MAX];
-    uint64_t now = shm_now_ms(), first;
-    int n = shm_reply_to(w->seg, w->set.slot, queue, part, seq, now, to,
-                         sizeof(to));
-    struct shm_name deflt = {"Default", 7};
+    int n = shm_reply_to(w->seg, w->set.slot, queue, part, seq, shm_now_ms(),
+                         to, sizeof(to));
+    char *copy;
 
+    *inbox = (struct shm_name){NULL, 0};
     if (n < 0)
-        return NOT_REPLIED "\"the message is not held here: already "
-                           "completed, expired, or delivered by another "
-                           "node\"";
+        return NOT_HELD;
     if (n == 0)
         return NOT_REPLIED "\"the message has no replyTo: it is not a "
                            "request\"";
-    struct shm_name inbox = {to, (size_t)n};
+    if ((copy = malloc((size_t)n)) == NULL)
+        return NOMEM;
+    memcpy(copy, to, (size_t)n);
+    *inbox = (struct shm_name){copy, (size_t)n};
+    return NULL;
+}
+
+/* ack_reply_deliver - see ack_reply.h. */
+const char *
+ack_reply_deliver(struct worker *w, struct shm_name inbox,
+                  const struct http_str *reply, struct ack_reply_out **out,
+                  uint32_t index)
+{
+    uint64_t now = shm_now_ms(), first;
+    struct shm_name deflt = {"Default", 7};
+
     if (!worker_serves_all(w) && !shm_owner_here(&w->owners, inbox, deflt))
         return keep(w, out, index, shm_owner_pick(&w->owners, inbox, deflt),
                     inbox, reply);

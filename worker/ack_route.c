@@ -221,6 +221,7 @@ ack_route_fan(struct worker *w, struct http_request *req,
         free(f);
         free(authz);
         http_reply_errno(req, -ENOMEM, "ack");
+        http_request_resume(req); /* suspended when replies went first */
         return;
     }
     memcpy(f->incs, incs, n * sizeof(*incs));

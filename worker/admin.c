@@ -341,7 +341,9 @@ worker_list(struct worker *w, struct http_request *req)
     http_buf_append(&b, items.data ? items.data : "", items.len);
     http_buf_append_str(&b, "],\"truncated\":");
     http_buf_append_str(&b, l.truncated ? "true,\"next\":" : "false");
-    if (l.truncated)
+    if (l.truncated && l.last.oom)
+        b.oom = 1; /* no "next" to give: 500, not broken JSON */
+    else if (l.truncated)
         http_buf_append(&b, l.last.data, l.last.len);
     http_buf_append_str(&b, "}");
     http_buf_free(&items);

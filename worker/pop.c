@@ -255,7 +255,9 @@ ack_held(struct pop_call *c)
 }
 
 /* watch_answer - a watch's reply: anything taken goes straight back (no
- * attempt counted), and "ready" says whether there was. */
+ * attempt counted), and "ready" says whether there was.  Known gap: the
+ * take marked those messages read, so a request among them can no longer
+ * be withdrawn (shm_withdraw); its late reply is still dropped. */
 static void
 watch_answer(struct pop_call *c)
 {
@@ -280,13 +282,13 @@ answer(struct pop_call *c)
 {
     struct http_buf b = {0};
 
+    pop_cluster_stop(c->cluster); /* no peer takes for an answered pop */
     if (c->how != NULL) {
         const struct shm_popped *m = shm_popped_next(&c->sink, NULL);
-        enum pop_wait_end why = m != NULL    ? POP_WAIT_GOT
-                                : c->hung_up ? POP_WAIT_HANGUP
-                                : c->w->draining || c->w->stale
-                                    ? POP_WAIT_DRAIN
-                                    : POP_WAIT_TIMEOUT;
+        enum pop_wait_end why = m != NULL        ? POP_WAIT_GOT
+                                : c->hung_up     ? POP_WAIT_HANGUP
+                                : c->w->draining ? POP_WAIT_DRAIN
+                                                 : POP_WAIT_TIMEOUT;
         c->how->end(c->how_arg, c->req, m, why);
         return;
     }
@@ -503,15 +505,17 @@ route(struct worker *w, struct http_request *req, struct pop_call *c,
     return 1;
 }
 
-/* cluster_park - pop_cluster_ops.park: take here, or park here. */
+/* cluster_park - pop_cluster_ops.park: take here, or park here (not
+ * once draining: worker_pop_answer_all has run, so it answers now). */
 static int
 cluster_park(void *arg, uint64_t deadline)
 {
     struct pop_call *c = arg;
     uint64_t now = shm_now_ms();
-    int rc = take(c, 1);
+    int may_park = deadline > now && !c->w->draining;
+    int rc = take(c, may_park);
 
-    if (rc == 0 && deadline > now && park(c, (uint32_t)(deadline - now)) == 0)
+    if (rc == 0 && may_park && park(c, (uint32_t)(deadline - now)) == 0)
         return 0;
     if (rc < 0)
         http_reply_errno(c->req, rc, "pop");
@@ -669,10 +673,12 @@ retry(struct pop_call *c)
         return 0;
     }
     unpark(c);
-    if (rc < 0)
+    if (rc < 0) {
+        pop_cluster_stop(c->cluster);
         http_reply_errno(c->req, rc, "pop");
-    else
+    } else {
         answer(c);
+    }
     http_request_resume(c->req);
     return 0;
 }
@@ -750,10 +756,12 @@ give_up(struct pop_call *c)
 {
     unpark(c);
     int rc = take(c, 0);
-    if (rc < 0)
+    if (rc < 0) {
+        pop_cluster_stop(c->cluster);
         http_reply_errno(c->req, rc, "pop");
-    else
+    } else {
         answer(c);
+    }
     http_request_resume(c->req);
 }
 
@@ -792,14 +800,24 @@ worker_pop_moved(struct worker *w)
     free(moved);
 }
 
-/* worker_pop_let_go_all - see pop.h. */
+/* worker_pop_let_go_all - see pop.h.  A request's wait on its inbox
+ * stays: the inbox is this node's, and its reply can still come. */
 void
 worker_pop_let_go_all(struct worker *w)
 {
-    struct park *p;
+    size_t n = park_count(&w->parks), k = 0;
+    struct pop_call **pops = malloc(n * sizeof(*pops) + 1);
 
-    while ((p = park_first(&w->parks)) != NULL)
-        let_go(CALL_OF(p));
+    if (pops == NULL)
+        return; /* they answer at their timeout instead */
+    for (size_t i = 0; i < n; i++) {
+        struct pop_call *c = CALL_OF(w->parks.heap[i]);
+        if (c->how == NULL)
+            pops[k++] = c;
+    }
+    for (size_t i = 0; i < k; i++)
+        let_go(pops[i]);
+    free(pops);
 }
 
 /* worker_pop_expire - see pop.h. */
@@ -836,6 +854,7 @@ worker_pop_hangup(struct park *p)
 
     unpark(c);
     c->hung_up = 1;
+    pop_cluster_stop(c->cluster);
     if (c->sink.count > 0 && c->how == NULL) {
         http_request_abort(c->req); /* on_done releases the leases */
         return;

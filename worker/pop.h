@@ -68,7 +68,9 @@ void worker_pop_answer_all(struct worker *w);
 void worker_pop_moved(struct worker *w);
 
 /* worker_pop_let_go_all - every parked pop answered as worker_pop_moved()
- * answers a moved one: the view they were placed by no longer holds. */
+ * answers a moved one: the view they were placed by no longer holds.  A
+ * request waiting on its inbox (worker_pop_wait) is not let go: the inbox
+ * is this node's and its reply can still come. */
 void worker_pop_let_go_all(struct worker *w);
 
 /* worker_pop_hangup - the client of the pop parked as p shut its side

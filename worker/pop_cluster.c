@@ -16,6 +16,8 @@
 #include "worker/forward.h"
 #include "worker/worker_int.h"
 
+#define PASS_MIN_MS 250 /* a pass's least time, however little the pop has */
+
 struct pc_peer {
     struct pop_cluster *pc;
     char id[SHM_STATUS_ID_MAX];
@@ -86,16 +88,22 @@ send_pop(struct pop_cluster *pc, struct pc_peer *p, int watch,
 {
     uint64_t now = shm_now_ms();
     unsigned left = pc->deadline > now ? (unsigned)(pc->deadline - now) : 0;
+    /* a pass is bounded by the pop's own time too (a few peers that do not
+     * answer must not hold it past its timeout many times over), and by
+     * FORWARD_MS, within which a draining worker still answers it */
+    unsigned pass = left < FORWARD_MS ? left : FORWARD_MS;
     const char *headers[3] = {FORWARD_HEADER ": 1", pc->authz};
     char *url = NULL;
     struct http_client_req r = {
         .method = "GET",
         .headers = headers,
         .nheaders = pc->authz ? 2 : 1,
-        .timeout_ms = (watch ? left : 0) + FORWARD_MS,
-        .connect_timeout_ms = FORWARD_MS,
+        .timeout_ms = watch ? left + FORWARD_MS
+                            : (pass > PASS_MIN_MS ? pass : PASS_MIN_MS),
     };
     int rc = -1;
+
+    r.connect_timeout_ms = watch ? FORWARD_MS : r.timeout_ms;
 
     if (worker_addr_unusable(p->addr, pc->w->owners.self_addr) ||
         asprintf(&url, "http://%s/api/v1/ephemeral/pop?%s&wait=%s&timeout=%u%s",
@@ -154,11 +162,12 @@ passed(void *arg, struct http_client_resp *r)
 }
 
 /* try_next - pass the pop to the next peer; when every peer was asked,
- * wait (a long poll with time left) or answer empty. */
+ * wait (a long poll with time left) or answer empty.  A draining worker
+ * asks no more peers (and cluster_park answers instead of parking). */
 static void
 try_next(struct pop_cluster *pc)
 {
-    while (pc->tried < pc->npeers) {
+    while (pc->tried < pc->npeers && !pc->w->draining) {
         struct pc_peer *p = &pc->peer[(pc->first + pc->tried++) % pc->npeers];
         if (send_pop(pc, p, 0, passed) == 0)
             return;
@@ -228,6 +237,14 @@ pop_cluster_start(struct worker *w, struct http_request *req,
     http_request_suspend(req);
     try_next(pc);
     return pc;
+}
+
+/* pop_cluster_stop - see pop_cluster.h. */
+void
+pop_cluster_stop(struct pop_cluster *pc)
+{
+    if (pc != NULL)
+        cancel_all(pc);
 }
 
 /* pop_cluster_free - see pop_cluster.h. */

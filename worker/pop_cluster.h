@@ -58,6 +58,11 @@ pop_cluster_start(struct worker *w, struct http_request *req,
                   const struct shm_pop_req *r, int wait, uint64_t deadline,
                   const struct pop_cluster_ops *ops, void *arg);
 
+/* pop_cluster_stop - the pop was answered here (a local push, its deadline,
+ * a hang-up, a drain): drop the watches and passes still out, so that none
+ * takes at a peer what nobody would receive. */
+void pop_cluster_stop(struct pop_cluster *pc);
+
 /* pop_cluster_free - the request ended: drop the calls still out. */
 void pop_cluster_free(struct pop_cluster *pc);
 

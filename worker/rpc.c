@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -84,15 +85,18 @@ now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* mint - a name no other request of any node or incarnation ever had. */
+/* mint - a name no other request of any node or incarnation ever had:
+ * the process id sets apart a worker respawned into the same slot, whose
+ * serial starts again at 0 (a late reply to its predecessor's request must
+ * find nothing). */
 static void
 mint(struct rpc_call *c)
 {
     static uint64_t serial;
     int n = snprintf(c->inbox, sizeof(c->inbox),
-                     SHM_INBOX_PREFIX "%s/%" PRIx64 ".%d.%" PRIx64,
+                     SHM_INBOX_PREFIX "%s/%" PRIx64 ".%d.%x.%" PRIx64,
                      c->w->set.node_id, c->w->incarnation, c->w->set.slot,
-                     ++serial);
+                     (unsigned)getpid(), ++serial);
 
     c->inbox_len = (size_t)n < sizeof(c->inbox) ? (size_t)n : 0;
 }
@@ -340,18 +344,20 @@ relay(struct rpc_call *c, struct http_client_resp *r)
     struct http_request *req = c->req;
     char ra[24];
 
-    if (r->err == -ETIMEDOUT) {
+    if (r->err == -ETIMEDOUT && c->timeout_ms <= FORWARD_MS) {
         ended(c, SHM_C_REQUEST_TIMEOUT);
         http_reply_error(req, 504, "request_timeout",
                          "the partition's owner, node '%s', did not store the "
                          "request within its 'timeout' of %" PRIu32 " ms",
                          c->owner_id, c->timeout_ms);
-    } else if (r->err != 0) {
+    } else if (r->err != 0 || r->status == 201) {
+        /* unreachable, slow (FORWARD_MS), or stored under an id we cannot
+         * read (a 201 {"id"} is no answer to the requester) */
         shm_count(c->w->seg, c->w->set.slot, SHM_C_FORWARD_FAILED, 1);
         http_reply_error(req, 503, "ephemeral_forward_failed",
-                         "the partition's owner, node '%s', could not be "
-                         "reached (%s); retry",
-                         c->owner_id, r->error);
+                         "the partition's owner, node '%s', did not "
+                         "store the request (%s); retry",
+                         c->owner_id, r->err ? r->error : "unreadable id");
     } else {
         if (r->status == 503 && r->body.data != NULL &&
             strstr(r->body.data, "\"no_responders\"") != NULL)
@@ -436,7 +442,11 @@ store_at_owner(struct rpc_call *c, const struct http_rpc *p)
         .nheaders = 2,
         .body = b->data,
         .body_len = b->len,
-        .timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 1,
+        /* FORWARD_MS at most: a draining worker still hears the answer
+         * before it exits (and answers 503 draining then) */
+        .timeout_ms = c->timeout_ms == 0           ? 1
+                      : c->timeout_ms < FORWARD_MS ? c->timeout_ms
+                                                   : FORWARD_MS,
     };
     if (asprintf(&url, "http://%s/api/v1/ephemeral/request", c->owner_addr) < 0)
         url = NULL;
@@ -495,8 +505,9 @@ serve_node(struct worker *w, struct http_request *req, const struct http_rpc *p,
         withdraw_here(w, req, queue, part, wd);
         return;
     }
-    if (!shm_inbox_named(inbox) ||
-        !http_reply_name_ok(req, "replyTo", inbox.ptr, inbox.len)) {
+    if (!http_reply_name_ok(req, "replyTo", inbox.ptr, inbox.len))
+        return; /* answered 400 invalid_name */
+    if (!shm_inbox_named(inbox)) {
         http_reply_error(req, 400, "invalid_name",
                          "field 'replyTo' does not name a request's inbox");
         return;

@@ -7,6 +7,7 @@
  * that is no request says so while the rest of its batch applies.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -401,4 +402,132 @@ Test(request, sigterm_answers_a_waiting_request_503_draining, .timeout = 60)
     cr_assert_str_eq(itest_jstr(q.r.json, "code"), "draining");
     cr_assert(q.ms < 20000, "answered after %lld ms", (long long)q.ms);
     itest_resp_free(&q.r);
+}
+
+struct respawn_req {
+    const struct itest_node *n;
+    int payload;
+    struct itest_resp r;
+};
+
+/* respawn_request - one request on queue "re" carrying payload. */
+static void *
+respawn_request(void *arg)
+{
+    struct respawn_req *q = arg;
+    char body[96];
+
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"re\",\"payload\":%d,\"timeout\":20000}", q->payload);
+    itest_req(q->n, "POST", REQ, body, &q->r);
+    return NULL;
+}
+
+/* pop_request - wait for the one request on queue "re". */
+static void
+pop_request(const struct itest_node *n, struct itest_resp *r)
+{
+    itest_get(n, r, "/api/v1/ephemeral/pop?queue=re&wait=true&timeout=15000");
+    cr_assert_eq(itest_jlen(r->json, "messages"), 1, "%s", r->body);
+}
+
+Test(request, a_worker_respawned_in_the_same_slot_mints_new_inboxes,
+     .timeout = 90)
+{
+    struct itest_node n;
+    struct respawn_req a = {0}, b = {0};
+    struct itest_resp ra, rb, x;
+    pthread_t ta, tb;
+    pid_t w0 = 0, w1 = 0;
+
+    itest_node_start(&n, "workers=1");
+    listen_once(&n, "re");
+    a = (struct respawn_req){.n = &n, .payload = 1};
+    cr_assert_eq(pthread_create(&ta, NULL, respawn_request, &a), 0);
+    pop_request(&n, &ra);
+    cr_assert_eq(itest_node_workers(&n, &w0, 1), 1);
+    cr_assert_eq(kill(w0, SIGKILL), 0);
+    pthread_join(ta, NULL);
+    itest_resp_free(&a.r);
+    int64_t deadline = itest_now_ms() + 20000;
+    while (itest_node_workers(&n, &w1, 1) != 1 || w1 == w0 ||
+           itest_workers_listening(&n) != 1) {
+        cr_assert(itest_now_ms() < deadline, "no worker came back");
+        itest_sleep_ms(50);
+    }
+    listen_once(&n, "re");
+    b = (struct respawn_req){.n = &n, .payload = 2};
+    cr_assert_eq(pthread_create(&tb, NULL, respawn_request, &b), 0);
+    pop_request(&n, &rb);
+    cr_assert_str_neq(itest_jstr(ra.json, "messages.0.replyTo"),
+                      itest_jstr(rb.json, "messages.0.replyTo"));
+    /* the dead worker's request gets its late reply: not b's answer */
+    itest_post(
+        &n, &x, ACK,
+        "{\"queue\":\"re\",\"acks\":[{\"id\":\"%s\",\"reply\":\"old\"}]}",
+        itest_jstr(ra.json, "messages.0.id"));
+    itest_resp_free(&x);
+    itest_post(
+        &n, &x, ACK,
+        "{\"queue\":\"re\",\"acks\":[{\"id\":\"%s\",\"reply\":\"new\"}]}",
+        itest_jstr(rb.json, "messages.0.id"));
+    itest_resp_free(&x);
+    pthread_join(tb, NULL);
+    cr_assert_eq(b.r.status, 200, "%ld %s", b.r.status, b.r.body);
+    cr_assert_str_eq(itest_jstr(b.r.json, "reply"), "new", "%s", b.r.body);
+    itest_resp_free(&b.r);
+    itest_resp_free(&ra);
+    itest_resp_free(&rb);
+    itest_node_stop(&n, 10000);
+}
+
+/* stale_request - a request on "fence" that waits for its reply. */
+static void *
+stale_request(void *arg)
+{
+    struct respawn_req *q = arg;
+
+    itest_req(q->n, "POST", REQ,
+              "{\"queue\":\"fence\",\"payload\":1,\"timeout\":20000}", &q->r);
+    return NULL;
+}
+
+Test(request, a_stale_ack_delivers_no_reply, .timeout = 60)
+{
+    struct itest_node n;
+    struct respawn_req q = {0};
+    struct itest_resp r, a;
+    pthread_t t;
+
+    itest_node_start(&n, NULL);
+    listen_once(&n, "fence");
+    q.n = &n;
+    cr_assert_eq(pthread_create(&t, NULL, stale_request, &q), 0);
+    itest_get(&n, &r,
+              "/api/v1/ephemeral/pop?queue=fence&wait=true&timeout=15000");
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+    cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 1, "%s", r.body);
+    /* fenced at a delivery that is not the current one: stale */
+    itest_post(&n, &a, ACK,
+               "{\"queue\":\"fence\",\"acks\":[{\"id\":\"%s\",\"attempts\":2,"
+               "\"reply\":\"stale\"}]}",
+               itest_jstr(r.json, "messages.0.id"));
+    cr_assert_eq(a.status, 200, "%s", a.body);
+    cr_assert_str_eq(itest_jstr(a.json, "results.0.outcome"), "stale", "%s",
+                     a.body);
+    cr_assert_eq(itest_jbool(a.json, "results.0.replied"), 0, "%s", a.body);
+    cr_assert_not_null(itest_jstr(a.json, "results.0.reason"), "%s", a.body);
+    itest_resp_free(&a);
+    itest_post(&n, &a, ACK,
+               "{\"queue\":\"fence\",\"acks\":[{\"id\":\"%s\",\"attempts\":1,"
+               "\"reply\":\"fresh\"}]}",
+               itest_jstr(r.json, "messages.0.id"));
+    cr_assert_eq(itest_jbool(a.json, "results.0.replied"), 1, "%s", a.body);
+    itest_resp_free(&a);
+    pthread_join(t, NULL);
+    cr_assert_eq(q.r.status, 200, "%ld %s", q.r.status, q.r.body);
+    cr_assert_str_eq(itest_jstr(q.r.json, "reply"), "fresh", "%s", q.r.body);
+    itest_resp_free(&q.r);
+    itest_resp_free(&r);
+    itest_node_stop(&n, 10000);
 }
