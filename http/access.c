@@ -126,75 +126,6 @@ http_conn_first_bytes(struct http_conn *c)
     return c->fresh && http_stray_tls(c->fd);
 }
 
-/* heading_add - req's head is arriving: listed until the access handler's
- * first call (or its end), for http_access_mhd_said. */
-static void
-heading_add(struct http_request *req)
-{
-    struct http_server *s = req->server;
-
-    req->heading = 1;
-    req->head_prev = NULL;
-    req->head_next = s->heading;
-    if (s->heading != NULL)
-        s->heading->head_prev = req;
-    s->heading = req;
-}
-
-/* heading_drop - req off the list of heads arriving. */
-static void
-heading_drop(struct http_request *req)
-{
-    struct http_server *s = req->server;
-
-    if (!req->heading)
-        return;
-    if (req->head_prev != NULL)
-        req->head_prev->head_next = req->head_next;
-    else
-        s->heading = req->head_next;
-    if (req->head_next != NULL)
-        req->head_next->head_prev = req->head_prev;
-    req->heading = 0;
-}
-
-/*
- * http_access_mhd_said - see access.h.  The request whose Content-Length
- * MHD refuses has its head whole (MHD checks it once the blank line is
- * in) and has not reached the access handler (MHD skips it once it has
- * queued its own answer); every other request listed as heading still
- * lacks part of its head, since MHD runs a whole head to the handler's
- * first call without stopping.  Nothing of an answer to it has been
- * written, so ours goes first, and MHD's fails on the shut socket.
- */
-void
-http_access_mhd_said(struct http_server *s, const char *line)
-{
-    static const char bad[] = "Failed to parse `Content-Length' header";
-    static const char big[] = "Too large value of 'Content-Length' header";
-    int is_bad = strncmp(line, bad, sizeof(bad) - 1) == 0;
-    const union MHD_ConnectionInfo *ci;
-    struct http_request *req;
-
-    if (!is_bad && strncmp(line, big, sizeof(big) - 1) != 0)
-        return;
-    for (req = s->heading; req != NULL; req = req->head_next)
-        if (MHD_get_connection_info(
-                req->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE) != NULL)
-            break;
-    if (req == NULL)
-        return;
-    ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (ci == NULL)
-        return;
-    if (is_bad)
-        http_stray_answer(ci->connect_fd, 400, "ephemeral_bad_request",
-                          "the Content-Length header is not a decimal number");
-    else
-        http_stray_answer(ci->connect_fd, 413, "payload_too_large",
-                          "the Content-Length header is too large");
-}
-
 /*
  * http_access_uri - MHD's first word on a request: allocate it, keep the raw
  * URI (MHD decodes the path it hands the access handler, losing "%2F").
@@ -224,7 +155,6 @@ http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     if (q != NULL)
         q[1] = '\0';
     req->server->requests++;
-    heading_add(req);
     return req;
 }
 
@@ -238,7 +168,6 @@ request_free(struct http_request *req)
         next = h->next;
         free(h);
     }
-    heading_drop(req);
     http_buf_free(&req->reply);
     http_buf_free(&req->body);
     http_query_free(&req->args);
@@ -428,7 +357,6 @@ first_call(struct http_request *req, struct MHD_Connection *conn,
     size_t max = req->server->opts.max_body_bytes;
     long long cl;
 
-    heading_drop(req);
     req->conn = conn;
     req->method = method;
     req->state = HTTP_REQ_BODY;

@@ -27,11 +27,6 @@ enum MHD_Result http_access_handler(void *cls, struct MHD_Connection *conn,
                                     const char *upload_data,
                                     size_t *upload_data_size, void **req_cls);
 
-/* http_access_mhd_said - a line of MHD's log: when it says MHD refuses a
- * request's Content-Length, answer that request in JSON first (stray.h). */
-struct http_server;
-void http_access_mhd_said(struct http_server *s, const char *line);
-
 /* http_access_completed - MHD_OPTION_NOTIFY_COMPLETED: on_done, then free. */
 void http_access_completed(void *cls, struct MHD_Connection *conn,
                            void **req_cls, enum MHD_RequestTerminationCode toe);

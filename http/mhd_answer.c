@@ -10,13 +10,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "http/stray.h"
 #include "shm/log.h"
 
 typedef enum MHD_Result (*queue_fn)(struct MHD_Connection *, unsigned int,
                                     struct MHD_Response *);
 
-static int mhd_running;   /* inside http_server_run's MHD_run */
-static int mhd_on_chunks; /* MHD's last error was about a chunked body */
+/* What MHD's last error line was about: it chooses our answer. */
+enum mhd_error_about { MHD_ABOUT_OTHER, MHD_ABOUT_CHUNKS, MHD_ABOUT_LENGTH };
+
+static int mhd_running; /* inside http_server_run's MHD_run */
+static enum mhd_error_about mhd_about;
 
 /* real_queue - libmicrohttpd's MHD_queue_response, or NULL. */
 static queue_fn
@@ -38,14 +42,18 @@ http_mhd_running(int running)
 
 /* http_mhd_said_error - see mhd_answer.h.  MHD logs "Error processing
  * request (HTTP response code is N ('<its page>'))" just before it queues
- * the page; the page on a chunked body names "chunk". */
+ * the page; the page on a chunked body names "chunk", the one on a
+ * Content-Length it refuses names "Content-Length". */
 void
 http_mhd_said_error(const char *line)
 {
     static const char err[] = "Error processing request";
 
-    if (strncmp(line, err, sizeof(err) - 1) == 0)
-        mhd_on_chunks = strstr(line, "chunk") != NULL;
+    if (strncmp(line, err, sizeof(err) - 1) != 0)
+        return;
+    mhd_about = strstr(line, "Content-Length") != NULL ? MHD_ABOUT_LENGTH
+                : strstr(line, "chunk") != NULL        ? MHD_ABOUT_CHUNKS
+                                                       : MHD_ABOUT_OTHER;
 }
 
 /* http_mhd_queue - see mhd_answer.h. */
@@ -64,13 +72,15 @@ sentence_for(unsigned status)
 {
     switch (status) {
     case MHD_HTTP_BAD_REQUEST:
-        return mhd_on_chunks ? "the chunked body is malformed (a chunk size "
-                               "that is not hexadecimal, or a chunk not "
-                               "ended by CRLF)"
-                             : "the request is not well-formed HTTP/1.1";
+        return mhd_about == MHD_ABOUT_CHUNKS
+                   ? "the chunked body is malformed (a chunk size "
+                     "that is not hexadecimal, or a chunk not "
+                     "ended by CRLF)"
+                   : "the request is not well-formed HTTP/1.1";
     case MHD_HTTP_CONTENT_TOO_LARGE:
-        return mhd_on_chunks ? "a chunk size of the body is too large"
-                             : "the request is too large";
+        return mhd_about == MHD_ABOUT_CHUNKS
+                   ? "a chunk size of the body is too large"
+                   : "the request is too large";
     case MHD_HTTP_URI_TOO_LONG:
         return "the request line is longer than this server holds";
     case MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE:
@@ -84,12 +94,39 @@ sentence_for(unsigned status)
 }
 
 /*
+ * refuse_length - MHD refuses conn's Content-Length (not a number: 400,
+ * too large: 413).  MHD 0.9.75 would garble any answer it queues for it
+ * (it builds the head, then overwrites its state and builds it again),
+ * so ours goes straight on the socket, nothing of an answer having been
+ * written, and MHD is told its queueing failed: it closes the connection.
+ */
+static enum MHD_Result
+refuse_length(struct MHD_Connection *conn, unsigned int status)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+    mhd_about = MHD_ABOUT_OTHER;
+    if (ci == NULL)
+        return MHD_NO;
+    log_info(0, "libmicrohttpd refuses a Content-Length: %u in JSON", status);
+    if (status == MHD_HTTP_CONTENT_TOO_LARGE)
+        http_stray_answer(ci->connect_fd, status, "payload_too_large",
+                          "the Content-Length header is too large");
+    else
+        http_stray_answer(ci->connect_fd, status, "ephemeral_bad_request",
+                          "the Content-Length header is not a decimal number");
+    return MHD_NO;
+}
+
+/*
  * MHD_queue_response - libmicrohttpd's, for every caller; while our
  * server runs MHD, a response queued by MHD itself (ours go through
  * http_mhd_queue) is one of its HTML error pages: a JSON body with the
  * same status goes instead.  MHD frees its page (it drops its reference
  * once queued) and, the request being an error, closes the connection
- * after the answer ("Connection: close").
+ * after the answer ("Connection: close").  A refused Content-Length is
+ * answered apart (refuse_length).
  */
 enum MHD_Result
 MHD_queue_response(struct MHD_Connection *conn, unsigned int status,
@@ -105,6 +142,8 @@ MHD_queue_response(struct MHD_Connection *conn, unsigned int status,
         return MHD_NO;
     if (!mhd_running || status < 400)
         return fn(conn, status, resp);
+    if (mhd_about == MHD_ABOUT_LENGTH)
+        return refuse_length(conn, status);
     n = snprintf(body, sizeof(body), "{\"error\": \"%s\", \"code\": \"%s\"}",
                  sentence_for(status),
                  status == MHD_HTTP_CONTENT_TOO_LARGE

@@ -2,13 +2,16 @@
  * mhd_answer.h - libmicrohttpd 0.9.75's own error answers (a request line
  * with an HTTP version other than 1.x: 505; a malformed chunked body: 400;
  * a head that outgrows its memory per connection: 431 or 414; a request
- * line it cannot parse: 400) given the JSON error body every answer
+ * line it cannot parse: 400; a Content-Length that is not a number: 400,
+ * or too large: 413) given the JSON error body every answer
  * carries.  MHD has no hook for them, but it queues each through its
  * exported MHD_queue_response, called through its PLT: mayflyd defines
  * that function (the dynamic linker binds MHD's call to it), and while
  * our server runs MHD, a response that MHD queues itself is swapped for a
  * JSON one with the same status.  MHD then closes the connection after it,
- * as it would have after its HTML page (DESIGN §4).  Single-threaded (the
+ * as it would have after its HTML page (DESIGN §4); a refused
+ * Content-Length is answered on the socket itself (stray.h), since MHD
+ * garbles any answer it queues for one.  Single-threaded (the
  * worker's loop), no locking.
  */
 #ifndef MAYFLY_HTTP_MHD_ANSWER_H

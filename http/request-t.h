@@ -49,7 +49,6 @@ struct http_request {
     void *slot;       /* the handler's */
     unsigned suspended : 1;
     unsigned aborted : 1;
-    unsigned heading : 1; /* on the server's list of heads arriving */
     unsigned discard : 1; /* drop the body: a reply is set before it was
                              read, or the server discards bodies */
     /* the reply */
@@ -61,9 +60,6 @@ struct http_request {
     /* completion */
     void (*done_fn)(void *arg, int sent_ok);
     void *done_arg;
-    /* the server's list of heads arriving (access.c) */
-    struct http_request *head_prev;
-    struct http_request *head_next;
     /* the server's list of suspended requests */
     struct http_request *prev;
     struct http_request *next;

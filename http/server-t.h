@@ -22,7 +22,6 @@ struct http_server {
     unsigned requests; /* requests begun and not yet freed */
     unsigned fresh;    /* connections accepted, no request begun yet */
     unsigned open;     /* connections open (MHD's count, kept here) */
-    struct http_request *heading;        /* heads arriving (access.c) */
     void (*on_close)(void *ctx, int fd); /* see http_server_on_close() */
     void *on_close_ctx;
     void (*on_open)(void *ctx, int fd, struct http_conn *c); /* on_open() */

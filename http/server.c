@@ -31,20 +31,20 @@
 
 /* mhd_log - MHD's error log into ours, without its trailing newline; at
  * info, since an aborted request is reported as an application error.
- * Some lines say MHD is about to answer a request itself: access.c
- * answers it first (http_access_mhd_said). */
+ * A line saying MHD is about to answer a request itself chooses what
+ * mhd_answer.c answers instead. */
 static void __attribute__((format(printf, 2, 0)))
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char line[512];
     size_t n;
 
+    (void)cls;
     vsnprintf(line, sizeof(line), fmt, ap);
     n = strlen(line);
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         line[--n] = '\0';
     log_info(0, "libmicrohttpd: %s", line);
-    http_access_mhd_said(cls, line);
     http_mhd_said_error(line);
 }
 

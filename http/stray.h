@@ -1,9 +1,9 @@
 /*
  * stray.h - answers written straight to a client's socket, past
- * libmicrohttpd, for what MHD 0.9.75 gives us no hook to answer ourselves
- * (DESIGN §4): bytes that are not HTTP at all (a TLS ClientHello on the
- * plain port) and a Content-Length MHD refuses with its own garbled HTML.
- * Only where MHD has written nothing of an answer for the connection's
+ * libmicrohttpd, for what MHD 0.9.75 cannot answer right itself (DESIGN
+ * §4): bytes that are not HTTP at all (a TLS ClientHello on the plain
+ * port) and a Content-Length MHD refuses, whose answer it garbles
+ * (mhd_answer.c).  Only where MHD has written nothing of an answer for the connection's
  * current request.  Stateless, no locking.
  */
 #ifndef MAYFLY_HTTP_STRAY_H
