@@ -689,13 +689,11 @@ summarize(const char *csvpath)
             fprintf(out, "- %.1f %s node %d", t, kind, node);
             if (n == 6 && nk < KILLS_MAX) {
                 fprintf(out, ", incarnation %s, held %lld", inc, held);
-                kills[nk++] = (struct kill){node,
-                                            known_incarnation(inc),
-                                            held,
-                                            since_t0_ms(t),
-                                            since_t0_ms(ts),
-                                            0,
-                                            0};
+                kills[nk++] = (struct kill){.node = node,
+                                            .by = known_incarnation(inc),
+                                            .held = held,
+                                            .ms = since_t0_ms(t),
+                                            .sample_ms = since_t0_ms(ts)};
             }
             fprintf(out, "\n");
         }

@@ -69,11 +69,12 @@ wait_ready() {
     done
 }
 
-# gone PID... - until each has exited (a zombie counts as gone): a node
-# restarted before its killed workers exit finds its port still held.
+# gone PID... - until each has exited (a zombie counts as gone), 60 s at
+# most in all: a node restarted before its killed workers exit finds its
+# port still held.
 gone() {
+    n=0
     for p in "$@"; do
-        n=0
         while [ -e "/proc/$p" ] && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null; do
             n=$((n + 1))
             [ "$n" -gt 600 ] && break
