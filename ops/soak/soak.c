@@ -217,14 +217,16 @@ struct role {
 static uint8_t
 accepted_by(const char *b)
 {
-    const char *p = b ? strstr(b, "\"ids\":[\"e:") : NULL;
+    static const char key[] = "\"ids\":[\"e:";
+    const char *p = b ? strstr(b, key) : NULL;
     char *end;
     uint8_t idx = 255;
 
     if (p == NULL)
         return idx;
-    uint64_t inc = strtoull(p + 9, &end, 16);
-    if (end != p + 9 + 16 || *end != ':')
+    p += sizeof(key) - 1;
+    uint64_t inc = strtoull(p, &end, 16);
+    if (end != p + 16 || *end != ':')
         return idx;
     pthread_mutex_lock(&S.inc_lock);
     for (int i = 0; i < S.ninc && idx == 255; i++)
