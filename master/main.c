@@ -528,8 +528,15 @@ main(int argc, char **argv)
     int action = 0, sfd = -1, tfd = -1, ep;
     enum log_level lvl;
 
-    if (argc == 3 && strcmp(argv[1], "--check-segment") == 0)
-        return check_segment(argv[2]);
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--check-segment") == 0) {
+            if (i == 1 && argc == 3)
+                return check_segment(argv[2]);
+            fprintf(stderr, "mayflyd: --check-segment takes one argument, "
+                            "a master's pid, and no other option: "
+                            "mayflyd --check-segment PID\n");
+            return 2;
+        }
     log_set_role("master");
     if (config_load(&m.cfg, argc, argv, &action, err, sizeof(err)) != 0) {
         fprintf(stderr, "mayflyd: %s\n", err);

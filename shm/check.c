@@ -80,17 +80,29 @@ bit_test_set(uint8_t *map, uint32_t i)
 }
 
 /*
+ * Is ref a cell of the arena (1..cap)?  Every read through a ref a
+ * structure holds comes after this test: a damaged ref must be named, never
+ * followed out of the mapping.  Counts a problem when it is not.
+ */
+static int
+valid_ref(struct check *k, uint32_t ref, const char *what)
+{
+    if (ref != 0 && ref <= k->cap)
+        return 1;
+    broken(k, "%s points at cell %u, outside the arena", what, ref);
+    return 0;
+}
+
+/*
  * A structure reaches run ref of len cells (0: any length) as what: it must
- * be a LINKED head of that length whose first word is its length; in a
- * quiet check, reached once.  Returns 0 when it is sound.
+ * be a LINKED head of that length, inside the arena, whose first word is its
+ * length; in a quiet check, reached once.  Returns 0 when it is sound.
  */
 static int
 reach(struct check *k, uint32_t ref, uint32_t len, const char *what)
 {
-    if (ref == 0 || ref > k->cap) {
-        broken(k, "%s points at cell %u, outside the arena", what, ref);
+    if (!valid_ref(k, ref, what))
         return -1;
-    }
     uint32_t t = check_tag(k->seg, ref);
     if (SHM_TAG_STATE(t) != SHM_TAG_LINKED) {
         broken(k, "%s at cell %u is tagged %u, not LINKED", what, ref,
@@ -98,6 +110,7 @@ reach(struct check *k, uint32_t ref, uint32_t len, const char *what)
         return -1;
     }
     if ((len != 0 && SHM_TAG_LEN(t) != len) ||
+        SHM_TAG_LEN(t) > k->cap - ref + 1 ||
         *(uint32_t *)shm_cell(k->seg, ref) != SHM_TAG_LEN(t)) {
         broken(k, "%s at cell %u is a run of %u cells, %u needed", what, ref,
                SHM_TAG_LEN(t), len);
@@ -323,8 +336,9 @@ check_registry(struct check *k, uint32_t qi, struct shm_queue *q)
                   "a group name to free");
 }
 
-/* The message list of partition pi. */
-static void
+/* The message list of partition pi; 0 when it can be walked again (every
+ * ref inside the arena, seqs rising: no cycle), -1 when not. */
+static int
 check_msgs(struct check *k, uint32_t pi, struct shm_part *p)
 {
     uint64_t n = 0, cost = 0, prev = 0,
@@ -334,16 +348,18 @@ check_msgs(struct check *k, uint32_t pi, struct shm_part *p)
 
     snprintf(what, sizeof(what), "a message of partition %u", pi);
     for (uint32_t r = p->head; r != 0; r = shm_ring_msg(k->seg, r)->next) {
+        if (!valid_ref(k, r, what))
+            return -1;
         struct shm_msg *m = shm_ring_msg(k->seg, r);
         if (n++ > k->cap || m->seq <= prev || m->seq >= next) {
             broken(k,
                    "partition %u's messages do not rise in seq below the "
                    "node's counter (seq %llu after %llu)",
                    pi, (unsigned long long)m->seq, (unsigned long long)prev);
-            return;
+            return -1;
         }
         if (reach(k, r, shm_cells_for(SHM_MSG_HDR + (size_t)m->len), what))
-            return;
+            return -1;
         prev = m->seq;
         cost += shm_ring_msg_cost(m->len);
         last = r;
@@ -362,18 +378,21 @@ check_msgs(struct check *k, uint32_t pi, struct shm_part *p)
         broken(k, "partition %u's oldest_ms is not its head's", pi);
     k->r->messages += n;
     k->r->message_bytes += cost;
+    return 0;
 }
 
-/* Is message ref of seq seq on p's list?  (Leases are sorted by seq as the
- * list is, so *from carries on where the last lookup stopped.) */
+/* Is message ref of seq seq on p's list (which check_msgs found sound)?
+ * (Leases are sorted by seq as the list is, so *from carries on where the
+ * last lookup stopped.)  The walk is capped at the arena's cells all the
+ * same. */
 static int
 check_listed(struct check *k, struct shm_part *p, uint32_t *from, uint64_t seq,
              uint32_t ref)
 {
     uint32_t r = *from ? *from : p->head;
 
-    while (r != 0 && shm_ring_msg(k->seg, r)->seq < seq)
-        r = shm_ring_msg(k->seg, r)->next;
+    for (uint32_t n = 0; r != 0 && shm_ring_msg(k->seg, r)->seq < seq; n++)
+        r = n < k->cap ? shm_ring_msg(k->seg, r)->next : 0;
     *from = r;
     return r == ref && r != 0 && shm_ring_msg(k->seg, r)->seq == seq;
 }
@@ -391,6 +410,8 @@ check_leases(struct check *k, uint32_t pi, struct shm_part *p, struct shm_gs *s,
     snprintf(what, sizeof(what), "a lease in partition %u", pi);
     for (uint32_t l = s->lhead; l != 0; l = shm_ring_lease(k->seg, l)->next) {
         struct shm_lease *L = shm_ring_lease(k->seg, l);
+        if (reach(k, l, 1, what) != 0)
+            return 0;
         if (n++ > k->cap || L->seq <= prev || L->seq > s->last) {
             broken(k,
                    "partition %u's leases do not rise in seq up to the "
@@ -398,8 +419,6 @@ check_leases(struct check *k, uint32_t pi, struct shm_part *p, struct shm_gs *s,
                    pi);
             return 0;
         }
-        if (reach(k, l, 1, what) != 0)
-            return 0;
         if (!check_listed(k, p, &from, L->seq, L->msg))
             broken(k,
                    "a lease in partition %u names no listed message of "
@@ -467,9 +486,10 @@ check_states(struct check *k, uint32_t pi, struct shm_part *p,
         for (uint32_t o = p->groups; o != g; o = shm_ring_gs(k->seg, o)->next)
             if (shm_ring_gs(k->seg, o)->grp == s->grp)
                 broken(k, "partition %u has two states for one group", pi);
-        uint32_t cur = p->head;
-        while (cur != 0 && shm_ring_msg(k->seg, cur)->seq <= s->last)
-            cur = shm_ring_msg(k->seg, cur)->next;
+        uint32_t cur = p->head; /* a list check_msgs found sound */
+        for (uint32_t m = 0;
+             cur != 0 && shm_ring_msg(k->seg, cur)->seq <= s->last; m++)
+            cur = m < k->cap ? shm_ring_msg(k->seg, cur)->next : 0;
         if (s->cursor != cur)
             broken(k,
                    "a group's cursor in partition %u is not the first "
@@ -494,12 +514,17 @@ check_part(struct check *k, uint32_t pi, struct shm_part *p)
 
     snprintf(what, sizeof(what), "partition %u's name", pi);
     check_name(k, p->name_ref, p->name_len, what);
-    check_msgs(k, pi, p);
+    if (check_msgs(k, pi, p) != 0) {
+        /* The states and leases are checked against the list: with the
+         * list unsound, that would only follow its damage. */
+        k->r->parts++;
+        return;
+    }
     uint64_t live = check_states(k, pi, p, &earliest);
     if (live != LOAD(p->leased))
         broken(k, "partition %u holds %llu live leases and counts %llu", pi,
                (unsigned long long)live, (unsigned long long)LOAD(p->leased));
-    if (p->intent != 0) {
+    if (p->intent != 0 && valid_ref(k, p->intent, "a chain to free")) {
         /* A pending free a locker without a slot left: unreachable. */
         uint32_t from = 0;
         if (check_listed(k, p, &from, shm_ring_msg(k->seg, p->intent)->seq,
@@ -566,12 +591,12 @@ check_pool(struct check *k, struct shm_arena *a, const uint8_t *heads,
     for (uint32_t c = 0; c <= SHM_ARENA_CLASSES; c++)
         for (uint32_t h = a->pool[c]; h != 0;
              h = *(uint32_t *)shm_cell(k->seg, h)) {
-            uint32_t t = check_tag(k->seg, h), len = SHM_TAG_LEN(t);
             if (h >= a->bump || !(heads[h / 8] >> (h % 8) & 1) ||
-                SHM_TAG_STATE(t) != SHM_TAG_FREE) {
+                SHM_TAG_STATE(check_tag(k->seg, h)) != SHM_TAG_FREE) {
                 broken(k, "pool list %u names cell %u, not a FREE run", c, h);
                 return cells;
             }
+            uint32_t len = SHM_TAG_LEN(check_tag(k->seg, h));
             if ((c != 0 && len != c) || (c == 0 && len <= SHM_ARENA_CLASSES))
                 broken(k, "pool list %u holds a run of %u cells", c, len);
             if (bit_test_set(listed, h)) {
@@ -594,6 +619,12 @@ check_arena_runs(struct check *k, uint8_t *heads, uint8_t *listed)
 
     if (shm_arena_lock(k->seg) != 0) {
         broken(k, "the arena's lock is unusable");
+        return;
+    }
+    if (a->bump == 0 || a->bump > k->cap + 1) {
+        broken(k, "the arena's bump %u is outside its %u cells", a->bump,
+               k->cap);
+        shm_arena_unlock(k->seg);
         return;
     }
     while (c < a->bump) {

@@ -44,6 +44,11 @@
  * equal to the LINKED cells, and every partition with a live lease on the
  * due heap no later than its earliest deadline.
  *
+ * A ref outside the arena is named, never followed; every list walk is
+ * capped at the arena's cells; a partition whose message list is unsound
+ * (a bad ref, seqs not rising: a cycle) has its states and leases left
+ * unchecked, since they are checked against that list.
+ *
  * It never frees nor repairs beyond what taking a lock does (as a locker
  * without a slot: a partition whose wipe is owed is skipped and counted in
  * a live check, an error in a quiet one).  It allocates its bitmaps before

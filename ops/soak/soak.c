@@ -14,13 +14,17 @@
  * Every 10 s a CSV row: pushed, delivered, e2e p50/p99, push p99, errors by
  * code, each node's RSS (master and workers) and accounted bytes.  At the
  * end, after draining: loss and duplicates by id, a summary in summary.md,
- * and exit 1 if the ack-mode loss exceeds what killed nodes held (read from
- * faults.log, which soak.sh writes).
+ * and exit 1 if an ack-mode message was lost that no node killed with
+ * kill -9 had accepted before its kill.  For that, each accepted ack-mode
+ * push is recorded with the incarnation that holds it (the owner's, in the
+ * ids it answers) and the time; faults.log, which soak.sh writes, names
+ * each killed incarnation and when it was killed.
  */
 #include <sys/types.h>
 
 #include <ctype.h>
 #include <dirent.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -36,6 +40,8 @@
 #define BATCH     10
 #define WINDOW_S  10
 #define HBUCKETS  (40 * 16)
+#define INC_MAX   254 /* incarnations told apart; 255: unknown */
+#define KILLS_MAX 256
 
 enum { QACK, QAUTO, NQ };
 static const char *qname[NQ] = {"soak-ack", "soak-auto"};
@@ -64,6 +70,13 @@ static struct {
     _Atomic uint64_t next_id[NQ];
     uint64_t max_id;
     _Atomic uint8_t *accepted[NQ], *delivered[NQ];
+    /* Per ack-mode push (BATCH ids from a multiple of BATCH): the index + 1
+     * in inc[] of the incarnation that accepted it, and when (ms since t0). */
+    uint8_t *acc_by;
+    uint32_t *acc_ms;
+    uint64_t inc[INC_MAX], t0_us;
+    int ninc;
+    pthread_mutex_t inc_lock;
     struct window w[2]; /* current and previous, flipped by the reporter */
     atomic_int cur;
     _Atomic uint64_t rpc_calls, rpc_replies;
@@ -199,6 +212,34 @@ struct role {
     int node, q;
 };
 
+/* The incarnation in the first id of push answer b, as an index + 1 in
+ * S.inc (255 when it cannot be read or told apart). */
+static uint8_t
+accepted_by(const char *b)
+{
+    static const char key[] = "\"ids\":[\"e:";
+    const char *p = b ? strstr(b, key) : NULL;
+    char *end;
+    uint8_t idx = 255;
+
+    if (p == NULL)
+        return idx;
+    p += sizeof(key) - 1;
+    uint64_t inc = strtoull(p, &end, 16);
+    if (end != p + 16 || *end != ':')
+        return idx;
+    pthread_mutex_lock(&S.inc_lock);
+    for (int i = 0; i < S.ninc && idx == 255; i++)
+        if (S.inc[i] == inc)
+            idx = (uint8_t)(i + 1);
+    if (idx == 255 && S.ninc < INC_MAX) {
+        S.inc[S.ninc++] = inc;
+        idx = (uint8_t)S.ninc;
+    }
+    pthread_mutex_unlock(&S.inc_lock);
+    return idx;
+}
+
 /* Push BATCH fresh ids at a time to node r->node's queue r->q, paced. */
 static void *
 pusher(void *arg)
@@ -237,6 +278,11 @@ pusher(void *arg)
         long st = req(h, "POST", url, data, &b, 10000);
         hist_add(&win()->push, now_us() - t0);
         if (st == 201) {
+            if (r->q == QACK) {
+                S.acc_by[first / BATCH] = accepted_by(b.p);
+                S.acc_ms[first / BATCH] =
+                    (uint32_t)((now_us() - S.t0_us) / 1000);
+            }
             for (int i = 0; i < BATCH; i++)
                 atomic_store(&S.accepted[r->q][first + i], 1);
             atomic_fetch_add(&win()->pushed, BATCH);
@@ -501,14 +547,97 @@ cmp_d(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A kill -9 of a node, as faults.log says: the incarnation killed (index
+ * + 1 in S.inc, 0 when it accepted nothing), when (ms since t0, stamped
+ * after the kill), and what the node held when sampled just before. */
+struct kill {
+    int node;
+    uint8_t by;
+    long long held;
+    int64_t ms, sample_ms;
+    uint64_t lost, accepted, accepted_since; /* ids */
+};
+
+/* Boot-time seconds t as ms since the driver's t0. */
+static int64_t
+since_t0_ms(double t)
+{
+    return (int64_t)(t * 1000.0) - (int64_t)(S.t0_us / 1000);
+}
+
+/* The index + 1 in S.inc of incarnation hex (0: none of its pushes). */
+static uint8_t
+known_incarnation(const char *hex)
+{
+    char *end;
+    uint64_t inc = strtoull(hex, &end, 16);
+
+    if (end != hex + 16)
+        return 0;
+    for (int i = 0; i < S.ninc; i++)
+        if (S.inc[i] == inc)
+            return (uint8_t)(i + 1);
+    return 0;
+}
+
+/* Ack-mode loss by id: each lost id is charged to the kill of the
+ * incarnation that accepted it, when it accepted it before that kill, or
+ * else counted as lost while its node lived.  Writes the verdict to out;
+ * returns the ids lost while their node lived. */
+static uint64_t
+ack_loss(FILE *out, struct kill *k, int nk)
+{
+    uint64_t lost = 0, live_lost = 0, end = atomic_load(&S.next_id[QACK]);
+    long long first_live = -1;
+
+    for (uint64_t i = 0; i < end && i < S.max_id; i++) {
+        if (!S.accepted[QACK][i] || S.delivered[QACK][i])
+            continue;
+        lost++;
+        uint64_t b = i / BATCH;
+        int j = 0;
+        while (j < nk && !(k[j].by != 0 && k[j].by == S.acc_by[b] &&
+                           (int64_t)S.acc_ms[b] <= k[j].ms))
+            j++;
+        if (j < nk)
+            k[j].lost++;
+        else if (live_lost++ == 0)
+            first_live = (long long)i;
+    }
+    for (int j = 0; j < nk; j++)
+        for (uint64_t b = 0; b * BATCH < end && b * BATCH < S.max_id; b++)
+            if (k[j].by != 0 && S.acc_by[b] == k[j].by) {
+                k[j].accepted += BATCH;
+                if ((int64_t)S.acc_ms[b] > k[j].sample_ms &&
+                    (int64_t)S.acc_ms[b] <= k[j].ms)
+                    k[j].accepted_since += BATCH;
+            }
+    fprintf(out,
+            "\nAck-mode loss by id: %" PRIu64 " lost, %" PRIu64
+            " accepted by a node before it was killed with kill -9, %" PRIu64
+            " accepted by a node that lived (first id %lld): %s.\n",
+            lost, lost - live_lost, live_lost, first_live,
+            live_lost == 0 ? "nothing lost that a live node held"
+                           : "LOST while their node lived");
+    for (int j = 0; j < nk; j++)
+        fprintf(out,
+                "- node %d, killed %.1f s in: lost %" PRIu64 " of the %" PRIu64
+                " ids it accepted; it held %lld when sampled %.1f s "
+                "earlier and accepted %" PRIu64 " more before the kill\n",
+                k[j].node, (double)k[j].ms / 1000.0, k[j].lost, k[j].accepted,
+                k[j].held, (double)(k[j].ms - k[j].sample_ms) / 1000.0,
+                k[j].accepted_since);
+    return live_lost;
+}
+
 /* The summary: steady windows from the CSV, the faults, loss by id. */
 static int
 summarize(const char *csvpath)
 {
     char path[512], line[1024];
     double p50[100000], p99[100000], pp99[100000];
-    int total = 0, steady = 0;
-    long long killed_held = 0;
+    int total = 0, steady = 0, nk = 0;
+    static struct kill kills[KILLS_MAX];
     FILE *f = fopen(csvpath, "r"), *out;
 
     if (f == NULL)
@@ -552,23 +681,28 @@ summarize(const char *csvpath)
     if ((f = fopen(path, "r")) != NULL) {
         while (fgets(line, sizeof(line), f)) {
             long long held = -1;
-            char kind[64];
-            double t;
+            char kind[64], inc[64] = "-";
+            double t, ts = 0;
             int node;
-            if (sscanf(line, "%lf %63s %d %lld", &t, kind, &node, &held) >= 3) {
-                fprintf(out, "- %.1f %s node %d%s", t, kind, node,
-                        held >= 0 ? "" : "\n");
-                if (held >= 0) {
-                    fprintf(out, ", held %lld\n", held);
-                    killed_held += held;
-                }
+            int n = sscanf(line, "%lf %63s %d %lld %63s %lf", &t, kind, &node,
+                           &held, inc, &ts);
+            if (n < 3)
+                continue;
+            fprintf(out, "- %.1f %s node %d", t, kind, node);
+            if (n == 6 && nk < KILLS_MAX) {
+                fprintf(out, ", incarnation %s, held %lld", inc, held);
+                kills[nk++] = (struct kill){.node = node,
+                                            .by = known_incarnation(inc),
+                                            .held = held,
+                                            .ms = since_t0_ms(t),
+                                            .sample_ms = since_t0_ms(ts)};
             }
+            fprintf(out, "\n");
         }
         fclose(f);
     }
     fprintf(out, "\n| Queue | Accepted | Delivered | Lost | Duplicates "
                  "|\n|---|---|---|---|---|\n");
-    uint64_t lost_ack = 0;
     for (int q = 0; q < NQ; q++) {
         uint64_t acc = 0, del = 0, lost = 0, dup = 0,
                  end = atomic_load(&S.next_id[q]);
@@ -579,19 +713,13 @@ summarize(const char *csvpath)
             dup += d > 1 ? d - 1u : 0;
             lost += S.accepted[q][i] && d == 0;
         }
-        if (q == QACK)
-            lost_ack = lost;
         fprintf(out, "| %s | %llu | %llu | %llu | %llu |\n", qname[q],
                 (unsigned long long)acc, (unsigned long long)del,
                 (unsigned long long)lost, (unsigned long long)dup);
     }
-    int ok = lost_ack <= (uint64_t)killed_held;
-    fprintf(out,
-            "\nrpc: %llu calls, %llu replies.\n\nAck-mode lost %llu; the "
-            "nodes killed with kill -9 held %lld: %s.\n",
-            (unsigned long long)S.rpc_calls, (unsigned long long)S.rpc_replies,
-            (unsigned long long)lost_ack, killed_held,
-            ok ? "within their share" : "MORE than their share");
+    fprintf(out, "\nrpc: %llu calls, %llu replies.\n",
+            (unsigned long long)S.rpc_calls, (unsigned long long)S.rpc_replies);
+    int ok = ack_loss(out, kills, nk) == 0;
     fclose(out);
     return ok ? 0 : 1;
 }
@@ -629,6 +757,12 @@ main(int argc, char **argv)
         return 2;
     }
     S.max_id = (uint64_t)(S.rate * S.seconds * 1.5) + 100000;
+    S.acc_by = calloc(S.max_id / BATCH + 1, 1);
+    S.acc_ms = calloc(S.max_id / BATCH + 1, sizeof(uint32_t));
+    if (!S.acc_by || !S.acc_ms)
+        return 2;
+    pthread_mutex_init(&S.inc_lock, NULL);
+    S.t0_us = now_us();
     for (int q = 0; q < NQ; q++) {
         S.accepted[q] = calloc(S.max_id, 1);
         S.delivered[q] = calloc(S.max_id, 1);

@@ -3,16 +3,21 @@
 # of build/soak/mayfly-soak for MINUTES, and a fault every FAULT_EVERY
 # seconds, in turn: kill -9 of a worker, SIGTERM of a node restarted 5 s
 # later, kill -9 of a node restarted at once, SIGSTOP of a node for 5 s
-# (each on the next node).  Before a kill -9 of a node, what it holds of the
-# ack-mode queue is read and logged: that share may be lost, nothing else.
+# (each on the next node).  The nodes run with member_ttl_ms=10000, so the
+# 5 s stop is a pause, not a death.  A kill -9 of a node is logged with the
+# incarnation it killed and the time, after the kill: the driver allows the
+# loss of ack-mode messages that incarnation accepted before then, and of
+# nothing else.  What the node held just before is logged too, to compare.
 #
 #   MINUTES (2)  RATE (msg/s offered)  FAULT_EVERY (s; MINUTES x 12)
+#   DRAIN (60: the driver's drain, s at most)
 #   PORT (7632) CPORT (PORT + 1: the cluster port)
 #   OUT (build/soak/run)  MAYFLYD (build/release/mayflyd)
 #
 # Output in OUT: soak.csv (a row per 10 s), summary.md, faults.log, the
 # nodes' logs, and soak.png when gnuplot is installed.  Exit status: the
-# driver's (1 when ack-mode loss exceeds what killed nodes held).
+# driver's (1 when an ack-mode message was lost that no killed incarnation
+# had accepted before its kill).
 set -eu
 cd "$(dirname "$0")/../.."
 
@@ -44,7 +49,7 @@ start() {
         -o "cluster_listen=127.0.0.$1:$CPORT" -o "peers=$peers" \
         -o "cluster_secret_file=$OUT/secret" -o "data_dir=$OUT/n$1" \
         -o "node_id=n$1" -o "workers=2" -o "lease_s=5" \
-        -o "implicit_idle_s=5" \
+        -o "implicit_idle_s=5" -o "member_ttl_ms=10000" \
         >>"$OUT/n$1/mayflyd.log" 2>&1 &
     echo $! >"$OUT/n$1.pid"
 }
@@ -64,11 +69,12 @@ wait_ready() {
     done
 }
 
-# gone PID... - until each has exited (a zombie counts as gone): a node
-# restarted before its killed workers exit finds its port still held.
+# gone PID... - until each has exited (a zombie counts as gone), 60 s at
+# most in all: a node restarted before its killed workers exit finds its
+# port still held.
 gone() {
+    n=0
     for p in "$@"; do
-        n=0
         while [ -e "/proc/$p" ] && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null; do
             n=$((n + 1))
             [ "$n" -gt 600 ] && break
@@ -82,6 +88,13 @@ held() {
     curl -s --max-time 2 \
         "http://127.0.0.$1:$PORT/api/v1/ephemeral/queues?prefix=soak-ack&scope=node" |
         grep -o '"depth":[0-9]*' | head -1 | cut -d: -f2 || true
+}
+
+# incarnation I - node I's incarnation (16 hex digits, as in its message
+# ids), from /health (which answers it with a 503 too).
+incarnation() {
+    curl -s --max-time 2 "http://127.0.0.$1:$PORT/health" |
+        grep -o '"incarnation":"[0-9a-f]*"' | cut -d'"' -f4 || true
 }
 
 fault() { echo "$(boot_s) $*" >>"$OUT/faults.log"; }
@@ -106,7 +119,7 @@ trap 'exit 130' INT TERM
 for i in 1 2 3; do start "$i"; done
 for i in 1 2 3; do wait_ready "$i"; done
 : >"$OUT/faults.log"
-"$BIN" --nodes "$urls" --rate "$RATE" --seconds "$secs" --drain 60 \
+"$BIN" --nodes "$urls" --rate "$RATE" --seconds "$secs" --drain "${DRAIN:-60}" \
     --dir "$OUT" &
 drv=$!
 
@@ -138,10 +151,14 @@ while [ $(((k + 1) * every)) -lt "$secs" ]; do
         wait_ready "$node"
         ;;
     2)
+        ts=$(boot_s)
         h=$(held "$node")
+        inc=$(incarnation "$node")
         all=$(procs $node)
         kill -9 $all
-        fault "kill-9-node $node ${h:-0}"
+        # Stamped after the kill: every id its incarnation accepted was
+        # accepted before this time.
+        fault "kill-9-node $node ${h:-0} ${inc:--} $ts"
         wait "$(pid $node)" 2>/dev/null || true
         gone $all
         start "$node"

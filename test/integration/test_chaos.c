@@ -9,10 +9,14 @@
  * message carries a unique id; at the end, with the consumers drained,
  * each accepted ack-mode id must have been delivered (lost = 0); autoAck
  * loss (an answer cut off by the kill) and duplicates are counted and
- * printed, as are accepted, delivered and kills.
+ * printed, as are accepted, delivered and kills.  Last, the test keeps the
+ * segment mapped while the node stops, so that once no process of the node
+ * is left it can run the quiet (whole-segment) check on what the kills and
+ * their repairs left: no leak, no run in flight, caches and accounting exact.
  *
  * Threads never call cr_assert: they count, and the main thread asserts.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -22,6 +26,7 @@
 
 #include <criterion/criterion.h>
 
+#include "shm/check.h"
 #include "test/integration/node.h"
 
 #define WORKERS  4
@@ -41,7 +46,7 @@ struct chaos {
     atomic_int stop;      /* everyone stops */
     atomic_uint next_id[NQ];
     _Atomic uint8_t accepted[NQ][MAX_ID];
-    _Atomic uint8_t delivered[NQ][MAX_ID];
+    _Atomic uint32_t delivered[NQ][MAX_ID]; /* duplicates may be many */
     atomic_long last_delivery_ms;
     atomic_long rpc_calls, rpc_replies, rpc_failed, push_failed;
 };
@@ -216,6 +221,59 @@ check_segment(const struct itest_node *n, char *out, size_t len)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
+/* Has process pid exited (gone, or a zombie: its mappings are gone)? */
+static int
+process_gone(pid_t pid)
+{
+    char path[64], stat[256];
+
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 1;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 1;
+    size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[n] = 0;
+    char *p = strrchr(stat, ')');
+    return p != NULL && p[1] == ' ' && p[2] == 'Z';
+}
+
+/* Stop node n while this process keeps its segment mapped; once none of its
+ * processes is left, check the segment quietly (nothing else can change it
+ * now): the whole-segment accounting the live check cannot hold a running
+ * node to. */
+static void
+stop_and_check_quietly(struct itest_node *n)
+{
+    struct shm_seg seg;
+    struct shm_check_report r;
+    pid_t w[ITEST_NODE_MAX_WORKERS];
+
+    cr_assert_eq(shm_check_attach(n->pid, &seg), 0,
+                 "the node's segment could not be mapped");
+    int k = itest_node_workers(n, w, ITEST_NODE_MAX_WORKERS);
+    cr_assert_eq(itest_node_stop(n, 30000), 0, "the node did not stop cleanly");
+    int64_t deadline = itest_now_ms() + 30000;
+    for (int i = 0; i < k; i++)
+        while (!process_gone(w[i])) {
+            cr_assert(itest_now_ms() < deadline,
+                      "worker %d outlived its master by 30 s", (int)w[i]);
+            itest_sleep_ms(50);
+        }
+    int64_t rc = shm_check(&seg, SHM_CHECK_QUIET, &r);
+    shm_check_detach(&seg);
+    cr_assert_eq(rc, 0,
+                 "the stopped node's segment: %lld problems, the first: %s",
+                 (long long)rc, r.first);
+    fprintf(stderr,
+            "chaos: stopped node's segment sound by the quiet check: %llu "
+            "messages, %llu linked cells, %llu cached\n",
+            (unsigned long long)r.messages, (unsigned long long)r.linked_cells,
+            (unsigned long long)r.cached_cells);
+}
+
 /* Wait until the node runs WORKERS workers again, none of them dead. */
 static void
 wait_workers_back(const struct itest_node *n, pid_t dead)
@@ -245,7 +303,7 @@ tally(int q, uint64_t *acc, uint64_t *del, uint64_t *lost, uint64_t *dup,
     *acc = *del = *lost = *dup = 0;
     *first_lost = -1;
     for (uint32_t i = 0; i < end && i < MAX_ID; i++) {
-        uint8_t d = atomic_load(&ch.delivered[q][i]);
+        uint32_t d = atomic_load(&ch.delivered[q][i]);
         *acc += atomic_load(&ch.accepted[q][i]);
         *del += d != 0;
         *dup += d > 1 ? d - 1u : 0;
@@ -343,5 +401,27 @@ Test(chaos, workers_killed_under_mixed_load_lose_no_acked_message,
                  "%ld)",
                  (unsigned long long)lost, first);
     cr_assert_gt(atomic_load(&ch.rpc_replies), 0, "no rpc call was answered");
-    itest_node_stop(&n, 30000);
+    stop_and_check_quietly(&n);
+}
+
+/* `--check-segment` without its pid, or with more, is a usage error (exit
+ * 2) that says what it takes, not an unknown option. */
+Test(chaos, check_segment_wants_exactly_one_pid)
+{
+    static const char *bad[] = {"--check-segment", "--check-segment 1 2",
+                                "-d --check-segment 1"};
+    char cmd[512], out[1024];
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(cmd, sizeof(cmd), "%s %s 2>&1", getenv("MAYFLYD"), bad[i]);
+        FILE *f = popen(cmd, "r");
+        cr_assert_not_null(f);
+        size_t got = fread(out, 1, sizeof(out) - 1, f);
+        out[got] = 0;
+        int st = pclose(f);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2,
+                  "mayflyd %s: status %d, said: %s", bad[i], st, out);
+        cr_assert(strstr(out, "takes one argument, a master's pid") != NULL,
+                  "mayflyd %s said: %s", bad[i], out);
+    }
 }

@@ -3,7 +3,8 @@
  * sound segment with messages, groups, leases and parked pops passes, and
  * each kind of damage a repair must never leave is named, one at a time
  * (a count off, a leak, a run reached twice, a dangling lease, a due heap
- * out of order, a waiter bit of a worker slot not in use).
+ * out of order, a waiter bit of a worker slot not in use, a cycle in a
+ * message list, a ref past the arena), and the check still ends.
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -193,4 +194,52 @@ Test(shm_check, the_arena_taken_count_off)
 
     atomic_fetch_add(&a->taken, 1);
     expect_broken("cells taken");
+}
+
+/* The n-th message of p (1: the head). */
+static uint32_t
+nth_msg(struct shm_part *p, int n)
+{
+    uint32_t r = p->head;
+
+    while (--n > 0)
+        r = shm_ring_msg(&seg, r)->next;
+    return r;
+}
+
+/* A cycle among the messages group g has read: the list walk names it, and
+ * the cursor and lease walks (whose messages all lie at or below the group's
+ * last delivery) are not made to go round it for ever. */
+Test(shm_check, a_message_list_with_a_cycle, .timeout = 30)
+{
+    struct shm_part *p = part_p();
+
+    shm_ring_msg(&seg, nth_msg(p, 3))->next = p->head;
+    expect_broken("do not rise in seq");
+    struct shm_check_report r;
+    cr_assert_gt(shm_check(&seg, 0, &r), 0, "the live check passed a cycle");
+}
+
+/* A message's next past the arena's last cell is named, not followed. */
+Test(shm_check, a_message_ref_past_the_arena, .timeout = 30)
+{
+    struct shm_part *p = part_p();
+
+    shm_ring_msg(&seg, nth_msg(p, 2))->next = 0xfffffff0u;
+    expect_broken("points at cell 4294967280, outside the arena");
+}
+
+/* So is a lease's next. */
+Test(shm_check, a_lease_ref_past_the_arena, .timeout = 30)
+{
+    shm_ring_lease(&seg, leased_state(part_p())->lhead)->next = 0xfffffff0u;
+    expect_broken("a lease in partition");
+    expect_broken("outside the arena");
+}
+
+/* And a partition's chain to free. */
+Test(shm_check, a_chain_to_free_past_the_arena, .timeout = 30)
+{
+    part_p()->intent = 0xfffffff0u;
+    expect_broken("a chain to free points at cell 4294967280");
 }
