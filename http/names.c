@@ -5,6 +5,7 @@
 #include "http/names.h"
 
 #include <stdint.h>
+#include <string.h>
 
 /* http_utf8_next - see names.h. */
 size_t
@@ -74,4 +75,15 @@ http_node_id_valid(const char *p, size_t len)
             return 0;
     }
     return 1;
+}
+
+int
+http_utf8_cut(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max);
+
+    /* Cut inside a sequence when the first byte left out continues it. */
+    while (n == max && n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        max = --n;
+    return (int)n;
 }

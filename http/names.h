@@ -27,6 +27,13 @@ int http_name_valid(const char *p, size_t len);
  */
 size_t http_utf8_next(const unsigned char *p, size_t n, uint32_t *cp);
 
+/*
+ * http_utf8_cut - how many bytes of the NUL-ended s to keep so that at most
+ * max are kept and no UTF-8 sequence is cut: for "%.*s" in a sentence that
+ * names something a client sent (the sentence must stay valid UTF-8).
+ */
+int http_utf8_cut(const char *s, size_t max);
+
 /* http_node_id_valid - 1 if p[0..len) is 1-64 bytes of [A-Za-z0-9._-]. */
 int http_node_id_valid(const char *p, size_t len);
 

@@ -44,7 +44,8 @@ static const struct int_option {
 static int
 unknown(const char *name, struct http_error *err)
 {
-    http_error_set(err, 400, "unknown_option", "unknown option '%.80s'", name);
+    http_error_set(err, 400, "unknown_option", "unknown option '%.*s'",
+                   http_utf8_cut(name, 80), name);
     return -EINVAL;
 }
 
@@ -85,7 +86,8 @@ opt_window(struct json_object *v, struct http_configure *c,
         struct json_object *x = json_object_iter_peek_value(&it);
         uint64_t *slot;
 
-        snprintf(name, sizeof(name), "windowBuffer.%.60s", key);
+        snprintf(name, sizeof(name), "windowBuffer.%.*s",
+                 http_utf8_cut(key, 60), key);
         if (strcmp(key, "ms") == 0)
             slot = &c->window_ms;
         else if (strcmp(key, "count") == 0)
