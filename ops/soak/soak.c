@@ -12,7 +12,7 @@
  * its own traffic.  Every message carries a unique id and its push time.
  *
  * Every 10 s a CSV row: pushed, delivered, e2e p50/p99, push p99, errors by
- * code, each node's RSS (master and workers) and accounted bytes.  At the
+ * code, each node's memory (PSS of master and workers) and accounted bytes.  At the
  * end, after draining: loss and duplicates by id, a summary in summary.md,
  * and exit 1 if an ack-mode message was lost that no node killed with
  * kill -9 had accepted before its kill.  For that, each accepted ack-mode
@@ -70,10 +70,11 @@ static struct {
     _Atomic uint64_t next_id[NQ];
     uint64_t max_id;
     _Atomic uint8_t *accepted[NQ], *delivered[NQ];
-    /* Per ack-mode push (BATCH ids from a multiple of BATCH): the index + 1
-     * in inc[] of the incarnation that accepted it, and when (ms since t0). */
-    uint8_t *acc_by;
-    uint32_t *acc_ms;
+    /* Per push of queue q (BATCH ids from a multiple of BATCH): the index +
+     * 1 in inc[] of the incarnation that accepted it, and when (ms since
+     * t0). */
+    uint8_t *acc_by[NQ];
+    uint32_t *acc_ms[NQ];
     uint64_t inc[INC_MAX], t0_us;
     int ninc;
     pthread_mutex_t inc_lock;
@@ -278,11 +279,9 @@ pusher(void *arg)
         long st = req(h, "POST", url, data, &b, 10000);
         hist_add(&win()->push, now_us() - t0);
         if (st == 201) {
-            if (r->q == QACK) {
-                S.acc_by[first / BATCH] = accepted_by(b.p);
-                S.acc_ms[first / BATCH] =
-                    (uint32_t)((now_us() - S.t0_us) / 1000);
-            }
+            S.acc_by[r->q][first / BATCH] = accepted_by(b.p);
+            S.acc_ms[r->q][first / BATCH] =
+                (uint32_t)((now_us() - S.t0_us) / 1000);
             for (int i = 0; i < BATCH; i++)
                 atomic_store(&S.accepted[r->q][first + i], 1);
             atomic_fetch_add(&win()->pushed, BATCH);
@@ -444,9 +443,12 @@ requester(void *arg)
     return NULL;
 }
 
-/* RSS in kB of pid and its children (a node's master and workers). */
+/* A node's memory in kB: the proportional set size (smaps_rollup's Pss)
+ * of its master and workers, summed.  Each page the processes share (the
+ * segment, the code) counts once in the sum, where their VmRSS would count
+ * it once a process. */
 static long
-node_rss_kb(int node)
+node_pss_kb(int node)
 {
     char path[512], line[256];
     long pid = 0, kb = 0;
@@ -463,17 +465,23 @@ node_rss_kb(int node)
     while (pid > 0 && d && (e = readdir(d)) != NULL) {
         if (!isdigit((unsigned char)e->d_name[0]))
             continue;
-        long me = atol(e->d_name), pp = -1, rss = 0;
+        long me = atol(e->d_name), pp = -1, pss = 0;
         snprintf(path, sizeof(path), "/proc/%ld/status", me);
         if ((f = fopen(path, "r")) == NULL)
             continue;
-        while (fgets(line, sizeof(line), f)) {
+        while (fgets(line, sizeof(line), f))
             sscanf(line, "PPid: %ld", &pp);
-            sscanf(line, "VmRSS: %ld", &rss);
-        }
         fclose(f);
-        if (me == pid || pp == pid)
-            kb += rss;
+        if (me != pid && pp != pid)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%ld/smaps_rollup", me);
+        if ((f = fopen(path, "r")) == NULL)
+            continue;
+        while (fgets(line, sizeof(line), f))
+            if (sscanf(line, "Pss: %ld", &pss) == 1)
+                break;
+        fclose(f);
+        kb += pss;
     }
     if (d)
         closedir(d);
@@ -508,7 +516,7 @@ reporter(void *arg)
     for (int e = 0; e < NERR; e++)
         fprintf(csv, ",%s", ename[e]);
     for (int i = 0; i < S.nodes; i++)
-        fprintf(csv, ",rss_mb_%d,accounted_mb_%d", i + 1, i + 1);
+        fprintf(csv, ",pss_mb_%d,accounted_mb_%d", i + 1, i + 1);
     fprintf(csv, "\n");
     while (!atomic_load(&S.stop)) {
         next += WINDOW_S * 1000000ULL;
@@ -529,7 +537,7 @@ reporter(void *arg)
         for (int e = 0; e < NERR; e++)
             fprintf(csv, ",%llu", (unsigned long long)w->err[e]);
         for (int i = 0; i < S.nodes; i++)
-            fprintf(csv, ",%.1f,%.1f", node_rss_kb(i) / 1024.0,
+            fprintf(csv, ",%.1f,%.1f", node_pss_kb(i) / 1024.0,
                     node_accounted(h, i, &b) / 1048576.0);
         fprintf(csv, "\n");
         fflush(csv);
@@ -580,53 +588,93 @@ known_incarnation(const char *hex)
     return 0;
 }
 
-/* Ack-mode loss by id: each lost id is charged to the kill of the
+/* A fault as faults.log says: when (ms since t0), its kind and node. */
+struct fault {
+    int64_t ms;
+    char kind[64];
+    int node;
+};
+
+/* Loss by id in queue q: each lost id is charged to the kill -9 of the
  * incarnation that accepted it, when it accepted it before that kill, or
- * else counted as lost while its node lived.  Writes the verdict to out;
+ * else counted as lost while its node lived.  In ack mode that is a
+ * failure; in autoAck mode (at most once) a message whose pop answer never
+ * reached its consumer is lost by contract, so those ids are listed by the
+ * first fault after they were accepted.  Writes the account to out;
  * returns the ids lost while their node lived. */
 static uint64_t
-ack_loss(FILE *out, struct kill *k, int nk)
+loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
 {
-    uint64_t lost = 0, live_lost = 0, end = atomic_load(&S.next_id[QACK]);
+    uint64_t lost = 0, live_lost = 0, end = atomic_load(&S.next_id[q]);
+    uint64_t before[KILLS_MAX + 1] = {0};
     long long first_live = -1;
 
+    for (int j = 0; j < nk; j++)
+        k[j].lost = k[j].accepted = k[j].accepted_since = 0;
     for (uint64_t i = 0; i < end && i < S.max_id; i++) {
-        if (!S.accepted[QACK][i] || S.delivered[QACK][i])
+        if (!S.accepted[q][i] || S.delivered[q][i])
             continue;
         lost++;
         uint64_t b = i / BATCH;
+        int64_t at = (int64_t)S.acc_ms[q][b];
         int j = 0;
-        while (j < nk && !(k[j].by != 0 && k[j].by == S.acc_by[b] &&
-                           (int64_t)S.acc_ms[b] <= k[j].ms))
+        while (j < nk &&
+               !(k[j].by != 0 && k[j].by == S.acc_by[q][b] && at <= k[j].ms))
             j++;
-        if (j < nk)
+        if (j < nk) {
             k[j].lost++;
-        else if (live_lost++ == 0)
+            continue;
+        }
+        if (live_lost++ == 0)
             first_live = (long long)i;
+        int e = 0;
+        while (e < nf && f[e].ms < at)
+            e++;
+        before[e]++;
     }
     for (int j = 0; j < nk; j++)
         for (uint64_t b = 0; b * BATCH < end && b * BATCH < S.max_id; b++)
-            if (k[j].by != 0 && S.acc_by[b] == k[j].by) {
+            if (k[j].by != 0 && S.acc_by[q][b] == k[j].by) {
                 k[j].accepted += BATCH;
-                if ((int64_t)S.acc_ms[b] > k[j].sample_ms &&
-                    (int64_t)S.acc_ms[b] <= k[j].ms)
+                if ((int64_t)S.acc_ms[q][b] > k[j].sample_ms &&
+                    (int64_t)S.acc_ms[q][b] <= k[j].ms)
                     k[j].accepted_since += BATCH;
             }
     fprintf(out,
-            "\nAck-mode loss by id: %" PRIu64 " lost, %" PRIu64
+            "\n%s loss by id: %" PRIu64 " lost, %" PRIu64
             " accepted by a node before it was killed with kill -9, %" PRIu64
-            " accepted by a node that lived (first id %lld): %s.\n",
-            lost, lost - live_lost, live_lost, first_live,
-            live_lost == 0 ? "nothing lost that a live node held"
-                           : "LOST while their node lived");
-    for (int j = 0; j < nk; j++)
+            " accepted by a node that lived (first id %lld)",
+            q == QACK ? "Ack-mode" : "AutoAck", lost, lost - live_lost,
+            live_lost, first_live);
+    if (q == QACK)
+        fprintf(out, ": %s.\n",
+                live_lost == 0 ? "nothing lost that a live node held"
+                               : "LOST while their node lived");
+    else
+        fprintf(out, " (autoAck is at most once: a pop answer cut by a "
+                     "fault loses what it carried).\n");
+    for (int j = 0; j < nk; j++) {
         fprintf(out,
                 "- node %d, killed %.1f s in: lost %" PRIu64 " of the %" PRIu64
-                " ids it accepted; it held %lld when sampled %.1f s "
-                "earlier and accepted %" PRIu64 " more before the kill\n",
-                k[j].node, (double)k[j].ms / 1000.0, k[j].lost, k[j].accepted,
-                k[j].held, (double)(k[j].ms - k[j].sample_ms) / 1000.0,
-                k[j].accepted_since);
+                " ids it accepted",
+                k[j].node, (double)k[j].ms / 1000.0, k[j].lost, k[j].accepted);
+        if (q == QACK)
+            fprintf(out,
+                    "; it held %lld when sampled %.1f s earlier and accepted "
+                    "%" PRIu64 " more before the kill",
+                    k[j].held, (double)(k[j].ms - k[j].sample_ms) / 1000.0,
+                    k[j].accepted_since);
+        fprintf(out, "\n");
+    }
+    for (int e = 0; q != QACK && e <= nf; e++)
+        if (before[e] != 0 && e < nf)
+            fprintf(out,
+                    "- %" PRIu64 " accepted by a live node before the "
+                    "%s of node %d at %.1f s\n",
+                    before[e], f[e].kind, f[e].node, (double)f[e].ms / 1000.0);
+        else if (before[e] != 0)
+            fprintf(out, "- %" PRIu64 " accepted after the last fault\n",
+                    before[e]);
     return live_lost;
 }
 
@@ -638,6 +686,8 @@ summarize(const char *csvpath)
     double p50[100000], p99[100000], pp99[100000];
     int total = 0, steady = 0, nk = 0;
     static struct kill kills[KILLS_MAX];
+    static struct fault faults[KILLS_MAX];
+    int nf = 0;
     FILE *f = fopen(csvpath, "r"), *out;
 
     if (f == NULL)
@@ -689,6 +739,10 @@ summarize(const char *csvpath)
             if (n < 3)
                 continue;
             fprintf(out, "- %.1f %s node %d", t, kind, node);
+            if (nf < KILLS_MAX) {
+                faults[nf] = (struct fault){.ms = since_t0_ms(t), .node = node};
+                snprintf(faults[nf++].kind, sizeof(faults[0].kind), "%s", kind);
+            }
             if (n == 6 && nk < KILLS_MAX) {
                 fprintf(out, ", incarnation %s, held %lld", inc, held);
                 kills[nk++] = (struct kill){.node = node,
@@ -719,7 +773,8 @@ summarize(const char *csvpath)
     }
     fprintf(out, "\nrpc: %llu calls, %llu replies.\n",
             (unsigned long long)S.rpc_calls, (unsigned long long)S.rpc_replies);
-    int ok = ack_loss(out, kills, nk) == 0;
+    int ok = loss(out, QACK, kills, nk, faults, nf) == 0;
+    loss(out, QAUTO, kills, nk, faults, nf);
     fclose(out);
     return ok ? 0 : 1;
 }
@@ -757,16 +812,14 @@ main(int argc, char **argv)
         return 2;
     }
     S.max_id = (uint64_t)(S.rate * S.seconds * 1.5) + 100000;
-    S.acc_by = calloc(S.max_id / BATCH + 1, 1);
-    S.acc_ms = calloc(S.max_id / BATCH + 1, sizeof(uint32_t));
-    if (!S.acc_by || !S.acc_ms)
-        return 2;
     pthread_mutex_init(&S.inc_lock, NULL);
     S.t0_us = now_us();
     for (int q = 0; q < NQ; q++) {
         S.accepted[q] = calloc(S.max_id, 1);
         S.delivered[q] = calloc(S.max_id, 1);
-        if (!S.accepted[q] || !S.delivered[q])
+        S.acc_by[q] = calloc(S.max_id / BATCH + 1, 1);
+        S.acc_ms[q] = calloc(S.max_id / BATCH + 1, sizeof(uint32_t));
+        if (!S.accepted[q] || !S.delivered[q] || !S.acc_by[q] || !S.acc_ms[q])
             return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -22,7 +22,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 
 MINUTES=${MINUTES:-2}
-RATE=${RATE:-845000}
+RATE=${RATE:-24000}
 PORT=${PORT:-7632}
 CPORT=${CPORT:-$((PORT + 1))}
 OUT=${OUT:-build/soak/run}
