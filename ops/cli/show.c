@@ -21,14 +21,10 @@ cli_scope_ok(const char *scope)
            strcmp(scope, "cluster") == 0;
 }
 
-/*
- * cli_queues_fetch - every page of the listing for prefix into one answer:
- * the first page's object with every page's queues.  Returns the status of
- * the first page that was not 200 (a holds that answer), or 200.
- */
-static long
+/* cli_queues_fetch - see show.h. */
+long
 cli_queues_fetch(struct cli_conn *c, const char *prefix, const char *scope,
-                 struct cli_answer *a)
+                 long timeout_ms, struct cli_answer *a)
 {
     char *pre = prefix ? cli_escape(prefix) : NULL;
     char *after = NULL;
@@ -40,7 +36,7 @@ cli_queues_fetch(struct cli_conn *c, const char *prefix, const char *scope,
             "/api/v1/ephemeral/queues?limit=%d%s%s%s%s%s%s", CLI_QUEUES_PAGE,
             pre ? "&prefix=" : "", pre ? pre : "", after ? "&after=" : "",
             after ? after : "", scope ? "&scope=" : "", scope ? scope : "");
-        st = cli_call(c, "GET", path, NULL, 30000, a);
+        st = cli_call(c, "GET", path, NULL, timeout_ms, a);
         free(path);
         free(after);
         after = NULL;
@@ -97,7 +93,8 @@ cli_queues(int argc, char **argv, struct cli_globals *g)
         return cli_cmd_usage_error("queues", "--scope is node or cluster");
     }
     rc = 0;
-    if (cli_queues_fetch(&c, ops.n ? ops.v[0] : NULL, scope, &a) != 200) {
+    if (cli_queues_fetch(&c, ops.n ? ops.v[0] : NULL, scope, 30000, &a) !=
+        200) {
         rc = cli_refused(&c, &a);
     } else if (g->json) {
         printf("%s\n", cli_json_text(a.json));

@@ -7,6 +7,16 @@
 #define MAYFLY_CLI_SHOW_H
 
 #include "ops/cli/args.h"
+#include "ops/cli/client.h"
+
+/*
+ * cli_queues_fetch - every page of the listing for prefix (NULL: all) and
+ * scope (NULL: the node's default) into one answer: the first page's object
+ * with every page's queues, each call given timeout_ms.  Returns the status
+ * of the first page that was not 200 (a holds that answer), or 200.
+ */
+long cli_queues_fetch(struct cli_conn *c, const char *prefix, const char *scope,
+                      long timeout_ms, struct cli_answer *a);
 
 /* cli_queues - queues [PREFIX]: a table of the queues, every page. */
 int cli_queues(int argc, char **argv, struct cli_globals *g);

@@ -19,6 +19,7 @@
 
 #include "ops/cli/cmd.h"
 #include "ops/cli/out.h"
+#include "ops/cli/show.h"
 
 #define CLI_TOP_PERIOD_MS 1000
 
@@ -127,8 +128,7 @@ cli_top_fetch(struct cli_conn *c, struct cli_top_read *r)
         return;
     }
     cli_answer_free(&a);
-    if (cli_call(c, "GET", "/api/v1/ephemeral/queues?limit=1000", NULL, 5000,
-                 &a) == 200)
+    if (cli_queues_fetch(c, NULL, NULL, 5000, &a) == 200)
         r->listing = json_object_get(a.json);
     else
         snprintf(r->err, sizeof(r->err), "queue listing: %.1000s",

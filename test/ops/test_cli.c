@@ -569,7 +569,7 @@ cl_top_wait(const char *queue, long depth)
 
 Test(cli, top_shows_a_queues_depth_change_and_quits_on_q)
 {
-    char out[16384], cmd[PATH_MAX + 256];
+    char out[16384], cmd[PATH_MAX + 256], name[32];
     struct itest_resp r;
     int64_t deadline;
 
@@ -578,6 +578,12 @@ Test(cli, top_shows_a_queues_depth_change_and_quits_on_q)
     cl_start();
     itest_push_ok(&cl_node, &r, "topq", NULL, "[1,2]", 2);
     itest_resp_free(&r);
+    /* More queues than one listing page (1000): top counts every page. */
+    for (int i = 0; i < 1005; i++) {
+        snprintf(name, sizeof(name), "page-%04d", i);
+        itest_push_ok(&cl_node, &r, name, NULL, "[1]", 1);
+        itest_resp_free(&r);
+    }
     snprintf(cmd, sizeof(cmd),
              "new-session -d -s top -x 120 -y 30 "
              "'MAYFLY_URL=%s TERM=xterm %s top'",
@@ -587,6 +593,8 @@ Test(cli, top_shows_a_queues_depth_change_and_quits_on_q)
     cl_tmux(out, sizeof(out), "capture-pane -p -t top");
     cr_assert(strstr(out, "mayfly top") != NULL, "%s", out);
     cr_assert(strstr(out, " live ") != NULL, "no member shown:\n%s", out);
+    cr_assert(strstr(out, "queues 1006") != NULL,
+              "the header does not count all 1006 queues:\n%s", out);
 
     itest_push_ok(&cl_node, &r, "topq", NULL, "[3,4,5]", 3);
     itest_resp_free(&r);
