@@ -219,6 +219,8 @@ Test(auth, every_route_refuses_a_missing_unknown_or_lacking_token,
     itest_resp_free(&r);
     au_state(&n, "alpha-all", after, sizeof(after));
     cr_assert_str_eq(after, before, "a refused request changed the state");
+    cr_assert(!itest_node_log_contains(&n, "beyond loopback"),
+              "a node on loopback with tokens warned");
     /* The open routes stay open. */
     cr_assert_eq(itest_get(&n, &r, "/health"), 200);
     itest_resp_free(&r);
@@ -360,6 +362,62 @@ Test(auth, tenants_using_the_same_names_are_isolated, .timeout = 120)
     cr_assert(strchr(r.body, 0x1f) == NULL && !strstr(r.body, "u001f"), "%s",
               r.body);
     itest_resp_free(&r);
+}
+
+Test(auth, a_request_and_its_reply_stay_in_the_tenant, .timeout = 90)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    struct timeval tv = {.tv_sec = 20};
+    const char *body = "{\"queue\":\"rpc\",\"payload\":7,\"timeout\":15000}";
+    char raw[512], ack[512], reply_to[256];
+    int64_t t0;
+    int fd;
+
+    au_start(&n);
+    /* a responder of alpha has popped lately: the request is stored */
+    au_ok(&n, "alpha-all", "GET", API "/pop?queue=rpc&group=w", NULL, 200, &r);
+    itest_resp_free(&r);
+    fd = itest_raw_connect(&n);
+    cr_assert_geq(fd, 0);
+    snprintf(raw, sizeof(raw),
+             "POST " API "/request HTTP/1.1\r\nHost: t\r\n"
+             "Authorization: Bearer alpha-all\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n"
+             "\r\n%s",
+             strlen(body), body);
+    cr_assert_eq(itest_raw_send(fd, raw), 0);
+    /* beta's rpc is another queue: nothing there */
+    au_ok(&n, "beta-all", "GET", API "/pop?queue=rpc&group=w", NULL, 200, &r);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 0, "%s", r.body);
+    itest_resp_free(&r);
+    au_ok(&n, "alpha-all", "GET",
+          API "/pop?queue=rpc&group=w&wait=true&timeout=10000", NULL, 200, &r);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+    snprintf(reply_to, sizeof(reply_to), "%s",
+             itest_jstr(r.json, "messages.0.replyTo"));
+    cr_assert(strncmp(reply_to, "mayfly.inbox/", 13) == 0, "%s", r.body);
+    cr_assert(strstr(r.body, "u001f") == NULL, "%s", r.body);
+    snprintf(ack, sizeof(ack),
+             "{\"queue\":\"rpc\",\"group\":\"w\",\"acks\":[{\"id\":\"%s\","
+             "\"reply\":{\"ok\":1}}]}",
+             itest_jstr(r.json, "messages.0.id"));
+    itest_resp_free(&r);
+    /* replying takes the request permission besides pop */
+    au_req(&n, "alpha-jobs", "POST", API "/ack", ack, &r);
+    itest_assert_error(&r, 403, "forbidden", "pop|request", "reply");
+    itest_resp_free(&r);
+    au_ok(&n, "alpha-all", "POST", API "/ack", ack, 200, &r);
+    cr_assert_eq(itest_jbool(r.json, "results.0.replied"), 1, "%s", r.body);
+    itest_resp_free(&r);
+    t0 = itest_now_ms();
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    itest_raw_response(fd, &r);
+    cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
+    cr_assert_eq(itest_jint(r.json, "reply.ok"), 1, "%s", r.body);
+    cr_assert_lt(itest_now_ms() - t0, 15000);
+    itest_resp_free(&r);
+    close(fd);
 }
 
 Test(auth, a_name_too_long_for_its_tenant_is_refused_saying_so, .timeout = 60)
@@ -526,6 +584,43 @@ Test(auth, a_tenant_past_its_share_of_memory_gets_503_until_it_drains,
     itest_resp_free(&r);
     au_ok(&n, "eps-small", "POST", API "/push", body, 201, &r);
     itest_resp_free(&r);
+}
+
+/* au_log_has - whether the file at path holds needle. */
+static int
+au_log_has(const char *path, const char *needle)
+{
+    static char buf[1 << 16];
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    if (f == NULL)
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+Test(auth, a_node_beyond_loopback_without_tokens_warns, .timeout = 60)
+{
+    char dir[256], log[300], l[64], cl[64], dd[300];
+    int64_t t0 = itest_now_ms();
+    int st;
+
+    itest_test_dir(dir, sizeof(dir));
+    snprintf(l, sizeof(l), "listen=0.0.0.0:%d", itest_free_port());
+    snprintf(cl, sizeof(cl), "cluster_listen=127.0.0.1:%d", itest_free_port());
+    snprintf(dd, sizeof(dd), "data_dir=%s/data", dir);
+    snprintf(log, sizeof(log), "%s/node.log", dir);
+    const char *own[] = {l, cl, dd, "workers=1"};
+    pid_t pid = itest_spawn(own, 4, NULL, log);
+    while (!au_log_has(log, "reaches beyond loopback and no auth_file")) {
+        cr_assert_lt(itest_now_ms() - t0, 20000, "no warning in %s", log);
+        itest_sleep_ms(50);
+    }
+    kill(pid, SIGTERM);
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
 }
 
 /* au_check - mayflyd -t with the auth file at path: its exit status, and
