@@ -166,7 +166,7 @@ worker_authz(struct worker *w, struct http_request *req, enum auth_verb verb,
         [AUTH_ADMIN] = "configure, reset or delete",
         [AUTH_READ] = "list or read the depth of"};
     char prefix[AUTH_TENANT_MAX + 2];
-    size_t n = shm_inbox_named(client) ? 0 : worker_tenant_prefix(w, prefix);
+    size_t n = worker_tenant_prefix(w, prefix);
     int cut = client.len > 200 ? 200 : (int)client.len;
 
     if (!worker_may(w, verb, client)) {

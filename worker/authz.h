@@ -13,10 +13,10 @@
  * the table): what a handler keeps for later is the internal name.
  *
  * Internal names (http/names.h) put the tenant before the client's name;
- * the empty tenant leaves names as they are.  A request's inbox belongs to
- * no tenant: its name is unguessable and carries the node that holds it,
- * and pushing a reply to it takes the request permission (on any queue)
- * instead of push.  Process memory only.
+ * the empty tenant leaves names as they are.  A request's inbox is its
+ * requester's tenant's queue too (the reply of another tenant cannot
+ * reach it), and any verb on it takes the request permission (on any
+ * queue) instead of its own.  Process memory only.
  */
 #ifndef MAYFLY_WORKER_AUTHZ_H
 #define MAYFLY_WORKER_AUTHZ_H

@@ -180,9 +180,11 @@ format(struct pop_call *c, struct http_buf *b)
             esc_len = http_json_esc_len(part, run_len);
         }
         need += fixed + HTTP_ID_PREFIX_LEN(esc_len) + esc_len + m->len;
-        if (m->reply_len > 0) /* a request: its inbox beside the payload */
-            need += sizeof(reply_key) + 1 +
-                    http_json_esc_len(part + m->part_len, m->reply_len);
+        if (m->reply_len > 0) { /* a request: its inbox beside the payload */
+            struct shm_name to = worker_client_name(
+                (struct shm_name){part + m->part_len, m->reply_len});
+            need += sizeof(reply_key) + 1 + http_json_esc_len(to.ptr, to.len);
+        }
     }
     if (http_buf_reserve(b, need) != 0)
         return; /* oom: http_reply answers 500 */
@@ -224,10 +226,11 @@ format(struct pop_call *c, struct http_buf *b)
         o += sizeof(payload_key) - 1;
         memcpy(o, payload + m->reply_len, m->len - m->reply_len);
         o += m->len - m->reply_len;
-        if (m->reply_len > 0) {
+        if (m->reply_len > 0) { /* as its requester's tenant knows it */
+            struct shm_name to =
+                worker_client_name((struct shm_name){payload, m->reply_len});
             memcpy(o, reply_key, sizeof(reply_key) - 1);
-            o = http_put_json_esc(o + sizeof(reply_key) - 1, payload,
-                                  m->reply_len);
+            o = http_put_json_esc(o + sizeof(reply_key) - 1, to.ptr, to.len);
             *o++ = '"';
         }
         memcpy(o, attempts_key, sizeof(attempts_key) - 1);

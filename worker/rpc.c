@@ -54,7 +54,7 @@
 #include "worker/worker_int.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
-#define INBOX_MAX          (SHM_INBOX_PREFIX_LEN + 64 + 64)
+#define INBOX_MAX          (AUTH_TENANT_MAX + 1 + SHM_INBOX_PREFIX_LEN + 64 + 64)
 #define WITHDRAW_HEADER    "X-Mayfly-Withdraw"
 
 /* One request waiting for its reply. */
@@ -94,12 +94,13 @@ static void
 mint(struct rpc_call *c)
 {
     static uint64_t serial;
-    int n = snprintf(c->inbox, sizeof(c->inbox),
+    size_t t = worker_tenant_prefix(c->w, c->inbox); /* the requester's */
+    int n = snprintf(c->inbox + t, sizeof(c->inbox) - t,
                      SHM_INBOX_PREFIX "%s/%" PRIx64 ".%d.%x.%" PRIx64,
                      c->w->set.node_id, c->w->incarnation, c->w->set.slot,
                      (unsigned)getpid(), ++serial);
 
-    c->inbox_len = (size_t)n < sizeof(c->inbox) ? (size_t)n : 0;
+    c->inbox_len = (size_t)n < sizeof(c->inbox) - t ? t + (size_t)n : 0;
 }
 
 /* inbox_name - c's inbox as a name. */
@@ -441,8 +442,9 @@ store_at_owner(struct rpc_call *c, const struct http_rpc *p)
     http_buf_append_json_str(b, shown.ptr, shown.len);
     http_buf_append_str(b, ",\"partition\":");
     http_buf_append_json_str(b, c->part.ptr, c->part.len);
+    struct shm_name to = worker_client_name(inbox_name(c));
     http_buf_append_str(b, ",\"replyTo\":");
-    http_buf_append_json_str(b, c->inbox, c->inbox_len);
+    http_buf_append_json_str(b, to.ptr, to.len);
     http_buf_append_str(b, ",\"payload\":");
     http_buf_append(b, p->payload.ptr, p->payload.len);
     http_buf_append_str(b, "}");
@@ -506,6 +508,7 @@ serve_node(struct worker *w, struct http_request *req, const struct http_rpc *p,
            struct shm_name queue, struct shm_name part, const char *wd)
 {
     struct shm_name inbox = {p->reply_to.ptr, p->reply_to.len};
+    struct worker_qname in;
     uint64_t seq;
     int rc;
 
@@ -522,6 +525,9 @@ serve_node(struct worker *w, struct http_request *req, const struct http_rpc *p,
                          "field 'replyTo' does not name a request's inbox");
         return;
     }
+    if (!worker_authz(w, req, AUTH_REQUEST, "replyTo", inbox, &in))
+        return; /* the requester's tenant's inbox */
+    inbox = in.name;
     if (!shm_responders(w->seg, w->set.slot, queue, part, shm_now_ms(),
                         w->set.responders_idle_ms)) {
         no_responders(w, req, queue, part);
