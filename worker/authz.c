@@ -170,10 +170,11 @@ worker_authz(struct worker *w, struct http_request *req, enum auth_verb verb,
     int cut = client.len > 200 ? 200 : (int)client.len;
 
     if (!worker_may(w, verb, client)) {
+        enum auth_verb wanted = shm_inbox_named(client) ? AUTH_REQUEST : verb;
         http_reply_error(req, 403, "forbidden",
                          "this token may not %s queue '%.*s' (it lacks the "
                          "%s permission for it)",
-                         to[verb], cut, client.ptr, auth_verb_name(verb));
+                         to[verb], cut, client.ptr, auth_verb_name(wanted));
         return 0;
     }
     if (n + client.len > SHM_NAME_MAX) {
