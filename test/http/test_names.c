@@ -105,5 +105,9 @@ Test(http_names, a_tenants_internal_name_is_tenant_separator_name)
     cr_assert(!http_qname_valid("\x1fjobs", 5), "an empty tenant");
     cr_assert(!http_qname_valid("sh/op\x1fjobs", 10), "a tenant is an id");
     cr_assert(!http_qname_valid("shop\x1f", 5), "an empty name");
-    cr_assert(!http_qname_valid("a\x1f" "b\x1f" "c", 5), "two separators");
+    cr_assert(!http_qname_valid("a\x1f"
+                                "b\x1f"
+                                "c",
+                                5),
+              "two separators");
 }
