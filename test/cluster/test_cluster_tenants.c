@@ -5,10 +5,16 @@
  * queue of the shared name; an ack goes by its id to the node that
  * delivered it; depth and listing with scope=cluster sum every node's
  * share of the caller's tenant alone; a declaration keeps its tenant in
- * the raft catalog.
+ * the raft catalog; a HUP that revokes a token ends the long poll the
+ * node forwarded for it to the partition's owner.
  */
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -18,27 +24,37 @@
 #define API "/api/v1/ephemeral"
 
 static struct cl c;
+static char tokens_path[300];
 static const char *const tokens[][2] = {
     {"alpha-token", "tenant=alpha push=* pop=* admin=* read=*"},
     {"beta-token", "tenant=beta push=* pop=* admin=* read=*"},
 };
 
+/* write_tokens - the first n tokens into the auth file. */
 static void
-up(void)
+write_tokens(int n)
 {
-    char dir[256], path[300], opts[400], hash[AUTH_HASH_TEXT];
-    FILE *f;
+    char hash[AUTH_HASH_TEXT];
+    FILE *f = fopen(tokens_path, "w");
 
-    itest_test_dir(dir, sizeof(dir));
-    snprintf(path, sizeof(path), "%s/tokens", dir);
-    f = fopen(path, "w");
     cr_assert_not_null(f);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < n; i++) {
         auth_hash_text(tokens[i][0], strlen(tokens[i][0]), hash);
         fprintf(f, "%s %s\n", hash, tokens[i][1]);
     }
     cr_assert_eq(fclose(f), 0);
-    snprintf(opts, sizeof(opts), "member_ttl_ms=60000 auth_file=%s", path);
+}
+
+static void
+up(void)
+{
+    char dir[256], opts[400];
+
+    itest_test_dir(dir, sizeof(dir));
+    snprintf(tokens_path, sizeof(tokens_path), "%s/tokens", dir);
+    write_tokens(2);
+    snprintf(opts, sizeof(opts), "member_ttl_ms=60000 auth_file=%s",
+             tokens_path);
     cl_up(&c, opts);
     cl_wait_view(&c, CL_ALL);
 }
@@ -179,4 +195,49 @@ Test(cluster_tenants, each_tenant_reads_its_own_queue_across_the_nodes)
         cr_assert_str_eq(itest_jstr(r.json, "tier"), "declared", "%s", r.body);
         itest_resp_free(&r);
     }
+}
+
+Test(cluster_tenants, a_revoked_tokens_forwarded_long_poll_ends_at_the_hup)
+{
+    struct itest_resp r;
+    struct timeval tv = {.tv_sec = 20};
+    char part[16], raw[512];
+    int64_t t0;
+    int fd;
+
+    /* beta waits on node 1 for a partition node 2 owns: the long poll is
+     * forwarded there */
+    cl_part_owned_by("beta\x1fwait", 1, 64, part, sizeof(part));
+    fd = itest_raw_connect(&c.node[0]);
+    cr_assert_geq(fd, 0);
+    snprintf(raw, sizeof(raw),
+             "GET " API "/pop?queue=wait&partition=%s&wait=true&"
+             "timeout=30000 HTTP/1.1\r\nHost: t\r\n"
+             "Authorization: Bearer beta-token\r\n\r\n",
+             part);
+    cr_assert_eq(itest_raw_send(fd, raw), 0);
+    t0 = itest_now_ms();
+    while (!itest_conn_consumed(&c.node[0], fd)) {
+        cr_assert_lt(itest_now_ms() - t0, 20000, "the pop never arrived");
+        itest_sleep_ms(20);
+    }
+    itest_sleep_ms(200);
+    /* beta goes from the file; node 1 alone reads it again */
+    write_tokens(1);
+    t0 = itest_now_ms();
+    cr_assert_eq(kill(c.node[0].pid, SIGHUP), 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    itest_raw_response(fd, &r);
+    cr_assert_eq(r.status, 401, "the revoked token's forwarded pop: %ld %s",
+                 r.status, r.body);
+    cr_assert_lt(itest_now_ms() - t0, 10000);
+    itest_resp_free(&r);
+    close(fd);
+    /* node 2 still knows beta; node 1 no longer does */
+    req(1, "beta-token", "GET", API "/queues?scope=node", NULL, &r);
+    cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    req(0, "beta-token", "GET", API "/queues?scope=node", NULL, &r);
+    cr_assert_eq(r.status, 401, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
 }
