@@ -232,12 +232,7 @@ parse_line(struct auth_reader *r, char *line, struct auth_token *tok)
             token_clear(tok);
             return -1;
         }
-    if (tok->tenant[0] == '\0') {
-        token_clear(tok);
-        return auth_fail(r, "tenant: missing (every token names its "
-                            "tenant)");
-    }
-    return 0;
+    return 0; /* no tenant: the empty one, names as without auth */
 }
 
 /* same_hash_before - the line of an earlier entry with tok's hash, or 0. */

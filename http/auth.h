@@ -8,7 +8,8 @@
  *       request=... admin=... read=... [rate=<msg/s>] [max_bytes=<size>]
  *
  * '#' starts a comment; blank lines are skipped.  A permission left out is
- * not granted.  Globs are fnmatch(3) patterns over the queue name ('*'
+ * not granted; a token without tenant= has the empty tenant (queue names
+ * as a node without auth has them).  Globs are fnmatch(3) patterns over the queue name ('*'
  * matches '/' too).  A table is immutable once loaded: a reload builds a new
  * one and frees the old.  No state beyond the table; no locking.
  */
@@ -35,7 +36,7 @@ enum auth_verb {
 
 struct auth_token {
     uint8_t hash[AUTH_HASH_SIZE];
-    char tenant[AUTH_TENANT_MAX + 1];
+    char tenant[AUTH_TENANT_MAX + 1]; /* "": the empty tenant */
     char *globs[AUTH_NVERBS]; /* NUL-separated, ends with an empty string;
                                  NULL when the permission is not granted */
     uint32_t rate;            /* pushes a second; 0: no limit */

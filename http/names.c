@@ -87,3 +87,24 @@ http_utf8_cut(const char *s, size_t max)
         max = --n;
     return (int)n;
 }
+
+/* http_tenant_skip - see names.h. */
+size_t
+http_tenant_skip(const char *p, size_t len)
+{
+    const char *sep = memchr(p, HTTP_TENANT_SEP, len);
+
+    return sep != NULL ? (size_t)(sep - p) + 1 : 0;
+}
+
+/* http_qname_valid - see names.h. */
+int
+http_qname_valid(const char *p, size_t len)
+{
+    size_t skip = http_tenant_skip(p, len);
+
+    if (skip == 0)
+        return http_name_valid(p, len);
+    return len <= HTTP_NAME_MAX && http_node_id_valid(p, skip - 1) &&
+           http_name_valid(p + skip, len - skip);
+}

@@ -37,4 +37,23 @@ int http_utf8_cut(const char *s, size_t max);
 /* http_node_id_valid - 1 if p[0..len) is 1-64 bytes of [A-Za-z0-9._-]. */
 int http_node_id_valid(const char *p, size_t len);
 
+/*
+ * A tenant's queue is held under an internal name: the tenant (1-64 bytes
+ * of [A-Za-z0-9._-], as a node id), HTTP_TENANT_SEP, then the name the
+ * client gave.  The separator is a control character, which no client name
+ * holds, so the empty tenant's names are the client's as they are, and no
+ * client name can pass for another tenant's.  Internal names travel only
+ * between a node's processes and on the cluster port (hand-over, the raft
+ * catalog); clients never see one.
+ */
+#define HTTP_TENANT_SEP '\x1f'
+
+/* http_tenant_skip - how many bytes of the internal name p[0..len) precede
+ * the client's name: the tenant and the separator, or 0. */
+size_t http_tenant_skip(const char *p, size_t len);
+
+/* http_qname_valid - 1 if p[0..len) is a valid name or a tenant's internal
+ * name (tenant, separator, valid name; SHM-sized: 512 bytes in all). */
+int http_qname_valid(const char *p, size_t len);
+
 #endif

@@ -157,3 +157,13 @@ http_reply_name_ok(struct http_request *req, const char *field, const char *p,
                      HTTP_NAME_RULE);
     return 0;
 }
+
+/* http_reply_qname_ok - see reply.h. */
+int
+http_reply_qname_ok(struct http_request *req, const char *field, const char *p,
+                    size_t len)
+{
+    if (http_qname_valid(p, len))
+        return 1;
+    return http_reply_name_ok(req, field, p, len);
+}

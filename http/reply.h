@@ -38,6 +38,12 @@ void http_reply_header(struct http_request *req, const char *name,
 int http_reply_name_ok(struct http_request *req, const char *field,
                        const char *p, size_t len);
 
+/* http_reply_qname_ok - the same for a name that may be a tenant's
+ * internal name (http_qname_valid): what peers and workers send the
+ * cluster port. */
+int http_reply_qname_ok(struct http_request *req, const char *field,
+                        const char *p, size_t len);
+
 /*
  * http_reply_error - answer {"error": sentence, "code": code} with status;
  * the sentence is printf-formatted and JSON-escaped.

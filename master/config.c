@@ -37,6 +37,7 @@ enum config_type {
     CONFIG_INT,     /* int, plain decimal */
     CONFIG_U32,     /* uint32_t, plain decimal */
     CONFIG_SIZE,    /* uint64_t, bytes with optional K/M/G */
+    CONFIG_SWITCH,  /* "on" or "off" */
 };
 
 struct config_key {
@@ -82,6 +83,8 @@ static const struct config_key config_keys[] = {
     CONFIG_KEY(log, CONFIG_LOG, 0, 0, 0),
     CONFIG_KEY(pidfile, CONFIG_PATH, 0, 0, 0),
     CONFIG_KEY(cluster_secret_file, CONFIG_PATH, 0, 0, 0),
+    CONFIG_KEY(auth_file, CONFIG_PATH, 0, 0, 0),
+    CONFIG_KEY(metrics_auth, CONFIG_SWITCH, 0, 0, 0),
 };
 #define CONFIG_NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -128,6 +131,7 @@ config_defaults(struct config *c)
     c->max_body_bytes = 64 * CONFIG_MIB;
     c->max_connections = 20000;
     snprintf(c->log_level, sizeof(c->log_level), "info");
+    snprintf(c->metrics_auth, sizeof(c->metrics_auth), "off");
 }
 
 /* config_find - the table entry for key, or NULL. */
@@ -350,6 +354,12 @@ config_check_string(const struct config_key *k, const char *v, const char **why)
     case CONFIG_LEVEL:
         if (log_parse_level(v, &level) != 0) {
             *why = "expected debug, info, warn or error";
+            return -1;
+        }
+        return 0;
+    case CONFIG_SWITCH:
+        if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+            *why = "expected on or off";
             return -1;
         }
         return 0;
@@ -678,6 +688,9 @@ config_daemon_paths(struct config *c, char *err, size_t errlen)
         config_absolute(c->log, sizeof(c->log), "log", err, errlen) != 0)
         return -1;
     if (config_absolute(c->pidfile, sizeof(c->pidfile), "pidfile", err,
+                        errlen) != 0)
+        return -1;
+    if (config_absolute(c->auth_file, sizeof(c->auth_file), "auth_file", err,
                         errlen) != 0)
         return -1;
     return config_absolute(c->cluster_secret_file,

@@ -46,6 +46,8 @@ struct config {
     char log[CONFIG_PATH_MAX];      /* "" (or "stderr"), "syslog", a path */
     char pidfile[CONFIG_PATH_MAX];  /* "" = none (-d defaults one) */
     char cluster_secret_file[CONFIG_PATH_MAX];
+    char auth_file[CONFIG_PATH_MAX]; /* "": no client authentication */
+    char metrics_auth[4];            /* "on": /metrics wants a token */
     /* command line only */
     char config_file[CONFIG_PATH_MAX]; /* -c */
     int daemonize;                     /* -d */

@@ -356,7 +356,7 @@ master_configure(struct master *m, struct http_request *req)
         http_reply_http_error(req, &err);
         return;
     }
-    if (http_reply_name_ok(req, "queue", in.queue.ptr, in.queue.len) &&
+    if (http_reply_qname_ok(req, "queue", in.queue.ptr, in.queue.len) &&
         effective(m, req, &in, &cmd.opts) == 0) {
         cmd.name = in.queue.ptr;
         cmd.len = in.queue.len;
@@ -377,7 +377,7 @@ master_undeclare(struct master *m, struct http_request *req)
         http_reply_http_error(req, &err);
         return;
     }
-    if (http_reply_name_ok(req, "queue", in.queue.ptr, in.queue.len))
+    if (http_reply_qname_ok(req, "queue", in.queue.ptr, in.queue.len))
         start(m, req,
               &(struct decl_cmd){DECL_DELETE, in.queue.ptr, in.queue.len, {0}});
     http_reset_free(&in);

@@ -557,7 +557,7 @@ master_handover_in(struct master *m, struct http_request *req)
     struct http_buf b = {0};
     int rc;
 
-    if (queue == NULL || part == NULL || !http_name_valid(queue, qlen) ||
+    if (queue == NULL || part == NULL || !http_qname_valid(queue, qlen) ||
         !http_name_valid(part, plen)) {
         http_reply_error(req, 400, "invalid_name",
                          "query parameters 'queue' and 'partition' must be "

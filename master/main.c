@@ -20,6 +20,7 @@
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@
 #include "shm/maintain.h"
 #include "shm/stats.h"
 #include "shm/status.h"
+#include "shm/tenants.h"
 
 #define DRAIN_MS   30000 /* workers still running then are killed */
 #define HANDOFF_MS 3000  /* raft leadership transfer on a graceful stop */
@@ -151,6 +153,60 @@ check_segment(const char *arg)
         printf("%llu problems; the first: %s\n", (unsigned long long)n,
                r.first);
     return n == 0 ? 0 : 1;
+}
+
+/* load_tokens - the auth_file's tokens into m->auth, as the start and -t
+ * read them (none without an auth_file).  0, or -1 with the sentence
+ * (the file, the line, the field) in err. */
+static int
+load_tokens(struct master *m, char *err, size_t errlen)
+{
+    if (m->cfg.auth_file[0] == '\0')
+        return 0;
+    return auth_load(m->cfg.auth_file, &m->auth, err, errlen);
+}
+
+/* publish_tenants - give every tenant of the tokens its slot of counters
+ * (shm/tenants.h); slots are never taken back, so a HUP only adds. */
+static void
+publish_tenants(struct master *m)
+{
+    if (m->seg.tenants == NULL)
+        return;
+    for (size_t i = 0; i < m->auth.ntokens; i++) {
+        const char *t = m->auth.tokens[i].tenant;
+        if (t[0] != '\0' && shm_tenants_add(m->seg.tenants, t) < 0)
+            log_warn(0,
+                     "tenant '%s' (auth_file line %u) gets no rate or "
+                     "max_bytes: the node counts %d tenants at most",
+                     t, m->auth.tokens[i].line, SHM_TENANTS_MAX - 1);
+    }
+}
+
+/* loopback_only - whether the client address addr ("host:port") is on
+ * the loopback interface alone. */
+static int
+loopback_only(const char *addr)
+{
+    char host[CONFIG_ADDR_MAX];
+    const char *colon = strrchr(addr, ':');
+    size_t n = colon ? (size_t)(colon - addr) : strlen(addr);
+    struct in6_addr a6;
+    struct in_addr a4;
+
+    if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']') {
+        addr++;
+        n -= 2;
+    }
+    if (n >= sizeof(host))
+        return 0;
+    memcpy(host, addr, n);
+    host[n] = '\0';
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, host, &a6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&a6);
+    return strcmp(host, "localhost") == 0;
 }
 
 /* make_params - what the segment is sized and defaulted from. */
@@ -261,12 +317,20 @@ start_node(struct master *m, int ep)
     rc = shm_catalog_create(&m->seg.catalog, SHM_CATALOG_DEFAULT_BYTES);
     if (rc != 0)
         log_fatal(-rc, "cannot create the catalog");
+    if (m->cfg.auth_file[0] != '\0') {
+        if ((m->seg.tenants = shm_tenants_create()) == NULL)
+            log_fatal(errno, "cannot map the tenants' counters");
+        publish_tenants(m);
+    }
     master_membership_publish(m);
     m->ws.listen_fd = fd;
     m->ws.max_connections = conns;
     m->ws.max_body_bytes = m->cfg.max_body_bytes;
     m->ws.max_wait_ms = m->cfg.max_wait_ms;
     m->ws.responders_idle_ms = m->cfg.responders_idle_ms;
+    snprintf(m->ws.auth_file, sizeof(m->ws.auth_file), "%s", m->cfg.auth_file);
+    m->ws.metrics_auth = strcmp(m->cfg.metrics_auth, "on") == 0;
+    m->ws.auth = &m->auth;
     snprintf(m->ws.node_id, sizeof(m->ws.node_id), "%s", m->cfg.node_id);
     if (master_listen_dial(cfd, m->ws.cluster_addr,
                            sizeof(m->ws.cluster_addr)) != 0)
@@ -293,6 +357,28 @@ start_node(struct master *m, int ep)
     master_membership_publish(m);
 }
 
+/* reload_tokens - HUP: the auth file again, for the workers forked from
+ * now on (each running worker reads it itself); a file that no longer
+ * loads leaves the tokens as they were. */
+static void
+reload_tokens(struct master *m)
+{
+    struct auth_table fresh;
+    char err[1400];
+
+    if (m->cfg.auth_file[0] == '\0')
+        return;
+    if (auth_load(m->cfg.auth_file, &fresh, err, sizeof(err)) != 0) {
+        log_error(0, "reload: %s; keeping the tokens loaded before", err);
+        return;
+    }
+    auth_free(&m->auth);
+    m->auth = fresh;
+    publish_tenants(m);
+    log_info(0, "reload: auth_file %s: %zu tokens", m->cfg.auth_file,
+             m->auth.ntokens);
+}
+
 /* reload - HUP: reopen the log, re-read the settings that can change, and
  * have the workers reopen theirs and take the new log level. */
 static void
@@ -317,6 +403,7 @@ reload(struct master *m)
         shm_segment_set_defaults(&m->seg, &p);
         master_membership_publish(m);
     }
+    reload_tokens(m);
     master_signal_workers(m, SIGHUP);
 }
 
@@ -552,6 +639,10 @@ main(int argc, char **argv)
     }
     if (action == CONFIG_ACTION_HASH_TOKEN)
         return hash_token(stdin, stdout);
+    if (load_tokens(&m, err, sizeof(err)) != 0) {
+        fprintf(stderr, "mayflyd: %s\n", err);
+        return 1;
+    }
     if (m.cfg.check_only) {
         printf("mayflyd: configuration %s is valid\n",
                m.cfg.config_file[0] ? m.cfg.config_file : "(defaults)");
@@ -563,6 +654,12 @@ main(int argc, char **argv)
         log_fatal(errno, "cannot daemonize");
     if (log_open(m.cfg.log) != 0)
         log_fatal(errno, "cannot open the log '%s'", m.cfg.log);
+    if (m.cfg.auth_file[0] == '\0' && !loopback_only(m.cfg.listen))
+        log_warn(0,
+                 "listen %s reaches beyond loopback and no auth_file is set: "
+                 "anyone who reaches the port may push, pop, reset and "
+                 "delete any queue (SPEC §10)",
+                 m.cfg.listen);
     /* data_dir first: it is created there, and the pidfile may live in it. */
     if (daemon_datadir_lock(m.cfg.data_dir) != 0)
         return 1;

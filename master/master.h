@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "http/auth.h"
 #include "master/config.h"
 #include "master/membership.h"
 #include "master/raft_node.h"
@@ -42,6 +43,8 @@ struct master_child {
 
 struct master {
     struct config cfg;
+    struct auth_table auth; /* the auth_file's tokens (SPEC §10); workers
+                               get them as forked and re-read on HUP */
     struct shm_seg seg;
     struct worker_settings ws; /* template; slot set per child */
     int nworkers;

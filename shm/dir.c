@@ -18,6 +18,7 @@
 #include "shm/due.h"
 #include "shm/lock.h"
 #include "shm/region.h"
+#include "shm/tenants.h"
 
 #define DIR_ALIGN(x) (((x) + 63) & ~(size_t)63)
 
@@ -388,10 +389,11 @@ dir_take(struct shm_dir *d, uint32_t kind, uint32_t *idx)
     return 0;
 }
 
-/* Fill and publish queue record idx (dir lock held). */
+/* Fill and publish queue record idx of tenant slot tenant (dir lock
+ * held). */
 static void
 dir_init_queue(struct shm_seg *seg, uint32_t idx, uint64_t h, uint32_t nref,
-               uint32_t len, uint64_t now)
+               uint32_t len, uint32_t tenant, uint64_t now)
 {
     struct shm_queue *q = shm_dir_queue(seg, idx);
 
@@ -407,6 +409,7 @@ dir_init_queue(struct shm_seg *seg, uint32_t idx, uint64_t h, uint32_t nref,
     atomic_store(&q->last_active, now);
     atomic_store(&q->rr, 0);
     q->declared = 0;
+    q->tenant = (uint16_t)tenant;
     for (int i = 0; i < 3; i++)
         atomic_store(&q->drops[i], 0);
     q->opts = shm_params_of(seg)->defaults;
@@ -499,7 +502,10 @@ dir_find(struct shm_seg *seg, int w, uint32_t kind, struct shm_ref q,
             if (kind)
                 dir_init_part(seg, idx, q, h, nref, (uint32_t)name.len, now);
             else
-                dir_init_queue(seg, idx, h, nref, (uint32_t)name.len, now);
+                dir_init_queue(
+                    seg, idx, h, nref, (uint32_t)name.len,
+                    shm_tenants_of_queue(seg->tenants, name.ptr, name.len),
+                    now);
             dir_index_insert(d, idx | kind, h);
             shm_arena_link(seg, nref);
             if (!kind)

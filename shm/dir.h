@@ -61,7 +61,10 @@
  *    80     8  waiters      any-partition pops   atomic
  *    88     8  last_active  push/pop             atomic
  *    96     4  rr           any-partition pops   atomic
- *   100     4  declared     configure            racy
+ *   100     2  declared     configure            racy
+ *   102     2  tenant       creator              immutable while alive
+ *                                                (slot in shm/tenants.h;
+ *                                                0: none)
  *   104    24  drops[3]     bounds, ttl, retry   atomic
  *   128    40  opts         configure            racy (declared only)
  *   168     4  next_free    freer                dir lock
@@ -76,7 +79,8 @@ struct shm_queue {
     _Atomic uint64_t waiters;
     _Atomic uint64_t last_active;
     _Atomic uint32_t rr;
-    uint32_t declared;
+    uint16_t declared;
+    uint16_t tenant;
     _Atomic uint64_t drops[3];
     struct shm_qopts opts;
     uint32_t next_free;

@@ -1,7 +1,7 @@
 /*
  * inbox.h - what the segment knows of request/reply (SPEC §9): a request's
- * inbox is an implicit queue named "mayfly.inbox/<node id>/<serial>",
- * minted by the node that holds the requester's connection.  A push never
+ * inbox is an implicit queue named "mayfly.inbox/<node id>/<serial>" (after
+ * the requester's tenant prefix, when it has one), minted by the node that holds the requester's connection.  A push never
  * makes an inbox (shm_push answers -ENOENT once it is gone, so a late reply
  * leaves nothing behind); the owner of an inbox is the node its name says
  * (shm/owner.c).  Here too: withdrawing a request nobody has read, and
@@ -16,14 +16,27 @@
 #include <string.h>
 
 #include "shm/broker.h"
+#include "shm/tenants.h"
 
 #define SHM_INBOX_PREFIX     "mayfly.inbox/"
 #define SHM_INBOX_PREFIX_LEN (sizeof(SHM_INBOX_PREFIX) - 1)
 
-/* shm_inbox_named - queue is a request's inbox. */
+/* shm_inbox_bare - queue without its tenant's prefix (tenants.h): a
+ * tenant's inbox is the tenant's queue like any other. */
+static inline struct shm_name
+shm_inbox_bare(struct shm_name queue)
+{
+    const char *sep = memchr(queue.ptr, SHM_TENANT_SEP, queue.len);
+    size_t skip = sep != NULL ? (size_t)(sep - queue.ptr) + 1 : 0;
+
+    return (struct shm_name){queue.ptr + skip, queue.len - skip};
+}
+
+/* shm_inbox_named - queue is a request's inbox (of any tenant). */
 static inline int
 shm_inbox_named(struct shm_name queue)
 {
+    queue = shm_inbox_bare(queue);
     return queue.len > SHM_INBOX_PREFIX_LEN &&
            memcmp(queue.ptr, SHM_INBOX_PREFIX, SHM_INBOX_PREFIX_LEN) == 0;
 }
@@ -35,6 +48,7 @@ shm_inbox_node(struct shm_name queue, struct shm_name *node)
 {
     if (!shm_inbox_named(queue))
         return 0;
+    queue = shm_inbox_bare(queue);
     const char *id = queue.ptr + SHM_INBOX_PREFIX_LEN;
     const char *slash = memchr(id, '/', queue.len - SHM_INBOX_PREFIX_LEN);
     if (slash == NULL || slash == id)

@@ -17,12 +17,28 @@
 #include "shm/layout.h"
 #include "shm/lock.h"
 #include "shm/stats.h"
+#include "shm/tenants.h"
 
 #define RELAXED     memory_order_relaxed
 #define LOAD(x)     atomic_load_explicit(&(x), RELAXED)
 #define STORE(x, v) atomic_store_explicit(&(x), (v), RELAXED)
 
 static void ring_wipe(struct shm_seg *seg, int w, struct shm_part *p);
+
+/* ring_set_cost - p's accounted bytes become cost (its lock held), and its
+ * queue's tenant is charged the difference (tenants.h): the one place a
+ * partition's bytes change, so a tenant's share follows every push, drop,
+ * repair and wipe. */
+static void
+ring_set_cost(struct shm_seg *seg, struct shm_part *p, uint64_t cost)
+{
+    uint64_t was = LOAD(p->cost);
+
+    STORE(p->cost, cost);
+    if (seg->tenants != NULL) /* a node with tokens */
+        shm_tenants_charge(seg->tenants, shm_dir_queue(seg, p->queue)->tenant,
+                           (int64_t)(cost - was));
+}
 
 /* shm_ring_msg_cost - cells the message takes, in bytes. */
 uint64_t
@@ -119,7 +135,7 @@ shm_ring_link_locked(struct shm_ring_ctx *c, uint32_t first, uint32_t last,
     }
     p->tail = last;
     STORE(p->count, LOAD(p->count) + n);
-    STORE(p->cost, LOAD(p->cost) + cost);
+    ring_set_cost(seg, p, LOAD(p->cost) + cost);
     for (uint32_t r = first; r != 0; r = shm_ring_msg(seg, r)->next)
         shm_arena_link(seg, r);
     for (uint32_t g = p->groups; g != 0; g = shm_ring_gs(seg, g)->next) {
@@ -563,7 +579,7 @@ ring_free_head(struct shm_ring_ctx *c)
     else
         STORE(p->oldest_ms, shm_ring_msg(c->seg, p->head)->enq_ms);
     STORE(p->count, LOAD(p->count) - 1);
-    STORE(p->cost, LOAD(p->cost) - shm_ring_msg_cost(m->len));
+    ring_set_cost(c->seg, p, LOAD(p->cost) - shm_ring_msg_cost(m->len));
     ring_free(c, h);
 }
 
@@ -781,7 +797,7 @@ ring_repair_msgs(struct shm_seg *seg, struct shm_part *p)
     }
     p->tail = last;
     STORE(p->count, n);
-    STORE(p->cost, cost);
+    ring_set_cost(seg, p, cost);
     STORE(p->oldest_ms, p->head ? shm_ring_msg(seg, p->head)->enq_ms : 0);
     return 0;
 }
@@ -947,7 +963,7 @@ ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
     }
     p->ngs = p->groups != 0 ? ng : 0;
     STORE(p->count, 0);
-    STORE(p->cost, 0);
+    ring_set_cost(seg, p, 0);
     STORE(p->leased, 0);
     STORE(p->due, UINT64_MAX);
     STORE(p->oldest_ms, 0);

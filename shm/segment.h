@@ -26,6 +26,7 @@
 
 struct shm_status;
 struct shm_catalog;
+struct shm_tenants;
 
 #define SHM_MAX_WORKERS 64
 #define SHM_MAGIC       0x4d41594655594d31ULL /* "MAYFLYM1" */
@@ -71,9 +72,12 @@ struct shm_seg {
     int memfd;
     int wake_fd[SHM_MAX_WORKERS]; /* eventfd per worker slot, made by master */
     /* Mappings of their own, made by the master before forking (NULL until
-     * then): the node status page and the declared-queue catalog. */
+     * then): the node status page, the declared-queue catalog and the
+     * tenants' counters. */
     struct shm_status *status;
     struct shm_catalog *catalog;
+    struct shm_tenants *tenants; /* per-tenant counters (tenants.h); NULL:
+                                    no auth_file, nothing counted */
 };
 
 /*

@@ -28,6 +28,7 @@
 #include "worker/ack_reply.h"
 #include "worker/ack_results.h"
 #include "worker/ack_route.h"
+#include "worker/authz.h"
 #include "worker/forward.h"
 #include "worker/worker_int.h"
 
@@ -231,6 +232,33 @@ answer_after(struct worker *w, struct http_request *req, int where,
     return 0;
 }
 
+/* any_reply - whether an ack's entries carry a reply (an extend's never
+ * do): replying takes the request permission besides pop. */
+static int
+any_reply(const struct ack_kind *k, const void *parse)
+{
+    const struct http_ack *a = parse;
+
+    for (uint32_t i = 0; k->replies != NULL && i < a->n; i++)
+        if (a->entries[i].has_reply)
+            return 1;
+    return 0;
+}
+
+/* permitted - the caller may pop in b's queue and, when an entry carries
+ * a reply, send replies on it; the whole batch is refused (403) if not,
+ * before any entry applies.  1 with the queue's internal name in *in. */
+static int
+permitted(struct worker *w, struct http_request *req, const struct ack_kind *k,
+          const struct ack_body *b, const void *parse, struct worker_qname *in)
+{
+    struct shm_name q = {b->queue.ptr, b->queue.len};
+
+    return worker_authz(w, req, AUTH_POP, "queue", q, in) &&
+           (!any_reply(k, parse) ||
+            worker_authz(w, req, AUTH_REQUEST, "queue", q, in));
+}
+
 /*
  * settle - the part ack and extend share: names, ids, apply, answer.
  * hold->acks holds each entry's attempts and status or seconds.  When
@@ -240,8 +268,11 @@ answer_after(struct worker *w, struct http_request *req, int where,
  */
 static void
 settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
-       const struct ack_body *b, struct ack_hold *hold)
+       const struct ack_body *given, struct ack_hold *hold)
 {
+    struct worker_qname in;
+    struct ack_body inside = *given; /* the queue by its internal name */
+    const struct ack_body *b = &inside;
     uint32_t n = b->n;
     struct shm_ack *acks = hold->acks;
     struct entry *ents = malloc((n ? n : 1) * sizeof(*ents));
@@ -257,8 +288,11 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
     } else if (http_reply_name_ok(req, "queue", b->queue.ptr, b->queue.len) &&
                (b->group == NULL ||
                 http_reply_name_ok(req, "group", b->group->ptr,
-                                   b->group->len))) {
+                                   b->group->len)) &&
+               permitted(w, req, k, given, hold->parse, &in)) {
         struct ack_routes rt;
+
+        inside.queue = (struct http_str){in.name.ptr, in.name.len};
 
         resolve(w, b->ids, b->stride, n, ents, acks, incs);
         int where = ack_route_plan(w, req, incs, n, &rt);

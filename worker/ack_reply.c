@@ -74,6 +74,8 @@ keep(struct worker *w, struct ack_reply_out **out, uint32_t index, int m,
     struct reply_hop *h = &o->hops[o->n];
     *h = (struct reply_hop){.index = index};
     snprintf(h->addr, sizeof(h->addr), "%s", w->owners.m[m].addr);
+    inbox = shm_inbox_bare(inbox); /* the inbox's node prefixes the tenant
+                                      of the token the hop carries */
     http_buf_append_str(&h->body, "{\"queue\":");
     http_buf_append_json_str(&h->body, inbox.ptr, inbox.len);
     http_buf_append_str(&h->body, ",\"messages\":[{\"payload\":");

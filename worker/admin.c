@@ -31,6 +31,7 @@
 #include "shm/arena.h"
 #include "shm/catalog.h"
 #include "shm/queue_admin.h"
+#include "worker/authz.h"
 #include "worker/declare.h"
 #include "worker/forward.h"
 #include "worker/gather.h"
@@ -137,10 +138,11 @@ worker_reset(struct worker *w, struct http_request *req)
         http_reply_http_error(req, &err);
         return;
     }
-    if (http_reply_name_ok(req, "queue", r.queue.ptr, r.queue.len)) {
-        int64_t n = shm_queue_reset(w->seg, w->set.slot,
-                                    (struct shm_name){r.queue.ptr, r.queue.len},
-                                    shm_now_ms());
+    struct worker_qname in;
+    if (http_reply_name_ok(req, "queue", r.queue.ptr, r.queue.len) &&
+        worker_authz(w, req, AUTH_ADMIN, "queue",
+                     (struct shm_name){r.queue.ptr, r.queue.len}, &in)) {
+        int64_t n = shm_queue_reset(w->seg, w->set.slot, in.name, shm_now_ms());
         http_buf_append_str(&b, "{\"queue\":");
         http_buf_append_json_str(&b, r.queue.ptr, r.queue.len);
         http_buf_append_str(&b, ",\"dropped\":");
@@ -165,17 +167,20 @@ worker_delete(struct worker *w, struct http_request *req)
 {
     struct http_buf b = {0};
     struct shm_qopts o;
+    struct worker_qname in;
     size_t len;
     const char *q = http_request_param(req, &len);
 
-    if (!http_reply_name_ok(req, "queue", q, len))
+    if (!http_reply_name_ok(req, "queue", q, len) ||
+        !worker_authz(w, req, AUTH_ADMIN, "queue", (struct shm_name){q, len},
+                      &in))
         return;
-    if (shm_catalog_lookup(w->seg->catalog, q, len, &o) == 1) {
-        worker_declare_delete(w, req, q, len);
+    if (shm_catalog_lookup(w->seg->catalog, in.name.ptr, in.name.len, &o) ==
+        1) {
+        worker_declare_delete(w, req, in.name.ptr, in.name.len);
         return;
     }
-    int deleted = shm_queue_delete(w->seg, w->set.slot,
-                                   (struct shm_name){q, len}, shm_now_ms());
+    int deleted = shm_queue_delete(w->seg, w->set.slot, in.name, shm_now_ms());
     http_buf_append_str(&b, "{\"queue\":");
     http_buf_append_json_str(&b, q, len);
     http_buf_append_str(&b, deleted > 0 ? ",\"deleted\":true"
@@ -204,6 +209,7 @@ worker_options_json(struct http_buf *b, const struct shm_qopts *o)
 /* A listing in the making: up to limit entries; one more means the page
  * is cut, after last. */
 struct listing {
+    const struct worker *w; /* whose caller's tenant and read grants */
     struct http_buf *b;
     uint32_t n, limit;
     int truncated;
@@ -216,15 +222,19 @@ list_one(void *arg, const struct shm_queue_info *q)
 {
     struct listing *l = arg;
     struct http_buf *b = l->b;
+    struct shm_name name = {q->name, q->name_len}, shown;
 
+    if (l->truncated || !worker_in_tenant(l->w, name))
+        return;
     if (l->n == l->limit) {
         l->truncated = 1;
         return;
     }
+    shown = worker_client_name(name);
     l->last.len = 0;
-    http_buf_append_json_str(&l->last, q->name, q->name_len);
+    http_buf_append_json_str(&l->last, shown.ptr, shown.len);
     http_buf_append_str(b, l->n++ ? ",{\"queue\":" : "{\"queue\":");
-    http_buf_append_json_str(b, q->name, q->name_len);
+    http_buf_append_json_str(b, shown.ptr, shown.len);
     http_buf_printf(
         b,
         ",\"tier\":\"%s\",\"depth\":%llu,\"leased\":%llu,"
@@ -314,8 +324,10 @@ worker_list(struct worker *w, struct http_request *req)
     const struct http_query *q = http_request_args(req);
     struct http_error err;
     struct http_buf items = {0}, b = {0};
-    struct listing l = {.b = &items};
-    size_t plen = 0, alen = 0;
+    struct listing l = {.w = w, .b = &items};
+    char ip[SHM_NAME_MAX + AUTH_TENANT_MAX + 2],
+        ia[SHM_NAME_MAX + AUTH_TENANT_MAX + 2];
+    size_t plen = 0, alen = 0, tn;
     const char *prefix = http_query_get(q, "prefix", &plen);
     const char *after = http_query_get(q, "after", &alen);
     struct shm_name pn = {prefix ? prefix : "", prefix ? plen : 0};
@@ -326,14 +338,30 @@ worker_list(struct worker *w, struct http_request *req)
         http_reply_http_error(req, &err);
         return;
     }
-    if ((an.len && !http_reply_name_ok(req, "after", an.ptr, an.len)) ||
+    if (!worker_authz_any(w, req, AUTH_READ) ||
+        (an.len && !http_reply_name_ok(req, "after", an.ptr, an.len)) ||
         (cluster = gather_scope(w, req)) < 0)
         return;
     /* Every member's listing is merged in this loop: keep it small. */
     if (cluster && l.limit > LIST_CLUSTER_MAX)
         l.limit = LIST_CLUSTER_MAX;
-    shm_queue_list_after(w->seg, pn, an, l.limit + 1, shm_now_ms(), list_one,
-                         &l);
+    /* The caller's tenant's names start with its prefix; with auth on the
+     * read grants leave out names anywhere in the order, so every name
+     * of the tenant is looked at and list_one stops the page. */
+    tn = worker_tenant_prefix(w, ip);
+    memcpy(ia, ip, tn);
+    if (pn.len > SHM_NAME_MAX || an.len > SHM_NAME_MAX) {
+        http_reply_error(req, 400, "invalid_name",
+                         "'prefix' and 'after' are at most %d bytes",
+                         SHM_NAME_MAX);
+        goto out;
+    }
+    memcpy(ip + tn, pn.ptr, pn.len);
+    memcpy(ia + tn, an.ptr, an.len);
+    shm_queue_list_after(w->seg, (struct shm_name){ip, tn + pn.len},
+                         (struct shm_name){ia, an.len ? tn + an.len : 0},
+                         w->auth_on ? UINT32_MAX : l.limit + 1, shm_now_ms(),
+                         list_one, &l);
     http_buf_append_str(&b, "{\"node\":");
     http_buf_append_json_str(&b, w->set.node_id, strlen(w->set.node_id));
     http_buf_printf(&b, ",\"count\":%u,\"cellBytes\":%d,\"queues\":[", l.n,
@@ -346,10 +374,11 @@ worker_list(struct worker *w, struct http_request *req)
     else if (l.truncated)
         http_buf_append(&b, l.last.data, l.last.len);
     http_buf_append_str(&b, "}");
-    http_buf_free(&items);
-    http_buf_free(&l.last);
     if (cluster)
         list_cluster(w, req, pn, an, l.limit, &b);
     else
         http_reply(req, 200, &b);
+out:
+    http_buf_free(&items);
+    http_buf_free(&l.last);
 }

@@ -15,10 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "http/buf.h"
 #include "http/client.h"
+#include "http/errors.h"
+#include "http/parse.h"
+#include "http/parse_jsonc.h"
 #include "http/reply.h"
 #include "http/request.h"
+#include "worker/authz.h"
 #include "worker/worker_int.h"
 
 #define MASTER_TIMEOUT_MS 10000
@@ -26,7 +32,33 @@
 struct relay {
     struct http_request *req;
     struct http_buf body; /* what we send, when not the request's own */
+    char tenant[AUTH_TENANT_MAX + 1]; /* the caller's: the master's answer
+                                         names the queue by its internal
+                                         name, which the client never sees */
 };
+
+/* strip_tenant - drop tenant's prefix of internal names from the JSON
+ * text b (as JSON escapes it: the tenant, then \u001f).  The answers of
+ * configure and delete carry no payload, so nothing a client wrote can
+ * look like one. */
+static void
+strip_tenant(struct http_buf *b, const char *tenant)
+{
+    char pat[AUTH_TENANT_MAX + 8];
+    size_t n = (size_t)snprintf(pat, sizeof(pat), "%s\\u001f", tenant);
+    size_t o = 0;
+
+    if (tenant[0] == '\0' || b->data == NULL)
+        return;
+    for (size_t i = 0; i < b->len;) {
+        if (b->len - i >= n && memcmp(b->data + i, pat, n) == 0) {
+            i += n;
+            continue;
+        }
+        b->data[o++] = b->data[i++];
+    }
+    b->len = o;
+}
 
 /* relayed - the master answered (or did not). */
 static void
@@ -40,6 +72,7 @@ relayed(void *arg, struct http_client_resp *r)
     } else {
         if (r->status >= 500 || r->status == 429)
             http_reply_header(x->req, "Retry-After", "1");
+        strip_tenant(&r->body, x->tenant);
         http_reply(x->req, r->status, &r->body);
     }
     http_request_resume(x->req);
@@ -74,6 +107,7 @@ to_master(struct worker *w, struct http_request *req, const char *path,
         return;
     }
     x->req = req;
+    snprintf(x->tenant, sizeof(x->tenant), "%s", worker_tenant(w));
     if (own != NULL) {
         x->body = *own;
         *own = (struct http_buf){0};
@@ -89,12 +123,62 @@ to_master(struct worker *w, struct http_request *req, const char *path,
     }
 }
 
-/* worker_configure - see declare.h. */
+/* inside_body - the configure body with its queue renamed to internal
+ * (json-c writes it again: one "queue" member, whatever the client sent).
+ * 0, or -ENOMEM. */
+static int
+inside_body(const char *body, size_t len, struct shm_name internal,
+            struct http_buf *out)
+{
+    struct json_object *o = http_jsonc_object(body, len);
+    const char *text;
+    int rc = -ENOMEM;
+
+    if (o != NULL &&
+        http_jsonc_set(
+            o, "queue",
+            json_object_new_string_len(internal.ptr, (int)internal.len)) == 0 &&
+        (text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)) !=
+            NULL &&
+        http_buf_append_str(out, text) == 0 && !out->oom)
+        rc = 0;
+    json_object_put(o);
+    return rc;
+}
+
+/* worker_configure - see declare.h.  With auth on the worker reads the
+ * queue's name first (the admin permission, the tenant); the master
+ * parses and validates the options: one parser, one set of errors. */
 void
 worker_configure(struct worker *w, struct http_request *req)
 {
-    /* The master parses and validates: one parser, one set of errors. */
-    to_master(w, req, "/cluster/v1/configure", NULL);
+    struct http_configure in;
+    struct http_error err;
+    struct worker_qname q;
+    struct http_buf own = {0};
+    size_t len;
+    const char *body = http_request_body(req, &len);
+
+    if (!w->auth_on) {
+        to_master(w, req, "/cluster/v1/configure", NULL);
+        return;
+    }
+    if (http_parse_configure(body, len, &in, &err) != 0) {
+        http_reply_http_error(req, &err);
+        return;
+    }
+    if (http_reply_name_ok(req, "queue", in.queue.ptr, in.queue.len) &&
+        worker_authz(w, req, AUTH_ADMIN, "queue",
+                     (struct shm_name){in.queue.ptr, in.queue.len}, &q)) {
+        if (q.name.len == in.queue.len) /* the empty tenant: as sent */
+            to_master(w, req, "/cluster/v1/configure", NULL);
+        else if (inside_body(body, len, q.name, &own) == 0)
+            to_master(w, req, "/cluster/v1/configure", &own);
+        else
+            http_reply_errno(req, -ENOMEM, "configure");
+    }
+    http_buf_free(&own);
+    http_configure_free(&in);
 }
 
 /* worker_declare_delete - see declare.h.  Every node drops the queue's

@@ -23,6 +23,7 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/queue_admin.h"
+#include "worker/authz.h"
 #include "worker/gather.h"
 #include "worker/worker_int.h"
 
@@ -80,8 +81,9 @@ node_share(struct worker *w, struct shm_name queue, const struct shm_name *g,
                              depth_group, &d);
 
     if (rc == 0) {
+        struct shm_name shown = worker_client_name(queue);
         http_buf_append_str(b, "{\"queue\":");
-        http_buf_append_json_str(b, queue.ptr, queue.len);
+        http_buf_append_json_str(b, shown.ptr, shown.len);
         http_buf_append_str(b, ",\"node\":");
         http_buf_append_json_str(b, w->set.node_id, strlen(w->set.node_id));
         http_buf_append_str(b, ",\"group\":");
@@ -173,7 +175,8 @@ depth_finish(struct gather *g)
 
 static const struct gather_ops depth_ops = {depth_classify, depth_finish};
 
-/* cluster_depth - the scope=cluster answer. */
+/* cluster_depth - the scope=cluster answer (queue: the internal name;
+ * the peers are asked with the client's, and prefix the tenant again). */
 static void
 cluster_depth(struct worker *w, struct http_request *req, struct shm_name queue,
               const struct shm_name *group)
@@ -181,7 +184,7 @@ cluster_depth(struct worker *w, struct http_request *req, struct shm_name queue,
     char pq[PATH_QUERY_MAX];
     struct http_buf own = {0};
 
-    if (path_query(queue, group, pq, sizeof(pq)) != 0) {
+    if (path_query(worker_client_name(queue), group, pq, sizeof(pq)) != 0) {
         http_reply_errno(req, -ENOMEM, "depth");
         return;
     }
@@ -200,12 +203,15 @@ worker_depth(struct worker *w, struct http_request *req)
     const char *name = http_request_param(req, &len);
     const char *group = http_query_get(args, "group", &glen);
     struct shm_name g = {group, glen}, queue = {name, len};
+    struct worker_qname in;
     int cluster;
 
     if (!http_reply_name_ok(req, "queue", name, len) ||
         (group && glen && !http_reply_name_ok(req, "group", group, glen)) ||
+        !worker_authz(w, req, AUTH_READ, "queue", queue, &in) ||
         (cluster = gather_scope(w, req)) < 0)
         return;
+    queue = in.name;
     if (cluster) {
         cluster_depth(w, req, queue, group ? &g : NULL);
         return;

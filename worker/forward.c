@@ -17,6 +17,7 @@
 #include "shm/log.h"
 #include "shm/owner.h"
 #include "shm/stats.h"
+#include "worker/authz.h"
 #include "worker/conn.h"
 #include "worker/worker_int.h"
 
@@ -114,8 +115,10 @@ let_go(struct forward *f)
     http_client_cancel(w->client, f);
     f->pending = 0;
     shm_count(w->seg, w->set.slot, SHM_C_FORWARD_OWNER_MOVED, 1);
+    struct shm_name shown =
+        worker_client_name((struct shm_name){f->names, f->qlen});
     http_buf_append_str(&b, "{\"queue\":");
-    http_buf_append_json_str(&b, f->names, f->qlen);
+    http_buf_append_json_str(&b, shown.ptr, shown.len);
     http_buf_append_str(&b, ",\"messages\":[]}");
     http_reply(f->req, 200, &b);
     http_request_resume(f->req);
@@ -139,6 +142,24 @@ worker_forward_moved(struct worker *w)
                  "%u long polls forwarded to nodes no longer live were let "
                  "go (answered empty)",
                  n);
+}
+
+/* worker_forward_revoked - see forward.h. */
+void
+worker_forward_revoked(struct worker *w)
+{
+    for (size_t fd = 0; fd < w->nconns; fd++) {
+        struct forward *f = w->conns[fd].fwd;
+        if (f == NULL || !f->pending || f->qlen == 0 ||
+            worker_auth_valid(w, f->req))
+            continue;
+        unwatch(f);
+        http_client_cancel(w->client, f);
+        f->pending = 0;
+        worker_auth_refuse(f->req, "the bearer token was revoked while "
+                                   "this pop waited");
+        http_request_resume(f->req);
+    }
 }
 
 /* watch - a long poll: a client that hangs up must drop the forward, or
@@ -297,11 +318,12 @@ worker_route(struct worker *w, struct http_request *req, struct shm_name queue,
     if (worker_serves_all(w) || shm_owner_here(&w->owners, queue, part))
         return 1;
     if (http_request_header(req, FORWARD_HEADER) != NULL) {
+        struct shm_name shown = worker_client_name(queue);
         shm_count(w->seg, w->set.slot, SHM_C_FORWARD_OWNER_MOVED, 1);
         http_reply_error(req, 503, "owner_moved",
                          "this node does not own partition '%.*s' of queue "
                          "'%.*s' (membership is changing); retry",
-                         (int)part.len, part.ptr, (int)queue.len, queue.ptr);
+                         (int)part.len, part.ptr, (int)shown.len, shown.ptr);
         return 0;
     }
     m = shm_owner_pick(&w->owners, queue, part);

@@ -59,6 +59,11 @@ void worker_forward_drain(struct worker *w);
  * lets its own parked pop go; a hung one cannot. */
 void worker_forward_moved(struct worker *w);
 
+/* worker_forward_revoked - after the auth file was read again: the long
+ * polls forwarded for a token that is gone are answered 401 and their
+ * calls dropped. */
+void worker_forward_revoked(struct worker *w);
+
 /* worker_auth_header - the "Authorization: ..." line that carries req's
  * credentials on to another node (malloc'd, in *out; NULL when req has
  * none).  0, or -ENOMEM. */

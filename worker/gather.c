@@ -60,8 +60,8 @@ peer_answered(void *arg, struct http_client_resp *r)
     }
 }
 
-/* ask - start the query to member mb (no credentials: the client
- * port asks for none); a member that cannot be asked is missing.  With
+/* ask - start the query to member mb, with the request's credentials; a
+ * member that cannot be asked is missing.  With
  * g->same, the member gets the request itself (method, URI, body), marked
  * forwarded so that it answers for itself alone. */
 static void
@@ -86,9 +86,12 @@ ask(struct gather *g, const struct shm_member *mb, const char *own,
         r.headers = headers;
         r.nheaders = 2;
         r.body = http_request_body(g->req, &r.body_len);
-        /* the request's credentials go with it */
-        if (worker_auth_header(g->req, &authz) == 0 && authz != NULL)
-            headers[r.nheaders++] = authz;
+    }
+    /* the request's credentials go with it: the member answers for the
+     * caller's tenant, as far as the caller may see */
+    if (worker_auth_header(g->req, &authz) == 0 && authz != NULL) {
+        r.headers = headers;
+        headers[r.nheaders++] = authz;
     }
     p->g = g;
     snprintf(p->id, sizeof(p->id), "%s", mb->id);

@@ -24,6 +24,7 @@
 #include "shm/log.h"
 #include "shm/queue_admin.h"
 #include "shm/stats.h"
+#include "worker/authz.h"
 #include "worker/conn.h"
 #include "worker/forward.h"
 #include "worker/pop_cluster.h"
@@ -165,8 +166,10 @@ format(struct pop_call *c, struct http_buf *b)
     size_t need, esc_len = 0, prefix_len = 0, run_len = 0;
     char *o;
 
+    struct shm_name shown = worker_client_name(c->park.pop.queue);
+
     need = sizeof("{\"queue\":,\"messages\":[]}") + 2 +
-           http_json_esc_len(c->park.pop.queue.ptr, c->park.pop.queue.len);
+           http_json_esc_len(shown.ptr, shown.len);
     while ((m = shm_popped_next(&c->sink, m)) != NULL) {
         const char *part = (const char *)(m + 1);
 
@@ -177,15 +180,17 @@ format(struct pop_call *c, struct http_buf *b)
             esc_len = http_json_esc_len(part, run_len);
         }
         need += fixed + HTTP_ID_PREFIX_LEN(esc_len) + esc_len + m->len;
-        if (m->reply_len > 0) /* a request: its inbox beside the payload */
-            need += sizeof(reply_key) + 1 +
-                    http_json_esc_len(part + m->part_len, m->reply_len);
+        if (m->reply_len > 0) { /* a request: its inbox beside the payload */
+            struct shm_name to = worker_client_name(
+                (struct shm_name){part + m->part_len, m->reply_len});
+            need += sizeof(reply_key) + 1 + http_json_esc_len(to.ptr, to.len);
+        }
     }
     if (http_buf_reserve(b, need) != 0)
         return; /* oom: http_reply answers 500 */
     o = http_buf_tail(b);
     memcpy(o, "{\"queue\":\"", 10);
-    o = http_put_json_esc(o + 10, c->park.pop.queue.ptr, c->park.pop.queue.len);
+    o = http_put_json_esc(o + 10, shown.ptr, shown.len);
     memcpy(o, "\",\"messages\":[", 14);
     o += 14;
     run_part = NULL;
@@ -221,10 +226,11 @@ format(struct pop_call *c, struct http_buf *b)
         o += sizeof(payload_key) - 1;
         memcpy(o, payload + m->reply_len, m->len - m->reply_len);
         o += m->len - m->reply_len;
-        if (m->reply_len > 0) {
+        if (m->reply_len > 0) { /* as its requester's tenant knows it */
+            struct shm_name to =
+                worker_client_name((struct shm_name){payload, m->reply_len});
             memcpy(o, reply_key, sizeof(reply_key) - 1);
-            o = http_put_json_esc(o + sizeof(reply_key) - 1, payload,
-                                  m->reply_len);
+            o = http_put_json_esc(o + sizeof(reply_key) - 1, to.ptr, to.len);
             *o++ = '"';
         }
         memcpy(o, attempts_key, sizeof(attempts_key) - 1);
@@ -268,8 +274,9 @@ watch_answer(struct pop_call *c)
         shm_release(c->w->seg, c->w->set.slot, c->park.pop.queue,
                     c->park.pop.group, &c->sink, shm_now_ms());
     c->leased = 0;
+    struct shm_name shown = worker_client_name(c->park.pop.queue);
     http_buf_append_str(&b, "{\"queue\":");
-    http_buf_append_json_str(&b, c->park.pop.queue.ptr, c->park.pop.queue.len);
+    http_buf_append_json_str(&b, shown.ptr, shown.len);
     http_buf_append_str(&b, ready ? ",\"messages\":[],\"ready\":true}"
                                   : ",\"messages\":[],\"ready\":false}");
     http_reply(c->req, 200, &b);
@@ -439,6 +446,7 @@ parse(struct worker *w, struct http_request *req, struct pop_call *c, int *wait,
     const char *pn = http_query_get(q, "partition", &pl);
     const char *gn = http_query_get(q, "group", &gl);
     struct shm_pop_req *r = &c->park.pop;
+    struct worker_qname in;
     int auto_ack, alias, watch;
 
     if (qn == NULL) {
@@ -450,6 +458,9 @@ parse(struct worker *w, struct http_request *req, struct pop_call *c, int *wait,
         (pn && !http_reply_name_ok(req, "partition", pn, pl)) ||
         (gn && !http_reply_name_ok(req, "group", gn, gl)))
         return -EINVAL;
+    if (!worker_authz(w, req, AUTH_POP, "queue", (struct shm_name){qn, ql},
+                      &in))
+        return -EACCES;
     if (http_query_u32(q, "batch", 1, 1, 10000, &r->batch, &err) ||
         http_query_bool(q, "wait", 0, wait, &err) ||
         http_query_u32(q, "timeout", 30000, 0, w->set.max_wait_ms, timeout,
@@ -467,8 +478,8 @@ parse(struct worker *w, struct http_request *req, struct pop_call *c, int *wait,
         watch && pn == NULL && http_request_header(req, FORWARD_HEADER) != NULL;
     if (c->watch)
         r->auto_ack = 0;
-    if (copy_names(c, qn, ql, pn ? pn : "", pn ? pl : 0, gn ? gn : "",
-                   gn ? gl : 0) != 0) {
+    if (copy_names(c, in.name.ptr, in.name.len, pn ? pn : "", pn ? pl : 0,
+                   gn ? gn : "", gn ? gl : 0) != 0) {
         http_reply_errno(req, -ENOMEM, "pop");
         return -ENOMEM;
     }
@@ -828,6 +839,38 @@ worker_pop_expire(struct worker *w, uint64_t now)
 
     while ((p = park_first(&w->parks)) != NULL && p->deadline <= now)
         give_up(CALL_OF(p));
+}
+
+/* worker_pop_revoked - see pop.h.  What a windowed pop holds goes back
+ * at once (no attempt counted): its client is not served. */
+void
+worker_pop_revoked(struct worker *w)
+{
+    size_t n = park_count(&w->parks), k = 0;
+    struct pop_call **gone = malloc(n * sizeof(*gone) + 1);
+
+    if (gone == NULL)
+        return; /* they answer at their timeout instead */
+    for (size_t i = 0; i < n; i++) {
+        struct pop_call *c = CALL_OF(w->parks.heap[i]);
+        if (c->how == NULL && !worker_auth_valid(w, c->req))
+            gone[k++] = c;
+    }
+    for (size_t i = 0; i < k; i++) {
+        struct pop_call *c = gone[i];
+        unpark(c);
+        pop_cluster_stop(c->cluster);
+        if (c->leased && c->sink.count > 0)
+            shm_release(w->seg, w->set.slot, c->park.pop.queue,
+                        c->park.pop.group, &c->sink, shm_now_ms());
+        c->leased = 0;
+        worker_auth_refuse(c->req, "the bearer token was revoked while "
+                                   "this pop waited");
+        http_request_resume(c->req);
+    }
+    if (k > 0)
+        log_info(0, "%zu parked pops of revoked tokens answered 401", k);
+    free(gone);
 }
 
 /* worker_pop_answer_all - see pop.h. */

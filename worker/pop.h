@@ -78,4 +78,8 @@ void worker_pop_let_go_all(struct worker *w);
  * now, or dropped. */
 void worker_pop_hangup(struct park *p);
 
+/* worker_pop_revoked - after the auth file was read again: the parked pops
+ * whose token is gone are answered 401 unauthorized. */
+void worker_pop_revoked(struct worker *w);
+
 #endif

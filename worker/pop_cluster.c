@@ -13,6 +13,7 @@
 #include "http/request.h"
 #include "shm/log.h"
 #include "shm/owner.h"
+#include "worker/authz.h"
 #include "worker/forward.h"
 #include "worker/worker_int.h"
 
@@ -185,7 +186,9 @@ static char *
 query(const struct shm_pop_req *r)
 {
     static const char *const from[] = {"all", "new", "last"};
-    char *q = http_client_escape(r->queue.ptr, r->queue.len);
+    struct shm_name shown = worker_client_name(r->queue); /* the peer
+                                                  prefixes the tenant again */
+    char *q = http_client_escape(shown.ptr, shown.len);
     char *g =
         r->group.len ? http_client_escape(r->group.ptr, r->group.len) : NULL;
     char *out = NULL;

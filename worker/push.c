@@ -16,6 +16,7 @@
 #include "http/parse.h"
 #include "http/reply.h"
 #include "http/request.h"
+#include "worker/authz.h"
 #include "worker/forward.h"
 #include "worker/worker_int.h"
 
@@ -94,12 +95,15 @@ worker_push(struct worker *w, struct http_request *req)
     }
     struct shm_name queue = {p.queue.ptr, p.queue.len};
     struct shm_name part = {default_partition, sizeof(default_partition) - 1};
+    struct worker_qname in;
     if (p.has_partition)
         part = (struct shm_name){p.partition.ptr, p.partition.len};
     if (!http_reply_name_ok(req, "queue", queue.ptr, queue.len) ||
         !http_reply_name_ok(req, "partition", part.ptr, part.len) ||
-        !worker_route(w, req, queue, part, 0))
+        !worker_authz(w, req, AUTH_PUSH, "queue", queue, &in) ||
+        !worker_route(w, req, in.name, part, 0))
         goto out;
+    queue = in.name;
     if (scratch(w, p.n) != 0) {
         http_reply_errno(req, -ENOMEM, "push");
         goto out;
@@ -107,6 +111,8 @@ worker_push(struct worker *w, struct http_request *req)
     for (uint32_t i = 0; i < p.n; i++)
         w->msgs[i] =
             (struct shm_msg_in){p.payloads[i].ptr, (uint32_t)p.payloads[i].len};
+    if (!worker_tenant_admit(w, req, w->msgs, p.n))
+        goto out; /* 429 rate_limited, 503 ephemeral_unavailable */
     rc = shm_push(w->seg, w->set.slot, queue, part, w->msgs, p.n, shm_now_ms(),
                   &first);
     if (rc != 0) {

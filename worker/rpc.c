@@ -48,12 +48,13 @@
 #include "shm/log.h"
 #include "shm/queue_admin.h"
 #include "shm/stats.h"
+#include "worker/authz.h"
 #include "worker/forward.h"
 #include "worker/pop.h"
 #include "worker/worker_int.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
-#define INBOX_MAX          (SHM_INBOX_PREFIX_LEN + 64 + 64)
+#define INBOX_MAX          (AUTH_TENANT_MAX + 1 + SHM_INBOX_PREFIX_LEN + 64 + 64)
 #define WITHDRAW_HEADER    "X-Mayfly-Withdraw"
 
 /* One request waiting for its reply. */
@@ -93,12 +94,13 @@ static void
 mint(struct rpc_call *c)
 {
     static uint64_t serial;
-    int n = snprintf(c->inbox, sizeof(c->inbox),
+    size_t t = worker_tenant_prefix(c->w, c->inbox); /* the requester's */
+    int n = snprintf(c->inbox + t, sizeof(c->inbox) - t,
                      SHM_INBOX_PREFIX "%s/%" PRIx64 ".%d.%x.%" PRIx64,
                      c->w->set.node_id, c->w->incarnation, c->w->set.slot,
                      (unsigned)getpid(), ++serial);
 
-    c->inbox_len = (size_t)n < sizeof(c->inbox) ? (size_t)n : 0;
+    c->inbox_len = (size_t)n < sizeof(c->inbox) - t ? t + (size_t)n : 0;
 }
 
 /* inbox_name - c's inbox as a name. */
@@ -170,12 +172,13 @@ withdraw_at_owner(struct rpc_call *c)
 {
     struct worker *w = c->w;
     struct http_buf b = {0};
-    char *url = NULL, *hdr = NULL;
-    const char *headers[3] = {FORWARD_HEADER ": 1",
+    char *url = NULL, *hdr = NULL, *authz = NULL;
+    const char *headers[4] = {FORWARD_HEADER ": 1",
                               "Content-Type: application/json"};
 
+    struct shm_name shown = worker_client_name(c->queue);
     http_buf_append_str(&b, "{\"queue\":");
-    http_buf_append_json_str(&b, c->queue.ptr, c->queue.len);
+    http_buf_append_json_str(&b, shown.ptr, shown.len);
     http_buf_append_str(&b, ",\"partition\":");
     http_buf_append_json_str(&b, c->part.ptr, c->part.len);
     http_buf_append_str(&b, ",\"payload\":null}");
@@ -188,8 +191,11 @@ withdraw_at_owner(struct rpc_call *c)
     if (b.data != NULL && !b.oom &&
         asprintf(&url, "http://%s/api/v1/ephemeral/request", c->owner_addr) >=
             0 &&
-        asprintf(&hdr, WITHDRAW_HEADER ": %s", c->id) >= 0) {
+        asprintf(&hdr, WITHDRAW_HEADER ": %s", c->id) >= 0 &&
+        worker_auth_header(c->req, &authz) == 0) {
         headers[2] = hdr;
+        if (authz != NULL) /* the owner checks the caller again */
+            headers[r.nheaders++] = authz;
         r.url = url;
         if (http_client_request(w->client, &r, withdrawn, b.data) == 0)
             b.data = NULL; /* freed by withdrawn */
@@ -197,6 +203,7 @@ withdraw_at_owner(struct rpc_call *c)
     free(b.data);
     free(url);
     free(hdr);
+    free(authz);
 }
 
 /* withdraw - c ended without a reply: withdraw its request where it is
@@ -314,11 +321,13 @@ static void
 no_responders(struct worker *w, struct http_request *req, struct shm_name queue,
               struct shm_name part)
 {
+    struct shm_name shown = worker_client_name(queue);
+
     http_reply_error(req, 503, "no_responders",
                      "nobody listens on partition '%.*s' of queue "
                      "'%.*s': no pop is waiting there and none came "
                      "within %" PRIu32 " ms",
-                     (int)part.len, part.ptr, (int)queue.len, queue.ptr,
+                     (int)part.len, part.ptr, (int)shown.len, shown.ptr,
                      w->set.responders_idle_ms);
 }
 
@@ -427,12 +436,15 @@ store_at_owner(struct rpc_call *c, const struct http_rpc *p)
         return rc;
     snprintf(c->owner_id, sizeof(c->owner_id), "%s", w->owners.m[m].id);
     snprintf(c->owner_addr, sizeof(c->owner_addr), "%s", w->owners.m[m].addr);
+    struct shm_name shown = worker_client_name(c->queue); /* the owner
+                                                  prefixes the tenant again */
     http_buf_append_str(b, "{\"queue\":");
-    http_buf_append_json_str(b, c->queue.ptr, c->queue.len);
+    http_buf_append_json_str(b, shown.ptr, shown.len);
     http_buf_append_str(b, ",\"partition\":");
     http_buf_append_json_str(b, c->part.ptr, c->part.len);
+    struct shm_name to = worker_client_name(inbox_name(c));
     http_buf_append_str(b, ",\"replyTo\":");
-    http_buf_append_json_str(b, c->inbox, c->inbox_len);
+    http_buf_append_json_str(b, to.ptr, to.len);
     http_buf_append_str(b, ",\"payload\":");
     http_buf_append(b, p->payload.ptr, p->payload.len);
     http_buf_append_str(b, "}");
@@ -496,6 +508,7 @@ serve_node(struct worker *w, struct http_request *req, const struct http_rpc *p,
            struct shm_name queue, struct shm_name part, const char *wd)
 {
     struct shm_name inbox = {p->reply_to.ptr, p->reply_to.len};
+    struct worker_qname in;
     uint64_t seq;
     int rc;
 
@@ -512,6 +525,9 @@ serve_node(struct worker *w, struct http_request *req, const struct http_rpc *p,
                          "field 'replyTo' does not name a request's inbox");
         return;
     }
+    if (!worker_authz(w, req, AUTH_REQUEST, "replyTo", inbox, &in))
+        return; /* the requester's tenant's inbox */
+    inbox = in.name;
     if (!shm_responders(w->seg, w->set.slot, queue, part, shm_now_ms(),
                         w->set.responders_idle_ms)) {
         no_responders(w, req, queue, part);
@@ -544,6 +560,7 @@ worker_request(struct worker *w, struct http_request *req)
     size_t len;
     const char *body = http_request_body(req, &len);
     struct rpc_call *c = NULL;
+    struct worker_qname in;
     int rc, from_node = http_request_header(req, FORWARD_HEADER) != NULL;
     const char *wd =
         from_node ? http_request_header(req, WITHDRAW_HEADER) : NULL;
@@ -565,6 +582,9 @@ worker_request(struct worker *w, struct http_request *req)
                          "field 'queue' names a request's inbox");
         goto out;
     }
+    if (!worker_authz(w, req, AUTH_REQUEST, "queue", queue, &in))
+        goto out;
+    queue = in.name;
     if (from_node && (p.has_reply_to || wd != NULL)) {
         serve_node(w, req, &p, queue, part, wd);
         goto out;

@@ -41,6 +41,7 @@
 #include "shm/wake.h"
 #include "worker/ack.h"
 #include "worker/admin.h"
+#include "worker/authz.h"
 #include "worker/conn.h"
 #include "worker/declare.h"
 #include "worker/depth.h"
@@ -98,6 +99,8 @@ dispatch(void *ctx, struct http_request *req)
                          "another node");
         return;
     }
+    if (!worker_auth_caller(w, req, r))
+        return; /* 401 */
     switch (r) {
     case HTTP_ROUTE_PUSH:
         worker_push(w, req);
@@ -187,6 +190,7 @@ setup(struct worker *w)
     if (w->sfd == -1 || w->ep == -1)
         log_fatal(errno, "signalfd/epoll_create1 failed");
     shm_owners_init(&w->owners);
+    worker_auth_init(w);
     if (park_set_init(&w->parks) != 0)
         log_fatal(ENOMEM, "cannot allocate the parked-pop index");
     w->http = http_server_start(w->set.listen_fd, &o, dispatch, w);
@@ -227,7 +231,8 @@ on_wake(struct worker *w)
 }
 
 /* on_signal - TERM/INT start the drain, HUP reopens the log and takes the
- * log level the master published, USR1 reopens the log only. */
+ * log level the master published and re-reads the auth file (SPEC §10),
+ * USR1 reopens the log only. */
 static void
 on_signal(struct worker *w, uint64_t now)
 {
@@ -240,6 +245,11 @@ on_signal(struct worker *w, uint64_t now)
             if (si.ssi_signo == SIGHUP) {
                 shm_status_read(w->seg->status, &v);
                 log_set_level((enum log_level)v.log_level);
+                if (worker_auth_reload(w)) {
+                    /* a revoked token's long polls end now */
+                    worker_pop_revoked(w);
+                    worker_forward_revoked(w);
+                }
             }
             if ((rc = log_reopen()) != 0)
                 log_error(-rc, "cannot reopen the log");

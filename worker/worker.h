@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdnoreturn.h>
 
+struct auth_table;
 struct http_buf;
 struct shm_qopts;
 struct shm_seg;
@@ -31,6 +32,9 @@ struct worker_settings {
     char node_id[65];
     char cluster_addr[256]; /* this node's master, for configure/delete */
     char secret[129];       /* the cluster secret calls to it carry */
+    char auth_file[1024];   /* "": no client authentication (SPEC §10) */
+    int metrics_auth;       /* /metrics wants a token too */
+    const struct auth_table *auth; /* the master's tokens, as forked */
 };
 
 /* worker_main - run a worker until it drains; never returns. */

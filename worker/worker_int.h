@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http/auth.h"
 #include "shm/broker.h"
 #include "shm/owner.h"
 #include "worker/park.h"
@@ -42,6 +43,10 @@ struct worker {
                                  checked at */
     int stale;                /* the master's view was stale at the last
                                  look (view_stale) */
+    int auth_on;              /* an auth_file is set (authz.h) */
+    struct auth_table auth;   /* its tokens */
+    const struct auth_token *caller; /* the request being dispatched's
+                                        token; NULL: none (auth off) */
 };
 
 #endif

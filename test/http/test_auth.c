@@ -146,7 +146,6 @@ Test(auth, each_mistake_is_refused_naming_its_line_and_field)
                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f2001"
                "5ag tenant=x\n",
                ":2: the token hash holds a character that is not a hex");
-    au_refused(au_line(a, sizeof(a), "t", "push=*"), "tenant: missing");
     au_refused(au_line(a, sizeof(a), "t", "tenant=a/b"),
                "tenant: 'a/b' is not 1 to 64");
     au_refused(au_line(a, sizeof(a), "t", "tenant=x pop=a,,b"),
@@ -166,6 +165,23 @@ Test(auth, each_mistake_is_refused_naming_its_line_and_field)
     snprintf(text, sizeof(text), "%s%s", au_line(a, sizeof(a), "t", "tenant=x"),
              au_line(b, sizeof(b), "t", "tenant=y"));
     au_refused(text, ":2: the same token as on line 1");
+}
+
+Test(auth, a_token_without_a_tenant_has_the_empty_one)
+{
+    char a[200];
+    struct auth_table t;
+    const struct auth_token *tok;
+
+    au_write(au_line(a, sizeof(a), "plain", "push=* read=jobs"));
+    cr_assert_eq(auth_load(au_path, &t, au_err, sizeof(au_err)), 0, "%s",
+                 au_err);
+    tok = auth_find(&t, "plain", 5);
+    cr_assert_not_null(tok);
+    cr_assert_str_eq(tok->tenant, "");
+    cr_assert(auth_allows(tok, AUTH_PUSH, "anything"));
+    cr_assert(!auth_allows(tok, AUTH_POP, "jobs"));
+    auth_free(&t);
 }
 
 Test(auth, a_missing_file_is_refused_naming_it)

@@ -93,3 +93,21 @@ Test(http_names, a_name_cut_for_a_sentence_keeps_whole_characters)
     cr_assert_eq(http_utf8_cut(s, 2), 2);
     cr_assert_eq(http_utf8_cut(s, 0), 0);
 }
+
+Test(http_names, a_tenants_internal_name_is_tenant_separator_name)
+{
+    cr_assert(http_qname_valid("jobs", 4));
+    cr_assert(http_qname_valid("shop\x1fjobs", 9));
+    cr_assert_eq(http_tenant_skip("shop\x1fjobs", 9), 5);
+    cr_assert_eq(http_tenant_skip("jobs", 4), 0);
+    cr_assert(!http_name_valid("shop\x1fjobs", 9),
+              "a client may never name another tenant's queue");
+    cr_assert(!http_qname_valid("\x1fjobs", 5), "an empty tenant");
+    cr_assert(!http_qname_valid("sh/op\x1fjobs", 10), "a tenant is an id");
+    cr_assert(!http_qname_valid("shop\x1f", 5), "an empty name");
+    cr_assert(!http_qname_valid("a\x1f"
+                                "b\x1f"
+                                "c",
+                                5),
+              "two separators");
+}

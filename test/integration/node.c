@@ -753,6 +753,8 @@ itest_on_header(char *data, size_t size, size_t nmemb, void *arg)
     itest_header_value(data, k, "Allow", r->allow, sizeof(r->allow));
     itest_header_value(data, k, "Content-Type", r->content_type,
                        sizeof(r->content_type));
+    itest_header_value(data, k, "WWW-Authenticate", r->www_authenticate,
+                       sizeof(r->www_authenticate));
     return k;
 }
 
@@ -1278,6 +1280,8 @@ itest_raw_response(int fd, struct itest_resp *r)
         itest_header_value(h, k, "Allow", r->allow, sizeof(r->allow));
         itest_header_value(h, k, "Content-Type", r->content_type,
                            sizeof(r->content_type));
+        itest_header_value(h, k, "WWW-Authenticate", r->www_authenticate,
+                           sizeof(r->www_authenticate));
         if (strncasecmp(h, "Transfer-Encoding: chunked", 26) == 0) {
             r->len = itest_unchunk(r->body, r->len);
             if (r->json)

@@ -42,15 +42,16 @@ struct itest_node {
 };
 
 struct itest_resp {
-    long status;              /* HTTP status; 0 when the transfer failed */
-    int curl_code;            /* CURLcode of the transfer */
-    char *body;               /* NUL-terminated; "" when none */
-    size_t len;               /* body length */
-    struct json_object *json; /* parsed body, or NULL */
-    char retry_after[64];     /* Retry-After header value, or "" */
-    char allow[128];          /* Allow header value, or "" */
-    char content_type[128];   /* Content-Type header value, or "" */
-    double seconds;           /* time the request took */
+    long status;               /* HTTP status; 0 when the transfer failed */
+    int curl_code;             /* CURLcode of the transfer */
+    char *body;                /* NUL-terminated; "" when none */
+    size_t len;                /* body length */
+    struct json_object *json;  /* parsed body, or NULL */
+    char retry_after[64];      /* Retry-After header value, or "" */
+    char allow[128];           /* Allow header value, or "" */
+    char content_type[128];    /* Content-Type header value, or "" */
+    char www_authenticate[64]; /* WWW-Authenticate header value, or "" */
+    double seconds;            /* time the request took */
 };
 
 /* itest_now_ms - monotonic clock in milliseconds. */

@@ -23,6 +23,7 @@
 
 #include <criterion/criterion.h>
 
+#include "http/auth.h"
 #include "test/integration/node.h"
 #include "test/ops/shell.h"
 
@@ -226,6 +227,32 @@ Test(cli, a_refused_push_exits_1_with_the_servers_sentence)
     /* A name the node refuses: its 400 naming the field. */
     cr_assert_eq(cl_sh("$M push \"$(printf 'bad\\001name')\" 1"), 1);
     cl_assert_refused("400 invalid_name", "queue");
+}
+
+Test(cli, a_token_goes_with_token_or_mayfly_token)
+{
+    char path[300], opts[400], hash[AUTH_HASH_TEXT];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/tokens", cl_dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    auth_hash_text("cli-secret", 10, hash);
+    fprintf(f, "%s tenant=cli push=* pop=* read=*\n", hash);
+    fclose(f);
+    snprintf(opts, sizeof(opts), "auth_file=%s", path);
+    itest_node_start(&cl_node, opts);
+    setenv("MAYFLY_URL", cl_node.base, 1);
+    cr_assert_eq(cl_sh("$M push tq 1"), 1);
+    cl_assert_refused("401 unauthorized", NULL);
+    cr_assert_eq(cl_sh("$M --token cli-secret push tq 1"), 0, "%s", cl_err);
+    cr_assert_eq(cl_sh("MAYFLY_TOKEN=cli-secret $M push tq 2"), 0, "%s",
+                 cl_err);
+    cr_assert_eq(cl_sh("MAYFLY_TOKEN=cli-secret $M --json queues"), 0, "%s",
+                 cl_err);
+    cr_assert(strstr(cl_out, "\"tq\"") != NULL, "%s", cl_out);
+    cr_assert_eq(cl_sh("$M --token cli-secret configure tq maxLength=5"), 1);
+    cl_assert_refused("403 forbidden", "admin");
 }
 
 Test(cli, pop_prints_a_table_leases_and_acks_on_request)

@@ -1,0 +1,99 @@
+/*
+ * tenants.h - what each tenant of SPEC §10 holds on this node and how
+ * fast it pushes, shared by the node's processes: the counters behind a
+ * token's max_bytes (its tenant's share of the node's memory) and rate
+ * (pushes a second).  Both are per node: a tenant may hold its share on
+ * every node of a cluster.
+ *
+ * The table is a mapping of its own, made by the master before the first
+ * fork (as the status page is) and filled by the master with the tenants
+ * the auth file names.  A slot once published keeps its name for the life
+ * of the node (a HUP only appends), so the slot index a queue record
+ * keeps (shm_queue.tenant, 0: none) stays good.  The counters change
+ * atomically; nothing here takes a lock, so ring.c may charge a tenant
+ * under a partition lock.
+ */
+#ifndef MAYFLY_SHM_TENANTS_H
+#define MAYFLY_SHM_TENANTS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHM_TENANTS_MAX 1024
+#define SHM_TENANT_NAME 72 /* 64 bytes and a NUL, padded */
+
+/* What separates a tenant from the client's name in an internal queue
+ * name: the same byte as http/names.h's HTTP_TENANT_SEP (worker/authz.c
+ * checks that they agree). */
+#define SHM_TENANT_SEP '\x1f'
+
+/*
+ * struct shm_tenant - one tenant's slot, 128 bytes.
+ *   off  size  field   written by                        protected by
+ *     0    72  name    the master, before n counts it    immutable once
+ *                                                          published
+ *    72     8  bytes   ring.c, as its partitions' bytes  atomic add
+ *                        change (signed: a worker killed
+ *                        between the two stores leaves it
+ *                        off by one message)
+ *    80     8  second  the push that starts a second     atomic (CAS)
+ *                        (shm_now_ms() / 1000)
+ *    88     8  pushed  pushes accepted in that second    atomic add
+ *    96    32  pad
+ */
+struct shm_tenant {
+    char name[SHM_TENANT_NAME];
+    _Atomic int64_t bytes;
+    _Atomic uint64_t second;
+    _Atomic uint64_t pushed;
+    uint64_t pad[4];
+};
+_Static_assert(sizeof(struct shm_tenant) == 128, "shm_tenant layout");
+
+/*
+ * struct shm_tenants - the table.
+ *   off  size  field  written by    protected by
+ *     0     4  n      the master    release store, once the slot n - 1
+ *                                     is written (slot 0 stays unused:
+ *                                     tenant 0 is none)
+ *    64  128K  slot   as above
+ */
+struct shm_tenants {
+    _Atomic uint32_t n;
+    uint32_t pad[15];
+    struct shm_tenant slot[SHM_TENANTS_MAX];
+};
+
+/* shm_tenants_create - the zeroed table (n = 1); NULL with errno. */
+struct shm_tenants *shm_tenants_create(void);
+
+/* shm_tenants_add - master only: the slot of tenant name (1-64 bytes),
+ * published now if it is new.  Its index, or -ENOSPC when full. */
+int shm_tenants_add(struct shm_tenants *t, const char *name);
+
+/* shm_tenants_find - the slot of the tenant name[0..len), or 0. */
+uint32_t shm_tenants_find(const struct shm_tenants *t, const char *name,
+                          size_t len);
+
+/* shm_tenants_of_queue - the slot of the tenant an internal queue name
+ * belongs to (t NULL, no tenant, or one not in the table: 0). */
+uint32_t shm_tenants_of_queue(const struct shm_tenants *t, const char *name,
+                              size_t len);
+
+/* shm_tenants_charge - add delta bytes to slot idx (t NULL or idx 0:
+ * nothing). */
+void shm_tenants_charge(struct shm_tenants *t, uint32_t idx, int64_t delta);
+
+/* shm_tenants_bytes - what slot idx holds on this node (0 for none). */
+uint64_t shm_tenants_bytes(const struct shm_tenants *t, uint32_t idx);
+
+/*
+ * shm_tenants_take - count n pushes of slot idx against rate a second at
+ * time now (ms).  0 when they fit (counted), -EAGAIN when the second's
+ * pushes would pass rate (not counted).  rate 0 or idx 0: always 0.
+ */
+int shm_tenants_take(struct shm_tenants *t, uint32_t idx, uint32_t n,
+                     uint32_t rate, uint64_t now);
+
+#endif

@@ -1,0 +1,267 @@
+/*
+ * authz.c - see authz.h.
+ */
+#include "worker/authz.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "http/names.h"
+#include "http/reply.h"
+#include "http/request.h"
+#include "shm/inbox.h"
+#include "shm/log.h"
+#include "shm/ring.h"
+#include "shm/tenants.h"
+#include "worker/worker_int.h"
+
+_Static_assert(HTTP_TENANT_SEP == SHM_TENANT_SEP,
+               "http/ and shm/ separate tenants from names alike");
+
+/* worker_auth_init - see authz.h.  The table is the master's, copied into
+ * this process by fork: it is the worker's to free from now on. */
+void
+worker_auth_init(struct worker *w)
+{
+    w->auth_on = w->set.auth_file[0] != '\0';
+    if (w->auth_on && w->set.auth != NULL)
+        w->auth = *w->set.auth;
+}
+
+/* worker_auth_reload - see authz.h. */
+int
+worker_auth_reload(struct worker *w)
+{
+    struct auth_table fresh;
+    char err[1400];
+
+    if (!w->auth_on)
+        return 0;
+    if (auth_load(w->set.auth_file, &fresh, err, sizeof(err)) != 0) {
+        log_error(0, "reload: %s; keeping the tokens loaded before", err);
+        return 0;
+    }
+    auth_free(&w->auth);
+    w->auth = fresh;
+    return 1;
+}
+
+/* token_of - req's token in the table, or NULL. */
+static const struct auth_token *
+token_of(const struct worker *w, struct http_request *req)
+{
+    const char *tok;
+    size_t len;
+
+    if (auth_bearer(http_request_header(req, "Authorization"), &tok, &len) != 0)
+        return NULL;
+    return auth_find(&w->auth, tok, len);
+}
+
+/* worker_auth_refuse - see authz.h. */
+void
+worker_auth_refuse(struct http_request *req, const char *why)
+{
+    http_reply_header(req, "WWW-Authenticate", "Bearer");
+    http_reply_error(req, 401, "unauthorized", "%s", why);
+}
+
+/* open_route - what anyone may ask without a token. */
+static int
+open_route(const struct worker *w, enum http_route r)
+{
+    return r == HTTP_ROUTE_HEALTH || r == HTTP_ROUTE_STATUS_PAGE ||
+           (r == HTTP_ROUTE_METRICS && !w->set.metrics_auth);
+}
+
+/* worker_auth_caller - see authz.h. */
+int
+worker_auth_caller(struct worker *w, struct http_request *req,
+                   enum http_route r)
+{
+    w->caller = NULL;
+    if (!w->auth_on || open_route(w, r))
+        return 1;
+    if (http_request_header(req, "Authorization") == NULL) {
+        worker_auth_refuse(req, "this node wants a token: send "
+                                "Authorization: Bearer <token>");
+        return 0;
+    }
+    if ((w->caller = token_of(w, req)) == NULL) {
+        worker_auth_refuse(req, "the bearer token is not known to this node "
+                                "(unknown or revoked)");
+        return 0;
+    }
+    return 1;
+}
+
+/* worker_tenant - see authz.h. */
+const char *
+worker_tenant(const struct worker *w)
+{
+    return w->caller != NULL ? w->caller->tenant : "";
+}
+
+/* worker_tenant_prefix - see authz.h. */
+size_t
+worker_tenant_prefix(const struct worker *w, char *buf)
+{
+    const char *t = worker_tenant(w);
+    size_t n = strlen(t);
+
+    if (n == 0)
+        return 0;
+    memcpy(buf, t, n);
+    buf[n] = HTTP_TENANT_SEP;
+    return n + 1;
+}
+
+/* allowed - whether the caller may do verb to client (a valid name).  A
+ * request's inbox takes the request permission, on any queue. */
+static int
+allowed(const struct worker *w, enum auth_verb verb, struct shm_name client)
+{
+    char name[SHM_NAME_MAX + 1];
+
+    if (w->caller == NULL)
+        return !w->auth_on;
+    if (shm_inbox_named(client))
+        return w->caller->globs[AUTH_REQUEST] != NULL;
+    memcpy(name, client.ptr, client.len); /* fnmatch wants it NUL-ended */
+    name[client.len] = '\0';
+    return auth_allows(w->caller, verb, name);
+}
+
+/* worker_may - see authz.h. */
+int
+worker_may(struct worker *w, enum auth_verb verb, struct shm_name client)
+{
+    return client.len <= SHM_NAME_MAX && allowed(w, verb, client);
+}
+
+/* worker_authz_any - see authz.h. */
+int
+worker_authz_any(struct worker *w, struct http_request *req,
+                 enum auth_verb verb)
+{
+    if (!w->auth_on || (w->caller != NULL && w->caller->globs[verb] != NULL))
+        return 1;
+    http_reply_error(req, 403, "forbidden",
+                     "this token may not list queues (it has no %s "
+                     "permission)",
+                     auth_verb_name(verb));
+    return 0;
+}
+
+/* worker_authz - see authz.h. */
+int
+worker_authz(struct worker *w, struct http_request *req, enum auth_verb verb,
+             const char *field, struct shm_name client,
+             struct worker_qname *out)
+{
+    static const char *const to[AUTH_NVERBS] = {
+        [AUTH_PUSH] = "push to",
+        [AUTH_POP] = "pop, ack or extend in",
+        [AUTH_REQUEST] = "send requests to or reply on",
+        [AUTH_ADMIN] = "configure, reset or delete",
+        [AUTH_READ] = "list or read the depth of"};
+    char prefix[AUTH_TENANT_MAX + 2];
+    size_t n = worker_tenant_prefix(w, prefix);
+    int cut = client.len > 200 ? 200 : (int)client.len;
+
+    if (!worker_may(w, verb, client)) {
+        enum auth_verb wanted = shm_inbox_named(client) ? AUTH_REQUEST : verb;
+        http_reply_error(req, 403, "forbidden",
+                         "this token may not %s queue '%.*s' (it lacks the "
+                         "%s permission for it)",
+                         to[verb], cut, client.ptr, auth_verb_name(wanted));
+        return 0;
+    }
+    if (n + client.len > SHM_NAME_MAX) {
+        http_reply_error(req, 400, "invalid_name",
+                         "field '%s' is %zu bytes: in tenant '%s' a name may "
+                         "be at most %zu bytes",
+                         field, client.len, worker_tenant(w),
+                         (size_t)SHM_NAME_MAX - n);
+        return 0;
+    }
+    if (n == 0) { /* the empty tenant: the client's name as it is */
+        out->name = client;
+        return 1;
+    }
+    memcpy(out->buf, prefix, n);
+    memcpy(out->buf + n, client.ptr, client.len);
+    out->name = (struct shm_name){out->buf, n + client.len};
+    return 1;
+}
+
+/* worker_client_name - see authz.h. */
+struct shm_name
+worker_client_name(struct shm_name internal)
+{
+    size_t skip = http_tenant_skip(internal.ptr, internal.len);
+
+    return (struct shm_name){internal.ptr + skip, internal.len - skip};
+}
+
+/* worker_in_tenant - see authz.h. */
+int
+worker_in_tenant(const struct worker *w, struct shm_name internal)
+{
+    char prefix[AUTH_TENANT_MAX + 2];
+    size_t n = worker_tenant_prefix(w, prefix);
+    size_t skip = http_tenant_skip(internal.ptr, internal.len);
+    struct shm_name client = {internal.ptr + skip, internal.len - skip};
+
+    if (skip != n || (n > 0 && memcmp(internal.ptr, prefix, n) != 0))
+        return 0;
+    return !w->auth_on || allowed(w, AUTH_READ, client);
+}
+
+/* worker_auth_valid - see authz.h. */
+int
+worker_auth_valid(const struct worker *w, struct http_request *req)
+{
+    return !w->auth_on || token_of(w, req) != NULL;
+}
+
+/* worker_tenant_admit - see authz.h. */
+int
+worker_tenant_admit(struct worker *w, struct http_request *req,
+                    const struct shm_msg_in *msgs, uint32_t n)
+{
+    const struct auth_token *tok = w->caller;
+    uint64_t cost = 0, held;
+    uint32_t slot;
+
+    if (tok == NULL || (tok->rate == 0 && tok->max_bytes == 0) || n == 0)
+        return 1;
+    slot = shm_tenants_find(w->seg->tenants, tok->tenant, strlen(tok->tenant));
+    if (slot == 0)
+        return 1; /* the empty tenant, or a table full at the start */
+    for (uint32_t i = 0; i < n; i++)
+        cost += shm_ring_msg_cost(msgs[i].len);
+    held = shm_tenants_bytes(w->seg->tenants, slot);
+    if (tok->max_bytes != 0 && held + cost > tok->max_bytes) {
+        http_reply_header(req, "Retry-After", "1");
+        http_reply_error(req, 503, "ephemeral_unavailable",
+                         "tenant '%s' holds %llu bytes on this node and its "
+                         "share (max_bytes) is %llu: these %llu bytes do not "
+                         "fit; retry once its consumers have caught up",
+                         tok->tenant, (unsigned long long)held,
+                         (unsigned long long)tok->max_bytes,
+                         (unsigned long long)cost);
+        return 0;
+    }
+    if (shm_tenants_take(w->seg->tenants, slot, n, tok->rate, shm_now_ms()) !=
+        0) {
+        http_reply_header(req, "Retry-After", "1");
+        http_reply_error(req, 429, "rate_limited",
+                         "tenant '%s' may push %u messages a second on this "
+                         "node (its token's rate): these %u do not fit in "
+                         "this second",
+                         tok->tenant, tok->rate, n);
+        return 0;
+    }
+    return 1;
+}
