@@ -11,7 +11,8 @@
  * in-flight requests, exit; meanwhile the master answers new connections on
  * the client port 503 draining (drain_port.c); then the master hands over
  * partitions and raft leadership and exits 0), QUIT stops at once,
- * HUP reopens logs and re-reads the settings that can change at run time,
+ * HUP reopens logs, re-reads the settings that can change at run time and
+ * the TLS certificates,
  * USR1 reopens logs only (logrotate), CHLD reaps and replaces dead workers.
  */
 #include <sys/epoll.h>
@@ -38,12 +39,14 @@
 #include "master/listen.h"
 #include "master/master.h"
 #include "master/membership.h"
+#include "master/tls.h"
 #include "master/view.h"
 #include "shm/arena.h"
 #include "shm/catalog.h"
 #include "shm/check.h"
 #include "shm/log.h"
 #include "shm/maintain.h"
+#include "shm/nonce.h"
 #include "shm/stats.h"
 #include "shm/status.h"
 
@@ -251,6 +254,7 @@ start_node(struct master *m, int ep)
     cfd = listen_or_die("cluster_listen", m->cfg.cluster_listen);
     if (master_cluster_secret(m) != 0)
         exit(1);
+    master_tls_load(m);
     rc = shm_segment_create(&p, &m->seg);
     if (rc != 0)
         log_fatal(-rc, "cannot create the shared segment (max_bytes=%llu)",
@@ -258,6 +262,9 @@ start_node(struct master *m, int ep)
     m->seg.status = shm_status_create();
     if (m->seg.status == NULL)
         log_fatal(errno, "cannot map the status page");
+    m->seg.nonces = shm_nonces_create();
+    if (m->seg.nonces == NULL)
+        log_fatal(errno, "cannot map the table of nonces");
     rc = shm_catalog_create(&m->seg.catalog, SHM_CATALOG_DEFAULT_BYTES);
     if (rc != 0)
         log_fatal(-rc, "cannot create the catalog");
@@ -286,7 +293,7 @@ start_node(struct master *m, int ep)
     if (master_membership_start(m) != 0 ||
         master_raft_open(m, shm_now_ms()) != 0 ||
         master_cluster_start(m, ep, cfd) != 0 ||
-        master_cluster_client_start(ep, master_view_serving) != 0)
+        master_cluster_client_start(ep, master_view_serving, &m->ws.peers) != 0)
         log_fatal(0, "cannot start the consensus log and cluster port");
     daemon_ready();
     master_view_start(m, shm_now_ms());
@@ -317,6 +324,7 @@ reload(struct master *m)
         shm_segment_set_defaults(&m->seg, &p);
         master_membership_publish(m);
     }
+    master_tls_reload(m);
     master_signal_workers(m, SIGHUP);
 }
 
@@ -584,6 +592,7 @@ main(int argc, char **argv)
     master_cluster_client_stop();
     master_handover_stop();
     master_raft_close(&m);
+    master_tls_free(&m);
     shm_segment_destroy(&m.seg);
     log_info(0, "stopped");
     return 0;

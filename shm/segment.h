@@ -71,9 +71,11 @@ struct shm_seg {
     int memfd;
     int wake_fd[SHM_MAX_WORKERS]; /* eventfd per worker slot, made by master */
     /* Mappings of their own, made by the master before forking (NULL until
-     * then): the node status page and the declared-queue catalog. */
+     * then): the node status page, the declared-queue catalog and the
+     * nonces of the signed calls taken. */
     struct shm_status *status;
     struct shm_catalog *catalog;
+    struct shm_nonces *nonces; /* signed calls taken (nonce.h) */
 };
 
 /*
