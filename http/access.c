@@ -175,12 +175,13 @@ static int
 peer_refused(struct http_request *req)
 {
     struct http_conn *c = conn_ctx_of(req->conn);
+    const struct http_tls *t = req->server->opts.tls;
     const union MHD_ConnectionInfo *ci;
     char why[160];
 
-    if (c == NULL || c->tls == NULL || http_tls_ca_pem(c->tls) == NULL)
+    if (t == NULL || http_tls_ca_pem(t) == NULL)
         return 0;
-    if (c->peer == 0) {
+    if (c != NULL && c->peer == 0) {
         ci = MHD_get_connection_info(req->conn,
                                      MHD_CONNECTION_INFO_GNUTLS_SESSION);
         c->peer = ci != NULL && http_tls_peer_ok(c->tls, ci->tls_session, why,
@@ -192,7 +193,7 @@ peer_refused(struct http_request *req)
         if (c->peer == 2)
             log_info(0, "refused a cluster call: %s", why);
     }
-    if (c->peer == 1)
+    if (c != NULL && c->peer == 1)
         return 0;
     http_reply_error(req, 401, "unauthorized",
                      "this port wants a client certificate signed by the "
