@@ -109,9 +109,9 @@ http_server_start(int listen_fd, const struct http_server_opts *o,
     s->daemon = MHD_start_daemon(
         MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
             (o->tls != NULL ? MHD_USE_TLS : 0),
-        0, NULL, NULL, http_access_handler, s, MHD_OPTION_ARRAY, tls,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_LISTEN_SOCKET,
-        listen_fd, MHD_OPTION_CONNECTION_LIMIT, mhd_limit(o->max_connections),
+        0, NULL, NULL, http_access_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, s, MHD_OPTION_ARRAY, tls, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+        MHD_OPTION_CONNECTION_LIMIT, mhd_limit(o->max_connections),
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MHD_CONN_MEMORY,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->connection_timeout_s,
         MHD_OPTION_URI_LOG_CALLBACK, http_access_uri, s,

@@ -41,9 +41,12 @@ up(void)
     itest_make_ca(dir, "other");
     itest_make_cert(dir, "other", "stranger", "127.0.0.1");
     snprintf(itest_ca_file, sizeof(itest_ca_file), "%s/ca.pem", dir);
-    for (int i = 0; i < CL_NODES; i++)
-        snprintf(c.node[i].base, sizeof(c.node[i].base), "https://%s:%d",
-                 c.addr[i], c.node[i].port);
+    for (int i = 0; i < CL_NODES; i++) {
+        char addr[sizeof(c.addr[i])];
+        memcpy(addr, c.addr[i], sizeof(addr));
+        snprintf(c.node[i].base, sizeof(c.node[i].base), "https://%s:%d", addr,
+                 c.node[i].port);
+    }
     snprintf(opts, sizeof(opts),
              "member_ttl_ms=60000 tls_cert_file=%s/node.pem "
              "tls_key_file=%s/node.key cluster_tls_cert_file=%s/node.pem "
@@ -133,6 +136,18 @@ Test(cluster_tls, a_graceful_stop_hands_its_partitions_over)
               "the stopped node handed everything over");
 }
 
+/* keep_body - libcurl's write callback: the answer into the buffer. */
+static size_t
+keep_body(char *p, size_t size, size_t n, void *arg)
+{
+    char *buf = arg;
+    size_t have = strlen(buf), room = 1023 - have;
+
+    memcpy(buf + have, p, n < room ? n : room);
+    buf[have + (n < room ? n : room)] = '\0';
+    return size * n;
+}
+
 /* cluster_call - POST body to node i's cluster port at path with headers
  * (NULL-terminated), showing the certificate dir/<cert> (NULL: none) and
  * trusting the cluster's CA. */
@@ -140,6 +155,7 @@ static long
 cluster_call(int i, const char *cert, const char *path, const char *body,
              const char *const *headers, struct itest_resp *r)
 {
+    static char body_seen[1024];
     char url[200], crt[400], key[400];
     struct curl_slist *h = NULL;
     CURL *e = curl_easy_init();
@@ -151,6 +167,9 @@ cluster_call(int i, const char *cert, const char *path, const char *body,
     curl_easy_setopt(e, CURLOPT_CAINFO, itest_ca_file);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 20000L);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+    body_seen[0] = '\0';
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, keep_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, body_seen);
     if (cert != NULL) {
         snprintf(crt, sizeof(crt), "%s/%s.pem", dir, cert);
         snprintf(key, sizeof(key), "%s/%s.key", dir, cert);
@@ -164,6 +183,7 @@ cluster_call(int i, const char *cert, const char *path, const char *body,
     if (r->curl_code == CURLE_OK)
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
     r->status = status;
+    r->body = body_seen; /* static: not to be freed */
     curl_slist_free_all(h);
     curl_easy_cleanup(e);
     return status;
@@ -180,9 +200,11 @@ Test(cluster_tls, the_cluster_port_wants_a_certificate_of_the_cluster_ca)
     /* no certificate, or one another CA signed: refused */
     long st = cluster_call(0, NULL, "/cluster/v1/heartbeat", hb, h, &r);
     cr_expect(st == 401 || st == 0, "without a certificate: %ld", st);
+    cr_expect(st == 0 || strstr(r.body, "client certificate"), "%s", r.body);
     cl_sign(&c, "POST", "/cluster/v1/heartbeat", hb, &l);
     st = cluster_call(0, "stranger", "/cluster/v1/heartbeat", hb, h, &r);
     cr_expect(st == 401 || st == 0, "a stranger's certificate: %ld", st);
+    cr_expect(st == 0 || strstr(r.body, "client certificate"), "%s", r.body);
     /* the cluster's certificate and a good signature: admitted */
     cl_sign(&c, "POST", "/cluster/v1/heartbeat", hb, &l);
     cr_expect_eq(cluster_call(0, "node", "/cluster/v1/heartbeat", hb, h, &r),
@@ -190,6 +212,7 @@ Test(cluster_tls, the_cluster_port_wants_a_certificate_of_the_cluster_ca)
     /* the same call again: a replay */
     cr_expect_eq(cluster_call(0, "node", "/cluster/v1/heartbeat", hb, h, &r),
                  401, "replayed on the cluster port");
+    cr_expect(strstr(r.body, "X-Mayfly-Nonce"), "%s", r.body);
     /* unsigned, with the certificate: refused */
     const char *const none[] = {NULL};
     cr_expect_eq(cluster_call(0, "node", "/cluster/v1/heartbeat", hb, none, &r),
@@ -253,7 +276,7 @@ Test(cluster_tls, a_replayed_or_altered_signed_call_is_refused)
 
     /* a timestamp outside the window, signed as such */
     struct http_sign_lines stale;
-    char ts[40], sig[HTTP_SIGN_HEX], nonce[HTTP_SIGN_NONCE_MAX];
+    char ts[24], sig[HTTP_SIGN_HEX], nonce[HTTP_SIGN_NONCE_MAX];
     snprintf(ts, sizeof(ts), "%lld",
              (long long)http_sign_now() - 3 * HTTP_SIGN_WINDOW_S);
     snprintf(nonce, sizeof(nonce), "00000000000000a1-1");

@@ -163,7 +163,7 @@ served_is(const char *fp, int count)
 
 Test(tls, hup_serves_the_new_certificate_and_keeps_a_parked_pop)
 {
-    char first[200], next[200], cmd[1200];
+    char first[200], next[200], cmd[1600];
     struct parked p = {0};
     struct itest_resp r;
     pthread_t t;
