@@ -1,6 +1,7 @@
 /*
  * test_cluster_tls.c - three nodes with TLS on both ports (SPEC §10):
- * requests forwarded between client ports over HTTPS, a graceful stop
+ * requests forwarded between client ports over HTTPS, a declaration from a
+ * worker to its master and through the raft log, a graceful stop
  * whose hand-over goes over the cluster port's mutual TLS; the cluster
  * port refuses a client without a certificate of the cluster's CA; and
  * calls between nodes are signed: a signed call replayed, altered (body,
@@ -101,6 +102,19 @@ Test(cluster_tls, a_push_on_one_node_is_popped_on_another_over_https)
     cr_expect_str_eq(itest_jstr(r.json, "messages.0.payload"), "hello", "%s",
                      r.body);
     itest_resp_free(&r);
+
+    /* a declaration: worker to its master's cluster port, then the raft
+     * log between masters, all over mutual TLS */
+    cr_assert_eq(itest_post(&c.node[2], &r, "/api/v1/ephemeral/configure",
+                            "{\"queue\":\"tls-decl\",\"options\":"
+                            "{\"maxLength\":77}}"),
+                 201, "%s", r.body);
+    itest_resp_free(&r);
+    deadline = itest_now_ms() + 30000;
+    while (cl_declared_length(&c, 0, "tls-decl") != 77 &&
+           itest_now_ms() < deadline)
+        itest_sleep_ms(100);
+    cr_expect_eq(cl_declared_length(&c, 0, "tls-decl"), 77);
 }
 
 Test(cluster_tls, a_graceful_stop_hands_its_partitions_over)
