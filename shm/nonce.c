@@ -14,13 +14,13 @@
 #define WORDS (SHM_NONCE_WINDOW / 64)
 
 /*
- * struct shm_nonce_slot - one sender (544 bytes):
+ * struct shm_nonce_slot - one sender (2080 bytes):
  *   off  size  field    protected by
  *     0     8  sender   the table lock; 0: free
  *     8     8  top      lock: the highest count taken
  *    16     8  last_ms  lock: when it last took one (shm_now_ms)
  *    24     8  pad
- *    32   512  bits     lock: bit c % SHM_NONCE_WINDOW set when count c,
+ *    32  2048  bits     lock: bit c % SHM_NONCE_WINDOW set when count c,
  *                       top - WINDOW < c <= top, was taken
  */
 struct shm_nonce_slot {
@@ -48,7 +48,7 @@ struct shm_nonces {
 };
 _Static_assert(offsetof(struct shm_nonces, editing) == 64, "shm_nonces");
 _Static_assert(offsetof(struct shm_nonces, slot) == 72, "shm_nonces");
-_Static_assert(sizeof(struct shm_nonce_slot) == 544, "shm_nonce_slot");
+_Static_assert(sizeof(struct shm_nonce_slot) == 2080, "shm_nonce_slot");
 
 struct shm_nonces *
 shm_nonces_create(void)

@@ -8,12 +8,13 @@
  * table keeps the highest count taken and which of the SHM_NONCE_WINDOW
  * counts up to it were taken: a count in that window is taken once, one
  * below it is refused (too old to tell; calls on different connections
- * arrive a little out of order, never by thousands).  A sender that took
+ * arrive a little out of order: a large body read while thousands of small
+ * calls from the same sender pass it, at most).  A sender that took
  * nothing for SHM_NONCE_IDLE_MS gives its slot up: every call it signed
  * is outside the timestamp window by then (twice HTTP_SIGN_WINDOW_S, as
  * two nodes' clocks may differ by one window, plus a margin).  Memory is
  * bounded whatever the call rate: SHM_NONCE_SENDERS live senders at most
- * (17 nodes of 65 processes fit; 1.1 MB, touched as senders come).
+ * (17 nodes of 65 processes fit; 4.3 MB, touched as senders come).
  *
  * A separate shared mapping made by the master before it forks, under one
  * robust lock (a holder that dies mid-change leaves the slot it changed
@@ -26,7 +27,7 @@
 #include <stdint.h>
 
 #define SHM_NONCE_SENDERS 2048
-#define SHM_NONCE_WINDOW  4096 /* counts per sender */
+#define SHM_NONCE_WINDOW  16384 /* counts per sender */
 #define SHM_NONCE_IDLE_MS 65000
 
 struct shm_nonces;
