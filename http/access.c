@@ -22,6 +22,9 @@
 #include "http/access.h"
 
 #include <errno.h>
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -36,6 +39,7 @@
 #include "http/request.h"
 #include "http/server-t.h"
 #include "http/stray.h"
+#include "http/tls.h"
 #include "shm/log.h"
 
 /* Bytes reserved up front from Content-Length; larger bodies grow. */
@@ -44,8 +48,11 @@
 /* What a connection carries as MHD's socket context (server.h). */
 struct http_conn {
     int fd;
-    unsigned char fresh; /* no request line yet */
-    unsigned char over;  /* accepted past max_connections */
+    unsigned char fresh;  /* no request line yet */
+    unsigned char over;   /* accepted past max_connections */
+    unsigned char peer;   /* client certificate: 0 unchecked, 1 good,
+                              2 refused (servers with a CA only) */
+    struct http_tls *tls; /* the server's credentials, or NULL */
 };
 
 /* conn_ctx_of - conn's context, or NULL (out of memory at its start). */
@@ -80,11 +87,16 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
             c->fd = ci->connect_fd;
             c->fresh = 1;
             c->over = s->open > s->opts.max_connections;
+            c->peer = 0;
+            c->tls = s->opts.tls;
             s->fresh++;
             if (s->opts.connection_timeout_s > HTTP_HEAD_TIMEOUT_S)
                 MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
                                           (unsigned)HTTP_HEAD_TIMEOUT_S);
-            if (s->on_open != NULL)
+            /* plain HTTP already there on a TLS port is refused (the
+             * handshake meets its end); else its first bytes are watched */
+            int refused = c->tls != NULL && http_stray_plain(c->fd);
+            if (!refused && s->on_open != NULL)
                 s->on_open(s->on_open_ctx, c->fd, c);
         }
         *socket_ctx = c;
@@ -119,11 +131,75 @@ conn_began(struct http_server *s, struct MHD_Connection *conn)
     }
 }
 
-/* http_conn_first_bytes - see server.h. */
+/* http_conn_first_bytes - see server.h: on a TLS port, bytes that are not
+ * a TLS record are plain HTTP, and are answered in it. */
 int
 http_conn_first_bytes(struct http_conn *c)
 {
-    return c->fresh && http_stray_tls(c->fd);
+    if (!c->fresh)
+        return 0;
+    return c->tls != NULL ? http_stray_plain(c->fd) : http_stray_tls(c->fd);
+}
+
+/* http_access_cert - see access.h.  MHD 0.9.75 makes the connection the
+ * TLS session's pointer (daemon.c, new_connection_prepare_), and the
+ * connection's socket context says which server, and so which
+ * credentials, it belongs to. */
+int
+http_access_cert(gnutls_session_t session, const gnutls_datum_t *req_ca_dn,
+                 int nreqs, const gnutls_pk_algorithm_t *pk_algos,
+                 int pk_algos_length, gnutls_pcert_st **pcert,
+                 unsigned int *pcert_length, gnutls_privkey_t *privkey)
+{
+    struct MHD_Connection *conn = gnutls_session_get_ptr(session);
+    struct http_conn *c = conn != NULL ? conn_ctx_of(conn) : NULL;
+    void *certs, *key;
+
+    (void)req_ca_dn;
+    (void)nreqs;
+    (void)pk_algos;
+    (void)pk_algos_length;
+    if (c == NULL || c->tls == NULL)
+        return -1; /* out of memory at its start: no handshake */
+    http_tls_current(c->tls, &certs, pcert_length, &key);
+    *pcert = certs;
+    *privkey = key;
+    return 0;
+}
+
+/* peer_refused - on a port that wants client certificates (its
+ * credentials carry a CA), whether the connection's client showed none
+ * that chains to it: then the request is answered 401, and the
+ * connection closes.  Checked once per connection. */
+static int
+peer_refused(struct http_request *req)
+{
+    struct http_conn *c = conn_ctx_of(req->conn);
+    const struct http_tls *t = req->server->opts.tls;
+    const union MHD_ConnectionInfo *ci;
+    char why[160];
+
+    if (t == NULL || http_tls_ca_pem(t) == NULL)
+        return 0;
+    if (c != NULL && c->peer == 0) {
+        ci = MHD_get_connection_info(req->conn,
+                                     MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        c->peer = ci != NULL && http_tls_peer_ok(c->tls, ci->tls_session, why,
+                                                 sizeof(why))
+                      ? 1
+                      : 2;
+        if (ci == NULL)
+            snprintf(why, sizeof(why), "no TLS session");
+        if (c->peer == 2)
+            log_info(0, "refused a cluster call: %s", why);
+    }
+    if (c != NULL && c->peer == 1)
+        return 0;
+    http_reply_error(req, 401, "unauthorized",
+                     "this port wants a client certificate signed by the "
+                     "cluster's CA");
+    http_reply_header(req, "Connection", "close");
+    return 1;
 }
 
 /*
@@ -449,7 +525,7 @@ http_access_handler(void *cls, struct MHD_Connection *conn, const char *url,
             return body_chunk(req, upload_data, n);
         }
         req->state = HTTP_REQ_HANDLED;
-        if (!req->has_reply)
+        if (!req->has_reply && !peer_refused(req))
             s->handler(s->ctx, req);
         return finish(req);
     case HTTP_REQ_HANDLED:

@@ -6,6 +6,8 @@
 #ifndef MAYFLY_HTTP_ACCESS_H
 #define MAYFLY_HTTP_ACCESS_H
 
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
 #include <stddef.h>
 
 #include <microhttpd.h>
@@ -26,6 +28,14 @@ enum MHD_Result http_access_handler(void *cls, struct MHD_Connection *conn,
                                     const char *version,
                                     const char *upload_data,
                                     size_t *upload_data_size, void **req_cls);
+
+/* http_access_cert - MHD_OPTION_HTTPS_CERT_CALLBACK (GnuTLS's retrieve
+ * function): the certificate and key the server's credentials hold now
+ * (tls.h), so that a reload takes effect at the next handshake. */
+int http_access_cert(gnutls_session_t session, const gnutls_datum_t *req_ca_dn,
+                     int nreqs, const gnutls_pk_algorithm_t *pk_algos,
+                     int pk_algos_length, gnutls_pcert_st **pcert,
+                     unsigned int *pcert_length, gnutls_privkey_t *privkey);
 
 /* http_access_completed - MHD_OPTION_NOTIFY_COMPLETED: on_done, then free. */
 void http_access_completed(void *cls, struct MHD_Connection *conn,

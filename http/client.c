@@ -20,16 +20,20 @@
 #include "http/client.h"
 
 #include <sys/epoll.h>
+#include <sys/random.h>
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
+#include "http/sign.h"
 #include "shm/log.h"
 
 /* Finished calls kept for reuse, with their easy handles. */
@@ -45,6 +49,7 @@ struct client_call {
     int too_big;     /* the answer passed max_body: the transfer stopped */
     http_client_done_fn *done;
     void *arg;
+    char *url; /* made for a call to a node */
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -58,6 +63,11 @@ struct http_client {
     unsigned npending;
     struct client_call *free_calls;
     unsigned nfree;
+    /* calls to nodes (http_client_set_peers) */
+    char *secret, *ca_file, *cert_file, *key_file; /* NULL: none */
+    int client_https, cluster_https;
+    uint64_t sender; /* this client's half of every nonce (sign.h) */
+    uint64_t seq;    /* and the count of the last call */
 };
 
 /* CLOCK_MONOTONIC in ns. */
@@ -208,6 +218,46 @@ http_client_new(int epoll_fd, uint64_t tag_base)
     return c;
 }
 
+/* dup_or_null - a copy of s, NULL for NULL or "" (*failed set when out of
+ * memory). */
+static char *
+dup_or_null(const char *s, int *failed)
+{
+    char *d;
+
+    if (s == NULL || s[0] == '\0')
+        return NULL;
+    if ((d = strdup(s)) == NULL)
+        *failed = 1;
+    return d;
+}
+
+/* http_client_set_peers - see client.h.  The nonce's sender half is
+ * random, never 0, and made here: after the fork, one per process. */
+int
+http_client_set_peers(struct http_client *c, const struct http_client_peers *p)
+{
+    int failed = 0;
+
+    if (c->secret != NULL)
+        explicit_bzero(c->secret, strlen(c->secret));
+    free(c->secret);
+    free(c->ca_file);
+    free(c->cert_file);
+    free(c->key_file);
+    c->secret = dup_or_null(p->secret, &failed);
+    c->ca_file = dup_or_null(p->ca_file, &failed);
+    c->cert_file = dup_or_null(p->cert_file, &failed);
+    c->key_file = dup_or_null(p->key_file, &failed);
+    c->client_https = p->client_https;
+    c->cluster_https = p->cluster_https;
+    while (c->sender == 0)
+        if (getrandom(&c->sender, sizeof(c->sender), 0) !=
+            (ssize_t)sizeof(c->sender))
+            c->sender = (uint64_t)client_now_ns() ^ (uint64_t)getpid() << 32;
+    return failed ? -ENOMEM : 0;
+}
+
 /* client_call_get - a call from the free list or a new one, its easy
  * handle reset.  NULL when out of memory. */
 static struct client_call *
@@ -240,6 +290,8 @@ client_call_put(struct http_client *c, struct client_call *call)
 {
     curl_slist_free_all(call->headers);
     call->headers = NULL;
+    free(call->url);
+    call->url = NULL;
     http_buf_free(&call->body);
     call->done = NULL;
     call->arg = NULL;
@@ -253,13 +305,45 @@ client_call_put(struct http_client *c, struct client_call *call)
     free(call);
 }
 
-/* client_headers - the caller's header lines, plus an empty Expect so a
- * large body goes at once instead of waiting for 100-continue.  -ENOMEM. */
+/* client_append - one header line more; -ENOMEM. */
+static int
+client_append(struct client_call *call, const char *line)
+{
+    struct curl_slist *l = curl_slist_append(call->headers, line);
+
+    if (l == NULL)
+        return -ENOMEM;
+    call->headers = l;
+    return 0;
+}
+
+/* client_sign - a call to a node gets its signature lines (sign.h). */
+static int
+client_sign(struct client_call *call, const struct http_client_req *r)
+{
+    struct http_client *c = call->client;
+    struct http_sign_lines l;
+
+    if (r->port == HTTP_CLIENT_URL || c->secret == NULL)
+        return 0;
+    http_sign_lines(c->secret, c->sender, ++c->seq, r->method, r->target,
+                    r->body != NULL ? r->body : "", r->body_len, &l);
+    if (client_append(call, l.sig) != 0 || client_append(call, l.time) != 0 ||
+        client_append(call, l.nonce) != 0)
+        return -ENOMEM;
+    return 0;
+}
+
+/* client_headers - the caller's header lines, the signature of a call to
+ * a node, and an empty Expect so a large body goes at once instead of
+ * waiting for 100-continue.  -ENOMEM. */
 static int
 client_headers(struct client_call *call, const struct http_client_req *r)
 {
     struct curl_slist *l;
 
+    if (client_sign(call, r) != 0)
+        return -ENOMEM;
     for (size_t i = 0; i < r->nheaders; i++) {
         l = curl_slist_append(call->headers, r->headers[i]);
         if (l == NULL)
@@ -302,6 +386,55 @@ client_method(CURL *e, const struct http_client_req *r)
     return rc;
 }
 
+/* client_https - whether r goes over HTTPS. */
+static int
+client_https(const struct http_client *c, const struct http_client_req *r)
+{
+    if (r->port == HTTP_CLIENT_PEER)
+        return c->client_https;
+    if (r->port == HTTP_CLIENT_CLUSTER)
+        return c->cluster_https;
+    return strncmp(r->url, "https:", 6) == 0;
+}
+
+/* client_url - the URL of a call to a node, made into call->url; r's own
+ * otherwise.  NULL when out of memory. */
+static const char *
+client_url(struct client_call *call, const struct http_client_req *r)
+{
+    if (r->port == HTTP_CLIENT_URL)
+        return r->url;
+    if (asprintf(&call->url, "%s://%s%s",
+                 client_https(call->client, r) ? "https" : "http", r->addr,
+                 r->target) < 0)
+        call->url = NULL;
+    return call->url;
+}
+
+/* client_tls - a node's certificate is verified against the cluster's CA
+ * (the file read at each handshake, never cached: a HUP'd CA counts from
+ * the next connection), and a cluster port is shown ours. */
+static CURLcode
+client_tls(CURL *e, const struct http_client *c,
+           const struct http_client_req *r)
+{
+    CURLcode rc = CURLE_OK;
+
+    if (!client_https(c, r))
+        return CURLE_OK;
+    rc |= curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+    rc |= curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (r->port != HTTP_CLIENT_URL && c->ca_file != NULL) {
+        rc |= curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+        rc |= curl_easy_setopt(e, CURLOPT_CA_CACHE_TIMEOUT, 0L);
+    }
+    if (r->port == HTTP_CLIENT_CLUSTER && c->cert_file != NULL) {
+        rc |= curl_easy_setopt(e, CURLOPT_SSLCERT, c->cert_file);
+        rc |= curl_easy_setopt(e, CURLOPT_SSLKEY, c->key_file);
+    }
+    return rc;
+}
+
 /* client_setup - every option of one request.  0, -EINVAL (a URL or
  * option libcurl refuses) or -ENOMEM. */
 static int
@@ -311,6 +444,7 @@ client_setup(struct client_call *call, const struct http_client_req *r)
     unsigned connect_ms =
         r->connect_timeout_ms ? r->connect_timeout_ms : r->timeout_ms;
     CURLcode rc = CURLE_OK;
+    const char *url;
 
     if (client_headers(call, r) != 0)
         return -ENOMEM;
@@ -322,7 +456,7 @@ client_setup(struct client_call *call, const struct http_client_req *r)
     /* Paths as given: "." and ".." are valid queue names, and libcurl
      * would squash them as dot segments. */
     rc |= curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
-    rc |= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+    rc |= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     rc |=
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     rc |= curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms);
@@ -330,9 +464,12 @@ client_setup(struct client_call *call, const struct http_client_req *r)
     rc |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, client_write_cb);
     rc |= curl_easy_setopt(e, CURLOPT_WRITEDATA, call);
     rc |= curl_easy_setopt(e, CURLOPT_HTTPHEADER, call->headers);
+    rc |= client_tls(e, call->client, r);
     if (rc != CURLE_OK)
         return -ENOMEM;
-    rc = curl_easy_setopt(e, CURLOPT_URL, r->url);
+    if ((url = client_url(call, r)) == NULL)
+        return -ENOMEM;
+    rc = curl_easy_setopt(e, CURLOPT_URL, url);
     if (rc == CURLE_OK)
         rc = client_method(e, r);
     if (rc == CURLE_OUT_OF_MEMORY)
@@ -350,7 +487,9 @@ http_client_request(struct http_client *c, const struct http_client_req *r,
     CURLMcode mrc;
     int rc;
 
-    if (r->method == NULL || r->url == NULL || done == NULL ||
+    if (r->method == NULL || done == NULL ||
+        (r->port == HTTP_CLIENT_URL ? r->url == NULL
+                                    : r->addr == NULL || r->target == NULL) ||
         (r->body == NULL && r->body_len > 0))
         return -EINVAL;
     call = client_call_get(c);
@@ -367,7 +506,8 @@ http_client_request(struct http_client *c, const struct http_client_req *r,
     call->too_big = 0;
     mrc = curl_multi_add_handle(c->multi, call->easy);
     if (mrc != CURLM_OK) {
-        log_error(0, "curl_multi_add_handle(%s) failed: %s", r->url,
+        log_error(0, "curl_multi_add_handle(%s) failed: %s",
+                  call->url != NULL ? call->url : r->url,
                   curl_multi_strerror(mrc));
         client_call_put(c, call);
         return mrc == CURLM_OUT_OF_MEMORY ? -ENOMEM : -EIO;
@@ -592,6 +732,12 @@ http_client_free(struct http_client *c)
     }
     if (c->multi != NULL)
         curl_multi_cleanup(c->multi);
+    if (c->secret != NULL)
+        explicit_bzero(c->secret, strlen(c->secret));
+    free(c->secret);
+    free(c->ca_file);
+    free(c->cert_file);
+    free(c->key_file);
     free(c);
 }
 

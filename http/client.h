@@ -25,7 +25,15 @@
  * not capped: a forwarded long poll holds its connection for up to a
  * minute, and a cap would queue pushes behind pops.  Signals are never used
  * (CURLOPT_NOSIGNAL), proxies never (CURLOPT_NOPROXY "*"), only http://
- * URLs are accepted, and URLs carry numeric addresses: nothing is resolved.
+ * and https:// URLs are accepted, and URLs carry numeric addresses:
+ * nothing is resolved.
+ *
+ * Calls to other nodes (SPEC §10) name the port they go to, a node's
+ * client port or its cluster port, with its address and the target (path
+ * and query): the client makes the URL with the scheme that port speaks
+ * (http_client_set_peers), verifies the node's certificate against the
+ * cluster's CA, shows a cluster port this node's certificate, and signs
+ * every such call with the cluster secret (http/sign.h).
  *
  * Single-threaded, no locking.  Errors: 0 or -errno.
  */
@@ -49,12 +57,34 @@
 
 struct http_client;
 
+/* Where a request goes. */
+enum http_client_port {
+    HTTP_CLIENT_URL,     /* url, as given; not signed */
+    HTTP_CLIENT_PEER,    /* a node's client port: addr and target */
+    HTTP_CLIENT_CLUSTER, /* a node's cluster port: addr and target */
+};
+
+/* How this node calls the others (strings copied). */
+struct http_client_peers {
+    const char *secret;    /* signs every call to a node; NULL: unsigned */
+    int client_https;      /* nodes' client ports speak HTTPS */
+    int cluster_https;     /* cluster ports speak HTTPS and want a client
+                              certificate: cert_file and key_file */
+    const char *ca_file;   /* verifies the nodes' certificates; NULL or
+                              "": the system's CA store */
+    const char *cert_file; /* this node's cluster certificate (PEM) */
+    const char *key_file;  /* and its key */
+};
+
 /* One request.  Everything is copied by http_client_request() except the
  * body, which must stay valid until done runs or the request is
  * cancelled. */
 struct http_client_req {
     const char *method;         /* "GET", "POST", "PUT", "DELETE", "HEAD" */
     const char *url;            /* "http://10.0.0.2:6633/raft/append" */
+    enum http_client_port port; /* HTTP_CLIENT_URL: url; else the next: */
+    const char *addr;           /* a node's "host:port" */
+    const char *target;         /* "/path?query", as it is to arrive */
     const char *const *headers; /* "Name: value" lines, or NULL */
     size_t nheaders;
     const void *body; /* sent when body_len > 0, or for POST and PUT */
@@ -100,11 +130,17 @@ int http_client_global_init(void);
  */
 struct http_client *http_client_new(int epoll_fd, uint64_t tag_base);
 
+/* http_client_set_peers - how calls to other nodes go from now on (the
+ * process's settings; the files are read at each new connection, so a
+ * certificate replaced on disk is used by the connections after). */
+int http_client_set_peers(struct http_client *c,
+                          const struct http_client_peers *p);
+
 /*
  * http_client_request - start r; done(arg, resp) runs once it completes or
  * fails, from a later on_event/on_timeout call.  Returns 0, or -EINVAL (no
- * method, url or done; body_len without a body), -ENOMEM, -EIO; done is
- * not called then.  May be called from done.
+ * method, url (or addr and target) or done; body_len without a body),
+ * -ENOMEM, -EIO; done is not called then.  May be called from done.
  */
 int http_client_request(struct http_client *c, const struct http_client_req *r,
                         http_client_done_fn *done, void *arg);

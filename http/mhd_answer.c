@@ -98,7 +98,8 @@ sentence_for(unsigned status)
  * too large: 413).  MHD 0.9.75 would garble any answer it queues for it
  * (it builds the head, then overwrites its state and builds it again),
  * so ours goes straight on the socket, nothing of an answer having been
- * written, and MHD is told its queueing failed: it closes the connection.
+ * written (on a plain connection), and MHD is told its queueing failed: it
+ * closes the connection.
  */
 static enum MHD_Result
 refuse_length(struct MHD_Connection *conn, unsigned int status)
@@ -107,7 +108,10 @@ refuse_length(struct MHD_Connection *conn, unsigned int status)
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 
     mhd_about = MHD_ABOUT_OTHER;
-    if (ci == NULL)
+    /* Over TLS the socket carries records, never our plain bytes: the
+     * connection just closes. */
+    if (ci == NULL ||
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION))
         return MHD_NO;
     log_info(0, "libmicrohttpd refuses a Content-Length: %u in JSON", status);
     if (status == MHD_HTTP_CONTENT_TOO_LARGE)

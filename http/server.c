@@ -27,6 +27,7 @@
 #include "http/mhd_answer.h"
 #include "http/request.h"
 #include "http/server-t.h"
+#include "http/tls.h"
 #include "shm/log.h"
 
 /* mhd_log - MHD's error log into ours, without its trailing newline; at
@@ -61,6 +62,24 @@ mhd_limit(unsigned max_connections)
     return max_connections + max_connections / 8 + 16;
 }
 
+/* tls_options - MHD's TLS options for credentials t (none when NULL):
+ * the certificate asked for in each handshake (access.c), and the CA a
+ * port that wants client certificates names. */
+static void
+tls_options(const struct http_tls *t, struct MHD_OptionItem items[3])
+{
+    int n = 0;
+
+    if (t != NULL) {
+        items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
+                                             (void *)http_access_cert};
+        if (http_tls_ca_pem(t) != NULL)
+            items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
+                                                 (void *)http_tls_ca_pem(t)};
+    }
+    items[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+}
+
 /* http_server_start - one daemon on the inherited listening socket.  MHD's
  * memory per connection is set above our limits on the head (head.h) so
  * that ours answer first, in JSON, where its own would be an HTML page. */
@@ -69,6 +88,7 @@ http_server_start(int listen_fd, const struct http_server_opts *o,
                   http_handler_fn *handler, void *ctx)
 {
     struct http_server *s = calloc(1, sizeof(*s));
+    struct MHD_OptionItem tls[3];
     int fl;
 
     if (s == NULL) {
@@ -85,15 +105,18 @@ http_server_start(int listen_fd, const struct http_server_opts *o,
     s->opts = *o;
     s->handler = handler;
     s->ctx = ctx;
+    tls_options(o->tls, tls);
     s->daemon = MHD_start_daemon(
-        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL,
-        NULL, http_access_handler, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-        MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_CONNECTION_LIMIT,
-        mhd_limit(o->max_connections), MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)HTTP_MHD_CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)o->connection_timeout_s, MHD_OPTION_URI_LOG_CALLBACK,
-        http_access_uri, s, MHD_OPTION_NOTIFY_COMPLETED, http_access_completed,
-        s, MHD_OPTION_NOTIFY_CONNECTION, http_access_conn_notify, s,
+        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+            (o->tls != NULL ? MHD_USE_TLS : 0),
+        0, NULL, NULL, http_access_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, s, MHD_OPTION_ARRAY, tls, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+        MHD_OPTION_CONNECTION_LIMIT, mhd_limit(o->max_connections),
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MHD_CONN_MEMORY,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->connection_timeout_s,
+        MHD_OPTION_URI_LOG_CALLBACK, http_access_uri, s,
+        MHD_OPTION_NOTIFY_COMPLETED, http_access_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, http_access_conn_notify, s,
         MHD_OPTION_END);
     if (s->daemon == NULL) {
         log_error(0, "MHD_start_daemon(listen fd %d) failed", listen_fd);

@@ -27,6 +27,7 @@
 
 struct http_server;
 struct http_request;
+struct http_tls;
 
 struct http_server_opts {
     unsigned max_connections;      /* > 0; parked pops count: set it high
@@ -40,6 +41,13 @@ struct http_server_opts {
     int cluster;                   /* serve the cluster port's routes */
     int discard_bodies;            /* read request bodies and drop them:
                                       the handler answers without one */
+    struct http_tls *tls;          /* HTTPS with these credentials (tls.h;
+                                      kept by the caller, who reloads
+                                      them); with a CA, a request from a
+                                      client without a certificate that
+                                      chains to it is answered 401 and
+                                      the connection closes.  NULL: plain
+                                      HTTP */
     void (*on_refused)(void *ctx); /* a request on a connection opened
                                       past max_connections was refused
                                       (503); ctx is the handler's; may be
@@ -90,7 +98,8 @@ void http_server_on_open(struct http_server *s,
 /* http_conn_first_bytes - the first bytes have come on c: while it has
  * sent no request line, bytes that begin a TLS record are answered 400 and
  * the connection closed (MHD would wait for a line end until the head
- * timeout).  1 when refused. */
+ * timeout); on a TLS port, bytes that do not (plain HTTP) are answered 400
+ * in plain HTTP (a handshake would only fail).  1 when refused. */
 int http_conn_first_bytes(struct http_conn *c);
 
 /* http_server_timeout_ms - how long the loop may sleep before the next

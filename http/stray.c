@@ -32,20 +32,46 @@ http_stray_answer(int fd, unsigned status, const char *code,
     shutdown(fd, SHUT_WR);
 }
 
+/* stray_drop_answer - read and drop what waits on fd (64 KiB at most: a
+ * TLS record is at most 16 KiB, a request head 8), answer 400 with
+ * sentence and shut the socket both ways. */
+static void
+stray_drop_answer(int fd, const char *sentence)
+{
+    unsigned char sink[4096];
+
+    for (int i = 0; i < 16; i++)
+        if (recv(fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
+            break;
+    http_stray_answer(fd, 400, "ephemeral_bad_request", sentence);
+    shutdown(fd, SHUT_RD);
+}
+
+/* http_stray_plain - see stray.h.  A TLS client's first byte is a
+ * handshake record's type (or, for an SSL 2 style hello, has its top bit
+ * set); an HTTP request's is a letter of its method. */
+int
+http_stray_plain(int fd)
+{
+    unsigned char head;
+
+    if (recv(fd, &head, 1, MSG_PEEK | MSG_DONTWAIT) != 1 ||
+        head == TLS_HANDSHAKE || head >= 0x80)
+        return 0;
+    stray_drop_answer(fd, "this port speaks HTTPS (TLS), not plain HTTP: "
+                          "use https://");
+    return 1;
+}
+
 /* http_stray_tls - see stray.h. */
 int
 http_stray_tls(int fd)
 {
-    unsigned char head[2], sink[4096];
+    unsigned char head[2];
 
     if (recv(fd, head, sizeof(head), MSG_PEEK | MSG_DONTWAIT) != 2 ||
         head[0] != TLS_HANDSHAKE || head[1] != TLS_MAJOR)
         return 0;
-    for (int i = 0; i < 16; i++) /* 64 KiB: a record is at most 16 KiB */
-        if (recv(fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
-            break;
-    http_stray_answer(fd, 400, "ephemeral_bad_request",
-                      "this port speaks plain HTTP, not TLS");
-    shutdown(fd, SHUT_RD);
+    stray_drop_answer(fd, "this port speaks plain HTTP, not TLS");
     return 1;
 }

@@ -2,7 +2,7 @@
  * stray.h - answers written straight to a client's socket, past
  * libmicrohttpd, for what MHD 0.9.75 cannot answer right itself (DESIGN
  * §4): bytes that are not HTTP at all (a TLS ClientHello on the plain
- * port) and a Content-Length MHD refuses, whose answer it garbles
+ * port), plain HTTP on a TLS port, and a Content-Length MHD refuses, whose answer it garbles
  * (mhd_answer.c).  Only where MHD has written nothing of an answer for the connection's
  * current request.  Stateless, no locking.
  */
@@ -26,5 +26,14 @@ void http_stray_answer(int fd, unsigned status, const char *code,
  * reads its end and closes it).  1 when refused, else 0 (nothing read).
  */
 int http_stray_tls(int fd);
+
+/*
+ * http_stray_plain - the inverse, for a TLS port: the bytes waiting on
+ * socket fd are not a TLS handshake (plain HTTP): they are read and
+ * dropped, answered 400 in plain HTTP, and the socket shut both ways (the
+ * handshake MHD attempts then meets its end).  1 when refused, else 0
+ * (nothing read, or nothing waiting yet).
+ */
+int http_stray_plain(int fd);
 
 #endif

@@ -16,9 +16,11 @@
 #include <string.h>
 
 #include "consensus/raft_msg.h"
+#include "http/node_call.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "http/server.h"
+#include "http/sign.h"
 #include "master/cluster_client.h"
 #include "master/configure.h"
 #include "master/handover.h"
@@ -26,19 +28,22 @@
 #include "master/membership.h"
 #include "shm/log.h"
 
-/* secret_ok - constant-time comparison of the request's secret. */
+/* signed_ok - whether req is a node's call, signed with the cluster
+ * secret and not seen before (http/node_call.h); answered 401 if not. */
 static int
-secret_ok(const struct master *m, struct http_request *req)
+signed_ok(struct master *m, struct http_request *req)
 {
-    const char *s = http_request_header(req, CLUSTER_SECRET_HEADER);
-    size_t n = strlen(m->ws.secret);
-    unsigned char diff = 0;
-
-    if (s == NULL || strlen(s) != n)
+    switch (http_node_call(req, m->ws.secret, &m->seg, m->seg.nonces)) {
+    case HTTP_CALL_NODE:
+        return 1;
+    case HTTP_CALL_CLIENT:
+        http_reply_error(req, 401, "unauthorized",
+                         "calls to the cluster port are signed with the "
+                         "cluster secret (" HTTP_SIGN_HEADER ")");
         return 0;
-    for (size_t i = 0; i < n; i++)
-        diff |= (unsigned char)(s[i] ^ m->ws.secret[i]);
-    return diff == 0;
+    default:
+        return 0; /* answered */
+    }
 }
 
 /* peer_word - what the call's headers say of its sender. */
@@ -112,12 +117,8 @@ on_request(void *ctx, struct http_request *req)
 {
     struct master *m = ctx;
 
-    if (!secret_ok(m, req)) {
-        http_reply_error(req, 401, "unauthorized",
-                         "header '" CLUSTER_SECRET_HEADER
-                         "' must carry the cluster secret");
+    if (!signed_ok(m, req))
         return;
-    }
     switch (http_request_route(req)) {
     case HTTP_ROUTE_CLUSTER_RAFT:
         raft_in(m, req);
@@ -180,6 +181,7 @@ master_cluster_start(struct master *m, int ep, int listen_fd)
                               : m->cfg.queue_max_bytes * 4,
         .connection_timeout_s = 300,
         .cluster = 1,
+        .tls = m->cluster_tls,
     };
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = MASTER_TAG_CLUSTER};
 

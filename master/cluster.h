@@ -3,8 +3,10 @@
  * between masters, partitions handed over, and configure/delete requests
  * from this node's workers and from peers.
  *
- * Every request must carry the cluster secret (X-Mayfly-Secret); one that
- * does not is answered 401 and changes nothing.  The router calls down
+ * Every request must be signed with the cluster secret (http/sign.h), its
+ * nonce not seen before; one that is not is answered 401 and changes
+ * nothing.  With cluster_tls_* the port speaks HTTPS and wants a client
+ * certificate signed by the cluster's CA.  The router calls down
  * into the handlers (raft_node.c, membership.c, configure.c, handover.c),
  * which never call back into it; the calls to peers are
  * cluster_client.c's.

@@ -23,12 +23,15 @@ static struct http_client *cli;
 static master_cluster_client_serving_fn *says_serving;
 
 int
-master_cluster_client_start(int ep, master_cluster_client_serving_fn *serving)
+master_cluster_client_start(int ep, master_cluster_client_serving_fn *serving,
+                            const struct http_client_peers *peers)
 {
     says_serving = serving;
     http_client_global_init();
     cli = http_client_new(ep, MASTER_TAG_CLIENT);
-    return cli ? 0 : -ENOMEM;
+    if (cli == NULL || http_client_set_peers(cli, peers) != 0)
+        return -ENOMEM;
+    return 0;
 }
 
 void
@@ -51,21 +54,13 @@ master_cluster_client_timeout_ms(void)
     return cli ? http_client_timeout_ms(cli) : -1;
 }
 
-/* url - "http://addr/path" for a peer. */
-static void
-url(char *buf, size_t len, const char *addr, const char *path)
-{
-    snprintf(buf, len, "http://%s%s", addr, path);
-}
-
 void
 master_cluster_client_post(struct master *m, const char *addr, const char *path,
                            const void *body, size_t len, uint64_t timeout_ms,
                            http_client_done_fn *done, void *arg)
 {
-    char u[512], sec[256], node[128], client[CONFIG_ADDR_MAX + 32], inc[64];
+    char node[128], client[CONFIG_ADDR_MAX + 32], inc[64];
     const char *headers[] = {
-        sec,
         node,
         client,
         inc,
@@ -76,7 +71,9 @@ master_cluster_client_post(struct master *m, const char *addr, const char *path,
         "Content-Type: application/json"};
     struct http_client_req r = {
         .method = "POST",
-        .url = u,
+        .port = HTTP_CLIENT_CLUSTER,
+        .addr = addr,
+        .target = path,
         .headers = headers,
         .nheaders = sizeof(headers) / sizeof(headers[0]),
         .body = body,
@@ -84,8 +81,6 @@ master_cluster_client_post(struct master *m, const char *addr, const char *path,
         .timeout_ms = (unsigned)(timeout_ms ? timeout_ms : 1),
     };
 
-    url(u, sizeof(u), addr, path);
-    snprintf(sec, sizeof(sec), CLUSTER_SECRET_HEADER ": %s", m->ws.secret);
     snprintf(node, sizeof(node), CLUSTER_NODE_HEADER ": %s", m->cfg.node_id);
     snprintf(client, sizeof(client), CLUSTER_CLIENT_HEADER ": %s",
              m->cfg.advertise);

@@ -3,8 +3,9 @@
  * messages, configure/delete requests passed to the leader, partitions
  * shipped to their new owner.
  *
- * One libcurl multi client inside the master's epoll.  Every call carries
- * the cluster secret and says who sends it: node id, client address,
+ * One libcurl multi client inside the master's epoll.  Every call is
+ * signed with the cluster secret (http/sign.h; over HTTPS with
+ * cluster_tls_*) and says who sends it: node id, client address,
  * incarnation and state.  The modules that send call down into this one;
  * it calls none of them (what state to say comes through the function
  * given at start).  Master only, single-threaded.
@@ -16,14 +17,14 @@
 #include <stdint.h>
 
 #include "http/client.h"
+#include "http/node_call.h"
 
 struct master;
 struct raft_msg;
 
-/* The header node-to-node and worker-to-master calls authenticate with. */
-#define CLUSTER_SECRET_HEADER "X-Mayfly-Secret"
-#define CLUSTER_NODE_HEADER   "X-Mayfly-Node"
-#define CLUSTER_FWD_HEADER    "X-Mayfly-Forwarded"
+/* Who sends a call; every call is signed (http/sign.h). */
+#define CLUSTER_NODE_HEADER "X-Mayfly-Node"
+#define CLUSTER_FWD_HEADER  HTTP_NODE_FORWARDED
 /* The sender's client address (advertise), on every master-to-master call:
  * workers call a peer's client port there (depth?scope=cluster). */
 #define CLUSTER_CLIENT_HEADER "X-Mayfly-Client"
@@ -41,10 +42,12 @@ struct raft_msg;
  * while it runs (it says leaving once it no longer does). */
 typedef int master_cluster_client_serving_fn(const struct master *m);
 
-/* master_cluster_client_start - make the client inside epoll ep; every
- * call says the state serving(m) gives.  0 or -ENOMEM. */
+/* master_cluster_client_start - make the client inside epoll ep, calling
+ * peers as peers says; every call says the state serving(m) gives.  0 or
+ * -ENOMEM. */
 int master_cluster_client_start(int ep,
-                                master_cluster_client_serving_fn *serving);
+                                master_cluster_client_serving_fn *serving,
+                                const struct http_client_peers *peers);
 
 /* master_cluster_client_event - an epoll event for one of the client's
  * descriptors (tag MASTER_TAG_CLIENT and above). */
@@ -59,7 +62,7 @@ int master_cluster_client_timeout_ms(void);
 
 /*
  * master_cluster_client_post - POST body (kept by the caller until done)
- * to addr's cluster port at path, with the secret, our node id and
+ * to addr's cluster port at path, signed, with our node id and
  * X-Mayfly-Forwarded; done(arg, resp) runs once (resp->err != 0 when no
  * answer came within timeout_ms), unless the caller cancels.
  */

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http/tls.h"
 #include "shm/log.h"
 
 enum config_type {
@@ -85,6 +86,12 @@ static const struct config_key config_keys[] = {
     CONFIG_KEY(cluster_secret_file, CONFIG_PATH, 0, 0, 0),
     CONFIG_KEY(auth_file, CONFIG_PATH, 0, 0, 0),
     CONFIG_KEY(metrics_auth, CONFIG_SWITCH, 0, 0, 0),
+    /* TLS: the paths need a restart, their contents are read on HUP */
+    CONFIG_KEY(tls_cert_file, CONFIG_PATH, 0, 0, 0),
+    CONFIG_KEY(tls_key_file, CONFIG_PATH, 0, 0, 0),
+    CONFIG_KEY(cluster_tls_cert_file, CONFIG_PATH, 0, 0, 0),
+    CONFIG_KEY(cluster_tls_key_file, CONFIG_PATH, 0, 0, 0),
+    CONFIG_KEY(cluster_tls_ca_file, CONFIG_PATH, 0, 0, 0),
 };
 #define CONFIG_NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
@@ -636,6 +643,57 @@ config_same_socket(const char *a, const char *b)
 }
 
 /*
+ * config_check_tls - the TLS keys together: the client port's pair given
+ * whole or not at all, the cluster port's three likewise, and every file
+ * loaded as the start loads it (http_tls_load: readable PEM, the key the
+ * certificate's, the CA usable).
+ */
+static int
+config_check_tls(const struct config *c, char *err, size_t errlen)
+{
+    int client = !!c->tls_cert_file[0] + !!c->tls_key_file[0];
+    int cluster = !!c->cluster_tls_cert_file[0] + !!c->cluster_tls_key_file[0] +
+                  !!c->cluster_tls_ca_file[0];
+
+    if (client == 1)
+        return config_fail(err, errlen,
+                           "tls_cert_file and tls_key_file go together: set "
+                           "both (HTTPS on the client port) or neither");
+    if (cluster != 0 && cluster != 3)
+        return config_fail(err, errlen,
+                           "cluster_tls_cert_file, cluster_tls_key_file and "
+                           "cluster_tls_ca_file go together: set all three "
+                           "(HTTPS between nodes) or none");
+    if (client == 2 && http_tls_check("tls", c->tls_cert_file, c->tls_key_file,
+                                      NULL, err, errlen) != 0)
+        return -1;
+    if (cluster == 3 &&
+        http_tls_check("cluster_tls", c->cluster_tls_cert_file,
+                       c->cluster_tls_key_file, c->cluster_tls_ca_file, err,
+                       errlen) != 0)
+        return -1;
+    return 0;
+}
+
+/* config_tls_paths - with -d, the TLS files' paths made absolute. */
+static int
+config_tls_paths(struct config *c, char *err, size_t errlen)
+{
+    static const char *const keys[] = {
+        "tls_cert_file",        "tls_key_file",        "cluster_tls_cert_file",
+        "cluster_tls_key_file", "cluster_tls_ca_file",
+    };
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        const struct config_key *k = config_find(keys[i]);
+        if (config_absolute((char *)c + k->off, k->size, k->name, err,
+                            errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/*
  * config_check_node - what the start would refuse once the keys are read
  * together, so that -t refuses it as well: peers without a
  * cluster_secret_file, a secret file that cannot be read or holds no
@@ -664,7 +722,7 @@ config_check_node(const struct config *c, char *err, size_t errlen)
                            "listen %s and cluster_listen %s are one socket: "
                            "the client and cluster ports must differ",
                            c->listen, c->cluster_listen);
-    return 0;
+    return config_check_tls(c, err, errlen);
 }
 
 /*
@@ -692,6 +750,8 @@ config_daemon_paths(struct config *c, char *err, size_t errlen)
         return -1;
     if (config_absolute(c->auth_file, sizeof(c->auth_file), "auth_file", err,
                         errlen) != 0)
+        return -1;
+    if (config_tls_paths(c, err, errlen) != 0)
         return -1;
     return config_absolute(c->cluster_secret_file,
                            sizeof(c->cluster_secret_file),

@@ -48,6 +48,12 @@ struct config {
     char cluster_secret_file[CONFIG_PATH_MAX];
     char auth_file[CONFIG_PATH_MAX]; /* "": no client authentication */
     char metrics_auth[4];            /* "on": /metrics wants a token */
+    /* TLS (SPEC §10): PEM files, read at start and -t, again on HUP */
+    char tls_cert_file[CONFIG_PATH_MAX]; /* with tls_key_file: HTTPS */
+    char tls_key_file[CONFIG_PATH_MAX];
+    char cluster_tls_cert_file[CONFIG_PATH_MAX]; /* all three, or none */
+    char cluster_tls_key_file[CONFIG_PATH_MAX];
+    char cluster_tls_ca_file[CONFIG_PATH_MAX];
     /* command line only */
     char config_file[CONFIG_PATH_MAX]; /* -c */
     int daemonize;                     /* -d */
@@ -76,7 +82,8 @@ void config_defaults(struct config *c);
  * data_dir/mayflyd.pid.  The -c path is always made absolute, for SIGHUP.
  * Last, what the start would refuse of the keys together: peers without a
  * cluster_secret_file, a secret file config_read_secret() refuses, listen
- * and cluster_listen on one socket (so -t refuses them too).
+ * and cluster_listen on one socket, TLS files given in part or that
+ * http_tls_load() refuses (so -t refuses them too).
  * Returns 0, or -1 with a sentence naming the key and its source in err:
  * "/etc/mayfly/mayfly.conf:12: unknown key 'x'",
  * "environment MAYFLY_WORKERS: workers: invalid value 'x': expected ...",

@@ -73,6 +73,7 @@ master_drain_port_start(struct master *m, int ep)
         .max_body_bytes = m->cfg.max_body_bytes,
         .connection_timeout_s = DRAIN_PORT_TIMEOUT_S,
         .discard_bodies = 1,
+        .tls = m->ws.tls, /* the client port's */
     };
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = MASTER_TAG_DRAIN};
 

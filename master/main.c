@@ -11,7 +11,8 @@
  * in-flight requests, exit; meanwhile the master answers new connections on
  * the client port 503 draining (drain_port.c); then the master hands over
  * partitions and raft leadership and exits 0), QUIT stops at once,
- * HUP reopens logs and re-reads the settings that can change at run time,
+ * HUP reopens logs, re-reads the settings that can change at run time and
+ * the TLS certificates,
  * USR1 reopens logs only (logrotate), CHLD reaps and replaces dead workers.
  */
 #include <sys/epoll.h>
@@ -39,12 +40,14 @@
 #include "master/listen.h"
 #include "master/master.h"
 #include "master/membership.h"
+#include "master/tls.h"
 #include "master/view.h"
 #include "shm/arena.h"
 #include "shm/catalog.h"
 #include "shm/check.h"
 #include "shm/log.h"
 #include "shm/maintain.h"
+#include "shm/nonce.h"
 #include "shm/stats.h"
 #include "shm/status.h"
 #include "shm/tenants.h"
@@ -307,6 +310,7 @@ start_node(struct master *m, int ep)
     cfd = listen_or_die("cluster_listen", m->cfg.cluster_listen);
     if (master_cluster_secret(m) != 0)
         exit(1);
+    master_tls_load(m);
     rc = shm_segment_create(&p, &m->seg);
     if (rc != 0)
         log_fatal(-rc, "cannot create the shared segment (max_bytes=%llu)",
@@ -314,6 +318,9 @@ start_node(struct master *m, int ep)
     m->seg.status = shm_status_create();
     if (m->seg.status == NULL)
         log_fatal(errno, "cannot map the status page");
+    m->seg.nonces = shm_nonces_create();
+    if (m->seg.nonces == NULL)
+        log_fatal(errno, "cannot map the table of nonces");
     rc = shm_catalog_create(&m->seg.catalog, SHM_CATALOG_DEFAULT_BYTES);
     if (rc != 0)
         log_fatal(-rc, "cannot create the catalog");
@@ -350,7 +357,7 @@ start_node(struct master *m, int ep)
     if (master_membership_start(m) != 0 ||
         master_raft_open(m, shm_now_ms()) != 0 ||
         master_cluster_start(m, ep, cfd) != 0 ||
-        master_cluster_client_start(ep, master_view_serving) != 0)
+        master_cluster_client_start(ep, master_view_serving, &m->ws.peers) != 0)
         log_fatal(0, "cannot start the consensus log and cluster port");
     daemon_ready();
     master_view_start(m, shm_now_ms());
@@ -404,6 +411,7 @@ reload(struct master *m)
         master_membership_publish(m);
     }
     reload_tokens(m);
+    master_tls_reload(m);
     master_signal_workers(m, SIGHUP);
 }
 
@@ -681,6 +689,7 @@ main(int argc, char **argv)
     master_cluster_client_stop();
     master_handover_stop();
     master_raft_close(&m);
+    master_tls_free(&m);
     shm_segment_destroy(&m.seg);
     log_info(0, "stopped");
     return 0;

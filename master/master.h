@@ -31,6 +31,7 @@
 #define MASTER_TAG_CLIENT  (1ull << 32)
 
 struct http_server;
+struct http_tls;
 
 enum master_state { MASTER_RUNNING, MASTER_DRAINING, MASTER_STOPPING };
 
@@ -66,6 +67,8 @@ struct master {
     struct master_raft raft;
     struct http_server *cluster_srv; /* the cluster port */
     struct http_server *drain_srv;   /* the client port during a drain */
+    struct http_tls *cluster_tls;    /* the cluster port's certificate, or
+                                        NULL (the client port's: ws.tls) */
 };
 
 /* master_spawn - fork worker slot; the child never returns.  0 or -errno. */

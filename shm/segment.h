@@ -73,11 +73,12 @@ struct shm_seg {
     int wake_fd[SHM_MAX_WORKERS]; /* eventfd per worker slot, made by master */
     /* Mappings of their own, made by the master before forking (NULL until
      * then): the node status page, the declared-queue catalog and the
-     * tenants' counters. */
+     * tenants' counters, the nonces of the signed calls taken. */
     struct shm_status *status;
     struct shm_catalog *catalog;
     struct shm_tenants *tenants; /* per-tenant counters (tenants.h); NULL:
                                     no auth_file, nothing counted */
+    struct shm_nonces *nonces;   /* signed calls taken (nonce.h) */
 };
 
 /*

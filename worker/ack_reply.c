@@ -225,8 +225,10 @@ ack_reply_send(struct worker *w, struct http_request *req,
     http_request_suspend(req);
     for (uint32_t i = 0; i < o->n; i++) {
         struct reply_hop *h = &o->hops[i];
-        char *url = NULL;
         struct http_client_req r = {.method = "POST",
+                                    .port = HTTP_CLIENT_PEER,
+                                    .addr = h->addr,
+                                    .target = "/api/v1/ephemeral/push",
                                     .headers = headers,
                                     .nheaders = authz ? 3 : 2,
                                     .body = h->body.data,
@@ -237,14 +239,10 @@ ack_reply_send(struct worker *w, struct http_request *req,
         extra[h->index] =
             NOT_REPLIED "\"the requester's node cannot be reached\"";
         if (h->addr[0] != '\0' &&
-            asprintf(&url, "http://%s/api/v1/ephemeral/push", h->addr) >= 0) {
-            r.url = url;
-            if (http_client_request(w->client, &r, hop_answered, h) == 0) {
-                h->pending = 1;
-                o->waiting++;
-            }
+            http_client_request(w->client, &r, hop_answered, h) == 0) {
+            h->pending = 1;
+            o->waiting++;
         }
-        free(url);
     }
     free(authz);
     if (--o->waiting == 0)

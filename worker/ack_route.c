@@ -237,9 +237,11 @@ ack_route_fan(struct worker *w, struct http_request *req,
     hold->taken = 1;
     http_request_on_done(req, fan_done, f);
     for (int k = 0; k < rt->n; k++) {
-        char *url = NULL;
         struct http_client_req r = {
             .method = "POST",
+            .port = HTTP_CLIENT_PEER,
+            .addr = rt->m[k].addr,
+            .target = http_request_uri(req),
             .headers = headers,
             .nheaders = authz ? 3 : 2,
             .body = body,
@@ -248,18 +250,13 @@ ack_route_fan(struct worker *w, struct http_request *req,
         };
 
         f->peer[k] = (struct fan_peer){f, k, 0};
-        if (asprintf(&url, "http://%s%s", rt->m[k].addr,
-                     http_request_uri(req)) < 0)
-            url = NULL;
-        r.url = url;
-        if (url != NULL && http_client_request(w->client, &r, peer_answered,
-                                               &f->peer[k]) == 0) {
+        if (http_client_request(w->client, &r, peer_answered, &f->peer[k]) ==
+            0) {
             f->peer[k].pending = 1;
             f->waiting++;
         } else {
             snprintf(f->failed, sizeof(f->failed), "%s", rt->m[k].id);
         }
-        free(url);
     }
     free(authz); /* the client copied it */
     if (f->waiting > 0) {

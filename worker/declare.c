@@ -3,8 +3,8 @@
  * DELETE /api/v1/ephemeral/queue/{q}: both go through the raft log, which
  * this node's master runs (master/configure.c answers them there).
  *
- * The worker passes the request to its master's cluster port (with the
- * cluster secret) and relays the answer as it is: the master answers once
+ * The worker passes the request to its master's cluster port (signed with
+ * the cluster secret, http/sign.h) and relays the answer as it is: the master answers once
  * the entry has committed and been applied on this node, or 503 no_leader /
  * timeout.  The request stays suspended meanwhile.
  */
@@ -89,13 +89,14 @@ to_master(struct worker *w, struct http_request *req, const char *path,
     struct relay *x = calloc(1, sizeof(*x));
     size_t len;
     const char *body = http_request_body(req, &len);
-    char url[512], sec[256 + sizeof(w->set.secret)];
-    const char *headers[] = {sec, "Content-Type: application/json"};
+    const char *headers[] = {"Content-Type: application/json"};
     struct http_client_req r = {
         .method = "POST",
-        .url = url,
+        .port = HTTP_CLIENT_CLUSTER,
+        .addr = w->set.cluster_addr,
+        .target = path,
         .headers = headers,
-        .nheaders = 2,
+        .nheaders = 1,
         .body = body,
         .body_len = len,
         .timeout_ms = MASTER_TIMEOUT_MS,
@@ -114,8 +115,6 @@ to_master(struct worker *w, struct http_request *req, const char *path,
         r.body = x->body.data;
         r.body_len = x->body.len;
     }
-    snprintf(url, sizeof(url), "http://%s%s", w->set.cluster_addr, path);
-    snprintf(sec, sizeof(sec), "X-Mayfly-Secret: %s", w->set.secret);
     http_request_suspend(req);
     if (http_client_request(w->client, &r, relayed, x) != 0) {
         struct http_client_resp fail = {.err = -EIO, .error = "no request"};

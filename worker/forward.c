@@ -233,7 +233,7 @@ start(struct worker *w, struct http_request *req, const char *id,
 {
     const char *own = own_addr(w);
     const char *uri = http_request_uri(req);
-    char *url = NULL, *authz = NULL;
+    char *authz = NULL;
     const char *headers[3] = {FORWARD_HEADER ": 1",
                               "Content-Type: application/json"};
     struct forward *f = calloc(1, sizeof(*f) + queue.len);
@@ -247,6 +247,9 @@ start(struct worker *w, struct http_request *req, const char *id,
     const char *body = http_request_body(req, &len);
     struct http_client_req r = {
         .method = http_request_method(req),
+        .port = HTTP_CLIENT_PEER,
+        .addr = addr,
+        .target = uri,
         .headers = headers,
         .nheaders = 2,
         .body = body,
@@ -255,12 +258,9 @@ start(struct worker *w, struct http_request *req, const char *id,
         .connect_timeout_ms = FORWARD_MS,
     };
 
-    if (asprintf(&url, "http://%s%s", addr, uri) < 0)
-        url = NULL;
-    if (f == NULL || url == NULL || worker_auth_header(req, &authz) != 0 ||
+    if (f == NULL || worker_auth_header(req, &authz) != 0 ||
         worker_addr_unusable(addr, own)) {
         free(f);
-        free(url);
         free(authz);
         shm_count(w->seg, w->set.slot, SHM_C_FORWARD_FAILED, 1);
         http_reply_error(req, 503, "ephemeral_forward_failed",
@@ -271,7 +271,6 @@ start(struct worker *w, struct http_request *req, const char *id,
     }
     if (authz != NULL)
         headers[r.nheaders++] = authz; /* credentials go with the request */
-    r.url = url;
     f->w = w;
     f->req = req;
     snprintf(f->owner, sizeof(f->owner), "%s", id);
@@ -286,8 +285,7 @@ start(struct worker *w, struct http_request *req, const char *id,
         if (wait_ms > 0)
             watch(f);
     }
-    free(url); /* the client copied them */
-    free(authz);
+    free(authz); /* the client copied it */
 }
 
 /* worker_forward_to - see forward.h. */

@@ -3,8 +3,8 @@
  *
  * Every node computes the owner of a (queue, partition) from the members
  * the master publishes (shm/owner.h).  A request for a partition another
- * node owns is sent there once, on the owner's client port, marked
- * X-Mayfly-Forwarded; the client's connection waits, suspended, and gets
+ * node owns is sent there once, on the owner's client port, signed
+ * (http/sign.h) and marked X-Mayfly-Forwarded; the client's connection waits, suspended, and gets
  * the owner's answer as it came (status, body, Retry-After).  A forwarded
  * request that reaches a node which does not own the partition either is
  * answered 503 owner_moved: never a second hop.
@@ -12,6 +12,7 @@
 #ifndef MAYFLY_WORKER_FORWARD_H
 #define MAYFLY_WORKER_FORWARD_H
 
+#include "http/node_call.h"
 #include "shm/broker.h"
 
 struct worker;
@@ -22,7 +23,7 @@ struct forward;
 #define FORWARD_MS 5000
 
 /* The header that marks a forwarded request. */
-#define FORWARD_HEADER "X-Mayfly-Forwarded"
+#define FORWARD_HEADER HTTP_NODE_FORWARDED
 
 /*
  * worker_route - where (queue, part) is served.  1: here (the caller goes

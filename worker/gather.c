@@ -69,14 +69,14 @@ ask(struct gather *g, const struct shm_member *mb, const char *own,
     const char *path_query)
 {
     struct gather_peer *p = &g->peer[g->npeers++];
-    size_t cap = sizeof("http://") + strlen(mb->addr) + strlen(path_query);
-    char *url = malloc(cap);
     char *authz = NULL;
     const char *headers[] = {FORWARD_HEADER ": 1",
                              "Content-Type: application/json", NULL};
     struct http_client_req r = {
         .method = "GET",
-        .url = url,
+        .port = HTTP_CLIENT_PEER,
+        .addr = mb->addr,
+        .target = path_query,
         .timeout_ms = GATHER_TIMEOUT_MS,
         .max_body = g->max_body,
     };
@@ -95,14 +95,12 @@ ask(struct gather *g, const struct shm_member *mb, const char *own,
     }
     p->g = g;
     snprintf(p->id, sizeof(p->id), "%s", mb->id);
-    if (url == NULL || worker_addr_unusable(mb->addr, own) ||
-        snprintf(url, cap, "http://%s%s", mb->addr, path_query) < 0 ||
+    if (worker_addr_unusable(mb->addr, own) ||
         http_client_request(g->w->client, &r, peer_answered, p) != 0)
         g->missing[g->nmissing++] = p->id;
     else
         g->waiting++;
-    free(url); /* the client copied it */
-    free(authz);
+    free(authz); /* the client copied it */
 }
 
 /* start - gather_start() and gather_start_same(). */

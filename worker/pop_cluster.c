@@ -94,9 +94,11 @@ send_pop(struct pop_cluster *pc, struct pc_peer *p, int watch,
      * FORWARD_MS, within which a draining worker still answers it */
     unsigned pass = left < FORWARD_MS ? left : FORWARD_MS;
     const char *headers[3] = {FORWARD_HEADER ": 1", pc->authz};
-    char *url = NULL;
+    char *target = NULL;
     struct http_client_req r = {
         .method = "GET",
+        .port = HTTP_CLIENT_PEER,
+        .addr = p->addr,
         .headers = headers,
         .nheaders = pc->authz ? 2 : 1,
         .timeout_ms = watch ? left + FORWARD_MS
@@ -107,13 +109,13 @@ send_pop(struct pop_cluster *pc, struct pc_peer *p, int watch,
     r.connect_timeout_ms = watch ? FORWARD_MS : r.timeout_ms;
 
     if (worker_addr_unusable(p->addr, pc->w->owners.self_addr) ||
-        asprintf(&url, "http://%s/api/v1/ephemeral/pop?%s&wait=%s&timeout=%u%s",
-                 p->addr, pc->query, watch ? "true" : "false", left,
+        asprintf(&target, "/api/v1/ephemeral/pop?%s&wait=%s&timeout=%u%s",
+                 pc->query, watch ? "true" : "false", left,
                  watch ? "&watch=true" : "") < 0)
         return -1;
-    r.url = url;
+    r.target = target;
     rc = http_client_request(pc->w->client, &r, done, p) == 0 ? 0 : -1;
-    free(url);
+    free(target);
     return rc;
 }
 

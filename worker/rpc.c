@@ -18,7 +18,8 @@
  * In a cluster the inbox is always minted here, on the node that holds the
  * requester's connection; a partition another node owns gets only the
  * request's store from there: one forward of the request with "replyTo"
- * (a member only nodes may send, marked X-Mayfly-Forwarded), answered 201
+ * (a member only nodes may send: a signed call, marked X-Mayfly-Forwarded,
+ * http/node_call.h), answered 201
  * {"id"} at once, bounded by the request's timeout.  The wait stays here,
  * and so does the withdrawal's decision: a request that ends without a
  * reply is withdrawn at its owner by a forwarded call with
@@ -55,7 +56,7 @@
 
 #define DEFAULT_TIMEOUT_MS 5000
 #define INBOX_MAX          (AUTH_TENANT_MAX + 1 + SHM_INBOX_PREFIX_LEN + 64 + 64)
-#define WITHDRAW_HEADER    "X-Mayfly-Withdraw"
+#define WITHDRAW_HEADER    HTTP_NODE_WITHDRAW
 
 /* One request waiting for its reply. */
 struct rpc_call {
@@ -172,7 +173,7 @@ withdraw_at_owner(struct rpc_call *c)
 {
     struct worker *w = c->w;
     struct http_buf b = {0};
-    char *url = NULL, *hdr = NULL, *authz = NULL;
+    char *hdr = NULL, *authz = NULL;
     const char *headers[4] = {FORWARD_HEADER ": 1",
                               "Content-Type: application/json"};
 
@@ -183,25 +184,24 @@ withdraw_at_owner(struct rpc_call *c)
     http_buf_append_json_str(&b, c->part.ptr, c->part.len);
     http_buf_append_str(&b, ",\"payload\":null}");
     struct http_client_req r = {.method = "POST",
+                                .port = HTTP_CLIENT_PEER,
+                                .addr = c->owner_addr,
+                                .target = "/api/v1/ephemeral/request",
                                 .headers = headers,
                                 .nheaders = 3,
                                 .body = b.data,
                                 .body_len = b.len,
                                 .timeout_ms = FORWARD_MS};
     if (b.data != NULL && !b.oom &&
-        asprintf(&url, "http://%s/api/v1/ephemeral/request", c->owner_addr) >=
-            0 &&
         asprintf(&hdr, WITHDRAW_HEADER ": %s", c->id) >= 0 &&
         worker_auth_header(c->req, &authz) == 0) {
         headers[2] = hdr;
         if (authz != NULL) /* the owner checks the caller again */
             headers[r.nheaders++] = authz;
-        r.url = url;
         if (http_client_request(w->client, &r, withdrawn, b.data) == 0)
             b.data = NULL; /* freed by withdrawn */
     }
     free(b.data);
-    free(url);
     free(hdr);
     free(authz);
 }
@@ -427,7 +427,7 @@ store_at_owner(struct rpc_call *c, const struct http_rpc *p)
 {
     struct worker *w = c->w;
     struct http_buf *b = &c->body;
-    char *url = NULL, *authz = NULL;
+    char *authz = NULL;
     const char *headers[3] = {FORWARD_HEADER ": 1",
                               "Content-Type: application/json"};
     int m = shm_owner_pick(&w->owners, c->queue, c->part), rc = -EHOSTUNREACH;
@@ -450,6 +450,9 @@ store_at_owner(struct rpc_call *c, const struct http_rpc *p)
     http_buf_append_str(b, "}");
     struct http_client_req r = {
         .method = "POST",
+        .port = HTTP_CLIENT_PEER,
+        .addr = c->owner_addr,
+        .target = "/api/v1/ephemeral/request",
         .headers = headers,
         .nheaders = 2,
         .body = b->data,
@@ -460,16 +463,12 @@ store_at_owner(struct rpc_call *c, const struct http_rpc *p)
                       : c->timeout_ms < FORWARD_MS ? c->timeout_ms
                                                    : FORWARD_MS,
     };
-    if (asprintf(&url, "http://%s/api/v1/ephemeral/request", c->owner_addr) < 0)
-        url = NULL;
     rc = -ENOMEM;
-    if (!b->oom && url != NULL && worker_auth_header(c->req, &authz) == 0) {
+    if (!b->oom && worker_auth_header(c->req, &authz) == 0) {
         if (authz != NULL)
             headers[r.nheaders++] = authz;
-        r.url = url;
         rc = http_client_request(w->client, &r, stored, c);
     }
-    free(url);
     free(authz);
     if (rc != 0)
         return rc;

@@ -30,9 +30,11 @@
 #include <unistd.h>
 
 #include "http/client.h"
+#include "http/node_call.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "http/server.h"
+#include "http/tls.h"
 #include "shm/arena.h"
 #include "shm/log.h"
 #include "shm/region.h"
@@ -80,6 +82,10 @@ dispatch(void *ctx, struct http_request *req)
     struct worker *w = ctx;
     enum http_route r = http_request_route(req);
 
+    /* A node's call is signed; a client may not pass for one. */
+    if (http_node_call(req, w->set.secret, w->seg, w->seg->nonces) ==
+        HTTP_CALL_REFUSED)
+        return;
     /* Draining: what still arrives on open connections goes elsewhere.  The
      * master's flag counts too: /health says draining from the moment it is
      * set, before this worker has read its own SIGTERM. */
@@ -174,6 +180,7 @@ setup(struct worker *w)
         .max_connections = w->set.max_connections,
         .max_body_bytes = w->set.max_body_bytes,
         .connection_timeout_s = 300,
+        .tls = w->set.tls,
         .on_refused = count_refused,
     };
 
@@ -205,7 +212,7 @@ setup(struct worker *w)
     /* curl_global_init after the fork, as libcurl asks. */
     http_client_global_init();
     w->client = http_client_new(w->ep, TAG_CLIENT);
-    if (w->client == NULL)
+    if (w->client == NULL || http_client_set_peers(w->client, &w->set.peers))
         log_fatal(ENOMEM, "cannot start the HTTP client");
 }
 
@@ -230,9 +237,20 @@ on_wake(struct worker *w)
     }
 }
 
-/* on_signal - TERM/INT start the drain, HUP reopens the log and takes the
- * log level the master published and re-reads the auth file (SPEC §10),
- * USR1 reopens the log only. */
+/* reload_tls - HUP: the client port's certificate and key read again;
+ * the handshakes from now on present them (tls.h). */
+static void
+reload_tls(struct worker *w)
+{
+    char err[512];
+
+    if (w->set.tls != NULL && http_tls_reload(w->set.tls, err, sizeof(err)))
+        log_error(0, "reload: %s; keeping the running certificate", err);
+}
+
+/* on_signal - TERM/INT start the drain, HUP reopens the log, takes the
+ * log level the master published, re-reads the auth file (SPEC §10) and
+ * reads the certificate again, USR1 reopens the log only. */
 static void
 on_signal(struct worker *w, uint64_t now)
 {
@@ -250,6 +268,7 @@ on_signal(struct worker *w, uint64_t now)
                     worker_pop_revoked(w);
                     worker_forward_revoked(w);
                 }
+                reload_tls(w);
             }
             if ((rc = log_reopen()) != 0)
                 log_error(-rc, "cannot reopen the log");

@@ -7,7 +7,8 @@
  * descriptors in it); it serves client HTTP in one epoll loop until SIGTERM
  * (drain: stop accepting, answer parked pops, finish in-flight requests,
  * exit 0) or until the master dies (PR_SET_PDEATHSIG).  SIGHUP reopens the
- * log and takes the published log level, SIGUSR1 reopens the log.  Exit
+ * log, takes the published log level and reads the TLS certificate again,
+ * SIGUSR1 reopens the log.  Exit
  * status: 0 after a drain, 1 on a fatal error.
  */
 #ifndef MAYFLY_WORKER_WORKER_H
@@ -16,8 +17,11 @@
 #include <stdint.h>
 #include <stdnoreturn.h>
 
+#include "http/client.h"
+
 struct auth_table;
 struct http_buf;
+struct http_tls;
 struct shm_qopts;
 struct shm_seg;
 struct shm_status_view;
@@ -31,10 +35,15 @@ struct worker_settings {
     uint32_t responders_idle_ms; /* a request's no-responders (SPEC §9) */
     char node_id[65];
     char cluster_addr[256]; /* this node's master, for configure/delete */
-    char secret[129];       /* the cluster secret calls to it carry */
     char auth_file[1024];   /* "": no client authentication (SPEC §10) */
     int metrics_auth;       /* /metrics wants a token too */
     const struct auth_table *auth; /* the master's tokens, as forked */
+    char secret[129];       /* the cluster secret: signs calls (sign.h) */
+    struct http_client_peers peers; /* how calls to nodes go (strings in
+                                       the master's config, inherited) */
+    struct http_tls *tls; /* the client port's certificate (NULL: plain
+                               HTTP): the master's, inherited; each worker
+                               reads the files again on HUP */
 };
 
 /* worker_main - run a worker until it drains; never returns. */

@@ -47,7 +47,9 @@ struct bench_reply {
     struct redisReply *rr;
 };
 
-enum bench_proto { BENCH_HTTP, BENCH_RESP };
+/* BENCH_HTTPS: HTTP over TLS (GnuTLS, the server's certificate not
+ * verified: the bench's own node on loopback). */
+enum bench_proto { BENCH_HTTP, BENCH_RESP, BENCH_HTTPS };
 
 struct bench_conn;
 
@@ -71,6 +73,8 @@ struct bench_conn {
     struct bench_loop *loop;
     void *ud;
     void *reader;
+    void *tls;     /* gnutls_session_t of a BENCH_HTTPS connection */
+    int tls_again; /* a TLS send waits to be resumed (NULL, 0) */
     struct bench_buf out;
     struct bench_buf in;
     struct bench_buf chunk;
@@ -167,6 +171,8 @@ struct bench_opts {
     int rport;
     int nport;
     int okport;
+    int tport; /* the same mayflyd build with tls_cert_file, for the TLS
+                  rows (0: none) */
     pid_t mpid;
     long inboxes;
     int parked;

@@ -24,7 +24,7 @@ BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread -I. $(WARN) -O2 -g
 # build/release/libmayfly.a: the owner rule (shm/owner.c) for cluster.c
 BENCH_MAYFLY := build/release/libmayfly.a
 BENCH_LIBS    = $(BENCH_MAYFLY) -lxxhash -lhiredis -lnats \
-                $(shell pkg-config --libs libmicrohttpd 2>/dev/null) \
+                $(shell pkg-config --libs libmicrohttpd gnutls 2>/dev/null) \
                 -lpthread -lm
 
 $(BENCH_BIN): $(BENCH_SRC) ops/bench/bench.h ops/bench/bench.mk $(BENCH_MAYFLY)

@@ -437,6 +437,7 @@ usage(void)
             "       mayfly-bench run [--quick] [--mayfly PORT] [--mayfly-pid "
             "PID]\n"
             "                    [--redis PORT] [--nats PORT] [--ok PORT]\n"
+            "                    [--mayfly-tls PORT (the node with TLS)]\n"
             "                    [--json FILE] [--md FILE] [--only "
             "http,push,drain,rpc,rpc1,rpc32,wake,inboxes,parked]\n"
             "                    [--parked N (10000)] [--label TEXT] "
@@ -475,6 +476,8 @@ parse_run(int argc, char **argv)
             bench_opt.nport = atoi(v);
         else if (strcmp(a, "--ok") == 0)
             bench_opt.okport = atoi(v);
+        else if (strcmp(a, "--mayfly-tls") == 0)
+            bench_opt.tport = atoi(v);
         else if (strcmp(a, "--json") == 0)
             bench_opt.json = v;
         else if (strcmp(a, "--md") == 0)

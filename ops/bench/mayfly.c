@@ -356,9 +356,10 @@ push_reply(struct bench_conn *c, const struct bench_reply *r)
 
 static const struct bench_role role_push = {push_start, push_reply};
 
-/* Timed pushes to queue with conns connections; fills row. */
+/* Timed pushes to queue with conns connections, over TLS to the TLS node
+ * when tls is set; fills row. */
 static void
-push_timed(struct bench_row *row, const char *queue, int conns)
+push_timed(struct bench_row *row, const char *queue, int conns, int tls)
 {
     struct push_sc *sc = calloc(1, sizeof(*sc));
     struct bench_run *run = bench_run_new(bench_opt.threads);
@@ -373,8 +374,9 @@ push_timed(struct bench_row *row, const char *queue, int conns)
     bench_http_request(&sc->reset, "POST", "/api/v1/ephemeral/reset", body,
                        strlen(body));
     for (int i = 0; i < conns && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_push, sc) !=
-             NULL;
+        ok = bench_run_add(run, tls ? BENCH_HTTPS : BENCH_HTTP,
+                           tls ? bench_opt.tport : bench_opt.mport, &role_push,
+                           sc) != NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
     bench_row_from_run(row, run, bench_run_secs(run), "msg/s");
@@ -389,20 +391,25 @@ push_timed(struct bench_row *row, const char *queue, int conns)
     free(sc);
 }
 
-/* Scenario push: 16 connections, 100 x 256 B per request, 8 partitions. */
+/* Scenario push: 16 connections, 100 x 256 B per request, 8 partitions;
+ * with tls, the same to the node whose client port speaks HTTPS (its
+ * ratio: the plain row's rate over this one's). */
 static void
-mayfly_push(void)
+mayfly_push(int tls)
 {
     struct bench_row row = {0};
     char queue[40];
 
-    snprintf(queue, sizeof(queue), "push%d", run_tag);
-    snprintf(row.key, sizeof(row.key), "push");
+    snprintf(queue, sizeof(queue), "push%d%s", run_tag, tls ? "tls" : "");
+    snprintf(row.key, sizeof(row.key), tls ? "push-tls" : "push");
     snprintf(row.scenario, sizeof(row.scenario), "push");
     snprintf(row.system, sizeof(row.system), "mayfly");
     snprintf(row.variant, sizeof(row.variant),
-             "100 x 256 B per request, 8 partitions, 16 conns");
-    push_timed(&row, queue, 16);
+             "100 x 256 B per request, 8 partitions, 16 conns%s",
+             tls ? ", TLS" : "");
+    if (tls)
+        snprintf(row.ref, sizeof(row.ref), "push");
+    push_timed(&row, queue, 16, tls);
     bench_row_add(&row);
 }
 
@@ -888,30 +895,37 @@ rpc_floor(struct bench_row *row, double per_trip)
 
 /* Scenario rpc with nreq requesters and nresp responders, against mayfly
  * or, with floor set, against the floor server (floor.c) on the trivial
- * endpoint's port: the same requests, a server doing nothing else. */
+ * endpoint's port: the same requests, a server doing nothing else; or,
+ * with tls set, against the node whose client port speaks HTTPS. */
 static void
-mayfly_rpc(int nreq, int nresp, int floor)
+mayfly_rpc(int nreq, int nresp, int floor, int tls)
 {
     static int tag;
     struct bench_row row = {0};
     struct rpc_sc sc = {.tag = ++tag};
     struct bench_run *run = bench_run_new(bench_opt.threads);
-    int port = floor ? bench_opt.okport : bench_opt.mport;
+    int port = floor ? bench_opt.okport
+               : tls ? bench_opt.tport
+                     : bench_opt.mport;
+    enum bench_proto proto = tls ? BENCH_HTTPS : BENCH_HTTP;
     int ok = 1;
 
     snprintf(sc.queue, sizeof(sc.queue), "rpc%d-req-%d", run_tag, tag);
-    snprintf(row.key, sizeof(row.key), "rpc-%d%s", nreq, floor ? "-floor" : "");
+    snprintf(row.key, sizeof(row.key), "rpc-%d%s", nreq,
+             floor ? "-floor"
+             : tls ? "-tls"
+                   : "");
     snprintf(row.scenario, sizeof(row.scenario), "rpc");
     snprintf(row.system, sizeof(row.system), floor ? "floor" : "mayfly");
     snprintf(row.variant, sizeof(row.variant),
-             "%d requesters, %d responders, inbox per request%s", nreq, nresp,
-             bench_opt.pipeline ? ", pipelined" : "");
-    if (floor)
+             "%d requesters, %d responders, inbox per request%s%s", nreq, nresp,
+             bench_opt.pipeline ? ", pipelined" : "", tls ? ", TLS" : "");
+    if (floor || tls)
         snprintf(row.ref, sizeof(row.ref), "rpc-%d", nreq);
     for (int i = 0; i < nresp && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, port, &role_rpcs, &sc) != NULL;
+        ok = bench_run_add(run, proto, port, &role_rpcs, &sc) != NULL;
     for (int i = 0; i < nreq && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, port, &role_rpcq, &sc) != NULL;
+        ok = bench_run_add(run, proto, port, &role_rpcq, &sc) != NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
     bench_row_from_run(&row, run, bench_run_secs(run), "rt/s");
@@ -925,7 +939,7 @@ mayfly_rpc(int nreq, int nresp, int floor)
                  floor ? "libmicrohttpd doing only this; " : "", per_trip);
     bench_row_cost(&row, &run->sys_begin, &run->sys_end, bench_run_secs(run),
                    "round trip");
-    if (!floor)
+    if (!floor && !tls)
         rpc_floor(&row, per_trip);
     bench_row_add(&row);
     bench_run_free(run);
@@ -1399,7 +1413,7 @@ mayfly_parked(void)
     snprintf(prow.variant, sizeof(prow.variant),
              "push 100 x 256 B, 8 conns, while %d pops are parked", made);
     snprintf(queue, sizeof(queue), "parkpush%d", run_tag);
-    push_timed(&prow, queue, 8);
+    push_timed(&prow, queue, 8, 0);
     if (err[0] != '\0')
         snprintf(prow.note, sizeof(prow.note), "%s", err);
     else if (prow.ok)
@@ -1449,17 +1463,23 @@ bench_mayfly_all(void)
         bench_mayfly_http("http-mayfly", bench_opt.mport, "/health",
                           "mayfly /health");
     if (bench_want("push"))
-        mayfly_push();
+        mayfly_push(0);
+    if (bench_want("push") && bench_opt.tport > 0)
+        mayfly_push(1);
     if (bench_want("drain")) {
         mayfly_drain(0);
         mayfly_drain(1);
     }
     for (int floor = 0; floor <= (bench_opt.okport > 0); floor++) {
         if (bench_want("rpc") || bench_want("rpc1"))
-            mayfly_rpc(1, 1, floor);
+            mayfly_rpc(1, 1, floor, 0);
         if (bench_want("rpc") || bench_want("rpc32"))
-            mayfly_rpc(32, 8, floor);
+            mayfly_rpc(32, 8, floor, 0);
     }
+    if ((bench_want("rpc") || bench_want("rpc1")) && bench_opt.tport > 0)
+        mayfly_rpc(1, 1, 0, 1);
+    if ((bench_want("rpc") || bench_want("rpc32")) && bench_opt.tport > 0)
+        mayfly_rpc(32, 8, 0, 1);
     if (bench_want("rpc") || bench_want("rpc1"))
         mayfly_rpc_verb(1, 1);
     if (bench_want("rpc") || bench_want("rpc32"))

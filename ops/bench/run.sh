@@ -4,7 +4,8 @@
 # Starts the trivial libmicrohttpd endpoint (and the rpc floor server,
 # ops/bench/floor.c, in the same process), redis-server (no persistence),
 # nats-server and build/release/mayflyd (two workers, room for 10,000
-# parked pops), runs build/bench/mayfly-bench, and stops what it started.
+# parked pops), a second one with HTTPS on its client port (the TLS rows),
+# runs build/bench/mayfly-bench, and stops what it started.
 # QUICK=1 for the short run; ONLY=rpc,wake (say) for some scenarios;
 # UPDATE=1 also puts the new table into BENCHMARKS.md (between its
 # bench:begin and bench:end markers); PIPELINE=1 makes the rpc clients of
@@ -109,10 +110,27 @@ else
     echo "run.sh: $MAYFLYD is missing; mayfly rows will fail" >&2
 fi
 
-echo "run.sh: ok=$okp redis=$rp nats=$np mayfly=$mp (pid $mpid)" >&2
+# The same build with HTTPS on its client port, for the TLS rows beside the
+# plain ones (push-tls, rpc-N-tls): a self-signed certificate made here.
+tp=$($BIN free-port)
+tcp=$($BIN free-port)
+tls=""
+if [ -x "$MAYFLYD" ] && mkdir -p "$B/run/mayfly-tls" &&
+    openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
+        -addext subjectAltName=IP:127.0.0.1 -keyout "$B/run/tls.key" \
+        -out "$B/run/tls.pem" >/dev/null 2>&1; then
+    "$MAYFLYD" -o listen="127.0.0.1:$tp" -o cluster_listen="127.0.0.1:$tcp" \
+        -o workers=2 -o data_dir="$B/run/mayfly-tls" -o max_connections=30000 \
+        -o max_wait_ms=120000 -o tls_cert_file="$B/run/tls.pem" \
+        -o tls_key_file="$B/run/tls.key" 2>"$B/run/mayfly-tls.log" &
+    pids="$pids $!"
+    tls="--mayfly-tls $tp"
+fi
+
+echo "run.sh: ok=$okp redis=$rp nats=$np mayfly=$mp (pid $mpid) mayfly-tls=$tp" >&2
 rc=0
 # shellcheck disable=SC2086
-$BIN run $quick $only $pipeline --label "$label" --mayfly "$mp" --mayfly-pid "$mpid" --redis "$rp" \
+$BIN run $quick $only $pipeline $tls --label "$label" --mayfly "$mp" --mayfly-pid "$mpid" --redis "$rp" \
     --nats "$np" --ok "$okp" --json "$B/results.json" \
     --md "$B/results.md" || rc=$?
 if [ "$mpid" != 0 ] && ! kill -0 "$mpid" 2>/dev/null; then

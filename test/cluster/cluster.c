@@ -3,6 +3,7 @@
  */
 #include "test/cluster/cluster.h"
 
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -97,6 +98,25 @@ cl_start(struct cl *c, int i, const char *opts)
         }
         itest_sleep_ms(50);
     }
+}
+
+void
+cl_sign(const struct cl *c, const char *method, const char *path,
+        const char *body, struct http_sign_lines *out)
+{
+    static uint64_t sender, seq;
+    char secret[200] = "";
+    FILE *f = fopen(c->secret_file, "r");
+
+    cr_assert(f, "%s", c->secret_file);
+    cr_assert(fgets(secret, sizeof(secret), f));
+    fclose(f);
+    secret[strcspn(secret, "\r\n")] = '\0';
+    while (sender == 0)
+        cr_assert_eq(getrandom(&sender, sizeof(sender), 0),
+                     (ssize_t)sizeof(sender));
+    http_sign_lines(secret, sender, ++seq, method, path, body ? body : "",
+                    body ? strlen(body) : 0, out);
 }
 
 void

@@ -10,6 +10,7 @@
 #ifndef MAYFLY_TEST_CLUSTER_H
 #define MAYFLY_TEST_CLUSTER_H
 
+#include "http/sign.h"
 #include "test/integration/node.h"
 
 #define CL_NODES 3
@@ -59,6 +60,15 @@ int cl_owner(const char *queue, const char *part, unsigned live);
  * node o owns while all are live (so whenever o is: the highest score wins
  * any subset), into out; fails the test if none. */
 void cl_part_owned_by(const char *queue, int o, int max, char *out, size_t len);
+
+/*
+ * cl_sign - the signature lines a node sends with a call (http/sign.h):
+ * method, path (path and query as sent) and body (NULL: none) signed now
+ * with the cluster's secret, under a nonce of this test process never
+ * used before.
+ */
+void cl_sign(const struct cl *c, const char *method, const char *path,
+             const char *body, struct http_sign_lines *out);
 
 /* cl_start_all, cl_kill_all - every node, as cl_start and cl_kill do. */
 void cl_start_all(struct cl *c, const char *opts);

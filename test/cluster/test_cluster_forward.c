@@ -480,9 +480,22 @@ Test(cluster_forward, extend_through_a_node_that_does_not_own_it)
     }
 }
 
+/* fwd_req - method path body sent to node i as a node forwards it: signed
+ * (http/sign.h) and marked X-Mayfly-Forwarded. */
+static long
+fwd_req(int i, const char *method, const char *path, const char *body,
+        struct itest_resp *r)
+{
+    struct http_sign_lines l;
+
+    cl_sign(&c, method, path, body, &l);
+    const char *const h[] = {"X-Mayfly-Forwarded: 1", l.sig, l.time, l.nonce,
+                             NULL};
+    return itest_req_with(&c.node[i], method, path, body, h, r);
+}
+
 Test(cluster_forward, a_forwarded_request_to_a_non_owner_is_owner_moved)
 {
-    static const char *const fwd[] = {"X-Mayfly-Forwarded: 1", NULL};
     struct itest_resp r;
     char p[16], path[200];
     int o = 1, n = 0;
@@ -494,13 +507,13 @@ Test(cluster_forward, a_forwarded_request_to_a_non_owner_is_owner_moved)
              "\"%s\",\"messages\":[{\"payload\":1}]}",
              p);
 
-    itest_req_with(&c.node[n], "POST", "/api/v1/ephemeral/push", path, fwd, &r);
+    fwd_req(n, "POST", "/api/v1/ephemeral/push", path, &r);
     itest_assert_error(&r, 503, "owner_moved", NULL, "forwarded push");
     cr_expect(r.retry_after[0] != '\0', "no Retry-After: %s", r.body);
     itest_resp_free(&r);
     snprintf(path, sizeof(path),
              "/api/v1/ephemeral/pop?queue=fw-moved&partition=%s", p);
-    itest_req_with(&c.node[n], "GET", path, NULL, fwd, &r);
+    fwd_req(n, "GET", path, NULL, &r);
     itest_assert_error(&r, 503, "owner_moved", NULL, "forwarded pop");
     cr_expect(r.retry_after[0] != '\0', "no Retry-After: %s", r.body);
     itest_resp_free(&r);
@@ -518,9 +531,8 @@ Test(cluster_forward, a_forwarded_request_to_a_non_owner_is_owner_moved)
              "{\"queue\":\"fw-moved\",\"partition\":"
              "\"%s\",\"messages\":[{\"payload\":1}]}",
              p);
-    cr_assert_eq(itest_req_with(&c.node[o], "POST", "/api/v1/ephemeral/push",
-                                path, fwd, &r),
-                 201, "%s", r.body);
+    cr_assert_eq(fwd_req(o, "POST", "/api/v1/ephemeral/push", path, &r), 201,
+                 "%s", r.body);
     itest_resp_free(&r);
     cr_expect_eq(part_pending(o, "fw-moved", p), 1);
 }

@@ -160,6 +160,7 @@ itest_dir_prefix(pid_t runner, const char *suite, const char *test, char *out,
 }
 
 long itest_node_nofile;
+char itest_ca_file[512];
 
 /* In the child: become the server, or die trying. */
 static void
@@ -243,6 +244,14 @@ itest_spawn(const char *const *own, int nown, const char *opts, const char *log)
     return pid;
 }
 
+/* itest_opts_tls - whether opts give the client port a certificate. */
+static int
+itest_opts_tls(const char *opts)
+{
+    return opts != NULL && (strncmp(opts, "tls_cert_file=", 14) == 0 ||
+                            strstr(opts, " tls_cert_file=") != NULL);
+}
+
 /* Fork and exec one attempt; 0 once healthy, -EADDRINUSE to retry. */
 static int
 itest_node_try(struct itest_node *n, const char *opts)
@@ -254,7 +263,8 @@ itest_node_try(struct itest_node *n, const char *opts)
     n->port = itest_free_port();
     n->cluster_port = itest_free_port();
     cr_assert(n->port > 0 && n->cluster_port > 0 && n->port != n->cluster_port);
-    snprintf(n->base, sizeof(n->base), "http://127.0.0.1:%d", n->port);
+    snprintf(n->base, sizeof(n->base), "%s://127.0.0.1:%d",
+             itest_opts_tls(opts) ? "https" : "http", n->port);
     snprintf(buf[0], sizeof(buf[0]), "listen=127.0.0.1:%d", n->port);
     snprintf(buf[1], sizeof(buf[1]), "cluster_listen=127.0.0.1:%d",
              n->cluster_port);
@@ -793,6 +803,8 @@ itest_req_hdrs(CURL *h, const struct itest_node *n, const char *method,
     curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, itest_on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
+    if (itest_ca_file[0] != '\0')
+        curl_easy_setopt(h, CURLOPT_CAINFO, itest_ca_file);
     hdr = curl_slist_append(hdr, "Expect:");
     for (int k = 0; headers && headers[k]; k++)
         hdr = curl_slist_append(hdr, headers[k]);

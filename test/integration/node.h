@@ -98,6 +98,11 @@ void itest_test_dir(char *out, size_t len);
  * nodes started from now on run under. */
 extern long itest_node_nofile;
 
+/* itest_ca_file - when not "", the CA file requests verify HTTPS nodes
+ * with.  A node started with tls_cert_file among its options is asked on
+ * https:// (its base). */
+extern char itest_ca_file[512];
+
 /*
  * itest_node_stop - SIGTERM the node and wait up to timeout_ms for it to
  * exit.  Returns its exit status (exit code, or 128 + the killing signal),

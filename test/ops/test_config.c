@@ -850,7 +850,12 @@ static const char *const cfg_spec_keys[] = {"node_id",
                                             "pidfile",
                                             "cluster_secret_file",
                                             "auth_file",
-                                            "metrics_auth"};
+                                            "metrics_auth",
+                                            "tls_cert_file",
+                                            "tls_key_file",
+                                            "cluster_tls_cert_file",
+                                            "cluster_tls_key_file",
+                                            "cluster_tls_ca_file"};
 #define CFG_NSPEC (sizeof(cfg_spec_keys) / sizeof(cfg_spec_keys[0]))
 
 /* cfg_slurp - a whole file from the repository root (make test's cwd). */
