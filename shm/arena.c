@@ -62,8 +62,6 @@
  */
 #include "shm/arena.h"
 
-#include <sys/mman.h>
-
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -77,7 +75,6 @@
 #define ARENA_BATCH     128 /* cells of a refill, where the cap allows */
 #define ARENA_SPILL_MIN 64  /* spill_at bounds, cells, where the cap allows */
 #define ARENA_SPILL_MAX 2048
-#define ARENA_AHEAD     65536 /* cells kept mapped past bump: 4 MiB */
 _Static_assert(SHM_ARENA_CLASSES < ARENA_BATCH, "an extent fits a class");
 
 #define CACHED(w, n)   SHM_TAG_RUN(SHM_TAG_CACHE, w, n)
@@ -796,56 +793,11 @@ shm_arena_unlock(struct shm_seg *seg)
     shm_unlock(&arena_of(seg)->lock);
 }
 
-/* populate - map [p, p + len) of the segment into this process, allocating
- * its pages if nobody has yet, without writing a byte.  0, or -1 when the
- * kernel cannot (before Linux 5.14). */
-static int
-populate(unsigned char *p, size_t len)
-{
-    uintptr_t page = 4096, from = (uintptr_t)p & ~(page - 1);
-    uintptr_t to = ((uintptr_t)p + len + page - 1) & ~(page - 1);
-
-    if (madvise((void *)from, to - from, MADV_POPULATE_WRITE) == 0 ||
-        errno != EINVAL)
-        return 0; /* (ENOMEM and the like: the pushes fault as before) */
-    return -1;
-}
-
-/*
- * arena_prefault - the cells a push takes next are the ones from bump: keep
- * ARENA_AHEAD cells past it (and their tags) mapped in this process, in
- * steps of half that, so a push into a growing backlog writes to pages that
- * are there instead of faulting on each (a fault per 4 KiB page cost a
- * third of a push's time here).  Racy read of bump: at worst a step is
- * late or early.  seg->prefault_end is this process's own mark.
- */
-static void
-arena_prefault(struct shm_seg *seg)
-{
-    struct shm_arena *a = arena_of(seg);
-    uint64_t bump = __atomic_load_n(&a->bump, __ATOMIC_RELAXED);
-    uint64_t end = bump + ARENA_AHEAD, from = seg->prefault_end;
-
-    if (end > (uint64_t)a->cap + 1)
-        end = (uint64_t)a->cap + 1;
-    if (seg->prefault_off || from >= end || from >= bump + ARENA_AHEAD / 2)
-        return;
-    if (from < bump)
-        from = bump;
-    if (populate(arena_cell(a, (uint32_t)from),
-                 (size_t)(end - from) * SHM_CELL_BYTES) != 0 ||
-        populate((unsigned char *)(arena_tags(a) + from),
-                 (size_t)(end - from) * sizeof(uint32_t)) != 0)
-        seg->prefault_off = 1;
-    seg->prefault_end = (uint32_t)end;
-}
-
 /* shm_arena_flush - see arena.h. */
 void
 shm_arena_flush(struct shm_seg *seg, int w)
 {
     long_release(seg, shm_slot(seg, w));
-    arena_prefault(seg);
 }
 
 /*

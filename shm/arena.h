@@ -69,9 +69,7 @@ void shm_arena_free(struct shm_seg *seg, int w, uint32_t head);
 
 /*
  * shm_arena_flush - worker w, at rest (its heartbeat): runs longer than
- * SHM_ARENA_CLASSES it freed go back to the pool, and the cells pushes take
- * next (from the arena's bump on) are mapped into this process ahead of
- * them, so a growing backlog does not fault on fresh pages.  A long free defers that
+ * SHM_ARENA_CLASSES it freed go back to the pool.  A long free defers that
  * to w's next arena call, so a run another worker could reuse is never
  * still named in its freer's intent word.
  */

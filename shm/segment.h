@@ -74,10 +74,6 @@ struct shm_seg {
      * then): the node status page and the declared-queue catalog. */
     struct shm_status *status;
     struct shm_catalog *catalog;
-    /* This process's own: arena cells below this are mapped ahead of use
-     * (shm_arena_flush); prefault_off once the kernel cannot. */
-    uint32_t prefault_end;
-    int prefault_off;
 };
 
 /*

@@ -85,15 +85,13 @@ shm_parked_add(struct shm_seg *seg, int w, int64_t delta)
 
 /*
  * shm_slot_claim - w now belongs to pid: its parked gauge restarts at 0 and
- * its heartbeat at now, so the watchdog gives a fresh worker a full period;
- * the calling process's arena prefault mark restarts (shm_arena_flush).
+ * its heartbeat at now, so the watchdog gives a fresh worker a full period.
  */
 void
 shm_slot_claim(struct shm_seg *seg, int w, int pid)
 {
     struct shm_slot *s = shm_slot(seg, w);
 
-    seg->prefault_end = 0; /* a fork maps none of its parent's pages */
     atomic_store_explicit(&s->parked, 0, memory_order_relaxed);
     atomic_store_explicit(&s->beat_ms, shm_now_ms(), memory_order_relaxed);
     atomic_store_explicit(&s->pid, pid, memory_order_release);
