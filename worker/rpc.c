@@ -95,10 +95,13 @@ static void
 mint(struct rpc_call *c)
 {
     static uint64_t serial;
+    static pid_t pid; /* a worker never forks: asked once, not per request */
+    if (pid == 0)
+        pid = getpid();
     int n = snprintf(c->inbox, sizeof(c->inbox),
                      SHM_INBOX_PREFIX "%s/%" PRIx64 ".%d.%x.%" PRIx64,
                      c->w->set.node_id, c->w->incarnation, c->w->set.slot,
-                     (unsigned)getpid(), ++serial);
+                     (unsigned)pid, ++serial);
 
     c->inbox_len = (size_t)n < sizeof(c->inbox) ? (size_t)n : 0;
 }

@@ -1571,9 +1571,9 @@ bench_mayfly_all(void)
         if (bench_want("rpc") || bench_want("rpc32"))
             mayfly_rpc(32, 8, floor);
     }
-    if (bench_want("rpc") || bench_want("rpc1"))
+    if (bench_want("rpc") || bench_want("rpc1") || bench_want("request1"))
         mayfly_rpc_verb(1, 1);
-    if (bench_want("rpc") || bench_want("rpc32"))
+    if (bench_want("rpc") || bench_want("rpc32") || bench_want("request32"))
         mayfly_rpc_verb(32, 8);
     if (bench_want("wake") && bench_opt.mpid > 0) {
         mayfly_wake(0);
