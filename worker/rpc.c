@@ -352,7 +352,7 @@ relay(struct rpc_call *c, struct http_client_resp *r)
     struct http_request *req = c->req;
     char ra[24];
 
-    if (r->err != 0) /* the owner may have stored it all the same */
+    if (r->err != 0 || r->status == 201) /* it may be stored all the same */
         withdraw_at_owner(c);
     if (r->err == -ETIMEDOUT && c->timeout_ms <= FORWARD_MS) {
         ended(c, SHM_C_REQUEST_TIMEOUT);
