@@ -32,6 +32,10 @@ static struct bench_buf msgs1;
 static char payload[PAYLOAD + 1];
 static char rpc_pad[RPC_PAD + 1];
 static int run_tag;
+/* The bytes a held message costs are read around the first fill into
+ * fresh cells (backlog's, else the first drain's): later fills reuse pages
+ * the kernel counts already. */
+static int mem_msg_done;
 
 /* Fill the payloads: letters only, so no JSON escaping anywhere. */
 static void
@@ -488,95 +492,6 @@ fill_run(struct fill_sc *sc, int conns, char *err, size_t errlen)
     return rc;
 }
 
-/*
- * Scenario backlog: pushes as in push (16 conns, 100 x 256 B, 8 partitions)
- * that nothing takes, into queues of 10,000 messages each, until 400,000
- * (QUICK 200,000) are held: the arena hands out cells it never handed out
- * before, on pages of the segment no process has touched.  Rate over the
- * whole fill.  Then the queues are reset and the same fill runs again
- * into the cells just freed (pages resident), for a ratio inside one run.
- */
-static void
-backlog_round(int round, long total, uint64_t *msgs, uint64_t *ns,
-              uint64_t *server_ns, struct bench_hist *hist, char *err,
-              size_t errlen)
-{
-    struct fill_sc *sc = calloc(1, sizeof(*sc));
-    struct bench_run *run = bench_run_new(bench_opt.threads);
-    int ok = sc != NULL, status;
-    char body[96];
-
-    if (ok) {
-        snprintf(sc->prefix, sizeof(sc->prefix), "grow%d-%d-", run_tag, round);
-        sc->per_q = 10000 / BATCH;
-        sc->parts = PARTS;
-        sc->total = total;
-    }
-    atomic_store(&run->deadline, bench_now_ns() + 60000000000ull);
-    for (int i = 0; i < 16 && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_fill, sc) !=
-             NULL;
-    *server_ns = bench_server_ns();
-    if (ok && bench_run_start(run) == 0)
-        bench_run_join(run);
-    *server_ns = bench_server_ns() - *server_ns;
-    if (!ok || run->errors > 0)
-        snprintf(err, errlen, "fill: %s", run->err);
-    else {
-        *msgs = run->msgs;
-        *ns = run->t_last > run->t_start ? run->t_last - run->t_start : 0;
-        bench_hist_merge(hist, &run->hist);
-    }
-    bench_run_free(run);
-    for (long q = 0; sc != NULL && q * sc->per_q < total; q++) {
-        snprintf(body, sizeof(body), "{\"queue\":\"%s%ld\"}", sc->prefix, q);
-        call_once(bench_opt.mport, "POST", "/api/v1/ephemeral/reset", body,
-                  &status, NULL);
-    }
-    free(sc);
-}
-
-/* One backlog row: round 0 into fresh cells, round 1 into reused ones. */
-static void
-backlog_row(int round, long total)
-{
-    struct bench_row row = {0};
-    struct bench_hist *hist = calloc(1, sizeof(*hist));
-    uint64_t msgs = 0, ns = 0, server_ns = 0;
-    char err[240] = "";
-
-    snprintf(row.key, sizeof(row.key), round ? "backlog-reused" : "backlog");
-    snprintf(row.scenario, sizeof(row.scenario), "push");
-    snprintf(row.system, sizeof(row.system), "mayfly");
-    snprintf(row.variant, sizeof(row.variant),
-             "100 x 256 B, 8 partitions, 16 conns, no reset, %ldk %s",
-             total * BATCH / 1000, round ? "reused cells" : "fresh cells");
-    if (hist != NULL)
-        backlog_round(round, total, &msgs, &ns, &server_ns, hist, err,
-                      sizeof(err));
-    row.ok = hist != NULL && err[0] == '\0' && ns > 0;
-    row.rate = ns ? (double)msgs / ((double)ns / 1e9) : 0;
-    row.p50_us = row.ok ? bench_hist_pct_us(hist, 50) : 0;
-    row.p99_us = row.ok ? bench_hist_pct_us(hist, 99) : 0;
-    snprintf(row.unit, sizeof(row.unit), "msg/s");
-    snprintf(row.note, sizeof(row.note), "%s%s", row.ok ? "" : "failed: ",
-             row.ok ? "rate over the whole fill; queues reset after" : err);
-    if (row.ok)
-        server_note(&row, server_ns, msgs);
-    bench_row_add(&row);
-    free(hist);
-}
-
-/* Scenario backlog: fresh cells, then the same pushes into reused ones. */
-static void
-mayfly_backlog(void)
-{
-    long total = bench_opt.quick ? 2000 : 4000;
-
-    backlog_row(0, total);
-    backlog_row(1, total);
-}
-
 /* Drain: connection i empties queues i, i+step, ... with pops of 100 and
  * (unless autoAck) one ack per pop. */
 struct drain_sc {
@@ -701,6 +616,104 @@ mem_row(const char *key, const char *variant, const struct mem *m0,
     bench_row_add(&row);
 }
 
+/*
+ * Scenario backlog: pushes as in push (16 conns, 100 x 256 B, 8 partitions)
+ * that nothing takes, into queues of 10,000 messages each, until 400,000
+ * (QUICK 200,000) are held: the arena hands out cells it never handed out
+ * before, on pages of the segment no process has touched.  Rate over the
+ * whole fill.  Then the queues are reset and the same fill runs again
+ * into the cells just freed (pages resident), for a ratio inside one run.
+ */
+static void
+backlog_round(int round, long total, uint64_t *msgs, uint64_t *ns,
+              uint64_t *server_ns, struct bench_hist *hist, char *err,
+              size_t errlen)
+{
+    struct fill_sc *sc = calloc(1, sizeof(*sc));
+    struct bench_run *run = bench_run_new(bench_opt.threads);
+    int ok = sc != NULL, status;
+    char body[96];
+
+    if (ok) {
+        snprintf(sc->prefix, sizeof(sc->prefix), "grow%d-%d-", run_tag, round);
+        sc->per_q = 10000 / BATCH;
+        sc->parts = PARTS;
+        sc->total = total;
+    }
+    atomic_store(&run->deadline, bench_now_ns() + 60000000000ull);
+    for (int i = 0; i < 16 && ok; i++)
+        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_fill, sc) !=
+             NULL;
+    struct mem m0, m1;
+    if (round == 0)
+        mem_sample(&m0);
+    *server_ns = bench_server_ns();
+    if (ok && bench_run_start(run) == 0)
+        bench_run_join(run);
+    *server_ns = bench_server_ns() - *server_ns;
+    if (round == 0 && ok && run->errors == 0 && !mem_msg_done) {
+        mem_sample(&m1);
+        mem_row("mem-msg", "256 B messages held (backlog fill)", &m0, &m1,
+                (double)total * BATCH, PAYLOAD);
+        mem_msg_done = 1;
+    }
+    if (!ok || run->errors > 0)
+        snprintf(err, errlen, "fill: %s", run->err);
+    else {
+        *msgs = run->msgs;
+        *ns = run->t_last > run->t_start ? run->t_last - run->t_start : 0;
+        bench_hist_merge(hist, &run->hist);
+    }
+    bench_run_free(run);
+    for (long q = 0; sc != NULL && q * sc->per_q < total; q++) {
+        snprintf(body, sizeof(body), "{\"queue\":\"%s%ld\"}", sc->prefix, q);
+        call_once(bench_opt.mport, "POST", "/api/v1/ephemeral/reset", body,
+                  &status, NULL);
+    }
+    free(sc);
+}
+
+/* One backlog row: round 0 into fresh cells, round 1 into reused ones. */
+static void
+backlog_row(int round, long total)
+{
+    struct bench_row row = {0};
+    struct bench_hist *hist = calloc(1, sizeof(*hist));
+    uint64_t msgs = 0, ns = 0, server_ns = 0;
+    char err[240] = "";
+
+    snprintf(row.key, sizeof(row.key), round ? "backlog-reused" : "backlog");
+    snprintf(row.scenario, sizeof(row.scenario), "push");
+    snprintf(row.system, sizeof(row.system), "mayfly");
+    snprintf(row.variant, sizeof(row.variant),
+             "100 x 256 B, 8 partitions, 16 conns, no reset, %ldk %s",
+             total * BATCH / 1000, round ? "reused cells" : "fresh cells");
+    if (hist != NULL)
+        backlog_round(round, total, &msgs, &ns, &server_ns, hist, err,
+                      sizeof(err));
+    row.ok = hist != NULL && err[0] == '\0' && ns > 0;
+    row.rate = ns ? (double)msgs / ((double)ns / 1e9) : 0;
+    row.p50_us = row.ok ? bench_hist_pct_us(hist, 50) : 0;
+    row.p99_us = row.ok ? bench_hist_pct_us(hist, 99) : 0;
+    snprintf(row.unit, sizeof(row.unit), "msg/s");
+    snprintf(row.note, sizeof(row.note), "%s%s", row.ok ? "" : "failed: ",
+             row.ok ? "rate over the whole fill; queues reset after" : err);
+    if (row.ok)
+        server_note(&row, server_ns, msgs);
+    bench_row_add(&row);
+    free(hist);
+}
+
+/* Scenario backlog: fresh cells, then the same pushes into reused ones. */
+static void
+mayfly_backlog(void)
+{
+    long total = bench_opt.quick ? 2000 : 4000;
+
+    backlog_row(0, total);
+    backlog_row(1, total);
+}
+
 /* One drain variant: rounds of fill then drain; rate over drain time. */
 static void
 mayfly_drain(int autoack)
@@ -727,17 +740,18 @@ mayfly_drain(int autoack)
                  autoack ? 'a' : 'k', r);
         fsc->per_q = 10000 / BATCH;
         fsc->total = (long)nq * fsc->per_q;
-        if (r == 0 && !autoack)
+        if (r == 0 && !autoack && !mem_msg_done)
             mem_sample(&m0);
         if (fill_run(fsc, 8, err, sizeof(err)) != 0) {
             errors++;
             free(fsc);
             break;
         }
-        if (r == 0 && !autoack) {
+        if (r == 0 && !autoack && !mem_msg_done) {
             mem_sample(&m1);
             mem_row("mem-msg", "256 B messages held (drain fill)", &m0, &m1,
                     (double)nq * 10000, PAYLOAD);
+            mem_msg_done = 1;
         }
         memcpy(dsc.prefix, fsc->prefix, sizeof(dsc.prefix));
         free(fsc);
