@@ -210,20 +210,27 @@ Test(cluster_request, requester_owner_and_responder_on_three_nodes)
     }
 }
 
+/* pop_none - a pop of the partition in group workers through node i, with
+ * the parameters more, must find nothing (why says what it would mean). */
+static void
+pop_none(int i, const char *more, const char *why)
+{
+    struct itest_resp r;
+
+    itest_get(&c.node[i], &r,
+              "/api/v1/ephemeral/pop?queue=svc&partition=%s&group=workers&%s",
+              part, more);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 0, "%s: %s", why, r.body);
+    itest_resp_free(&r);
+}
+
 /* listen_once - one pop through node RESPONDER that finds nothing: the
  * partition has a listener for responders_idle_ms, and nobody answers. */
 static void
 listen_once(void)
 {
-    struct itest_resp r;
-
-    itest_get(&c.node[RESPONDER], &r,
-              "/api/v1/ephemeral/pop?queue=svc&partition=%s&group=workers"
-              "&timeout=0",
-              part);
-    cr_assert_eq(r.status, 200, "%s", r.body);
-    cr_assert_eq(itest_jlen(r.json, "messages"), 0, "%s", r.body);
-    itest_resp_free(&r);
+    pop_none(RESPONDER, "timeout=0", "nothing was pushed yet");
 }
 
 Test(cluster_request, sigterm_of_the_owner_answers_every_waiting_requester)
@@ -289,16 +296,8 @@ request_times_out(void)
 static void
 assert_nothing_delivered(void)
 {
-    struct itest_resp r;
-
-    itest_get(&c.node[OWNER], &r,
-              "/api/v1/ephemeral/pop?queue=svc&partition=%s&group=workers"
-              "&wait=true&timeout=3000",
-              part);
-    cr_assert_eq(r.status, 200, "%s", r.body);
-    cr_assert_eq(itest_jlen(r.json, "messages"), 0,
-                 "a withdrawn request was delivered: %s", r.body);
-    itest_resp_free(&r);
+    pop_none(OWNER, "wait=true&timeout=3000",
+             "a withdrawn request was delivered");
 }
 
 /* The owner's workers stall (SIGSTOP) with the store of a request in their
