@@ -226,30 +226,32 @@ http_buf_append_json_str(struct http_buf *b, const char *p, size_t n)
     return 0;
 }
 
-/* http_put_u64 - two digits per division, written backwards into a
- * scratch, then copied to o. */
+/* http_put_u64 - its digits counted first, then written from the last
+ * one back, two per division, straight into o (a copy of a variable length
+ * would be a call to memcpy: this runs for every id of every answer). */
 char *
 http_put_u64(char *o, uint64_t v)
 {
-    char tmp[HTTP_PUT_U64_MAX];
-    char *t = tmp + sizeof(tmp);
-    size_t n;
+    size_t n = 1;
+    char *t;
 
+    for (uint64_t p = 10; n < 20 && v >= p; p *= 10)
+        n++;
+    t = o + n;
     while (v >= 100) {
         uint64_t r = v % 100;
 
         v /= 100;
         t -= 2;
-        memcpy(t, pairs + 2 * r, 2);
+        t[0] = pairs[2 * r];
+        t[1] = pairs[2 * r + 1];
     }
     if (v >= 10) {
-        t -= 2;
-        memcpy(t, pairs + 2 * v, 2);
+        t[-2] = pairs[2 * v];
+        t[-1] = pairs[2 * v + 1];
     } else {
-        *--t = (char)('0' + v);
+        t[-1] = (char)('0' + v);
     }
-    n = (size_t)(tmp + sizeof(tmp) - t);
-    memcpy(o, t, n);
     return o + n;
 }
 

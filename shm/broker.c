@@ -329,9 +329,9 @@ shm_push_request(struct shm_seg *seg, int worker, struct shm_name queue,
 
 /* ---- pop ----------------------------------------------------------- */
 
-/* Pop from one partition into the sink; with park, set this worker's
- * waiter bit when nothing was taken.  Returns taken or -errno (-ESTALE:
- * the partition was freed meanwhile). */
+/* Pop from one partition into the sink (NULL: a peek); with park, set
+ * this worker's waiter bit when nothing was taken.  Returns taken or
+ * -errno (-ESTALE: the partition was freed meanwhile). */
 static int
 pop_part(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
          const struct shm_pop_req *req, uint64_t h, uint32_t batch, int park,
@@ -355,7 +355,9 @@ pop_part(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
                 return rc;
             continue;
         }
-        rc = shm_ring_take_locked(&c, gs, batch, req->auto_ack, sink);
+        rc = sink == NULL
+                 ? shm_ring_peek_locked(&c, gs)
+                 : shm_ring_take_locked(&c, gs, batch, req->auto_ack, sink);
         shm_part_due_locked(seg, pr.idx, c.p, q);
         atomic_store_explicit(
             &shm_ring_grp(seg, shm_ring_gs(seg, gs)->grp)->last_active, now,
@@ -363,14 +365,15 @@ pop_part(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
         if (rc == 0 && park)
             atomic_fetch_or(&c.p->waiters, 1ULL << w);
         shm_ring_unlock(c.p);
-        if (rc > 0)
+        if (rc > 0 && sink != NULL)
             shm_count(seg, w, SHM_C_POP, (uint64_t)rc);
         return rc;
     }
     return rc;
 }
 
-/* Any-partition pop: round robin from the queue's rotating index. */
+/* Any-partition pop (sink NULL: a peek): round robin from the queue's
+ * rotating index. */
 static int
 pop_any(struct shm_seg *seg, int w, struct shm_ref qr,
         const struct shm_pop_req *req, uint64_t h, uint64_t now,
@@ -398,7 +401,7 @@ pop_any(struct shm_seg *seg, int w, struct shm_ref qr,
         struct shm_ref pr = l.v[(start + i) % n];
         int r =
             pop_part(seg, w, qr, pr, req, h, req->batch - taken, 0, now, sink);
-        if (r == -ENOMEM && sink->count == 0) {
+        if (r == -ENOMEM && sink != NULL && sink->count == 0) {
             rc = r;
             break;
         }
@@ -421,18 +424,15 @@ pop_any(struct shm_seg *seg, int w, struct shm_ref qr,
     return taken > 0 ? (int)taken : rc;
 }
 
-/* shm_pop - see broker.h. */
-int
-shm_pop(struct shm_seg *seg, int worker, const struct shm_pop_req *req,
-        uint64_t now, struct shm_sink *sink)
+/* pop_or_peek - shm_pop into sink, or shm_peek (sink NULL). */
+static int
+pop_or_peek(struct shm_seg *seg, int worker, const struct shm_pop_req *req,
+            uint64_t now, struct shm_sink *sink)
 {
     uint64_t h = shm_group_hash(req->group);
     struct shm_ref qr, pr;
     int rc = -EAGAIN;
 
-    sink->used = 0;
-    sink->count = 0;
-    sink->need = 0;
     for (int t = 0; t < SHM_BROKER_TRIES; t++) {
         if ((rc = shm_dir_find_queue(seg, worker, req->queue, 1, now, &qr)))
             return rc;
@@ -448,6 +448,25 @@ shm_pop(struct shm_seg *seg, int worker, const struct shm_pop_req *req,
             return rc;
     }
     return rc;
+}
+
+/* shm_pop - see broker.h. */
+int
+shm_pop(struct shm_seg *seg, int worker, const struct shm_pop_req *req,
+        uint64_t now, struct shm_sink *sink)
+{
+    sink->used = 0;
+    sink->count = 0;
+    sink->need = 0;
+    return pop_or_peek(seg, worker, req, now, sink);
+}
+
+/* shm_peek - see broker.h. */
+int
+shm_peek(struct shm_seg *seg, int worker, const struct shm_pop_req *req,
+         uint64_t now)
+{
+    return pop_or_peek(seg, worker, req, now, NULL);
 }
 
 /* shm_popped_next - see broker.h. */

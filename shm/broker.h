@@ -117,6 +117,14 @@ struct shm_sink {
 int shm_pop(struct shm_seg *seg, int worker, const struct shm_pop_req *req,
             uint64_t now, struct shm_sink *sink);
 
+/*
+ * shm_peek - shm_pop that takes, leases, marks and copies nothing (a
+ * peer's watch, pop_cluster.h): > 0 where it would have taken messages, 0
+ * (parked as shm_pop parks, with req->park) or -errno.
+ */
+int shm_peek(struct shm_seg *seg, int worker, const struct shm_pop_req *req,
+             uint64_t now);
+
 /* shm_popped_next - iterate a sink: NULL first, NULL at the end. */
 const struct shm_popped *shm_popped_next(const struct shm_sink *sink,
                                          const struct shm_popped *prev);

@@ -5,11 +5,28 @@
 #include "shm/inbox.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "shm/broker_int.h"
 #include "shm/dir.h"
 #include "shm/lock.h"
 #include "shm/ring.h"
+
+/* lock_part - lock (queue, part), creating nothing.  0, or -1 when it
+ * is not held here. */
+static int
+lock_part(struct shm_seg *seg, int worker, struct shm_name queue,
+          struct shm_name part, uint64_t now, struct shm_ring_ctx *c)
+{
+    struct shm_ref qr, pr;
+
+    if (shm_dir_find_queue(seg, worker, queue, 0, now, &qr) != 0 ||
+        shm_dir_find_part(seg, worker, qr, part, 0, now, &pr) != 0 ||
+        shm_part_lock_ctx(seg, worker, pr, shm_dir_queue(seg, qr.idx), now,
+                          c) != 0)
+        return -1;
+    return 0;
+}
 
 /* lock_msg - lock (queue, part) and find message seq in it: its cell, or
  * 0 (unlocked again) when it is not held.  A request's partition is short
@@ -19,12 +36,7 @@ lock_msg(struct shm_seg *seg, int worker, struct shm_name queue,
          struct shm_name part, uint64_t seq, uint64_t now,
          struct shm_ring_ctx *c)
 {
-    struct shm_ref qr, pr;
-
-    if (shm_dir_find_queue(seg, worker, queue, 0, now, &qr) != 0 ||
-        shm_dir_find_part(seg, worker, qr, part, 0, now, &pr) != 0 ||
-        shm_part_lock_ctx(seg, worker, pr, shm_dir_queue(seg, qr.idx), now,
-                          c) != 0)
+    if (lock_part(seg, worker, queue, part, now, c) != 0)
         return 0;
     for (uint32_t r = c->p->head; r != 0;) {
         struct shm_msg *m = shm_ring_msg(seg, r);
@@ -54,6 +66,36 @@ shm_withdraw(struct shm_seg *seg, int worker, struct shm_name queue,
     if (m->read == 0) {
         m->read = SHM_MSG_WITHDRAWN;
         withdrawn = 1;
+    }
+    shm_ring_unlock(c.p);
+    return withdrawn;
+}
+
+/* shm_withdraw_reply - see inbox.h. */
+int
+shm_withdraw_reply(struct shm_seg *seg, int worker, struct shm_name queue,
+                   struct shm_name part, struct shm_name inbox, uint64_t now)
+{
+    struct shm_ring_ctx c;
+    char name[SHM_NAME_MAX];
+    int withdrawn = 0;
+
+    if (inbox.len == 0 || inbox.len > sizeof(name) ||
+        lock_part(seg, worker, queue, part, now, &c) != 0)
+        return 0;
+    /* partition lock: a replyTo is immutable once linked; read marks. */
+    for (uint32_t r = c.p->head; r != 0;) {
+        struct shm_msg *m = shm_ring_msg(seg, r);
+        if (m->reply_len == inbox.len) {
+            shm_arena_read(seg, r, SHM_MSG_HDR, name, inbox.len);
+            if (memcmp(name, inbox.ptr, inbox.len) == 0) {
+                withdrawn = m->read == 0;
+                if (withdrawn)
+                    m->read = SHM_MSG_WITHDRAWN;
+                break;
+            }
+        }
+        r = m->next;
     }
     shm_ring_unlock(c.p);
     return withdrawn;

@@ -67,6 +67,16 @@ int shm_withdraw(struct shm_seg *seg, int worker, struct shm_name queue,
                  struct shm_name part, uint64_t seq, uint64_t now);
 
 /*
+ * shm_withdraw_reply - shm_withdraw of the request of (queue, part) whose
+ * replyTo is inbox, for a requester that never learnt its sequence (the
+ * owner's answer to its store did not come).  1 when it was withdrawn
+ * unread, else 0.
+ */
+int shm_withdraw_reply(struct shm_seg *seg, int worker, struct shm_name queue,
+                       struct shm_name part, struct shm_name inbox,
+                       uint64_t now);
+
+/*
  * shm_reply_to - copy the replyTo of message seq of (queue, part) into buf
  * (cap bytes, SHM_NAME_MAX is enough).  Returns its length, 0 when the
  * message has none, -ENOENT when it is not held here.

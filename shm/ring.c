@@ -467,6 +467,31 @@ shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
     return taken > 0 ? taken : rc;
 }
 
+/* shm_ring_peek_locked - see ring.h. */
+int
+shm_ring_peek_locked(struct shm_ring_ctx *c, uint32_t gs)
+{
+    const struct shm_gs *s = shm_ring_gs(c->seg, gs);
+    uint32_t limit = c->q->opts.retry_limit;
+
+    if (s->nready > 0)
+        return 1;
+    if (s->due <= c->now)
+        for (uint32_t l = s->lhead; l != 0;) {
+            const struct shm_lease *L = shm_ring_lease(c->seg, l);
+            if (L->deadline <= c->now && L->attempts < limit)
+                return 1; /* expired, and another attempt is allowed */
+            l = L->next;
+        }
+    for (uint32_t r = s->cursor; r != 0;) {
+        const struct shm_msg *m = shm_ring_msg(c->seg, r);
+        if (m->read != SHM_MSG_WITHDRAWN)
+            return 1;
+        r = m->next;
+    }
+    return 0;
+}
+
 /* Find s's lease of seq: *prev gets its predecessor.  0 if none. */
 static uint32_t
 ring_lease_find(struct shm_ring_ctx *c, struct shm_gs *s, uint64_t seq,

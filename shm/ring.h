@@ -215,6 +215,11 @@ void shm_ring_lease_append_locked(struct shm_ring_ctx *c, struct shm_gs *s,
 int shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
                          int auto_ack, struct shm_sink *sink);
 
+/* shm_ring_peek_locked - 1 when a take for gs would find something (a
+ * redelivery due, or a message not withdrawn past its cursor), else 0;
+ * changes nothing, so a message it sees stays unread (withdrawable). */
+int shm_ring_peek_locked(struct shm_ring_ctx *c, uint32_t gs);
+
 /* shm_ring_ack_locked - apply acks (outcome set in each). */
 void shm_ring_ack_locked(struct shm_ring_ctx *c, uint32_t gs,
                          struct shm_ack *acks, uint32_t n);

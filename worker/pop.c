@@ -49,6 +49,7 @@ struct pop_call {
     /* A pop with no partition in a cluster reads what any node holds: */
     int anywhere;                 /* no partition, and peers are live */
     int watch;                    /* a peer's watch: take nothing, say ready */
+    int ready;                    /* the watch's peek found something */
     struct pop_cluster *cluster;  /* passed on to the peers (pop_cluster.h) */
     const struct pop_waiter *how; /* a wait on an inbox: not a pop */
     void *how_arg;
@@ -115,6 +116,13 @@ take(struct pop_call *c, int park)
     uint32_t want = c->target ? c->target : c->park.pop.batch;
     int rc;
 
+    if (c->watch) { /* a peek: nothing taken, so nothing marked read */
+        struct shm_pop_req r = c->park.pop;
+        r.park = park;
+        rc = shm_peek(c->w->seg, c->w->set.slot, &r, shm_now_ms());
+        c->ready = rc > 0;
+        return rc;
+    }
     /* From the first message on, what the call holds is leased to it. */
     c->leased = !c->park.pop.auto_ack;
     if (c->sink.count == 0) {
@@ -260,25 +268,19 @@ ack_held(struct pop_call *c)
     c->leased = 0;
 }
 
-/* watch_answer - a watch's reply: anything taken goes straight back (no
- * attempt counted), and "ready" says whether there was.  Known gap: the
- * take marked those messages read, so a request among them can no longer
- * be withdrawn (shm_withdraw); its late reply is still dropped. */
+/* watch_answer - a watch's reply: "ready" says whether a pop would find
+ * something.  The watch only peeked, so a request it saw is still unread:
+ * its requester giving up withdraws it (shm_withdraw). */
 static void
 watch_answer(struct pop_call *c)
 {
     struct http_buf b = {0};
-    int ready = c->sink.count > 0;
 
-    if (ready && c->leased)
-        shm_release(c->w->seg, c->w->set.slot, c->park.pop.queue,
-                    c->park.pop.group, &c->sink, shm_now_ms());
-    c->leased = 0;
     struct shm_name shown = worker_client_name(c->park.pop.queue);
     http_buf_append_str(&b, "{\"queue\":");
     http_buf_append_json_str(&b, shown.ptr, shown.len);
-    http_buf_append_str(&b, ready ? ",\"messages\":[],\"ready\":true}"
-                                  : ",\"messages\":[],\"ready\":false}");
+    http_buf_append_str(&b, c->ready ? ",\"messages\":[],\"ready\":true}"
+                                     : ",\"messages\":[],\"ready\":false}");
     http_reply(c->req, 200, &b);
 }
 
@@ -473,11 +475,9 @@ parse(struct worker *w, struct http_request *req, struct pop_call *c, int *wait,
         return -EINVAL;
     }
     r->auto_ack = auto_ack || alias;
-    /* A watch is a peer's (pop_cluster.h): it leases to give back. */
+    /* A watch is a peer's (pop_cluster.h): it peeks, taking nothing. */
     c->watch =
         watch && pn == NULL && http_request_header(req, FORWARD_HEADER) != NULL;
-    if (c->watch)
-        r->auto_ack = 0;
     if (copy_names(c, in.name.ptr, in.name.len, pn ? pn : "", pn ? pl : 0,
                    gn ? gn : "", gn ? gl : 0) != 0) {
         http_reply_errno(req, -ENOMEM, "pop");

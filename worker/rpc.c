@@ -27,6 +27,8 @@
  */
 #include "worker/rpc.h"
 
+#include <sys/socket.h>
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -95,11 +97,14 @@ static void
 mint(struct rpc_call *c)
 {
     static uint64_t serial;
+    static pid_t pid; /* a worker never forks: asked once, not per request */
+    if (pid == 0)
+        pid = getpid();
     size_t t = worker_tenant_prefix(c->w, c->inbox); /* the requester's */
     int n = snprintf(c->inbox + t, sizeof(c->inbox) - t,
                      SHM_INBOX_PREFIX "%s/%" PRIx64 ".%d.%x.%" PRIx64,
                      c->w->set.node_id, c->w->incarnation, c->w->set.slot,
-                     (unsigned)getpid(), ++serial);
+                     (unsigned)pid, ++serial);
 
     c->inbox_len = (size_t)n < sizeof(c->inbox) - t ? t + (size_t)n : 0;
 }
@@ -166,8 +171,10 @@ withdrawn(void *arg, struct http_client_resp *r)
     free(arg);
 }
 
-/* withdraw_at_owner - ask the node that stored c's request to withdraw it
- * (best effort: a reply that comes anyway is dropped with the inbox). */
+/* withdraw_at_owner - ask the node that stored c's request to withdraw it,
+ * named by the id it gave, or by its replyTo when its answer to the store
+ * never came (best effort: a reply that comes anyway is dropped with the
+ * inbox). */
 static void
 withdraw_at_owner(struct rpc_call *c)
 {
@@ -178,6 +185,11 @@ withdraw_at_owner(struct rpc_call *c)
                               "Content-Type: application/json"};
 
     struct shm_name shown = worker_client_name(c->queue);
+    /* By its id, or else by its inbox as the client knows it (a header
+     * holds no 0x1F): the owner puts the caller's tenant back. */
+    struct shm_name shown_inbox = c->id != NULL
+                                      ? (struct shm_name){c->id, strlen(c->id)}
+                                      : worker_client_name(inbox_name(c));
     http_buf_append_str(&b, "{\"queue\":");
     http_buf_append_json_str(&b, shown.ptr, shown.len);
     http_buf_append_str(&b, ",\"partition\":");
@@ -193,7 +205,8 @@ withdraw_at_owner(struct rpc_call *c)
                                 .body_len = b.len,
                                 .timeout_ms = FORWARD_MS};
     if (b.data != NULL && !b.oom &&
-        asprintf(&hdr, WITHDRAW_HEADER ": %s", c->id) >= 0 &&
+        asprintf(&hdr, WITHDRAW_HEADER ": %.*s", (int)shown_inbox.len,
+                 shown_inbox.ptr) >= 0 &&
         worker_auth_header(c->req, &authz) == 0) {
         headers[2] = hdr;
         if (authz != NULL) /* the owner checks the caller again */
@@ -353,6 +366,8 @@ relay(struct rpc_call *c, struct http_client_resp *r)
     struct http_request *req = c->req;
     char ra[24];
 
+    if (r->err != 0 || r->status == 201) /* it may be stored all the same */
+        withdraw_at_owner(c);
     if (r->err == -ETIMEDOUT && c->timeout_ms <= FORWARD_MS) {
         ended(c, SHM_C_REQUEST_TIMEOUT);
         http_reply_error(req, 504, "request_timeout",
@@ -415,6 +430,7 @@ store_over(void *arg, int sent_ok)
         http_client_cancel(c->w->client, c);
         shm_queue_delete(c->w->seg, c->w->set.slot, inbox_name(c),
                          shm_now_ms());
+        withdraw_at_owner(c); /* in case the owner stored it already */
     }
     done(c);
 }
@@ -480,24 +496,49 @@ store_at_owner(struct rpc_call *c, const struct http_rpc *p)
 }
 
 /* withdraw_here - a node asks to withdraw the request it stored here
- * (X-Mayfly-Withdraw: its id); 200 {"withdrawn"}. */
+ * (X-Mayfly-Withdraw: its id, or its replyTo); 200 {"withdrawn"}. */
 static void
 withdraw_here(struct worker *w, struct http_request *req, struct shm_name queue,
-              struct shm_name part, const char *id)
+              struct shm_name part, const char *wd)
 {
-    uint64_t inc, seq;
+    struct shm_name inbox = {wd, strlen(wd)};
+    uint64_t inc, seq, now = shm_now_ms();
+    char full[INBOX_MAX];
     const char *ip;
-    size_t il;
+    size_t il, t;
     int n = 0;
 
-    if (http_id_parse(id, strlen(id), &inc, &ip, &il, &seq) == 0 &&
-        inc == w->incarnation && il == part.len &&
-        memcmp(ip, part.ptr, il) == 0)
-        n = shm_withdraw(w->seg, w->set.slot, queue, part, seq, shm_now_ms());
+    if (shm_inbox_named(inbox) &&
+        (t = worker_tenant_prefix(w, full)) + inbox.len < sizeof(full)) {
+        memcpy(full + t, inbox.ptr, inbox.len); /* the caller's tenant's */
+        inbox = (struct shm_name){full, t + inbox.len};
+        n = shm_withdraw_reply(w->seg, w->set.slot, queue, part, inbox, now);
+    } else if (http_id_parse(wd, inbox.len, &inc, &ip, &il, &seq) == 0 &&
+               inc == w->incarnation && il == part.len &&
+               memcmp(ip, part.ptr, il) == 0) {
+        n = shm_withdraw(w->seg, w->set.slot, queue, part, seq, now);
+    }
     struct http_buf b = {0};
     http_buf_append_str(&b, n > 0 ? "{\"withdrawn\":true}"
                                   : "{\"withdrawn\":false}");
     http_reply(req, 200, &b);
+}
+
+/* sender_gone - the node that passed this store on has closed its
+ * connection: it gave up on the store (its timeout), so nothing waits for
+ * the request and it is not stored. */
+static int
+sender_gone(struct http_request *req)
+{
+    int fd = http_request_fd(req);
+    char byte;
+    ssize_t n;
+
+    if (fd < 0)
+        return 0;
+    n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 ||
+           (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 /* serve_node - a node passed on the store of a request whose inbox it
@@ -530,6 +571,11 @@ serve_node(struct worker *w, struct http_request *req, const struct http_rpc *p,
     if (!shm_responders(w->seg, w->set.slot, queue, part, shm_now_ms(),
                         w->set.responders_idle_ms)) {
         no_responders(w, req, queue, part);
+        return;
+    }
+    if (sender_gone(req)) { /* e.g. this worker was stalled past its timeout */
+        http_reply_error(req, 504, "request_timeout",
+                         "the forwarding node gave up on the request");
         return;
     }
     if ((rc = store_request(w, queue, part, inbox, p->payload, &seq)) != 0) {

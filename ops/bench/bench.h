@@ -111,8 +111,9 @@ struct bench_loop {
 struct bench_sys {
     uint64_t busy_ticks;
     uint64_t segs;
-    uint64_t ctxt;    /* context switches, all CPUs */
-    uint64_t self_us; /* CPU of this process (the load generator) */
+    uint64_t ctxt;      /* context switches, all CPUs */
+    uint64_t self_us;   /* CPU of this process (the load generator) */
+    uint64_t server_ns; /* CPU of mayflyd's processes (--mayfly-pid), 0: none */
 };
 
 /* A set of connections spread over threads, measured in [t_begin, t_end]. */
@@ -222,6 +223,12 @@ void bench_run_timed(struct bench_run *run, double warm, double secs);
 /* bench_run_secs - the measured window of a timed run, in seconds. */
 double bench_run_secs(const struct bench_run *run);
 void bench_sys_read(struct bench_sys *s);
+
+/* bench_server_ns - CPU time mayflyd (bench_opt.mpid and its children, the
+ * workers) has used, ns, from /proc/PID/schedstat; 0 without --mayfly-pid.
+ * Its difference over a phase, per message, is the server's own cost,
+ * which other loads on the machine change far less than a rate. */
+uint64_t bench_server_ns(void);
 void bench_run_free(struct bench_run *run);
 void bench_send(struct bench_conn *c, const void *d, size_t n);
 void bench_record(struct bench_conn *c, uint64_t t0, uint64_t msgs);

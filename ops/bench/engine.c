@@ -902,6 +902,45 @@ bench_run_secs(const struct bench_run *run)
            1e9;
 }
 
+/* task_ns - the run time /proc/PID/schedstat gives pid, ns; 0 if none. */
+static uint64_t
+task_ns(long pid)
+{
+    char path[64];
+    unsigned long long ns = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%ld/schedstat", pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    if (fscanf(f, "%llu", &ns) != 1)
+        ns = 0;
+    fclose(f);
+    return ns;
+}
+
+/* bench_server_ns - see bench.h. */
+uint64_t
+bench_server_ns(void)
+{
+    char path[80];
+    long child;
+    uint64_t ns;
+    FILE *f;
+
+    if (bench_opt.mpid <= 0)
+        return 0;
+    ns = task_ns(bench_opt.mpid);
+    snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children",
+             (long)bench_opt.mpid, (long)bench_opt.mpid);
+    if ((f = fopen(path, "r")) != NULL) {
+        while (fscanf(f, "%ld", &child) == 1)
+            ns += task_ns(child);
+        fclose(f);
+    }
+    return ns;
+}
+
 /* bench_sys_read - see bench.h; zeros where /proc cannot be read. */
 void
 bench_sys_read(struct bench_sys *s)
@@ -912,6 +951,7 @@ bench_sys_read(struct bench_sys *s)
     struct rusage ru;
 
     memset(s, 0, sizeof(*s));
+    s->server_ns = bench_server_ns();
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         s->self_us =
             (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +

@@ -64,9 +64,10 @@ bench_row_from_run(struct bench_row *row, const struct bench_run *run,
                  run->err[0] ? ": " : "", run->err);
 }
 
-/* bench_row_cost - machine CPU, the load generator's share of it and TCP
- * segments per operation of row between two readings secs apart (needs
- * row->rate), added to its note; per names the operation. */
+/* bench_row_cost - machine CPU, the load generator's share of it, TCP
+ * segments and (a mayfly row) mayflyd's own CPU per operation of row
+ * between two readings secs apart (needs row->rate), added to its note;
+ * per names the operation. */
 void
 bench_row_cost(struct bench_row *row, const struct bench_sys *begin,
                const struct bench_sys *end, double secs, const char *per)
@@ -87,6 +88,10 @@ bench_row_cost(struct bench_row *row, const struct bench_sys *begin,
              "machine) a %s, %.0f us of it the client's",
              n ? "; " : "", row->segs, (double)(end->ctxt - begin->ctxt) / ops,
              row->cpu_us, per, row->client_us);
+    n = strlen(row->note);
+    if (strcmp(row->system, "mayfly") == 0 && end->server_ns > begin->server_ns)
+        snprintf(row->note + n, sizeof(row->note) - n, "; mayflyd %.0f us",
+                 (double)(end->server_ns - begin->server_ns) / 1e3 / ops);
 }
 
 /* A row for a scenario that could not run. */

@@ -32,6 +32,10 @@ static struct bench_buf msgs1;
 static char payload[PAYLOAD + 1];
 static char rpc_pad[RPC_PAD + 1];
 static int run_tag;
+/* The bytes a held message costs are read around the first fill into
+ * fresh cells (backlog's, else the first drain's): later fills reuse pages
+ * the kernel counts already. */
+static int mem_msg_done;
 
 /* Fill the payloads: letters only, so no JSON escaping anywhere. */
 static void
@@ -301,6 +305,19 @@ bench_mayfly_http(const char *key, int port, const char *path,
     bench_row_add(&wrow);
 }
 
+/* server_note - append "mayflyd N ns CPU a message" to row's note for ns
+ * of mayflyd's CPU over msgs messages (nothing when either is 0). */
+static void
+server_note(struct bench_row *row, uint64_t ns, uint64_t msgs)
+{
+    size_t n = strlen(row->note);
+
+    if (ns > 0 && msgs > 0)
+        snprintf(row->note + n, sizeof(row->note) - n,
+                 "%smayflyd %.0f ns CPU a message", n ? "; " : "",
+                 (double)ns / (double)msgs);
+}
+
 /* Pushes of 100 messages; ud: one prebuilt request per partition, and
  * the reset that every 20th push (of all connections) is followed by,
  * which keeps the queue under its 10,000 messages as DEL bounds Redis's
@@ -384,6 +401,9 @@ push_timed(struct bench_row *row, const char *queue, int conns, int tls)
         snprintf(row->note, sizeof(row->note),
                  "%ld pushes found the queue full (429) before a reset landed",
                  atomic_load(&sc->full));
+    if (row->ok) /* resets included */
+        server_note(row, run->sys_end.server_ns - run->sys_begin.server_ns,
+                    (uint64_t)(row->rate * bench_run_secs(run)));
     bench_run_free(run);
     for (int i = 0; i < PARTS; i++)
         bench_buf_free(&sc->req[i]);
@@ -603,6 +623,104 @@ mem_row(const char *key, const char *variant, const struct mem *m0,
     bench_row_add(&row);
 }
 
+/*
+ * Scenario backlog: pushes as in push (16 conns, 100 x 256 B, 8 partitions)
+ * that nothing takes, into queues of 10,000 messages each, until 400,000
+ * (QUICK 200,000) are held: the arena hands out cells it never handed out
+ * before, on pages of the segment no process has touched.  Rate over the
+ * whole fill.  Then the queues are reset and the same fill runs again
+ * into the cells just freed (pages resident), for a ratio inside one run.
+ */
+static void
+backlog_round(int round, long total, uint64_t *msgs, uint64_t *ns,
+              uint64_t *server_ns, struct bench_hist *hist, char *err,
+              size_t errlen)
+{
+    struct fill_sc *sc = calloc(1, sizeof(*sc));
+    struct bench_run *run = bench_run_new(bench_opt.threads);
+    int ok = sc != NULL, status;
+    char body[96];
+
+    if (ok) {
+        snprintf(sc->prefix, sizeof(sc->prefix), "grow%d-%d-", run_tag, round);
+        sc->per_q = 10000 / BATCH;
+        sc->parts = PARTS;
+        sc->total = total;
+    }
+    atomic_store(&run->deadline, bench_now_ns() + 60000000000ull);
+    for (int i = 0; i < 16 && ok; i++)
+        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_fill, sc) !=
+             NULL;
+    struct mem m0, m1;
+    if (round == 0)
+        mem_sample(&m0);
+    *server_ns = bench_server_ns();
+    if (ok && bench_run_start(run) == 0)
+        bench_run_join(run);
+    *server_ns = bench_server_ns() - *server_ns;
+    if (round == 0 && ok && run->errors == 0 && !mem_msg_done) {
+        mem_sample(&m1);
+        mem_row("mem-msg", "256 B messages held (backlog fill)", &m0, &m1,
+                (double)total * BATCH, PAYLOAD);
+        mem_msg_done = 1;
+    }
+    if (!ok || run->errors > 0)
+        snprintf(err, errlen, "fill: %s", run->err);
+    else {
+        *msgs = run->msgs;
+        *ns = run->t_last > run->t_start ? run->t_last - run->t_start : 0;
+        bench_hist_merge(hist, &run->hist);
+    }
+    bench_run_free(run);
+    for (long q = 0; sc != NULL && q * sc->per_q < total; q++) {
+        snprintf(body, sizeof(body), "{\"queue\":\"%s%ld\"}", sc->prefix, q);
+        call_once(bench_opt.mport, "POST", "/api/v1/ephemeral/reset", body,
+                  &status, NULL);
+    }
+    free(sc);
+}
+
+/* One backlog row: round 0 into fresh cells, round 1 into reused ones. */
+static void
+backlog_row(int round, long total)
+{
+    struct bench_row row = {0};
+    struct bench_hist *hist = calloc(1, sizeof(*hist));
+    uint64_t msgs = 0, ns = 0, server_ns = 0;
+    char err[240] = "";
+
+    snprintf(row.key, sizeof(row.key), round ? "backlog-reused" : "backlog");
+    snprintf(row.scenario, sizeof(row.scenario), "push");
+    snprintf(row.system, sizeof(row.system), "mayfly");
+    snprintf(row.variant, sizeof(row.variant),
+             "100 x 256 B, 8 partitions, 16 conns, no reset, %ldk %s",
+             total * BATCH / 1000, round ? "reused cells" : "fresh cells");
+    if (hist != NULL)
+        backlog_round(round, total, &msgs, &ns, &server_ns, hist, err,
+                      sizeof(err));
+    row.ok = hist != NULL && err[0] == '\0' && ns > 0;
+    row.rate = ns ? (double)msgs / ((double)ns / 1e9) : 0;
+    row.p50_us = row.ok ? bench_hist_pct_us(hist, 50) : 0;
+    row.p99_us = row.ok ? bench_hist_pct_us(hist, 99) : 0;
+    snprintf(row.unit, sizeof(row.unit), "msg/s");
+    snprintf(row.note, sizeof(row.note), "%s%s", row.ok ? "" : "failed: ",
+             row.ok ? "rate over the whole fill; queues reset after" : err);
+    if (row.ok)
+        server_note(&row, server_ns, msgs);
+    bench_row_add(&row);
+    free(hist);
+}
+
+/* Scenario backlog: fresh cells, then the same pushes into reused ones. */
+static void
+mayfly_backlog(void)
+{
+    long total = bench_opt.quick ? 2000 : 4000;
+
+    backlog_row(0, total);
+    backlog_row(1, total);
+}
+
 /* One drain variant: rounds of fill then drain; rate over drain time. */
 static void
 mayfly_drain(int autoack)
@@ -614,7 +732,7 @@ mayfly_drain(int autoack)
     struct bench_hist *hist = calloc(1, sizeof(*hist));
     struct mem m0, m1;
     int nq = bench_opt.quick ? 16 : 32, rounds = bench_opt.quick ? 1 : 4;
-    uint64_t msgs = 0, ns = 0, errors = 0;
+    uint64_t msgs = 0, ns = 0, errors = 0, server_ns = 0;
     char err[240] = "";
 
     snprintf(row.key, sizeof(row.key), autoack ? "drain-auto" : "drain-ack");
@@ -629,17 +747,18 @@ mayfly_drain(int autoack)
                  autoack ? 'a' : 'k', r);
         fsc->per_q = 10000 / BATCH;
         fsc->total = (long)nq * fsc->per_q;
-        if (r == 0 && !autoack)
+        if (r == 0 && !autoack && !mem_msg_done)
             mem_sample(&m0);
         if (fill_run(fsc, 8, err, sizeof(err)) != 0) {
             errors++;
             free(fsc);
             break;
         }
-        if (r == 0 && !autoack) {
+        if (r == 0 && !autoack && !mem_msg_done) {
             mem_sample(&m1);
             mem_row("mem-msg", "256 B messages held (drain fill)", &m0, &m1,
                     (double)nq * 10000, PAYLOAD);
+            mem_msg_done = 1;
         }
         memcpy(dsc.prefix, fsc->prefix, sizeof(dsc.prefix));
         free(fsc);
@@ -651,8 +770,10 @@ mayfly_drain(int autoack)
             if (bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_drain,
                               &dsc) == NULL)
                 break;
+        server_ns -= bench_server_ns();
         if (bench_run_start(run) == 0)
             bench_run_join(run);
+        server_ns += bench_server_ns();
         msgs += run->msgs;
         ns += run->t_last > run->t_start ? run->t_last - run->t_start : 0;
         errors += run->errors;
@@ -668,6 +789,8 @@ mayfly_drain(int autoack)
     snprintf(row.unit, sizeof(row.unit), "msg/s");
     snprintf(row.note, sizeof(row.note), "%s%s", row.ok ? "" : "failed: ",
              row.ok ? "latency is per pop request" : err);
+    if (row.ok)
+        server_note(&row, server_ns, msgs);
     bench_row_add(&row);
     free(hist);
 }
@@ -1466,6 +1589,8 @@ bench_mayfly_all(void)
         mayfly_push(0);
     if (bench_want("push") && bench_opt.tport > 0)
         mayfly_push(1);
+    if (bench_want("push") || bench_want("backlog"))
+        mayfly_backlog();
     if (bench_want("drain")) {
         mayfly_drain(0);
         mayfly_drain(1);
@@ -1480,9 +1605,9 @@ bench_mayfly_all(void)
         mayfly_rpc(1, 1, 0, 1);
     if ((bench_want("rpc") || bench_want("rpc32")) && bench_opt.tport > 0)
         mayfly_rpc(32, 8, 0, 1);
-    if (bench_want("rpc") || bench_want("rpc1"))
+    if (bench_want("rpc") || bench_want("rpc1") || bench_want("request1"))
         mayfly_rpc_verb(1, 1);
-    if (bench_want("rpc") || bench_want("rpc32"))
+    if (bench_want("rpc") || bench_want("rpc32") || bench_want("request32"))
         mayfly_rpc_verb(32, 8);
     if (bench_want("wake") && bench_opt.mpid > 0) {
         mayfly_wake(0);

@@ -5,9 +5,12 @@
  * to node 1 once, the reply goes from node 1 (where the ack lands) to node
  * 0 in one hop: every requester gets its own reply.  And a SIGTERM of the
  * owner while requests wait there: each requester gets a reply or a 503,
- * none past its timeout (each call is timed).
+ * none past its timeout (each call is timed).  A request that times out is
+ * withdrawn at its owner even when the owner's answer to the store never
+ * came (its workers stalled), and even when a peer's watch saw it.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -207,21 +210,36 @@ Test(cluster_request, requester_owner_and_responder_on_three_nodes)
     }
 }
 
+/* pop_none - a pop of the partition in group workers through node i, with
+ * the parameters more, must find nothing (why says what it would mean). */
+static void
+pop_none(int i, const char *more, const char *why)
+{
+    struct itest_resp r;
+
+    itest_get(&c.node[i], &r,
+              "/api/v1/ephemeral/pop?queue=svc&partition=%s&group=workers&%s",
+              part, more);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 0, "%s: %s", why, r.body);
+    itest_resp_free(&r);
+}
+
+/* listen_once - one pop through node RESPONDER that finds nothing: the
+ * partition has a listener for responders_idle_ms, and nobody answers. */
+static void
+listen_once(void)
+{
+    pop_none(RESPONDER, "timeout=0", "nothing was pushed yet");
+}
+
 Test(cluster_request, sigterm_of_the_owner_answers_every_waiting_requester)
 {
     struct run b = {0};
     pthread_t resp[RESPONDERS], req[REQUESTERS];
     struct requester q[REQUESTERS];
-    struct itest_resp r;
 
-    /* one pop that finds nothing: the partition has a listener (for
-     * responders_idle_ms) but nobody answers yet, so requests wait */
-    itest_get(&c.node[RESPONDER], &r,
-              "/api/v1/ephemeral/pop?queue=svc&partition=%s&group=workers"
-              "&timeout=0",
-              part);
-    cr_assert_eq(r.status, 200, "%s", r.body);
-    itest_resp_free(&r);
+    listen_once(); /* requests wait: nobody answers yet */
     start_requesters(&b, req, q);
     /* each stored at the owner and waiting on its inbox at node 0 */
     wait_metric(REQUESTER, "mayfly_parked_pops", REQUESTERS);
@@ -238,4 +256,100 @@ Test(cluster_request, sigterm_of_the_owner_answers_every_waiting_requester)
     cr_assert_eq(atomic_load(&b.ok) + atomic_load(&b.refused), REQUESTERS);
     cr_log_info("owner stopped: %d replies, %d refused", atomic_load(&b.ok),
                 atomic_load(&b.refused));
+}
+
+/* signal_workers - sig to every worker of node i (its master runs on, so
+ * its peers still count it live). */
+static void
+signal_workers(int i, int sig)
+{
+    pid_t w[ITEST_NODE_MAX_WORKERS];
+    int nw = itest_node_workers(&c.node[i], w, ITEST_NODE_MAX_WORKERS);
+
+    cr_assert_gt(nw, 0);
+    for (int k = 0; k < nw; k++)
+        cr_assert_eq(kill(w[k], sig), 0);
+}
+
+/* request_times_out - one request through node REQUESTER with timeout
+ * 1000 ms nobody answers: 504 request_timeout, in time. */
+static void
+request_times_out(void)
+{
+    struct itest_resp r;
+    char body[200];
+    int64_t t0 = itest_now_ms(), took;
+
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"svc\",\"partition\":\"%s\",\"payload\":"
+             "{\"n\":7},\"timeout\":1000}",
+             part);
+    itest_req(&c.node[REQUESTER], "POST", REQ, body, &r);
+    took = itest_now_ms() - t0;
+    itest_assert_error(&r, 504, "request_timeout", NULL, "the request");
+    cr_expect_lt(took, 6000, "answered after %lld ms", (long long)took);
+    itest_resp_free(&r);
+}
+
+/* assert_nothing_delivered - a responder polling the owner's partition
+ * (long enough for a stalled worker to catch up) gets nothing. */
+static void
+assert_nothing_delivered(void)
+{
+    pop_none(OWNER, "wait=true&timeout=3000",
+             "a withdrawn request was delivered");
+}
+
+/* The owner's workers stall (SIGSTOP) with the store of a request in their
+ * socket: the requester's node gives up at the request's timeout (504).
+ * Resumed, the owner reads a store whose sender has hung up: it must not
+ * be delivered to a responder. */
+Test(cluster_request, a_store_the_owner_answers_too_late_is_withdrawn)
+{
+    double v = 0;
+
+    listen_once();
+    signal_workers(OWNER, SIGSTOP);
+    request_times_out();
+    signal_workers(OWNER, SIGCONT);
+    assert_nothing_delivered();
+    cr_assert_eq(itest_metric(&c.node[REQUESTER],
+                              "mayfly_requests_total{result=\"timeout\"}", &v),
+                 0);
+    cr_expect_eq(v, 1);
+}
+
+/* watcher - a pop with no partition through node RESPONDER: it leaves a
+ * watch at every peer, the owner among them. */
+static void *
+watcher(void *arg)
+{
+    struct itest_resp *r = arg;
+
+    itest_get(&c.node[RESPONDER], r,
+              "/api/v1/ephemeral/pop?queue=svc&group=workers&wait=true"
+              "&timeout=8000");
+    return NULL;
+}
+
+/* A peer's watch parked at the owner sees the request come (its node's
+ * workers are stalled, so it does not come for it): the request, still
+ * unread, is withdrawn when it times out, and nobody gets it afterwards,
+ * the watching pop included. */
+Test(cluster_request, a_request_a_peer_watched_is_still_withdrawn)
+{
+    struct itest_resp w;
+    pthread_t t;
+
+    cr_assert_eq(pthread_create(&t, NULL, watcher, &w), 0);
+    wait_metric(OWNER, "mayfly_parked_pops", 1); /* the watch */
+    signal_workers(RESPONDER, SIGSTOP);
+    request_times_out();
+    assert_nothing_delivered();
+    signal_workers(RESPONDER, SIGCONT);
+    pthread_join(t, NULL);
+    cr_assert_eq(w.status, 200, "%s", w.body);
+    cr_assert_eq(itest_jlen(w.json, "messages"), 0,
+                 "a withdrawn request was delivered: %s", w.body);
+    itest_resp_free(&w);
 }

@@ -16,6 +16,7 @@
 
 #include "shm/arena.h"
 #include "shm/broker.h"
+#include "shm/inbox.h"
 #include "shm/maintain.h"
 #include "shm/queue_admin.h"
 #include "shm/region.h"
@@ -924,4 +925,33 @@ Test(shm_broker, node_cap_push_reclaims_expired_messages_first)
     shm_counters_sum(&seg, c);
     cr_assert_gt(c[SHM_C_DROP_TTL], 0);
     cr_assert_eq(c[SHM_C_PUSH_UNAVAILABLE], 2);
+}
+
+/* A peek (a peer's watch) takes nothing and marks nothing read, so the
+ * request it saw can still be withdrawn, by its replyTo; withdrawn, no
+ * peek or pop finds it. */
+Test(shm_broker, a_peek_leaves_a_request_withdrawable)
+{
+    static const char inbox[] = "mayfly.inbox/n0/1.0.1.1";
+    char data[64];
+    uint64_t seq;
+    struct shm_pop_req r = {nm("q"), nm("Default"), nm("g"), 10,
+                            0,       SHM_FROM_ALL,  0};
+
+    snprintf(data, sizeof(data), "%s{\"n\":1}", inbox);
+    struct shm_msg_in m = {data, (uint32_t)strlen(data)};
+    cr_assert_eq(shm_push_request(&seg, 0, nm("q"), nm("Default"), &m,
+                                  sizeof(inbox) - 1, T0, &seq),
+                 0);
+    sink = (struct shm_sink){.buf = sinkbuf, .cap = sizeof(sinkbuf)};
+    cr_assert_eq(shm_peek(&seg, 0, &r, T0), 1);
+    cr_assert_eq(shm_withdraw_reply(&seg, 0, nm("q"), nm("Default"),
+                                    nm("mayfly.inbox/n0/1.0.1.2"), T0),
+                 0, "another inbox's request");
+    cr_assert_eq(
+        shm_withdraw_reply(&seg, 0, nm("q"), nm("Default"), nm(inbox), T0), 1,
+        "the peek left it unread");
+    cr_assert_eq(shm_peek(&seg, 0, &r, T0), 0);
+    cr_assert_eq(pop("q", "g", 10, T0), 0);
+    cr_assert_eq(shm_withdraw(&seg, 0, nm("q"), nm("Default"), seq, T0), 0);
 }
