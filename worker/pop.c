@@ -54,6 +54,7 @@ struct pop_call {
     const struct pop_waiter *how; /* a wait on an inbox: not a pop */
     void *how_arg;
     int hung_up;
+    int revoked; /* its token was revoked while it waited (SPEC §10) */
 };
 
 /* sink_reserve - make the sink hold at least want bytes.  0 or -ENOMEM. */
@@ -296,6 +297,7 @@ answer(struct pop_call *c)
         const struct shm_popped *m = shm_popped_next(&c->sink, NULL);
         enum pop_wait_end why = m != NULL        ? POP_WAIT_GOT
                                 : c->hung_up     ? POP_WAIT_HANGUP
+                                : c->revoked     ? POP_WAIT_REVOKED
                                 : c->w->draining ? POP_WAIT_DRAIN
                                                  : POP_WAIT_TIMEOUT;
         c->how->end(c->how_arg, c->req, m, why);
@@ -842,7 +844,8 @@ worker_pop_expire(struct worker *w, uint64_t now)
 }
 
 /* worker_pop_revoked - see pop.h.  What a windowed pop holds goes back
- * at once (no attempt counted): its client is not served. */
+ * at once (no attempt counted): its client is not served.  A request's
+ * wait on its inbox ends through its waiter, which withdraws the request. */
 void
 worker_pop_revoked(struct worker *w)
 {
@@ -853,12 +856,18 @@ worker_pop_revoked(struct worker *w)
         return; /* they answer at their timeout instead */
     for (size_t i = 0; i < n; i++) {
         struct pop_call *c = CALL_OF(w->parks.heap[i]);
-        if (c->how == NULL && !worker_auth_valid(w, c->req))
+        if (!worker_auth_valid(w, c->req))
             gone[k++] = c;
     }
     for (size_t i = 0; i < k; i++) {
         struct pop_call *c = gone[i];
         unpark(c);
+        if (c->how != NULL) {
+            c->revoked = 1;
+            answer(c);
+            http_request_resume(c->req);
+            continue;
+        }
         pop_cluster_stop(c->cluster);
         if (c->leased && c->sink.count > 0)
             shm_release(w->seg, w->set.slot, c->park.pop.queue,

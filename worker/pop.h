@@ -20,6 +20,7 @@ enum pop_wait_end {
     POP_WAIT_TIMEOUT, /* its timeout passed */
     POP_WAIT_HANGUP,  /* the client shut its side */
     POP_WAIT_DRAIN,   /* the worker stops, or its view went stale */
+    POP_WAIT_REVOKED, /* the caller's token was revoked (SPEC §10) */
 };
 
 /* What a wait on an inbox does when it ends, and when its request does. */

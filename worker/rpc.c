@@ -260,6 +260,9 @@ end(void *arg, struct http_request *req, const struct shm_popped *m,
     ended(c, SHM_C_REQUEST_WITHDRAWN);
     if (why == POP_WAIT_DRAIN)
         http_reply_draining(req);
+    else if (why == POP_WAIT_REVOKED)
+        worker_auth_refuse(req, "the bearer token was revoked while this "
+                                "request waited for its reply");
     else
         http_reply_error(req, 504, "request_timeout",
                          "the requester hung up before a reply came");

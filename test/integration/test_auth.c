@@ -33,6 +33,7 @@ static const char *const au_tokens[][2] = {
     {"gamma-slow", "tenant=gamma push=* pop=* rate=5"},
     {"delta-fast", "tenant=delta push=* pop=*"},
     {"eps-small", "tenant=eps push=* pop=* max_bytes=64K"},
+    {"alpha-asker", "tenant=alpha request=*"},
 };
 #define AU_NTOKENS (sizeof(au_tokens) / sizeof(au_tokens[0]))
 
@@ -498,6 +499,58 @@ Test(auth, hup_revokes_a_token_and_ends_its_parked_pop, .timeout = 90)
     itest_resp_free(&r);
 }
 
+Test(auth, hup_revokes_a_token_and_ends_its_request_wait, .timeout = 90)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char dir[256], opts[400], req[512];
+    const char *body = "{\"queue\":\"svc\",\"payload\":{\"q\":1},"
+                       "\"timeout\":30000}";
+    struct timeval tv = {.tv_sec = 20};
+    int64_t t0;
+    int fd;
+
+    itest_test_dir(dir, sizeof(dir));
+    au_write(dir, ~0u);
+    snprintf(opts, sizeof(opts), "auth_file=%s", au_file);
+    itest_node_start(&n, opts);
+    /* A responder of the tenant popped just now: the request is stored. */
+    au_ok(&n, "alpha-all", "GET", API "/pop?queue=svc", NULL, 200, &r);
+    itest_resp_free(&r);
+    fd = itest_raw_connect(&n);
+    cr_assert_geq(fd, 0);
+    snprintf(req, sizeof(req),
+             "POST " API "/request HTTP/1.1\r\nHost: t\r\n"
+             "Authorization: Bearer alpha-asker\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             strlen(body), body);
+    cr_assert_eq(itest_raw_send(fd, req), 0);
+    t0 = itest_now_ms();
+    while (!itest_conn_consumed(&n, fd)) {
+        cr_assert_lt(itest_now_ms() - t0, 20000, "the request never waited");
+        itest_sleep_ms(20);
+    }
+    itest_sleep_ms(100);
+    au_write(dir, ~(1u << 9)); /* alpha-asker goes */
+    t0 = itest_now_ms();
+    cr_assert_eq(kill(n.pid, SIGHUP), 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    itest_raw_response(fd, &r);
+    cr_assert_eq(r.status, 401, "the revoked token's request: %ld %s", r.status,
+                 r.body);
+    cr_assert_lt(itest_now_ms() - t0, 10000,
+                 "the request ended %lld ms after the HUP, its timeout "
+                 "being 30 s",
+                 (long long)(itest_now_ms() - t0));
+    itest_resp_free(&r);
+    close(fd);
+    /* The request was withdrawn: the responder finds nothing. */
+    au_ok(&n, "alpha-all", "GET", API "/pop?queue=svc", NULL, 200, &r);
+    cr_assert(strstr(r.body, "\"messages\":[]") != NULL,
+              "the revoked request was still served: %s", r.body);
+    itest_resp_free(&r);
+}
+
 Test(auth, a_tenant_over_its_rate_gets_429_while_another_is_served,
      .timeout = 90)
 {
@@ -654,6 +707,8 @@ Test(auth, dash_t_checks_the_auth_file_as_the_start_does, .timeout = 60)
     fprintf(f, "\nsha256:0123 tenant=x\n");
     fclose(f);
     cr_assert_eq(au_check(au_file, out, sizeof(out)), 1, "%s", out);
-    cr_assert(strstr(out, au_file) != NULL && strstr(out, ":12:") != NULL,
-              "the error does not name the file and line: %s", out);
+    char at[32]; /* the comment, the tokens, the blank line, then it */
+    snprintf(at, sizeof(at), ":%zu:", AU_NTOKENS + 3);
+    cr_assert(strstr(out, au_file) != NULL && strstr(out, at) != NULL,
+              "the error does not name the file and line %s: %s", at, out);
 }
