@@ -38,7 +38,7 @@ struct worker_settings {
     char auth_file[1024];   /* "": no client authentication (SPEC §10) */
     int metrics_auth;       /* /metrics wants a token too */
     const struct auth_table *auth; /* the master's tokens, as forked */
-    char secret[129];       /* the cluster secret: signs calls (sign.h) */
+    char secret[129]; /* the cluster secret: signs calls (sign.h) */
     struct http_client_peers peers; /* how calls to nodes go (strings in
                                        the master's config, inherited) */
     struct http_tls *tls; /* the client port's certificate (NULL: plain
