@@ -133,7 +133,7 @@ down(void)
     itest_ca_file[0] = '\0';
 }
 
-TestSuite(cluster_secure_restart, .init = up, .fini = down, .timeout = 600);
+TestSuite(cluster_secure_restart, .init = up, .fini = down, .timeout = 300);
 
 /* req - method path body on node i as tenant t; the status. */
 static long
@@ -424,8 +424,6 @@ Test(cluster_secure_restart,
     for (int i = 0; i < CL_NODES; i++) {
         unsigned rings = 0, rlost = 1;
         unsigned long long msgs = 0, mlost = 1;
-        int before[2] = {atomic_load(&tally[0].next),
-                         atomic_load(&tally[1].next)};
 
         cr_expect_eq(wiped(i), 0, "node %d dropped no partition", i);
         cr_assert_eq(cl_stop(&c, i, 60000), 0, "node %d stops cleanly", i);
@@ -440,6 +438,8 @@ Test(cluster_secure_restart,
         cl_start(&c, i, opts);
         cl_wait_view(&c, CL_ALL);
         /* load goes on with the node back before the next one stops */
+        int before[2] = {atomic_load(&tally[0].next),
+                         atomic_load(&tally[1].next)};
         deadline = itest_now_ms() + 30000;
         while ((atomic_load(&tally[0].next) < before[0] + 100 ||
                 atomic_load(&tally[1].next) < before[1] + 100) &&
