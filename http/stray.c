@@ -3,8 +3,13 @@
  */
 #include "http/stray.h"
 
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <microhttpd.h>
@@ -13,6 +18,33 @@
  * (handshake), then the major version, 3 from SSL 3.0 to TLS 1.3. */
 #define TLS_HANDSHAKE 0x16
 #define TLS_MAJOR     0x03
+
+/* The content types of TLS records, change_cipher_spec (20) to
+ * application_data (23): what follows a handshake.  No HTTP method
+ * begins with one. */
+#define TLS_TYPE_FIRST 0x14
+#define TLS_TYPE_LAST  0x17
+
+/*
+ * untouched - nothing has been read yet from socket fd: every byte it
+ * received still waits in it.  The bytes a peek sees are the connection's
+ * first only then: once MHD has read some (a ClientHello, and handshaken),
+ * what waits is the middle of the stream, not to be judged.
+ */
+static int
+untouched(int fd)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    int queued = 0;
+
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_bytes_received) +
+                  sizeof(ti.tcpi_bytes_received) ||
+        ioctl(fd, FIONREAD, &queued) != 0)
+        return 0;
+    return ti.tcpi_bytes_received == (uint64_t)queued;
+}
 
 /* http_stray_answer - see stray.h. */
 void
@@ -49,14 +81,18 @@ stray_drop_answer(int fd, const char *sentence)
 
 /* http_stray_plain - see stray.h.  A TLS client's first byte is a
  * handshake record's type (or, for an SSL 2 style hello, has its top bit
- * set); an HTTP request's is a letter of its method. */
+ * set), and every record's after it is a record type too; an HTTP
+ * request's is a letter of its method.  Judged only before MHD has read
+ * anything of the connection (untouched): a connection is watched until
+ * its first request line is in, and by then the handshake may be done. */
 int
 http_stray_plain(int fd)
 {
     unsigned char head;
 
     if (recv(fd, &head, 1, MSG_PEEK | MSG_DONTWAIT) != 1 ||
-        head == TLS_HANDSHAKE || head >= 0x80)
+        (head >= TLS_TYPE_FIRST && head <= TLS_TYPE_LAST) || head >= 0x80 ||
+        !untouched(fd))
         return 0;
     stray_drop_answer(fd, "this port speaks HTTPS (TLS), not plain HTTP: "
                           "use https://");
@@ -70,7 +106,7 @@ http_stray_tls(int fd)
     unsigned char head[2];
 
     if (recv(fd, head, sizeof(head), MSG_PEEK | MSG_DONTWAIT) != 2 ||
-        head[0] != TLS_HANDSHAKE || head[1] != TLS_MAJOR)
+        head[0] != TLS_HANDSHAKE || head[1] != TLS_MAJOR || !untouched(fd))
         return 0;
     stray_drop_answer(fd, "this port speaks plain HTTP, not TLS");
     return 1;

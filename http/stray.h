@@ -32,7 +32,8 @@ int http_stray_tls(int fd);
  * socket fd are not a TLS handshake (plain HTTP): they are read and
  * dropped, answered 400 in plain HTTP, and the socket shut both ways (the
  * handshake MHD attempts then meets its end).  1 when refused, else 0
- * (nothing read, or nothing waiting yet).
+ * (nothing read, nothing waiting yet, or bytes of the connection already
+ * read by MHD: those waiting are not its first).
  */
 int http_stray_plain(int fd);
 

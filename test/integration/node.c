@@ -858,6 +858,14 @@ itest_req(const struct itest_node *n, const char *method, const char *path,
     return itest_req_on(itest_tl_handle, n, method, path, body, r);
 }
 
+void
+itest_req_thread_end(void)
+{
+    if (itest_tl_handle)
+        curl_easy_cleanup(itest_tl_handle);
+    itest_tl_handle = NULL;
+}
+
 long
 itest_get(const struct itest_node *n, struct itest_resp *r, const char *pathfmt,
           ...)

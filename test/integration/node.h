@@ -196,6 +196,10 @@ long itest_req_with(const struct itest_node *n, const char *method,
                     const char *path, const char *body,
                     const char *const *headers, struct itest_resp *r);
 
+/* itest_req_thread_end - release this thread's keep-alive handle (what
+ * itest_req and itest_req_with use), before a thread of a test ends. */
+void itest_req_thread_end(void);
+
 /* itest_get - GET of a printf-formatted path. */
 long itest_get(const struct itest_node *n, struct itest_resp *r,
                const char *pathfmt, ...) __attribute__((format(printf, 3, 4)));
