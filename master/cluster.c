@@ -21,6 +21,7 @@
 #include "http/server.h"
 #include "master/cluster_client.h"
 #include "master/configure.h"
+#include "master/groups.h"
 #include "master/handover.h"
 #include "master/master.h"
 #include "master/membership.h"
@@ -70,23 +71,30 @@ raft_in(struct master *m, struct http_request *req)
 }
 
 /* heartbeat_in - POST /cluster/v1/heartbeat: the sender's member index
- * (every node numbers the members alike) and, in a header, its node id. */
+ * (every node numbers the members alike) on the first line, its node id
+ * in a header, and the lines groups.h describes after. */
 static void
 heartbeat_in(struct master *m, struct http_request *req)
 {
     size_t len;
     const char *body = http_request_body(req, &len);
+    const char *nl = len > 0 ? memchr(body, '\n', len) : NULL;
+    const char *eol = nl ? nl : body + len;
     char *end;
     long i = strtol(body, &end, 10);
 
-    if (len == 0 || end != body + len || i < 0 || i >= m->members.n ||
+    if (len == 0 || end != eol || i < 0 || i >= m->members.n ||
         i == m->members.self) {
         http_reply_error(req, 400, "ephemeral_bad_request",
-                         "body must be the sender's member index");
+                         "body must open with the sender's member index");
         return;
     }
     struct master_peer_word pw = peer_word(req);
 
+    /* What it is about to hand over is held before its leave is known. */
+    if (nl != NULL)
+        master_groups_in(m, (int)i, nl + 1, (size_t)(body + len - nl - 1),
+                         shm_now_ms(), master_membership_beat_ms(m));
     master_membership_heard(m, (int)i, &pw);
     http_reply(req, 204, NULL);
 }

@@ -70,7 +70,9 @@ uint64_t master_membership_beat_ms(const struct master *m);
 /* master_membership_heartbeat - tell every peer we are alive, and our
  * state (each tick that is due, or at once with now_or_never: a drain
  * announces the leave before anything else); peers count a member dead
- * after member_ttl_ms of silence. */
+ * after member_ttl_ms of silence.  The beat carries the groups our queues
+ * know and, the first time it says "leaving", the partitions each peer is
+ * about to be handed (groups.h). */
 void master_membership_heartbeat(struct master *m, uint64_t now,
                                  int now_or_never);
 
