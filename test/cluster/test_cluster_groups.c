@@ -194,21 +194,26 @@ Test(cluster_groups, a_group_that_popped_one_node_holds_messages_on_the_others)
     cl_wait_view(&c, CL_ALL);
     cl_part_owned_by("grp-one", 0, 64, pa, sizeof(pa));
     cl_part_owned_by("grp-one", 1, 64, pb, sizeof(pb));
-    /* "late" pops node 0's partition only: known there at once. */
-    cr_assert_eq(pop(0, "grp-one", pa, "late", m, 1), 0);
-    /* ... and on the others within a second or so. */
-    int64_t deadline = itest_now_ms() + 10000, t0 = itest_now_ms();
-    while (!(node_knows(1, "grp-one", "late") &&
-             node_knows(2, "grp-one", "late"))) {
-        cr_assert_lt(itest_now_ms(), deadline,
-                     "group 'late' not known on nodes 1 and 2");
-        itest_sleep_ms(50);
-    }
-    printf("group known cluster-wide after %lld ms\n",
-           (long long)(itest_now_ms() - t0));
-    /* A message on node 1 that "early" reads and completes stays for
-     * "late", which never read there. */
+    /* A message on node 1, then "late" pops node 0's partition only: known
+     * there at once, and on node 1, which holds the queue, a heartbeat
+     * later (node 2, which does not, makes the queue for it a beat after). */
     push_ok(1, "grp-one", pb, 7, 1);
+    cr_assert_eq(pop(0, "grp-one", pa, "late", m, 1), 0);
+    int64_t deadline = itest_now_ms() + 10000, t0 = itest_now_ms();
+    while (!node_knows(1, "grp-one", "late")) {
+        cr_assert_lt(itest_now_ms(), deadline, "group 'late' not on node 1");
+        itest_sleep_ms(20);
+    }
+    printf("group known on the node holding the queue after %lld ms\n",
+           (long long)(itest_now_ms() - t0));
+    while (!node_knows(2, "grp-one", "late")) {
+        cr_assert_lt(itest_now_ms(), deadline, "group 'late' not on node 2");
+        itest_sleep_ms(20);
+    }
+    printf("... and on the node not holding it after %lld ms\n",
+           (long long)(itest_now_ms() - t0));
+    /* "early" reads and completes the message on node 1: it stays for
+     * "late", which never read there. */
     cr_assert_eq(pop(1, "grp-one", pb, "early", m, 1), 1);
     ack(1, "grp-one", "early", m, 1, out);
     cr_assert_str_eq(out[0], "acked");
@@ -409,6 +414,18 @@ Test(cluster_groups, two_groups_read_everything_once_through_a_rolling_restart,
                "re-read-after-completed=%ld (refused pushes seen: %ld)\n",
                roll_group[gi], R.delivered[gi], lost, R.dup_stale[gi],
                R.dup_unacked[gi], R.reread[gi], extra);
+        for (int v = 0, k = 0; v < R.next && k < 10; v++)
+            if (R.accepted[v] && R.seen[gi][v] == 0)
+                printf("    missed payload %d (partition r%d)%s", v,
+                       (v / ROLL_BATCH) % ROLL_PARTS, ++k == 10 ? "\n" : "\n");
+        for (int i = 0; i < CL_NODES && lost > 0; i++) {
+            struct itest_resp r;
+            itest_get(&c.node[i], &r,
+                      "/api/v1/ephemeral/queues/%s/depth?scope=node&group=%s",
+                      ROLL_Q, roll_group[gi]);
+            printf("    node %d: %s\n", i, r.body);
+            itest_resp_free(&r);
+        }
         cr_expect_eq(lost, 0, "group %s missed %ld accepted messages",
                      roll_group[gi], lost);
         cr_expect_eq(R.reread[gi], 0,

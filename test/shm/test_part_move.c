@@ -545,7 +545,10 @@ Test(shm_part_move, adopt_wakes_a_parked_pop_and_take_wakes_one_too)
     cr_assert_eq(popx(&seg, 0, "q2", "p", "g", 10, 0, 0, T0), 3);
 }
 
-Test(shm_part_move, group_with_unread_messages_here_reads_adopted_ones_after)
+/* A group that read here already is placed all the same: what it had left
+ * here first, then its lease with attempts + 1, then its own position; it
+ * never reads m0 (completed) again. */
+Test(shm_part_move, group_that_read_here_already_keeps_its_place)
 {
     /* On q2: g has two messages unread, c has read everything. */
     cr_assert_eq(pop(&seg, "q2", "c", 1, T0), 0);
@@ -563,10 +566,11 @@ Test(shm_part_move, group_with_unread_messages_here_reads_adopted_ones_after)
     cr_assert_eq(pop(&seg, "q", "g", 1, T0), 1);
     cr_assert_eq(take(&seg, "q", T0), 3); /* m0 was freed once acked */
     cr_assert_eq(adopt(&seg, "q2", T0), 3);
-    /* g: its unread local one, then the adopted from its own position. */
+    /* g: its unread local one, its lease again, then from its position. */
     cr_assert_eq(pop(&seg, "q2", "g", 10, T0), 4);
     expect(0, "local", 1, 1, 1);
-    expect(1, "m", 1, 3, 1);
+    expect(1, "m", 1, 1, 2);
+    expect(2, "m", 2, 2, 1);
     /* c, not in the record: the adopted ones as any push. */
     cr_assert_eq(pop(&seg, "q2", "c", 10, T0), 3);
     expect(0, "m", 1, 3, 1);
