@@ -333,6 +333,18 @@ roll_for(int ms)
         roll_round();
 }
 
+/* missing - accepted payloads group gi has not had yet, pushed before
+ * upto. */
+static int
+missing(int gi, int upto)
+{
+    int n = 0;
+
+    for (int v = 0; v < upto; v++)
+        n += R.accepted[v] && R.seen[gi][v] == 0;
+    return n;
+}
+
 /* healthy - node i answers /health 200. */
 static int
 healthy(int i)
@@ -354,6 +366,8 @@ Test(cluster_groups, two_groups_read_everything_once_through_a_rolling_restart,
         for (int gi = 0; gi < ROLL_NG; gi++)
             roll_consume(i, gi);
     roll_for(2000);
+    printf("before the restarts: %d pushed, missing fan=%d comp=%d\n",
+           R.next, missing(0, R.next - 50), missing(1, R.next - 50));
     for (int x = 0; x < CL_NODES; x++) {
         int status;
         /* SIGTERM under load: the drain runs while the others push and
@@ -380,6 +394,8 @@ Test(cluster_groups, two_groups_read_everything_once_through_a_rolling_restart,
             roll_round();
         }
         roll_for(3000);
+        printf("after node %d's restart: %d pushed, missing fan=%d comp=%d\n",
+               x, R.next, missing(0, R.next - 50), missing(1, R.next - 50));
     }
     /* No more pushes: read what is left until both groups have had every
      * accepted message (leases of unanswered acks run out at 300 s, moved
