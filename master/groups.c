@@ -135,8 +135,7 @@ learn(struct master *m, int peer, const char *p, const char *end, uint64_t now,
     struct shm_name group = {tab + 1, (size_t)(end - tab - 1)};
     if (!http_name_valid(queue.ptr, queue.len) ||
         (group.len != 0 && !http_name_valid(group.ptr, group.len)) ||
-        idle >= (unsigned long long)m->cfg.implicit_idle_s * 1000 ||
-        idle > now)
+        idle >= (unsigned long long)m->cfg.implicit_idle_s * 1000 || idle > now)
         return;
     int rc = shm_group_learn(&m->seg, SHM_STATS_MASTER, queue, group,
                              (enum shm_from)from, now - idle, now,

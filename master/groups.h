@@ -33,7 +33,7 @@ void master_groups_beat(struct master *m, struct http_buf *b, uint64_t now);
  * (len bytes) after its heartbeat's first: learn its groups, hold the
  * partitions it is about to hand over.  beat_ms is the heartbeat period.
  * A malformed line is skipped. */
-void master_groups_in(struct master *m, int peer, const char *lines,
-                      size_t len, uint64_t now, uint64_t beat_ms);
+void master_groups_in(struct master *m, int peer, const char *lines, size_t len,
+                      uint64_t now, uint64_t beat_ms);
 
 #endif

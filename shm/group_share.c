@@ -76,8 +76,8 @@ shm_groups_each(struct shm_seg *seg, uint32_t *next, uint32_t budget,
 /* shm_group_learn - see group_share.h. */
 int
 shm_group_learn(struct shm_seg *seg, int w, struct shm_name queue,
-                struct shm_name group, enum shm_from from,
-                uint64_t last_active, uint64_t now, int create)
+                struct shm_name group, enum shm_from from, uint64_t last_active,
+                uint64_t now, int create)
 {
     uint64_t h = shm_group_hash(group);
     struct shm_ref qr;

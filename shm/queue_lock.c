@@ -164,8 +164,8 @@ registry_add(struct shm_seg *seg, int w, struct shm_queue *q,
 /* shm_registry_ensure - see broker_int.h. */
 int
 shm_registry_ensure(struct shm_seg *seg, int w, struct shm_queue *q,
-                struct shm_name name, uint64_t h, enum shm_from from,
-                uint64_t now, uint32_t *e)
+                    struct shm_name name, uint64_t h, enum shm_from from,
+                    uint64_t now, uint32_t *e)
 {
     *e = registry_find(seg, q, name, h);
     return *e != 0 ? 0 : registry_add(seg, w, q, name, h, from, now, e);

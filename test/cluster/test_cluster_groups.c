@@ -17,11 +17,12 @@
  * Owners are computed here as every node computes them (cl_owner).  Every
  * wait polls a condition, within generous bounds.
  */
+#include <sys/wait.h>
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <criterion/criterion.h>
 
@@ -235,17 +236,17 @@ static const char *const roll_group[ROLL_NG] = {"fan", "comp"};
 
 /* What the test saw of each payload, per group. */
 struct roll {
-    int accepted[ROLL_MAX];          /* 1: a push of it answered 201 */
-    int done[ROLL_NG][ROLL_MAX];     /* its group completed it (acked) */
-    int seen[ROLL_NG][ROLL_MAX];     /* deliveries */
-    int unacked[ROLL_NG][ROLL_MAX];  /* deliveries not answered acked */
-    int stale[ROLL_NG][ROLL_MAX];    /* of which answered stale */
-    long dup_stale[ROLL_NG];         /* again after a stale ack */
-    long dup_unacked[ROLL_NG];       /* again after an ack with no answer
+    int accepted[ROLL_MAX];         /* 1: a push of it answered 201 */
+    int done[ROLL_NG][ROLL_MAX];    /* its group completed it (acked) */
+    int seen[ROLL_NG][ROLL_MAX];    /* deliveries */
+    int unacked[ROLL_NG][ROLL_MAX]; /* deliveries not answered acked */
+    int stale[ROLL_NG][ROLL_MAX];   /* of which answered stale */
+    long dup_stale[ROLL_NG];        /* again after a stale ack */
+    long dup_unacked[ROLL_NG];      /* again after an ack with no answer
                                         (lease moved or ran out) */
-    long reread[ROLL_NG];            /* again after it was completed */
-    long delivered[ROLL_NG];         /* distinct payloads delivered */
-    int next;                        /* next payload */
+    long reread[ROLL_NG];           /* again after it was completed */
+    long delivered[ROLL_NG];        /* distinct payloads delivered */
+    int next;                       /* next payload */
     int64_t first_reread_payload[ROLL_NG];
 };
 
@@ -366,8 +367,8 @@ Test(cluster_groups, two_groups_read_everything_once_through_a_rolling_restart,
         for (int gi = 0; gi < ROLL_NG; gi++)
             roll_consume(i, gi);
     roll_for(2000);
-    printf("before the restarts: %d pushed, missing fan=%d comp=%d\n",
-           R.next, missing(0, R.next - 50), missing(1, R.next - 50));
+    printf("before the restarts: %d pushed, missing fan=%d comp=%d\n", R.next,
+           missing(0, R.next - 50), missing(1, R.next - 50));
     for (int x = 0; x < CL_NODES; x++) {
         int status;
         /* SIGTERM under load: the drain runs while the others push and
@@ -532,8 +533,7 @@ Test(cluster_groups, a_moved_lease_comes_back_with_attempts_plus_one)
     int64_t deadline = itest_now_ms() + WAIT_MS;
     int n;
     while ((n = pop(s.y, s.queue, s.p, "g", m, 1)) != 1) {
-        cr_assert_lt(itest_now_ms(), deadline, "nothing for g on node %d",
-                     s.y);
+        cr_assert_lt(itest_now_ms(), deadline, "nothing for g on node %d", s.y);
         itest_sleep_ms(50);
     }
     cr_expect_eq(m[0].payload, 1, "the leased message comes first");
