@@ -735,3 +735,45 @@ Test(shm_part_move, killed_adopter_leaves_sound_partitions, .timeout = 120)
     cr_assert_eq(c[SHM_C_WIPES], 0);
     cr_assert_eq(shm_arena_used_bytes(&seg), base);
 }
+
+/* A hold (a hand-over announced): pops read nothing meanwhile, pushes are
+ * kept, and the adopted messages go before them, numbered below them, with
+ * every group placed; the hold ends with the adopt. */
+Test(shm_part_move, pushes_during_a_hold_come_after_the_adopted_messages)
+{
+    cr_assert_eq(pushn(&seg, "q", "p", "m", 3, T0), 0);
+    cr_assert_eq(pop(&seg, "q", "g", 1, T0), 1); /* m0 leased */
+    cr_assert_eq(take(&seg, "q", T0), 3);
+    cr_assert_eq(shm_part_hold(&seg, M, nm("q2"), nm("p"), T0, 5000), 0);
+    cr_assert_eq(pushn(&seg, "q2", "p", "w", 2, T0), 0);
+    cr_assert_eq(pop(&seg, "q2", "g", 10, T0 + 1), 0, "held");
+    cr_assert_eq(pop(&seg, "q2", "h", 10, T0 + 1), 0, "held");
+    cr_assert_eq(adopt(&seg, "q2", T0 + 2), 3);
+    /* g: its lease again, then m1, m2, then what came during the hold. */
+    cr_assert_eq(pop(&seg, "q2", "g", 10, T0 + 3), 5);
+    expect(0, "m", 0, 1, 2);
+    expect(1, "m", 1, 2, 1);
+    expect(3, "w", 0, 2, 1);
+    for (int i = 1; i < 5; i++)
+        cr_assert_gt(rec(i)->seq, rec(i - 1)->seq, "ids in list order");
+    /* h, not in the record: everything, in that order too. */
+    cr_assert_eq(pop(&seg, "q2", "h", 10, T0 + 3), 5);
+    expect(0, "m", 0, 3, 1);
+    expect(3, "w", 0, 2, 1);
+}
+
+/* A hold whose time ran out, with the pushes read meanwhile: the adopt
+ * goes after them, as a push would. */
+Test(shm_part_move, an_adopt_after_a_read_hold_goes_to_the_tail)
+{
+    cr_assert_eq(pushn(&seg, "q", "p", "m", 2, T0), 0);
+    cr_assert_eq(take(&seg, "q", T0), 2);
+    cr_assert_eq(shm_part_hold(&seg, M, nm("q2"), nm("p"), T0, 100), 0);
+    cr_assert_eq(pushn(&seg, "q2", "p", "w", 2, T0), 0);
+    cr_assert_eq(pop(&seg, "q2", "h", 1, T0 + 200), 1);
+    expect(0, "w", 0, 1, 1);
+    cr_assert_eq(adopt(&seg, "q2", T0 + 300), 2);
+    cr_assert_eq(pop(&seg, "q2", "h", 10, T0 + 300), 3);
+    expect(0, "w", 1, 1, 1);
+    expect(1, "m", 0, 2, 1);
+}
