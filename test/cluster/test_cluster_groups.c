@@ -462,7 +462,8 @@ Test(cluster_groups, two_groups_read_everything_once_through_a_rolling_restart,
  * back to it: an emptied partition stays where its group state is), then
  * read p on x: message 0 completed, message 1 leased.  x gets SIGTERM
  * while pushes to p go on through the third node; g pops p through y
- * meanwhile.  Returns the payload after the last one pushed.
+ * meanwhile (and group h, to have a state there).  s->pushed is the
+ * payload after the last one pushed.
  */
 struct move {
     const char *queue;
