@@ -137,9 +137,11 @@ learn(struct master *m, int peer, const char *p, const char *end, uint64_t now,
         (group.len != 0 && !http_name_valid(group.ptr, group.len)) ||
         idle >= (unsigned long long)m->cfg.implicit_idle_s * 1000 || idle > now)
         return;
+    /* A node still starting has seen no DELETE: it learns everything. */
     int rc = shm_group_learn(&m->seg, SHM_STATS_MASTER, queue, group,
                              (enum shm_from)from, now - idle, now,
-                             seen_before(beat, peer, queue, group, now));
+                             seen_before(beat, peer, queue, group, now) ||
+                                 !m->ready);
     if (rc != 0 && rc != -ENOENT)
         log_debug(-rc, "cannot learn group '%.*s' of queue '%.*s'",
                   (int)group.len, group.ptr, (int)queue.len, queue.ptr);

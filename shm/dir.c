@@ -441,7 +441,6 @@ dir_init_part(struct shm_seg *seg, uint32_t idx, struct shm_ref qr, uint64_t h,
     p->queue_gen = qr.gen;
     p->head = p->tail = p->groups = p->ngs = p->intent = p->wipe = 0;
     p->hold_seq = p->hold_until = 0;
-    p->settle_until = now + SHM_SETTLE_MS;
     atomic_store(&p->count, 0);
     atomic_store(&p->cost, 0);
     atomic_store(&p->waiters, 0);

@@ -127,12 +127,6 @@ enum { SHM_DROPS_BOUNDS, SHM_DROPS_TTL, SHM_DROPS_RETRY };
  *                                                  here (0: none)
  *   168     8  hold_until   hold / adopt         lock: pops read nothing
  *                                                  here before this (ms)
- *   176     8  settle_until creator              immutable while alive:
- *                                                  in a cluster, nothing
- *                                                  is freed before this
- *                                                  (ms), so the groups the
- *                                                  peers know reach the
- *                                                  new partition first
  * A worker killed holding lock leaves EOWNERDEAD to the next locker:
  * shm_ring_repair() re-derives the partition from a validated walk.
  */
@@ -157,19 +151,13 @@ struct shm_part {
     uint32_t wipe;
     uint64_t hold_seq;
     uint64_t hold_until;
-    uint64_t settle_until;
 };
 _Static_assert(offsetof(struct shm_part, queue) == 64, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, head) == 76, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, count) == 96, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, next_free) == 152, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, hold_seq) == 160, "shm_part layout");
-_Static_assert(sizeof(struct shm_part) == 184, "shm_part layout");
-
-/* How long a new partition keeps what its groups completed, in a cluster:
- * the groups its queue has on other nodes reach it on the next heartbeats
- * (master/groups.c: 500 ms each, two for a queue new here). */
-#define SHM_SETTLE_MS 1500
+_Static_assert(sizeof(struct shm_part) == 176, "shm_part layout");
 
 /* Sequence numbers a hold keeps for the hand-over it waits for: more than
  * a partition can hold, so an adopt always fits below what came after. */

@@ -14,11 +14,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "shm/due.h"
 #include "shm/layout.h"
 #include "shm/lock.h"
 #include "shm/stats.h"
-#include "shm/status.h"
 
 #define RELAXED     memory_order_relaxed
 #define LOAD(x)     atomic_load_explicit(&(x), RELAXED)
@@ -578,14 +576,6 @@ shm_ring_advance_locked(struct shm_ring_ctx *c)
 
     if (p->ngs < LOAD(c->q->ngroups))
         return;
-    /* A new partition in a cluster: the peers' groups are on their way
-     * (dir.h, SHM_SETTLE_MS); the upkeep comes back then. */
-    if (c->now < p->settle_until && c->seg->status != NULL &&
-        shm_status_peers(c->seg->status)) {
-        shm_due_part(c->seg, (uint32_t)(p - shm_dir_part(c->seg, 0)),
-                     p->settle_until);
-        return;
-    }
     for (uint32_t g = p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
         struct shm_gs *s = shm_ring_gs(c->seg, g);
         if (s->cursor != 0 && shm_ring_msg(c->seg, s->cursor)->seq < min)

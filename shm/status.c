@@ -52,12 +52,6 @@ shm_status_read(const struct shm_status *s, struct shm_status_view *v)
 }
 
 int
-shm_status_peers(const struct shm_status *s)
-{
-    return __atomic_load_n(&s->view.nmembers, __ATOMIC_RELAXED) > 1;
-}
-
-int
 shm_status_stopping(const struct shm_status *s)
 {
     return __atomic_load_n(&s->view.stopping, __ATOMIC_RELAXED) != 0;

@@ -96,9 +96,6 @@ void shm_status_read(const struct shm_status *s, struct shm_status_view *v);
  * racy load: cheap enough for every request). */
 int shm_status_stopping(const struct shm_status *s);
 
-/* shm_status_peers - whether the node has peers (one racy load). */
-int shm_status_peers(const struct shm_status *s);
-
 /* shm_status_beat - master: its view is current at now, and may age
  * stale_ms before workers stop trusting it (0: never, a node alone). */
 void shm_status_beat(struct shm_status *s, uint64_t now, uint64_t stale_ms);
