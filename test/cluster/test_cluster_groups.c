@@ -228,7 +228,7 @@ Test(cluster_groups, a_group_that_popped_one_node_holds_messages_on_the_others)
 
 #define ROLL_Q     "grp-roll"
 #define ROLL_PARTS 6
-#define ROLL_MAX   20000 /* payloads the test may push */
+#define ROLL_MAX   200000 /* payloads the test may push */
 #define ROLL_BATCH 5
 #define ROLL_NG    2
 
