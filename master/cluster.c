@@ -96,6 +96,7 @@ heartbeat_in(struct master *m, struct http_request *req)
         master_groups_in(m, (int)i, nl + 1, (size_t)(body + len - nl - 1),
                          shm_now_ms(), master_membership_beat_ms(m));
     master_membership_heard(m, (int)i, &pw);
+    m->members.beat[i] = shm_now_ms();
     http_reply(req, 204, NULL);
 }
 

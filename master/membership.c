@@ -112,6 +112,19 @@ master_membership_state(const struct master *m, int i, uint64_t now)
                                                : SHM_MEMBER_LIVE;
 }
 
+int
+master_membership_groups_heard(const struct master *m, uint64_t since,
+                               uint64_t now)
+{
+    const struct master_members *r = &m->members;
+
+    for (int i = 0; i < r->n; i++)
+        if (i != r->self && r->heard[i] != 0 &&
+            now - r->heard[i] < m->cfg.member_ttl_ms && r->beat[i] < since)
+            return 0;
+    return 1;
+}
+
 uint64_t
 master_membership_beat_ms(const struct master *m)
 {
