@@ -29,20 +29,41 @@
 #include <microhttpd.h>
 
 #include "http/errors.h"
+#include "http/head.h"
+#include "http/mhd_answer.h"
 #include "http/reply.h"
 #include "http/request-t.h"
 #include "http/request.h"
 #include "http/server-t.h"
+#include "http/stray.h"
 #include "shm/log.h"
 
 /* Bytes reserved up front from Content-Length; larger bodies grow. */
 #define HTTP_BODY_PREALLOC (1u << 20)
 
+/* What a connection carries as MHD's socket context (server.h). */
+struct http_conn {
+    int fd;
+    unsigned char fresh; /* no request line yet */
+    unsigned char over;  /* accepted past max_connections */
+};
+
+/* conn_ctx_of - conn's context, or NULL (out of memory at its start). */
+static struct http_conn *
+conn_ctx_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+    return ci != NULL ? ci->socket_context : NULL;
+}
+
 /* http_access_conn_notify - MHD's word on a connection's start or end.  A
- * new one is counted fresh until its first request line (its socket context
- * is the flag: a drain must not close it with that request unread); an
- * ending one is reported to the on_close hook while its socket is still
- * open. */
+ * new one is counted fresh until its first request line (a drain must not
+ * close it with that request unread), has HTTP_HEAD_TIMEOUT_S to send it,
+ * is over when it opened beyond max_connections (MHD's own limit is
+ * higher, see server.c), and goes to the on_open hook; an ending one is
+ * reported to the on_close hook while its socket is still open. */
 void
 http_access_conn_notify(void *cls, struct MHD_Connection *conn,
                         void **socket_ctx,
@@ -50,19 +71,29 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
 {
     struct http_server *s = cls;
     const union MHD_ConnectionInfo *ci;
-    unsigned char *fresh = *socket_ctx;
+    struct http_conn *c = *socket_ctx;
 
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        if ((fresh = malloc(1)) != NULL) {
-            *fresh = 1;
+        s->open++;
+        ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci != NULL && (c = malloc(sizeof(*c))) != NULL) {
+            c->fd = ci->connect_fd;
+            c->fresh = 1;
+            c->over = s->open > s->opts.max_connections;
             s->fresh++;
+            if (s->opts.connection_timeout_s > HTTP_HEAD_TIMEOUT_S)
+                MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                                          (unsigned)HTTP_HEAD_TIMEOUT_S);
+            if (s->on_open != NULL)
+                s->on_open(s->on_open_ctx, c->fd, c);
         }
-        *socket_ctx = fresh;
+        *socket_ctx = c;
         return;
     }
-    if (fresh != NULL && *fresh)
+    s->open--;
+    if (c != NULL && c->fresh)
         s->fresh--;
-    free(fresh);
+    free(c);
     *socket_ctx = NULL;
     s->closed = 1;
     if (s->on_close == NULL)
@@ -73,36 +104,56 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
 }
 
 /* conn_began - conn's request line is in: if it is the connection's first,
- * the connection is no longer counted fresh. */
+ * the connection is no longer counted fresh and has the usual timeout. */
 static void
 conn_began(struct http_server *s, struct MHD_Connection *conn)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    unsigned char *fresh = ci != NULL ? ci->socket_context : NULL;
+    struct http_conn *c = conn_ctx_of(conn);
 
-    if (fresh != NULL && *fresh) {
-        *fresh = 0;
+    if (c != NULL && c->fresh) {
+        c->fresh = 0;
         s->fresh--;
+        if (s->opts.connection_timeout_s > HTTP_HEAD_TIMEOUT_S)
+            MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                                      (unsigned)s->opts.connection_timeout_s);
     }
 }
 
-/* http_access_uri - MHD's first word on a request: allocate it, keep the raw
- * URI (MHD decodes the path it hands the access handler, losing "%2F"). */
+/* http_conn_first_bytes - see server.h. */
+int
+http_conn_first_bytes(struct http_conn *c)
+{
+    return c->fresh && http_stray_tls(c->fd);
+}
+
+/*
+ * http_access_uri - MHD's first word on a request: allocate it, keep the raw
+ * URI (MHD decodes the path it hands the access handler, losing "%2F").
+ * The query is ours to parse (query.c), so MHD's own parse is cut short:
+ * MHD 0.9.75 calls this before it splits the query into a record per
+ * parameter in the connection's memory, where some 460 parameters ran it
+ * out and left the connection unanswered.  uri points into MHD's read
+ * buffer, which is writable; a NUL after the '?' leaves it no parameter.
+ */
 void *
 http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     struct http_request *req = calloc(1, sizeof(*req));
+    char *q = strchr(uri, '?');
 
     conn_began(cls, conn);
     if (req == NULL)
         return NULL;
     req->server = cls;
+    req->conn = conn;
+    req->uri_at = uri;
     req->uri = strdup(uri);
     if (req->uri == NULL) {
         free(req);
         return NULL;
     }
+    if (q != NULL)
+        q[1] = '\0';
     req->server->requests++;
     return req;
 }
@@ -175,7 +226,7 @@ queue_reply(struct http_request *req)
     }
     if (!retry_after && http_status_retryable(req->status))
         MHD_add_response_header(resp, "Retry-After", "1");
-    ret = MHD_queue_response(req->conn, req->status, resp);
+    ret = http_mhd_queue(req->conn, req->status, resp);
     MHD_destroy_response(resp);
     req->state = HTTP_REQ_QUEUED;
     return ret;
@@ -211,19 +262,45 @@ too_large(struct http_request *req)
                      req->server->opts.max_body_bytes);
 }
 
+/* over_limit - a connection opened past max_connections gets 503 with
+ * Retry-After (queue_reply adds it) and is closed; /health is spared, so
+ * that a full node can still be asked how it is. */
+static int
+over_limit(struct http_request *req)
+{
+    struct http_conn *c = conn_ctx_of(req->conn);
+    struct http_server *s = req->server;
+
+    if (c == NULL || !c->over)
+        return 0;
+    http_reply_error(req, 503, "ephemeral_unavailable",
+                     "this worker is at max_connections (%u): retry later",
+                     s->opts.max_connections);
+    http_reply_header(req, "Connection", "close");
+    if (s->opts.on_refused != NULL)
+        s->opts.on_refused(s->ctx);
+    return 1;
+}
+
 /* route_request - route, decode the parameter and the query; any failure
- * becomes the reply (and the body is then read and dropped). */
-static void
+ * becomes the reply (and the body is then read and dropped).  Returns 1
+ * when the reply must go at once (a refusal past max_connections). */
+static int
 route_request(struct http_request *req)
 {
     const char *q = strchr(req->uri, '?');
     size_t plen = q ? (size_t)(q - req->uri) : strlen(req->uri);
     struct http_route_match m;
+    struct http_error err;
     long n;
     int rc;
 
     http_route_match(req->method, req->uri, plen, req->server->opts.cluster,
                      &m);
+    if (m.route != HTTP_ROUTE_HEALTH && over_limit(req)) {
+        req->discard = 1;
+        return 1;
+    }
     if (m.route == HTTP_ROUTE_NONE) {
         http_reply_error(req, 404, "not_found", "no such route");
         goto discard;
@@ -255,20 +332,27 @@ route_request(struct http_request *req)
                          "the query string has a bad percent-escape");
         goto discard;
     }
-    return;
+    if (http_query_check(&req->args, &err) != 0) {
+        http_reply_http_error(req, &err);
+        goto discard;
+    }
+    return 0;
 oom:
     http_reply_error(req, 500, "internal", "out of memory");
 discard:
     req->discard = 1;
+    return 0;
 }
 
 /*
- * first_call - the request line and headers are in: route it and size the
- * body.  Returns MHD_YES, or the result of queueing an early 413.
+ * first_call - the request line and headers are in: check the head, route
+ * it and size the body.  Returns MHD_YES, or the result of queueing an
+ * answer that closes the connection (a bad head, a refusal past
+ * max_connections, an early 413).
  */
 static enum MHD_Result
 first_call(struct http_request *req, struct MHD_Connection *conn,
-           const char *method)
+           const char *method, const char *version)
 {
     size_t max = req->server->opts.max_body_bytes;
     long long cl;
@@ -276,7 +360,10 @@ first_call(struct http_request *req, struct MHD_Connection *conn,
     req->conn = conn;
     req->method = method;
     req->state = HTTP_REQ_BODY;
-    route_request(req);
+    if (http_head_check(req, method, version) != 0)
+        return queue_reply(req);
+    if (route_request(req))
+        return queue_reply(req); /* refused: closes, body unread */
     if (req->server->opts.discard_bodies)
         req->discard = 1;
     cl = content_length(conn);
@@ -351,12 +438,11 @@ http_access_handler(void *cls, struct MHD_Connection *conn, const char *url,
     size_t n = *upload_data_size;
 
     (void)url;
-    (void)version;
     if (req == NULL)
         return MHD_NO;
     switch (req->state) {
     case HTTP_REQ_NEW:
-        return first_call(req, conn, method);
+        return first_call(req, conn, method, version);
     case HTTP_REQ_BODY:
         if (n != 0) {
             *upload_data_size = 0;

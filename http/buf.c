@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/names.h"
+
 /* http_buf_init - an empty buffer. */
 void
 http_buf_init(struct http_buf *b)
@@ -81,7 +83,10 @@ http_buf_append_str(struct http_buf *b, const char *s)
  * JSON escaping (RFC 8259 section 7): '"', '\\' and U+0000..U+001F must be
  * escaped; DEL is escaped too (some parsers and terminals mind it).  esc[c]
  * is 0 for a byte copied as it is, the letter after the backslash for a
- * short escape, or 'u' for \u00XX.  Bytes >= 0x80 go as they are.
+ * short escape, or 'u' for \u00XX.  Bytes >= 0x80 go as they are when
+ * they form well-formed UTF-8; a byte that does not (a stray continuation,
+ * a surrogate's three-byte form decoded from a lone "\udc00") goes as
+ * \ufffd, so every answer is UTF-8 whatever bytes it echoes.
  */
 static const char esc[256] = {
     ['\0'] = 'u', [0x01] = 'u', [0x02] = 'u', [0x03] = 'u',  [0x04] = 'u',
@@ -120,22 +125,43 @@ static const char pairs[200] = "00010203040506070809"
                                "80818283848586878889"
                                "90919293949596979899";
 
+/* The escape that replaces a byte that is not part of well-formed UTF-8. */
+static const char replacement[] = "\\ufffd";
+
+/* utf8_run - the length of the well-formed UTF-8 sequence at p[0..n)
+ * (p[0] >= 0x80), or 0. */
+static size_t
+utf8_run(const char *p, size_t n)
+{
+    uint32_t cp;
+
+    return http_utf8_next((const unsigned char *)p, n, &cp);
+}
+
 /* http_json_esc_len - the escaped length, from the same table. */
 size_t
 http_json_esc_len(const char *p, size_t n)
 {
-    size_t i, len = n;
+    size_t i, k, len = n;
 
     for (i = 0; i < n; i++) {
-        char e = esc[(unsigned char)p[i]];
+        unsigned char c = (unsigned char)p[i];
+        char e = esc[c];
 
-        if (e != 0)
+        if (c >= 0x80) {
+            if ((k = utf8_run(p + i, n - i)) == 0)
+                len += sizeof(replacement) - 2;
+            else
+                i += k - 1;
+        } else if (e != 0) {
             len += e == 'u' ? 5 : 1;
+        }
     }
     return len;
 }
 
-/* http_put_json_esc - one table lookup per byte, no calls. */
+/* http_put_json_esc - one table lookup per ASCII byte; a byte >= 0x80
+ * starts a UTF-8 check (names.c). */
 char *
 http_put_json_esc(char *o, const char *p, size_t n)
 {
@@ -144,7 +170,19 @@ http_put_json_esc(char *o, const char *p, size_t n)
     for (i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
         char e = esc[c];
+        size_t k;
 
+        if (c >= 0x80) {
+            if ((k = utf8_run(p + i, n - i)) == 0) {
+                memcpy(o, replacement, sizeof(replacement) - 1);
+                o += sizeof(replacement) - 1;
+                continue;
+            }
+            memcpy(o, p + i, k);
+            o += k;
+            i += k - 1;
+            continue;
+        }
         if (e == 0) {
             *o++ = (char)c;
             continue;

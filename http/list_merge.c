@@ -123,15 +123,17 @@ http_list_merge(const struct http_shares *s, uint32_t limit,
     struct json_object *acc = json_object_new_object(), *first = NULL, *l, *m;
     struct json_object **sorted = NULL;
     size_t n = 0;
-    int rc = acc ? 0 : -ENOMEM;
+    int rc = acc ? 0 : -ENOMEM, cut = 0;
 
     for (int i = 0; i < s->n && rc == 0; i++) {
-        struct json_object *o = http_jsonc_object(s->body[i], s->len[i]);
+        struct json_object *o = http_jsonc_object(s->body[i], s->len[i]), *t;
         if (o == NULL || (l = queues(o)) == NULL) {
             json_object_put(o);
             rc = -EINVAL;
             break;
         }
+        cut |= json_object_object_get_ex(o, "truncated", &t) &&
+               json_object_get_boolean(t);
         for (size_t k = 0; k < json_object_array_length(l); k++) {
             struct json_object *e = json_object_array_get_idx(l, k), *name;
             json_object_object_get_ex(e, "queue", &name);
@@ -159,6 +161,7 @@ http_list_merge(const struct http_shares *s, uint32_t limit,
             sorted[n++] = e;
         }
         qsort(sorted, n, sizeof(*sorted), by_name);
+        cut |= n > limit;
         if (n > limit)
             n = limit;
         http_buf_append_str(out, "{\"node\":");
@@ -178,7 +181,15 @@ http_list_merge(const struct http_shares *s, uint32_t limit,
             else
                 http_buf_append_str(out, js);
         }
-        http_buf_append_str(out, "]");
+        http_buf_append_str(out, "],\"truncated\":");
+        http_buf_append_str(out, cut && n > 0 ? "true" : "false");
+        if (cut && n > 0) {
+            struct json_object *last;
+            json_object_object_get_ex(sorted[n - 1], "queue", &last);
+            http_buf_append_str(out, ",\"next\":");
+            http_buf_append_json_str(out, json_object_get_string(last),
+                                     (size_t)json_object_get_string_len(last));
+        }
         if (rc == 0)
             rc = http_shares_close(s, out);
     }

@@ -13,6 +13,8 @@
  * the same declarations).  The merged list is sorted by name and cut at limit,
  * as a node's is: a queue within the first limit of the union is within the
  * first limit of every node that holds it, so its sums are whole.  The
+ * page says "truncated": true and "next" (its last name, where the next
+ * page starts) when the union was cut or a node's own page was.  The
  * answer adds "scope": "cluster", "nodes" and "missing" as depth does.
  * json-c stays inside http/.
  */

@@ -5,14 +5,11 @@
 #include "http/names.h"
 
 #include <stdint.h>
+#include <string.h>
 
-/*
- * utf8_next - decode one UTF-8 sequence at p[0..n) in shortest form.
- * Returns its length and sets *cp, or 0 for an invalid sequence (overlong,
- * surrogate, above U+10FFFF, truncated, stray continuation byte).
- */
-static size_t
-utf8_next(const unsigned char *p, size_t n, uint32_t *cp)
+/* http_utf8_next - see names.h. */
+size_t
+http_utf8_next(const unsigned char *p, size_t n, uint32_t *cp)
 {
     uint32_t c = p[0];
     size_t len, i;
@@ -54,7 +51,7 @@ http_name_valid(const char *p, size_t len)
     if (len == 0 || len > HTTP_NAME_MAX)
         return 0;
     while (i < len) {
-        k = utf8_next(s + i, len - i, &cp);
+        k = http_utf8_next(s + i, len - i, &cp);
         if (k == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
             return 0;
         i += k;
@@ -78,4 +75,15 @@ http_node_id_valid(const char *p, size_t len)
             return 0;
     }
     return 1;
+}
+
+int
+http_utf8_cut(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max);
+
+    /* Cut inside a sequence when the first byte left out continues it. */
+    while (n == max && n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        max = --n;
+    return (int)n;
 }

@@ -70,6 +70,8 @@ struct http_ack_entry {
     enum http_ack_status status;
     int has_attempts; /* 0: bare id, acts on the current delivery */
     uint32_t attempts;
+    struct http_str reply; /* has_reply: JSON text in the body (SPEC §9) */
+    int has_reply;
 };
 
 struct http_ack {

@@ -258,9 +258,17 @@ entry_object(struct ack_parse *ap, const char *p, const char *where, size_t i,
             status = j->p;
         else if (key_is(ap, n, "attempts"))
             tries = j->p;
+        else if (key_is(ap, n, "reply"))
+            e->reply.ptr = j->p;
         http_json_value(j);
+        if (e->reply.ptr != NULL && !e->has_reply) {
+            e->reply.len = (size_t)(j->p - e->reply.ptr);
+            e->has_reply = 1;
+        }
     }
     after = j->p;
+    if (e->has_reply && is_null(e->reply.ptr))
+        e->has_reply = 0; /* "reply": null is no reply */
     if (is_null(id))
         return http_parse_bad(ap->err, "field '%s[%zu].id' is required", where,
                               i);

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 #include <json-c/json_object_iterator.h>
 
 #include "http/errors.h"
+#include "http/json_scan.h"
+#include "http/names.h"
 #include "http/parse.h"
 #include "http/parse_jsonc.h"
 
@@ -41,7 +44,8 @@ static const struct int_option {
 static int
 unknown(const char *name, struct http_error *err)
 {
-    http_error_set(err, 400, "unknown_option", "unknown option '%.80s'", name);
+    http_error_set(err, 400, "unknown_option", "unknown option '%.*s'",
+                   http_utf8_cut(name, 80), name);
     return -EINVAL;
 }
 
@@ -82,7 +86,8 @@ opt_window(struct json_object *v, struct http_configure *c,
         struct json_object *x = json_object_iter_peek_value(&it);
         uint64_t *slot;
 
-        snprintf(name, sizeof(name), "windowBuffer.%.60s", key);
+        snprintf(name, sizeof(name), "windowBuffer.%.*s",
+                 http_utf8_cut(key, 60), key);
         if (strcmp(key, "ms") == 0)
             slot = &c->window_ms;
         else if (strcmp(key, "count") == 0)
@@ -164,6 +169,42 @@ read_options(struct json_object *root, struct http_pool *pool, void *out,
     return 0;
 }
 
+/*
+ * queue_surrogate - 1 when the top-level "queue" string of body holds a
+ * lone surrogate escape: json-c would read it as U+FFFD, a name the client
+ * did not send, so it is refused as push refuses it (400 invalid_name
+ * naming the field), not as malformed JSON.  A body the scanner cannot
+ * walk is json-c's to refuse.
+ */
+static int
+queue_surrogate(const char *body, size_t len)
+{
+    struct http_json j;
+    char *key = malloc(len + 1);
+    size_t klen;
+    int more, found = 0;
+
+    if (key == NULL)
+        return 0;
+    http_json_init(&j, body, len);
+    more = http_json_peek(&j) == '{' ? http_json_enter(&j) : 0;
+    while (more > 0 && !found) {
+        const char *v;
+
+        if (http_json_key(&j, key, &klen) != 0)
+            break;
+        http_json_ws(&j);
+        v = j.p;
+        if (http_json_value(&j) != 0)
+            break;
+        found = http_json_key_is(key, klen, "queue") && *v == '"' &&
+                http_jsonc_lone_surrogate(v, (size_t)(j.p - v)) != SIZE_MAX;
+        more = http_json_next(&j, '}');
+    }
+    free(key);
+    return found;
+}
+
 /* http_parse_configure - see parse.h. */
 int
 http_parse_configure(const char *body, size_t len, struct http_configure *out,
@@ -172,6 +213,11 @@ http_parse_configure(const char *body, size_t len, struct http_configure *out,
     int rc;
 
     memset(out, 0, sizeof(*out));
+    if (queue_surrogate(body, len)) {
+        http_error_set(err, 400, "invalid_name", "field 'queue' must be %s",
+                       HTTP_NAME_RULE);
+        return -EINVAL;
+    }
     rc = http_jsonc_read(body, len, &out->queue, &out->mem, read_options, out,
                          err);
     if (rc != 0)

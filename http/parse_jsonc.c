@@ -84,6 +84,17 @@ http_jsonc_count(struct json_object *obj, const char *key)
     return json_object_get_uint64(v);
 }
 
+/* http_jsonc_body_count - see parse_jsonc.h. */
+uint64_t
+http_jsonc_body_count(const char *body, size_t len, const char *key)
+{
+    struct json_object *o = http_jsonc_object(body, len);
+    uint64_t n = o != NULL ? http_jsonc_count(o, key) : 0;
+
+    json_object_put(o);
+    return n;
+}
+
 /* hex4 - the value of four hex digits at p (n bytes left), or -1. */
 static long
 hex4(const char *p, size_t n)
@@ -102,13 +113,13 @@ hex4(const char *p, size_t n)
 }
 
 /*
- * lone_surrogate - the offset of the first \u escape of a surrogate that
+ * http_jsonc_lone_surrogate - the offset of the first \u escape of a surrogate that
  * is not half of a pair, or SIZE_MAX.  json-c reads one as U+FFFD, so two
  * different names would read as one; the bodies json-c parses (configure,
  * extend, reset) carry names and no payloads, so one is refused whole.
  */
-static size_t
-lone_surrogate(const char *b, size_t len)
+size_t
+http_jsonc_lone_surrogate(const char *b, size_t len)
 {
     for (size_t i = 0; i + 1 < len; i++) {
         if (b[i] != '\\')
@@ -130,6 +141,24 @@ lone_surrogate(const char *b, size_t len)
         }
     }
     return SIZE_MAX;
+}
+
+/*
+ * rfc_json - body is RFC 8259 JSON as the push scanner reads it: json-c's
+ * strict mode lets overlong and surrogate UTF-8, raw control characters and
+ * numbers such as "1." through, and names read from them would be echoed
+ * in answers as invalid UTF-8.  1, or 0 with err filled (400).
+ */
+static int
+rfc_json(const char *body, size_t len, struct http_error *err)
+{
+    struct http_json j;
+
+    http_json_init(&j, body, len);
+    if (http_json_value(&j) == 0 && http_json_end(&j) == 0)
+        return 1;
+    http_parse_syntax(&j, err);
+    return 0;
 }
 
 /*
@@ -160,7 +189,9 @@ parse_object(const char *body, size_t len, struct json_object **root,
                                          : json_tokener_error_desc(e));
     else if (!json_object_is_type(*root, json_type_object))
         rc = http_parse_bad(err, "the body must be a JSON object");
-    else if ((end = lone_surrogate(body, len)) != SIZE_MAX)
+    else if (!rfc_json(body, len, err))
+        rc = -EINVAL;
+    else if ((end = http_jsonc_lone_surrogate(body, len)) != SIZE_MAX)
         rc = http_parse_bad(err,
                             "malformed JSON at byte %zu: a lone UTF-16 "
                             "surrogate escape is no character",

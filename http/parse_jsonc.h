@@ -43,6 +43,10 @@ int http_jsonc_read(const char *body, size_t len, struct http_str *queue,
                                 struct http_error *err),
                     void *out, struct http_error *err);
 
+/* http_jsonc_lone_surrogate - the offset in b[0..len) of the first \u
+ * escape of a surrogate that is not half of a pair, or SIZE_MAX. */
+size_t http_jsonc_lone_surrogate(const char *b, size_t len);
+
 /* http_jsonc_object - body parsed as http_jsonc_read() parses it, for
  * answers from other nodes: the object, or NULL for anything else (no error
  * said). */
@@ -56,6 +60,10 @@ int http_jsonc_set(struct json_object *obj, const char *key,
 /* http_jsonc_count - obj[key] as an unsigned count; 0 when absent or not an
  * integer. */
 uint64_t http_jsonc_count(struct json_object *obj, const char *key);
+
+/* http_jsonc_body_count - the count at key of the object body (an answer
+ * from another node); 0 when absent or when body is not an object. */
+uint64_t http_jsonc_body_count(const char *body, size_t len, const char *key);
 
 /*
  * http_jsonc_member - obj[key] as *out when it has type t.  Absent or null:

@@ -118,6 +118,31 @@ fail:
     return rc;
 }
 
+/* http_query_check - see query.h.  The parameter is named up to its
+ * first NUL, escaped as JSON by the error reply.  Names (queue, group,
+ * partition) are left to the name check, which answers invalid_name. */
+int
+http_query_check(const struct http_query *q, struct http_error *err)
+{
+    unsigned i;
+
+    for (i = 0; i < q->n; i++) {
+        const struct http_query_arg *a = &q->args[i];
+
+        if (strcmp(a->key, "queue") == 0 || strcmp(a->key, "group") == 0 ||
+            strcmp(a->key, "partition") == 0)
+            continue;
+        if (memchr(a->key, '\0', a->key_len) != NULL ||
+            memchr(a->val, '\0', a->val_len) != NULL) {
+            http_error_set(err, 400, "ephemeral_bad_request",
+                           "query parameter '%s' holds a NUL byte (%%00)",
+                           a->key);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
 /* http_query_free - release and empty q. */
 void
 http_query_free(struct http_query *q)

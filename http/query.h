@@ -42,6 +42,15 @@ long http_pct_decode(char *dst, const char *src, size_t n, int plus_space);
  */
 int http_query_parse(struct http_query *q, const char *raw, size_t n);
 
+/*
+ * http_query_check - every parameter of q free of NUL bytes ("%00"): no
+ * name or value of the API holds one, and one cut there would read as
+ * something the client did not send.  0, or -EINVAL with err set to 400
+ * ephemeral_bad_request naming the parameter.  Names (queue, group,
+ * partition) are skipped: their check answers 400 invalid_name.
+ */
+int http_query_check(const struct http_query *q, struct http_error *err);
+
 /* http_query_free - release q's memory; q is empty after. */
 void http_query_free(struct http_query *q);
 

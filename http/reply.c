@@ -153,9 +153,7 @@ http_reply_name_ok(struct http_request *req, const char *field, const char *p,
 {
     if (http_name_valid(p, len))
         return 1;
-    http_reply_error(req, 400, "invalid_name",
-                     "field '%s' must be 1-512 bytes of UTF-8 without control "
-                     "characters",
-                     field);
+    http_reply_error(req, 400, "invalid_name", "field '%s' must be %s", field,
+                     HTTP_NAME_RULE);
     return 0;
 }

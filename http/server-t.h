@@ -21,8 +21,11 @@ struct http_server {
     int closed;        /* a connection closed in the last run: see run() */
     unsigned requests; /* requests begun and not yet freed */
     unsigned fresh;    /* connections accepted, no request begun yet */
+    unsigned open;     /* connections open (MHD's count, kept here) */
     void (*on_close)(void *ctx, int fd); /* see http_server_on_close() */
     void *on_close_ctx;
+    void (*on_open)(void *ctx, int fd, struct http_conn *c); /* on_open() */
+    void *on_open_ctx;
 };
 
 #endif

@@ -23,12 +23,16 @@
 #include <microhttpd.h>
 
 #include "http/access.h"
+#include "http/head.h"
+#include "http/mhd_answer.h"
 #include "http/request.h"
 #include "http/server-t.h"
 #include "shm/log.h"
 
 /* mhd_log - MHD's error log into ours, without its trailing newline; at
- * info, since an aborted request is reported as an application error. */
+ * info, since an aborted request is reported as an application error.
+ * A line saying MHD is about to answer a request itself chooses what
+ * mhd_answer.c answers instead. */
 static void __attribute__((format(printf, 2, 0)))
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -41,9 +45,25 @@ mhd_log(void *cls, const char *fmt, va_list ap)
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         line[--n] = '\0';
     log_info(0, "libmicrohttpd: %s", line);
+    http_mhd_said_error(line);
 }
 
-/* http_server_start - one daemon on the inherited listening socket. */
+/*
+ * mhd_limit - MHD's connection limit: a reserve above max_connections.
+ * At its own limit MHD stops accepting, and a client waits unanswered in
+ * the listen queue; below it, access.c answers the connections past
+ * max_connections 503 and closes them, and serves their /health.  Parked
+ * long polls count, so a node full of them still says so.
+ */
+static unsigned
+mhd_limit(unsigned max_connections)
+{
+    return max_connections + max_connections / 8 + 16;
+}
+
+/* http_server_start - one daemon on the inherited listening socket.  MHD's
+ * memory per connection is set above our limits on the head (head.h) so
+ * that ours answer first, in JSON, where its own would be an HTML page. */
 struct http_server *
 http_server_start(int listen_fd, const struct http_server_opts *o,
                   http_handler_fn *handler, void *ctx)
@@ -69,7 +89,8 @@ http_server_start(int listen_fd, const struct http_server_opts *o,
         MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL,
         NULL, http_access_handler, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
         MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)o->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        mhd_limit(o->max_connections), MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)HTTP_MHD_CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)o->connection_timeout_s, MHD_OPTION_URI_LOG_CALLBACK,
         http_access_uri, s, MHD_OPTION_NOTIFY_COMPLETED, http_access_completed,
         s, MHD_OPTION_NOTIFY_CONNECTION, http_access_conn_notify, s,
@@ -107,8 +128,10 @@ http_server_run(struct http_server *s)
 {
     s->resume_pending = 0;
     s->closed = 0;
+    http_mhd_running(1);
     if (MHD_run(s->daemon) != MHD_YES)
         log_warn(0, "MHD_run failed");
+    http_mhd_running(0);
 }
 
 /* http_server_resume_pending - see server.h. */
@@ -125,6 +148,16 @@ http_server_on_close(struct http_server *s, void (*fn)(void *ctx, int fd),
 {
     s->on_close = fn;
     s->on_close_ctx = ctx;
+}
+
+/* http_server_on_open - see server.h. */
+void
+http_server_on_open(struct http_server *s,
+                    void (*fn)(void *ctx, int fd, struct http_conn *c),
+                    void *ctx)
+{
+    s->on_open = fn;
+    s->on_open_ctx = ctx;
 }
 
 /* http_server_timeout_ms - 0 while a resumed request waits for a run, or

@@ -29,14 +29,21 @@ struct http_server;
 struct http_request;
 
 struct http_server_opts {
-    unsigned max_connections;      /* MHD_OPTION_CONNECTION_LIMIT, > 0;
-                                      parked pops count: set it high and
-                                      raise RLIMIT_NOFILE to match */
+    unsigned max_connections;      /* > 0; parked pops count: set it high
+                                      and raise RLIMIT_NOFILE to match.
+                                      Past it a request gets 503 and the
+                                      connection closes, /health excepted
+                                      (MHD's own limit is a reserve above
+                                      it, server.c) */
     size_t max_body_bytes;         /* larger bodies: 413 payload_too_large */
     unsigned connection_timeout_s; /* idle connections close; 0 = never */
     int cluster;                   /* serve the cluster port's routes */
     int discard_bodies;            /* read request bodies and drop them:
                                       the handler answers without one */
+    void (*on_refused)(void *ctx); /* a request on a connection opened
+                                      past max_connections was refused
+                                      (503); ctx is the handler's; may be
+                                      NULL */
 };
 
 /* The handler: called once per routed request with its whole body. */
@@ -69,6 +76,22 @@ int http_server_resume_pending(const struct http_server *s);
  */
 void http_server_on_close(struct http_server *s, void (*fn)(void *ctx, int fd),
                           void *ctx);
+
+/* A client connection, opaque outside http/: handed to the on_open hook,
+ * valid until the on_close hook is called for its fd. */
+struct http_conn;
+
+/* http_server_on_open - call fn(ctx, fd, c) as each client connection
+ * starts (the worker watches its socket for its first bytes and its end). */
+void http_server_on_open(struct http_server *s,
+                         void (*fn)(void *ctx, int fd, struct http_conn *c),
+                         void *ctx);
+
+/* http_conn_first_bytes - the first bytes have come on c: while it has
+ * sent no request line, bytes that begin a TLS record are answered 400 and
+ * the connection closed (MHD would wait for a line end until the head
+ * timeout).  1 when refused. */
+int http_conn_first_bytes(struct http_conn *c);
 
 /* http_server_timeout_ms - how long the loop may sleep before the next
  * http_server_run() (-1: no MHD timer pending). */

@@ -70,6 +70,22 @@ raft_in(struct master *m, struct http_request *req)
         http_reply(req, 204, NULL);
 }
 
+/* master_cluster_heartbeat_index - see cluster.h. */
+int
+master_cluster_heartbeat_index(const char *body, size_t len, int n, int self)
+{
+    int i = 0;
+
+    if (len == 0 || len > 2)
+        return -1;
+    for (size_t k = 0; k < len; k++) {
+        if (body[k] < '0' || body[k] > '9')
+            return -1;
+        i = i * 10 + (body[k] - '0');
+    }
+    return i < n && i != self ? i : -1;
+}
+
 /* heartbeat_in - POST /cluster/v1/heartbeat: the sender's member index
  * (every node numbers the members alike) on the first line, its node id
  * in a header, and the lines groups.h describes after. */
@@ -79,12 +95,10 @@ heartbeat_in(struct master *m, struct http_request *req)
     size_t len;
     const char *body = http_request_body(req, &len);
     const char *nl = len > 0 ? memchr(body, '\n', len) : NULL;
-    const char *eol = nl ? nl : body + len;
-    char *end;
-    long i = strtol(body, &end, 10);
+    int i = master_cluster_heartbeat_index(body, nl ? (size_t)(nl - body) : len,
+                                           m->members.n, m->members.self);
 
-    if (len == 0 || end != eol || i < 0 || i >= m->members.n ||
-        i == m->members.self) {
+    if (i < 0) {
         http_reply_error(req, 400, "ephemeral_bad_request",
                          "body must open with the sender's member index");
         return;
@@ -93,9 +107,9 @@ heartbeat_in(struct master *m, struct http_request *req)
 
     /* What it is about to hand over is held before its leave is known. */
     if (nl != NULL)
-        master_groups_in(m, (int)i, nl + 1, (size_t)(body + len - nl - 1),
+        master_groups_in(m, i, nl + 1, (size_t)(body + len - nl - 1),
                          shm_now_ms(), master_membership_beat_ms(m));
-    master_membership_heard(m, (int)i, &pw);
+    master_membership_heard(m, i, &pw);
     m->members.beat[i] = shm_now_ms();
     http_reply(req, 204, NULL);
 }

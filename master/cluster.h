@@ -12,6 +12,8 @@
 #ifndef MAYFLY_MASTER_CLUSTER_H
 #define MAYFLY_MASTER_CLUSTER_H
 
+#include <stddef.h>
+
 struct master;
 
 /*
@@ -34,5 +36,13 @@ int master_cluster_timeout_ms(struct master *m);
 
 /* master_cluster_stop - answer what waits, close the port. */
 void master_cluster_stop(struct master *m);
+
+/*
+ * master_cluster_heartbeat_index - a heartbeat's body, body[0..len): the
+ * sender's member index in decimal (at most two digits: RAFT_MAX_NODES),
+ * below n and not self.  The index, or -1 for anything else.
+ */
+int master_cluster_heartbeat_index(const char *body, size_t len, int n,
+                                   int self);
 
 #endif

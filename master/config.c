@@ -75,6 +75,7 @@ static const struct config_key config_keys[] = {
     CONFIG_KEY(member_ttl_ms, CONFIG_U32, 100, 600000, 0),
     CONFIG_KEY(leave_exclude_s, CONFIG_U32, 0, 86400, 0),
     CONFIG_KEY(max_wait_ms, CONFIG_U32, 1, 3600000, 0), /* 0: pops spin */
+    CONFIG_KEY(responders_idle_ms, CONFIG_U32, 0, 3600000, 0),
     CONFIG_KEY(max_body_bytes, CONFIG_SIZE, 1, 4 * CONFIG_GIB, 0),
     CONFIG_KEY(max_connections, CONFIG_U32, 1, 1000000, 0),
     CONFIG_KEY(log_level, CONFIG_LEVEL, 0, 0, 1),
@@ -123,6 +124,7 @@ config_defaults(struct config *c)
     c->member_ttl_ms = 4000;
     c->leave_exclude_s = 30;
     c->max_wait_ms = 60000;
+    c->responders_idle_ms = 5000;
     c->max_body_bytes = 64 * CONFIG_MIB;
     c->max_connections = 20000;
     snprintf(c->log_level, sizeof(c->log_level), "info");
@@ -138,11 +140,7 @@ config_find(const char *key)
     return NULL;
 }
 
-/*
- * config_parse_number - decimal digits, then (sizes only) one K/M/G suffix,
- * either case.  Returns 0, or -1 with *why set.
- */
-static int
+int
 config_parse_number(const char *v, int suffix, uint64_t *out, const char **why)
 {
     uint64_t n = 0, mult = 1;
@@ -441,13 +439,10 @@ config_parse_line(struct config *c, char *line, const char *source, char *err,
     return config_set(c, key, config_trim(eq + 1), source, err, errlen);
 }
 
-/*
- * config_load_file - apply every line of path, naming path:line on error.
- * A UTF-8 byte order mark at the start of the file is skipped; a line that
- * holds a NUL byte is refused.
- */
-static int
-config_load_file(struct config *c, const char *path, char *err, size_t errlen)
+/* config_read_lines - see config.h. */
+int
+config_read_lines(struct config *c, FILE *f, const char *path, char *err,
+                  size_t errlen)
 {
     char source[CONFIG_PATH_MAX + 16];
     char *line = NULL;
@@ -455,11 +450,7 @@ config_load_file(struct config *c, const char *path, char *err, size_t errlen)
     ssize_t got;
     unsigned lineno = 0;
     int rc = 0;
-    FILE *f = fopen(path, "re");
 
-    if (f == NULL)
-        return config_fail(err, errlen, "cannot read configuration file %s: %s",
-                           path, strerror(errno));
     while (rc == 0 && (got = getline(&line, &cap, f)) != -1) {
         char *text = line;
         snprintf(source, sizeof(source), "%s:%u", path, ++lineno);
@@ -479,6 +470,20 @@ config_load_file(struct config *c, const char *path, char *err, size_t errlen)
         rc = config_fail(err, errlen, "cannot read configuration file %s: %s",
                          path, strerror(errno));
     free(line);
+    return rc;
+}
+
+/* config_load_file - apply every line of path (config_read_lines). */
+static int
+config_load_file(struct config *c, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "re");
+    int rc;
+
+    if (f == NULL)
+        return config_fail(err, errlen, "cannot read configuration file %s: %s",
+                           path, strerror(errno));
+    rc = config_read_lines(c, f, path, err, errlen);
     fclose(f);
     return rc;
 }
@@ -734,18 +739,24 @@ config_remember(const char **ov, int n, char *err, size_t errlen)
 }
 
 /*
- * config_parse_flags - getopt over -c -d -t -o -h -v.  The -o arguments are
+ * config_parse_flags - getopt over -c -d -t -o -h -v --hash-token (the
+ * last three answered by the caller, through *action).  The -o arguments are
  * collected in ov (room for argc entries), in order, to apply last.
  */
 static int
 config_parse_flags(struct config *c, int argc, char **argv, int *action,
                    const char **ov, int *nov, char *err, size_t errlen)
 {
+    static const struct option longopts[] = {
+        {"hash-token", no_argument, NULL, CONFIG_ACTION_HASH_TOKEN},
+        {NULL, 0, NULL, 0},
+    };
     int opt;
 
     opterr = 0;
     optind = 0; /* glibc: start over, so config_load() can run again */
-    while ((opt = getopt(argc, argv, "+:c:dto:hv")) != -1) {
+    while ((opt = getopt_long(argc, argv, "+:c:dto:hv", longopts, NULL)) !=
+           -1) {
         switch (opt) {
         case 'c':
             if (strlen(optarg) >= sizeof(c->config_file))
@@ -763,12 +774,16 @@ config_parse_flags(struct config *c, int argc, char **argv, int *action,
             break;
         case 'h':
         case 'v':
+        case CONFIG_ACTION_HASH_TOKEN:
             *action = opt;
             break;
         case ':':
             return config_fail(err, errlen, "option -%c needs an argument",
                                optopt);
         default:
+            if (optopt == 0) /* a long option getopt_long does not know */
+                return config_fail(err, errlen, "unknown option %s (try -h)",
+                                   argv[optind - 1]);
             return config_fail(err, errlen, "unknown option -%c (try -h)",
                                optopt);
         }

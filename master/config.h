@@ -12,11 +12,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
-#define CONFIG_PATH_MAX    1024
-#define CONFIG_ADDR_MAX    256
-#define CONFIG_PEERS_MAX   16
-#define CONFIG_SECRET_SIZE 129 /* the secret's first 128 bytes count */
+#define CONFIG_PATH_MAX          1024
+#define CONFIG_ADDR_MAX          256
+#define CONFIG_PEERS_MAX         16
+#define CONFIG_SECRET_SIZE       129 /* the secret's first 128 bytes count */
+#define CONFIG_ACTION_HASH_TOKEN 'H' /* --hash-token, for config_load */
 
 struct config {
     char node_id[65];                              /* default: from advertise */
@@ -37,6 +39,7 @@ struct config {
     uint32_t member_ttl_ms;         /* 4000 */
     uint32_t leave_exclude_s;       /* 30 */
     uint32_t max_wait_ms;           /* 60000 */
+    uint32_t responders_idle_ms;    /* 5000: a request's no-responders */
     uint64_t max_body_bytes;        /* 64M */
     uint32_t max_connections;       /* 20000 */
     char log_level[16];             /* "info" */
@@ -49,14 +52,21 @@ struct config {
     int check_only;                    /* -t */
 };
 
+/*
+ * config_parse_number - decimal digits, then (suffix: sizes only) one K/M/G
+ * suffix, either case.  Returns 0, or -1 with *why set to what was expected.
+ */
+int config_parse_number(const char *v, int suffix, uint64_t *out,
+                        const char **why);
+
 /* config_defaults - fill c with the built-in defaults. */
 void config_defaults(struct config *c);
 
 /*
  * config_load - defaults, then -c file, then environment, then -o flags.
- * Handles -c -d -t -o; -h and -v are answered by the caller (see main.c),
- * which passes them through as *action ('h', 'v' or 0); with -h or -v nothing
- * else is read.  Then derived defaults: advertise = listen, cluster_advertise
+ * Handles -c -d -t -o; -h, -v and --hash-token are answered by the caller
+ * (see main.c), which gets them as *action ('h', 'v',
+ * CONFIG_ACTION_HASH_TOKEN or 0); with one of them nothing else is read.  Then derived defaults: advertise = listen, cluster_advertise
  * = cluster_listen, node_id = advertise with every character outside
  * [A-Za-z0-9._-] turned into '-'.  With -d (the daemon will chdir("/")):
  * data_dir, log, pidfile and cluster_secret_file become absolute against the
@@ -79,6 +89,16 @@ int config_load(struct config *c, int argc, char **argv, int *action, char *err,
  */
 int config_set(struct config *c, const char *key, const char *value,
                const char *source, char *err, size_t errlen);
+
+/*
+ * config_read_lines - apply every "key = value" line of the configuration
+ * file open as f (named path in errors: "path:line: ...").  '#' at the
+ * start of a line or after white space begins a comment; blank lines are
+ * skipped; a UTF-8 byte order mark at the start is skipped; a line that
+ * holds a NUL byte is refused.  Returns 0, or -1 with the sentence in err.
+ */
+int config_read_lines(struct config *c, FILE *f, const char *path, char *err,
+                      size_t errlen);
 
 /*
  * config_read_secret - the cluster secret in path into buf (len bytes, at

@@ -6,8 +6,10 @@
  * every live member (master_raft_propose), so a push that follows the
  * answer finds the declaration on whichever node owns its partition.  A
  * follower passes the request to the leader once (X-Mayfly-Forwarded) and,
- * when the leader answers 201, checks that its own log has applied it too
- * (the leader waited for that, unless its wait ran out).  With no leader the
+ * when the leader answers 201 with the entry's log index, waits until its
+ * own log has applied that index (the leader waited for that, unless its
+ * wait ran out): the entry, not the options it set, since a later
+ * configure or delete of the queue may already have replaced them.  With no leader the
  * request waits for one, up to the deadline: then 503 no_leader (or 503 timeout
  * when a proposal did not commit in time), with Retry-After.  A leadership that
  * changes under a request (an entry lost to another leader's, a leader that
@@ -21,10 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "http/buf.h"
 #include "http/client.h"
 #include "http/errors.h"
 #include "http/parse.h"
+#include "http/parse_jsonc.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "master/cluster_client.h"
@@ -52,9 +57,10 @@ struct conf_call {
     char name[DECL_NAME_MAX];
     int forwarded_in; /* came from a peer: no second hop */
     enum call_state state;
+    uint64_t index;    /* the entry's log index, once proposed or answered */
+    char *leader_opts; /* passed on: the options the leader answered with */
     uint64_t deadline;
-    uint64_t ticked;        /* the tick that last stepped it */
-    struct http_buf answer; /* CALL_CATCHING: the leader's body */
+    uint64_t ticked; /* the tick that last stepped it */
     struct conf_call *next;
 };
 
@@ -62,18 +68,22 @@ static struct conf_call *calls; /* every call not yet answered */
 
 static void advance(struct conf_call *c);
 
-/* options_json - the effective options, as configure answers them. */
+/* options_json - the effective options, as configure answers them; for
+ * a follower that passed the request on, also the entry's log index
+ * ("index" > 0), which it waits to apply. */
 static void
-options_json(struct http_buf *b, const struct decl_cmd *c)
+options_json(struct http_buf *b, const struct decl_cmd *c, uint64_t index)
 {
     http_buf_append_str(b, "{\"queue\":");
     http_buf_append_json_str(b, c->name, c->len);
     if (c->op == DECL_DELETE) {
-        http_buf_append_str(b, ",\"deleted\":true,\"declared\":true}");
-        return;
+        http_buf_append_str(b, ",\"deleted\":true");
+    } else {
+        http_buf_append_str(b, ",\"options\":");
+        worker_options_json(b, &c->opts);
     }
-    http_buf_append_str(b, ",\"options\":");
-    worker_options_json(b, &c->opts);
+    if (index > 0)
+        http_buf_printf(b, ",\"index\":%llu", (unsigned long long)index);
     http_buf_append_str(b, ",\"declared\":true}");
 }
 
@@ -91,7 +101,7 @@ finish(struct conf_call *c)
     master_cluster_client_cancel(c);
     master_raft_cancel(c->m, c);
     http_request_resume(c->req);
-    http_buf_free(&c->answer);
+    free(c->leader_opts);
     free(c);
 }
 
@@ -106,17 +116,23 @@ fail(struct conf_call *c, const char *code, const char *why)
     finish(c);
 }
 
-/* succeed - answer with the effective options (or the leader's body). */
+/* succeed - answer with the effective options: the command's own, which
+ * the leader committed (its answer to a follower adds the index); a
+ * follower answers with the leader's, which its own defaults may not
+ * match. */
 static void
 succeed(struct conf_call *c)
 {
     struct http_buf b = {0};
 
-    if (c->answer.len > 0) {
-        b = c->answer;
-        c->answer = (struct http_buf){0};
+    if (c->leader_opts != NULL && c->cmd.op != DECL_DELETE) {
+        http_buf_append_str(&b, "{\"queue\":");
+        http_buf_append_json_str(&b, c->cmd.name, c->cmd.len);
+        http_buf_append_str(&b, ",\"options\":");
+        http_buf_append_str(&b, c->leader_opts);
+        http_buf_append_str(&b, ",\"declared\":true}");
     } else {
-        options_json(&b, &c->cmd);
+        options_json(&b, &c->cmd, c->forwarded_in ? c->index : 0);
     }
     http_reply(c->req, c->cmd.op == DECL_DELETE ? 200 : 201, &b);
     finish(c);
@@ -143,6 +159,23 @@ committed(void *arg, int rc)
         fail(c, "no_leader", "this node is stopping");
 }
 
+/* take_options - the options the leader's answer names, kept as it wrote
+ * them (none: the command's own are answered). */
+static void
+take_options(struct conf_call *c, const struct http_client_resp *r)
+{
+    struct json_object *root = http_jsonc_object(r->body.data, r->body.len);
+    struct json_object *o;
+
+    free(c->leader_opts);
+    c->leader_opts = NULL;
+    if (root != NULL && json_object_object_get_ex(root, "options", &o) &&
+        json_object_is_type(o, json_type_object))
+        c->leader_opts =
+            strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    json_object_put(root);
+}
+
 /* relayed - the leader answered a forwarded request. */
 static void
 relayed(void *arg, struct http_client_resp *r)
@@ -154,8 +187,8 @@ relayed(void *arg, struct http_client_resp *r)
         return;
     }
     if (r->status == 201 || r->status == 200) {
-        c->answer = r->body;
-        r->body = (struct http_buf){0};
+        c->index = http_jsonc_body_count(r->body.data, r->body.len, "index");
+        take_options(c, r);
         c->state = CALL_CATCHING;
         advance(c);
         return;
@@ -170,12 +203,16 @@ relayed(void *arg, struct http_client_resp *r)
     finish(c);
 }
 
-/* applied_here - the command's effect is visible in our declared set. */
+/* applied_here - our log has applied the command's entry; from a leader
+ * that names no index, its effect is visible in our declared set. */
 static int
 applied_here(const struct conf_call *c)
 {
     const struct decl_queue *q =
         decl_find(&c->m->raft.decl, c->cmd.name, c->cmd.len);
+
+    if (c->index > 0)
+        return c->m->raft.st.applied >= c->index;
 
     if (c->cmd.op == DECL_DELETE)
         return q == NULL;
@@ -195,7 +232,7 @@ advance(struct conf_call *c)
             /* A lone voter commits inside propose, and done frees c. */
             c->state = CALL_PROPOSED;
             if (master_raft_propose(m, &c->cmd, c->deadline - shm_now_ms(),
-                                    committed, c) != 0)
+                                    committed, c, &c->index) != 0)
                 c->state = CALL_WAITING;
         } else if (!c->forwarded_in &&
                    (leader = master_raft_leader_addr(m)) != NULL) {

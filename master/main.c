@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http/auth.h"
 #include "master/cluster.h"
 #include "master/cluster_client.h"
 #include "master/config.h"
@@ -40,6 +41,7 @@
 #include "master/view.h"
 #include "shm/arena.h"
 #include "shm/catalog.h"
+#include "shm/check.h"
 #include "shm/log.h"
 #include "shm/maintain.h"
 #include "shm/stats.h"
@@ -56,6 +58,8 @@ usage(FILE *f)
 {
     fprintf(f, "usage: mayflyd [-c FILE] [-d] [-t] [-o key=value]... [-h] "
                "[-v]\n"
+               "       mayflyd --hash-token < TOKEN\n"
+               "       mayflyd --check-segment PID\n"
                "  -c FILE       configuration file (key = value)\n"
                "  -d            run as a daemon (pidfile, log to file or "
                "syslog)\n"
@@ -63,7 +67,90 @@ usage(FILE *f)
                "  -o key=value  override one setting (repeatable)\n"
                "  -h            this help\n"
                "  -v            print the version\n"
+               "  --hash-token  print the sha256: form of the token on stdin, "
+               "for auth_file\n"
+               "  --check-segment PID\n"
+               "                check the shared segment of the running node "
+               "whose master is PID\n"
                "See mayflyd(8).\n");
+}
+
+/*
+ * hash_token - --hash-token: the first line of in (its newline, and a
+ * carriage return before it, are not part of the token) as the sha256: form
+ * an auth_file line starts with.  1 with a sentence on stderr when there is
+ * no token: a line of blanks is a mistake, never a token.
+ */
+static int
+hash_token(FILE *in, FILE *out)
+{
+    char *line = NULL, hash[AUTH_HASH_TEXT];
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, in);
+
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        n--;
+    if (n <= 0 || strspn(line, " \t") == (size_t)n) {
+        fprintf(stderr, "mayflyd: --hash-token: no token on standard input\n");
+        free(line);
+        return 1;
+    }
+    if (n > AUTH_TOKEN_MAX) {
+        fprintf(stderr,
+                "mayflyd: --hash-token: the token is longer than %d bytes\n",
+                AUTH_TOKEN_MAX);
+        free(line);
+        return 1;
+    }
+    auth_hash_text(line, (size_t)n, hash);
+    explicit_bzero(line, cap);
+    free(line);
+    fprintf(out, "%s\n", hash);
+    return 0;
+}
+
+/* check_segment - --check-segment PID: map that node's segment, check it
+ * while it runs (check.h), print the verdict; 0 sound, 1 broken, 2 unable. */
+static int
+check_segment(const char *arg)
+{
+    struct shm_seg seg;
+    struct shm_check_report r;
+    char *end;
+    long pid = strtol(arg, &end, 10);
+    int rc;
+
+    if (*arg == 0 || *end != 0 || pid <= 0) {
+        fprintf(stderr,
+                "mayflyd: --check-segment wants a master's pid, "
+                "not '%s'\n",
+                arg);
+        return 2;
+    }
+    if ((rc = shm_check_attach((pid_t)pid, &seg)) != 0) {
+        fprintf(stderr, "mayflyd: no mayfly segment in process %ld: %s\n", pid,
+                strerror(-rc));
+        return 2;
+    }
+    int64_t n = shm_check(&seg, 0, &r);
+    shm_check_detach(&seg);
+    if (n < 0) {
+        fprintf(stderr, "mayflyd: check failed: %s\n", strerror((int)-n));
+        return 2;
+    }
+    printf("%s: %llu queues, %llu partitions, %llu messages (%llu bytes), "
+           "%llu leases, %llu groups; arena %llu cells linked, %llu free, "
+           "%llu cached, %llu in flight; %llu partitions passed over\n",
+           n == 0 ? "sound" : "BROKEN", (unsigned long long)r.queues,
+           (unsigned long long)r.parts, (unsigned long long)r.messages,
+           (unsigned long long)r.message_bytes, (unsigned long long)r.leases,
+           (unsigned long long)r.groups, (unsigned long long)r.linked_cells,
+           (unsigned long long)r.free_cells, (unsigned long long)r.cached_cells,
+           (unsigned long long)r.inflight_cells, (unsigned long long)r.skipped);
+    if (n > 0)
+        printf("%llu problems; the first: %s\n", (unsigned long long)n,
+               r.first);
+    return n == 0 ? 0 : 1;
 }
 
 /* make_params - what the segment is sized and defaulted from. */
@@ -179,6 +266,7 @@ start_node(struct master *m, int ep)
     m->ws.max_connections = conns;
     m->ws.max_body_bytes = m->cfg.max_body_bytes;
     m->ws.max_wait_ms = m->cfg.max_wait_ms;
+    m->ws.responders_idle_ms = m->cfg.responders_idle_ms;
     snprintf(m->ws.node_id, sizeof(m->ws.node_id), "%s", m->cfg.node_id);
     if (master_listen_dial(cfd, m->ws.cluster_addr,
                            sizeof(m->ws.cluster_addr)) != 0)
@@ -440,6 +528,15 @@ main(int argc, char **argv)
     int action = 0, sfd = -1, tfd = -1, ep;
     enum log_level lvl;
 
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--check-segment") == 0) {
+            if (i == 1 && argc == 3)
+                return check_segment(argv[2]);
+            fprintf(stderr, "mayflyd: --check-segment takes one argument, "
+                            "a master's pid, and no other option: "
+                            "mayflyd --check-segment PID\n");
+            return 2;
+        }
     log_set_role("master");
     if (config_load(&m.cfg, argc, argv, &action, err, sizeof(err)) != 0) {
         fprintf(stderr, "mayflyd: %s\n", err);
@@ -453,6 +550,8 @@ main(int argc, char **argv)
         printf("mayflyd %s\n", VERSION);
         return 0;
     }
+    if (action == CONFIG_ACTION_HASH_TOKEN)
+        return hash_token(stdin, stdout);
     if (m.cfg.check_only) {
         printf("mayflyd: configuration %s is valid\n",
                m.cfg.config_file[0] ? m.cfg.config_file : "(defaults)");

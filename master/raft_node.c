@@ -368,7 +368,8 @@ master_raft_receive(struct master *m, const void *buf, size_t len,
 
 int
 master_raft_propose(struct master *m, const struct decl_cmd *cmd,
-                    uint64_t timeout_ms, master_raft_done_fn *done, void *arg)
+                    uint64_t timeout_ms, master_raft_done_fn *done, void *arg,
+                    uint64_t *index)
 {
     struct master_proposal *p = calloc(1, sizeof(*p));
     void *buf;
@@ -388,6 +389,7 @@ master_raft_propose(struct master *m, const struct decl_cmd *cmd,
         free(p);
         return rc;
     }
+    *index = p->index;
     raft_status(m->raft.core, &m->raft.st);
     p->term = m->raft.st.term;
     p->deadline = shm_now_ms() + timeout_ms;

@@ -68,7 +68,8 @@ int master_raft_receive(struct master *m, const void *buf, size_t len,
                         const struct master_peer_word *pw);
 
 /*
- * master_raft_propose - append cmd on the leader; done(arg, rc) runs once:
+ * master_raft_propose - append cmd on the leader at the log index it puts
+ * in *index (before done can run); done(arg, rc) runs once:
  * 0 when it has committed and been applied here and by every live or
  * starting member (each says so in its answers to the leader), or when it
  * has committed and timeout_ms ran out first (see settle() for what that
@@ -77,7 +78,7 @@ int master_raft_receive(struct master *m, const void *buf, size_t len,
  */
 int master_raft_propose(struct master *m, const struct decl_cmd *cmd,
                         uint64_t timeout_ms, master_raft_done_fn *done,
-                        void *arg);
+                        void *arg, uint64_t *index);
 
 /* master_raft_cancel - forget the proposals started with arg: their done
  * will not run (the caller answered them otherwise). */

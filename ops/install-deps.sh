@@ -2,16 +2,19 @@
 # install-deps.sh - install the Debian packages mayfly builds, tests and runs with.
 #
 # Installs only what is missing, non-interactively; uses sudo only when not root.
-# Usage: ops/install-deps.sh [build|test|bench]   (default: test)
+# Usage: ops/install-deps.sh [build|test|bench|soak]   (default: test)
 set -eu
 
 pkgs="gcc make pkg-config libmicrohttpd-dev libjson-c-dev liblmdb-dev libcmph-dev
-libcurl4-openssl-dev libxxhash-dev"
+libcurl4-openssl-dev libxxhash-dev nettle-dev libncurses-dev"
 case "${1:-test}" in
-test) pkgs="$pkgs libcriterion-dev curl prometheus clang-format man-db groff-base" ;;
+test) pkgs="$pkgs libcriterion-dev curl prometheus clang-format man-db groff-base
+clang libclang-rt-14-dev tmux chromium build-essential debhelper dpkg-dev
+lintian adduser" ;;
 bench) pkgs="$pkgs redis-server nats-server libhiredis-dev libnats-dev wrk" ;;
+soak) pkgs="$pkgs curl gnuplot-nox" ;;
 build) ;;
-*) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
+*) echo "usage: $0 [build|test|bench|soak]" >&2; exit 2 ;;
 esac
 
 missing=""

@@ -779,6 +779,20 @@ shm_arena_used_bytes(struct shm_seg *seg)
     return used > 0 ? (uint64_t)used * SHM_CELL_BYTES : 0;
 }
 
+/* shm_arena_lock - see arena.h. */
+int
+shm_arena_lock(struct shm_seg *seg)
+{
+    return shm_lock(seg, &arena_of(seg)->lock, arena_rebuild, NULL);
+}
+
+/* shm_arena_unlock - see arena.h. */
+void
+shm_arena_unlock(struct shm_seg *seg)
+{
+    shm_unlock(&arena_of(seg)->lock);
+}
+
 /* shm_arena_flush - see arena.h. */
 void
 shm_arena_flush(struct shm_seg *seg, int w)

@@ -90,6 +90,12 @@ int shm_arena_equal(struct shm_seg *seg, uint32_t head, const void *s,
 /* shm_arena_used_bytes - accounted bytes (used cells * SHM_CELL_BYTES). */
 uint64_t shm_arena_used_bytes(struct shm_seg *seg);
 
+/* shm_arena_lock - take the arena's lock (rebuilding the pool after a dead
+ * holder) for a walk that must see no run change hands: the checker's
+ * (check.h).  Nothing may be taken under it. */
+int shm_arena_lock(struct shm_seg *seg);
+void shm_arena_unlock(struct shm_seg *seg);
+
 /* shm_arena_reap - master: free every run tagged CACHE(w) or INFLIGHT(w)
  * (after the dead worker's partition locks were repaired). */
 void shm_arena_reap(struct shm_seg *seg, int w);

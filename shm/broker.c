@@ -17,6 +17,7 @@
 
 #include "shm/broker_int.h"
 #include "shm/dir.h"
+#include "shm/inbox.h"
 #include "shm/lock.h"
 #include "shm/region.h"
 #include "shm/ring.h"
@@ -53,8 +54,8 @@ push_check(struct shm_seg *seg, int w, const struct shm_qopts *o,
  * fields; -ENOBUFS when they would eat into the lease reserve. */
 static int
 push_alloc(struct shm_seg *seg, int w, const struct shm_msg_in *msgs,
-           uint32_t n, uint64_t cost, uint64_t now, uint32_t *first,
-           uint32_t *last)
+           uint32_t n, uint32_t reply_len, uint64_t cost, uint64_t now,
+           uint32_t *first, uint32_t *last)
 {
     uint64_t c;
     uint32_t ref;
@@ -69,6 +70,7 @@ push_alloc(struct shm_seg *seg, int w, const struct shm_msg_in *msgs,
             shm_chains_free(seg, w, *first);
             return rc;
         }
+        shm_ring_msg(seg, ref)->reply_len = (uint16_t)reply_len;
         if (*last != 0)
             shm_ring_msg(seg, *last)->next = ref;
         else
@@ -246,11 +248,11 @@ push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
     return rc == -ESTALE ? -EAGAIN : rc;
 }
 
-/* shm_push - see broker.h. */
-int
-shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
-         struct shm_name part, const struct shm_msg_in *msgs, uint32_t n,
-         uint64_t now, uint64_t *first_seq)
+/* push - shm_push, each message led by reply_len bytes of replyTo. */
+static int
+push(struct shm_seg *seg, int worker, struct shm_name queue,
+     struct shm_name part, const struct shm_msg_in *msgs, uint32_t n,
+     uint32_t reply_len, uint64_t now, uint64_t *first_seq)
 {
     struct shm_ref qr;
     uint64_t cost;
@@ -269,11 +271,14 @@ shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
     else if (rc != -ENOENT)
         return rc;
     int found = rc == 0;
+    if (!found && shm_inbox_named(queue))
+        return -ENOENT; /* its request is over: nothing may make it again */
     if ((rc = push_check(seg, worker, &o, msgs, n, &cost)) != 0)
         return rc;
-    rc = push_alloc(seg, worker, msgs, n, cost, now, &first, &last);
+    rc = push_alloc(seg, worker, msgs, n, reply_len, cost, now, &first, &last);
     if (rc == -ENOBUFS && found && queue_ttl(seg, worker, qr, now) > 0)
-        rc = push_alloc(seg, worker, msgs, n, cost, now, &first, &last);
+        rc = push_alloc(seg, worker, msgs, n, reply_len, cost, now, &first,
+                        &last);
     if (rc == -ENOBUFS)
         shm_count(seg, worker, SHM_C_PUSH_UNAVAILABLE, 1);
     if (rc != 0)
@@ -281,7 +286,8 @@ shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
     for (int t = 0; t < SHM_BROKER_TRIES; t++) {
         /* Made now if missing, or again if collected meanwhile. */
         if (!found &&
-            (rc = shm_dir_find_queue(seg, worker, queue, 1, now, &qr)) != 0)
+            (rc = shm_dir_find_queue(seg, worker, queue,
+                                     !shm_inbox_named(queue), now, &qr)) != 0)
             break;
         rc = push_link(seg, worker, qr, part, first, last, n, cost, now,
                        first_seq);
@@ -299,6 +305,26 @@ shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
                           RELAXED);
     shm_count(seg, worker, SHM_C_PUSH_ACCEPTED, n);
     return 0;
+}
+
+/* shm_push - see broker.h. */
+int
+shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
+         struct shm_name part, const struct shm_msg_in *msgs, uint32_t n,
+         uint64_t now, uint64_t *first_seq)
+{
+    return push(seg, worker, queue, part, msgs, n, 0, now, first_seq);
+}
+
+/* shm_push_request - see broker.h. */
+int
+shm_push_request(struct shm_seg *seg, int worker, struct shm_name queue,
+                 struct shm_name part, const struct shm_msg_in *msg,
+                 uint32_t reply_len, uint64_t now, uint64_t *seq)
+{
+    if (reply_len == 0 || reply_len > UINT16_MAX || reply_len >= msg->len)
+        return -EINVAL;
+    return push(seg, worker, queue, part, msg, 1, reply_len, now, seq);
 }
 
 /* ---- pop ----------------------------------------------------------- */

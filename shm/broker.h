@@ -46,7 +46,8 @@ struct shm_msg_in {
 
 /*
  * shm_push - append n messages to (queue, part) in order, all or nothing.
- * Creates the queue (implicit, node defaults) and partition if needed.
+ * Creates the queue (implicit, node defaults) and partition if needed, but
+ * never a request's inbox (shm/inbox.h): -ENOENT when it is gone.
  * On success *first_seq is the sequence of the first message; the others
  * follow consecutively.  Wakes parked pops of any worker (eventfd writes after
  * the partition lock is released).  n == 0 succeeds and pushes nothing.
@@ -54,6 +55,14 @@ struct shm_msg_in {
 int shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
              struct shm_name part, const struct shm_msg_in *msgs, uint32_t n,
              uint64_t now, uint64_t *first_seq);
+
+/*
+ * shm_push_request - shm_push of one request (SPEC §9): msg holds
+ * reply_len bytes of replyTo (its inbox's name), then the payload.
+ */
+int shm_push_request(struct shm_seg *seg, int worker, struct shm_name queue,
+                     struct shm_name part, const struct shm_msg_in *msg,
+                     uint32_t reply_len, uint64_t now, uint64_t *seq);
 
 /* ---- pop ----------------------------------------------------------- */
 
@@ -71,15 +80,16 @@ struct shm_pop_req {
 
 /*
  * One popped message as it sits in the sink: the header, then the
- * partition name (part_len bytes), then the payload (len bytes); the next
- * record starts at the following 8-byte boundary.
+ * partition name (part_len bytes), then the data (len bytes: reply_len
+ * bytes of replyTo, then the payload); the next record starts at the
+ * following 8-byte boundary.
  */
 struct shm_popped {
     uint64_t seq;
     uint32_t attempts; /* 1 on first delivery */
     uint32_t part_len;
-    uint32_t len; /* payload bytes */
-    uint32_t pad;
+    uint32_t len;       /* data bytes: replyTo and payload */
+    uint32_t reply_len; /* 0: not a request */
 };
 
 /*

@@ -12,7 +12,9 @@
  */
 #include "shm/due.h"
 
+#include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "shm/dir.h"
 #include "shm/lock.h"
@@ -262,4 +264,72 @@ uint32_t
 shm_due_pending(struct shm_seg *seg)
 {
     return __atomic_load_n(&due_of(seg)->n, __ATOMIC_RELAXED);
+}
+
+/* shm_due_when - see due.h. */
+uint64_t
+shm_due_when(struct shm_seg *seg, uint32_t key)
+{
+    struct shm_due *u = due_of(seg);
+    uint64_t at = key < u->keys ? atomic_load(&due_at(u)[key]) : 0;
+
+    return at != 0 ? at - 1 : UINT64_MAX;
+}
+
+/* The first broken rule of the heap (lock held), written into why.  Keys
+ * from the bumps on were never handed out: they are not read, so their
+ * untouched pages stay unallocated. */
+static int
+due_broken(struct shm_seg *seg, struct shm_due *u, char *why, size_t len)
+{
+    struct shm_dir *d = shm_dir_of(seg);
+    uint32_t qb = atomic_load(&d->q_bump), pb = atomic_load(&d->p_bump);
+    struct due_ent *h = due_heap(u);
+    uint32_t on = 0;
+
+    if (u->n > u->keys)
+        return snprintf(why, len, "the due heap holds %u entries for %u keys",
+                        u->n, u->keys);
+    for (uint32_t i = 0; i < u->n; i++) {
+        uint32_t k = h[i].key;
+        if (i > 0 && h[(i - 1) / 2].at > h[i].at)
+            return snprintf(why, len,
+                            "due heap slot %u is earlier than its parent", i);
+        if (k >= u->keys || due_pos(u)[k] != i + 1)
+            return snprintf(why, len,
+                            "due heap slot %u holds key %u whose position "
+                            "does not name it",
+                            i, k);
+        if (atomic_load(&due_at(u)[k]) != h[i].at + 1)
+            return snprintf(
+                why, len, "due key %u's time differs from its heap entry's", k);
+    }
+    for (int part = 0; part < 2; part++)
+        for (uint32_t i = 0; i < (part ? pb : qb); i++) {
+            uint32_t k = part ? d->max_queues + i : i;
+            if (due_pos(u)[k] != 0)
+                on++;
+            else if (atomic_load(&due_at(u)[k]) != 0)
+                return snprintf(why, len,
+                                "due key %u is off the heap but has a time", k);
+        }
+    if (on != u->n)
+        return snprintf(why, len,
+                        "%u due keys have a heap position, the heap has %u", on,
+                        u->n);
+    return 0;
+}
+
+/* shm_due_check - see due.h. */
+int
+shm_due_check(struct shm_seg *seg, char *why, size_t len)
+{
+    struct shm_due *u = due_of(seg);
+    int bad;
+
+    if (due_lock(seg, u) != 0)
+        return snprintf(why, len, "the due heap's lock is unusable"), -EUCLEAN;
+    bad = due_broken(seg, u, why, len) > 0;
+    shm_unlock(&u->lock);
+    return bad ? -EUCLEAN : 0;
 }

@@ -61,6 +61,19 @@ void shm_due_all(struct shm_seg *seg);
 /* shm_due_is_part - whether key names a partition; *idx gets its record. */
 int shm_due_is_part(struct shm_seg *seg, uint32_t key, uint32_t *idx);
 
+/* shm_due_when - when key is due, or UINT64_MAX while it is off the heap
+ * (a racy read, exact when no one schedules or takes meanwhile). */
+uint64_t shm_due_when(struct shm_seg *seg, uint32_t key);
+
+/*
+ * shm_due_check - under the heap's lock: n within the keys, every entry
+ * earlier than neither of its children, each entry's key in range, on the
+ * heap once, its pos naming its slot and its at its time + 1, and every key
+ * off the heap with pos and at 0.  Returns 0, or -EUCLEAN with the first
+ * broken rule as a sentence in why.
+ */
+int shm_due_check(struct shm_seg *seg, char *why, size_t len);
+
 /* shm_due_pending - entries on the heap (racy; for tests and metrics). */
 uint32_t shm_due_pending(struct shm_seg *seg);
 

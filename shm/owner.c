@@ -8,6 +8,8 @@
 
 #include <xxhash.h>
 
+#include "shm/inbox.h"
+
 void
 shm_owners_init(struct shm_owners *o)
 {
@@ -75,6 +77,16 @@ shm_owner_pick(const struct shm_owners *o, struct shm_name queue,
 {
     int best = -1;
     uint64_t top = 0;
+    struct shm_name node;
+
+    /* A request's inbox lives where its name says, or nowhere. */
+    if (shm_inbox_node(queue, &node)) {
+        for (int i = 0; i < o->n; i++)
+            if (strlen(o->m[i].id) == node.len &&
+                memcmp(o->m[i].id, node.ptr, node.len) == 0)
+                return i;
+        return -1;
+    }
 
     for (int i = 0; i < o->n; i++) {
         uint64_t s = XXH3_64bits_withSeed(

@@ -49,7 +49,9 @@ void shm_owners_from_view(struct shm_owners *o,
                           const struct shm_status_view *v);
 
 /* shm_owner_pick - index in o->m of the owner of (queue, part); -1 when no
- * member owns anything (a node alone, starting or draining). */
+ * member owns anything (a node alone, starting or draining).  A request's
+ * inbox (shm/inbox.h) is owned by the node its name carries: -1 when that
+ * one is not a live member (it is gone, or it is this node, draining). */
 int shm_owner_pick(const struct shm_owners *o, struct shm_name queue,
                    struct shm_name part);
 

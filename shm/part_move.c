@@ -36,6 +36,17 @@ ho_pad(size_t x)
     return (x + 7) & ~(size_t)7;
 }
 
+/* ho_flags - what a hand-over record says of message m beside its data. */
+static uint32_t
+ho_flags(const struct shm_msg *m)
+{
+    uint32_t f = (uint32_t)m->reply_len << SHM_HO_REPLY_SHIFT;
+
+    if (m->read == SHM_MSG_WITHDRAWN)
+        return f | SHM_HO_WITHDRAWN | SHM_HO_READ;
+    return m->read ? f | SHM_HO_READ : f;
+}
+
 /* ---- take ---------------------------------------------------------------- */
 
 /* The attempts lease L's next delivery carries; 0: it is not carried (a
@@ -160,7 +171,7 @@ take_msgs_locked(struct shm_ring_ctx *c, const unsigned char *map,
             continue;
         struct shm_msg *m = shm_ring_msg(c->seg, r);
         struct shm_ho_msg h = {.len = m->len,
-                               .flags = m->read ? SHM_HO_READ : 0,
+                               .flags = ho_flags(m),
                                .age_ms =
                                    c->now > m->enq_ms ? c->now - m->enq_ms : 0};
         memcpy(o + *off, &h, sizeof(h));
@@ -361,7 +372,12 @@ ho_check_msgs(const unsigned char *b, size_t len, size_t *off,
             return -EBADMSG;
         memcpy(&m, b + *off, sizeof(m));
         *off += sizeof(m);
-        if ((m.flags & ~SHM_HO_READ) != 0 || len - *off < ho_pad(m.len))
+        /* a request's replyTo leads its data, and a payload follows (as
+         * shm_push_request requires) */
+        uint32_t reply_len = m.flags >> SHM_HO_REPLY_SHIFT;
+        if ((m.flags & 0xffffu & ~(SHM_HO_READ | SHM_HO_WITHDRAWN)) != 0 ||
+            (reply_len != 0 && reply_len >= m.len) ||
+            len - *off < ho_pad(m.len))
             return -EBADMSG;
         *off += ho_pad(m.len);
         v->cost += shm_ring_msg_cost(m.len);
@@ -502,7 +518,10 @@ adopt_alloc(struct shm_seg *seg, int w, const struct ho_view *v, uint64_t now,
                               &cost);
         if (rc != 0)
             goto fail;
-        shm_ring_msg(seg, a->refs[i])->read = (m.flags & SHM_HO_READ) != 0;
+        struct shm_msg *made = shm_ring_msg(seg, a->refs[i]);
+        made->read = m.flags & SHM_HO_WITHDRAWN ? SHM_MSG_WITHDRAWN
+                                                : (m.flags & SHM_HO_READ) != 0;
+        made->reply_len = (uint16_t)(m.flags >> SHM_HO_REPLY_SHIFT);
         if (a->last != 0)
             shm_ring_msg(seg, a->last)->next = a->refs[i];
         else

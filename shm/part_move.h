@@ -28,9 +28,11 @@
 #include "shm/broker.h"
 #include "shm/segment.h"
 
-#define SHM_HO_MAGIC   0x4f48594du /* "MYHO" */
-#define SHM_HO_VERSION 1
-#define SHM_HO_READ    1u /* shm_ho_msg.flags: some group has read it */
+#define SHM_HO_MAGIC       0x4f48594du /* "MYHO" */
+#define SHM_HO_VERSION     1
+#define SHM_HO_READ        1u /* shm_ho_msg.flags: some group has read it */
+#define SHM_HO_WITHDRAWN   2u /* a request withdrawn unread (shm/inbox.h) */
+#define SHM_HO_REPLY_SHIFT 16 /* flags >> 16: the message's reply_len */
 
 /*
  * struct shm_ho_hdr - the record's head.
@@ -55,7 +57,8 @@ _Static_assert(sizeof(struct shm_ho_hdr) == 24, "shm_ho_hdr layout");
  * stored) follows, zero-padded to 8.
  *   off  size  field
  *     0     4  len      payload bytes
- *     4     4  flags    SHM_HO_READ, nothing else
+ *     4     4  flags    SHM_HO_READ, SHM_HO_WITHDRAWN; bits 16-31:
+ *                          reply_len (replyTo bytes leading the payload)
  *     8     8  age_ms   now - enqueue time at the take: ttl keeps counting
  */
 struct shm_ho_msg {

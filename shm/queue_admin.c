@@ -187,13 +187,39 @@ list_collect(struct shm_seg *seg, struct shm_name prefix, struct list_ent **v,
     return n;
 }
 
+/* qi_after - a list entry holding the name after (malloc'd, for
+ * list_cmp); NULL without memory. */
+static struct list_ent *
+qi_after(struct shm_name after)
+{
+    struct list_ent *a = malloc(sizeof(*a));
+    size_t len = after.len < SHM_NAME_MAX ? after.len : SHM_NAME_MAX;
+
+    if (a != NULL) {
+        memcpy(a->name, after.ptr, len);
+        a->len = (uint32_t)len;
+    }
+    return a;
+}
+
 /* shm_queue_list - see queue_admin.h. */
 int
 shm_queue_list(struct shm_seg *seg, struct shm_name prefix, uint32_t limit,
                uint64_t now,
                void (*fn)(void *arg, const struct shm_queue_info *q), void *arg)
 {
-    uint32_t n, cap = 64;
+    return shm_queue_list_after(seg, prefix, (struct shm_name){"", 0}, limit,
+                                now, fn, arg);
+}
+
+/* shm_queue_list_after - see queue_admin.h. */
+int
+shm_queue_list_after(struct shm_seg *seg, struct shm_name prefix,
+                     struct shm_name after, uint32_t limit, uint64_t now,
+                     void (*fn)(void *arg, const struct shm_queue_info *q),
+                     void *arg)
+{
+    uint32_t n, i = 0, cap = 64;
     struct list_ent *v = malloc(sizeof(*v) * cap);
     struct shm_queue_info *qi = malloc(sizeof(*qi));
     int listed = 0;
@@ -203,7 +229,21 @@ shm_queue_list(struct shm_seg *seg, struct shm_name prefix, uint32_t limit,
         goto out;
     n = list_collect(seg, prefix, &v, &cap);
     qsort(v, n, sizeof(*v), list_cmp);
-    for (uint32_t i = 0; i < n && (uint32_t)listed < limit; i++) {
+    if (after.len > 0) { /* the first name past after, by bisection */
+        uint32_t hi = n;
+        struct list_ent *a = qi_after(after);
+        if (a == NULL)
+            goto out;
+        while (i < hi) {
+            uint32_t mid = i + (hi - i) / 2;
+            if (list_cmp(&v[mid], a) <= 0)
+                i = mid + 1;
+            else
+                hi = mid;
+        }
+        free(a);
+    }
+    for (; i < n && (uint32_t)listed < limit; i++) {
         if (!shm_queue_same(seg, v[i].r))
             continue;
         queue_info(seg, v[i].r, qi);

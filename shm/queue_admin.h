@@ -92,6 +92,14 @@ int shm_queue_list(struct shm_seg *seg, struct shm_name prefix, uint32_t limit,
                    void (*fn)(void *arg, const struct shm_queue_info *q),
                    void *arg);
 
+/* shm_queue_list_after - the same for the queues whose names sort after
+ * after (bytes compared, a prefix first; empty: from the start), the next
+ * page of a listing cut at its limit. */
+int shm_queue_list_after(struct shm_seg *seg, struct shm_name prefix,
+                         struct shm_name after, uint32_t limit, uint64_t now,
+                         void (*fn)(void *arg, const struct shm_queue_info *q),
+                         void *arg);
+
 /*
  * shm_queue_depth - fill *q and call part_fn per partition and group_fn per
  * group (only the named group when group.ptr != NULL).  -ENOENT when the

@@ -47,6 +47,7 @@ shm_ring_msg_new(struct shm_seg *seg, int w, const char *payload, uint32_t len,
     m->enq_ms = now;
     m->next = 0;
     m->read = 0;
+    m->reply_len = 0;
     shm_arena_write(seg, *ref, SHM_MSG_HDR, payload, len);
     *cost = (uint64_t)n * SHM_CELL_BYTES;
     return 0;
@@ -298,7 +299,8 @@ ring_put(struct shm_ring_ctx *c, struct shm_sink *k, uint32_t ref,
     struct shm_popped h = {.seq = m->seq,
                            .attempts = attempts,
                            .part_len = c->p->name_len,
-                           .len = m->len};
+                           .len = m->len,
+                           .reply_len = m->reply_len};
 
     memcpy(o, &h, sizeof(h));
     o += sizeof(h);
@@ -431,6 +433,11 @@ shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
     while ((uint32_t)taken < batch && s->cursor != 0) {
         uint32_t ref = s->cursor;
         struct shm_msg *m = shm_ring_msg(c->seg, ref);
+        if (m->read == SHM_MSG_WITHDRAWN) { /* its requester gave up */
+            s->last = m->seq;
+            s->cursor = m->next;
+            continue;
+        }
         if (!ring_fits(c, k, m)) {
             rc = -ENOMEM;
             break;

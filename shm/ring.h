@@ -28,10 +28,15 @@
  *     8     8  seq      pusher, under lock     immutable once linked
  *    16     8  enq_ms   pusher, before link    immutable once linked
  *    24     4  next     pusher (link)          partition lock
- *    28     4  read     first delivery         partition lock (1: some
- *                                              group has read it)
- * The payload follows at data offset SHM_MSG_HDR (cell offset 32).  A message
- * no group has read stays, whatever the groups' positions.
+ *    28     2  read     first delivery,        partition lock (1: some
+ *                          withdrawal            group has read it;
+ *                                                SHM_MSG_WITHDRAWN: its
+ *                                                request gave up unread)
+ *    30     2  reply_len pusher, before link   immutable once linked
+ * The data follows at data offset SHM_MSG_HDR (cell offset 32): reply_len
+ * bytes of replyTo (a request's inbox, SPEC §9), then the payload as sent;
+ * len counts both.  A message no group has read stays, whatever the groups'
+ * positions; a withdrawn one is passed over by every group.
  */
 struct shm_msg {
     uint32_t chain;
@@ -39,9 +44,13 @@ struct shm_msg {
     uint64_t seq;
     uint64_t enq_ms;
     uint32_t next;
-    uint32_t read;
+    uint16_t read;
+    uint16_t reply_len;
 };
 _Static_assert(offsetof(struct shm_msg, read) == 28, "shm_msg layout");
+_Static_assert(offsetof(struct shm_msg, reply_len) == 30, "shm_msg layout");
+
+#define SHM_MSG_WITHDRAWN 2 /* shm_msg.read: a request withdrawn unread */
 _Static_assert(sizeof(struct shm_msg) == 32, "shm_msg layout");
 
 #define SHM_MSG_HDR 28 /* payload's data offset in the run */

@@ -34,19 +34,23 @@
  *    76     4  long_free      worker; reaper if dead  one writer (arena:
  *                                                     long runs freed, not
  *                                                     yet back in the pool)
- *   128   208  counters[]     worker                  atomic, one writer
- *   384     4  wake_armed     consumer sets, posters  atomic
+ *   128   264  counters[]     worker                  atomic, one writer
+ *                                                     (room for 64)
+ *   640     4  wake_armed     consumer sets, posters  atomic
  *                             clear
- *   388     4  wake_overflow  posters set, consumer   atomic
+ *   644     4  wake_overflow  posters set, consumer   atomic
  *                             clears
- *   392     4  wake_pos       posters                 atomic (start hint)
- *   448   128  wake_hint[]    posters set, consumer   atomic (bit j: entry j
+ *   648     4  wake_pos       posters                 atomic (start hint)
+ *   704   128  wake_hint[]    posters set, consumer   atomic (bit j: entry j
  *                             clears                  may be non-zero)
- *   576  8192  wake_ring[]    posters 0->h, consumer  atomic (CAS)
+ *   832  8192  wake_ring[]    posters 0->h, consumer  atomic (CAS)
  *                             h->0
- *  8768    64  cache[]        worker; reaper if dead  one writer (arena
+ *  9024    64  cache[]        worker; reaper if dead  one writer (arena
  *                                                     cache: runs of c cells
  *                                                     at cache[c - 1])
+ *  9088   112  request_hist[] worker                  atomic, one writer
+ *                                                     (stats.h: buckets,
+ *                                                     then the sum in µs)
  * The arena cache (arena.c) is a bookkeeping copy: the tags say which runs
  * are w's, so a worker killed between two of these stores loses nothing.
  */
@@ -64,7 +68,7 @@ struct shm_slot {
     unsigned char pad2[48];
 
     _Atomic uint64_t counters[SHM_C_COUNT];
-    unsigned char pad3[256 - 8 * SHM_C_COUNT];
+    unsigned char pad3[512 - 8 * SHM_C_COUNT];
 
     _Atomic uint32_t wake_armed;
     _Atomic uint32_t wake_overflow;
@@ -74,15 +78,18 @@ struct shm_slot {
     _Atomic uint64_t wake_ring[SHM_WAKE_SLOTS];
 
     uint32_t cache[SHM_ARENA_CLASSES];
+    _Atomic uint64_t request_hist[SHM_REQUEST_BUCKETS + 2];
+    unsigned char pad5[16];
 };
-_Static_assert(SHM_C_COUNT <= 32, "shm_slot counters");
+_Static_assert(SHM_C_COUNT <= 64, "shm_slot counters");
 _Static_assert(offsetof(struct shm_slot, ext) == 64, "shm_slot layout");
 _Static_assert(offsetof(struct shm_slot, long_free) == 76, "shm_slot layout");
 _Static_assert(offsetof(struct shm_slot, counters) == 128, "shm_slot layout");
-_Static_assert(offsetof(struct shm_slot, wake_armed) == 384, "shm_slot");
-_Static_assert(offsetof(struct shm_slot, wake_hint) == 448, "shm_slot layout");
-_Static_assert(offsetof(struct shm_slot, wake_ring) == 576, "shm_slot layout");
-_Static_assert(offsetof(struct shm_slot, cache) == 8768, "shm_slot layout");
+_Static_assert(offsetof(struct shm_slot, wake_armed) == 640, "shm_slot");
+_Static_assert(offsetof(struct shm_slot, wake_hint) == 704, "shm_slot layout");
+_Static_assert(offsetof(struct shm_slot, wake_ring) == 832, "shm_slot layout");
+_Static_assert(offsetof(struct shm_slot, cache) == 9024, "shm_slot layout");
+_Static_assert(offsetof(struct shm_slot, request_hist) == 9088, "shm_slot");
 _Static_assert(sizeof(struct shm_slot) % 64 == 0, "shm_slot layout");
 
 /* shm_slot - worker w's slot (0 <= w < SHM_MAX_WORKERS). */

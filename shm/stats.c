@@ -11,6 +11,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "shm/layout.h"
 #include "shm/region.h"
@@ -110,4 +111,43 @@ shm_slot_last_beat(struct shm_seg *seg, int w)
 {
     return atomic_load_explicit(&shm_slot(seg, w)->beat_ms,
                                 memory_order_relaxed);
+}
+
+const uint64_t shm_request_bucket_us[SHM_REQUEST_BUCKETS] = {
+    250,   500,   1000,   2500,   5000,    10000,
+    25000, 50000, 100000, 250000, 1000000, 5000000};
+
+/* shm_request_observe - see stats.h. */
+void
+shm_request_observe(struct shm_seg *seg, int w, uint64_t us)
+{
+    _Atomic uint64_t *h = shm_slot(seg, w)->request_hist;
+    int i = 0;
+
+    while (i < SHM_REQUEST_BUCKETS && us > shm_request_bucket_us[i])
+        i++;
+    /* one writer: a load and a store, no locked instruction */
+    atomic_store_explicit(&h[i],
+                          atomic_load_explicit(&h[i], memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    atomic_store_explicit(&h[SHM_REQUEST_BUCKETS + 1],
+                          atomic_load_explicit(&h[SHM_REQUEST_BUCKETS + 1],
+                                               memory_order_relaxed) +
+                              us,
+                          memory_order_relaxed);
+}
+
+/* shm_request_hist_sum - see stats.h. */
+void
+shm_request_hist_sum(struct shm_seg *seg, uint64_t *out, uint64_t *sum_us)
+{
+    memset(out, 0, (SHM_REQUEST_BUCKETS + 1) * sizeof(*out));
+    *sum_us = 0;
+    for (int w = 0; w < SHM_MAX_WORKERS; w++) {
+        _Atomic uint64_t *h = shm_slot(seg, w)->request_hist;
+        for (int i = 0; i <= SHM_REQUEST_BUCKETS; i++)
+            out[i] += atomic_load_explicit(&h[i], memory_order_relaxed);
+        *sum_us += atomic_load_explicit(&h[SHM_REQUEST_BUCKETS + 1],
+                                        memory_order_relaxed);
+    }
 }

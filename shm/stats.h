@@ -42,7 +42,13 @@ enum shm_counter {
     SHM_C_WIPES,
     SHM_C_WORKER_RESTARTS,
     SHM_C_LOCK_REPAIRS,
-    SHM_C_MAINTAIN_VISITS, /* records the master's maintenance visited */
+    SHM_C_MAINTAIN_VISITS,     /* records the master's maintenance visited */
+    SHM_C_CONNECTIONS_REFUSED, /* requests answered 503 past max_connections */
+    SHM_C_REQUEST_REPLIED,     /* requests (SPEC §9), by how they ended */
+    SHM_C_REQUEST_TIMEOUT,
+    SHM_C_REQUEST_NO_RESPONDERS,
+    SHM_C_REQUEST_WITHDRAWN, /* the requester hung up, or the node drains */
+    SHM_C_REPLY_DROPPED,     /* replies that found their inbox gone */
     SHM_C_COUNT
 };
 
@@ -65,6 +71,19 @@ void shm_count(struct shm_seg *seg, int w, enum shm_counter c, uint64_t n);
 
 /* shm_counters_sum - sum every slot's counters into out[SHM_C_COUNT]. */
 void shm_counters_sum(struct shm_seg *seg, uint64_t *out);
+
+/* Upper bounds (µs) of the request-duration histogram's buckets; one more
+ * bucket above the last holds the rest (+Inf). */
+#define SHM_REQUEST_BUCKETS 12
+extern const uint64_t shm_request_bucket_us[SHM_REQUEST_BUCKETS];
+
+/* shm_request_observe - one request of slot w took us microseconds. */
+void shm_request_observe(struct shm_seg *seg, int w, uint64_t us);
+
+/* shm_request_hist_sum - every slot's histogram: out[i] counts requests in
+ * bucket i (not cumulative; out[SHM_REQUEST_BUCKETS] the +Inf one), *sum_us
+ * their total time. */
+void shm_request_hist_sum(struct shm_seg *seg, uint64_t *out, uint64_t *sum_us);
 
 /* shm_parked_add - adjust this worker's parked-pop gauge by delta. */
 void shm_parked_add(struct shm_seg *seg, int w, int64_t delta);

@@ -1,8 +1,8 @@
 /*
  * ack.c - POST /api/v1/ephemeral/ack and /extend.
  *
- * Every id is checked before anything is applied, so a bad entry changes
- * nothing.  Ids of another incarnation are stale without touching the
+ * An entry whose id is not a mayfly id answers unknown and the rest apply
+ * (Queen's behaviour); a malformed body changes nothing.  Ids of another incarnation are stale without touching the
  * segment; the rest are grouped by partition so each partition is locked
  * once per request.  Results come back in request order.
  *
@@ -25,6 +25,7 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/stats.h"
+#include "worker/ack_reply.h"
 #include "worker/ack_results.h"
 #include "worker/ack_route.h"
 #include "worker/forward.h"
@@ -35,6 +36,7 @@ struct entry {
     struct shm_name part;
     uint32_t index; /* position in the request */
     int stale;      /* another incarnation's id */
+    int unknown;    /* not a mayfly id: nothing is held under it */
 };
 
 /* by_partition - qsort order: by partition, then request position. */
@@ -52,12 +54,12 @@ by_partition(const void *a, const void *b)
 }
 
 /*
- * resolve - parse every id into ents[] and acks[] (seq, attempts);
- * answers 400 naming the first bad one.  0 or -EINVAL.
+ * resolve - parse every id into ents[] and acks[] (seq, attempts).  A
+ * string that is not a mayfly id is that entry's unknown, answered here
+ * (its incarnation is this node's), as Queen answers it.
  */
-static int
-resolve(struct worker *w, struct http_request *req, const char *field,
-        const struct http_str *ids, size_t stride, uint32_t n,
+static void
+resolve(struct worker *w, const struct http_str *ids, size_t stride, uint32_t n,
         struct entry *ents, struct shm_ack *acks, uint64_t *incs)
 {
     for (uint32_t i = 0; i < n; i++) {
@@ -68,15 +70,15 @@ resolve(struct worker *w, struct http_request *req, const char *field,
         size_t plen;
 
         if (http_id_parse(id->ptr, id->len, &inc, &part, &plen, &seq) != 0) {
-            http_reply_error(req, 400, "ephemeral_bad_request",
-                             "field '%s[%u].id' is not a message id", field, i);
-            return -EINVAL;
+            ents[i] = (struct entry){{"", 0}, i, 0, 1};
+            incs[i] = w->incarnation;
+            acks[i].seq = 0;
+            continue;
         }
-        ents[i] = (struct entry){{part, plen}, i, inc != w->incarnation};
+        ents[i] = (struct entry){{part, plen}, i, inc != w->incarnation, 0};
         incs[i] = inc;
         acks[i].seq = seq;
     }
-    return 0;
 }
 
 /*
@@ -106,7 +108,11 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
         while (j < n && ents[j].part.len == ents[i].part.len &&
                memcmp(ents[j].part.ptr, ents[i].part.ptr, ents[i].part.len) ==
                    0) {
-            if (ents[j].stale) {
+            if (ents[j].unknown) {
+                acks[ents[j].index].outcome = SHM_OUT_UNKNOWN;
+                if (!extend)
+                    shm_count(w->seg, w->set.slot, SHM_C_ACK_UNKNOWN, 1);
+            } else if (ents[j].stale) {
                 acks[ents[j].index].outcome = SHM_OUT_STALE;
                 if (!extend)
                     shm_count(w->seg, w->set.slot, SHM_C_ACK_STALE, 1);
@@ -123,7 +129,7 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
             shm_ack(w->seg, w->set.slot, queue, ents[i].part, group, run, k,
                     now);
         for (uint32_t m = i, r = 0; m < j; m++) {
-            if (!ents[m].stale)
+            if (!ents[m].stale && !ents[m].unknown)
                 acks[ents[m].index].outcome = run[r++].outcome;
         }
         i = j;
@@ -153,7 +159,77 @@ struct ack_kind {
     /* fill - each entry's attempts, and its status or seconds, into acks. */
     void (*fill)(const void *parse, struct shm_ack *acks);
     void (*free_parse)(void *parse); /* what parse holds, and parse */
+    /* replies - read the replyTos of the entries that carry a reply into
+     * to[] (malloc'd array) before they apply; NULL, or what each entry's
+     * result adds (malloc'd array). */
+    const char **(*replies)(struct worker *w, const void *parse,
+                            const struct ack_body *b, const struct entry *ents,
+                            const struct shm_ack *acks, struct shm_name **to);
+    /* deliver - after they applied: the replies of the entries that ended
+     * the delivery they name go to to[], the others say why not. */
+    void (*deliver)(struct worker *w, const void *parse,
+                    const struct shm_ack *acks, const struct shm_name *to,
+                    const char **extra, struct ack_reply_out **out);
 };
+
+/* An ack whose replies went to other nodes' inboxes: answered once those
+ * took them (ack_reply_send). */
+struct later {
+    struct worker *w;
+    int where; /* ACK_ROUTE_HERE or _FAN */
+    struct ack_routes rt;
+    uint64_t *incs;
+    const char **extra;
+    const struct http_str *ids;
+    size_t stride;
+    uint32_t n;
+    struct ack_hold hold;
+};
+
+/* answer_later - the replies are where they go: answer (req NULL: its
+ * client left) and free what the ack held. */
+static void
+answer_later(void *arg, struct http_request *req)
+{
+    struct later *l = arg;
+
+    if (req != NULL && l->where == ACK_ROUTE_HERE) {
+        ack_results_reply(req, l->ids, l->stride, l->hold.acks, l->n,
+                          (const char *const *)l->extra);
+        http_request_resume(req);
+    } else if (req != NULL) {
+        ack_route_fan(l->w, req, &l->rt, l->incs, l->ids, l->stride, l->n,
+                      &l->hold, (const char *const *)l->extra);
+    }
+    if (!l->hold.taken) {
+        l->hold.free_parse(l->hold.parse);
+        free(l->hold.acks);
+    }
+    free(l->extra);
+    free(l->incs);
+    free(l);
+}
+
+/* answer_after - the replies in out go to their nodes first: the answer
+ * waits for them (takes hold, incs and extra).  0, or -ENOMEM. */
+static int
+answer_after(struct worker *w, struct http_request *req, int where,
+             const struct ack_routes *rt, uint64_t **incs, const char ***extra,
+             const struct ack_body *b, struct ack_hold *hold,
+             struct ack_reply_out *out)
+{
+    struct later *l = malloc(sizeof(*l));
+
+    if (l == NULL)
+        return -ENOMEM;
+    *l = (struct later){w,      where,     *rt,  *incs, *extra,
+                        b->ids, b->stride, b->n, *hold};
+    hold->taken = 1;
+    *incs = NULL;
+    *extra = NULL;
+    ack_reply_send(w, req, out, l->extra, answer_later, l);
+    return 0;
+}
 
 /*
  * settle - the part ack and extend share: names, ids, apply, answer.
@@ -171,6 +247,9 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
     struct entry *ents = malloc((n ? n : 1) * sizeof(*ents));
     struct shm_ack *run = malloc((n ? n : 1) * sizeof(*run));
     uint64_t *incs = malloc((n ? n : 1) * sizeof(*incs));
+    const char **extra = NULL;        /* each entry's "replied", if any */
+    struct shm_name *to = NULL;       /* each reply's inbox */
+    struct ack_reply_out *out = NULL; /* replies for other nodes */
 
     /* Memory first: nothing may be applied unless all of it can be. */
     if (ents == NULL || run == NULL || incs == NULL) {
@@ -178,25 +257,42 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
     } else if (http_reply_name_ok(req, "queue", b->queue.ptr, b->queue.len) &&
                (b->group == NULL ||
                 http_reply_name_ok(req, "group", b->group->ptr,
-                                   b->group->len)) &&
-               resolve(w, req, k->field, b->ids, b->stride, n, ents, acks,
-                       incs) == 0) {
+                                   b->group->len))) {
         struct ack_routes rt;
+
+        resolve(w, b->ids, b->stride, n, ents, acks, incs);
         int where = ack_route_plan(w, req, incs, n, &rt);
 
         if (where == ACK_ROUTE_ONE) {
             worker_forward_to(w, req, rt.m[0].id, rt.m[0].addr, 0);
         } else {
+            /* replyTos are read before the entries apply (which frees
+             * them); the replies go after, for the entries that ended the
+             * delivery they name (a stale one never replies) */
+            if (k->replies != NULL)
+                extra = k->replies(w, hold->parse, b, ents, acks, &to);
             apply(w, (struct shm_name){b->queue.ptr, b->queue.len},
                   b->group ? (struct shm_name){b->group->ptr, b->group->len}
                            : (struct shm_name){"", 0},
                   ents, acks, run, n, k->extend);
-            if (where == ACK_ROUTE_HERE)
-                ack_results_reply(req, b->ids, b->stride, acks, n);
+            if (to != NULL)
+                k->deliver(w, hold->parse, acks, to, extra, &out);
+            if (out != NULL && answer_after(w, req, where, &rt, &incs, &extra,
+                                            b, hold, out) == 0)
+                out = NULL;
+            else if (where == ACK_ROUTE_HERE)
+                ack_results_reply(req, b->ids, b->stride, acks, n,
+                                  (const char *const *)extra);
             else
-                ack_route_fan(w, req, &rt, incs, b->ids, b->stride, n, hold);
+                ack_route_fan(w, req, &rt, incs, b->ids, b->stride, n, hold,
+                              (const char *const *)extra);
         }
     }
+    ack_reply_free(out); /* not sent: no memory to wait for them */
+    for (uint32_t i = 0; to != NULL && i < n; i++)
+        free((char *)to[i].ptr);
+    free(to);
+    free(extra);
     free(incs);
     free(run);
     free(ents);
@@ -244,6 +340,66 @@ ack_or_extend(struct worker *w, struct http_request *req,
         settle(w, req, k, &b, &h);
     }
     release(&h);
+}
+
+/* replies_ack - the replyTos of an ack's entries that carry "reply"
+ * (ack_reply.c), in request order, before any applies; ents are still in
+ * request order then. */
+static const char **
+replies_ack(struct worker *w, const void *parse, const struct ack_body *b,
+            const struct entry *ents, const struct shm_ack *acks,
+            struct shm_name **to)
+{
+    const struct http_ack *a = parse;
+    const char **extra = NULL;
+
+    for (uint32_t i = 0; i < a->n; i++) {
+        if (!a->entries[i].has_reply)
+            continue;
+        if (extra == NULL && ((extra = calloc(a->n, sizeof(*extra))) == NULL ||
+                              (*to = calloc(a->n, sizeof(**to))) == NULL)) {
+            free(extra);
+            return NULL; /* the entries say nothing of a reply */
+        }
+        extra[i] = ents[i].stale
+                       ? ",\"replied\":false,\"reason\":\"the message "
+                         "was delivered by another incarnation\""
+                       : ack_reply_read(
+                             w, (struct shm_name){b->queue.ptr, b->queue.len},
+                             ents[i].part, acks[i].seq, &(*to)[i]);
+    }
+    return extra;
+}
+
+/* deliver_ack - each reply read goes to its inbox if its entry ended the
+ * delivery it names (acked, dropped, or to come back: a reply all the
+ * same); a stale or unknown entry's does not. */
+static void
+deliver_ack(struct worker *w, const void *parse, const struct shm_ack *acks,
+            const struct shm_name *to, const char **extra,
+            struct ack_reply_out **out)
+{
+    const struct http_ack *a = parse;
+
+    for (uint32_t i = 0; i < a->n; i++) {
+        if (to[i].ptr == NULL)
+            continue;
+        switch (acks[i].outcome) {
+        case SHM_OUT_ACKED:
+        case SHM_OUT_ACKED_DROPPED:
+        case SHM_OUT_REDELIVERED:
+            extra[i] =
+                ack_reply_deliver(w, to[i], &a->entries[i].reply, out, i);
+            break;
+        case SHM_OUT_STALE:
+            extra[i] = ",\"replied\":false,\"reason\":\"the ack is stale: "
+                       "the message has been delivered again since\"";
+            break;
+        default:
+            extra[i] = ",\"replied\":false,\"reason\":\"the message is not "
+                       "held here: already completed or expired\"";
+        }
+    }
 }
 
 /* parse_ack - an ack's body (struct http_ack). */
@@ -330,6 +486,8 @@ static const struct ack_kind ack_kind = {
     .parse = parse_ack,
     .fill = fill_ack,
     .free_parse = free_ack,
+    .replies = replies_ack,
+    .deliver = deliver_ack,
 };
 
 static const struct ack_kind extend_kind = {

@@ -43,7 +43,8 @@ outcome_text(uint32_t o)
  */
 void
 ack_results_reply(struct http_request *req, const struct http_str *ids,
-                  size_t stride, const struct shm_ack *acks, uint32_t n)
+                  size_t stride, const struct shm_ack *acks, uint32_t n,
+                  const char *const *extra)
 {
     static const char head[] = "{\"results\":[", id_key[] = "{\"id\":\"";
     struct http_buf b = {0};
@@ -55,6 +56,8 @@ ack_results_reply(struct http_request *req, const struct http_str *ids,
             (const struct http_str *)((const char *)ids + i * stride);
         need += sizeof(id_key) + 2 + http_json_esc_len(id->ptr, id->len) +
                 OUTCOME_MAX;
+        if (extra != NULL && extra[i] != NULL)
+            need += strlen(extra[i]);
     }
     if (http_buf_reserve(&b, need) != 0) {
         http_reply(req, 200, &b); /* oom: answered 500 */
@@ -74,6 +77,15 @@ ack_results_reply(struct http_request *req, const struct http_str *ids,
         memcpy(o, id_key, sizeof(id_key) - 1);
         o = http_put_json_esc(o + sizeof(id_key) - 1, id->ptr, id->len);
         *o++ = '"';
+        if (extra != NULL && extra[i] != NULL) {
+            /* before the object's closing brace */
+            memcpy(o, text, tlen - 1);
+            o += tlen - 1;
+            memcpy(o, extra[i], strlen(extra[i]));
+            o += strlen(extra[i]);
+            *o++ = '}';
+            continue;
+        }
         memcpy(o, text, tlen);
         o += tlen;
     }

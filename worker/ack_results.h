@@ -17,10 +17,13 @@ struct shm_ack;
 
 /*
  * ack_results_reply - answer req 200 with each entry's id and outcome:
- * ids[i] is at (char *)ids + i * stride, its outcome in acks[i].
+ * ids[i] is at (char *)ids + i * stride, its outcome in acks[i], and, when
+ * extra and extra[i] are not NULL, extra[i] (JSON members, each after a
+ * comma) at the end of its object.
  */
 void ack_results_reply(struct http_request *req, const struct http_str *ids,
-                       size_t stride, const struct shm_ack *acks, uint32_t n);
+                       size_t stride, const struct shm_ack *acks, uint32_t n,
+                       const char *const *extra);
 
 /* ack_results_outcome - one entry e of an answer's "results" back to enum
  * shm_outcome; -1 when it is none of them. */

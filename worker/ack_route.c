@@ -78,6 +78,8 @@ struct fan {
     size_t stride;
     uint32_t n;
     uint64_t *incs;
+    const char **extra; /* each entry's additions; NULL: none yet */
+    char **own;         /* those taken from other nodes' answers */
     int waiting;
     char failed[SHM_STATUS_ID_MAX]; /* a member that did not answer */
     struct fan_peer {
@@ -99,8 +101,40 @@ fan_done(void *arg, int sent_ok)
             http_client_cancel(f->w->client, &f->peer[k]);
     f->hold.free_parse(f->hold.parse);
     free(f->hold.acks);
+    for (uint32_t i = 0; f->own != NULL && i < f->n; i++)
+        free(f->own[i]);
+    free(f->own);
+    free(f->extra);
     free(f->incs);
     free(f);
+}
+
+/* take_replied - what entry i of another node's answer says of its reply
+ * ("replied", "reason"), kept as JSON members for ack_results_reply. */
+static void
+take_replied(struct fan *f, uint32_t i, struct json_object *e)
+{
+    struct json_object *rep, *why;
+    char *s = NULL;
+
+    if (!json_object_object_get_ex(e, "replied", &rep))
+        return;
+    if (f->own == NULL && (f->own = calloc(f->n, sizeof(*f->own))) == NULL)
+        return;
+    if (f->extra == NULL &&
+        (f->extra = calloc(f->n, sizeof(*f->extra))) == NULL)
+        return;
+    if (json_object_get_boolean(rep))
+        s = strdup(",\"replied\":true");
+    else if (asprintf(&s, ",\"replied\":false,\"reason\":%s",
+                      json_object_object_get_ex(e, "reason", &why)
+                          ? json_object_to_json_string_ext(
+                                why, JSON_C_TO_STRING_PLAIN)
+                          : "null") < 0)
+        s = NULL;
+    free(f->own[i]);
+    f->own[i] = s;
+    f->extra[i] = s;
 }
 
 /* take_outcomes - member k's answer into the entries its id names.
@@ -122,11 +156,13 @@ take_outcomes(struct fan *f, int k, const struct http_client_resp *r)
             int o;
             if (f->incs[i] != f->rt.m[k].inc)
                 continue;
-            o = ack_results_outcome(json_object_array_get_idx(list, i));
+            struct json_object *e = json_object_array_get_idx(list, i);
+            o = ack_results_outcome(e);
             if (o < 0)
                 rc = -1;
             else
                 f->hold.acks[i].outcome = (uint32_t)o;
+            take_replied(f, i, e);
         }
     }
     json_object_put(root);
@@ -159,7 +195,8 @@ peer_answered(void *arg, struct http_client_resp *r)
                          "applied; retry",
                          f->failed);
     else
-        ack_results_reply(f->req, f->ids, f->stride, f->hold.acks, f->n);
+        ack_results_reply(f->req, f->ids, f->stride, f->hold.acks, f->n,
+                          (const char *const *)f->extra);
     http_request_resume(f->req);
 }
 
@@ -168,7 +205,7 @@ void
 ack_route_fan(struct worker *w, struct http_request *req,
               const struct ack_routes *rt, const uint64_t *incs,
               const struct http_str *ids, size_t stride, uint32_t n,
-              struct ack_hold *hold)
+              struct ack_hold *hold, const char *const *extra)
 {
     struct fan *f = calloc(1, sizeof(*f));
     char *authz = NULL;
@@ -184,9 +221,12 @@ ack_route_fan(struct worker *w, struct http_request *req,
         free(f);
         free(authz);
         http_reply_errno(req, -ENOMEM, "ack");
+        http_request_resume(req); /* suspended when replies went first */
         return;
     }
     memcpy(f->incs, incs, n * sizeof(*incs));
+    if (extra != NULL && (f->extra = malloc(n * sizeof(*extra))) != NULL)
+        memcpy(f->extra, extra, n * sizeof(*extra));
     f->w = w;
     f->req = req;
     f->rt = *rt;
@@ -229,5 +269,6 @@ ack_route_fan(struct worker *w, struct http_request *req,
                          "node '%s', which delivered some of these messages, "
                          "cannot be asked; retry",
                          f->failed);
+        http_request_resume(req); /* suspended already: waited on replies */
     }
 }

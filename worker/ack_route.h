@@ -58,10 +58,13 @@ enum ack_route ack_route_plan(struct worker *w, struct http_request *req,
  * outcome from the answer of the node its id names, and answer.  Takes
  * hold; a member that does not answer fails the request (503
  * ephemeral_forward_failed, naming it): its entries' fate is unknown.
+ * extra (NULL, or what each entry of this node adds: see ack_results.h)
+ * is copied; the entries of other nodes take what their answers add
+ * ("replied", "reason").  req may be suspended already.
  */
 void ack_route_fan(struct worker *w, struct http_request *req,
                    const struct ack_routes *rt, const uint64_t *incs,
                    const struct http_str *ids, size_t stride, uint32_t n,
-                   struct ack_hold *hold);
+                   struct ack_hold *hold, const char *const *extra);
 
 #endif

@@ -201,17 +201,28 @@ worker_options_json(struct http_buf *b, const struct shm_qopts *o)
         o->window_ms, o->window_count, o->ttl_s, o->lease_s, o->retry_limit);
 }
 
+/* A listing in the making: up to limit entries; one more means the page
+ * is cut, after last. */
 struct listing {
     struct http_buf *b;
-    uint32_t n;
+    uint32_t n, limit;
+    int truncated;
+    struct http_buf last; /* the last entry's name, JSON-quoted */
 };
 
+/* list_one - one queue's entry, or the note that the page is cut. */
 static void
 list_one(void *arg, const struct shm_queue_info *q)
 {
     struct listing *l = arg;
     struct http_buf *b = l->b;
 
+    if (l->n == l->limit) {
+        l->truncated = 1;
+        return;
+    }
+    l->last.len = 0;
+    http_buf_append_json_str(&l->last, q->name, q->name_len);
     http_buf_append_str(b, l->n++ ? ",{\"queue\":" : "{\"queue\":");
     http_buf_append_json_str(b, q->name, q->name_len);
     http_buf_printf(
@@ -229,8 +240,9 @@ list_one(void *arg, const struct shm_queue_info *q)
     http_buf_append_str(b, "}");
 }
 
-/* The longest scope=cluster listing: every member's is parsed and merged in
- * the worker's loop, which must not stall (100,000 queues from each of three
+/* The longest scope=cluster page (a larger limit is cut to it, and the
+ * answer says where to go on): every member's is parsed and merged in the
+ * worker's loop, which must not stall (100,000 queues from each of three
  * nodes took seconds and a gigabyte). */
 #define LIST_CLUSTER_MAX 1000
 
@@ -259,6 +271,8 @@ list_finish(struct gather *g)
 
     http_query_u32(http_request_args(g->req), "limit", 1000, 1, 100000, &limit,
                    &err); /* checked before the gather */
+    if (limit > LIST_CLUSTER_MAX)
+        limit = LIST_CLUSTER_MAX;
     gather_shares(g, &s, body, len);
     rc = http_list_merge(&s, limit, &b);
     if (rc == 0)
@@ -270,24 +284,26 @@ list_finish(struct gather *g)
 
 static const struct gather_ops list_ops = {list_classify, list_finish};
 
-/* list_cluster - gather every live member's listing of the same prefix
- * and limit; own is this node's. */
+/* list_cluster - gather every live member's listing of the same prefix,
+ * page and limit; own is this node's. */
 static void
-list_cluster(struct worker *w, struct http_request *req, const char *prefix,
-             size_t plen, uint32_t limit, struct http_buf *own)
+list_cluster(struct worker *w, struct http_request *req, struct shm_name prefix,
+             struct shm_name after, uint32_t limit, struct http_buf *own)
 {
-    char *pe = http_client_escape(prefix ? prefix : "", plen), *pq = NULL;
+    char *pe = http_client_escape(prefix.ptr, prefix.len);
+    char *ae = http_client_escape(after.ptr, after.len), *pq = NULL;
 
-    if (pe == NULL ||
-        asprintf(&pq, "/api/v1/ephemeral/queues?scope=node&limit=%u%s%s", limit,
-                 prefix ? "&prefix=" : "", prefix ? pe : "") < 0) {
-        free(pe);
+    if (pe == NULL || ae == NULL ||
+        asprintf(&pq, "/api/v1/ephemeral/queues?scope=node&limit=%u%s%s%s%s",
+                 limit, prefix.len ? "&prefix=" : "", pe,
+                 after.len ? "&after=" : "", ae) < 0) {
         http_buf_free(own);
         http_reply_errno(req, -ENOMEM, "list");
-        return;
+    } else {
+        gather_start(w, req, own, pq, 0, &list_ops);
     }
-    gather_start(w, req, own, pq, 0, &list_ops);
     free(pe);
+    free(ae);
     free(pq);
 }
 
@@ -298,37 +314,42 @@ worker_list(struct worker *w, struct http_request *req)
     const struct http_query *q = http_request_args(req);
     struct http_error err;
     struct http_buf items = {0}, b = {0};
-    struct listing l = {&items, 0};
-    uint32_t limit;
-    size_t plen = 0;
+    struct listing l = {.b = &items};
+    size_t plen = 0, alen = 0;
     const char *prefix = http_query_get(q, "prefix", &plen);
+    const char *after = http_query_get(q, "after", &alen);
+    struct shm_name pn = {prefix ? prefix : "", prefix ? plen : 0};
+    struct shm_name an = {after ? after : "", after ? alen : 0};
     int cluster;
 
-    if (http_query_u32(q, "limit", 1000, 1, 100000, &limit, &err) != 0) {
+    if (http_query_u32(q, "limit", 1000, 1, 100000, &l.limit, &err) != 0) {
         http_reply_http_error(req, &err);
         return;
     }
-    if ((cluster = gather_scope(req)) < 0)
+    if ((an.len && !http_reply_name_ok(req, "after", an.ptr, an.len)) ||
+        (cluster = gather_scope(w, req)) < 0)
         return;
     /* Every member's listing is merged in this loop: keep it small. */
-    if (cluster && limit > LIST_CLUSTER_MAX) {
-        http_reply_error(req, 400, "ephemeral_bad_request",
-                         "query parameter 'limit' must be from 1 to %u with "
-                         "scope=cluster",
-                         LIST_CLUSTER_MAX);
-        return;
-    }
-    shm_queue_list(w->seg, (struct shm_name){prefix ? prefix : "", plen}, limit,
-                   shm_now_ms(), list_one, &l);
+    if (cluster && l.limit > LIST_CLUSTER_MAX)
+        l.limit = LIST_CLUSTER_MAX;
+    shm_queue_list_after(w->seg, pn, an, l.limit + 1, shm_now_ms(), list_one,
+                         &l);
     http_buf_append_str(&b, "{\"node\":");
     http_buf_append_json_str(&b, w->set.node_id, strlen(w->set.node_id));
     http_buf_printf(&b, ",\"count\":%u,\"cellBytes\":%d,\"queues\":[", l.n,
                     SHM_CELL_BYTES);
     http_buf_append(&b, items.data ? items.data : "", items.len);
-    http_buf_append_str(&b, "]}");
+    http_buf_append_str(&b, "],\"truncated\":");
+    http_buf_append_str(&b, l.truncated ? "true,\"next\":" : "false");
+    if (l.truncated && l.last.oom)
+        b.oom = 1; /* no "next" to give: 500, not broken JSON */
+    else if (l.truncated)
+        http_buf_append(&b, l.last.data, l.last.len);
+    http_buf_append_str(&b, "}");
     http_buf_free(&items);
+    http_buf_free(&l.last);
     if (cluster)
-        list_cluster(w, req, prefix, plen, limit, &b);
+        list_cluster(w, req, pn, an, l.limit, &b);
     else
         http_reply(req, 200, &b);
 }

@@ -4,11 +4,13 @@
 #include "worker/conn.h"
 
 #include <sys/epoll.h>
+#include <sys/socket.h>
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/server.h"
 #include "worker/worker_int.h"
 
 /* conn_of - the loop's record of client socket fd (grown as fds come);
@@ -51,15 +53,81 @@ worker_conn_watch(struct worker *w, int fd, struct worker_conn **out)
     return 0;
 }
 
-/* worker_conn_hangup - see conn.h. */
+/* worker_conn_opened - see conn.h. */
+void
+worker_conn_opened(void *arg, int fd, struct http_conn *c)
+{
+    struct worker *w = arg;
+    struct worker_conn *k = conn_of(w, fd);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
+                             .data.u64 = WORKER_TAG_CONN | (uint64_t)fd};
+
+    if (k == NULL || epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) == -1)
+        return; /* watched later, if a long poll waits on it */
+    k->watched = 1;
+    k->http = c;
+}
+
+/* worker_conn_event - see conn.h.  Its first bytes seen, the socket is
+ * watched for its end only, so that requests do not wake the loop twice. */
 struct worker_conn *
-worker_conn_hangup(struct worker *w, int fd)
+worker_conn_event(struct worker *w, int fd, uint32_t events)
 {
     struct worker_conn *k = (size_t)fd < w->nconns ? &w->conns[fd] : NULL;
 
-    if (k != NULL)
-        k->hup = 1;
+    if (k == NULL)
+        return NULL;
+    if (k->http != NULL && (events & EPOLLIN)) {
+        struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET,
+                                 .data.u64 = WORKER_TAG_CONN | (uint64_t)fd};
+        struct http_conn *c = k->http;
+
+        k->http = NULL;
+        if (http_conn_first_bytes(c))
+            return NULL; /* refused: MHD closes it */
+        epoll_ctl(w->ep, EPOLL_CTL_MOD, fd, &ev);
+    }
+    if (!(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+        return NULL;
+    k->hup = 1;
     return k;
+}
+
+/* worker_conn_poke_later - see conn.h. */
+void
+worker_conn_poke_later(struct worker *w, int fd)
+{
+    struct worker_conn *k = &w->conns[fd];
+
+    if (k->poked)
+        return;
+    if (w->npokes == w->pokes_cap) {
+        size_t n = w->pokes_cap ? 2 * w->pokes_cap : 64;
+        int *p = realloc(w->pokes, n * sizeof(*p));
+        if (p == NULL)
+            return; /* MHD's idle timeout closes it */
+        w->pokes = p;
+        w->pokes_cap = n;
+    }
+    k->poked = 1;
+    w->pokes[w->npokes++] = fd;
+}
+
+/* worker_conn_poke - see conn.h.  A socket MHD closed in its run has a
+ * cleared record (worker_conn_closed), and so has a new connection that
+ * took its number: neither is touched. */
+int
+worker_conn_poke(struct worker *w)
+{
+    size_t n = w->npokes;
+
+    for (size_t i = 0; i < n; i++) {
+        int fd = w->pokes[i];
+        if ((size_t)fd < w->nconns && w->conns[fd].poked)
+            shutdown(fd, SHUT_RD);
+    }
+    w->npokes = 0;
+    return n > 0;
 }
 
 /* worker_conn_closed - see conn.h. */

@@ -1,11 +1,15 @@
 /*
  * conn.h - the worker's table of client connections, by socket fd.
  *
- * A client socket joins the loop's epoll (EPOLLRDHUP, edge-triggered) when a
- * long poll first waits on it, parked here (pop.c) or forwarded to the
- * partition's owner (forward.c), and stays until MHD closes it, so waiting
- * again costs no epoll_ctl.  The record says who waits on it now; the loop
- * (worker.c) hands a hang-up to that one.  Process memory only.
+ * A client socket joins the loop's epoll (edge-triggered) as MHD accepts
+ * it, for its first bytes (EPOLLIN: a TLS ClientHello is answered at once,
+ * http_conn_first_bytes) and then for its end only (EPOLLRDHUP), until MHD
+ * closes it.  The record says who waits on it now, a long poll parked here
+ * (pop.c) or forwarded to the partition's owner (forward.c); the loop
+ * (worker.c) hands a hang-up to that one.  A hang-up nobody waits on is
+ * shown to MHD (worker_conn_poke_later): with edge-triggered epoll MHD
+ * takes a short read as the end of what came, and misses a FIN that came
+ * with the last bytes of half a request.  Process memory only.
  */
 #ifndef MAYFLY_WORKER_CONN_H
 #define MAYFLY_WORKER_CONN_H
@@ -15,16 +19,19 @@
 struct worker;
 struct park;
 struct forward;
+struct http_conn;
 
 /* The loop's epoll tag of a watched client socket: WORKER_TAG_CONN | fd. */
 #define WORKER_TAG_CONN ((uint64_t)1 << 62)
 
 /* A client socket the loop watches for hang-ups. */
 struct worker_conn {
-    struct park *park;    /* the pop parked on it now, or NULL */
-    struct forward *fwd;  /* its request forwarded, waiting on the owner */
-    unsigned watched : 1; /* in the loop's epoll */
-    unsigned hup : 1;     /* the client shut its side (or reset) */
+    struct park *park;      /* the pop parked on it now, or NULL */
+    struct forward *fwd;    /* its request forwarded, waiting on the owner */
+    struct http_conn *http; /* MHD's connection, while it sent nothing */
+    unsigned watched : 1;   /* in the loop's epoll */
+    unsigned hup : 1;       /* the client shut its side (or reset) */
+    unsigned poked : 1;     /* MHD was shown the hang-up */
 };
 
 /* worker_conn_watch - put socket fd in the loop's epoll for hang-ups unless
@@ -33,10 +40,28 @@ struct worker_conn {
  * -EPIPE when the client has already shut its side, or -errno. */
 int worker_conn_watch(struct worker *w, int fd, struct worker_conn **out);
 
-/* worker_conn_hangup - the client of socket fd shut its side (EPOLLRDHUP,
- * or an error): noted in its record, which is returned so the loop can
- * tell whoever waits on it; NULL when fd has none. */
-struct worker_conn *worker_conn_hangup(struct worker *w, int fd);
+/* worker_conn_opened - MHD accepted socket fd, connection c
+ * (http_server_on_open, w is the worker): watched for its first bytes and
+ * its end. */
+void worker_conn_opened(void *w, int fd, struct http_conn *c);
+
+/* worker_conn_event - epoll events on socket fd: its first bytes are
+ * looked at (then only its end is watched); on a hang-up (EPOLLRDHUP, or
+ * an error) it is noted in the record, which is returned so the loop can
+ * tell whoever waits on it; otherwise, or when fd has none, NULL. */
+struct worker_conn *worker_conn_event(struct worker *w, int fd,
+                                      uint32_t events);
+
+/* worker_conn_poke_later - nothing waits on socket fd, whose client hung
+ * up: once MHD has run, its socket is shut for reading (once), which
+ * wakes MHD to read it again and see the end.  A request still arriving
+ * is then dropped and the connection closed; one MHD holds whole is
+ * answered as before. */
+void worker_conn_poke_later(struct worker *w, int fd);
+
+/* worker_conn_poke - after an MHD run: the pokes of poke_later.  1 when
+ * any was made (MHD has a socket to look at again). */
+int worker_conn_poke(struct worker *w);
 
 /* worker_conn_closed - MHD is closing socket fd (http_server_on_close, w
  * is the worker): the epoll forgets it with the close, and so does the

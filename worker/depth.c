@@ -2,11 +2,11 @@
  * depth.c - GET /api/v1/ephemeral/queues/{q}/depth: a queue's pending,
  * leased and waiting counts per partition and per group.
  *
- * scope=node (the default) answers this node's share, read from the
- * segment.  scope=cluster answers the sum of every live member's share
- * (worker/gather.h, http/depth_merge.h): "nodes" names the members whose
- * shares are in it, "missing" those that did not answer with their own
- * share of this queue.
+ * scope=node answers this node's share, read from the segment.
+ * scope=cluster (the default while other members are live) answers the
+ * sum of every live member's share (worker/gather.h, http/depth_merge.h):
+ * "nodes" names the members whose shares are in it, "missing" those that
+ * did not answer with their own share of this queue.
  */
 #include "worker/depth.h"
 
@@ -204,7 +204,7 @@ worker_depth(struct worker *w, struct http_request *req)
 
     if (!http_reply_name_ok(req, "queue", name, len) ||
         (group && glen && !http_reply_name_ok(req, "group", group, glen)) ||
-        (cluster = gather_scope(req)) < 0)
+        (cluster = gather_scope(w, req)) < 0)
         return;
     if (cluster) {
         cluster_depth(w, req, queue, group ? &g : NULL);

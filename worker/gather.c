@@ -164,11 +164,14 @@ gather_start_same(struct worker *w, struct http_request *req,
 
 /* gather_scope - see gather.h. */
 int
-gather_scope(struct http_request *req)
+gather_scope(struct worker *w, struct http_request *req)
 {
     const char *scope = http_query_get(http_request_args(req), "scope", NULL);
 
-    if (scope == NULL || strcmp(scope, "node") == 0)
+    if (scope == NULL) /* a member asking for our share always says so */
+        return !worker_serves_all(w) &&
+               http_request_header(req, FORWARD_HEADER) == NULL;
+    if (strcmp(scope, "node") == 0)
         return 0;
     if (strcmp(scope, "cluster") == 0)
         return 1;

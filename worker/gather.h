@@ -3,7 +3,8 @@
  * now, each other live member's (the same route with scope=node, asked on
  * its client port at the address its master sends in heartbeats) as it
  * comes, all at once, GATHER_TIMEOUT_MS each.  Used by depth and the queue
- * listing with scope=cluster, and by reset and delete, which every node
+ * listing with scope=cluster (their default in a cluster), and by reset
+ * and delete, which every node
  * applies to its own share (gather_start_same).
  *
  * The request is suspended until the last member has answered or failed,
@@ -87,9 +88,11 @@ void gather_start(struct worker *w, struct http_request *req,
 void gather_start_same(struct worker *w, struct http_request *req,
                        struct http_buf *own, const struct gather_ops *ops);
 
-/* gather_scope - req's scope query parameter: 1 for cluster, 0 for node
- * (also when absent); -1 once req has its 400 for anything else. */
-int gather_scope(struct http_request *req);
+/* gather_scope - req's scope query parameter: 1 for cluster, 0 for node;
+ * when absent, cluster while other members are live (node alone, or for
+ * a request a member forwarded); -1 once req has its 400 for anything
+ * else. */
+int gather_scope(struct worker *w, struct http_request *req);
 
 /* gather_shares - s describes g's shares for a merge; body and len have
  * room for SHM_STATUS_MEMBERS each. */

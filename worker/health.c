@@ -145,10 +145,24 @@ static const struct family {
     {"mayfly_lock_repairs_total",
      "Partition locks repaired after their holder died.",
      {{NULL, SHM_C_LOCK_REPAIRS}}},
+    {"mayfly_requests_total",
+     "Requests of the request verb, by how they ended (withdrawn: the "
+     "requester hung up, or the node drained).",
+     {{"result=\"replied\"", SHM_C_REQUEST_REPLIED},
+      {"result=\"timeout\"", SHM_C_REQUEST_TIMEOUT},
+      {"result=\"no_responders\"", SHM_C_REQUEST_NO_RESPONDERS},
+      {"result=\"withdrawn\"", SHM_C_REQUEST_WITHDRAWN}}},
+    {"mayfly_replies_dropped_total",
+     "Replies dropped because their request had ended (a late reply).",
+     {{NULL, SHM_C_REPLY_DROPPED}}},
     {"mayfly_maintenance_visits_total",
      "Queues and partitions the master's maintenance visited because "
      "something in them was due.",
      {{NULL, SHM_C_MAINTAIN_VISITS}}},
+    {"mayfly_connections_refused_total",
+     "Requests answered 503 because their connection opened past "
+     "max_connections.",
+     {{NULL, SHM_C_CONNECTIONS_REFUSED}}},
 };
 
 static void
@@ -160,6 +174,29 @@ counters(struct http_buf *b, const uint64_t *c)
         for (size_t k = 0; k < 5 && (k == 0 || f->series[k].labels); k++)
             series(b, f->name, f->series[k].labels, c[f->series[k].c]);
     }
+}
+
+/* request_hist - mayfly_request_duration_seconds, from every slot. */
+static void
+request_hist(struct http_buf *b, struct shm_seg *seg)
+{
+    static const char name[] = "mayfly_request_duration_seconds";
+    uint64_t n[SHM_REQUEST_BUCKETS + 1], sum_us, cum = 0;
+
+    shm_request_hist_sum(seg, n, &sum_us);
+    metric(b, name, "histogram",
+           "Time from a request's arrival to its answer, replied or not.");
+    for (int i = 0; i < SHM_REQUEST_BUCKETS; i++) {
+        cum += n[i];
+        http_buf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name,
+                        (double)shm_request_bucket_us[i] / 1e6,
+                        (unsigned long long)cum);
+    }
+    cum += n[SHM_REQUEST_BUCKETS];
+    http_buf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n", name,
+                    (unsigned long long)cum);
+    http_buf_printf(b, "%s_sum %.6f\n%s_count %llu\n", name,
+                    (double)sum_us / 1e6, name, (unsigned long long)cum);
 }
 
 static void
@@ -226,6 +263,7 @@ worker_metrics(struct worker *w, struct http_request *req)
 
     shm_status_read(w->seg->status, &v);
     counters(&b, c);
+    request_hist(&b, w->seg);
     gauges(&b, &g);
     cluster(&b, &v);
     http_reply_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);

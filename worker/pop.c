@@ -26,11 +26,8 @@
 #include "shm/stats.h"
 #include "worker/conn.h"
 #include "worker/forward.h"
+#include "worker/pop_cluster.h"
 #include "worker/worker_int.h"
-
-/* Where an any-partition pop goes when this node serves none of the
- * queue's partitions. */
-static const struct shm_name default_part = {"Default", 7};
 
 #define SINK_MIN 2048 /* a small pop's answer; bigger ones grow as needed */
 #define SINK_MAX (16 * 1024 * 1024)
@@ -48,6 +45,13 @@ struct pop_call {
     int ack_on_answer; /* autoAck with a window: held leased till sent */
     uint32_t window_ms;
     struct shm_sink more; /* scratch a windowed take lands in first */
+    /* A pop with no partition in a cluster reads what any node holds: */
+    int anywhere;                 /* no partition, and peers are live */
+    int watch;                    /* a peer's watch: take nothing, say ready */
+    struct pop_cluster *cluster;  /* passed on to the peers (pop_cluster.h) */
+    const struct pop_waiter *how; /* a wait on an inbox: not a pop */
+    void *how_arg;
+    int hung_up;
 };
 
 /* sink_reserve - make the sink hold at least want bytes.  0 or -ENOMEM. */
@@ -151,7 +155,8 @@ format(struct pop_call *c, struct http_buf *b)
 {
     static const char id_key[] = "{\"id\":", part_key[] = ",\"partition\":\"",
                       payload_key[] = "\",\"payload\":",
-                      attempts_key[] = ",\"attempts\":";
+                      attempts_key[] = ",\"attempts\":",
+                      reply_key[] = ",\"replyTo\":\"";
     const size_t fixed = sizeof(id_key) + sizeof(part_key) +
                          sizeof(payload_key) + sizeof(attempts_key) +
                          HTTP_ID_SEQ_MAX + HTTP_PUT_U64_MAX + 1;
@@ -172,6 +177,9 @@ format(struct pop_call *c, struct http_buf *b)
             esc_len = http_json_esc_len(part, run_len);
         }
         need += fixed + HTTP_ID_PREFIX_LEN(esc_len) + esc_len + m->len;
+        if (m->reply_len > 0) /* a request: its inbox beside the payload */
+            need += sizeof(reply_key) + 1 +
+                    http_json_esc_len(part + m->part_len, m->reply_len);
     }
     if (http_buf_reserve(b, need) != 0)
         return; /* oom: http_reply answers 500 */
@@ -211,8 +219,14 @@ format(struct pop_call *c, struct http_buf *b)
         o += prefix_len - HTTP_ID_PREFIX_LEN(0);
         memcpy(o, payload_key, sizeof(payload_key) - 1);
         o += sizeof(payload_key) - 1;
-        memcpy(o, payload, m->len);
-        o += m->len;
+        memcpy(o, payload + m->reply_len, m->len - m->reply_len);
+        o += m->len - m->reply_len;
+        if (m->reply_len > 0) {
+            memcpy(o, reply_key, sizeof(reply_key) - 1);
+            o = http_put_json_esc(o + sizeof(reply_key) - 1, payload,
+                                  m->reply_len);
+            *o++ = '"';
+        }
         memcpy(o, attempts_key, sizeof(attempts_key) - 1);
         o = http_put_u64(o + sizeof(attempts_key) - 1, m->attempts);
         *o++ = '}';
@@ -240,12 +254,48 @@ ack_held(struct pop_call *c)
     c->leased = 0;
 }
 
-/* answer - reply with the sink's contents (possibly none). */
+/* watch_answer - a watch's reply: anything taken goes straight back (no
+ * attempt counted), and "ready" says whether there was.  Known gap: the
+ * take marked those messages read, so a request among them can no longer
+ * be withdrawn (shm_withdraw); its late reply is still dropped. */
+static void
+watch_answer(struct pop_call *c)
+{
+    struct http_buf b = {0};
+    int ready = c->sink.count > 0;
+
+    if (ready && c->leased)
+        shm_release(c->w->seg, c->w->set.slot, c->park.pop.queue,
+                    c->park.pop.group, &c->sink, shm_now_ms());
+    c->leased = 0;
+    http_buf_append_str(&b, "{\"queue\":");
+    http_buf_append_json_str(&b, c->park.pop.queue.ptr, c->park.pop.queue.len);
+    http_buf_append_str(&b, ready ? ",\"messages\":[],\"ready\":true}"
+                                  : ",\"messages\":[],\"ready\":false}");
+    http_reply(c->req, 200, &b);
+}
+
+/* answer - reply with the sink's contents (possibly none); a wait on an
+ * inbox says why it ended instead. */
 static void
 answer(struct pop_call *c)
 {
     struct http_buf b = {0};
 
+    pop_cluster_stop(c->cluster); /* no peer takes for an answered pop */
+    if (c->how != NULL) {
+        const struct shm_popped *m = shm_popped_next(&c->sink, NULL);
+        enum pop_wait_end why = m != NULL        ? POP_WAIT_GOT
+                                : c->hung_up     ? POP_WAIT_HANGUP
+                                : c->w->draining ? POP_WAIT_DRAIN
+                                                 : POP_WAIT_TIMEOUT;
+        c->how->end(c->how_arg, c->req, m, why);
+        return;
+    }
+    if (c->watch) {
+        watch_answer(c);
+        return;
+    }
     if (c->ack_on_answer)
         ack_held(c);
     c->leased = c->leased && c->sink.count > 0;
@@ -290,9 +340,12 @@ on_done(void *arg, int sent_ok)
     struct pop_call *c = arg;
 
     unpark(c);
+    pop_cluster_free(c->cluster);
     if (c->leased && !sent_ok)
         shm_release(c->w->seg, c->w->set.slot, c->park.pop.queue,
                     c->park.pop.group, &c->sink, shm_now_ms());
+    if (c->how != NULL)
+        c->how->done(c->how_arg);
     free(c->sink.buf);
     free(c->more.buf);
     free(c->park.names);
@@ -326,7 +379,7 @@ park(struct pop_call *c, uint32_t timeout_ms)
     c->parked = 1;
     shm_parked_add(w->seg, w->set.slot, 1);
     shm_park_count(w->seg, w->set.slot, c->park.handle, 1);
-    http_request_suspend(c->req);
+    http_request_suspend(c->req); /* no-op when the cluster pop did */
     return 0;
 }
 
@@ -386,7 +439,7 @@ parse(struct worker *w, struct http_request *req, struct pop_call *c, int *wait,
     const char *pn = http_query_get(q, "partition", &pl);
     const char *gn = http_query_get(q, "group", &gl);
     struct shm_pop_req *r = &c->park.pop;
-    int auto_ack, alias;
+    int auto_ack, alias, watch;
 
     if (qn == NULL) {
         http_reply_error(req, 400, "ephemeral_bad_request",
@@ -403,11 +456,17 @@ parse(struct worker *w, struct http_request *req, struct pop_call *c, int *wait,
                        &err) ||
         http_query_bool(q, "autoAck", 0, &auto_ack, &err) ||
         http_query_bool(q, "commitOnDelivery", 0, &alias, &err) ||
-        parse_from(q, &r->from, &err)) {
+        parse_from(q, &r->from, &err) ||
+        http_query_bool(q, "watch", 0, &watch, &err)) {
         http_reply_http_error(req, &err);
         return -EINVAL;
     }
     r->auto_ack = auto_ack || alias;
+    /* A watch is a peer's (pop_cluster.h): it leases to give back. */
+    c->watch =
+        watch && pn == NULL && http_request_header(req, FORWARD_HEADER) != NULL;
+    if (c->watch)
+        r->auto_ack = 0;
     if (copy_names(c, qn, ql, pn ? pn : "", pn ? pl : 0, gn ? gn : "",
                    gn ? gl : 0) != 0) {
         http_reply_errno(req, -ENOMEM, "pop");
@@ -427,11 +486,10 @@ served_here(void *arg, struct shm_name part, uint64_t held)
 }
 
 /*
- * route - pop at the partition's owner.  A pop naming no partition serves
- * the partitions of the queue this node owns (or still holds messages
- * of); when there are none, it goes where the default partition lives
- * (the reference's rule: name the partition, or keep one per queue as
- * inboxes do).  1: pop here.
+ * route - pop at the partition's owner.  A pop naming no partition starts
+ * here, with what this node holds (c->anywhere: in a cluster, the peers
+ * come next, pop_cluster.h); one a peer passed on reads this node's alone.
+ * 1: pop here.
  */
 static int
 route(struct worker *w, struct http_request *req, struct pop_call *c,
@@ -443,9 +501,55 @@ route(struct worker *w, struct http_request *req, struct pop_call *c,
         return 1;
     if (r->part.len > 0)
         return worker_route(w, req, r->queue, r->part, wait_ms);
-    if (shm_queue_part_each(w->seg, r->queue, shm_now_ms(), served_here, c))
-        return 1;
-    return worker_route(w, req, r->queue, default_part, wait_ms);
+    c->anywhere = 1;
+    return 1;
+}
+
+/* cluster_park - pop_cluster_ops.park: take here, or park here (not
+ * once draining: worker_pop_answer_all has run, so it answers now). */
+static int
+cluster_park(void *arg, uint64_t deadline)
+{
+    struct pop_call *c = arg;
+    uint64_t now = shm_now_ms();
+    int may_park = deadline > now && !c->w->draining;
+    int rc = take(c, may_park);
+
+    if (rc == 0 && may_park && park(c, (uint32_t)(deadline - now)) == 0)
+        return 0;
+    if (rc < 0)
+        http_reply_errno(c->req, rc, "pop");
+    else
+        answer(c);
+    return 1;
+}
+
+/* cluster_unpark - pop_cluster_ops.unpark. */
+static void
+cluster_unpark(void *arg)
+{
+    unpark(arg);
+}
+
+/* cluster_answer_empty - pop_cluster_ops.answer_empty. */
+static void
+cluster_answer_empty(void *arg)
+{
+    answer(arg);
+}
+
+static const struct pop_cluster_ops cluster_ops = {cluster_park, cluster_unpark,
+                                                   cluster_answer_empty};
+
+/* from_peers - a pop with no partition that found nothing here: the
+ * peers serve it.  0, or -ENOMEM (req not answered). */
+static int
+from_peers(struct pop_call *c, int wait, uint32_t timeout)
+{
+    c->cluster =
+        pop_cluster_start(c->w, c->req, &c->park.pop, wait && !c->w->draining,
+                          shm_now_ms() + timeout, &cluster_ops, c);
+    return c->cluster ? 0 : -ENOMEM;
 }
 
 /* worker_pop - see pop.h. */
@@ -470,9 +574,13 @@ worker_pop(struct worker *w, struct http_request *req)
         return;
     }
     http_request_on_done(req, on_done, c);
-    int may_park = wait && timeout > 0 && !w->draining;
+    /* A pop with no partition reads this node's share first, then asks
+     * the peers (a peer's own pass reads its share alone). */
+    int to_peers =
+        c->anywhere && http_request_header(req, FORWARD_HEADER) == NULL;
+    int may_park = wait && timeout > 0 && !w->draining && !to_peers;
     struct shm_qopts o;
-    if (may_park &&
+    if (may_park && !c->watch &&
         shm_catalog_lookup(w->seg->catalog, c->park.pop.queue.ptr,
                            c->park.pop.queue.len, &o) &&
         (o.window_ms || o.window_count)) {
@@ -488,7 +596,12 @@ worker_pop(struct worker *w, struct http_request *req)
         http_reply_errno(req, -ENOMEM, "pop");
         return;
     }
-    rc = take(c, may_park);
+    rc = to_peers && !shm_queue_part_each(w->seg, c->park.pop.queue,
+                                          shm_now_ms(), served_here, c)
+             ? 0 /* nothing of it here: no queue made here either */
+             : take(c, may_park);
+    if (rc == 0 && to_peers && from_peers(c, wait, timeout) == 0)
+        return;
     if (rc < 0) {
         http_reply_errno(req, rc, "pop");
         return;
@@ -497,6 +610,51 @@ worker_pop(struct worker *w, struct http_request *req)
         park(c, timeout) == 0)
         return;
     answer(c);
+}
+
+/* worker_pop_wait - see pop.h. */
+int
+worker_pop_wait(struct worker *w, struct http_request *req,
+                struct shm_name inbox, uint32_t timeout_ms,
+                const struct pop_waiter *how, void *arg)
+{
+    struct pop_call *c = calloc(1, sizeof(*c));
+
+    if (c == NULL ||
+        copy_names(c, inbox.ptr, inbox.len, "Default", 7, "", 0) != 0 ||
+        sink_reserve(&c->sink, SINK_MIN) != 0) {
+        if (c != NULL) {
+            free(c->park.names);
+            free(c);
+        }
+        how->done(arg);
+        http_reply_errno(req, -ENOMEM, "request");
+        http_request_resume(req); /* a wait begun after a suspension */
+        return -ENOMEM;
+    }
+    c->w = w;
+    c->req = req;
+    c->park.fd = -1;
+    c->park.pop.batch = 1;
+    c->park.pop.auto_ack = 1;
+    c->how = how;
+    c->how_arg = arg;
+    http_request_on_done(req, on_done, c);
+    int rc = take(c, timeout_ms > 0 && !w->draining);
+    if (rc < 0)
+        http_reply_errno(req, rc, "request");
+    else if (rc > 0 || timeout_ms == 0 || w->draining)
+        answer(c);
+    else if ((rc = park(c, timeout_ms)) == 0)
+        return 0; /* parked: suspended */
+    else {
+        c->hung_up = rc == -EPIPE;
+        answer(c);
+    }
+    /* Answered now; a wait begun after its request was suspended (its
+     * store went to another node first) goes out with a resume. */
+    http_request_resume(req);
+    return 0;
 }
 
 /* retry - a parked pop's partition got something: try again.  Returns 1
@@ -515,10 +673,12 @@ retry(struct pop_call *c)
         return 0;
     }
     unpark(c);
-    if (rc < 0)
+    if (rc < 0) {
+        pop_cluster_stop(c->cluster);
         http_reply_errno(c->req, rc, "pop");
-    else
+    } else {
         answer(c);
+    }
     http_request_resume(c->req);
     return 0;
 }
@@ -596,22 +756,13 @@ give_up(struct pop_call *c)
 {
     unpark(c);
     int rc = take(c, 0);
-    if (rc < 0)
+    if (rc < 0) {
+        pop_cluster_stop(c->cluster);
         http_reply_errno(c->req, rc, "pop");
-    else
+    } else {
         answer(c);
+    }
     http_request_resume(c->req);
-}
-
-/* owned - a partition of the queue this node owns (what an any-partition
- * pop parked here waits for; one only held is leaving). */
-static int
-owned(void *arg, struct shm_name part, uint64_t held)
-{
-    struct pop_call *c = arg;
-
-    (void)held;
-    return shm_owner_here(&c->w->owners, c->park.pop.queue, part);
 }
 
 /* let_go - answer c with what it holds, taking nothing more here: what
@@ -638,11 +789,10 @@ worker_pop_moved(struct worker *w)
     for (size_t i = 0; i < n; i++) {
         struct pop_call *c = CALL_OF(w->parks.heap[i]);
         const struct shm_pop_req *r = &c->park.pop;
-        if (r->part.len > 0
-                ? !shm_owner_here(&w->owners, r->queue, r->part)
-                : !shm_queue_part_each(w->seg, r->queue, shm_now_ms(), owned,
-                                       c) &&
-                      !shm_owner_here(&w->owners, r->queue, default_part))
+        /* One with no partition watches the members it started with: a
+         * new one is watched when its client asks again. */
+        if (r->part.len > 0 ? !shm_owner_here(&w->owners, r->queue, r->part)
+                            : c->cluster != NULL)
             moved[k++] = c;
     }
     for (size_t i = 0; i < k; i++)
@@ -650,14 +800,24 @@ worker_pop_moved(struct worker *w)
     free(moved);
 }
 
-/* worker_pop_let_go_all - see pop.h. */
+/* worker_pop_let_go_all - see pop.h.  A request's wait on its inbox
+ * stays: the inbox is this node's, and its reply can still come. */
 void
 worker_pop_let_go_all(struct worker *w)
 {
-    struct park *p;
+    size_t n = park_count(&w->parks), k = 0;
+    struct pop_call **pops = malloc(n * sizeof(*pops) + 1);
 
-    while ((p = park_first(&w->parks)) != NULL)
-        let_go(CALL_OF(p));
+    if (pops == NULL)
+        return; /* they answer at their timeout instead */
+    for (size_t i = 0; i < n; i++) {
+        struct pop_call *c = CALL_OF(w->parks.heap[i]);
+        if (c->how == NULL)
+            pops[k++] = c;
+    }
+    for (size_t i = 0; i < k; i++)
+        let_go(pops[i]);
+    free(pops);
 }
 
 /* worker_pop_expire - see pop.h. */
@@ -693,7 +853,9 @@ worker_pop_hangup(struct park *p)
     struct pop_call *c = CALL_OF(p);
 
     unpark(c);
-    if (c->sink.count > 0) {
+    c->hung_up = 1;
+    pop_cluster_stop(c->cluster);
+    if (c->sink.count > 0 && c->how == NULL) {
         http_request_abort(c->req); /* on_done releases the leases */
         return;
     }

@@ -8,13 +8,43 @@
 
 #include <stdint.h>
 
+#include "shm/broker.h"
+
 struct worker;
 struct http_request;
 struct park;
 
+/* Why a wait on an inbox ended (worker_pop_wait). */
+enum pop_wait_end {
+    POP_WAIT_GOT,     /* a message came */
+    POP_WAIT_TIMEOUT, /* its timeout passed */
+    POP_WAIT_HANGUP,  /* the client shut its side */
+    POP_WAIT_DRAIN,   /* the worker stops, or its view went stale */
+};
+
+/* What a wait on an inbox does when it ends, and when its request does. */
+struct pop_waiter {
+    /* end - answer req: msg is the message taken (NULL unless GOT). */
+    void (*end)(void *arg, struct http_request *req,
+                const struct shm_popped *msg, enum pop_wait_end why);
+    /* done - req is over (answered or not): free arg. */
+    void (*done)(void *arg);
+};
+
 /* worker_pop - the pop route: answers req, or parks it (wait=true and
  * nothing there yet). */
 void worker_pop(struct worker *w, struct http_request *req);
+
+/*
+ * worker_pop_wait - wait on inbox (one message, auto-acked, queue mode) as
+ * a parked pop waits, for at most timeout_ms, then call how->end (at once
+ * when a message is there already).  how->done(arg) runs when req ends,
+ * also when this fails.  0, or -ENOMEM (req answered 500).  req may be
+ * suspended already: answered at once, it is resumed.
+ */
+int worker_pop_wait(struct worker *w, struct http_request *req,
+                    struct shm_name inbox, uint32_t timeout_ms,
+                    const struct pop_waiter *how, void *arg);
 
 /* worker_pop_wake - retry the pops parked on handle (a push posted it). */
 void worker_pop_wake(struct worker *w, uint64_t handle);
@@ -31,13 +61,16 @@ void worker_pop_expire(struct worker *w, uint64_t now);
 void worker_pop_answer_all(struct worker *w);
 
 /* worker_pop_moved - after the owners changed (w->owners refreshed): answer
- * the pops parked on a partition another node owns now, or on a queue of
- * which this node owns no partition and not Default (with what they hold,
- * usually nothing), so their clients ask again and reach the owner. */
+ * the pops parked on a partition another node owns now, and those with no
+ * partition that watch the peers (pop_cluster.h) of the old view (with
+ * what they hold, usually nothing), so their clients ask again and reach
+ * the owner, or watch the new members. */
 void worker_pop_moved(struct worker *w);
 
 /* worker_pop_let_go_all - every parked pop answered as worker_pop_moved()
- * answers a moved one: the view they were placed by no longer holds. */
+ * answers a moved one: the view they were placed by no longer holds.  A
+ * request waiting on its inbox (worker_pop_wait) is not let go: the inbox
+ * is this node's and its reply can still come. */
 void worker_pop_let_go_all(struct worker *w);
 
 /* worker_pop_hangup - the client of the pop parked as p shut its side

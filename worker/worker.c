@@ -48,6 +48,8 @@
 #include "worker/health.h"
 #include "worker/pop.h"
 #include "worker/push.h"
+#include "worker/rpc.h"
+#include "worker/status_page.h"
 #include "worker/worker_int.h"
 
 #define BEAT_MS        1000 /* heartbeat at least this often */
@@ -61,6 +63,15 @@
 #define TAG_CLIENT     ((uint64_t)1 << 63) /* | fd: the client's sockets */
 /* WORKER_TAG_CONN | fd (conn.h): client sockets watched for hang-ups. */
 
+/* always_served - the reads a draining or stale node still answers: what
+ * the node says about itself, and the page that shows it. */
+static int
+always_served(enum http_route r)
+{
+    return r == HTTP_ROUTE_HEALTH || r == HTTP_ROUTE_METRICS ||
+           r == HTTP_ROUTE_STATUS_PAGE;
+}
+
 /* dispatch - the http/ handler: route to the worker's handler. */
 static void
 dispatch(void *ctx, struct http_request *req)
@@ -72,7 +83,7 @@ dispatch(void *ctx, struct http_request *req)
      * master's flag counts too: /health says draining from the moment it is
      * set, before this worker has read its own SIGTERM. */
     if ((w->draining || shm_status_stopping(w->seg->status)) &&
-        r != HTTP_ROUTE_HEALTH && r != HTTP_ROUTE_METRICS) {
+        !always_served(r)) {
         http_reply_draining(req);
         return;
     }
@@ -80,8 +91,7 @@ dispatch(void *ctx, struct http_request *req)
      * the members its peers may no longer share: who owns a partition,
      * where an ack goes, who a reset must reach.  Refuse until it beats
      * again; the client retries here or asks another node (SPEC §5). */
-    if (r != HTTP_ROUTE_HEALTH && r != HTTP_ROUTE_METRICS &&
-        shm_status_stale(w->seg->status)) {
+    if (!always_served(r) && shm_status_stale(w->seg->status)) {
         http_reply_error(req, 503, "owner_moved",
                          "this node cannot tell who owns what now: its "
                          "view of the cluster is stale; retry, or ask "
@@ -122,6 +132,12 @@ dispatch(void *ctx, struct http_request *req)
     case HTTP_ROUTE_METRICS:
         worker_metrics(w, req);
         break;
+    case HTTP_ROUTE_STATUS_PAGE:
+        worker_status_page(req);
+        break;
+    case HTTP_ROUTE_REQUEST:
+        worker_request(w, req);
+        break;
     default:
         break; /* http/ answers 404/405 itself */
     }
@@ -136,6 +152,16 @@ watch(struct worker *w, int fd, uint32_t events, uint64_t tag)
         log_fatal(errno, "epoll_ctl(ADD, %d) failed", fd);
 }
 
+/* count_refused - a request past max_connections was refused (http/server.h:
+ * on_refused): counted for mayfly_connections_refused_total. */
+static void
+count_refused(void *ctx)
+{
+    struct worker *w = ctx;
+
+    shm_count(w->seg, w->set.slot, SHM_C_CONNECTIONS_REFUSED, 1);
+}
+
 /* setup - epoll, signals, the HTTP server.  Exits on failure. */
 static void
 setup(struct worker *w)
@@ -145,6 +171,7 @@ setup(struct worker *w)
         .max_connections = w->set.max_connections,
         .max_body_bytes = w->set.max_body_bytes,
         .connection_timeout_s = 300,
+        .on_refused = count_refused,
     };
 
     sigemptyset(&set);
@@ -166,6 +193,7 @@ setup(struct worker *w)
     if (w->http == NULL)
         log_fatal(0, "cannot start the HTTP server");
     http_server_on_close(w->http, worker_conn_closed, w);
+    http_server_on_open(w->http, worker_conn_opened, w);
     watch(w, http_server_fd(w->http), EPOLLIN, TAG_HTTP);
     /* Edge-triggered: each write wakes us once, and it is never read. */
     watch(w, w->seg->wake_fd[w->set.slot], EPOLLIN | EPOLLET, TAG_WAKE);
@@ -242,13 +270,14 @@ settle(struct worker *w)
     }
 }
 
-/* on_hangup - the client of socket fd shut its side (EPOLLRDHUP, or an
- * error): what waits on it, a request forwarded to the owner or a parked
- * pop, is dropped or answered. */
+/* on_conn - events on client socket fd (conn.h).  When the client shut
+ * its side (EPOLLRDHUP, or an error), what waits on it, a request
+ * forwarded to the owner or a parked pop, is dropped or answered; with
+ * nothing waiting, MHD is shown the end after its run. */
 static void
-on_hangup(struct worker *w, int fd)
+on_conn(struct worker *w, int fd, uint32_t events)
 {
-    struct worker_conn *k = worker_conn_hangup(w, fd);
+    struct worker_conn *k = worker_conn_event(w, fd, events);
 
     if (k == NULL)
         return;
@@ -256,6 +285,8 @@ on_hangup(struct worker *w, int fd)
         worker_forward_hangup(k->fwd);
     else if (k->park != NULL)
         worker_pop_hangup(k->park);
+    else
+        worker_conn_poke_later(w, fd);
 }
 
 /* owners_moved - the long polls waiting on owners that changed are let go:
@@ -343,17 +374,18 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
                 http_client_on_event(w.client, (int)(tag & ~TAG_CLIENT),
                                      evs[i].events);
             else if (tag & WORKER_TAG_CONN)
-                on_hangup(&w, (int)(tag & ~WORKER_TAG_CONN));
+                on_conn(&w, (int)(tag & ~WORKER_TAG_CONN), evs[i].events);
             /* TAG_WAKE: settle() drains the queue below. */
         }
         worker_pop_expire(&w, now);
         owners_moved(&w);
         view_stale(&w);
         http_client_on_timeout(w.client);
-        if (mhd_ready || now >= mhd_due || w.draining ||
+        if (mhd_ready || now >= mhd_due || w.draining || w.npokes ||
             http_server_resume_pending(w.http))
             http_server_run(w.http);
         settle(&w);
+        worker_conn_poke(&w);
         /* Done draining once no request is in flight and every connection
          * accepted has begun its first: idle keep-alive connections close
          * with the server (DRAIN_GRACE_MS at least). */

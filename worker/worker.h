@@ -26,7 +26,8 @@ struct worker_settings {
     int listen_fd; /* client port, shared by all workers */
     uint32_t max_connections;
     uint64_t max_body_bytes;
-    uint32_t max_wait_ms; /* ceiling of a pop's timeout */
+    uint32_t max_wait_ms;        /* ceiling of a pop's timeout */
+    uint32_t responders_idle_ms; /* a request's no-responders (SPEC §9) */
     char node_id[65];
     char cluster_addr[256]; /* this node's master, for configure/delete */
     char secret[129];       /* the cluster secret calls to it carry */

@@ -152,6 +152,12 @@ struct bench_row {
     char note[240];
 };
 
+/* A port on 127.0.0.(1+k) where the engine takes a port (every node of
+ * the cluster rows listens on its own address). */
+#define BENCH_AT(k, port) ((int)(((unsigned)(k) << 16) | (unsigned)(port)))
+
+#define BENCH_NODES 3
+
 struct bench_opts {
     int quick;
     double warm;
@@ -165,6 +171,7 @@ struct bench_opts {
     long inboxes;
     int parked;
     int pipeline; /* rpc clients of mayfly and Redis pipeline their steps */
+    int cluster[BENCH_NODES]; /* HTTP ports of nodes n0-n2, 127.0.0.1-3 */
     const char *json;
     const char *md;
     const char *only;
@@ -233,6 +240,9 @@ void bench_mayfly_all(void);
 void bench_mayfly_http(const char *key, int port, const char *path,
                        const char *label);
 int bench_metric(int port, const char *name, double *val);
+
+/* cluster.c */
+void bench_cluster_all(void);
 
 /* floor.c: the rpc floor server, under BENCH_FLOOR_PREFIX of serve-ok */
 #define BENCH_FLOOR_PREFIX "/api/v1/ephemeral/"

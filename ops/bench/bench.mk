@@ -5,6 +5,9 @@
 #   make bench ONLY=rpc   some scenarios (http,push,drain,rpc,wake,inboxes,parked;
 #                         rpc1 or rpc32 for one rpc row)
 #   make bench UPDATE=1   also write the table into BENCHMARKS.md
+#   make bench CLUSTER=1  three nodes on 127.0.0.1-3 instead: push, drain
+#                         and rpc sent to the owner and through a non-owner
+#                         (ops/bench/cluster.c; QUICK and ONLY apply)
 #   make bench PIPELINE=1 rpc clients of mayfly and Redis pipeline their
 #                         steps (push + long-poll in one write; see
 #                         BENCHMARKS.md, rpc)
@@ -18,17 +21,20 @@ BENCH_DIR    := build/bench
 BENCH_BIN    := $(BENCH_DIR)/mayfly-bench
 BENCH_SRC    := $(wildcard ops/bench/*.c)
 BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread -I. $(WARN) -O2 -g
-BENCH_LIBS    = -lhiredis -lnats \
+# build/release/libmayfly.a: the owner rule (shm/owner.c) for cluster.c
+BENCH_MAYFLY := build/release/libmayfly.a
+BENCH_LIBS    = $(BENCH_MAYFLY) -lxxhash -lhiredis -lnats \
                 $(shell pkg-config --libs libmicrohttpd 2>/dev/null) \
                 -lpthread -lm
 
-$(BENCH_BIN): $(BENCH_SRC) ops/bench/bench.h ops/bench/bench.mk
+$(BENCH_BIN): $(BENCH_SRC) ops/bench/bench.h ops/bench/bench.mk $(BENCH_MAYFLY)
 	@mkdir -p $(BENCH_DIR)
 	$(CC) $(BENCH_CFLAGS) -o $@ $(BENCH_SRC) $(BENCH_LIBS)
 
 bench:
 	ops/install-deps.sh bench
 	$(MAKE) -j$(shell nproc) MODE=release all
-	$(MAKE) $(BENCH_BIN)
+	$(MAKE) MODE=release $(BENCH_BIN)
 	QUICK="$(QUICK)" ONLY="$(ONLY)" UPDATE="$(UPDATE)" PIPELINE="$(PIPELINE)" \
+	    CLUSTER="$(CLUSTER)" \
 	    ops/bench/run.sh

@@ -179,14 +179,15 @@ bench_buf_free(struct bench_buf *b)
     memset(b, 0, sizeof(*b));
 }
 
-/* Blocking TCP connection to 127.0.0.1:port with TCP_NODELAY; fd or -errno.
- */
+/* Blocking TCP connection to 127.0.0.1:port (or, for BENCH_AT(k, port),
+ * 127.0.0.(1+k):port) with TCP_NODELAY; fd or -errno. */
 int
 bench_tcp_connect(int port)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_port = htons((uint16_t)port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in sa = {
+        .sin_family = AF_INET,
+        .sin_port = htons((uint16_t)(port & 0xffff)),
+        .sin_addr.s_addr = htonl(INADDR_LOOPBACK + ((unsigned)port >> 16))};
     int fd, one = 1, rc;
 
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -477,8 +478,8 @@ bench_run_add(struct bench_run *run, enum bench_proto proto, int port,
     int fd = bench_tcp_connect(port);
 
     if (fd < 0) {
-        snprintf(run->err, sizeof(run->err), "connect to port %d: %s", port,
-                 strerror(-fd));
+        snprintf(run->err, sizeof(run->err), "connect to 127.0.0.%d:%d: %s",
+                 1 + (port >> 16), port & 0xffff, strerror(-fd));
         return NULL;
     }
     c = calloc(1, sizeof(*c));

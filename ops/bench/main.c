@@ -440,7 +440,9 @@ usage(void)
             "                    [--json FILE] [--md FILE] [--only "
             "http,push,drain,rpc,rpc1,rpc32,wake,inboxes,parked]\n"
             "                    [--parked N (10000)] [--label TEXT] "
-            "[--pipeline]\n");
+            "[--pipeline]\n"
+            "                    [--cluster PORT0,PORT1,PORT2 (nodes n0-n2 "
+            "on 127.0.0.1-3)]\n");
     return 2;
 }
 
@@ -483,6 +485,9 @@ parse_run(int argc, char **argv)
             bench_opt.label = v;
         else if (strcmp(a, "--parked") == 0)
             bench_opt.parked = atoi(v);
+        else if (strcmp(a, "--cluster") == 0)
+            sscanf(v, "%d,%d,%d", &bench_opt.cluster[0], &bench_opt.cluster[1],
+                   &bench_opt.cluster[2]);
         else
             return usage();
     }
@@ -536,9 +541,11 @@ run_all(void)
         bench_wait_port(bench_opt.okport, 10) == 0)
         bench_mayfly_http("http-ok", bench_opt.okport, "/",
                           "libmicrohttpd answering ok");
+    if (bench_opt.cluster[0] > 0)
+        bench_cluster_all();
     if (bench_opt.mport > 0 && mayfly_ready() == 0)
         bench_mayfly_all();
-    else
+    else if (bench_opt.cluster[0] == 0)
         bench_row_fail("push", "all", "mayfly", "every mayfly scenario",
                        "mayflyd did not answer GET /health with 200");
     if (bench_opt.rport > 0 && bench_wait_port(bench_opt.rport, 10) == 0)
@@ -550,7 +557,8 @@ run_all(void)
            load_end);
     print_table(stdout, 0);
     printf("\nratio: the row named in ref (mayfly, or mayfly-bench for "
-           "wrk) / this row; for wake it compares p50 latency.\n");
+           "wrk%s) / this row; for wake it compares p50 latency.\n",
+           bench_opt.cluster[0] ? "; for n1->n0, n0 alone" : "");
     if (bench_opt.json && write_json(bench_opt.json, mach) != 0) {
         perror("mayfly-bench: json");
         rc = 1;

@@ -8,7 +8,9 @@
 # QUICK=1 for the short run; ONLY=rpc,wake (say) for some scenarios;
 # UPDATE=1 also puts the new table into BENCHMARKS.md (between its
 # bench:begin and bench:end markers); PIPELINE=1 makes the rpc clients of
-# mayfly and Redis pipeline their steps (off by default). Logs of the servers: build/bench/run/*.log.
+# mayfly and Redis pipeline their steps (off by default); CLUSTER=1 instead
+# starts three mayflyd nodes on 127.0.0.1, .2 and .3 and runs only the
+# cluster rows (ops/bench/cluster.c). Logs of the servers: build/bench/run/*.log.
 # Exit status: the generator's (0 when it wrote its outputs).
 set -eu
 cd "$(dirname "$0")/../.."
@@ -43,6 +45,43 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+label="mayfly $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u '+%Y-%m-%d %H:%M UTC')"
+
+case "${CLUSTER:-}" in "" | 0) ;; *)
+    # Three nodes n0, n1, n2 on 127.0.0.1-3 (one worker each); the bench
+    # knows their ids, so it computes who owns a queue (cluster.c).
+    echo "run.sh cluster secret $$" >"$B/run/secret"
+    chmod 600 "$B/run/secret"
+    hp="" peers=""
+    for i in 0 1 2; do
+        h=$($BIN free-port) c=$($BIN free-port)
+        hp="$hp${hp:+,}$h"
+        peers="$peers${peers:+,}127.0.0.$((i + 1)):$c"
+        eval "h$i=$h c$i=$c"
+    done
+    for i in 0 1 2; do
+        eval "h=\$h$i c=\$c$i"
+        mkdir -p "$B/run/n$i"
+        "$MAYFLYD" -o listen="127.0.0.$((i + 1)):$h" \
+            -o cluster_listen="127.0.0.$((i + 1)):$c" -o peers="$peers" \
+            -o node_id="n$i" -o cluster_secret_file="$B/run/secret" \
+            -o workers=1 -o data_dir="$B/run/n$i" -o max_connections=30000 \
+            -o max_wait_ms=120000 2>"$B/run/n$i.log" &
+        pids="$pids $!"
+    done
+    echo "run.sh: cluster nodes on ports $hp (pids$pids)" >&2
+    # in the background, so that a signal runs cleanup (which stops it) at once
+    # shellcheck disable=SC2086
+    $BIN run $quick $only --label "$label" --cluster "$hp" \
+        --json "$B/results.json" --md "$B/results.md" &
+    bpid=$!
+    pids="$pids $bpid"
+    rc=0
+    wait "$bpid" || rc=$?
+    echo "run.sh: wrote $B/results.json and $B/results.md" >&2
+    exit "$rc"
+    ;;
+esac
 
 okp=$($BIN free-port)
 $BIN serve-ok "$okp" &
@@ -70,7 +109,6 @@ else
     echo "run.sh: $MAYFLYD is missing; mayfly rows will fail" >&2
 fi
 
-label="mayfly $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "run.sh: ok=$okp redis=$rp nats=$np mayfly=$mp (pid $mpid)" >&2
 rc=0
 # shellcheck disable=SC2086

@@ -46,8 +46,8 @@ static int64_t
 part_pending(int i, const char *queue, const char *part)
 {
     struct itest_resp r;
-    long st =
-        itest_get(&c.node[i], &r, "/api/v1/ephemeral/queues/%s/depth", queue);
+    long st = itest_get(&c.node[i], &r,
+                        "/api/v1/ephemeral/queues/%s/depth?scope=node", queue);
     int64_t p = 0;
 
     cr_assert(st == 200 || st == 404, "depth on node %d: %ld %s", i, st,
@@ -231,9 +231,9 @@ Test(cluster_forward, pop_and_ack_through_nodes_that_do_not_own_it)
                      r.body);
         itest_resp_free(&r);
     }
-    cr_assert_eq(
-        itest_get(&c.node[o], &r, "/api/v1/ephemeral/queues/fw-pop/depth"), 200,
-        "%s", r.body);
+    cr_assert_eq(itest_get(&c.node[o], &r,
+                           "/api/v1/ephemeral/queues/fw-pop/depth?scope=node"),
+                 200, "%s", r.body);
     cr_expect_eq(itest_jint(r.json, "pending"), 0, "%s", r.body);
     cr_expect_eq(itest_jint(r.json, "partitions.0.leased"), 0, "%s", r.body);
     itest_resp_free(&r);
@@ -438,7 +438,8 @@ Test(cluster_forward, an_ack_batch_over_two_nodes_settles_each_entry)
     /* acked at their nodes: nothing pending or leased anywhere */
     for (int i = 0; i < 2; i++) {
         cr_assert_eq(itest_get(&c.node[i], &r,
-                               "/api/v1/ephemeral/queues/fw-batch/depth"),
+                               "/api/v1/ephemeral/queues/fw-batch/depth"
+                               "?scope=node"),
                      200, "%s", r.body);
         cr_expect_eq(itest_jint(r.json, "pending"), 0, "node %d: %s", i,
                      r.body);
@@ -722,10 +723,10 @@ Test(cluster_forward,
     itest_resp_free(&r);
 }
 
-/* A long poll naming no partition, parked at the owner of Default, is let
- * go when a node that joins takes Default over: its client asks again and
- * reaches the new owner, instead of waiting out its timeout for pushes
- * that now land elsewhere. */
+/* A long poll naming no partition, parked with a watch on every peer, is
+ * let go when a node joins (a member it does not watch): its client asks
+ * again and reaches the new owner of Default, instead of waiting out its
+ * timeout for pushes that now land elsewhere. */
 Test(cluster_forward, a_pop_naming_no_partition_is_let_go_when_default_moves)
 {
     struct itest_multi *m;

@@ -168,8 +168,9 @@ held(int i, const char *queue, const char *p, const char *g, const char *field)
 {
     struct itest_resp r;
     int64_t v = -1;
-    long st = itest_get(&c.node[i], &r, "/api/v1/ephemeral/queues/%s/depth%s%s",
-                        queue, g ? "?group=" : "", g ? g : "");
+    long st = itest_get(&c.node[i], &r,
+                        "/api/v1/ephemeral/queues/%s/depth?scope=node%s%s",
+                        queue, g ? "&group=" : "", g ? g : "");
 
     cr_assert(st == 200 || st == 404, "depth on node %d: %ld %s", i, st,
               r.body);

@@ -341,7 +341,9 @@ Test(raft_cluster, a_terminated_leader_hands_leadership_over_first)
     itest_resp_free(&r);
     fprintf(stderr, "raft_cluster: configure after SIGTERM took %lld ms\n",
             (long long)took);
-    cr_assert_lt(took, 5000);
+    /* A hang, not a speed target (make bench measures speed): generous
+     * for a loaded machine. */
+    cr_assert_lt(took, 15000);
 }
 
 Test(raft_cluster, declared_queues_come_back_after_every_node_restarts)

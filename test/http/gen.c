@@ -41,24 +41,3 @@ test_gen_puts(struct test_gen *g, const char *s)
 {
     test_gen_put(g, s, strlen(s));
 }
-
-/* test_same_text - see gen.h. */
-int
-test_same_text(const char *ours, size_t n, const char *theirs, size_t m)
-{
-    const unsigned char *a = (const unsigned char *)ours;
-    const unsigned char *b = (const unsigned char *)theirs;
-
-    if (n != m)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        if (a[i] == 0xed && i + 2 < n && (a[i + 1] & 0xe0) == 0xa0) {
-            if (b[i] != 0xef || b[i + 1] != 0xbf || b[i + 2] != 0xbd)
-                return 0;
-            i += 2;
-        } else if (a[i] != b[i]) {
-            return 0;
-        }
-    }
-    return 1;
-}

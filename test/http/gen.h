@@ -27,12 +27,4 @@ void test_gen_put(struct test_gen *g, const char *s, size_t n);
 /* test_gen_puts - append the string s to the document. */
 void test_gen_puts(struct test_gen *g, const char *s);
 
-/*
- * test_same_text - whether the scanner's decoded string (ours) reads as
- * json-c's (theirs): equal, but for a lone surrogate, which the scanner
- * keeps in its three-byte form (ED A0..BF xx) and json-c turns into U+FFFD
- * (EF BF BD), three bytes as well.
- */
-int test_same_text(const char *ours, size_t n, const char *theirs, size_t m);
-
 #endif

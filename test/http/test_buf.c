@@ -187,10 +187,39 @@ Test(http_buf, escape_of_every_byte_and_its_predicted_length)
         default:
             if (c < 0x20 || c == 0x7f)
                 snprintf(want, sizeof(want), "\\u%04x", (unsigned)c);
+            else if (c >= 0x80) /* alone, never well-formed UTF-8 */
+                snprintf(want, sizeof(want), "\\ufffd");
         }
         n = (size_t)(http_put_json_esc(got, &in, 1) - got);
         got[n] = '\0';
         cr_assert_str_eq(got, want, "byte 0x%02x", (unsigned)c);
         cr_assert_eq(http_json_esc_len(&in, 1), n, "byte 0x%02x", (unsigned)c);
+    }
+}
+
+/* Well-formed UTF-8 goes as it is; each byte of what is not (a stray
+ * continuation, an overlong form, a surrogate's three-byte form, a cut
+ * sequence) goes as \ufffd, so the answer stays UTF-8. */
+Test(http_buf, escape_keeps_utf8_and_replaces_what_is_not)
+{
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+         "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+        {"p\xed\xb0\x80q", "p\\ufffd\\ufffd\\ufffdq"},
+        {"\xc0\xaf", "\\ufffd\\ufffd"},
+        {"a\xe2\x82", "a\\ufffd\\ufffd"},
+        {"\x80x", "\\ufffdx"},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char got[64];
+        size_t len = strlen(cases[i].in);
+        size_t n = (size_t)(http_put_json_esc(got, cases[i].in, len) - got);
+
+        got[n] = '\0';
+        cr_assert_str_eq(got, cases[i].want, "case %zu", i);
+        cr_assert_eq(http_json_esc_len(cases[i].in, len), n, "case %zu", i);
     }
 }

@@ -17,7 +17,6 @@
  * Unicode Table 3-7, a number outside the RFC grammar, NaN/Infinity).
  */
 #include <errno.h>
-#include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +30,7 @@
 #include "http/json_scan.h"
 #include "http/parse.h"
 #include "test/http/gen.h"
+#include "test/http/oracle.h"
 
 /* ---- random documents ------------------------------------------------ */
 
@@ -357,329 +357,11 @@ mutate(struct test_gen *g)
     }
 }
 
-/* ---- the oracle -------------------------------------------------------- */
-
-/* jc_parse - json-c strict with the scanner's depth; NULL if rejected.  A
- * NUL goes after the text so a top-level number can end. */
-static struct json_object *
-jc_parse(const char *p, size_t n, int *ok)
-{
-    struct json_tokener *t = json_tokener_new_ex(HTTP_JSON_MAX_DEPTH);
-    char *copy = malloc(n + 1);
-    struct json_object *o;
-
-    memcpy(copy, p, n);
-    copy[n] = '\0';
-    json_tokener_set_flags(t, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    o = json_tokener_parse_ex(t, copy, (int)n + 1);
-    *ok = json_tokener_get_error(t) == json_tokener_success &&
-          json_tokener_get_parse_end(t) >= n && memchr(p, '\0', n) == NULL;
-    json_tokener_free(t);
-    free(copy);
-    if (!*ok) {
-        json_object_put(o);
-        return NULL;
-    }
-    return o;
-}
-
-/* push_shape - the tree is a push body (json-c's view of parse.h). */
-static int
-push_shape(struct json_object *o)
-{
-    struct json_object *q, *m, *v;
-    size_t i, n;
-
-    if (!json_object_is_type(o, json_type_object))
-        return 0;
-    if (!json_object_object_get_ex(o, "queue", &q) ||
-        !json_object_is_type(q, json_type_string))
-        return 0;
-    if (json_object_object_get_ex(o, "partition", &v) && v != NULL &&
-        !json_object_is_type(v, json_type_string))
-        return 0;
-    if (!json_object_object_get_ex(o, "messages", &m) ||
-        !json_object_is_type(m, json_type_array))
-        return 0;
-    n = json_object_array_length(m);
-    if (n > HTTP_BATCH_MAX)
-        return 0;
-    for (i = 0; i < n; i++) {
-        v = json_object_array_get_idx(m, i);
-        if (!json_object_is_type(v, json_type_object) ||
-            !json_object_object_get_ex(v, "payload", NULL))
-            return 0;
-    }
-    return 1;
-}
-
-/* utf8_ok_at - Unicode Table 3-7, written as the table. */
-static int
-utf8_ok_at(const unsigned char *p, const unsigned char *end)
-{
-    static const struct {
-        unsigned char lo0, hi0, lo1, hi1;
-        int n;
-    } rows[] = {
-        {0xc2, 0xdf, 0x80, 0xbf, 2}, {0xe0, 0xe0, 0xa0, 0xbf, 3},
-        {0xe1, 0xec, 0x80, 0xbf, 3}, {0xed, 0xed, 0x80, 0x9f, 3},
-        {0xee, 0xef, 0x80, 0xbf, 3}, {0xf0, 0xf0, 0x90, 0xbf, 4},
-        {0xf1, 0xf3, 0x80, 0xbf, 4}, {0xf4, 0xf4, 0x80, 0x8f, 4},
-    };
-    size_t r;
-    int i;
-
-    if (p[0] < 0x80)
-        return 1;
-    for (r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
-        if (p[0] < rows[r].lo0 || p[0] > rows[r].hi0)
-            continue;
-        if (end - p < rows[r].n || p[1] < rows[r].lo1 || p[1] > rows[r].hi1)
-            return 0;
-        for (i = 2; i < rows[r].n; i++)
-            if (p[i] < 0x80 || p[i] > 0xbf)
-                return 0;
-        return 1;
-    }
-    return 0;
-}
-
-/* rfc_number_bad_at - the number-ish token at p is not RFC 8259's. */
-static int
-rfc_number_bad_at(const char *p, const char *end)
-{
-    static regex_t re;
-    static int ready;
-    char tok[128];
-    size_t n = 0;
-
-    if (!ready) {
-        cr_assert_eq(
-            regcomp(&re, "^-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?$",
-                    REG_EXTENDED | REG_NOSUB),
-            0);
-        ready = 1;
-    }
-    if (end - p > 1 && p[0] == '-' && (p[1] == 'I' || p[1] == 'N'))
-        return 1;
-    while (p + n < end && n < sizeof(tok) - 1 &&
-           strchr("-+.0123456789eE", p[n]) != NULL && p[n] != '\0')
-        n++;
-    memcpy(tok, p, n);
-    tok[n] = '\0';
-    return regexec(&re, tok, 0, NULL, 0) != 0;
-}
-
-struct tally {
-    unsigned docs, both_ok, both_bad, gaps, push_ok, push_bad, nul_keys;
-};
-
-/* gap_confirmed - the scanner rejected at off for why, json-c accepted:
- * allowed only where json-c is laxer than the RFC, checked here on the
- * bytes themselves. */
-static int
-gap_confirmed(const char *doc, size_t n, size_t off, const char *why)
-{
-    const char *p = doc + off, *end = doc + n;
-
-    if (off >= n)
-        return 0;
-    if (strcmp(why, "control character in string") == 0)
-        return (unsigned char)*p < 0x20;
-    if (strcmp(why, "invalid UTF-8") == 0)
-        return !utf8_ok_at((const unsigned char *)p,
-                           (const unsigned char *)end);
-    if (strcmp(why, "invalid number") == 0)
-        return rfc_number_bad_at(p, end);
-    if (strcmp(why, "expected a value") == 0)
-        return (end - p >= 3 && memcmp(p, "NaN", 3) == 0) ||
-               (end - p >= 8 && memcmp(p, "Infinity", 8) == 0);
-    return 0;
-}
-
-/* check_valid - http_json_* on the whole document vs json-c. */
-static void
-check_valid(const char *doc, size_t n, struct tally *t)
-{
-    struct http_json j;
-    int ok, jc;
-    struct json_object *o = jc_parse(doc, n, &jc);
-
-    http_json_init(&j, doc, n);
-    ok = http_json_value(&j) == 0;
-    if (ok) {
-        http_json_ws(&j);
-        if (j.p != j.end) {
-            ok = 0;
-            j.why = "trailing";
-        }
-    }
-    cr_assert(!(ok && !jc), "scanner accepts what json-c rejects: %.*s", (int)n,
-              doc);
-    if (!ok && jc) {
-        cr_assert(gap_confirmed(doc, n, (size_t)(j.p - doc), j.why),
-                  "scanner rejects (%s at %zu) what json-c accepts: %.*s",
-                  j.why, (size_t)(j.p - doc), (int)n, doc);
-        t->gaps++;
-    } else if (ok) {
-        t->both_ok++;
-    } else {
-        t->both_bad++;
-    }
-    json_object_put(o);
-}
-
-/* same_str - a scanner name equals json-c's string. */
-static void
-same_str(struct http_str s, struct json_object *v, const char *doc)
-{
-    cr_assert(test_same_text(s.ptr, s.len, json_object_get_string(v),
-                             (size_t)json_object_get_string_len(v)),
-              "name differs from json-c's: %s", doc);
-}
-
-/* hex4_at - four hex digits at p, or -1. */
-static long
-hex4_at(const char *p)
-{
-    char tmp[5], *end;
-    long v;
-
-    memcpy(tmp, p, 4);
-    tmp[4] = '\0';
-    v = strtol(tmp, &end, 16);
-    return end == tmp + 4 && tmp[0] != '-' && tmp[0] != '+' ? v : -1;
-}
-
-/*
- * pair_bug - json-c 0.16 turns a surrogate pair into U+FFFD when the code
- * point's low 16 bits fall in D800-DFFF (U+1D800..U+1DFFF, ...): 1 in 32
- * pairs.  The scanner decodes them right, so names holding one are left
- * out of the comparison with json-c's strings.
- */
-static int
-pair_bug(const char *doc, size_t n)
-{
-    size_t i;
-
-    for (i = 0; i + 12 <= n; i++) {
-        long hi, lo, cp;
-
-        if (doc[i] != '\\' || doc[i + 1] != 'u' || doc[i + 6] != '\\' ||
-            doc[i + 7] != 'u')
-            continue;
-        hi = hex4_at(doc + i + 2);
-        lo = hex4_at(doc + i + 8);
-        if (hi < 0xd800 || hi > 0xdbff || lo < 0xdc00 || lo > 0xdfff)
-            continue;
-        cp = 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
-        if ((cp & 0xffff) >= 0xd800 && (cp & 0xffff) <= 0xdfff)
-            return 1;
-    }
-    return 0;
-}
-
-/* check_push_accepted - names and payloads agree with json-c's tree. */
-static void
-check_push_accepted(const struct http_push *p, struct json_object *o,
-                    const char *doc)
-{
-    struct json_object *v, *m;
-    uint32_t i;
-    int ok, names = !pair_bug(doc, strlen(doc));
-
-    json_object_object_get_ex(o, "queue", &v);
-    if (names)
-        same_str(p->queue, v, doc);
-    if (json_object_object_get_ex(o, "partition", &v) && v != NULL) {
-        cr_assert(p->has_partition);
-        if (names)
-            same_str(p->partition, v, doc);
-    } else {
-        cr_assert(!p->has_partition);
-    }
-    json_object_object_get_ex(o, "messages", &m);
-    cr_assert_eq(p->n, json_object_array_length(m));
-    for (i = 0; i < p->n; i++) {
-        struct json_object *want, *got;
-
-        json_object_object_get_ex(json_object_array_get_idx(m, i), "payload",
-                                  &want);
-        got = jc_parse(p->payloads[i].ptr, p->payloads[i].len, &ok);
-        cr_assert(ok, "payload %u does not re-parse: %.*s", i,
-                  (int)p->payloads[i].len, p->payloads[i].ptr);
-        cr_assert(json_object_equal(want, got), "payload %u differs: %s", i,
-                  doc);
-        json_object_put(got);
-    }
-}
-
-/*
- * nul_key - json-c keeps object keys as C strings, so it reads the key
- * "queue\u0000x" as "queue"; the scanner compares whole keys.  Documents
- * where that json-c bug would name a push field are left out of the shape
- * comparison.
- */
-static int
-nul_key(const char *doc, size_t n)
-{
-    static const char *const keys[] = {"\"queue\\u0000", "\"partition\\u0000",
-                                       "\"messages\\u0000", "\"payload\\u0000"};
-    size_t i;
-
-    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        if (memmem(doc, n, keys[i], strlen(keys[i])) != NULL)
-            return 1;
-    return 0;
-}
-
-/* check_push - http_parse_push() vs json-c plus the shape. */
-static void
-check_push(const char *doc, size_t n, struct tally *t)
-{
-    struct http_push p;
-    struct http_error err;
-    int jc, shape, rc;
-    struct json_object *o = jc_parse(doc, n, &jc);
-    size_t off;
-    char why[128];
-
-    if (nul_key(doc, n)) {
-        t->nul_keys++;
-        json_object_put(o);
-        return;
-    }
-    shape = jc && push_shape(o);
-    memset(&err, 0, sizeof(err));
-    rc = http_parse_push(doc, n, &p, &err);
-    if (rc == 0) {
-        cr_assert(shape, "push accepted, json-c says no: %.*s", (int)n, doc);
-        check_push_accepted(&p, o, doc);
-        t->push_ok++;
-    } else {
-        cr_assert_eq(rc, -EINVAL);
-        cr_assert_eq(err.status, 400);
-        cr_assert_str_eq(err.code, "ephemeral_bad_request");
-        if (shape) {
-            cr_assert_eq(sscanf(err.msg,
-                                "malformed JSON at byte %zu: %127[^\n]", &off,
-                                why),
-                         2, "push rejected (%s), json-c accepts: %.*s", err.msg,
-                         (int)n, doc);
-            cr_assert(gap_confirmed(doc, n, off, why),
-                      "push rejected (%s), json-c accepts: %.*s", err.msg,
-                      (int)n, doc);
-        }
-        t->push_bad++;
-    }
-    http_push_free(&p);
-    json_object_put(o);
-}
-
 Test(http_json_scan, differential_against_json_c)
 {
     struct test_gen g = {.s = 0x9e3779b97f4a7c15ull};
-    struct tally t = {0};
+    struct oracle_tally t = {0};
+    char why[512];
     unsigned i;
 
     for (i = 0; i < 30000; i++) {
@@ -692,8 +374,10 @@ Test(http_json_scan, differential_against_json_c)
         if (i % 3 != 0)
             mutate(&g);
         t.docs++;
-        check_valid(g.p, g.n, &t);
-        check_push(g.p, g.n, &t);
+        cr_assert_eq(oracle_check_valid(g.p, g.n, &t, why, sizeof(why)), 0,
+                     "%s", why);
+        cr_assert_eq(oracle_check_push(g.p, g.n, &t, why, sizeof(why)), 0, "%s",
+                     why);
     }
     fprintf(stderr,
             "json_scan differential: %u docs, both accept %u, both reject %u, "
@@ -720,7 +404,7 @@ json_c_ok(const char *s, size_t n)
 {
     int ok;
 
-    json_object_put(jc_parse(s, n, &ok));
+    json_object_put(oracle_jc_parse(s, n, &ok));
     return ok;
 }
 
@@ -882,7 +566,7 @@ Test(http_json_scan, decodes_the_pairs_json_c_replaces)
     char out[8];
     size_t n;
 
-    cr_assert(pair_bug(s, strlen(s)));
+    cr_assert(oracle_pair_bug(s, strlen(s)));
     cr_assert_str_eq(json_object_get_string(o), "\xef\xbf\xbd",
                      "json-c fixed?");
     json_object_put(o);
@@ -999,7 +683,7 @@ jc_only(const char *body, size_t len)
 {
     int ok;
 
-    json_object_put(jc_parse(body, len, &ok));
+    json_object_put(oracle_jc_parse(body, len, &ok));
     return (size_t)ok;
 }
 

@@ -78,3 +78,18 @@ Test(http_names, node_ids_are_1_to_64_of_a_small_alphabet)
     cr_assert(!http_node_id_valid("a:b", 3));
     cr_assert(!http_node_id_valid("caf\xc3\xa9", 5));
 }
+
+Test(http_names, a_name_cut_for_a_sentence_keeps_whole_characters)
+{
+    /* "ab" then U+00E9 (2 bytes) then U+20AC (3 bytes) */
+    const char *s = "ab\xc3\xa9\xe2\x82\xac";
+
+    cr_assert_eq(http_utf8_cut(s, 100), 7, "shorter than max: all of it");
+    cr_assert_eq(http_utf8_cut(s, 7), 7);
+    cr_assert_eq(http_utf8_cut(s, 6), 4, "the euro sign is dropped whole");
+    cr_assert_eq(http_utf8_cut(s, 5), 4);
+    cr_assert_eq(http_utf8_cut(s, 4), 4);
+    cr_assert_eq(http_utf8_cut(s, 3), 2, "the e-acute is dropped whole");
+    cr_assert_eq(http_utf8_cut(s, 2), 2);
+    cr_assert_eq(http_utf8_cut(s, 0), 0);
+}

@@ -32,6 +32,7 @@
 #include "http/parse.h"
 #include "http/parse_jsonc.h"
 #include "test/http/gen.h"
+#include "test/http/oracle.h"
 
 /* ---- the oracle: the json-c parser as it was ------------------------- */
 

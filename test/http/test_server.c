@@ -444,7 +444,10 @@ Test(http_server, wrong_method_is_405_with_allow)
 Test(http_server, body_over_max_is_413_payload_too_large)
 {
     CURL *h = curl_easy_init();
-    size_t n = 256 * 1024;
+    /* Over the 64 KiB limit but under twice it: the server reads the body
+     * to its end and answers.  Past twice the limit it closes instead, and
+     * the client may then meet the reset before it reads any answer. */
+    size_t n = 100 * 1024;
     char *big = malloc(n);
     struct reply r;
 

@@ -1112,11 +1112,11 @@ itest_depth_pending(const struct itest_node *n, const char *queue,
     int64_t v = -1;
 
     if (group)
-        itest_get(n, &r, "/api/v1/ephemeral/queues/%s/depth?group=%s",
-                  itest_esc(queue, q, sizeof(q)),
-                  itest_esc(group, g, sizeof(g)));
+        itest_get(
+            n, &r, "/api/v1/ephemeral/queues/%s/depth?scope=node&group=%s",
+            itest_esc(queue, q, sizeof(q)), itest_esc(group, g, sizeof(g)));
     else
-        itest_get(n, &r, "/api/v1/ephemeral/queues/%s/depth",
+        itest_get(n, &r, "/api/v1/ephemeral/queues/%s/depth?scope=node",
                   itest_esc(queue, q, sizeof(q)));
     if (r.status == 200)
         v = itest_jint(r.json, "pending");

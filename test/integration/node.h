@@ -259,8 +259,9 @@ void itest_push_ok(const struct itest_node *n, struct itest_resp *r,
                    const char *payloads, int count);
 
 /*
- * itest_depth_pending - "pending" of GET depth for queue (group NULL for
- * none), or -1 when depth does not answer 200.
+ * itest_depth_pending - "pending" of GET depth?scope=node for queue (the
+ * node's own share; group NULL for none), or -1 when depth does not answer
+ * 200.
  */
 int64_t itest_depth_pending(const struct itest_node *n, const char *queue,
                             const char *group);

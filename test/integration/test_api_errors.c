@@ -450,7 +450,7 @@ Test(names, invalid_utf8_in_a_body_is_refused, .timeout = 60)
 Test(routes, unknown_paths_are_404_not_found, .timeout = 60)
 {
     static const char *paths[] = {
-        "/",
+        "/index.htm",
         "/api/v1/ephemeral/nothing",
         "/api/v1/ephemeral/queues/q/depth/extra",
         "/api/v2/ephemeral/pop?queue=q",
@@ -490,6 +490,8 @@ Test(routes, wrong_methods_are_405_with_allow, .timeout = 60)
         {"DELETE", "/api/v1/ephemeral/queues", "GET"},
         {"POST", "/health", "GET"},
         {"DELETE", "/metrics", "GET"},
+        {"POST", "/", "GET"},
+        {"PUT", "/index.html", "GET"},
     };
     struct itest_node n;
     struct itest_resp r;

@@ -354,8 +354,8 @@ struct knocker {
     const _Atomic int *gone; /* the node has exited */
     int dawdle;              /* waits up to 150 ms before sending */
     int answered;            /* complete responses */
-    int broken;  /* connections reset or closed without a whole answer */
-    int refused; /* ended on ECONNREFUSED */
+    int broken; /* connections reset or closed without a whole answer */
+    _Atomic int refused; /* ended on ECONNREFUSED */
     char why[200];
 };
 
@@ -438,8 +438,17 @@ Test(term, clients_at_the_end_of_a_drain_are_answered_or_refused,
     cr_assert_eq(kill(n.pid, SIGTERM), 0);
     st = itest_node_wait_exit(&n, 30000);
     /* A client in its connect's SYN retry meets the closed port then;
-     * after that the port is free for anyone, so stop knocking. */
-    itest_sleep_ms(1500);
+     * after that the port is free for anyone, so stop knocking as soon as
+     * one was refused (20 s at most: a loaded machine is slow to run the
+     * clients). */
+    for (int64_t end = itest_now_ms() + 20000; itest_now_ms() < end;) {
+        int any = 0;
+        for (int i = 0; i < CLIENTS; i++)
+            any |= k[i].refused;
+        if (any)
+            break;
+        itest_sleep_ms(20);
+    }
     gone = 1;
     for (int i = 0; i < CLIENTS; i++) {
         pthread_join(t[i], NULL);

@@ -84,6 +84,11 @@ traffic(const struct itest_node *n)
     itest_req(n, "POST", "/api/v1/ephemeral/ack", body, &r);
     cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
     itest_resp_free(&r);
+    /* a request nobody serves: the request series and histogram move */
+    itest_post(n, &r, "/api/v1/ephemeral/request",
+               "{\"queue\":\"nobody\",\"payload\":1}");
+    cr_assert_eq(r.status, 503, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
 }
 
 Test(metrics, promtool_check_metrics_accepts_the_exposition, .timeout = 60)
@@ -138,6 +143,12 @@ Test(metrics, spec_series_are_present, .timeout = 60)
         "mayfly_dropped_total{reason=\"ttl\"}",
         "mayfly_dropped_total{reason=\"drop_oldest\"}",
         "mayfly_dropped_total{reason=\"deleted\"}",
+        "mayfly_requests_total{result=\"replied\"}",
+        "mayfly_requests_total{result=\"timeout\"}",
+        "mayfly_requests_total{result=\"no_responders\"}",
+        "mayfly_requests_total{result=\"withdrawn\"}",
+        "mayfly_request_duration_seconds_count",
+        "mayfly_request_duration_seconds_bucket{le=\"+Inf\"}",
         "mayfly_queues{kind=\"implicit\"}",
         "mayfly_queues{kind=\"declared\"}",
         "mayfly_parked_pops",

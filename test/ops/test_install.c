@@ -118,6 +118,8 @@ Test(install, puts_every_file_in_place)
     cr_assert_eq(in_make("install"), 0, "%s", in_out);
     cr_assert_eq(in_mode(in_path("/usr/local/sbin/mayflyd")), 0755);
     cr_assert_eq(in_mode(in_path("/usr/local/share/man/man8/mayflyd.8")), 0644);
+    cr_assert_eq(in_mode(in_path("/usr/local/bin/mayfly")), 0755);
+    cr_assert_eq(in_mode(in_path("/usr/local/share/man/man1/mayfly.1")), 0644);
     cr_assert_eq(in_mode(in_path("/etc/mayfly/mayfly.conf")), 0644);
     cr_assert_eq(in_mode(in_path("/etc/init.d/mayflyd")), 0755);
     cr_assert_eq(

@@ -2,8 +2,8 @@
  * fixture.h - what the shm suites build their segments from and check them
  * with: the usual parameters (a node's defaults: 10,000 messages and
  * 16 MiB a queue, 30 s leases, 5 attempts), a name from a C string, tagged
- * pushes, the records of a pop's sink, a slot's counters, and a child
- * killed at a random moment.
+ * pushes, the records of a pop's sink, a slot's counters, a child killed
+ * at a random moment, and the segment checker's verdict.
  */
 #ifndef MAYFLY_TEST_SHM_FIXTURE_H
 #define MAYFLY_TEST_SHM_FIXTURE_H
@@ -19,6 +19,7 @@
 #include <criterion/criterion.h>
 
 #include "shm/broker.h"
+#include "shm/check.h"
 #include "shm/segment.h"
 #include "shm/stats.h"
 
@@ -119,6 +120,18 @@ fixture_kill_after(pid_t pid, long ns)
     kill(pid, SIGKILL);
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     return st;
+}
+
+/* fixture_check - the whole segment sound by shm_check (quiet: nothing else
+ * runs), or the test fails with the first broken invariant. */
+static inline void
+fixture_check(struct shm_seg *seg)
+{
+    struct shm_check_report r;
+
+    cr_assert_eq(shm_check(seg, SHM_CHECK_QUIET, &r), 0,
+                 "segment check: %llu problems, first: %s",
+                 (unsigned long long)r.problems, r.first);
 }
 
 #endif

@@ -20,6 +20,7 @@
 #include <criterion/criterion.h>
 
 #include "shm/arena.h"
+#include "shm/check.h"
 #include "shm/layout.h"
 #include "shm/lock.h"
 #include "shm/maintain.h"
@@ -35,6 +36,17 @@ arena_setup(struct shm_seg *seg, uint64_t cells)
     struct shm_params p = {.max_bytes = cells * SHM_CELL_BYTES, .workers = 4};
 
     cr_assert_eq(shm_segment_create(&p, seg), 0);
+}
+
+/* The segment checker finds the arena sound: runs tile it, taken and the
+ * pool agree with the tags (live mode: the roots these tests link belong
+ * to no queue, so the whole-segment reachability is not asked). */
+static void
+arena_sound(struct shm_seg *seg)
+{
+    struct shm_check_report r;
+
+    cr_assert_eq(shm_check(seg, 0, &r), 0, "segment check: %s", r.first);
 }
 
 static uint32_t
@@ -74,7 +86,7 @@ fill(struct shm_seg *seg, int w, uint32_t *out, uint32_t max)
 
 Test(shm_arena, freed_cell_is_reused)
 {
-    struct shm_seg seg;
+    struct shm_seg seg = {0};
     uint32_t a, b;
 
     arena_setup(&seg, CAP);
@@ -102,7 +114,7 @@ Test(shm_arena, cells_for_rounds_up)
 
 Test(shm_arena, run_round_trips_across_cells)
 {
-    struct shm_seg seg;
+    struct shm_seg seg = {0};
     unsigned char src[1100], dst[1000];
     uint32_t h;
 
@@ -141,7 +153,7 @@ Test(shm_arena, run_round_trips_across_cells)
 
 Test(shm_arena, cap_gives_enobufs_and_accounting_returns_to_zero)
 {
-    struct shm_seg seg;
+    struct shm_seg seg = {0};
     static uint32_t heads[CAP];
     uint32_t big;
 
@@ -167,7 +179,7 @@ Test(shm_arena, cap_gives_enobufs_and_accounting_returns_to_zero)
 
 Test(shm_arena, reap_returns_a_dead_workers_cells)
 {
-    struct shm_seg seg;
+    struct shm_seg seg = {0};
     uint32_t kept;
 
     arena_setup(&seg, CAP);
@@ -200,7 +212,7 @@ Test(shm_arena, reap_returns_a_dead_workers_cells)
 
 Test(shm_arena, dead_arena_lock_holder_is_repaired)
 {
-    struct shm_seg seg;
+    struct shm_seg seg = {0};
     struct shm_arena *a;
     uint32_t h;
 
@@ -226,7 +238,7 @@ Test(shm_arena, dead_arena_lock_holder_is_repaired)
  * through the pool. */
 Test(shm_arena, runs_are_carved_in_a_row_and_reused_whole)
 {
-    struct shm_seg seg;
+    struct shm_seg seg = {0};
     uint32_t a, b, c, d, l;
 
     arena_setup(&seg, CAP);
@@ -274,7 +286,7 @@ static const uint32_t mix[] = {1, 5, 3, 17, 2, 40, 5, 8, 1, 16};
  * once all is freed the arena is one run again. */
 Test(shm_arena, holes_left_by_mixed_lengths_are_refilled)
 {
-    struct shm_seg seg;
+    struct shm_seg seg = {0};
     static uint32_t heads[CAP], lens[CAP], again[CAP], ones[CAP];
     uint32_t n = 0, freed = 0, h;
 
@@ -308,7 +320,7 @@ Test(shm_arena, holes_left_by_mixed_lengths_are_refilled)
  * length. */
 Test(shm_arena, freed_cells_merge_into_longer_runs)
 {
-    struct shm_seg seg;
+    struct shm_seg seg = {0};
     static uint32_t heads[CAP];
     uint32_t h, n = 0;
 
@@ -328,7 +340,7 @@ Test(shm_arena, freed_cells_merge_into_longer_runs)
  * may keep (arena_spill_at: cap / 64, at least 64 cells, plus an extent). */
 Test(shm_arena, holes_freed_by_another_worker_are_reused)
 {
-    struct shm_seg seg;
+    struct shm_seg seg = {0};
     static uint32_t heads[CAP];
     uint32_t h, n = 0, freed = 0, got = 0;
 
@@ -390,7 +402,7 @@ admitted_pushes_fit(struct shm_seg *seg, uint64_t cap)
  * still name it.  Here spill_at is 16 cells, and runs of 12 spill. */
 Test(shm_arena, a_run_just_freed_stays_its_freers_through_a_spill)
 {
-    struct shm_seg seg;
+    struct shm_seg seg = {0};
     uint32_t h[8];
 
     arena_setup(&seg, CAP);
@@ -406,7 +418,7 @@ Test(shm_arena, a_run_just_freed_stays_its_freers_through_a_spill)
 Test(shm_arena, idle_workers_caches_fit_the_headroom)
 {
     static uint32_t heads[3][1000];
-    struct shm_seg seg;
+    struct shm_seg seg = {0};
     uint64_t cap = (uint64_t)64 * 1024 * SHM_CELL_BYTES; /* 4 MiB */
 
     arena_setup(&seg, 64 * 1024); /* four workers */
@@ -419,7 +431,7 @@ Test(shm_arena, idle_workers_caches_fit_the_headroom)
  * took one run each hold the rest of a shorter extent. */
 Test(shm_arena, idle_extents_fit_the_headroom_in_a_small_arena)
 {
-    struct shm_seg seg;
+    struct shm_seg seg = {0};
     uint64_t cap = (uint64_t)CAP * SHM_CELL_BYTES;
     uint32_t h;
 
@@ -434,7 +446,7 @@ Test(shm_arena, idle_extents_fit_the_headroom_in_a_small_arena)
  * cells above bump, where the next extent starts, not into a hole. */
 Test(shm_arena, runs_of_one_length_fill_the_arena)
 {
-    struct shm_seg seg;
+    struct shm_seg seg = {0};
     uint32_t h, n = 0;
 
     arena_setup(&seg, CAP);
@@ -699,7 +711,7 @@ crash_ctl_map(int n)
 
 Test(shm_arena, worker_killed_anywhere_is_reaped_exactly, .timeout = 300)
 {
-    struct shm_seg seg;
+    struct shm_seg seg = {0};
     static uint32_t spare[CAP];
     struct crash_ctl *ctl = crash_ctl_map(1);
 
@@ -709,6 +721,7 @@ Test(shm_arena, worker_killed_anywhere_is_reaped_exactly, .timeout = 300)
         crash_kill(ctl, crash_spawn(&seg, ctl, KILL_W), round);
         crash_repair(&seg, ctl);
         shm_arena_reap(&seg, KILL_W);
+        arena_sound(&seg);
         crash_check(&seg, ctl, 1, spare, CAP);
     }
     crash_release(&seg, ctl, 1);
@@ -718,7 +731,7 @@ Test(shm_arena, worker_killed_anywhere_is_reaped_exactly, .timeout = 300)
  * rebuilding the free list) must not disturb a live worker. */
 Test(shm_arena, reap_beside_a_live_worker_is_exact, .timeout = 300)
 {
-    struct shm_seg seg;
+    struct shm_seg seg = {0};
     static uint32_t spare[CAP];
     struct crash_ctl *ctl = crash_ctl_map(2);
 
@@ -729,6 +742,7 @@ Test(shm_arena, reap_beside_a_live_worker_is_exact, .timeout = 300)
         crash_kill(&ctl[0], crash_spawn(&seg, &ctl[0], KILL_W), round);
         crash_repair(&seg, &ctl[0]); /* first: see crash_repair */
         shm_arena_reap(&seg, KILL_W);
+        arena_sound(&seg);
     }
     atomic_store(&ctl[1].stop, 1);
     int st;
@@ -807,13 +821,14 @@ step_check(struct shm_seg *copy, const unsigned char *src,
         a->lock.__data.__lock = FUTEX_OWNER_DIED;
     crash_repair(copy, ctl);
     shm_arena_reap(copy, KILL_W);
+    arena_sound(copy);
     crash_check(copy, ctl, 1, spare, STEP_CAP);
 }
 
 Test(shm_arena, worker_killed_at_each_instruction_is_reaped_exactly,
      .timeout = 600)
 {
-    struct shm_seg seg, copy;
+    struct shm_seg seg = {0}, copy = {0};
     static uint32_t spare[STEP_CAP];
     struct crash_ctl *ctl = crash_ctl_map(3); /* live, last seen, copy */
     uint32_t h, hole;

@@ -326,6 +326,7 @@ Test(shm_due, a_lease_whose_popper_died_before_scheduling_still_expires)
     }
     cr_assert_eq(waitpid(pid, NULL, 0), pid);
     shm_worker_reap(&seg, 1);
+    fixture_check(&seg);
     cr_assert_eq(atomic_load(&p->due), T0 + 60000);
     uint64_t before = counter(SHM_C_REDELIVERY_LEASE_EXPIRED);
     cr_assert_eq(shm_maintain(&seg, T0 + 60000), 0);

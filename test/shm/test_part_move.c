@@ -454,7 +454,7 @@ Test(shm_part_move, malformed_records_are_ebadmsg_and_change_nothing)
     MUTATE(h, ngroups, 1000000, "groups past the end");
     at = sizeof(h);
     MUTATE(m, len, 1u << 30, "payload past the end");
-    MUTATE(m, flags, 2, "unknown flag");
+    MUTATE(m, flags, 4, "unknown flag"); /* 1 read, 2 withdrawn */
     for (uint32_t gi = 0; gi < 2; gi++) {
         at = group_off(recbuf, gi);
         memcpy(&g0, recbuf + at, sizeof(g0));
@@ -709,6 +709,7 @@ Test(shm_part_move, killed_adopter_leaves_sound_partitions, .timeout = 120)
         int st = fixture_kill_after(pid, 100000 + (rand() % 2000) * 1000);
         cr_assert(WIFSIGNALED(st), "the adopter failed: %d", st);
         shm_worker_reap(&seg, 1);
+        fixture_check(&seg);
     }
     shm_queue_list(&seg, nm("a"), 1000000, later, name_fn, NULL);
     cr_assert_gt(nadopted, 0);

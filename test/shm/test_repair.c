@@ -134,6 +134,7 @@ kill_rounds(unsigned seed, int rounds, uint64_t maxlen)
             child(cs, maxlen);
         fixture_kill_after(pid, 200000 + (rand() % 3000) * 1000);
         shm_worker_reap(&seg, 1);
+        fixture_check(&seg);
     }
 }
 
@@ -203,8 +204,10 @@ check_and_drain(void)
     cr_assert_eq(qi.depth, 0);
     cr_assert_eq(qi.leased, 0);
     cr_assert_eq(qi.waiting, 0);
+    fixture_check(&seg);
     cr_assert_eq(shm_queue_delete(&seg, 0, nm("q"), later), 1);
     cr_assert_eq(shm_arena_used_bytes(&seg), 0);
+    fixture_check(&seg);
 }
 
 /* Declare q, and make groups known in every partition before any push. */

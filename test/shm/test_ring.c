@@ -94,12 +94,24 @@ die_unreaped(void (*fn)(struct shm_ring_ctx *c))
     cr_assert(WIFSIGNALED(st));
 }
 
+/* Whether the segment checker runs after repairs: off only where a test
+ * builds a state no real operation makes (see its comment). */
+static int check_after = 1;
+
+static void
+check_segment(void)
+{
+    if (check_after)
+        fixture_check(&seg);
+}
+
 /* die_unreaped, then reap slot 1 as the master does. */
 static void
 die_holding(void (*fn)(struct shm_ring_ctx *c))
 {
     die_unreaped(fn);
     shm_worker_reap(&seg, 1);
+    check_segment();
 }
 
 /* Pop and ack everything (leases long expired), delete, expect zero. */
@@ -123,8 +135,10 @@ drain_to_zero(void)
     struct shm_ring_ctx c = ctx(0);
     cr_assert_eq(atomic_load(&c.p->count), 0);
     cr_assert_eq(atomic_load(&c.p->leased), 0);
+    check_segment();
     cr_assert_eq(shm_queue_delete(&seg, 0, nm("q"), later), 1);
     cr_assert_eq(shm_arena_used_bytes(&seg), 0);
+    check_segment();
     return total;
 }
 
@@ -349,6 +363,9 @@ link_untagged_state_and_corrupt(struct shm_ring_ctx *c)
 
 Test(shm_ring, a_wipe_keeps_an_untagged_state_from_the_reap)
 {
+    /* The extra state copies group g's, so the partition has two states
+     * for one group, which no real pop makes: the checker would name it. */
+    check_after = 0;
     cr_assert_eq(push(3), 0);
     cr_assert_eq(pop(1, T0), 1);
     die_holding(link_untagged_state_and_corrupt);
@@ -374,6 +391,7 @@ Test(shm_ring, a_slotless_repair_leaves_the_wipe_to_a_locker_with_a_slot)
     cr_assert_eq(counter(SHM_C_WIPES), 0);
     cr_assert_eq(ctx(0).p->wipe, 1);
     shm_worker_reap(&seg, 1);
+    fixture_check(&seg);
     cr_assert_eq(counter(SHM_C_WIPES), 1);
     cr_assert_eq(ctx(0).p->wipe, 0);
     cr_assert_eq(drain_to_zero(), 0);
@@ -413,6 +431,7 @@ Test(shm_ring, a_repairer_killed_mid_wipe_loses_and_doubles_nothing)
         shm_worker_reap(&seg, 2);
         shm_worker_reap(&seg, 1);
         cr_assert_eq(atomic_load(&ctx(0).p->count), 0);
+        fixture_check(&seg);
     }
     cr_assert_geq(counter(SHM_C_WIPES), 12);
     cr_assert_eq(drain_to_zero(), 0);

@@ -1,0 +1,151 @@
+/*
+ * parse_rpc.c - see parse_rpc.h.
+ */
+#include "http/parse_rpc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/json_scan.h"
+#include "http/parse_error.h"
+
+/* read_string - a string field into mem (*at), or null (absent): 1 set,
+ * 0 null, -EINVAL with err filled. */
+static int
+read_string(struct http_json *j, char **at, struct http_str *s,
+            const char *field, struct http_error *err)
+{
+    size_t n;
+
+    if (http_json_peek(j) == 'n') {
+        if (http_json_value(j) != 0)
+            return http_parse_syntax(j, err);
+        return 0;
+    }
+    if (http_json_peek(j) != '"') {
+        if (http_json_value(j) != 0)
+            return http_parse_syntax(j, err);
+        return http_parse_bad(err, "field '%s' must be a string", field);
+    }
+    if (http_json_string(j, *at, &n) != 0)
+        return http_parse_syntax(j, err);
+    s->ptr = *at;
+    s->len = n;
+    (*at)[n] = '\0';
+    *at += n + 1;
+    return 1;
+}
+
+/* read_timeout - a non-negative integer of ms, or null: as read_string. */
+static int
+read_timeout(struct http_json *j, uint64_t *ms, struct http_error *err)
+{
+    const char *start;
+    uint64_t v = 0;
+
+    http_json_ws(j);
+    start = j->p;
+    if (http_json_value(j) != 0)
+        return http_parse_syntax(j, err);
+    if (j->p - start == 4 && memcmp(start, "null", 4) == 0)
+        return 0;
+    for (const char *p = start; p < j->p; p++) {
+        if (*p < '0' || *p > '9' || v > UINT64_MAX / 10 - 1)
+            return http_parse_bad(err, "field 'timeout' must be a "
+                                       "non-negative integer of milliseconds");
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    *ms = v;
+    return 1;
+}
+
+/* member - one key and its value of the top-level object. */
+static int
+member(struct http_json *j, char **at, struct http_rpc *out,
+       struct http_error *err)
+{
+    char *key = *at;
+    size_t n;
+    int rc = 0;
+
+    if (http_json_key(j, key, &n) != 0)
+        return http_parse_syntax(j, err);
+    if (http_json_key_is(key, n, "queue")) {
+        rc = read_string(j, at, &out->queue, "queue", err);
+        out->queue.len = rc > 0 ? out->queue.len : 0;
+        out->queue.ptr = rc > 0 ? out->queue.ptr : NULL;
+    } else if (http_json_key_is(key, n, "partition")) {
+        rc = read_string(j, at, &out->partition, "partition", err);
+        out->has_partition = rc > 0;
+    } else if (http_json_key_is(key, n, "replyTo")) {
+        rc = read_string(j, at, &out->reply_to, "replyTo", err);
+        out->has_reply_to = rc > 0;
+    } else if (http_json_key_is(key, n, "timeout")) {
+        rc = read_timeout(j, &out->timeout_ms, err);
+        out->has_timeout = rc > 0;
+    } else if (http_json_key_is(key, n, "payload")) {
+        http_json_ws(j);
+        const char *start = j->p;
+        if (http_json_value(j) != 0)
+            return http_parse_syntax(j, err);
+        out->payload = (struct http_str){start, (size_t)(j->p - start)};
+    } else if (http_json_value(j) != 0) {
+        return http_parse_syntax(j, err);
+    }
+    return rc < 0 ? rc : 0;
+}
+
+/* http_parse_rpc - see parse_rpc.h. */
+int
+http_parse_rpc(const char *body, size_t len, struct http_rpc *out,
+               struct http_error *err)
+{
+    struct http_json j;
+    char *at;
+    int rc = 0, more;
+
+    memset(out, 0, sizeof(*out));
+    if ((rc = http_parse_length(len, err)) != 0)
+        return rc;
+    /* Unescaped text is never longer than its JSON: len + a NUL each. */
+    if ((out->mem = at = malloc(len + 8)) == NULL)
+        return http_parse_oom(err);
+    http_json_init(&j, body, len);
+    if (http_json_peek(&j) != '{') {
+        rc = http_json_value(&j) != 0
+                 ? http_parse_syntax(&j, err)
+                 : http_parse_bad(err, "the body must be a JSON object");
+        goto fail;
+    }
+    more = http_json_enter(&j);
+    while (more > 0) {
+        if ((rc = member(&j, &at, out, err)) != 0)
+            goto fail;
+        more = http_json_next(&j, '}');
+    }
+    http_json_ws(&j);
+    if (more < 0 || j.p != j.end) {
+        if (more >= 0)
+            j.why = "unexpected data after the JSON value";
+        rc = http_parse_syntax(&j, err);
+        goto fail;
+    }
+    if (out->queue.ptr == NULL)
+        rc = http_parse_bad(err, "field 'queue' is required");
+    else if (out->payload.ptr == NULL)
+        rc = http_parse_bad(err, "field 'payload' is required");
+    if (rc == 0)
+        return 0;
+fail:
+    http_rpc_free(out);
+    return rc;
+}
+
+/* http_rpc_free - see parse_rpc.h. */
+void
+http_rpc_free(struct http_rpc *r)
+{
+    free(r->mem);
+    r->mem = NULL;
+}

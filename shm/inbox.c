@@ -1,0 +1,108 @@
+/*
+ * inbox.c - request/reply's share of the segment: withdrawing a request
+ * nobody read, and telling whether anybody listens (SPEC §9).
+ */
+#include "shm/inbox.h"
+
+#include <errno.h>
+
+#include "shm/broker_int.h"
+#include "shm/dir.h"
+#include "shm/lock.h"
+#include "shm/ring.h"
+
+/* lock_msg - lock (queue, part) and find message seq in it: its cell, or
+ * 0 (unlocked again) when it is not held.  A request's partition is short
+ * (responders take them as they come), so the walk from the head is too. */
+static uint32_t
+lock_msg(struct shm_seg *seg, int worker, struct shm_name queue,
+         struct shm_name part, uint64_t seq, uint64_t now,
+         struct shm_ring_ctx *c)
+{
+    struct shm_ref qr, pr;
+
+    if (shm_dir_find_queue(seg, worker, queue, 0, now, &qr) != 0 ||
+        shm_dir_find_part(seg, worker, qr, part, 0, now, &pr) != 0 ||
+        shm_part_lock_ctx(seg, worker, pr, shm_dir_queue(seg, qr.idx), now,
+                          c) != 0)
+        return 0;
+    for (uint32_t r = c->p->head; r != 0;) {
+        struct shm_msg *m = shm_ring_msg(seg, r);
+        if (m->seq == seq)
+            return r;
+        if (m->seq > seq)
+            break;
+        r = m->next;
+    }
+    shm_ring_unlock(c->p);
+    return 0;
+}
+
+/* shm_withdraw - see inbox.h. */
+int
+shm_withdraw(struct shm_seg *seg, int worker, struct shm_name queue,
+             struct shm_name part, uint64_t seq, uint64_t now)
+{
+    struct shm_ring_ctx c;
+    uint32_t r = lock_msg(seg, worker, queue, part, seq, now, &c);
+    int withdrawn = 0;
+
+    if (r == 0)
+        return 0;
+    /* partition lock: one store marks it; a pop passes it over. */
+    struct shm_msg *m = shm_ring_msg(seg, r);
+    if (m->read == 0) {
+        m->read = SHM_MSG_WITHDRAWN;
+        withdrawn = 1;
+    }
+    shm_ring_unlock(c.p);
+    return withdrawn;
+}
+
+/* shm_reply_to - see inbox.h. */
+int
+shm_reply_to(struct shm_seg *seg, int worker, struct shm_name queue,
+             struct shm_name part, uint64_t seq, uint64_t now, char *buf,
+             size_t cap)
+{
+    struct shm_ring_ctx c;
+    uint32_t r = lock_msg(seg, worker, queue, part, seq, now, &c);
+
+    if (r == 0)
+        return -ENOENT;
+    /* partition lock: the replyTo is immutable once linked; copy it. */
+    size_t n = shm_ring_msg(seg, r)->reply_len;
+    if (n > cap)
+        n = 0;
+    shm_arena_read(seg, r, SHM_MSG_HDR, buf, n);
+    shm_ring_unlock(c.p);
+    return (int)n;
+}
+
+/* shm_responders - see inbox.h. */
+int
+shm_responders(struct shm_seg *seg, int worker, struct shm_name queue,
+               struct shm_name part, uint64_t now, uint64_t idle_ms)
+{
+    struct shm_ref qr, pr;
+    int found = 0;
+
+    if (shm_dir_find_queue(seg, worker, queue, 0, now, &qr) != 0)
+        return 0;
+    if (shm_dir_parked_sum(seg, 0, qr.idx) > 0)
+        return 1;
+    if (shm_dir_find_part(seg, worker, qr, part, 0, now, &pr) == 0 &&
+        shm_dir_parked_sum(seg, 1, pr.idx) > 0)
+        return 1;
+    if (shm_queue_lock(seg, worker, qr) != 0)
+        return 0;
+    /* queue lock: the group registry. */
+    struct shm_queue *q = shm_dir_queue(seg, qr.idx);
+    for (uint32_t e = q->groups; e != 0 && !found;) {
+        struct shm_grp *g = shm_ring_grp(seg, e);
+        found = atomic_load(&g->last_active) + idle_ms > now;
+        e = g->next;
+    }
+    shm_unlock(&q->lock);
+    return found;
+}
