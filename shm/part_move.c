@@ -636,9 +636,17 @@ adopt_insert_locked(struct shm_ring_ctx *c, const struct adopt *a, uint32_t n,
     atomic_store_explicit(&p->cost, atomic_load(&p->cost) + cost, RELAXED);
     for (uint32_t r = a->first; r != after; r = shm_ring_msg(seg, r)->next)
         shm_arena_link(seg, r);
-    for (uint32_t g = p->groups; g != 0; g = shm_ring_gs(seg, g)->next)
-        if (shm_ring_gs(seg, g)->cursor == after)
-            shm_ring_gs(seg, g)->cursor = a->first;
+    /* A group about to read what follows (made here during the hold, its
+     * last just below that) now reads them first: its last goes below
+     * them, where repair looks for its cursor.  Its leases are all below
+     * the hold: it read nothing pushed since. */
+    for (uint32_t g = p->groups; g != 0; g = shm_ring_gs(seg, g)->next) {
+        struct shm_gs *s = shm_ring_gs(seg, g);
+        if (s->cursor == after) {
+            s->cursor = a->first;
+            s->last = p->hold_seq - 1;
+        }
+    }
     p->last_active = c->now;
 }
 

@@ -566,6 +566,7 @@ Test(shm_part_move, group_that_read_here_already_keeps_its_place)
     cr_assert_eq(pop(&seg, "q", "g", 1, T0), 1);
     cr_assert_eq(take(&seg, "q", T0), 3); /* m0 was freed once acked */
     cr_assert_eq(adopt(&seg, "q2", T0), 3);
+    fixture_check(&seg);
     /* g: its unread local one, its lease again, then from its position. */
     cr_assert_eq(pop(&seg, "q2", "g", 10, T0), 4);
     expect(0, "local", 1, 1, 1);
@@ -574,6 +575,31 @@ Test(shm_part_move, group_that_read_here_already_keeps_its_place)
     /* c, not in the record: the adopted ones as any push. */
     cr_assert_eq(pop(&seg, "q2", "c", 10, T0), 3);
     expect(0, "m", 1, 3, 1);
+}
+
+/* What a group placed by an adopt had left to read here is owed as first
+ * deliveries; one no group has read yet is owed all the same, and the
+ * segment is sound with it (found by the segment checker). */
+Test(shm_part_move, a_message_nobody_read_is_owed_to_a_group_placed)
+{
+    /* On q2: g read and acked local0; local1 no group has read. */
+    cr_assert_eq(pop(&seg, "q2", "g", 1, T0), 0);
+    cr_assert_eq(pushn(&seg, "q2", "p", "local", 2, T0), 0);
+    cr_assert_eq(pop(&seg, "q2", "g", 1, T0), 1);
+    cr_assert_eq(ack1(&seg, "q2", "g", rec(0)->seq, SHM_ACK_COMPLETED, T0),
+                 SHM_OUT_ACKED);
+    /* On q: g read and acked m0. */
+    cr_assert_eq(pushn(&seg, "q", "p", "m", 2, T0), 0);
+    cr_assert_eq(pop(&seg, "q", "g", 1, T0), 1);
+    cr_assert_eq(ack1(&seg, "q", "g", rec(0)->seq, SHM_ACK_COMPLETED, T0),
+                 SHM_OUT_ACKED);
+    cr_assert_eq(take(&seg, "q", T0), 1);
+    cr_assert_eq(adopt(&seg, "q2", T0), 1);
+    fixture_check(&seg);
+    cr_assert_eq(pop(&seg, "q2", "g", 10, T0), 2);
+    expect(0, "local", 1, 1, 1);
+    expect(1, "m", 1, 1, 1);
+    fixture_check(&seg);
 }
 
 /* Messages every group completed, held only behind a lease (a partition
@@ -749,7 +775,9 @@ Test(shm_part_move, pushes_during_a_hold_come_after_the_adopted_messages)
     cr_assert_eq(pushn(&seg, "q2", "p", "w", 2, T0), 0);
     cr_assert_eq(pop(&seg, "q2", "g", 10, T0 + 1), 0, "held");
     cr_assert_eq(pop(&seg, "q2", "h", 10, T0 + 1), 0, "held");
+    fixture_check(&seg);
     cr_assert_eq(adopt(&seg, "q2", T0 + 2), 3);
+    fixture_check(&seg);
     /* g: its lease again, then m1, m2, then what came during the hold. */
     cr_assert_eq(pop(&seg, "q2", "g", 10, T0 + 3), 5);
     expect(0, "m", 0, 1, 2);
@@ -774,6 +802,7 @@ Test(shm_part_move, an_adopt_after_a_read_hold_goes_to_the_tail)
     cr_assert_eq(pop(&seg, "q2", "h", 1, T0 + 200), 1);
     expect(0, "w", 0, 1, 1);
     cr_assert_eq(adopt(&seg, "q2", T0 + 300), 2);
+    fixture_check(&seg);
     cr_assert_eq(pop(&seg, "q2", "h", 10, T0 + 300), 3);
     expect(0, "w", 1, 1, 1);
     expect(1, "m", 0, 2, 1);
