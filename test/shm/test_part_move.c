@@ -97,6 +97,15 @@ ack1(struct shm_seg *s, const char *q, const char *g, uint64_t seq,
     return a.outcome;
 }
 
+/* complete_one - g pops one message of (q, "p") at T0 and completes it. */
+static void
+complete_one(struct shm_seg *s, const char *q, const char *g)
+{
+    cr_assert_eq(pop(s, q, g, 1, T0), 1);
+    cr_assert_eq(ack1(s, q, g, rec(0)->seq, SHM_ACK_COMPLETED, T0),
+                 SHM_OUT_ACKED);
+}
+
 static void
 declare(struct shm_seg *s, const char *q, uint32_t ttl_s, uint32_t retry_limit)
 {
@@ -555,14 +564,10 @@ Test(shm_part_move, group_that_read_here_already_keeps_its_place)
     cr_assert_eq(pushn(&seg, "q2", "p", "local", 2, T0), 0);
     cr_assert_eq(pop(&seg, "q2", "c", 2, T0), 2);
     cr_assert_eq(pop(&seg, "q", "g", 1, T0), 0);
-    cr_assert_eq(pop(&seg, "q2", "g", 1, T0), 1);
-    cr_assert_eq(ack1(&seg, "q2", "g", rec(0)->seq, SHM_ACK_COMPLETED, T0),
-                 SHM_OUT_ACKED);
+    complete_one(&seg, "q2", "g");
     /* On q: g read and acked m0, leased m1. */
     cr_assert_eq(pushn(&seg, "q", "p", "m", 4, T0), 0);
-    cr_assert_eq(pop(&seg, "q", "g", 1, T0), 1);
-    cr_assert_eq(ack1(&seg, "q", "g", rec(0)->seq, SHM_ACK_COMPLETED, T0),
-                 SHM_OUT_ACKED);
+    complete_one(&seg, "q", "g");
     cr_assert_eq(pop(&seg, "q", "g", 1, T0), 1);
     cr_assert_eq(take(&seg, "q", T0), 3); /* m0 was freed once acked */
     cr_assert_eq(adopt(&seg, "q2", T0), 3);
@@ -579,20 +584,16 @@ Test(shm_part_move, group_that_read_here_already_keeps_its_place)
 
 /* What a group placed by an adopt had left to read here is owed as first
  * deliveries; one no group has read yet is owed all the same, and the
- * segment is sound with it (found by the segment checker). */
+ * segment checker finds the segment sound with it. */
 Test(shm_part_move, a_message_nobody_read_is_owed_to_a_group_placed)
 {
     /* On q2: g read and acked local0; local1 no group has read. */
     cr_assert_eq(pop(&seg, "q2", "g", 1, T0), 0);
     cr_assert_eq(pushn(&seg, "q2", "p", "local", 2, T0), 0);
-    cr_assert_eq(pop(&seg, "q2", "g", 1, T0), 1);
-    cr_assert_eq(ack1(&seg, "q2", "g", rec(0)->seq, SHM_ACK_COMPLETED, T0),
-                 SHM_OUT_ACKED);
+    complete_one(&seg, "q2", "g");
     /* On q: g read and acked m0. */
     cr_assert_eq(pushn(&seg, "q", "p", "m", 2, T0), 0);
-    cr_assert_eq(pop(&seg, "q", "g", 1, T0), 1);
-    cr_assert_eq(ack1(&seg, "q", "g", rec(0)->seq, SHM_ACK_COMPLETED, T0),
-                 SHM_OUT_ACKED);
+    complete_one(&seg, "q", "g");
     cr_assert_eq(take(&seg, "q", T0), 1);
     cr_assert_eq(adopt(&seg, "q2", T0), 1);
     fixture_check(&seg);
@@ -789,6 +790,28 @@ Test(shm_part_move, pushes_during_a_hold_come_after_the_adopted_messages)
     cr_assert_eq(pop(&seg, "q2", "h", 10, T0 + 3), 5);
     expect(0, "m", 0, 3, 1);
     expect(3, "w", 0, 2, 1);
+}
+
+/* A hold that ran out ends with the first pop after, even one whose
+ * reads are all completed and freed by the time its hand-over comes: the
+ * adopt goes after what is held then, as a push would. */
+Test(shm_part_move, a_hold_that_ran_out_ends_with_the_next_pop)
+{
+    cr_assert_eq(pushn(&seg, "q", "p", "m", 2, T0), 0);
+    cr_assert_eq(take(&seg, "q", T0), 2);
+    cr_assert_eq(shm_part_hold(&seg, M, nm("q2"), nm("p"), T0, 100), 0);
+    cr_assert_eq(pushn(&seg, "q2", "p", "w", 1, T0), 0);
+    cr_assert_eq(pop(&seg, "q2", "h", 1, T0 + 200), 1);
+    cr_assert_eq(
+        ack1(&seg, "q2", "h", rec(0)->seq, SHM_ACK_COMPLETED, T0 + 200),
+        SHM_OUT_ACKED);
+    cr_assert_eq(info(&seg, "q2", T0 + 200).depth, 0, "w0 freed");
+    cr_assert_eq(pushn(&seg, "q2", "p", "x", 1, T0 + 200), 0);
+    cr_assert_eq(adopt(&seg, "q2", T0 + 300), 2);
+    fixture_check(&seg);
+    cr_assert_eq(pop(&seg, "q2", "h", 10, T0 + 300), 3);
+    expect(0, "x", 0, 1, 1);
+    expect(1, "m", 0, 2, 1);
 }
 
 /* A hold whose time ran out, with the pushes read meanwhile: the adopt
