@@ -23,6 +23,7 @@
 #include "http/sign.h"
 #include "master/cluster_client.h"
 #include "master/configure.h"
+#include "master/groups.h"
 #include "master/handover.h"
 #include "master/master.h"
 #include "master/membership.h"
@@ -91,23 +92,30 @@ master_cluster_heartbeat_index(const char *body, size_t len, int n, int self)
 }
 
 /* heartbeat_in - POST /cluster/v1/heartbeat: the sender's member index
- * (every node numbers the members alike) and, in a header, its node id. */
+ * (every node numbers the members alike) on the first line, its node id
+ * in a header, and the lines groups.h describes after. */
 static void
 heartbeat_in(struct master *m, struct http_request *req)
 {
     size_t len;
     const char *body = http_request_body(req, &len);
-    int i = master_cluster_heartbeat_index(body, len, m->members.n,
-                                           m->members.self);
+    const char *nl = len > 0 ? memchr(body, '\n', len) : NULL;
+    int i = master_cluster_heartbeat_index(body, nl ? (size_t)(nl - body) : len,
+                                           m->members.n, m->members.self);
 
     if (i < 0) {
         http_reply_error(req, 400, "ephemeral_bad_request",
-                         "body must be the sender's member index");
+                         "body must open with the sender's member index");
         return;
     }
     struct master_peer_word pw = peer_word(req);
 
+    /* What it is about to hand over is held before its leave is known. */
+    if (nl != NULL)
+        master_groups_in(m, i, nl + 1, (size_t)(body + len - nl - 1),
+                         shm_now_ms(), master_membership_beat_ms(m));
     master_membership_heard(m, i, &pw);
+    m->members.beat[i] = shm_now_ms();
     http_reply(req, 204, NULL);
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "consensus/raft_msg.h"
+#include "http/buf.h"
 #include "http/client.h"
 #include "master/master.h"
 
@@ -99,51 +100,45 @@ master_cluster_client_cancel(void *arg)
         http_client_cancel(cli, arg);
 }
 
-/* beat_sent - a heartbeat's answer: nothing to do.  Its body is static: one
- * still out to a hung peer when the client is freed at exit (no done runs
- * then) leaves nothing behind. */
-static void
-beat_sent(void *arg, struct http_client_resp *r)
-{
-    (void)arg;
-    (void)r;
-}
-
-int
-master_cluster_client_heartbeat(struct master *m, uint64_t timeout_ms)
-{
-    static char body[16]; /* this node's member index, the same every time */
-    const struct master_members *r = &m->members;
-
-    if (cli == NULL)
-        return 0;
-    if (body[0] == '\0')
-        snprintf(body, sizeof(body), "%d", r->self);
-    for (int i = 0; i < r->n; i++)
-        if (i != r->self)
-            master_cluster_client_post(m, r->addr[i], CLUSTER_PATH_HEARTBEAT,
-                                       body, strlen(body), timeout_ms,
-                                       beat_sent, NULL);
-    return 1;
-}
-
 /*
- * A raft message in flight.  The client needs the bytes until its done
- * callback, and drops pending requests without calling it when freed, so
- * the master keeps them listed and frees what is left at stop.
+ * A message in flight, raft's or a heartbeat.  The client needs the bytes
+ * until its done callback, and drops pending requests without calling it
+ * when freed, so the master keeps them listed and frees what is left at
+ * stop.
  */
-struct raft_out {
-    struct raft_out *prev, *next;
+struct out {
+    struct out *prev, *next;
+    size_t len;
     unsigned char data[];
 };
 
-static struct raft_out raft_out_list = {&raft_out_list, &raft_out_list};
+static struct out out_list = {&out_list, &out_list, 0};
 
-/* sent - a raft message went out (or not: raft retries by itself). */
+/* out_new - a listed message of len bytes, copied from data; NULL when out
+ * of memory. */
+static struct out *
+out_new(const void *data, size_t len)
+{
+    struct out *o = malloc(sizeof(*o) + len + 1);
+
+    if (o == NULL)
+        return NULL;
+    if (data != NULL)
+        memcpy(o->data, data, len);
+    o->len = len;
+    o->next = &out_list;
+    o->prev = out_list.prev;
+    o->prev->next = o;
+    out_list.prev = o;
+    return o;
+}
+
+/* sent - a message went out (or not: raft retries by itself, the next beat
+ * comes a period later). */
 static void
 sent(void *arg, struct http_client_resp *r)
 {
-    struct raft_out *o = arg;
+    struct out *o = arg;
 
     (void)r;
     o->prev->next = o->next;
@@ -151,25 +146,43 @@ sent(void *arg, struct http_client_resp *r)
     free(o);
 }
 
+int
+master_cluster_client_heartbeat(struct master *m, uint64_t timeout_ms,
+                                struct http_buf *body)
+{
+    const struct master_members *r = &m->members;
+
+    if (cli == NULL)
+        return 0;
+    for (int i = 0; i < r->n; i++) {
+        struct out *o;
+        if (i == r->self || body[i].oom ||
+            (o = out_new(body[i].data, body[i].len)) == NULL) {
+            http_buf_free(&body[i]);
+            continue;
+        }
+        http_buf_free(&body[i]);
+        master_cluster_client_post(m, r->addr[i], CLUSTER_PATH_HEARTBEAT,
+                                   o->data, o->len, timeout_ms, sent, o);
+    }
+    return 1;
+}
+
 void
 master_cluster_client_send_raft(struct master *m, const struct raft_msg *msg)
 {
     const struct master_members *r = &m->members;
     size_t len = raft_msg_size(msg);
-    struct raft_out *o;
+    struct out *o;
 
     if (msg->to < 0 || msg->to >= r->n || msg->to == r->self)
         return;
-    if ((o = malloc(sizeof(*o) + len)) == NULL)
+    if ((o = out_new(NULL, len)) == NULL)
         return;
     if (raft_msg_encode(msg, o->data, len) != 0) {
-        free(o);
+        sent(o, NULL);
         return;
     }
-    o->next = &raft_out_list;
-    o->prev = raft_out_list.prev;
-    o->prev->next = o;
-    raft_out_list.prev = o;
     master_cluster_client_post(m, r->addr[msg->to], CLUSTER_PATH_RAFT, o->data,
                                len, RAFT_SEND_MS, sent, o);
 }
@@ -179,6 +192,6 @@ master_cluster_client_stop(void)
 {
     http_client_free(cli);
     cli = NULL;
-    while (raft_out_list.next != &raft_out_list)
-        sent(raft_out_list.next, NULL);
+    while (out_list.next != &out_list)
+        sent(out_list.next, NULL);
 }

@@ -20,6 +20,7 @@
 #include "http/node_call.h"
 
 struct master;
+struct http_buf;
 struct raft_msg;
 
 /* Who sends a call; every call is signed (http/sign.h). */
@@ -75,10 +76,13 @@ void master_cluster_client_post(struct master *m, const char *addr,
  * done will not run. */
 void master_cluster_client_cancel(void *arg);
 
-/* master_cluster_client_heartbeat - post this node's member index to every
- * peer, each answer awaited timeout_ms at most (and ignored).  0 when the
- * client is not running (nothing sent), else 1. */
-int master_cluster_client_heartbeat(struct master *m, uint64_t timeout_ms);
+/* master_cluster_client_heartbeat - post each peer i its heartbeat body
+ * body[i] (groups.h says what it holds), each answer awaited timeout_ms
+ * at most (and ignored).  0 when the client is not running (nothing
+ * sent), else 1.  The bodies are the client's now: each is freed once
+ * its answer came, or at stop; body[] is left empty. */
+int master_cluster_client_heartbeat(struct master *m, uint64_t timeout_ms,
+                                    struct http_buf *body);
 
 /* master_cluster_client_send_raft - post a raft message to its node (best
  * effort: raft retries on its own). */
@@ -86,7 +90,7 @@ void master_cluster_client_send_raft(struct master *m,
                                      const struct raft_msg *msg);
 
 /* master_cluster_client_stop - free the client (no done runs any more)
- * and the raft messages still out. */
+ * and the raft messages and heartbeats still out. */
 void master_cluster_client_stop(void);
 
 #endif

@@ -601,6 +601,35 @@ master_handover_in(struct master *m, struct http_request *req)
     http_reply(req, 200, &b);
 }
 
+/* What a scan for the holds appends to. */
+struct holds {
+    struct master *m;
+    struct shm_owners o;
+    struct http_buf *body;
+};
+
+/* hold_one - an "h" line for (queue, part) to its next owner. */
+static void
+hold_one(void *arg, struct shm_name queue, struct shm_name part)
+{
+    struct holds *h = arg;
+    int member = owner_of(h->m, &h->o, queue, part);
+
+    if (member >= 0)
+        http_buf_printf(&h->body[member], "h %.*s\t%.*s\n", (int)queue.len,
+                        queue.ptr, (int)part.len, part.ptr);
+}
+
+void
+master_handover_holds(struct master *m, struct http_buf *body)
+{
+    struct holds h = {.m = m, .body = body};
+
+    owners_now(m, &h.o);
+    if (h.o.n > 0 && m->members.n > 1)
+        shm_part_each(&m->seg, hold_one, &h);
+}
+
 void
 master_handover_stop(void)
 {

@@ -329,6 +329,10 @@ start_node(struct master *m, int ep)
             log_fatal(errno, "cannot map the tenants' counters");
         publish_tenants(m);
     }
+    /* The members before the workers start: a worker of a node with peers
+     * serves nothing until it sees one live (worker_view_blind). */
+    if (master_membership_start(m) != 0)
+        log_fatal(0, "cannot list the cluster's members");
     master_membership_publish(m);
     m->ws.listen_fd = fd;
     m->ws.max_connections = conns;
@@ -354,8 +358,7 @@ start_node(struct master *m, int ep)
     }
     /* Workers run; the master alone opens LMDB and the cluster port.  It
      * keeps the client socket open (never accepting) for respawns. */
-    if (master_membership_start(m) != 0 ||
-        master_raft_open(m, shm_now_ms()) != 0 ||
+    if (master_raft_open(m, shm_now_ms()) != 0 ||
         master_cluster_start(m, ep, cfd) != 0 ||
         master_cluster_client_start(ep, master_view_serving, &m->ws.peers) != 0)
         log_fatal(0, "cannot start the consensus log and cluster port");

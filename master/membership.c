@@ -14,7 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/buf.h"
 #include "master/cluster_client.h"
+#include "master/groups.h"
+#include "master/handover.h"
 #include "master/master.h"
 #include "shm/log.h"
 #include "shm/status.h"
@@ -109,6 +112,19 @@ master_membership_state(const struct master *m, int i, uint64_t now)
                                                : SHM_MEMBER_LIVE;
 }
 
+int
+master_membership_groups_heard(const struct master *m, uint64_t since,
+                               uint64_t now)
+{
+    const struct master_members *r = &m->members;
+
+    for (int i = 0; i < r->n; i++)
+        if (i != r->self && r->heard[i] != 0 &&
+            now - r->heard[i] < m->cfg.member_ttl_ms && r->beat[i] < since)
+            return 0;
+    return 1;
+}
+
 uint64_t
 master_membership_beat_ms(const struct master *m)
 {
@@ -121,12 +137,34 @@ void
 master_membership_heartbeat(struct master *m, uint64_t now, int now_or_never)
 {
     static uint64_t last;
+    static int holds_sent;
+    const struct master_members *r = &m->members;
     uint64_t every = master_membership_beat_ms(m);
+    struct http_buf groups = {0}, body[RAFT_MAX_NODES] = {0};
 
     if (!now_or_never && now < last + every)
         return;
-    if (master_cluster_client_heartbeat(m, every * 2))
+    /* Every peer gets the groups; the beat that first says "leaving" also
+     * tells each peer what it is about to be handed, before the others
+     * route pushes to it. */
+    if (m->state == MASTER_RUNNING)
+        master_groups_beat(m, &groups, now);
+    for (int i = 0; i < r->n; i++) {
+        if (i == r->self)
+            continue;
+        http_buf_printf(&body[i], "%d\n", r->self);
+        if (groups.len > 0)
+            http_buf_append(&body[i], groups.data, groups.len);
+    }
+    http_buf_free(&groups);
+    if (m->state != MASTER_RUNNING && !holds_sent) {
+        holds_sent = 1;
+        master_handover_holds(m, body);
+    }
+    if (master_cluster_client_heartbeat(m, every * 2, body))
         last = now;
+    for (int i = 0; i < r->n; i++)
+        http_buf_free(&body[i]);
 }
 
 _Static_assert(SHM_STATUS_MEMBERS >= CONFIG_PEERS_MAX + 1,

@@ -28,6 +28,7 @@ struct master_members {
     char id[RAFT_MAX_NODES][65];
     char client[RAFT_MAX_NODES][SHM_STATUS_ADDR_MAX]; /* advertise heard */
     uint64_t heard[RAFT_MAX_NODES]; /* when a message last came from it */
+    uint64_t beat[RAFT_MAX_NODES];  /* when a heartbeat (its groups) did */
     uint64_t inc[RAFT_MAX_NODES];   /* the incarnation it last named */
     uint8_t said[RAFT_MAX_NODES];   /* the state it last named */
     /* A leave it announced: that incarnation is out of the placement until
@@ -63,6 +64,12 @@ void master_membership_heard(struct master *m, int i,
 enum shm_member_state master_membership_state(const struct master *m, int i,
                                               uint64_t now);
 
+/* master_membership_groups_heard - whether every peer heard from within
+ * member_ttl_ms has sent a heartbeat (so its groups, groups.h) since
+ * since: a starting node says ready only then. */
+int master_membership_groups_heard(const struct master *m, uint64_t since,
+                                   uint64_t now);
+
 /* master_membership_beat_ms - the heartbeat period: a quarter of
  * member_ttl_ms, 500 ms at most. */
 uint64_t master_membership_beat_ms(const struct master *m);
@@ -70,7 +77,9 @@ uint64_t master_membership_beat_ms(const struct master *m);
 /* master_membership_heartbeat - tell every peer we are alive, and our
  * state (each tick that is due, or at once with now_or_never: a drain
  * announces the leave before anything else); peers count a member dead
- * after member_ttl_ms of silence. */
+ * after member_ttl_ms of silence.  The beat carries the groups our queues
+ * know and, the first time it says "leaving", the partitions each peer is
+ * about to be handed (groups.h). */
 void master_membership_heartbeat(struct master *m, uint64_t now,
                                  int now_or_never);
 

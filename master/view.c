@@ -92,6 +92,11 @@ master_view_check_ready(struct master *m, uint64_t now)
     if (m->ready || m->ready_since == 0 || m->state != MASTER_RUNNING)
         return;
     if (st->caught_up) {
+        /* and the groups every live peer knows are known here (groups.h),
+         * before a push here is read by one group and freed for all */
+        if (!master_membership_groups_heard(m, m->ready_since, now) &&
+            now < m->ready_since + READY_CAP_MS)
+            return;
         log_info(0,
                  "ready: the raft log is applied up to %llu, the "
                  "leader's commit index",

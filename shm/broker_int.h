@@ -156,6 +156,13 @@ int shm_queue_lock_record(struct shm_seg *seg, int w, struct shm_queue *q);
 void shm_registry_forget(struct shm_seg *seg, int w, struct shm_queue *q,
                          uint32_t *link);
 
+/* shm_registry_ensure - group name's (hash h) entry in q's registry into
+ * *e, made with from when missing.  Queue lock held.  0, -ENOBUFS,
+ * -EOVERFLOW (groups per queue). */
+int shm_registry_ensure(struct shm_seg *seg, int w, struct shm_queue *q,
+                        struct shm_name name, uint64_t h, enum shm_from from,
+                        uint64_t now, uint32_t *e);
+
 /* shm_group_register - make sure group name (hash h) is known to queue qr,
  * created with from when new, and counts as active (queue lock).  0,
  * -ESTALE, -ENOBUFS, -EOVERFLOW (groups per queue). */

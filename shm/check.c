@@ -419,16 +419,22 @@ check_leases(struct check *k, uint32_t pi, struct shm_part *p, struct shm_gs *s,
                    pi);
             return 0;
         }
+        /* A first delivery owed (an adopt placed a group that had not
+         * read this far: READY_INC, attempts 0) may be of a message no
+         * group has read; any other lease went out at least once. */
+        int owed = L->state == SHM_LEASE_READY_INC && L->attempts == 0;
         if (!check_listed(k, p, &from, L->seq, L->msg))
             broken(k,
                    "a lease in partition %u names no listed message of "
                    "its seq %llu",
                    pi, (unsigned long long)L->seq);
-        else if (!shm_ring_msg(k->seg, L->msg)->read)
+        else if (!owed && !shm_ring_msg(k->seg, L->msg)->read)
             broken(k, "leased message %llu of partition %u is not marked read",
                    (unsigned long long)L->seq, pi);
         if (L->state < SHM_LEASE_LEASED || L->state > SHM_LEASE_READY_SAME)
             broken(k, "a lease in partition %u has state %u", pi, L->state);
+        else if (L->attempts == 0 && !owed)
+            broken(k, "a lease in partition %u went out with attempts 0", pi);
         else if (L->state != SHM_LEASE_LEASED)
             ready++;
         else if (L->deadline < s->due || L->deadline < LOAD(p->due))
@@ -504,6 +510,40 @@ check_states(struct check *k, uint32_t pi, struct shm_part *p,
     return live;
 }
 
+/* A hold (shm_part_hold) of partition pi, whose message list check_msgs
+ * found sound: its time and its kept numbers set together, the numbers
+ * taken from the node's counter, and none used by a message yet (the
+ * adopt that uses them ends the hold). */
+static void
+check_hold(struct check *k, uint32_t pi, struct shm_part *p)
+{
+    uint64_t next = LOAD(shm_dir_of(k->seg)->next_seq);
+
+    if ((p->hold_seq == 0) != (p->hold_until == 0)) {
+        broken(k, "partition %u's hold has %s but no %s", pi,
+               p->hold_seq ? "numbers" : "a time",
+               p->hold_seq ? "time" : "numbers");
+        return;
+    }
+    if (p->hold_seq == 0)
+        return;
+    if (p->hold_seq > next || next - p->hold_seq < SHM_HOLD_SEQS) {
+        broken(k, "partition %u's hold keeps numbers the node has not given",
+               pi);
+        return;
+    }
+    for (uint32_t r = p->head; r != 0; r = shm_ring_msg(k->seg, r)->next) {
+        uint64_t seq = shm_ring_msg(k->seg, r)->seq;
+        if (seq >= p->hold_seq && seq - p->hold_seq < SHM_HOLD_SEQS) {
+            broken(k,
+                   "partition %u holds message %llu, a number its hold "
+                   "keeps",
+                   pi, (unsigned long long)seq);
+            return;
+        }
+    }
+}
+
 /* Partition pi of queue qi (its lock held). */
 static void
 check_part(struct check *k, uint32_t pi, struct shm_part *p)
@@ -520,6 +560,7 @@ check_part(struct check *k, uint32_t pi, struct shm_part *p)
         k->r->parts++;
         return;
     }
+    check_hold(k, pi, p); /* walks the list check_msgs found sound */
     uint64_t live = check_states(k, pi, p, &earliest);
     if (live != LOAD(p->leased))
         broken(k, "partition %u holds %llu live leases and counts %llu", pi,

@@ -23,14 +23,18 @@
  *   partition  no wipe owed; its name; the message list: seqs rising and
  *              below the node counter, each a LINKED run as long as its
  *              length needs, tail the last, count and cost equal to the
- *              walk, oldest_ms the head's (when there is one); intent, if set, reachable from nothing; the
- *              group states: ngs of them, each pointing at a registry entry
- *              of the queue (once) with its name hash, cursor the first
- *              message above last; each state's leases: seqs rising and at
- *              most last, each naming the listed message of its seq (marked
- *              read), a known state, nleases, nready and ltail equal to the
- *              walk, every live lease's deadline at or after the state's and
- *              the partition's due; leased equal to the live leases.
+ *              walk, oldest_ms the head's (when there is one); intent, if
+ *              set, reachable from nothing; a hold's time and numbers set
+ *              together, the numbers given by the node's counter and used
+ *              by no message; the group states: ngs of them, each pointing
+ *              at a registry entry of the queue (once) with its name hash,
+ *              cursor the first message above last; each state's leases:
+ *              seqs rising and at most last, each naming the listed message
+ *              of its seq (marked read, but for a first delivery owed:
+ *              READY_INC of attempts 0), a known state, attempts 0 only
+ *              when owed, nleases, nready and ltail equal to the walk,
+ *              every live lease's deadline at or after the state's and the
+ *              partition's due; leased equal to the live leases.
  *   arena      the runs from cell 1 tile [1, bump); taken equal to the
  *              cells of runs not FREE; every pool entry a FREE head of its
  *              class, listed once, and the pool holding every FREE cell.

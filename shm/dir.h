@@ -124,6 +124,13 @@ enum { SHM_DROPS_BOUNDS, SHM_DROPS_TTL, SHM_DROPS_RETRY };
  *   156     4  wipe         wipers, slotless     lock: a wipe is owed (set
  *                             repair               as one starts, cleared
  *                                                  when it is done)
+ *   160     8  hold_seq     hold / adopt         lock: first of the
+ *                                                  SHM_HOLD_SEQS sequence
+ *                                                  numbers kept for a
+ *                                                  hand-over on its way
+ *                                                  here (0: none)
+ *   168     8  hold_until   hold / adopt         lock: pops read nothing
+ *                                                  here before this (ms)
  * A worker killed holding lock leaves EOWNERDEAD to the next locker:
  * shm_ring_repair() re-derives the partition from a validated walk.
  */
@@ -146,12 +153,19 @@ struct shm_part {
     _Atomic uint64_t oldest_ms;
     uint32_t next_free;
     uint32_t wipe;
+    uint64_t hold_seq;
+    uint64_t hold_until;
 };
 _Static_assert(offsetof(struct shm_part, queue) == 64, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, head) == 76, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, count) == 96, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, next_free) == 152, "shm_part layout");
-_Static_assert(sizeof(struct shm_part) == 160, "shm_part layout");
+_Static_assert(offsetof(struct shm_part, hold_seq) == 160, "shm_part layout");
+_Static_assert(sizeof(struct shm_part) == 176, "shm_part layout");
+
+/* Sequence numbers a hold keeps for the hand-over it waits for: more than
+ * a partition can hold, so an adopt always fits below what came after. */
+#define SHM_HOLD_SEQS (1ULL << 32)
 
 /* Accounted overhead of a record (what a queue's bytes include). */
 #define SHM_QUEUE_OVERHEAD sizeof(struct shm_queue)

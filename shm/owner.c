@@ -29,6 +29,8 @@ shm_owners_from_view(struct shm_owners *o, const struct shm_status_view *v)
 {
     o->n = 0;
     o->self = -1;
+    o->listed = v->nmembers < SHM_STATUS_MEMBERS ? (int)v->nmembers
+                                                 : SHM_STATUS_MEMBERS;
     for (uint32_t i = 0; i < v->nmembers && i < SHM_STATUS_MEMBERS; i++) {
         const struct shm_member *mb = &v->members[i];
         struct shm_owner *w;

@@ -30,6 +30,8 @@ struct shm_owner {
 struct shm_owners {
     uint64_t seq; /* the status page's sequence this copy was made at */
     int n;        /* members that own */
+    int listed;   /* members the page lists, this node too, whatever their
+                     state: 1 for a node alone */
     int self;     /* this node's index among them; -1: it owns nothing */
     uint64_t sig; /* of the owners' ids and self: changes when they do */
     struct shm_owner m[SHM_STATUS_MEMBERS];

@@ -303,6 +303,40 @@ shm_part_take(struct shm_seg *seg, int w, struct shm_name queue,
     return -ENOENT;
 }
 
+/* ---- hold ---------------------------------------------------------------- */
+
+/* shm_part_hold - see part_move.h. */
+int
+shm_part_hold(struct shm_seg *seg, int w, struct shm_name queue,
+              struct shm_name part, uint64_t now, uint64_t ms)
+{
+    struct shm_dir *d = shm_dir_of(seg);
+    struct shm_ref qr, pr;
+    int rc = -EAGAIN;
+
+    for (int t = 0; t < SHM_BROKER_TRIES; t++) {
+        rc = shm_dir_find_queue(seg, w, queue, 1, now, &qr);
+        if (rc == 0)
+            rc = shm_dir_find_part(seg, w, qr, part, 1, now, &pr);
+        if (rc == 0)
+            rc = shm_part_lock(seg, w, pr);
+        if (rc == -ESTALE)
+            continue;
+        if (rc != 0)
+            return rc;
+        /* partition lock: the hold.  One already waiting keeps its
+         * numbers: what came since its start comes after the adopt too. */
+        struct shm_part *p = shm_dir_part(seg, pr.idx);
+        if (p->hold_seq == 0)
+            p->hold_seq = atomic_fetch_add(&d->next_seq, SHM_HOLD_SEQS);
+        p->hold_until = now + ms;
+        p->last_active = now;
+        shm_ring_unlock(p);
+        return 0;
+    }
+    return rc;
+}
+
 /* ---- the record, checked ------------------------------------------------- */
 
 /* A record that passed ho_check: where its parts start, what it needs. */
@@ -530,9 +564,9 @@ adopt_groups(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
     return 0;
 }
 
-/* Which states to place: a group of the record with nothing left to read
- * here (cursor 0), before the link moves its cursor.  Each is touched, as
- * a pop does: a group arriving is not idle. */
+/* The state of each group of the record here, 0 where it has none (one
+ * forgotten since adopt_groups reads the messages as any group does).
+ * Each is touched, as a pop does: a group arriving is not idle. */
 static void
 adopt_pick_locked(struct shm_ring_ctx *c, const struct ho_view *v,
                   struct adopt *a)
@@ -543,22 +577,82 @@ adopt_pick_locked(struct shm_ring_ctx *c, const struct ho_view *v,
 
     for (uint32_t i = 0; i < v->ngroups; i++) {
         p = ho_group(p, &g, &name, &redo);
-        uint32_t gs = shm_ring_gs_find_locked(c, name, a->hash[i]);
-        /* Not picked (a try before may have); a state forgotten since
-         * adopt_groups reads the messages as any group does. */
-        a->gs[i] = 0;
-        if (gs == 0)
-            continue;
-        struct shm_gs *s = shm_ring_gs(c->seg, gs);
-        atomic_store_explicit(&shm_ring_grp(c->seg, s->grp)->last_active,
-                              c->now, RELAXED);
-        a->gs[i] = s->cursor == 0 ? gs : 0;
+        a->gs[i] = shm_ring_gs_find_locked(c, name, a->hash[i]);
+        if (a->gs[i] != 0)
+            atomic_store_explicit(
+                &shm_ring_grp(c->seg, shm_ring_gs(c->seg, a->gs[i])->grp)
+                     ->last_active,
+                c->now, RELAXED);
     }
+}
+
+/* Where the adopted messages go: after the message returned (0: at the
+ * head), before the pushes a hold kept behind them, when none of those
+ * has been read yet (*insert set); else after the tail, as pushes go. */
+static uint32_t
+adopt_spot_locked(struct shm_ring_ctx *c, uint32_t n, int *insert)
+{
+    struct shm_seg *seg = c->seg;
+    uint32_t prev = 0, r = c->p->head;
+
+    *insert = 0;
+    if (c->p->hold_seq == 0 || n == 0)
+        return c->p->tail;
+    for (; r != 0 && shm_ring_msg(seg, r)->seq < c->p->hold_seq;
+         r = shm_ring_msg(seg, r)->next)
+        prev = r;
+    for (uint32_t k = r; k != 0; k = shm_ring_msg(seg, k)->next)
+        if (shm_ring_msg(seg, k)->read)
+            return c->p->tail;
+    *insert = 1;
+    return prev;
+}
+
+/* Link the adopted chains (n of them, cost bytes) after message prev (0:
+ * at the head), numbered from the sequence numbers the hold kept, so the
+ * list stays in sequence order.  A group about to read what follows reads
+ * them first.  The store into prev's link (or the head) publishes them. */
+static void
+adopt_insert_locked(struct shm_ring_ctx *c, const struct adopt *a, uint32_t n,
+                    uint64_t cost, uint32_t prev)
+{
+    struct shm_seg *seg = c->seg;
+    struct shm_part *p = c->p;
+    uint32_t after = prev != 0 ? shm_ring_msg(seg, prev)->next : p->head;
+    uint64_t seq = p->hold_seq;
+
+    for (uint32_t r = a->first; r != 0; r = shm_ring_msg(seg, r)->next)
+        shm_ring_msg(seg, r)->seq = seq++;
+    shm_ring_msg(seg, a->last)->next = after;
+    if (prev != 0)
+        shm_ring_msg(seg, prev)->next = a->first; /* publishes */
+    else
+        p->head = a->first;
+    if (after == 0)
+        p->tail = a->last;
+    atomic_store_explicit(&p->oldest_ms, shm_ring_msg(seg, p->head)->enq_ms,
+                          RELAXED);
+    atomic_store_explicit(&p->count, atomic_load(&p->count) + n, RELAXED);
+    atomic_store_explicit(&p->cost, atomic_load(&p->cost) + cost, RELAXED);
+    for (uint32_t r = a->first; r != after; r = shm_ring_msg(seg, r)->next)
+        shm_arena_link(seg, r);
+    /* A group about to read what follows (made here during the hold, its
+     * last just below that) now reads them first: its last goes below
+     * them, where repair looks for its cursor.  Its leases are all below
+     * the hold: it read nothing pushed since. */
+    for (uint32_t g = p->groups; g != 0; g = shm_ring_gs(seg, g)->next) {
+        struct shm_gs *s = shm_ring_gs(seg, g);
+        if (s->cursor == after) {
+            s->cursor = a->first;
+            s->last = p->hold_seq - 1;
+        }
+    }
+    p->last_active = c->now;
 }
 
 /* Append lease cell l (INFLIGHT) to s for message ref, ready to go out
  * again with exactly attempts: a READY_SAME lease, as shm_release leaves
- * one.  The list stays sorted: adopted messages are the newest here. */
+ * one.  The list stays sorted: adopted messages are the newest s holds. */
 static void
 adopt_lease_locked(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t l,
                    uint32_t ref, uint32_t attempts)
@@ -568,16 +662,65 @@ adopt_lease_locked(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t l,
                                  SHM_LEASE_READY_SAME);
 }
 
-/* Put state gs where group entry g says: its redeliveries (lease cells
- * leases[]) first, then the cursor.  In that order, so a holder killed
- * in between leaves a cursor repair re-derives from the highest lease. */
+/*
+ * adopt_owed_locked - what s had not read yet before the adopted messages
+ * (first: the first of them) becomes first deliveries owed, ahead of the
+ * adopted ones, so its cursor can move into them: a READY_INC lease of
+ * attempts 0 goes out with attempts 1, as a first delivery does.  Its
+ * cells are allocated before any is linked; 0, or -ENOBUFS with nothing
+ * changed.  (A group that read here already, and still had messages to
+ * read: rare with a hold in place.)
+ */
+static int
+adopt_owed_locked(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t first)
+{
+    struct shm_seg *seg = c->seg;
+    uint32_t r = s->cursor, cells = 0;
+
+    while (r != 0 && r != first)
+        r = shm_ring_msg(seg, r)->next;
+    if (r != first || s->cursor == first)
+        return 0; /* nothing owed before them */
+    for (r = s->cursor; r != first; r = shm_ring_msg(seg, r)->next) {
+        uint32_t l;
+        if (shm_arena_alloc(seg, c->w, 1, &l) != 0) {
+            for (; cells != 0; cells = l) {
+                l = shm_ring_lease(seg, cells)->next;
+                shm_arena_free(seg, c->w, cells);
+            }
+            return -ENOBUFS;
+        }
+        shm_ring_lease(seg, l)->next = cells;
+        cells = l;
+    }
+    for (r = s->cursor; r != first; r = shm_ring_msg(seg, r)->next) {
+        uint32_t l = cells;
+        cells = shm_ring_lease(seg, l)->next;
+        shm_ring_lease_append_locked(c, s, l, r, c->now, 0,
+                                     SHM_LEASE_READY_INC);
+    }
+    s->cursor = first;
+    return 0;
+}
+
+/* Put state gs where group entry g says, whatever it read here before:
+ * what it still owed before the adopted messages first, then its
+ * redeliveries (lease cells leases[]), then the cursor, in that order, so
+ * a holder killed in between leaves a cursor repair re-derives from the
+ * highest lease.  Messages below its cursor that are no redelivery were
+ * completed: it never reads them again. */
 static void
 adopt_place_locked(struct shm_ring_ctx *c, uint32_t gs,
                    const struct shm_ho_grp *g, const unsigned char *redo,
                    const struct adopt *a, uint32_t *leases, uint32_t n)
 {
-    struct shm_gs *s = shm_ring_gs(c->seg, gs);
+    struct shm_seg *seg = c->seg;
+    struct shm_gs *s = shm_ring_gs(seg, gs);
+    uint32_t first = a->refs[0];
+    uint32_t after = shm_ring_msg(seg, a->refs[n - 1])->next;
 
+    if (adopt_owed_locked(c, s, first) != 0)
+        return; /* no cell to spare: it reads them all as new */
     for (uint32_t i = 0; i < g->nredo; i++) {
         struct shm_ho_redo d;
         memcpy(&d, redo + i * sizeof(d), sizeof(d));
@@ -585,12 +728,15 @@ adopt_place_locked(struct shm_ring_ctx *c, uint32_t gs,
         leases[i] = 0;
     }
     if (g->cursor > 0)
-        s->last = shm_ring_msg(c->seg, a->refs[g->cursor - 1])->seq;
-    s->cursor = g->cursor < n ? a->refs[g->cursor] : 0;
+        s->last = shm_ring_msg(seg, a->refs[g->cursor - 1])->seq;
+    else
+        s->last = shm_ring_msg(seg, first)->seq - 1;
+    s->cursor = g->cursor < n ? a->refs[g->cursor] : after;
     s->skipped += g->skipped;
 }
 
-/* Under pr's lock: link the messages, place the groups, schedule, wake. */
+/* Under pr's lock: link the messages (before what a hold kept behind
+ * them, or at the tail), place the groups, end the hold, schedule, wake. */
 static int
 adopt_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
            const struct ho_view *v, struct adopt *a, uint64_t now)
@@ -600,18 +746,24 @@ adopt_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
     struct shm_ho_grp g;
     struct shm_name name;
     uint64_t kick = 0, seq, k = 0;
+    int insert;
     int rc = shm_part_lock_ctx(seg, w, pr, shm_dir_queue(seg, qr.idx), now, &c);
 
     if (rc != 0)
         return rc;
-    /* partition lock: pick, link, place, due time, waiters.  No malloc. */
-    adopt_pick_locked(&c, v, a);
-    if (v->nmsgs > 0)
+    /* partition lock: link, pick, place, due time, waiters.  No malloc. */
+    uint32_t prev = adopt_spot_locked(&c, v->nmsgs, &insert);
+    if (insert)
+        adopt_insert_locked(&c, a, v->nmsgs, v->cost, prev);
+    else if (v->nmsgs > 0)
         shm_ring_link_locked(&c, a->first, a->last, v->nmsgs, v->cost, &seq);
     a->first = 0;
+    c.p->hold_seq = 0;
+    c.p->hold_until = 0;
+    adopt_pick_locked(&c, v, a);
     for (uint32_t i = 0; i < v->ngroups; i++) {
         gp = ho_group(gp, &g, &name, &redo);
-        if (a->gs[i] != 0)
+        if (a->gs[i] != 0 && v->nmsgs > 0)
             adopt_place_locked(&c, a->gs[i], &g, redo, a, a->leases + k,
                                v->nmsgs);
         k += g.nredo;

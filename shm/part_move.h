@@ -140,14 +140,17 @@ int shm_part_take(struct shm_seg *seg, int w, struct shm_name queue,
  * messages to them); the node cap is, as for a push.
  *
  * Each group of the record is made known to the queue and given a state
- * here.  A group with nothing left to read here before the adopt (the usual
- * case: the partition is new or empty) is put where it was: its
- * redeliveries come back first, in order, with the attempts recorded (the
- * retry limit applies when they fail again), then first deliveries from its
- * cursor; what it was done with it never gets again.  A group that still
- * had messages to read here reads the adopted ones after them, all as first
- * deliveries (a duplicate, which at-least-once allows).  Groups the record
- * does not name see the messages as any push.  Parked pops are woken.
+ * here, and put where it was, whatever it read here before: what it had
+ * still to read here comes first (as first deliveries), then its
+ * redeliveries, in order, with the attempts recorded (the retry limit
+ * applies when they fail again), then first deliveries from its cursor;
+ * what it was done with it never gets again.  Groups the record does not
+ * name see the messages as any push.  Parked pops are woken.
+ *
+ * After shm_part_hold, the messages go before those pushed since the hold
+ * (numbered from what it kept), unless the hold ran out and a pop came
+ * since, or a group has read one of those: then after them, as a push.
+ * Either way the hold ends.
  *
  * Returns the messages adopted (>= 0); -EBADMSG for a malformed or
  * truncated record (nothing changed); -ENOBUFS at the node cap (nothing
@@ -158,5 +161,16 @@ int shm_part_take(struct shm_seg *seg, int w, struct shm_name queue,
 int shm_part_adopt(struct shm_seg *seg, int w, struct shm_name queue,
                    struct shm_name part, const void *rec, size_t len,
                    uint64_t now);
+
+/*
+ * shm_part_hold - a hand-over of (queue, part) is on its way here (its
+ * sender said so before it announced its leave): keep SHM_HOLD_SEQS
+ * sequence numbers for the messages it brings and let pops read nothing
+ * here for ms, so pushes that arrive first are read after it (the adopt
+ * ends the hold, or the first pop after ms).  Creates the queue and partition as a push does.
+ * 0, or -errno as shm_dir_find_queue.
+ */
+int shm_part_hold(struct shm_seg *seg, int w, struct shm_name queue,
+                  struct shm_name part, uint64_t now, uint64_t ms);
 
 #endif

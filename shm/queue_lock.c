@@ -161,11 +161,11 @@ registry_add(struct shm_seg *seg, int w, struct shm_queue *q,
     return 0;
 }
 
-/* Group name's entry in q's registry, made if missing (queue lock held). */
-static int
-registry_ensure(struct shm_seg *seg, int w, struct shm_queue *q,
-                struct shm_name name, uint64_t h, enum shm_from from,
-                uint64_t now, uint32_t *e)
+/* shm_registry_ensure - see broker_int.h. */
+int
+shm_registry_ensure(struct shm_seg *seg, int w, struct shm_queue *q,
+                    struct shm_name name, uint64_t h, enum shm_from from,
+                    uint64_t now, uint32_t *e)
 {
     *e = registry_find(seg, q, name, h);
     return *e != 0 ? 0 : registry_add(seg, w, q, name, h, from, now, e);
@@ -200,7 +200,7 @@ shm_group_register(struct shm_seg *seg, int w, struct shm_ref qr,
     if ((rc = shm_queue_lock(seg, w, qr)) != 0)
         return rc;
     /* queue lock: the registry. */
-    if ((rc = registry_ensure(seg, w, q, name, h, from, now, &e)) == 0)
+    if ((rc = shm_registry_ensure(seg, w, q, name, h, from, now, &e)) == 0)
         atomic_store_explicit(&shm_ring_grp(seg, e)->last_active, now, RELAXED);
     shm_unlock(&q->lock);
     return rc;
@@ -220,7 +220,7 @@ shm_group_ensure(struct shm_seg *seg, int w, struct shm_ref qr,
     /* queue lock: the registry; inside it one partition lock. */
     if ((rc = shm_queue_lock(seg, w, qr)) != 0)
         return rc;
-    if ((rc = registry_ensure(seg, w, q, name, h, from, now, &e)) != 0)
+    if ((rc = shm_registry_ensure(seg, w, q, name, h, from, now, &e)) != 0)
         goto out;
     if ((rc = shm_part_lock_ctx(seg, w, pr, q, now, &c)) != 0)
         goto out;

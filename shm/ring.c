@@ -437,6 +437,14 @@ shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
     struct shm_gs *s = shm_ring_gs(c->seg, gs);
     int taken = 0, rc = 0;
 
+    /* A hand-over on its way here goes first (shm_part_hold): pushes taken
+     * meanwhile wait behind the messages it brings.  A hold that ran out
+     * ends with the first pop after: what it kept the numbers for comes
+     * after what is read now, as a push would. */
+    if (c->p->hold_until > c->now)
+        return 0;
+    if (c->p->hold_until != 0)
+        c->p->hold_seq = c->p->hold_until = 0;
     if (s->nready > 0 || s->due <= c->now) {
         taken = ring_take_again(c, s, batch, auto_ack, k);
         if (taken < 0)

@@ -306,6 +306,14 @@ worker_serves_all(struct worker *w)
     return o->n == 0 || (o->n == 1 && o->self == 0);
 }
 
+/* worker_view_blind - see forward.h. */
+int
+worker_view_blind(struct worker *w)
+{
+    shm_owners_refresh(&w->owners, w->seg->status);
+    return w->owners.n == 0 && w->owners.listed > 1;
+}
+
 /* worker_route - see forward.h. */
 int
 worker_route(struct worker *w, struct http_request *req, struct shm_name queue,

@@ -39,6 +39,13 @@ int worker_route(struct worker *w, struct http_request *req,
  * one atomic load. */
 int worker_serves_all(struct worker *w);
 
+/* worker_view_blind - whether this node has peers but sees no member
+ * live, itself included: it is starting and has heard none of them yet,
+ * so it can tell neither who owns what nor which groups the cluster
+ * knows.  Such a node serves no queue (a node alone serves everything
+ * from the start). */
+int worker_view_blind(struct worker *w);
+
 /* worker_forward_to - send req to node id at client address addr (not
  * this node) and relay its answer; wait_ms as above. */
 void worker_forward_to(struct worker *w, struct http_request *req,

@@ -107,6 +107,17 @@ dispatch(void *ctx, struct http_request *req)
     }
     if (!worker_auth_caller(w, req, r))
         return; /* 401 */
+    /* Nor can a node that has heard none of its peers yet: serving every
+     * partition itself, as a node alone does, it would keep what others
+     * own, and free a message one group completed before it learns the
+     * groups the cluster knows (SPEC §5), which another reads later. */
+    if (!always_served(r) && worker_view_blind(w)) {
+        http_reply_error(req, 503, "owner_moved",
+                         "this node is starting and has not heard from its "
+                         "peers yet, so it cannot tell who owns what; retry, "
+                         "or ask another node");
+        return;
+    }
     switch (r) {
     case HTTP_ROUTE_PUSH:
         worker_push(w, req);

@@ -388,6 +388,21 @@ itest_node_log_tail(const struct itest_node *n, int lines)
 }
 
 int
+itest_check_segment(const struct itest_node *n, char *out, size_t len)
+{
+    char cmd[512];
+
+    snprintf(cmd, sizeof(cmd), "%s --check-segment %d 2>&1", getenv("MAYFLYD"),
+             (int)n->pid);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    size_t got = fread(out, 1, len - 1, f);
+    out[got] = 0;
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+int
 itest_node_log_contains(const struct itest_node *n, const char *needle)
 {
     FILE *f = fopen(n->log, "r");

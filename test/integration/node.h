@@ -122,6 +122,11 @@ void itest_node_log_tail(const struct itest_node *n, int lines);
 /* itest_node_log_contains - 1 if the node's log holds needle, else 0. */
 int itest_node_log_contains(const struct itest_node *n, const char *needle);
 
+/* itest_check_segment - run `$MAYFLYD --check-segment` on the running node
+ * (the live segment check, shm/check.h): its exit status (0 sound, 1
+ * broken, 2 unable), its output in out. */
+int itest_check_segment(const struct itest_node *n, char *out, size_t len);
+
 /*
  * itest_node_workers - pids of the master's child processes (its workers),
  * sorted; returns how many (at most max).

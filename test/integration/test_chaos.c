@@ -204,23 +204,6 @@ requester(void *arg)
     return NULL;
 }
 
-/* Run `mayflyd --check-segment` on the node; its exit status, its line in
- * out. */
-static int
-check_segment(const struct itest_node *n, char *out, size_t len)
-{
-    char cmd[512];
-
-    snprintf(cmd, sizeof(cmd), "%s --check-segment %d 2>&1", getenv("MAYFLYD"),
-             (int)n->pid);
-    FILE *f = popen(cmd, "r");
-    cr_assert_not_null(f);
-    size_t got = fread(out, 1, len - 1, f);
-    out[got] = 0;
-    int st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 /* Has process pid exited (gone, or a zombie: its mappings are gone)? */
 static int
 process_gone(pid_t pid)
@@ -354,7 +337,7 @@ Test(chaos, workers_killed_under_mixed_load_lose_no_acked_message,
         cr_assert_eq(kill(victim, SIGKILL), 0);
         kills++;
         wait_workers_back(&n, victim);
-        int rc = check_segment(&n, out, sizeof(out));
+        int rc = itest_check_segment(&n, out, sizeof(out));
         cr_assert_eq(rc, 0, "after kill %d: %s", kills, out);
     }
     /* Stop the load, then drain: lease_s=2, so what a killed worker had
@@ -373,7 +356,8 @@ Test(chaos, workers_killed_under_mixed_load_lose_no_acked_message,
     for (int i = 0; i < first_requester; i++)
         if (i % 2 == 1 || i >= 2 * NQ)
             pthread_join(t[i], NULL);
-    cr_assert_eq(check_segment(&n, out, sizeof(out)), 0, "at the end: %s", out);
+    cr_assert_eq(itest_check_segment(&n, out, sizeof(out)), 0, "at the end: %s",
+                 out);
 
     uint64_t acc, del, lost, dup, aacc, adel, alost, adup;
     long first, afirst;

@@ -4,7 +4,8 @@
  * each kind of damage a repair must never leave is named, one at a time
  * (a count off, a leak, a run reached twice, a dangling lease, a due heap
  * out of order, a waiter bit of a worker slot not in use, a cycle in a
- * message list, a ref past the arena), and the check still ends.
+ * message list, a ref past the arena, a hold whose numbers a message
+ * uses), and the check still ends.
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -17,8 +18,10 @@
 #include "shm/dir.h"
 #include "shm/due.h"
 #include "shm/layout.h"
+#include "shm/part_move.h"
 #include "shm/ring.h"
 #include "shm/segment.h"
+#include "shm/stats.h"
 #include "test/shm/fixture.h"
 
 static struct shm_seg seg;
@@ -242,4 +245,34 @@ Test(shm_check, a_chain_to_free_past_the_arena, .timeout = 30)
 {
     part_p()->intent = 0xfffffff0u;
     expect_broken("a chain to free points at cell 4294967280");
+}
+
+/* A hold on p (a hand-over announced): sound as shm_part_hold leaves it,
+ * then a message numbered inside what it keeps is named. */
+Test(shm_check, a_message_numbered_inside_a_hold)
+{
+    struct shm_check_report r;
+    struct shm_part *p = part_p();
+
+    cr_assert_eq(shm_part_hold(&seg, SHM_STATS_MASTER, nm("q"), nm("p"),
+                               shm_now_ms(), 5000),
+                 0);
+    cr_assert_eq(shm_check(&seg, SHM_CHECK_QUIET, &r), 0, "%s", r.first);
+    shm_ring_msg(&seg, p->tail)->seq = p->hold_seq + 1;
+    expect_broken("a number its hold keeps");
+}
+
+/* A hold's time without its numbers (or the reverse) is named. */
+Test(shm_check, a_hold_with_a_time_and_no_numbers)
+{
+    part_p()->hold_until = shm_now_ms() + 5000;
+    expect_broken("hold has a time but no numbers");
+}
+
+/* A lease that went out with attempts 0 is named: only a first delivery
+ * owed (READY_INC) has none yet. */
+Test(shm_check, a_lease_out_with_attempts_0)
+{
+    shm_ring_lease(&seg, leased_state(part_p())->lhead)->attempts = 0;
+    expect_broken("went out with attempts 0");
 }

@@ -97,6 +97,15 @@ ack1(struct shm_seg *s, const char *q, const char *g, uint64_t seq,
     return a.outcome;
 }
 
+/* complete_one - g pops one message of (q, "p") at T0 and completes it. */
+static void
+complete_one(struct shm_seg *s, const char *q, const char *g)
+{
+    cr_assert_eq(pop(s, q, g, 1, T0), 1);
+    cr_assert_eq(ack1(s, q, g, rec(0)->seq, SHM_ACK_COMPLETED, T0),
+                 SHM_OUT_ACKED);
+}
+
 static void
 declare(struct shm_seg *s, const char *q, uint32_t ttl_s, uint32_t retry_limit)
 {
@@ -545,31 +554,53 @@ Test(shm_part_move, adopt_wakes_a_parked_pop_and_take_wakes_one_too)
     cr_assert_eq(popx(&seg, 0, "q2", "p", "g", 10, 0, 0, T0), 3);
 }
 
-Test(shm_part_move, group_with_unread_messages_here_reads_adopted_ones_after)
+/* A group that read here already is placed all the same: what it had left
+ * here first, then its lease with attempts + 1, then its own position; it
+ * never reads m0 (completed) again. */
+Test(shm_part_move, group_that_read_here_already_keeps_its_place)
 {
     /* On q2: g has two messages unread, c has read everything. */
     cr_assert_eq(pop(&seg, "q2", "c", 1, T0), 0);
     cr_assert_eq(pushn(&seg, "q2", "p", "local", 2, T0), 0);
     cr_assert_eq(pop(&seg, "q2", "c", 2, T0), 2);
     cr_assert_eq(pop(&seg, "q", "g", 1, T0), 0);
-    cr_assert_eq(pop(&seg, "q2", "g", 1, T0), 1);
-    cr_assert_eq(ack1(&seg, "q2", "g", rec(0)->seq, SHM_ACK_COMPLETED, T0),
-                 SHM_OUT_ACKED);
+    complete_one(&seg, "q2", "g");
     /* On q: g read and acked m0, leased m1. */
     cr_assert_eq(pushn(&seg, "q", "p", "m", 4, T0), 0);
-    cr_assert_eq(pop(&seg, "q", "g", 1, T0), 1);
-    cr_assert_eq(ack1(&seg, "q", "g", rec(0)->seq, SHM_ACK_COMPLETED, T0),
-                 SHM_OUT_ACKED);
+    complete_one(&seg, "q", "g");
     cr_assert_eq(pop(&seg, "q", "g", 1, T0), 1);
     cr_assert_eq(take(&seg, "q", T0), 3); /* m0 was freed once acked */
     cr_assert_eq(adopt(&seg, "q2", T0), 3);
-    /* g: its unread local one, then the adopted from its own position. */
+    fixture_check(&seg);
+    /* g: its unread local one, its lease again, then from its position. */
     cr_assert_eq(pop(&seg, "q2", "g", 10, T0), 4);
     expect(0, "local", 1, 1, 1);
-    expect(1, "m", 1, 3, 1);
+    expect(1, "m", 1, 1, 2);
+    expect(2, "m", 2, 2, 1);
     /* c, not in the record: the adopted ones as any push. */
     cr_assert_eq(pop(&seg, "q2", "c", 10, T0), 3);
     expect(0, "m", 1, 3, 1);
+}
+
+/* What a group placed by an adopt had left to read here is owed as first
+ * deliveries; one no group has read yet is owed all the same, and the
+ * segment checker finds the segment sound with it. */
+Test(shm_part_move, a_message_nobody_read_is_owed_to_a_group_placed)
+{
+    /* On q2: g read and acked local0; local1 no group has read. */
+    cr_assert_eq(pop(&seg, "q2", "g", 1, T0), 0);
+    cr_assert_eq(pushn(&seg, "q2", "p", "local", 2, T0), 0);
+    complete_one(&seg, "q2", "g");
+    /* On q: g read and acked m0. */
+    cr_assert_eq(pushn(&seg, "q", "p", "m", 2, T0), 0);
+    complete_one(&seg, "q", "g");
+    cr_assert_eq(take(&seg, "q", T0), 1);
+    cr_assert_eq(adopt(&seg, "q2", T0), 1);
+    fixture_check(&seg);
+    cr_assert_eq(pop(&seg, "q2", "g", 10, T0), 2);
+    expect(0, "local", 1, 1, 1);
+    expect(1, "m", 1, 1, 1);
+    fixture_check(&seg);
 }
 
 /* Messages every group completed, held only behind a lease (a partition
@@ -731,4 +762,71 @@ Test(shm_part_move, killed_adopter_leaves_sound_partitions, .timeout = 120)
     cr_log_info("lock repairs %llu", (unsigned long long)c[SHM_C_LOCK_REPAIRS]);
     cr_assert_eq(c[SHM_C_WIPES], 0);
     cr_assert_eq(shm_arena_used_bytes(&seg), base);
+}
+
+/* A hold (a hand-over announced): pops read nothing meanwhile, pushes are
+ * kept, and the adopted messages go before them, numbered below them, with
+ * every group placed; the hold ends with the adopt. */
+Test(shm_part_move, pushes_during_a_hold_come_after_the_adopted_messages)
+{
+    cr_assert_eq(pushn(&seg, "q", "p", "m", 3, T0), 0);
+    cr_assert_eq(pop(&seg, "q", "g", 1, T0), 1); /* m0 leased */
+    cr_assert_eq(take(&seg, "q", T0), 3);
+    cr_assert_eq(shm_part_hold(&seg, M, nm("q2"), nm("p"), T0, 5000), 0);
+    cr_assert_eq(pushn(&seg, "q2", "p", "w", 2, T0), 0);
+    cr_assert_eq(pop(&seg, "q2", "g", 10, T0 + 1), 0, "held");
+    cr_assert_eq(pop(&seg, "q2", "h", 10, T0 + 1), 0, "held");
+    fixture_check(&seg);
+    cr_assert_eq(adopt(&seg, "q2", T0 + 2), 3);
+    fixture_check(&seg);
+    /* g: its lease again, then m1, m2, then what came during the hold. */
+    cr_assert_eq(pop(&seg, "q2", "g", 10, T0 + 3), 5);
+    expect(0, "m", 0, 1, 2);
+    expect(1, "m", 1, 2, 1);
+    expect(3, "w", 0, 2, 1);
+    for (int i = 1; i < 5; i++)
+        cr_assert_gt(rec(i)->seq, rec(i - 1)->seq, "ids in list order");
+    /* h, not in the record: everything, in that order too. */
+    cr_assert_eq(pop(&seg, "q2", "h", 10, T0 + 3), 5);
+    expect(0, "m", 0, 3, 1);
+    expect(3, "w", 0, 2, 1);
+}
+
+/* A hold that ran out ends with the first pop after, even one whose
+ * reads are all completed and freed by the time its hand-over comes: the
+ * adopt goes after what is held then, as a push would. */
+Test(shm_part_move, a_hold_that_ran_out_ends_with_the_next_pop)
+{
+    cr_assert_eq(pushn(&seg, "q", "p", "m", 2, T0), 0);
+    cr_assert_eq(take(&seg, "q", T0), 2);
+    cr_assert_eq(shm_part_hold(&seg, M, nm("q2"), nm("p"), T0, 100), 0);
+    cr_assert_eq(pushn(&seg, "q2", "p", "w", 1, T0), 0);
+    cr_assert_eq(pop(&seg, "q2", "h", 1, T0 + 200), 1);
+    cr_assert_eq(
+        ack1(&seg, "q2", "h", rec(0)->seq, SHM_ACK_COMPLETED, T0 + 200),
+        SHM_OUT_ACKED);
+    cr_assert_eq(info(&seg, "q2", T0 + 200).depth, 0, "w0 freed");
+    cr_assert_eq(pushn(&seg, "q2", "p", "x", 1, T0 + 200), 0);
+    cr_assert_eq(adopt(&seg, "q2", T0 + 300), 2);
+    fixture_check(&seg);
+    cr_assert_eq(pop(&seg, "q2", "h", 10, T0 + 300), 3);
+    expect(0, "x", 0, 1, 1);
+    expect(1, "m", 0, 2, 1);
+}
+
+/* A hold whose time ran out, with the pushes read meanwhile: the adopt
+ * goes after them, as a push would. */
+Test(shm_part_move, an_adopt_after_a_read_hold_goes_to_the_tail)
+{
+    cr_assert_eq(pushn(&seg, "q", "p", "m", 2, T0), 0);
+    cr_assert_eq(take(&seg, "q", T0), 2);
+    cr_assert_eq(shm_part_hold(&seg, M, nm("q2"), nm("p"), T0, 100), 0);
+    cr_assert_eq(pushn(&seg, "q2", "p", "w", 2, T0), 0);
+    cr_assert_eq(pop(&seg, "q2", "h", 1, T0 + 200), 1);
+    expect(0, "w", 0, 1, 1);
+    cr_assert_eq(adopt(&seg, "q2", T0 + 300), 2);
+    fixture_check(&seg);
+    cr_assert_eq(pop(&seg, "q2", "h", 10, T0 + 300), 3);
+    expect(0, "w", 1, 1, 1);
+    expect(1, "m", 0, 2, 1);
 }
