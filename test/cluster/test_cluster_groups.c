@@ -309,7 +309,7 @@ roll_consume(int i, int gi)
             R.got_node[gi][v] = (int8_t)i;
             R.got_ms[gi][v] = (int32_t)(itest_now_ms() - R.t0);
             if (v % ROLL_BATCH == 0)
-                snprintf(R.got_id[gi][v / ROLL_BATCH], 48, "%s", m[k].id);
+                snprintf(R.got_id[gi][v / ROLL_BATCH], 48, "%.47s", m[k].id);
         }
         R.seen[gi][v]++;
         if (strcmp(out[k], "acked") == 0)

@@ -83,7 +83,7 @@ cluster(int size)
 static void
 teardown(void)
 {
-    char path[200];
+    char path[512];
 
     for (int i = 0; i < n; i++) {
         if (cores[i] != NULL)

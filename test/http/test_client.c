@@ -443,7 +443,7 @@ Test(http_client, hundred_concurrent_requests_complete)
     for (int i = 0; i < 100; i++) {
         int n = snprintf(body[i], sizeof(body[i]), "request-%d", i);
 
-        snprintf(want[i], sizeof(want[i]), "POST hello %d\n%s", n, body[i]);
+        snprintf(want[i], sizeof(want[i]), "POST hello %d\n%.16s", n, body[i]);
         start(&l, &r[i], "POST", url(port, "/echo"), body[i], (size_t)n, 20000);
     }
     cr_assert_eq(http_client_pending(l.c), 100);
