@@ -227,6 +227,46 @@ Test(cluster_groups, a_group_that_popped_one_node_holds_messages_on_the_others)
     cr_expect_eq(m[0].attempts, 1);
 }
 
+/* up_idle - the cluster with groups forgotten after 3 idle seconds. */
+static void
+up_idle(void)
+{
+    cl_up(&c, NODE_OPT " implicit_idle_s=3");
+}
+
+Test(cluster_groups, a_group_idle_everywhere_is_forgotten_everywhere,
+     .init = up_idle)
+{
+    char pa[16], pb[16];
+    struct msg m[4];
+
+    cl_wait_view(&c, CL_ALL);
+    cl_part_owned_by("grp-idle", 0, 64, pa, sizeof(pa));
+    cl_part_owned_by("grp-idle", 1, 64, pb, sizeof(pb));
+    /* The queue is held on node 1 (a message waits there); "gone" pops
+     * only node 0's partition, once, and then never again. */
+    push_ok(1, "grp-idle", pb, 1, 1);
+    cr_assert_eq(pop(0, "grp-idle", pa, "gone", m, 1), 0);
+    int64_t deadline = itest_now_ms() + 10000;
+    while (!node_knows(1, "grp-idle", "gone")) {
+        cr_assert_lt(itest_now_ms(), deadline, "group 'gone' not on node 1");
+        itest_sleep_ms(20);
+    }
+    /* Idle everywhere for implicit_idle_s: every node forgets it. */
+    deadline = itest_now_ms() + 30000;
+    for (int i = 0; i < CL_NODES; i++)
+        while (node_knows(i, "grp-idle", "gone")) {
+            cr_assert_lt(itest_now_ms(), deadline,
+                         "node %d still lists the group idle for 3 s", i);
+            itest_sleep_ms(100);
+        }
+    /* Forgotten, it does not come back from a peer's heartbeat. */
+    itest_sleep_ms(1500);
+    for (int i = 0; i < CL_NODES; i++)
+        cr_assert(!node_knows(i, "grp-idle", "gone"),
+                  "node %d learned the forgotten group again", i);
+}
+
 /* ---- the rolling restart --------------------------------------------- */
 
 #define ROLL_Q     "grp-roll"
