@@ -172,8 +172,10 @@ struct bench_opts {
     int rport;
     int nport;
     int okport;
-    int tport; /* the same mayflyd build with tls_cert_file, for the TLS
-                  rows (0: none) */
+    int tport; /* the same mayflyd build with tls_cert_file and auth_file,
+                  for the TLS + auth rows (0: none) */
+    const char *ttoken; /* the bearer token every request to tport carries
+                           (NULL: none) */
     pid_t mpid;
     long inboxes;
     int parked;
@@ -205,6 +207,9 @@ long bench_http_parse(const char *p, size_t len, struct bench_buf *chunk,
                       struct bench_reply *r);
 void bench_http_request(struct bench_buf *out, const char *method,
                         const char *path, const char *body, size_t blen);
+void bench_http_request_auth(struct bench_buf *out, const char *token,
+                             const char *method, const char *path,
+                             const char *body, size_t blen);
 int bench_http_call(int fd, struct bench_buf *in, struct bench_buf *chunk,
                     const char *method, const char *path, const char *body,
                     struct bench_reply *r);

@@ -306,22 +306,34 @@ bench_http_parse(const char *p, size_t len, struct bench_buf *chunk,
     return (long)(hl + (size_t)cl);
 }
 
-/* Append one HTTP/1.1 keep-alive request to out. */
+/* Append one HTTP/1.1 keep-alive request to out; with token (not NULL) it
+ * carries Authorization: Bearer token, for a node with auth_file. */
+void
+bench_http_request_auth(struct bench_buf *out, const char *token,
+                        const char *method, const char *path, const char *body,
+                        size_t blen)
+{
+    bench_buf_printf(out, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n", method,
+                     path);
+    if (token != NULL)
+        bench_buf_printf(out, "Authorization: Bearer %s\r\n", token);
+    if (body == NULL) {
+        bench_buf_str(out, "\r\n");
+        return;
+    }
+    bench_buf_printf(out,
+                     "Content-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n",
+                     blen);
+    bench_buf_add(out, body, blen);
+}
+
+/* Append one HTTP/1.1 keep-alive request to out, without a token. */
 void
 bench_http_request(struct bench_buf *out, const char *method, const char *path,
                    const char *body, size_t blen)
 {
-    if (body == NULL) {
-        bench_buf_printf(out, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
-                         method, path);
-        return;
-    }
-    bench_buf_printf(out,
-                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                     "Content-Type: application/json\r\n"
-                     "Content-Length: %zu\r\n\r\n",
-                     method, path, blen);
-    bench_buf_add(out, body, blen);
+    bench_http_request_auth(out, NULL, method, path, body, blen);
 }
 
 /* Read one whole response from a blocking fd into in; 0 or -errno

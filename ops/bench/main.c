@@ -442,7 +442,10 @@ usage(void)
             "       mayfly-bench run [--quick] [--mayfly PORT] [--mayfly-pid "
             "PID]\n"
             "                    [--redis PORT] [--nats PORT] [--ok PORT]\n"
-            "                    [--mayfly-tls PORT (the node with TLS)]\n"
+            "                    [--mayfly-tls PORT (the node with TLS and "
+            "auth)]\n"
+            "                    [--mayfly-tls-token FILE (its bearer "
+            "token)]\n"
             "                    [--json FILE] [--md FILE] [--only "
             "http,push,drain,rpc,rpc1,rpc32,wake,inboxes,parked]\n"
             "                    [--parked N (10000)] [--label TEXT] "
@@ -450,6 +453,25 @@ usage(void)
             "                    [--cluster PORT0,PORT1,PORT2 (nodes n0-n2 "
             "on 127.0.0.1-3)]\n");
     return 2;
+}
+
+/* The token in the first line of path (its line end dropped), for
+ * --mayfly-tls-token; NULL, said on stderr, when it cannot be read. */
+static const char *
+read_token(const char *path)
+{
+    static char tok[256];
+    FILE *f = fopen(path, "r");
+
+    if (f == NULL || fgets(tok, sizeof(tok), f) == NULL) {
+        fprintf(stderr, "mayfly-bench: no token in %s\n", path);
+        if (f != NULL)
+            fclose(f);
+        return NULL;
+    }
+    fclose(f);
+    tok[strcspn(tok, "\r\n")] = '\0';
+    return tok;
 }
 
 /* Parse the options of `run`; 0 or 2. */
@@ -483,7 +505,10 @@ parse_run(int argc, char **argv)
             bench_opt.okport = atoi(v);
         else if (strcmp(a, "--mayfly-tls") == 0)
             bench_opt.tport = atoi(v);
-        else if (strcmp(a, "--json") == 0)
+        else if (strcmp(a, "--mayfly-tls-token") == 0) {
+            if ((bench_opt.ttoken = read_token(v)) == NULL)
+                return usage();
+        } else if (strcmp(a, "--json") == 0)
             bench_opt.json = v;
         else if (strcmp(a, "--md") == 0)
             bench_opt.md = v;

@@ -56,10 +56,11 @@ payload_init(void)
     run_tag = (int)(bench_now_ns() / 1000 % 1000000);
 }
 
-/* Append a push request for queue (and partition, if any) to out. */
+/* Append a push request for queue (and partition, if any) to out, with
+ * token (if not NULL) as its bearer token. */
 static void
-push_req(struct bench_buf *out, const char *queue, const char *part,
-         const struct bench_buf *msgs)
+push_req(struct bench_buf *out, const char *token, const char *queue,
+         const char *part, const struct bench_buf *msgs)
 {
     struct bench_buf body = {0};
 
@@ -71,7 +72,8 @@ push_req(struct bench_buf *out, const char *queue, const char *part,
     bench_buf_str(&body, "\"messages\":");
     bench_buf_add(&body, msgs->p, msgs->len);
     bench_buf_str(&body, "}");
-    bench_http_request(out, "POST", "/api/v1/ephemeral/push", body.p, body.len);
+    bench_http_request_auth(out, token, "POST", "/api/v1/ephemeral/push",
+                            body.p, body.len);
     bench_buf_free(&body);
 }
 
@@ -373,23 +375,24 @@ push_reply(struct bench_conn *c, const struct bench_reply *r)
 
 static const struct bench_role role_push = {push_start, push_reply};
 
-/* Timed pushes to queue with conns connections, over TLS to the TLS node
- * when tls is set; fills row. */
+/* Timed pushes to queue with conns connections, over TLS with the token
+ * to the TLS + auth node when tls is set; fills row. */
 static void
 push_timed(struct bench_row *row, const char *queue, int conns, int tls)
 {
     struct push_sc *sc = calloc(1, sizeof(*sc));
     struct bench_run *run = bench_run_new(bench_opt.threads);
+    const char *token = tls ? bench_opt.ttoken : NULL;
     char part[16], body[96];
     int ok = 1;
 
     for (int i = 0; i < PARTS; i++) {
         snprintf(part, sizeof(part), "p%d", i);
-        push_req(&sc->req[i], queue, part, &msgs100);
+        push_req(&sc->req[i], token, queue, part, &msgs100);
     }
     snprintf(body, sizeof(body), "{\"queue\":\"%s\"}", queue);
-    bench_http_request(&sc->reset, "POST", "/api/v1/ephemeral/reset", body,
-                       strlen(body));
+    bench_http_request_auth(&sc->reset, token, "POST",
+                            "/api/v1/ephemeral/reset", body, strlen(body));
     for (int i = 0; i < conns && ok; i++)
         ok = bench_run_add(run, tls ? BENCH_HTTPS : BENCH_HTTP,
                            tls ? bench_opt.tport : bench_opt.mport, &role_push,
@@ -401,7 +404,7 @@ push_timed(struct bench_row *row, const char *queue, int conns, int tls)
         snprintf(row->note, sizeof(row->note),
                  "%ld pushes found the queue full (429) before a reset landed",
                  atomic_load(&sc->full));
-    if (row->ok) /* resets included */
+    if (row->ok && !tls) /* resets included; --mayfly-pid is the plain node */
         server_note(row, run->sys_end.server_ns - run->sys_begin.server_ns,
                     (uint64_t)(row->rate * bench_run_secs(run)));
     bench_run_free(run);
@@ -412,8 +415,8 @@ push_timed(struct bench_row *row, const char *queue, int conns, int tls)
 }
 
 /* Scenario push: 16 connections, 100 x 256 B per request, 8 partitions;
- * with tls, the same to the node whose client port speaks HTTPS (its
- * ratio: the plain row's rate over this one's). */
+ * with tls, the same to the node whose client port speaks HTTPS and that
+ * wants a token (its ratio: the plain row's rate over this one's). */
 static void
 mayfly_push(int tls)
 {
@@ -421,12 +424,12 @@ mayfly_push(int tls)
     char queue[40];
 
     snprintf(queue, sizeof(queue), "push%d%s", run_tag, tls ? "tls" : "");
-    snprintf(row.key, sizeof(row.key), tls ? "push-tls" : "push");
+    snprintf(row.key, sizeof(row.key), tls ? "push-tls-auth" : "push");
     snprintf(row.scenario, sizeof(row.scenario), "push");
     snprintf(row.system, sizeof(row.system), "mayfly");
     snprintf(row.variant, sizeof(row.variant),
              "100 x 256 B per request, 8 partitions, 16 conns%s",
-             tls ? ", TLS" : "");
+             tls ? ", TLS + auth" : "");
     if (tls)
         snprintf(row.ref, sizeof(row.ref), "push");
     push_timed(&row, queue, 16, tls);
@@ -459,7 +462,7 @@ fill_start(struct bench_conn *c)
         snprintf(queue, sizeof(queue), "%s", sc->prefix);
     snprintf(part, sizeof(part), "p%ld", sc->parts ? k % sc->parts : 0);
     c->t0 = bench_now_ns();
-    push_req(&c->out, queue, sc->parts ? part : NULL, &msgs100);
+    push_req(&c->out, NULL, queue, sc->parts ? part : NULL, &msgs100);
     return 0;
 }
 
@@ -804,15 +807,17 @@ struct rpc_sc {
     _Atomic long requests;
 };
 
-/* Send one request of the rpc scenario, counting it. */
+/* Send one request of the rpc scenario, counting it; to the TLS + auth
+ * node (the only HTTPS one) with its token. */
 static void
 rpc_request(struct bench_conn *c, const char *method, const char *path,
             const char *body, size_t len)
 {
     struct rpc_sc *sc = c->ud;
+    const char *token = c->proto == BENCH_HTTPS ? bench_opt.ttoken : NULL;
 
     atomic_fetch_add_explicit(&sc->requests, 1, memory_order_relaxed);
-    bench_http_request(&c->out, method, path, body, len);
+    bench_http_request_auth(&c->out, token, method, path, body, len);
 }
 
 /* Requester: long-poll the inbox named in w2. */
@@ -1019,7 +1024,8 @@ rpc_floor(struct bench_row *row, double per_trip)
 /* Scenario rpc with nreq requesters and nresp responders, against mayfly
  * or, with floor set, against the floor server (floor.c) on the trivial
  * endpoint's port: the same requests, a server doing nothing else; or,
- * with tls set, against the node whose client port speaks HTTPS. */
+ * with tls set, against the node whose client port speaks HTTPS and that
+ * wants a token (TLS + auth). */
 static void
 mayfly_rpc(int nreq, int nresp, int floor, int tls)
 {
@@ -1036,13 +1042,14 @@ mayfly_rpc(int nreq, int nresp, int floor, int tls)
     snprintf(sc.queue, sizeof(sc.queue), "rpc%d-req-%d", run_tag, tag);
     snprintf(row.key, sizeof(row.key), "rpc-%d%s", nreq,
              floor ? "-floor"
-             : tls ? "-tls"
+             : tls ? "-tls-auth"
                    : "");
     snprintf(row.scenario, sizeof(row.scenario), "rpc");
     snprintf(row.system, sizeof(row.system), floor ? "floor" : "mayfly");
     snprintf(row.variant, sizeof(row.variant),
              "%d requesters, %d responders, inbox per request%s%s", nreq, nresp,
-             bench_opt.pipeline ? ", pipelined" : "", tls ? ", TLS" : "");
+             bench_opt.pipeline ? ", pipelined" : "",
+             tls ? ", TLS + auth" : "");
     if (floor || tls)
         snprintf(row.ref, sizeof(row.ref), "rpc-%d", nreq);
     for (int i = 0; i < nresp && ok; i++)
@@ -1060,6 +1067,8 @@ mayfly_rpc(int nreq, int nresp, int floor, int tls)
         snprintf(row.note, sizeof(row.note),
                  "%s%.2f HTTP requests a round trip",
                  floor ? "libmicrohttpd doing only this; " : "", per_trip);
+    if (tls) /* --mayfly-pid is the plain node: no mayflyd CPU to say */
+        run->sys_end.server_ns = run->sys_begin.server_ns;
     bench_row_cost(&row, &run->sys_begin, &run->sys_end, bench_run_secs(run),
                    "round trip");
     if (!floor && !tls)
@@ -1303,7 +1312,7 @@ mayfly_wake(int split)
     snprintf(path, sizeof(path),
              WAIT_PATH "queue=%s&wait=true&timeout=5000&autoAck=true", queue);
     bench_http_request(&pop, "GET", path, NULL, 0);
-    push_req(&push, queue, NULL, &msgs1);
+    push_req(&push, NULL, queue, NULL, &msgs1);
     snprintf(row.key, sizeof(row.key), split > 0 ? "wake-split" : "wake");
     snprintf(row.scenario, sizeof(row.scenario), "wake");
     snprintf(row.system, sizeof(row.system), "mayfly");
@@ -1378,7 +1387,7 @@ inbox_start(struct bench_conn *c)
     snprintf(queue, sizeof(queue), "ibx%d-%ld", run_tag, c->a);
     c->state = 0;
     c->t0 = bench_now_ns();
-    push_req(&c->out, queue, NULL, &msgs1);
+    push_req(&c->out, NULL, queue, NULL, &msgs1);
     return 0;
 }
 

@@ -4,7 +4,8 @@
 # Starts the trivial libmicrohttpd endpoint (and the rpc floor server,
 # ops/bench/floor.c, in the same process), redis-server (no persistence),
 # nats-server and build/release/mayflyd (two workers, room for 10,000
-# parked pops), a second one with HTTPS on its client port (the TLS rows),
+# parked pops), a second one with HTTPS on its client port and a token
+# file (the TLS + auth rows),
 # runs build/bench/mayfly-bench, and stops what it started.
 # QUICK=1 for the short run; ONLY=rpc,wake (say) for some scenarios;
 # UPDATE=1 also puts the new table into BENCHMARKS.md (between its
@@ -110,21 +111,28 @@ else
     echo "run.sh: $MAYFLYD is missing; mayfly rows will fail" >&2
 fi
 
-# The same build with HTTPS on its client port, for the TLS rows beside the
-# plain ones (push-tls, rpc-N-tls): a self-signed certificate made here.
+# The same build with HTTPS on its client port and an auth_file, for the
+# TLS + auth rows beside the plain ones (push-tls-auth, rpc-N-tls-auth): a
+# self-signed certificate and a random token (tenant bench; push, pop,
+# request, read, and admin for the push row's resets, on every queue) made
+# here; every request the generator sends that node carries the token.
 tp=$($BIN free-port)
 tcp=$($BIN free-port)
 tls=""
 if [ -x "$MAYFLYD" ] && mkdir -p "$B/run/mayfly-tls" &&
     openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
         -addext subjectAltName=IP:127.0.0.1 -keyout "$B/run/tls.key" \
-        -out "$B/run/tls.pem" >/dev/null 2>&1; then
+        -out "$B/run/tls.pem" >/dev/null 2>&1 &&
+    (umask 077 && openssl rand -hex 24 >"$B/run/token") &&
+    hash=$("$MAYFLYD" --hash-token <"$B/run/token"); then
+    echo "$hash tenant=bench push=* pop=* request=* read=* admin=*" >"$B/run/tokens"
     "$MAYFLYD" -o listen="127.0.0.1:$tp" -o cluster_listen="127.0.0.1:$tcp" \
         -o workers=2 -o data_dir="$B/run/mayfly-tls" -o max_connections=30000 \
         -o max_wait_ms=120000 -o tls_cert_file="$B/run/tls.pem" \
-        -o tls_key_file="$B/run/tls.key" 2>"$B/run/mayfly-tls.log" &
+        -o tls_key_file="$B/run/tls.key" -o auth_file="$B/run/tokens" \
+        2>"$B/run/mayfly-tls.log" &
     pids="$pids $!"
-    tls="--mayfly-tls $tp"
+    tls="--mayfly-tls $tp --mayfly-tls-token $B/run/token"
 fi
 
 echo "run.sh: ok=$okp redis=$rp nats=$np mayfly=$mp (pid $mpid) mayfly-tls=$tp" >&2
