@@ -11,7 +11,7 @@ case "${1:-test}" in
 test) pkgs="$pkgs libcriterion-dev curl prometheus clang-format man-db groff-base
 clang libclang-rt-14-dev tmux chromium build-essential debhelper dpkg-dev
 lintian adduser openssl" ;;
-bench) pkgs="$pkgs redis-server nats-server libhiredis-dev libnats-dev wrk" ;;
+bench) pkgs="$pkgs redis-server nats-server libhiredis-dev libnats-dev wrk openssl" ;;
 soak) pkgs="$pkgs curl gnuplot-nox" ;;
 build) ;;
 *) echo "usage: $0 [build|test|bench|soak]" >&2; exit 2 ;;
