@@ -96,4 +96,12 @@ uint64_t shm_tenants_bytes(const struct shm_tenants *t, uint32_t idx);
 int shm_tenants_take(struct shm_tenants *t, uint32_t idx, uint32_t n,
                      uint32_t rate, uint64_t now);
 
+/*
+ * shm_tenants_untake - give back n pushes shm_tenants_take() counted at
+ * time now that were refused after all (the queue was full): a refusal
+ * changes nothing.  Nothing when the second has turned since.
+ */
+void shm_tenants_untake(struct shm_tenants *t, uint32_t idx, uint32_t n,
+                        uint32_t rate, uint64_t now);
+
 #endif

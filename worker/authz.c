@@ -265,3 +265,17 @@ worker_tenant_admit(struct worker *w, struct http_request *req,
     }
     return 1;
 }
+
+/* worker_tenant_refund - see authz.h. */
+void
+worker_tenant_refund(struct worker *w, uint32_t n)
+{
+    const struct auth_token *tok = w->caller;
+
+    if (tok == NULL || tok->rate == 0 || n == 0)
+        return;
+    shm_tenants_untake(
+        w->seg->tenants,
+        shm_tenants_find(w->seg->tenants, tok->tenant, strlen(tok->tenant)), n,
+        tok->rate, shm_now_ms());
+}

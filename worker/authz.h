@@ -91,6 +91,11 @@ int worker_in_tenant(const struct worker *w, struct shm_name internal);
 int worker_tenant_admit(struct worker *w, struct http_request *req,
                         const struct shm_msg_in *msgs, uint32_t n);
 
+/* worker_tenant_refund - the n messages worker_tenant_admit() let in
+ * were refused after all (the queue's bounds, the node's memory): they
+ * no longer count toward the caller's rate. */
+void worker_tenant_refund(struct worker *w, uint32_t n);
+
 /* worker_auth_valid - whether req's token is still in the table (always
  * with auth off): a reload may have revoked it. */
 int worker_auth_valid(const struct worker *w, struct http_request *req);

@@ -546,6 +546,36 @@ Test(auth, a_tenant_over_its_rate_gets_429_while_another_is_served,
     itest_resp_free(&r);
 }
 
+/* A push the queue refuses (more messages than it may hold: 429
+ * queue_full) changes nothing, the tenant's rate included: its refused messages do
+ * not use up the second's pushes. */
+Test(auth, a_refused_push_does_not_count_toward_the_rate, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char dir[256], opts[400];
+    const char *two = "{\"queue\":\"q\",\"messages\":[{\"payload\":1},"
+                      "{\"payload\":2}]}";
+    const char *one = "{\"queue\":\"q\",\"messages\":[{\"payload\":1}]}";
+
+    itest_test_dir(dir, sizeof(dir));
+    au_write(dir, ~0u);
+    snprintf(opts, sizeof(opts), "auth_file=%s queue_max_length=1", au_file);
+    itest_node_start(&n, opts);
+    /* gamma-slow may push 5 a second: three refused batches of two (6
+     * messages) and one that fits are all answered as the queue decides */
+    for (int i = 0; i < 3; i++) {
+        au_req(&n, "gamma-slow", "POST", API "/push", two, &r);
+        cr_assert_eq(r.status, 429, "refused batch %d: %ld %s", i, r.status,
+                     r.body);
+        cr_assert_str_eq(itest_jstr(r.json, "code"), "queue_full",
+                         "refused batch %d: %s", i, r.body);
+        itest_resp_free(&r);
+    }
+    au_ok(&n, "gamma-slow", "POST", API "/push", one, 201, &r);
+    itest_resp_free(&r);
+}
+
 Test(auth, a_tenant_past_its_share_of_memory_gets_503_until_it_drains,
      .timeout = 90)
 {
