@@ -316,6 +316,18 @@ store_request(struct worker *w, struct shm_name queue, struct shm_name part,
     return rc;
 }
 
+/* admit - the caller's tenant may store a request of payload led by an
+ * inbox name of inbox.len bytes (worker_tenant_admit: its rate and its
+ * share of the node); 0 when req was answered 429 or 503. */
+static int
+admit(struct worker *w, struct http_request *req, struct shm_name inbox,
+      struct http_str payload)
+{
+    struct shm_msg_in m = {NULL, (uint32_t)(inbox.len + payload.len)};
+
+    return worker_tenant_admit(w, req, &m, 1);
+}
+
 /* no_responders - 503 no_responders for (queue, part). */
 static void
 no_responders(struct worker *w, struct http_request *req, struct shm_name queue,
@@ -533,7 +545,10 @@ serve_node(struct worker *w, struct http_request *req, const struct http_rpc *p,
         no_responders(w, req, queue, part);
         return;
     }
+    if (!admit(w, req, inbox, p->payload))
+        return; /* 429 rate_limited, 503 ephemeral_unavailable */
     if ((rc = store_request(w, queue, part, inbox, p->payload, &seq)) != 0) {
+        worker_tenant_refund(w, 1); /* a refusal changes nothing */
         http_reply_errno(req, rc, "request");
         return;
     }
@@ -604,6 +619,10 @@ worker_request(struct worker *w, struct http_request *req)
         no_responders(w, req, queue, part);
         goto out;
     }
+    /* stored here: the tenant's rate and share bound it as they bound a
+     * push (its inbox's name is not minted yet: counted at its longest) */
+    if (here && !admit(w, req, (struct shm_name){NULL, INBOX_MAX}, p.payload))
+        goto out; /* 429 rate_limited, 503 ephemeral_unavailable */
     if ((c = calloc(1, sizeof(*c))) == NULL ||
         copy_names(c, queue, part) != 0) {
         free(c);
@@ -626,6 +645,8 @@ worker_request(struct worker *w, struct http_request *req)
         }
     }
     if (rc != 0) {
+        if (here)
+            worker_tenant_refund(w, 1); /* a refusal changes nothing */
         shm_queue_delete(w->seg, w->set.slot, inbox_name(c), shm_now_ms());
         done(c);
         if (rc == -EHOSTUNREACH)

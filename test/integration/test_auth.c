@@ -33,6 +33,7 @@ static const char *const au_tokens[][2] = {
     {"gamma-slow", "tenant=gamma push=* pop=* rate=5"},
     {"delta-fast", "tenant=delta push=* pop=*"},
     {"eps-small", "tenant=eps push=* pop=* max_bytes=64K"},
+    {"zeta-rpc", "tenant=zeta push=* pop=* request=* max_bytes=64K"},
 };
 #define AU_NTOKENS (sizeof(au_tokens) / sizeof(au_tokens[0]))
 
@@ -616,6 +617,46 @@ Test(auth, a_tenant_past_its_share_of_memory_gets_503_until_it_drains,
     itest_resp_free(&r);
 }
 
+/* A request is a message stored in the tenant's queue: past the tenant's
+ * share it is refused as a push is, and nothing is stored. */
+Test(auth, a_request_past_its_tenants_share_is_refused_and_not_stored,
+     .timeout = 90)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char body[16384], kb[1001], rpc[1200];
+    int full = 0;
+
+    memset(kb, 'x', 1000);
+    kb[1000] = '\0';
+    size_t used = (size_t)snprintf(body, sizeof(body),
+                                   "{\"queue\":\"big\",\"messages\":[");
+    for (int i = 0; i < 10; i++)
+        used += (size_t)snprintf(body + used, sizeof(body) - used,
+                                 "%s{\"payload\":\"%s\"}", i ? "," : "", kb);
+    snprintf(body + used, sizeof(body) - used, "]}");
+    snprintf(rpc, sizeof(rpc),
+             "{\"queue\":\"rpc\",\"payload\":\"%s\",\"timeout\":2000}", kb);
+    au_start(&n);
+    /* a responder of zeta has popped lately: requests are stored */
+    au_ok(&n, "zeta-rpc", "GET", API "/pop?queue=rpc&group=w", NULL, 200, &r);
+    itest_resp_free(&r);
+    for (int i = 0; i < 20 && !full; i++) {
+        au_req(&n, "zeta-rpc", "POST", API "/push", body, &r);
+        full = r.status == 503;
+        itest_resp_free(&r);
+    }
+    cr_assert(full, "200 KB pushed into a 64 KB share");
+    au_req(&n, "zeta-rpc", "POST", API "/request", rpc, &r);
+    itest_assert_error(&r, 503, "ephemeral_unavailable", "max_bytes",
+                       "a request past the share");
+    cr_assert(r.retry_after[0] != '\0', "no Retry-After");
+    itest_resp_free(&r);
+    au_ok(&n, "zeta-rpc", "GET", API "/pop?queue=rpc&group=w", NULL, 200, &r);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 0, "stored: %s", r.body);
+    itest_resp_free(&r);
+}
+
 /* au_log_has - whether the file at path holds needle. */
 static int
 au_log_has(const char *path, const char *needle)
@@ -684,6 +725,9 @@ Test(auth, dash_t_checks_the_auth_file_as_the_start_does, .timeout = 60)
     fprintf(f, "\nsha256:0123 tenant=x\n");
     fclose(f);
     cr_assert_eq(au_check(au_file, out, sizeof(out)), 1, "%s", out);
-    cr_assert(strstr(out, au_file) != NULL && strstr(out, ":12:") != NULL,
-              "the error does not name the file and line: %s", out);
+    /* the comment, every token, the blank line, then the bad one */
+    char line[16];
+    snprintf(line, sizeof(line), ":%zu:", AU_NTOKENS + 3);
+    cr_assert(strstr(out, au_file) != NULL && strstr(out, line) != NULL,
+              "the error does not name the file and line %s: %s", line, out);
 }
