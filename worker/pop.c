@@ -53,6 +53,7 @@ struct pop_call {
     const struct pop_waiter *how; /* a wait on an inbox: not a pop */
     void *how_arg;
     int hung_up;
+    int revoked; /* its token was revoked while it waited */
 };
 
 /* sink_reserve - make the sink hold at least want bytes.  0 or -ENOMEM. */
@@ -293,6 +294,7 @@ answer(struct pop_call *c)
     if (c->how != NULL) {
         const struct shm_popped *m = shm_popped_next(&c->sink, NULL);
         enum pop_wait_end why = m != NULL        ? POP_WAIT_GOT
+                                : c->revoked     ? POP_WAIT_REVOKED
                                 : c->hung_up     ? POP_WAIT_HANGUP
                                 : c->w->draining ? POP_WAIT_DRAIN
                                                  : POP_WAIT_TIMEOUT;
@@ -853,12 +855,18 @@ worker_pop_revoked(struct worker *w)
         return; /* they answer at their timeout instead */
     for (size_t i = 0; i < n; i++) {
         struct pop_call *c = CALL_OF(w->parks.heap[i]);
-        if (c->how == NULL && !worker_auth_valid(w, c->req))
+        if (!worker_auth_valid(w, c->req))
             gone[k++] = c;
     }
     for (size_t i = 0; i < k; i++) {
         struct pop_call *c = gone[i];
         unpark(c);
+        if (c->how != NULL) { /* a request's wait: it answers 401 */
+            c->revoked = 1;
+            answer(c);
+            http_request_resume(c->req);
+            continue;
+        }
         pop_cluster_stop(c->cluster);
         if (c->leased && c->sink.count > 0)
             shm_release(w->seg, w->set.slot, c->park.pop.queue,

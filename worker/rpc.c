@@ -245,7 +245,10 @@ end(void *arg, struct http_request *req, const struct shm_popped *m,
         return;
     }
     ended(c, SHM_C_REQUEST_WITHDRAWN);
-    if (why == POP_WAIT_DRAIN)
+    if (why == POP_WAIT_REVOKED)
+        worker_auth_refuse(req, "the bearer token was revoked while this "
+                                "request waited");
+    else if (why == POP_WAIT_DRAIN)
         http_reply_draining(req);
     else
         http_reply_error(req, 504, "request_timeout",

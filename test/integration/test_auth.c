@@ -499,6 +499,61 @@ Test(auth, hup_revokes_a_token_and_ends_its_parked_pop, .timeout = 90)
     itest_resp_free(&r);
 }
 
+/* A request is a long poll too: the HUP that revokes its token ends its
+ * wait with 401, long before its timeout. */
+Test(auth, hup_revokes_a_token_and_ends_its_waiting_request, .timeout = 90)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char dir[256], opts[400], raw[512];
+    const char *body = "{\"queue\":\"rpc\",\"payload\":1,\"timeout\":30000}";
+    struct timeval tv = {.tv_sec = 20};
+    int64_t t0;
+    int fd;
+
+    itest_test_dir(dir, sizeof(dir));
+    au_write(dir, ~0u);
+    snprintf(opts, sizeof(opts), "auth_file=%s", au_file);
+    itest_node_start(&n, opts);
+    au_ok(&n, "beta-all", "GET", API "/pop?queue=rpc&group=w", NULL, 200, &r);
+    itest_resp_free(&r);
+    fd = itest_raw_connect(&n);
+    cr_assert_geq(fd, 0);
+    snprintf(raw, sizeof(raw),
+             "POST " API "/request HTTP/1.1\r\nHost: t\r\n"
+             "Authorization: Bearer beta-all\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n"
+             "\r\n%s",
+             strlen(body), body);
+    cr_assert_eq(itest_raw_send(fd, raw), 0);
+    /* the request is stored (so its wait has begun) once a pop finds it */
+    t0 = itest_now_ms();
+    for (;;) {
+        au_ok(&n, "beta-all", "GET", API "/pop?queue=rpc&group=w", NULL, 200,
+              &r);
+        int got = itest_jlen(r.json, "messages");
+        itest_resp_free(&r);
+        if (got == 1)
+            break;
+        cr_assert_lt(itest_now_ms() - t0, 20000, "the request never stored");
+        itest_sleep_ms(20);
+    }
+    au_write(dir, ~(1u << 3)); /* beta-all goes */
+    t0 = itest_now_ms();
+    cr_assert_eq(kill(n.pid, SIGHUP), 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    itest_raw_response(fd, &r);
+    cr_assert_eq(r.status, 401, "the revoked token's request: %ld %s", r.status,
+                 r.body);
+    cr_assert_str_eq(itest_jstr(r.json, "code"), "unauthorized", "%s", r.body);
+    cr_assert_lt(itest_now_ms() - t0, 10000,
+                 "the request ended %lld ms after the HUP, its timeout "
+                 "being 30 s",
+                 (long long)(itest_now_ms() - t0));
+    itest_resp_free(&r);
+    close(fd);
+}
+
 Test(auth, a_tenant_over_its_rate_gets_429_while_another_is_served,
      .timeout = 90)
 {
