@@ -15,8 +15,9 @@
  * Internal names (http/names.h) put the tenant before the client's name;
  * the empty tenant leaves names as they are.  A request's inbox is its
  * requester's tenant's queue too (the reply of another tenant cannot
- * reach it), and any verb on it takes the request permission (on any
- * queue) instead of its own.  Process memory only.
+ * reach it); with tokens on it takes only a reply pushed by hand, which
+ * wants the request permission (on any queue) instead of push, and no
+ * other verb.  Process memory only.
  */
 #ifndef MAYFLY_WORKER_AUTHZ_H
 #define MAYFLY_WORKER_AUTHZ_H

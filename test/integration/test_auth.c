@@ -34,6 +34,7 @@ static const char *const au_tokens[][2] = {
     {"delta-fast", "tenant=delta push=* pop=*"},
     {"eps-small", "tenant=eps push=* pop=* max_bytes=64K"},
     {"zeta-rpc", "tenant=zeta push=* pop=* request=* max_bytes=64K"},
+    {"alpha-rq", "tenant=alpha request=svc"},
 };
 #define AU_NTOKENS (sizeof(au_tokens) / sizeof(au_tokens[0]))
 
@@ -419,6 +420,46 @@ Test(auth, a_request_and_its_reply_stay_in_the_tenant, .timeout = 90)
     cr_assert_lt(itest_now_ms() - t0, 15000);
     itest_resp_free(&r);
     close(fd);
+}
+
+/* A request's inbox takes replies and nothing else: a token that may only
+ * send requests cannot pop, configure, reset, read or delete a queue by
+ * naming it like an inbox (the request permission is not admin or pop). */
+Test(auth, an_inbox_name_grants_no_verb_but_a_reply, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    const char *inbox = "mayfly.inbox/n1/1";
+    const struct au_route routes[] = {
+        {"POST", API "/configure",
+         "{\"queue\":\"mayfly.inbox/n1/1\",\"options\":{\"maxLength\":5}}",
+         "configure", NULL},
+        {"GET", API "/pop?queue=mayfly.inbox/n1/1", NULL, "pop", NULL},
+        {"POST", API "/reset", "{\"queue\":\"mayfly.inbox/n1/1\"}", "reset",
+         NULL},
+        {"DELETE", API "/queue/mayfly.inbox%2Fn1%2F1", NULL, "delete", NULL},
+        {"GET", API "/queues/mayfly.inbox%2Fn1%2F1/depth", NULL, "depth", NULL},
+    };
+
+    au_start(&n);
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        au_req(&n, "alpha-rq", routes[i].method, routes[i].path, routes[i].body,
+               &r);
+        itest_assert_error(&r, 403, "forbidden", inbox, routes[i].verb);
+        itest_resp_free(&r);
+    }
+    /* nothing was declared or made under that name */
+    au_ok(&n, "alpha-all", "GET", API "/queues?scope=node", NULL, 200, &r);
+    cr_assert(strstr(r.body, "mayfly.inbox") == NULL, "%s", r.body);
+    itest_resp_free(&r);
+    /* a reply by hand is still a push with the request permission: this
+     * inbox is no live request's, so it is gone (404), not forbidden */
+    au_req(&n, "alpha-rq", "POST", API "/push",
+           "{\"queue\":\"mayfly.inbox/n1/1\",\"messages\":[{\"payload\":1}]}",
+           &r);
+    cr_assert_neq(r.status, 403, "%s", r.body);
+    cr_assert_neq(r.status, 201, "%s", r.body);
+    itest_resp_free(&r);
 }
 
 Test(auth, a_name_too_long_for_its_tenant_is_refused_saying_so, .timeout = 60)
