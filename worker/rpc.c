@@ -366,7 +366,6 @@ static void
 relay(struct rpc_call *c, struct http_client_resp *r)
 {
     struct http_request *req = c->req;
-    char ra[24];
 
     if (r->err == -ETIMEDOUT && c->timeout_ms <= FORWARD_MS) {
         ended(c, SHM_C_REQUEST_TIMEOUT);
@@ -386,10 +385,7 @@ relay(struct rpc_call *c, struct http_client_resp *r)
         if (r->status == 503 && r->body.data != NULL &&
             strstr(r->body.data, "\"no_responders\"") != NULL)
             ended(c, SHM_C_REQUEST_NO_RESPONDERS);
-        if (r->retry_after_s > 0) {
-            snprintf(ra, sizeof(ra), "%ld", r->retry_after_s);
-            http_reply_header(req, "Retry-After", ra);
-        }
+        worker_forward_relay_headers(req, r);
         http_reply(req, r->status, &r->body);
     }
 }

@@ -241,3 +241,40 @@ Test(cluster_tenants, a_revoked_tokens_forwarded_long_poll_ends_at_the_hup)
     cr_assert_eq(r.status, 401, "%ld %s", r.status, r.body);
     itest_resp_free(&r);
 }
+
+/* The owner alone revokes the token: its 401 reaches the client through
+ * the node that forwarded the long poll, with its Bearer challenge. */
+Test(cluster_tenants, the_owners_401_reaches_the_client_with_its_challenge)
+{
+    struct itest_resp r;
+    struct timeval tv = {.tv_sec = 20};
+    char part[16], raw[512];
+    int64_t t0;
+    int fd;
+
+    cl_part_owned_by("beta\x1fwait", 1, 64, part, sizeof(part));
+    fd = itest_raw_connect(&c.node[0]);
+    cr_assert_geq(fd, 0);
+    snprintf(raw, sizeof(raw),
+             "GET " API "/pop?queue=wait&partition=%s&wait=true&"
+             "timeout=30000 HTTP/1.1\r\nHost: t\r\n"
+             "Authorization: Bearer beta-token\r\n\r\n",
+             part);
+    cr_assert_eq(itest_raw_send(fd, raw), 0);
+    t0 = itest_now_ms();
+    while (!itest_conn_consumed(&c.node[0], fd)) {
+        cr_assert_lt(itest_now_ms() - t0, 20000, "the pop never arrived");
+        itest_sleep_ms(20);
+    }
+    itest_sleep_ms(200);
+    /* beta goes from the file; node 2, the owner, alone reads it again */
+    write_tokens(1);
+    cr_assert_eq(kill(c.node[1].pid, SIGHUP), 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    itest_raw_response(fd, &r);
+    cr_assert_eq(r.status, 401, "the owner's answer: %ld %s", r.status, r.body);
+    cr_assert_str_eq(r.www_authenticate, "Bearer",
+                     "a 401 without its challenge: %s", r.body);
+    itest_resp_free(&r);
+    close(fd);
+}
