@@ -36,7 +36,8 @@
  *    72     8  bytes   ring.c, as its partitions' bytes  atomic add
  *                        change (signed: a worker killed
  *                        between the two stores leaves it
- *                        off by one message)
+ *                        off by that change: a batch, or
+ *                        a wiped partition, until restart)
  *    80     8  second  the push that starts a second     atomic (CAS)
  *                        (shm_now_ms() / 1000)
  *    88     8  pushed  pushes accepted in that second    atomic add
