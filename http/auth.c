@@ -123,6 +123,8 @@ parse_tenant(struct auth_reader *r, const char *v, struct auth_token *tok)
 {
     size_t n = strlen(v);
 
+    if (tok->tenant[0] != '\0')
+        return auth_fail(r, "tenant: given twice");
     if (n == 0 || n > AUTH_TENANT_MAX ||
         strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                   "0123456789._-") != n)
@@ -232,6 +234,13 @@ parse_line(struct auth_reader *r, char *line, struct auth_token *tok)
             token_clear(tok);
             return -1;
         }
+    if (tok->tenant[0] == '\0' && (tok->rate != 0 || tok->max_bytes != 0)) {
+        /* the counters are a tenant's (shm/tenants.h): without one the
+         * bound would be silently ignored */
+        token_clear(tok);
+        return auth_fail(r, "rate and max_bytes bound a tenant: give this "
+                            "token a tenant= or drop them");
+    }
     return 0; /* no tenant: the empty one, names as without auth */
 }
 

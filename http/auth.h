@@ -9,7 +9,8 @@
  *
  * '#' starts a comment; blank lines are skipped.  A permission left out is
  * not granted; a token without tenant= has the empty tenant (queue names
- * as a node without auth has them).  Globs are fnmatch(3) patterns over the queue name ('*'
+ * as a node without auth has them, and no rate or max_bytes: those bound a
+ * tenant).  Globs are fnmatch(3) patterns over the queue name ('*'
  * matches '/' too).  A table is immutable once loaded: a reload builds a new
  * one and frees the old.  No state beyond the table; no locking.
  */

@@ -109,3 +109,23 @@ shm_tenants_take(struct shm_tenants *t, uint32_t idx, uint32_t n, uint32_t rate,
     }
     return 0;
 }
+
+/* shm_tenants_untake - see tenants.h.  The count never goes below 0: a
+ * new second's reset may have come between take and untake. */
+void
+shm_tenants_untake(struct shm_tenants *t, uint32_t idx, uint32_t n,
+                   uint32_t rate, uint64_t now)
+{
+    struct shm_tenant *s;
+    uint64_t was;
+
+    if (t == NULL || idx == 0 || idx >= SHM_TENANTS_MAX || rate == 0)
+        return;
+    s = &t->slot[idx];
+    if (atomic_load_explicit(&s->second, RELAXED) != now / 1000)
+        return;
+    was = atomic_load_explicit(&s->pushed, RELAXED);
+    while (
+        !atomic_compare_exchange_weak(&s->pushed, &was, was > n ? was - n : 0))
+        ;
+}

@@ -36,7 +36,8 @@
  *    72     8  bytes   ring.c, as its partitions' bytes  atomic add
  *                        change (signed: a worker killed
  *                        between the two stores leaves it
- *                        off by one message)
+ *                        off by that change: a batch, or
+ *                        a wiped partition, until restart)
  *    80     8  second  the push that starts a second     atomic (CAS)
  *                        (shm_now_ms() / 1000)
  *    88     8  pushed  pushes accepted in that second    atomic add
@@ -95,5 +96,13 @@ uint64_t shm_tenants_bytes(const struct shm_tenants *t, uint32_t idx);
  */
 int shm_tenants_take(struct shm_tenants *t, uint32_t idx, uint32_t n,
                      uint32_t rate, uint64_t now);
+
+/*
+ * shm_tenants_untake - give back n pushes shm_tenants_take() counted at
+ * time now that were refused after all (the queue was full): a refusal
+ * changes nothing.  Nothing when the second has turned since.
+ */
+void shm_tenants_untake(struct shm_tenants *t, uint32_t idx, uint32_t n,
+                        uint32_t rate, uint64_t now);
 
 #endif

@@ -117,7 +117,9 @@ worker_tenant_prefix(const struct worker *w, char *buf)
 }
 
 /* allowed - whether the caller may do verb to client (a valid name).  A
- * request's inbox takes the request permission, on any queue. */
+ * request's inbox takes only replies (a push), with the request
+ * permission on any queue: only its node waits on it, so no token may
+ * pop, read, configure, reset or delete one. */
 static int
 allowed(const struct worker *w, enum auth_verb verb, struct shm_name client)
 {
@@ -126,7 +128,7 @@ allowed(const struct worker *w, enum auth_verb verb, struct shm_name client)
     if (w->caller == NULL)
         return !w->auth_on;
     if (shm_inbox_named(client))
-        return w->caller->globs[AUTH_REQUEST] != NULL;
+        return verb == AUTH_PUSH && w->caller->globs[AUTH_REQUEST] != NULL;
     memcpy(name, client.ptr, client.len); /* fnmatch wants it NUL-ended */
     name[client.len] = '\0';
     return auth_allows(w->caller, verb, name);
@@ -169,6 +171,14 @@ worker_authz(struct worker *w, struct http_request *req, enum auth_verb verb,
     size_t n = worker_tenant_prefix(w, prefix);
     int cut = client.len > 200 ? 200 : (int)client.len;
 
+    if (w->auth_on && shm_inbox_named(client) && verb != AUTH_PUSH) {
+        http_reply_error(req, 403, "forbidden",
+                         "this token may not %s queue '%.*s': a request's "
+                         "inbox takes only replies (pushed with the request "
+                         "permission), and only its node waits on it",
+                         to[verb], cut, client.ptr);
+        return 0;
+    }
     if (!worker_may(w, verb, client)) {
         enum auth_verb wanted = shm_inbox_named(client) ? AUTH_REQUEST : verb;
         http_reply_error(req, 403, "forbidden",
@@ -264,4 +274,18 @@ worker_tenant_admit(struct worker *w, struct http_request *req,
         return 0;
     }
     return 1;
+}
+
+/* worker_tenant_refund - see authz.h. */
+void
+worker_tenant_refund(struct worker *w, uint32_t n)
+{
+    const struct auth_token *tok = w->caller;
+
+    if (tok == NULL || tok->rate == 0 || n == 0)
+        return;
+    shm_tenants_untake(
+        w->seg->tenants,
+        shm_tenants_find(w->seg->tenants, tok->tenant, strlen(tok->tenant)), n,
+        tok->rate, shm_now_ms());
 }

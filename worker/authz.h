@@ -15,8 +15,9 @@
  * Internal names (http/names.h) put the tenant before the client's name;
  * the empty tenant leaves names as they are.  A request's inbox is its
  * requester's tenant's queue too (the reply of another tenant cannot
- * reach it), and any verb on it takes the request permission (on any
- * queue) instead of its own.  Process memory only.
+ * reach it); with tokens on it takes only a reply pushed by hand, which
+ * wants the request permission (on any queue) instead of push, and no
+ * other verb.  Process memory only.
  */
 #ifndef MAYFLY_WORKER_AUTHZ_H
 #define MAYFLY_WORKER_AUTHZ_H
@@ -90,6 +91,11 @@ int worker_in_tenant(const struct worker *w, struct shm_name internal);
  */
 int worker_tenant_admit(struct worker *w, struct http_request *req,
                         const struct shm_msg_in *msgs, uint32_t n);
+
+/* worker_tenant_refund - the n messages worker_tenant_admit() let in
+ * were refused after all (the queue's bounds, the node's memory): they
+ * no longer count toward the caller's rate. */
+void worker_tenant_refund(struct worker *w, uint32_t n);
 
 /* worker_auth_valid - whether req's token is still in the table (always
  * with auth off): a reload may have revoked it. */

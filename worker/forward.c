@@ -186,7 +186,6 @@ static void
 answered(void *arg, struct http_client_resp *r)
 {
     struct forward *f = arg;
-    char ra[24];
 
     f->pending = 0;
     unwatch(f);
@@ -208,10 +207,7 @@ answered(void *arg, struct http_client_resp *r)
                              f->owner, r->error);
     } else {
         shm_count(f->w->seg, f->w->set.slot, SHM_C_FORWARD_OK, 1);
-        if (r->retry_after_s > 0) {
-            snprintf(ra, sizeof(ra), "%ld", r->retry_after_s);
-            http_reply_header(f->req, "Retry-After", ra);
-        }
+        worker_forward_relay_headers(f->req, r);
         http_reply(f->req, r->status, &r->body);
     }
     http_request_resume(f->req);
@@ -336,6 +332,21 @@ worker_route(struct worker *w, struct http_request *req, struct shm_name queue,
     start(w, req, w->owners.m[m].id, w->owners.m[m].addr, wait_ms,
           wait_ms > 0 ? queue : (struct shm_name){"", 0});
     return 0;
+}
+
+/* worker_forward_relay_headers - see forward.h. */
+void
+worker_forward_relay_headers(struct http_request *req,
+                             const struct http_client_resp *r)
+{
+    char ra[24];
+
+    if (r->retry_after_s > 0) {
+        snprintf(ra, sizeof(ra), "%ld", r->retry_after_s);
+        http_reply_header(req, "Retry-After", ra);
+    }
+    if (r->status == 401) /* the owner refused the token: SPEC §10 */
+        http_reply_header(req, "WWW-Authenticate", "Bearer");
 }
 
 /* worker_auth_header - see forward.h. */

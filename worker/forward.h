@@ -17,6 +17,7 @@
 
 struct worker;
 struct http_request;
+struct http_client_resp;
 struct forward;
 
 /* How long a forwarded call may take beyond the pop's own wait. */
@@ -55,6 +56,12 @@ void worker_forward_to(struct worker *w, struct http_request *req,
  * loop found f in the socket's struct worker_conn): drop the call to the
  * owner (its parked pop then leases nothing) and the request. */
 void worker_forward_hangup(struct forward *f);
+
+/* worker_forward_relay_headers - the headers of the owner's answer r that
+ * go on to req's client with it: Retry-After, and WWW-Authenticate on a
+ * 401 (the owner no longer knows the token). */
+void worker_forward_relay_headers(struct http_request *req,
+                                  const struct http_client_resp *r);
 
 /* worker_forward_drain - the worker stops: the long polls it forwarded
  * are answered 503 draining at once, as its parked pops are answered. */

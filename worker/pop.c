@@ -296,8 +296,8 @@ answer(struct pop_call *c)
     if (c->how != NULL) {
         const struct shm_popped *m = shm_popped_next(&c->sink, NULL);
         enum pop_wait_end why = m != NULL        ? POP_WAIT_GOT
-                                : c->hung_up     ? POP_WAIT_HANGUP
                                 : c->revoked     ? POP_WAIT_REVOKED
+                                : c->hung_up     ? POP_WAIT_HANGUP
                                 : c->w->draining ? POP_WAIT_DRAIN
                                                  : POP_WAIT_TIMEOUT;
         c->how->end(c->how_arg, c->req, m, why);

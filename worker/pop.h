@@ -80,7 +80,8 @@ void worker_pop_let_go_all(struct worker *w);
 void worker_pop_hangup(struct park *p);
 
 /* worker_pop_revoked - after the auth file was read again: the parked pops
- * whose token is gone are answered 401 unauthorized. */
+ * whose token is gone are answered 401 unauthorized, and the waits on an
+ * inbox end (POP_WAIT_REVOKED: their request answers 401). */
 void worker_pop_revoked(struct worker *w);
 
 #endif

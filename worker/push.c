@@ -116,6 +116,7 @@ worker_push(struct worker *w, struct http_request *req)
     rc = shm_push(w->seg, w->set.slot, queue, part, w->msgs, p.n, shm_now_ms(),
                   &first);
     if (rc != 0) {
+        worker_tenant_refund(w, p.n); /* a refusal changes nothing */
         http_reply_errno(req, rc, "push");
         goto out;
     }

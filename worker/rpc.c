@@ -258,11 +258,11 @@ end(void *arg, struct http_request *req, const struct shm_popped *m,
         return;
     }
     ended(c, SHM_C_REQUEST_WITHDRAWN);
-    if (why == POP_WAIT_DRAIN)
-        http_reply_draining(req);
-    else if (why == POP_WAIT_REVOKED)
+    if (why == POP_WAIT_REVOKED)
         worker_auth_refuse(req, "the bearer token was revoked while this "
-                                "request waited for its reply");
+                                "request waited");
+    else if (why == POP_WAIT_DRAIN)
+        http_reply_draining(req);
     else
         http_reply_error(req, 504, "request_timeout",
                          "the requester hung up before a reply came");
@@ -332,6 +332,18 @@ store_request(struct worker *w, struct shm_name queue, struct shm_name part,
     return rc;
 }
 
+/* admit - the caller's tenant may store a request of payload led by an
+ * inbox name of inbox.len bytes (worker_tenant_admit: its rate and its
+ * share of the node); 0 when req was answered 429 or 503. */
+static int
+admit(struct worker *w, struct http_request *req, struct shm_name inbox,
+      struct http_str payload)
+{
+    struct shm_msg_in m = {NULL, (uint32_t)(inbox.len + payload.len)};
+
+    return worker_tenant_admit(w, req, &m, 1);
+}
+
 /* no_responders - 503 no_responders for (queue, part). */
 static void
 no_responders(struct worker *w, struct http_request *req, struct shm_name queue,
@@ -367,7 +379,6 @@ static void
 relay(struct rpc_call *c, struct http_client_resp *r)
 {
     struct http_request *req = c->req;
-    char ra[24];
 
     if (r->err != 0 || r->status == 201) /* it may be stored all the same */
         withdraw_at_owner(c);
@@ -389,10 +400,7 @@ relay(struct rpc_call *c, struct http_client_resp *r)
         if (r->status == 503 && r->body.data != NULL &&
             strstr(r->body.data, "\"no_responders\"") != NULL)
             ended(c, SHM_C_REQUEST_NO_RESPONDERS);
-        if (r->retry_after_s > 0) {
-            snprintf(ra, sizeof(ra), "%ld", r->retry_after_s);
-            http_reply_header(req, "Retry-After", ra);
-        }
+        worker_forward_relay_headers(req, r);
         http_reply(req, r->status, &r->body);
     }
 }
@@ -581,7 +589,10 @@ serve_node(struct worker *w, struct http_request *req, const struct http_rpc *p,
                          "the forwarding node gave up on the request");
         return;
     }
+    if (!admit(w, req, inbox, p->payload))
+        return; /* 429 rate_limited, 503 ephemeral_unavailable */
     if ((rc = store_request(w, queue, part, inbox, p->payload, &seq)) != 0) {
+        worker_tenant_refund(w, 1); /* a refusal changes nothing */
         http_reply_errno(req, rc, "request");
         return;
     }
@@ -652,6 +663,10 @@ worker_request(struct worker *w, struct http_request *req)
         no_responders(w, req, queue, part);
         goto out;
     }
+    /* stored here: the tenant's rate and share bound it as they bound a
+     * push (its inbox's name is not minted yet: counted at its longest) */
+    if (here && !admit(w, req, (struct shm_name){NULL, INBOX_MAX}, p.payload))
+        goto out; /* 429 rate_limited, 503 ephemeral_unavailable */
     if ((c = calloc(1, sizeof(*c))) == NULL ||
         copy_names(c, queue, part) != 0) {
         free(c);
@@ -674,6 +689,8 @@ worker_request(struct worker *w, struct http_request *req)
         }
     }
     if (rc != 0) {
+        if (here)
+            worker_tenant_refund(w, 1); /* a refusal changes nothing */
         shm_queue_delete(w->seg, w->set.slot, inbox_name(c), shm_now_ms());
         done(c);
         if (rc == -EHOSTUNREACH)

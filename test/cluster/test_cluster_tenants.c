@@ -197,16 +197,15 @@ Test(cluster_tenants, each_tenant_reads_its_own_queue_across_the_nodes)
     }
 }
 
-Test(cluster_tenants, a_revoked_tokens_forwarded_long_poll_ends_at_the_hup)
+/* beta_waits_forwarded - beta's long poll on node 1 for a partition node 2
+ * owns, forwarded there and parked; its socket. */
+static int
+beta_waits_forwarded(void)
 {
-    struct itest_resp r;
-    struct timeval tv = {.tv_sec = 20};
     char part[16], raw[512];
     int64_t t0;
     int fd;
 
-    /* beta waits on node 1 for a partition node 2 owns: the long poll is
-     * forwarded there */
     cl_part_owned_by("beta\x1fwait", 1, 64, part, sizeof(part));
     fd = itest_raw_connect(&c.node[0]);
     cr_assert_geq(fd, 0);
@@ -222,6 +221,19 @@ Test(cluster_tenants, a_revoked_tokens_forwarded_long_poll_ends_at_the_hup)
         itest_sleep_ms(20);
     }
     itest_sleep_ms(200);
+    return fd;
+}
+
+Test(cluster_tenants, a_revoked_tokens_forwarded_long_poll_ends_at_the_hup)
+{
+    struct itest_resp r;
+    struct timeval tv = {.tv_sec = 20};
+    int64_t t0;
+    int fd;
+
+    /* beta waits on node 1 for a partition node 2 owns: the long poll is
+     * forwarded there */
+    fd = beta_waits_forwarded();
     /* beta goes from the file; node 1 alone reads it again */
     write_tokens(1);
     t0 = itest_now_ms();
@@ -240,4 +252,25 @@ Test(cluster_tenants, a_revoked_tokens_forwarded_long_poll_ends_at_the_hup)
     req(0, "beta-token", "GET", API "/queues?scope=node", NULL, &r);
     cr_assert_eq(r.status, 401, "%ld %s", r.status, r.body);
     itest_resp_free(&r);
+}
+
+/* The owner alone revokes the token: its 401 reaches the client through
+ * the node that forwarded the long poll, with its Bearer challenge. */
+Test(cluster_tenants, the_owners_401_reaches_the_client_with_its_challenge)
+{
+    struct itest_resp r;
+    struct timeval tv = {.tv_sec = 20};
+    int fd;
+
+    fd = beta_waits_forwarded();
+    /* beta goes from the file; node 2, the owner, alone reads it again */
+    write_tokens(1);
+    cr_assert_eq(kill(c.node[1].pid, SIGHUP), 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    itest_raw_response(fd, &r);
+    cr_assert_eq(r.status, 401, "the owner's answer: %ld %s", r.status, r.body);
+    cr_assert_str_eq(r.www_authenticate, "Bearer",
+                     "a 401 without its challenge: %s", r.body);
+    itest_resp_free(&r);
+    close(fd);
 }

@@ -162,6 +162,14 @@ Test(auth, each_mistake_is_refused_naming_its_line_and_field)
                "unknown field 'subscribe'");
     au_refused(au_line(a, sizeof(a), "t", "tenant=x push"),
                "'push' is not key=value");
+    /* rate and max_bytes bound a tenant's counters: a token without a
+     * tenant has none to bound, and must not look bounded */
+    au_refused(au_line(a, sizeof(a), "t", "push=* rate=5"),
+               "rate and max_bytes bound a tenant");
+    au_refused(au_line(a, sizeof(a), "t", "push=* max_bytes=1M"),
+               "rate and max_bytes bound a tenant");
+    au_refused(au_line(a, sizeof(a), "t", "tenant=x tenant=y"),
+               "tenant: given twice");
     snprintf(text, sizeof(text), "%s%s", au_line(a, sizeof(a), "t", "tenant=x"),
              au_line(b, sizeof(b), "t", "tenant=y"));
     au_refused(text, ":2: the same token as on line 1");

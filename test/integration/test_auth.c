@@ -33,7 +33,8 @@ static const char *const au_tokens[][2] = {
     {"gamma-slow", "tenant=gamma push=* pop=* rate=5"},
     {"delta-fast", "tenant=delta push=* pop=*"},
     {"eps-small", "tenant=eps push=* pop=* max_bytes=64K"},
-    {"alpha-asker", "tenant=alpha request=*"},
+    {"zeta-rpc", "tenant=zeta push=* pop=* request=* max_bytes=64K"},
+    {"alpha-rq", "tenant=alpha request=svc"},
 };
 #define AU_NTOKENS (sizeof(au_tokens) / sizeof(au_tokens[0]))
 
@@ -421,6 +422,46 @@ Test(auth, a_request_and_its_reply_stay_in_the_tenant, .timeout = 90)
     close(fd);
 }
 
+/* A request's inbox takes replies and nothing else: a token that may only
+ * send requests cannot pop, configure, reset, read or delete a queue by
+ * naming it like an inbox (the request permission is not admin or pop). */
+Test(auth, an_inbox_name_grants_no_verb_but_a_reply, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    const char *inbox = "mayfly.inbox/n1/1";
+    const struct au_route routes[] = {
+        {"POST", API "/configure",
+         "{\"queue\":\"mayfly.inbox/n1/1\",\"options\":{\"maxLength\":5}}",
+         "configure", NULL},
+        {"GET", API "/pop?queue=mayfly.inbox/n1/1", NULL, "pop", NULL},
+        {"POST", API "/reset", "{\"queue\":\"mayfly.inbox/n1/1\"}", "reset",
+         NULL},
+        {"DELETE", API "/queue/mayfly.inbox%2Fn1%2F1", NULL, "delete", NULL},
+        {"GET", API "/queues/mayfly.inbox%2Fn1%2F1/depth", NULL, "depth", NULL},
+    };
+
+    au_start(&n);
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        au_req(&n, "alpha-rq", routes[i].method, routes[i].path, routes[i].body,
+               &r);
+        itest_assert_error(&r, 403, "forbidden", inbox, routes[i].verb);
+        itest_resp_free(&r);
+    }
+    /* nothing was declared or made under that name */
+    au_ok(&n, "alpha-all", "GET", API "/queues?scope=node", NULL, 200, &r);
+    cr_assert(strstr(r.body, "mayfly.inbox") == NULL, "%s", r.body);
+    itest_resp_free(&r);
+    /* a reply by hand is still a push with the request permission: this
+     * inbox is no live request's, so it is gone (404), not forbidden */
+    au_req(&n, "alpha-rq", "POST", API "/push",
+           "{\"queue\":\"mayfly.inbox/n1/1\",\"messages\":[{\"payload\":1}]}",
+           &r);
+    cr_assert_neq(r.status, 403, "%s", r.body);
+    cr_assert_neq(r.status, 201, "%s", r.body);
+    itest_resp_free(&r);
+}
+
 Test(auth, a_name_too_long_for_its_tenant_is_refused_saying_so, .timeout = 60)
 {
     struct itest_node n;
@@ -499,13 +540,14 @@ Test(auth, hup_revokes_a_token_and_ends_its_parked_pop, .timeout = 90)
     itest_resp_free(&r);
 }
 
-Test(auth, hup_revokes_a_token_and_ends_its_request_wait, .timeout = 90)
+/* A request is a long poll too: the HUP that revokes its token ends its
+ * wait with 401, long before its timeout. */
+Test(auth, hup_revokes_a_token_and_ends_its_waiting_request, .timeout = 90)
 {
     struct itest_node n;
     struct itest_resp r;
-    char dir[256], opts[400], req[512];
-    const char *body = "{\"queue\":\"svc\",\"payload\":{\"q\":1},"
-                       "\"timeout\":30000}";
+    char dir[256], opts[400], raw[512];
+    const char *body = "{\"queue\":\"rpc\",\"payload\":1,\"timeout\":30000}";
     struct timeval tv = {.tv_sec = 20};
     int64_t t0;
     int fd;
@@ -514,41 +556,43 @@ Test(auth, hup_revokes_a_token_and_ends_its_request_wait, .timeout = 90)
     au_write(dir, ~0u);
     snprintf(opts, sizeof(opts), "auth_file=%s", au_file);
     itest_node_start(&n, opts);
-    /* A responder of the tenant popped just now: the request is stored. */
-    au_ok(&n, "alpha-all", "GET", API "/pop?queue=svc", NULL, 200, &r);
+    au_ok(&n, "beta-all", "GET", API "/pop?queue=rpc&group=w", NULL, 200, &r);
     itest_resp_free(&r);
     fd = itest_raw_connect(&n);
     cr_assert_geq(fd, 0);
-    snprintf(req, sizeof(req),
+    snprintf(raw, sizeof(raw),
              "POST " API "/request HTTP/1.1\r\nHost: t\r\n"
-             "Authorization: Bearer alpha-asker\r\n"
-             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             "Authorization: Bearer beta-all\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n"
+             "\r\n%s",
              strlen(body), body);
-    cr_assert_eq(itest_raw_send(fd, req), 0);
+    cr_assert_eq(itest_raw_send(fd, raw), 0);
+    /* the request is stored (so its wait has begun) once a pop finds it */
     t0 = itest_now_ms();
-    while (!itest_conn_consumed(&n, fd)) {
-        cr_assert_lt(itest_now_ms() - t0, 20000, "the request never waited");
+    for (;;) {
+        au_ok(&n, "beta-all", "GET", API "/pop?queue=rpc&group=w", NULL, 200,
+              &r);
+        int got = itest_jlen(r.json, "messages");
+        itest_resp_free(&r);
+        if (got == 1)
+            break;
+        cr_assert_lt(itest_now_ms() - t0, 20000, "the request never stored");
         itest_sleep_ms(20);
     }
-    itest_sleep_ms(100);
-    au_write(dir, ~(1u << 9)); /* alpha-asker goes */
+    au_write(dir, ~(1u << 3)); /* beta-all goes */
     t0 = itest_now_ms();
     cr_assert_eq(kill(n.pid, SIGHUP), 0);
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     itest_raw_response(fd, &r);
     cr_assert_eq(r.status, 401, "the revoked token's request: %ld %s", r.status,
                  r.body);
+    cr_assert_str_eq(itest_jstr(r.json, "code"), "unauthorized", "%s", r.body);
     cr_assert_lt(itest_now_ms() - t0, 10000,
                  "the request ended %lld ms after the HUP, its timeout "
                  "being 30 s",
                  (long long)(itest_now_ms() - t0));
     itest_resp_free(&r);
     close(fd);
-    /* The request was withdrawn: the responder finds nothing. */
-    au_ok(&n, "alpha-all", "GET", API "/pop?queue=svc", NULL, 200, &r);
-    cr_assert(strstr(r.body, "\"messages\":[]") != NULL,
-              "the revoked request was still served: %s", r.body);
-    itest_resp_free(&r);
 }
 
 Test(auth, a_tenant_over_its_rate_gets_429_while_another_is_served,
@@ -599,6 +643,36 @@ Test(auth, a_tenant_over_its_rate_gets_429_while_another_is_served,
     itest_resp_free(&r);
 }
 
+/* A push the queue refuses (more messages than it may hold: 429
+ * queue_full) changes nothing, the tenant's rate included: its refused messages do
+ * not use up the second's pushes. */
+Test(auth, a_refused_push_does_not_count_toward_the_rate, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char dir[256], opts[400];
+    const char *two = "{\"queue\":\"q\",\"messages\":[{\"payload\":1},"
+                      "{\"payload\":2}]}";
+    const char *one = "{\"queue\":\"q\",\"messages\":[{\"payload\":1}]}";
+
+    itest_test_dir(dir, sizeof(dir));
+    au_write(dir, ~0u);
+    snprintf(opts, sizeof(opts), "auth_file=%s queue_max_length=1", au_file);
+    itest_node_start(&n, opts);
+    /* gamma-slow may push 5 a second: three refused batches of two (6
+     * messages) and one that fits are all answered as the queue decides */
+    for (int i = 0; i < 3; i++) {
+        au_req(&n, "gamma-slow", "POST", API "/push", two, &r);
+        cr_assert_eq(r.status, 429, "refused batch %d: %ld %s", i, r.status,
+                     r.body);
+        cr_assert_str_eq(itest_jstr(r.json, "code"), "queue_full",
+                         "refused batch %d: %s", i, r.body);
+        itest_resp_free(&r);
+    }
+    au_ok(&n, "gamma-slow", "POST", API "/push", one, 201, &r);
+    itest_resp_free(&r);
+}
+
 Test(auth, a_tenant_past_its_share_of_memory_gets_503_until_it_drains,
      .timeout = 90)
 {
@@ -636,6 +710,46 @@ Test(auth, a_tenant_past_its_share_of_memory_gets_503_until_it_drains,
     cr_assert_gt(itest_jlen(r.json, "messages"), 0, "%s", r.body);
     itest_resp_free(&r);
     au_ok(&n, "eps-small", "POST", API "/push", body, 201, &r);
+    itest_resp_free(&r);
+}
+
+/* A request is a message stored in the tenant's queue: past the tenant's
+ * share it is refused as a push is, and nothing is stored. */
+Test(auth, a_request_past_its_tenants_share_is_refused_and_not_stored,
+     .timeout = 90)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char body[16384], kb[1001], rpc[1200];
+    int full = 0;
+
+    memset(kb, 'x', 1000);
+    kb[1000] = '\0';
+    size_t used = (size_t)snprintf(body, sizeof(body),
+                                   "{\"queue\":\"big\",\"messages\":[");
+    for (int i = 0; i < 10; i++)
+        used += (size_t)snprintf(body + used, sizeof(body) - used,
+                                 "%s{\"payload\":\"%s\"}", i ? "," : "", kb);
+    snprintf(body + used, sizeof(body) - used, "]}");
+    snprintf(rpc, sizeof(rpc),
+             "{\"queue\":\"rpc\",\"payload\":\"%s\",\"timeout\":2000}", kb);
+    au_start(&n);
+    /* a responder of zeta has popped lately: requests are stored */
+    au_ok(&n, "zeta-rpc", "GET", API "/pop?queue=rpc&group=w", NULL, 200, &r);
+    itest_resp_free(&r);
+    for (int i = 0; i < 20 && !full; i++) {
+        au_req(&n, "zeta-rpc", "POST", API "/push", body, &r);
+        full = r.status == 503;
+        itest_resp_free(&r);
+    }
+    cr_assert(full, "200 KB pushed into a 64 KB share");
+    au_req(&n, "zeta-rpc", "POST", API "/request", rpc, &r);
+    itest_assert_error(&r, 503, "ephemeral_unavailable", "max_bytes",
+                       "a request past the share");
+    cr_assert(r.retry_after[0] != '\0', "no Retry-After");
+    itest_resp_free(&r);
+    au_ok(&n, "zeta-rpc", "GET", API "/pop?queue=rpc&group=w", NULL, 200, &r);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 0, "stored: %s", r.body);
     itest_resp_free(&r);
 }
 
@@ -707,8 +821,9 @@ Test(auth, dash_t_checks_the_auth_file_as_the_start_does, .timeout = 60)
     fprintf(f, "\nsha256:0123 tenant=x\n");
     fclose(f);
     cr_assert_eq(au_check(au_file, out, sizeof(out)), 1, "%s", out);
-    char at[32]; /* the comment, the tokens, the blank line, then it */
-    snprintf(at, sizeof(at), ":%zu:", AU_NTOKENS + 3);
-    cr_assert(strstr(out, au_file) != NULL && strstr(out, at) != NULL,
-              "the error does not name the file and line %s: %s", at, out);
+    /* the comment, every token, the blank line, then the bad one */
+    char line[16];
+    snprintf(line, sizeof(line), ":%zu:", AU_NTOKENS + 3);
+    cr_assert(strstr(out, au_file) != NULL && strstr(out, line) != NULL,
+              "the error does not name the file and line %s: %s", line, out);
 }

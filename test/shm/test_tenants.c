@@ -107,4 +107,13 @@ Test(shm_tenants, pushes_count_against_a_rate_each_second)
                  "no rate: no bound");
     cr_assert_eq(shm_tenants_take(seg.tenants, 0, 100, 5, 8000), 0,
                  "no tenant: no bound");
+    /* pushes refused after all are given back within their second only */
+    shm_tenants_untake(seg.tenants, a, 2, 5, 8500);
+    cr_assert_eq(shm_tenants_take(seg.tenants, a, 2, 5, 8600), 0,
+                 "two given back fit again");
+    cr_assert_eq(shm_tenants_take(seg.tenants, a, 1, 5, 8600), -EAGAIN);
+    shm_tenants_untake(seg.tenants, a, 5, 5, 9000);
+    cr_assert_eq(shm_tenants_take(seg.tenants, a, 5, 5, 9000), 0,
+                 "a new second starts over, whatever came back late");
+    cr_assert_eq(shm_tenants_take(seg.tenants, a, 1, 5, 9000), -EAGAIN);
 }
