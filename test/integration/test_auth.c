@@ -74,6 +74,25 @@ au_start(struct itest_node *n)
 }
 
 /* au_req - method path body as token tok (NULL: no Authorization). */
+/* au_raw_request - send the request verb with body as token on a raw
+ * socket of its own (the answer is read later); the socket. */
+static int
+au_raw_request(const struct itest_node *n, const char *token, const char *body)
+{
+    char raw[1024];
+    int fd = itest_raw_connect(n);
+
+    cr_assert_geq(fd, 0);
+    snprintf(raw, sizeof(raw),
+             "POST " API "/request HTTP/1.1\r\nHost: t\r\n"
+             "Authorization: Bearer %s\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n"
+             "\r\n%s",
+             token, strlen(body), body);
+    cr_assert_eq(itest_raw_send(fd, raw), 0);
+    return fd;
+}
+
 static long
 au_req(const struct itest_node *n, const char *tok, const char *method,
        const char *path, const char *body, struct itest_resp *r)
@@ -372,7 +391,7 @@ Test(auth, a_request_and_its_reply_stay_in_the_tenant, .timeout = 90)
     struct itest_resp r;
     struct timeval tv = {.tv_sec = 20};
     const char *body = "{\"queue\":\"rpc\",\"payload\":7,\"timeout\":15000}";
-    char raw[512], ack[512], reply_to[256];
+    char ack[512], reply_to[256];
     int64_t t0;
     int fd;
 
@@ -380,15 +399,7 @@ Test(auth, a_request_and_its_reply_stay_in_the_tenant, .timeout = 90)
     /* a responder of alpha has popped lately: the request is stored */
     au_ok(&n, "alpha-all", "GET", API "/pop?queue=rpc&group=w", NULL, 200, &r);
     itest_resp_free(&r);
-    fd = itest_raw_connect(&n);
-    cr_assert_geq(fd, 0);
-    snprintf(raw, sizeof(raw),
-             "POST " API "/request HTTP/1.1\r\nHost: t\r\n"
-             "Authorization: Bearer alpha-all\r\n"
-             "Content-Type: application/json\r\nContent-Length: %zu\r\n"
-             "\r\n%s",
-             strlen(body), body);
-    cr_assert_eq(itest_raw_send(fd, raw), 0);
+    fd = au_raw_request(&n, "alpha-all", body);
     /* beta's rpc is another queue: nothing there */
     au_ok(&n, "beta-all", "GET", API "/pop?queue=rpc&group=w", NULL, 200, &r);
     cr_assert_eq(itest_jlen(r.json, "messages"), 0, "%s", r.body);
@@ -546,7 +557,7 @@ Test(auth, hup_revokes_a_token_and_ends_its_waiting_request, .timeout = 90)
 {
     struct itest_node n;
     struct itest_resp r;
-    char dir[256], opts[400], raw[512];
+    char dir[256], opts[400];
     const char *body = "{\"queue\":\"rpc\",\"payload\":1,\"timeout\":30000}";
     struct timeval tv = {.tv_sec = 20};
     int64_t t0;
@@ -558,15 +569,7 @@ Test(auth, hup_revokes_a_token_and_ends_its_waiting_request, .timeout = 90)
     itest_node_start(&n, opts);
     au_ok(&n, "beta-all", "GET", API "/pop?queue=rpc&group=w", NULL, 200, &r);
     itest_resp_free(&r);
-    fd = itest_raw_connect(&n);
-    cr_assert_geq(fd, 0);
-    snprintf(raw, sizeof(raw),
-             "POST " API "/request HTTP/1.1\r\nHost: t\r\n"
-             "Authorization: Bearer beta-all\r\n"
-             "Content-Type: application/json\r\nContent-Length: %zu\r\n"
-             "\r\n%s",
-             strlen(body), body);
-    cr_assert_eq(itest_raw_send(fd, raw), 0);
+    fd = au_raw_request(&n, "beta-all", body);
     /* the request is stored (so its wait has begun) once a pop finds it */
     t0 = itest_now_ms();
     for (;;) {
