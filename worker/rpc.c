@@ -57,7 +57,7 @@
 #include "worker/worker_int.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
-#define INBOX_MAX          (AUTH_TENANT_MAX + 1 + SHM_INBOX_PREFIX_LEN + 64 + 64)
+#define INBOX_MAX          (AUTH_TENANT_MAX + 1 + SHM_INBOX_PREFIX_LEN + 64 + 96)
 #define WITHDRAW_HEADER    HTTP_NODE_WITHDRAW
 
 /* One request waiting for its reply. */
@@ -92,19 +92,26 @@ now_us(void)
 /* mint - a name no other request of any node or incarnation ever had:
  * the process id sets apart a worker respawned into the same slot, whose
  * serial starts again at 0 (a late reply to its predecessor's request must
- * find nothing). */
+ * find nothing).  64 random bits end it: the rest can be guessed from ids
+ * any client sees, and a reply pushed by hand needs only the request
+ * permission of the tenant, so a guessed name would let another requester
+ * of the tenant answer in its place. */
 static void
 mint(struct rpc_call *c)
 {
     static uint64_t serial;
     static pid_t pid; /* a worker never forks: asked once, not per request */
+    uint64_t secret;
+
     if (pid == 0)
         pid = getpid();
+    arc4random_buf(&secret, sizeof(secret));
     size_t t = worker_tenant_prefix(c->w, c->inbox); /* the requester's */
     int n = snprintf(c->inbox + t, sizeof(c->inbox) - t,
-                     SHM_INBOX_PREFIX "%s/%" PRIx64 ".%d.%x.%" PRIx64,
+                     SHM_INBOX_PREFIX "%s/%" PRIx64 ".%d.%x.%" PRIx64
+                                      ".%016" PRIx64,
                      c->w->set.node_id, c->w->incarnation, c->w->set.slot,
-                     (unsigned)pid, ++serial);
+                     (unsigned)pid, ++serial, secret);
 
     c->inbox_len = (size_t)n < sizeof(c->inbox) - t ? t + (size_t)n : 0;
 }
