@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "http/buf.h"
@@ -112,30 +111,44 @@ seen_before(uint64_t beat, int peer, struct shm_name queue,
     return 0;
 }
 
+/* A decimal field of a line, ending at a space before end: its value in
+ * *out and a pointer past the space, or NULL.  Not strtoull: that skips
+ * leading blanks, newlines among them, and reads past the line's end. */
+static const char *
+field_u64(const char *p, const char *end, uint64_t *out)
+{
+    const char *start = p;
+    uint64_t v = 0;
+
+    for (; p < end && *p >= '0' && *p <= '9'; p++) {
+        if (v > (UINT64_MAX - 9) / 10)
+            return NULL;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (p == start || p == end || *p != ' ')
+        return NULL;
+    *out = v;
+    return p + 1;
+}
+
 /* A "g" line's fields after "g ": learn the group. */
 static void
 learn(struct master *m, int peer, const char *p, const char *end, uint64_t now,
       uint64_t beat)
 {
-    char *q;
-    long from = strtol(p, &q, 10);
-    unsigned long long idle;
+    uint64_t from, idle;
     const char *tab;
 
-    if (q == p || *q != ' ' || from < SHM_FROM_ALL || from > SHM_FROM_LAST)
+    if ((p = field_u64(p, end, &from)) == NULL || from > SHM_FROM_LAST ||
+        (p = field_u64(p, end, &idle)) == NULL)
         return;
-    p = q + 1;
-    idle = strtoull(p, &q, 10);
-    if (q == p || *q != ' ')
-        return;
-    p = q + 1;
     if ((tab = memchr(p, '\t', (size_t)(end - p))) == NULL)
         return;
     struct shm_name queue = {p, (size_t)(tab - p)};
     struct shm_name group = {tab + 1, (size_t)(end - tab - 1)};
     if (!http_name_valid(queue.ptr, queue.len) ||
         (group.len != 0 && !http_name_valid(group.ptr, group.len)) ||
-        idle >= (unsigned long long)m->cfg.implicit_idle_s * 1000 || idle > now)
+        idle >= (uint64_t)m->cfg.implicit_idle_s * 1000 || idle > now)
         return;
     /* A node still starting has seen no DELETE: it learns everything. */
     int rc = shm_group_learn(&m->seg, SHM_STATS_MASTER, queue, group,
