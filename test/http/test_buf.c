@@ -223,3 +223,29 @@ Test(http_buf, escape_keeps_utf8_and_replaces_what_is_not)
         cr_assert_eq(http_json_esc_len(cases[i].in, len), n, "case %zu", i);
     }
 }
+
+/* A byte that needs a look stops the 16-byte stride wherever it sits in a
+ * long plain name: each byte at each place of a 40-byte string comes out
+ * as its own escape between the plain bytes around it. */
+Test(http_buf, escape_finds_every_byte_inside_long_plain_runs)
+{
+    for (unsigned c = 0; c < 256; c++) {
+        char one[8], want[64], got[320], in[40];
+        size_t ol = (size_t)(http_put_json_esc(one, &(char){(char)c}, 1) - one);
+
+        for (size_t at = 0; at < sizeof(in); at++) {
+            memset(in, 'a', sizeof(in));
+            in[at] = (char)c;
+            memset(want, 'a', at);
+            memcpy(want + at, one, ol);
+            memset(want + at + ol, 'a', sizeof(in) - at - 1);
+            size_t wl = sizeof(in) - 1 + ol;
+            size_t n = (size_t)(http_put_json_esc(got, in, sizeof(in)) - got);
+
+            cr_assert_eq(n, wl, "byte 0x%02x at %zu", c, at);
+            cr_assert(memcmp(got, want, wl) == 0, "byte 0x%02x at %zu", c, at);
+            cr_assert_eq(http_json_esc_len(in, sizeof(in)), wl,
+                         "byte 0x%02x at %zu", c, at);
+        }
+    }
+}
