@@ -339,6 +339,7 @@ start_node(struct master *m, int ep)
     m->ws.max_body_bytes = m->cfg.max_body_bytes;
     m->ws.max_wait_ms = m->cfg.max_wait_ms;
     m->ws.responders_idle_ms = m->cfg.responders_idle_ms;
+    m->ws.busy_poll_us = m->cfg.busy_poll_us;
     snprintf(m->ws.auth_file, sizeof(m->ws.auth_file), "%s", m->cfg.auth_file);
     m->ws.metrics_auth = strcmp(m->cfg.metrics_auth, "on") == 0;
     m->ws.auth = &m->auth;

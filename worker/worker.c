@@ -15,7 +15,8 @@
  * it sleeps, answers the pops they woke and runs MHD again at once to send
  * the answers.  The eventfd is edge-triggered and never read (its count
  * means nothing).  MHD runs only when its epoll fired, a request resumed, or
- * its timer is due.
+ * its timer is due.  Before it sleeps, a worker polls for busy_poll_us
+ * (wait_events): waking a halted virtual CPU costs more than a request.
  */
 #include "worker/worker.h"
 
@@ -27,6 +28,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http/client.h"
@@ -383,6 +385,39 @@ next_timeout(struct worker *w, uint64_t now, uint64_t *mhd_due)
     return t;
 }
 
+/* now_us - the monotonic clock in microseconds (vDSO: no system call). */
+static uint64_t
+now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/*
+ * wait_events - epoll_wait; but a worker with nothing due at once first
+ * polls for up to busy_poll_us.  On a virtual machine an idle CPU halts,
+ * and waking it for the next event costs tens of microseconds, more than
+ * serving a request; a worker that has just served one often gets the
+ * next within that time (the responder's ack after the request it woke,
+ * the reply to a request parked here).  With nothing by then it sleeps
+ * as before, so an idle worker spends busy_poll_us after each event.
+ */
+static int
+wait_events(struct worker *w, struct epoll_event *evs, int max, int timeout)
+{
+    if (timeout != 0 && w->set.busy_poll_us > 0) {
+        uint64_t until = now_us() + w->set.busy_poll_us;
+        do {
+            int n = epoll_wait(w->ep, evs, max, 0);
+            if (n != 0)
+                return n;
+        } while (now_us() < until);
+    }
+    return epoll_wait(w->ep, evs, max, timeout);
+}
+
 /* worker_main - see worker.h. */
 void
 worker_main(struct shm_seg *seg, const struct worker_settings *s)
@@ -397,7 +432,7 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
     for (;;) {
         struct epoll_event evs[64];
         uint64_t mhd_due, now = shm_now_ms();
-        int n = epoll_wait(w.ep, evs, 64, next_timeout(&w, now, &mhd_due));
+        int n = wait_events(&w, evs, 64, next_timeout(&w, now, &mhd_due));
         int mhd_ready = 0;
 
         shm_wake_disarm(seg, s->slot);

@@ -33,6 +33,7 @@ struct worker_settings {
     uint64_t max_body_bytes;
     uint32_t max_wait_ms;        /* ceiling of a pop's timeout */
     uint32_t responders_idle_ms; /* a request's no-responders (SPEC §9) */
+    uint32_t busy_poll_us;       /* polled before sleeping (worker_main) */
     char node_id[65];
     char cluster_addr[256]; /* this node's master, for configure/delete */
     char auth_file[1024];   /* "": no client authentication (SPEC §10) */

@@ -84,6 +84,66 @@ Test(curl, spec_lines_work_as_written, .timeout = 60)
     json_object_put(j);
 }
 
+/* The CPU time (user + system, clock ticks) the node's workers used. */
+static long
+workers_cpu_ticks(const struct itest_node *n)
+{
+    pid_t w[ITEST_NODE_MAX_WORKERS];
+    int k = itest_node_workers(n, w, ITEST_NODE_MAX_WORKERS);
+    long sum = 0;
+
+    cr_assert_gt(k, 0, "no worker found");
+    for (int i = 0; i < k; i++) {
+        char path[64], stat[1024], *p;
+        unsigned long ut = 0, st = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)w[i]);
+        cr_assert_not_null(f = fopen(path, "r"), "%s", path);
+        p = fgets(stat, sizeof(stat), f) ? strrchr(stat, ')') : NULL;
+        fclose(f);
+        /* after ") ": state, ppid, pgrp, session, tty, tpgid, flags,
+         * minflt, cminflt, majflt, cmajflt, utime, stime */
+        cr_assert(p && sscanf(p,
+                              ") %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
+                              "%*u %lu %lu",
+                              &ut, &st) == 2,
+                  "%s", path);
+        sum += (long)(ut + st);
+    }
+    return sum;
+}
+
+/* A worker polls busy_poll_us (50) after each event before it sleeps: after
+ * a burst of requests a node left alone must go back to sleep, not poll on.
+ * Two seconds idle may cost the heartbeats' polls, far below a tenth of
+ * the time (a worker that never slept would use all of it). */
+Test(idle, workers_sleep_once_the_requests_stop, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    long hz = sysconf(_SC_CLK_TCK), t0, used;
+
+    itest_node_start(&n, "workers=2");
+    for (int i = 0; i < 200; i++) {
+        itest_push_ok(&n, &r, "idle-q", NULL, "[1]", 1);
+        itest_resp_free(&r);
+        cr_assert_eq(
+            itest_get(&n, &r,
+                      "/api/v1/ephemeral/pop?queue=idle-q&autoAck=true"),
+            200);
+        itest_resp_free(&r);
+    }
+    t0 = workers_cpu_ticks(&n);
+    itest_sleep_ms(2000);
+    used = workers_cpu_ticks(&n) - t0;
+    cr_log_info("idle: the workers used %ld ms of CPU in 2 s idle",
+                used * 1000 / hz);
+    cr_assert_lt(used * 10, 2 * hz, "the workers used %ld ticks of %ld in 2 s",
+                 used, 2 * hz);
+    itest_node_stop(&n, 20000);
+}
+
 Test(term, idle_node_exits_0, .timeout = 60)
 {
     struct itest_node n;

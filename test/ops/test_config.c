@@ -144,6 +144,7 @@ Test(config, no_arguments_give_the_spec_defaults)
     cr_assert_eq(c.member_ttl_ms, 4000);
     cr_assert_eq(c.leave_exclude_s, 30);
     cr_assert_eq(c.max_wait_ms, 60000);
+    cr_assert_eq(c.busy_poll_us, 50);
     cr_assert_eq(c.max_body_bytes, 64ULL << 20);
     cr_assert_eq(c.max_connections, 20000);
     cr_assert_str_eq(c.log_level, "info");
@@ -280,6 +281,11 @@ Test(config, numbers_outside_their_range_are_refused)
     cr_assert_eq(cfg_set(&c, "max_wait_ms", "0"), -1);
     cfg_assert_err("max_wait_ms", "'0'", "from 1 to 3600000");
     cr_assert_eq(cfg_set(&c, "max_wait_ms", "1"), 0, "%s", cfg_err);
+    /* a worker never polls longer than a millisecond before it sleeps */
+    cr_assert_eq(cfg_set(&c, "busy_poll_us", "1001"), -1);
+    cfg_assert_err("busy_poll_us", "'1001'", "from 0 to 1000");
+    cr_assert_eq(cfg_set(&c, "busy_poll_us", "0"), 0, "%s", cfg_err);
+    cr_assert_eq(c.busy_poll_us, 0);
 }
 
 Test(config, workers_range_from_0_to_64)
