@@ -96,6 +96,13 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
             /* plain HTTP already there on a TLS port is refused (the
              * handshake meets its end); else its first bytes are watched */
             int refused = c->tls != NULL && http_stray_plain(c->fd);
+            /* and the bytes MHD reads before the watch sees them */
+            if (c->tls != NULL && !refused &&
+                (ci = MHD_get_connection_info(
+                     conn, MHD_CONNECTION_INFO_GNUTLS_SESSION)) != NULL &&
+                ci->tls_session != NULL)
+                gnutls_transport_set_pull_function(
+                    (gnutls_session_t)ci->tls_session, http_stray_pull);
             if (!refused && s->on_open != NULL)
                 s->on_open(s->on_open_ctx, c->fd, c);
         }

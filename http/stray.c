@@ -6,6 +6,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include <errno.h>
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <stddef.h>
@@ -26,13 +27,14 @@
 #define TLS_TYPE_LAST  0x17
 
 /*
- * untouched - nothing has been read yet from socket fd: every byte it
- * received still waits in it.  The bytes a peek sees are the connection's
- * first only then: once MHD has read some (a ClientHello, and handshaken),
- * what waits is the middle of the stream, not to be judged.
+ * untouched - nothing but the taken bytes just read has been read from
+ * socket fd: every other byte it received still waits in it.  The bytes
+ * a peek sees are the connection's first only then: once MHD has read
+ * some (a ClientHello, and handshaken), what waits is the middle of the
+ * stream, not to be judged.
  */
 static int
-untouched(int fd)
+untouched(int fd, size_t taken)
 {
     struct tcp_info ti;
     socklen_t len = sizeof(ti);
@@ -43,7 +45,7 @@ untouched(int fd)
                   sizeof(ti.tcpi_bytes_received) ||
         ioctl(fd, FIONREAD, &queued) != 0)
         return 0;
-    return ti.tcpi_bytes_received == (uint64_t)queued;
+    return ti.tcpi_bytes_received == (uint64_t)taken + (uint64_t)queued;
 }
 
 /* http_stray_answer - see stray.h. */
@@ -92,11 +94,39 @@ http_stray_plain(int fd)
 
     if (recv(fd, &head, 1, MSG_PEEK | MSG_DONTWAIT) != 1 ||
         (head >= TLS_TYPE_FIRST && head <= TLS_TYPE_LAST) || head >= 0x80 ||
-        !untouched(fd))
+        !untouched(fd, 0))
         return 0;
     stray_drop_answer(fd, "this port speaks HTTPS (TLS), not plain HTTP: "
                           "use https://");
     return 1;
+}
+
+/* http_stray_pull - see stray.h.  A TLS record's first byte is its type:
+ * only a read that starts with another byte (a letter of a method) and
+ * holds the connection's first bytes (all it received so far is what was
+ * read and what still waits) is plain HTTP; the check costs two system
+ * calls, and only for reads that start with such a byte. */
+ssize_t
+http_stray_pull(void *ptr, void *buf, size_t len)
+{
+    int fd = (int)(intptr_t)ptr;
+    ssize_t n = recv(fd, buf, len, 0);
+    unsigned char head = n > 0 ? *(unsigned char *)buf : 0;
+    struct tcp_info ti;
+    socklen_t tl = sizeof(ti);
+    int queued = 0;
+
+    if (n <= 0 || (head >= TLS_TYPE_FIRST && head <= TLS_TYPE_LAST) ||
+        head >= 0x80 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) != 0 ||
+        tl < offsetof(struct tcp_info, tcpi_bytes_received) +
+                 sizeof(ti.tcpi_bytes_received) ||
+        ioctl(fd, FIONREAD, &queued) != 0 ||
+        ti.tcpi_bytes_received != (uint64_t)n + (uint64_t)queued)
+        return n;
+    stray_drop_answer(fd, "this port speaks HTTPS (TLS), not plain HTTP: "
+                          "use https://");
+    errno = ECONNRESET;
+    return -1;
 }
 
 /* http_stray_tls - see stray.h. */
@@ -106,7 +136,7 @@ http_stray_tls(int fd)
     unsigned char head[2];
 
     if (recv(fd, head, sizeof(head), MSG_PEEK | MSG_DONTWAIT) != 2 ||
-        head[0] != TLS_HANDSHAKE || head[1] != TLS_MAJOR || !untouched(fd))
+        head[0] != TLS_HANDSHAKE || head[1] != TLS_MAJOR || !untouched(fd, 0))
         return 0;
     stray_drop_answer(fd, "this port speaks plain HTTP, not TLS");
     return 1;

@@ -9,6 +9,8 @@
 #ifndef MAYFLY_HTTP_STRAY_H
 #define MAYFLY_HTTP_STRAY_H
 
+#include <sys/types.h>
+
 /*
  * http_stray_answer - a JSON error answer (status, code, sentence; the
  * sentence must need no escaping) with "Connection: close" on socket fd,
@@ -36,5 +38,16 @@ int http_stray_tls(int fd);
  * read by MHD: those waiting are not its first).
  */
 int http_stray_plain(int fd);
+
+/*
+ * http_stray_pull - the read function of a TLS connection's GnuTLS session
+ * (gnutls_transport_set_pull_function; ptr is the socket, as MHD sets it):
+ * recv, and when what it read is the connection's first bytes and they
+ * are plain HTTP, answers them as http_stray_plain does and fails the
+ * read (ECONNRESET), so the handshake ends.  This catches the bytes that
+ * reach MHD before the worker's watch of the socket sees them (a worker
+ * awake when they arrive runs MHD first).
+ */
+ssize_t http_stray_pull(void *ptr, void *buf, size_t len);
 
 #endif

@@ -27,7 +27,7 @@ static char in_root[PATH_MAX - 64]; /* the repository */
 static char in_bin[PATH_MAX];       /* the mayflyd make test built */
 static char in_dir[64];             /* scratch, removed at fini */
 static char in_dest[128];           /* DESTDIR */
-static char in_out[16384];          /* output of the last in_sh() */
+static char in_out[65536];          /* output of the last in_sh() */
 
 /* in_sh - run a shell command (printf-style); its output lands in in_out. */
 static int in_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
