@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -79,16 +78,6 @@ struct rpc_call {
     char inbox[INBOX_MAX];
 };
 
-/* now_us - a monotonic clock in microseconds. */
-static uint64_t
-now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* mint - a name no other request of any node or incarnation ever had:
  * the process id sets apart a worker respawned into the same slot, whose
  * serial starts again at 0 (a late reply to its predecessor's request must
@@ -130,7 +119,7 @@ ended(struct rpc_call *c, enum shm_counter k)
     struct worker *w = c->w;
 
     shm_count(w->seg, w->set.slot, k, 1);
-    shm_request_observe(w->seg, w->set.slot, now_us() - c->start_us);
+    shm_request_observe(w->seg, w->set.slot, shm_now_us() - c->start_us);
 }
 
 /* reply_ok - 200 {"reply", "id", "ms"}. */
@@ -140,7 +129,7 @@ reply_ok(struct rpc_call *c, struct http_request *req, const char *reply,
 {
     struct http_buf b = {0};
     size_t esc = http_json_esc_len(c->part.ptr, c->part.len);
-    uint64_t ms = (now_us() - c->start_us) / 1000;
+    uint64_t ms = (shm_now_us() - c->start_us) / 1000;
 
     if (c->id != NULL)
         esc = http_json_esc_len(c->id, strlen(c->id)); /* whole, quoted */
@@ -423,7 +412,7 @@ stored(void *arg, struct http_client_resp *r)
 
     c->pending = 0;
     if (r->err == 0 && r->status == 201 && take_id(c, r) == 0) {
-        uint64_t spent = (now_us() - c->start_us) / 1000;
+        uint64_t spent = (shm_now_us() - c->start_us) / 1000;
         uint32_t left =
             spent < c->timeout_ms ? c->timeout_ms - (uint32_t)spent : 0;
         /* the wait's own done frees c from now on */
@@ -631,7 +620,7 @@ worker_request(struct worker *w, struct http_request *req)
     const char *wd =
         from_node ? http_request_header(req, WITHDRAW_HEADER) : NULL;
 
-    uint64_t start = now_us();
+    uint64_t start = shm_now_us();
     if (http_parse_rpc(body, len, &p, &err) != 0) {
         http_reply_http_error(req, &err);
         return;
@@ -666,7 +655,7 @@ worker_request(struct worker *w, struct http_request *req)
     if (here && !shm_responders(w->seg, w->set.slot, queue, part, shm_now_ms(),
                                 w->set.responders_idle_ms)) {
         shm_count(w->seg, w->set.slot, SHM_C_REQUEST_NO_RESPONDERS, 1);
-        shm_request_observe(w->seg, w->set.slot, now_us() - start);
+        shm_request_observe(w->seg, w->set.slot, shm_now_us() - start);
         no_responders(w, req, queue, part);
         goto out;
     }

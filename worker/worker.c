@@ -28,7 +28,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "http/client.h"
@@ -385,16 +384,6 @@ next_timeout(struct worker *w, uint64_t now, uint64_t *mhd_due)
     return t;
 }
 
-/* now_us - the monotonic clock in microseconds (vDSO: no system call). */
-static uint64_t
-now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /*
  * wait_events - epoll_wait; but a worker with nothing due at once first
  * polls for up to busy_poll_us.  On a virtual machine an idle CPU halts,
@@ -408,12 +397,12 @@ static int
 wait_events(struct worker *w, struct epoll_event *evs, int max, int timeout)
 {
     if (timeout != 0 && w->set.busy_poll_us > 0) {
-        uint64_t until = now_us() + w->set.busy_poll_us;
+        uint64_t until = shm_now_us() + w->set.busy_poll_us;
         do {
             int n = epoll_wait(w->ep, evs, max, 0);
             if (n != 0)
                 return n;
-        } while (now_us() < until);
+        } while (shm_now_us() < until);
     }
     return epoll_wait(w->ep, evs, max, timeout);
 }
