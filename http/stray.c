@@ -26,6 +26,10 @@
 #define TLS_TYPE_FIRST 0x14
 #define TLS_TYPE_LAST  0x17
 
+/* What plain HTTP on the TLS port is answered. */
+#define PLAIN_ON_TLS                                                           \
+    "this port speaks HTTPS (TLS), not plain HTTP: use https://"
+
 /*
  * untouched - nothing but the taken bytes just read has been read from
  * socket fd: every other byte it received still waits in it.  The bytes
@@ -46,6 +50,15 @@ untouched(int fd, size_t taken)
         ioctl(fd, FIONREAD, &queued) != 0)
         return 0;
     return ti.tcpi_bytes_received == (uint64_t)taken + (uint64_t)queued;
+}
+
+/* tls_first_byte - a byte a TLS client's stream may begin with: a record's
+ * type, or, for an SSL 2 style hello, one with its top bit set.  An HTTP
+ * request's first byte is a letter of its method. */
+static int
+tls_first_byte(unsigned char c)
+{
+    return (c >= TLS_TYPE_FIRST && c <= TLS_TYPE_LAST) || c >= 0x80;
 }
 
 /* http_stray_answer - see stray.h. */
@@ -81,50 +94,36 @@ stray_drop_answer(int fd, const char *sentence)
     shutdown(fd, SHUT_RD);
 }
 
-/* http_stray_plain - see stray.h.  A TLS client's first byte is a
- * handshake record's type (or, for an SSL 2 style hello, has its top bit
- * set), and every record's after it is a record type too; an HTTP
- * request's is a letter of its method.  Judged only before MHD has read
- * anything of the connection (untouched): a connection is watched until
- * its first request line is in, and by then the handshake may be done. */
+/* http_stray_plain - see stray.h.  Every TLS record begins with a byte
+ * tls_first_byte accepts, the first one included.  Judged only before MHD
+ * has read anything of the connection (untouched): a connection is watched
+ * until its first request line is in, and by then the handshake may be
+ * done. */
 int
 http_stray_plain(int fd)
 {
     unsigned char head;
 
     if (recv(fd, &head, 1, MSG_PEEK | MSG_DONTWAIT) != 1 ||
-        (head >= TLS_TYPE_FIRST && head <= TLS_TYPE_LAST) || head >= 0x80 ||
-        !untouched(fd, 0))
+        tls_first_byte(head) || !untouched(fd, 0))
         return 0;
-    stray_drop_answer(fd, "this port speaks HTTPS (TLS), not plain HTTP: "
-                          "use https://");
+    stray_drop_answer(fd, PLAIN_ON_TLS);
     return 1;
 }
 
-/* http_stray_pull - see stray.h.  A TLS record's first byte is its type:
- * only a read that starts with another byte (a letter of a method) and
- * holds the connection's first bytes (all it received so far is what was
- * read and what still waits) is plain HTTP; the check costs two system
- * calls, and only for reads that start with such a byte. */
+/* http_stray_pull - see stray.h.  Only a read that starts with a byte no
+ * TLS stream begins with and holds the connection's first bytes is plain
+ * HTTP; untouched's two system calls are paid only for such reads. */
 ssize_t
 http_stray_pull(void *ptr, void *buf, size_t len)
 {
     int fd = (int)(intptr_t)ptr;
     ssize_t n = recv(fd, buf, len, 0);
-    unsigned char head = n > 0 ? *(unsigned char *)buf : 0;
-    struct tcp_info ti;
-    socklen_t tl = sizeof(ti);
-    int queued = 0;
 
-    if (n <= 0 || (head >= TLS_TYPE_FIRST && head <= TLS_TYPE_LAST) ||
-        head >= 0x80 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) != 0 ||
-        tl < offsetof(struct tcp_info, tcpi_bytes_received) +
-                 sizeof(ti.tcpi_bytes_received) ||
-        ioctl(fd, FIONREAD, &queued) != 0 ||
-        ti.tcpi_bytes_received != (uint64_t)n + (uint64_t)queued)
+    if (n <= 0 || tls_first_byte(*(unsigned char *)buf) ||
+        !untouched(fd, (size_t)n))
         return n;
-    stray_drop_answer(fd, "this port speaks HTTPS (TLS), not plain HTTP: "
-                          "use https://");
+    stray_drop_answer(fd, PLAIN_ON_TLS);
     errno = ECONNRESET;
     return -1;
 }

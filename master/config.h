@@ -40,12 +40,12 @@ struct config {
     uint32_t leave_exclude_s;       /* 30 */
     uint32_t max_wait_ms;           /* 60000 */
     uint32_t responders_idle_ms;    /* 5000: a request's no-responders */
-    uint32_t busy_poll_us;   /* 50: a worker polls this long before it sleeps */
-    uint64_t max_body_bytes; /* 64M */
-    uint32_t max_connections;      /* 20000 */
-    char log_level[16];            /* "info" */
-    char log[CONFIG_PATH_MAX];     /* "" (or "stderr"), "syslog", a path */
-    char pidfile[CONFIG_PATH_MAX]; /* "" = none (-d defaults one) */
+    uint32_t busy_poll_us;          /* 50: polled before a worker sleeps */
+    uint64_t max_body_bytes;        /* 64M */
+    uint32_t max_connections;       /* 20000 */
+    char log_level[16];             /* "info" */
+    char log[CONFIG_PATH_MAX];      /* "" (or "stderr"), "syslog", a path */
+    char pidfile[CONFIG_PATH_MAX];  /* "" = none (-d defaults one) */
     char cluster_secret_file[CONFIG_PATH_MAX];
     char auth_file[CONFIG_PATH_MAX]; /* "": no client authentication */
     char metrics_auth[4];            /* "on": /metrics wants a token */
