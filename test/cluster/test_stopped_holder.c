@@ -106,6 +106,18 @@ on_b(struct wedge *w, const char *method, const char *path, const char *body,
     return itest_req_on(w->hb, &c.node[0], method, path, body, r);
 }
 
+/* push_body - the body of a push of one payload to (queue, part). */
+static const char *
+push_body(char *body, size_t len, const char *queue, const char *part,
+          const char *payload)
+{
+    snprintf(body, len,
+             "{\"queue\":\"%s\",\"partition\":\"%s\",\"messages\":"
+             "[{\"payload\":%s}]}",
+             queue, part, payload);
+    return body;
+}
+
 /* push_b - one payload to (queue, part) through worker b. */
 static void
 push_b(struct wedge *w, const char *queue, const char *part,
@@ -114,10 +126,7 @@ push_b(struct wedge *w, const char *queue, const char *part,
     char body[300];
     struct itest_resp r;
 
-    snprintf(body, sizeof(body),
-             "{\"queue\":\"%s\",\"partition\":\"%s\",\"messages\":"
-             "[{\"payload\":%s}]}",
-             queue, part, payload);
+    push_body(body, sizeof(body), queue, part, payload);
     cr_assert_eq(on_b(w, "POST", "/api/v1/ephemeral/push", body, &r), 201, "%s",
                  r.body);
     itest_resp_free(&r);
@@ -401,11 +410,8 @@ Test(stopped_holder, the_dir_lock)
     cl_part_owned_by("wedge-idle", 0, 200, idle, sizeof(idle));
     push_b(&w, "wedge-idle", idle, "1");
     cr_assert_eq(pop_b(&w, "wedge-idle", idle, 1), 1);
-    snprintf(body, sizeof(body),
-             "{\"queue\":\"%s\",\"partition\":\"%s\",\"messages\":"
-             "[{\"payload\":2}]}",
-             w.queue, w.part);
-    int64_t stopped = stop(&w, "POST", "/api/v1/ephemeral/push", body);
+    int64_t stopped = stop(&w, "POST", "/api/v1/ephemeral/push",
+                           push_body(body, sizeof(body), w.queue, w.part, "2"));
     wedge_close(&w, stopped, "the dir lock");
 }
 
@@ -420,10 +426,7 @@ Test(stopped_holder, a_partition_lock)
     arm(&w, "shm_ring_repair");
     push_b(&w, w.queue, w.part, "1");
     cr_assert_eq(pop_b(&w, w.queue, w.part, 0), 1);
-    snprintf(body, sizeof(body),
-             "{\"queue\":\"%s\",\"partition\":\"%s\",\"messages\":"
-             "[{\"payload\":2}]}",
-             w.queue, w.part);
-    int64_t stopped = stop(&w, "POST", "/api/v1/ephemeral/push", body);
+    int64_t stopped = stop(&w, "POST", "/api/v1/ephemeral/push",
+                           push_body(body, sizeof(body), w.queue, w.part, "2"));
     wedge_close(&w, stopped, "a partition's lock");
 }
