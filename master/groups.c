@@ -9,7 +9,10 @@
  * everywhere for implicit_idle_s is forgotten by each node's own upkeep.
  * A queue this node does not hold is made for a group only when the same
  * peer has named it in two beats: one beat built just before a DELETE
- * reached the peer must not bring the deleted queue back here.
+ * reached the peer must not bring the deleted queue back here.  A queue
+ * whose lock is held past the master's bound (shm/lock.h) is left out of
+ * a walk, and a group or hold it keeps from being learned waits for the
+ * next beat, which names it again: a beat never waits for a worker.
  */
 #include "master/groups.h"
 
@@ -175,7 +178,8 @@ hold(struct master *m, const char *p, const char *end, uint64_t now)
         return;
     int rc = shm_part_hold(&m->seg, SHM_STATS_MASTER, queue, part, now,
                            MASTER_HOLD_MS);
-    if (rc != 0)
+    /* A lock held past the bound (shm/lock.h): the next beat holds it. */
+    if (rc != 0 && rc != -ETIMEDOUT)
         log_warn(-rc,
                  "cannot hold partition '%.*s' of queue '%.*s' for its "
                  "hand-over: pushes before it may be read first",

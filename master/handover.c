@@ -1,5 +1,11 @@
 /*
  * handover.c - see handover.h.
+ *
+ * The segment calls here wait for locks within the master's bound
+ * (shm/lock.h).  One that a held lock keeps back is done again: a
+ * partition not taken is found by a scan RETRY_MS on, a shipment not
+ * taken back waits here and is taken back RETRY_MS on, and an adopt
+ * refused (503) is sent again by its sender, as any failed shipment is.
  */
 #include "master/handover.h"
 
@@ -39,11 +45,13 @@ struct ship {
     int drain;
     uint32_t msgs;
     uint64_t retry_at; /* 0: posted, waiting for the answer */
+    int back;          /* refused: to be taken back here at retry_at */
     char *queue, *part;
     size_t qlen, plen;
     char *path; /* /cluster/v1/adopt?queue=..&partition=.. */
     unsigned char *rec;
     size_t len;
+    char why[160]; /* why it was refused, while it waits to be taken back */
 };
 
 /* A partition a scan found for another member, not taken yet.  Its owner
@@ -65,7 +73,8 @@ static struct {
     uint64_t scan_at[3]; /* scans due (0: none) */
     int drain_started;
     uint64_t drain_deadline;
-    uint32_t rings, delivered, lost;    /* partitions, on a drain */
+    uint64_t drain_rescan_at;        /* a drain's partition a held lock kept */
+    uint32_t rings, delivered, lost; /* partitions, on a drain */
     uint64_t msgs_delivered, msgs_lost; /* their messages */
 } ho;
 
@@ -136,15 +145,31 @@ unlink_ship(struct ship *s)
         }
 }
 
-/* keep_here - a shipment that failed outside a drain: adopt it back, to be
- * shipped again by the next scan. */
+/* rescan_soon - a partition a held lock kept from its shipment: a scan
+ * RETRY_MS on finds it again (a drain's once its wants are out). */
 static void
+rescan_soon(uint64_t now)
+{
+    uint64_t at = now + RETRY_MS;
+
+    if (ho.drain_started)
+        ho.drain_rescan_at = at;
+    else if (ho.scan_at[1] == 0 || ho.scan_at[1] > at)
+        ho.scan_at[1] = at;
+}
+
+/* keep_here - a shipment that failed outside a drain (why): adopt it back,
+ * to be shipped again by the next scan.  -ETIMEDOUT when a held lock kept
+ * it out (nothing adopted): s must wait to be taken back. */
+static int
 keep_here(struct master *m, struct ship *s, const char *why)
 {
     int rc = shm_part_adopt(
         &m->seg, SHM_STATS_MASTER, (struct shm_name){s->queue, s->qlen},
         (struct shm_name){s->part, s->plen}, s->rec, s->len, shm_now_ms());
 
+    if (rc == -ETIMEDOUT)
+        return rc;
     if (rc >= 0) {
         log_warn(0,
                  "hand-over of partition '%.*s' of queue '%.*s' to node %s "
@@ -152,7 +177,7 @@ keep_here(struct master *m, struct ship *s, const char *why)
                  (int)s->plen, s->part, (int)s->qlen, s->queue,
                  m->members.id[s->member], why);
         ho.scan_at[1] = shm_now_ms() + RESCAN_MS;
-        return;
+        return 0;
     }
     shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_WIPES, 1);
     log_error(-rc,
@@ -161,6 +186,23 @@ keep_here(struct master *m, struct ship *s, const char *why)
               "taking them back failed)",
               (int)s->qlen, s->queue, (int)s->plen, s->part, s->msgs,
               m->members.id[s->member], why);
+    return 0;
+}
+
+/* take_back - keep_here, for a shipment on the list: done, it goes; kept
+ * out by a held lock, it waits RETRY_MS to be tried again. */
+static void
+take_back(struct master *m, struct ship *s, const char *why)
+{
+    if (why != s->why)
+        snprintf(s->why, sizeof(s->why), "%s", why);
+    if (keep_here(m, s, s->why) == -ETIMEDOUT) {
+        s->back = 1;
+        s->retry_at = shm_now_ms() + RETRY_MS;
+        return;
+    }
+    unlink_ship(s);
+    ship_free(s);
 }
 
 /* dropped - a drain's shipment that cannot be delivered. */
@@ -237,12 +279,13 @@ shipped(void *arg, struct http_client_resp *r)
         return;
     }
     shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_HANDOVER_OUT_FAILED, 1);
-    unlink_ship(s);
-    if (s->drain)
+    if (s->drain) {
+        unlink_ship(s);
         dropped(m, s, why);
-    else
-        keep_here(m, s, why);
-    ship_free(s);
+        ship_free(s);
+    } else {
+        take_back(m, s, why);
+    }
     pump(m);
 }
 
@@ -290,7 +333,9 @@ ship(struct master *m, struct shm_name queue, struct shm_name part, int member,
     /* No message left to ship may still carry group positions (every one
      * held was completed): those go too, or the groups start over there. */
     if (n < 0 || (n == 0 && out.used <= sizeof(struct shm_ho_hdr))) {
-        if (n < 0 && n != -ENOENT)
+        if (n == -ETIMEDOUT)
+            rescan_soon(shm_now_ms()); /* stays here meanwhile */
+        else if (n < 0 && n != -ENOENT)
             log_error(-n,
                       "cannot take partition '%.*s' of queue '%.*s' for "
                       "its hand-over; it stays here",
@@ -430,6 +475,11 @@ master_handover_tick(struct master *m, uint64_t now)
         }
     if (due && sc.o.n > 1)
         shm_part_each(&m->seg, scan_one, &sc);
+    for (struct ship *s = ho.ships, *next; s; s = next) {
+        next = s->next; /* taken back, s is freed */
+        if (s->back && s->retry_at <= now)
+            take_back(m, s, s->why);
+    }
     pump(m);
 }
 
@@ -491,7 +541,8 @@ master_handover_drain(struct master *m, uint64_t now)
          * take it back into. */
         for (struct ship *s = ho.ships; s; s = s->next)
             if (!s->drain) {
-                s->drain = 1;
+                s->drain = 1; /* one waiting to be taken back: sent again */
+                s->back = 0;
                 ho.rings++;
             }
         for (struct want *w = ho.wants; w; w = w->next)
@@ -509,6 +560,15 @@ master_handover_drain(struct master *m, uint64_t now)
             ho.rings += held;
             ho.lost += held;
         }
+    }
+    if (ho.drain_rescan_at != 0 && ho.drain_rescan_at <= now &&
+        ho.wants == NULL && now < ho.drain_deadline) {
+        struct scan sc = {.m = m, .drain = 1};
+
+        ho.drain_rescan_at = 0;
+        owners_now(m, &sc.o);
+        if (sc.o.n > 0)
+            shm_part_each(&m->seg, scan_one, &sc);
     }
     let_go_dead(m);
     for (struct ship *s = ho.ships, *next; s; s = next) {
@@ -575,12 +635,17 @@ master_handover_in(struct master *m, struct http_request *req)
                         (struct shm_name){part, plen}, body, len, shm_now_ms());
     if (rc < 0) {
         shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_HANDOVER_IN_FAILED, 1);
-        log_warn(-rc, "cannot adopt partition '%.*s' of queue '%.*s' from %s",
-                 (int)plen, part, (int)qlen, queue,
-                 http_request_header(req, CLUSTER_NODE_HEADER)
-                     ? http_request_header(req, CLUSTER_NODE_HEADER)
-                     : "a peer");
-        if (rc == -EBADMSG)
+        /* A held lock (shm/lock.h) is warned of once a while by main.c. */
+        (rc == -ETIMEDOUT ? log_debug : log_warn)(
+            -rc, "cannot adopt partition '%.*s' of queue '%.*s' from %s",
+            (int)plen, part, (int)qlen, queue,
+            http_request_header(req, CLUSTER_NODE_HEADER)
+                ? http_request_header(req, CLUSTER_NODE_HEADER)
+                : "a peer");
+        if (rc == -ETIMEDOUT)
+            http_reply_error(req, 503, "ephemeral_unavailable",
+                             "this node's segment is busy; retry");
+        else if (rc == -EBADMSG)
             http_reply_error(req, 400, "ephemeral_bad_request",
                              "body is not a hand-over record of this version");
         else

@@ -5,7 +5,15 @@
  * daemonizing and pidfile, the shared segment, the listening socket, then one
  * fork per worker.  Then one epoll loop over a signalfd and a 100 ms timerfd:
  * signals are read as data (no handlers, nothing async-signal-unsafe), and
- * every tick runs maintenance, respawns and the watchdog.
+ * every tick runs the watchdog, then maintenance, respawns, heartbeats.
+ *
+ * A worker stopped or spinning with a segment lock held must not stop the
+ * master: its watchdog is what kills that worker, and its heartbeats and
+ * raft keep the node in its cluster.  So each round of the loop waits
+ * MASTER_LOCK_WAIT_MS at most for segment locks in all (shm/lock.h), what
+ * a held lock guards waits for a later round, and the watchdog, which takes
+ * no lock, runs first.  What the master alone writes (the status page, the
+ * catalog: lock-free readers) takes no lock at all.
  *
  * Signals: TERM/INT drain (workers stop accepting, answer parked pops, finish
  * in-flight requests, exit; meanwhile the master answers new connections on
@@ -40,11 +48,13 @@
 #include "master/listen.h"
 #include "master/master.h"
 #include "master/membership.h"
+#include "master/queue_sync.h"
 #include "master/tls.h"
 #include "master/view.h"
 #include "shm/arena.h"
 #include "shm/catalog.h"
 #include "shm/check.h"
+#include "shm/lock.h"
 #include "shm/log.h"
 #include "shm/maintain.h"
 #include "shm/nonce.h"
@@ -52,9 +62,10 @@
 #include "shm/status.h"
 #include "shm/tenants.h"
 
-#define DRAIN_MS   30000 /* workers still running then are killed */
-#define HANDOFF_MS 3000  /* raft leadership transfer on a graceful stop */
-#define VERSION    "0.1.0"
+#define DRAIN_MS       30000 /* workers still running then are killed */
+#define HANDOFF_MS     3000  /* raft leadership transfer on a graceful stop */
+#define LOCK_REPORT_MS 5000  /* locks held past the bound: one warning */
+#define VERSION        "0.1.0"
 /* descriptors a worker wants beyond its connections */
 #define NOFILE_RESERVE 1024
 
@@ -358,7 +369,9 @@ start_node(struct master *m, int ep)
             log_fatal(0, "cannot start worker %d", i);
     }
     /* Workers run; the master alone opens LMDB and the cluster port.  It
-     * keeps the client socket open (never accepting) for respawns. */
+     * keeps the client socket open (never accepting) for respawns.  From
+     * now on a worker may hold a lock: the master's waits are bounded. */
+    shm_lock_bound(MASTER_LOCK_WAIT_MS);
     if (master_raft_open(m, shm_now_ms()) != 0 ||
         master_cluster_start(m, ep, cfd) != 0 ||
         master_cluster_client_start(ep, master_view_serving, &m->ws.peers) != 0)
@@ -474,17 +487,39 @@ on_signal(struct master *m, int ep, int sig, uint64_t now)
     }
 }
 
-/* on_tick - every MASTER_TICK_MS: maintenance and supervision. */
+/* lock_report - at most every LOCK_REPORT_MS, a warning when segment
+ * locks were held past the master's bound since the last one. */
+static void
+lock_report(uint64_t now)
+{
+    static uint64_t seen, next;
+    uint64_t t = shm_lock_timeouts();
+
+    if (t == seen || now < next)
+        return;
+    log_warn(0,
+             "%llu segment lock waits reached their bound (%d ms) since the "
+             "last report: a worker holds a lock (stopped or spinning?); "
+             "the master leaves what it guards for a later round, and its "
+             "watchdog kills a worker that stopped beating",
+             (unsigned long long)(t - seen), MASTER_LOCK_WAIT_MS);
+    seen = t;
+    next = now + LOCK_REPORT_MS;
+}
+
+/* on_tick - every MASTER_TICK_MS: the watchdog first (no lock: lock.h),
+ * then maintenance and supervision. */
 static void
 on_tick(struct master *m, uint64_t now)
 {
     if (m->state == MASTER_RUNNING) {
+        master_watchdog(m, now);
         int rc = shm_maintain(&m->seg, now);
         if (rc != 0)
             log_error(-rc, "maintenance failed");
         shm_arena_flush(&m->seg, SHM_STATS_MASTER);
         master_respawn_due(m, now);
-        master_watchdog(m, now);
+        master_queue_sync_tick(m);
         master_configure_tick(m, now);
         master_membership_heartbeat(m, now, 0);
         master_handover_tick(m, now);
@@ -497,6 +532,8 @@ on_tick(struct master *m, uint64_t now)
          * hand-over. */
         master_membership_heartbeat(m, now, 0);
         master_membership_publish(m);
+        master_respawn_due(m, now); /* only reaps: nothing is forked now */
+        master_queue_sync_tick(m);
         if (now > m->drain_deadline && !m->drain_killed) {
             /* The reap repairs what they held: the hand-over still runs. */
             log_warn(0, "drain took longer than %d ms; killing the workers",
@@ -505,6 +542,7 @@ on_tick(struct master *m, uint64_t now)
             m->drain_killed = 1;
         }
     }
+    lock_report(now);
 }
 
 /* loop_fds - the signalfd and timerfd the master's loop waits on. */
@@ -594,6 +632,7 @@ run(struct master *m, int ep, int sfd, int tfd)
         int n = epoll_wait(ep, evs, 32, loop_timeout(m, now));
 
         now = shm_now_ms();
+        shm_lock_bound(MASTER_LOCK_WAIT_MS); /* this round's, afresh */
         master_view_woke(m, now); /* before anything reads the view */
         for (int i = 0; i < n; i++) {
             uint64_t tag = evs[i].data.u64;
@@ -692,6 +731,7 @@ main(int argc, char **argv)
     master_cluster_stop(&m);
     master_cluster_client_stop();
     master_handover_stop();
+    master_queue_sync_stop();
     master_raft_close(&m);
     master_tls_free(&m);
     shm_segment_destroy(&m.seg);

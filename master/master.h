@@ -21,6 +21,10 @@
 #include "worker/worker.h"
 
 #define MASTER_TICK_MS 100 /* the master's loop: maintenance, beats */
+/* What one round of the master's loop waits for segment locks at most
+ * (shm/lock.h): a worker's hold is microseconds; one this long is stopped
+ * or spinning, and the master skips what it guards until the next round. */
+#define MASTER_LOCK_WAIT_MS 10
 
 /* Epoll tags of the master's loop (the cluster client owns
  * MASTER_TAG_CLIENT|fd). */
@@ -40,6 +44,8 @@ struct master_child {
     uint64_t started_ms; /* when it was forked */
     uint64_t respawn_at; /* when to fork it again (0: not pending) */
     uint32_t backoff_ms; /* next respawn delay after a quick death */
+    int unreaped;        /* dead, its slot not repaired yet (a lock was
+                            held past the bound): not forked again */
 };
 
 struct master {
@@ -80,10 +86,12 @@ int master_spawn(struct master *m, int slot);
  */
 void master_reap(struct master *m, uint64_t now);
 
-/* master_respawn_due - fork the workers whose respawn time has come. */
+/* master_respawn_due - reap again the slots not yet repaired, and fork
+ * the workers whose respawn time has come. */
 void master_respawn_due(struct master *m, uint64_t now);
 
-/* master_watchdog - SIGKILL a worker whose heartbeat stopped. */
+/* master_watchdog - SIGKILL a worker whose heartbeat stopped.  Takes no
+ * segment lock: the tick runs it first. */
 void master_watchdog(struct master *m, uint64_t now);
 
 /* master_signal_workers - send sig to every live worker. */

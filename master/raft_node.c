@@ -30,11 +30,10 @@
 #include "master/cluster_client.h"
 #include "master/master.h"
 #include "master/membership.h"
+#include "master/queue_sync.h"
 #include "master/view.h"
 #include "shm/catalog.h"
 #include "shm/log.h"
-#include "shm/queue_admin.h"
-#include "shm/stats.h"
 #include "shm/status.h"
 
 /* snapshot - the raft core's snapshot callback: the declared set. */
@@ -67,9 +66,9 @@ publish_catalog(struct master *m, const struct decl_cmd *changed)
         return;
     struct shm_name q = {changed->name, changed->len};
     if (changed->op == DECL_DECLARE)
-        shm_queue_declare(&m->seg, SHM_STATS_MASTER, q, &changed->opts);
+        master_queue_declare(m, q, &changed->opts);
     else
-        shm_queue_delete(&m->seg, SHM_STATS_MASTER, q, shm_now_ms());
+        master_queue_delete(m, q);
 }
 
 /* resolve - proposals at index end: committed if the term matches (then
@@ -194,14 +193,12 @@ restore(struct master *m, const struct raft_ready *rd)
     publish_catalog(m, NULL);
     for (size_t i = 0; i < old.n; i++) {
         if (decl_find(&m->raft.decl, old.q[i].name, old.q[i].len) == NULL)
-            shm_queue_delete(&m->seg, SHM_STATS_MASTER,
-                             (struct shm_name){old.q[i].name, old.q[i].len},
-                             shm_now_ms());
+            master_queue_delete(m,
+                                (struct shm_name){old.q[i].name, old.q[i].len});
     }
     for (size_t i = 0; i < m->raft.decl.n; i++) {
         const struct decl_queue *q = &m->raft.decl.q[i];
-        shm_queue_declare(&m->seg, SHM_STATS_MASTER,
-                          (struct shm_name){q->name, q->len}, &q->opts);
+        master_queue_declare(m, (struct shm_name){q->name, q->len}, &q->opts);
     }
     decl_free(&old);
 }

@@ -5,7 +5,15 @@
  * from an operator or from the watchdog) is repaired in the segment -- locks
  * it held, cells it had in flight, its waiter bits -- and forked again, after
  * a delay that doubles while it keeps dying young.  The node keeps serving on
- * the other workers meanwhile.
+ * the other workers meanwhile.  The repair waits for each lock within the
+ * master's bound (shm/lock.h); one that another worker holds longer (stopped
+ * too, say) leaves the slot unreaped, and each tick reaps it again until it
+ * is done: only then is the slot forked again.
+ *
+ * The watchdog reads each worker's heartbeat (an atomic in its slot) and
+ * kills with SIGKILL: no segment lock, so the master's tick runs it first,
+ * and a worker stopped or spinning with a lock held is killed WATCHDOG_MS
+ * after its last beat whatever that lock keeps from the rest of the tick.
  */
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -20,6 +28,7 @@
 #include <unistd.h>
 
 #include "master/master.h"
+#include "shm/lock.h"
 #include "shm/log.h"
 #include "shm/maintain.h"
 #include "shm/stats.h"
@@ -125,6 +134,7 @@ master_spawn(struct master *m, int slot)
         close_inherited(m);
         snprintf(role, sizeof(role), "worker%d", slot);
         log_set_role(role);
+        shm_lock_bound(0); /* a worker waits for a lock as long as it takes */
         struct worker_settings ws = m->ws;
         ws.slot = slot;
         worker_main(&m->seg, &ws);
@@ -175,7 +185,7 @@ master_reap(struct master *m, uint64_t now)
         c->pid = 0;
         describe(status, why, sizeof(why));
         /* Repair before anyone can take the slot again. */
-        shm_worker_reap(&m->seg, slot);
+        c->unreaped = shm_worker_reap(&m->seg, slot) != 0;
         if (m->state != MASTER_RUNNING) {
             log_info(0, "worker %d (pid %d) stopped: %s", slot, (int)pid, why);
             continue;
@@ -198,8 +208,13 @@ master_respawn_due(struct master *m, uint64_t now)
 {
     for (int i = 0; i < m->nworkers; i++) {
         struct master_child *c = &m->child[i];
-        if (c->pid == 0 && c->respawn_at != 0 && now >= c->respawn_at &&
-            m->state == MASTER_RUNNING) {
+        if (c->pid == 0 && c->unreaped) {
+            c->unreaped = shm_worker_reap(&m->seg, i) != 0;
+            if (!c->unreaped)
+                log_info(0, "worker %d's slot repaired", i);
+        }
+        if (c->pid == 0 && !c->unreaped && c->respawn_at != 0 &&
+            now >= c->respawn_at && m->state == MASTER_RUNNING) {
             if (master_spawn(m, i) != 0)
                 c->respawn_at = now + RESPAWN_MAX_MS;
         }

@@ -807,14 +807,15 @@ shm_arena_flush(struct shm_seg *seg, int w)
  * The walk frees w's runs by their tags; w's slot (lists, extent, count),
  * possibly half-updated, is then reset.
  */
-void
+int
 shm_arena_reap(struct shm_seg *seg, int w)
 {
     struct shm_arena *a = arena_of(seg);
     struct shm_slot *s = shm_slot(seg, w);
+    int rc;
 
-    if (shm_lock(seg, &a->lock, arena_rebuild, NULL) != 0)
-        return;
+    if ((rc = shm_lock(seg, &a->lock, arena_rebuild, NULL)) != 0)
+        return rc;
     arena_walk_locked(a, w);
     s->ext = 0;
     s->ext_len = 0;
@@ -822,4 +823,5 @@ shm_arena_reap(struct shm_seg *seg, int w)
     memset(s->cache, 0, sizeof(s->cache));
     atomic_store_explicit(&s->cache_count, 0, memory_order_relaxed);
     shm_unlock(&a->lock);
+    return 0;
 }

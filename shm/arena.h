@@ -97,7 +97,9 @@ int shm_arena_lock(struct shm_seg *seg);
 void shm_arena_unlock(struct shm_seg *seg);
 
 /* shm_arena_reap - master: free every run tagged CACHE(w) or INFLIGHT(w)
- * (after the dead worker's partition locks were repaired). */
-void shm_arena_reap(struct shm_seg *seg, int w);
+ * (after the dead worker's partition locks were repaired).  0, or
+ * -ETIMEDOUT with nothing done when the arena lock was held past the
+ * master's bound (lock.h). */
+int shm_arena_reap(struct shm_seg *seg, int w);
 
 #endif

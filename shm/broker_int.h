@@ -74,9 +74,11 @@ struct shm_part_list {
 };
 
 /* shm_part_list_get - list queue qr's partitions into *l (dir lock
- * briefly).  Without memory for more, only the first SHM_PART_STACK. */
-void shm_part_list_get(struct shm_seg *seg, struct shm_ref qr,
-                       struct shm_part_list *l);
+ * briefly).  Without memory for more, only the first SHM_PART_STACK.  0,
+ * or -errno with *l empty when the dir lock was not taken (-ETIMEDOUT:
+ * the master's bounded wait, lock.h): not a queue without partitions. */
+int shm_part_list_get(struct shm_seg *seg, struct shm_ref qr,
+                      struct shm_part_list *l);
 
 /* shm_part_list_free - free what shm_part_list_get allocated. */
 void shm_part_list_free(struct shm_part_list *l);
@@ -103,7 +105,8 @@ int shm_part_lock_ctx(struct shm_seg *seg, int w, struct shm_ref pr,
 
 /* shm_part_list_each_locked - for each partition of l in turn: lock it as
  * w, call fn(c, arg), unlock it; one lock at a time, a partition freed
- * meanwhile skipped.  Returns the sum of what fn returned. */
+ * meanwhile skipped, and one whose lock the master could not take within
+ * its bound (lock.h) too.  Returns the sum of what fn returned. */
 uint64_t shm_part_list_each_locked(
     struct shm_seg *seg, int w, const struct shm_part_list *l,
     struct shm_queue *q, uint64_t now,
@@ -180,7 +183,10 @@ int shm_group_ensure(struct shm_seg *seg, int w, struct shm_ref qr,
 /* shm_queue_free_locked - free queue qr's partitions (only idle, empty ones
  * when idle_ms != 0) and, when none is left, its registry and record.
  * Queue lock held on entry, released on return.  Returns the messages
- * dropped; *freed says whether the queue went. */
+ * dropped; *freed says whether the queue went.  A lock not taken within
+ * the master's bound (lock.h) stops it there: the partitions freed so far
+ * stay freed, the queue and its registry stay as they are, and a later
+ * call goes on. */
 uint64_t shm_queue_free_locked(struct shm_seg *seg, int w, struct shm_ref qr,
                                uint64_t now, uint64_t idle_ms, int *freed);
 

@@ -36,21 +36,22 @@ part_same(struct shm_seg *seg, struct shm_ref r)
 }
 
 /* shm_part_list_get - see broker_int.h. */
-void
+int
 shm_part_list_get(struct shm_seg *seg, struct shm_ref qr,
                   struct shm_part_list *l)
 {
-    uint32_t n = shm_dir_queue_parts(seg, qr, l->stack, SHM_PART_STACK);
+    int64_t n = shm_dir_queue_parts(seg, qr, l->stack, SHM_PART_STACK);
 
     l->v = l->stack;
+    l->n = 0;
     while (n > SHM_PART_STACK) {
-        struct shm_ref *h = malloc(sizeof(*h) * (n + 8));
+        struct shm_ref *h = malloc(sizeof(*h) * ((size_t)n + 8));
         if (h == NULL) {
             n = SHM_PART_STACK;
             break;
         }
-        uint32_t m = shm_dir_queue_parts(seg, qr, h, n + 8);
-        if (m <= n + 8) {
+        int64_t m = shm_dir_queue_parts(seg, qr, h, (uint32_t)n + 8);
+        if (m >= 0 && m <= n + 8) {
             l->v = h;
             n = m;
             break;
@@ -58,7 +59,10 @@ shm_part_list_get(struct shm_seg *seg, struct shm_ref qr,
         free(h);
         n = m;
     }
-    l->n = n;
+    if (n < 0)
+        return (int)n;
+    l->n = (uint32_t)n;
+    return 0;
 }
 
 /* shm_part_list_free - see broker_int.h. */

@@ -608,15 +608,16 @@ shm_dir_free_queue(struct shm_seg *seg, int w, uint32_t idx)
 }
 
 /* shm_dir_queue_parts - see dir.h. */
-uint32_t
+int64_t
 shm_dir_queue_parts(struct shm_seg *seg, struct shm_ref q, struct shm_ref *out,
                     uint32_t n)
 {
     uint32_t k = 0;
+    int rc;
 
     /* dir lock: walk the queue's partition list. */
-    if (shm_dir_lock(seg) != 0)
-        return 0;
+    if ((rc = shm_dir_lock(seg)) != 0)
+        return rc;
     if (dir_queue_is(shm_dir_of(seg), q)) {
         for (uint32_t i = shm_dir_queue(seg, q.idx)->parts; i != 0;
              i = shm_dir_part(seg, i - 1)->next_part, k++) {

@@ -296,7 +296,10 @@ int shm_dir_find_part(struct shm_seg *seg, int w, struct shm_ref q,
 
 /*
  * shm_dir_free_part - unindex partition idx and free its record and name
- * (its contents are already gone; call with its lock NOT held).
+ * (its contents are already gone; call with its lock NOT held).  Without
+ * the dir lock (a bounded wait, lock.h) the record stays dead on its
+ * queue's list, as a deleter killed in between leaves it: the next free of
+ * the queue's partitions finds it (-ESTALE) and frees it.
  */
 void shm_dir_free_part(struct shm_seg *seg, int w, uint32_t idx);
 
@@ -305,9 +308,10 @@ void shm_dir_free_part(struct shm_seg *seg, int w, uint32_t idx);
 int shm_dir_free_queue(struct shm_seg *seg, int w, uint32_t idx);
 
 /* shm_dir_queue_parts - copy up to n partition refs of queue q (dir lock
- * briefly); returns how many the queue has (may exceed n). */
-uint32_t shm_dir_queue_parts(struct shm_seg *seg, struct shm_ref q,
-                             struct shm_ref *out, uint32_t n);
+ * briefly); returns how many the queue has (may exceed n), or -errno when
+ * the dir lock was not taken (-ETIMEDOUT: lock.h). */
+int64_t shm_dir_queue_parts(struct shm_seg *seg, struct shm_ref q,
+                            struct shm_ref *out, uint32_t n);
 
 /* shm_dir_name_hash - the hash the index keys a name by. */
 uint64_t shm_dir_name_hash(struct shm_name name, uint64_t seed);

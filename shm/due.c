@@ -9,6 +9,9 @@
  * initialisation per key.  The fast path's load and the taker's store are
  * sequentially consistent: see due.h for the race they settle.  A dead
  * holder's heap is rebuilt by due_rebuild (every key handed out, at 0).
+ * A schedule that cannot take the lock (the master's bounded wait: lock.h)
+ * raises refill instead, and the next take rebuilds the heap as a repair
+ * does before it takes anything: a key is never lost, only visited early.
  */
 #include "shm/due.h"
 
@@ -36,6 +39,9 @@ struct due_ent {
  *    72     8  heap_off   init                immutable: due_ent[keys]
  *    80     8  pos_off    init                immutable: uint32[keys], 1-based
  *    88     8  at_off     init                immutable: uint64[keys], time+1
+ *    96     4  refill     a schedule that     atomic: set without the lock,
+ *                         missed the lock;     cleared under it by a take
+ *                         take
  */
 struct shm_due {
     pthread_mutex_t lock;
@@ -45,10 +51,12 @@ struct shm_due {
     uint64_t heap_off;
     uint64_t pos_off;
     uint64_t at_off;
+    _Atomic uint32_t refill;
 };
 _Static_assert(sizeof(pthread_mutex_t) <= 64, "shm_due layout");
 _Static_assert(offsetof(struct shm_due, n) == 64, "shm_due layout");
 _Static_assert(offsetof(struct shm_due, at_off) == 88, "shm_due layout");
+_Static_assert(offsetof(struct shm_due, refill) == 96, "shm_due layout");
 _Static_assert(sizeof(struct due_ent) == 16, "due_ent layout");
 
 #define DUE_ALIGN(x) (((x) + 63) & ~(size_t)63)
@@ -184,8 +192,10 @@ due_schedule(struct shm_seg *seg, uint32_t key, uint64_t at)
 
     if (at == UINT64_MAX || (cur != 0 && cur - 1 <= at))
         return;
-    if (due_lock(seg, u) != 0)
+    if (due_lock(seg, u) != 0) {
+        atomic_store(&u->refill, 1); /* every key, at the next take */
         return;
+    }
     /* due lock: heap, pos, at. */
     uint32_t i = due_pos(u)[key];
     if (i == 0) {
@@ -222,7 +232,9 @@ shm_due_take(struct shm_seg *seg, uint64_t now, uint32_t *keys, uint32_t max)
 
     if (due_lock(seg, u) != 0)
         return 0;
-    /* due lock: heap, pos, at. */
+    /* due lock: heap, pos, at; a schedule missed, every key first. */
+    if (atomic_exchange(&u->refill, 0) != 0)
+        due_fill_all(seg, u);
     while (k < max && u->n > 0 && due_heap(u)[0].at <= now) {
         uint32_t key = due_heap(u)[0].key;
         due_pos(u)[key] = 0;
@@ -243,8 +255,10 @@ shm_due_all(struct shm_seg *seg)
 {
     struct shm_due *u = due_of(seg);
 
-    if (due_lock(seg, u) != 0)
+    if (due_lock(seg, u) != 0) {
+        atomic_store(&u->refill, 1); /* done by the next take */
         return;
+    }
     due_fill_all(seg, u);
     shm_unlock(&u->lock);
 }

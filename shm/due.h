@@ -20,6 +20,9 @@
  * Locking: one robust leaf lock (nothing is taken under it).  A holder that
  * dies leaves the heap half-sifted: the next locker puts every key ever
  * handed out back at time 0, so each record is visited once and rescheduled.
+ * A schedule (or shm_due_all) that cannot take the lock -- the master's
+ * wait is bounded (lock.h) -- has the next take do the same, so no key is
+ * ever lost.
  */
 #ifndef MAYFLY_SHM_DUE_H
 #define MAYFLY_SHM_DUE_H
@@ -45,8 +48,9 @@ void shm_due_part(struct shm_seg *seg, uint32_t idx, uint64_t at);
 
 /*
  * shm_due_take - take off the heap up to max keys due at or before now,
- * earliest first, into keys.  Returns how many.  A taken key is off the heap
- * until someone schedules it again.
+ * earliest first, into keys.  Returns how many (0 also when the lock could
+ * not be taken within the bound).  A taken key is off the heap until
+ * someone schedules it again.
  */
 uint32_t shm_due_take(struct shm_seg *seg, uint64_t now, uint32_t *keys,
                       uint32_t max);

@@ -8,7 +8,9 @@
  * is added to the segment.  Master only.
  *
  * Locking: a queue's lock per queue (the registry), and the dir lock
- * briefly for a lookup; no syscall or logging under a lock.
+ * briefly for a lookup; no syscall or logging under a lock.  The master's
+ * waits are bounded (lock.h): a queue whose lock is held past the bound is
+ * left out of that walk, to be named by the next.
  * Errors: 0 or -errno.
  */
 #ifndef MAYFLY_SHM_GROUP_SHARE_H
@@ -40,7 +42,8 @@ uint32_t shm_groups_each(struct shm_seg *seg, uint32_t *next, uint32_t budget,
  * (with create, creating the queue as a push does), and keep the later
  * activity on the group and on the queue (a group active anywhere keeps
  * the queue alive everywhere).  0, -ENOENT (no such queue here, without
- * create), -ENOBUFS, -EOVERFLOW (a table or the queue's groups full).
+ * create), -ENOBUFS, -EOVERFLOW (a table or the queue's groups full),
+ * -ETIMEDOUT (a lock held past the master's bound, lock.h: nothing made).
  */
 int shm_group_learn(struct shm_seg *seg, int w, struct shm_name queue,
                     struct shm_name group, enum shm_from from,

@@ -5,15 +5,24 @@
  * dies the kernel hands the lock to the next locker with EOWNERDEAD.  That
  * locker repairs what the lock guards, marks the mutex consistent and counts
  * the repair in the segment header (summed into SHM_C_LOCK_REPAIRS), all
- * before shm_lock() returns, so no caller ever sees a dead owner.
+ * before shm_lock() returns, so no caller ever sees a dead owner.  A bounded
+ * wait (pthread_mutex_clocklock, or trylock once the round's wait is spent)
+ * reports a dead owner in the same way, so the master repairs as a worker
+ * does.  The bound is per thread: the master's loop is one thread, and a
+ * test's threads each keep their own.
  * Errors: 0 or -errno (pthread's return value, negated).
  */
 #include "shm/lock.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <time.h>
 
 #include "shm/layout.h"
+
+static _Thread_local uint32_t bound_ms; /* 0: unbounded */
+static _Thread_local int spent;         /* this round's wait ran out */
+static _Thread_local uint64_t timeouts;
 
 /* shm_lock_init - see lock.h. */
 int
@@ -31,6 +40,37 @@ shm_lock_init(pthread_mutex_t *m)
     return -rc;
 }
 
+/* lock_wait - take m within the thread's bound: pthread's return value,
+ * ETIMEDOUT when the bound was reached. */
+static int
+lock_wait(pthread_mutex_t *m)
+{
+    struct timespec until;
+    int rc;
+
+    if (bound_ms == 0)
+        return pthread_mutex_lock(m);
+    if (spent) {
+        rc = pthread_mutex_trylock(m);
+        if (rc == EBUSY)
+            rc = ETIMEDOUT;
+    } else {
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += bound_ms / 1000;
+        until.tv_nsec += (long)(bound_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        rc = pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &until);
+    }
+    if (rc == ETIMEDOUT) {
+        spent = 1;
+        timeouts++;
+    }
+    return rc;
+}
+
 /*
  * shm_lock - see lock.h.  seg may be NULL (no repair is counted then).  The
  * repair runs before pthread_mutex_consistent(): should this process die
@@ -40,7 +80,7 @@ int
 shm_lock(struct shm_seg *seg, pthread_mutex_t *m,
          void (*repair)(struct shm_seg *seg, void *arg), void *arg)
 {
-    int rc = pthread_mutex_lock(m);
+    int rc = lock_wait(m);
 
     if (rc == EOWNERDEAD) {
         if (repair != NULL)
@@ -62,4 +102,19 @@ void
 shm_unlock(pthread_mutex_t *m)
 {
     pthread_mutex_unlock(m);
+}
+
+/* shm_lock_bound - see lock.h. */
+void
+shm_lock_bound(uint32_t ms)
+{
+    bound_ms = ms;
+    spent = 0;
+}
+
+/* shm_lock_timeouts - see lock.h. */
+uint64_t
+shm_lock_timeouts(void)
+{
+    return timeouts;
 }

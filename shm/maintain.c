@@ -11,10 +11,18 @@
  * shm_queue_free_locked); the reap takes and drops every lock in turn.
  * Always as SHM_STATS_MASTER.  Wake-ups are posted under the partition
  * lock and kicked after it.  Logging only after every lock is released.
+ *
+ * The master's waits are bounded (lock.h): a worker stopped or spinning
+ * with a lock held must not stop the master, whose watchdog is what kills
+ * it.  A visit that meets a lock it cannot take leaves that record as it
+ * was, or as a later visit finishes it, and puts the record back on the
+ * due heap MAINTAIN_RETRY_MS on; a reap that cannot take every lock says
+ * so, and the master reaps again before it reuses the slot.
  * Errors: 0 or -errno.
  */
 #include "shm/maintain.h"
 
+#include <errno.h>
 #include <stdint.h>
 
 #include "shm/arena.h"
@@ -28,9 +36,10 @@
 #include "shm/stats.h"
 #include "shm/wake.h"
 
-#define MAINTAIN_BUDGET 16384 /* records one shm_maintain call visits */
-#define RELIEF_IDLE_MS  1000  /* idle, for a queue collected under pressure */
-#define RELIEF_PAUSE_MS 1000  /* no relief this long after a pass in vain */
+#define MAINTAIN_BUDGET   16384 /* records one shm_maintain call visits */
+#define RELIEF_IDLE_MS    1000  /* idle, for a queue collected under pressure */
+#define RELIEF_PAUSE_MS   1000  /* no relief this long after a pass in vain */
+#define MAINTAIN_RETRY_MS 100   /* a visit a busy lock kept: again this soon */
 
 /* ---- a partition ------------------------------------------------------- */
 
@@ -48,8 +57,14 @@ maintain_part(struct shm_seg *seg, uint32_t i, uint64_t now)
     struct shm_ref qr = {p->queue, p->queue_gen};
     struct shm_queue *q = shm_dir_queue(seg, qr.idx);
     uint64_t kick = 0;
-    if (shm_part_lock_ctx(seg, SHM_STATS_MASTER, pr, q, now, &c) != 0)
+    int rc = shm_part_lock_ctx(seg, SHM_STATS_MASTER, pr, q, now, &c);
+    if (rc != 0) {
+        /* Freed meanwhile (its next record schedules itself), or held
+         * past the bound: then looked at again soon. */
+        if (rc != -ESTALE)
+            shm_due_part(seg, i, now + MAINTAIN_RETRY_MS);
         return;
+    }
     /* partition lock: ttl, expiry, waiters, next due time. */
     shm_ring_ttl_locked(&c, q->opts.ttl_s);
     if (shm_ring_expire_locked(&c, q->opts.retry_limit) > 0)
@@ -64,17 +79,19 @@ maintain_part(struct shm_seg *seg, uint32_t i, uint64_t now)
 /* group_busy - whether registry entry e holds live leases (not yet run
  * out: maintenance expired those first) in any partition of l: a consumer
  * still inside its lease is not idle, however long since it popped or
- * acked. */
+ * acked.  A partition whose lock is held past the bound may hold some. */
 static int
 group_busy(struct shm_seg *seg, int w, const struct shm_part_list *l,
            uint32_t e)
 {
     for (uint32_t i = 0; i < l->n; i++) {
         struct shm_part *p = shm_dir_part(seg, l->v[i].idx);
-        int busy = 0;
+        int busy = 0, rc = shm_part_lock(seg, w, l->v[i]);
 
-        if (shm_part_lock(seg, w, l->v[i]) != 0)
+        if (rc == -ESTALE)
             continue;
+        if (rc != 0)
+            return 1;
         /* partition lock: its group states. */
         for (uint32_t gs = p->groups, k = 0; gs != 0 && k <= p->ngs && !busy;
              gs = shm_ring_gs(seg, gs)->next, k++)
@@ -111,6 +128,29 @@ forget_step(struct shm_ring_ctx *c, void *arg)
     return 0;
 }
 
+/* forget_parts - registry entry e's state forgotten in each partition of
+ * l (one lock at a time); -ETIMEDOUT when one of their locks was held past
+ * the bound, which keeps its state of e: e must stay registered then.  The
+ * partitions done hold no state of e, as for a group that registered and
+ * never read them, and a later visit forgets the rest. */
+static int
+forget_parts(struct shm_seg *seg, int w, const struct shm_part_list *l,
+             struct shm_queue *q, uint64_t now, uint32_t e)
+{
+    struct shm_ring_ctx c;
+
+    for (uint32_t i = 0; i < l->n; i++) {
+        int rc = shm_part_lock_ctx(seg, w, l->v[i], q, now, &c);
+        if (rc == -ESTALE)
+            continue;
+        if (rc != 0)
+            return rc;
+        forget_step(&c, &e);
+        shm_ring_unlock(c.p);
+    }
+    return 0;
+}
+
 /* One partition's head advanced past what no group still needs (its lock
  * held). */
 static uint64_t
@@ -136,7 +176,10 @@ maintain_groups(struct shm_seg *seg, struct shm_ref qr, uint64_t now,
 
     if (shm_queue_lock(seg, w, qr) != 0)
         return earliest;
-    shm_part_list_get(seg, qr, &l);
+    if (shm_part_list_get(seg, qr, &l) != 0) {
+        shm_unlock(&q->lock); /* dir lock held past the bound */
+        return earliest;
+    }
     /* A queue a pop waits on is looked at again an idle time on. */
     int parked = queue_parked(seg, qr, &l);
     if (parked)
@@ -150,7 +193,8 @@ maintain_groups(struct shm_seg *seg, struct shm_ref qr, uint64_t now,
             link = &g->next;
             continue;
         }
-        shm_part_list_each_locked(seg, w, &l, q, now, forget_step, &e);
+        if (forget_parts(seg, w, &l, q, now, e) != 0)
+            break;
         shm_registry_forget(seg, w, q, link);
         forgot = 1;
     }
@@ -203,13 +247,14 @@ maintain_collect(struct shm_seg *seg, struct shm_ref qr, uint64_t now,
 
 /* Idle groups and idle collection of queue i (taken off the due heap), then
  * back on the heap for when it could next be idle: every live queue is
- * visited about once per idle time, whatever its traffic. */
+ * visited about once per idle time, whatever its traffic; one whose visit
+ * met a lock held past the bound, again MAINTAIN_RETRY_MS on. */
 static void
 maintain_queue(struct shm_seg *seg, uint32_t i, uint64_t now, uint64_t idle_ms)
 {
     struct shm_queue *q = shm_dir_queue(seg, i);
     struct shm_ref qr = {i, q->gen};
-    uint64_t last = UINT64_MAX;
+    uint64_t last = UINT64_MAX, missed = shm_lock_timeouts();
 
     if (!atomic_load(&q->alive))
         return;
@@ -218,6 +263,10 @@ maintain_queue(struct shm_seg *seg, uint32_t i, uint64_t now, uint64_t idle_ms)
     (void)maintain_collect(seg, qr, now, idle_ms, 0);
     if (!shm_queue_same(seg, qr))
         return;
+    if (shm_lock_timeouts() != missed) {
+        shm_due_queue(seg, i, now + MAINTAIN_RETRY_MS);
+        return;
+    }
     uint64_t active = atomic_load(&q->last_active);
     last = active < last ? active : last;
     /* Idle but kept (messages, leases, parked pops): look again later. */
@@ -297,28 +346,35 @@ shm_maintain(struct shm_seg *seg, uint64_t now)
 }
 
 /* shm_worker_reap - see maintain.h. */
-void
+int
 shm_worker_reap(struct shm_seg *seg, int worker)
 {
     struct shm_dir *d = shm_dir_of(seg);
     uint32_t pb = atomic_load(&d->p_bump), qb = atomic_load(&d->q_bump);
     uint64_t bit = ~(1ULL << worker);
+    int rc, held = 0;
 
     /* Each lock taken and dropped: a lock the dead worker held is repaired
-     * by shm_lock() before its cells are reaped. */
-    if (shm_dir_lock(seg) == 0)
+     * by shm_lock() before its cells are reaped.  One held past the bound
+     * is held by a live process, which took it after the dead one (and
+     * repaired it then) or before; either way the repair it may be in the
+     * middle of must end before the cells are reaped: not this time. */
+    if ((rc = shm_dir_lock(seg)) == 0)
         shm_dir_unlock(seg);
+    held |= rc == -ETIMEDOUT;
     for (uint32_t i = 0; i < qb; i++) {
         struct shm_queue *q = shm_dir_queue(seg, i);
-        if (shm_queue_lock_record(seg, SHM_STATS_MASTER, q) == 0)
+        if ((rc = shm_queue_lock_record(seg, SHM_STATS_MASTER, q)) == 0)
             shm_unlock(&q->lock);
+        held |= rc == -ETIMEDOUT;
         atomic_fetch_and(&q->waiters, bit);
         atomic_store(&shm_dir_parked(seg, 0, i)[worker], 0);
     }
     for (uint32_t i = 0; i < pb; i++) {
         struct shm_part *p = shm_dir_part(seg, i);
-        if (shm_ring_lock(seg, SHM_STATS_MASTER, p) == 0)
+        if ((rc = shm_ring_lock(seg, SHM_STATS_MASTER, p)) == 0)
             shm_ring_unlock(p);
+        held |= rc == -ETIMEDOUT;
         atomic_fetch_and(&p->waiters, bit);
         atomic_store(&shm_dir_parked(seg, 1, i)[worker], 0);
     }
@@ -326,6 +382,8 @@ shm_worker_reap(struct shm_seg *seg, int worker)
      * under a ttl, a new queue) and died before telling the heap: each
      * record is looked at once and rescheduled from what it holds. */
     shm_due_all(seg);
-    shm_arena_reap(seg, worker);
+    if (held || shm_arena_reap(seg, worker) != 0)
+        return -ETIMEDOUT;
     shm_wake_reset(seg, worker);
+    return 0;
 }

@@ -6,7 +6,8 @@
  *
  * Locking: each call takes the locks it needs, one partition lock at a
  * time (a queue's lock, then one partition lock, to forget groups), and
- * releases them before returning.
+ * releases them before returning.  Every wait is the master's, so bounded
+ * (lock.h): what a held lock kept from this call is left for a later one.
  */
 #ifndef MAYFLY_SHM_MAINTAIN_H
 #define MAYFLY_SHM_MAINTAIN_H
@@ -27,8 +28,10 @@ int shm_maintain(struct shm_seg *seg, uint64_t now);
 /*
  * shm_worker_reap - master, after worker slot w died: repair every lock it
  * held, return its arena cells and in-flight chains, clear its waiter bits
- * and wake queue, so a new worker can take the slot.
+ * and wake queue, so a new worker can take the slot.  0, or -ETIMEDOUT when
+ * a lock was held past the master's bound (lock.h): the slot is not ready
+ * then, and reaping again (on a later tick) finishes it.
  */
-void shm_worker_reap(struct shm_seg *seg, int worker);
+int shm_worker_reap(struct shm_seg *seg, int worker);
 
 #endif

@@ -42,8 +42,10 @@ void shm_nonces_destroy(struct shm_nonces *t);
 /*
  * shm_nonce_take - take count seq of sender at now_ms (shm_now_ms): 0,
  * -EALREADY (taken before: a replay), -ERANGE (below the sender's window),
- * -EINVAL (sender 0), -ENOSPC (every slot held by a live sender).  seg is
- * for the repair count only (may be NULL).
+ * -EINVAL (sender 0), -ENOSPC (every slot held by a live sender),
+ * -ETIMEDOUT (the master's wait for the lock reached its bound, lock.h:
+ * a worker holds it, stopped or spinning; the call is refused and its
+ * sender sends it again).  seg is for the repair count only (may be NULL).
  */
 int shm_nonce_take(struct shm_seg *seg, struct shm_nonces *t, uint64_t sender,
                    uint64_t seq, uint64_t now_ms);

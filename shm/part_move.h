@@ -17,7 +17,9 @@
  *
  * Locking: each call takes and drops the partition lock (and, to create
  * groups, the queue lock first); no malloc, syscall or logging under a
- * lock.  Errors: a count or -errno, as listed per call.
+ * lock.  Errors: a count or -errno, as listed per call, and -ETIMEDOUT
+ * for a lock held past the master's bound (lock.h): nothing taken, held
+ * or linked then (an adopt may have made the record's groups known).
  */
 #ifndef MAYFLY_SHM_PART_MOVE_H
 #define MAYFLY_SHM_PART_MOVE_H

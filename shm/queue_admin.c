@@ -64,18 +64,22 @@ int
 shm_queue_delete(struct shm_seg *seg, int worker, struct shm_name queue,
                  uint64_t now)
 {
+    uint64_t missed = shm_lock_timeouts();
     struct shm_ref qr;
-    int freed;
+    int freed, rc;
 
     for (int t = 0; t < SHM_BROKER_TRIES; t++) {
-        if (shm_dir_find_queue(seg, worker, queue, 0, now, &qr) != 0)
-            return 0;
-        if (shm_queue_lock(seg, worker, qr) != 0)
+        if ((rc = shm_dir_find_queue(seg, worker, queue, 0, now, &qr)) != 0)
+            return rc == -ENOENT ? 0 : rc;
+        if ((rc = shm_queue_lock(seg, worker, qr)) == -ESTALE)
             continue;
+        if (rc != 0)
+            return rc;
         uint64_t k = shm_queue_free_locked(seg, worker, qr, now, 0, &freed);
         if (k > 0)
             shm_count(seg, worker, SHM_C_DROP_DELETED, k);
-        return 1;
+        /* Kept by a lock the master could not take: it deletes again. */
+        return freed || shm_lock_timeouts() == missed ? 1 : -ETIMEDOUT;
     }
     return 0;
 }
@@ -92,19 +96,22 @@ shm_queue_declare(struct shm_seg *seg, int worker, struct shm_name queue,
     for (int t = 0; t < SHM_BROKER_TRIES; t++) {
         if ((rc = shm_dir_find_queue(seg, worker, queue, 1, now, &qr)) != 0)
             return rc;
-        if ((rc = shm_queue_lock(seg, worker, qr)) != 0)
+        if ((rc = shm_queue_lock(seg, worker, qr)) == -ESTALE)
             continue;
+        if (rc != 0)
+            return rc;
         struct shm_queue *q = shm_dir_queue(seg, qr.idx);
         struct shm_part_list l;
         q->opts = *opts;
         q->declared = 1;
-        /* A new ttl may make messages held already due now. */
-        shm_part_list_get(seg, qr, &l);
+        /* A new ttl may make messages held already due now.  Without the
+         * list (lock.h) the caller declares again, which does it. */
+        rc = shm_part_list_get(seg, qr, &l);
         for (uint32_t i = 0; i < l.n; i++)
             shm_due_part(seg, l.v[i].idx, 0);
         shm_part_list_free(&l);
         shm_unlock(&q->lock);
-        return 0;
+        return rc;
     }
     return rc;
 }

@@ -35,7 +35,9 @@ int64_t shm_queue_reset(struct shm_seg *seg, int worker, struct shm_name queue,
 
 /*
  * shm_queue_delete - drop contents and the queue itself.  Returns 1 when there
- * was something to delete, 0 when not.
+ * was something to delete, 0 when not, or -errno; -ETIMEDOUT (the master's
+ * bounded wait, lock.h) when a lock it could not take kept part of it: what
+ * went stays gone, and deleting again finishes it.
  */
 int shm_queue_delete(struct shm_seg *seg, int worker, struct shm_name queue,
                      uint64_t now);
@@ -43,7 +45,9 @@ int shm_queue_delete(struct shm_seg *seg, int worker, struct shm_name queue,
 /*
  * shm_queue_declare - declare queue with opts (creating it): it keeps them,
  * is listed as declared and is never collected, until deleted.  The master
- * applies committed configure entries through this.  0 or -errno.
+ * applies committed configure entries through this.  0 or -errno
+ * (-ETIMEDOUT: a lock the master could not take, lock.h; declaring again
+ * finishes it).
  */
 int shm_queue_declare(struct shm_seg *seg, int worker, struct shm_name queue,
                       const struct shm_qopts *opts);

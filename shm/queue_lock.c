@@ -247,10 +247,12 @@ free_parts(struct shm_seg *seg, int w, struct shm_ref qr,
 
     for (uint32_t i = 0; i < l->n; i++) {
         int rc = shm_part_lock_ctx(seg, w, l->v[i], q, now, &c);
-        if (rc == -ESTALE) /* marked dead by a killed deleter */
+        if (rc == -ESTALE) { /* marked dead by a killed deleter */
             shm_dir_free_part(seg, w, l->v[i].idx);
-        if (rc != 0)
             continue;
+        }
+        if (rc != 0)
+            return 0; /* not taken (lock.h): not every one went */
         /* partition lock: empty it and mark it dead. */
         if (idle_ms != 0 &&
             (c.p->head != 0 || atomic_load(&c.p->waiters) != 0 ||
@@ -288,7 +290,8 @@ shm_queue_free_locked(struct shm_seg *seg, int w, struct shm_ref qr,
     }
     for (int t = 0; t < SHM_BROKER_TRIES; t++) {
         struct shm_part_list l;
-        shm_part_list_get(seg, qr, &l);
+        if (shm_part_list_get(seg, qr, &l) != 0)
+            break;
         int all = free_parts(seg, w, qr, &l, now, idle_ms, &k, &kick);
         shm_part_list_free(&l);
         if (!all)
