@@ -5,13 +5,17 @@
  * and lacking ones, keeps their tenants apart (and together with the auth
  * file's), drops the old secret on HUP; access_token counts on the routes
  * a page uses only and never reaches the log; cors_origins answers a
- * preflight and lets a listed origin's page read the answers.
+ * preflight and lets a listed origin's page read the answers, as headless
+ * Chromium shows.
  */
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 
+#include <arpa/inet.h>
 #include <jwt.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +27,7 @@
 #include <curl/curl.h>
 
 #include "http/auth.h"
+#include "test/integration/browser.h"
 #include "test/integration/node.h"
 
 #define API       "/api/v1/ephemeral"
@@ -523,6 +528,144 @@ Test(jwt, without_cors_origins_no_page_may_read_and_preflights_are_403,
     jw_browser(&n, "GET", "/health", page, &a);
     cr_assert_eq(a.status, 200);
     cr_assert_null(strcasestr(a.head, "Access-Control"), "%s", a.head);
+}
+
+/* A page's own server, on an origin of its own: it answers every request
+ * with the page, then closes. */
+struct jw_site {
+    int fd;
+    char page[8192];
+};
+
+/* jw_site_serve - the page server's thread; it ends with the test. */
+static void *
+jw_site_serve(void *arg)
+{
+    struct jw_site *site = arg;
+    char req[4096], head[160];
+
+    for (;;) {
+        int c = accept(site->fd, NULL, NULL);
+        if (c == -1)
+            continue;
+        ssize_t got = 0, k;
+        while ((size_t)got < sizeof(req) - 1 &&
+               (k = recv(c, req + got, sizeof(req) - 1 - (size_t)got, 0)) > 0) {
+            got += k;
+            req[got] = '\0';
+            if (strstr(req, "\r\n\r\n") != NULL)
+                break;
+        }
+        snprintf(head, sizeof(head),
+                 "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+                 "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                 strlen(site->page));
+        if (send(c, head, strlen(head), MSG_NOSIGNAL) > 0)
+            (void)!send(c, site->page, strlen(site->page), MSG_NOSIGNAL);
+        close(c);
+    }
+    return NULL;
+}
+
+/* jw_site_start - serve site->page on 127.0.0.1:port from a thread. */
+static void
+jw_site_start(struct jw_site *site, int port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port)};
+    pthread_t t;
+    int on = 1;
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    site->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cr_assert_geq(site->fd, 0);
+    setsockopt(site->fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+    cr_assert_eq(bind(site->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    cr_assert_eq(listen(site->fd, 16), 0);
+    cr_assert_eq(pthread_create(&t, NULL, jw_site_serve, site), 0);
+    pthread_detach(t);
+}
+
+/* jw_attr - the value of the body's data-<name> attribute in dom ("" when
+ * absent), into out. */
+static const char *
+jw_attr(const char *dom, const char *name, char *out, size_t cap)
+{
+    char want[64];
+    const char *p;
+
+    snprintf(want, sizeof(want), "data-%s=\"", name);
+    out[0] = '\0';
+    if ((p = strstr(dom, want)) != NULL) {
+        p += strlen(want);
+        snprintf(out, cap, "%.*s", (int)strcspn(p, "\""), p);
+    }
+    return out;
+}
+
+/* In a real browser (headless Chromium): a page of a listed origin calls
+ * the node with a token and a JSON body, which makes the browser ask
+ * first, and reads the answers, a 401's WWW-Authenticate included; the
+ * same page from an origin not listed reads nothing, and its push never
+ * happens. */
+Test(jwt, a_browser_page_of_a_listed_origin_reads_and_another_does_not,
+     .timeout = 240)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    static struct jw_site site;
+    struct browser_run b;
+    char dir[256], cors[128], url[128], v[128];
+    char *tok = jw_token(JW_SECRET, 600, ", \"push\": [\"room.*\"]");
+    char *reader = jw_token(JW_SECRET, 600, ", \"pop\": [\"room.*\"]");
+    int port = itest_free_port();
+
+    snprintf(cors, sizeof(cors), "cors_origins=http://127.0.0.1:%d", port);
+    jw_start(&n, dir, sizeof(dir), cors);
+    snprintf(
+        site.page, sizeof(site.page),
+        "<!doctype html><html><body><script>\n"
+        "const node = 'http://127.0.0.1:%d';\n"
+        "const out = (k, v) => document.body.setAttribute('data-' + k, v);\n"
+        "fetch(node + '/api/v1/ephemeral/push', {method: 'POST',\n"
+        "  headers: {'Authorization': 'Bearer %s',\n"
+        "            'Content-Type': 'application/json'},\n"
+        "  body: JSON.stringify({queue: 'room.7', messages: [{payload: "
+        "1}]})})\n"
+        "  .then(r => r.json().then(j => out('push', r.status + ' ' + "
+        "j.pushed)))\n"
+        "  .catch(e => out('push', 'blocked'));\n"
+        "fetch(node + '/api/v1/ephemeral/queues')\n"
+        "  .then(r => out('refused', r.status + ' ' +\n"
+        "                 r.headers.get('www-authenticate')))\n"
+        "  .catch(e => out('refused', 'blocked'));\n"
+        "</script></body></html>\n",
+        n.port, tok);
+    jw_site_start(&site, port);
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/", port);
+    browser_dump_dom(dir, url, 800, 600, 5000, &b);
+    cr_assert_str_eq(jw_attr(b.dom, "push", v, sizeof(v)), "201 1",
+                     "the listed page's push:\n%s\n%s", b.dom, b.console);
+    cr_assert_str_eq(jw_attr(b.dom, "refused", v, sizeof(v)), "401 Bearer",
+                     "the listed page's refused call:\n%s\n%s", b.dom,
+                     b.console);
+    browser_run_free(&b);
+
+    /* localhost:port is another origin than 127.0.0.1:port */
+    snprintf(url, sizeof(url), "http://localhost:%d/", port);
+    browser_dump_dom(dir, url, 800, 600, 5000, &b);
+    cr_assert_str_eq(jw_attr(b.dom, "push", v, sizeof(v)), "blocked",
+                     "the unlisted page's push:\n%s", b.dom);
+    cr_assert_str_eq(jw_attr(b.dom, "refused", v, sizeof(v)), "blocked",
+                     "the unlisted page's refused call:\n%s", b.dom);
+    browser_run_free(&b);
+    jw_ok(&n, reader, "GET", API "/pop?queue=room.7&batch=10", NULL, 200, &r);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1,
+                 "one push, the listed page's: %s", r.body);
+    itest_resp_free(&r);
+    free(reader);
+    free(tok);
 }
 
 /* jw_check - mayflyd -t with jwt_secret_file=path: its exit status, and
