@@ -153,12 +153,13 @@ http_reply_draining(struct http_request *req)
 int
 http_reply_preflight(struct http_request *req)
 {
-    const char *allow = http_route_allow(req->route);
-    const char *origin = http_request_header(req, "Origin");
+    const char *allow, *origin;
     int cut;
 
     if (strcmp(http_request_method(req), "OPTIONS") != 0)
         return 0;
+    allow = http_route_allow(req->route);
+    origin = http_request_header(req, "Origin");
     if (origin == NULL ||
         http_request_header(req, "Access-Control-Request-Method") == NULL) {
         http_reply_header(req, "Allow", allow); /* not a preflight */
