@@ -14,7 +14,8 @@
 # archive of all of them but master/main.c.
 
 CC      ?= cc
-PKGS    := libmicrohttpd json-c lmdb cmph libcurl libxxhash nettle gnutls
+PKGS    := libmicrohttpd json-c lmdb cmph libcurl libxxhash nettle gnutls \
+           libjwt-gnutls
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wformat=2 -Wundef -Wvla
 BASE    := -std=c11 -D_GNU_SOURCE -pthread -I. $(WARN)

@@ -24,8 +24,17 @@
 #include "master/config.h"
 
 static const char *const auth_verbs[AUTH_NVERBS] = {
-    [AUTH_PUSH] = "push",   [AUTH_POP] = "pop",   [AUTH_REQUEST] = "request",
-    [AUTH_ADMIN] = "admin", [AUTH_READ] = "read",
+    [AUTH_PUSH] = "push",         [AUTH_POP] = "pop",
+    [AUTH_REQUEST] = "request",   [AUTH_ADMIN] = "admin",
+    [AUTH_READ] = "read",         [AUTH_SUBSCRIBE] = "subscribe",
+    [AUTH_PRESENCE] = "presence",
+};
+
+/* The routes a page calls, which take access_token (SPEC §11): a path
+ * ending in '/' covers the paths below it. */
+static const char *const auth_query_paths[] = {
+    "/api/v1/ephemeral/subscribe",
+    "/api/v1/presence/",
 };
 
 /* auth_reader - where auth_load() is, for its error sentences. */
@@ -117,6 +126,17 @@ parse_hash(struct auth_reader *r, const char *word, struct auth_token *tok)
     return 0;
 }
 
+/* auth_tenant_valid - see auth.h. */
+int
+auth_tenant_valid(const char *v)
+{
+    size_t n = strlen(v);
+
+    return n > 0 && n <= AUTH_TENANT_MAX &&
+           strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                     "0123456789._-") == n;
+}
+
 /* parse_tenant - 1-64 of [A-Za-z0-9._-]: it prefixes queue names. */
 static int
 parse_tenant(struct auth_reader *r, const char *v, struct auth_token *tok)
@@ -125,9 +145,7 @@ parse_tenant(struct auth_reader *r, const char *v, struct auth_token *tok)
 
     if (tok->tenant[0] != '\0')
         return auth_fail(r, "tenant: given twice");
-    if (n == 0 || n > AUTH_TENANT_MAX ||
-        strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                  "0123456789._-") != n)
+    if (!auth_tenant_valid(v))
         return auth_fail(r,
                          "tenant: '%s' is not 1 to %d letters, digits, "
                          "'.', '_' or '-'",
@@ -201,16 +219,17 @@ parse_field(struct auth_reader *r, char *word, struct auth_token *tok)
     }
     return auth_fail(r,
                      "unknown field '%s' (tenant, push, pop, request, "
-                     "admin, read, rate, max_bytes)",
+                     "subscribe, presence, admin, read, rate, max_bytes)",
                      word);
 }
 
-/* token_clear - free what a token owns. */
-static void
-token_clear(struct auth_token *tok)
+/* auth_token_clear - see auth.h. */
+void
+auth_token_clear(struct auth_token *tok)
 {
     for (int i = 0; i < AUTH_NVERBS; i++)
         free(tok->globs[i]);
+    free(tok->sub);
     memset(tok, 0, sizeof(*tok));
 }
 
@@ -231,13 +250,13 @@ parse_line(struct auth_reader *r, char *line, struct auth_token *tok)
         return -1;
     while ((word = strtok_r(NULL, " \t\r\n", &save)) != NULL)
         if (parse_field(r, word, tok) != 0) {
-            token_clear(tok);
+            auth_token_clear(tok);
             return -1;
         }
     if (tok->tenant[0] == '\0' && (tok->rate != 0 || tok->max_bytes != 0)) {
         /* the counters are a tenant's (shm/tenants.h): without one the
          * bound would be silently ignored */
-        token_clear(tok);
+        auth_token_clear(tok);
         return auth_fail(r, "rate and max_bytes bound a tenant: give this "
                             "token a tenant= or drop them");
     }
@@ -262,12 +281,12 @@ table_add(struct auth_reader *r, struct auth_table *t, struct auth_token *tok)
     unsigned twin = same_hash_before(t, tok);
 
     if (twin != 0) {
-        token_clear(tok);
+        auth_token_clear(tok);
         return auth_fail(r, "the same token as on line %u", twin);
     }
     grown = realloc(t->tokens, (t->ntokens + 1) * sizeof(*grown));
     if (grown == NULL) {
-        token_clear(tok);
+        auth_token_clear(tok);
         return auth_fail(r, "out of memory");
     }
     t->tokens = grown;
@@ -307,7 +326,7 @@ void
 auth_free(struct auth_table *t)
 {
     for (size_t i = 0; i < t->ntokens; i++)
-        token_clear(&t->tokens[i]);
+        auth_token_clear(&t->tokens[i]);
     free(t->tokens);
     t->tokens = NULL;
     t->ntokens = 0;
@@ -345,6 +364,23 @@ auth_bearer(const char *value, const char **token, size_t *len)
         return -1;
     *token = value;
     *len = n;
+    return 0;
+}
+
+/* auth_query_token_path - see auth.h. */
+int
+auth_query_token_path(const char *uri)
+{
+    size_t n = strcspn(uri, "?");
+
+    for (size_t i = 0; i < sizeof(auth_query_paths) / sizeof(*auth_query_paths);
+         i++) {
+        const char *p = auth_query_paths[i];
+        size_t k = strlen(p);
+        if (p[k - 1] == '/' ? n > k && strncmp(uri, p, k) == 0
+                            : n == k && strncmp(uri, p, k) == 0)
+            return 1;
+    }
     return 0;
 }
 

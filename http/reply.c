@@ -4,6 +4,8 @@
  * The reply is only stored here; http/server.c turns it into an MHD
  * response when MHD next calls the access handler for the request (at
  * once for a reply set by the handler, after resume for a parked one).
+ * Every reply passes set_reply(), so the CORS headers of SPEC §11 are set
+ * there, on every answer to a page of a listed origin, errors included.
  * Single-threaded, no locking.
  */
 #include "http/reply.h"
@@ -15,9 +17,12 @@
 #include <strings.h>
 
 #include "http/buf.h"
+#include "http/cors.h"
 #include "http/errors.h"
 #include "http/names.h"
 #include "http/request-t.h"
+#include "http/request.h"
+#include "http/server-t.h"
 #include "shm/log.h"
 
 /* take_body - move b's bytes into the reply; b is left empty. */
@@ -29,6 +34,29 @@ take_body(struct http_request *req, struct http_buf *b)
         req->reply = *b;
         http_buf_init(b);
     }
+}
+
+/*
+ * cors_headers - a request with an Origin (a page's) on a node with
+ * cors_origins: the answer varies with the origin, and a listed origin's
+ * page may read it, with the headers a client of SPEC §2 looks at.  An
+ * answer to a request without Origin is left as it is.
+ */
+static void
+cors_headers(struct http_request *req)
+{
+    const struct http_cors *c = req->server->opts.cors;
+    const char *origin;
+
+    if (c == NULL || c->n == 0 ||
+        (origin = http_request_header(req, "Origin")) == NULL)
+        return;
+    http_reply_header(req, "Vary", "Origin");
+    if (!http_cors_allows(c, origin))
+        return;
+    http_reply_header(req, "Access-Control-Allow-Origin", origin);
+    http_reply_header(req, "Access-Control-Expose-Headers",
+                      HTTP_CORS_EXPOSE_HEADERS);
 }
 
 /*
@@ -53,6 +81,7 @@ set_reply(struct http_request *req, unsigned status, const char *ctype,
         ctype = "application/json";
     }
     req->ctype = ctype;
+    cors_headers(req);
 }
 
 /* http_reply - JSON answer. */
@@ -117,6 +146,41 @@ http_reply_draining(struct http_request *req)
 {
     http_reply_error(req, 503, "draining", "this node is stopping");
     http_reply_header(req, "Connection", "close");
+}
+
+/* http_reply_preflight - see reply.h.  Allow-Methods is what the path
+ * takes: a browser refuses the call itself for any other. */
+int
+http_reply_preflight(struct http_request *req)
+{
+    const char *allow, *origin;
+    int cut;
+
+    if (strcmp(http_request_method(req), "OPTIONS") != 0)
+        return 0;
+    allow = http_route_allow(req->route);
+    origin = http_request_header(req, "Origin");
+    if (origin == NULL ||
+        http_request_header(req, "Access-Control-Request-Method") == NULL) {
+        http_reply_header(req, "Allow", allow); /* not a preflight */
+        http_reply_error(req, 405, "method_not_allowed",
+                         "this path takes %s only", allow);
+        return 1;
+    }
+    if (!http_cors_allows(req->server->opts.cors, origin)) {
+        cut = strlen(origin) > 200 ? 200 : (int)strlen(origin);
+        http_reply_error(req, 403, "forbidden",
+                         "origin '%.*s' is not in this node's cors_origins: "
+                         "its pages may not call it",
+                         cut, origin);
+        return 1;
+    }
+    http_reply(req, 204, NULL);
+    http_reply_header(req, "Access-Control-Allow-Methods", allow);
+    http_reply_header(req, "Access-Control-Allow-Headers",
+                      HTTP_CORS_ALLOW_HEADERS);
+    http_reply_header(req, "Access-Control-Max-Age", HTTP_CORS_MAX_AGE);
+    return 1;
 }
 
 /* http_reply_http_error - the one place error bodies are built. */

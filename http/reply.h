@@ -57,6 +57,17 @@ void http_reply_error(struct http_request *req, unsigned status,
  * kept the connection would send its next request into the close. */
 void http_reply_draining(struct http_request *req);
 
+/*
+ * http_reply_preflight - if req is an OPTIONS (route.h lets it through on
+ * every client path), answer it and return 1: a browser's CORS preflight
+ * (Origin and Access-Control-Request-Method) from a listed origin is 204
+ * with Access-Control-Allow-Methods, -Allow-Headers and -Max-Age; from
+ * another, 403 forbidden naming the origin (no Allow-Origin); any other
+ * OPTIONS 405 method_not_allowed, as before there was CORS.  0 for other
+ * methods (req untouched).  Needs no token: a browser sends none.
+ */
+int http_reply_preflight(struct http_request *req);
+
 /* http_reply_http_error - answer what a parser put in err. */
 void http_reply_http_error(struct http_request *req,
                            const struct http_error *err);

@@ -6,7 +6,8 @@
  * method, so the Allow header of a 405 is that method; the reads that
  * change nothing also take HEAD (a health check's favourite: MHD sends the
  * headers alone).  A pop changes what it reads, so it takes GET only.
- * No state.
+ * Every client-port path takes OPTIONS too, for a browser's preflight
+ * (SPEC §11), which its handler answers before anything else.  No state.
  */
 #include "http/route.h"
 
@@ -116,11 +117,23 @@ http_route_match(const char *method, const char *path, size_t path_len,
         m->method_ok =
             strcmp(method, r->method) == 0 ||
             (strcmp(r->method, GET_HEAD) == 0 &&
-             (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0));
+             (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) ||
+            (!cluster && strcmp(method, "OPTIONS") == 0);
         return;
     }
     m->param = NULL;
     m->param_len = 0;
+}
+
+/* http_route_allow - the method of route's first row (a route's rows
+ * share theirs). */
+const char *
+http_route_allow(enum http_route route)
+{
+    for (size_t i = 0; i < sizeof(route_table) / sizeof(route_table[0]); i++)
+        if (route_table[i].route == route)
+            return route_table[i].method;
+    return "GET";
 }
 
 /* http_route_name - a static name for logs. */

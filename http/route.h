@@ -3,7 +3,9 @@
  *
  * Pure functions over the request line; http/access.c answers 404 not_found
  * and 405 method_not_allowed itself, so handlers only ever see the routes
- * below with the right method.  No state, no locking.
+ * below with the right method -- or OPTIONS on a client-port path, a
+ * browser's CORS preflight, which the handler answers first
+ * (http_reply_preflight).  No state, no locking.
  */
 #ifndef MAYFLY_HTTP_ROUTE_H
 #define MAYFLY_HTTP_ROUTE_H
@@ -52,6 +54,10 @@ struct http_route_match {
  */
 void http_route_match(const char *method, const char *path, size_t path_len,
                       int cluster, struct http_route_match *m);
+
+/* http_route_allow - the methods route takes, as Allow says them
+ * ("POST", "GET, HEAD"); static. */
+const char *http_route_allow(enum http_route route);
 
 /* http_route_name - "push", "pop", ... for logs and metrics; static. */
 const char *http_route_name(enum http_route route);

@@ -25,6 +25,7 @@
 
 #include <stddef.h>
 
+struct http_cors;
 struct http_server;
 struct http_request;
 struct http_tls;
@@ -52,6 +53,9 @@ struct http_server_opts {
                                       past max_connections was refused
                                       (503); ctx is the handler's; may be
                                       NULL */
+    const struct http_cors *cors;  /* the origins whose pages may read
+                                      the answers (cors.h; kept by the
+                                      caller); NULL: none */
 };
 
 /* The handler: called once per routed request with its whole body. */

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http/cors.h"
 #include "http/tls.h"
 #include "shm/log.h"
 
@@ -39,6 +40,7 @@ enum config_type {
     CONFIG_U32,     /* uint32_t, plain decimal */
     CONFIG_SIZE,    /* uint64_t, bytes with optional K/M/G */
     CONFIG_SWITCH,  /* "on" or "off" */
+    CONFIG_ORIGINS, /* comma-separated origins or "*" (http/cors.h) */
 };
 
 struct config_key {
@@ -87,6 +89,10 @@ static const struct config_key config_keys[] = {
     CONFIG_KEY(cluster_secret_file, CONFIG_PATH, 0, 0, 0),
     CONFIG_KEY(auth_file, CONFIG_PATH, 0, 0, 0),
     CONFIG_KEY(metrics_auth, CONFIG_SWITCH, 0, 0, 0),
+    /* browsers (SPEC §11): the secret's path needs a restart, its
+     * contents are read on HUP */
+    CONFIG_KEY(jwt_secret_file, CONFIG_PATH, 0, 0, 0),
+    CONFIG_KEY(cors_origins, CONFIG_ORIGINS, 0, 0, 0),
     /* TLS: the paths need a restart, their contents are read on HUP */
     CONFIG_KEY(tls_cert_file, CONFIG_PATH, 0, 0, 0),
     CONFIG_KEY(tls_key_file, CONFIG_PATH, 0, 0, 0),
@@ -372,6 +378,10 @@ config_check_string(const struct config_key *k, const char *v, const char **why)
             return -1;
         }
         return 0;
+    case CONFIG_ORIGINS: {
+        struct http_cors c;
+        return http_cors_parse(v, &c, why);
+    }
     default:
         return 0;
     }
@@ -752,6 +762,9 @@ config_daemon_paths(struct config *c, char *err, size_t errlen)
         return -1;
     if (config_absolute(c->auth_file, sizeof(c->auth_file), "auth_file", err,
                         errlen) != 0)
+        return -1;
+    if (config_absolute(c->jwt_secret_file, sizeof(c->jwt_secret_file),
+                        "jwt_secret_file", err, errlen) != 0)
         return -1;
     if (config_tls_paths(c, err, errlen) != 0)
         return -1;

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "http/cors.h"
+
 #define CONFIG_PATH_MAX          1024
 #define CONFIG_ADDR_MAX          256
 #define CONFIG_PEERS_MAX         16
@@ -47,8 +49,11 @@ struct config {
     char log[CONFIG_PATH_MAX];      /* "" (or "stderr"), "syslog", a path */
     char pidfile[CONFIG_PATH_MAX];  /* "" = none (-d defaults one) */
     char cluster_secret_file[CONFIG_PATH_MAX];
-    char auth_file[CONFIG_PATH_MAX]; /* "": no client authentication */
-    char metrics_auth[4];            /* "on": /metrics wants a token */
+    char auth_file[CONFIG_PATH_MAX];       /* "": no client authentication */
+    char metrics_auth[4];                  /* "on": /metrics wants a token */
+    char jwt_secret_file[CONFIG_PATH_MAX]; /* "": no signed tokens */
+    char cors_origins[HTTP_CORS_BYTES];    /* "": no page of another
+                                              origin (http/cors.h) */
     /* TLS (SPEC §10): PEM files, read at start and -t, again on HUP */
     char tls_cert_file[CONFIG_PATH_MAX]; /* with tls_key_file: HTTPS */
     char tls_key_file[CONFIG_PATH_MAX];

@@ -38,6 +38,8 @@
 #include <unistd.h>
 
 #include "http/auth.h"
+#include "http/cors.h"
+#include "http/jwt.h"
 #include "master/cluster.h"
 #include "master/cluster_client.h"
 #include "master/config.h"
@@ -169,12 +171,16 @@ check_segment(const char *arg)
     return n == 0 ? 0 : 1;
 }
 
-/* load_tokens - the auth_file's tokens into m->auth, as the start and -t
- * read them (none without an auth_file).  0, or -1 with the sentence
- * (the file, the line, the field) in err. */
+/* load_tokens - the auth_file's tokens into m->auth and the secret of
+ * jwt_secret_file into the workers' settings, as the start and -t read
+ * them (none without either).  0, or -1 with the sentence (the key, the
+ * file, the line, the field) in err. */
 static int
 load_tokens(struct master *m, char *err, size_t errlen)
 {
+    if (m->cfg.jwt_secret_file[0] != '\0' &&
+        http_jwt_key_load(m->cfg.jwt_secret_file, &m->ws.jwt, err, errlen) != 0)
+        return -1;
     if (m->cfg.auth_file[0] == '\0')
         return 0;
     return auth_load(m->cfg.auth_file, &m->auth, err, errlen);
@@ -301,6 +307,7 @@ static void
 start_node(struct master *m, int ep)
 {
     struct shm_params p = {0};
+    const char *why = NULL;
     int rc, fd, cfd;
     uint32_t conns;
 
@@ -354,6 +361,10 @@ start_node(struct master *m, int ep)
     snprintf(m->ws.auth_file, sizeof(m->ws.auth_file), "%s", m->cfg.auth_file);
     m->ws.metrics_auth = strcmp(m->cfg.metrics_auth, "on") == 0;
     m->ws.auth = &m->auth;
+    snprintf(m->ws.jwt_secret_file, sizeof(m->ws.jwt_secret_file), "%s",
+             m->cfg.jwt_secret_file);
+    if (http_cors_parse(m->cfg.cors_origins, &m->ws.cors, &why) != 0)
+        log_fatal(0, "cors_origins: %s", why); /* config_load checked it */
     snprintf(m->ws.node_id, sizeof(m->ws.node_id), "%s", m->cfg.node_id);
     if (master_listen_dial(cfd, m->ws.cluster_addr,
                            sizeof(m->ws.cluster_addr)) != 0)
@@ -381,15 +392,19 @@ start_node(struct master *m, int ep)
     master_membership_publish(m);
 }
 
-/* reload_tokens - HUP: the auth file again, for the workers forked from
- * now on (each running worker reads it itself); a file that no longer
- * loads leaves the tokens as they were. */
+/* reload_tokens - HUP: the auth file and the secret of signed tokens
+ * again, for the workers forked from now on (each running worker reads
+ * them itself); a file that no longer loads leaves what was loaded. */
 static void
 reload_tokens(struct master *m)
 {
     struct auth_table fresh;
     char err[1400];
 
+    if (m->cfg.jwt_secret_file[0] != '\0' &&
+        http_jwt_key_load(m->cfg.jwt_secret_file, &m->ws.jwt, err,
+                          sizeof(err)) != 0)
+        log_error(0, "reload: %s; keeping the secret loaded before", err);
     if (m->cfg.auth_file[0] == '\0')
         return;
     if (auth_load(m->cfg.auth_file, &fresh, err, sizeof(err)) != 0) {
@@ -705,7 +720,8 @@ main(int argc, char **argv)
         log_fatal(errno, "cannot daemonize");
     if (log_open(m.cfg.log) != 0)
         log_fatal(errno, "cannot open the log '%s'", m.cfg.log);
-    if (m.cfg.auth_file[0] == '\0' && !loopback_only(m.cfg.listen))
+    if (m.cfg.auth_file[0] == '\0' && m.cfg.jwt_secret_file[0] == '\0' &&
+        !loopback_only(m.cfg.listen))
         log_warn(0,
                  "listen %s reaches beyond loopback and no auth_file is set: "
                  "anyone who reaches the port may push, pop, reset and "

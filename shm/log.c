@@ -6,6 +6,8 @@
  * are forked, so a worker inherits its master's target.  Until the start is
  * over (log_mirror_stderr(0)), error lines also go to standard error when
  * the target is syslog or a file: whoever started mayflyd sees why it failed.
+ * A URL's access_token (a browser's bearer token, SPEC §11) never reaches a
+ * log: every line passes log_redact(), whoever logged the URL.
  */
 #include "shm/log.h"
 
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -130,6 +133,51 @@ log_reopen(void)
     return 0;
 }
 
+/* log_secret_at - the length of a query key at p whose value is a token
+ * (access_token=, or with the '_' percent-encoded), else 0. */
+static size_t
+log_secret_at(const char *p)
+{
+    static const char *const keys[] = {"access_token=", "access%5ftoken="};
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (strncasecmp(p, keys[i], strlen(keys[i])) == 0)
+            return strlen(keys[i]);
+    return 0;
+}
+
+/*
+ * log_redact - line[from..*n) with the value after each access_token=
+ * replaced by "[redacted]" (up to the next byte that ends a query value or
+ * a quoted URL); line has room for cap bytes, and a line that would grow
+ * past it is cut.  A log line is no place for a credential, and a URL is
+ * logged whole by whoever refuses it.
+ */
+static void
+log_redact(char *line, size_t from, size_t *n, size_t cap)
+{
+    static const char mark[] = "[redacted]";
+    const size_t m = sizeof(mark) - 1;
+
+    for (size_t i = from; i < *n; i++) {
+        size_t k = log_secret_at(line + i), end;
+        if (k == 0)
+            continue;
+        i += k;
+        end = i + strcspn(line + i, "& \t\r\n\"'#<>()[],;");
+        if (end == i)
+            continue;
+        size_t tail = *n - end;
+        if (i + m + tail > cap)
+            tail = cap > i + m ? cap - i - m : 0;
+        memmove(line + i + m, line + end, tail);
+        memcpy(line + i, mark, i + m <= cap ? m : cap - i);
+        *n = i + m + tail <= cap ? i + m + tail : cap;
+        line[*n] = '\0';
+        i += m - 1;
+    }
+}
+
 static void
 log_write(enum log_level level, int err, const char *fmt, va_list ap)
 {
@@ -161,6 +209,7 @@ log_write(enum log_level level, int err, const char *fmt, va_list ap)
                                                     : sizeof(line) - 2;
     }
     line[n] = '\0';
+    log_redact(line, stamp, &n, sizeof(line) - 2);
     if (log_syslog)
         syslog(log_prio[level], "%s", line + stamp);
     line[n++] = '\n';

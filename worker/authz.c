@@ -3,10 +3,15 @@
  */
 #include "worker/authz.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
+#include "http/errors.h"
+#include "http/jwt.h"
 #include "http/names.h"
+#include "http/query.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/inbox.h"
@@ -18,14 +23,38 @@
 _Static_assert(HTTP_TENANT_SEP == SHM_TENANT_SEP,
                "http/ and shm/ separate tenants from names alike");
 
-/* worker_auth_init - see authz.h.  The table is the master's, copied into
- * this process by fork: it is the worker's to free from now on. */
+/* worker_auth_init - see authz.h.  The table and the secret are the
+ * master's, copied into this process by fork: the table is the worker's
+ * to free from now on. */
 void
 worker_auth_init(struct worker *w)
 {
-    w->auth_on = w->set.auth_file[0] != '\0';
-    if (w->auth_on && w->set.auth != NULL)
+    w->auth_on =
+        w->set.auth_file[0] != '\0' || w->set.jwt_secret_file[0] != '\0';
+    if (w->set.auth_file[0] != '\0' && w->set.auth != NULL)
         w->auth = *w->set.auth;
+    w->jwt = w->set.jwt;
+}
+
+/* reload_secret - HUP: the secret of signed tokens again; 1 when it
+ * changed (the tokens it signed are no longer good). */
+static int
+reload_secret(struct worker *w)
+{
+    struct http_jwt_key k;
+    char err[1400];
+    int changed;
+
+    if (w->set.jwt_secret_file[0] == '\0')
+        return 0;
+    if (http_jwt_key_load(w->set.jwt_secret_file, &k, err, sizeof(err)) != 0) {
+        log_error(0, "reload: %s; keeping the secret loaded before", err);
+        return 0;
+    }
+    changed = k.len != w->jwt.len || memcmp(k.bytes, w->jwt.bytes, k.len) != 0;
+    w->jwt = k;
+    explicit_bzero(&k, sizeof(k));
+    return changed;
 }
 
 /* worker_auth_reload - see authz.h. */
@@ -34,28 +63,69 @@ worker_auth_reload(struct worker *w)
 {
     struct auth_table fresh;
     char err[1400];
+    int changed = reload_secret(w);
 
-    if (!w->auth_on)
-        return 0;
+    if (w->set.auth_file[0] == '\0')
+        return changed;
     if (auth_load(w->set.auth_file, &fresh, err, sizeof(err)) != 0) {
         log_error(0, "reload: %s; keeping the tokens loaded before", err);
-        return 0;
+        return changed;
     }
     auth_free(&w->auth);
     w->auth = fresh;
     return 1;
 }
 
-/* token_of - req's token in the table, or NULL. */
-static const struct auth_token *
-token_of(const struct worker *w, struct http_request *req)
+/*
+ * credential - the token req carries in *tok, *len: Authorization: Bearer,
+ * or, on the routes a page calls (auth_query_token_path), the access_token
+ * query parameter instead.  1 when there is one; 0 when none (an
+ * Authorization of another scheme included); -1 when both are sent.
+ */
+static int
+credential(struct http_request *req, const char **tok, size_t *len)
 {
-    const char *tok;
-    size_t len;
+    const char *auth = http_request_header(req, "Authorization");
+    const char *q = NULL;
+    size_t qlen = 0;
 
-    if (auth_bearer(http_request_header(req, "Authorization"), &tok, &len) != 0)
-        return NULL;
-    return auth_find(&w->auth, tok, len);
+    if (auth_query_token_path(http_request_uri(req)))
+        q = http_query_get(http_request_args(req), "access_token", &qlen);
+    if (auth != NULL && q != NULL)
+        return -1;
+    if (q != NULL) {
+        *tok = q;
+        *len = qlen;
+        return qlen > 0;
+    }
+    return auth_bearer(auth, tok, len) == 0;
+}
+
+/*
+ * resolve - the token tok[0..len) stands for: with jwt_secret_file set, a
+ * token of a JWT's form is verified into *into (signature, exp, claims);
+ * any other is looked up in the auth file's table.  NULL when neither
+ * takes it, with *rc (-EPERM, -EKEYEXPIRED, -ENOMEM) and a sentence.
+ */
+static const struct auth_token *
+resolve(const struct worker *w, const char *tok, size_t len,
+        struct auth_token *into, int *rc, char *why, size_t whylen)
+{
+    const struct auth_token *found;
+
+    if (w->set.jwt_secret_file[0] != '\0' && http_jwt_shaped(tok, len)) {
+        *rc = http_jwt_verify(&w->jwt, tok, len, (int64_t)time(NULL), into, why,
+                              whylen);
+        return *rc == 0 ? into : NULL;
+    }
+    *rc = 0;
+    if ((found = auth_find(&w->auth, tok, len)) == NULL) {
+        *rc = -EPERM;
+        snprintf(why, whylen,
+                 "the bearer token is not known to this node (unknown or "
+                 "revoked)");
+    }
+    return found;
 }
 
 /* worker_auth_refuse - see authz.h. */
@@ -74,25 +144,58 @@ open_route(const struct worker *w, enum http_route r)
            (r == HTTP_ROUTE_METRICS && !w->set.metrics_auth);
 }
 
-/* worker_auth_caller - see authz.h. */
+/* refuse_none - the 401 of a request that carries no token; one that put
+ * it in the query of a route that does not take it is told so. */
+static void
+refuse_none(struct http_request *req)
+{
+    if (http_request_header(req, "Authorization") != NULL)
+        worker_auth_refuse(req, "the Authorization header holds no bearer "
+                                "token: send Authorization: Bearer <token>");
+    else if (http_query_get(http_request_args(req), "access_token", NULL))
+        worker_auth_refuse(req, "this node wants a token: send "
+                                "Authorization: Bearer <token> (access_token "
+                                "in the query is taken by the subscribe and "
+                                "presence routes only)");
+    else
+        worker_auth_refuse(req, "this node wants a token: send "
+                                "Authorization: Bearer <token>");
+}
+
+/* worker_auth_caller - see authz.h.  The signed token of the request
+ * before is freed first: a caller is good for its dispatch only. */
 int
 worker_auth_caller(struct worker *w, struct http_request *req,
                    enum http_route r)
 {
+    char why[HTTP_ERROR_MSG_MAX];
+    const char *tok;
+    size_t len;
+    int rc;
+
+    auth_token_clear(&w->signed_caller);
     w->caller = NULL;
     if (!w->auth_on || open_route(w, r))
         return 1;
-    if (http_request_header(req, "Authorization") == NULL) {
-        worker_auth_refuse(req, "this node wants a token: send "
-                                "Authorization: Bearer <token>");
+    rc = credential(req, &tok, &len);
+    if (rc < 0) {
+        http_reply_error(req, 400, "ephemeral_bad_request",
+                         "send the token once: in the Authorization header "
+                         "or as access_token in the query, not both");
         return 0;
     }
-    if ((w->caller = token_of(w, req)) == NULL) {
-        worker_auth_refuse(req, "the bearer token is not known to this node "
-                                "(unknown or revoked)");
+    if (rc == 0) {
+        refuse_none(req);
         return 0;
     }
-    return 1;
+    w->caller = resolve(w, tok, len, &w->signed_caller, &rc, why, sizeof(why));
+    if (w->caller != NULL)
+        return 1;
+    if (rc == -ENOMEM)
+        http_reply_errno(req, -ENOMEM, "checking the token");
+    else
+        worker_auth_refuse(req, why);
+    return 0;
 }
 
 /* worker_tenant - see authz.h. */
@@ -166,7 +269,9 @@ worker_authz(struct worker *w, struct http_request *req, enum auth_verb verb,
         [AUTH_POP] = "pop, ack or extend in",
         [AUTH_REQUEST] = "send requests to or reply on",
         [AUTH_ADMIN] = "configure, reset or delete",
-        [AUTH_READ] = "list or read the depth of"};
+        [AUTH_READ] = "list or read the depth of",
+        [AUTH_SUBSCRIBE] = "subscribe to",
+        [AUTH_PRESENCE] = "enter or leave the presence of"};
     char prefix[AUTH_TENANT_MAX + 2];
     size_t n = worker_tenant_prefix(w, prefix);
     int cut = client.len > 200 ? 200 : (int)client.len;
@@ -228,11 +333,26 @@ worker_in_tenant(const struct worker *w, struct shm_name internal)
     return !w->auth_on || allowed(w, AUTH_READ, client);
 }
 
-/* worker_auth_valid - see authz.h. */
+/* worker_auth_valid - see authz.h.  Out of memory is no verdict: the
+ * token stays good until it can be checked. */
 int
 worker_auth_valid(const struct worker *w, struct http_request *req)
 {
-    return !w->auth_on || token_of(w, req) != NULL;
+    struct auth_token t;
+    char why[HTTP_ERROR_MSG_MAX];
+    const char *tok;
+    size_t len;
+    int rc, ok;
+
+    if (!w->auth_on)
+        return 1;
+    if (credential(req, &tok, &len) != 1)
+        return 0;
+    memset(&t, 0, sizeof(t));
+    ok = resolve(w, tok, len, &t, &rc, why, sizeof(why)) != NULL ||
+         rc == -ENOMEM;
+    auth_token_clear(&t);
+    return ok;
 }
 
 /* worker_tenant_admit - see authz.h. */

@@ -3,14 +3,22 @@
  * token), whether that token may do a verb to a queue, and the queue's
  * name inside the token's tenant.
  *
- * With no auth_file every request is served and every name is the
- * client's.  With one, dispatch (worker.c) asks worker_auth_caller()
- * before any handler runs: /health, the status page and (unless
- * metrics_auth = on) /metrics are open, anything else without a known
- * token is 401.  A handler then asks worker_authz() once it has parsed the
- * queue's name and before it changes anything: 403 names the verb and the
- * queue.  The token found is valid for the dispatch only (a reload frees
- * the table): what a handler keeps for later is the internal name.
+ * With no auth_file and no jwt_secret_file every request is served and
+ * every name is the client's.  With either, dispatch (worker.c) asks
+ * worker_auth_caller() before any handler runs: /health, the status page
+ * and (unless metrics_auth = on) /metrics are open, anything else without
+ * a known token is 401.  The token is the Authorization header's bearer
+ * token, or on the routes a page calls (auth_query_token_path) the
+ * access_token query parameter (both: 400).  With jwt_secret_file a token
+ * of a JWT's form is a signed token (http/jwt.h), verified and mapped onto
+ * the same struct auth_token as the auth file's, so every check below
+ * treats both alike; w->caller->exp and ->sub are what it signed (a
+ * stream ends at exp; presence's member is sub).  A handler then asks
+ * worker_authz() once it has parsed the queue's name and before it
+ * changes anything: 403 names the verb and the queue.  The token found is
+ * valid for the dispatch only (a reload frees the table, the next dispatch
+ * the signed token): what a handler keeps for later is the internal name,
+ * and the exp it needs.
  *
  * Internal names (http/names.h) put the tenant before the client's name;
  * the empty tenant leaves names as they are.  A request's inbox is its
@@ -39,8 +47,9 @@ struct worker_qname {
 /* worker_auth_init - take the table the master loaded (settings). */
 void worker_auth_init(struct worker *w);
 
-/* worker_auth_reload - HUP: read the auth file again; a file that no
- * longer loads is logged and the running table kept.  1 when replaced. */
+/* worker_auth_reload - HUP: read the auth file and the secret of signed
+ * tokens again; a file that no longer loads is logged and what was loaded
+ * kept.  1 when the table was replaced or the secret changed. */
 int worker_auth_reload(struct worker *w);
 
 /* worker_auth_caller - find req's token for route r.  1: go on (auth off,
@@ -97,8 +106,9 @@ int worker_tenant_admit(struct worker *w, struct http_request *req,
  * no longer count toward the caller's rate. */
 void worker_tenant_refund(struct worker *w, uint32_t n);
 
-/* worker_auth_valid - whether req's token is still in the table (always
- * with auth off): a reload may have revoked it. */
+/* worker_auth_valid - whether req's token is still good (always with
+ * auth off): in the table, or signed with the current secret and not
+ * expired; a reload may have revoked it. */
 int worker_auth_valid(const struct worker *w, struct http_request *req);
 
 /* worker_auth_refuse - answer req 401 unauthorized, WWW-Authenticate. */

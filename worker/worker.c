@@ -87,6 +87,8 @@ dispatch(void *ctx, struct http_request *req)
     if (http_node_call(req, w->set.secret, w->seg, w->seg->nonces) ==
         HTTP_CALL_REFUSED)
         return;
+    if (http_reply_preflight(req))
+        return; /* OPTIONS: a browser's, before any token (SPEC §11) */
     /* Draining: what still arrives on open connections goes elsewhere.  The
      * master's flag counts too: /health says draining from the moment it is
      * set, before this worker has read its own SIGTERM. */
@@ -194,6 +196,7 @@ setup(struct worker *w)
         .connection_timeout_s = 300,
         .tls = w->set.tls,
         .on_refused = count_refused,
+        .cors = &w->set.cors,
     };
 
     sigemptyset(&set);

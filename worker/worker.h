@@ -18,6 +18,8 @@
 #include <stdnoreturn.h>
 
 #include "http/client.h"
+#include "http/cors.h"
+#include "http/jwt.h"
 
 struct auth_table;
 struct http_buf;
@@ -39,6 +41,10 @@ struct worker_settings {
     char auth_file[1024];   /* "": no client authentication (SPEC §10) */
     int metrics_auth;       /* /metrics wants a token too */
     const struct auth_table *auth; /* the master's tokens, as forked */
+    char jwt_secret_file[1024];    /* "": no signed tokens (SPEC §11) */
+    struct http_jwt_key jwt;       /* its secret, as the master read it;
+                                      each worker reads it again on HUP */
+    struct http_cors cors;         /* cors_origins (SPEC §11) */
     char secret[129]; /* the cluster secret: signs calls (sign.h) */
     struct http_client_peers peers; /* how calls to nodes go (strings in
                                        the master's config, inherited) */

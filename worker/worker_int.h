@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "http/auth.h"
+#include "http/jwt.h"
 #include "shm/broker.h"
 #include "shm/owner.h"
 #include "worker/park.h"
@@ -43,10 +44,15 @@ struct worker {
                                  checked at */
     int stale;                /* the master's view was stale at the last
                                  look (view_stale) */
-    int auth_on;              /* an auth_file is set (authz.h) */
-    struct auth_table auth;   /* its tokens */
+    int auth_on;              /* an auth_file or jwt_secret_file is set
+                                 (authz.h) */
+    struct auth_table auth;   /* the auth_file's tokens */
+    struct http_jwt_key jwt;  /* the secret of signed tokens (len 0: none) */
+    struct auth_token signed_caller; /* the request being dispatched's
+                                        signed token, as verified */
     const struct auth_token *caller; /* the request being dispatched's
-                                        token; NULL: none (auth off) */
+                                        token (in auth or signed_caller);
+                                        NULL: none (auth off) */
 };
 
 #endif

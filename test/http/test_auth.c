@@ -137,6 +137,61 @@ Test(auth, patterns_grant_only_their_verb_and_their_queues)
     auth_free(&t);
 }
 
+Test(auth, subscribe_and_presence_are_permissions_of_a_line)
+{
+    char a[200];
+    struct auth_table t;
+    const struct auth_token *tok;
+
+    au_write(au_line(a, sizeof(a), "page",
+                     "tenant=shop subscribe=room.* presence=room.7"));
+    cr_assert_eq(auth_load(au_path, &t, au_err, sizeof(au_err)), 0, "%s",
+                 au_err);
+    tok = auth_find(&t, "page", 4);
+    cr_assert_not_null(tok);
+    cr_assert(auth_allows(tok, AUTH_SUBSCRIBE, "room.1"));
+    cr_assert_not(auth_allows(tok, AUTH_SUBSCRIBE, "lobby"));
+    cr_assert(auth_allows(tok, AUTH_PRESENCE, "room.7"));
+    cr_assert_not(auth_allows(tok, AUTH_PRESENCE, "room.8"));
+    cr_assert_not(auth_allows(tok, AUTH_PUSH, "room.1"));
+    cr_assert_not(auth_allows(tok, AUTH_READ, "room.1"));
+    cr_assert_eq(tok->exp, 0, "a file's token never expires");
+    cr_assert_null(tok->sub);
+    cr_assert_str_eq(auth_verb_name(AUTH_SUBSCRIBE), "subscribe");
+    cr_assert_str_eq(auth_verb_name(AUTH_PRESENCE), "presence");
+    auth_free(&t);
+    au_remove();
+    au_refused(au_line(a, sizeof(a), "x", "subscribe="), "subscribe");
+    au_refused(au_line(a, sizeof(a), "x", "presence=a presence=b"),
+               "presence: given twice");
+}
+
+Test(auth, access_token_is_taken_on_the_subscribe_and_presence_paths_only)
+{
+    static const char *const yes[] = {
+        "/api/v1/ephemeral/subscribe",
+        "/api/v1/ephemeral/subscribe?queue=q&access_token=t",
+        "/api/v1/presence/enter",
+        "/api/v1/presence/room%207?count=true",
+    };
+    static const char *const no[] = {
+        "/api/v1/ephemeral/pop?queue=q&access_token=t",
+        "/api/v1/ephemeral/push",
+        "/api/v1/ephemeral/subscribers",
+        "/api/v1/ephemeral/subscribe/x",
+        "/api/v1/presence",
+        "/api/v1/presence/",
+        "/api/v1/presence?x=/api/v1/presence/a",
+        "/health?access_token=t",
+        "/",
+    };
+
+    for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++)
+        cr_assert(auth_query_token_path(yes[i]), "%s", yes[i]);
+    for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++)
+        cr_assert_not(auth_query_token_path(no[i]), "%s", no[i]);
+}
+
 Test(auth, each_mistake_is_refused_naming_its_line_and_field)
 {
     char a[300], b[300], text[700];
@@ -158,8 +213,8 @@ Test(auth, each_mistake_is_refused_naming_its_line_and_field)
                "rate: '0' is not a number");
     au_refused(au_line(a, sizeof(a), "t", "tenant=x max_bytes=12Q"),
                "max_bytes: '12Q'");
-    au_refused(au_line(a, sizeof(a), "t", "tenant=x subscribe=*"),
-               "unknown field 'subscribe'");
+    au_refused(au_line(a, sizeof(a), "t", "tenant=x consume=*"),
+               "unknown field 'consume'");
     au_refused(au_line(a, sizeof(a), "t", "tenant=x push"),
                "'push' is not key=value");
     /* rate and max_bytes bound a tenant's counters: a token without a

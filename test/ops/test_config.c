@@ -733,6 +733,41 @@ Test(config, d_makes_paths_absolute_and_defaults_log_and_pidfile)
     cr_assert_str_eq(c.pidfile, "/tmp/run/m.pid");
 }
 
+Test(config, cors_origins_is_a_list_of_origins_refused_naming_the_key)
+{
+    struct config c;
+
+    config_defaults(&c);
+    cr_assert_str_eq(c.cors_origins, "", "none by default");
+    cr_assert_eq(cfg_set(&c, "cors_origins",
+                         "https://app.example.com, http://localhost:8080"),
+                 0, "%s", cfg_err);
+    cr_assert_str_eq(c.cors_origins,
+                     "https://app.example.com, http://localhost:8080");
+    cr_assert_eq(cfg_set(&c, "cors_origins", "*"), 0, "%s", cfg_err);
+    cr_assert_eq(cfg_set(&c, "cors_origins", "https://app.example.com/"), -1);
+    cfg_assert_err("test: cors_origins: invalid value "
+                   "'https://app.example.com/'",
+                   "no trailing /");
+    cr_assert_eq(cfg_set(&c, "cors_origins", "app.example.com"), -1);
+    cfg_assert_err("cors_origins", "http:// or https://");
+    cr_assert_eq(cfg_set(&c, "cors_origins", "https://a.example,,"), -1);
+    cfg_assert_err("cors_origins", "empty");
+}
+
+Test(config, jwt_secret_file_is_a_path_made_absolute_with_d)
+{
+    struct config c;
+    int action;
+    char *argv[] = {"mayflyd", "-d", "-o", "jwt_secret_file=keys/jwt", NULL};
+
+    config_defaults(&c);
+    cr_assert_str_eq(c.jwt_secret_file, "", "none by default");
+    cr_assert_eq(chdir("/tmp"), 0);
+    cr_assert_eq(cfg_load(&c, &action, argv), 0, "%s", cfg_err);
+    cr_assert_str_eq(c.jwt_secret_file, "/tmp/keys/jwt");
+}
+
 Test(config, reload_applies_run_time_keys_and_reports_the_rest)
 {
     struct config old, fresh;
@@ -857,6 +892,8 @@ static const char *const cfg_spec_keys[] = {"node_id",
                                             "cluster_secret_file",
                                             "auth_file",
                                             "metrics_auth",
+                                            "jwt_secret_file",
+                                            "cors_origins",
                                             "tls_cert_file",
                                             "tls_key_file",
                                             "cluster_tls_cert_file",
