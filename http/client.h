@@ -164,7 +164,8 @@ void http_client_on_timeout(struct http_client *c);
  * or -1 when no timer is pending. */
 int http_client_timeout_ms(const struct http_client *c);
 
-/* http_client_pending - requests started and neither done nor cancelled. */
+/* http_client_pending - requests started and neither done nor cancelled.
+ * Only tests ask: the count shows what cancel and completion released. */
 unsigned http_client_pending(const struct http_client *c);
 
 /*
