@@ -25,6 +25,7 @@
 #include <sys/syscall.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 
 #define FORK_SETTLE_MAX_NS (20 * 1000 * 1000L) /* a busy thread: fork then */
 #define FORK_LOOK_NS       (100 * 1000L)       /* between two looks */
+#define FORK_BLIND_NS      (5 * 1000 * 1000L)  /* when /proc cannot say */
 
 /* allocator_call - the allocator makes system call nr holding its lock. */
 static int
@@ -44,8 +46,9 @@ allocator_call(long nr)
 }
 
 /* thread_settled - thread tid (a name in task, /proc/self/task) is blocked
- * in a system call other than the allocator's, or gone.  Reads "running",
- * or "-1 ..." (in the kernel outside a system call), as not settled. */
+ * in a system call other than the allocator's, or gone: 1; 0 when it reads
+ * "running", or "-1 ..." (in the kernel outside a system call); -1 when
+ * the file cannot be read (a kernel or sandbox that hides it). */
 static int
 thread_settled(int task, const char *tid)
 {
@@ -55,19 +58,20 @@ thread_settled(int task, const char *tid)
 
     snprintf(path, sizeof(path), "%s/syscall", tid);
     if ((fd = openat(task, path, O_RDONLY | O_CLOEXEC)) == -1)
-        return 1;
+        return errno == ENOENT || errno == ESRCH ? 1 : -1;
     n = read(fd, text, sizeof(text) - 1);
     close(fd);
     if (n <= 0)
-        return 1;
+        return n == 0 || errno == ESRCH ? 1 : -1;
     text[n] = '\0';
     if (text[0] < '0' || text[0] > '9')
         return 0;
     return !allocator_call(strtol(text, NULL, 10));
 }
 
-/* others_settled - every thread of the process but the caller is settled.
- * Nothing allocated: that would take the allocator's locks here. */
+/* others_settled - every thread of the process but the caller is settled:
+ * 1, 0, or -1 when /proc cannot say.  Nothing allocated: that would take
+ * the allocator's locks here. */
 static int
 others_settled(void)
 {
@@ -77,9 +81,9 @@ others_settled(void)
 
     task = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (task == -1)
-        return 1; /* no /proc: nothing to look at */
-    while (ok && (n = getdents64(task, ents, sizeof(ents))) > 0) {
-        for (long off = 0; off < n && ok;) {
+        return -1;
+    while (ok == 1 && (n = getdents64(task, ents, sizeof(ents))) > 0) {
+        for (long off = 0; off < n && ok == 1;) {
             struct dirent64 *d = (struct dirent64 *)(void *)(ents + off);
             off += d->d_reclen;
             if (d->d_name[0] != '.' && atol(d->d_name) != self)
@@ -91,20 +95,27 @@ others_settled(void)
 }
 
 /* settle_before_fork - the prepare handler: look until the others are
- * settled, FORK_SETTLE_MAX_NS at most. */
+ * settled, FORK_SETTLE_MAX_NS at most; when /proc cannot say, pause
+ * FORK_BLIND_NS, which lets a thread inside the allocator leave it. */
 static void
 settle_before_fork(void)
 {
     struct timespec look = {0, FORK_LOOK_NS}, t0, now;
+    int settled, saved = errno; /* the caller's, for after the fork */
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (!others_settled()) {
+    while ((settled = others_settled()) != 1) {
+        if (settled == -1) {
+            nanosleep(&(struct timespec){0, FORK_BLIND_NS}, NULL);
+            break;
+        }
         clock_gettime(CLOCK_MONOTONIC, &now);
         if ((now.tv_sec - t0.tv_sec) * 1000000000L + now.tv_nsec - t0.tv_nsec >=
             FORK_SETTLE_MAX_NS)
-            return;
+            break;
         nanosleep(&look, NULL);
     }
+    errno = saved;
 }
 
 __attribute__((constructor)) static void
