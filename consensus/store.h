@@ -38,8 +38,9 @@ void raft_store_close(struct raft_store *s);
 
 /*
  * raft_store_wipe - empty the store (log, term, vote, snapshot) as if just
- * created.  The simulator reuses one environment per node slot across its
- * schedules: opening an environment costs milliseconds under ASan.
+ * created.  Only tests call it: the simulator reuses one environment per
+ * node slot across its schedules, as opening one costs milliseconds under
+ * ASan.
  */
 int raft_store_wipe(struct raft_store *s);
 

@@ -233,16 +233,6 @@ http_put_json_esc(char *o, const char *p, size_t n)
     return o;
 }
 
-/* http_buf_append_json_esc - reserve the exact escaped length, write. */
-int
-http_buf_append_json_esc(struct http_buf *b, const char *p, size_t n)
-{
-    if (http_buf_reserve(b, http_json_esc_len(p, n)) != 0)
-        return -ENOMEM;
-    http_buf_commit(b, http_put_json_esc(http_buf_tail(b), p, n));
-    return 0;
-}
-
 /* http_buf_append_json_str - the escaped bytes between quotes. */
 int
 http_buf_append_json_str(struct http_buf *b, const char *p, size_t n)

@@ -52,10 +52,6 @@ int http_buf_append_json_strs(struct http_buf *b, const char *const *s, int n);
  */
 int http_buf_append_json_str(struct http_buf *b, const char *p, size_t n);
 
-/* http_buf_append_json_esc - the same escaping without the quotes, for a
- * string built in pieces.  0 or -ENOMEM. */
-int http_buf_append_json_esc(struct http_buf *b, const char *p, size_t n);
-
 /* http_buf_append_u64 / _i64 - append a decimal integer.  0 or -ENOMEM. */
 int http_buf_append_u64(struct http_buf *b, uint64_t v);
 int http_buf_append_i64(struct http_buf *b, int64_t v);

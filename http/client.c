@@ -80,21 +80,31 @@ client_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* http_client_global_init - curl_global_init once per process. */
+/*
+ * http_client_global_init - curl_global_init once per process.  The flag
+ * holds the pid that initialised, so a child forked after its parent
+ * initialised (a respawned worker) does not take the parent's flag for its
+ * own.  libcurl counts its inits in a global of its own, inherited as well:
+ * with it above zero curl_global_init() does nothing, so the child first
+ * drops the inherited count (curl_global_cleanup) and then initialises.
+ */
 int
 http_client_global_init(void)
 {
-    static int done;
+    static pid_t inited_by; /* 0: never; else the process that did */
+    pid_t self = getpid();
     CURLcode rc;
 
-    if (done)
+    if (inited_by == self)
         return 0;
+    if (inited_by != 0)
+        curl_global_cleanup(); /* the parent's state, copied by fork */
     rc = curl_global_init(CURL_GLOBAL_DEFAULT);
     if (rc != CURLE_OK) {
         log_error(0, "curl_global_init() failed: %s", curl_easy_strerror(rc));
         return -EIO;
     }
-    done = 1;
+    inited_by = self;
     return 0;
 }
 

@@ -118,7 +118,9 @@ typedef void http_client_done_fn(void *arg, struct http_client_resp *resp);
  * before the first http_client_new() of a process: in a worker after the
  * fork, and in the master only after it forked its first workers, never
  * before (libcurl's global state is not to be made once and shared by
- * every child).  Once per process is enough; later calls return at once.
+ * every child).  Once per process is enough; later calls in the same
+ * process return at once, while the first call in a child forked after its
+ * parent's init drops the copy it inherited and initialises its own.
  * 0, or -EIO (logged).
  */
 int http_client_global_init(void);
@@ -162,7 +164,8 @@ void http_client_on_timeout(struct http_client *c);
  * or -1 when no timer is pending. */
 int http_client_timeout_ms(const struct http_client *c);
 
-/* http_client_pending - requests started and neither done nor cancelled. */
+/* http_client_pending - requests started and neither done nor cancelled.
+ * Only tests ask: the count shows what cancel and completion released. */
 unsigned http_client_pending(const struct http_client *c);
 
 /*

@@ -5,7 +5,6 @@
 #include "http/ids.h"
 
 #include <errno.h>
-#include <string.h>
 
 #include "http/buf.h"
 
@@ -19,23 +18,6 @@ id_head(char *o, uint64_t incarnation)
     o = http_put_hex16(o + 2, incarnation);
     *o++ = ':';
     return o;
-}
-
-/* http_id_format - the raw id text, in one reservation. */
-int
-http_id_format(struct http_buf *b, uint64_t incarnation, const char *part,
-               size_t plen, uint64_t seq)
-{
-    char *o;
-
-    if (http_buf_reserve(b, 19 + plen + 1 + HTTP_PUT_U64_MAX) != 0)
-        return -ENOMEM;
-    o = id_head(http_buf_tail(b), incarnation);
-    memcpy(o, part, plen);
-    o += plen;
-    *o++ = ':';
-    http_buf_commit(b, http_put_u64(o, seq));
-    return 0;
 }
 
 /* http_id_put_prefix - '"', the head, the escaped partition, ':'. */

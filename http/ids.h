@@ -12,10 +12,6 @@
 
 struct http_buf;
 
-/* http_id_format - append the id as raw text.  0 or -ENOMEM. */
-int http_id_format(struct http_buf *b, uint64_t incarnation, const char *part,
-                   size_t plen, uint64_t seq);
-
 /* http_id_format_json - append the id as a JSON string (quoted, the
  * partition escaped).  0 or -ENOMEM. */
 int http_id_format_json(struct http_buf *b, uint64_t incarnation,

@@ -46,7 +46,6 @@ struct http_request {
     struct http_query args;
     struct http_buf body;
     size_t body_seen; /* body bytes received, kept or not */
-    void *slot;       /* the handler's */
     unsigned suspended : 1;
     unsigned aborted : 1;
     unsigned discard : 1; /* drop the body: a reply is set before it was

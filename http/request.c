@@ -66,13 +66,6 @@ http_request_body(const struct http_request *req, size_t *len)
     return req->body.data != NULL ? req->body.data : "";
 }
 
-/* http_request_slot - the handler's own pointer. */
-void **
-http_request_slot(struct http_request *req)
-{
-    return &req->slot;
-}
-
 /* http_request_fd - the client socket, for EPOLLRDHUP. */
 int
 http_request_fd(const struct http_request *req)

@@ -51,10 +51,6 @@ const char *http_request_header(const struct http_request *req,
 /* http_request_body - the whole body (NUL-terminated; *len without it). */
 const char *http_request_body(const struct http_request *req, size_t *len);
 
-/* http_request_slot - a pointer the handler owns for per-request state.
- * http/ never reads it; free what it points to from on_done. */
-void **http_request_slot(struct http_request *req);
-
 /* http_request_fd - the client socket, to watch EPOLLRDHUP while parked;
  * -1 if MHD cannot tell.  Never read, write or close it. */
 int http_request_fd(const struct http_request *req);

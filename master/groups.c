@@ -29,7 +29,8 @@
 #include "shm/part_move.h"
 #include "shm/stats.h"
 
-#define WALK_RECORDS (1u << 14) /* queue records one beat visits */
+/* Queue records one step of the walk visits; a beat takes four at most. */
+#define WALK_RECORDS (1u << 14)
 #define BEAT_BYTES   (1u << 20) /* group lines one beat carries at most */
 #define SEEN_SLOTS   (1u << 14) /* groups of queues not held here, by peer */
 

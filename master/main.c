@@ -64,7 +64,7 @@
 #include "shm/status.h"
 #include "shm/tenants.h"
 
-#define DRAIN_MS       30000 /* workers still running then are killed */
+#define DRAIN_KILL_MS  30000 /* after TERM: workers still running are killed */
 #define HANDOFF_MS     3000  /* raft leadership transfer on a graceful stop */
 #define LOCK_REPORT_MS 5000  /* locks held past the bound: one warning */
 #define VERSION        "0.1.0"
@@ -475,7 +475,7 @@ on_signal(struct master *m, int ep, int sig, uint64_t now)
         if (m->state == MASTER_RUNNING) {
             log_info(0, "%s: draining", strsignal(sig));
             m->state = MASTER_DRAINING;
-            m->drain_deadline = now + DRAIN_MS;
+            m->drain_deadline = now + DRAIN_KILL_MS;
             master_membership_publish(m);
             master_membership_heartbeat(m, now, 1); /* "leaving" */
             master_signal_workers(m, SIGTERM);
@@ -552,7 +552,7 @@ on_tick(struct master *m, uint64_t now)
         if (now > m->drain_deadline && !m->drain_killed) {
             /* The reap repairs what they held: the hand-over still runs. */
             log_warn(0, "drain took longer than %d ms; killing the workers",
-                     DRAIN_MS);
+                     DRAIN_KILL_MS);
             master_signal_workers(m, SIGKILL);
             m->drain_killed = 1;
         }

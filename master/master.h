@@ -67,7 +67,7 @@ struct master {
     uint64_t resumed_at;  /* and the one after it; 0: no stall */
     uint64_t incarnation; /* this start's, in every message id */
     uint64_t drain_deadline;
-    int drain_killed;       /* the drain outlived DRAIN_MS: workers killed */
+    int drain_killed; /* the drain outlived DRAIN_KILL_MS (main.c): workers killed */
     uint64_t handoff_until; /* drain: raft hand-off deadline, 0 before */
     struct master_members members;
     struct master_raft raft;

@@ -273,13 +273,6 @@ shm_due_is_part(struct shm_seg *seg, uint32_t key, uint32_t *idx)
     return key >= mq;
 }
 
-/* shm_due_pending - see due.h. */
-uint32_t
-shm_due_pending(struct shm_seg *seg)
-{
-    return __atomic_load_n(&due_of(seg)->n, __ATOMIC_RELAXED);
-}
-
 /* shm_due_when - see due.h. */
 uint64_t
 shm_due_when(struct shm_seg *seg, uint32_t key)

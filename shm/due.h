@@ -78,7 +78,4 @@ uint64_t shm_due_when(struct shm_seg *seg, uint32_t key);
  */
 int shm_due_check(struct shm_seg *seg, char *why, size_t len);
 
-/* shm_due_pending - entries on the heap (racy; for tests and metrics). */
-uint32_t shm_due_pending(struct shm_seg *seg);
-
 #endif

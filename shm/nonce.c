@@ -67,13 +67,6 @@ shm_nonces_create(void)
     return t;
 }
 
-void
-shm_nonces_destroy(struct shm_nonces *t)
-{
-    if (t != NULL)
-        munmap(t, sizeof(*t));
-}
-
 /* repair - a holder died changing a slot: it refuses every count up to
  * its top from now on, and counts above it as before. */
 static void

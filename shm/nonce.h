@@ -33,11 +33,10 @@
 struct shm_nonces;
 struct shm_seg;
 
-/* shm_nonces_create - the table, empty; NULL with errno on failure. */
+/* shm_nonces_create - the table, empty, in a shared mapping of its own
+ * that lives as long as the process (the master's, inherited by its
+ * workers); NULL with errno on failure. */
 struct shm_nonces *shm_nonces_create(void);
-
-/* shm_nonces_destroy - unmap it; NULL is a no-op. */
-void shm_nonces_destroy(struct shm_nonces *t);
 
 /*
  * shm_nonce_take - take count seq of sender at now_ms (shm_now_ms): 0,

@@ -209,16 +209,6 @@ qi_after(struct shm_name after)
     return a;
 }
 
-/* shm_queue_list - see queue_admin.h. */
-int
-shm_queue_list(struct shm_seg *seg, struct shm_name prefix, uint32_t limit,
-               uint64_t now,
-               void (*fn)(void *arg, const struct shm_queue_info *q), void *arg)
-{
-    return shm_queue_list_after(seg, prefix, (struct shm_name){"", 0}, limit,
-                                now, fn, arg);
-}
-
 /* shm_queue_list_after - see queue_admin.h. */
 int
 shm_queue_list_after(struct shm_seg *seg, struct shm_name prefix,

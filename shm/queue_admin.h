@@ -87,18 +87,12 @@ struct shm_group_info {
 };
 
 /*
- * shm_queue_list - call fn for each queue whose name starts with prefix, in
- * name order, at most limit; returns the number listed.  The info is read
+ * shm_queue_list_after - call fn for each queue whose name starts with
+ * prefix and sorts after after (bytes compared, a prefix first; empty: from
+ * the start, else the next page of a listing cut at its limit), in name
+ * order, at most limit; returns the number listed.  The info is read
  * without a lock (racy sums, the record's generation checked after).
  */
-int shm_queue_list(struct shm_seg *seg, struct shm_name prefix, uint32_t limit,
-                   uint64_t now,
-                   void (*fn)(void *arg, const struct shm_queue_info *q),
-                   void *arg);
-
-/* shm_queue_list_after - the same for the queues whose names sort after
- * after (bytes compared, a prefix first; empty: from the start), the next
- * page of a listing cut at its limit. */
 int shm_queue_list_after(struct shm_seg *seg, struct shm_name prefix,
                          struct shm_name after, uint32_t limit, uint64_t now,
                          void (*fn)(void *arg, const struct shm_queue_info *q),

@@ -57,7 +57,7 @@
 #include "worker/worker_int.h"
 
 #define BEAT_MS        1000 /* heartbeat at least this often */
-#define DRAIN_MS       5000 /* in-flight requests get this long to finish */
+#define DRAIN_MAX_MS   5000 /* after TERM: exit then, requests in flight or not */
 #define DRAIN_GRACE_MS 100
 #define WAKE_BATCH     256
 #define SETTLE_ROUNDS  8 /* drain-and-send rounds before sleeping */
@@ -224,8 +224,10 @@ setup(struct worker *w)
     /* Edge-triggered: each write wakes us once, and it is never read. */
     watch(w, w->seg->wake_fd[w->set.slot], EPOLLIN | EPOLLET, TAG_WAKE);
     watch(w, w->sfd, EPOLLIN, TAG_SIGNAL);
-    /* curl_global_init after the fork, as libcurl asks. */
-    http_client_global_init();
+    /* libcurl's global state made here, in this process: a worker the
+     * master respawned drops the copy it inherited (client.h). */
+    if (http_client_global_init() != 0)
+        log_fatal(0, "cannot initialise libcurl");
     w->client = http_client_new(w->ep, TAG_CLIENT);
     if (w->client == NULL || http_client_set_peers(w->client, &w->set.peers))
         log_fatal(ENOMEM, "cannot start the HTTP client");
@@ -459,7 +461,7 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
         if (w.draining && (http_server_connections(w.http) == 0 ||
                            (http_server_busy(w.http) == 0 &&
                             now >= w.drain_since + DRAIN_GRACE_MS) ||
-                           now >= w.drain_since + DRAIN_MS))
+                           now >= w.drain_since + DRAIN_MAX_MS))
             break;
     }
     http_server_stop(w.http);

@@ -27,9 +27,10 @@ struct worker {
     struct worker_settings set;
     uint64_t incarnation;
     struct http_server *http;
-    struct http_client *client; /* calls to this node's master */
+    struct http_client *client; /* every outgoing call: to peers, and
+                                   configure to this node's master */
     int ep;                     /* the loop's epoll */
-    int sfd;                    /* signalfd: TERM, HUP */
+    int sfd;                    /* signalfd: TERM, INT, HUP, USR1 */
     struct park_set parks;
     int draining;
     uint64_t drain_since;    /* when SIGTERM came */

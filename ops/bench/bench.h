@@ -253,6 +253,98 @@ void bench_row_fail(const char *key, const char *scenario, const char *system,
                     const char *variant, const char *note);
 int bench_want(const char *scenario);
 
+/* roles.c: the request sequences mayfly.c and cluster.c share, and what
+ * they send */
+#define BENCH_PAYLOAD 256 /* bytes a message's payload holds */
+#define BENCH_BATCH   100 /* messages a push carries and a pop asks for */
+#define BENCH_PARTS   8   /* partitions a push row spreads over */
+#define BENCH_RPC_PAD 64  /* bytes of padding a request and a reply carry */
+
+extern char bench_payload[BENCH_PAYLOAD + 1];
+extern char bench_rpc_pad[BENCH_RPC_PAD + 1];
+extern struct bench_buf bench_msgs100; /* [{"payload": ...}] x BENCH_BATCH */
+extern struct bench_buf bench_msgs1;   /* one of them */
+
+/* bench_payload_init - fill the payloads and the message arrays (once). */
+void bench_payload_init(void);
+
+/* bench_push_req - append to out a push of msgs to queue, partition part
+ * (NULL: none named), with token (NULL: none) as its bearer token. */
+void bench_push_req(struct bench_buf *out, const char *token, const char *queue,
+                    const char *part, const struct bench_buf *msgs);
+
+/* Pushes of BENCH_BATCH messages, connection i sending req[i % PARTS]; a
+ * reset follows every 20th push (of all connections), keeping the queue
+ * under its 10,000 messages as DEL bounds Redis's lists in the peer
+ * workload.  A push that still finds the queue full (429: a reset was slow
+ * to land) is counted in full and also followed by a reset. */
+struct bench_push_sc {
+    struct bench_buf req[BENCH_PARTS];
+    struct bench_buf reset;
+    atomic_long pushed;
+    atomic_long full;
+};
+extern const struct bench_role bench_role_push;
+
+/* Fill pushes of BENCH_BATCH messages: item k goes to queue name[k / per_q]
+ * (name set), or prefix and k / per_q (per_q > 0), or prefix alone; and to
+ * partition p(k % parts), none when parts is 0. */
+struct bench_fill_sc {
+    char prefix[40];
+    char (*name)[64];
+    int per_q;
+    int parts;
+    long total;
+    atomic_long next;
+};
+extern const struct bench_role bench_role_fill;
+
+/* bench_fill_run - the fill to its end with conns connections to port (60 s
+ * at most); 0, or -EIO with why in err. */
+int bench_fill_run(struct bench_fill_sc *sc, int port, int conns, char *err,
+                   size_t errlen);
+
+/* Drain: connection i empties queues i, i + step, ... (of nq: name[k], or
+ * prefix and k) with pops of BENCH_BATCH, pop_arg (NULL: nothing) added to
+ * each pop's query, and unless autoack one ack a pop. */
+struct bench_drain_sc {
+    char prefix[40];
+    char (*name)[64];
+    const char *pop_arg;
+    int nq;
+    int step;
+    int autoack;
+};
+extern const struct bench_role bench_role_drain;
+
+/* Request/reply by inbox: a requester (bench_role_rpcq) mints an inbox,
+ * pushes a request to queue naming it ("<inbox>|<pad>"), and long-polls
+ * the inbox; a responder (bench_role_rpcs) long-polls queue in group
+ * workers, pushes each request's reply to its inbox and acks the batch.
+ * inbox, when set, picks the inbox's name from a base name unique to the
+ * request; pop_arg (NULL: nothing) is added to every pop's query.  Counts,
+ * over the whole run: round trips, and the HTTP requests made for them. */
+struct bench_rpc_sc {
+    char queue[64];
+    int tag;
+    const char *pop_arg;
+    void (*inbox)(char *out, size_t len, const char *base);
+    _Atomic long trips;
+    _Atomic long requests;
+};
+extern const struct bench_role bench_role_rpcq;
+extern const struct bench_role bench_role_rpcs;
+
+/* bench_rpc_request - queue one request of an rpc connection, counted in
+ * its bench_rpc_sc; to the TLS + auth node (the only HTTPS one) with its
+ * token. */
+void bench_rpc_request(struct bench_conn *c, const char *method,
+                       const char *path, const char *body, size_t len);
+
+/* bench_rpcs_start - a responder's long poll of the request queue (the
+ * start of bench_role_rpcs, for responders of other kinds). */
+int bench_rpcs_start(struct bench_conn *c);
+
 /* mayfly.c */
 void bench_mayfly_all(void);
 void bench_mayfly_http(const char *key, int port, const char *path,

@@ -9,9 +9,9 @@
 #   make bench CLUSTER=1  three nodes on 127.0.0.1-3 instead: push, drain
 #                         and rpc sent to the owner and through a non-owner
 #                         (ops/bench/cluster.c; QUICK and ONLY apply)
-#   make bench PIPELINE=1 rpc clients of mayfly and Redis pipeline their
-#                         steps (push + long-poll in one write; see
-#                         BENCHMARKS.md, rpc)
+#   make bench PIPELINE=1 rpc clients of mayfly (the cluster rows' too) and
+#                         Redis pipeline their steps (push + long-poll in
+#                         one write; see BENCHMARKS.md, rpc)
 #
 # Installs the bench packages, builds the release server and the load
 # generator (build/bench/mayfly-bench, -O2, the project's warning flags),

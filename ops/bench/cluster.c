@@ -12,7 +12,8 @@
  * (cluster_check: a push through n1, then depth scope=node on each node).
  * Queue, partition and inbox names are picked until n0 owns them. Pops name
  * partition Default, so a pop through n1 is one forward too (a pop with no
- * partition may ask several nodes: SPEC §5).
+ * partition may ask several nodes: SPEC §5). The requests themselves are
+ * the one-node rows' (roles.c), given those names.
  *
  * Scenario data behind conn->ud is written before a run and only read by
  * the loops, but for the atomic counters. Errors: a row with a note.
@@ -27,18 +28,13 @@
 #include "ops/bench/bench.h"
 #include "shm/owner.h"
 
-#define OWNER   0 /* n0 owns every name the rows use */
-#define VIA     1 /* n1 forwards */
-#define PAYLOAD 256
-#define BATCH   100
-#define PARTS   8
-#define POP     "/api/v1/ephemeral/pop?"
-#define PUSH    "/api/v1/ephemeral/push"
+#define OWNER       0 /* n0 owns every name the rows use */
+#define VIA         1 /* n1 forwards */
+#define PUSH        "/api/v1/ephemeral/push"
+#define DEFAULT_ARG "&partition=Default" /* pops name the owned partition */
 
 static struct shm_owners owners;
 static int tag;
-static char payload[PAYLOAD + 1];
-static struct bench_buf msgs100;
 
 /* The node (0-2) that owns (queue, part) when n0-n2 are all live. */
 static int
@@ -193,59 +189,13 @@ row_done(struct bench_row *row, const struct bench_run *run, double secs,
     }
 }
 
-/* Push: request i % PARTS of req (partitions n0 owns), and a reset of the
- * queue after every 20th push, which keeps it under its 10,000 messages. */
-struct push_sc {
-    struct bench_buf req[PARTS];
-    struct bench_buf reset;
-    atomic_long pushed;
-};
-
-/* Send the connection's next push. */
-static int
-push_start(struct bench_conn *c)
-{
-    const struct push_sc *sc = c->ud;
-
-    c->state = 0;
-    c->t0 = bench_now_ns();
-    bench_send(c, sc->req[c->id % PARTS].p, sc->req[c->id % PARTS].len);
-    return 0;
-}
-
-/* A push (201, or 429 when a reset was slow to land) or a reset (200)
- * answered. */
-static int
-push_reply(struct bench_conn *c, const struct bench_reply *r)
-{
-    struct push_sc *sc = c->ud;
-    int full = c->state == 0 && r->status == 429;
-
-    if (!full && r->status != (c->state == 0 ? 201 : 200)) {
-        bench_fail(c, "%s answered %d: %.*s", c->state ? "reset" : "push",
-                   r->status, (int)(r->len > 120 ? 120 : r->len), r->body);
-        return -1;
-    }
-    if (c->state == 1)
-        return push_start(c);
-    if (!full) {
-        bench_record(c, c->t0, BATCH);
-        if ((atomic_fetch_add(&sc->pushed, 1) + 1) % 20 != 0)
-            return push_start(c);
-    }
-    c->state = 1;
-    bench_send(c, sc->reset.p, sc->reset.len);
-    return 0;
-}
-
-static const struct bench_role role_push = {push_start, push_reply};
-
 /* Scenario push through node via (n0 itself, or n1): 16 conns, 100 x
- * 256 B a request, 8 partitions of one queue, all owned by n0. */
+ * 256 B a request, 8 partitions of one queue, all owned by n0, and a reset
+ * of the queue after every 20th push (bench_role_push). */
 static void
 cl_push(int via, int unused, struct bench_row *out)
 {
-    struct push_sc *sc = calloc(1, sizeof(*sc));
+    struct bench_push_sc *sc = calloc(1, sizeof(*sc));
     struct bench_run *run = bench_run_new(bench_opt.threads);
     struct bench_row row = {0};
     char queue[48], part[48], body[96];
@@ -253,20 +203,12 @@ cl_push(int via, int unused, struct bench_row *out)
 
     (void)unused;
     snprintf(queue, sizeof(queue), "clpush%d-%d", ++tag, via);
-    for (int i = 0; i < PARTS; i++) {
-        struct bench_buf msg = {0};
+    for (int i = 0; i < BENCH_PARTS; i++) {
         char prefix[16];
 
         snprintf(prefix, sizeof(prefix), "p%d-", i);
         owned_name(part, sizeof(part), prefix, queue);
-        bench_buf_printf(&msg,
-                         "{\"queue\":\"%s\",\"partition\":\"%s\","
-                         "\"messages\":",
-                         queue, part);
-        bench_buf_add(&msg, msgs100.p, msgs100.len);
-        bench_buf_str(&msg, "}");
-        bench_http_request(&sc->req[i], "POST", PUSH, msg.p, msg.len);
-        bench_buf_free(&msg);
+        bench_push_req(&sc->req[i], NULL, queue, part, &bench_msgs100);
     }
     snprintf(body, sizeof(body), "{\"queue\":\"%s\"}", queue);
     bench_http_request(&sc->reset, "POST", "/api/v1/ephemeral/reset", body,
@@ -275,131 +217,24 @@ cl_push(int via, int unused, struct bench_row *out)
     snprintf(row.variant, sizeof(row.variant),
              "100 x 256 B a request, 8 partitions, 16 conns");
     for (int i = 0; i < 16 && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, node(via), &role_push, sc) != NULL;
+        ok = bench_run_add(run, BENCH_HTTP, node(via), &bench_role_push, sc) !=
+             NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
     snprintf(row.unit, sizeof(row.unit), "msg/s");
+    if (atomic_load(&sc->full) > 0)
+        snprintf(row.note, sizeof(row.note),
+                 "%ld pushes found the queue full (429) before a reset landed",
+                 atomic_load(&sc->full));
     row_done(&row, run, bench_run_secs(run), "message", &run->sys_begin,
              &run->sys_end);
     *out = row;
     bench_run_free(run);
-    for (int i = 0; i < PARTS; i++)
+    for (int i = 0; i < BENCH_PARTS; i++)
         bench_buf_free(&sc->req[i]);
     bench_buf_free(&sc->reset);
     free(sc);
 }
-
-/* Drain: a fill (pushes of 100 to queue k / 100, through n0, not
- * measured), then connection i empties queues i, i + 8, ... with pops of
- * 100 and an ack of their ids each. */
-struct drain_sc {
-    char queue[32][64];
-    int nq;
-    long total; /* fill pushes */
-    atomic_long next;
-    int via;
-};
-
-/* Fill: claim the next push and send it; 1 when none is left. */
-static int
-fill_start(struct bench_conn *c)
-{
-    struct drain_sc *sc = c->ud;
-    struct bench_buf body = {0};
-    long k = atomic_fetch_add(&sc->next, 1);
-
-    if (k >= sc->total)
-        return 1;
-    bench_buf_printf(&body,
-                     "{\"queue\":\"%s\",\"messages\":", sc->queue[k / BATCH]);
-    bench_buf_add(&body, msgs100.p, msgs100.len);
-    bench_buf_str(&body, "}");
-    bench_http_request(&c->out, "POST", PUSH, body.p, body.len);
-    bench_buf_free(&body);
-    return 0;
-}
-
-/* Fill: a push answered. */
-static int
-fill_reply(struct bench_conn *c, const struct bench_reply *r)
-{
-    if (r->status != 201) {
-        bench_fail(c, "fill push answered %d: %.*s", r->status,
-                   (int)(r->len > 120 ? 120 : r->len), r->body);
-        return -1;
-    }
-    bench_record(c, bench_now_ns(), BATCH);
-    return fill_start(c);
-}
-
-static const struct bench_role role_fill = {fill_start, fill_reply};
-
-/* Drain: pop 100 of queue c->a, partition Default. */
-static void
-drain_pop(struct bench_conn *c)
-{
-    const struct drain_sc *sc = c->ud;
-    char path[160];
-
-    snprintf(path, sizeof(path), POP "queue=%s&partition=Default&batch=%d",
-             sc->queue[c->a], BATCH);
-    c->state = 0;
-    c->t0 = bench_now_ns();
-    bench_http_request(&c->out, "GET", path, NULL, 0);
-}
-
-/* Drain: start at queue c->id; 1 when there is none. */
-static int
-drain_start(struct bench_conn *c)
-{
-    const struct drain_sc *sc = c->ud;
-
-    c->a = c->id;
-    if (c->a >= sc->nq)
-        return 1;
-    drain_pop(c);
-    return 0;
-}
-
-/* Drain: a pop answered (ack its ids, or go to the next queue when it was
- * empty) or an ack answered (pop again). */
-static int
-drain_reply(struct bench_conn *c, const struct bench_reply *r)
-{
-    const struct drain_sc *sc = c->ud;
-    size_t pos = 0, sl;
-    const char *s;
-    long n = 0;
-
-    if (r->status != 200) {
-        bench_fail(c, "%s answered %d: %.*s", c->state ? "ack" : "pop",
-                   r->status, (int)(r->len > 120 ? 120 : r->len), r->body);
-        return -1;
-    }
-    if (c->state == 1) {
-        drain_pop(c);
-        return 0;
-    }
-    c->w1.len = 0;
-    bench_buf_printf(&c->w1, "{\"queue\":\"%s\",\"acks\":[", sc->queue[c->a]);
-    for (; bench_json_str(r->body, r->len, &pos, "id", &s, &sl) == 0; n++)
-        bench_buf_printf(&c->w1, "%s\"%.*s\"", n ? "," : "", (int)sl, s);
-    bench_buf_str(&c->w1, "]}");
-    if (n == 0) {
-        c->a += 8;
-        if (c->a >= sc->nq)
-            return 1;
-        drain_pop(c);
-        return 0;
-    }
-    bench_record(c, c->t0, (uint64_t)n);
-    c->state = 1;
-    bench_http_request(&c->out, "POST", "/api/v1/ephemeral/ack", c->w1.p,
-                       c->w1.len);
-    return 0;
-}
-
-static const struct bench_role role_drain = {drain_start, drain_reply};
 
 /* Run role with conns connections on node k to its end (at most 120 s);
  * the run, for the caller to read and free. */
@@ -419,13 +254,16 @@ run_through(int k, const struct bench_role *role, void *ud, int conns)
     return run;
 }
 
-/* Scenario drain through node via: 8 (QUICK) or 16 queues of 10,000
- * messages that n0 owns, emptied by 8 conns with pop batch 100 + ack;
- * the rate over the emptying time. */
+/* Scenario drain through node via: a fill through n0 (not measured) of 8
+ * (QUICK) or 16 queues of 10,000 messages that n0 owns, then 8 conns
+ * empty them with pop batch 100 + ack (bench_role_drain; connection i
+ * queues i, i + 8, ...); the rate over the emptying time. */
 static void
 cl_drain(int via, int unused, struct bench_row *out)
 {
-    struct drain_sc *sc = calloc(1, sizeof(*sc));
+    struct bench_fill_sc *fill = calloc(1, sizeof(*fill));
+    struct bench_drain_sc sc = {.pop_arg = DEFAULT_ARG, .step = 8};
+    char(*names)[64] = calloc(16, sizeof(*names));
     struct bench_row row = {0};
     struct bench_run *run;
     struct bench_sys b0, b1;
@@ -434,209 +272,79 @@ cl_drain(int via, int unused, struct bench_row *out)
 
     (void)unused;
     tag++;
-    sc->nq = bench_opt.quick ? 8 : 16;
-    sc->total = (long)sc->nq * (10000 / BATCH);
-    sc->via = via;
-    for (int q = 0; q < sc->nq; q++) {
+    sc.nq = bench_opt.quick ? 8 : 16;
+    sc.name = fill->name = names;
+    fill->per_q = 10000 / BENCH_BATCH;
+    fill->total = (long)sc.nq * fill->per_q;
+    for (int q = 0; q < sc.nq; q++) {
         snprintf(prefix, sizeof(prefix), "cldrain%d-%d-%d-", tag, via, q);
-        owned_name(sc->queue[q], sizeof(sc->queue[q]), prefix, NULL);
+        owned_name(names[q], sizeof(names[q]), prefix, NULL);
     }
     row_names(&row, "drain", "drain", via);
     snprintf(row.variant, sizeof(row.variant),
-             "pop batch 100 + ack, %d queues x 10000, 8 conns", sc->nq);
+             "pop batch 100 + ack, %d queues x 10000, 8 conns", sc.nq);
     snprintf(row.unit, sizeof(row.unit), "msg/s");
-    run = run_through(OWNER, &role_fill, sc, 8);
-    if (run->errors > 0) {
-        snprintf(row.note, sizeof(row.note), "fill: %s", run->err);
+    if (bench_fill_run(fill, node(OWNER), 8, row.note, sizeof(row.note)) != 0) {
         *out = row;
-        bench_run_free(run);
-        free(sc);
+        free(fill);
+        free(names);
         return;
     }
-    bench_run_free(run);
     bench_sys_read(&b0);
-    run = run_through(via, &role_drain, sc, 8);
+    run = run_through(via, &bench_role_drain, &sc, 8);
     bench_sys_read(&b1);
     secs = (double)(run->t_last - run->t_start) / 1e9;
-    if (run->msgs != (uint64_t)sc->total * BATCH)
+    if (run->msgs != (uint64_t)fill->total * BENCH_BATCH)
         snprintf(row.note, sizeof(row.note), "drained %llu of %ld messages",
-                 (unsigned long long)run->msgs, sc->total * BATCH);
+                 (unsigned long long)run->msgs, fill->total * BENCH_BATCH);
     else
         snprintf(row.note, sizeof(row.note), "latency is per pop request");
     /* the rate over the emptying time; the CPU over the run (connects too) */
     row_done(&row, run, secs > 0 ? secs : 1, "message", &b0, &b1);
     *out = row;
     bench_run_free(run);
-    free(sc);
+    free(fill);
+    free(names);
 }
 
-/* Request/reply as Queen's clients do it: the requester pushes a request
- * whose payload.replyTo names an inbox it minted (one that n0 owns) and
- * long-polls that inbox; responders long-poll the request queue in group
- * workers, push each reply to its replyTo and ack the batch. */
-struct rpc_sc {
-    char queue[64];
-};
-
-/* Requester: mint an inbox n0 owns (into w2), push the request naming it. */
-static int
-rpcq_start(struct bench_conn *c)
-{
-    const struct rpc_sc *sc = c->ud;
-    char prefix[64];
-
-    c->seq++;
-    snprintf(prefix, sizeof(prefix), "clbox%d-%d-%ld-", tag, c->id, c->seq);
-    bench_buf_reserve(&c->w2, 96);
-    owned_name(c->w2.p, 96, prefix, NULL);
-    c->w1.len = 0;
-    bench_buf_printf(&c->w1,
-                     "{\"queue\":\"%s\",\"messages\":[{\"payload\":"
-                     "{\"replyTo\":\"%s\",\"body\":\"%.64s\"}}]}",
-                     sc->queue, c->w2.p, payload);
-    c->state = 0;
-    c->t0 = bench_now_ns();
-    bench_http_request(&c->out, "POST", PUSH, c->w1.p, c->w1.len);
-    return 0;
-}
-
-/* Requester: pushed, so long-poll the inbox; answered, so count it. */
-static int
-rpcq_reply(struct bench_conn *c, const struct bench_reply *r)
-{
-    char path[192];
-
-    if (r->status != (c->state == 0 ? 201 : 200)) {
-        bench_fail(c, "requester %s answered %d: %.*s",
-                   c->state ? "pop" : "push", r->status,
-                   (int)(r->len > 120 ? 120 : r->len), r->body);
-        return -1;
-    }
-    if (c->state == 0) {
-        snprintf(path, sizeof(path),
-                 POP "queue=%s&partition=Default&wait=true&timeout=5000&"
-                     "autoAck=true",
-                 c->w2.p);
-        c->state = 1;
-        bench_http_request(&c->out, "GET", path, NULL, 0);
-        return 0;
-    }
-    if (bench_json_count(r->body, r->len, "id") != 1) {
-        bench_fail(c, "no reply within 5 s");
-        return -1;
-    }
-    bench_record(c, c->t0, 1);
-    return rpcq_start(c);
-}
-
-static const struct bench_role role_rpcq = {rpcq_start, rpcq_reply};
-
-/* Responder: long-poll the request queue (state 0). */
-static int
-rpcs_start(struct bench_conn *c)
-{
-    const struct rpc_sc *sc = c->ud;
-    char path[192];
-
-    snprintf(path, sizeof(path),
-             POP "queue=%s&partition=Default&group=workers&batch=16&"
-                 "wait=true&timeout=1000",
-             sc->queue);
-    c->state = 0;
-    bench_http_request(&c->out, "GET", path, NULL, 0);
-    return 0;
-}
-
-/* Responder: push the reply to the next replyTo of w2 (NUL-separated,
- * from w2.off on), state 1; or, when none is left, ack the batch (the
- * body in w1), state 2. */
+/* cl_inbox - the inbox a requester names: the first of base-0, base-1,
+ * ... that n0 owns. */
 static void
-rpcs_next(struct bench_conn *c)
+cl_inbox(char *out, size_t len, const char *base)
 {
-    char body[192];
+    char prefix[80];
 
-    if (c->w2.off < c->w2.len) {
-        snprintf(body, sizeof(body),
-                 "{\"queue\":\"%s\",\"messages\":[{\"payload\":"
-                 "{\"body\":\"%.64s\"}}]}",
-                 c->w2.p + c->w2.off, payload);
-        c->w2.off += strlen(c->w2.p + c->w2.off) + 1;
-        c->state = 1;
-        bench_http_request(&c->out, "POST", PUSH, body, strlen(body));
-        return;
-    }
-    c->state = 2;
-    bench_http_request(&c->out, "POST", "/api/v1/ephemeral/ack", c->w1.p,
-                       c->w1.len);
+    snprintf(prefix, sizeof(prefix), "%s-", base);
+    owned_name(out, len, prefix, NULL);
 }
 
-/* Responder: a pop answered (collect the ids into the ack in w1 and the
- * replyTo of each into w2), a reply pushed, or the ack answered. */
-static int
-rpcs_reply(struct bench_conn *c, const struct bench_reply *r)
-{
-    const struct rpc_sc *sc = c->ud;
-    size_t pos = 0, sl;
-    const char *s;
-    long n = 0;
-
-    if (r->status != (c->state == 1 ? 201 : 200)) {
-        bench_fail(c, "responder step %d answered %d: %.*s", c->state,
-                   r->status, (int)(r->len > 120 ? 120 : r->len), r->body);
-        return -1;
-    }
-    if (c->state != 0) {
-        if (c->state == 1)
-            rpcs_next(c);
-        else
-            rpcs_start(c);
-        return 0;
-    }
-    c->w1.len = c->w2.len = c->w2.off = 0;
-    bench_buf_printf(&c->w1,
-                     "{\"queue\":\"%s\",\"group\":\"workers\",\"acks\":[",
-                     sc->queue);
-    for (; bench_json_str(r->body, r->len, &pos, "id", &s, &sl) == 0; n++) {
-        bench_buf_printf(&c->w1, "%s\"%.*s\"", n ? "," : "", (int)sl, s);
-        if (bench_json_str(r->body, r->len, &pos, "replyTo", &s, &sl) != 0) {
-            bench_fail(c, "a request without payload.replyTo");
-            return -1;
-        }
-        bench_buf_add(&c->w2, s, sl);
-        bench_buf_add(&c->w2, "", 1);
-    }
-    bench_buf_str(&c->w1, "]}");
-    if (n == 0)
-        return rpcs_start(c);
-    rpcs_next(c);
-    return 0;
-}
-
-static const struct bench_role role_rpcs = {rpcs_start, rpcs_reply};
-
-/* Scenario rpc through node via with nreq requesters and nresp
- * responders; the request queue and every inbox are n0's. */
+/* Scenario rpc through node via with nreq requesters and nresp responders
+ * (bench_role_rpcq, bench_role_rpcs); the request queue and every inbox
+ * are n0's. */
 static void
 cl_rpc(int via, int nreq, struct bench_row *out)
 {
     int nresp = nreq > 1 ? 8 : 1;
-    struct rpc_sc sc;
+    struct bench_rpc_sc sc = {.pop_arg = DEFAULT_ARG, .inbox = cl_inbox};
     struct bench_row row = {0};
     struct bench_run *run = bench_run_new(bench_opt.threads);
     char prefix[40], key[16];
     int ok = 1;
 
-    snprintf(prefix, sizeof(prefix), "clrpc%d-%d-%d-", ++tag, via, nreq);
+    sc.tag = ++tag;
+    snprintf(prefix, sizeof(prefix), "clrpc%d-%d-%d-", tag, via, nreq);
     owned_name(sc.queue, sizeof(sc.queue), prefix, NULL);
     snprintf(key, sizeof(key), "rpc-%d", nreq);
     row_names(&row, "rpc", key, via);
     snprintf(row.variant, sizeof(row.variant),
-             "%d requesters, %d responders, payload.replyTo inbox", nreq,
-             nresp);
+             "%d requesters, %d responders, inbox per request%s", nreq, nresp,
+             bench_opt.pipeline ? ", pipelined" : "");
     for (int i = 0; i < nresp && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, node(via), &role_rpcs, &sc) != NULL;
+        ok = bench_run_add(run, BENCH_HTTP, node(via), &bench_role_rpcs, &sc) !=
+             NULL;
     for (int i = 0; i < nreq && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, node(via), &role_rpcq, &sc) != NULL;
+        ok = bench_run_add(run, BENCH_HTTP, node(via), &bench_role_rpcq, &sc) !=
+             NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
     snprintf(row.unit, sizeof(row.unit), "rt/s");
@@ -703,13 +411,7 @@ bench_cluster_all(void)
     shm_owners_init(&owners);
     shm_owners_from_view(&owners, &v);
     tag = (int)(bench_now_ns() / 1000 % 1000000);
-    for (int i = 0; i < PAYLOAD; i++)
-        payload[i] = (char)('a' + i % 26);
-    bench_buf_str(&msgs100, "[");
-    for (int i = 0; i < BATCH; i++)
-        bench_buf_printf(&msgs100, "%s{\"payload\":\"%s\"}", i ? "," : "",
-                         payload);
-    bench_buf_str(&msgs100, "]");
+    bench_payload_init();
     if (cluster_ready() != 0) {
         bench_row_fail("cl", "cluster", "mayfly", "every cluster row",
                        "the three nodes did not all show three live members "
@@ -728,5 +430,4 @@ bench_cluster_all(void)
         owner_vs_hop(cl_rpc, 1);
     if (bench_want("rpc") || bench_want("rpc32"))
         owner_vs_hop(cl_rpc, 32);
-    bench_buf_free(&msgs100);
 }

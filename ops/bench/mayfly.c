@@ -1,7 +1,9 @@
 /*
  * mayfly.c - the mayfly side of mayfly-bench: the HTTP floor (against wrk),
  * push, drain, rpc, wake, inboxes and parked, plus the memory figures read
- * from GET /metrics and from the server's proportional set size.
+ * from GET /metrics and from the server's proportional set size.  The
+ * push, fill, drain and rpc request sequences are roles.c's, which the
+ * cluster rows share.
  *
  * Scenario data behind conn->ud is written before a run starts and only
  * read by the loops, except the atomic counters that hand out work.
@@ -20,61 +22,21 @@
 
 #include "ops/bench/bench.h"
 
-#define PAYLOAD   256
-#define BATCH     100
-#define PARTS     8
-#define RPC_PAD   64
 #define WAIT_PATH "/api/v1/ephemeral/pop?"
 
-/* The 100-message array every push sends, and one message alone. */
-static struct bench_buf msgs100;
-static struct bench_buf msgs1;
-static char payload[PAYLOAD + 1];
-static char rpc_pad[RPC_PAD + 1];
 static int run_tag;
 /* The bytes a held message costs are read around the first fill into
  * fresh cells (backlog's, else the first drain's): later fills reuse pages
  * the kernel counts already. */
 static int mem_msg_done;
 
-/* Fill the payloads: letters only, so no JSON escaping anywhere. */
+/* The payloads (roles.c), and a tag that sets this run's names apart. */
 static void
 payload_init(void)
 {
-    if (msgs100.len > 0)
-        return;
-    for (int i = 0; i < PAYLOAD; i++)
-        payload[i] = (char)('a' + i % 26);
-    for (int i = 0; i < RPC_PAD; i++)
-        rpc_pad[i] = (char)('A' + i % 26);
-    bench_buf_str(&msgs100, "[");
-    for (int i = 0; i < BATCH; i++)
-        bench_buf_printf(&msgs100, "%s{\"payload\":\"%s\"}", i ? "," : "",
-                         payload);
-    bench_buf_str(&msgs100, "]");
-    bench_buf_printf(&msgs1, "[{\"payload\":\"%s\"}]", payload);
-    run_tag = (int)(bench_now_ns() / 1000 % 1000000);
-}
-
-/* Append a push request for queue (and partition, if any) to out, with
- * token (if not NULL) as its bearer token. */
-static void
-push_req(struct bench_buf *out, const char *token, const char *queue,
-         const char *part, const struct bench_buf *msgs)
-{
-    struct bench_buf body = {0};
-
-    if (part != NULL)
-        bench_buf_printf(&body, "{\"queue\":\"%s\",\"partition\":\"%s\",",
-                         queue, part);
-    else
-        bench_buf_printf(&body, "{\"queue\":\"%s\",", queue);
-    bench_buf_str(&body, "\"messages\":");
-    bench_buf_add(&body, msgs->p, msgs->len);
-    bench_buf_str(&body, "}");
-    bench_http_request_auth(out, token, "POST", "/api/v1/ephemeral/push",
-                            body.p, body.len);
-    bench_buf_free(&body);
+    bench_payload_init();
+    if (run_tag == 0)
+        run_tag = (int)(bench_now_ns() / 1000 % 1000000) + 1;
 }
 
 /* A blocking call on a fresh connection; 0 or -errno. The body of the
@@ -320,83 +282,28 @@ server_note(struct bench_row *row, uint64_t ns, uint64_t msgs)
                  (double)ns / (double)msgs);
 }
 
-/* Pushes of 100 messages; ud: one prebuilt request per partition, and
- * the reset that every 20th push (of all connections) is followed by,
- * which keeps the queue under its 10,000 messages as DEL bounds Redis's
- * lists in the peer workload. A push that still finds the queue full
- * (429: a reset was slow to land) is counted in full and also followed by
- * a reset. */
-struct push_sc {
-    struct bench_buf req[PARTS];
-    struct bench_buf reset;
-    atomic_long pushed;
-    atomic_long full;
-};
-
-/* Send the connection's next push. */
-static int
-push_start(struct bench_conn *c)
-{
-    const struct push_sc *sc = c->ud;
-    const struct bench_buf *req = &sc->req[c->id % PARTS];
-
-    c->state = 0;
-    c->t0 = bench_now_ns();
-    bench_send(c, req->p, req->len);
-    return 0;
-}
-
-/* A push answered (201, or 429), or the reset after one (200). */
-static int
-push_reply(struct bench_conn *c, const struct bench_reply *r)
-{
-    struct push_sc *sc = c->ud;
-
-    if (c->state == 0 && r->status == 429) {
-        atomic_fetch_add(&sc->full, 1);
-        c->state = 1;
-        bench_send(c, sc->reset.p, sc->reset.len);
-        return 0;
-    }
-    if (r->status != (c->state == 0 ? 201 : 200)) {
-        bench_fail(c, "%s answered %d: %.*s", c->state ? "reset" : "push",
-                   r->status, (int)(r->len > 120 ? 120 : r->len), r->body);
-        return -1;
-    }
-    if (c->state == 1)
-        return push_start(c);
-    bench_record(c, c->t0, BATCH);
-    if ((atomic_fetch_add(&sc->pushed, 1) + 1) % 20 != 0)
-        return push_start(c);
-    c->state = 1;
-    bench_send(c, sc->reset.p, sc->reset.len);
-    return 0;
-}
-
-static const struct bench_role role_push = {push_start, push_reply};
-
 /* Timed pushes to queue with conns connections, over TLS with the token
  * to the TLS + auth node when tls is set; fills row. */
 static void
 push_timed(struct bench_row *row, const char *queue, int conns, int tls)
 {
-    struct push_sc *sc = calloc(1, sizeof(*sc));
+    struct bench_push_sc *sc = calloc(1, sizeof(*sc));
     struct bench_run *run = bench_run_new(bench_opt.threads);
     const char *token = tls ? bench_opt.ttoken : NULL;
     char part[16], body[96];
     int ok = 1;
 
-    for (int i = 0; i < PARTS; i++) {
+    for (int i = 0; i < BENCH_PARTS; i++) {
         snprintf(part, sizeof(part), "p%d", i);
-        push_req(&sc->req[i], token, queue, part, &msgs100);
+        bench_push_req(&sc->req[i], token, queue, part, &bench_msgs100);
     }
     snprintf(body, sizeof(body), "{\"queue\":\"%s\"}", queue);
     bench_http_request_auth(&sc->reset, token, "POST",
                             "/api/v1/ephemeral/reset", body, strlen(body));
     for (int i = 0; i < conns && ok; i++)
         ok = bench_run_add(run, tls ? BENCH_HTTPS : BENCH_HTTP,
-                           tls ? bench_opt.tport : bench_opt.mport, &role_push,
-                           sc) != NULL;
+                           tls ? bench_opt.tport : bench_opt.mport,
+                           &bench_role_push, sc) != NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
     bench_row_from_run(row, run, bench_run_secs(run), "msg/s");
@@ -408,7 +315,7 @@ push_timed(struct bench_row *row, const char *queue, int conns, int tls)
         server_note(row, run->sys_end.server_ns - run->sys_begin.server_ns,
                     (uint64_t)(row->rate * bench_run_secs(run)));
     bench_run_free(run);
-    for (int i = 0; i < PARTS; i++)
+    for (int i = 0; i < BENCH_PARTS; i++)
         bench_buf_free(&sc->req[i]);
     bench_buf_free(&sc->reset);
     free(sc);
@@ -436,169 +343,7 @@ mayfly_push(int tls)
     bench_row_add(&row);
 }
 
-/* Fill pushes: item k goes to queue prefix+(k/per_q) (or prefix alone when
- * per_q is 0) and partition p(k % parts) (none when parts is 0). */
-struct fill_sc {
-    char prefix[40];
-    int per_q;
-    int parts;
-    long total;
-    atomic_long next;
-};
-
-/* Claim the next fill item and send it; 1 when none is left. */
-static int
-fill_start(struct bench_conn *c)
-{
-    struct fill_sc *sc = c->ud;
-    char queue[64], part[16];
-    long k = atomic_fetch_add(&sc->next, 1);
-
-    if (k >= sc->total)
-        return 1;
-    if (sc->per_q > 0)
-        snprintf(queue, sizeof(queue), "%s%ld", sc->prefix, k / sc->per_q);
-    else
-        snprintf(queue, sizeof(queue), "%s", sc->prefix);
-    snprintf(part, sizeof(part), "p%ld", sc->parts ? k % sc->parts : 0);
-    c->t0 = bench_now_ns();
-    push_req(&c->out, NULL, queue, sc->parts ? part : NULL, &msgs100);
-    return 0;
-}
-
-/* A fill push answered. */
-static int
-fill_reply(struct bench_conn *c, const struct bench_reply *r)
-{
-    if (r->status != 201) {
-        bench_fail(c, "fill push answered %d: %.*s", r->status,
-                   (int)(r->len > 120 ? 120 : r->len), r->body);
-        return -1;
-    }
-    bench_record(c, c->t0, BATCH);
-    return fill_start(c);
-}
-
-static const struct bench_role role_fill = {fill_start, fill_reply};
-
-/* Run the fill to its end with conns connections; 0 or -EIO. */
-static int
-fill_run(struct fill_sc *sc, int conns, char *err, size_t errlen)
-{
-    struct bench_run *run = bench_run_new(bench_opt.threads);
-    int ok = 1, rc = 0;
-
-    atomic_store(&run->deadline, bench_now_ns() + 60000000000ull);
-    for (int i = 0; i < conns && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_fill, sc) !=
-             NULL;
-    if (ok && bench_run_start(run) == 0)
-        bench_run_join(run);
-    if (!ok || run->errors > 0) {
-        snprintf(err, errlen, "fill: %s", run->err);
-        rc = -EIO;
-    }
-    bench_run_free(run);
-    return rc;
-}
-
-/* Drain: connection i empties queues i, i+step, ... with pops of 100 and
- * (unless autoAck) one ack per pop. */
-struct drain_sc {
-    char prefix[40];
-    int nq;
-    int step;
-    int autoack;
-};
-
-/* Send a pop for the connection's current queue. */
-static void
-drain_pop(struct bench_conn *c)
-{
-    const struct drain_sc *sc = c->ud;
-    char path[160];
-
-    snprintf(path, sizeof(path), WAIT_PATH "queue=%s%ld&batch=%d%s", sc->prefix,
-             c->a, BATCH, sc->autoack ? "&autoAck=true" : "");
-    c->state = 0;
-    c->t0 = bench_now_ns();
-    bench_http_request(&c->out, "GET", path, NULL, 0);
-}
-
-/* Start at queue id. */
-static int
-drain_start(struct bench_conn *c)
-{
-    const struct drain_sc *sc = c->ud;
-
-    c->a = c->id;
-    if (c->a >= sc->nq)
-        return 1;
-    drain_pop(c);
-    return 0;
-}
-
-/* Build the ack for the ids of a pop answer into w1; how many. */
-static long
-drain_ack_body(struct bench_conn *c, const struct bench_reply *r)
-{
-    const struct drain_sc *sc = c->ud;
-    size_t pos = 0, sl;
-    const char *s;
-    long n = 0;
-
-    c->w1.len = 0;
-    bench_buf_printf(&c->w1, "{\"queue\":\"%s%ld\",\"acks\":[", sc->prefix,
-                     c->a);
-    while (bench_json_str(r->body, r->len, &pos, "id", &s, &sl) == 0) {
-        bench_buf_str(&c->w1, n ? ",\"" : "\"");
-        bench_buf_add(&c->w1, s, sl);
-        bench_buf_str(&c->w1, "\"");
-        n++;
-    }
-    bench_buf_str(&c->w1, "]}");
-    return n;
-}
-
-/* A pop or an ack answered. */
-static int
-drain_reply(struct bench_conn *c, const struct bench_reply *r)
-{
-    const struct drain_sc *sc = c->ud;
-    long n;
-
-    if (r->status != 200) {
-        bench_fail(c, "%s answered %d: %.*s", c->state ? "ack" : "pop",
-                   r->status, (int)(r->len > 120 ? 120 : r->len), r->body);
-        return -1;
-    }
-    if (c->state == 1) {
-        drain_pop(c);
-        return 0;
-    }
-    n = sc->autoack ? bench_json_count(r->body, r->len, "id")
-                    : drain_ack_body(c, r);
-    if (n == 0) {
-        c->a += sc->step;
-        if (c->a >= sc->nq)
-            return 1;
-        drain_pop(c);
-        return 0;
-    }
-    bench_record(c, c->t0, (uint64_t)n);
-    if (sc->autoack) {
-        drain_pop(c);
-        return 0;
-    }
-    c->state = 1;
-    bench_http_request(&c->out, "POST", "/api/v1/ephemeral/ack", c->w1.p,
-                       c->w1.len);
-    return 0;
-}
-
-static const struct bench_role role_drain = {drain_start, drain_reply};
-
-/* Memory row from a sample before and after n messages of PAYLOAD bytes
+/* Memory row from a sample before and after n messages of BENCH_PAYLOAD bytes
  * (or n idle queues when per_what is "inbox"). */
 static void
 mem_row(const char *key, const char *variant, const struct mem *m0,
@@ -639,21 +384,21 @@ backlog_round(int round, long total, uint64_t *msgs, uint64_t *ns,
               uint64_t *server_ns, struct bench_hist *hist, char *err,
               size_t errlen)
 {
-    struct fill_sc *sc = calloc(1, sizeof(*sc));
+    struct bench_fill_sc *sc = calloc(1, sizeof(*sc));
     struct bench_run *run = bench_run_new(bench_opt.threads);
     int ok = sc != NULL, status;
     char body[96];
 
     if (ok) {
         snprintf(sc->prefix, sizeof(sc->prefix), "grow%d-%d-", run_tag, round);
-        sc->per_q = 10000 / BATCH;
-        sc->parts = PARTS;
+        sc->per_q = 10000 / BENCH_BATCH;
+        sc->parts = BENCH_PARTS;
         sc->total = total;
     }
     atomic_store(&run->deadline, bench_now_ns() + 60000000000ull);
     for (int i = 0; i < 16 && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_fill, sc) !=
-             NULL;
+        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &bench_role_fill,
+                           sc) != NULL;
     struct mem m0, m1;
     if (round == 0)
         mem_sample(&m0);
@@ -664,7 +409,7 @@ backlog_round(int round, long total, uint64_t *msgs, uint64_t *ns,
     if (round == 0 && ok && run->errors == 0 && !mem_msg_done) {
         mem_sample(&m1);
         mem_row("mem-msg", "256 B messages held (backlog fill)", &m0, &m1,
-                (double)total * BATCH, PAYLOAD);
+                (double)total * BENCH_BATCH, BENCH_PAYLOAD);
         mem_msg_done = 1;
     }
     if (!ok || run->errors > 0)
@@ -697,7 +442,8 @@ backlog_row(int round, long total)
     snprintf(row.system, sizeof(row.system), "mayfly");
     snprintf(row.variant, sizeof(row.variant),
              "100 x 256 B, 8 partitions, 16 conns, no reset, %ldk %s",
-             total * BATCH / 1000, round ? "reused cells" : "fresh cells");
+             total * BENCH_BATCH / 1000,
+             round ? "reused cells" : "fresh cells");
     if (hist != NULL)
         backlog_round(round, total, &msgs, &ns, &server_ns, hist, err,
                       sizeof(err));
@@ -729,8 +475,8 @@ static void
 mayfly_drain(int autoack)
 {
     struct bench_row row = {0};
-    struct drain_sc dsc = {.autoack = autoack};
-    struct fill_sc *fsc;
+    struct bench_drain_sc dsc = {.autoack = autoack};
+    struct bench_fill_sc *fsc;
     struct bench_run *run;
     struct bench_hist *hist = calloc(1, sizeof(*hist));
     struct mem m0, m1;
@@ -748,11 +494,11 @@ mayfly_drain(int autoack)
         fsc = calloc(1, sizeof(*fsc));
         snprintf(fsc->prefix, sizeof(fsc->prefix), "drain%d-%c%d-", run_tag,
                  autoack ? 'a' : 'k', r);
-        fsc->per_q = 10000 / BATCH;
+        fsc->per_q = 10000 / BENCH_BATCH;
         fsc->total = (long)nq * fsc->per_q;
         if (r == 0 && !autoack && !mem_msg_done)
             mem_sample(&m0);
-        if (fill_run(fsc, 8, err, sizeof(err)) != 0) {
+        if (bench_fill_run(fsc, bench_opt.mport, 8, err, sizeof(err)) != 0) {
             errors++;
             free(fsc);
             break;
@@ -760,7 +506,7 @@ mayfly_drain(int autoack)
         if (r == 0 && !autoack && !mem_msg_done) {
             mem_sample(&m1);
             mem_row("mem-msg", "256 B messages held (drain fill)", &m0, &m1,
-                    (double)nq * 10000, PAYLOAD);
+                    (double)nq * 10000, BENCH_PAYLOAD);
             mem_msg_done = 1;
         }
         memcpy(dsc.prefix, fsc->prefix, sizeof(dsc.prefix));
@@ -770,8 +516,8 @@ mayfly_drain(int autoack)
         run = bench_run_new(bench_opt.threads);
         atomic_store(&run->deadline, bench_now_ns() + 60000000000ull);
         for (int i = 0; i < 8; i++)
-            if (bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_drain,
-                              &dsc) == NULL)
+            if (bench_run_add(run, BENCH_HTTP, bench_opt.mport,
+                              &bench_role_drain, &dsc) == NULL)
                 break;
         server_ns -= bench_server_ns();
         if (bench_run_start(run) == 0)
@@ -797,211 +543,6 @@ mayfly_drain(int autoack)
     bench_row_add(&row);
     free(hist);
 }
-
-/* Request/reply: the request queue, and counts (over the whole run, all
- * threads) of round trips and of HTTP requests sent to make them. */
-struct rpc_sc {
-    char queue[40];
-    int tag;
-    _Atomic long trips;
-    _Atomic long requests;
-};
-
-/* Send one request of the rpc scenario, counting it; to the TLS + auth
- * node (the only HTTPS one) with its token. */
-static void
-rpc_request(struct bench_conn *c, const char *method, const char *path,
-            const char *body, size_t len)
-{
-    struct rpc_sc *sc = c->ud;
-    const char *token = c->proto == BENCH_HTTPS ? bench_opt.ttoken : NULL;
-
-    atomic_fetch_add_explicit(&sc->requests, 1, memory_order_relaxed);
-    bench_http_request_auth(&c->out, token, method, path, body, len);
-}
-
-/* Requester: long-poll the inbox named in w2. */
-static void
-rpcq_poll(struct bench_conn *c)
-{
-    char path[160];
-
-    snprintf(path, sizeof(path),
-             WAIT_PATH "queue=%s&wait=true&timeout=5000&autoAck=true", c->w2.p);
-    rpc_request(c, "GET", path, NULL, 0);
-}
-
-/* Requester: mint an inbox, push the request naming it (with --pipeline,
- * and the long-poll of the inbox in the same write). */
-static int
-rpcq_start(struct bench_conn *c)
-{
-    const struct rpc_sc *sc = c->ud;
-    struct bench_buf body = {0};
-
-    c->seq++;
-    c->w2.len = 0;
-    bench_buf_printf(&c->w2, "rpcbox-%d-%d-%ld", sc->tag, c->id, c->seq);
-    bench_buf_printf(&body,
-                     "{\"queue\":\"%s\",\"messages\":[{\"payload\":\"%s|%s\"}"
-                     "]}",
-                     sc->queue, c->w2.p, rpc_pad);
-    c->state = 0;
-    c->t0 = bench_now_ns();
-    rpc_request(c, "POST", "/api/v1/ephemeral/push", body.p, body.len);
-    bench_buf_free(&body);
-    if (bench_opt.pipeline)
-        rpcq_poll(c);
-    return 0;
-}
-
-/* Requester: pushed, so park on the inbox (with --pipeline the long-poll
- * went out with the push, and the push's answer only moves on); answered,
- * so count it. */
-static int
-rpcq_reply(struct bench_conn *c, const struct bench_reply *r)
-{
-    if (r->status != (c->state == 0 ? 201 : 200)) {
-        bench_fail(c, "requester %s answered %d: %.*s",
-                   c->state ? "pop" : "push", r->status,
-                   (int)(r->len > 120 ? 120 : r->len), r->body);
-        return -1;
-    }
-    if (c->state == 0) {
-        c->state = 1;
-        if (!bench_opt.pipeline)
-            rpcq_poll(c);
-        return 0;
-    }
-    if (bench_json_count(r->body, r->len, "id") != 1) {
-        bench_fail(c, "no reply within 5 s");
-        return -1;
-    }
-    bench_record(c, c->t0, 1);
-    atomic_fetch_add_explicit(&((struct rpc_sc *)c->ud)->trips, 1,
-                              memory_order_relaxed);
-    return rpcq_start(c);
-}
-
-static const struct bench_role role_rpcq = {rpcq_start, rpcq_reply};
-
-/* Responder: long-poll the request queue in group workers. */
-static int
-rpcs_start(struct bench_conn *c)
-{
-    const struct rpc_sc *sc = c->ud;
-    char path[160];
-
-    snprintf(path, sizeof(path),
-             WAIT_PATH "queue=%s&group=workers&batch=16&wait=true&"
-                       "timeout=1000",
-             sc->queue);
-    c->state = 0;
-    rpc_request(c, "GET", path, NULL, 0);
-    return 0;
-}
-
-/* Responder: push the reply for request b (inboxes sit in w2, NUL
- * separated, from offset w2.off). */
-static void
-rpcs_push_reply(struct bench_conn *c)
-{
-    struct bench_buf body = {0};
-    const char *inbox = c->w2.p + c->w2.off;
-
-    bench_buf_printf(&body,
-                     "{\"queue\":\"%s\",\"messages\":[{\"payload\":\"%s\"}]}",
-                     inbox, rpc_pad);
-    c->w2.off += strlen(inbox) + 1;
-    c->b++;
-    rpc_request(c, "POST", "/api/v1/ephemeral/push", body.p, body.len);
-    bench_buf_free(&body);
-}
-
-/* Responder: collect the ids (into the ack in w1) and inboxes (into w2) of
- * a pop answer; how many requests it held. */
-static long
-rpcs_collect(struct bench_conn *c, const struct bench_reply *r)
-{
-    const struct rpc_sc *sc = c->ud;
-    size_t pos = 0, ppos, sl, il;
-    const char *s, *bar;
-    long n = 0;
-
-    c->w1.len = 0;
-    c->w2.len = c->w2.off = 0;
-    bench_buf_printf(&c->w1,
-                     "{\"queue\":\"%s\",\"group\":\"workers\","
-                     "\"acks\":[",
-                     sc->queue);
-    while (bench_json_str(r->body, r->len, &pos, "id", &s, &sl) == 0) {
-        bench_buf_str(&c->w1, n ? ",\"" : "\"");
-        bench_buf_add(&c->w1, s, sl);
-        bench_buf_str(&c->w1, "\"");
-        ppos = pos;
-        if (bench_json_str(r->body, r->len, &ppos, "payload", &s, &sl) != 0)
-            break;
-        bar = memchr(s, '|', sl);
-        il = bar ? (size_t)(bar - s) : sl;
-        bench_buf_add(&c->w2, s, il);
-        bench_buf_add(&c->w2, "", 1);
-        n++;
-    }
-    bench_buf_str(&c->w1, "]}");
-    return n;
-}
-
-/* Responder: a pop, a reply push or the ack answered. With --pipeline a
- * pop's answer sends every reply push, the ack and the next pop in one
- * write; their answers come back in that order. */
-static int
-rpcs_reply(struct bench_conn *c, const struct bench_reply *r)
-{
-    int want = c->state == 1 ? 201 : 200;
-
-    if (r->status != want) {
-        bench_fail(c, "responder step %d answered %d: %.*s", c->state,
-                   r->status, (int)(r->len > 120 ? 120 : r->len), r->body);
-        return -1;
-    }
-    if (c->state == 0) {
-        c->a = rpcs_collect(c, r);
-        c->b = 0;
-        if (c->a == 0)
-            return rpcs_start(c);
-        c->state = 1;
-        if (!bench_opt.pipeline) {
-            rpcs_push_reply(c);
-            return 0;
-        }
-        while (c->b < c->a)
-            rpcs_push_reply(c);
-        rpc_request(c, "POST", "/api/v1/ephemeral/ack", c->w1.p, c->w1.len);
-        rpcs_start(c);
-        c->state = 1;
-        c->b = 0;
-        return 0;
-    }
-    if (bench_opt.pipeline) {
-        /* Answers of the pushes (state 1, b counts them), then the ack. */
-        if (c->state == 1 && ++c->b < c->a)
-            return 0;
-        c->state = c->state == 1 ? 2 : 0;
-        return 0;
-    }
-    if (c->state == 1 && c->b < c->a) {
-        rpcs_push_reply(c);
-        return 0;
-    }
-    if (c->state == 1) {
-        c->state = 2;
-        rpc_request(c, "POST", "/api/v1/ephemeral/ack", c->w1.p, c->w1.len);
-        return 0;
-    }
-    return rpcs_start(c);
-}
-
-static const struct bench_role role_rpcs = {rpcs_start, rpcs_reply};
 
 /* The CPU a round trip would cost if mayfly were a server that does
  * nothing but answer, as the trivial endpoint of the http row does: this
@@ -1031,7 +572,7 @@ mayfly_rpc(int nreq, int nresp, int floor, int tls)
 {
     static int tag;
     struct bench_row row = {0};
-    struct rpc_sc sc = {.tag = ++tag};
+    struct bench_rpc_sc sc = {.tag = ++tag};
     struct bench_run *run = bench_run_new(bench_opt.threads);
     int port = floor ? bench_opt.okport
                : tls ? bench_opt.tport
@@ -1053,9 +594,9 @@ mayfly_rpc(int nreq, int nresp, int floor, int tls)
     if (floor || tls)
         snprintf(row.ref, sizeof(row.ref), "rpc-%d", nreq);
     for (int i = 0; i < nresp && ok; i++)
-        ok = bench_run_add(run, proto, port, &role_rpcs, &sc) != NULL;
+        ok = bench_run_add(run, proto, port, &bench_role_rpcs, &sc) != NULL;
     for (int i = 0; i < nreq && ok; i++)
-        ok = bench_run_add(run, proto, port, &role_rpcq, &sc) != NULL;
+        ok = bench_run_add(run, proto, port, &bench_role_rpcq, &sc) != NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
     bench_row_from_run(&row, run, bench_run_secs(run), "rt/s");
@@ -1082,14 +623,14 @@ mayfly_rpc(int nreq, int nresp, int floor, int tls)
 static int
 rpcv_start(struct bench_conn *c)
 {
-    const struct rpc_sc *sc = c->ud;
+    const struct bench_rpc_sc *sc = c->ud;
     struct bench_buf body = {0};
 
     bench_buf_printf(&body,
                      "{\"queue\":\"%s\",\"payload\":\"%s\",\"timeout\":5000}",
-                     sc->queue, rpc_pad);
+                     sc->queue, bench_rpc_pad);
     c->t0 = bench_now_ns();
-    rpc_request(c, "POST", "/api/v1/ephemeral/request", body.p, body.len);
+    bench_rpc_request(c, "POST", "/api/v1/ephemeral/request", body.p, body.len);
     bench_buf_free(&body);
     return 0;
 }
@@ -1108,7 +649,7 @@ rpcv_reply(struct bench_conn *c, const struct bench_reply *r)
         return -1;
     }
     bench_record(c, c->t0, 1);
-    atomic_fetch_add_explicit(&((struct rpc_sc *)c->ud)->trips, 1,
+    atomic_fetch_add_explicit(&((struct bench_rpc_sc *)c->ud)->trips, 1,
                               memory_order_relaxed);
     return rpcv_start(c);
 }
@@ -1120,7 +661,7 @@ static const struct bench_role role_rpcv = {rpcv_start, rpcv_reply};
 static int
 rpcvs_reply(struct bench_conn *c, const struct bench_reply *r)
 {
-    const struct rpc_sc *sc = c->ud;
+    const struct bench_rpc_sc *sc = c->ud;
     size_t pos = 0, sl;
     const char *s;
     long n = 0;
@@ -1131,7 +672,7 @@ rpcvs_reply(struct bench_conn *c, const struct bench_reply *r)
         return -1;
     }
     if (c->state != 0) /* the ack's answer */
-        return bench_opt.pipeline ? (c->state = 0) : rpcs_start(c);
+        return bench_opt.pipeline ? (c->state = 0) : bench_rpcs_start(c);
     c->w1.len = 0;
     bench_buf_printf(&c->w1,
                      "{\"queue\":\"%s\",\"group\":\"workers\","
@@ -1140,21 +681,21 @@ rpcvs_reply(struct bench_conn *c, const struct bench_reply *r)
     while (bench_json_str(r->body, r->len, &pos, "id", &s, &sl) == 0) {
         bench_buf_str(&c->w1, n++ ? ",{\"id\":\"" : "{\"id\":\"");
         bench_buf_add(&c->w1, s, sl);
-        bench_buf_printf(&c->w1, "\",\"reply\":\"%s\"}", rpc_pad);
+        bench_buf_printf(&c->w1, "\",\"reply\":\"%s\"}", bench_rpc_pad);
     }
     bench_buf_str(&c->w1, "]}");
     if (n == 0)
-        return rpcs_start(c);
-    rpc_request(c, "POST", "/api/v1/ephemeral/ack", c->w1.p, c->w1.len);
+        return bench_rpcs_start(c);
+    bench_rpc_request(c, "POST", "/api/v1/ephemeral/ack", c->w1.p, c->w1.len);
     c->state = 1;
     if (bench_opt.pipeline) {
-        rpcs_start(c);
+        bench_rpcs_start(c);
         c->state = 1;
     }
     return 0;
 }
 
-static const struct bench_role role_rpcvs = {rpcs_start, rpcvs_reply};
+static const struct bench_role role_rpcvs = {bench_rpcs_start, rpcvs_reply};
 
 /* Scenario rpc through the request verb: nreq requesters, nresp
  * responders that long-poll a batch and reply inside their acks. */
@@ -1163,7 +704,7 @@ mayfly_rpc_verb(int nreq, int nresp)
 {
     static int tag = 1000;
     struct bench_row row = {0};
-    struct rpc_sc sc = {.tag = ++tag};
+    struct bench_rpc_sc sc = {.tag = ++tag};
     struct bench_run *run = bench_run_new(bench_opt.threads);
     int ok = 1;
 
@@ -1312,7 +853,7 @@ mayfly_wake(int split)
     snprintf(path, sizeof(path),
              WAIT_PATH "queue=%s&wait=true&timeout=5000&autoAck=true", queue);
     bench_http_request(&pop, "GET", path, NULL, 0);
-    push_req(&push, NULL, queue, NULL, &msgs1);
+    bench_push_req(&push, NULL, queue, NULL, &bench_msgs1);
     snprintf(row.key, sizeof(row.key), split > 0 ? "wake-split" : "wake");
     snprintf(row.scenario, sizeof(row.scenario), "wake");
     snprintf(row.system, sizeof(row.system), "mayfly");
@@ -1387,7 +928,7 @@ inbox_start(struct bench_conn *c)
     snprintf(queue, sizeof(queue), "ibx%d-%ld", run_tag, c->a);
     c->state = 0;
     c->t0 = bench_now_ns();
-    push_req(&c->out, NULL, queue, NULL, &msgs1);
+    bench_push_req(&c->out, NULL, queue, NULL, &bench_msgs1);
     return 0;
 }
 
@@ -1516,7 +1057,7 @@ static void
 mayfly_parked(void)
 {
     struct park_sc *sc = calloc(1, sizeof(*sc));
-    struct fill_sc *wake = calloc(1, sizeof(*wake));
+    struct bench_fill_sc *wake = calloc(1, sizeof(*wake));
     struct bench_row prow = {0}, wrow = {0};
     struct bench_run *parkers = bench_run_new(1);
     int n = bench_opt.parked, made = 0;
@@ -1524,7 +1065,7 @@ mayfly_parked(void)
     char err[240] = "", queue[40];
 
     snprintf(sc->queue, sizeof(sc->queue), "parked%d", run_tag);
-    sc->parts = n / BATCH > 0 ? n / BATCH : 1;
+    sc->parts = n / BENCH_BATCH > 0 ? n / BENCH_BATCH : 1;
     atomic_store(&sc->wake_t0, UINT64_MAX);
     snprintf(prow.key, sizeof(prow.key), "parked-push");
     snprintf(prow.scenario, sizeof(prow.scenario), "parked");
@@ -1558,7 +1099,7 @@ mayfly_parked(void)
     atomic_store(&sc->wake_t0, bench_now_ns());
     atomic_store(&parkers->deadline,
                  bench_now_ns() + (bench_opt.quick ? 5 : 60) * 1000000000ull);
-    fill_run(wake, 4, err, sizeof(err));
+    bench_fill_run(wake, bench_opt.mport, 4, err, sizeof(err));
     bench_run_join(parkers);
     snprintf(wrow.variant, sizeof(wrow.variant),
              "%d parked pops on %d partitions, woken by %d pushes of 100", n,

@@ -856,3 +856,73 @@ Test(cluster_forward, a_long_poll_forwarded_to_an_owner_that_hangs_is_let_go)
                      again.body);
     itest_resp_free(&again);
 }
+
+/* respawned_worker - SIGKILL one of node i's workers and wait (30 s at
+ * most) until the master runs as many again, the dead one not among them;
+ * returns the one it started. */
+static pid_t
+respawned_worker(int i)
+{
+    pid_t was[ITEST_NODE_MAX_WORKERS], w[ITEST_NODE_MAX_WORKERS];
+    int n = itest_node_workers(&c.node[i], was, ITEST_NODE_MAX_WORKERS);
+    int64_t deadline = itest_now_ms() + 30000;
+
+    cr_assert_gt(n, 0, "node %d runs no worker", i);
+    cr_assert_eq(kill(was[0], SIGKILL), 0);
+    for (;;) {
+        int k = itest_node_workers(&c.node[i], w, ITEST_NODE_MAX_WORKERS);
+        int old = 0;
+        pid_t fresh = 0;
+        for (int x = 0; x < k; x++) {
+            int seen = 0;
+            for (int y = 0; y < n; y++)
+                seen |= w[x] == was[y];
+            old += seen;
+            if (!seen)
+                fresh = w[x];
+        }
+        if (k == n && old == n - 1)
+            return fresh;
+        cr_assert_lt(itest_now_ms(), deadline,
+                     "30 s after worker %d was killed node %d runs %d "
+                     "workers, %d of them from before",
+                     (int)was[0], i, k, old);
+        itest_sleep_ms(20);
+    }
+}
+
+/* A worker the master forks after it has initialised libcurl (every
+ * respawn) initialises its own: the fork used to hand it the master's
+ * "initialised" flag.  Its first forward, a push to a partition another
+ * node owns, goes through. */
+Test(cluster_forward, a_respawned_workers_first_forward_goes_through)
+{
+    struct itest_resp r;
+    char p[16], body[128];
+    pid_t fresh, got = 0;
+    double ok0;
+    long port = 0;
+    CURL *h;
+    int a = 0;
+
+    cl_wait_view(&c, CL_ALL);
+    cl_part_owned_by("fw-respawn", 1, NPARTS, p, sizeof(p));
+    fresh = respawned_worker(a);
+    /* a connection held by the new worker (GET /health calls no one) */
+    h = itest_handle_on_worker(&c.node[a], fresh, &got);
+    ok0 = forward_metric(a, "ok");
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"fw-respawn\",\"partition\":\"%s\","
+             "\"messages\":[{\"payload\":1}]}",
+             p);
+    itest_req_on(h, &c.node[a], "POST", "/api/v1/ephemeral/push", body, &r);
+    cr_assert_eq(r.status, 201, "push through the respawned worker %d: %ld %s",
+                 (int)fresh, r.status, r.body);
+    itest_resp_free(&r);
+    /* and the same keep-alive connection carried it */
+    curl_easy_getinfo(h, CURLINFO_LOCAL_PORT, &port);
+    cr_assert_eq(itest_conn_worker(&c.node[a], (int)port), fresh);
+    curl_easy_cleanup(h);
+    cr_expect_eq(forward_metric(a, "ok"), ok0 + 1);
+    cr_expect_eq(part_pending(1, "fw-respawn", p), 1);
+}

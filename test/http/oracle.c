@@ -108,8 +108,9 @@ rfc_number_bad_at(const char *p, const char *end)
 {
     static regex_t re;
     static int ready;
-    char tok[128];
     size_t n = 0;
+    char *tok;
+    int bad;
 
     if (!ready) {
         if (regcomp(&re, "^-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?$",
@@ -119,12 +120,17 @@ rfc_number_bad_at(const char *p, const char *end)
     }
     if (end - p > 1 && p[0] == '-' && (p[1] == 'I' || p[1] == 'N'))
         return 1;
-    while (p + n < end && n < sizeof(tok) - 1 &&
-           strchr("-+.0123456789eE", p[n]) != NULL && p[n] != '\0')
+    /* the whole token, however long: its flaw may be past any fixed cut */
+    while (p + n < end && strchr("-+.0123456789eE", p[n]) != NULL &&
+           p[n] != '\0')
         n++;
+    if ((tok = malloc(n + 1)) == NULL)
+        abort();
     memcpy(tok, p, n);
     tok[n] = '\0';
-    return regexec(&re, tok, 0, NULL, 0) != 0;
+    bad = regexec(&re, tok, 0, NULL, 0) != 0;
+    free(tok);
+    return bad;
 }
 
 /* oracle_gap_confirmed - the scanner rejected at off for why, json-c accepted:

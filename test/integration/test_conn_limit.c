@@ -123,6 +123,25 @@ Test(conn_limit, a_worker_out_of_descriptors_accepts_again_once_some_close,
     cr_assert_eq(itest_node_stop(&n, 30000), 0);
 }
 
+/* lowered_to - the max_connections a worker of n was lowered to, as its
+ * log says; 0 when it says none. */
+static int
+lowered_to(const struct itest_node *n)
+{
+    FILE *f = fopen(n->log, "r");
+    char line[512], *at;
+    int fit = 0;
+
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if ((at = strstr(line, " lowered to ")) != NULL &&
+            sscanf(at, " lowered to %d a worker", &fit) != 1)
+            fit = 0;
+    fclose(f);
+    return fit;
+}
+
 /* A node started under a descriptor limit smaller than max_connections
  * lowers max_connections to fit (and says so), so that a flood of clients
  * meets libmicrohttpd's own connection limit, not EMFILE.  Out of
@@ -146,7 +165,19 @@ Test(conn_limit, a_small_descriptor_limit_lowers_max_connections_to_fit,
         cr_assert_geq(fds[i], 0, "connect %d", i);
         cr_assert_eq(itest_raw_send(fds[i], half), 0);
     }
-    itest_sleep_ms(1000); /* the workers take what they can */
+    /* each worker holds as many as max_connections now lets it */
+    int fit = lowered_to(&n), held[2] = {0, 0};
+    pid_t w[2];
+    cr_assert_gt(fit, 0, "the start names the lowered max_connections");
+    cr_assert_eq(itest_node_workers(&n, w, 2), 2);
+    int64_t full_by = itest_now_ms() + 20000;
+    while ((held[0] = itest_worker_conns(&n, w[0])) < fit ||
+           (held[1] = itest_worker_conns(&n, w[1])) < fit) {
+        cr_assert_lt(itest_now_ms(), full_by,
+                     "the workers hold %d and %d connections, not %d each",
+                     held[0], held[1], fit);
+        itest_sleep_ms(20);
+    }
     for (int i = 0; i < 300; i++)
         close(fds[i]);
     int64_t deadline = itest_now_ms() + 20000;

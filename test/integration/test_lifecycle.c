@@ -413,7 +413,7 @@ struct knocker {
     const struct itest_node *n;
     const _Atomic int *gone; /* the node has exited */
     int dawdle;              /* waits up to 150 ms before sending */
-    int answered;            /* complete responses */
+    _Atomic int answered;    /* complete responses */
     int broken; /* connections reset or closed without a whole answer */
     _Atomic int refused; /* ended on ECONNREFUSED */
     char why[200];
@@ -494,7 +494,16 @@ Test(term, clients_at_the_end_of_a_drain_are_answered_or_refused,
         k[i] = (struct knocker){.n = &n, .gone = &gone, .dawdle = i == 0};
         cr_assert_eq(pthread_create(&t[i], NULL, knock, &k[i]), 0);
     }
-    itest_sleep_ms(200);
+    /* every client knocking, answered once at least, before the drain */
+    for (int64_t end = itest_now_ms() + 20000;;) {
+        int all = 1;
+        for (int i = 0; i < CLIENTS; i++)
+            all &= k[i].answered > 0;
+        if (all)
+            break;
+        cr_assert_lt(itest_now_ms(), end, "the clients are not answered");
+        itest_sleep_ms(20);
+    }
     cr_assert_eq(kill(n.pid, SIGTERM), 0);
     st = itest_node_wait_exit(&n, 30000);
     /* A client in its connect's SYN retry meets the closed port then;

@@ -208,7 +208,8 @@ Test(request, a_requester_that_hangs_up_withdraws_its_request, .timeout = 60)
              strlen(body), body);
     itest_raw_send(fd, raw);
     wait_metric(&n, "mayfly_memory_used_bytes", 1);
-    itest_sleep_ms(200); /* let the request reach its wait */
+    /* stored, and waiting on its inbox as a parked pop waits */
+    wait_metric(&n, "mayfly_parked_pops", 1);
     close(fd);
     wait_metric(&n, "mayfly_requests_total{result=\"withdrawn\"}", 1);
     itest_get(&n, &r, "/api/v1/ephemeral/pop?queue=gone&timeout=0");

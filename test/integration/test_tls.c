@@ -166,6 +166,7 @@ Test(tls, hup_serves_the_new_certificate_and_keeps_a_parked_pop)
     char first[200], next[200], cmd[1600];
     struct parked p = {0};
     struct itest_resp r;
+    double parked = 0;
     pthread_t t;
     int64_t deadline;
 
@@ -177,7 +178,13 @@ Test(tls, hup_serves_the_new_certificate_and_keeps_a_parked_pop)
     cr_assert(served_is(first, 3), "the node does not serve its certificate");
 
     cr_assert_eq(pthread_create(&t, NULL, park, &p), 0);
-    itest_sleep_ms(300); /* parked, or about to be: either way answered */
+    /* parked before the HUP: the parked pop is what must be kept */
+    deadline = itest_now_ms() + ANSWER_MS;
+    while (itest_metric(&node, "mayfly_parked_pops", &parked) != 0 ||
+           parked < 1) {
+        cr_assert_lt(itest_now_ms(), deadline, "the pop never parked");
+        itest_sleep_ms(20);
+    }
     snprintf(cmd, sizeof(cmd),
              "cp '%s/next.pem' '%s/node.pem' && cp '%s/next.key' "
              "'%s/node.key'",

@@ -663,10 +663,12 @@ Test(shm_broker, list_is_sorted_prefixed_and_limited)
     cr_assert_eq(pushn("ab", "Default", "a", 1, T0, NULL), 0);
     declare("a", 100, 1 << 20, SHM_POLICY_REJECT, 0, 5);
     cr_assert_eq(pushn("c", "Default", "a", 1, T0, NULL), 0);
-    cr_assert_eq(shm_queue_list(&seg, nm(""), 3, T0, list_fn, out), 3);
+    cr_assert_eq(
+        shm_queue_list_after(&seg, nm(""), nm(""), 3, T0, list_fn, out), 3);
     cr_assert_str_eq(out, "a*,ab,b,");
     out[0] = 0;
-    cr_assert_eq(shm_queue_list(&seg, nm("a"), 10, T0, list_fn, out), 2);
+    cr_assert_eq(
+        shm_queue_list_after(&seg, nm("a"), nm(""), 10, T0, list_fn, out), 2);
     cr_assert_str_eq(out, "a*,ab,");
 }
 

@@ -5,12 +5,16 @@
  */
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -137,6 +141,32 @@ Test(shm_lock, sigkilled_holder_is_repaired_once)
     cr_assert_eq(repairs_counted(&f.seg), 1);
 }
 
+/* wait_blocked - until process pid sleeps in futex(2) with the mutex word
+ * showing a waiter: it is blocked on m, not about to lock it. */
+static void
+wait_blocked(pthread_mutex_t *m, pid_t pid)
+{
+    char path[64], text[64];
+
+    snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+    for (int i = 0;; i++) {
+        FILE *f = fopen(path, "r");
+        long nr = -1;
+        int waiter = __atomic_load_n(&m->__data.__lock, __ATOMIC_SEQ_CST) &
+                     (int)0x80000000;
+
+        if (f != NULL) {
+            if (fgets(text, sizeof(text), f) != NULL)
+                nr = text[0] >= '0' && text[0] <= '9' ? atol(text) : -1;
+            fclose(f);
+        }
+        if (waiter && nr == SYS_futex)
+            return;
+        cr_assert(i < 200000, "the waiter never blocked on the lock");
+        nanosleep(&(struct timespec){0, 50000}, NULL);
+    }
+}
+
 Test(shm_lock, blocked_locker_gets_lock_when_holder_is_killed)
 {
     struct lock_fixture f;
@@ -152,6 +182,9 @@ Test(shm_lock, blocked_locker_gets_lock_when_holder_is_killed)
         shm_unlock(f.m);
         _exit(atomic_load(f.repairs) == 1 ? 0 : 1);
     }
+    /* Blocked before the holder dies, or this would test a lock taken
+     * after the death (the test above). */
+    wait_blocked(f.m, waiter);
     cr_assert_eq(kill(holder, SIGKILL), 0);
     cr_assert_eq(waitpid(holder, NULL, 0), holder);
     int st;

@@ -738,7 +738,7 @@ Test(shm_part_move, killed_adopter_leaves_sound_partitions, .timeout = 120)
         shm_worker_reap(&seg, 1);
         fixture_check(&seg);
     }
-    shm_queue_list(&seg, nm("a"), 1000000, later, name_fn, NULL);
+    shm_queue_list_after(&seg, nm("a"), nm(""), 1000000, later, name_fn, NULL);
     cr_assert_gt(nadopted, 0);
     cr_log_info("%d adopts started", nadopted);
     /* Every adopted partition drains for each group, and holds nothing
