@@ -52,7 +52,7 @@
 #include "shm/stats.h"
 #include "worker/authz.h"
 #include "worker/forward.h"
-#include "worker/pop.h"
+#include "worker/pop_inbox.h"
 #include "worker/worker_int.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
