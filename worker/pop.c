@@ -73,6 +73,8 @@ parse(struct worker *w, struct http_request *req, struct pop_args *a)
     struct shm_pop_req *r = &a->r;
     int auto_ack, alias, watch;
 
+    *r = (struct shm_pop_req){0}; /* a->in is left alone: 512 bytes */
+    a->anywhere = 0;
     if (qn == NULL) {
         http_reply_error(req, 400, "ephemeral_bad_request",
                          "query parameter 'queue' is required");
@@ -130,7 +132,7 @@ route(struct worker *w, struct http_request *req, struct pop_args *a)
 void
 worker_pop(struct worker *w, struct http_request *req)
 {
-    struct pop_args a = {0};
+    struct pop_args a;
     struct pop_call *c;
     struct shm_qopts o;
 
