@@ -20,10 +20,11 @@
  *      one call's, a handle may be many calls').
  *   2. A const struct park_ops: a handler for each event below.
  *   3. To park: set p->ops, p->req, p->deadline and the waits' handles,
- *      set the worker's waiter bit of each handle in the segment, then
- *      worker_park().  Every call has a deadline the loop may sleep until
- *      (less than 2^31 ms away: a stream's next keepalive, say); move it
- *      with park_update_deadline().
+ *      set the worker's waiter bit of each handle in the segment (a pop's
+ *      shm_pop does, with park set), then worker_park().  Every call
+ *      has a deadline the loop may sleep until (less than 2^31 ms away:
+ *      a stream's next keepalive, say); move it with
+ *      park_update_deadline().
  *   4. Every path that ends the call unparks it first (worker_unpark,
  *      which clears a handle's waiter bit once no call waits there), and
  *      so does its request's end (http_request_on_done) before the call's
