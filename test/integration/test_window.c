@@ -7,7 +7,7 @@
  */
 #include <sys/socket.h>
 
-#include <unistd.h>
+#include <stdio.h>
 
 #include <criterion/criterion.h>
 
@@ -52,52 +52,74 @@ until_leased(const struct itest_node *n, struct itest_multi *m,
     }
 }
 
+/* parked_pop - start n with one worker (leases of 60 s), declare queue
+ * with windowBuffer {ms, count}, and park a pop of it (batch, autoAck) in
+ * a new set, returned. */
+static struct itest_multi *
+parked_pop(struct itest_node *n, const char *queue, int ms, int count,
+           int batch, int auto_ack)
+{
+    struct itest_multi *m = itest_multi_new();
+    char path[256];
+
+    itest_node_start(n, "workers=1 lease_s=60");
+    declare(n, queue, ms, count);
+    snprintf(path, sizeof(path),
+             POP "?queue=%s&batch=%d&autoAck=%s&wait=true&timeout=30000", queue,
+             batch, auto_ack ? "true" : "false");
+    itest_multi_add(m, n, "GET", path, NULL);
+    itest_multi_until_parked(n, m, 20000);
+    return m;
+}
+
+/* push - one push of payloads (count of them) to queue. */
+static void
+push(const struct itest_node *n, const char *queue, const char *payloads,
+     int count)
+{
+    struct itest_resp r;
+
+    itest_push_ok(n, &r, queue, NULL, payloads, count);
+    itest_resp_free(&r);
+}
+
+/* answered - the parked pop's answer: 200 with want messages. */
+static void
+answered(struct itest_multi *m, int want)
+{
+    struct itest_resp *a;
+
+    cr_assert_eq(itest_multi_run(m, 20000), 0,
+                 "the windowed pop never "
+                 "answered");
+    a = itest_multi_resp(m, 0);
+    cr_assert_eq(a->status, 200, "%ld %s", a->status, a->body);
+    cr_assert_eq(itest_jlen(a->json, "messages"), want, "%s", a->body);
+}
+
 Test(window, answers_once_it_holds_count_messages, .timeout = 60)
 {
     struct itest_node n;
-    struct itest_multi *m = itest_multi_new();
-    struct itest_resp r, *a;
+    struct itest_multi *m = parked_pop(&n, "wc", 60000, 3, 10, 0);
 
-    itest_node_start(&n, "workers=1");
-    declare(&n, "wc", 60000, 3);
-    itest_multi_add(m, &n, "GET",
-                    POP "?queue=wc&batch=10&wait=true&timeout=30000", NULL);
-    itest_multi_until_parked(&n, m, 20000);
-    itest_push_ok(&n, &r, "wc", NULL, "[1]", 1);
-    itest_resp_free(&r);
+    push(&n, "wc", "[1]", 1);
     until_leased(&n, m, "wc", 1);
-    itest_push_ok(&n, &r, "wc", NULL, "[2]", 1);
-    itest_resp_free(&r);
+    push(&n, "wc", "[2]", 1);
     until_leased(&n, m, "wc", 2);
-    itest_push_ok(&n, &r, "wc", NULL, "[3]", 1);
-    itest_resp_free(&r);
-    cr_assert_eq(itest_multi_run(m, 20000), 0, "no answer at the count");
-    a = itest_multi_resp(m, 0);
-    cr_assert_eq(a->status, 200, "%ld %s", a->status, a->body);
-    cr_assert_eq(itest_jlen(a->json, "messages"), 3, "%s", a->body);
+    push(&n, "wc", "[3]", 1);
+    answered(m, 3);
     itest_multi_free(m);
 }
 
 Test(window, answers_ms_after_its_first_message, .timeout = 60)
 {
     struct itest_node n;
-    struct itest_multi *m = itest_multi_new();
-    struct itest_resp r, *a;
-    int64_t pushed, took;
+    struct itest_multi *m = parked_pop(&n, "wm", 400, 100, 10, 0);
+    int64_t pushed = itest_now_ms(), took;
 
-    itest_node_start(&n, "workers=1");
-    declare(&n, "wm", 400, 100);
-    itest_multi_add(m, &n, "GET",
-                    POP "?queue=wm&batch=10&wait=true&timeout=30000", NULL);
-    itest_multi_until_parked(&n, m, 20000);
-    pushed = itest_now_ms();
-    itest_push_ok(&n, &r, "wm", NULL, "[1]", 1);
-    itest_resp_free(&r);
-    cr_assert_eq(itest_multi_run(m, 20000), 0, "no answer after the window");
+    push(&n, "wm", "[1]", 1);
+    answered(m, 1);
     took = itest_now_ms() - pushed;
-    a = itest_multi_resp(m, 0);
-    cr_assert_eq(a->status, 200, "%ld %s", a->status, a->body);
-    cr_assert_eq(itest_jlen(a->json, "messages"), 1, "%s", a->body);
     /* not at once, as a pop without a window; nor at its timeout */
     cr_assert(took >= 350 && took < 15000, "answered %lld ms after the push",
               (long long)took);
@@ -107,22 +129,10 @@ Test(window, answers_ms_after_its_first_message, .timeout = 60)
 Test(window, auto_ack_completes_what_it_answers, .timeout = 60)
 {
     struct itest_node n;
-    struct itest_multi *m = itest_multi_new();
-    struct itest_resp r, *a;
+    struct itest_multi *m = parked_pop(&n, "wa", 60000, 2, 5, 1);
 
-    itest_node_start(&n, "workers=1");
-    declare(&n, "wa", 60000, 2);
-    itest_multi_add(m, &n, "GET",
-                    POP "?queue=wa&batch=5&autoAck=true&wait=true"
-                        "&timeout=30000",
-                    NULL);
-    itest_multi_until_parked(&n, m, 20000);
-    itest_push_ok(&n, &r, "wa", NULL, "[1,2]", 2);
-    itest_resp_free(&r);
-    cr_assert_eq(itest_multi_run(m, 20000), 0, "no answer at the count");
-    a = itest_multi_resp(m, 0);
-    cr_assert_eq(a->status, 200, "%ld %s", a->status, a->body);
-    cr_assert_eq(itest_jlen(a->json, "messages"), 2, "%s", a->body);
+    push(&n, "wa", "[1,2]", 2);
+    answered(m, 2);
     cr_assert_eq(itest_listing_int(&n, "wa", "leased", -1), 0,
                  "autoAck left what it answered leased");
     cr_assert_eq(itest_depth_pending(&n, "wa", NULL), 0);
@@ -132,19 +142,11 @@ Test(window, auto_ack_completes_what_it_answers, .timeout = 60)
 Test(window, a_client_that_leaves_gives_back_what_it_held, .timeout = 60)
 {
     struct itest_node n;
-    struct itest_multi *m = itest_multi_new();
+    struct itest_multi *m = parked_pop(&n, "wl", 60000, 5, 5, 1);
     struct itest_resp r;
     int64_t deadline;
 
-    itest_node_start(&n, "workers=1 lease_s=60");
-    declare(&n, "wl", 60000, 5);
-    itest_multi_add(m, &n, "GET",
-                    POP "?queue=wl&batch=5&autoAck=true&wait=true"
-                        "&timeout=30000",
-                    NULL);
-    itest_multi_until_parked(&n, m, 20000);
-    itest_push_ok(&n, &r, "wl", NULL, "[1]", 1);
-    itest_resp_free(&r);
+    push(&n, "wl", "[1]", 1);
     until_leased(&n, m, "wl", 1);
     shutdown(itest_multi_fd(m, 0), SHUT_RDWR);
     /* back at once (the lease is 60 s), its attempt not counted */
