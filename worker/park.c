@@ -1,8 +1,6 @@
 /*
- * park.c - a deadline heap and a handle hash over parked pops.
- *
- * Both indexes are intrusive (heap_idx, prev/next live in struct park), so
- * parking allocates only when an index must grow.  Errors: -ENOMEM.
+ * park.c - see park.h: a deadline heap, a handle hash and a walk list over
+ * parked calls.
  */
 #include "worker/park.h"
 
@@ -65,6 +63,32 @@ heap_down(struct park_set *s, size_t i)
     }
 }
 
+/* chain_add - put q at the head of its handle's bucket. */
+static void
+chain_add(struct park_set *s, struct park_wait *q)
+{
+    size_t b = bucket_of(s, q->handle);
+
+    q->prev = NULL;
+    q->next = s->buckets[b];
+    if (q->next)
+        q->next->prev = q;
+    s->buckets[b] = q;
+}
+
+/* chain_remove - take q out of its handle's bucket. */
+static void
+chain_remove(struct park_set *s, struct park_wait *q)
+{
+    if (q->prev)
+        q->prev->next = q->next;
+    else
+        s->buckets[bucket_of(s, q->handle)] = q->next;
+    if (q->next)
+        q->next->prev = q->prev;
+    q->prev = q->next = NULL;
+}
+
 int
 park_add(struct park_set *s, struct park *p)
 {
@@ -79,21 +103,34 @@ park_add(struct park_set *s, struct park *p)
     p->heap_idx = s->len;
     s->heap[s->len++] = p;
     heap_up(s, p->heap_idx);
-
-    size_t b = bucket_of(s, p->handle);
-    p->prev = NULL;
-    p->next = s->buckets[b];
-    if (p->next)
-        p->next->prev = p;
-    s->buckets[b] = p;
+    for (size_t i = 0; i < p->nwaits; i++) {
+        p->waits[i].park = p;
+        chain_add(s, &p->waits[i]);
+    }
+    p->parked = 1;
     return 0;
 }
 
-int
+/* walk_unlink - take p off the walk list. */
+static void
+walk_unlink(struct park_set *s, struct park *p)
+{
+    if (p->walk_prev)
+        p->walk_prev->walk_next = p->walk_next;
+    else
+        s->walk_head = p->walk_next;
+    if (p->walk_next)
+        p->walk_next->walk_prev = p->walk_prev;
+    else
+        s->walk_tail = p->walk_prev;
+    p->walk_prev = p->walk_next = NULL;
+    p->on_walk = 0;
+}
+
+void
 park_remove(struct park_set *s, struct park *p)
 {
     size_t i = p->heap_idx;
-    size_t b = bucket_of(s, p->handle);
 
     s->len--;
     if (i != s->len) {
@@ -101,14 +138,13 @@ park_remove(struct park_set *s, struct park *p)
         heap_down(s, i);
         heap_up(s, i);
     }
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        s->buckets[b] = p->next;
-    if (p->next)
-        p->next->prev = p->prev;
-    p->prev = p->next = NULL;
-    return park_chain(s, p->handle) == NULL;
+    for (size_t k = 0; k < p->nwaits; k++)
+        chain_remove(s, &p->waits[k]);
+    if (p->on_walk)
+        walk_unlink(s, p);
+    if (s->walk_empty == p)
+        s->walk_empty = NULL;
+    p->parked = 0;
 }
 
 struct park *
@@ -118,21 +154,27 @@ park_first(const struct park_set *s)
 }
 
 struct park *
-park_chain(const struct park_set *s, uint64_t handle)
+park_at(const struct park_set *s, size_t i)
 {
-    struct park *p = s->buckets[bucket_of(s, handle)];
-    while (p && p->handle != handle)
-        p = p->next;
-    return p;
+    return s->heap[i];
 }
 
-struct park *
-park_chain_next(const struct park *p)
+struct park_wait *
+park_chain(const struct park_set *s, uint64_t handle)
 {
-    struct park *q = p->next;
-    while (q && q->handle != p->handle)
+    struct park_wait *q = s->buckets[bucket_of(s, handle)];
+    while (q && q->handle != handle)
         q = q->next;
     return q;
+}
+
+struct park_wait *
+park_chain_next(const struct park_wait *q)
+{
+    struct park_wait *n = q->next;
+    while (n && n->handle != q->handle)
+        n = n->next;
+    return n;
 }
 
 void
@@ -147,4 +189,29 @@ size_t
 park_count(const struct park_set *s)
 {
     return s->len;
+}
+
+void
+park_walk_add(struct park_set *s, struct park *p)
+{
+    if (p->on_walk)
+        return;
+    p->on_walk = 1;
+    p->walk_next = NULL;
+    p->walk_prev = s->walk_tail;
+    if (s->walk_tail)
+        s->walk_tail->walk_next = p;
+    else
+        s->walk_head = p;
+    s->walk_tail = p;
+}
+
+struct park *
+park_walk_next(struct park_set *s)
+{
+    struct park *p = s->walk_head;
+
+    if (p != NULL)
+        walk_unlink(s, p);
+    return p;
 }

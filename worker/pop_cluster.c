@@ -1,8 +1,10 @@
 /*
- * pop_cluster.c - see pop_cluster.h.
+ * pop_cluster.c - see pop_cluster.h: the pop family's cluster kind
+ * (pop_call.h), and its calls to the peers.
  */
 #include "worker/pop_cluster.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +15,11 @@
 #include "http/request.h"
 #include "shm/log.h"
 #include "shm/owner.h"
+#include "shm/queue_admin.h"
+#include "shm/stats.h"
 #include "worker/authz.h"
 #include "worker/forward.h"
+#include "worker/pop_call.h"
 #include "worker/worker_int.h"
 
 #define PASS_MIN_MS 250 /* a pass's least time, however little the pop has */
@@ -26,10 +31,7 @@ struct pc_peer {
 };
 
 struct pop_cluster {
-    struct worker *w;
-    struct http_request *req;
-    const struct pop_cluster_ops *ops;
-    void *arg;
+    struct pop_call c;
     char *query; /* the pop's own parameters, percent-encoded */
     char *authz; /* its credentials, or NULL */
     int wait;
@@ -37,6 +39,8 @@ struct pop_cluster {
     int npeers, first, tried; /* passing on: peer (first + tried) next */
     struct pc_peer peer[SHM_STATUS_MEMBERS];
 };
+
+#define CLUSTER_OF(c) POP_KIND_OF(c, struct pop_cluster, c)
 
 static void try_next(struct pop_cluster *pc);
 
@@ -70,7 +74,7 @@ static void
 cancel_all(struct pop_cluster *pc)
 {
     for (int i = 0; i < pc->npeers; i++)
-        http_client_cancel(pc->w->client, &pc->peer[i]);
+        http_client_cancel(pc->c.w->client, &pc->peer[i]);
 }
 
 /* finish - the request has its answer: let MHD send it. */
@@ -78,7 +82,7 @@ static void
 finish(struct pop_cluster *pc)
 {
     cancel_all(pc);
-    http_request_resume(pc->req);
+    http_request_resume(pc->c.req);
 }
 
 /* send_pop - the pop to peer p: passed on (wait=false), or as a watch parked
@@ -108,13 +112,13 @@ send_pop(struct pop_cluster *pc, struct pc_peer *p, int watch,
 
     r.connect_timeout_ms = watch ? FORWARD_MS : r.timeout_ms;
 
-    if (worker_addr_unusable(p->addr, pc->w->owners.self_addr) ||
+    if (worker_addr_unusable(p->addr, pc->c.w->owners.self_addr) ||
         asprintf(&target, "/api/v1/ephemeral/pop?%s&wait=%s&timeout=%u%s",
                  pc->query, watch ? "true" : "false", left,
                  watch ? "&watch=true" : "") < 0)
         return -1;
     r.target = target;
-    rc = http_client_request(pc->w->client, &r, done, p) == 0 ? 0 : -1;
+    rc = http_client_request(pc->c.w->client, &r, done, p) == 0 ? 0 : -1;
     free(target);
     return rc;
 }
@@ -129,20 +133,24 @@ watched(void *arg, struct http_client_resp *r)
     if (r->err != 0 || r->status != 200 || !is_ready(&r->body))
         return; /* not watched there any more; the pop still waits here */
     cancel_all(pc);
-    pc->ops->unpark(pc->arg);
+    pop_call_unpark(&pc->c);
     pc->first = (int)(p - pc->peer);
     pc->tried = 0;
     try_next(pc);
 }
 
-/* watch - park here and leave a watch on every peer. */
+/* watch - take here or park here (not once draining: the parked calls
+ * were answered then, so it answers now), and leave a watch on every
+ * peer. */
 static void
 watch(struct pop_cluster *pc)
 {
-    if (pc->ops->park(pc->arg, pc->deadline)) {
-        finish(pc);
-        return;
-    }
+    uint64_t now = shm_now_ms();
+    int may_park = pc->deadline > now && !pc->c.w->draining;
+
+    if (!pop_call_serve(&pc->c, may_park,
+                        may_park ? (uint32_t)(pc->deadline - now) : 0))
+        return; /* answered (pop_call_end dropped the calls out) */
     for (int i = 0; i < pc->npeers; i++)
         send_pop(pc, &pc->peer[i], 1, watched);
 }
@@ -155,7 +163,7 @@ passed(void *arg, struct http_client_resp *r)
     struct pop_cluster *pc = p->pc;
 
     if (r->err == 0 && r->status == 200 && has_messages(&r->body)) {
-        http_reply(pc->req, 200, &r->body);
+        http_reply(pc->c.req, 200, &r->body);
         finish(pc);
         return;
     }
@@ -166,11 +174,11 @@ passed(void *arg, struct http_client_resp *r)
 
 /* try_next - pass the pop to the next peer; when every peer was asked,
  * wait (a long poll with time left) or answer empty.  A draining worker
- * asks no more peers (and cluster_park answers instead of parking). */
+ * asks no more peers (and watch answers instead of parking). */
 static void
 try_next(struct pop_cluster *pc)
 {
-    while (pc->tried < pc->npeers && !pc->w->draining) {
+    while (pc->tried < pc->npeers && !pc->c.w->draining) {
         struct pc_peer *p = &pc->peer[(pc->first + pc->tried++) % pc->npeers];
         if (send_pop(pc, p, 0, passed) == 0)
             return;
@@ -179,7 +187,7 @@ try_next(struct pop_cluster *pc)
         watch(pc);
         return;
     }
-    pc->ops->answer_empty(pc->arg);
+    pop_call_answer(&pc->c);
     finish(pc);
 }
 
@@ -205,31 +213,19 @@ query(const struct shm_pop_req *r)
     return out;
 }
 
-/* pop_cluster_start - see pop_cluster.h. */
-struct pop_cluster *
-pop_cluster_start(struct worker *w, struct http_request *req,
-                  const struct shm_pop_req *r, int wait, uint64_t deadline,
-                  const struct pop_cluster_ops *ops, void *arg)
+/* start - go to the peers, the request suspended until answered: the
+ * first asked in turn, for fairness.  0, or -ENOMEM (req not answered). */
+static int
+start(struct pop_cluster *pc, int wait, uint64_t deadline)
 {
     static unsigned rotate;
-    struct pop_cluster *pc = calloc(1, sizeof(*pc));
-    const struct shm_owners *o = &w->owners;
+    const struct shm_owners *o = &pc->c.w->owners;
 
-    if (pc == NULL || (pc->query = query(r)) == NULL ||
-        worker_auth_header(req, &pc->authz) != 0) {
-        if (pc != NULL)
-            free(pc->query);
-        free(pc);
-        return NULL;
-    }
-    *pc = (struct pop_cluster){.w = w,
-                               .req = req,
-                               .ops = ops,
-                               .arg = arg,
-                               .query = pc->query,
-                               .authz = pc->authz,
-                               .wait = wait,
-                               .deadline = deadline};
+    if ((pc->query = query(&pc->c.pop)) == NULL ||
+        worker_auth_header(pc->c.req, &pc->authz) != 0)
+        return -ENOMEM;
+    pc->wait = wait;
+    pc->deadline = deadline;
     for (int i = 0; i < o->n; i++) {
         if (i == o->self)
             continue;
@@ -239,27 +235,79 @@ pop_cluster_start(struct worker *w, struct http_request *req,
         snprintf(p->addr, sizeof(p->addr), "%s", o->m[i].addr);
     }
     pc->first = pc->npeers ? (int)(rotate++ % (unsigned)pc->npeers) : 0;
-    http_request_suspend(req);
+    http_request_suspend(pc->c.req);
     try_next(pc);
-    return pc;
+    return 0;
 }
 
-/* pop_cluster_stop - see pop_cluster.h. */
-void
-pop_cluster_stop(struct pop_cluster *pc)
+/* leave - pop_kind.leave: the pop is answered here (a local push, its
+ * deadline, a hang-up, a drain): drop the watches and passes still out,
+ * so that none takes at a peer what nobody would receive. */
+static void
+leave(struct pop_call *c)
 {
-    if (pc != NULL)
-        cancel_all(pc);
+    cancel_all(CLUSTER_OF(c));
 }
 
-/* pop_cluster_free - see pop_cluster.h. */
-void
-pop_cluster_free(struct pop_cluster *pc)
+/* done - pop_kind.done: the request ended: drop the calls still out. */
+static void
+done(struct pop_call *c)
 {
-    if (pc == NULL)
-        return;
+    struct pop_cluster *pc = CLUSTER_OF(c);
+
     cancel_all(pc);
     free(pc->query);
     free(pc->authz);
-    free(pc);
+}
+
+/* on_moved - park_ops.on_moved: it watches the members it started with;
+ * let go, its client asks again and the new ones are watched. */
+static void
+on_moved(struct park *p)
+{
+    pop_call_let_go(POP_KIND_OF(p, struct pop_call, park));
+}
+
+static const struct park_ops events = {
+    pop_call_on_wake,   pop_call_on_deadline, pop_call_on_hangup,
+    pop_call_on_revoke, pop_call_on_deadline, on_moved,
+    pop_call_on_stale,
+};
+
+static const struct pop_kind kind = {
+    .events = &events,
+    .leave = leave,
+    .done = done,
+};
+
+/* served_here - a partition of the queue this node owns, or still holds
+ * messages of (a move on its way): served here first. */
+static int
+served_here(void *arg, struct shm_name part, uint64_t held)
+{
+    struct pop_call *c = arg;
+
+    return held > 0 || shm_owner_here(&c->w->owners, c->pop.queue, part);
+}
+
+/* pop_cluster_serve - see pop_cluster.h. */
+void
+pop_cluster_serve(struct worker *w, struct http_request *req,
+                  const struct shm_pop_req *r, int wait, uint32_t timeout_ms)
+{
+    struct pop_call *c =
+        pop_call_new(sizeof(struct pop_cluster), &kind, w, req, r);
+    int rc = 0;
+
+    if (c == NULL) {
+        http_reply_errno(req, -ENOMEM, "pop");
+        return;
+    }
+    /* nothing of it here: no queue made here either */
+    if (shm_queue_part_each(w->seg, c->pop.queue, shm_now_ms(), served_here, c))
+        rc = pop_call_try(c, 0);
+    if (rc == 0 && start(CLUSTER_OF(c), wait && !w->draining,
+                         shm_now_ms() + timeout_ms) == 0)
+        return;
+    pop_call_end(c, rc);
 }

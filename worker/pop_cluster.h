@@ -14,14 +14,15 @@
  * nor does any node keep a per-queue table that thousands of short-lived
  * inboxes would churn on every heartbeat.
  *
- * A long poll that found nothing anywhere parks here (pop.c, which answers
- * it on a local push, its deadline or a hang-up) and leaves a *watch* on
- * every peer: the same pop with watch=1, parked there, which takes nothing
- * (a peer that finds messages gives them straight back, no attempt
- * counted, and answers "ready").  The first ready watch unparks the pop
- * here, drops the other watches and passes the pop to that peer (then to
- * the others); if someone else was quicker, it parks again with fresh
- * watches until its deadline.  Single-threaded, in the worker's loop.
+ * A long poll that found nothing anywhere parks here (a parked call of the
+ * pop family, pop_call.h, answered on a local push, its deadline, a
+ * hang-up, or when the owners change) and leaves a *watch* on every peer:
+ * the same pop with watch=1, parked there (pop_watch.h), which takes
+ * nothing and answers "ready" once the peer holds something.  The first
+ * ready watch unparks the pop here, drops the other watches and passes
+ * the pop to that peer (then to the others); if someone else was quicker,
+ * it parks again with fresh watches until its deadline.  Single-threaded,
+ * in the worker's loop.
  */
 #ifndef MAYFLY_WORKER_POP_CLUSTER_H
 #define MAYFLY_WORKER_POP_CLUSTER_H
@@ -32,38 +33,16 @@
 
 struct worker;
 struct http_request;
-struct pop_cluster;
-
-/* What the cluster pop needs of the pop it serves (pop.c); arg is the
- * pop's own. */
-struct pop_cluster_ops {
-    /* park - take here (setting the waiter bits) or park here until
-     * deadline; 1 when it answered the request (messages came), else 0 */
-    int (*park)(void *arg, uint64_t deadline);
-    /* unpark - stop waiting here, without answering */
-    void (*unpark)(void *arg);
-    /* answer_empty - answer the request with no messages */
-    void (*answer_empty)(void *arg);
-};
 
 /*
- * pop_cluster_start - serve req (a pop r with no partition that found
- * nothing here) from the peers: answered at once from the first peer with
- * messages, else empty (wait false) or parked until deadline (shm_now_ms()
- * time).  req is suspended until answered.  NULL without memory (req not
- * touched); else free it with pop_cluster_free() when req ends.
+ * pop_cluster_serve - serve req, a pop r with no partition (not a peer's
+ * pass): from what this node holds first, then from the peers; answered
+ * at once from the first with messages, else empty (wait false) or parked
+ * until timeout_ms from now.  Answers req in every case (500 without
+ * memory); a call of the pop family (pop_call.h) while it waits.
  */
-struct pop_cluster *
-pop_cluster_start(struct worker *w, struct http_request *req,
-                  const struct shm_pop_req *r, int wait, uint64_t deadline,
-                  const struct pop_cluster_ops *ops, void *arg);
-
-/* pop_cluster_stop - the pop was answered here (a local push, its deadline,
- * a hang-up, a drain): drop the watches and passes still out, so that none
- * takes at a peer what nobody would receive. */
-void pop_cluster_stop(struct pop_cluster *pc);
-
-/* pop_cluster_free - the request ended: drop the calls still out. */
-void pop_cluster_free(struct pop_cluster *pc);
+void pop_cluster_serve(struct worker *w, struct http_request *req,
+                       const struct shm_pop_req *r, int wait,
+                       uint32_t timeout_ms);
 
 #endif

@@ -52,7 +52,7 @@
 #include "shm/stats.h"
 #include "worker/authz.h"
 #include "worker/forward.h"
-#include "worker/pop.h"
+#include "worker/pop_inbox.h"
 #include "worker/worker_int.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
@@ -226,7 +226,7 @@ withdraw(struct rpc_call *c, uint64_t now)
         shm_withdraw(c->w->seg, c->w->set.slot, c->queue, c->part, c->seq, now);
 }
 
-/* end - the wait on the inbox is over (pop.h): answer, withdraw what
+/* end - the wait on the inbox is over (pop_inbox.h): answer, withdraw what
  * went unanswered, and delete the inbox. */
 static void
 end(void *arg, struct http_request *req, const struct shm_popped *m,

@@ -4,7 +4,7 @@
  * client sockets a long poll has waited on, parked or forwarded (conn.h;
  * EPOLLRDHUP: a client that leaves while it waits takes nothing with it).
  *
- * The loop sleeps until the nearest of MHD's timer, the first parked pop's
+ * The loop sleeps until the nearest of MHD's timer, the first parked call's
  * deadline, and the heartbeat interval (the master kills a worker whose
  * heartbeat stops).  SIGTERM drains: stop accepting, answer parked pops,
  * let in-flight requests finish, exit 0.
@@ -50,6 +50,7 @@
 #include "worker/depth.h"
 #include "worker/forward.h"
 #include "worker/health.h"
+#include "worker/parked.h"
 #include "worker/pop.h"
 #include "worker/push.h"
 #include "worker/rpc.h"
@@ -233,8 +234,8 @@ setup(struct worker *w)
         log_fatal(ENOMEM, "cannot start the HTTP client");
 }
 
-/* on_wake - retry the parked pops that pushes woke; re-arms the queue, so
- * a push after this writes the eventfd. */
+/* on_wake - wake the parked calls (parked.h) that pushes woke; re-arms the
+ * queue, so a push after this writes the eventfd. */
 static void
 on_wake(struct worker *w)
 {
@@ -244,11 +245,11 @@ on_wake(struct worker *w)
     while ((got = shm_wake_drain(w->seg, w->set.slot, handles, WAKE_BATCH)) !=
            0) {
         if (got == -EOVERFLOW) {
-            worker_pop_wake_all(w);
+            worker_parked_wake_all(w);
             continue;
         }
         for (int i = 0; i < got; i++)
-            worker_pop_wake(w, handles[i]);
+            worker_parked_wake(w, handles[i]);
         if (got < WAKE_BATCH)
             break;
     }
@@ -282,7 +283,7 @@ on_signal(struct worker *w, uint64_t now)
                 log_set_level((enum log_level)v.log_level);
                 if (worker_auth_reload(w)) {
                     /* a revoked token's long polls end now */
-                    worker_pop_revoked(w);
+                    worker_parked_revoked(w);
                     worker_forward_revoked(w);
                 }
                 reload_tls(w);
@@ -293,7 +294,7 @@ on_signal(struct worker *w, uint64_t now)
             w->draining = 1;
             w->drain_since = now;
             http_server_quiesce(w->http);
-            worker_pop_answer_all(w);
+            worker_parked_drain(w);
             worker_forward_drain(w);
         }
     }
@@ -330,7 +331,7 @@ on_conn(struct worker *w, int fd, uint32_t events)
     if (k->fwd != NULL)
         worker_forward_hangup(k->fwd);
     else if (k->park != NULL)
-        worker_pop_hangup(k->park);
+        worker_parked_hangup(k->park);
     else
         worker_conn_poke_later(w, fd);
 }
@@ -346,7 +347,7 @@ owners_moved(struct worker *w)
     if (w->owners.sig == w->parks_sig)
         return;
     w->parks_sig = w->owners.sig;
-    worker_pop_moved(w);
+    worker_parked_moved(w);
     worker_forward_moved(w);
 }
 
@@ -361,7 +362,7 @@ view_stale(struct worker *w)
     int stale = shm_status_stale(w->seg->status);
 
     if (stale && !w->stale)
-        worker_pop_let_go_all(w);
+        worker_parked_stale(w);
     w->stale = stale;
 }
 
@@ -446,7 +447,7 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
                 on_conn(&w, (int)(tag & ~WORKER_TAG_CONN), evs[i].events);
             /* TAG_WAKE: settle() drains the queue below. */
         }
-        worker_pop_expire(&w, now);
+        worker_parked_expire(&w, now);
         owners_moved(&w);
         view_stale(&w);
         http_client_on_timeout(w.client);

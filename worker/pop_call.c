@@ -1,0 +1,393 @@
+/*
+ * pop_call.c - see pop_call.h: the life of a pop of any kind.
+ *
+ * A call takes what it can at once; when it may wait and found nothing
+ * (or its window is not full) it parks (parked.h; shm_pop set the waiter
+ * bit) until a push wakes it, its deadline passes, its client hangs up,
+ * its token is revoked, what it waits on moves to another node, or the
+ * worker drains; then it answers with what it holds, its kind's way.
+ */
+#include "worker/pop_call.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/buf.h"
+#include "http/reply.h"
+#include "http/request.h"
+#include "shm/stats.h"
+#include "worker/authz.h"
+#include "worker/pop_format.h"
+#include "worker/worker_int.h"
+
+#define SINK_MIN 2048 /* a small pop's answer; bigger ones grow as needed */
+#define SINK_MAX (16 * 1024 * 1024)
+
+#define CALL_OF(p) POP_KIND_OF(p, struct pop_call, park)
+
+/* sink_reserve - make the sink hold at least want bytes.  0 or -ENOMEM. */
+static int
+sink_reserve(struct shm_sink *s, size_t want)
+{
+    if (s->cap >= want)
+        return 0;
+    unsigned char *b = realloc(s->buf, want);
+    if (b == NULL)
+        return -ENOMEM;
+    s->buf = b;
+    s->cap = want;
+    return 0;
+}
+
+/* pop_into - one shm_pop into sink, growing it when even one message
+ * would not fit.  Returns the count or -errno. */
+static int
+pop_into(struct pop_call *c, struct shm_sink *sink, uint32_t batch, int park)
+{
+    struct shm_pop_req r = c->pop;
+    int rc;
+
+    r.park = park;
+    r.batch = batch;
+    for (;;) {
+        rc = shm_pop(c->w->seg, c->w->set.slot, &r, shm_now_ms(), sink);
+        if (rc != -ENOMEM)
+            return rc;
+        if (sink->need > SINK_MAX || sink_reserve(sink, sink->need))
+            return -ENOMEM;
+    }
+}
+
+/* append - add what scratch holds to the answer.  0 or -ENOMEM (those
+ * stay leased: their leases expire and they come back). */
+static int
+append(struct pop_call *c)
+{
+    if (sink_reserve(&c->sink, c->sink.used + c->more.used) != 0)
+        return -ENOMEM;
+    memcpy(c->sink.buf + c->sink.used, c->more.buf, c->more.used);
+    c->sink.used += c->more.used;
+    c->sink.count += c->more.count;
+    return 0;
+}
+
+/*
+ * pop_call_take - see pop_call.h.  The first shm_pop goes straight into
+ * the answer; more rounds, through scratch, follow only while the answer's
+ * buffer was what stopped a round (big payloads) or a window still waits
+ * for more.  A windowed round that finds nothing sets the waiter bit again
+ * (park), so the next push wakes us.
+ */
+int
+pop_call_take(struct pop_call *c, uint32_t target, int park)
+{
+    uint32_t want = target ? target : c->pop.batch;
+    int rc;
+
+    /* From the first message on, what the call holds is leased to it. */
+    c->leased = !c->pop.auto_ack;
+    if (c->sink.count == 0) {
+        rc = pop_into(c, &c->sink, want, park);
+        if (rc <= 0)
+            return rc;
+    }
+    while (c->sink.count < want && c->sink.used < SINK_MAX &&
+           (target || c->sink.used > c->sink.cap / 2)) {
+        if (sink_reserve(&c->more, c->sink.cap) != 0)
+            break;
+        rc = pop_into(c, &c->more, want - c->sink.count, target && park);
+        if (rc <= 0 || append(c) != 0)
+            break;
+    }
+    return (int)c->sink.count;
+}
+
+/* pop_call_try - see pop_call.h. */
+int
+pop_call_try(struct pop_call *c, int park)
+{
+    return c->kind->take ? c->kind->take(c, park) : pop_call_take(c, 0, park);
+}
+
+/* window - c holds some and waits for more (its kind's window): until
+ * when; else 0. */
+static uint64_t
+window(const struct pop_call *c, uint64_t now)
+{
+    return c->kind->window ? c->kind->window(c, now) : 0;
+}
+
+/* pop_call_answer - see pop_call.h. */
+void
+pop_call_answer(struct pop_call *c)
+{
+    struct http_buf b = {0};
+
+    c->leased = c->leased && c->sink.count > 0;
+    pop_format(&b, &c->sink, c->pop.queue, c->w->incarnation);
+    http_reply(c->req, 200, &b);
+}
+
+/* pop_call_end - see pop_call.h. */
+void
+pop_call_end(struct pop_call *c, int rc)
+{
+    if (c->kind->leave)
+        c->kind->leave(c);
+    if (rc < 0)
+        http_reply_errno(c->req, rc, "pop");
+    else if (c->kind->answer)
+        c->kind->answer(c);
+    else
+        pop_call_answer(c);
+    http_request_resume(c->req);
+}
+
+/* pop_call_unpark - see pop_call.h. */
+void
+pop_call_unpark(struct pop_call *c)
+{
+    struct worker *w = c->w;
+
+    if (!worker_unpark(w, &c->park))
+        return;
+    shm_park_count(w->seg, w->set.slot, c->wait.handle, -1);
+    shm_parked_add(w->seg, w->set.slot, -1);
+}
+
+/* on_done - the request ended: release unsent leases, free the call. */
+static void
+on_done(void *arg, int sent_ok)
+{
+    struct pop_call *c = arg;
+
+    pop_call_unpark(c);
+    if (c->kind->done)
+        c->kind->done(c);
+    if (c->leased && !sent_ok)
+        shm_release(c->w->seg, c->w->set.slot, c->pop.queue, c->pop.group,
+                    &c->sink, shm_now_ms());
+    free(c->sink.buf);
+    free(c->more.buf);
+    free(c->names);
+    free(c); /* the kind's struct: c is its first member */
+}
+
+/* pop_call_park - see pop_call.h. */
+int
+pop_call_park(struct pop_call *c, uint32_t timeout_ms)
+{
+    struct worker *w = c->w;
+    uint64_t now = shm_now_ms(), until;
+    int rc;
+
+    c->wait.handle = shm_pop_handle(w->seg, c->pop.queue, c->pop.part);
+    c->park.deadline = now + timeout_ms;
+    if (c->sink.count > 0 && (until = window(c, now)) != 0 &&
+        until < c->park.deadline)
+        c->park.deadline = until;
+    if ((rc = worker_park(w, &c->park)) != 0)
+        return rc;
+    shm_parked_add(w->seg, w->set.slot, 1);
+    shm_park_count(w->seg, w->set.slot, c->wait.handle, 1);
+    http_request_suspend(c->req); /* no-op when the cluster pop did */
+    return 0;
+}
+
+/* pop_call_serve - see pop_call.h. */
+int
+pop_call_serve(struct pop_call *c, int may_park, uint32_t timeout_ms)
+{
+    int rc = pop_call_try(c, may_park);
+
+    if (rc >= 0 && (rc == 0 || window(c, shm_now_ms()) != 0) && may_park &&
+        pop_call_park(c, timeout_ms) == 0)
+        return 1;
+    pop_call_end(c, rc);
+    return 0;
+}
+
+/* copy_names - c keeps its own copies of r's names. */
+static int
+copy_names(struct pop_call *c, const struct shm_pop_req *r)
+{
+    size_t ql = r->queue.len, pl = r->part.len, gl = r->group.len;
+    char *n = malloc(ql + pl + gl + 3);
+
+    if (n == NULL)
+        return -ENOMEM;
+    c->names = n;
+    memcpy(n, r->queue.ptr, ql);
+    c->pop.queue = (struct shm_name){n, ql};
+    n += ql + 1;
+    memcpy(n, r->part.ptr, pl);
+    c->pop.part = (struct shm_name){n, pl};
+    n += pl + 1;
+    memcpy(n, r->group.ptr, gl);
+    c->pop.group = (struct shm_name){n, gl};
+    return 0;
+}
+
+/* pop_call_new - see pop_call.h. */
+struct pop_call *
+pop_call_new(size_t size, const struct pop_kind *kind, struct worker *w,
+             struct http_request *req, const struct shm_pop_req *r)
+{
+    struct pop_call *c = calloc(1, size);
+    size_t want = (size_t)r->batch * 320 + SINK_MIN;
+
+    if (c == NULL)
+        return NULL;
+    c->pop = *r;
+    if (copy_names(c, r) != 0 ||
+        sink_reserve(&c->sink, want < SINK_MAX ? want : SINK_MAX) != 0) {
+        free(c->names);
+        free(c);
+        return NULL;
+    }
+    c->kind = kind;
+    c->w = w;
+    c->req = req;
+    c->park.ops = kind->events;
+    c->park.req = req;
+    c->park.waits = &c->wait;
+    c->park.nwaits = 1;
+    c->park.fd = -1;
+    http_request_on_done(req, on_done, c);
+    return c;
+}
+
+/* name_eq - the same name. */
+static int
+name_eq(struct shm_name a, struct shm_name b)
+{
+    return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0;
+}
+
+/* same_take - a and b would find the same messages (what batch and
+ * autoAck change is how many are taken and how, not whether any are). */
+static int
+same_take(const struct shm_pop_req *a, const struct shm_pop_req *b)
+{
+    return a->from == b->from && name_eq(a->queue, b->queue) &&
+           name_eq(a->part, b->part) && name_eq(a->group, b->group);
+}
+
+/*
+ * pop_call_on_wake - parked.h: try again.  Once one found nothing, the
+ * others of this wake asking for the same (responders long-polling one
+ * queue in one group) would find nothing too: they stay parked without a
+ * try, and the waiter bit the empty try set again wakes them all next time.
+ */
+int
+pop_call_on_wake(struct park *p, uint64_t handle, const struct park *empty)
+{
+    struct pop_call *c = CALL_OF(p);
+    uint32_t held = c->sink.count;
+    uint64_t until;
+
+    (void)handle; /* a pop waits on one */
+    if (empty != NULL && empty->ops->on_wake == pop_call_on_wake &&
+        same_take(&CALL_OF(empty)->pop, &c->pop))
+        return 1;
+    int rc = pop_call_try(c, 1);
+    if (rc == 0)
+        return 1; /* someone else took it; still parked, bit set again */
+    if (rc > 0 && (until = window(c, shm_now_ms())) != 0) {
+        if (held == 0 && until < p->deadline) /* the window starts */
+            park_update_deadline(&c->w->parks, p, until);
+        return 0;
+    }
+    pop_call_unpark(c);
+    pop_call_end(c, rc);
+    return 0;
+}
+
+/* pop_call_on_deadline - parked.h (and on_drain): answer with what is
+ * there now, possibly nothing. */
+void
+pop_call_on_deadline(struct park *p)
+{
+    struct pop_call *c = CALL_OF(p);
+
+    pop_call_unpark(c);
+    pop_call_end(c, pop_call_try(c, 0));
+}
+
+/* pop_call_let_go - see pop_call.h. */
+void
+pop_call_let_go(struct pop_call *c)
+{
+    pop_call_unpark(c);
+    pop_call_end(c, 0);
+}
+
+/* pop_call_on_moved - parked.h: a pop on a partition another node owns
+ * now is let go, so its client asks again and reaches the owner. */
+void
+pop_call_on_moved(struct park *p)
+{
+    struct pop_call *c = CALL_OF(p);
+
+    if (c->pop.part.len > 0 &&
+        !shm_owner_here(&c->w->owners, c->pop.queue, c->pop.part))
+        pop_call_let_go(c);
+}
+
+/* pop_call_on_stale - parked.h: let go, asked again the client meets
+ * 503 owner_moved and tries another node. */
+void
+pop_call_on_stale(struct park *p)
+{
+    pop_call_let_go(CALL_OF(p));
+}
+
+/* pop_call_on_revoke - parked.h: 401, and what a windowed pop holds goes
+ * back at once (no attempt counted): its client is not served. */
+void
+pop_call_on_revoke(struct park *p)
+{
+    struct pop_call *c = CALL_OF(p);
+    struct worker *w = c->w;
+
+    pop_call_unpark(c);
+    if (c->kind->leave)
+        c->kind->leave(c);
+    if (c->leased && c->sink.count > 0)
+        shm_release(w->seg, w->set.slot, c->pop.queue, c->pop.group, &c->sink,
+                    shm_now_ms());
+    c->leased = 0;
+    worker_auth_refuse(c->req, "the bearer token was revoked while "
+                               "this pop waited");
+    http_request_resume(c->req);
+}
+
+/*
+ * pop_call_on_hangup - parked.h.  The client may only have half-closed, so
+ * it gets an answer, empty, since nothing is taken for a client that may be
+ * gone; a windowed pop holding leased messages gives them back instead (the
+ * connection closes).
+ */
+void
+pop_call_on_hangup(struct park *p)
+{
+    struct pop_call *c = CALL_OF(p);
+
+    pop_call_unpark(c);
+    if (c->sink.count > 0) {
+        if (c->kind->leave)
+            c->kind->leave(c);
+        http_request_abort(c->req); /* on_done releases the leases */
+        return;
+    }
+    pop_call_end(c, 0);
+}
+
+/* The events of a pop that needs no others: pop.c, pop_window.c,
+ * pop_watch.c. */
+const struct park_ops pop_call_events = {
+    pop_call_on_wake,   pop_call_on_deadline, pop_call_on_hangup,
+    pop_call_on_revoke, pop_call_on_deadline, pop_call_on_moved,
+    pop_call_on_stale,
+};
