@@ -28,6 +28,8 @@
  * same partition (with after at or above its seq), that read starts there
  * instead of at the oldest message; one that no longer holds (the message
  * left, the record was reused) is ignored under the lock.  Zeroed: none.
+ * Sound while reads stay at or below the horizon: a hand-over's adopt puts
+ * messages below its kept numbers, which the horizon has not passed.
  */
 struct shm_tail_pos {
     uint64_t handle; /* the partition's record (shm_pop_handle) */
@@ -53,10 +55,12 @@ struct shm_tail_res {
                         upto, it has more for a later read */
     int more;        /* the sink filled before upto: read on after the last
                         record's seq */
-    int gap;         /* a message with seq > after left the partition before
-                        this read (completed by every group, dropped by ttl
-                        or bounds, reset, moved, wiped): what follows after
-                        is not all there was */
+    int gap;         /* a message with seq > after left the partition
+                        before this read copied (completed by every group,
+                        dropped by ttl, this read's own included, or by
+                        bounds, reset, moved, wiped): what follows after is
+                        not all there was.  Only what this partition record
+                        saw: one collected while idle and made again forgets */
     struct shm_tail_pos pos; /* give it to the next read */
 };
 
