@@ -3,9 +3,10 @@
  * a range of sequence numbers in order, takes, leases and frees nothing and
  * makes no group; its park is woken by a push from another process, its
  * gap says when messages after it left; the horizon never passes a push in
- * flight (a pusher stopped at set points, pushers racing a reader that
- * checks every number below it is there), a dead pusher is let go by the
- * reap, and a hand-over's hold keeps it below the numbers it kept.
+ * flight (a pusher stopped at set points, pushers racing a stream that
+ * reads only what woke it and must read every number), a dead pusher is
+ * let go by the reap, and a hand-over's hold keeps it below the numbers it
+ * kept; the checker names each of the horizon's words broken.
  */
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -713,4 +714,43 @@ Test(shm_tail, a_stale_position_is_ignored)
     expect("b", 0, 2);
     cr_assert_eq(pos.seq, s2 + 1);
     fixture_check(&seg);
+}
+
+/* ---- the checker ------------------------------------------------------- */
+
+/* The first problem a quiet check finds, "" when sound. */
+static const char *
+check_first(void)
+{
+    static struct shm_check_report r;
+
+    cr_assert_geq(shm_check(&seg, SHM_CHECK_QUIET, &r), 0);
+    return r.first;
+}
+
+/* What the checker says of the horizon's words when they are broken. */
+Test(shm_tail, the_checker_names_a_broken_horizon)
+{
+    struct shm_dir *d = shm_dir_of(&seg);
+    uint64_t s;
+
+    cr_assert_eq(pushn("q", "p", "a", 2, T0, &s), 0);
+    cr_assert_eq(shm_part_hold(&seg, M, nm("q"), nm("held"), T0, 5000), 0);
+    cr_assert_str_eq(check_first(), "");
+    uint32_t i = 0;
+    while (atomic_load(&d->hold_parts[i]) == 0)
+        i++;
+    uint32_t e = atomic_exchange(&d->hold_parts[i], 0);
+    cr_assert(strstr(check_first(), "unknown to the horizon"), "%s",
+              check_first());
+    atomic_store(&d->hold_parts[i], e);
+    struct shm_part *p = shm_dir_part(&seg, e - 1);
+    atomic_store(&p->gone_seq, next_seq());
+    cr_assert(strstr(check_first(), "a number not given yet"), "%s",
+              check_first());
+    atomic_store(&p->gone_seq, 0);
+    shm_pushing_begin(&seg, 2, 0);
+    cr_assert(strstr(check_first(), "push in flight"), "%s", check_first());
+    shm_pushing_end(&seg, 2);
+    cr_assert_str_eq(check_first(), "");
 }
