@@ -17,6 +17,7 @@
 
 #include "shm/broker_int.h"
 #include "shm/dir.h"
+#include "shm/horizon.h"
 #include "shm/inbox.h"
 #include "shm/lock.h"
 #include "shm/region.h"
@@ -238,11 +239,15 @@ push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
             rc = -ENOSPC;
             continue;
         }
+        /* The horizon stays below the numbers taken until the wake-ups
+         * are out (horizon.c): two stores to this slot's own line. */
+        shm_pushing_begin(seg, w, 0);
         shm_ring_link_locked(&c, first, last, n, cost, first_seq);
         shm_part_due_locked(seg, pr.idx, c.p, q);
         shm_waiters_post_locked(seg, qr, pr, &kick);
         shm_ring_unlock(c.p);
         shm_waiters_kick(seg, kick);
+        shm_pushing_end(seg, w);
         return 0;
     }
     return rc == -ESTALE ? -EAGAIN : rc;

@@ -40,6 +40,7 @@ struct check {
     uint32_t workers; /* worker slots in use */
     uint32_t reg[SHM_RING_GROUPS_MAX + 1]; /* the queue's registry */
     uint32_t nreg;
+    uint64_t holds, holds_over; /* holds found, and those not in the table */
 };
 
 /* Count a broken invariant; the first one's sentence is kept. */
@@ -510,14 +511,38 @@ check_states(struct check *k, uint32_t pi, struct shm_part *p,
     return live;
 }
 
+/* Is partition pi's hold known to the horizon: counted, and in the hold
+ * table or counted past it (horizon.c)?  Counts it in k. */
+static void
+check_hold_tracked(struct check *k, uint32_t pi)
+{
+    struct shm_dir *d = shm_dir_of(k->seg);
+    uint32_t i = 0;
+
+    while (i < SHM_HOLD_TABLE && LOAD(d->hold_parts[i]) != pi + 1)
+        i++;
+    k->holds++;
+    k->holds_over += i == SHM_HOLD_TABLE;
+    if (LOAD(d->holds) == 0 ||
+        (i == SHM_HOLD_TABLE && LOAD(d->holds_over) == 0))
+        broken(k, "partition %u's hold is unknown to the horizon", pi);
+}
+
 /* A hold (shm_part_hold) of partition pi, whose message list check_msgs
  * found sound: its time and its kept numbers set together, the numbers
- * taken from the node's counter, and none used by a message yet (the
- * adopt that uses them ends the hold). */
+ * taken from the node's counter, none used by a message yet (the adopt
+ * that uses them ends the hold), and the horizon knowing of it.  Also the
+ * mark of what left the list: below the counter. */
 static void
 check_hold(struct check *k, uint32_t pi, struct shm_part *p)
 {
     uint64_t next = LOAD(shm_dir_of(k->seg)->next_seq);
+
+    if (LOAD(p->gone_seq) >= next)
+        broken(k,
+               "partition %u says message %llu left it, a number not "
+               "given yet",
+               pi, (unsigned long long)LOAD(p->gone_seq));
 
     if ((p->hold_seq == 0) != (p->hold_until == 0)) {
         broken(k, "partition %u's hold has %s but no %s", pi,
@@ -532,6 +557,7 @@ check_hold(struct check *k, uint32_t pi, struct shm_part *p)
                pi);
         return;
     }
+    check_hold_tracked(k, pi);
     for (uint32_t r = p->head; r != 0; r = shm_ring_msg(k->seg, r)->next) {
         uint64_t seq = shm_ring_msg(k->seg, r)->seq;
         if (seq >= p->hold_seq && seq - p->hold_seq < SHM_HOLD_SEQS) {
@@ -761,6 +787,39 @@ check_catalog(struct check *k)
     }
 }
 
+/* ---- the horizon --------------------------------------------------------- */
+
+/* What holds the horizon back (horizon.c): hold table entries naming
+ * partitions; quiet, no push in flight in any slot and the hold counts at
+ * least the holds the partitions showed (a process killed mid-way leaves
+ * them high, never low). */
+static void
+check_horizon(struct check *k)
+{
+    struct shm_dir *d = shm_dir_of(k->seg);
+
+    for (uint32_t i = 0; i < SHM_HOLD_TABLE; i++)
+        if (LOAD(d->hold_parts[i]) > d->max_parts)
+            broken(k,
+                   "hold table entry %u names partition record %u, "
+                   "outside the table",
+                   i, LOAD(d->hold_parts[i]) - 1);
+    if (!k->quiet)
+        return;
+    for (int w = 0; w < SHM_MAX_WORKERS; w++)
+        if (LOAD(shm_slot(k->seg, w)->pushing) != 0)
+            broken(k,
+                   "worker slot %d has a push in flight in a quiet "
+                   "segment",
+                   w);
+    if (LOAD(d->holds) < k->holds || LOAD(d->holds_over) < k->holds_over)
+        broken(k,
+               "%llu holds (%llu past the table) but the horizon counts "
+               "%u (%u)",
+               (unsigned long long)k->holds, (unsigned long long)k->holds_over,
+               LOAD(d->holds), LOAD(d->holds_over));
+}
+
 /* ---- the whole ---------------------------------------------------------- */
 
 /* shm_check - see check.h. */
@@ -789,6 +848,7 @@ shm_check(struct shm_seg *seg, unsigned flags, struct shm_check_report *r)
     check_dir(&k, qfree, pfree, listed);
     for (uint32_t i = 0; i < atomic_load(&d->q_bump); i++)
         check_queue(&k, i);
+    check_horizon(&k);
     check_arena_runs(&k, heads, pooled);
     if (shm_due_check(seg, why, sizeof(why)) != 0)
         broken(&k, "%s", why);

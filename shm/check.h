@@ -26,7 +26,9 @@
  *              walk, oldest_ms the head's (when there is one); intent, if
  *              set, reachable from nothing; a hold's time and numbers set
  *              together, the numbers given by the node's counter and used
- *              by no message; the group states: ngs of them, each pointing
+ *              by no message, known to the horizon (its hold table or the
+ *              count past it); what left the list (gone_seq) below the
+ *              counter; the group states: ngs of them, each pointing
  *              at a registry entry of the queue (once) with its name hash,
  *              cursor the first message above last; each state's leases:
  *              seqs rising and at most last, each naming the listed message
@@ -39,11 +41,13 @@
  *              cells of runs not FREE; every pool entry a FREE head of its
  *              class, listed once, and the pool holding every FREE cell.
  *   due heap   heap order, positions and times agree (shm_due_check).
+ *   horizon    hold table entries name partition records (horizon.c).
  *   catalog    every entry of one generation found by its lookup with the
  *              same options (when the handle has a catalog).
  * With SHM_CHECK_QUIET (no other process changes the segment meanwhile: a
  * test's fixture, a node stopped), also: every run reached from a structure
- * reached once, every LINKED run reached (no leak), no INFLIGHT run, each
+ * reached once, every LINKED run reached (no leak), no INFLIGHT run, no
+ * slot with a push in flight, the hold counts at least the holds, each
  * worker's CACHE cells equal to its cache_count, the arena's used bytes
  * equal to the LINKED cells, and every partition with a live lease on the
  * due heap no later than its earliest deadline.

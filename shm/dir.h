@@ -128,9 +128,15 @@ enum { SHM_DROPS_BOUNDS, SHM_DROPS_TTL, SHM_DROPS_RETRY };
  *                                                  SHM_HOLD_SEQS sequence
  *                                                  numbers kept for a
  *                                                  hand-over on its way
- *                                                  here (0: none)
+ *                                                  here (0: none); read
+ *                                                  racy (the horizon)
  *   168     8  hold_until   hold / adopt         lock: pops read nothing
  *                                                  here before this (ms)
+ *   176     8  gone_seq     free/drop/wipe       lock, read racy: the
+ *                                                  highest seq of a message
+ *                                                  that left the list (0:
+ *                                                  none yet); a tail's gap
+ *                                                  (shm/tail.h)
  * A worker killed holding lock leaves EOWNERDEAD to the next locker:
  * shm_ring_repair() re-derives the partition from a validated walk.
  */
@@ -153,19 +159,25 @@ struct shm_part {
     _Atomic uint64_t oldest_ms;
     uint32_t next_free;
     uint32_t wipe;
-    uint64_t hold_seq;
+    _Atomic uint64_t hold_seq;
     uint64_t hold_until;
+    _Atomic uint64_t gone_seq;
 };
 _Static_assert(offsetof(struct shm_part, queue) == 64, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, head) == 76, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, count) == 96, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, next_free) == 152, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, hold_seq) == 160, "shm_part layout");
-_Static_assert(sizeof(struct shm_part) == 176, "shm_part layout");
+_Static_assert(offsetof(struct shm_part, gone_seq) == 176, "shm_part layout");
+_Static_assert(sizeof(struct shm_part) == 184, "shm_part layout");
 
 /* Sequence numbers a hold keeps for the hand-over it waits for: more than
  * a partition can hold, so an adopt always fits below what came after. */
 #define SHM_HOLD_SEQS (1ULL << 32)
+
+/* Holds the horizon finds without scanning the partition table (more at
+ * once are counted in shm_dir.holds_over and found by a scan). */
+#define SHM_HOLD_TABLE 256
 
 /* Accounted overhead of a record (what a queue's bytes include). */
 #define SHM_QUEUE_OVERHEAD sizeof(struct shm_queue)
@@ -203,6 +215,13 @@ struct shm_dir_slot {
  *                           time, ms: the last pass collected nothing)
  *   144     4  relief_next  master only (the queue record relief looks at
  *                           next: it scans the table in turn)
+ *   152     4  holds        atomic: hand-over holds outstanding (hold_seq
+ *                           set), at least (horizon.c: a holder killed
+ *                           between two steps leaves it high, never low)
+ *   156     4  holds_over   atomic: outstanding holds not in hold_parts[], at
+ *                           least (the horizon then scans the partitions)
+ *   160  1024  hold_parts[] atomic: partition idx + 1 of a hold (0: free);
+ *                           set before its hold_seq, freed after it is 0
  */
 struct shm_dir {
     uint64_t magic;
@@ -226,12 +245,17 @@ struct shm_dir {
     uint64_t relief_after;
     uint32_t relief_next;
     uint32_t pad2;
+    _Atomic uint32_t holds;
+    _Atomic uint32_t holds_over;
+    _Atomic uint32_t hold_parts[SHM_HOLD_TABLE];
 };
 _Static_assert(offsetof(struct shm_dir, next_seq) == 48, "shm_dir layout");
 _Static_assert(offsetof(struct shm_dir, queues_off) == 88, "shm_dir layout");
 _Static_assert(offsetof(struct shm_dir, due_off) == 128, "shm_dir layout");
 _Static_assert(offsetof(struct shm_dir, relief_after) == 136, "shm_dir layout");
 _Static_assert(offsetof(struct shm_dir, relief_next) == 144, "shm_dir layout");
+_Static_assert(offsetof(struct shm_dir, holds) == 152, "shm_dir layout");
+_Static_assert(offsetof(struct shm_dir, hold_parts) == 160, "shm_dir layout");
 
 /* A record looked up: index and the generation it had. */
 struct shm_ref {

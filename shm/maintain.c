@@ -34,6 +34,7 @@
 #include "shm/region.h"
 #include "shm/ring.h"
 #include "shm/stats.h"
+#include "shm/tail.h"
 #include "shm/wake.h"
 
 #define MAINTAIN_BUDGET   16384 /* records one shm_maintain call visits */
@@ -378,6 +379,7 @@ shm_worker_reap(struct shm_seg *seg, int worker)
         atomic_fetch_and(&p->waiters, bit);
         atomic_store(&shm_dir_parked(seg, 1, i)[worker], 0);
     }
+    shm_tail_reap(seg, worker); /* a push it left in flight: horizon.h */
     /* The dead worker may have moved a deadline (a lease, a first message
      * under a ttl, a new queue) and died before telling the heap: each
      * record is looked at once and rescheduled from what it holds. */

@@ -24,6 +24,7 @@
 #include "shm/arena.h"
 #include "shm/broker_int.h"
 #include "shm/dir.h"
+#include "shm/horizon.h"
 #include "shm/ring.h"
 #include "shm/stats.h"
 
@@ -325,13 +326,27 @@ shm_part_hold(struct shm_seg *seg, int w, struct shm_name queue,
         if (rc != 0)
             return rc;
         /* partition lock: the hold.  One already waiting keeps its
-         * numbers: what came since its start comes after the adopt too. */
+         * numbers: what came since its start comes after the adopt too.
+         * The numbers are taken as a push takes its own, the horizon held
+         * below them (horizon.c) until the hold ends. */
         struct shm_part *p = shm_dir_part(seg, pr.idx);
-        if (p->hold_seq == 0)
-            p->hold_seq = atomic_fetch_add(&d->next_seq, SHM_HOLD_SEQS);
+        int took = atomic_load(&p->hold_seq) == 0;
+        if (took) {
+            shm_pushing_begin(seg, w, 0);
+            shm_hold_track(seg, pr.idx);
+            atomic_store(&p->hold_seq,
+                         atomic_fetch_add(&d->next_seq, SHM_HOLD_SEQS));
+        }
         p->hold_until = now + ms;
         p->last_active = now;
+        /* Due when it runs out: the maintenance ends it then if no adopt
+         * or pop did (shm_ring_expire_locked). */
+        if (p->hold_until < atomic_load_explicit(&p->due, RELAXED))
+            atomic_store_explicit(&p->due, p->hold_until, RELAXED);
+        shm_part_due_locked(seg, pr.idx, p, shm_dir_queue(seg, qr.idx));
         shm_ring_unlock(p);
+        if (took)
+            shm_pushing_end(seg, w);
         return 0;
     }
     return rc;
@@ -751,15 +766,17 @@ adopt_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
 
     if (rc != 0)
         return rc;
-    /* partition lock: link, pick, place, due time, waiters.  No malloc. */
+    /* partition lock: link, pick, place, due time, waiters.  No malloc.
+     * Numbers are taken or the kept ones used as a push takes them: the
+     * horizon stays below both until the wake-ups are out (horizon.c). */
+    shm_pushing_begin(seg, w, atomic_load(&c.p->hold_seq));
     uint32_t prev = adopt_spot_locked(&c, v->nmsgs, &insert);
     if (insert)
         adopt_insert_locked(&c, a, v->nmsgs, v->cost, prev);
     else if (v->nmsgs > 0)
         shm_ring_link_locked(&c, a->first, a->last, v->nmsgs, v->cost, &seq);
     a->first = 0;
-    c.p->hold_seq = 0;
-    c.p->hold_until = 0;
+    shm_ring_hold_end_locked(&c);
     adopt_pick_locked(&c, v, a);
     for (uint32_t i = 0; i < v->ngroups; i++) {
         gp = ho_group(gp, &g, &name, &redo);
@@ -772,6 +789,7 @@ adopt_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
     shm_waiters_post_locked(seg, qr, pr, &kick);
     shm_ring_unlock(c.p);
     shm_waiters_kick(seg, kick);
+    shm_pushing_end(seg, w);
     return 0;
 }
 

@@ -150,9 +150,9 @@ int shm_part_take(struct shm_seg *seg, int w, struct shm_name queue,
  * name see the messages as any push.  Parked pops are woken.
  *
  * After shm_part_hold, the messages go before those pushed since the hold
- * (numbered from what it kept), unless the hold ran out and a pop came
- * since, or a group has read one of those: then after them, as a push.
- * Either way the hold ends.
+ * (numbered from what it kept), unless the hold ran out and a pop or the
+ * maintenance came since (either ends it), or a group has read one of
+ * those: then after them, as a push.  Either way the hold ends.
  *
  * Returns the messages adopted (>= 0); -EBADMSG for a malformed or
  * truncated record (nothing changed); -ENOBUFS at the node cap (nothing
@@ -169,7 +169,11 @@ int shm_part_adopt(struct shm_seg *seg, int w, struct shm_name queue,
  * sender said so before it announced its leave): keep SHM_HOLD_SEQS
  * sequence numbers for the messages it brings and let pops read nothing
  * here for ms, so pushes that arrive first are read after it (the adopt
- * ends the hold, or the first pop after ms).  Creates the queue and partition as a push does.
+ * ends the hold; once ms ran out, the first pop or the maintenance, for
+ * which the partition is due then).  The horizon (shm/horizon.h) stays
+ * below the kept numbers until the hold ends.  Creates the queue and
+ * partition as a push does.  w is a slot (a worker's or SHM_STATS_MASTER):
+ * the numbers are taken under its pushing word, as a push takes them.
  * 0, or -errno as shm_dir_find_queue.
  */
 int shm_part_hold(struct shm_seg *seg, int w, struct shm_name queue,

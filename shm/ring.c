@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "shm/horizon.h"
 #include "shm/layout.h"
 #include "shm/lock.h"
 #include "shm/stats.h"
@@ -111,6 +112,36 @@ ring_due(struct shm_part *p, struct shm_gs *g, uint64_t t)
         g->due = t;
     if (t < LOAD(p->due))
         STORE(p->due, t);
+}
+
+/* The partition's due time as a hold leaves it: its end, or never. */
+static uint64_t
+ring_hold_due(const struct shm_part *p)
+{
+    return p->hold_until != 0 ? p->hold_until : UINT64_MAX;
+}
+
+/* shm_ring_hold_end_locked - see ring.h. */
+void
+shm_ring_hold_end_locked(struct shm_ring_ctx *c)
+{
+    struct shm_part *p = c->p;
+
+    p->hold_until = 0;
+    if (atomic_load(&p->hold_seq) == 0)
+        return;
+    atomic_store(&p->hold_seq, 0);
+    shm_hold_untrack(c->seg, (uint32_t)(p - shm_dir_part(c->seg, 0)));
+}
+
+/* Note that message m leaves the list (before it is unlinked): a tail
+ * behind it has missed it (shm/tail.h), and a position at or below it is
+ * no longer one to start from. */
+static void
+ring_gone(struct shm_part *p, const struct shm_msg *m)
+{
+    if (m->seq > LOAD(p->gone_seq))
+        STORE(p->gone_seq, m->seq);
 }
 
 /* shm_ring_link_locked - see ring.h. */
@@ -326,6 +357,17 @@ ring_put(struct shm_ring_ctx *c, struct shm_sink *k, uint32_t ref,
     k->count++;
 }
 
+/* shm_ring_copy_locked - see ring.h. */
+int
+shm_ring_copy_locked(struct shm_ring_ctx *c, struct shm_sink *k, uint32_t ref,
+                     uint32_t attempts)
+{
+    if (!ring_fits(c, k, shm_ring_msg(c->seg, ref)))
+        return -ENOMEM;
+    ring_put(c, k, ref, attempts);
+    return 0;
+}
+
 /* Note a drop of the retry-limit kind. */
 static void
 ring_drop_retry(struct shm_ring_ctx *c)
@@ -444,7 +486,7 @@ shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
     if (c->p->hold_until > c->now)
         return 0;
     if (c->p->hold_until != 0)
-        c->p->hold_seq = c->p->hold_until = 0;
+        shm_ring_hold_end_locked(c);
     if (s->nready > 0 || s->due <= c->now) {
         taken = ring_take_again(c, s, batch, auto_ack, k);
         if (taken < 0)
@@ -605,6 +647,7 @@ ring_free_head(struct shm_ring_ctx *c)
     uint32_t h = p->head;
     struct shm_msg *m = shm_ring_msg(c->seg, h);
 
+    ring_gone(p, m);
     p->intent = h;
     p->head = m->next;
     if (p->head == 0)
@@ -701,8 +744,16 @@ shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s)
 uint64_t
 shm_ring_expire_locked(struct shm_ring_ctx *c, uint32_t retry_limit)
 {
-    uint64_t ready = 0, pdue = UINT64_MAX;
+    uint64_t ready = 0, pdue;
 
+    /* A hold that ran out ends here (shm_part_hold made the partition due
+     * then), not only with the next pop: the horizon (shm/horizon.h) waits
+     * for no pop, and pops it kept waiting are woken for what it held. */
+    if (c->p->hold_until != 0 && c->p->hold_until <= c->now) {
+        shm_ring_hold_end_locked(c);
+        ready += c->p->head != 0;
+    }
+    pdue = ring_hold_due(c->p);
     for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
         struct shm_gs *s = shm_ring_gs(c->seg, g);
         uint32_t prev = 0, l = s->lhead;
@@ -753,7 +804,7 @@ shm_ring_reset_locked(struct shm_ring_ctx *c)
         shm_ring_gs(c->seg, g)->cursor = 0;
         shm_ring_gs(c->seg, g)->skipped = 0;
     }
-    STORE(c->p->due, UINT64_MAX);
+    STORE(c->p->due, ring_hold_due(c->p));
     return k;
 }
 
@@ -763,6 +814,7 @@ shm_ring_clear_locked(struct shm_ring_ctx *c)
 {
     uint64_t k = shm_ring_reset_locked(c);
 
+    shm_ring_hold_end_locked(c); /* the record goes: so does its hold */
     while (c->p->groups != 0)
         shm_ring_gs_remove_locked(c, shm_ring_gs(c->seg, c->p->groups)->grp);
     return k;
@@ -979,6 +1031,9 @@ ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
         !ring_reaches(seg, p, p->intent))
         shm_arena_free(seg, w, p->intent);
     p->intent = 0;
+    /* Whatever the list held is gone, up to every number given so far (a
+     * walk of a list found unsound cannot say which). */
+    STORE(p->gone_seq, atomic_load(&shm_dir_of(seg)->next_seq) - 1);
     ring_wipe_list(seg, w, p, &p->head, ring_msg_seq);
     p->tail = 0;
     uint32_t ng = 0;
@@ -998,7 +1053,7 @@ ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
     STORE(p->count, 0);
     ring_set_cost(seg, p, 0);
     STORE(p->leased, 0);
-    STORE(p->due, UINT64_MAX);
+    STORE(p->due, ring_hold_due(p));
     STORE(p->oldest_ms, 0);
     shm_count(seg, w, SHM_C_WIPES, 1);
     p->wipe = 0;
@@ -1010,7 +1065,7 @@ shm_ring_repair(struct shm_seg *seg, void *arg)
 {
     struct shm_ring_repairer *rp = arg;
     struct shm_part *p = rp->p;
-    uint64_t leased = 0, pdue = UINT64_MAX, n = 0;
+    uint64_t leased = 0, pdue = ring_hold_due(p), n = 0;
     int intent_seen = 0, bad = ring_repair_msgs(seg, p) != 0;
     uint32_t ngs = 0;
 

@@ -242,14 +242,26 @@ uint64_t shm_ring_drop_locked(struct shm_ring_ctx *c, uint64_t n,
 uint64_t shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s);
 
 /* shm_ring_expire_locked - turn expired leases into redeliveries (or drops
- * at the retry limit); returns how many became deliverable. */
+ * at the retry limit), and end a hold that ran out; returns how many
+ * became deliverable (a hold's end that frees messages for pops counts
+ * one). */
 uint64_t shm_ring_expire_locked(struct shm_ring_ctx *c, uint32_t retry_limit);
+
+/* shm_ring_copy_locked - copy message ref into sink as a pop's record
+ * (struct shm_popped) with attempts, taking and marking nothing; -ENOMEM
+ * when it does not fit (need set when the sink is empty). */
+int shm_ring_copy_locked(struct shm_ring_ctx *c, struct shm_sink *k,
+                         uint32_t ref, uint32_t attempts);
+
+/* shm_ring_hold_end_locked - end the partition's hold (shm_part_hold), if
+ * any: its numbers are no longer kept, and the horizon forgets it. */
+void shm_ring_hold_end_locked(struct shm_ring_ctx *c);
 
 /* shm_ring_reset_locked - drop everything, void leases, rewind cursors. */
 uint64_t shm_ring_reset_locked(struct shm_ring_ctx *c);
 
 /* shm_ring_clear_locked - free everything the partition holds, group states
- * included (before the record is freed). */
+ * and a hold included (before the record is freed). */
 uint64_t shm_ring_clear_locked(struct shm_ring_ctx *c);
 
 /* shm_ring_advance_locked - free head messages no group needs any more. */

@@ -1,11 +1,11 @@
 /*
  * slot.h - one worker slot of the SLOTS region (SHM_MAX_WORKERS of them; the
- * last, SHM_STATS_MASTER, is the master's).  shm/-internal: stats.c, wake.c
- * and arena.c own its parts; broker code may read pid and parked.
+ * last, SHM_STATS_MASTER, is the master's).  shm/-internal: stats.c, wake.c,
+ * arena.c and horizon.c own its parts; broker code may read pid and parked.
  *
  * A slot is written by its worker only, except the wake queue (any process
  * posts) and what the master resets after the worker died (shm_arena_reap,
- * shm_wake_reset, shm_slot_claim for the next worker).
+ * shm_wake_reset, shm_tail_reap, shm_slot_claim for the next worker).
  */
 #ifndef MAYFLY_SHM_SLOT_H
 #define MAYFLY_SHM_SLOT_H
@@ -27,6 +27,10 @@
  *     0     4  pid            claimer                 atomic
  *     8     8  beat_ms        worker (heartbeat)      atomic
  *    16     8  parked         worker                  atomic, one writer
+ *    24     8  pushing        worker; reaper if dead  atomic, one writer
+ *                                                     (horizon.h: lowest
+ *                                                     seq a push in flight
+ *                                                     may link; 0: none)
  *    64     4  ext            worker; reaper if dead  one writer (arena
  *                                                     cache: extent head)
  *    68     4  cache_count    worker; reaper if dead  atomic, one writer
@@ -59,7 +63,8 @@ struct shm_slot {
     uint32_t pad0;
     _Atomic uint64_t beat_ms;
     _Atomic int64_t parked;
-    unsigned char pad1[40];
+    _Atomic uint64_t pushing;
+    unsigned char pad1[32];
 
     uint32_t ext;
     _Atomic uint32_t cache_count;
@@ -82,6 +87,7 @@ struct shm_slot {
     unsigned char pad5[16];
 };
 _Static_assert(SHM_C_COUNT <= 64, "shm_slot counters");
+_Static_assert(offsetof(struct shm_slot, pushing) == 24, "shm_slot layout");
 _Static_assert(offsetof(struct shm_slot, ext) == 64, "shm_slot layout");
 _Static_assert(offsetof(struct shm_slot, long_free) == 76, "shm_slot layout");
 _Static_assert(offsetof(struct shm_slot, counters) == 128, "shm_slot layout");

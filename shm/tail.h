@@ -1,0 +1,95 @@
+/*
+ * tail.h - reading a partition without consuming it: a stream without a
+ * group (SPEC §11, STREAMS.md) copies what a partition holds in a range of
+ * sequence numbers, holds nothing, and parks for the next push.
+ *
+ * A tail read takes no lease, makes no group and marks nothing read: a
+ * message no group has read stays until one does, and one every group is
+ * done with is freed as before, read by tails or not (at most once).  It
+ * drops ttl-expired messages as a pop does, and reads a held partition
+ * (shm_part_hold) by its numbers: up to the horizon (shm/horizon.h) the
+ * order is the numbers', whatever a hand-over brings.
+ *
+ * Locking: the dir lock briefly for the lookup, then the partition's lock
+ * for the copy and the park; nothing held on return.  No malloc, syscall
+ * or logging under a lock.  Errors: a count or -errno, as listed per call.
+ */
+#ifndef MAYFLY_SHM_TAIL_H
+#define MAYFLY_SHM_TAIL_H
+
+#include <stdint.h>
+
+#include "shm/broker.h"
+#include "shm/segment.h"
+
+/*
+ * struct shm_tail_pos - where a read stopped in a partition: the last
+ * message it walked at or below upto.  Given back to the next read of the
+ * same partition (with after at or above its seq), that read starts there
+ * instead of at the oldest message; one that no longer holds (the message
+ * left, the record was reused) is ignored under the lock.  Zeroed: none.
+ * Sound while reads stay at or below the horizon: a hand-over's adopt puts
+ * messages below its kept numbers, which the horizon has not passed.
+ */
+struct shm_tail_pos {
+    uint64_t handle; /* the partition's record (shm_pop_handle) */
+    uint64_t seq;    /* the message's */
+    uint32_t ref;    /* its cell */
+    uint32_t pad;
+};
+
+struct shm_tail_req {
+    struct shm_name queue;
+    struct shm_name part;    /* a partition: 1..SHM_NAME_MAX bytes */
+    uint64_t after;          /* copy the messages with after < seq <= upto, */
+    uint64_t upto;           /* oldest first; upto: shm_horizon() or below */
+    int newest_only;         /* only the newest of them (from=last) */
+    int park;                /* set this worker's waiter bit (see shm_tail) */
+    struct shm_tail_pos pos; /* what the last read returned, or zeroed */
+};
+
+struct shm_tail_res {
+    uint64_t handle; /* the wake handle a park waits for (shm_pop_handle);
+                        0: no such partition (not parked) */
+    uint64_t newest; /* the newest seq the partition holds (0: none); above
+                        upto, it has more for a later read */
+    int more;        /* the sink filled before upto: read on after the last
+                        record's seq */
+    int gap;         /* a message with seq > after left the partition
+                        before this read copied (completed by every group,
+                        dropped by ttl, this read's own included, or by
+                        bounds, reset, moved, wiped): what follows after is
+                        not all there was.  Only what this partition record
+                        saw: one collected while idle and made again forgets */
+    struct shm_tail_pos pos; /* give it to the next read */
+};
+
+/*
+ * shm_tail - copy (queue, part)'s messages with req->after < seq <=
+ * req->upto into sink (records as shm_pop writes them, struct shm_popped
+ * with attempts 1), oldest first, or only the newest of them with
+ * newest_only; withdrawn requests are passed over.  Stops early when the
+ * next record would not fit (res->more); when not even the first fits,
+ * -ENOMEM with sink->need set.  With req->park, this worker's waiter bit
+ * is set on the partition under the same lock hold, whatever was copied:
+ * a push after the read wakes it (shm_wake_drain gives res->handle).  A
+ * partition that does not exist is made then (and its queue, implicit),
+ * empty, as a parked pop makes it, so its first push wakes the tail; it is
+ * collected as any idle one once no waiter bit is set.  Without park,
+ * nothing is made: 0 with res->handle 0.
+ * Returns the records copied (>= 0), -ENOMEM, -EAGAIN (the partition was
+ * freed again and again meanwhile), or, with park, -errno as
+ * shm_dir_find_queue / shm_dir_find_part (-EOVERFLOW, -ENOBUFS).
+ */
+int shm_tail(struct shm_seg *seg, int worker, const struct shm_tail_req *req,
+             uint64_t now, struct shm_sink *sink, struct shm_tail_res *res);
+
+/*
+ * shm_tail_reap - the master, reaping dead worker w (after its locks are
+ * repaired: shm_worker_reap): if w died inside a push, wake every parked
+ * pop and tail of the node (its wake-ups may not have been posted) and
+ * then let the horizon pass it.
+ */
+void shm_tail_reap(struct shm_seg *seg, int w);
+
+#endif
