@@ -17,7 +17,9 @@
 #include "shm/log.h"
 #include "shm/stats.h"
 #include "worker/ack_results.h"
+#include "worker/authz.h"
 #include "worker/forward.h"
+#include "worker/view.h"
 #include "worker/worker_int.h"
 
 /* ack_route_plan - see ack_route.h. */
@@ -26,7 +28,7 @@ ack_route_plan(struct worker *w, struct http_request *req, const uint64_t *incs,
                uint32_t n, struct ack_routes *rt)
 {
     struct shm_status_view v;
-    const char *own = "";
+    const char *own;
     int foreign = 0;
 
     rt->n = 0;
@@ -40,10 +42,7 @@ ack_route_plan(struct worker *w, struct http_request *req, const uint64_t *incs,
     /* A forwarded ack is applied where it landed: never a second hop. */
     if (!foreign || http_request_header(req, FORWARD_HEADER) != NULL)
         return ACK_ROUTE_HERE;
-    shm_status_read(w->seg->status, &v);
-    for (uint32_t k = 0; k < v.nmembers; k++)
-        if (v.members[k].self)
-            own = v.members[k].addr;
+    own = worker_view_read(w, &v);
     for (uint32_t k = 0; k < v.nmembers; k++) {
         const struct shm_member *mb = &v.members[k];
         int named = 0;

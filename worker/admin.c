@@ -35,6 +35,7 @@
 #include "worker/declare.h"
 #include "worker/forward.h"
 #include "worker/gather.h"
+#include "worker/view.h"
 #include "worker/worker_int.h"
 
 /* every_node - whether req (reset, delete) must also reach every other

@@ -53,6 +53,7 @@
 #include "worker/authz.h"
 #include "worker/forward.h"
 #include "worker/pop.h"
+#include "worker/view.h"
 #include "worker/worker_int.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
