@@ -17,14 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
 #include "http/buf.h"
 #include "http/client.h"
 #include "http/errors.h"
 #include "http/list_merge.h"
 #include "http/parse.h"
-#include "http/parse_jsonc.h"
+#include "http/peer_answer.h"
 #include "http/query.h"
 #include "http/reply.h"
 #include "http/request.h"
@@ -65,27 +63,18 @@ applied_finish(struct gather *g, const char *key, int as_bool, const char *tail)
 {
     struct http_buf b = {0};
     uint64_t total = 0;
-    const char *queue = "";
-    struct json_object *first = NULL, *q;
+    struct http_peer_applied first = {0}, a;
+    const char *queue;
+    int got = 0;
 
     for (int i = 0; i < g->nshares; i++) {
-        struct json_object *o =
-            http_jsonc_object(g->share[i].data, g->share[i].len);
-        struct json_object *v;
-        if (o == NULL)
+        struct http_peer_applied *o = got ? &a : &first;
+        if (http_peer_applied(g->share[i].data, g->share[i].len, key, o) != 0)
             continue;
-        if (as_bool)
-            total |= json_object_object_get_ex(o, key, &v) &&
-                     json_object_get_boolean(v);
-        else
-            total += http_jsonc_count(o, key);
-        if (first == NULL)
-            first = o;
-        else
-            json_object_put(o);
+        total += as_bool ? (uint64_t)o->flag : o->count;
+        got = 1;
     }
-    if (first != NULL && json_object_object_get_ex(first, "queue", &q))
-        queue = json_object_get_string(q);
+    queue = first.has_queue ? first.queue : "";
     http_buf_append_str(&b, "{\"queue\":");
     http_buf_append_json_str(&b, queue, strlen(queue));
     http_buf_printf(&b, ",\"%s\":", key);
@@ -99,7 +88,6 @@ applied_finish(struct gather *g, const char *key, int as_bool, const char *tail)
     http_buf_append_str(&b, ",\"missing\":");
     http_buf_append_json_strs(&b, g->missing, g->nmissing);
     http_buf_append_str(&b, "}");
-    json_object_put(first);
     http_reply(g->req, 200, &b);
 }
 
