@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/answer_json.h"
 #include "http/buf.h"
 #include "http/client.h"
 #include "http/errors.h"
@@ -77,8 +78,9 @@ options_json(struct http_buf *b, const struct decl_cmd *c, uint64_t index)
     if (c->op == DECL_DELETE) {
         http_buf_append_str(b, ",\"deleted\":true");
     } else {
+        struct http_qopts o = worker_options_view(&c->opts);
         http_buf_append_str(b, ",\"options\":");
-        worker_options_json(b, &c->opts);
+        http_options_json(b, &o);
     }
     if (index > 0)
         http_buf_printf(b, ",\"index\":%llu", (unsigned long long)index);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/answer_json.h"
 #include "http/buf.h"
 #include "http/client.h"
 #include "http/errors.h"
@@ -181,18 +182,20 @@ worker_delete(struct worker *w, struct http_request *req)
         http_reply(req, 200, &b);
 }
 
-/* worker_options_json - see worker.h. */
-void
-worker_options_json(struct http_buf *b, const struct shm_qopts *o)
+/* worker_options_view - see worker.h. */
+struct http_qopts
+worker_options_view(const struct shm_qopts *o)
 {
-    http_buf_printf(
-        b,
-        "{\"maxLength\":%u,\"maxBytes\":%llu,\"policy\":\"%s\","
-        "\"windowBuffer\":{\"ms\":%u,\"count\":%u},"
-        "\"ttlSeconds\":%u,\"leaseSeconds\":%u,\"retryLimit\":%u}",
-        o->max_length, (unsigned long long)o->max_bytes,
-        o->policy == SHM_POLICY_DROP_OLDEST ? "dropOldest" : "reject",
-        o->window_ms, o->window_count, o->ttl_s, o->lease_s, o->retry_limit);
+    return (struct http_qopts){
+        .max_length = o->max_length,
+        .max_bytes = o->max_bytes,
+        .drop_oldest = o->policy == SHM_POLICY_DROP_OLDEST,
+        .window_ms = o->window_ms,
+        .window_count = o->window_count,
+        .ttl_s = o->ttl_s,
+        .lease_s = o->lease_s,
+        .retry_limit = o->retry_limit,
+    };
 }
 
 /* A listing in the making: up to limit entries; one more means the page
@@ -235,7 +238,8 @@ list_one(void *arg, const struct shm_queue_info *q)
         (unsigned long long)q->bytes, q->partitions, q->groups,
         (unsigned long long)q->drops_bounds, (unsigned long long)q->drops_ttl,
         (unsigned long long)q->drops_retry);
-    worker_options_json(b, &q->opts);
+    struct http_qopts o = worker_options_view(&q->opts);
+    http_options_json(b, &o);
     http_buf_append_str(b, "}");
 }
 
