@@ -7,8 +7,6 @@
  * The repository is found from MAYFLYD (ROOT/build/MODE/mayflyd), as the
  * other ops suites find it.
  */
-#include <sys/stat.h>
-
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
