@@ -3,15 +3,13 @@
  * (test/ops/includes.sh finds no include that goes up or sideways), and
  * the check finds each kind of include against it, naming file and line,
  * in a scratch tree made for it.
- *
- * The repository is found from MAYFLYD (ROOT/build/MODE/mayflyd), as the
- * other ops suites find it.
  */
+#include <sys/wait.h>
+
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -20,55 +18,69 @@
 
 static char inc_root[PATH_MAX - 64]; /* the repository */
 static char inc_dir[64];             /* scratch, removed at fini */
-static char inc_out[65536];          /* output of the last inc_sh() */
-
-/* inc_sh - run a shell command (printf-style); its output in inc_out. */
-static int inc_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int
-inc_sh(const char *fmt, ...)
-{
-    va_list ap;
-    int st;
-
-    va_start(ap, fmt);
-    st = ops_vsh(inc_dir, inc_out, sizeof(inc_out), fmt, ap);
-    va_end(ap);
-    return st;
-}
+static char inc_out[65536];          /* output of the last command */
 
 static void
 inc_setup(void)
 {
-    const char *bin = getenv("MAYFLYD");
-    char real[PATH_MAX];
-
-    cr_assert_not_null(bin, "MAYFLYD is not set (test/run-all.sh sets it)");
-    cr_assert_not_null(realpath(bin, real), "%s: %s", bin, strerror(errno));
-    snprintf(inc_root, sizeof(inc_root), "%.*s", (int)sizeof(inc_root) - 1,
-             dirname(dirname(dirname(real))));
+    cr_assert_eq(ops_repo_root(inc_root, sizeof(inc_root)), 0,
+                 "no repository from MAYFLYD (test/run-all.sh sets it): %s",
+                 strerror(errno));
     snprintf(inc_dir, sizeof(inc_dir), "/tmp/mayfly-includes-XXXXXX");
     cr_assert_not_null(mkdtemp(inc_dir));
+}
+
+/* run - the shell command cmd (which sends its stderr to stdout too), its
+ * output into inc_out; its exit status (-1: it did not run or did not
+ * exit). */
+static int
+run(const char *cmd)
+{
+    FILE *p = popen(cmd, "r");
+    size_t n;
+    int st;
+
+    cr_assert_not_null(p, "popen %s: %s", cmd, strerror(errno));
+    n = fread(inc_out, 1, sizeof(inc_out) - 1, p);
+    inc_out[n] = '\0';
+    st = pclose(p);
+    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static void
 inc_teardown(void)
 {
-    if (inc_dir[0] != '\0' && inc_sh("rm -rf %s", inc_dir) != 0)
-        fprintf(stderr, "could not remove %s\n", inc_dir);
+    char cmd[128];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf %s 2>&1", inc_dir);
+    if (inc_dir[0] != '\0' && run(cmd) != 0)
+        fprintf(stderr, "could not remove %s: %s\n", inc_dir, inc_out);
 }
 
 TestSuite(includes, .init = inc_setup, .fini = inc_teardown, .timeout = 60);
+
+/* check - includes.sh on the tree at root; its exit status. */
+static int
+check(const char *root)
+{
+    char cmd[2 * PATH_MAX];
+
+    snprintf(cmd, sizeof(cmd), "sh %s/test/ops/includes.sh %s 2>&1", inc_root,
+             root);
+    return run(cmd);
+}
 
 /* put - the file path (under the scratch tree) holding text. */
 static void
 put(const char *path, const char *text)
 {
-    char full[PATH_MAX], dir[PATH_MAX];
+    char full[PATH_MAX], dir[PATH_MAX], cmd[PATH_MAX + 32];
     FILE *f;
 
     snprintf(full, sizeof(full), "%s/tree/%s", inc_dir, path);
     snprintf(dir, sizeof(dir), "%s", full);
-    cr_assert_eq(inc_sh("mkdir -p %s", dirname(dir)), 0, "%s", inc_out);
+    snprintf(cmd, sizeof(cmd), "mkdir -p %s 2>&1", dirname(dir));
+    cr_assert_eq(run(cmd), 0, "%s", inc_out);
     cr_assert_not_null(f = fopen(full, "w"), "%s: %s", full, strerror(errno));
     fputs(text, f);
     cr_assert_eq(fclose(f), 0);
@@ -76,13 +88,15 @@ put(const char *path, const char *text)
 
 Test(includes, the_tree_keeps_the_rule)
 {
-    int st = inc_sh("sh %s/test/ops/includes.sh %s", inc_root, inc_root);
+    int st = check(inc_root);
 
     cr_assert_eq(st, 0, "includes against the rule:\n%s", inc_out);
 }
 
 Test(includes, every_kind_of_leak_is_named_by_file_and_line)
 {
+    char tree[PATH_MAX];
+
     /* allowed: each layer's own headers and the ones below it */
     put("master/ok.c",
         "#include \"master/m.h\"\n#include \"consensus/raft.h\"\n"
@@ -106,7 +120,8 @@ Test(includes, every_kind_of_leak_is_named_by_file_and_line)
     put("shm/up.c", "#include \"http/buf.h\"\n");
     put("master/out.c", "#include \"test/cluster/cluster.h\"\n");
 
-    int st = inc_sh("sh %s/test/ops/includes.sh %s/tree", inc_root, inc_dir);
+    snprintf(tree, sizeof(tree), "%s/tree", inc_dir);
+    int st = check(tree);
 
     cr_assert_eq(st, 1, "exit %d:\n%s", st, inc_out);
     static const char *const named[] = {
