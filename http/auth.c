@@ -21,7 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "master/config.h"
+#include "http/number.h"
 
 static const char *const auth_verbs[AUTH_NVERBS] = {
     [AUTH_PUSH] = "push",         [AUTH_POP] = "pop",
@@ -201,8 +201,7 @@ parse_field(struct auth_reader *r, char *word, struct auth_token *tok)
         if (strcmp(word, auth_verbs[i]) == 0)
             return parse_globs(r, (enum auth_verb)i, v, tok);
     if (strcmp(word, "rate") == 0) {
-        if (config_parse_number(v, 0, &n, &why) != 0 || n == 0 ||
-            n > UINT32_MAX)
+        if (http_parse_number(v, 0, &n, &why) != 0 || n == 0 || n > UINT32_MAX)
             return auth_fail(r,
                              "rate: '%s' is not a number of messages a "
                              "second from 1 to %u",
@@ -211,7 +210,7 @@ parse_field(struct auth_reader *r, char *word, struct auth_token *tok)
         return 0;
     }
     if (strcmp(word, "max_bytes") == 0) {
-        if (config_parse_number(v, 1, &n, &why) != 0 || n == 0)
+        if (http_parse_number(v, 1, &n, &why) != 0 || n == 0)
             return auth_fail(r, "max_bytes: '%s': %s", v,
                              why ? why : "must be above 0");
         tok->max_bytes = n;

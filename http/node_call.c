@@ -10,7 +10,6 @@
 #include "http/sign.h"
 #include "shm/log.h"
 #include "shm/nonce.h"
-#include "shm/segment.h"
 
 /* refused - the 401 of a call that is not what it claims. */
 static enum http_node_call
@@ -24,7 +23,7 @@ refused(struct http_request *req, const char *why)
 
 enum http_node_call
 http_node_call(struct http_request *req, const char *key, struct shm_seg *seg,
-               struct shm_nonces *nonces)
+               struct shm_nonces *nonces, uint64_t now_ms)
 {
     struct http_sign_call call = {
         .method = http_request_method(req),
@@ -53,7 +52,7 @@ http_node_call(struct http_request *req, const char *key, struct shm_seg *seg,
     default:
         return refused(req, why);
     }
-    rc = shm_nonce_take(seg, nonces, sender, seq, shm_now_ms());
+    rc = shm_nonce_take(seg, nonces, sender, seq, now_ms);
     if (rc == -EALREADY || rc == -ERANGE || rc == -EINVAL)
         return refused(req, HTTP_SIGN_NONCE
                        " was seen before (or is too "

@@ -11,6 +11,8 @@
 #ifndef MAYFLY_HTTP_NODE_CALL_H
 #define MAYFLY_HTTP_NODE_CALL_H
 
+#include <stdint.h>
+
 struct http_request;
 struct shm_nonces;
 struct shm_seg;
@@ -26,12 +28,13 @@ enum http_node_call {
 };
 
 /*
- * http_node_call - what req is, with the cluster secret key; a refused
- * call is answered here (401 unauthorized, a sentence saying why).  seg
- * may be NULL (it only counts lock repairs).
+ * http_node_call - what req is, with the cluster secret key, at now_ms
+ * (shm_now_ms(): the nonce table's clock); a refused call is answered here
+ * (401 unauthorized, a sentence saying why).  seg may be NULL (it only
+ * counts lock repairs).
  */
 enum http_node_call http_node_call(struct http_request *req, const char *key,
                                    struct shm_seg *seg,
-                                   struct shm_nonces *nonces);
+                                   struct shm_nonces *nonces, uint64_t now_ms);
 
 #endif

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct http_buf;
 struct http_error;
 
 /* Most entries one push, ack or extend may carry (SPEC §2). */
@@ -165,5 +166,13 @@ struct http_configure {
 int http_parse_configure(const char *body, size_t len,
                          struct http_configure *out, struct http_error *err);
 void http_configure_free(struct http_configure *c);
+
+/* http_configure_renamed - the configure body again with its "queue" set
+ * to name[0..len) (json-c writes it: one "queue" member, whatever the
+ * client sent), appended to out: what a worker passes on to its master
+ * once the tenant is known.  0, or -ENOMEM (also for a body that does not
+ * parse: the caller parsed it already). */
+int http_configure_renamed(const char *body, size_t blen, const char *name,
+                           size_t len, struct http_buf *out);
 
 #endif

@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 #include <json-c/json_object_iterator.h>
 
+#include "http/buf.h"
 #include "http/errors.h"
 #include "http/json_scan.h"
 #include "http/names.h"
@@ -231,4 +232,24 @@ http_configure_free(struct http_configure *c)
 {
     free(c->mem);
     memset(c, 0, sizeof(*c));
+}
+
+/* http_configure_renamed - see parse.h. */
+int
+http_configure_renamed(const char *body, size_t blen, const char *name,
+                       size_t len, struct http_buf *out)
+{
+    struct json_object *o = http_jsonc_object(body, blen);
+    const char *text;
+    int rc = -ENOMEM;
+
+    if (o != NULL &&
+        http_jsonc_set(o, "queue",
+                       json_object_new_string_len(name, (int)len)) == 0 &&
+        (text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)) !=
+            NULL &&
+        http_buf_append_str(out, text) == 0 && !out->oom)
+        rc = 0;
+    json_object_put(o);
+    return rc;
 }

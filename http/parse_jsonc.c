@@ -84,17 +84,6 @@ http_jsonc_count(struct json_object *obj, const char *key)
     return json_object_get_uint64(v);
 }
 
-/* http_jsonc_body_count - see parse_jsonc.h. */
-uint64_t
-http_jsonc_body_count(const char *body, size_t len, const char *key)
-{
-    struct json_object *o = http_jsonc_object(body, len);
-    uint64_t n = o != NULL ? http_jsonc_count(o, key) : 0;
-
-    json_object_put(o);
-    return n;
-}
-
 /* hex4 - the value of four hex digits at p (n bytes left), or -1. */
 static long
 hex4(const char *p, size_t n)

@@ -1,8 +1,8 @@
 /*
  * parse_jsonc.h - json-c helpers shared by the control-body parsers of
- * parse.h (extend, reset, configure) and the merges of other nodes' answers
- * (depth_merge.c, list_merge.c).  For http/ only: json-c objects never
- * leave http/.
+ * parse.h (extend, reset, configure) and the decoders and merges of other
+ * nodes' answers (peer_answer.c, depth_merge.c, list_merge.c).  For http/
+ * only: json-c objects never leave http/.
  *
  * Strings are copied into a bump pool sized from the body, so the structs
  * handed to the worker own their bytes.  No locking.  Errors: 0, -EINVAL
@@ -60,10 +60,6 @@ int http_jsonc_set(struct json_object *obj, const char *key,
 /* http_jsonc_count - obj[key] as an unsigned count; 0 when absent or not an
  * integer. */
 uint64_t http_jsonc_count(struct json_object *obj, const char *key);
-
-/* http_jsonc_body_count - the count at key of the object body (an answer
- * from another node); 0 when absent or when body is not an object. */
-uint64_t http_jsonc_body_count(const char *body, size_t len, const char *key);
 
 /*
  * http_jsonc_member - obj[key] as *out when it has type t.  Absent or null:

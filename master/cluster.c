@@ -34,7 +34,8 @@
 static int
 signed_ok(struct master *m, struct http_request *req)
 {
-    switch (http_node_call(req, m->ws.secret, &m->seg, m->seg.nonces)) {
+    switch (http_node_call(req, m->ws.secret, &m->seg, m->seg.nonces,
+                           shm_now_ms())) {
     case HTTP_CALL_NODE:
         return 1;
     case HTTP_CALL_CLIENT:

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "http/cors.h"
+#include "http/number.h"
 #include "http/tls.h"
 #include "shm/log.h"
 
@@ -159,53 +160,6 @@ config_find(const char *key)
     return NULL;
 }
 
-int
-config_parse_number(const char *v, int suffix, uint64_t *out, const char **why)
-{
-    uint64_t n = 0, mult = 1;
-    const char *p = v;
-
-    if (!isdigit((unsigned char)*p)) {
-        *why = suffix ? "expected bytes, optionally with a K, M or G suffix"
-                      : "expected a whole number";
-        return -1;
-    }
-    for (; isdigit((unsigned char)*p); p++) {
-        if (n > (UINT64_MAX - 9) / 10) {
-            *why = "number too large";
-            return -1;
-        }
-        n = n * 10 + (uint64_t)(*p - '0');
-    }
-    if (suffix && *p != '\0' && p[1] == '\0') {
-        switch (toupper((unsigned char)*p)) {
-        case 'K':
-            mult = CONFIG_KIB;
-            p++;
-            break;
-        case 'M':
-            mult = CONFIG_MIB;
-            p++;
-            break;
-        case 'G':
-            mult = CONFIG_GIB;
-            p++;
-            break;
-        }
-    }
-    if (*p != '\0') {
-        *why = suffix ? "expected bytes, optionally with a K, M or G suffix"
-                      : "expected a whole number";
-        return -1;
-    }
-    if (n > UINT64_MAX / mult) {
-        *why = "number too large";
-        return -1;
-    }
-    *out = n * mult;
-    return 0;
-}
-
 /*
  * config_check_addr - host:port, where host is a name, an IPv4 address or a
  * bracketed IPv6 address; port 1-65535 (0 too when port0).
@@ -240,7 +194,7 @@ config_check_addr(const char *v, int port0, const char **why)
             }
     }
     if (strlen(colon + 1) > 5 ||
-        config_parse_number(colon + 1, 0, &port, why) != 0 || port > 65535 ||
+        http_parse_number(colon + 1, 0, &port, why) != 0 || port > 65535 ||
         (port == 0 && !port0)) {
         *why = port0 ? "expected a port from 0 to 65535"
                      : "expected a port from 1 to 65535";
@@ -407,7 +361,7 @@ config_set(struct config *c, const char *key, const char *value,
     case CONFIG_INT:
     case CONFIG_U32:
     case CONFIG_SIZE:
-        if (config_parse_number(value, k->type == CONFIG_SIZE, &n, &why) != 0)
+        if (http_parse_number(value, k->type == CONFIG_SIZE, &n, &why) != 0)
             goto bad;
         if (n < k->min || n > k->max)
             return config_fail(err, errlen,

@@ -66,13 +66,6 @@ struct config {
     int check_only;                    /* -t */
 };
 
-/*
- * config_parse_number - decimal digits, then (suffix: sizes only) one K/M/G
- * suffix, either case.  Returns 0, or -1 with *why set to what was expected.
- */
-int config_parse_number(const char *v, int suffix, uint64_t *out,
-                        const char **why);
-
 /* config_defaults - fill c with the built-in defaults. */
 void config_defaults(struct config *c);
 

@@ -23,13 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
+#include "http/answer_json.h"
 #include "http/buf.h"
 #include "http/client.h"
 #include "http/errors.h"
 #include "http/parse.h"
-#include "http/parse_jsonc.h"
+#include "http/peer_answer.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "master/cluster_client.h"
@@ -79,8 +78,9 @@ options_json(struct http_buf *b, const struct decl_cmd *c, uint64_t index)
     if (c->op == DECL_DELETE) {
         http_buf_append_str(b, ",\"deleted\":true");
     } else {
+        struct http_qopts o = worker_options_view(&c->opts);
         http_buf_append_str(b, ",\"options\":");
-        worker_options_json(b, &c->opts);
+        http_options_json(b, &o);
     }
     if (index > 0)
         http_buf_printf(b, ",\"index\":%llu", (unsigned long long)index);
@@ -159,23 +159,6 @@ committed(void *arg, int rc)
         fail(c, "no_leader", "this node is stopping");
 }
 
-/* take_options - the options the leader's answer names, kept as it wrote
- * them (none: the command's own are answered). */
-static void
-take_options(struct conf_call *c, const struct http_client_resp *r)
-{
-    struct json_object *root = http_jsonc_object(r->body.data, r->body.len);
-    struct json_object *o;
-
-    free(c->leader_opts);
-    c->leader_opts = NULL;
-    if (root != NULL && json_object_object_get_ex(root, "options", &o) &&
-        json_object_is_type(o, json_type_object))
-        c->leader_opts =
-            strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-    json_object_put(root);
-}
-
 /* relayed - the leader answered a forwarded request. */
 static void
 relayed(void *arg, struct http_client_resp *r)
@@ -187,8 +170,13 @@ relayed(void *arg, struct http_client_resp *r)
         return;
     }
     if (r->status == 201 || r->status == 200) {
-        c->index = http_jsonc_body_count(r->body.data, r->body.len, "index");
-        take_options(c, r);
+        /* the options as the leader wrote them (none: the command's own
+         * are answered) */
+        struct http_peer_configured a;
+        http_peer_configured(r->body.data, r->body.len, &a);
+        c->index = a.index;
+        free(c->leader_opts);
+        c->leader_opts = a.options;
         c->state = CALL_CATCHING;
         advance(c);
         return;

@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <poll.h>
 
+#include "http/answer_json.h"
 #include "http/buf.h"
 #include "http/reply.h"
 #include "http/request.h"
@@ -36,6 +37,7 @@
 #include "master/master.h"
 #include "shm/log.h"
 #include "shm/status.h"
+#include "worker/worker.h"
 
 #define DRAIN_PORT_CONNECTIONS 256  /* health checks and refused retries */
 #define DRAIN_PORT_TIMEOUT_S   5    /* idle connections close */
@@ -49,17 +51,18 @@ on_request(void *ctx, struct http_request *req)
 {
     struct master *m = ctx;
     struct shm_status_view v;
+    struct http_health h;
+    struct http_health_member mm[SHM_STATUS_MEMBERS];
     struct http_buf b = {0};
-    unsigned status;
 
     if (http_request_route(req) != HTTP_ROUTE_HEALTH) {
         http_reply_draining(req);
         return;
     }
     shm_status_read(m->seg.status, &v);
-    status = worker_health_body(&b, m->ws.node_id, m->incarnation,
-                                WORKER_HEALTH_DRAINING, &v);
-    http_reply(req, status, &b);
+    worker_health_view(&h, mm, m->ws.node_id, m->incarnation,
+                       WORKER_HEALTH_DRAINING, &v);
+    http_reply(req, http_health_json(&b, &h), &b);
     http_reply_header(req, "Connection", "close");
 }
 

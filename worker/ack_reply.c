@@ -19,6 +19,7 @@
 #include "shm/inbox.h"
 #include "shm/owner.h"
 #include "shm/stats.h"
+#include "worker/authz.h"
 #include "worker/forward.h"
 #include "worker/worker_int.h"
 

@@ -5,8 +5,6 @@
 
 #include <string.h>
 
-#include <json-c/json.h>
-
 #include "http/buf.h"
 #include "http/parse.h"
 #include "http/reply.h"
@@ -97,19 +95,12 @@ ack_results_reply(struct http_request *req, const struct http_str *ids,
 
 /* ack_results_outcome - see ack_results.h. */
 int
-ack_results_outcome(struct json_object *e)
+ack_results_outcome(const char *s, int dropped)
 {
-    struct json_object *o, *d;
-    const char *s;
-
-    if (!json_object_object_get_ex(e, "outcome", &o) ||
-        (s = json_object_get_string(o)) == NULL)
+    if (s == NULL)
         return -1;
     if (strcmp(s, "acked") == 0)
-        return json_object_object_get_ex(e, "dropped", &d) &&
-                       json_object_get_boolean(d)
-                   ? SHM_OUT_ACKED_DROPPED
-                   : SHM_OUT_ACKED;
+        return dropped ? SHM_OUT_ACKED_DROPPED : SHM_OUT_ACKED;
     if (strcmp(s, "redelivered") == 0)
         return SHM_OUT_REDELIVERED;
     if (strcmp(s, "stale") == 0)

@@ -1,8 +1,9 @@
 /*
  * ack_results.h - the answer to an ack or an extend, {"results": [{"id",
  * "outcome", "dropped"?}, ...]} in request order (ack_results.c): written
- * by the node that answers, and read back by one that sent the request on
- * to the node that delivered the ids (ack_route.c).
+ * by the node that answers, and read back (http/peer_answer.h decodes it)
+ * by one that sent the request on to the node that delivered the ids
+ * (ack_route.c).
  */
 #ifndef MAYFLY_WORKER_ACK_RESULTS_H
 #define MAYFLY_WORKER_ACK_RESULTS_H
@@ -12,7 +13,6 @@
 
 struct http_request;
 struct http_str;
-struct json_object;
 struct shm_ack;
 
 /*
@@ -25,8 +25,10 @@ void ack_results_reply(struct http_request *req, const struct http_str *ids,
                        size_t stride, const struct shm_ack *acks, uint32_t n,
                        const char *const *extra);
 
-/* ack_results_outcome - one entry e of an answer's "results" back to enum
- * shm_outcome; -1 when it is none of them. */
-int ack_results_outcome(struct json_object *e);
+/* ack_results_outcome - one entry of an answer's "results" (its
+ * "outcome" text, NULL when absent, and whether "dropped" is true; see
+ * http/peer_answer.h) back to enum shm_outcome; -1 when it is none of
+ * them. */
+int ack_results_outcome(const char *outcome, int dropped);
 
 #endif

@@ -8,16 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
 #include "http/client.h"
-#include "http/parse_jsonc.h"
+#include "http/peer_answer.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/log.h"
 #include "shm/stats.h"
 #include "worker/ack_results.h"
+#include "worker/authz.h"
 #include "worker/forward.h"
+#include "worker/view.h"
 #include "worker/worker_int.h"
 
 /* ack_route_plan - see ack_route.h. */
@@ -26,7 +26,7 @@ ack_route_plan(struct worker *w, struct http_request *req, const uint64_t *incs,
                uint32_t n, struct ack_routes *rt)
 {
     struct shm_status_view v;
-    const char *own = "";
+    const char *own;
     int foreign = 0;
 
     rt->n = 0;
@@ -40,10 +40,7 @@ ack_route_plan(struct worker *w, struct http_request *req, const uint64_t *incs,
     /* A forwarded ack is applied where it landed: never a second hop. */
     if (!foreign || http_request_header(req, FORWARD_HEADER) != NULL)
         return ACK_ROUTE_HERE;
-    shm_status_read(w->seg->status, &v);
-    for (uint32_t k = 0; k < v.nmembers; k++)
-        if (v.members[k].self)
-            own = v.members[k].addr;
+    own = worker_view_read(w, &v);
     for (uint32_t k = 0; k < v.nmembers; k++) {
         const struct shm_member *mb = &v.members[k];
         int named = 0;
@@ -112,25 +109,20 @@ fan_done(void *arg, int sent_ok)
 /* take_replied - what entry i of another node's answer says of its reply
  * ("replied", "reason"), kept as JSON members for ack_results_reply. */
 static void
-take_replied(struct fan *f, uint32_t i, struct json_object *e)
+take_replied(struct fan *f, uint32_t i, const struct http_peer_ack *e)
 {
-    struct json_object *rep, *why;
     char *s = NULL;
 
-    if (!json_object_object_get_ex(e, "replied", &rep))
+    if (e->replied < 0)
         return;
     if (f->own == NULL && (f->own = calloc(f->n, sizeof(*f->own))) == NULL)
         return;
     if (f->extra == NULL &&
         (f->extra = calloc(f->n, sizeof(*f->extra))) == NULL)
         return;
-    if (json_object_get_boolean(rep))
+    if (e->replied)
         s = strdup(",\"replied\":true");
-    else if (asprintf(&s, ",\"replied\":false,\"reason\":%s",
-                      json_object_object_get_ex(e, "reason", &why)
-                          ? json_object_to_json_string_ext(
-                                why, JSON_C_TO_STRING_PLAIN)
-                          : "null") < 0)
+    else if (asprintf(&s, ",\"replied\":false,\"reason\":%s", e->reason) < 0)
         s = NULL;
     free(f->own[i]);
     f->own[i] = s;
@@ -142,30 +134,24 @@ take_replied(struct fan *f, uint32_t i, struct json_object *e)
 static int
 take_outcomes(struct fan *f, int k, const struct http_client_resp *r)
 {
-    struct json_object *root, *list;
-    int rc = -1;
+    struct http_peer_acks a;
+    int rc = 0;
 
     if (r->err != 0 || r->status != 200 ||
-        (root = http_jsonc_object(r->body.data, r->body.len)) == NULL)
+        http_peer_acks(r->body.data, r->body.len, f->n, &a) != 0)
         return -1;
-    if (json_object_object_get_ex(root, "results", &list) &&
-        json_object_is_type(list, json_type_array) &&
-        json_object_array_length(list) == f->n) {
-        rc = 0;
-        for (uint32_t i = 0; i < f->n && rc == 0; i++) {
-            int o;
-            if (f->incs[i] != f->rt.m[k].inc)
-                continue;
-            struct json_object *e = json_object_array_get_idx(list, i);
-            o = ack_results_outcome(e);
-            if (o < 0)
-                rc = -1;
-            else
-                f->hold.acks[i].outcome = (uint32_t)o;
-            take_replied(f, i, e);
-        }
+    for (uint32_t i = 0; i < f->n && rc == 0; i++) {
+        int o;
+        if (f->incs[i] != f->rt.m[k].inc)
+            continue;
+        o = ack_results_outcome(a.e[i].outcome, a.e[i].dropped);
+        if (o < 0)
+            rc = -1;
+        else
+            f->hold.acks[i].outcome = (uint32_t)o;
+        take_replied(f, i, &a.e[i]);
     }
-    json_object_put(root);
+    http_peer_acks_free(&a);
     return rc;
 }
 

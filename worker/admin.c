@@ -17,14 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
+#include "http/answer_json.h"
 #include "http/buf.h"
 #include "http/client.h"
 #include "http/errors.h"
 #include "http/list_merge.h"
 #include "http/parse.h"
-#include "http/parse_jsonc.h"
+#include "http/peer_answer.h"
 #include "http/query.h"
 #include "http/reply.h"
 #include "http/request.h"
@@ -35,6 +34,7 @@
 #include "worker/declare.h"
 #include "worker/forward.h"
 #include "worker/gather.h"
+#include "worker/view.h"
 #include "worker/worker_int.h"
 
 /* every_node - whether req (reset, delete) must also reach every other
@@ -64,27 +64,18 @@ applied_finish(struct gather *g, const char *key, int as_bool, const char *tail)
 {
     struct http_buf b = {0};
     uint64_t total = 0;
-    const char *queue = "";
-    struct json_object *first = NULL, *q;
+    struct http_peer_applied first = {0}, a;
+    const char *queue;
+    int got = 0;
 
     for (int i = 0; i < g->nshares; i++) {
-        struct json_object *o =
-            http_jsonc_object(g->share[i].data, g->share[i].len);
-        struct json_object *v;
-        if (o == NULL)
+        struct http_peer_applied *o = got ? &a : &first;
+        if (http_peer_applied(g->share[i].data, g->share[i].len, key, o) != 0)
             continue;
-        if (as_bool)
-            total |= json_object_object_get_ex(o, key, &v) &&
-                     json_object_get_boolean(v);
-        else
-            total += http_jsonc_count(o, key);
-        if (first == NULL)
-            first = o;
-        else
-            json_object_put(o);
+        total += as_bool ? (uint64_t)o->flag : o->count;
+        got = 1;
     }
-    if (first != NULL && json_object_object_get_ex(first, "queue", &q))
-        queue = json_object_get_string(q);
+    queue = first.has_queue ? first.queue : "";
     http_buf_append_str(&b, "{\"queue\":");
     http_buf_append_json_str(&b, queue, strlen(queue));
     http_buf_printf(&b, ",\"%s\":", key);
@@ -98,7 +89,6 @@ applied_finish(struct gather *g, const char *key, int as_bool, const char *tail)
     http_buf_append_str(&b, ",\"missing\":");
     http_buf_append_json_strs(&b, g->missing, g->nmissing);
     http_buf_append_str(&b, "}");
-    json_object_put(first);
     http_reply(g->req, 200, &b);
 }
 
@@ -192,18 +182,20 @@ worker_delete(struct worker *w, struct http_request *req)
         http_reply(req, 200, &b);
 }
 
-/* worker_options_json - see worker.h. */
-void
-worker_options_json(struct http_buf *b, const struct shm_qopts *o)
+/* worker_options_view - see worker.h. */
+struct http_qopts
+worker_options_view(const struct shm_qopts *o)
 {
-    http_buf_printf(
-        b,
-        "{\"maxLength\":%u,\"maxBytes\":%llu,\"policy\":\"%s\","
-        "\"windowBuffer\":{\"ms\":%u,\"count\":%u},"
-        "\"ttlSeconds\":%u,\"leaseSeconds\":%u,\"retryLimit\":%u}",
-        o->max_length, (unsigned long long)o->max_bytes,
-        o->policy == SHM_POLICY_DROP_OLDEST ? "dropOldest" : "reject",
-        o->window_ms, o->window_count, o->ttl_s, o->lease_s, o->retry_limit);
+    return (struct http_qopts){
+        .max_length = o->max_length,
+        .max_bytes = o->max_bytes,
+        .drop_oldest = o->policy == SHM_POLICY_DROP_OLDEST,
+        .window_ms = o->window_ms,
+        .window_count = o->window_count,
+        .ttl_s = o->ttl_s,
+        .lease_s = o->lease_s,
+        .retry_limit = o->retry_limit,
+    };
 }
 
 /* A listing in the making: up to limit entries; one more means the page
@@ -246,7 +238,8 @@ list_one(void *arg, const struct shm_queue_info *q)
         (unsigned long long)q->bytes, q->partitions, q->groups,
         (unsigned long long)q->drops_bounds, (unsigned long long)q->drops_ttl,
         (unsigned long long)q->drops_retry);
-    worker_options_json(b, &q->opts);
+    struct http_qopts o = worker_options_view(&q->opts);
+    http_options_json(b, &o);
     http_buf_append_str(b, "}");
 }
 

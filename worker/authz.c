@@ -136,6 +136,20 @@ worker_auth_refuse(struct http_request *req, const char *why)
     http_reply_error(req, 401, "unauthorized", "%s", why);
 }
 
+/* worker_auth_header - see authz.h. */
+int
+worker_auth_header(struct http_request *req, char **out)
+{
+    const char *auth = http_request_header(req, "Authorization");
+
+    *out = NULL;
+    if (auth != NULL && asprintf(out, "Authorization: %s", auth) < 0) {
+        *out = NULL;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 /* open_route - what anyone may ask without a token. */
 static int
 open_route(const struct worker *w, enum http_route r)

@@ -114,4 +114,9 @@ int worker_auth_valid(const struct worker *w, struct http_request *req);
 /* worker_auth_refuse - answer req 401 unauthorized, WWW-Authenticate. */
 void worker_auth_refuse(struct http_request *req, const char *why);
 
+/* worker_auth_header - the "Authorization: ..." line that carries req's
+ * credentials on to another node, which answers for the same caller
+ * (malloc'd, in *out; NULL when req has none).  0, or -ENOMEM. */
+int worker_auth_header(struct http_request *req, char **out);
+
 #endif

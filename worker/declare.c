@@ -15,13 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
 #include "http/buf.h"
 #include "http/client.h"
 #include "http/errors.h"
 #include "http/parse.h"
-#include "http/parse_jsonc.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "worker/authz.h"
@@ -122,29 +119,6 @@ to_master(struct worker *w, struct http_request *req, const char *path,
     }
 }
 
-/* inside_body - the configure body with its queue renamed to internal
- * (json-c writes it again: one "queue" member, whatever the client sent).
- * 0, or -ENOMEM. */
-static int
-inside_body(const char *body, size_t len, struct shm_name internal,
-            struct http_buf *out)
-{
-    struct json_object *o = http_jsonc_object(body, len);
-    const char *text;
-    int rc = -ENOMEM;
-
-    if (o != NULL &&
-        http_jsonc_set(
-            o, "queue",
-            json_object_new_string_len(internal.ptr, (int)internal.len)) == 0 &&
-        (text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)) !=
-            NULL &&
-        http_buf_append_str(out, text) == 0 && !out->oom)
-        rc = 0;
-    json_object_put(o);
-    return rc;
-}
-
 /* worker_configure - see declare.h.  With auth on the worker reads the
  * queue's name first (the admin permission, the tenant); the master
  * parses and validates the options: one parser, one set of errors. */
@@ -171,7 +145,8 @@ worker_configure(struct worker *w, struct http_request *req)
                      (struct shm_name){in.queue.ptr, in.queue.len}, &q)) {
         if (q.name.len == in.queue.len) /* the empty tenant: as sent */
             to_master(w, req, "/cluster/v1/configure", NULL);
-        else if (inside_body(body, len, q.name, &own) == 0)
+        else if (http_configure_renamed(body, len, q.name.ptr, q.name.len,
+                                        &own) == 0)
             to_master(w, req, "/cluster/v1/configure", &own);
         else
             http_reply_errno(req, -ENOMEM, "configure");

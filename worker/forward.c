@@ -3,9 +3,7 @@
  */
 #include "worker/forward.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +17,7 @@
 #include "shm/stats.h"
 #include "worker/authz.h"
 #include "worker/conn.h"
+#include "worker/view.h"
 #include "worker/worker_int.h"
 
 /* A request on its way to the owner; lives as long as the client's
@@ -292,24 +291,6 @@ worker_forward_to(struct worker *w, struct http_request *req, const char *id,
     start(w, req, id, addr, wait_ms, (struct shm_name){"", 0});
 }
 
-/* worker_serves_all - see forward.h. */
-int
-worker_serves_all(struct worker *w)
-{
-    const struct shm_owners *o = &w->owners;
-
-    shm_owners_refresh(&w->owners, w->seg->status);
-    return o->n == 0 || (o->n == 1 && o->self == 0);
-}
-
-/* worker_view_blind - see forward.h. */
-int
-worker_view_blind(struct worker *w)
-{
-    shm_owners_refresh(&w->owners, w->seg->status);
-    return w->owners.n == 0 && w->owners.listed > 1;
-}
-
 /* worker_route - see forward.h. */
 int
 worker_route(struct worker *w, struct http_request *req, struct shm_name queue,
@@ -347,43 +328,4 @@ worker_forward_relay_headers(struct http_request *req,
     }
     if (r->status == 401) /* the owner refused the token: SPEC §10 */
         http_reply_header(req, "WWW-Authenticate", "Bearer");
-}
-
-/* worker_auth_header - see forward.h. */
-int
-worker_auth_header(struct http_request *req, char **out)
-{
-    const char *auth = http_request_header(req, "Authorization");
-
-    *out = NULL;
-    if (auth != NULL && asprintf(out, "Authorization: %s", auth) < 0) {
-        *out = NULL;
-        return -ENOMEM;
-    }
-    return 0;
-}
-
-/* worker_addr_unusable - see forward.h. */
-int
-worker_addr_unusable(const char *addr, const char *own)
-{
-    struct in6_addr a6;
-    struct in_addr a4;
-    char host[SHM_STATUS_ADDR_MAX];
-    const char *colon = strrchr(addr, ':');
-    size_t n = colon ? (size_t)(colon - addr) : 0;
-
-    if (addr[0] == '\0' || strcmp(addr, own) == 0 || n == 0 ||
-        n >= sizeof(host))
-        return 1;
-    if (addr[0] == '[' && n >= 2 && addr[n - 1] == ']') {
-        memcpy(host, addr + 1, n - 2);
-        host[n - 2] = '\0';
-        return inet_pton(AF_INET6, host, &a6) == 1 &&
-               (IN6_IS_ADDR_UNSPECIFIED(&a6) ||
-                (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr32[3] == 0));
-    }
-    memcpy(host, addr, n);
-    host[n] = '\0';
-    return inet_pton(AF_INET, host, &a4) == 1 && a4.s_addr == INADDR_ANY;
 }

@@ -14,6 +14,9 @@
 
 #include "http/node_call.h"
 #include "shm/broker.h"
+/* Forwarding starts from the view (who owns what, which addresses can be
+ * called): its callers ask the view too. */
+#include "worker/view.h"
 
 struct worker;
 struct http_request;
@@ -34,18 +37,6 @@ struct forward;
  */
 int worker_route(struct worker *w, struct http_request *req,
                  struct shm_name queue, struct shm_name part, unsigned wait_ms);
-
-/* worker_serves_all - whether this node serves every partition itself
- * (it is alone, or nobody owns anything): the common single-node case,
- * one atomic load. */
-int worker_serves_all(struct worker *w);
-
-/* worker_view_blind - whether this node has peers but sees no member
- * live, itself included: it is starting and has heard none of them yet,
- * so it can tell neither who owns what nor which groups the cluster
- * knows.  Such a node serves no queue (a node alone serves everything
- * from the start). */
-int worker_view_blind(struct worker *w);
 
 /* worker_forward_to - send req to node id at client address addr (not
  * this node) and relay its answer; wait_ms as above. */
@@ -78,18 +69,5 @@ void worker_forward_moved(struct worker *w);
  * polls forwarded for a token that is gone are answered 401 and their
  * calls dropped. */
 void worker_forward_revoked(struct worker *w);
-
-/* worker_auth_header - the "Authorization: ..." line that carries req's
- * credentials on to another node (malloc'd, in *out; NULL when req has
- * none).  0, or -ENOMEM. */
-int worker_auth_header(struct http_request *req, char **out);
-
-/*
- * worker_addr_unusable - addr cannot reach a peer: unknown, this node's own
- * (own: a default advertise on every host), or no host at all (0.0.0.0,
- * [::], [::ffff:0.0.0.0]: a member listening on every address without an
- * advertise, which connect() would take for this host).
- */
-int worker_addr_unusable(const char *addr, const char *own);
 
 #endif

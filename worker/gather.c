@@ -13,7 +13,9 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/log.h"
+#include "worker/authz.h"
 #include "worker/forward.h"
+#include "worker/view.h"
 #include "worker/worker_int.h"
 
 /* gather_done - the request ended (answered or not): drop what is left. */
@@ -111,7 +113,7 @@ start(struct worker *w, struct http_request *req, struct http_buf *own,
 {
     struct shm_status_view v;
     struct gather *g = calloc(1, sizeof(*g));
-    const char *self_addr = "";
+    const char *self_addr;
 
     if (g == NULL) {
         http_buf_free(own);
@@ -132,10 +134,7 @@ start(struct worker *w, struct http_request *req, struct http_buf *own,
         http_buf_free(own);
     if (own != NULL)
         *own = (struct http_buf){0};
-    shm_status_read(w->seg->status, &v);
-    for (uint32_t i = 0; i < v.nmembers; i++)
-        if (v.members[i].self)
-            self_addr = v.members[i].addr;
+    self_addr = worker_view_read(w, &v);
     for (uint32_t i = 0; i < v.nmembers; i++)
         if (!v.members[i].self && v.members[i].state == SHM_MEMBER_LIVE &&
             strcmp(v.members[i].id, g->self) != 0)

@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "http/answer_json.h"
 #include "http/buf.h"
 #include "http/reply.h"
 #include "http/request.h"
@@ -18,44 +19,36 @@
 #include "shm/status.h"
 #include "worker/worker_int.h"
 
-/* worker_health_body - see worker.h. */
-unsigned
-worker_health_body(struct http_buf *b, const char *node_id,
-                   uint64_t incarnation, enum worker_health_why why,
-                   const struct shm_status_view *v)
+/* worker_health_view - see worker.h. */
+void
+worker_health_view(struct http_health *h, struct http_health_member *mm,
+                   const char *node_id, uint64_t incarnation,
+                   enum worker_health_why why, const struct shm_status_view *v)
 {
+    static const char *const states[SHM_MEMBER_STATES] = {
+        "live", "dead", "leaving", "starting"};
     int draining = why == WORKER_HEALTH_DRAINING || v->stopping;
     int ready = v->ready && why == WORKER_HEALTH_VIEW;
 
-    http_buf_append_str(b, "{\"status\":");
-    http_buf_append_str(b, ready                        ? "\"ok\""
-                           : draining                   ? "\"draining\""
-                           : why == WORKER_HEALTH_STALE ? "\"stale\""
-                                                        : "\"starting\"");
-    http_buf_append_str(b, ",\"node\":");
-    http_buf_append_json_str(b, node_id, strlen(node_id));
-    http_buf_printf(b,
-                    ",\"incarnation\":\"%016llx\",\"ready\":%s,"
-                    "\"role\":\"%s\",\"term\":%llu,\"leader\":",
-                    (unsigned long long)incarnation, ready ? "true" : "false",
-                    shm_role_name(v->role), (unsigned long long)v->term);
-    if (v->leader[0])
-        http_buf_append_json_str(b, v->leader, strlen(v->leader));
-    else
-        http_buf_append_str(b, "null");
-    http_buf_append_str(b, ",\"members\":[");
+    *h = (struct http_health){
+        .status = ready                        ? "ok"
+                  : draining                   ? "draining"
+                  : why == WORKER_HEALTH_STALE ? "stale"
+                                               : "starting",
+        .ready = ready,
+        .node = node_id,
+        .incarnation = incarnation,
+        .role = shm_role_name(v->role),
+        .term = v->term,
+        .leader = v->leader,
+        .members = mm,
+    };
     for (uint32_t i = 0; i < v->nmembers && i < SHM_STATUS_MEMBERS; i++) {
-        static const char *const states[SHM_MEMBER_STATES] = {
-            "live", "dead", "leaving", "starting"};
         const struct shm_member *m = &v->members[i];
-        http_buf_append_str(b, i ? ",{\"node\":" : "{\"node\":");
-        http_buf_append_json_str(b, m->id, strnlen(m->id, sizeof(m->id)));
-        http_buf_printf(b, ",\"state\":\"%s\",\"self\":%s}",
-                        states[m->state % SHM_MEMBER_STATES],
-                        m->self ? "true" : "false");
+        mm[h->nmembers++] = (struct http_health_member){
+            m->id, strnlen(m->id, sizeof(m->id)),
+            states[m->state % SHM_MEMBER_STATES], m->self};
     }
-    http_buf_append_str(b, "]}");
-    return ready ? 200 : 503;
 }
 
 /* worker_health - see health.h. */
@@ -63,17 +56,17 @@ void
 worker_health(struct worker *w, struct http_request *req)
 {
     struct shm_status_view v;
+    struct http_health h;
+    struct http_health_member mm[SHM_STATUS_MEMBERS];
     struct http_buf b = {0};
-    unsigned status;
 
     shm_status_read(w->seg->status, &v);
-    status = worker_health_body(&b, w->set.node_id, w->incarnation,
-                                w->draining ? WORKER_HEALTH_DRAINING
-                                : shm_status_stale(w->seg->status)
-                                    ? WORKER_HEALTH_STALE
-                                    : WORKER_HEALTH_VIEW,
-                                &v);
-    http_reply(req, status, &b);
+    worker_health_view(&h, mm, w->set.node_id, w->incarnation,
+                       w->draining ? WORKER_HEALTH_DRAINING
+                       : shm_status_stale(w->seg->status) ? WORKER_HEALTH_STALE
+                                                          : WORKER_HEALTH_VIEW,
+                       &v);
+    http_reply(req, http_health_json(&b, &h), &b);
 }
 
 /* metric - one HELP/TYPE header. */

@@ -1,7 +1,7 @@
 /*
- * health.h - GET /health and GET /metrics (health.c).  The /health body
- * itself, which the master also answers with during a drain, is
- * worker_health_body() in worker.h.
+ * health.h - GET /health and GET /metrics (health.c).  What /health shows,
+ * which the master also answers with during a drain, is
+ * worker_health_view() in worker.h; http/answer_json.h writes it.
  */
 #ifndef MAYFLY_WORKER_HEALTH_H
 #define MAYFLY_WORKER_HEALTH_H

@@ -36,14 +36,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
-
 #include "http/buf.h"
 #include "http/client.h"
 #include "http/errors.h"
 #include "http/ids.h"
-#include "http/parse_jsonc.h"
 #include "http/parse_rpc.h"
+#include "http/peer_answer.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/inbox.h"
@@ -53,6 +51,7 @@
 #include "worker/authz.h"
 #include "worker/forward.h"
 #include "worker/pop_inbox.h"
+#include "worker/view.h"
 #include "worker/worker_int.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
@@ -359,14 +358,7 @@ no_responders(struct worker *w, struct http_request *req, struct shm_name queue,
 static int
 take_id(struct rpc_call *c, const struct http_client_resp *r)
 {
-    struct json_object *root = http_jsonc_object(r->body.data, r->body.len);
-    struct json_object *id;
-    const char *s;
-
-    if (root != NULL && json_object_object_get_ex(root, "id", &id) &&
-        (s = json_object_get_string(id)) != NULL)
-        c->id = strdup(s);
-    json_object_put(root);
+    c->id = http_peer_id(r->body.data, r->body.len);
     return c->id != NULL ? 0 : -1;
 }
 
@@ -393,8 +385,8 @@ relay(struct rpc_call *c, struct http_client_resp *r)
                          "store the request (%s); retry",
                          c->owner_id, r->err ? r->error : "unreadable id");
     } else {
-        if (r->status == 503 && r->body.data != NULL &&
-            strstr(r->body.data, "\"no_responders\"") != NULL)
+        if (r->status == 503 &&
+            http_peer_error_is(r->body.data, r->body.len, "no_responders"))
             ended(c, SHM_C_REQUEST_NO_RESPONDERS);
         worker_forward_relay_headers(req, r);
         http_reply(req, r->status, &r->body);

@@ -85,8 +85,8 @@ dispatch(void *ctx, struct http_request *req)
     enum http_route r = http_request_route(req);
 
     /* A node's call is signed; a client may not pass for one. */
-    if (http_node_call(req, w->set.secret, w->seg, w->seg->nonces) ==
-        HTTP_CALL_REFUSED)
+    if (http_node_call(req, w->set.secret, w->seg, w->seg->nonces,
+                       shm_now_ms()) == HTTP_CALL_REFUSED)
         return;
     if (http_reply_preflight(req))
         return; /* OPTIONS: a browser's, before any token (SPEC §11) */

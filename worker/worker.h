@@ -22,7 +22,9 @@
 #include "http/jwt.h"
 
 struct auth_table;
-struct http_buf;
+struct http_health;
+struct http_health_member;
+struct http_qopts;
 struct http_tls;
 struct shm_qopts;
 struct shm_seg;
@@ -64,21 +66,22 @@ enum worker_health_why {
 };
 
 /*
- * worker_health_body - append the JSON of GET /health to b: node node_id of
- * this incarnation, as the status page view v shows it, unless why says
- * this process is stopping or the view is stale (then "status" says which,
- * and it is not ready).  Returns the status to answer with it: 200 when
- * ready, else 503.  Shared with the master, which answers /health itself
- * during a drain (master/drain_port.c).  Out of memory sets b's oom flag,
- * which http_reply() answers as 500.
+ * worker_health_view - what GET /health shows (http/answer_json.h writes
+ * it) of node node_id of this incarnation, as the status page view v
+ * shows it, unless why says this process is stopping or the view is stale
+ * (then "status" says which, and it is not ready).  Its members are put in
+ * mm (SHM_STATUS_MEMBERS of them) and its strings point into v and
+ * node_id.  Shared with the master, which answers /health itself during a
+ * drain (master/drain_port.c).
  */
-unsigned worker_health_body(struct http_buf *b, const char *node_id,
-                            uint64_t incarnation, enum worker_health_why why,
-                            const struct shm_status_view *v);
+void worker_health_view(struct http_health *h, struct http_health_member *mm,
+                        const char *node_id, uint64_t incarnation,
+                        enum worker_health_why why,
+                        const struct shm_status_view *v);
 
-/* worker_options_json - append a queue's effective options as the object
- * the listing and configure's answer show (every option, windowBuffer
- * included).  Shared with the master, which answers configure. */
-void worker_options_json(struct http_buf *b, const struct shm_qopts *o);
+/* worker_options_view - a queue's effective options o as the listing and
+ * configure's answer show them (http_options_json() writes them).  Shared
+ * with the master, which answers configure. */
+struct http_qopts worker_options_view(const struct shm_qopts *o);
 
 #endif

@@ -40,7 +40,7 @@ struct worker {
     size_t nconns;
     int *pokes; /* fds of hang-ups to show MHD after its run (conn.h) */
     size_t npokes, pokes_cap;
-    struct shm_owners owners; /* who owns what (forward.c) */
+    struct shm_owners owners; /* who owns what (view.h) */
     uint64_t parks_sig;       /* owners.sig parked and forwarded pops were
                                  checked at */
     int stale;                /* the master's view was stale at the last

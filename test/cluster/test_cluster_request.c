@@ -7,7 +7,9 @@
  * owner while requests wait there: each requester gets a reply or a 503,
  * none past its timeout (each call is timed).  A request that times out is
  * withdrawn at its owner even when the owner's answer to the store never
- * came (its workers stalled), and even when a peer's watch saw it.
+ * came (its workers stalled), and even when a peer's watch saw it.  A
+ * request nobody listens for gets the owner's 503 no_responders, counted
+ * on the requester's node.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -208,6 +210,31 @@ Test(cluster_request, requester_owner_and_responder_on_three_nodes)
         }
         itest_resp_free(&r);
     }
+}
+
+/* A request nobody listens for, sent on to the owner of its partition: the
+ * owner's 503 no_responders reaches the requester as the owner wrote it,
+ * and is counted where the requester waited (which reads the owner's
+ * answer, http/peer_answer.h). */
+Test(cluster_request, no_responders_at_the_owner_is_relayed_and_counted)
+{
+    static const char series[] =
+        "mayfly_requests_total{result=\"no_responders\"}";
+    struct itest_resp r;
+    char p[32], body[200];
+    double before = -1, after = -1;
+
+    cl_part_owned_by("nobody", OWNER, 64, p, sizeof(p));
+    cr_assert_eq(itest_metric(&c.node[REQUESTER], series, &before), 0);
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"nobody\",\"partition\":\"%s\",\"payload\":1}", p);
+    itest_req(&c.node[REQUESTER], "POST", REQ, body, &r);
+    itest_assert_error(&r, 503, "no_responders", NULL,
+                       "a request nobody listens for");
+    itest_resp_free(&r);
+    cr_assert_eq(itest_metric(&c.node[REQUESTER], series, &after), 0);
+    cr_assert_eq(after, before + 1, "%s went from %g to %g", series, before,
+                 after);
 }
 
 /* pop_none - a pop of the partition in group workers through node i, with

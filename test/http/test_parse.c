@@ -9,6 +9,7 @@
 
 #include <criterion/criterion.h>
 
+#include "http/buf.h"
 #include "http/errors.h"
 #include "http/parse.h"
 
@@ -475,6 +476,19 @@ Test(http_parse_configure, absent_options_set_no_bits)
     cr_assert_eq(c.present, HTTP_OPT_POLICY);
     cr_assert_eq(c.policy, HTTP_POLICY_REJECT);
     http_configure_free(&c);
+}
+
+Test(http_parse_configure, renamed_body_has_one_queue_the_new_name)
+{
+    static const char in[] = "{\"queue\":\"q\",\"queue\":\"r\",\"options\":"
+                             "{\"maxLength\":3}}";
+    struct http_buf out = {0};
+
+    cr_assert_eq(http_configure_renamed(in, strlen(in), "t\x1fq", 3, &out), 0);
+    cr_assert_str_eq(out.data, "{\"queue\":\"t\\u001fq\",\"options\":{"
+                               "\"maxLength\":3}}");
+    http_buf_free(&out);
+    cr_assert_eq(http_configure_renamed("{", 1, "q", 1, &out), -ENOMEM);
 }
 
 Test(http_parse_configure, errors_name_the_option)

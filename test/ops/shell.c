@@ -5,6 +5,9 @@
 
 #include <sys/wait.h>
 
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,22 @@ ops_vsh(const char *dir, char *out, size_t cap, const char *fmt, va_list ap)
         fclose(f);
     out[n] = '\0';
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int
+ops_repo_root(char *root, size_t len)
+{
+    const char *bin = getenv("MAYFLYD");
+    char real[PATH_MAX];
+
+    if (bin == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (realpath(bin, real) == NULL)
+        return -1;
+    snprintf(root, len, "%s", dirname(dirname(dirname(real))));
+    return 0;
 }
 
 int

@@ -18,6 +18,11 @@
 int ops_vsh(const char *dir, char *out, size_t cap, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
 
+/* ops_repo_root - the repository the server under test was built in, from
+ * MAYFLYD (ROOT/build/<mode>/mayflyd), into root.  0, or -1 when MAYFLYD is
+ * not set (errno EINVAL) or not there. */
+int ops_repo_root(char *root, size_t len);
+
 /* ops_pid_alive - pid exists and is not a zombie (or dead). */
 int ops_pid_alive(pid_t pid);
 

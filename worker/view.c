@@ -1,0 +1,68 @@
+/*
+ * view.c - see view.h.
+ */
+#include "worker/view.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+
+#include "shm/owner.h"
+#include "shm/status.h"
+#include "worker/worker_int.h"
+
+/* worker_serves_all - see view.h. */
+int
+worker_serves_all(struct worker *w)
+{
+    const struct shm_owners *o = &w->owners;
+
+    shm_owners_refresh(&w->owners, w->seg->status);
+    return o->n == 0 || (o->n == 1 && o->self == 0);
+}
+
+/* worker_view_blind - see view.h. */
+int
+worker_view_blind(struct worker *w)
+{
+    shm_owners_refresh(&w->owners, w->seg->status);
+    return w->owners.n == 0 && w->owners.listed > 1;
+}
+
+/* worker_view_read - see view.h. */
+const char *
+worker_view_read(struct worker *w, struct shm_status_view *v)
+{
+    const char *own = "";
+
+    shm_status_read(w->seg->status, v);
+    for (uint32_t k = 0; k < v->nmembers; k++)
+        if (v->members[k].self)
+            own = v->members[k].addr;
+    return own;
+}
+
+/* worker_addr_unusable - see view.h. */
+int
+worker_addr_unusable(const char *addr, const char *own)
+{
+    struct in6_addr a6;
+    struct in_addr a4;
+    char host[SHM_STATUS_ADDR_MAX];
+    const char *colon = strrchr(addr, ':');
+    size_t n = colon ? (size_t)(colon - addr) : 0;
+
+    if (addr[0] == '\0' || strcmp(addr, own) == 0 || n == 0 ||
+        n >= sizeof(host))
+        return 1;
+    if (addr[0] == '[' && n >= 2 && addr[n - 1] == ']') {
+        memcpy(host, addr + 1, n - 2);
+        host[n - 2] = '\0';
+        return inet_pton(AF_INET6, host, &a6) == 1 &&
+               (IN6_IS_ADDR_UNSPECIFIED(&a6) ||
+                (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr32[3] == 0));
+    }
+    memcpy(host, addr, n);
+    host[n] = '\0';
+    return inet_pton(AF_INET, host, &a4) == 1 && a4.s_addr == INADDR_ANY;
+}
