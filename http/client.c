@@ -21,6 +21,7 @@
 
 #include <sys/epoll.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -33,6 +34,7 @@
 
 #include <curl/curl.h>
 
+#include "http/node_call.h"
 #include "http/sign.h"
 #include "shm/log.h"
 
@@ -49,7 +51,8 @@ struct client_call {
     int too_big;     /* the answer passed max_body: the transfer stopped */
     http_client_done_fn *done;
     void *arg;
-    char *url; /* made for a call to a node */
+    char *url;   /* made for a call to a node */
+    int to_node; /* a call to a node: signed, reset when given up */
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -66,6 +69,8 @@ struct http_client {
     /* calls to nodes (http_client_set_peers) */
     char *secret, *ca_file, *cert_file, *key_file; /* NULL: none */
     int client_https, cluster_https;
+    http_client_identify_fn *identify;
+    void *identify_arg;
     uint64_t sender; /* this client's half of every nonce (sign.h) */
     uint64_t seq;    /* and the count of the last call */
 };
@@ -261,6 +266,8 @@ http_client_set_peers(struct http_client *c, const struct http_client_peers *p)
     c->key_file = dup_or_null(p->key_file, &failed);
     c->client_https = p->client_https;
     c->cluster_https = p->cluster_https;
+    c->identify = p->identify;
+    c->identify_arg = p->identify_arg;
     while (c->sender == 0)
         if (getrandom(&c->sender, sizeof(c->sender), 0) !=
             (ssize_t)sizeof(c->sender))
@@ -327,33 +334,57 @@ client_append(struct client_call *call, const char *line)
     return 0;
 }
 
-/* client_sign - a call to a node gets its signature lines (sign.h). */
+/* client_sign - a call to a node gets its signature lines (sign.h): for
+ * the node at r->addr, as identify names it, with r's deadline.  0,
+ * -EINVAL (lines that cannot be signed) or -ENOMEM. */
 static int
 client_sign(struct client_call *call, const struct http_client_req *r)
 {
     struct http_client *c = call->client;
     struct http_sign_lines l;
+    char id[80] = "";
+    uint64_t inc = 0;
+    int64_t now = http_sign_now_ms();
+    struct http_sign_req s = {
+        .method = r->method,
+        .target = r->target,
+        .body = r->body,
+        .len = r->body_len,
+        .lines = r->headers,
+        .nlines = r->nheaders,
+        .to = {r->addr, id, 0},
+        .sender = c->sender,
+        .seq = ++c->seq,
+        .now_ms = now,
+        .deadline_ms = r->timeout_ms ? now + (int64_t)r->timeout_ms : 0,
+    };
+    int rc;
 
     if (r->port == HTTP_CLIENT_URL || c->secret == NULL)
         return 0;
-    http_sign_lines(c->secret, c->sender, ++c->seq, r->method, r->target,
-                    r->body != NULL ? r->body : "", r->body_len, &l);
+    if (c->identify != NULL && c->identify(c->identify_arg, r->port, r->addr,
+                                           id, sizeof(id), &inc) == 0)
+        s.to.incarnation = inc;
+    if ((rc = http_sign_lines(c->secret, &s, &l)) != 0)
+        return rc;
     if (client_append(call, l.sig) != 0 || client_append(call, l.time) != 0 ||
-        client_append(call, l.nonce) != 0)
+        client_append(call, l.nonce) != 0 || client_append(call, l.to) != 0 ||
+        (l.deadline[0] && client_append(call, l.deadline) != 0))
         return -ENOMEM;
     return 0;
 }
 
 /* client_headers - the caller's header lines, the signature of a call to
  * a node, and an empty Expect so a large body goes at once instead of
- * waiting for 100-continue.  -ENOMEM. */
+ * waiting for 100-continue.  0, -EINVAL (client_sign) or -ENOMEM. */
 static int
 client_headers(struct client_call *call, const struct http_client_req *r)
 {
     struct curl_slist *l;
+    int rc;
 
-    if (client_sign(call, r) != 0)
-        return -ENOMEM;
+    if ((rc = client_sign(call, r)) != 0)
+        return rc;
     for (size_t i = 0; i < r->nheaders; i++) {
         l = curl_slist_append(call->headers, r->headers[i]);
         if (l == NULL)
@@ -365,6 +396,26 @@ client_headers(struct client_call *call, const struct http_client_req *r)
         return -ENOMEM;
     call->headers = l;
     return 0;
+}
+
+/*
+ * client_sockopt - a connection to a node closes with a reset (SO_LINGER
+ * 0): a call given up while a partition holds its segments in this
+ * kernel's queue must not reach the node once the partition heals, and a
+ * plain close would send them (then FIN) for as long as TCP retries.  Its
+ * connections close only when a call is given up or an idle one is
+ * dropped: nothing owed is ever cut.
+ */
+static int
+client_sockopt(void *clientp, curl_socket_t fd, curlsocktype purpose)
+{
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+    (void)clientp;
+    (void)purpose;
+    if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == -1)
+        log_warn(errno, "setsockopt(fd %d, SO_LINGER 0) failed", (int)fd);
+    return CURL_SOCKOPT_OK;
 }
 
 /*
@@ -446,7 +497,7 @@ client_tls(CURL *e, const struct http_client *c,
 }
 
 /* client_setup - every option of one request.  0, -EINVAL (a URL or
- * option libcurl refuses) or -ENOMEM. */
+ * option libcurl refuses, lines the signature refuses) or -ENOMEM. */
 static int
 client_setup(struct client_call *call, const struct http_client_req *r)
 {
@@ -455,10 +506,12 @@ client_setup(struct client_call *call, const struct http_client_req *r)
         r->connect_timeout_ms ? r->connect_timeout_ms : r->timeout_ms;
     CURLcode rc = CURLE_OK;
     const char *url;
+    int hrc = client_headers(call, r);
 
-    if (client_headers(call, r) != 0)
-        return -ENOMEM;
+    if (hrc != 0)
+        return hrc;
     call->errbuf[0] = '\0';
+    call->to_node = r->port != HTTP_CLIENT_URL;
     rc |= curl_easy_setopt(e, CURLOPT_PRIVATE, call);
     rc |= curl_easy_setopt(e, CURLOPT_ERRORBUFFER, call->errbuf);
     rc |= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -475,6 +528,8 @@ client_setup(struct client_call *call, const struct http_client_req *r)
     rc |= curl_easy_setopt(e, CURLOPT_WRITEDATA, call);
     rc |= curl_easy_setopt(e, CURLOPT_HTTPHEADER, call->headers);
     rc |= client_tls(e, call->client, r);
+    rc |= curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION,
+                           call->to_node ? client_sockopt : NULL);
     if (rc != CURLE_OK)
         return -ENOMEM;
     if ((url = client_url(call, r)) == NULL)
@@ -579,6 +634,24 @@ client_errno(CURL *e, CURLcode code)
     }
 }
 
+/* client_refused - a node answered that it refused the call itself
+ * (node_call.h): resp says -EACCES then, for the caller to treat as a
+ * call that did not go through, not to relay as a client's 401. */
+static void
+client_refused(struct client_call *call, struct http_client_resp *resp)
+{
+    struct curl_header *h;
+
+    if (!call->to_node || resp->status != 401 ||
+        curl_easy_header(call->easy, HTTP_NODE_REFUSED, 0, CURLH_HEADER, -1,
+                         &h) != CURLHE_OK)
+        return;
+    resp->err = -EACCES;
+    resp->error = "the node refused the call (its signature, destination "
+                  "or nonce)";
+    resp->status = 0;
+}
+
 /*
  * client_finish - a transfer is over: gather the response, detach the
  * call, run done, recycle.  done may start or cancel other requests; the
@@ -604,6 +677,7 @@ client_finish(struct http_client *c, struct client_call *call, CURLcode code)
     resp.status = code == CURLE_OK && status > 0 ? (unsigned)status : 0;
     resp.content_type = code == CURLE_OK ? ct : NULL;
     resp.retry_after_s = code == CURLE_OK ? (long)retry : 0;
+    client_refused(call, &resp);
     resp.body = call->body;
     http_buf_init(&call->body);
     call->done(call->arg, &resp);

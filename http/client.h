@@ -33,7 +33,13 @@
  * and query): the client makes the URL with the scheme that port speaks
  * (http_client_set_peers), verifies the node's certificate against the
  * cluster's CA, shows a cluster port this node's certificate, and signs
- * every such call with the cluster secret (http/sign.h).
+ * every such call with the cluster secret (http/sign.h): for the node
+ * there (http_client_peers.identify), with the call's deadline (now plus
+ * timeout_ms).  Such a call that is given up (a timeout, a cancel) resets
+ * its connection (SO_LINGER 0): nothing of it stays in the kernel's queue
+ * to reach the node later, after a partition heals.  A node that refuses
+ * the call itself (401 with X-Mayfly-Refused: its signature, destination
+ * or nonce) is reported as err -EACCES: the call did not go through.
  *
  * Single-threaded, no locking.  Errors: 0 or -errno.
  */
@@ -64,6 +70,16 @@ enum http_client_port {
     HTTP_CLIENT_CLUSTER, /* a node's cluster port: addr and target */
 };
 
+/*
+ * Who the node at addr is (port: which of its ports addr is), for the
+ * signature of a call to it (http/sign.h): its id copied into id (idlen
+ * bytes) and its incarnation.  0, or -ENOENT when this process has not
+ * heard of it yet: the call then names the address it dials.
+ */
+typedef int http_client_identify_fn(void *arg, enum http_client_port port,
+                                    const char *addr, char *id, size_t idlen,
+                                    uint64_t *incarnation);
+
 /* How this node calls the others (strings copied). */
 struct http_client_peers {
     const char *secret;    /* signs every call to a node; NULL: unsigned */
@@ -74,6 +90,8 @@ struct http_client_peers {
                               "": the system's CA store */
     const char *cert_file; /* this node's cluster certificate (PEM) */
     const char *key_file;  /* and its key */
+    http_client_identify_fn *identify; /* NULL: calls name addresses */
+    void *identify_arg;
 };
 
 /* One request.  Everything is copied by http_client_request() except the
@@ -100,7 +118,8 @@ struct http_client_resp {
     int err;                  /* 0 when a response came, whatever its status;
                                  else -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET,
                                  -ENOMEM, -EINVAL (bad URL), -EMSGSIZE (an
-                                 answer over max_body), -EIO, ... */
+                                 answer over max_body), -EACCES (a node
+                                 refused the call's signature), -EIO, ... */
     int curl_code;            /* the CURLcode behind err (0: CURLE_OK) */
     const char *error;        /* libcurl's sentence for it; "" when err == 0 */
     unsigned status;          /* HTTP status; 0 when no response came */
@@ -141,7 +160,8 @@ int http_client_set_peers(struct http_client *c,
 /*
  * http_client_request - start r; done(arg, resp) runs once it completes or
  * fails, from a later on_event/on_timeout call.  Returns 0, or -EINVAL (no
- * method, url (or addr and target) or done; body_len without a body),
+ * method, url (or addr and target) or done; body_len without a body; a
+ * call to a node whose X-Mayfly- lines cannot be signed),
  * -ENOMEM, -EIO; done is not called then.  May be called from done.
  */
 int http_client_request(struct http_client *c, const struct http_client_req *r,

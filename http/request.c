@@ -8,6 +8,9 @@
  */
 #include "http/request.h"
 
+#include <string.h>
+#include <strings.h>
+
 #include <microhttpd.h>
 
 #include "http/request-t.h"
@@ -55,6 +58,43 @@ const char *
 http_request_header(const struct http_request *req, const char *name)
 {
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+/* The walk of http_request_headers. */
+struct header_walk {
+    const char *prefix;
+    size_t plen;
+    const char **names, **values;
+    size_t max, n;
+};
+
+/* header_each - MHD's iterator: keep one header of the prefix. */
+static enum MHD_Result
+header_each(void *cls, enum MHD_ValueKind kind, const char *key,
+            const char *value)
+{
+    struct header_walk *w = cls;
+
+    (void)kind;
+    if (key == NULL || strncasecmp(key, w->prefix, w->plen) != 0)
+        return MHD_YES;
+    if (w->n < w->max) {
+        w->names[w->n] = key;
+        w->values[w->n] = value != NULL ? value : "";
+    }
+    w->n++;
+    return MHD_YES;
+}
+
+/* http_request_headers - every header MHD kept, duplicates included. */
+size_t
+http_request_headers(const struct http_request *req, const char *prefix,
+                     const char **names, const char **values, size_t max)
+{
+    struct header_walk w = {prefix, strlen(prefix), names, values, max, 0};
+
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, header_each, &w);
+    return w.n;
 }
 
 /* http_request_body - "" for an empty body. */

@@ -48,6 +48,16 @@ const struct http_query *http_request_args(const struct http_request *req);
 const char *http_request_header(const struct http_request *req,
                                 const char *name);
 
+/*
+ * http_request_headers - the request's headers whose names start with
+ * prefix (ASCII, case-insensitive), in the order they came, each one as
+ * often as it came: the first max into names[] and values[].  Returns how
+ * many there are, which may be more than max.
+ */
+size_t http_request_headers(const struct http_request *req, const char *prefix,
+                            const char **names, const char **values,
+                            size_t max);
+
 /* http_request_body - the whole body (NUL-terminated; *len without it). */
 const char *http_request_body(const struct http_request *req, size_t *len);
 

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#define SIGN_TEXT_VERSION "mayfly-call-2\n"
+#define SIGN_PREFIX_LEN   (sizeof(HTTP_SIGN_PREFIX) - 1)
 
 /* hex - n bytes as 2n lowercase hex digits and a NUL. */
 static void
@@ -29,64 +31,258 @@ hex(const uint8_t *d, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-/* mac_field - one field of the signed text and its line end. */
-static void
-mac_field(struct hmac_sha256_ctx *c, const char *s, int last)
+/* lower - ASCII only: what a header name's case means in HTTP, whatever
+ * the locale. */
+static int
+lower(int c)
 {
-    hmac_sha256_update(c, strlen(s), (const uint8_t *)s);
-    if (!last)
-        hmac_sha256_update(c, 1, (const uint8_t *)"\n");
+    return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+}
+
+/* name_cmp - two header names compared as their lowercased bytes. */
+static int
+name_cmp(const char *a, const char *b)
+{
+    while (*a != '\0' && lower((unsigned char)*a) == lower((unsigned char)*b)) {
+        a++;
+        b++;
+    }
+    return lower((unsigned char)*a) - lower((unsigned char)*b);
+}
+
+/* ours - a header name in the X-Mayfly- family (signed). */
+static int
+ours(const char *name)
+{
+    for (size_t i = 0; i < SIGN_PREFIX_LEN; i++)
+        if (name[i] == '\0' || lower((unsigned char)name[i]) !=
+                                   lower((unsigned char)HTTP_SIGN_PREFIX[i]))
+            return 0;
+    return 1;
+}
+
+/* mac_field - F(s) of sign.h: length, ':', the bytes (lowercased for a
+ * name), '\n'. */
+static void
+mac_field(struct hmac_sha256_ctx *c, const char *s, size_t n, int name)
+{
+    char len[24], low[64];
+    int k = snprintf(len, sizeof(len), "%zu:", n);
+
+    hmac_sha256_update(c, (size_t)k, (const uint8_t *)len);
+    if (!name) {
+        hmac_sha256_update(c, n, (const uint8_t *)s);
+    } else {
+        for (size_t i = 0; i < n; i += sizeof(low)) {
+            size_t m = n - i < sizeof(low) ? n - i : sizeof(low);
+            for (size_t j = 0; j < m; j++)
+                low[j] = (char)lower((unsigned char)s[i + j]);
+            hmac_sha256_update(c, m, (const uint8_t *)low);
+        }
+    }
+    hmac_sha256_update(c, 1, (const uint8_t *)"\n");
+}
+
+/* signed_order - the indexes of c's signed headers (X-Mayfly-*, not the
+ * signature) in canonical order.  Their count, or -EINVAL (too many, or a
+ * name twice). */
+static int
+signed_order(const struct http_sign_call *c, size_t *idx)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < c->nh; i++) {
+        const char *name = c->h[i].name;
+        size_t k;
+
+        if (!ours(name) || name_cmp(name, HTTP_SIGN_HEADER) == 0)
+            continue;
+        if (n == HTTP_SIGN_HEADERS_MAX)
+            return -EINVAL;
+        /* insertion: few headers, and a tie is a refusal */
+        for (k = n; k > 0; k--) {
+            int d = name_cmp(c->h[idx[k - 1]].name, name);
+            if (d == 0)
+                return -EINVAL;
+            if (d < 0)
+                break;
+            idx[k] = idx[k - 1];
+        }
+        idx[k] = i;
+        n++;
+    }
+    return (int)n;
 }
 
 /* http_sign - see sign.h. */
-void
-http_sign(const char *key, const char *method, const char *target,
-          const void *body, size_t len, const char *timestamp,
-          const char *nonce, char *out)
+int
+http_sign(const char *key, const struct http_sign_call *c, char *out)
 {
     struct sha256_ctx h;
-    struct hmac_sha256_ctx c;
+    struct hmac_sha256_ctx m;
     uint8_t d[SHA256_DIGEST_SIZE];
     char body_hex[HTTP_SIGN_HEX];
+    size_t idx[HTTP_SIGN_HEADERS_MAX];
+    int n = signed_order(c, idx);
 
+    if (n < 0)
+        return n;
     sha256_init(&h);
-    sha256_update(&h, len, body);
+    sha256_update(&h, c->len, c->body != NULL ? c->body : (const void *)"");
     sha256_digest(&h, sizeof(d), d);
     hex(d, sizeof(d), body_hex);
-    hmac_sha256_set_key(&c, strlen(key), (const uint8_t *)key);
-    mac_field(&c, method, 0);
-    mac_field(&c, target, 0);
-    mac_field(&c, body_hex, 0);
-    mac_field(&c, timestamp, 0);
-    mac_field(&c, nonce, 1);
-    hmac_sha256_digest(&c, sizeof(d), d);
+    hmac_sha256_set_key(&m, strlen(key), (const uint8_t *)key);
+    hmac_sha256_update(&m, sizeof(SIGN_TEXT_VERSION) - 1,
+                       (const uint8_t *)SIGN_TEXT_VERSION);
+    mac_field(&m, c->method, strlen(c->method), 0);
+    mac_field(&m, c->target, strlen(c->target), 0);
+    mac_field(&m, body_hex, strlen(body_hex), 0);
+    for (int i = 0; i < n; i++) {
+        const struct http_sign_header *x = &c->h[idx[i]];
+        mac_field(&m, x->name, strlen(x->name), 1);
+        mac_field(&m, x->value, strlen(x->value), 0);
+    }
+    hmac_sha256_digest(&m, sizeof(d), d);
     hex(d, sizeof(d), out);
+    return 0;
 }
 
-/* http_sign_now - see sign.h. */
+/* http_sign_now_ms - see sign.h. */
 int64_t
-http_sign_now(void)
+http_sign_now_ms(void)
 {
     struct timespec ts;
 
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* http_sign_ms - see sign.h. */
+int
+http_sign_ms(const char *s, int64_t *out)
+{
+    size_t n = strspn(s, "0123456789");
+
+    if (n == 0 || n > 18 || s[n] != '\0')
+        return -EINVAL;
+    *out = (int64_t)strtoll(s, NULL, 10);
+    return 0;
+}
+
+/* split_line - "Name: value" copied into buf (cap bytes) as name and
+ * value, the value's surrounding spaces and tabs left out.  0 or -EINVAL. */
+static int
+split_line(const char *line, char *buf, size_t cap, struct http_sign_header *h)
+{
+    size_t len = strlen(line);
+    char *colon, *v, *end;
+
+    if (len >= cap)
+        return -EINVAL;
+    memcpy(buf, line, len + 1);
+    if ((colon = strchr(buf, ':')) == NULL || colon == buf)
+        return -EINVAL;
+    *colon = '\0';
+    for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
+        ;
+    for (end = v + strlen(v); end > v && (end[-1] == ' ' || end[-1] == '\t');
+         end--)
+        ;
+    *end = '\0';
+    h->name = buf;
+    h->value = v;
+    return 0;
+}
+
+/* own_header - a header the signer sets itself. */
+static int
+own_header(const char *name)
+{
+    static const char *const own[] = {HTTP_SIGN_HEADER, HTTP_SIGN_TIME,
+                                      HTTP_SIGN_NONCE, HTTP_SIGN_TO,
+                                      HTTP_SIGN_DEADLINE};
+
+    for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+        if (name_cmp(name, own[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* The values the signer adds, and room for the caller's lines. */
+struct sign_scratch {
+    struct http_sign_header h[HTTP_SIGN_HEADERS_MAX + 1];
+    char lines[HTTP_SIGN_HEADERS_MAX][512];
+    char ts[24], nonce[HTTP_SIGN_NONCE_MAX], to[HTTP_SIGN_TO_MAX], deadline[24];
+};
+
+/* caller_headers - r's X-Mayfly-* lines into s->h; their count, or
+ * -EINVAL. */
+static int
+caller_headers(const struct http_sign_req *r, struct sign_scratch *s)
+{
+    int n = 0;
+
+    for (size_t i = 0; i < r->nlines; i++) {
+        if (!ours(r->lines[i]))
+            continue;
+        if (n == HTTP_SIGN_HEADERS_MAX - 4 ||
+            split_line(r->lines[i], s->lines[n], sizeof(s->lines[n]),
+                       &s->h[n]) != 0 ||
+            own_header(s->h[n].name))
+            return -EINVAL;
+        n++;
+    }
+    return n;
 }
 
 /* http_sign_lines - see sign.h. */
-void
-http_sign_lines(const char *key, uint64_t sender, uint64_t seq,
-                const char *method, const char *target, const void *body,
-                size_t len, struct http_sign_lines *out)
+int
+http_sign_lines(const char *key, const struct http_sign_req *r,
+                struct http_sign_lines *out)
 {
-    char ts[24], nonce[HTTP_SIGN_NONCE_MAX], sig[HTTP_SIGN_HEX];
+    struct sign_scratch *s = calloc(1, sizeof(*s));
+    struct http_sign_call c = {r->method, r->target, r->body, r->len, NULL, 0};
+    char sig[HTTP_SIGN_HEX];
+    int n, len, rc = -EINVAL;
 
-    snprintf(ts, sizeof(ts), "%" PRId64, http_sign_now());
-    snprintf(nonce, sizeof(nonce), "%016" PRIx64 "-%" PRIu64, sender, seq);
-    http_sign(key, method, target, body, len, ts, nonce, sig);
+    if (s == NULL)
+        return -ENOMEM;
+    if ((n = caller_headers(r, s)) < 0)
+        goto out;
+    if (r->to.node_id != NULL && r->to.node_id[0] && r->to.incarnation != 0)
+        len = snprintf(s->to, sizeof(s->to), "%s/%016" PRIx64, r->to.node_id,
+                       r->to.incarnation);
+    else if (r->to.addr != NULL && r->to.addr[0])
+        len = snprintf(s->to, sizeof(s->to), "%s", r->to.addr);
+    else
+        goto out;
+    if (len < 0 || (size_t)len >= sizeof(s->to))
+        goto out;
+    snprintf(s->ts, sizeof(s->ts), "%" PRId64, r->now_ms);
+    snprintf(s->nonce, sizeof(s->nonce), "%016" PRIx64 "-%" PRIu64, r->sender,
+             r->seq);
+    s->h[n++] = (struct http_sign_header){HTTP_SIGN_TIME, s->ts};
+    s->h[n++] = (struct http_sign_header){HTTP_SIGN_NONCE, s->nonce};
+    s->h[n++] = (struct http_sign_header){HTTP_SIGN_TO, s->to};
+    if (r->deadline_ms > 0) {
+        snprintf(s->deadline, sizeof(s->deadline), "%" PRId64, r->deadline_ms);
+        s->h[n++] = (struct http_sign_header){HTTP_SIGN_DEADLINE, s->deadline};
+    }
+    c.h = s->h;
+    c.nh = (size_t)n;
+    if ((rc = http_sign(key, &c, sig)) != 0)
+        goto out;
     snprintf(out->sig, sizeof(out->sig), HTTP_SIGN_HEADER ": %s", sig);
-    snprintf(out->time, sizeof(out->time), HTTP_SIGN_TIME ": %s", ts);
-    snprintf(out->nonce, sizeof(out->nonce), HTTP_SIGN_NONCE ": %s", nonce);
+    snprintf(out->time, sizeof(out->time), HTTP_SIGN_TIME ": %s", s->ts);
+    snprintf(out->nonce, sizeof(out->nonce), HTTP_SIGN_NONCE ": %s", s->nonce);
+    snprintf(out->to, sizeof(out->to), HTTP_SIGN_TO ": %s", s->to);
+    out->deadline[0] = '\0';
+    if (r->deadline_ms > 0)
+        snprintf(out->deadline, sizeof(out->deadline),
+                 HTTP_SIGN_DEADLINE ": %s", s->deadline);
+out:
+    free(s);
+    return rc;
 }
 
 static enum http_sign_verdict refuse(enum http_sign_verdict v, char *why,
@@ -107,6 +303,20 @@ refuse(enum http_sign_verdict v, char *why, size_t len, const char *fmt, ...)
     return v;
 }
 
+/* find - the value of c's header name; NULL when absent.  *count: how
+ * many times it is there. */
+static const char *
+find(const struct http_sign_call *c, const char *name, int *count)
+{
+    const char *v = NULL;
+
+    *count = 0;
+    for (size_t i = 0; i < c->nh; i++)
+        if (name_cmp(c->h[i].name, name) == 0 && (*count)++ == 0)
+            v = c->h[i].value;
+    return v;
+}
+
 /* parse_nonce - "<16 hex>-<decimal>" into sender and seq; 0 or -1. */
 static int
 parse_nonce(const char *s, uint64_t *sender, uint64_t *seq)
@@ -123,46 +333,87 @@ parse_nonce(const char *s, uint64_t *sender, uint64_t *seq)
     return errno == 0 && *end == '\0' ? 0 : -1;
 }
 
-/* parse_time - a decimal second count, optionally negative; 0 or -1. */
-static int
-parse_time(const char *s, int64_t *out)
+/* addressed_here - OK when the X-Mayfly-To value to names self: its id
+ * and incarnation, or, from a sender that had not heard it yet, one of
+ * its addresses in a call made since it started (sent at sent_ms); else
+ * ELSEWHERE, with a sentence in why. */
+static enum http_sign_verdict
+addressed_here(const char *to, const struct http_sign_self *self,
+               int64_t sent_ms, char *why, size_t whylen)
 {
+    const char *slash = strchr(to, '/'),
+               *id = self->node_id ? self->node_id : "";
+    size_t idlen = slash != NULL ? (size_t)(slash - to) : 0;
+    uint64_t inc;
     char *end;
 
-    if (s[0] == '\0' || strspn(s, "-0123456789") != strlen(s))
-        return -1;
-    errno = 0;
-    *out = strtoll(s, &end, 10);
-    return errno == 0 && *end == '\0' ? 0 : -1;
+    if (slash != NULL) {
+        if (strlen(id) != idlen || memcmp(to, id, idlen) != 0)
+            return refuse(HTTP_SIGN_ELSEWHERE, why, whylen,
+                          "the call is for node '%.*s', not this one ('%s')",
+                          (int)(idlen > 64 ? 64 : idlen), to, id);
+        inc = strtoull(slash + 1, &end, 16);
+        if (strlen(slash + 1) != 16 || *end != '\0' || inc != self->incarnation)
+            return refuse(HTTP_SIGN_ELSEWHERE, why, whylen,
+                          "the call is for incarnation %.16s of this node, "
+                          "which is %016" PRIx64 " now",
+                          slash + 1, self->incarnation);
+        return HTTP_SIGN_OK;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (self->addr[i] == NULL || self->addr[i][0] == '\0' ||
+            strcmp(to, self->addr[i]) != 0)
+            continue;
+        if (sent_ms < self->since_ms)
+            return refuse(HTTP_SIGN_ELSEWHERE, why, whylen,
+                          "the call was made before this node started "
+                          "(for an earlier incarnation)");
+        return HTTP_SIGN_OK;
+    }
+    return refuse(HTTP_SIGN_ELSEWHERE, why, whylen,
+                  "the call is for %.255s, which is not this node's address",
+                  to);
 }
 
 /* http_sign_check - see sign.h. */
 enum http_sign_verdict
-http_sign_check(const struct http_sign_call *c, const char *key, int64_t now_s,
-                uint64_t *sender, uint64_t *seq, char *why, size_t whylen)
+http_sign_check(const struct http_sign_call *c, const char *key,
+                const struct http_sign_self *self, int64_t now_ms,
+                struct http_sign_seen *seen, char *why, size_t whylen)
 {
-    const char *sig = c->sig, *ts = c->time, *nonce = c->nonce;
+    const char *sig, *ts, *nonce, *to, *dl;
     char want[HTTP_SIGN_HEX];
+    int n[5];
     int64_t t;
 
-    if (sig == NULL)
+    if ((sig = find(c, HTTP_SIGN_HEADER, &n[0])) == NULL)
         return HTTP_SIGN_ABSENT;
-    if (ts == NULL || nonce == NULL || parse_time(ts, &t) != 0 ||
-        parse_nonce(nonce, sender, seq) != 0)
+    if (n[0] > 1 || http_sign(key, c, want) != 0)
         return refuse(HTTP_SIGN_BAD, why, whylen,
-                      "a signed call carries " HTTP_SIGN_TIME
-                      " (seconds) and " HTTP_SIGN_NONCE " (<16 hex>-<count>)");
-    http_sign(key, c->method, c->target, c->body != NULL ? c->body : "",
-              c->body != NULL ? c->len : 0, ts, nonce, want);
+                      "a signed call names each X-Mayfly- header once, "
+                      "%d of them at most",
+                      HTTP_SIGN_HEADERS_MAX);
     if (strlen(sig) != HTTP_SIGN_HEX - 1 ||
         !memeql_sec(sig, want, HTTP_SIGN_HEX - 1))
         return refuse(HTTP_SIGN_BAD, why, whylen,
                       HTTP_SIGN_HEADER " does not match the call: altered, "
                                        "or signed with another secret");
-    if (t < now_s - HTTP_SIGN_WINDOW_S || t > now_s + HTTP_SIGN_WINDOW_S)
+    ts = find(c, HTTP_SIGN_TIME, &n[1]);
+    nonce = find(c, HTTP_SIGN_NONCE, &n[2]);
+    to = find(c, HTTP_SIGN_TO, &n[3]);
+    dl = find(c, HTTP_SIGN_DEADLINE, &n[4]);
+    seen->deadline_ms = 0;
+    if (ts == NULL || nonce == NULL || to == NULL || http_sign_ms(ts, &t) ||
+        parse_nonce(nonce, &seen->sender, &seen->seq) != 0 ||
+        (dl != NULL && http_sign_ms(dl, &seen->deadline_ms) != 0))
+        return refuse(HTTP_SIGN_BAD, why, whylen,
+                      "a signed call carries " HTTP_SIGN_TIME
+                      " (ms), " HTTP_SIGN_NONCE " (<16 hex>-<count>) "
+                      "and " HTTP_SIGN_TO);
+    if (t < now_ms - HTTP_SIGN_WINDOW_MS || t > now_ms + HTTP_SIGN_WINDOW_MS)
         return refuse(HTTP_SIGN_STALE, why, whylen,
-                      HTTP_SIGN_TIME " %s is more than %d s from this "
+                      HTTP_SIGN_TIME " %s is more than %d ms from this "
                                      "node's clock (%" PRId64 ")",
-                      ts, HTTP_SIGN_WINDOW_S, now_s);
-    return HTTP_SIGN_OK;
+                      ts, HTTP_SIGN_WINDOW_MS, now_ms);
+    return addressed_here(to, self, t, why, whylen);
 }

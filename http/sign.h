@@ -1,19 +1,38 @@
 /*
  * sign.h - the signature every call between nodes carries (SPEC §10), in
  * place of the cluster secret: an HMAC-SHA256, keyed by the secret, over
+ * everything in the call that carries meaning:
  *
- *   method "\n" target "\n" hex(SHA-256(body)) "\n" timestamp "\n" nonce
+ *   "mayfly-call-2\n" F(method) F(target) F(hex(SHA-256(body)))
+ *   then, for every X-Mayfly-* header but X-Mayfly-Signature, sorted by
+ *   name (ASCII, case-insensitive): F(lowercased name) F(value)
  *
- * where target is the request's path and query as sent, timestamp the
- * sender's wall clock in seconds (X-Mayfly-Timestamp) and nonce
- * "<sender>-<seq>" (X-Mayfly-Nonce): 16 hex digits that name one sending
- * process (random at its start) and a count that process never repeats.
- * The receiver refuses (401) a call whose signature does not match (any
- * part altered), whose timestamp is more than HTTP_SIGN_WINDOW_S from its
- * own clock, or whose nonce it has seen (shm/nonce.h: a replay).  Clocks
- * of the nodes must agree within that window.
+ * where F(s) is s's length in decimal, ':', s and '\n' (so no value can
+ * pass for two fields), target is the request's path and query as sent,
+ * and a value is the header's, spaces and tabs around it left out.  A
+ * call names one header at most once.  Among the signed headers:
  *
- * Pure functions over strings; no state, no locking.
+ *   X-Mayfly-Timestamp  the sender's wall clock, ms since the epoch
+ *   X-Mayfly-Nonce      "<sender>-<seq>": 16 hex digits naming one sending
+ *                       process (random at its start) and a count it
+ *                       never repeats
+ *   X-Mayfly-To         the node the call is for: "<node id>/<incarnation,
+ *                       16 hex>" when the sender has heard it, else the
+ *                       "host:port" it dialled
+ *   X-Mayfly-Deadline   (optional) the sender's wall clock, ms, at which it
+ *                       stops waiting for the answer
+ *
+ * and the sender's own (X-Mayfly-Node, -Client, -Incarnation, -State,
+ * -Forwarded, -Withdraw...): a header added, dropped or changed on the way
+ * breaks the signature.  The receiver refuses (401) a call whose signature
+ * does not match, whose timestamp is more than HTTP_SIGN_WINDOW_MS from
+ * its own clock, or that is addressed to another node or to another
+ * incarnation of this one (an address names this node only for calls made
+ * after it started); then (http/node_call.h) one whose nonce it has seen,
+ * and one whose deadline passed.  Clocks of the nodes must agree within
+ * the window; deadlines ask more (node_call.h).
+ *
+ * Pure functions over strings; no state, no locking.  Errors: 0 or -errno.
  */
 #ifndef MAYFLY_HTTP_SIGN_H
 #define MAYFLY_HTTP_SIGN_H
@@ -21,65 +40,121 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HTTP_SIGN_HEADER    "X-Mayfly-Signature"
-#define HTTP_SIGN_TIME      "X-Mayfly-Timestamp"
-#define HTTP_SIGN_NONCE     "X-Mayfly-Nonce"
-#define HTTP_SIGN_WINDOW_S  30
-#define HTTP_SIGN_HEX       65 /* 64 hex digits and a NUL */
-#define HTTP_SIGN_NONCE_MAX 40 /* "<16 hex>-<up to 20 digits>" and a NUL */
+#define HTTP_SIGN_PREFIX      "X-Mayfly-"
+#define HTTP_SIGN_HEADER      "X-Mayfly-Signature"
+#define HTTP_SIGN_TIME        "X-Mayfly-Timestamp"
+#define HTTP_SIGN_NONCE       "X-Mayfly-Nonce"
+#define HTTP_SIGN_TO          "X-Mayfly-To"
+#define HTTP_SIGN_DEADLINE    "X-Mayfly-Deadline"
+#define HTTP_SIGN_WINDOW_MS   30000
+#define HTTP_SIGN_HEX         65  /* 64 hex digits and a NUL */
+#define HTTP_SIGN_NONCE_MAX   40  /* "<16 hex>-<up to 20 digits>" and a NUL */
+#define HTTP_SIGN_TO_MAX      260 /* a host:port (255) or "<id>/<16 hex>" */
+#define HTTP_SIGN_HEADERS_MAX 24  /* X-Mayfly-* headers one call may carry */
 
-/* One call's signature headers, as "Name: value" lines. */
-struct http_sign_lines {
-    char sig[sizeof(HTTP_SIGN_HEADER) + 2 + HTTP_SIGN_HEX];
-    char time[sizeof(HTTP_SIGN_TIME) + 2 + 24];
-    char nonce[sizeof(HTTP_SIGN_NONCE) + 2 + HTTP_SIGN_NONCE_MAX];
+/* One header of a call. */
+struct http_sign_header {
+    const char *name, *value;
 };
 
-/*
- * http_sign - the hex HMAC of one call into out (HTTP_SIGN_HEX bytes),
- * keyed by key (the cluster secret, NUL-terminated).
- */
-void http_sign(const char *key, const char *method, const char *target,
-               const void *body, size_t len, const char *timestamp,
-               const char *nonce, char *out);
-
-/*
- * http_sign_lines - the three header lines for a call sent now (wall
- * clock) by sender with count seq.
- */
-void http_sign_lines(const char *key, uint64_t sender, uint64_t seq,
-                     const char *method, const char *target, const void *body,
-                     size_t len, struct http_sign_lines *out);
-
-/* What a call's signature headers say. */
-enum http_sign_verdict {
-    HTTP_SIGN_ABSENT, /* no X-Mayfly-Signature: not a node's call */
-    HTTP_SIGN_OK,     /* signed by a holder of the key, within the window:
-                         *sender and *seq are its nonce (check for replay) */
-    HTTP_SIGN_BAD,    /* malformed, altered, or another key's */
-    HTTP_SIGN_STALE,  /* timestamp outside the window */
-};
-
-/* One received call: what was signed, and its three headers (NULL when
- * absent). */
+/* A call, as sent or received: headers lists its X-Mayfly-* headers, the
+ * signature's included or not, in any order (other headers listed are
+ * ignored). */
 struct http_sign_call {
     const char *method, *target;
     const void *body;
     size_t len;
-    const char *sig, *time, *nonce;
+    const struct http_sign_header *h;
+    size_t nh;
 };
 
 /*
- * http_sign_check - the verdict on call c at wall-clock second now_s, with
- * a sentence saying why in why when it is not OK.  The signature is
+ * http_sign - the hex HMAC of call c into out (HTTP_SIGN_HEX bytes), keyed
+ * by key (the cluster secret, NUL-terminated).  0, or -EINVAL when c names
+ * a header twice or has more than HTTP_SIGN_HEADERS_MAX of them.
+ */
+int http_sign(const char *key, const struct http_sign_call *c, char *out);
+
+/* Where a call goes: the address dialled, and the node's id and
+ * incarnation when known (node_id NULL or "", or incarnation 0: not). */
+struct http_sign_to {
+    const char *addr;
+    const char *node_id;
+    uint64_t incarnation;
+};
+
+/* One call to sign. */
+struct http_sign_req {
+    const char *method, *target;
+    const void *body;
+    size_t len;
+    const char *const *lines; /* the call's own "Name: value" header lines;
+                                 the X-Mayfly-* ones are signed */
+    size_t nlines;
+    struct http_sign_to to;
+    uint64_t sender, seq; /* the nonce */
+    int64_t now_ms;       /* the wall clock (http_sign_now_ms) */
+    int64_t deadline_ms;  /* the same clock; 0: none */
+};
+
+/* The header lines the signer adds, "Name: value"; deadline is "" when the
+ * call has none. */
+struct http_sign_lines {
+    char sig[sizeof(HTTP_SIGN_HEADER) + 2 + HTTP_SIGN_HEX];
+    char time[sizeof(HTTP_SIGN_TIME) + 2 + 24];
+    char nonce[sizeof(HTTP_SIGN_NONCE) + 2 + HTTP_SIGN_NONCE_MAX];
+    char to[sizeof(HTTP_SIGN_TO) + 2 + HTTP_SIGN_TO_MAX];
+    char deadline[sizeof(HTTP_SIGN_DEADLINE) + 2 + 24];
+};
+
+/*
+ * http_sign_lines - the lines that sign call r.  0, or -EINVAL: a line of
+ * r without a colon, one of the signer's own headers among r's lines, a
+ * destination too long, or what http_sign refuses.
+ */
+int http_sign_lines(const char *key, const struct http_sign_req *r,
+                    struct http_sign_lines *out);
+
+/* What a call's signature headers say. */
+enum http_sign_verdict {
+    HTTP_SIGN_ABSENT,    /* no X-Mayfly-Signature: not a node's call */
+    HTTP_SIGN_OK,        /* signed by a holder of the key, within the
+                            window, for this node (check the nonce) */
+    HTTP_SIGN_BAD,       /* malformed, altered, or another key's */
+    HTTP_SIGN_STALE,     /* timestamp outside the window */
+    HTTP_SIGN_ELSEWHERE, /* for another node, or another incarnation */
+};
+
+/* Who receives: this node's id and incarnation, the addresses peers dial
+ * it at (NULL or "": none), and when this incarnation started (wall ms). */
+struct http_sign_self {
+    const char *node_id;
+    uint64_t incarnation;
+    const char *addr[2];
+    int64_t since_ms;
+};
+
+/* What an OK call says of itself. */
+struct http_sign_seen {
+    uint64_t sender, seq; /* its nonce: check for replay */
+    int64_t deadline_ms;  /* 0: none */
+};
+
+/*
+ * http_sign_check - the verdict on call c for self at wall-clock now_ms,
+ * with a sentence saying why in why when it is not OK.  The signature is
  * compared in constant time.
  */
-enum http_sign_verdict http_sign_check(const struct http_sign_call *c,
-                                       const char *key, int64_t now_s,
-                                       uint64_t *sender, uint64_t *seq,
-                                       char *why, size_t whylen);
+enum http_sign_verdict
+http_sign_check(const struct http_sign_call *c, const char *key,
+                const struct http_sign_self *self, int64_t now_ms,
+                struct http_sign_seen *seen, char *why, size_t whylen);
 
-/* http_sign_now - the wall clock in seconds, as timestamps are. */
-int64_t http_sign_now(void);
+/* http_sign_ms - a decimal count of ms (a timestamp or deadline) into out:
+ * digits only, at most 18.  0 or -EINVAL. */
+int http_sign_ms(const char *s, int64_t *out);
+
+/* http_sign_now_ms - the wall clock in ms, as timestamps are. */
+int64_t http_sign_now_ms(void);
 
 #endif

@@ -5,8 +5,10 @@
  *
  * One libcurl multi client inside the master's epoll.  Every call is
  * signed with the cluster secret (http/sign.h; over HTTPS with
- * cluster_tls_*) and says who sends it: node id, client address,
- * incarnation and state.  The modules that send call down into this one;
+ * cluster_tls_*) for the peer it goes to (its id and incarnation as
+ * membership heard them: master_membership_start gives the client its
+ * identify), with its deadline (now plus the call's timeout), and says who
+ * sends it: node id, client address, incarnation and state, all signed.  The modules that send call down into this one;
  * it calls none of them (what state to say comes through the function
  * given at start).  Master only, single-threaded.
  */

@@ -13,8 +13,19 @@
  * request waits for one, up to the deadline: then 503 no_leader (or 503 timeout
  * when a proposal did not commit in time), with Retry-After.  A leadership that
  * changes under a request (an entry lost to another leader's, a leader that
- * answers 503) sends it to the next leader within the same deadline:
- * declarations and deletions are idempotent.
+ * answers 503 or refuses the call) sends it to the next leader within the
+ * same deadline: declarations and deletions are idempotent.
+ *
+ * A refusal stays a refusal.  The deadline is the caller's, when its call
+ * names one (http/node_call.h: a worker's, or the follower's that passed
+ * the request on), less CONFIGURE_RELAY_MS for the answer's way back: a
+ * leader proposes only before it (master_raft_propose refuses later), since
+ * an entry in the log commits whether anyone still waits for it or not.
+ * A call that comes after its deadline is refused on arrival, and one
+ * given up resets its connection (http/client.h), so a request answered
+ * 503 here is not applied later, when a partition heals.  What remains:
+ * the leader's answer lost in the instant between its append and its
+ * reply (the entry then commits, answered 503 here).
  */
 #include "master/configure.h"
 
@@ -27,6 +38,7 @@
 #include "http/buf.h"
 #include "http/client.h"
 #include "http/errors.h"
+#include "http/node_call.h"
 #include "http/parse.h"
 #include "http/peer_answer.h"
 #include "http/reply.h"
@@ -166,7 +178,9 @@ relayed(void *arg, struct http_client_resp *r)
     struct conf_call *c = arg;
 
     if (r->err != 0) {
-        c->state = CALL_WAITING; /* try again with whoever leads next */
+        /* No answer, or the call refused (-EACCES: an incarnation of the
+         * leader we have not heard yet): whoever leads next, in time. */
+        c->state = CALL_WAITING;
         return;
     }
     if (r->status == 201 || r->status == 200) {
@@ -213,14 +227,19 @@ advance(struct conf_call *c)
 {
     struct master *m = c->m;
     const char *leader;
+    int rc;
 
     switch (c->state) {
     case CALL_WAITING:
         if (master_raft_is_leader(m)) {
             /* A lone voter commits inside propose, and done frees c. */
             c->state = CALL_PROPOSED;
-            if (master_raft_propose(m, &c->cmd, c->deadline - shm_now_ms(),
-                                    committed, c, &c->index) != 0)
+            rc = master_raft_propose(m, &c->cmd, c->deadline, committed, c,
+                                     &c->index);
+            if (rc == -ETIMEDOUT)
+                fail(c, "timeout",
+                     "its caller's deadline left no time to commit it");
+            else if (rc != 0)
                 c->state = CALL_WAITING;
         } else if (!c->forwarded_in &&
                    (leader = master_raft_leader_addr(m)) != NULL) {
@@ -307,13 +326,34 @@ effective(struct master *m, struct http_request *req,
     return 0;
 }
 
+/* wait_ms - how long req may wait here: CONFIGURE_WAIT_MS (less the
+ * relay's margin for a follower's), and never past its caller's deadline
+ * less that margin; <= 0 when no time is left. */
+static int64_t
+wait_ms(struct http_request *req, int forwarded_in)
+{
+    int64_t own = CONFIGURE_WAIT_MS - (forwarded_in ? CONFIGURE_RELAY_MS : 0);
+    int64_t left = http_node_call_left_ms(req);
+
+    if (left != INT64_MAX && left - CONFIGURE_RELAY_MS < own)
+        return left - CONFIGURE_RELAY_MS;
+    return own;
+}
+
 /* start - park req as a call for cmd and move it along. */
 static void
 start(struct master *m, struct http_request *req, const struct decl_cmd *cmd)
 {
-    struct conf_call *c = calloc(1, sizeof(*c));
+    int forwarded_in = http_request_header(req, CLUSTER_FWD_HEADER) != NULL;
+    int64_t wait = wait_ms(req, forwarded_in);
+    struct conf_call *c;
 
-    if (c == NULL) {
+    if (wait <= 0) {
+        http_reply_error(req, 503, "timeout",
+                         "the caller's deadline leaves no time to commit it");
+        return;
+    }
+    if ((c = calloc(1, sizeof(*c))) == NULL) {
         http_reply_errno(req, -ENOMEM, "configure");
         return;
     }
@@ -322,9 +362,8 @@ start(struct master *m, struct http_request *req, const struct decl_cmd *cmd)
     c->cmd = *cmd;
     memcpy(c->name, cmd->name, cmd->len);
     c->cmd.name = c->name;
-    c->forwarded_in = http_request_header(req, CLUSTER_FWD_HEADER) != NULL;
-    c->deadline = shm_now_ms() + CONFIGURE_WAIT_MS -
-                  (c->forwarded_in ? CONFIGURE_RELAY_MS : 0);
+    c->forwarded_in = forwarded_in;
+    c->deadline = shm_now_ms() + (uint64_t)wait;
     c->next = calls;
     calls = c;
     http_request_suspend(req);

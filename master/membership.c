@@ -15,6 +15,9 @@
 #include <string.h>
 
 #include "http/buf.h"
+#include "http/client.h"
+#include "http/node_call.h"
+#include "http/sign.h"
 #include "master/cluster_client.h"
 #include "master/groups.h"
 #include "master/handover.h"
@@ -28,6 +31,55 @@ static int
 addr_cmp(const void *a, const void *b)
 {
     return strcmp(a, b);
+}
+
+/* copy_id - a node's id and incarnation for a signature; 0, or -ENOENT
+ * when either is unknown. */
+static int
+copy_id(const char *from, uint64_t from_inc, char *id, size_t idlen,
+        uint64_t *inc)
+{
+    if (from[0] == '\0' || from_inc == 0 || strlen(from) >= idlen)
+        return -ENOENT;
+    memcpy(id, from, strlen(from) + 1);
+    *inc = from_inc;
+    return 0;
+}
+
+/*
+ * identify - who is at addr, for the signature of a call there
+ * (http_client_identify_fn).  It runs in the master, whose members are
+ * current, and in the workers, each with the copy of m it was forked
+ * with: a worker calls only its own master's cluster port (this node,
+ * whose id and incarnation never change) and peers' client ports, which
+ * the status page names with their incarnations as the master last heard
+ * them.
+ */
+static int
+identify(void *arg, enum http_client_port port, const char *addr, char *id,
+         size_t idlen, uint64_t *inc)
+{
+    const struct master *m = arg;
+    const struct master_members *r = &m->members;
+    struct shm_status_view v;
+
+    if (port == HTTP_CLIENT_CLUSTER) {
+        if (strcmp(addr, m->ws.cluster_addr) == 0)
+            return copy_id(m->cfg.node_id, m->incarnation, id, idlen, inc);
+        for (int i = 0; i < r->n; i++)
+            if (strcmp(addr, r->addr[i]) == 0)
+                return i == r->self
+                           ? copy_id(m->cfg.node_id, m->incarnation, id, idlen,
+                                     inc)
+                           : copy_id(r->id[i], r->inc[i], id, idlen, inc);
+        return -ENOENT;
+    }
+    shm_status_read(m->seg.status, &v);
+    for (uint32_t i = 0; i < v.nmembers && i < SHM_STATUS_MEMBERS; i++)
+        if (strcmp(addr, v.members[i].addr) == 0)
+            return copy_id(v.members[i].id, v.members[i].incarnation, id, idlen,
+                           inc);
+    return -ENOENT;
 }
 
 int
@@ -54,6 +106,14 @@ master_membership_start(struct master *m)
         }
     }
     snprintf(r->id[r->self], sizeof(r->id[0]), "%s", m->cfg.node_id);
+    http_node_call_self(&(struct http_sign_self){
+        m->cfg.node_id,
+        m->incarnation,
+        {r->addr[r->self], m->cfg.advertise},
+        http_sign_now_ms(),
+    });
+    m->ws.peers.identify = identify;
+    m->ws.peers.identify_arg = m;
     return 0;
 }
 

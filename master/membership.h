@@ -48,8 +48,11 @@ struct master_peer_word {
 
 /*
  * master_membership_start - number the members: self and peers by cluster
- * address, sorted, so every node numbers them alike.  -EINVAL (logged)
- * when an address is listed twice.
+ * address, sorted, so every node numbers them alike; and say who this
+ * node is and who its peers are to the signature of calls between nodes
+ * (http/node_call.h, and m->ws.peers.identify, which the master's client
+ * and the workers' use).  Before the workers fork.  -EINVAL (logged) when
+ * an address is listed twice.
  */
 int master_membership_start(struct master *m);
 

@@ -365,15 +365,17 @@ master_raft_receive(struct master *m, const void *buf, size_t len,
 
 int
 master_raft_propose(struct master *m, const struct decl_cmd *cmd,
-                    uint64_t timeout_ms, master_raft_done_fn *done, void *arg,
+                    uint64_t deadline, master_raft_done_fn *done, void *arg,
                     uint64_t *index)
 {
-    struct master_proposal *p = calloc(1, sizeof(*p));
+    struct master_proposal *p;
     void *buf;
     size_t len;
     int rc;
 
-    if (p == NULL)
+    if (shm_now_ms() >= deadline)
+        return -ETIMEDOUT;
+    if ((p = calloc(1, sizeof(*p))) == NULL)
         return -ENOMEM;
     if ((rc = decl_encode(cmd, &buf, &len)) != 0) {
         free(p);
@@ -389,7 +391,7 @@ master_raft_propose(struct master *m, const struct decl_cmd *cmd,
     *index = p->index;
     raft_status(m->raft.core, &m->raft.st);
     p->term = m->raft.st.term;
-    p->deadline = shm_now_ms() + timeout_ms;
+    p->deadline = deadline;
     p->done = done;
     p->arg = arg;
     p->next = m->raft.pending;

@@ -72,13 +72,16 @@ int master_raft_receive(struct master *m, const void *buf, size_t len,
  * in *index (before done can run); done(arg, rc) runs once:
  * 0 when it has committed and been applied here and by every live or
  * starting member (each says so in its answers to the leader), or when it
- * has committed and timeout_ms ran out first (see settle() for what that
- * answer means); an error when it did not commit.  -EPERM when not leader
- * (done is not called then).
+ * has committed and the deadline (shm_now_ms() time) came first (see
+ * settle() for what that answer means); an error when it did not commit.
+ * Returns -ETIMEDOUT, appending nothing, when the deadline has come: an
+ * entry in the log commits whether its sender still waits or not, so a
+ * proposal its sender gave up on must never go in.  -EPERM when not
+ * leader.  done is not called on an error returned.
  */
 int master_raft_propose(struct master *m, const struct decl_cmd *cmd,
-                        uint64_t timeout_ms, master_raft_done_fn *done,
-                        void *arg, uint64_t *index);
+                        uint64_t deadline, master_raft_done_fn *done, void *arg,
+                        uint64_t *index);
 
 /* master_raft_cancel - forget the proposals started with arg: their done
  * will not run (the caller answered them otherwise). */

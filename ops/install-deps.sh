@@ -10,7 +10,7 @@ libcurl4-openssl-dev libxxhash-dev nettle-dev libncurses-dev libjwt-gnutls-dev"
 case "${1:-test}" in
 test) pkgs="$pkgs libcriterion-dev curl prometheus clang-format man-db groff-base
 clang libclang-rt-14-dev tmux chromium build-essential debhelper dpkg-dev
-lintian adduser openssl gdb" ;;
+lintian adduser openssl gdb iptables iproute2" ;;
 bench) pkgs="$pkgs redis-server nats-server libhiredis-dev libnats-dev wrk openssl" ;;
 soak) pkgs="$pkgs curl gnuplot-nox" ;;
 build) ;;

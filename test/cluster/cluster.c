@@ -101,12 +101,20 @@ cl_start(struct cl *c, int i, const char *opts)
 }
 
 void
-cl_sign(const struct cl *c, const char *method, const char *path,
-        const char *body, struct http_sign_lines *out)
+cl_addr(const struct cl *c, int i, enum cl_port port, char *out, size_t len)
+{
+    snprintf(out, len, "%s:%d", c->addr[i],
+             port == CL_CLUSTER_PORT ? c->cport[i] : c->node[i].port);
+}
+
+void
+cl_sign_req(const struct cl *c, struct http_sign_req *r,
+            struct http_sign_lines *out)
 {
     static uint64_t sender, seq;
     char secret[200] = "";
     FILE *f = fopen(c->secret_file, "r");
+    size_t n = 0;
 
     cr_assert(f, "%s", c->secret_file);
     cr_assert(fgets(secret, sizeof(secret), f));
@@ -115,8 +123,57 @@ cl_sign(const struct cl *c, const char *method, const char *path,
     while (sender == 0)
         cr_assert_eq(getrandom(&sender, sizeof(sender), 0),
                      (ssize_t)sizeof(sender));
-    http_sign_lines(secret, sender, ++seq, method, path, body ? body : "",
-                    body ? strlen(body) : 0, out);
+    r->sender = sender;
+    r->seq = ++seq;
+    if (r->now_ms == 0)
+        r->now_ms = http_sign_now_ms();
+    if (r->body == NULL)
+        r->body = "";
+    while (r->lines != NULL && r->nlines == 0 && r->lines[n] != NULL)
+        n++;
+    if (r->nlines == 0)
+        r->nlines = n;
+    cr_assert_eq(http_sign_lines(secret, r, out), 0, "cl_sign_req");
+}
+
+void
+cl_sign(const struct cl *c, int i, enum cl_port port, const char *method,
+        const char *path, const char *body, const char *const *lines,
+        struct http_sign_lines *out)
+{
+    char addr[64];
+    struct http_sign_req r = {
+        .method = method,
+        .target = path,
+        .body = body,
+        .len = body ? strlen(body) : 0,
+        .lines = lines,
+        .to = {addr, NULL, 0},
+    };
+
+    cl_addr(c, i, port, addr, sizeof(addr));
+    cl_sign_req(c, &r, out);
+}
+
+const char *const *
+cl_headers(const char *const *lines, const struct http_sign_lines *l,
+           const char **out, size_t cap)
+{
+    size_t n = 0;
+
+    for (; lines != NULL && lines[n] != NULL; n++) {
+        cr_assert(n + 6 < cap, "cl_headers: room for %zu", cap);
+        out[n] = lines[n];
+    }
+    cr_assert(n + 6 <= cap, "cl_headers: room for %zu", cap);
+    out[n++] = l->sig;
+    out[n++] = l->time;
+    out[n++] = l->nonce;
+    out[n++] = l->to;
+    if (l->deadline[0])
+        out[n++] = l->deadline;
+    out[n] = NULL;
+    return out;
 }
 
 void

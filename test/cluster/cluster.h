@@ -61,14 +61,41 @@ int cl_owner(const char *queue, const char *part, unsigned live);
  * any subset), into out; fails the test if none. */
 void cl_part_owned_by(const char *queue, int o, int max, char *out, size_t len);
 
+/* Which port of a node a call goes to. */
+enum cl_port {
+    CL_CLIENT_PORT,
+    CL_CLUSTER_PORT,
+};
+
+/* cl_addr - node i's address for port, "127.0.0.N:port", into out. */
+void cl_addr(const struct cl *c, int i, enum cl_port port, char *out,
+             size_t len);
+
 /*
- * cl_sign - the signature lines a node sends with a call (http/sign.h):
- * method, path (path and query as sent) and body (NULL: none) signed now
- * with the cluster's secret, under a nonce of this test process never
- * used before.
+ * cl_sign_req - the signature lines a node sends with call r
+ * (http/sign.h), signed with the cluster's secret under a nonce of this
+ * test process never used before (r's sender and seq are set), at r's
+ * now_ms (0: the clock's now).
  */
-void cl_sign(const struct cl *c, const char *method, const char *path,
-             const char *body, struct http_sign_lines *out);
+void cl_sign_req(const struct cl *c, struct http_sign_req *r,
+                 struct http_sign_lines *out);
+
+/*
+ * cl_sign - cl_sign_req for method, path (path and query as sent) and
+ * body (NULL: none) to node i's port, addressed as a sender that has not
+ * heard that node yet addresses it (its address), with no deadline; lines
+ * are the call's own X-Mayfly- header lines (NULL-terminated, or NULL),
+ * which are signed with it.
+ */
+void cl_sign(const struct cl *c, int i, enum cl_port port, const char *method,
+             const char *path, const char *body, const char *const *lines,
+             struct http_sign_lines *out);
+
+/* cl_headers - lines (NULL-terminated, or NULL) then l's, as a
+ * NULL-terminated list in out (cap entries at least 8 more than lines). */
+const char *const *cl_headers(const char *const *lines,
+                              const struct http_sign_lines *l, const char **out,
+                              size_t cap);
 
 /* cl_start_all, cl_kill_all - every node, as cl_start and cl_kill do. */
 void cl_start_all(struct cl *c, const char *opts);

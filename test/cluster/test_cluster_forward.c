@@ -486,11 +486,12 @@ static long
 fwd_req(int i, const char *method, const char *path, const char *body,
         struct itest_resp *r)
 {
+    static const char *const fwd[] = {"X-Mayfly-Forwarded: 1", NULL};
     struct http_sign_lines l;
+    const char *h[16];
 
-    cl_sign(&c, method, path, body, &l);
-    const char *const h[] = {"X-Mayfly-Forwarded: 1", l.sig, l.time, l.nonce,
-                             NULL};
+    cl_sign(&c, i, CL_CLIENT_PORT, method, path, body, fwd, &l);
+    cl_headers(fwd, &l, h, 16);
     return itest_req_with(&c.node[i], method, path, body, h, r);
 }
 

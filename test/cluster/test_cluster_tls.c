@@ -209,18 +209,21 @@ Test(cluster_tls, the_cluster_port_wants_a_certificate_of_the_cluster_ca)
     struct http_sign_lines l;
     const char *hb = "9"; /* no such member: answered 400 once admitted */
 
-    cl_sign(&c, "POST", "/cluster/v1/heartbeat", hb, &l);
-    const char *const h[] = {l.sig, l.time, l.nonce, NULL};
+    cl_sign(&c, 0, CL_CLUSTER_PORT, "POST", "/cluster/v1/heartbeat", hb, NULL,
+            &l);
+    const char *const h[] = {l.sig, l.time, l.nonce, l.to, NULL};
     /* no certificate, or one another CA signed: refused */
     long st = cluster_call(0, NULL, "/cluster/v1/heartbeat", hb, h, &r);
     cr_expect(st == 401 || st == 0, "without a certificate: %ld", st);
     cr_expect(st == 0 || strstr(r.body, "client certificate"), "%s", r.body);
-    cl_sign(&c, "POST", "/cluster/v1/heartbeat", hb, &l);
+    cl_sign(&c, 0, CL_CLUSTER_PORT, "POST", "/cluster/v1/heartbeat", hb, NULL,
+            &l);
     st = cluster_call(0, "stranger", "/cluster/v1/heartbeat", hb, h, &r);
     cr_expect(st == 401 || st == 0, "a stranger's certificate: %ld", st);
     cr_expect(st == 0 || strstr(r.body, "client certificate"), "%s", r.body);
     /* the cluster's certificate and a good signature: admitted */
-    cl_sign(&c, "POST", "/cluster/v1/heartbeat", hb, &l);
+    cl_sign(&c, 0, CL_CLUSTER_PORT, "POST", "/cluster/v1/heartbeat", hb, NULL,
+            &l);
     cr_expect_eq(cluster_call(0, "node", "/cluster/v1/heartbeat", hb, h, &r),
                  400, "admitted, and the body judged");
     /* the same call again: a replay */
@@ -233,15 +236,19 @@ Test(cluster_tls, the_cluster_port_wants_a_certificate_of_the_cluster_ca)
                  401);
 }
 
+#define FWD "X-Mayfly-Forwarded: 1"
+static const char *const fwd_signed[] = {FWD, NULL};
+
 /* signed_req - method path body to node i's client port with the given
- * signature lines, marked forwarded (and extra, if not NULL). */
+ * signature lines (signed with fwd_signed), marked forwarded (and extra, if not
+ * NULL). */
 static long
 signed_req(int i, const char *method, const char *path, const char *body,
            const struct http_sign_lines *l, const char *extra,
            struct itest_resp *r)
 {
-    const char *const h[] = {
-        "X-Mayfly-Forwarded: 1", l->sig, l->time, l->nonce, extra, NULL};
+    const char *const h[] = {FWD,   l->sig, l->time, l->nonce,
+                             l->to, extra,  NULL};
     return itest_req_with(&c.node[i], method, path, body, h, r);
 }
 
@@ -257,7 +264,7 @@ Test(cluster_tls, a_replayed_or_altered_signed_call_is_refused)
              "{\"queue\":\"tls-sig\",\"partition\":\"%s\","
              "\"messages\":[{\"payload\":1}]}",
              p);
-    cl_sign(&c, "POST", push, body, &l);
+    cl_sign(&c, 0, CL_CLIENT_PORT, "POST", push, body, fwd_signed, &l);
     cr_assert_eq(signed_req(0, "POST", push, body, &l, NULL, &r), 201, "%s",
                  r.body);
     itest_resp_free(&r);
@@ -269,7 +276,7 @@ Test(cluster_tls, a_replayed_or_altered_signed_call_is_refused)
     itest_resp_free(&r);
 
     /* its body altered */
-    cl_sign(&c, "POST", push, body, &l);
+    cl_sign(&c, 0, CL_CLIENT_PORT, "POST", push, body, fwd_signed, &l);
     snprintf(altered, sizeof(altered),
              "{\"queue\":\"tls-sig\",\"partition\":\"%s\","
              "\"messages\":[{\"payload\":2}]}",
@@ -281,7 +288,7 @@ Test(cluster_tls, a_replayed_or_altered_signed_call_is_refused)
     /* its path altered */
     snprintf(path, sizeof(path),
              "/api/v1/ephemeral/pop?queue=tls-sig&partition=%s", p);
-    cl_sign(&c, "GET", path, NULL, &l);
+    cl_sign(&c, 0, CL_CLIENT_PORT, "GET", path, NULL, fwd_signed, &l);
     snprintf(path, sizeof(path),
              "/api/v1/ephemeral/pop?queue=tls-sig&partition=%s&batch=5", p);
     cr_expect_eq(signed_req(0, "GET", path, NULL, &l, NULL, &r), 401, "%s",
@@ -290,21 +297,18 @@ Test(cluster_tls, a_replayed_or_altered_signed_call_is_refused)
 
     /* a timestamp outside the window, signed as such */
     struct http_sign_lines stale;
-    char ts[24], sig[HTTP_SIGN_HEX], nonce[HTTP_SIGN_NONCE_MAX];
-    snprintf(ts, sizeof(ts), "%lld",
-             (long long)http_sign_now() - 3 * HTTP_SIGN_WINDOW_S);
-    snprintf(nonce, sizeof(nonce), "00000000000000a1-1");
-    {
-        char secret[200] = "";
-        FILE *f = fopen(c.secret_file, "r");
-        cr_assert(f && fgets(secret, sizeof(secret), f));
-        fclose(f);
-        secret[strcspn(secret, "\r\n")] = '\0';
-        http_sign(secret, "POST", push, body, strlen(body), ts, nonce, sig);
-    }
-    snprintf(stale.sig, sizeof(stale.sig), HTTP_SIGN_HEADER ": %s", sig);
-    snprintf(stale.time, sizeof(stale.time), HTTP_SIGN_TIME ": %s", ts);
-    snprintf(stale.nonce, sizeof(stale.nonce), HTTP_SIGN_NONCE ": %s", nonce);
+    char to[64];
+    cl_addr(&c, 0, CL_CLIENT_PORT, to, sizeof(to));
+    struct http_sign_req old = {
+        .method = "POST",
+        .target = push,
+        .body = body,
+        .len = strlen(body),
+        .lines = fwd_signed,
+        .to = {to, NULL, 0},
+        .now_ms = http_sign_now_ms() - 3 * HTTP_SIGN_WINDOW_MS,
+    };
+    cl_sign_req(&c, &old, &stale);
     cr_expect_eq(signed_req(0, "POST", push, body, &stale, NULL, &r), 401, "%s",
                  r.body);
     itest_resp_free(&r);

@@ -1,135 +1,446 @@
 /*
  * test_sign.c - the signature of calls between nodes (http/sign.h): a
- * call verifies with the key it was signed with, and any part altered,
- * another key, a timestamp outside the window or a malformed header is
- * refused.
+ * call verifies with the key it was signed with, for the node it names;
+ * any part altered (method, target, body, any X-Mayfly- header changed,
+ * added, dropped or doubled), another key, a timestamp outside the window,
+ * another node, another incarnation or a malformed header is refused;
+ * the order and case of the headers, and headers of other names, do not
+ * matter.
  */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <criterion/criterion.h>
 
 #include "http/sign.h"
 
 #define KEY "cluster-secret"
+#define INC UINT64_C(0x1122334455667788)
 
-/* value - the value part of a "Name: value" line. */
-static const char *
-value(const char *line)
+/* The receiver of most tests: node "n1", incarnation INC, started a
+ * minute ago. */
+static struct http_sign_self
+self_now(void)
 {
-    return strchr(line, ':') + 2;
+    return (struct http_sign_self){"n1",
+                                   INC,
+                                   {"10.0.0.1:6633", "10.0.0.1:6632"},
+                                   http_sign_now_ms() - 60000};
 }
 
-/* call_of - a received call as lines l signed it. */
-static struct http_sign_call
-call_of(const char *method, const char *target, const char *body,
-        const struct http_sign_lines *l)
+/* A call as a receiver gets it: its header lines split into names and
+ * values. */
+struct rx {
+    char text[40][300];
+    struct http_sign_header h[40];
+    struct http_sign_call c;
+};
+
+/* add - one "Name: value" line more. */
+static void
+add(struct rx *x, const char *line)
 {
-    return (struct http_sign_call){.method = method,
-                                   .target = target,
-                                   .body = body,
-                                   .len = body ? strlen(body) : 0,
-                                   .sig = value(l->sig),
-                                   .time = value(l->time),
-                                   .nonce = value(l->nonce)};
+    size_t i = x->c.nh++;
+    char *colon;
+
+    cr_assert(i < 40);
+    snprintf(x->text[i], sizeof(x->text[i]), "%s", line);
+    colon = strchr(x->text[i], ':');
+    cr_assert(colon, "%s", line);
+    *colon = '\0';
+    x->h[i].name = x->text[i];
+    x->h[i].value = colon + 1 + strspn(colon + 1, " ");
 }
 
-Test(sign, a_call_verifies_with_its_key_and_names_its_nonce)
+/* received - the call signed as r says, with l's lines after r's own. */
+static void
+received(struct rx *x, const struct http_sign_req *r,
+         const struct http_sign_lines *l)
 {
-    struct http_sign_lines l;
-    uint64_t sender = 0, seq = 0;
-    char why[200] = "";
-
-    http_sign_lines(KEY, 0xabcdefull, 42, "POST", "/a?b=c", "{\"x\":1}", 7, &l);
-    cr_assert(strncmp(l.sig, HTTP_SIGN_HEADER ": ", 20) == 0, "%s", l.sig);
-    cr_assert_str_eq(value(l.nonce), "0000000000abcdef-42");
-    struct http_sign_call c = call_of("POST", "/a?b=c", "{\"x\":1}", &l);
-    cr_assert_eq(http_sign_check(&c, KEY, http_sign_now(), &sender, &seq, why,
-                                 sizeof(why)),
-                 HTTP_SIGN_OK, "%s", why);
-    cr_expect_eq(sender, 0xabcdefull);
-    cr_expect_eq(seq, 42);
+    memset(x, 0, sizeof(*x));
+    x->c =
+        (struct http_sign_call){r->method, r->target, r->body, r->len, x->h, 0};
+    for (size_t i = 0; i < r->nlines; i++)
+        add(x, r->lines[i]);
+    add(x, l->sig);
+    add(x, l->time);
+    add(x, l->nonce);
+    add(x, l->to);
+    if (l->deadline[0])
+        add(x, l->deadline);
 }
 
-Test(sign, anything_altered_is_refused)
+/* header - the value slot of x's header name (which must be there). */
+static const char **
+header(struct rx *x, const char *name)
 {
-    struct http_sign_lines l;
-    uint64_t s, q;
-    char why[200];
-    const char *body = "{\"x\":1}";
+    for (size_t i = 0; i < x->c.nh; i++)
+        if (strcasecmp(x->h[i].name, name) == 0)
+            return &x->h[i].value;
+    cr_assert_fail("no %s", name);
+    return NULL;
+}
 
-    http_sign_lines(KEY, 7, 1, "POST", "/a?b=c", body, strlen(body), &l);
-    struct http_sign_call c[] = {
-        call_of("PUT", "/a?b=c", body, &l),
-        call_of("POST", "/a?b=d", body, &l),
-        call_of("POST", "/a", body, &l),
-        call_of("POST", "/a?b=c", "{\"x\":2}", &l),
-        call_of("POST", "/a?b=c", NULL, &l),
+/* check - the verdict on x for self at now. */
+static enum http_sign_verdict
+check(struct rx *x, const struct http_sign_self *self, int64_t now,
+      struct http_sign_seen *seen, char *why)
+{
+    return http_sign_check(&x->c, KEY, self, now, seen, why, 300);
+}
+
+static const char *const peer_lines[] = {
+    "X-Mayfly-Node: n0",
+    "X-Mayfly-Client: 10.0.0.9:6632",
+    "X-Mayfly-Incarnation: 00000000000000aa",
+    "X-Mayfly-State: ready",
+    "X-Mayfly-Forwarded: 1",
+    "Content-Type: application/json",
+};
+
+/* heartbeat - a heartbeat from n0 to n1 (incarnation INC), signed now
+ * with a deadline a second away, into l. */
+static struct http_sign_req
+heartbeat(struct http_sign_lines *l)
+{
+    int64_t now = http_sign_now_ms();
+    struct http_sign_req r = {
+        .method = "POST",
+        .target = "/cluster/v1/heartbeat",
+        .body = "0\n",
+        .len = 2,
+        .lines = peer_lines,
+        .nlines = sizeof(peer_lines) / sizeof(peer_lines[0]),
+        .to = {"10.0.0.1:6633", "n1", INC},
+        .sender = 0xabcdef,
+        .seq = 42,
+        .now_ms = now,
+        .deadline_ms = now + 1000,
     };
-    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
-        cr_expect_eq(http_sign_check(&c[i], KEY, http_sign_now(), &s, &q, why,
-                                     sizeof(why)),
-                     HTTP_SIGN_BAD, "alteration %zu", i);
-    struct http_sign_call good = call_of("POST", "/a?b=c", body, &l);
-    cr_expect_eq(http_sign_check(&good, "another", http_sign_now(), &s, &q, why,
+
+    cr_assert_eq(http_sign_lines(KEY, &r, l), 0);
+    return r;
+}
+
+Test(sign, a_call_verifies_for_its_node_and_names_its_nonce_and_deadline)
+{
+    struct http_sign_lines l;
+    struct http_sign_req r = heartbeat(&l);
+    struct http_sign_self self = self_now();
+    struct http_sign_seen seen = {0};
+    char why[300] = "", to[80];
+    struct rx x;
+
+    snprintf(to, sizeof(to), HTTP_SIGN_TO ": n1/%016" PRIx64, INC);
+    cr_expect_str_eq(l.to, to);
+    cr_expect(strncmp(l.sig, HTTP_SIGN_HEADER ": ", 20) == 0, "%s", l.sig);
+    cr_expect_str_eq(l.nonce, HTTP_SIGN_NONCE ": 0000000000abcdef-42");
+    received(&x, &r, &l);
+    cr_assert_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_OK, "%s",
+                 why);
+    cr_expect_eq(seen.sender, 0xabcdef);
+    cr_expect_eq(seen.seq, 42);
+    cr_expect_eq(seen.deadline_ms, r.deadline_ms);
+}
+
+Test(sign, a_changed_added_dropped_or_doubled_header_is_refused)
+{
+    static const char *const signed_names[] = {
+        "X-Mayfly-Node",  "X-Mayfly-Client",    "X-Mayfly-Incarnation",
+        "X-Mayfly-State", "X-Mayfly-Forwarded", HTTP_SIGN_TIME,
+        HTTP_SIGN_NONCE,  HTTP_SIGN_TO,         HTTP_SIGN_DEADLINE};
+    struct http_sign_lines l;
+    struct http_sign_req r = heartbeat(&l);
+    struct http_sign_self self = self_now();
+    struct http_sign_seen seen;
+    char why[300];
+    struct rx x;
+
+    for (size_t i = 0; i < sizeof(signed_names) / sizeof(signed_names[0]);
+         i++) {
+        received(&x, &r, &l);
+        *header(&x, signed_names[i]) = "leaving";
+        cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                     "%s changed", signed_names[i]);
+        received(&x, &r, &l);
+        *header(&x, signed_names[i]) = "";
+        cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                     "%s emptied", signed_names[i]);
+        /* dropped: its name made one no X-Mayfly- header has */
+        received(&x, &r, &l);
+        for (size_t k = 0; k < x.c.nh; k++)
+            if (strcasecmp(x.h[k].name, signed_names[i]) == 0)
+                x.h[k].name = "X-Other";
+        cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                     "%s dropped", signed_names[i]);
+    }
+    received(&x, &r, &l);
+    add(&x, "X-Mayfly-Withdraw: 12");
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                 "a header added");
+    received(&x, &r, &l);
+    add(&x, "X-Mayfly-Client: 10.6.6.6:80");
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                 "a header doubled");
+    received(&x, &r, &l);
+    add(&x, l.sig);
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                 "the signature doubled");
+}
+
+Test(sign, method_target_body_and_key_are_signed)
+{
+    struct http_sign_lines l;
+    struct http_sign_req r = heartbeat(&l);
+    struct http_sign_self self = self_now();
+    struct http_sign_seen seen;
+    char why[300];
+    struct rx x;
+
+    received(&x, &r, &l);
+    x.c.method = "PUT";
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD);
+    received(&x, &r, &l);
+    x.c.target = "/cluster/v1/delete";
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD);
+    received(&x, &r, &l);
+    x.c.body = "2\n";
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD);
+    received(&x, &r, &l);
+    x.c.body = NULL;
+    x.c.len = 0;
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD);
+    received(&x, &r, &l);
+    cr_expect_eq(http_sign_check(&x.c, "another", &self, r.now_ms, &seen, why,
                                  sizeof(why)),
                  HTTP_SIGN_BAD);
     cr_expect(strstr(why, HTTP_SIGN_HEADER), "%s", why);
-    good.nonce = "0000000000000007-2"; /* another nonce, same signature */
-    cr_expect_eq(
-        http_sign_check(&good, KEY, http_sign_now(), &s, &q, why, sizeof(why)),
-        HTTP_SIGN_BAD);
+}
+
+Test(sign, order_case_and_other_headers_do_not_matter)
+{
+    struct http_sign_lines l;
+    struct http_sign_req r = heartbeat(&l);
+    struct http_sign_self self = self_now();
+    struct http_sign_seen seen;
+    char why[300];
+    struct rx x, y;
+
+    received(&x, &r, &l);
+    memset(&y, 0, sizeof(y));
+    y.c = x.c;
+    y.c.h = y.h;
+    y.c.nh = 0;
+    for (size_t i = x.c.nh; i-- > 0;) { /* reversed, names upper-cased */
+        char line[320], *p;
+        snprintf(line, sizeof(line), "%s: %s", x.h[i].name, x.h[i].value);
+        for (p = line; *p != ':'; p++)
+            *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+        add(&y, line);
+    }
+    add(&y, "Accept: */*");
+    add(&y, "Authorization: Bearer whatever");
+    cr_expect_eq(check(&y, &self, r.now_ms, &seen, why), HTTP_SIGN_OK, "%s",
+                 why);
+}
+
+Test(sign, fields_cannot_pass_for_one_another)
+{
+    /* "a: bc" and "ab: c" hash to different texts (each field carries its
+     * length), so do a value moved from one header into the next. */
+    struct http_sign_header one[] = {{"X-Mayfly-A", "bc"}, {"X-Mayfly-D", ""}};
+    struct http_sign_header two[] = {{"X-Mayfly-A", "b"}, {"X-Mayfly-D", "c"}};
+    struct http_sign_call a = {"POST", "/x", "", 0, one, 2};
+    struct http_sign_call b = {"POST", "/x", "", 0, two, 2};
+    struct http_sign_call t1 = {"POST", "/x?", "", 0, NULL, 0};
+    struct http_sign_call t2 = {"POST", "/x", "?", 1, NULL, 0};
+    char sa[HTTP_SIGN_HEX], sb[HTTP_SIGN_HEX];
+
+    cr_assert_eq(http_sign(KEY, &a, sa), 0);
+    cr_assert_eq(http_sign(KEY, &b, sb), 0);
+    cr_expect_str_neq(sa, sb);
+    cr_assert_eq(http_sign(KEY, &t1, sa), 0);
+    cr_assert_eq(http_sign(KEY, &t2, sb), 0);
+    cr_expect_str_neq(sa, sb);
+}
+
+Test(sign, a_call_for_another_node_or_incarnation_is_elsewhere)
+{
+    struct http_sign_lines l;
+    struct http_sign_req r = heartbeat(&l);
+    struct http_sign_self self = self_now(), other;
+    struct http_sign_seen seen;
+    char why[300];
+    struct rx x;
+
+    received(&x, &r, &l);
+    other = self;
+    other.node_id = "n2";
+    cr_expect_eq(check(&x, &other, r.now_ms, &seen, why), HTTP_SIGN_ELSEWHERE);
+    cr_expect(strstr(why, "'n1'"), "%s", why);
+    other = self;
+    other.incarnation = INC + 1; /* restarted since */
+    cr_expect_eq(check(&x, &other, r.now_ms, &seen, why), HTTP_SIGN_ELSEWHERE);
+    cr_expect(strstr(why, "incarnation"), "%s", why);
+    other = self;
+    other.node_id = "n"; /* a prefix of the id is not the id */
+    cr_expect_eq(check(&x, &other, r.now_ms, &seen, why), HTTP_SIGN_ELSEWHERE);
+}
+
+Test(sign, a_call_by_address_is_for_this_incarnation_only_once_started)
+{
+    struct http_sign_lines l;
+    struct http_sign_self self = self_now();
+    struct http_sign_seen seen;
+    int64_t now = http_sign_now_ms();
+    char why[300];
+    struct rx x;
+    struct http_sign_req r = {
+        .method = "POST",
+        .target = "/cluster/v1/raft",
+        .body = "x",
+        .len = 1,
+        .to = {"10.0.0.1:6633", NULL, 0}, /* not heard yet */
+        .sender = 9,
+        .seq = 1,
+        .now_ms = now,
+    };
+
+    cr_assert_eq(http_sign_lines(KEY, &r, &l), 0);
+    cr_expect_str_eq(l.to, HTTP_SIGN_TO ": 10.0.0.1:6633");
+    cr_expect_str_eq(l.deadline, "");
+    received(&x, &r, &l);
+    cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_OK, "%s", why);
+    cr_expect_eq(seen.deadline_ms, 0);
+    /* the node restarted after the call was made: a replay to it */
+    self.since_ms = now + 1;
+    cr_expect_eq(check(&x, &self, now + 5, &seen, why), HTTP_SIGN_ELSEWHERE);
+    self = self_now();
+    self.addr[0] = "10.0.0.2:6633";
+    self.addr[1] = NULL;
+    cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_ELSEWHERE);
+    cr_expect(strstr(why, "10.0.0.1:6633"), "%s", why);
 }
 
 Test(sign, a_timestamp_outside_the_window_is_stale)
 {
     struct http_sign_lines l;
-    uint64_t s, q;
-    char why[200];
-    int64_t now = http_sign_now();
+    struct http_sign_req r = heartbeat(&l);
+    struct http_sign_self self = self_now();
+    struct http_sign_seen seen;
+    char why[300];
+    struct rx x;
 
-    http_sign_lines(KEY, 7, 1, "GET", "/", NULL, 0, &l);
-    struct http_sign_call c = call_of("GET", "/", NULL, &l);
-    cr_expect_eq(http_sign_check(&c, KEY, now + HTTP_SIGN_WINDOW_S - 2, &s, &q,
-                                 why, sizeof(why)),
-                 HTTP_SIGN_OK, "%s", why);
-    cr_expect_eq(http_sign_check(&c, KEY, now + HTTP_SIGN_WINDOW_S + 5, &s, &q,
-                                 why, sizeof(why)),
-                 HTTP_SIGN_STALE);
+    received(&x, &r, &l);
+    cr_expect_eq(
+        check(&x, &self, r.now_ms + HTTP_SIGN_WINDOW_MS - 2, &seen, why),
+        HTTP_SIGN_OK, "%s", why);
+    cr_expect_eq(
+        check(&x, &self, r.now_ms + HTTP_SIGN_WINDOW_MS + 5, &seen, why),
+        HTTP_SIGN_STALE);
     cr_expect(strstr(why, HTTP_SIGN_TIME), "%s", why);
-    cr_expect_eq(http_sign_check(&c, KEY, now - HTTP_SIGN_WINDOW_S - 5, &s, &q,
-                                 why, sizeof(why)),
-                 HTTP_SIGN_STALE);
+    cr_expect_eq(
+        check(&x, &self, r.now_ms - HTTP_SIGN_WINDOW_MS - 5, &seen, why),
+        HTTP_SIGN_STALE);
+}
+
+/* signed_as - a call carrying exactly headers h (n of them) and a valid
+ * signature of them: what a holder of the key could send. */
+static void
+signed_as(struct rx *x, const char *const *lines, size_t n)
+{
+    char sig[HTTP_SIGN_HEX], line[100];
+
+    memset(x, 0, sizeof(*x));
+    x->c = (struct http_sign_call){"GET", "/", NULL, 0, x->h, 0};
+    for (size_t i = 0; i < n; i++)
+        add(x, lines[i]);
+    cr_assert_eq(http_sign(KEY, &x->c, sig), 0);
+    snprintf(line, sizeof(line), HTTP_SIGN_HEADER ": %s", sig);
+    add(x, line);
 }
 
 Test(sign, missing_or_malformed_headers)
 {
-    struct http_sign_lines l;
-    uint64_t s, q;
-    char why[200];
-
-    http_sign_lines(KEY, 7, 1, "GET", "/", NULL, 0, &l);
-    struct http_sign_call c = call_of("GET", "/", NULL, &l);
-    c.sig = NULL;
-    cr_expect_eq(
-        http_sign_check(&c, KEY, http_sign_now(), &s, &q, why, sizeof(why)),
-        HTTP_SIGN_ABSENT);
+    struct http_sign_self self = self_now();
+    struct http_sign_seen seen;
+    int64_t now = http_sign_now_ms();
+    char why[300], ts[60], to[80];
+    const char *nonce = HTTP_SIGN_NONCE ": 0000000000000007-1";
     const char *nonces[] = {"7-1", "000000000000000g-1", "0000000000000007-",
                             "0000000000000007-x", "0000000000000007-1x"};
-    for (size_t i = 0; i < sizeof(nonces) / sizeof(nonces[0]); i++) {
-        c = call_of("GET", "/", NULL, &l);
-        c.nonce = nonces[i];
-        cr_expect_eq(
-            http_sign_check(&c, KEY, http_sign_now(), &s, &q, why, sizeof(why)),
-            HTTP_SIGN_BAD, "%s", nonces[i]);
+    struct rx x;
+
+    snprintf(ts, sizeof(ts), HTTP_SIGN_TIME ": %" PRId64, now);
+    snprintf(to, sizeof(to), HTTP_SIGN_TO ": n1/%016" PRIx64, INC);
+    const char *good[] = {ts, nonce, to};
+    signed_as(&x, good, 3);
+    cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_OK, "%s", why);
+    x.c.nh--; /* the signature */
+    cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_ABSENT);
+    for (int drop = 0; drop < 3; drop++) {
+        const char *two[2];
+        for (int k = 0, j = 0; k < 3; k++)
+            if (k != drop)
+                two[j++] = good[k];
+        signed_as(&x, two, 2);
+        cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_BAD,
+                     "without %s", good[drop]);
     }
-    c = call_of("GET", "/", NULL, &l);
-    c.time = "12a";
-    cr_expect_eq(
-        http_sign_check(&c, KEY, http_sign_now(), &s, &q, why, sizeof(why)),
-        HTTP_SIGN_BAD);
-    c.time = NULL;
-    cr_expect_eq(
-        http_sign_check(&c, KEY, http_sign_now(), &s, &q, why, sizeof(why)),
-        HTTP_SIGN_BAD);
+    for (size_t i = 0; i < sizeof(nonces) / sizeof(nonces[0]); i++) {
+        char n[80];
+        snprintf(n, sizeof(n), HTTP_SIGN_NONCE ": %s", nonces[i]);
+        const char *h[] = {ts, n, to};
+        signed_as(&x, h, 3);
+        cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_BAD, "%s",
+                     nonces[i]);
+    }
+    const char *bad_time[] = {HTTP_SIGN_TIME ": 12a", nonce, to};
+    signed_as(&x, bad_time, 3);
+    cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_BAD);
+    const char *bad_deadline[] = {ts, nonce, to, HTTP_SIGN_DEADLINE ": -1"};
+    signed_as(&x, bad_deadline, 4);
+    cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_BAD);
+    const char *bad_inc[] = {ts, nonce, HTTP_SIGN_TO ": n1/1122"};
+    signed_as(&x, bad_inc, 3);
+    cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_ELSEWHERE);
+}
+
+Test(sign, what_cannot_be_signed_is_refused)
+{
+    struct http_sign_lines l;
+    struct http_sign_header twice[] = {{"X-Mayfly-A", "1"},
+                                       {"x-mayfly-a", "2"}};
+    struct http_sign_call c = {"GET", "/", NULL, 0, twice, 2};
+    struct http_sign_header many[HTTP_SIGN_HEADERS_MAX + 1];
+    char names[HTTP_SIGN_HEADERS_MAX + 1][32], sig[HTTP_SIGN_HEX];
+    const char *own[] = {HTTP_SIGN_TO ": n9/0000000000000001"};
+    const char *no_colon[] = {"X-Mayfly-Node n0"};
+    struct http_sign_req r = {.method = "GET",
+                              .target = "/",
+                              .to = {"10.0.0.1:1", NULL, 0},
+                              .now_ms = 1};
+
+    cr_expect_eq(http_sign(KEY, &c, sig), -EINVAL, "a name twice");
+    for (int i = 0; i <= HTTP_SIGN_HEADERS_MAX; i++) {
+        snprintf(names[i], sizeof(names[i]), "X-Mayfly-H%d", i);
+        many[i] = (struct http_sign_header){names[i], "v"};
+    }
+    c = (struct http_sign_call){"GET", "/",  NULL,
+                                0,     many, HTTP_SIGN_HEADERS_MAX};
+    cr_expect_eq(http_sign(KEY, &c, sig), 0);
+    c.nh++;
+    cr_expect_eq(http_sign(KEY, &c, sig), -EINVAL, "too many");
+    r.lines = own;
+    r.nlines = 1;
+    cr_expect_eq(http_sign_lines(KEY, &r, &l), -EINVAL, "the signer's own");
+    r.lines = no_colon;
+    cr_expect_eq(http_sign_lines(KEY, &r, &l), -EINVAL, "no colon");
+    r.lines = NULL;
+    r.nlines = 0;
+    r.to.addr = NULL;
+    cr_expect_eq(http_sign_lines(KEY, &r, &l), -EINVAL, "nowhere");
 }

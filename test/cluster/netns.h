@@ -1,0 +1,65 @@
+/*
+ * netns.h - network namespaces for tests that cut the links between
+ * nodes: each node in a namespace of its own, joined to the test's.
+ *
+ * netns_switch() moves the test process into a network namespace of its
+ * own, the "switch", which routes between the nodes.  netns_node_add(i)
+ * makes node i's namespace and a veth pair to the switch: the node is
+ * NETNS_ADDR(i) (10.77.<i+1>.2), the switch's side 10.77.<i+1>.1, device
+ * "s<i>" there.  A node started between netns_enter(i) and netns_leave()
+ * runs in node i's namespace (a child keeps the namespace it was forked
+ * in); the test process, in the switch, reaches every node.
+ *
+ * netns_cut(i) drops every packet the switch would route to or from node
+ * i (iptables FORWARD rules in the switch): node i is isolated from the
+ * other nodes, not from the test.  netns_heal(i) takes the rules out.
+ *
+ * Nothing outlives the test process: the namespaces are held by it and by
+ * its nodes (which die with it: PR_SET_PDEATHSIG), and the links and rules
+ * live in them.  Main thread only (setns is per thread, and nodes are
+ * spawned there); needs root, ip (iproute2) and iptables.
+ */
+#ifndef MAYFLY_TEST_CLUSTER_NETNS_H
+#define MAYFLY_TEST_CLUSTER_NETNS_H
+
+#include <stddef.h>
+
+#define NETNS_MAX 8
+
+/* NETNS_ADDR - node i's address, as a string literal's format. */
+#define NETNS_ADDR_FMT "10.77.%d.2"
+
+/*
+ * netns_switch - the test process into a new network namespace, loopback
+ * up and routing on.  0, or -errno of unshare(2) (EPERM: this machine
+ * forbids namespaces; the caller skips); fails the test when ip or
+ * iptables do not work there.
+ */
+int netns_switch(void);
+
+/* netns_node_add - node i's namespace (loopback up) and its link to the
+ * switch; the process stays in the switch.  Fails the test on error. */
+void netns_node_add(int i);
+
+/* netns_addr - node i's address into out. */
+void netns_addr(int i, char *out, size_t len);
+
+/* netns_enter - the calling thread into node i's namespace (to start the
+ * node); netns_leave - back into the switch. */
+void netns_enter(int i);
+void netns_leave(void);
+
+/* netns_cut, netns_heal - isolate node i from the other nodes, and end
+ * that. */
+void netns_cut(int i);
+void netns_heal(int i);
+
+/*
+ * netns_orphans - TCP sockets in node i's namespace that its processes
+ * closed with something still to send (FIN-WAIT-1 or CLOSING: segments,
+ * or the FIN behind them, queued in the kernel) toward one of the nports
+ * remote ports: what a partition's heal would deliver late.
+ */
+int netns_orphans(int i, const int *ports, int nports);
+
+#endif
