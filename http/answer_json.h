@@ -3,7 +3,7 @@
  * with: GET /health (a worker's, and the master's during a drain) and a
  * queue's effective options (a worker's listing, the master's answer to a
  * configure).  The caller fills the structs below from what it holds (the
- * status page's view, a queue's options); this file only writes them, so
+ * board's view, a queue's options); this file only writes them, so
  * that the two answer alike.  Stateless; out of memory sets the buffer's
  * oom flag, which http_reply() answers as 500.
  */

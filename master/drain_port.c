@@ -35,8 +35,8 @@
 #include "http/request.h"
 #include "http/server.h"
 #include "master/master.h"
+#include "shm/board.h"
 #include "shm/log.h"
-#include "shm/status.h"
 #include "worker/worker.h"
 
 #define DRAIN_PORT_CONNECTIONS 256  /* health checks and refused retries */
@@ -50,16 +50,16 @@ static void
 on_request(void *ctx, struct http_request *req)
 {
     struct master *m = ctx;
-    struct shm_status_view v;
+    struct shm_board_view v;
     struct http_health h;
-    struct http_health_member mm[SHM_STATUS_MEMBERS];
+    struct http_health_member mm[SHM_BOARD_MEMBERS];
     struct http_buf b = {0};
 
     if (http_request_route(req) != HTTP_ROUTE_HEALTH) {
         http_reply_draining(req);
         return;
     }
-    shm_status_read(m->seg.status, &v);
+    shm_board_read(m->seg.board, &v);
     worker_health_view(&h, mm, m->ws.node_id, m->incarnation,
                        WORKER_HEALTH_DRAINING, &v);
     http_reply(req, http_health_json(&b, &h), &b);

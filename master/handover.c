@@ -82,9 +82,9 @@ static struct {
 static void
 owners_now(struct master *m, struct shm_owners *o)
 {
-    struct shm_status_view v;
+    struct shm_board_view v;
 
-    shm_status_read(m->seg.status, &v);
+    shm_board_read(m->seg.board, &v);
     shm_owners_from_view(o, &v);
 }
 
@@ -112,9 +112,9 @@ owner_of(const struct master *m, const struct shm_owners *o,
 /* member_dead - whether peer i is dead in view v: unheard for
  * member_ttl_ms (crashed, hung, or cut off). */
 static int
-member_dead(const struct master *m, const struct shm_status_view *v, int i)
+member_dead(const struct master *m, const struct shm_board_view *v, int i)
 {
-    for (uint32_t k = 0; k < v->nmembers && k < SHM_STATUS_MEMBERS; k++)
+    for (uint32_t k = 0; k < v->nmembers && k < SHM_BOARD_MEMBERS; k++)
         if (strcmp(v->members[k].id, m->members.id[i]) == 0)
             return v->members[k].state == SHM_MEMBER_DEAD;
     return 0;
@@ -495,9 +495,9 @@ master_handover_tick(struct master *m, uint64_t now)
 static void
 let_go_dead(struct master *m)
 {
-    struct shm_status_view v;
+    struct shm_board_view v;
 
-    shm_status_read(m->seg.status, &v);
+    shm_board_read(m->seg.board, &v);
     for (struct ship *s = ho.ships, *next; s; s = next) {
         int dead = s->member;
 

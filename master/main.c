@@ -12,7 +12,7 @@
  * raft keep the node in its cluster.  So each round of the loop waits
  * MASTER_LOCK_WAIT_MS at most for segment locks in all (shm/lock.h), what
  * a held lock guards waits for a later round, and the watchdog, which takes
- * no lock, runs first.  What the master alone writes (the status page, the
+ * no lock, runs first.  What the master alone writes (the board, the
  * catalog: lock-free readers) takes no lock at all.
  *
  * Signals: TERM/INT drain (workers stop accepting, answer parked pops, finish
@@ -54,6 +54,7 @@
 #include "master/tls.h"
 #include "master/view.h"
 #include "shm/arena.h"
+#include "shm/board.h"
 #include "shm/catalog.h"
 #include "shm/check.h"
 #include "shm/lock.h"
@@ -61,7 +62,6 @@
 #include "shm/maintain.h"
 #include "shm/nonce.h"
 #include "shm/stats.h"
-#include "shm/status.h"
 #include "shm/tenants.h"
 
 #define DRAIN_KILL_MS  30000 /* after TERM: workers still running are killed */
@@ -300,7 +300,7 @@ listen_or_die(const char *key, const char *addr)
 }
 
 /*
- * start_node - segment, status page, catalog, sockets and workers; then,
+ * start_node - segment, board, catalog, sockets and workers; then,
  * in the master only, the raft log and the cluster port.  Exits on failure.
  */
 static void
@@ -333,9 +333,9 @@ start_node(struct master *m, int ep)
     if (rc != 0)
         log_fatal(-rc, "cannot create the shared segment (max_bytes=%llu)",
                   (unsigned long long)p.max_bytes);
-    m->seg.status = shm_status_create();
-    if (m->seg.status == NULL)
-        log_fatal(errno, "cannot map the status page");
+    m->seg.board = shm_board_create();
+    if (m->seg.board == NULL)
+        log_fatal(errno, "cannot map the board");
     m->seg.nonces = shm_nonces_create();
     if (m->seg.nonces == NULL)
         log_fatal(errno, "cannot map the table of nonces");

@@ -4,7 +4,7 @@
  * Members are the node's own cluster address and its peers', sorted, so
  * every node numbers them alike (raft numbers them so too).  Membership is
  * static: what changes is what each member last said of itself and when
- * it was last heard.  The status page gets the members' states whenever
+ * it was last heard.  the board gets the members' states whenever
  * the master publishes it (every tick: liveness ages with the clock).
  */
 #include "master/membership.h"
@@ -22,8 +22,8 @@
 #include "master/groups.h"
 #include "master/handover.h"
 #include "master/master.h"
+#include "shm/board.h"
 #include "shm/log.h"
-#include "shm/status.h"
 
 #define HEARTBEAT_MS 500 /* a quarter of the default member_ttl_ms at most */
 
@@ -52,7 +52,7 @@ copy_id(const char *from, uint64_t from_inc, char *id, size_t idlen,
  * current, and in the workers, each with the copy of m it was forked
  * with: a worker calls only its own master's cluster port (this node,
  * whose id and incarnation never change) and peers' client ports, which
- * the status page names with their incarnations as the master last heard
+ * the board names with their incarnations as the master last heard
  * them.
  */
 static int
@@ -61,7 +61,7 @@ identify(void *arg, enum http_client_port port, const char *addr, char *id,
 {
     const struct master *m = arg;
     const struct master_members *r = &m->members;
-    struct shm_status_view v;
+    struct shm_board_view v;
 
     if (port == HTTP_CLIENT_CLUSTER) {
         if (strcmp(addr, m->ws.cluster_addr) == 0)
@@ -74,8 +74,8 @@ identify(void *arg, enum http_client_port port, const char *addr, char *id,
                            : copy_id(r->id[i], r->inc[i], id, idlen, inc);
         return -ENOENT;
     }
-    shm_status_read(m->seg.status, &v);
-    for (uint32_t i = 0; i < v.nmembers && i < SHM_STATUS_MEMBERS; i++)
+    shm_board_read(m->seg.board, &v);
+    for (uint32_t i = 0; i < v.nmembers && i < SHM_BOARD_MEMBERS; i++)
         if (strcmp(addr, v.members[i].addr) == 0)
             return copy_id(v.members[i].id, v.members[i].incarnation, id, idlen,
                            inc);
@@ -227,17 +227,17 @@ master_membership_heartbeat(struct master *m, uint64_t now, int now_or_never)
         http_buf_free(&body[i]);
 }
 
-_Static_assert(SHM_STATUS_MEMBERS >= CONFIG_PEERS_MAX + 1,
-               "the status page lists the node and every peer");
-_Static_assert(SHM_STATUS_ADDR_MAX >= CONFIG_ADDR_MAX,
-               "the status page holds any advertise address");
+_Static_assert(SHM_BOARD_MEMBERS >= CONFIG_PEERS_MAX + 1,
+               "the board lists the node and every peer");
+_Static_assert(SHM_BOARD_ADDR_MAX >= CONFIG_ADDR_MAX,
+               "the board holds any advertise address");
 
 void
 master_membership_publish(struct master *m)
 {
     struct master_members *r = &m->members;
     const struct raft_status *st = &m->raft.st;
-    struct shm_status_view v = {0};
+    struct shm_board_view v = {0};
     uint64_t now = shm_now_ms();
 
     enum log_level lvl = LOG_LEVEL_INFO;
@@ -255,7 +255,7 @@ master_membership_publish(struct master *m)
         snprintf(v.leader, sizeof(v.leader), "%s",
                  r->id[st->leader][0] ? r->id[st->leader]
                                       : r->addr[st->leader]);
-    for (int i = 0; i < r->n && i < SHM_STATUS_MEMBERS; i++) {
+    for (int i = 0; i < r->n && i < SHM_BOARD_MEMBERS; i++) {
         struct shm_member *mb = &v.members[v.nmembers++];
         snprintf(mb->id, sizeof(mb->id), "%s",
                  r->id[i][0] ? r->id[i] : r->addr[i]);
@@ -265,5 +265,5 @@ master_membership_publish(struct master *m)
         mb->state = (uint8_t)master_membership_state(m, i, now);
         mb->incarnation = mb->self ? m->incarnation : r->inc[i];
     }
-    shm_status_publish(m->seg.status, &v);
+    shm_board_publish(m->seg.board, &v);
 }

@@ -1,12 +1,12 @@
 /*
  * membership.h - who the members are, which of them are live, and the
- * status page that says so to the workers.
+ * board that says so to the workers.
  *
  * The members are this node and its peers, numbered by cluster address.
  * Every call a peer makes to the cluster port (a heartbeat, a raft
  * message) says its node id, client address, incarnation and state; a
  * member is live when heard within member_ttl_ms and ready.  The master
- * publishes every member's state into the status page, from which the
+ * publishes every member's state into the board, from which the
  * workers and the hand-over derive who owns what: only live members own
  * partitions.  Master only, single-threaded.
  */
@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "consensus/raft.h"
-#include "shm/status.h"
+#include "shm/board.h"
 
 struct master;
 
@@ -26,7 +26,7 @@ struct master_members {
     /* cluster addresses by node index (sorted), and the node ids heard */
     char addr[RAFT_MAX_NODES][256];
     char id[RAFT_MAX_NODES][65];
-    char client[RAFT_MAX_NODES][SHM_STATUS_ADDR_MAX]; /* advertise heard */
+    char client[RAFT_MAX_NODES][SHM_BOARD_ADDR_MAX]; /* advertise heard */
     uint64_t heard[RAFT_MAX_NODES]; /* when a message last came from it */
     uint64_t beat[RAFT_MAX_NODES];  /* when a heartbeat (its groups) did */
     uint64_t inc[RAFT_MAX_NODES];   /* the incarnation it last named */

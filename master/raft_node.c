@@ -7,7 +7,7 @@
  * which is then published whole into the catalog (workers look options up
  * there when a queue is created) and pushed into the queues this node
  * already holds, so a declaration takes effect on the next push or pop.
- * The status page (membership.c publishes it) gets role, term, leader and
+ * the board (membership.c publishes it) gets role, term, leader and
  * commit after every input that changed them.
  *
  * A proposal is answered once every member that owns partitions has
@@ -32,9 +32,9 @@
 #include "master/membership.h"
 #include "master/queue_sync.h"
 #include "master/view.h"
+#include "shm/board.h"
 #include "shm/catalog.h"
 #include "shm/log.h"
-#include "shm/status.h"
 
 /* snapshot - the raft core's snapshot callback: the declared set. */
 static int

@@ -5,7 +5,7 @@
  * The master's loop feeds it ticks and the messages peers post to the
  * cluster port; after each input it applies what committed (publishing
  * the catalog and the new options into the segment), sends what the core
- * emitted, publishes role/term/leader into the status page, and resolves
+ * emitted, publishes role/term/leader into the board, and resolves
  * waiting proposals.  Its nodes are the members, numbered as membership.h
  * numbers them.  Master only, single-threaded.
  * Errors: 0 or -errno.

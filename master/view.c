@@ -13,7 +13,7 @@
  * Fresh.  The master alone keeps the members' view; the workers serve from
  * the copy it publishes.  A stopped master (SIGSTOP, a stall) leaves that
  * copy as it was while its peers count the node dead and serve its
- * partitions: two owners.  The master beats the status page every tick;
+ * partitions: two owners.  The master beats the board every tick;
  * workers refuse what needs the view once the beat is older than
  * stale_ms().  After a stall the beat is held until the peers are heard
  * again: until then the master's own view counts them dead (unheard for
@@ -23,8 +23,8 @@
 
 #include "master/master.h"
 #include "master/membership.h"
+#include "shm/board.h"
 #include "shm/log.h"
-#include "shm/status.h"
 
 /* Below three ticks the beat itself (one a tick) would read as stale now
  * and then: with member_ttl_ms under 600 the check is off (said at start). */
@@ -40,7 +40,7 @@
  *
  * Peers count this node dead member_ttl_ms (ttl) after they last heard
  * it, and then serve its partitions.  A master stopped at time T beat the
- * status page at T at the latest, and heartbeated its peers at T - H at
+ * board at T at the latest, and heartbeated its peers at T - H at
  * the earliest, H = min(ttl / 4, 500 ms) (master/membership.c; raft appends
  * only come more often).  So the peers take over at T - H + ttl >=
  * T + 3/4 ttl at the earliest, and the workers must stop before that:
@@ -178,5 +178,5 @@ master_view_beat(struct master *m, uint64_t now)
                  (unsigned long long)(now - m->resumed_at));
         m->resumed_at = m->stalled_at = 0;
     }
-    shm_status_beat(m->seg.status, now, stale_ms(m));
+    shm_board_beat(m->seg.board, now, stale_ms(m));
 }

@@ -6,10 +6,10 @@
  * is ready once its raft log is applied up to what a leader has committed
  * (so its declared queues are there with their options), or after an
  * election timeout with no leader heard (a node restarted alone).  The
- * status page (/health) and the state sent to peers both read m->ready.
+ * board (/health) and the state sent to peers both read m->ready.
  *
  * Fresh: workers trust the master's view of who owns what only while the
- * master beats the status page (shm_status_beat); a stopped master's
+ * master beats the board (shm_board_beat); a stopped master's
  * workers answer 503 owner_moved and /health 503 before its peers can
  * count the node dead.  Master only, single-threaded.
  */
@@ -38,7 +38,7 @@ void master_view_woke(struct master *m, uint64_t now);
  * peers must not count it live and forward to it yet). */
 int master_view_serving(const struct master *m);
 
-/* master_view_beat - every tick, after the status page was published: the
+/* master_view_beat - every tick, after the board was published: the
  * view is current (unless held after a stall). */
 void master_view_beat(struct master *m, uint64_t now);
 

@@ -25,13 +25,13 @@ shm_owner_seed(const char *id)
 }
 
 void
-shm_owners_from_view(struct shm_owners *o, const struct shm_status_view *v)
+shm_owners_from_view(struct shm_owners *o, const struct shm_board_view *v)
 {
     o->n = 0;
     o->self = -1;
-    o->listed = v->nmembers < SHM_STATUS_MEMBERS ? (int)v->nmembers
-                                                 : SHM_STATUS_MEMBERS;
-    for (uint32_t i = 0; i < v->nmembers && i < SHM_STATUS_MEMBERS; i++) {
+    o->listed =
+        v->nmembers < SHM_BOARD_MEMBERS ? (int)v->nmembers : SHM_BOARD_MEMBERS;
+    for (uint32_t i = 0; i < v->nmembers && i < SHM_BOARD_MEMBERS; i++) {
         const struct shm_member *mb = &v->members[i];
         struct shm_owner *w;
 
@@ -57,15 +57,15 @@ shm_owners_from_view(struct shm_owners *o, const struct shm_status_view *v)
 }
 
 int
-shm_owners_refresh(struct shm_owners *o, const struct shm_status *s)
+shm_owners_refresh(struct shm_owners *o, const struct shm_board *s)
 {
-    struct shm_status_view v;
-    uint64_t seq = atomic_load_explicit(&((struct shm_status *)s)->seq,
+    struct shm_board_view v;
+    uint64_t seq = atomic_load_explicit(&((struct shm_board *)s)->seq,
                                         memory_order_acquire);
 
     if (seq == o->seq)
         return 0;
-    shm_status_read(s, &v);
+    shm_board_read(s, &v);
     shm_owners_from_view(o, &v);
     /* The copy may be newer than seq (published meanwhile): then the next
      * call reads it again, which is harmless. */

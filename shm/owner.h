@@ -1,9 +1,9 @@
 /*
  * owner.h - who owns a (queue, partition): the highest-random-weight pick
- * over the live members of the status page (SPEC §5).
+ * over the live members of the board (SPEC §5).
  *
- * The master publishes the members and their states into the status page
- * (shm/status.h); every node computes the same owner from the same members,
+ * The master publishes the members and their states into the board
+ * (shm/board.h); every node computes the same owner from the same members,
  * so nothing else is exchanged.  A reader keeps a struct shm_owners, its
  * private copy of the members that own (LIVE ones), rebuilt only when the
  * page's sequence moved: a request costs one atomic load and, with n
@@ -18,37 +18,36 @@
 
 #include <stdint.h>
 
+#include "shm/board.h"
 #include "shm/broker.h"
-#include "shm/status.h"
 
 struct shm_owner {
     uint64_t seed;
-    char id[SHM_STATUS_ID_MAX];
-    char addr[SHM_STATUS_ADDR_MAX]; /* its client address */
+    char id[SHM_BOARD_ID_MAX];
+    char addr[SHM_BOARD_ADDR_MAX]; /* its client address */
 };
 
 struct shm_owners {
-    uint64_t seq; /* the status page's sequence this copy was made at */
+    uint64_t seq; /* the board's sequence this copy was made at */
     int n;        /* members that own */
     int listed;   /* members the page lists, this node too, whatever their
                      state: 1 for a node alone */
     int self;     /* this node's index among them; -1: it owns nothing */
     uint64_t sig; /* of the owners' ids and self: changes when they do */
-    struct shm_owner m[SHM_STATUS_MEMBERS];
-    char self_addr[SHM_STATUS_ADDR_MAX]; /* this node's, whatever its state */
+    struct shm_owner m[SHM_BOARD_MEMBERS];
+    char self_addr[SHM_BOARD_ADDR_MAX]; /* this node's, whatever its state */
 };
 
 /* shm_owners_init - an empty copy that the first refresh fills. */
 void shm_owners_init(struct shm_owners *o);
 
-/* shm_owners_refresh - rebuild o from the status page if it changed since;
+/* shm_owners_refresh - rebuild o from the board if it changed since;
  * returns 1 when it did. */
-int shm_owners_refresh(struct shm_owners *o, const struct shm_status *s);
+int shm_owners_refresh(struct shm_owners *o, const struct shm_board *s);
 
 /* shm_owners_from_view - build o from a view (tests, and the master, which
  * holds the view it publishes). */
-void shm_owners_from_view(struct shm_owners *o,
-                          const struct shm_status_view *v);
+void shm_owners_from_view(struct shm_owners *o, const struct shm_board_view *v);
 
 /* shm_owner_pick - index in o->m of the owner of (queue, part); -1 when no
  * member owns anything (a node alone, starting or draining).  A request's

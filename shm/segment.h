@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <time.h>
 
-struct shm_status;
+struct shm_board;
 struct shm_catalog;
 struct shm_tenants;
 
@@ -72,9 +72,9 @@ struct shm_seg {
     int memfd;
     int wake_fd[SHM_MAX_WORKERS]; /* eventfd per worker slot, made by master */
     /* Mappings of their own, made by the master before forking (NULL until
-     * then): the node status page, the declared-queue catalog and the
+     * then): the node's board, the declared-queue catalog and the
      * tenants' counters, the nonces of the signed calls taken. */
-    struct shm_status *status;
+    struct shm_board *board;
     struct shm_catalog *catalog;
     struct shm_tenants *tenants; /* per-tenant counters (tenants.h); NULL:
                                     no auth_file, nothing counted */

@@ -6,7 +6,7 @@
  * every node of a cluster.
  *
  * The table is a mapping of its own, made by the master before the first
- * fork (as the status page is) and filled by the master with the tenants
+ * fork (as the board is) and filled by the master with the tenants
  * the auth file names.  A slot once published keeps its name for the life
  * of the node (a HUP only appends), so the slot index a queue record
  * keeps (shm_queue.tenant, 0: none) stays good.  The counters change

@@ -39,7 +39,7 @@ struct reply_hop {
     struct ack_reply_out *out;
     uint32_t index;
     int pending;
-    char addr[SHM_STATUS_ADDR_MAX];
+    char addr[SHM_BOARD_ADDR_MAX];
     struct http_buf body; /* the push */
 };
 

@@ -25,7 +25,7 @@ enum ack_route
 ack_route_plan(struct worker *w, struct http_request *req, const uint64_t *incs,
                uint32_t n, struct ack_routes *rt)
 {
-    struct shm_status_view v;
+    struct shm_board_view v;
     const char *own;
     int foreign = 0;
 
@@ -78,12 +78,12 @@ struct fan {
     const char **extra; /* each entry's additions; NULL: none yet */
     char **own;         /* those taken from other nodes' answers */
     int waiting;
-    char failed[SHM_STATUS_ID_MAX]; /* a member that did not answer */
+    char failed[SHM_BOARD_ID_MAX]; /* a member that did not answer */
     struct fan_peer {
         struct fan *f;
         int k;
         int pending;
-    } peer[SHM_STATUS_MEMBERS];
+    } peer[SHM_BOARD_MEMBERS];
 };
 
 /* fan_done - the request ended: drop calls still out, free the rest. */

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "shm/status.h"
+#include "shm/board.h"
 
 struct worker;
 struct http_request;
@@ -34,9 +34,9 @@ struct ack_routes {
     int mine; /* entries naming this node's incarnation */
     struct {
         uint64_t inc;
-        char id[SHM_STATUS_ID_MAX];
-        char addr[SHM_STATUS_ADDR_MAX];
-    } m[SHM_STATUS_MEMBERS];
+        char id[SHM_BOARD_ID_MAX];
+        char addr[SHM_BOARD_ADDR_MAX];
+    } m[SHM_BOARD_MEMBERS];
 };
 
 /* What the ack's parse owns, handed to a fan that answers later. */

@@ -264,8 +264,8 @@ list_classify(struct gather *g, const struct http_client_resp *r,
 static void
 list_finish(struct gather *g)
 {
-    const char *body[SHM_STATUS_MEMBERS];
-    size_t len[SHM_STATUS_MEMBERS];
+    const char *body[SHM_BOARD_MEMBERS];
+    size_t len[SHM_BOARD_MEMBERS];
     struct http_buf b = {0};
     struct http_error err;
     struct http_shares s;

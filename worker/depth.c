@@ -150,8 +150,8 @@ depth_classify(struct gather *g, const struct http_client_resp *r,
 static void
 depth_finish(struct gather *g)
 {
-    const char *body[SHM_STATUS_MEMBERS];
-    size_t len[SHM_STATUS_MEMBERS], qlen;
+    const char *body[SHM_BOARD_MEMBERS];
+    size_t len[SHM_BOARD_MEMBERS], qlen;
     const char *q = http_request_param(g->req, &qlen);
     struct http_buf b = {0};
     struct http_shares s;

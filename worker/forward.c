@@ -27,7 +27,7 @@ struct forward {
     struct http_request *req;
     int pending; /* the owner has not answered yet */
     int fd;      /* the client's socket, watched for hang-ups; -1: not */
-    char owner[SHM_STATUS_ID_MAX];
+    char owner[SHM_BOARD_ID_MAX];
     size_t qlen;  /* a long poll's queue name; 0: not a long poll */
     char names[]; /* the queue's (what an empty answer names) */
 };
@@ -212,7 +212,7 @@ answered(void *arg, struct http_client_resp *r)
     http_request_resume(f->req);
 }
 
-/* own_addr - this node's client address as the status page has it ("" when
+/* own_addr - this node's client address as the board has it ("" when
  * unknown). */
 static const char *
 own_addr(const struct worker *w)

@@ -111,7 +111,7 @@ start(struct worker *w, struct http_request *req, struct http_buf *own,
       const char *path_query, size_t max_body, int same,
       const struct gather_ops *ops)
 {
-    struct shm_status_view v;
+    struct shm_board_view v;
     struct gather *g = calloc(1, sizeof(*g));
     const char *self_addr;
 

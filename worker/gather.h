@@ -23,7 +23,7 @@
 
 #include "http/buf.h"
 #include "http/shares.h"
-#include "shm/status.h"
+#include "shm/board.h"
 
 #define GATHER_TIMEOUT_MS 2000
 
@@ -41,7 +41,7 @@ enum gather_share {
 struct gather;
 struct gather_peer {
     struct gather *g;
-    char id[SHM_STATUS_ID_MAX];
+    char id[SHM_BOARD_ID_MAX];
 };
 
 /* What a route does with the members' answers. */
@@ -60,13 +60,13 @@ struct gather {
     const struct gather_ops *ops;
     size_t max_body; /* a member's answer, at most */
     int same;        /* members get req itself, not a scope=node query */
-    char self[SHM_STATUS_ID_MAX];
+    char self[SHM_BOARD_ID_MAX];
     int waiting; /* members asked that have not answered */
     int npeers, nshares, nnodes, nmissing;
-    struct http_buf share[SHM_STATUS_MEMBERS]; /* shares, this node's first */
-    const char *nodes[SHM_STATUS_MEMBERS];     /* whose shares are in */
-    const char *missing[SHM_STATUS_MEMBERS];   /* who did not answer */
-    struct gather_peer peer[SHM_STATUS_MEMBERS];
+    struct http_buf share[SHM_BOARD_MEMBERS]; /* shares, this node's first */
+    const char *nodes[SHM_BOARD_MEMBERS];     /* whose shares are in */
+    const char *missing[SHM_BOARD_MEMBERS];   /* who did not answer */
+    struct gather_peer peer[SHM_BOARD_MEMBERS];
 };
 
 /*
@@ -95,7 +95,7 @@ void gather_start_same(struct worker *w, struct http_request *req,
 int gather_scope(struct worker *w, struct http_request *req);
 
 /* gather_shares - s describes g's shares for a merge; body and len have
- * room for SHM_STATUS_MEMBERS each. */
+ * room for SHM_BOARD_MEMBERS each. */
 void gather_shares(const struct gather *g, struct http_shares *s,
                    const char **body, size_t *len);
 

@@ -14,16 +14,16 @@
 #include "http/buf.h"
 #include "http/reply.h"
 #include "http/request.h"
+#include "shm/board.h"
 #include "shm/queue_admin.h"
 #include "shm/stats.h"
-#include "shm/status.h"
 #include "worker/worker_int.h"
 
 /* worker_health_view - see worker.h. */
 void
 worker_health_view(struct http_health *h, struct http_health_member *mm,
                    const char *node_id, uint64_t incarnation,
-                   enum worker_health_why why, const struct shm_status_view *v)
+                   enum worker_health_why why, const struct shm_board_view *v)
 {
     static const char *const states[SHM_MEMBER_STATES] = {
         "live", "dead", "leaving", "starting"};
@@ -43,7 +43,7 @@ worker_health_view(struct http_health *h, struct http_health_member *mm,
         .leader = v->leader,
         .members = mm,
     };
-    for (uint32_t i = 0; i < v->nmembers && i < SHM_STATUS_MEMBERS; i++) {
+    for (uint32_t i = 0; i < v->nmembers && i < SHM_BOARD_MEMBERS; i++) {
         const struct shm_member *m = &v->members[i];
         mm[h->nmembers++] = (struct http_health_member){
             m->id, strnlen(m->id, sizeof(m->id)),
@@ -55,16 +55,16 @@ worker_health_view(struct http_health *h, struct http_health_member *mm,
 void
 worker_health(struct worker *w, struct http_request *req)
 {
-    struct shm_status_view v;
+    struct shm_board_view v;
     struct http_health h;
-    struct http_health_member mm[SHM_STATUS_MEMBERS];
+    struct http_health_member mm[SHM_BOARD_MEMBERS];
     struct http_buf b = {0};
 
-    shm_status_read(w->seg->status, &v);
+    shm_board_read(w->seg->board, &v);
     worker_health_view(&h, mm, w->set.node_id, w->incarnation,
-                       w->draining ? WORKER_HEALTH_DRAINING
-                       : shm_status_stale(w->seg->status) ? WORKER_HEALTH_STALE
-                                                          : WORKER_HEALTH_VIEW,
+                       w->draining                      ? WORKER_HEALTH_DRAINING
+                       : shm_board_stale(w->seg->board) ? WORKER_HEALTH_STALE
+                                                        : WORKER_HEALTH_VIEW,
                        &v);
     http_reply(req, http_health_json(&b, &h), &b);
 }
@@ -219,9 +219,9 @@ gauges(struct http_buf *b, const struct shm_gauges *g)
                     (double)g->oldest_age_ms / 1000.0);
 }
 
-/* cluster - raft and membership, from the master's status page. */
+/* cluster - raft and membership, from the master's board. */
 static void
-cluster(struct http_buf *b, const struct shm_status_view *v)
+cluster(struct http_buf *b, const struct shm_board_view *v)
 {
     uint64_t n[SHM_MEMBER_STATES] = {0};
 
@@ -233,7 +233,7 @@ cluster(struct http_buf *b, const struct shm_status_view *v)
     metric(b, "mayfly_raft_leader", "gauge",
            "1 when this node is the raft leader.");
     series(b, "mayfly_raft_leader", NULL, v->role == SHM_ROLE_LEADER);
-    for (uint32_t i = 0; i < v->nmembers && i < SHM_STATUS_MEMBERS; i++)
+    for (uint32_t i = 0; i < v->nmembers && i < SHM_BOARD_MEMBERS; i++)
         n[v->members[i].state % SHM_MEMBER_STATES]++;
     metric(b, "mayfly_members", "gauge", "Cluster members, by state.");
     series(b, "mayfly_members", "state=\"live\"", n[SHM_MEMBER_LIVE]);
@@ -252,9 +252,9 @@ worker_metrics(struct worker *w, struct http_request *req)
 
     shm_counters_sum(w->seg, c);
     shm_gauges_read(w->seg, shm_now_ms(), &g);
-    struct shm_status_view v;
+    struct shm_board_view v;
 
-    shm_status_read(w->seg->status, &v);
+    shm_board_read(w->seg->board, &v);
     counters(&b, c);
     request_hist(&b, w->seg);
     gauges(&b, &g);

@@ -9,7 +9,7 @@
 struct worker;
 struct http_request;
 
-/* worker_health - GET /health: this node as the master's status page
+/* worker_health - GET /health: this node as the master's board
  * shows it, 200 when ready, else 503. */
 void worker_health(struct worker *w, struct http_request *req);
 

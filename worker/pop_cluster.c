@@ -26,8 +26,8 @@
 
 struct pc_peer {
     struct pop_cluster *pc;
-    char id[SHM_STATUS_ID_MAX];
-    char addr[SHM_STATUS_ADDR_MAX];
+    char id[SHM_BOARD_ID_MAX];
+    char addr[SHM_BOARD_ADDR_MAX];
 };
 
 struct pop_cluster {
@@ -37,7 +37,7 @@ struct pop_cluster {
     int wait;
     uint64_t deadline;
     int npeers, first, tried; /* passing on: peer (first + tried) next */
-    struct pc_peer peer[SHM_STATUS_MEMBERS];
+    struct pc_peer peer[SHM_BOARD_MEMBERS];
 };
 
 #define CLUSTER_OF(c) POP_KIND_OF(c, struct pop_cluster, c)

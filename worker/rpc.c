@@ -71,8 +71,8 @@ struct rpc_call {
     char *id;    /* stored at another node: the id it gave; else NULL */
     int pending; /* the store at the owner has not answered yet */
     int owner;   /* 1: stored at owner_id (owner_addr) */
-    char owner_id[SHM_STATUS_ID_MAX];
-    char owner_addr[SHM_STATUS_ADDR_MAX];
+    char owner_id[SHM_BOARD_ID_MAX];
+    char owner_addr[SHM_BOARD_ADDR_MAX];
     size_t inbox_len;
     char inbox[INBOX_MAX];
 };
@@ -598,9 +598,9 @@ serve_node(struct worker *w, struct http_request *req, const struct http_rpc *p,
     http_reply(req, 201, &b);
 }
 
-/* worker_request - see rpc.h. */
+/* worker_request_verb - see rpc.h. */
 void
-worker_request(struct worker *w, struct http_request *req)
+worker_request_verb(struct worker *w, struct http_request *req)
 {
     struct http_rpc p;
     struct http_error err;

@@ -8,9 +8,9 @@
 struct worker;
 struct http_request;
 
-/* worker_request - the request route: answers req with the reply, 504
+/* worker_request_verb - the request verb's route (SPEC §9): answers req with the reply, 504
  * request_timeout, 503 no_responders or an error; waits parked, never
  * blocking the loop. */
-void worker_request(struct worker *w, struct http_request *req);
+void worker_request_verb(struct worker *w, struct http_request *req);
 
 #endif

@@ -7,8 +7,8 @@
 #include <netinet/in.h>
 #include <string.h>
 
+#include "shm/board.h"
 #include "shm/owner.h"
-#include "shm/status.h"
 #include "worker/worker_int.h"
 
 /* worker_serves_all - see view.h. */
@@ -17,7 +17,7 @@ worker_serves_all(struct worker *w)
 {
     const struct shm_owners *o = &w->owners;
 
-    shm_owners_refresh(&w->owners, w->seg->status);
+    shm_owners_refresh(&w->owners, w->seg->board);
     return o->n == 0 || (o->n == 1 && o->self == 0);
 }
 
@@ -25,17 +25,17 @@ worker_serves_all(struct worker *w)
 int
 worker_view_blind(struct worker *w)
 {
-    shm_owners_refresh(&w->owners, w->seg->status);
+    shm_owners_refresh(&w->owners, w->seg->board);
     return w->owners.n == 0 && w->owners.listed > 1;
 }
 
 /* worker_view_read - see view.h. */
 const char *
-worker_view_read(struct worker *w, struct shm_status_view *v)
+worker_view_read(struct worker *w, struct shm_board_view *v)
 {
     const char *own = "";
 
-    shm_status_read(w->seg->status, v);
+    shm_board_read(w->seg->board, v);
     for (uint32_t k = 0; k < v->nmembers; k++)
         if (v->members[k].self)
             own = v->members[k].addr;
@@ -48,7 +48,7 @@ worker_addr_unusable(const char *addr, const char *own)
 {
     struct in6_addr a6;
     struct in_addr a4;
-    char host[SHM_STATUS_ADDR_MAX];
+    char host[SHM_BOARD_ADDR_MAX];
     const char *colon = strrchr(addr, ':');
     size_t n = colon ? (size_t)(colon - addr) : 0;
 

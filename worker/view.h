@@ -2,7 +2,7 @@
  * view.h - the worker's view of the cluster: who owns what, whether this
  * node can tell yet, and which peer addresses can be called.
  *
- * The master publishes the members into the status page (shm/status.h);
+ * The master publishes the members into the board (shm/board.h);
  * a worker keeps its own copy of the owning ones in w->owners
  * (shm/owner.h), refreshed when the page moved, and reads the page itself
  * where it needs every member (a gather, an ack's routes).  Forwarding
@@ -12,7 +12,7 @@
 #ifndef MAYFLY_WORKER_VIEW_H
 #define MAYFLY_WORKER_VIEW_H
 
-struct shm_status_view;
+struct shm_board_view;
 struct worker;
 
 /* worker_serves_all - whether this node serves every partition itself
@@ -27,10 +27,10 @@ int worker_serves_all(struct worker *w);
  * from the start). */
 int worker_view_blind(struct worker *w);
 
-/* worker_view_read - the status page's view now, every member, into v;
+/* worker_view_read - the board's view now, every member, into v;
  * returns this node's own client address in it ("" when unknown), which
  * worker_addr_unusable() takes. */
-const char *worker_view_read(struct worker *w, struct shm_status_view *v);
+const char *worker_view_read(struct worker *w, struct shm_board_view *v);
 
 /*
  * worker_addr_unusable - addr cannot reach a peer: unknown, this node's own

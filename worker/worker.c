@@ -37,10 +37,10 @@
 #include "http/server.h"
 #include "http/tls.h"
 #include "shm/arena.h"
+#include "shm/board.h"
 #include "shm/log.h"
 #include "shm/region.h"
 #include "shm/stats.h"
-#include "shm/status.h"
 #include "shm/wake.h"
 #include "worker/ack.h"
 #include "worker/admin.h"
@@ -93,7 +93,7 @@ dispatch(void *ctx, struct http_request *req)
     /* Draining: what still arrives on open connections goes elsewhere.  The
      * master's flag counts too: /health says draining from the moment it is
      * set, before this worker has read its own SIGTERM. */
-    if ((w->draining || shm_status_stopping(w->seg->status)) &&
+    if ((w->draining || shm_board_stopping(w->seg->board)) &&
         !always_served(r)) {
         http_reply_draining(req);
         return;
@@ -102,7 +102,7 @@ dispatch(void *ctx, struct http_request *req)
      * the members its peers may no longer share: who owns a partition,
      * where an ack goes, who a reset must reach.  Refuse until it beats
      * again; the client retries here or asks another node (SPEC §5). */
-    if (!always_served(r) && shm_status_stale(w->seg->status)) {
+    if (!always_served(r) && shm_board_stale(w->seg->board)) {
         http_reply_error(req, 503, "owner_moved",
                          "this node cannot tell who owns what now: its "
                          "view of the cluster is stale; retry, or ask "
@@ -160,7 +160,7 @@ dispatch(void *ctx, struct http_request *req)
         worker_status_page(req);
         break;
     case HTTP_ROUTE_REQUEST:
-        worker_request(w, req);
+        worker_request_verb(w, req);
         break;
     default:
         break; /* http/ answers 404/405 itself */
@@ -277,9 +277,9 @@ on_signal(struct worker *w, uint64_t now)
 
     while (read(w->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         if (si.ssi_signo == SIGHUP || si.ssi_signo == SIGUSR1) {
-            struct shm_status_view v;
+            struct shm_board_view v;
             if (si.ssi_signo == SIGHUP) {
-                shm_status_read(w->seg->status, &v);
+                shm_board_read(w->seg->board, &v);
                 log_set_level((enum log_level)v.log_level);
                 if (worker_auth_reload(w)) {
                     /* a revoked token's long polls end now */
@@ -343,7 +343,7 @@ on_conn(struct worker *w, int fd, uint32_t events)
 static void
 owners_moved(struct worker *w)
 {
-    shm_owners_refresh(&w->owners, w->seg->status);
+    shm_owners_refresh(&w->owners, w->seg->board);
     if (w->owners.sig == w->parks_sig)
         return;
     w->parks_sig = w->owners.sig;
@@ -359,7 +359,7 @@ owners_moved(struct worker *w)
 static void
 view_stale(struct worker *w)
 {
-    int stale = shm_status_stale(w->seg->status);
+    int stale = shm_board_stale(w->seg->board);
 
     if (stale && !w->stale)
         worker_parked_stale(w);

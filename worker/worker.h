@@ -28,7 +28,7 @@ struct http_qopts;
 struct http_tls;
 struct shm_qopts;
 struct shm_seg;
-struct shm_status_view;
+struct shm_board_view;
 
 struct worker_settings {
     int slot;      /* 0..workers-1: index of its shm slot */
@@ -62,22 +62,22 @@ noreturn void worker_main(struct shm_seg *seg, const struct worker_settings *s);
 enum worker_health_why {
     WORKER_HEALTH_VIEW,     /* as the view says */
     WORKER_HEALTH_DRAINING, /* this process is stopping */
-    WORKER_HEALTH_STALE,    /* the master's view is stale (shm_status_stale) */
+    WORKER_HEALTH_STALE,    /* the master's view is stale (shm_board_stale) */
 };
 
 /*
  * worker_health_view - what GET /health shows (http/answer_json.h writes
- * it) of node node_id of this incarnation, as the status page view v
+ * it) of node node_id of this incarnation, as the board view v
  * shows it, unless why says this process is stopping or the view is stale
  * (then "status" says which, and it is not ready).  Its members are put in
- * mm (SHM_STATUS_MEMBERS of them) and its strings point into v and
+ * mm (SHM_BOARD_MEMBERS of them) and its strings point into v and
  * node_id.  Shared with the master, which answers /health itself during a
  * drain (master/drain_port.c).
  */
 void worker_health_view(struct http_health *h, struct http_health_member *mm,
                         const char *node_id, uint64_t incarnation,
                         enum worker_health_why why,
-                        const struct shm_status_view *v);
+                        const struct shm_board_view *v);
 
 /* worker_options_view - a queue's effective options o as the listing and
  * configure's answer show them (http_options_json() writes them).  Shared

@@ -321,7 +321,7 @@ cl_leader(struct cl *c, int timeout_ms)
 int
 cl_owner(const char *queue, const char *part, unsigned live)
 {
-    struct shm_status_view v;
+    struct shm_board_view v;
     struct shm_owners o;
     int idx[CL_NODES], m;
 

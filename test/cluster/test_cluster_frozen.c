@@ -260,7 +260,7 @@ Test(cluster_frozen, a_pop_parked_on_a_node_whose_master_stops_is_let_go)
     cr_assert_eq(kill(c.node[v].pid, SIGCONT), 0);
 }
 
-/* A short member_ttl_ms: the master beats the status page once a tick
+/* A short member_ttl_ms: the master beats the board once a tick
  * (100 ms), so a bound of ttl/2 under three ticks read a healthy master as
  * stopped now and then, and the node refused requests at random.  Below
  * that the check is off (and the start says so). */

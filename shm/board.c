@@ -1,7 +1,7 @@
 /*
- * status.c - publish and read the node status page (a seqlock).
+ * board.c - publish and read the master's board (a seqlock).
  */
-#include "shm/status.h"
+#include "shm/board.h"
 
 #include <sys/mman.h>
 
@@ -11,21 +11,20 @@
 
 #include "shm/segment.h"
 
-_Static_assert(offsetof(struct shm_status, beat) == 8, "shm_status layout");
-_Static_assert(offsetof(struct shm_status, stale_ms) == 16,
-               "shm_status layout");
-_Static_assert(offsetof(struct shm_status, view) == 24, "shm_status layout");
+_Static_assert(offsetof(struct shm_board, beat) == 8, "shm_status layout");
+_Static_assert(offsetof(struct shm_board, stale_ms) == 16, "shm_status layout");
+_Static_assert(offsetof(struct shm_board, view) == 24, "shm_status layout");
 
-struct shm_status *
-shm_status_create(void)
+struct shm_board *
+shm_board_create(void)
 {
-    void *p = mmap(NULL, sizeof(struct shm_status), PROT_READ | PROT_WRITE,
+    void *p = mmap(NULL, sizeof(struct shm_board), PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
 void
-shm_status_publish(struct shm_status *s, const struct shm_status_view *v)
+shm_board_publish(struct shm_board *s, const struct shm_board_view *v)
 {
     uint64_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
 
@@ -36,9 +35,9 @@ shm_status_publish(struct shm_status *s, const struct shm_status_view *v)
 }
 
 void
-shm_status_read(const struct shm_status *s, struct shm_status_view *v)
+shm_board_read(const struct shm_board *s, struct shm_board_view *v)
 {
-    struct shm_status *m = (struct shm_status *)s;
+    struct shm_board *m = (struct shm_board *)s;
 
     for (;;) {
         uint64_t a = atomic_load_explicit(&m->seq, memory_order_acquire);
@@ -52,22 +51,22 @@ shm_status_read(const struct shm_status *s, struct shm_status_view *v)
 }
 
 int
-shm_status_stopping(const struct shm_status *s)
+shm_board_stopping(const struct shm_board *s)
 {
     return __atomic_load_n(&s->view.stopping, __ATOMIC_RELAXED) != 0;
 }
 
 void
-shm_status_beat(struct shm_status *s, uint64_t now, uint64_t stale_ms)
+shm_board_beat(struct shm_board *s, uint64_t now, uint64_t stale_ms)
 {
     atomic_store_explicit(&s->stale_ms, stale_ms, memory_order_relaxed);
     atomic_store_explicit(&s->beat, now, memory_order_relaxed);
 }
 
 int
-shm_status_stale(const struct shm_status *s)
+shm_board_stale(const struct shm_board *s)
 {
-    struct shm_status *m = (struct shm_status *)s;
+    struct shm_board *m = (struct shm_board *)s;
     uint64_t bound = atomic_load_explicit(&m->stale_ms, memory_order_relaxed);
 
     if (bound == 0)

@@ -1,7 +1,7 @@
 /*
- * status.h - the node's status as the master knows it, for workers to show
- * in /health and /metrics: readiness, the raft role, term, leader and commit
- * index, and the cluster members.
+ * board.h - the master's board: the node as the master knows it, for
+ * workers to show in /health and /metrics and to pick owners by: readiness,
+ * the raft role, term, leader and commit index, and the cluster members.
  *
  * A small MAP_SHARED page of its own, made by the master before forking.
  * One writer (the master) and lock-free readers: the master bumps seq to an
@@ -14,14 +14,14 @@
  * master is stopped (SIGSTOP, a stall) stops serving from a view that its
  * peers no longer share (master/view.c says how long it may age).
  */
-#ifndef MAYFLY_SHM_STATUS_H
-#define MAYFLY_SHM_STATUS_H
+#ifndef MAYFLY_SHM_BOARD_H
+#define MAYFLY_SHM_BOARD_H
 
 #include <stdint.h>
 
-#define SHM_STATUS_MEMBERS  17 /* the node and CONFIG_PEERS_MAX peers */
-#define SHM_STATUS_ID_MAX   65
-#define SHM_STATUS_ADDR_MAX 256 /* host:port and its NUL (CONFIG_ADDR_MAX) */
+#define SHM_BOARD_MEMBERS  17 /* the node and CONFIG_PEERS_MAX peers */
+#define SHM_BOARD_ID_MAX   65
+#define SHM_BOARD_ADDR_MAX 256 /* host:port and its NUL (CONFIG_ADDR_MAX) */
 
 enum shm_role {
     SHM_ROLE_FOLLOWER,
@@ -44,28 +44,28 @@ enum shm_member_state {
 };
 
 struct shm_member {
-    char id[SHM_STATUS_ID_MAX];
-    uint8_t state;                  /* enum shm_member_state */
-    uint8_t self;                   /* this node */
-    char addr[SHM_STATUS_ADDR_MAX]; /* its client address ("" unknown) */
-    uint64_t incarnation;           /* the one it last named (0 unknown) */
+    char id[SHM_BOARD_ID_MAX];
+    uint8_t state;                 /* enum shm_member_state */
+    uint8_t self;                  /* this node */
+    char addr[SHM_BOARD_ADDR_MAX]; /* its client address ("" unknown) */
+    uint64_t incarnation;          /* the one it last named (0 unknown) */
 };
 
 /* What readers copy out. */
-struct shm_status_view {
+struct shm_board_view {
     uint32_t ready;     /* serving: started and not draining */
     uint32_t log_level; /* enum log_level workers apply on SIGHUP */
     uint32_t stopping;  /* the master is draining or stopping */
     uint32_t role;      /* enum shm_role */
     uint64_t term;
     uint64_t commit;
-    char leader[SHM_STATUS_ID_MAX]; /* "" when none is known */
+    char leader[SHM_BOARD_ID_MAX]; /* "" when none is known */
     uint32_t nmembers;
-    struct shm_member members[SHM_STATUS_MEMBERS];
+    struct shm_member members[SHM_BOARD_MEMBERS];
 };
 
 /*
- * struct shm_status - the shared page.
+ * struct shm_board - the shared page.
  *   off  size  field     written by  protected by
  *     0     8  seq       master      itself (odd while writing)
  *     8     8  beat      master      itself (atomic; shm_now_ms() time)
@@ -75,34 +75,34 @@ struct shm_status_view {
  * reader that sees a new beat with an old stale_ms (or the reverse) at
  * most answers one request by the bound before.
  */
-struct shm_status {
+struct shm_board {
     _Atomic uint64_t seq;
     _Atomic uint64_t beat;
     _Atomic uint64_t stale_ms;
-    struct shm_status_view view;
+    struct shm_board_view view;
 };
 
-/* shm_status_create - map the page (master, before forking).  NULL on
+/* shm_board_create - map the page (master, before forking).  NULL on
  * failure, errno set. */
-struct shm_status *shm_status_create(void);
+struct shm_board *shm_board_create(void);
 
-/* shm_status_publish - master: replace the view. */
-void shm_status_publish(struct shm_status *s, const struct shm_status_view *v);
+/* shm_board_publish - master: replace the view. */
+void shm_board_publish(struct shm_board *s, const struct shm_board_view *v);
 
-/* shm_status_read - a consistent copy of the view. */
-void shm_status_read(const struct shm_status *s, struct shm_status_view *v);
+/* shm_board_read - a consistent copy of the view. */
+void shm_board_read(const struct shm_board *s, struct shm_board_view *v);
 
-/* shm_status_stopping - whether the master is draining or stopping (one
+/* shm_board_stopping - whether the master is draining or stopping (one
  * racy load: cheap enough for every request). */
-int shm_status_stopping(const struct shm_status *s);
+int shm_board_stopping(const struct shm_board *s);
 
-/* shm_status_beat - master: its view is current at now, and may age
+/* shm_board_beat - master: its view is current at now, and may age
  * stale_ms before workers stop trusting it (0: never, a node alone). */
-void shm_status_beat(struct shm_status *s, uint64_t now, uint64_t stale_ms);
+void shm_board_beat(struct shm_board *s, uint64_t now, uint64_t stale_ms);
 
-/* shm_status_stale - whether the master's view is older than its bound
+/* shm_board_stale - whether the master's view is older than its bound
  * now.  Two relaxed loads and, in a cluster only, a clock read. */
-int shm_status_stale(const struct shm_status *s);
+int shm_board_stale(const struct shm_board *s);
 
 /* shm_role_name - "follower", "candidate", "leader". */
 const char *shm_role_name(uint32_t role);
