@@ -34,6 +34,25 @@
  *     http11_without_host_is_refused_http10_is_served.
  * D5  A NUL in the request line cuts it there.  edge_head: 400.
  *     a_nul_in_the_request_line_is_refused.
+ * D6  Whitespace before a header's colon stays in the name (its check runs
+ *     only when strict_for_client is -1 or less, the test inverted):
+ *     "Content-Length : 5" is no Content-Length, and the body runs as a
+ *     second request.  edge_head: a name must be a token, else 400.
+ *     whitespace_before_a_header_colon_is_refused_not_smuggled.
+ * D7  A folded line (obs-fold) is joined to the *name* of the header
+ *     above it (process_broken_line extends connection->last): a folded
+ *     Content-Length is lost the same way.  edge_head: 400.
+ *     an_obs_folded_header_is_refused_not_smuggled.
+ * D8  A header value is cut at a NUL byte, and the rest of the line
+ *     dropped ("Bearer <token>\0junk" passes; a Content-Length can hide
+ *     behind it).  edge_head walks MHD's records against the head as it
+ *     was read, in place, and refuses bytes they do not account for
+ *     (400), and a control character in a value.  A NUL just before a
+ *     bare LF looks there like CRLF and passes: the value MHD keeps is
+ *     then every byte before it.  a_nul_in_a_header_value_is_refused.
+ * D9  Of two Authorization headers (or Host) the first wins: a valid
+ *     token then a wrong one is accepted.  edge_head: 400.
+ *     two_authorization_headers_are_refused.
  * D10 Past its memory per connection MHD answers 414 or 431 in HTML, and
  *     it zeroes all of that memory after every request.  Our limits sit
  *     below its own, 64 KiB (edge_head.h: a URI of 8 KiB, 8 KiB of
@@ -57,12 +76,20 @@
  *     head, overwrites its state and builds it again): ours goes straight
  *     on the socket and MHD is told its queueing failed, so it closes.
  *     a_content_length_that_is_not_a_number_is_refused_in_json.
- * D14 Bytes that are not HTTP (a TLS ClientHello on the plain port): MHD
- *     waits for a line end until the connection times out.  The first
- *     bytes of a connection are peeked as they come (edge_conn,
- *     edge_socket): 400 at once; and a new connection has
+ * D14 Bytes that cannot begin a request: after a TLS ClientHello on the
+ *     plain port MHD waits for a line end until the connection times out;
+ *     a line that begins with a NUL it takes for an empty one, and waits
+ *     on; one that begins with a space it closes without a word.  The
+ *     first bytes of a connection are peeked as it opens and as they come
+ *     (edge_conn, edge_socket): a byte other than a method's first or an
+ *     empty line's is answered 400 at once.  A new connection has
  *     HTTP_HEAD_TIMEOUT_S to send its request line, which bounds what the
- *     peek missed.  a_tls_client_hello_on_the_plain_port_is_answered_400.
+ *     peek missed (bytes a settling round of MHD read first); a later
+ *     request on a kept-alive connection is not peeked at, and MHD's
+ *     behaviour stands for it.
+ *     a_tls_client_hello_on_the_plain_port_is_answered_400,
+ *     a_request_starting_with_a_nul_byte_is_answered_400_at_once,
+ *     a_request_line_with_a_leading_space_is_answered_400.
  * D15 Plain HTTP on a TLS port: the handshake fails without a word.  It
  *     is answered 400 in plain HTTP, from a peek and from the GnuTLS
  *     session's read function.

@@ -33,7 +33,19 @@ head_timeout(struct MHD_Connection *conn, const struct http_conn *c, unsigned t)
         MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, t);
 }
 
-/* http_edge_conn_started - see edge_conn.h. */
+/* first_look - c's first bytes, if they have come, judged before MHD
+ * reads them: 1 when refused (edge_socket.h). */
+static int
+first_look(struct http_conn *c)
+{
+    int rc = http_edge_socket_first(c->fd);
+
+    c->looked = rc >= 0;
+    return rc == 1;
+}
+
+/* http_edge_conn_started - see edge_conn.h.  Bytes there already are
+ * judged now: MHD reads a new connection in the round that accepts it. */
 int
 http_edge_conn_started(struct MHD_Connection *conn, struct http_conn *c)
 {
@@ -41,7 +53,7 @@ http_edge_conn_started(struct MHD_Connection *conn, struct http_conn *c)
 
     head_timeout(conn, c, HTTP_HEAD_TIMEOUT_S);
     if (c->tls == NULL)
-        return 0;
+        return first_look(c);
     /* plain HTTP already there on a TLS port is refused (the handshake
      * meets its end); else its first bytes are watched */
     if (http_edge_socket_plain(c->fd))
@@ -66,10 +78,9 @@ http_edge_conn_began(struct MHD_Connection *conn, struct http_conn *c)
 int
 http_conn_first_bytes(struct http_conn *c)
 {
-    if (!c->fresh)
+    if (!c->fresh || c->looked)
         return 0;
-    return c->tls != NULL ? http_edge_socket_plain(c->fd)
-                          : http_edge_socket_tls(c->fd);
+    return c->tls != NULL ? http_edge_socket_plain(c->fd) : first_look(c);
 }
 
 /* http_conn_hangup - see server.h.  With edge-triggered epoll MHD 0.9.75

@@ -27,9 +27,10 @@ unsigned http_edge_conn_limit(unsigned max_connections);
 
 /*
  * http_edge_conn_started - MHD accepted conn, whose record c is filled:
- * it gets HTTP_HEAD_TIMEOUT_S to send its request line, and on a TLS port
- * plain HTTP already waiting is answered 400 and the socket shut (1), and
- * the GnuTLS session reads through http_edge_socket_pull for what comes
+ * it gets HTTP_HEAD_TIMEOUT_S to send its request line; bytes already
+ * waiting that cannot begin a request (plain port), or plain HTTP (TLS
+ * port), are answered 400 and the socket shut (1); on a TLS port the
+ * GnuTLS session reads through http_edge_socket_pull for what comes
  * later.  0 when it is served.
  */
 int http_edge_conn_started(struct MHD_Connection *conn, struct http_conn *c);

@@ -24,6 +24,10 @@ struct http_request;
  * touches every page): twice its default, not more. */
 #define HTTP_MHD_CONN_MEMORY (64u << 10)
 
+/* http_edge_token_char - c may be part of an RFC 9110 token (a header
+ * name, a method). */
+int http_edge_token_char(unsigned char c);
+
 /*
  * http_edge_head_uri - MHD's URI log callback got uri, a request's raw
  * URI in MHD's read buffer (writable): MHD's own parse of its query is cut
@@ -35,10 +39,13 @@ void http_edge_head_uri(const char *uri);
 /*
  * http_edge_head_check - req's head, given MHD's method and version strings
  * (which point into the same buffer as the raw URI req->uri_at): a NUL in
- * the request line, an HTTP/1.1 request without Host, a Transfer-Encoding
- * other than chunked, more than one Content-Length or one beside
- * Transfer-Encoding, a URI over HTTP_URI_MAX, headers over
- * HTTP_HEADERS_MAX.  Returns 0, or -1 with the reply set.
+ * the request line, a URI over HTTP_URI_MAX, headers over
+ * HTTP_HEADERS_MAX, a header name that is not a token (whitespace before
+ * its colon), a folded header line, a NUL or another control character
+ * in a header value, an HTTP/1.1 request without Host, more than one
+ * Host, Authorization or Content-Length, a Transfer-Encoding other than
+ * chunked or one beside Content-Length.  Returns 0, or -1 with the reply
+ * set (400, 414 or 431).
  */
 int http_edge_head_check(struct http_request *req, const char *method,
                          const char *version);

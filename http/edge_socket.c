@@ -15,10 +15,10 @@
 
 #include <microhttpd.h>
 
-/* The first two bytes of every TLS record of a handshake: content type 22
- * (handshake), then the major version, 3 from SSL 3.0 to TLS 1.3. */
+#include "http/edge_head.h"
+
+/* The first byte of every TLS record of a handshake: content type 22. */
 #define TLS_HANDSHAKE 0x16
-#define TLS_MAJOR     0x03
 
 /* The content types of TLS records, change_cipher_spec (20) to
  * application_data (23): what follows a handshake.  No HTTP method
@@ -128,15 +128,23 @@ http_edge_socket_pull(void *ptr, void *buf, size_t len)
     return -1;
 }
 
-/* http_edge_socket_tls - see edge_socket.h. */
+/* http_edge_socket_first - see edge_socket.h.  A request line begins
+ * with its method, a token; empty lines before it are allowed (RFC 9112
+ * §2.2).  Judged only before MHD has read anything of the connection. */
 int
-http_edge_socket_tls(int fd)
+http_edge_socket_first(int fd)
 {
-    unsigned char head[2];
+    unsigned char c;
+    char sentence[96] = "this port speaks plain HTTP, not TLS";
 
-    if (recv(fd, head, sizeof(head), MSG_PEEK | MSG_DONTWAIT) != 2 ||
-        head[0] != TLS_HANDSHAKE || head[1] != TLS_MAJOR || !untouched(fd, 0))
+    if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 1)
+        return -1;
+    if (http_edge_token_char(c) || c == '\r' || c == '\n' || !untouched(fd, 0))
         return 0;
-    drop_answer(fd, "this port speaks plain HTTP, not TLS");
+    if (c != TLS_HANDSHAKE)
+        snprintf(sentence, sizeof(sentence),
+                 "a request line begins with its method, not with byte 0x%02x",
+                 c);
+    drop_answer(fd, sentence);
     return 1;
 }

@@ -1,9 +1,9 @@
 /*
  * edge_socket.h - answers written straight to a client's socket, past
  * libmicrohttpd, for what MHD 0.9.75 cannot answer right itself (edge.h):
- * bytes that are not HTTP at all (a TLS ClientHello on the plain port),
- * plain HTTP on a TLS port, and a Content-Length MHD refuses, whose answer
- * it garbles (edge_answer.c).  Only where MHD has written nothing of an
+ * bytes that cannot begin a request (a TLS ClientHello on the plain port,
+ * a NUL, a space), plain HTTP on a TLS port, and a Content-Length MHD
+ * refuses, whose answer it garbles (edge_answer.c).  Only where MHD has written nothing of an
  * answer for the connection's current request.  Stateless, no locking.
  */
 #ifndef MAYFLY_HTTP_EDGE_SOCKET_H
@@ -22,12 +22,15 @@ void http_edge_socket_answer(int fd, unsigned status, const char *code,
                              const char *sentence);
 
 /*
- * http_edge_socket_tls - the bytes waiting on socket fd begin a TLS record (a
- * ClientHello on the plain port): they are read and dropped, answered 400
- * and the socket shut both ways (so MHD, which holds no request of it,
- * reads its end and closes it).  1 when refused, else 0 (nothing read).
+ * http_edge_socket_first - the first bytes waiting on socket fd, of a plain
+ * HTTP port, cannot begin a request (a TLS ClientHello, a NUL, a space:
+ * anything but a method's first letter or an empty line): they are read
+ * and dropped, answered 400 and the socket shut both ways (so MHD, which
+ * holds no request of it, reads its end and closes it).  1 when refused;
+ * 0 when they may begin a request, or MHD has read from the socket (what
+ * waits is not its first bytes); -1 when nothing waits yet.
  */
-int http_edge_socket_tls(int fd);
+int http_edge_socket_first(int fd);
 
 /*
  * http_edge_socket_plain - the inverse, for a TLS port: the bytes waiting on

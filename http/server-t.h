@@ -44,6 +44,7 @@ struct http_conn {
                               2 refused (servers with a CA only) */
     unsigned char poked;  /* its hang-up was shown to MHD, or waits in
                              server->pokes to be (edge_conn.c) */
+    unsigned char looked; /* its first bytes were judged (edge_conn.c) */
     struct http_tls *tls; /* the server's credentials, or NULL */
 };
 

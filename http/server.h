@@ -97,10 +97,11 @@ void http_server_on_open(struct http_server *s,
                          void *ctx);
 
 /* http_conn_first_bytes - the first bytes have come on c: while it has
- * sent no request line, bytes that begin a TLS record are answered 400 and
- * the connection closed (MHD would wait for a line end until the head
- * timeout); on a TLS port, bytes that do not (plain HTTP) are answered 400
- * in plain HTTP (a handshake would only fail).  1 when refused. */
+ * sent no request line, bytes that cannot begin one (a TLS record, a NUL,
+ * a space) are answered 400 and the connection closed (MHD would wait for
+ * a line end until the head timeout, or close without a word); on a TLS
+ * port, bytes that do not begin a TLS record (plain HTTP) are answered
+ * 400 in plain HTTP (a handshake would only fail).  1 when refused. */
 int http_conn_first_bytes(struct http_conn *c);
 
 /* http_conn_hangup - c's client shut its side (or reset) and nothing of
