@@ -51,7 +51,7 @@ asan:
 tests: $(TESTBIN)
 
 # MHD_queue_response is exported so that libmicrohttpd's own call binds to
-# ours (http/mhd_answer.h).
+# ours (http/edge_answer.h).
 $(B)/mayflyd: $(OBJ)
 	$(CC) $(LDFLAGS) -Wl,--export-dynamic-symbol=MHD_queue_response -o $@ $^ $(LIBS)
 

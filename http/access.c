@@ -7,14 +7,15 @@
  *
  * A request goes NEW -> BODY -> HANDLED -> QUEUED (request-t.h).  The
  * access handler never queues a response in its first call for a request:
- * MHD 0.9.75 then closes the connection (DESIGN §4).  The one exception is
+ * MHD 0.9.75 then closes the connection (edge.h, D1).  The one exception is
  * a Content-Length over max_body_bytes: the body will not be read, so the
  * connection must close anyway, and answering at once spares the client
  * the "100 Continue" that would invite the body.  MHD 0.9.75 refuses a
  * response while a body is still arriving, so a body that outgrows the
  * limit without announcing it (chunked) is read on and dropped, and
  * answered 413 once it ends: up to as much again as the limit, past which
- * the connection closes rather than read an unbounded body.
+ * the connection closes rather than read an unbounded body (D2).  What
+ * else MHD gets wrong is met by the edge (edge.h), which this file calls.
  *
  * Single-threaded (inside http_server_run()), no locking.  Errors become
  * replies (4xx/5xx) or a closed connection; they are logged via shm/log.h.
@@ -31,29 +32,19 @@
 
 #include <microhttpd.h>
 
+#include "http/edge_answer.h"
+#include "http/edge_conn.h"
+#include "http/edge_head.h"
 #include "http/errors.h"
-#include "http/head.h"
-#include "http/mhd_answer.h"
 #include "http/reply.h"
 #include "http/request-t.h"
 #include "http/request.h"
 #include "http/server-t.h"
-#include "http/stray.h"
 #include "http/tls.h"
 #include "shm/log.h"
 
 /* Bytes reserved up front from Content-Length; larger bodies grow. */
 #define HTTP_BODY_PREALLOC (1u << 20)
-
-/* What a connection carries as MHD's socket context (server.h). */
-struct http_conn {
-    int fd;
-    unsigned char fresh;  /* no request line yet */
-    unsigned char over;   /* accepted past max_connections */
-    unsigned char peer;   /* client certificate: 0 unchecked, 1 good,
-                              2 refused (servers with a CA only) */
-    struct http_tls *tls; /* the server's credentials, or NULL */
-};
 
 /* conn_ctx_of - conn's context, or NULL (out of memory at its start). */
 static struct http_conn *
@@ -67,10 +58,11 @@ conn_ctx_of(struct MHD_Connection *conn)
 
 /* http_access_conn_notify - MHD's word on a connection's start or end.  A
  * new one is counted fresh until its first request line (a drain must not
- * close it with that request unread), has HTTP_HEAD_TIMEOUT_S to send it,
- * is over when it opened beyond max_connections (MHD's own limit is
- * higher, see server.c), and goes to the on_open hook; an ending one is
- * reported to the on_close hook while its socket is still open. */
+ * close it with that request unread), is over when it opened beyond
+ * max_connections (MHD's own limit is higher, edge_conn.h), meets the edge
+ * (its head timeout; on a TLS port, plain HTTP refused) and goes to the
+ * on_open hook; an ending one is reported to the on_close hook while its
+ * socket is still open. */
 void
 http_access_conn_notify(void *cls, struct MHD_Connection *conn,
                         void **socket_ctx,
@@ -83,27 +75,14 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         s->open++;
         ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        if (ci != NULL && (c = malloc(sizeof(*c))) != NULL) {
+        if (ci != NULL && (c = calloc(1, sizeof(*c))) != NULL) {
+            c->server = s;
             c->fd = ci->connect_fd;
             c->fresh = 1;
             c->over = s->open > s->opts.max_connections;
-            c->peer = 0;
             c->tls = s->opts.tls;
             s->fresh++;
-            if (s->opts.connection_timeout_s > HTTP_HEAD_TIMEOUT_S)
-                MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
-                                          (unsigned)HTTP_HEAD_TIMEOUT_S);
-            /* plain HTTP already there on a TLS port is refused (the
-             * handshake meets its end); else its first bytes are watched */
-            int refused = c->tls != NULL && http_stray_plain(c->fd);
-            /* and the bytes MHD reads before the watch sees them */
-            if (c->tls != NULL && !refused &&
-                (ci = MHD_get_connection_info(
-                     conn, MHD_CONNECTION_INFO_GNUTLS_SESSION)) != NULL &&
-                ci->tls_session != NULL)
-                gnutls_transport_set_pull_function(
-                    (gnutls_session_t)ci->tls_session, http_stray_pull);
-            if (!refused && s->on_open != NULL)
+            if (!http_edge_conn_started(conn, c) && s->on_open != NULL)
                 s->on_open(s->on_open_ctx, c->fd, c);
         }
         *socket_ctx = c;
@@ -112,6 +91,8 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
     s->open--;
     if (c != NULL && c->fresh)
         s->fresh--;
+    if (c != NULL)
+        http_edge_conn_closed(c);
     free(c);
     *socket_ctx = NULL;
     s->closed = 1;
@@ -132,24 +113,13 @@ conn_began(struct http_server *s, struct MHD_Connection *conn)
     if (c != NULL && c->fresh) {
         c->fresh = 0;
         s->fresh--;
-        if (s->opts.connection_timeout_s > HTTP_HEAD_TIMEOUT_S)
-            MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
-                                      (unsigned)s->opts.connection_timeout_s);
+        http_edge_conn_began(conn, c);
     }
 }
 
-/* http_conn_first_bytes - see server.h: on a TLS port, bytes that are not
- * a TLS record are plain HTTP, and are answered in it. */
-int
-http_conn_first_bytes(struct http_conn *c)
-{
-    if (!c->fresh)
-        return 0;
-    return c->tls != NULL ? http_stray_plain(c->fd) : http_stray_tls(c->fd);
-}
-
 /* http_access_cert - see access.h.  MHD 0.9.75 makes the connection the
- * TLS session's pointer (daemon.c, new_connection_prepare_), and the
+ * TLS session's pointer (daemon.c, new_connection_prepare_; edge.h, D18),
+ * and the
  * connection's socket context says which server, and so which
  * credentials, it belongs to. */
 int
@@ -212,17 +182,13 @@ peer_refused(struct http_request *req)
 /*
  * http_access_uri - MHD's first word on a request: allocate it, keep the raw
  * URI (MHD decodes the path it hands the access handler, losing "%2F").
- * The query is ours to parse (query.c), so MHD's own parse is cut short:
- * MHD 0.9.75 calls this before it splits the query into a record per
- * parameter in the connection's memory, where some 460 parameters ran it
- * out and left the connection unanswered.  uri points into MHD's read
- * buffer, which is writable; a NUL after the '?' leaves it no parameter.
+ * The query is ours to parse (query.c), so MHD's own parse is cut short
+ * once it is copied (http_edge_head_uri).
  */
 void *
 http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     struct http_request *req = calloc(1, sizeof(*req));
-    char *q = strchr(uri, '?');
 
     conn_began(cls, conn);
     if (req == NULL)
@@ -235,8 +201,7 @@ http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn)
         free(req);
         return NULL;
     }
-    if (q != NULL)
-        q[1] = '\0';
+    http_edge_head_uri(uri);
     req->server->requests++;
     return req;
 }
@@ -309,7 +274,7 @@ queue_reply(struct http_request *req)
     }
     if (!retry_after && http_status_retryable(req->status))
         MHD_add_response_header(resp, "Retry-After", "1");
-    ret = http_mhd_queue(req->conn, req->status, resp);
+    ret = http_edge_answer_queue(req->conn, req->status, resp);
     MHD_destroy_response(resp);
     req->state = HTTP_REQ_QUEUED;
     return ret;
@@ -443,7 +408,7 @@ first_call(struct http_request *req, struct MHD_Connection *conn,
     req->conn = conn;
     req->method = method;
     req->state = HTTP_REQ_BODY;
-    if (http_head_check(req, method, version) != 0)
+    if (http_edge_head_check(req, method, version) != 0)
         return queue_reply(req);
     if (route_request(req))
         return queue_reply(req); /* refused: closes, body unread */

@@ -38,7 +38,7 @@ struct http_request {
     enum http_req_state state;
     char *uri;          /* raw request URI (path and query), owned */
     const char *uri_at; /* where MHD held it, beside the method and version
-                           (head.c); valid until the first call only */
+                           (edge_head.c); valid until the first call only */
     const char *method; /* MHD's copy, valid for the request */
     enum http_route route;
     char *param; /* decoded {q}, owned; NULL when none */

@@ -1,9 +1,11 @@
 /*
- * server-t.h - the layout of struct http_server, for http/ only.
- * Single-threaded, no locking.
+ * server-t.h - the layouts of struct http_server and of a connection's
+ * record (struct http_conn), for http/ only.  Single-threaded, no locking.
  */
 #ifndef MAYFLY_HTTP_SERVER_T_H
 #define MAYFLY_HTTP_SERVER_T_H
+
+#include <stddef.h>
 
 #include "http/server.h"
 
@@ -22,10 +24,28 @@ struct http_server {
     unsigned requests; /* requests begun and not yet freed */
     unsigned fresh;    /* connections accepted, no request begun yet */
     unsigned open;     /* connections open (MHD's count, kept here) */
+    struct http_conn **pokes; /* hang-ups to show MHD after its run
+                                 (edge_conn.c); NULL entries: closed since */
+    size_t npokes, pokes_cap;
     void (*on_close)(void *ctx, int fd); /* see http_server_on_close() */
     void *on_close_ctx;
     void (*on_open)(void *ctx, int fd, struct http_conn *c); /* on_open() */
     void *on_open_ctx;
+};
+
+/* What a connection carries as MHD's socket context (server.h): made as
+ * MHD accepts it (access.c), freed as it closes. */
+struct http_conn {
+    struct http_server *server;
+    int fd;
+    unsigned char fresh;  /* no request line yet */
+    unsigned char over;   /* accepted past max_connections */
+    unsigned char peer;   /* client certificate: 0 unchecked, 1 good,
+                              2 refused (servers with a CA only) */
+    unsigned char poked;  /* its hang-up was shown to MHD, or waits in
+                             server->pokes to be (edge_conn.c) */
+    unsigned char looked; /* its first bytes were judged (edge_conn.c) */
+    struct http_tls *tls; /* the server's credentials, or NULL */
 };
 
 #endif

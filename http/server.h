@@ -12,7 +12,7 @@
  * not_found) and wrong methods (405 method_not_allowed with Allow) itself,
  * and calls the handler exactly once for the rest.  It never queues a
  * response in the first access-handler call of a request, which would cost
- * keep-alive in MHD 0.9.75 (DESIGN §4) -- except the 413 for a
+ * keep-alive in MHD 0.9.75 (edge.h) -- except the 413 for a
  * Content-Length over the limit, where the connection closes anyway.  A
  * body that outgrows the limit without a Content-Length (chunked) closes
  * the connection: MHD 0.9.75 cannot answer before a body is read.
@@ -63,8 +63,9 @@ typedef void http_handler_fn(void *ctx, struct http_request *req);
 
 /*
  * http_server_start - serve HTTP on listen_fd (a bound, listening socket; it
- * is made non-blocking).  NULL on failure (logged).  The server owns
- * listen_fd from then on.
+ * is made non-blocking).  NULL on failure (logged), a libmicrohttpd other
+ * than the one the edge was built and tested for included (edge.h).  The
+ * server owns listen_fd from then on.
  */
 struct http_server *http_server_start(int listen_fd,
                                       const struct http_server_opts *o,
@@ -100,11 +101,20 @@ void http_server_on_open(struct http_server *s,
                          void *ctx);
 
 /* http_conn_first_bytes - the first bytes have come on c: while it has
- * sent no request line, bytes that begin a TLS record are answered 400 and
- * the connection closed (MHD would wait for a line end until the head
- * timeout); on a TLS port, bytes that do not (plain HTTP) are answered 400
- * in plain HTTP (a handshake would only fail).  1 when refused. */
+ * sent no request line, bytes that cannot begin one (a TLS record, a NUL,
+ * a space) are answered 400 and the connection closed (MHD would wait for
+ * a line end until the head timeout, or close without a word); on a TLS
+ * port, bytes that do not begin a TLS record (plain HTTP) are answered
+ * 400 in plain HTTP (a handshake would only fail).  1 when refused. */
 int http_conn_first_bytes(struct http_conn *c);
+
+/* http_conn_hangup - c's client shut its side (or reset) and nothing of
+ * the caller's waits on c: after MHD's next run its socket is shut for
+ * reading (once), which wakes MHD to read it again and see the end (MHD
+ * misses a FIN that came with the last bytes of half a request, edge.h).
+ * A request still arriving is then dropped and the connection closed;
+ * one MHD holds whole is answered as before. */
+void http_conn_hangup(struct http_conn *c);
 
 /* http_server_timeout_ms - how long the loop may sleep before the next
  * http_server_run() (-1: no MHD timer pending). */

@@ -451,11 +451,10 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
         owners_moved(&w);
         view_stale(&w);
         http_client_on_timeout(w.client);
-        if (mhd_ready || now >= mhd_due || w.draining || w.npokes ||
+        if (mhd_ready || now >= mhd_due || w.draining ||
             http_server_resume_pending(w.http))
             http_server_run(w.http);
         settle(&w);
-        worker_conn_poke(&w);
         /* Done draining once no request is in flight and every connection
          * accepted has begun its first: idle keep-alive connections close
          * with the server (DRAIN_GRACE_MS at least). */
