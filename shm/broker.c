@@ -367,6 +367,7 @@ pop_part(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
         atomic_store_explicit(
             &shm_ring_grp(seg, shm_ring_gs(seg, gs)->grp)->last_active, now,
             RELAXED);
+        atomic_store_explicit(&c.p->popped, now, RELAXED);
         if (rc == 0 && park)
             atomic_fetch_or(&c.p->waiters, 1ULL << w);
         shm_ring_unlock(c.p);
@@ -443,10 +444,12 @@ pop_or_peek(struct shm_seg *seg, int worker, const struct shm_pop_req *req,
             return rc;
         atomic_store_explicit(&shm_dir_queue(seg, qr.idx)->last_active, now,
                               RELAXED);
-        if (req->part.len == 0)
+        if (req->part.len == 0) {
+            atomic_store_explicit(&shm_dir_queue(seg, qr.idx)->any_popped, now,
+                                  RELAXED);
             rc = pop_any(seg, worker, qr, req, h, now, sink);
-        else if ((rc = shm_dir_find_part(seg, worker, qr, req->part, 1, now,
-                                         &pr)) == 0)
+        } else if ((rc = shm_dir_find_part(seg, worker, qr, req->part, 1, now,
+                                           &pr)) == 0)
             rc = pop_part(seg, worker, qr, pr, req, h, req->batch, req->park,
                           now, sink);
         if (rc != -ESTALE)

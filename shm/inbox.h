@@ -87,8 +87,10 @@ int shm_reply_to(struct shm_seg *seg, int worker, struct shm_name queue,
 
 /*
  * shm_responders - whether anybody listens on (queue, part): a pop parked
- * on the partition or on the whole queue, or a group of the queue that
- * popped or acked within idle_ms of now.  Creates nothing.
+ * on the partition or on the whole queue, or a pop of the partition or of
+ * the whole queue within idle_ms of now (a pop of another partition is
+ * nobody listening here: SPEC §9).  Creates nothing, takes no lock but
+ * the directory's look-ups.
  */
 int shm_responders(struct shm_seg *seg, int worker, struct shm_name queue,
                    struct shm_name part, uint64_t now, uint64_t idle_ms);
