@@ -5,7 +5,7 @@
  * anything else a popped message carries.
  *
  * Acks come with every drained batch, so the body goes through the strict
- * scanner of json_scan.h instead of a json-c tree (DESIGN §4): one pass
+ * scanner of json_scan.h instead of a json-c tree (json_scan.h): one pass
  * validates the whole body and notes where the last value of each member
  * starts (json-c keeps the last of a repeated key) and how long the arrays
  * are; a second pass reads the chosen array.  The checks run in the order

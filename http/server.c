@@ -4,6 +4,14 @@
  * back as connections and requests come and go is in access.c, which this
  * file registers and which never calls back here.
  *
+ * Every worker serves the one listening socket the master made and they
+ * inherit (MHD_OPTION_LISTEN_SOCKET), not SO_REUSEPORT, whose queued
+ * connections die with the worker that held them.  Suspended (parked)
+ * connections count against MHD's connection limit, so the limit is set
+ * (edge_conn.h) and the master raises RLIMIT_NOFILE to fit.  After a
+ * resume MHD calls the handler again, which queues the reply then;
+ * http_server_stop resumes every parked connection before MHD_stop_daemon.
+ *
  * Single-threaded (MHD runs inside http_server_run()).  Errors are logged
  * through shm/log.h; MHD's own messages too.
  */

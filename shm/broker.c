@@ -4,6 +4,18 @@
  * records), ring.c (one partition's contents) and the shared steps of
  * broker_int.h.
  *
+ * A push checks the bounds, allocates a run of cells per message (tagged
+ * INFLIGHT, arena.h) and copies the payloads in as sent, all before the
+ * partition lock; then under it drops what passed its ttl, checks the
+ * bounds again (evicting under dropOldest), links the batch with one
+ * store, moves the partition's due time earlier if needed and posts a wake
+ * to each parked waiter.  A pop, under the same lock, drops what passed
+ * its ttl, finds its group's state (made at its first pop there), takes
+ * redeliveries then new messages from the cursor, leases them unless
+ * autoAck and copies each into the caller's sink; finding nothing with
+ * park set, it raises this worker's waiter bit in that lock hold, so no
+ * push in between is missed.
+ *
  * Locking: the dir lock briefly per lookup; then one partition lock at a
  * time; a queue's own lock only to create groups (queue lock -> one
  * partition lock) and, briefly, for a pop about to park on the queue.

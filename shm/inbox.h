@@ -1,7 +1,9 @@
 /*
  * inbox.h - what the segment knows of request/reply (SPEC §9): a request's
- * inbox is an implicit queue named "mayfly.inbox/<node id>/<serial>" (after
- * the requester's tenant prefix, when it has one), minted by the node that holds the requester's connection.  A push never
+ * inbox is an implicit queue named "mayfly.inbox/<node id>/<incarnation>.
+ * <worker>.<pid>.<serial>.<64 random bits>" (worker/rpc.c; after the
+ * requester's tenant prefix, when it has one), minted by the node that
+ * holds the requester's connection.  A push never
  * makes an inbox (shm_push answers -ENOENT once it is gone, so a late reply
  * leaves nothing behind); the owner of an inbox is the node its name says
  * (shm/owner.c).  Here too: withdrawing a request nobody has read, and

@@ -4,10 +4,10 @@
  * client sockets a long poll has waited on, parked or forwarded (conn.h;
  * EPOLLRDHUP: a client that leaves while it waits takes nothing with it).
  *
- * The loop sleeps until the nearest of MHD's timer, the first parked call's
- * deadline, and the heartbeat interval (the master kills a worker whose
- * heartbeat stops).  SIGTERM drains: stop accepting, answer parked pops,
- * let in-flight requests finish, exit 0.
+ * The loop sleeps until the nearest of MHD's timer, libcurl's, the first
+ * parked call's deadline, and the heartbeat interval (the master kills a
+ * worker whose heartbeat stops).  SIGTERM drains: stop accepting, answer
+ * parked pops, let in-flight requests finish, exit 0.
  *
  * A turn costs few system calls, since the workers are bound by them:
  * awake, the worker is disarmed (shm_wake_disarm), so pushes, its own

@@ -88,7 +88,7 @@ srv_answer(struct MHD_Connection *conn, unsigned status, const char *type,
 }
 
 /* The access handler: never answers on the first call (MHD 0.9.75 would
- * close the connection after the reply, DESIGN §4). */
+ * close the connection after the reply, http/edge.h D1). */
 static enum MHD_Result
 srv_handler(void *cls, struct MHD_Connection *conn, const char *url,
             const char *method, const char *version, const char *upload,
