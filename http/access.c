@@ -35,6 +35,7 @@
 #include "http/edge_answer.h"
 #include "http/edge_conn.h"
 #include "http/edge_head.h"
+#include "http/edge_wait.h"
 #include "http/errors.h"
 #include "http/reply.h"
 #include "http/request-t.h"
@@ -58,10 +59,11 @@ conn_ctx_of(struct MHD_Connection *conn)
 
 /* http_access_conn_notify - MHD's word on a connection's start or end.  A
  * new one is counted fresh until its first request line (a drain must not
- * close it with that request unread), is over when it opened beyond
- * max_connections (MHD's own limit is higher, edge_conn.h), meets the edge
- * (its head timeout; on a TLS port, plain HTTP refused) and goes to the
- * on_open hook; an ending one is reported to the on_close hook while its
+ * close it with that request unread), owes its head (edge_wait.h), is over
+ * when it opened beyond max_connections and no connection made room for
+ * it (MHD's own limit is higher, edge_conn.h), meets the edge (bytes that
+ * cannot begin a request, or plain HTTP on a TLS port, refused) and goes
+ * to the on_open hook; an ending one is reported to the on_close hook while its
  * socket is still open. */
 void
 http_access_conn_notify(void *cls, struct MHD_Connection *conn,
@@ -79,9 +81,9 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
             c->server = s;
             c->fd = ci->connect_fd;
             c->fresh = 1;
-            c->over = s->open > s->opts.max_connections;
             c->tls = s->opts.tls;
             s->fresh++;
+            c->over = http_edge_wait_opened(c);
             if (!http_edge_conn_started(conn, c) && s->on_open != NULL)
                 s->on_open(s->on_open_ctx, c->fd, c);
         }
@@ -91,8 +93,10 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
     s->open--;
     if (c != NULL && c->fresh)
         s->fresh--;
-    if (c != NULL)
+    if (c != NULL) {
+        http_edge_wait_closed(c);
         http_edge_conn_closed(c);
+    }
     free(c);
     *socket_ctx = NULL;
     s->closed = 1;
@@ -104,17 +108,20 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
 }
 
 /* conn_began - conn's request line is in: if it is the connection's first,
- * the connection is no longer counted fresh and has the usual timeout. */
+ * the connection is no longer counted fresh; the rest of its head has its
+ * time (edge_wait.h). */
 static void
 conn_began(struct http_server *s, struct MHD_Connection *conn)
 {
     struct http_conn *c = conn_ctx_of(conn);
 
-    if (c != NULL && c->fresh) {
+    if (c == NULL)
+        return;
+    if (c->fresh) {
         c->fresh = 0;
         s->fresh--;
-        http_edge_conn_began(conn, c);
     }
+    http_edge_wait_line(c);
 }
 
 /* http_access_cert - see access.h.  MHD 0.9.75 makes the connection the
@@ -232,9 +239,11 @@ http_access_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                       enum MHD_RequestTerminationCode toe)
 {
     struct http_request *req = *req_cls;
+    struct http_conn *c = conn_ctx_of(conn);
 
     (void)cls;
-    (void)conn;
+    if (c != NULL)
+        http_edge_wait_idle(c); /* owes its next head, if it stays open */
     if (req == NULL)
         return;
     *req_cls = NULL;
@@ -403,8 +412,11 @@ first_call(struct http_request *req, struct MHD_Connection *conn,
            const char *method, const char *version)
 {
     size_t max = req->server->opts.max_body_bytes;
+    struct http_conn *c = conn_ctx_of(conn);
     long long cl;
 
+    if (c != NULL)
+        http_edge_wait_done(c); /* its head is in */
     req->conn = conn;
     req->method = method;
     req->state = HTTP_REQ_BODY;

@@ -32,12 +32,17 @@ struct http_tls;
 struct http_server_opts {
     unsigned max_connections;      /* > 0; parked pops count: set it high
                                       and raise RLIMIT_NOFILE to match.
-                                      Past it a request gets 503 and the
+                                      Past it the connection that has
+                                      owed a request head the longest is
+                                      cut to make room (edge_wait.h); with
+                                      none, a request gets 503 and the
                                       connection closes, /health excepted
                                       (MHD's own limit is a reserve above
-                                      it, server.c) */
+                                      it, edge_conn.h) */
     size_t max_body_bytes;         /* larger bodies: 413 payload_too_large */
-    unsigned connection_timeout_s; /* idle connections close; 0 = never */
+    unsigned connection_timeout_s; /* idle connections close; 0 = never
+                                      (a request head has 30 s at most,
+                                      edge_wait.h) */
     int cluster;                   /* serve the cluster port's routes */
     int discard_bodies;            /* read request bodies and drop them:
                                       the handler answers without one */
