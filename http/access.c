@@ -247,6 +247,7 @@ http_access_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (req == NULL)
         return;
     *req_cls = NULL;
+    req->server->unsent -= req->queued_len;
     http_request_unlist(req);
     if (req->done_fn != NULL)
         req->done_fn(req->done_arg, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
@@ -274,6 +275,8 @@ queue_reply(struct http_request *req)
                   req->reply.len);
         return MHD_NO;
     }
+    req->queued_len = req->reply.len;
+    req->server->unsent += req->queued_len;
     if (req->reply.len != 0)
         http_buf_init(&req->reply);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, req->ctype);
@@ -339,6 +342,24 @@ over_limit(struct http_request *req)
     return 1;
 }
 
+/* unsent_full - a pop gets 503 with Retry-After while the server holds
+ * max_unsent_bytes of replies its clients have not read whole: each pop
+ * answered to a client that never reads would hold its messages' copy in
+ * the worker for as long as the connection lasts. */
+static int
+unsent_full(struct http_request *req)
+{
+    struct http_server *s = req->server;
+
+    if (s->opts.max_unsent_bytes == 0 || s->unsent < s->opts.max_unsent_bytes)
+        return 0;
+    http_reply_error(req, 503, "ephemeral_unavailable",
+                     "this worker holds %zu bytes of answers its clients "
+                     "have not read (at most %zu): retry later",
+                     s->unsent, s->opts.max_unsent_bytes);
+    return 1;
+}
+
 /* route_request - route, decode the parameter and the query; any failure
  * becomes the reply (and the body is then read and dropped).  Returns 1
  * when the reply must go at once (a refusal past max_connections). */
@@ -369,6 +390,8 @@ route_request(struct http_request *req)
         goto discard;
     }
     req->route = m.route;
+    if (m.route == HTTP_ROUTE_POP && unsent_full(req))
+        goto discard;
     if (m.param != NULL) {
         req->param = malloc(m.param_len + 1);
         if (req->param == NULL)

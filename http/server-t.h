@@ -31,6 +31,7 @@ struct http_server {
     unsigned requests; /* requests begun and not yet freed */
     unsigned fresh;    /* connections accepted, no request begun yet */
     unsigned open;     /* connections open (MHD's count, kept here) */
+    size_t unsent;     /* bytes of replies queued and not ended (access.c) */
     struct http_conn_queue heads; /* accepted, or a request line in */
     struct http_conn_queue idles; /* kept alive between requests */
     unsigned cutting;             /* cut, not yet closed (edge_wait.c) */

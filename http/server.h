@@ -53,6 +53,11 @@ struct http_server_opts {
                                       chains to it is answered 401 and
                                       the connection closes.  NULL: plain
                                       HTTP */
+    size_t max_unsent_bytes;       /* the reply bytes the server may hold
+                                      for clients that have not read them
+                                      whole; past it, a pop is refused
+                                      503 (/health and the rest are
+                                      served).  0: no bound */
     void (*on_refused)(void *ctx); /* a request on a connection opened
                                       past max_connections was refused
                                       (503); ctx is the handler's; may be

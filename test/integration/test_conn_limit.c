@@ -9,13 +9,17 @@
  * 503 (test_http_edge.c).  Connections that send nothing, or trickle their
  * heads, silence nobody: past max_connections the one that has owed a
  * head the longest is cut (503) for a new client, and a head has 30 s
- * however it trickles (http/edge_wait.h).
+ * however it trickles (http/edge_wait.h).  Clients that never read their
+ * answers hold at most max_bytes of them in a worker: past it a pop gets
+ * 503 with Retry-After, until they leave.
  */
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,6 +277,123 @@ Test(conn_limit, a_small_descriptor_limit_lowers_max_connections_to_fit,
         cr_assert_lt(itest_now_ms(), deadline,
                      "the node does not answer 20 s after the clients left");
         itest_sleep_ms(200);
+    }
+    itest_resp_free(&r);
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
+
+/* slow_reader - a connection to the node that reads almost nothing: a
+ * 4 KiB receive buffer, set before it connects. */
+static int
+slow_reader(const struct itest_node *n)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)n->port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), small = 4096;
+
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)),
+                 0);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0, "%s",
+                 strerror(errno));
+    return fd;
+}
+
+/* answer_head - the status of the answer on fd and its head in head (the
+ * first bytes only: the rest is left unread). */
+static long
+answer_head(int fd, char *head, size_t cap)
+{
+    size_t len = 0;
+    long status = 0;
+
+    while (len < cap - 1 && readable(fd, 20000)) {
+        ssize_t k = recv(fd, head + len, cap - 1 - len, 0);
+        if (k <= 0)
+            break;
+        len += (size_t)k;
+        head[len] = '\0';
+        if (strstr(head, "\r\n\r\n") != NULL)
+            break;
+    }
+    head[len] = '\0';
+    sscanf(head, "HTTP/1.%*d %ld", &status);
+    return status;
+}
+
+Test(conn_limit, answers_nobody_reads_are_bounded_and_then_pops_get_503,
+     .timeout = 120)
+{
+    static const char pop[] =
+        "GET /api/v1/ephemeral/pop?queue=big&max=1 HTTP/1.1\r\nHost: x\r\n\r\n";
+    enum { PAYLOAD = 3 << 20 };
+    struct itest_node n;
+    struct itest_resp r;
+    char head[16384];
+    int stuck[32], nstuck = 0;
+    long status = 0;
+    char *body = malloc(PAYLOAD + 128);
+
+    cr_assert_not_null(body);
+    /* the node holds 8 MiB, and so may a worker of answers not read */
+    itest_node_start(&n, "workers=1 max_bytes=8M");
+    cr_assert_eq(itest_post(&n, &r, "/api/v1/ephemeral/configure",
+                            "{\"queue\":\"big\",\"options\":{\"leaseSeconds\":"
+                            "1,\"retryLimit\":100}}"),
+                 201, "%s", r.body);
+    itest_resp_free(&r);
+    int len = snprintf(body, 128,
+                       "{\"queue\":\"big\",\"messages\":[{"
+                       "\"payload\":\"");
+    memset(body + len, 'x', PAYLOAD);
+    snprintf(body + len + PAYLOAD, 128, "\"}]}");
+    cr_assert_eq(itest_req(&n, "POST", "/api/v1/ephemeral/push", body, &r), 201,
+                 "%s", r.body);
+    itest_resp_free(&r);
+    free(body);
+    /* pops of its 3 MiB message by clients that never read it: each holds
+     * a copy until its lease (1 s) lets the next pop have it, until the
+     * worker holds 8 MiB of them */
+    int64_t until = itest_now_ms() + 60000;
+    while (status != 503 && itest_now_ms() < until) {
+        int fd = slow_reader(&n);
+        cr_assert_eq(itest_raw_send(fd, pop), 0);
+        status = answer_head(fd, head, sizeof(head));
+        cr_assert(status == 200 || status == 503, "%ld: %s", status, head);
+        if (status == 200 && strstr(head, "Content-Length: ") != NULL &&
+            atol(strstr(head, "Content-Length: ") + 16) > PAYLOAD) {
+            cr_assert_lt(nstuck, 32, "%d answers of 3 MiB held", nstuck);
+            stuck[nstuck++] = fd; /* never read */
+            continue;
+        }
+        if (status == 503)
+            cr_assert(strstr(head, "Retry-After: 1") != NULL, "%s", head);
+        close(fd);
+        if (status != 503)
+            itest_sleep_ms(100); /* the lease has not run out yet */
+    }
+    cr_assert_eq(status, 503, "no 503 in 60 s, %d answers held", nstuck);
+    cr_assert_geq(nstuck, 2, "503 with %d answers held", nstuck);
+    /* the answer says why (its body may have come with its head) */
+    cr_assert_eq(
+        itest_req(&n, "GET", "/api/v1/ephemeral/pop?queue=big&max=1", NULL, &r),
+        503, "%s", r.body);
+    cr_assert(strstr(r.body, "have not read") != NULL, "%s", r.body);
+    itest_resp_free(&r);
+    /* /health is served meanwhile */
+    cr_assert_eq(itest_req(&n, "GET", "/health", NULL, &r), 200);
+    itest_resp_free(&r);
+    /* once the clients leave, pops are served again */
+    for (int i = 0; i < nstuck; i++)
+        close(stuck[i]);
+    until = itest_now_ms() + 20000;
+    while (itest_req(&n, "GET", "/api/v1/ephemeral/pop?queue=big&max=1", NULL,
+                     &r) != 200) {
+        cr_assert_eq(r.status, 503, "%s", r.body);
+        itest_resp_free(&r);
+        cr_assert_lt(itest_now_ms(), until, "pops refused 20 s after");
+        itest_sleep_ms(100);
     }
     itest_resp_free(&r);
     cr_assert_eq(itest_node_stop(&n, 30000), 0);
