@@ -35,6 +35,7 @@
 #include "http/edge_answer.h"
 #include "http/edge_conn.h"
 #include "http/edge_head.h"
+#include "http/edge_wait.h"
 #include "http/errors.h"
 #include "http/reply.h"
 #include "http/request-t.h"
@@ -58,10 +59,11 @@ conn_ctx_of(struct MHD_Connection *conn)
 
 /* http_access_conn_notify - MHD's word on a connection's start or end.  A
  * new one is counted fresh until its first request line (a drain must not
- * close it with that request unread), is over when it opened beyond
- * max_connections (MHD's own limit is higher, edge_conn.h), meets the edge
- * (its head timeout; on a TLS port, plain HTTP refused) and goes to the
- * on_open hook; an ending one is reported to the on_close hook while its
+ * close it with that request unread), owes its head (edge_wait.h), is over
+ * when it opened beyond max_connections and no connection made room for
+ * it (MHD's own limit is higher, edge_conn.h), meets the edge (bytes that
+ * cannot begin a request, or plain HTTP on a TLS port, refused) and goes
+ * to the on_open hook; an ending one is reported to the on_close hook while its
  * socket is still open. */
 void
 http_access_conn_notify(void *cls, struct MHD_Connection *conn,
@@ -79,9 +81,9 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
             c->server = s;
             c->fd = ci->connect_fd;
             c->fresh = 1;
-            c->over = s->open > s->opts.max_connections;
             c->tls = s->opts.tls;
             s->fresh++;
+            c->over = http_edge_wait_opened(c);
             if (!http_edge_conn_started(conn, c) && s->on_open != NULL)
                 s->on_open(s->on_open_ctx, c->fd, c);
         }
@@ -91,8 +93,10 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
     s->open--;
     if (c != NULL && c->fresh)
         s->fresh--;
-    if (c != NULL)
+    if (c != NULL) {
+        http_edge_wait_closed(c);
         http_edge_conn_closed(c);
+    }
     free(c);
     *socket_ctx = NULL;
     s->closed = 1;
@@ -104,17 +108,20 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
 }
 
 /* conn_began - conn's request line is in: if it is the connection's first,
- * the connection is no longer counted fresh and has the usual timeout. */
+ * the connection is no longer counted fresh; the rest of its head has its
+ * time (edge_wait.h). */
 static void
 conn_began(struct http_server *s, struct MHD_Connection *conn)
 {
     struct http_conn *c = conn_ctx_of(conn);
 
-    if (c != NULL && c->fresh) {
+    if (c == NULL)
+        return;
+    if (c->fresh) {
         c->fresh = 0;
         s->fresh--;
-        http_edge_conn_began(conn, c);
     }
+    http_edge_wait_line(c);
 }
 
 /* http_access_cert - see access.h.  MHD 0.9.75 makes the connection the
@@ -232,12 +239,15 @@ http_access_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                       enum MHD_RequestTerminationCode toe)
 {
     struct http_request *req = *req_cls;
+    struct http_conn *c = conn_ctx_of(conn);
 
     (void)cls;
-    (void)conn;
+    if (c != NULL)
+        http_edge_wait_idle(c); /* owes its next head, if it stays open */
     if (req == NULL)
         return;
     *req_cls = NULL;
+    req->server->unsent -= req->queued_len;
     http_request_unlist(req);
     if (req->done_fn != NULL)
         req->done_fn(req->done_arg, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
@@ -265,6 +275,8 @@ queue_reply(struct http_request *req)
                   req->reply.len);
         return MHD_NO;
     }
+    req->queued_len = req->reply.len;
+    req->server->unsent += req->queued_len;
     if (req->reply.len != 0)
         http_buf_init(&req->reply);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, req->ctype);
@@ -330,6 +342,24 @@ over_limit(struct http_request *req)
     return 1;
 }
 
+/* unsent_full - a pop gets 503 with Retry-After while the server holds
+ * max_unsent_bytes of replies its clients have not read whole: each pop
+ * answered to a client that never reads would hold its messages' copy in
+ * the worker for as long as the connection lasts. */
+static int
+unsent_full(struct http_request *req)
+{
+    struct http_server *s = req->server;
+
+    if (s->opts.max_unsent_bytes == 0 || s->unsent < s->opts.max_unsent_bytes)
+        return 0;
+    http_reply_error(req, 503, "ephemeral_unavailable",
+                     "this worker holds %zu bytes of answers its clients "
+                     "have not read (at most %zu): retry later",
+                     s->unsent, s->opts.max_unsent_bytes);
+    return 1;
+}
+
 /* route_request - route, decode the parameter and the query; any failure
  * becomes the reply (and the body is then read and dropped).  Returns 1
  * when the reply must go at once (a refusal past max_connections). */
@@ -360,6 +390,8 @@ route_request(struct http_request *req)
         goto discard;
     }
     req->route = m.route;
+    if (m.route == HTTP_ROUTE_POP && unsent_full(req))
+        goto discard;
     if (m.param != NULL) {
         req->param = malloc(m.param_len + 1);
         if (req->param == NULL)
@@ -403,8 +435,11 @@ first_call(struct http_request *req, struct MHD_Connection *conn,
            const char *method, const char *version)
 {
     size_t max = req->server->opts.max_body_bytes;
+    struct http_conn *c = conn_ctx_of(conn);
     long long cl;
 
+    if (c != NULL)
+        http_edge_wait_done(c); /* its head is in */
     req->conn = conn;
     req->method = method;
     req->state = HTTP_REQ_BODY;

@@ -9,8 +9,9 @@
  *
  * The files: edge.c (the version gate), edge_head.c (the request head),
  * edge_answer.c (MHD's own answers), edge_socket.c (answers written on the
- * socket, first bytes), edge_conn.c (per connection: the head timeout,
- * first bytes, hang-ups, the connection limit).  access.c and server.c
+ * socket, first bytes), edge_conn.c (per connection: first bytes,
+ * hang-ups, the connection limit), edge_wait.c (connections that owe a
+ * request head: how long, and which make room).  access.c and server.c
  * call them; D1, D2 and D18 shape access.c itself.  Tests are
  * test/integration/test_http_edge.c unless named.
  *
@@ -83,7 +84,7 @@
  *     first bytes of a connection are peeked as it opens and as they come
  *     (edge_conn, edge_socket): a byte other than a method's first or an
  *     empty line's is answered 400 at once.  A new connection has
- *     HTTP_HEAD_TIMEOUT_S to send its request line, which bounds what the
+ *     HTTP_HEAD_TIMEOUT_S to send its head (D20), which bounds what the
  *     peek missed (bytes a settling round of MHD read first); a later
  *     request on a kept-alive connection is not peeked at, and MHD's
  *     behaviour stands for it.
@@ -104,9 +105,10 @@
  * D17 At its connection limit MHD stops accepting (clients wait unanswered
  *     in the listen queue), and it puts the listening socket back in its
  *     epoll only at the start of a later round after a close.  Its limit
- *     is a reserve above max_connections (edge_conn), past which access.c
- *     answers 503 and serves /health; server.c runs a round after every
- *     round in which a connection closed.
+ *     is a reserve above max_connections (edge_conn), past which a new
+ *     connection makes room (D20) or access.c answers 503 and serves
+ *     /health; server.c runs a round after every round in which a
+ *     connection closed.
  *     past_max_connections_a_request_gets_503_and_health_passes;
  *     test_conn_limit.c a_full_worker_accepts_again_once_its_connections_close.
  * D18 The certificate callback is told the GnuTLS session only: MHD makes
@@ -117,6 +119,17 @@
  *     the worker keeps their deadlines and watches their sockets
  *     (worker/park.c, worker/conn.c).
  *     test_longpoll.c parked_pop_whose_client_closed_leases_nothing.
+ * D20 Its timeout is an idle one, restarted by every byte: a head trickled
+ *     a byte at a time (slowloris) holds its connection for ever; and
+ *     connections that send nothing, or trickle, fill its limit (D17) and
+ *     leave every new client, /health included, unanswered.  edge_wait: a
+ *     head has 30 s from the accept or the request line, however it
+ *     trickles (then 408), a connection between requests its idle timeout
+ *     from the last one's end; past max_connections the connection that
+ *     has owed a head the longest (a second at least) is cut for the new
+ *     one (503 with Retry-After), at MHD's limit before each round too.
+ *     test_conn_limit.c connections_that_send_nothing_are_cut_for_new_clients,
+ *     a_trickled_request_head_is_cut_after_30_s.
  *
  * Single-threaded (the loop that runs MHD); no locking.
  */

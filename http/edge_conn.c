@@ -15,22 +15,13 @@
 
 /* http_edge_conn_limit - see edge_conn.h.  At its own limit MHD stops
  * accepting, and a client waits unanswered in the listen queue; below it,
- * access.c answers the connections past max_connections 503 and closes
- * them, and serves their /health.  Parked long polls count, so a node
- * full of them still says so. */
+ * a connection past max_connections makes room (edge_wait.c), or access.c
+ * answers its requests 503 and closes it, and serves its /health.  Parked
+ * long polls count, so a node full of them still says so. */
 unsigned
 http_edge_conn_limit(unsigned max_connections)
 {
     return max_connections + max_connections / 8 + 16;
-}
-
-/* head_timeout - conn's timeout t, where the server's is longer (a
- * server with none keeps none). */
-static void
-head_timeout(struct MHD_Connection *conn, const struct http_conn *c, unsigned t)
-{
-    if (c->server->opts.connection_timeout_s > HTTP_HEAD_TIMEOUT_S)
-        MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, t);
 }
 
 /* first_look - c's first bytes, if they have come, judged before MHD
@@ -51,7 +42,6 @@ http_edge_conn_started(struct MHD_Connection *conn, struct http_conn *c)
 {
     const union MHD_ConnectionInfo *ci;
 
-    head_timeout(conn, c, HTTP_HEAD_TIMEOUT_S);
     if (c->tls == NULL)
         return first_look(c);
     /* plain HTTP already there on a TLS port is refused (the handshake
@@ -64,13 +54,6 @@ http_edge_conn_started(struct MHD_Connection *conn, struct http_conn *c)
         gnutls_transport_set_pull_function((gnutls_session_t)ci->tls_session,
                                            http_edge_socket_pull);
     return 0;
-}
-
-/* http_edge_conn_began - see edge_conn.h. */
-void
-http_edge_conn_began(struct MHD_Connection *conn, struct http_conn *c)
-{
-    head_timeout(conn, c, c->server->opts.connection_timeout_s);
 }
 
 /* http_conn_first_bytes - see server.h: on a TLS port, bytes that are not

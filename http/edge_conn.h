@@ -16,28 +16,18 @@ struct MHD_Connection;
 struct http_conn;
 struct http_server;
 
-/* The seconds a new connection has to send its first request line (bytes
- * that never form one, a TLS ClientHello the first look missed, wait no
- * longer); then the usual connection_timeout_s. */
-#define HTTP_HEAD_TIMEOUT_S 30u
-
 /* http_edge_conn_limit - MHD's connection limit for max_connections: a
  * reserve above it (D17). */
 unsigned http_edge_conn_limit(unsigned max_connections);
 
 /*
  * http_edge_conn_started - MHD accepted conn, whose record c is filled:
- * it gets HTTP_HEAD_TIMEOUT_S to send its request line; bytes already
- * waiting that cannot begin a request (plain port), or plain HTTP (TLS
- * port), are answered 400 and the socket shut (1); on a TLS port the
- * GnuTLS session reads through http_edge_socket_pull for what comes
- * later.  0 when it is served.
+ * bytes already waiting that cannot begin a request (plain port), or
+ * plain HTTP (TLS port), are answered 400 and the socket shut (1); on a
+ * TLS port the GnuTLS session reads through http_edge_socket_pull for
+ * what comes later.  0 when it is served.
  */
 int http_edge_conn_started(struct MHD_Connection *conn, struct http_conn *c);
-
-/* http_edge_conn_began - conn's first request line is in: the connection
- * has the usual timeout from now on. */
-void http_edge_conn_began(struct MHD_Connection *conn, struct http_conn *c);
 
 /* http_edge_conn_closed - MHD closes c: a hang-up of it waiting to be
  * shown to MHD is dropped (its number may come back with another). */

@@ -16,6 +16,7 @@
 #include <microhttpd.h>
 
 #include "http/edge_head.h"
+#include "http/errors.h"
 
 /* The first byte of every TLS record of a handshake: content type 22. */
 #define TLS_HANDSHAKE 0x16
@@ -71,8 +72,10 @@ http_edge_socket_answer(int fd, unsigned status, const char *code,
                       "{\"error\": \"%s\", \"code\": \"%s\"}", sentence, code);
     int n = snprintf(msg, sizeof(msg),
                      "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
-                     status, MHD_get_reason_phrase_for(status), bn, body);
+                     "Content-Length: %d\r\n%sConnection: close\r\n\r\n%s",
+                     status, MHD_get_reason_phrase_for(status), bn,
+                     http_status_retryable(status) ? "Retry-After: 1\r\n" : "",
+                     body);
 
     if (bn > 0 && (size_t)bn < sizeof(body) && n > 0 && (size_t)n < sizeof(msg))
         (void)send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);

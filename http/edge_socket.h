@@ -13,7 +13,8 @@
 
 /*
  * http_edge_socket_answer - a JSON error answer (status, code, sentence; the
- * sentence must need no escaping) with "Connection: close" on socket fd,
+ * sentence must need no escaping) with "Connection: close" (and a 429 or
+ * 503 with "Retry-After: 1", as every answer, reply.h) on socket fd,
  * then its write side shut, so the client reads the answer and its end,
  * and what MHD would send after it fails and closes the connection.  A
  * socket too full to take it whole gets its end only.

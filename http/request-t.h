@@ -55,6 +55,8 @@ struct http_request {
     unsigned status;
     const char *ctype; /* static: the reply's Content-Type */
     struct http_buf reply;
+    size_t queued_len;           /* the reply's bytes MHD holds until it ends
+                          (server->unsent) */
     struct http_header *headers; /* owned list, in insertion order reversed */
     /* completion */
     void (*done_fn)(void *arg, int sent_ok);

@@ -35,6 +35,7 @@
 #include "http/edge_answer.h"
 #include "http/edge_conn.h"
 #include "http/edge_head.h"
+#include "http/edge_wait.h"
 #include "http/request.h"
 #include "http/server-t.h"
 #include "http/tls.h"
@@ -108,6 +109,7 @@ http_server_start(int listen_fd, const struct http_server_opts *o,
     }
     s->listen_fd = listen_fd;
     s->opts = *o;
+    http_edge_wait_init(s);
     s->handler = handler;
     s->ctx = ctx;
     tls_options(o->tls, tls);
@@ -150,13 +152,16 @@ http_server_fd(const struct http_server *s)
  * closed (edge.h, D17).  Connections close inside a round, so a round must
  * follow every round in which one closed, or nothing wakes MHD to accept
  * again and the node stays deaf: closed asks http_server_timeout_ms() for
- * it.  Hang-ups MHD missed are shown to it after its round (edge_conn.h).
+ * it.  Connections late with their request heads are cut before the
+ * round (edge_wait.h), and hang-ups MHD missed shown to it after
+ * (edge_conn.h).
  */
 void
 http_server_run(struct http_server *s)
 {
     s->resume_pending = 0;
     s->closed = 0;
+    http_edge_wait_expire(s);
     http_edge_answer_running(1);
     if (MHD_run(s->daemon) != MHD_YES)
         log_warn(0, "MHD_run failed");
@@ -192,17 +197,22 @@ http_server_on_open(struct http_server *s,
 
 /* http_server_timeout_ms - 0 while a resumed request waits for a run,
  * the listening socket for the round after a close, or a hang-up for the
- * round after which it is shown to MHD (http_server_run). */
+ * round after which it is shown to MHD (http_server_run); else MHD's
+ * next timeout or the next connection's time to send its head is up
+ * (edge_wait.h), whichever is first. */
 int
 http_server_timeout_ms(struct http_server *s)
 {
     MHD_UNSIGNED_LONG_LONG t;
+    int w = http_edge_wait_next_ms(s);
 
     if (s->resume_pending || s->closed || s->npokes != 0)
         return 0;
     if (MHD_get_timeout(s->daemon, &t) != MHD_YES)
-        return -1;
-    return t > INT_MAX ? INT_MAX : (int)t;
+        return w;
+    return w >= 0 && (MHD_UNSIGNED_LONG_LONG)w < t ? w
+           : t > INT_MAX                           ? INT_MAX
+                                                   : (int)t;
 }
 
 /* http_server_quiesce - stop accepting; close our copy of the socket. */

@@ -33,12 +33,17 @@ struct http_tls;
 struct http_server_opts {
     unsigned max_connections;      /* > 0; parked pops count: set it high
                                       and raise RLIMIT_NOFILE to match.
-                                      Past it a request gets 503 and the
+                                      Past it the connection that has
+                                      owed a request head the longest is
+                                      cut to make room (edge_wait.h); with
+                                      none, a request gets 503 and the
                                       connection closes, /health excepted
                                       (MHD's own limit is a reserve above
-                                      it, server.c) */
+                                      it, edge_conn.h) */
     size_t max_body_bytes;         /* larger bodies: 413 payload_too_large */
-    unsigned connection_timeout_s; /* idle connections close; 0 = never */
+    unsigned connection_timeout_s; /* idle connections close; 0 = never
+                                      (a request head has 30 s at most,
+                                      edge_wait.h) */
     int cluster;                   /* serve the cluster port's routes */
     int discard_bodies;            /* read request bodies and drop them:
                                       the handler answers without one */
@@ -49,6 +54,11 @@ struct http_server_opts {
                                       chains to it is answered 401 and
                                       the connection closes.  NULL: plain
                                       HTTP */
+    size_t max_unsent_bytes;       /* the reply bytes the server may hold
+                                      for clients that have not read them
+                                      whole; past it, a pop is refused
+                                      503 (/health and the rest are
+                                      served).  0: no bound */
     void (*on_refused)(void *ctx); /* a request on a connection opened
                                       past max_connections was refused
                                       (503); ctx is the handler's; may be

@@ -194,6 +194,8 @@ setup(struct worker *w)
     struct http_server_opts o = {
         .max_connections = w->set.max_connections,
         .max_body_bytes = w->set.max_body_bytes,
+        /* answers are copies of messages: no more than the node holds */
+        .max_unsent_bytes = shm_params_of(w->seg)->max_bytes,
         .connection_timeout_s = 300,
         .tls = w->set.tls,
         .on_refused = count_refused,
