@@ -6,7 +6,8 @@
 set -eu
 
 pkgs="gcc make pkg-config libmicrohttpd-dev libjson-c-dev liblmdb-dev libcmph-dev
-libcurl4-openssl-dev libxxhash-dev nettle-dev libncurses-dev libjwt-gnutls-dev"
+libcurl4-openssl-dev libxxhash-dev nettle-dev libncurses-dev libjwt-gnutls-dev
+libsystemd-dev"
 case "${1:-test}" in
 test) pkgs="$pkgs libcriterion-dev curl prometheus clang-format man-db groff-base
 clang libclang-rt-14-dev tmux chromium build-essential debhelper dpkg-dev
