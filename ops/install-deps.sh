@@ -11,7 +11,7 @@ libsystemd-dev"
 case "${1:-test}" in
 test) pkgs="$pkgs libcriterion-dev curl prometheus clang-format man-db groff-base
 clang libclang-rt-14-dev tmux chromium build-essential debhelper dpkg-dev
-lintian adduser openssl gdb iptables iproute2" ;;
+lintian adduser openssl gdb iptables iproute2 systemd" ;;
 bench) pkgs="$pkgs redis-server nats-server libhiredis-dev libnats-dev wrk openssl" ;;
 soak) pkgs="$pkgs curl gnuplot-nox" ;;
 build) ;;
