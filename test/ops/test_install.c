@@ -126,6 +126,11 @@ Test(install, puts_every_file_in_place)
         in_mode(in_path("/usr/local/lib/systemd/system/mayflyd.service")),
         0644);
     cr_assert_eq(in_mode(in_path("/etc/logrotate.d/mayflyd")), 0644);
+    cr_assert_eq(
+        in_mode(in_path("/usr/local/share/bash-completion/completions/mayfly")),
+        0644);
+    cr_assert_eq(
+        in_mode(in_path("/usr/local/share/mayfly/grafana/mayfly.json")), 0644);
     cr_assert_eq(in_mode(in_path("/var/lib/mayfly")), 0750);
     cr_assert_eq(in_mode(in_path("/var/log/mayfly")), 0750);
     cr_assert_eq(in_sh("cmp %s %s/ops/mayfly.conf",
@@ -180,6 +185,10 @@ Test(install, uninstall_removes_the_files_and_keeps_an_edited_config)
     cr_assert_eq(
         in_mode(in_path("/usr/local/lib/systemd/system/mayflyd.service")), -1);
     cr_assert_eq(in_mode(in_path("/etc/logrotate.d/mayflyd")), -1);
+    cr_assert_eq(
+        in_mode(in_path("/usr/local/share/bash-completion/completions/mayfly")),
+        -1);
+    cr_assert_eq(in_mode(in_path("/usr/local/share/mayfly")), -1);
     cr_assert_eq(in_mode(in_path("/var/lib/mayfly")), -1);
     cr_assert_neq(in_mode(in_path("/etc/mayfly/mayfly.conf")), -1);
 }
