@@ -15,7 +15,7 @@
 
 CC      ?= cc
 PKGS    := libmicrohttpd json-c lmdb cmph libcurl libxxhash nettle gnutls \
-           libjwt-gnutls
+           libjwt-gnutls libsystemd
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wformat=2 -Wundef -Wvla
 BASE    := -std=c11 -D_GNU_SOURCE -pthread -I. $(WARN)
