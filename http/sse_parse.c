@@ -48,7 +48,7 @@ sse_add(struct http_buf *b, const char *p, size_t n)
 }
 
 void
-http_sse_init(struct http_sse_parser *p, size_t max)
+http_sse_parse_init(struct http_sse_parser *p, size_t max)
 {
     memset(p, 0, sizeof(*p));
     p->max = max;
@@ -75,9 +75,9 @@ sse_retry(struct http_sse_parser *p, const char *v, size_t n)
 /* sse_dispatch - a blank line: commit the id, then deliver the gathered
  * event, if it has data, to fn.  0 or what fn returned. */
 static int
-sse_dispatch(struct http_sse_parser *p, http_sse_event_fn *fn, void *arg)
+sse_dispatch(struct http_sse_parser *p, http_sse_parse_fn *fn, void *arg)
 {
-    struct http_sse_event ev;
+    struct http_sse_parsed ev;
     int rc;
 
     if (p->id_set) {
@@ -137,7 +137,7 @@ sse_field(struct http_sse_parser *p, const char *name, size_t n, const char *v,
 /* sse_line - one whole line (its end cut off). */
 static int
 sse_line(struct http_sse_parser *p, const char *s, size_t n,
-         http_sse_event_fn *fn, void *arg)
+         http_sse_parse_fn *fn, void *arg)
 {
     const char *colon;
     size_t vn;
@@ -169,7 +169,7 @@ sse_eol(const char *s, const char *end)
  * one to p->line. */
 static int
 sse_lines(struct http_sse_parser *p, const char *s, const char *end,
-          http_sse_event_fn *fn, void *arg)
+          http_sse_parse_fn *fn, void *arg)
 {
     if (p->cr && s < end) {
         p->cr = 0;
@@ -206,11 +206,11 @@ sse_lines(struct http_sse_parser *p, const char *s, const char *end,
     return 0;
 }
 
-/* http_sse_feed - the BOM's bytes first, while the stream may still start
+/* http_sse_parse_feed - the BOM's bytes first, while the stream may still start
  * with one; bytes that only began one belong to the first line. */
 int
-http_sse_feed(struct http_sse_parser *p, const void *buf, size_t len,
-              http_sse_event_fn *fn, void *arg)
+http_sse_parse_feed(struct http_sse_parser *p, const void *buf, size_t len,
+                    http_sse_parse_fn *fn, void *arg)
 {
     const char *s = buf, *end;
 
@@ -235,7 +235,7 @@ http_sse_feed(struct http_sse_parser *p, const void *buf, size_t len,
 }
 
 const char *
-http_sse_last_id(const struct http_sse_parser *p, size_t *len)
+http_sse_parse_last_id(const struct http_sse_parser *p, size_t *len)
 {
     if (len != NULL)
         *len = p->last_id.len;
@@ -243,13 +243,13 @@ http_sse_last_id(const struct http_sse_parser *p, size_t *len)
 }
 
 int64_t
-http_sse_retry_ms(const struct http_sse_parser *p)
+http_sse_parse_retry_ms(const struct http_sse_parser *p)
 {
     return p->retry_ms;
 }
 
 void
-http_sse_free(struct http_sse_parser *p)
+http_sse_parse_free(struct http_sse_parser *p)
 {
     http_buf_free(&p->line);
     http_buf_free(&p->data);

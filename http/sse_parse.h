@@ -44,7 +44,7 @@
 /* An event as dispatched.  The strings are NUL-terminated (the data may
  * hold NULs of its own: trust data_len) and valid during the callback only.
  */
-struct http_sse_event {
+struct http_sse_parsed {
     const char *type; /* the event field, or "message" */
     size_t type_len;
     const char *data; /* the data lines joined with LF */
@@ -56,7 +56,7 @@ struct http_sse_event {
 
 /* Called for each event; a non-zero return stops the feed, which returns
  * it. */
-typedef int http_sse_event_fn(void *arg, const struct http_sse_event *ev);
+typedef int http_sse_parse_fn(void *arg, const struct http_sse_parsed *ev);
 
 /* A parser: see the fields only through the functions below. */
 struct http_sse_parser {
@@ -73,28 +73,29 @@ struct http_sse_parser {
     int cr;                  /* the last line ended with CR: skip one LF */
 };
 
-/* http_sse_init - an empty parser holding lines and events of at most max
- * bytes.  Cannot fail; release it with http_sse_free(). */
-void http_sse_init(struct http_sse_parser *p, size_t max);
+/* http_sse_parse_init - an empty parser holding lines and events of at most max
+ * bytes.  Cannot fail; release it with http_sse_parse_free(). */
+void http_sse_parse_init(struct http_sse_parser *p, size_t max);
 
 /*
- * http_sse_feed - the next len bytes of the stream: fn(arg, ev) runs for
+ * http_sse_parse_feed - the next len bytes of the stream: fn(arg, ev) runs for
  * every event they complete, in order.  Returns 0, -EMSGSIZE (a line or an
  * event over max), -ENOMEM, or what fn returned to stop; after a non-zero
  * return the parser takes no more bytes.
  */
-int http_sse_feed(struct http_sse_parser *p, const void *buf, size_t len,
-                  http_sse_event_fn *fn, void *arg);
+int http_sse_parse_feed(struct http_sse_parser *p, const void *buf, size_t len,
+                        http_sse_parse_fn *fn, void *arg);
 
-/* http_sse_last_id - the stream's last event id as of its last blank line
+/* http_sse_parse_last_id - the stream's last event id as of its last blank line
  * ("" when none), NUL-terminated, its length in *len (when len is not
  * NULL): the Last-Event-ID a browser would resume with. */
-const char *http_sse_last_id(const struct http_sse_parser *p, size_t *len);
+const char *http_sse_parse_last_id(const struct http_sse_parser *p,
+                                   size_t *len);
 
-/* http_sse_retry_ms - the last valid retry field's value, or -1. */
-int64_t http_sse_retry_ms(const struct http_sse_parser *p);
+/* http_sse_parse_retry_ms - the last valid retry field's value, or -1. */
+int64_t http_sse_parse_retry_ms(const struct http_sse_parser *p);
 
-/* http_sse_free - release what p holds; p may be initialised again. */
-void http_sse_free(struct http_sse_parser *p);
+/* http_sse_parse_free - release what p holds; p may be initialised again. */
+void http_sse_parse_free(struct http_sse_parser *p);
 
 #endif

@@ -29,7 +29,7 @@ put(struct http_buf *b, const char *p, size_t n)
 }
 
 static int
-record(void *arg, const struct http_sse_event *ev)
+record(void *arg, const struct http_sse_parsed *ev)
 {
     struct seen *s = arg;
     char retry[24];
@@ -66,23 +66,23 @@ run(const uint8_t *data, size_t size, const size_t *cuts, size_t ncuts,
     const char *id;
     int rc = 0;
 
-    http_sse_init(&p, s->max);
+    http_sse_parse_init(&p, s->max);
     for (size_t i = 0; i <= ncuts; i++) {
         size_t to = i < ncuts ? cuts[i] : size;
-        int r = http_sse_feed(&p, data + at, to - at, record, s);
+        int r = http_sse_parse_feed(&p, data + at, to - at, record, s);
 
         FUZZ_CHECK(r == 0 || r == -EMSGSIZE || r == -ENOMEM, "rc %d", r);
         FUZZ_CHECK(rc == 0 || r == rc, "a failure did not stick");
         rc = r;
         at = to;
     }
-    id = http_sse_last_id(&p, &idlen);
+    id = http_sse_parse_last_id(&p, &idlen);
     FUZZ_CHECK(strlen(id) == idlen, "last id length");
     FUZZ_CHECK(http_buf_printf(&s->events, "|%d|%" PRId64 "|", rc,
-                               http_sse_retry_ms(&p)) == 0,
+                               http_sse_parse_retry_ms(&p)) == 0,
                "oom");
     put(&s->events, id, idlen);
-    http_sse_free(&p);
+    http_sse_parse_free(&p);
 }
 
 /* same - run data whole, byte by byte and in three pieces with bound max;

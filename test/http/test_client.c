@@ -954,7 +954,7 @@ loop_until(struct loop *l, int (*cond)(const void *), const void *arg,
 
 /* count_event - one event of the stream server: "<i>", in order. */
 static int
-count_event(void *arg, const struct http_sse_event *ev)
+count_event(void *arg, const struct http_sse_parsed *ev)
 {
     int *n = arg;
     char want[16];
@@ -972,9 +972,9 @@ count_events(const struct http_buf *b)
     struct http_sse_parser p;
     int n = 0;
 
-    http_sse_init(&p, 1024);
-    cr_assert_eq(http_sse_feed(&p, b->data, b->len, count_event, &n), 0);
-    http_sse_free(&p);
+    http_sse_parse_init(&p, 1024);
+    cr_assert_eq(http_sse_parse_feed(&p, b->data, b->len, count_event, &n), 0);
+    http_sse_parse_free(&p);
     return n;
 }
 

@@ -16,7 +16,7 @@
 /* Every event as one line of text: "type|id|retry|data" with the data's
  * LFs written "\n", for comparing runs. */
 static int
-record(void *arg, const struct http_sse_event *ev)
+record(void *arg, const struct http_sse_parsed *ev)
 {
     struct http_buf *b = arg;
 
@@ -78,15 +78,15 @@ run(const char *s, size_t n, const size_t *cuts, int ncuts, size_t max,
     size_t at = 0;
     int rc = 0;
 
-    http_sse_init(&p, max);
+    http_sse_parse_init(&p, max);
     for (int i = 0; i <= ncuts; i++) {
         size_t to = i < ncuts ? cuts[i] : n;
 
-        rc = http_sse_feed(&p, s + at, to - at, record, out);
+        rc = http_sse_parse_feed(&p, s + at, to - at, record, out);
         at = to;
     }
-    snprintf(id, idcap, "%s", http_sse_last_id(&p, NULL));
-    http_sse_free(&p);
+    snprintf(id, idcap, "%s", http_sse_parse_last_id(&p, NULL));
+    http_sse_parse_free(&p);
     return rc;
 }
 
@@ -98,7 +98,7 @@ expect(const struct http_buf *out, const char *id, const char *what)
     cr_assert_str_eq(id, "4", "%s", what);
 }
 
-Test(http_sse, the_sample_gives_its_events)
+Test(http_sse_parse, the_sample_gives_its_events)
 {
     struct http_buf out = {0};
     char id[16];
@@ -110,7 +110,7 @@ Test(http_sse, the_sample_gives_its_events)
     http_buf_free(&out);
 }
 
-Test(http_sse, every_cut_gives_the_same_events)
+Test(http_sse_parse, every_cut_gives_the_same_events)
 {
     size_t n = sizeof(sample) - 1;
 
@@ -125,7 +125,7 @@ Test(http_sse, every_cut_gives_the_same_events)
     }
 }
 
-Test(http_sse, every_two_cuts_give_the_same_events)
+Test(http_sse_parse, every_two_cuts_give_the_same_events)
 {
     size_t n = sizeof(sample) - 1;
 
@@ -143,7 +143,7 @@ Test(http_sse, every_two_cuts_give_the_same_events)
         }
 }
 
-Test(http_sse, byte_by_byte_gives_the_same_events)
+Test(http_sse_parse, byte_by_byte_gives_the_same_events)
 {
     size_t n = sizeof(sample) - 1, cuts[sizeof(sample)];
     struct http_buf out = {0};
@@ -157,7 +157,7 @@ Test(http_sse, byte_by_byte_gives_the_same_events)
 }
 
 /* One BOM only, and a start that merely looks like one is content. */
-Test(http_sse, only_one_whole_leading_bom_is_dropped)
+Test(http_sse_parse, only_one_whole_leading_bom_is_dropped)
 {
     static const char two[] = "\xef\xbb\xbf\xef\xbb\xbf"
                               "data: a\n\n"
@@ -176,7 +176,7 @@ Test(http_sse, only_one_whole_leading_bom_is_dropped)
     http_buf_free(&out);
 }
 
-Test(http_sse, keepalive_comments_give_nothing)
+Test(http_sse_parse, keepalive_comments_give_nothing)
 {
     static const char s[] = ": keepalive\n\n: keepalive\n\n";
     struct http_buf out = {0};
@@ -189,29 +189,29 @@ Test(http_sse, keepalive_comments_give_nothing)
 
 /* An id with no data still becomes the last event id at the blank line;
  * before it, the id is only pending. */
-Test(http_sse, an_id_counts_from_its_blank_line)
+Test(http_sse_parse, an_id_counts_from_its_blank_line)
 {
     struct http_sse_parser p;
     struct http_buf out = {0};
     size_t len;
 
-    http_sse_init(&p, 64);
-    cr_assert_eq(http_sse_feed(&p, "event: open\nid: c1\n", 19, record, &out),
-                 0);
-    cr_assert_str_eq(http_sse_last_id(&p, &len), "");
+    http_sse_parse_init(&p, 64);
+    cr_assert_eq(
+        http_sse_parse_feed(&p, "event: open\nid: c1\n", 19, record, &out), 0);
+    cr_assert_str_eq(http_sse_parse_last_id(&p, &len), "");
     cr_assert_eq(len, 0);
-    cr_assert_eq(http_sse_feed(&p, "\n", 1, record, &out), 0);
-    cr_assert_str_eq(http_sse_last_id(&p, &len), "c1");
+    cr_assert_eq(http_sse_parse_feed(&p, "\n", 1, record, &out), 0);
+    cr_assert_str_eq(http_sse_parse_last_id(&p, &len), "c1");
     cr_assert_eq(len, 2);
     cr_assert_eq(out.len, 0);
-    cr_assert_eq(http_sse_feed(&p, "retry: 250\n", 11, record, &out), 0);
-    cr_assert_eq(http_sse_retry_ms(&p), 250);
-    http_sse_free(&p);
+    cr_assert_eq(http_sse_parse_feed(&p, "retry: 250\n", 11, record, &out), 0);
+    cr_assert_eq(http_sse_parse_retry_ms(&p), 250);
+    http_sse_parse_free(&p);
 }
 
 /* A line of max bytes passes, one more fails, however it arrives, and the
  * failure sticks. */
-Test(http_sse, a_line_over_max_fails_and_stays_failed)
+Test(http_sse_parse, a_line_over_max_fails_and_stays_failed)
 {
     static const char ok[] = "data: 0123456789\n\n"; /* 16 bytes a line */
     static const char big[] = "data: 0123456789a\n\n";
@@ -230,16 +230,16 @@ Test(http_sse, a_line_over_max_fails_and_stays_failed)
                  -EMSGSIZE);
     cr_assert_eq(out.len, 0);
     /* An unended line fails too, once it passes max. */
-    http_sse_init(&p, 16);
-    cr_assert_eq(http_sse_feed(&p, big, 17, record, &out), -EMSGSIZE);
-    cr_assert_eq(http_sse_feed(&p, "\n\ndata: x\n\n", 11, record, &out),
+    http_sse_parse_init(&p, 16);
+    cr_assert_eq(http_sse_parse_feed(&p, big, 17, record, &out), -EMSGSIZE);
+    cr_assert_eq(http_sse_parse_feed(&p, "\n\ndata: x\n\n", 11, record, &out),
                  -EMSGSIZE);
     cr_assert_eq(out.len, 0);
-    http_sse_free(&p);
+    http_sse_parse_free(&p);
 }
 
 /* The data of one event is bounded too, lines each within max or not. */
-Test(http_sse, an_event_over_max_fails)
+Test(http_sse_parse, an_event_over_max_fails)
 {
     static const char fits[] = "data: 0123456\ndata: 0123456\n\n";
     static const char over[] = "data: 0123456\ndata: 0123456\ndata: 0\n\n";
@@ -256,37 +256,39 @@ Test(http_sse, an_event_over_max_fails)
 }
 
 static int
-stop_at_first(void *arg, const struct http_sse_event *ev)
+stop_at_first(void *arg, const struct http_sse_parsed *ev)
 {
     (*(int *)arg)++;
     (void)ev;
     return 7;
 }
 
-Test(http_sse, a_callback_stops_the_feed)
+Test(http_sse_parse, a_callback_stops_the_feed)
 {
     static const char s[] = "data: a\n\ndata: b\n\n";
     struct http_sse_parser p;
     int calls = 0;
 
-    http_sse_init(&p, 64);
-    cr_assert_eq(http_sse_feed(&p, s, sizeof(s) - 1, stop_at_first, &calls), 7);
+    http_sse_parse_init(&p, 64);
+    cr_assert_eq(
+        http_sse_parse_feed(&p, s, sizeof(s) - 1, stop_at_first, &calls), 7);
     cr_assert_eq(calls, 1);
-    cr_assert_eq(http_sse_feed(&p, s, sizeof(s) - 1, stop_at_first, &calls), 7);
+    cr_assert_eq(
+        http_sse_parse_feed(&p, s, sizeof(s) - 1, stop_at_first, &calls), 7);
     cr_assert_eq(calls, 1);
-    http_sse_free(&p);
+    http_sse_parse_free(&p);
 }
 
 /* retry takes digits only, saturating instead of wrapping. */
-Test(http_sse, retry_wants_digits_and_saturates)
+Test(http_sse_parse, retry_wants_digits_and_saturates)
 {
     static const char s[] = "retry: 99999999999999999999999\n"
                             "retry: -5\n"
                             "retry:  7\n";
     struct http_sse_parser p;
 
-    http_sse_init(&p, 64);
-    cr_assert_eq(http_sse_feed(&p, s, sizeof(s) - 1, record, NULL), 0);
-    cr_assert_eq(http_sse_retry_ms(&p), INT64_MAX);
-    http_sse_free(&p);
+    http_sse_parse_init(&p, 64);
+    cr_assert_eq(http_sse_parse_feed(&p, s, sizeof(s) - 1, record, NULL), 0);
+    cr_assert_eq(http_sse_parse_retry_ms(&p), INT64_MAX);
+    http_sse_parse_free(&p);
 }
