@@ -16,6 +16,7 @@
 #include "http/route.h"
 
 struct MHD_Connection;
+struct MHD_Response;
 struct http_server;
 
 /* One extra response header; name and value live right after it. */
@@ -56,6 +57,7 @@ struct http_request {
     const char *ctype; /* static: the reply's Content-Type */
     struct http_buf reply;
     struct http_header *headers; /* owned list, in insertion order reversed */
+    struct MHD_Response *resp;   /* a body made as it goes (stream_body.h) */
     /* completion */
     void (*done_fn)(void *arg, int sent_ok);
     void *done_arg;
