@@ -223,6 +223,8 @@ request_free(struct http_request *req)
         next = h->next;
         free(h);
     }
+    if (req->resp != NULL)
+        MHD_destroy_response(req->resp);
     http_buf_free(&req->reply);
     http_buf_free(&req->body);
     http_query_free(&req->args);
@@ -264,7 +266,9 @@ queue_reply(struct http_request *req)
     enum MHD_Result ret;
     int retry_after = 0;
 
-    if (req->reply.len == 0)
+    if (req->resp != NULL) /* its body made as it goes (stream_body.h) */
+        resp = req->resp, req->resp = NULL;
+    else if (req->reply.len == 0)
         resp = MHD_create_response_from_buffer(0, (void *)"",
                                                MHD_RESPMEM_PERSISTENT);
     else

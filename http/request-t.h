@@ -16,6 +16,7 @@
 #include "http/route.h"
 
 struct MHD_Connection;
+struct MHD_Response;
 struct http_server;
 
 /* One extra response header; name and value live right after it. */
@@ -58,6 +59,7 @@ struct http_request {
     size_t queued_len;           /* the reply's bytes MHD holds until it ends
                           (server->unsent) */
     struct http_header *headers; /* owned list, in insertion order reversed */
+    struct MHD_Response *resp;   /* a body made as it goes (stream_body.h) */
     /* completion */
     void (*done_fn)(void *arg, int sent_ok);
     void *done_arg;

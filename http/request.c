@@ -116,13 +116,14 @@ http_request_fd(const struct http_request *req)
     return ci != NULL ? ci->connect_fd : -1;
 }
 
-/* http_request_suspend - park the connection; listed for server stop. */
+/* http_request_suspend - park the connection; listed for server stop.  A
+ * body made as it goes suspends from its reader too (stream_body.c). */
 void
 http_request_suspend(struct http_request *req)
 {
     struct http_server *s = req->server;
 
-    if (req->suspended || req->state != HTTP_REQ_HANDLED)
+    if (req->suspended || req->state < HTTP_REQ_HANDLED)
         return;
     MHD_suspend_connection(req->conn);
     req->suspended = 1;

@@ -5,7 +5,8 @@
  * segment (the still percent-encoded parameter).  Every path has a single
  * method, so the Allow header of a 405 is that method; the reads that
  * change nothing also take HEAD (a health check's favourite: MHD sends the
- * headers alone).  A pop changes what it reads, so it takes GET only.
+ * headers alone).  A pop changes what it reads, so it takes GET only, and
+ * so does a stream, whose answer never ends.
  * Every client-port path takes OPTIONS too, for a browser's preflight
  * (SPEC §11), which its handler answers before anything else.  No state.
  */
@@ -25,6 +26,7 @@ struct route_row {
 static const struct route_row route_table[] = {
     {"POST", "/api/v1/ephemeral/push", HTTP_ROUTE_PUSH, 0},
     {"GET", "/api/v1/ephemeral/pop", HTTP_ROUTE_POP, 0},
+    {"GET", "/api/v1/ephemeral/subscribe", HTTP_ROUTE_SUBSCRIBE, 0},
     {"POST", "/api/v1/ephemeral/ack", HTTP_ROUTE_ACK, 0},
     {"POST", "/api/v1/ephemeral/extend", HTTP_ROUTE_EXTEND, 0},
     {"POST", "/api/v1/ephemeral/request", HTTP_ROUTE_REQUEST, 0},
@@ -60,6 +62,7 @@ static const char *const route_names[HTTP_ROUTE_COUNT] = {
     [HTTP_ROUTE_METRICS] = "metrics",
     [HTTP_ROUTE_STATUS_PAGE] = "status_page",
     [HTTP_ROUTE_REQUEST] = "request",
+    [HTTP_ROUTE_SUBSCRIBE] = "subscribe",
     [HTTP_ROUTE_CLUSTER_RAFT] = "cluster_raft",
     [HTTP_ROUTE_CLUSTER_CONFIGURE] = "cluster_configure",
     [HTTP_ROUTE_CLUSTER_DELETE] = "cluster_delete",

@@ -84,6 +84,11 @@ static const struct config_key config_keys[] = {
     CONFIG_KEY(busy_poll_us, CONFIG_U32, 0, 1000, 0),
     CONFIG_KEY(max_body_bytes, CONFIG_SIZE, 1, 4 * CONFIG_GIB, 0),
     CONFIG_KEY(max_connections, CONFIG_U32, 1, 1000000, 0),
+    /* streams (SPEC §11); 256 subscriptions keep a cursor in its 512 bytes */
+    CONFIG_KEY(stream_max, CONFIG_U32, 0, 1000000, 0),
+    CONFIG_KEY(stream_max_subs, CONFIG_U32, 1, 256, 0),
+    CONFIG_KEY(stream_buffer_bytes, CONFIG_SIZE, 4 * CONFIG_KIB, CONFIG_GIB, 0),
+    CONFIG_KEY(stream_keepalive_s, CONFIG_U32, 1, 3600, 0),
     CONFIG_KEY(log_level, CONFIG_LEVEL, 0, 0, 1),
     CONFIG_KEY(log, CONFIG_LOG, 0, 0, 0),
     CONFIG_KEY(pidfile, CONFIG_PATH, 0, 0, 0),
@@ -146,6 +151,10 @@ config_defaults(struct config *c)
     c->busy_poll_us = 50;
     c->max_body_bytes = 64 * CONFIG_MIB;
     c->max_connections = 20000;
+    c->stream_max = 10000;
+    c->stream_max_subs = 256;
+    c->stream_buffer_bytes = CONFIG_MIB;
+    c->stream_keepalive_s = 15;
     snprintf(c->log_level, sizeof(c->log_level), "info");
     snprintf(c->metrics_auth, sizeof(c->metrics_auth), "off");
 }

@@ -45,6 +45,10 @@ struct config {
     uint32_t busy_poll_us;          /* 50: polled before a worker sleeps */
     uint64_t max_body_bytes;        /* 64M */
     uint32_t max_connections;       /* 20000 */
+    uint32_t stream_max;            /* 10000 streams a node (SPEC §11) */
+    uint32_t stream_max_subs;       /* 256 subscriptions a stream */
+    uint64_t stream_buffer_bytes;   /* 1M: a stream's unsent events */
+    uint32_t stream_keepalive_s;    /* 15: a comment on an idle stream */
     char log_level[16];             /* "info" */
     char log[CONFIG_PATH_MAX];      /* "" (or "stderr"), "syslog", a path */
     char pidfile[CONFIG_PATH_MAX];  /* "" = none (-d defaults one) */

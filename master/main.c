@@ -361,6 +361,10 @@ start_node(struct master *m, int ep)
     m->ws.max_wait_ms = m->cfg.max_wait_ms;
     m->ws.responders_idle_ms = m->cfg.responders_idle_ms;
     m->ws.busy_poll_us = m->cfg.busy_poll_us;
+    m->ws.stream_max = m->cfg.stream_max;
+    m->ws.stream_max_subs = m->cfg.stream_max_subs;
+    m->ws.stream_buffer_bytes = m->cfg.stream_buffer_bytes;
+    m->ws.stream_keepalive_s = m->cfg.stream_keepalive_s;
     snprintf(m->ws.auth_file, sizeof(m->ws.auth_file), "%s", m->cfg.auth_file);
     m->ws.metrics_auth = strcmp(m->cfg.metrics_auth, "on") == 0;
     m->ws.auth = &m->auth;

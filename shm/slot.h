@@ -1,7 +1,8 @@
 /*
  * slot.h - one worker slot of the SLOTS region (SHM_MAX_WORKERS of them; the
  * last, SHM_STATS_MASTER, is the master's).  shm/-internal: stats.c, wake.c,
- * arena.c and horizon.c own its parts; broker code may read pid and parked.
+ * arena.c and horizon.c own its parts; broker code may read pid and parked;
+ * stats.c owns streams too.
  *
  * A slot is written by its worker only, except the wake queue (any process
  * posts) and what the master resets after the worker died (shm_arena_reap,
@@ -31,6 +32,8 @@
  *                                                     (horizon.h: lowest
  *                                                     seq a push in flight
  *                                                     may link; 0: none)
+ *    32     8  streams        worker                  atomic, one writer
+ *                                                     (streams open)
  *    64     4  ext            worker; reaper if dead  one writer (arena
  *                                                     cache: extent head)
  *    68     4  cache_count    worker; reaper if dead  atomic, one writer
@@ -38,7 +41,7 @@
  *    76     4  long_free      worker; reaper if dead  one writer (arena:
  *                                                     long runs freed, not
  *                                                     yet back in the pool)
- *   128   264  counters[]     worker                  atomic, one writer
+ *   128   280  counters[]     worker                  atomic, one writer
  *                                                     (room for 64)
  *   640     4  wake_armed     consumer sets, posters  atomic
  *                             clear
@@ -64,7 +67,8 @@ struct shm_slot {
     _Atomic uint64_t beat_ms;
     _Atomic int64_t parked;
     _Atomic uint64_t pushing;
-    unsigned char pad1[32];
+    _Atomic int64_t streams;
+    unsigned char pad1[24];
 
     uint32_t ext;
     _Atomic uint32_t cache_count;
@@ -88,6 +92,7 @@ struct shm_slot {
 };
 _Static_assert(SHM_C_COUNT <= 64, "shm_slot counters");
 _Static_assert(offsetof(struct shm_slot, pushing) == 24, "shm_slot layout");
+_Static_assert(offsetof(struct shm_slot, streams) == 32, "shm_slot layout");
 _Static_assert(offsetof(struct shm_slot, ext) == 64, "shm_slot layout");
 _Static_assert(offsetof(struct shm_slot, long_free) == 76, "shm_slot layout");
 _Static_assert(offsetof(struct shm_slot, counters) == 128, "shm_slot layout");

@@ -1,6 +1,6 @@
 /*
- * stats.c - the SLOTS region: per-worker counters, parked gauge, pid and
- * heartbeat (stats.h, slot.h).
+ * stats.c - the SLOTS region: per-worker counters, the parked and streams
+ * gauges, pid and heartbeat (stats.h, slot.h).
  *
  * Each slot is written by its own worker (one writer: a load and a store,
  * no locked instruction) and read with relaxed loads by whoever sums.
@@ -83,8 +83,31 @@ shm_parked_add(struct shm_seg *seg, int w, int64_t delta)
                           memory_order_relaxed);
 }
 
+/* shm_streams_add - see stats.h. */
+void
+shm_streams_add(struct shm_seg *seg, int w, int64_t delta)
+{
+    _Atomic int64_t *v = &shm_slot(seg, w)->streams;
+
+    atomic_store_explicit(v,
+                          atomic_load_explicit(v, memory_order_relaxed) + delta,
+                          memory_order_relaxed);
+}
+
+/* shm_streams_sum - see stats.h. */
+uint64_t
+shm_streams_sum(struct shm_seg *seg)
+{
+    int64_t n = 0;
+
+    for (int w = 0; w < SHM_MAX_WORKERS; w++)
+        n += atomic_load_explicit(&shm_slot(seg, w)->streams,
+                                  memory_order_relaxed);
+    return n > 0 ? (uint64_t)n : 0;
+}
+
 /*
- * shm_slot_claim - w now belongs to pid: its parked gauge restarts at 0 and
+ * shm_slot_claim - w now belongs to pid: its gauges restart at 0 and
  * its heartbeat at now, so the watchdog gives a fresh worker a full period.
  */
 void
@@ -93,6 +116,7 @@ shm_slot_claim(struct shm_seg *seg, int w, int pid)
     struct shm_slot *s = shm_slot(seg, w);
 
     atomic_store_explicit(&s->parked, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->streams, 0, memory_order_relaxed);
     atomic_store_explicit(&s->beat_ms, shm_now_ms(), memory_order_relaxed);
     atomic_store_explicit(&s->pid, pid, memory_order_release);
 }

@@ -49,6 +49,8 @@ enum shm_counter {
     SHM_C_REQUEST_NO_RESPONDERS,
     SHM_C_REQUEST_WITHDRAWN, /* the requester hung up, or the node drains */
     SHM_C_REPLY_DROPPED,     /* replies that found their inbox gone */
+    SHM_C_STREAM_EVENTS,     /* messages streams sent (SPEC §11) */
+    SHM_C_STREAM_OVERFLOWS,  /* streams ended for a slow reader */
     SHM_C_COUNT
 };
 
@@ -87,6 +89,14 @@ void shm_request_hist_sum(struct shm_seg *seg, uint64_t *out, uint64_t *sum_us);
 
 /* shm_parked_add - adjust this worker's parked-pop gauge by delta. */
 void shm_parked_add(struct shm_seg *seg, int w, int64_t delta);
+
+/* shm_streams_add - adjust this worker's open-streams gauge by delta. */
+void shm_streams_add(struct shm_seg *seg, int w, int64_t delta);
+
+/* shm_streams_sum - the streams every worker holds open now (SPEC §11:
+ * mayfly_streams, and stream_max); a worker's own count restarts at 0
+ * when its slot is claimed again, as its streams died with it. */
+uint64_t shm_streams_sum(struct shm_seg *seg);
 
 /* Worker heartbeat and pid, for the master's watchdog. */
 void shm_slot_claim(struct shm_seg *seg, int w, int pid);

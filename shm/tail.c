@@ -19,6 +19,7 @@
 #include "shm/dir.h"
 #include "shm/horizon.h"
 #include "shm/layout.h"
+#include "shm/lock.h"
 #include "shm/ring.h"
 #include "shm/stats.h"
 
@@ -136,6 +137,32 @@ shm_tail(struct shm_seg *seg, int worker, const struct shm_tail_req *req,
         if (rc == -ENOENT || rc == -ESTALE)
             return 0;
         return rc;
+    }
+    return -EAGAIN;
+}
+
+/* shm_tail_queue - see tail.h.  As an any-partition pop parks (broker.c):
+ * the bit goes up first, then the queue lock says the record is still
+ * this queue (a queue freed meanwhile is made again). */
+int
+shm_tail_queue(struct shm_seg *seg, int worker, struct shm_name queue,
+               uint64_t now, uint64_t *handle)
+{
+    struct shm_ref qr;
+    int rc;
+
+    for (int t = 0; t < SHM_BROKER_TRIES; t++) {
+        if ((rc = shm_dir_find_queue(seg, worker, queue, 1, now, &qr)) != 0)
+            return rc;
+        struct shm_queue *q = shm_dir_queue(seg, qr.idx);
+        atomic_fetch_or(&q->waiters, 1ULL << worker);
+        if ((rc = shm_queue_lock(seg, worker, qr)) == -ESTALE)
+            continue;
+        if (rc != 0)
+            return rc;
+        shm_unlock(&q->lock);
+        *handle = shm_handle_of(0, qr.idx, qr.gen);
+        return 0;
     }
     return -EAGAIN;
 }

@@ -85,6 +85,18 @@ int shm_tail(struct shm_seg *seg, int worker, const struct shm_tail_req *req,
              uint64_t now, struct shm_sink *sink, struct shm_tail_res *res);
 
 /*
+ * shm_tail_queue - a tail of every partition of queue waits on the queue:
+ * this worker's waiter bit is raised on it (the queue made, implicit, when
+ * missing, as an any-partition pop makes it), so a push to any of its
+ * partitions after this wakes the worker with *handle (shm_pop_handle of
+ * the queue).  Raised before the partitions are read (shm_tail without
+ * park, each), no push in between is missed.  0, or -errno as
+ * shm_dir_find_queue; -EAGAIN (the queue was freed again and again).
+ */
+int shm_tail_queue(struct shm_seg *seg, int worker, struct shm_name queue,
+                   uint64_t now, uint64_t *handle);
+
+/*
  * shm_tail_reap - the master, reaping dead worker w (after its locks are
  * repaired: shm_worker_reap): if w died inside a push, wake every parked
  * pop and tail of the node (its wake-ups may not have been posted) and

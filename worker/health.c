@@ -156,6 +156,13 @@ static const struct family {
      "Requests answered 503 because their connection opened past "
      "max_connections.",
      {{NULL, SHM_C_CONNECTIONS_REFUSED}}},
+    {"mayfly_stream_events_total",
+     "Messages sent by streams (subscribe), one event each.",
+     {{NULL, SHM_C_STREAM_EVENTS}}},
+    {"mayfly_stream_overflows_total",
+     "Streams ended with overflow: their unsent events passed "
+     "stream_buffer_bytes.",
+     {{NULL, SHM_C_STREAM_OVERFLOWS}}},
 };
 
 static void
@@ -193,7 +200,7 @@ request_hist(struct http_buf *b, struct shm_seg *seg)
 }
 
 static void
-gauges(struct http_buf *b, const struct shm_gauges *g)
+gauges(struct http_buf *b, const struct shm_gauges *g, uint64_t streams)
 {
     metric(b, "mayfly_messages", "gauge",
            "Messages held, by state (leased: deliveries awaiting an ack, one "
@@ -213,6 +220,8 @@ gauges(struct http_buf *b, const struct shm_gauges *g)
     series(b, "mayfly_queues", "kind=\"declared\"", g->queues_declared);
     metric(b, "mayfly_parked_pops", "gauge", "Long-poll pops waiting.");
     series(b, "mayfly_parked_pops", NULL, g->parked_pops);
+    metric(b, "mayfly_streams", "gauge", "Streams (subscribe) open.");
+    series(b, "mayfly_streams", NULL, streams);
     metric(b, "mayfly_oldest_message_age_seconds", "gauge",
            "Age of the oldest message held.");
     http_buf_printf(b, "mayfly_oldest_message_age_seconds %.3f\n",
@@ -257,7 +266,7 @@ worker_metrics(struct worker *w, struct http_request *req)
     shm_board_read(w->seg->board, &v);
     counters(&b, c);
     request_hist(&b, w->seg);
-    gauges(&b, &g);
+    gauges(&b, &g, shm_streams_sum(w->seg));
     cluster(&b, &v);
     http_reply_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
 }

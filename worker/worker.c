@@ -55,6 +55,7 @@
 #include "worker/push.h"
 #include "worker/rpc.h"
 #include "worker/status_page.h"
+#include "worker/stream.h"
 #include "worker/worker_int.h"
 
 #define BEAT_MS        1000 /* heartbeat at least this often */
@@ -95,7 +96,10 @@ dispatch(void *ctx, struct http_request *req)
      * set, before this worker has read its own SIGTERM. */
     if ((w->draining || shm_board_stopping(w->seg->board)) &&
         !always_served(r)) {
-        http_reply_draining(req);
+        if (r == HTTP_ROUTE_SUBSCRIBE)
+            worker_subscribe_later(req); /* an EventSource retries */
+        else
+            http_reply_draining(req);
         return;
     }
     /* A master that stopped beating (stopped, stalled) leaves a view of
@@ -103,6 +107,10 @@ dispatch(void *ctx, struct http_request *req)
      * where an ack goes, who a reset must reach.  Refuse until it beats
      * again; the client retries here or asks another node (SPEC §5). */
     if (!always_served(r) && shm_board_stale(w->seg->board)) {
+        if (r == HTTP_ROUTE_SUBSCRIBE) {
+            worker_subscribe_later(req);
+            return;
+        }
         http_reply_error(req, 503, "owner_moved",
                          "this node cannot tell who owns what now: its "
                          "view of the cluster is stale; retry, or ask "
@@ -116,6 +124,10 @@ dispatch(void *ctx, struct http_request *req)
      * own, and free a message one group completed before it learns the
      * groups the cluster knows (SPEC §5), which another reads later. */
     if (!always_served(r) && worker_view_blind(w)) {
+        if (r == HTTP_ROUTE_SUBSCRIBE) {
+            worker_subscribe_later(req);
+            return;
+        }
         http_reply_error(req, 503, "owner_moved",
                          "this node is starting and has not heard from its "
                          "peers yet, so it cannot tell who owns what; retry, "
@@ -161,6 +173,9 @@ dispatch(void *ctx, struct http_request *req)
         break;
     case HTTP_ROUTE_REQUEST:
         worker_request_verb(w, req);
+        break;
+    case HTTP_ROUTE_SUBSCRIBE:
+        worker_subscribe(w, req);
         break;
     default:
         break; /* http/ answers 404/405 itself */
@@ -237,13 +252,15 @@ setup(struct worker *w)
 }
 
 /* on_wake - wake the parked calls (parked.h) that pushes woke; re-arms the
- * queue, so a push after this writes the eventfd. */
+ * queue, so a push after this writes the eventfd.  Streams read up to the
+ * horizon taken before the drain, once it is over (stream.h). */
 static void
 on_wake(struct worker *w)
 {
     uint64_t handles[WAKE_BATCH];
     int got;
 
+    worker_streams_before_drain(w);
     while ((got = shm_wake_drain(w->seg, w->set.slot, handles, WAKE_BATCH)) !=
            0) {
         if (got == -EOVERFLOW) {
@@ -255,6 +272,7 @@ on_wake(struct worker *w)
         if (got < WAKE_BATCH)
             break;
     }
+    worker_streams_after_drain(w);
 }
 
 /* reload_tls - HUP: the client port's certificate and key read again;

@@ -35,9 +35,13 @@ struct worker_settings {
     int listen_fd; /* client port, shared by all workers */
     uint32_t max_connections;
     uint64_t max_body_bytes;
-    uint32_t max_wait_ms;        /* ceiling of a pop's timeout */
-    uint32_t responders_idle_ms; /* a request's no-responders (SPEC §9) */
-    uint32_t busy_poll_us;       /* polled before sleeping (worker_main) */
+    uint32_t max_wait_ms;         /* ceiling of a pop's timeout */
+    uint32_t responders_idle_ms;  /* a request's no-responders (SPEC §9) */
+    uint32_t busy_poll_us;        /* polled before sleeping (worker_main) */
+    uint32_t stream_max;          /* streams a node holds (SPEC §11) */
+    uint32_t stream_max_subs;     /* subscriptions a stream */
+    uint64_t stream_buffer_bytes; /* a stream's unsent events, at most */
+    uint32_t stream_keepalive_s;  /* a comment after this long idle */
     char node_id[65];
     char cluster_addr[256]; /* this node's master, for configure/delete */
     char auth_file[1024];   /* "": no client authentication (SPEC §10) */

@@ -20,6 +20,7 @@
 
 struct http_client;
 struct http_server;
+struct stream_set;
 struct worker_conn;
 
 struct worker {
@@ -52,6 +53,7 @@ struct worker {
     const struct auth_token *caller; /* the request being dispatched's
                                         token (in auth or signed_caller);
                                         NULL: none (auth off) */
+    struct stream_set *streams;      /* open streams (stream_int.h), or NULL */
 };
 
 #endif

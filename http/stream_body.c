@@ -1,0 +1,77 @@
+/*
+ * stream_body.c - see stream_body.h: an MHD response from a callback
+ * (MHD_SIZE_UNKNOWN), which suspends its connection while the source has
+ * nothing: MHD 0.9.75 in external polling mode calls a reader that
+ * returned 0 again at its next run, so the suspension is what keeps an
+ * idle stream from costing a call a run; a resume brings the call back.
+ */
+#include "http/stream_body.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include <microhttpd.h>
+
+#include "http/reply.h"
+#include "http/request-t.h"
+#include "http/request.h"
+
+#define BLOCK 4096 /* MHD's advisory block; events are far smaller */
+
+/* What MHD's reader is given: the request, and its source. */
+struct body {
+    struct http_request *req;
+    struct http_body_src src;
+};
+
+/* reader - MHD's content reader: the source's bytes, its end, or a
+ * suspension until it has more. */
+static ssize_t
+reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct body *b = cls;
+    ssize_t n;
+
+    (void)pos;
+    if (b->req->aborted)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    n = b->src.read(b->src.arg, buf, max);
+    if (n > 0)
+        return n;
+    if (n < 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    http_request_suspend(b->req);
+    return 0;
+}
+
+/* http_reply_body - see stream_body.h. */
+int
+http_reply_body(struct http_request *req, unsigned status,
+                const char *content_type, const struct http_body_src *src)
+{
+    struct body *b = malloc(sizeof(*b));
+    struct MHD_Response *resp;
+
+    if (b == NULL)
+        return -ENOMEM;
+    b->req = req;
+    b->src = *src;
+    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BLOCK, reader, b,
+                                             free);
+    if (resp == NULL) {
+        free(b);
+        return -ENOMEM;
+    }
+    http_reply_text(req, status, content_type, NULL);
+    if (req->resp != NULL)
+        MHD_destroy_response(req->resp);
+    req->resp = resp;
+    return 0;
+}
+
+/* http_body_more - see stream_body.h. */
+void
+http_body_more(struct http_request *req)
+{
+    http_request_resume(req);
+}

@@ -1,0 +1,280 @@
+/*
+ * stream.c - GET /api/v1/ephemeral/subscribe (stream.h): the request read
+ * (stream_parse.c), the permissions and the node's bounds checked, the
+ * start positions (from, or a resume's cursor), the `open` event, the
+ * first round (stream_read.c) and the answer, whose body the stream's
+ * out buffer feeds (stream_life.c).  Nothing is opened when anything
+ * fails before the answer: the client gets 400, 403, 500 or 503.
+ */
+#include "worker/stream.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "http/buf.h"
+#include "http/errors.h"
+#include "http/reply.h"
+#include "http/request.h"
+#include "http/sse.h"
+#include "http/stream_body.h"
+#include "shm/horizon.h"
+#include "shm/stats.h"
+#include "worker/authz.h"
+#include "worker/stream_int.h"
+#include "worker/worker_int.h"
+
+/* stream_set_of - w's streams, made at the first. */
+static struct stream_set *
+stream_set_of(struct worker *w)
+{
+    if (w->streams == NULL)
+        w->streams = calloc(1, sizeof(*w->streams));
+    return w->streams;
+}
+
+/* stream_free - a stream that never opened, or whose request ended. */
+static void
+stream_free(struct stream *s)
+{
+    http_buf_free(&s->out);
+    free(s->subs);
+    free(s->waits);
+    free(s->names);
+    free(s);
+}
+
+/*
+ * take_names - the caller may subscribe to every queue a lists (and pop
+ * it, for a group): each internal name, partition and the group go into
+ * s->names, and s->subs point there.  0; or -EACCES with req answered
+ * (403), -ENOMEM.
+ */
+static int
+take_names(struct worker *w, struct http_request *req,
+           const struct stream_args *a, struct stream *s)
+{
+    struct http_buf b = {0};
+    struct worker_qname qn;
+    size_t *off = calloc(a->nsubs + 1, sizeof(*off));
+
+    if (off == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < a->nsubs; i++) {
+        const struct stream_sub *c = &a->subs[i];
+        if (!worker_authz(w, req, AUTH_SUBSCRIBE, "queue", c->queue, &qn) ||
+            (a->grouped &&
+             !worker_authz(w, req, AUTH_POP, "queue", c->queue, &qn))) {
+            free(off);
+            http_buf_free(&b);
+            return -EACCES;
+        }
+        off[i] = b.len;
+        s->subs[i].queue.len = qn.name.len;
+        s->subs[i].part.len = c->part.len;
+        http_buf_append(&b, qn.name.ptr, qn.name.len);
+        http_buf_append(&b, c->part.ptr, c->part.len);
+    }
+    off[a->nsubs] = b.len;
+    http_buf_append(&b, a->group.ptr, a->group.len);
+    http_buf_append(&b, "", 1); /* never empty: names point into it */
+    if (b.oom) {
+        free(off);
+        http_buf_free(&b);
+        return -ENOMEM;
+    }
+    s->names = b.data;
+    for (size_t i = 0; i < a->nsubs; i++) {
+        struct stream_sub *u = &s->subs[i];
+        u->queue.ptr = s->names + off[i];
+        u->part.ptr = u->part.len > 0 ? u->queue.ptr + u->queue.len : NULL;
+    }
+    s->group = (struct shm_name){s->names + off[a->nsubs], a->group.len};
+    free(off);
+    return 0;
+}
+
+/* stream_new - the stream a asks for, its names authorised; NULL with
+ * req answered. */
+static struct stream *
+stream_new(struct worker *w, struct http_request *req,
+           const struct stream_args *a)
+{
+    struct stream *s = calloc(1, sizeof(*s));
+    int rc = -ENOMEM;
+
+    if (s != NULL && (s->subs = calloc(a->nsubs, sizeof(*s->subs))) != NULL &&
+        (s->waits = calloc(a->nsubs, sizeof(*s->waits))) != NULL)
+        rc = take_names(w, req, a, s);
+    if (rc != 0) {
+        if (rc == -ENOMEM)
+            http_reply_errno(req, rc, "subscribe");
+        if (s != NULL)
+            stream_free(s);
+        return NULL;
+    }
+    s->w = w;
+    s->req = req;
+    s->nsubs = a->nsubs;
+    s->grouped = a->grouped;
+    s->from = a->from;
+    s->hash = stream_hash(a);
+    s->park.req = req;
+    s->park.waits = s->waits;
+    s->park.nwaits = a->nsubs;
+    s->park.fd = -1;
+    return s;
+}
+
+/* expiry - when the caller's signed token expires, shm_now_ms() terms
+ * (0: it does not).  Copied now: the caller's token goes at the next
+ * dispatch. */
+static uint64_t
+expiry(const struct worker *w, uint64_t now)
+{
+    int64_t left;
+
+    if (w->caller == NULL || w->caller->exp <= 0)
+        return 0;
+    left = w->caller->exp - (int64_t)time(NULL);
+    return now + (left > 0 ? (uint64_t)left * 1000 : 0);
+}
+
+/* start_from - where each subscription starts without a cursor: after h
+ * (new), after 0 (all; last reads each partition's newest <= h). */
+static void
+start_from(struct stream *s, uint64_t h)
+{
+    uint64_t after = s->from == SHM_FROM_NEW ? h : 0;
+
+    for (size_t i = 0; i < s->nsubs; i++)
+        s->subs[i].after = after;
+    s->wmark = s->from == SHM_FROM_ALL ? 0 : h;
+}
+
+/*
+ * resume_from - where each subscription starts with cursor c: after its
+ * watermark when c names this incarnation for it (a partition: its own
+ * owner; a whole queue: any) and the list is c's; else it is missed, and
+ * starts after h.  The open event says W (or h when nothing resumes).
+ */
+static void
+resume_from(struct stream *s, const struct http_cursor *c, uint64_t h)
+{
+    unsigned me = HTTP_CURSOR_NONE, k = 0, nparts = 0;
+    int any = 0;
+
+    for (size_t i = 0; i < s->nsubs; i++)
+        nparts += s->subs[i].part.len > 0;
+    for (unsigned o = 0; o < c->nowners; o++)
+        if (c->inc[o] == s->w->incarnation)
+            me = o;
+    int ok = c->hash == s->hash && c->nparts == nparts &&
+             me != HTTP_CURSOR_NONE && c->w[me] <= h;
+    for (size_t i = 0; i < s->nsubs; i++) {
+        struct stream_sub *u = &s->subs[i];
+        int here = ok && (u->part.len == 0 || c->owner[k] == me);
+        k += u->part.len > 0;
+        u->missed = !here;
+        u->after = here ? c->w[me] : h;
+        any |= here;
+    }
+    s->wmark = any ? c->w[me] : h;
+}
+
+/* open_event - the first event: its id gives a browser a Last-Event-ID
+ * before any message. */
+static void
+open_event(struct stream *s)
+{
+    char id[HTTP_CURSOR_MAX + 1], data[32];
+    int n = snprintf(data, sizeof(data), "{\"subs\":%zu}", s->nsubs);
+
+    stream_cursor(s, s->wmark, id);
+    http_sse_event(&s->out, id, "open", data, (size_t)n);
+}
+
+/*
+ * stream_open - s's first events, its answer, its park.  0; else -errno
+ * with nothing answered and s still the caller's.
+ */
+static int
+stream_open(struct stream *s, const struct stream_args *a)
+{
+    struct worker *w = s->w;
+    struct stream_set *set = w->streams;
+    uint64_t h = shm_horizon(w->seg), now = shm_now_ms();
+    int rc, resume = !s->grouped && a->has_cursor;
+
+    if (h < set->horizon)
+        h = set->horizon; /* a later read may give less (horizon.h) */
+    set->horizon = h;
+    if (resume)
+        resume_from(s, &a->cursor, h);
+    else
+        start_from(s, h);
+    open_event(s);
+    if ((rc = stream_first_round(s, h, resume)) != 0)
+        return rc;
+    struct http_body_src src = {stream_body_read, s};
+    if (s->out.oom || http_reply_body(s->req, 200, "text/event-stream", &src))
+        return -ENOMEM;
+    http_reply_header(s->req, "Cache-Control", "no-cache");
+    http_reply_header(s->req, "X-Accel-Buffering", "no");
+    http_request_on_done(s->req, stream_done, s);
+    shm_streams_add(w->seg, w->set.slot, 1);
+    set->open++;
+    s->exp_at = expiry(w, now);
+    s->written_at = now;
+    stream_park(s);
+    return 0;
+}
+
+/* worker_subscribe - see stream.h. */
+void
+worker_subscribe(struct worker *w, struct http_request *req)
+{
+    struct stream_args a;
+    struct http_error err;
+    struct stream *s;
+    int rc;
+
+    if (stream_parse(req, w->set.stream_max_subs, &a, &err) != 0) {
+        http_reply_http_error(req, &err);
+        return;
+    }
+    s = stream_new(w, req, &a);
+    if (s != NULL && shm_streams_sum(w->seg) >= w->set.stream_max) {
+        http_reply_error(req, 503, "ephemeral_unavailable",
+                         "this node holds stream_max (%u) streams: retry "
+                         "later, or ask another node",
+                         w->set.stream_max);
+        stream_free(s);
+        s = NULL;
+    }
+    if (s != NULL && stream_set_of(w) == NULL) {
+        http_reply_errno(req, -ENOMEM, "subscribe");
+        stream_free(s);
+        s = NULL;
+    }
+    if (s != NULL && (rc = stream_open(s, &a)) != 0) {
+        http_reply_errno(req, rc, "subscribe");
+        stream_free(s);
+    }
+    free(a.mem);
+    free(a.subs);
+}
+
+/* worker_subscribe_later - see stream.h. */
+void
+worker_subscribe_later(struct http_request *req)
+{
+    struct http_buf b = {0};
+
+    http_sse_retry(&b, STREAM_RETRY_MS);
+    http_reply_text(req, 200, "text/event-stream", &b);
+    http_reply_header(req, "Cache-Control", "no-cache");
+    http_reply_header(req, "Connection", "close");
+}
