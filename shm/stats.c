@@ -72,26 +72,27 @@ shm_counters_sum(struct shm_seg *seg, uint64_t *out)
         atomic_load_explicit(&seg->hdr->lock_repairs, memory_order_relaxed);
 }
 
+/* gauge_add - a slot's gauge moved by delta: one writer, no RMW needed. */
+static void
+gauge_add(_Atomic int64_t *v, int64_t delta)
+{
+    atomic_store_explicit(v,
+                          atomic_load_explicit(v, memory_order_relaxed) + delta,
+                          memory_order_relaxed);
+}
+
 /* shm_parked_add - see stats.h. */
 void
 shm_parked_add(struct shm_seg *seg, int w, int64_t delta)
 {
-    _Atomic int64_t *v = &shm_slot(seg, w)->parked;
-
-    atomic_store_explicit(v,
-                          atomic_load_explicit(v, memory_order_relaxed) + delta,
-                          memory_order_relaxed);
+    gauge_add(&shm_slot(seg, w)->parked, delta);
 }
 
 /* shm_streams_add - see stats.h. */
 void
 shm_streams_add(struct shm_seg *seg, int w, int64_t delta)
 {
-    _Atomic int64_t *v = &shm_slot(seg, w)->streams;
-
-    atomic_store_explicit(v,
-                          atomic_load_explicit(v, memory_order_relaxed) + delta,
-                          memory_order_relaxed);
+    gauge_add(&shm_slot(seg, w)->streams, delta);
 }
 
 /* shm_streams_sum - see stats.h. */
