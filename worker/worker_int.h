@@ -19,6 +19,7 @@
 #include "worker/worker.h"
 
 struct http_client;
+struct http_request;
 struct http_server;
 struct worker_conn;
 
@@ -39,14 +40,17 @@ struct worker {
     struct worker_conn *conns; /* by fd; grown as fds come (conn.h) */
     size_t nconns;
     struct shm_owners owners; /* who owns what (view.h) */
-    uint64_t parks_sig;       /* owners.sig parked and forwarded pops were
+    /* a request's route handler, run again for one a forward gave back
+     * (forward.h); worker.c's, set at start */
+    void (*redispatch)(struct worker *w, struct http_request *req);
+    uint64_t parks_sig;      /* owners.sig parked and forwarded pops were
                                  checked at */
-    int stale;                /* the master's view was stale at the last
+    int stale;               /* the master's view was stale at the last
                                  look (view_stale) */
-    int auth_on;              /* an auth_file or jwt_secret_file is set
+    int auth_on;             /* an auth_file or jwt_secret_file is set
                                  (authz.h) */
-    struct auth_table auth;   /* the auth_file's tokens */
-    struct http_jwt_key jwt;  /* the secret of signed tokens (len 0: none) */
+    struct auth_table auth;  /* the auth_file's tokens */
+    struct http_jwt_key jwt; /* the secret of signed tokens (len 0: none) */
     struct auth_token signed_caller; /* the request being dispatched's
                                         signed token, as verified */
     const struct auth_token *caller; /* the request being dispatched's
