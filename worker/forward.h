@@ -3,9 +3,10 @@
  *
  * Every node computes the owner of a (queue, partition) from the members
  * the master publishes (shm/owner.h).  A request for a partition another
- * node owns is sent there once, on the owner's client port, signed
- * (http/sign.h) and marked X-Mayfly-Forwarded; the client's connection waits, suspended, and gets
- * the owner's answer as it came (status, body, Retry-After).  A forwarded
+ * node owns is sent there, on the owner's client port, signed
+ * (http/sign.h) and marked X-Mayfly-Forwarded; the client's connection
+ * waits, suspended, and gets the owner's answer as it came (status, body,
+ * Retry-After).  A forwarded
  * request that reaches a node which does not own the partition either is
  * answered 503 owner_moved: never a second hop.
  *
