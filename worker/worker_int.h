@@ -40,22 +40,22 @@ struct worker {
     struct worker_conn *conns; /* by fd; grown as fds come (conn.h) */
     size_t nconns;
     struct shm_owners owners; /* who owns what (view.h) */
-    /* a request's route handler, run again for one a forward gave back
-     * (forward.h); worker.c's, set at start */
-    void (*redispatch)(struct worker *w, struct http_request *req);
-    uint64_t parks_sig;      /* owners.sig parked and forwarded pops were
+    uint64_t parks_sig;       /* owners.sig parked and forwarded pops were
                                  checked at */
-    int stale;               /* the master's view was stale at the last
+    int stale;                /* the master's view was stale at the last
                                  look (view_stale) */
-    int auth_on;             /* an auth_file or jwt_secret_file is set
+    int auth_on;              /* an auth_file or jwt_secret_file is set
                                  (authz.h) */
-    struct auth_table auth;  /* the auth_file's tokens */
-    struct http_jwt_key jwt; /* the secret of signed tokens (len 0: none) */
+    struct auth_table auth;   /* the auth_file's tokens */
+    struct http_jwt_key jwt;  /* the secret of signed tokens (len 0: none) */
     struct auth_token signed_caller; /* the request being dispatched's
                                         signed token, as verified */
     const struct auth_token *caller; /* the request being dispatched's
                                         token (in auth or signed_caller);
                                         NULL: none (auth off) */
+    /* a request's route handler, run again for one a forward gave back
+     * (forward.h); worker.c's, set at start */
+    void (*redispatch)(struct worker *w, struct http_request *req);
 };
 
 #endif
