@@ -443,7 +443,9 @@ dir_init_part(struct shm_seg *seg, uint32_t idx, struct shm_ref qr, uint64_t h,
     p->queue = qr.idx;
     p->queue_gen = qr.gen;
     p->head = p->tail = p->groups = p->ngs = p->intent = p->wipe = 0;
-    p->hold_seq = p->hold_until = p->gone_seq = 0;
+    p->hold_seq = 0; /* atomics: one store each (clang refuses a chain) */
+    p->hold_until = 0;
+    p->gone_seq = 0;
     atomic_store(&p->count, 0);
     atomic_store(&p->cost, 0);
     atomic_store(&p->waiters, 0);

@@ -71,29 +71,25 @@ next_deadline(const struct stream *s, uint64_t now)
 }
 
 /* stream_due - see stream_int.h.  Before it is parked (its first round),
- * only noted. */
+ * only noted.  The loop runs the due list's rounds at its next drain of
+ * the wake queue, which every turn ends with. */
 void
 stream_due(struct stream *s)
 {
     struct stream_set *set = s->w->streams;
-    uint64_t now = shm_now_ms();
 
-    if (s->end)
+    if (s->end || s->due)
         return;
     if (!s->park.parked) {
         s->due_later = 1;
         return;
     }
-    if (!s->due) {
-        s->due = 1;
-        s->due_prev = NULL;
-        s->due_next = set->due;
-        if (set->due != NULL)
-            set->due->due_prev = s;
-        set->due = s;
-    }
-    if (s->park.deadline > now + 1)
-        park_update_deadline(&s->w->parks, &s->park, now + 1);
+    s->due = 1;
+    s->due_prev = NULL;
+    s->due_next = set->due;
+    if (set->due != NULL)
+        set->due->due_prev = s;
+    set->due = s;
 }
 
 /* stream_rehandle - see stream_int.h.  Parked, it leaves the index and
@@ -376,15 +372,17 @@ worker_streams_before_drain(struct worker *w)
 }
 
 /* worker_streams_after_drain - see stream.h.  The list is taken whole
- * first: a round that leaves its stream holding more puts it on the next
- * one, for a later drain. */
+ * first: a round that leaves its stream holding more above the horizon
+ * puts it on the next one, and its deadline a millisecond away, so the
+ * loop comes back for it (nothing wakes a stream when the horizon moves). */
 void
 worker_streams_after_drain(struct worker *w)
 {
     struct stream_set *set = w->streams;
     struct stream *s, *next;
+    uint64_t now;
 
-    if (set == NULL)
+    if (set == NULL || set->due == NULL)
         return;
     s = set->due;
     set->due = NULL;
@@ -396,6 +394,10 @@ worker_streams_after_drain(struct worker *w)
             next->due_prev = NULL;
         stream_round(s, set->horizon);
     }
+    now = shm_now_ms();
+    for (s = set->due; s != NULL; s = s->due_next)
+        if (s->park.deadline > now + 1)
+            park_update_deadline(&w->parks, &s->park, now + 1);
     if (set->sink.cap > TRIM_FROM) { /* a big round's scratch goes */
         free(set->sink.buf);
         set->sink = (struct shm_sink){0};
