@@ -15,7 +15,7 @@
 
 CC      ?= cc
 PKGS    := libmicrohttpd json-c lmdb cmph libcurl libxxhash nettle gnutls \
-           libjwt-gnutls
+           libjwt-gnutls libsystemd
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wformat=2 -Wundef -Wvla
 BASE    := -std=c11 -D_GNU_SOURCE -pthread -I. $(WARN)
@@ -51,7 +51,7 @@ asan:
 tests: $(TESTBIN)
 
 # MHD_queue_response is exported so that libmicrohttpd's own call binds to
-# ours (http/mhd_answer.h).
+# ours (http/edge_answer.h).
 $(B)/mayflyd: $(OBJ)
 	$(CC) $(LDFLAGS) -Wl,--export-dynamic-symbol=MHD_queue_response -o $@ $^ $(LIBS)
 

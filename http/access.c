@@ -7,14 +7,15 @@
  *
  * A request goes NEW -> BODY -> HANDLED -> QUEUED (request-t.h).  The
  * access handler never queues a response in its first call for a request:
- * MHD 0.9.75 then closes the connection (DESIGN §4).  The one exception is
+ * MHD 0.9.75 then closes the connection (edge.h, D1).  The one exception is
  * a Content-Length over max_body_bytes: the body will not be read, so the
  * connection must close anyway, and answering at once spares the client
  * the "100 Continue" that would invite the body.  MHD 0.9.75 refuses a
  * response while a body is still arriving, so a body that outgrows the
  * limit without announcing it (chunked) is read on and dropped, and
  * answered 413 once it ends: up to as much again as the limit, past which
- * the connection closes rather than read an unbounded body.
+ * the connection closes rather than read an unbounded body (D2).  What
+ * else MHD gets wrong is met by the edge (edge.h), which this file calls.
  *
  * Single-threaded (inside http_server_run()), no locking.  Errors become
  * replies (4xx/5xx) or a closed connection; they are logged via shm/log.h.
@@ -31,29 +32,20 @@
 
 #include <microhttpd.h>
 
+#include "http/edge_answer.h"
+#include "http/edge_conn.h"
+#include "http/edge_head.h"
+#include "http/edge_wait.h"
 #include "http/errors.h"
-#include "http/head.h"
-#include "http/mhd_answer.h"
 #include "http/reply.h"
 #include "http/request-t.h"
 #include "http/request.h"
 #include "http/server-t.h"
-#include "http/stray.h"
 #include "http/tls.h"
 #include "shm/log.h"
 
 /* Bytes reserved up front from Content-Length; larger bodies grow. */
 #define HTTP_BODY_PREALLOC (1u << 20)
-
-/* What a connection carries as MHD's socket context (server.h). */
-struct http_conn {
-    int fd;
-    unsigned char fresh;  /* no request line yet */
-    unsigned char over;   /* accepted past max_connections */
-    unsigned char peer;   /* client certificate: 0 unchecked, 1 good,
-                              2 refused (servers with a CA only) */
-    struct http_tls *tls; /* the server's credentials, or NULL */
-};
 
 /* conn_ctx_of - conn's context, or NULL (out of memory at its start). */
 static struct http_conn *
@@ -67,10 +59,12 @@ conn_ctx_of(struct MHD_Connection *conn)
 
 /* http_access_conn_notify - MHD's word on a connection's start or end.  A
  * new one is counted fresh until its first request line (a drain must not
- * close it with that request unread), has HTTP_HEAD_TIMEOUT_S to send it,
- * is over when it opened beyond max_connections (MHD's own limit is
- * higher, see server.c), and goes to the on_open hook; an ending one is
- * reported to the on_close hook while its socket is still open. */
+ * close it with that request unread), owes its head (edge_wait.h), is over
+ * when it opened beyond max_connections and no connection made room for
+ * it (MHD's own limit is higher, edge_conn.h), meets the edge (bytes that
+ * cannot begin a request, or plain HTTP on a TLS port, refused) and goes
+ * to the on_open hook; an ending one is reported to the on_close hook while its
+ * socket is still open. */
 void
 http_access_conn_notify(void *cls, struct MHD_Connection *conn,
                         void **socket_ctx,
@@ -83,27 +77,14 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         s->open++;
         ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        if (ci != NULL && (c = malloc(sizeof(*c))) != NULL) {
+        if (ci != NULL && (c = calloc(1, sizeof(*c))) != NULL) {
+            c->server = s;
             c->fd = ci->connect_fd;
             c->fresh = 1;
-            c->over = s->open > s->opts.max_connections;
-            c->peer = 0;
             c->tls = s->opts.tls;
             s->fresh++;
-            if (s->opts.connection_timeout_s > HTTP_HEAD_TIMEOUT_S)
-                MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
-                                          (unsigned)HTTP_HEAD_TIMEOUT_S);
-            /* plain HTTP already there on a TLS port is refused (the
-             * handshake meets its end); else its first bytes are watched */
-            int refused = c->tls != NULL && http_stray_plain(c->fd);
-            /* and the bytes MHD reads before the watch sees them */
-            if (c->tls != NULL && !refused &&
-                (ci = MHD_get_connection_info(
-                     conn, MHD_CONNECTION_INFO_GNUTLS_SESSION)) != NULL &&
-                ci->tls_session != NULL)
-                gnutls_transport_set_pull_function(
-                    (gnutls_session_t)ci->tls_session, http_stray_pull);
-            if (!refused && s->on_open != NULL)
+            c->over = http_edge_wait_opened(c);
+            if (!http_edge_conn_started(conn, c) && s->on_open != NULL)
                 s->on_open(s->on_open_ctx, c->fd, c);
         }
         *socket_ctx = c;
@@ -112,6 +93,10 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
     s->open--;
     if (c != NULL && c->fresh)
         s->fresh--;
+    if (c != NULL) {
+        http_edge_wait_closed(c);
+        http_edge_conn_closed(c);
+    }
     free(c);
     *socket_ctx = NULL;
     s->closed = 1;
@@ -123,33 +108,25 @@ http_access_conn_notify(void *cls, struct MHD_Connection *conn,
 }
 
 /* conn_began - conn's request line is in: if it is the connection's first,
- * the connection is no longer counted fresh and has the usual timeout. */
+ * the connection is no longer counted fresh; the rest of its head has its
+ * time (edge_wait.h). */
 static void
 conn_began(struct http_server *s, struct MHD_Connection *conn)
 {
     struct http_conn *c = conn_ctx_of(conn);
 
-    if (c != NULL && c->fresh) {
+    if (c == NULL)
+        return;
+    if (c->fresh) {
         c->fresh = 0;
         s->fresh--;
-        if (s->opts.connection_timeout_s > HTTP_HEAD_TIMEOUT_S)
-            MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
-                                      (unsigned)s->opts.connection_timeout_s);
     }
-}
-
-/* http_conn_first_bytes - see server.h: on a TLS port, bytes that are not
- * a TLS record are plain HTTP, and are answered in it. */
-int
-http_conn_first_bytes(struct http_conn *c)
-{
-    if (!c->fresh)
-        return 0;
-    return c->tls != NULL ? http_stray_plain(c->fd) : http_stray_tls(c->fd);
+    http_edge_wait_line(c);
 }
 
 /* http_access_cert - see access.h.  MHD 0.9.75 makes the connection the
- * TLS session's pointer (daemon.c, new_connection_prepare_), and the
+ * TLS session's pointer (daemon.c, new_connection_prepare_; edge.h, D18),
+ * and the
  * connection's socket context says which server, and so which
  * credentials, it belongs to. */
 int
@@ -212,17 +189,13 @@ peer_refused(struct http_request *req)
 /*
  * http_access_uri - MHD's first word on a request: allocate it, keep the raw
  * URI (MHD decodes the path it hands the access handler, losing "%2F").
- * The query is ours to parse (query.c), so MHD's own parse is cut short:
- * MHD 0.9.75 calls this before it splits the query into a record per
- * parameter in the connection's memory, where some 460 parameters ran it
- * out and left the connection unanswered.  uri points into MHD's read
- * buffer, which is writable; a NUL after the '?' leaves it no parameter.
+ * The query is ours to parse (query.c), so MHD's own parse is cut short
+ * once it is copied (http_edge_head_uri).
  */
 void *
 http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     struct http_request *req = calloc(1, sizeof(*req));
-    char *q = strchr(uri, '?');
 
     conn_began(cls, conn);
     if (req == NULL)
@@ -235,8 +208,7 @@ http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn)
         free(req);
         return NULL;
     }
-    if (q != NULL)
-        q[1] = '\0';
+    http_edge_head_uri(uri);
     req->server->requests++;
     return req;
 }
@@ -269,12 +241,15 @@ http_access_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                       enum MHD_RequestTerminationCode toe)
 {
     struct http_request *req = *req_cls;
+    struct http_conn *c = conn_ctx_of(conn);
 
     (void)cls;
-    (void)conn;
+    if (c != NULL)
+        http_edge_wait_idle(c); /* owes its next head, if it stays open */
     if (req == NULL)
         return;
     *req_cls = NULL;
+    req->server->unsent -= req->queued_len;
     http_request_unlist(req);
     if (req->done_fn != NULL)
         req->done_fn(req->done_arg, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
@@ -304,6 +279,8 @@ queue_reply(struct http_request *req)
                   req->reply.len);
         return MHD_NO;
     }
+    req->queued_len = req->reply.len;
+    req->server->unsent += req->queued_len;
     if (req->reply.len != 0)
         http_buf_init(&req->reply);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, req->ctype);
@@ -313,7 +290,7 @@ queue_reply(struct http_request *req)
     }
     if (!retry_after && http_status_retryable(req->status))
         MHD_add_response_header(resp, "Retry-After", "1");
-    ret = http_mhd_queue(req->conn, req->status, resp);
+    ret = http_edge_answer_queue(req->conn, req->status, resp);
     MHD_destroy_response(resp);
     req->state = HTTP_REQ_QUEUED;
     return ret;
@@ -369,6 +346,24 @@ over_limit(struct http_request *req)
     return 1;
 }
 
+/* unsent_full - a pop gets 503 with Retry-After while the server holds
+ * max_unsent_bytes of replies its clients have not read whole: each pop
+ * answered to a client that never reads would hold its messages' copy in
+ * the worker for as long as the connection lasts. */
+static int
+unsent_full(struct http_request *req)
+{
+    struct http_server *s = req->server;
+
+    if (s->opts.max_unsent_bytes == 0 || s->unsent < s->opts.max_unsent_bytes)
+        return 0;
+    http_reply_error(req, 503, "ephemeral_unavailable",
+                     "this worker holds %zu bytes of answers its clients "
+                     "have not read (at most %zu): retry later",
+                     s->unsent, s->opts.max_unsent_bytes);
+    return 1;
+}
+
 /* route_request - route, decode the parameter and the query; any failure
  * becomes the reply (and the body is then read and dropped).  Returns 1
  * when the reply must go at once (a refusal past max_connections). */
@@ -399,6 +394,8 @@ route_request(struct http_request *req)
         goto discard;
     }
     req->route = m.route;
+    if (m.route == HTTP_ROUTE_POP && unsent_full(req))
+        goto discard;
     if (m.param != NULL) {
         req->param = malloc(m.param_len + 1);
         if (req->param == NULL)
@@ -442,12 +439,15 @@ first_call(struct http_request *req, struct MHD_Connection *conn,
            const char *method, const char *version)
 {
     size_t max = req->server->opts.max_body_bytes;
+    struct http_conn *c = conn_ctx_of(conn);
     long long cl;
 
+    if (c != NULL)
+        http_edge_wait_done(c); /* its head is in */
     req->conn = conn;
     req->method = method;
     req->state = HTTP_REQ_BODY;
-    if (http_head_check(req, method, version) != 0)
+    if (http_edge_head_check(req, method, version) != 0)
         return queue_reply(req);
     if (route_request(req))
         return queue_reply(req); /* refused: closes, body unread */

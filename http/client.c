@@ -15,6 +15,13 @@
  * reused.  Connections live in the multi handle's cache, not in the easy
  * handles, so reuse works across calls.
  *
+ * A stream (http_client_stream) is a call whose 2xx body goes to its
+ * on_chunk from inside libcurl's write callback, where libcurl allows no
+ * call that adds or removes a handle.  So a cancel made there (of that
+ * stream or any other) only marks the call: the write callback refuses the
+ * marked call's bytes, and client_action detaches every marked call once
+ * curl_multi_socket_action() has returned, before it reaps.
+ *
  * Single-threaded, no locking.  Errors: 0 or -errno.
  */
 #include "http/client.h"
@@ -48,8 +55,14 @@ struct client_call {
     struct curl_slist *headers;
     struct http_buf body;
     size_t max_body; /* answer bytes kept at most */
-    int too_big;     /* the answer passed max_body: the transfer stopped */
+    int fail;        /* -errno the write callback stopped the transfer with:
+                        -EMSGSIZE past max_body, or on_chunk's error */
     http_client_done_fn *done;
+    http_client_chunk_fn *chunk; /* a stream's on_chunk; NULL: a request */
+    int answer;    /* a stream's answer: 0 not yet seen, 2 a 2xx (to
+                      chunk), 1 another status (kept in body) */
+    int cancelled; /* dropped while in on_chunk: detach it after the
+                      action (client_sweep) */
     void *arg;
     char *url;   /* made for a call to a node */
     int to_node; /* a call to a node: signed, reset when given up */
@@ -66,6 +79,8 @@ struct http_client {
     unsigned npending;
     struct client_call *free_calls;
     unsigned nfree;
+    int in_chunk;        /* inside an on_chunk: detaching is deferred */
+    unsigned ncancelled; /* calls marked cancelled, not yet detached */
     /* calls to nodes (http_client_set_peers) */
     char *secret, *ca_file, *cert_file, *key_file; /* NULL: none */
     int client_https, cluster_https;
@@ -180,19 +195,57 @@ client_timer_cb(CURLM *multi, long timeout_ms, void *userp)
     return 0;
 }
 
-/* write_cb - response bytes into the call's buffer; 0 (abort) on OOM. */
+/* client_stream_bytes - whether a stream's bytes go to its on_chunk: the
+ * answer is a 2xx (its status is known once the body begins). */
+static int
+client_stream_bytes(struct client_call *call)
+{
+    long status = 0;
+
+    if (call->answer == 0) {
+        curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &status);
+        call->answer = status >= 200 && status < 300 ? 2 : 1;
+    }
+    return call->answer == 2;
+}
+
+/* client_chunk - hand a stream's bytes to on_chunk; n, or 0 to stop the
+ * transfer when on_chunk failed or cancelled the stream. */
+static size_t
+client_chunk(struct client_call *call, char *p, size_t n)
+{
+    int rc;
+
+    call->client->in_chunk++;
+    rc = call->chunk(call->arg, p, n);
+    call->client->in_chunk--;
+    if (call->cancelled)
+        return 0;
+    if (rc != 0) {
+        call->fail = rc < 0 ? rc : -EIO;
+        return 0;
+    }
+    return n;
+}
+
+/* write_cb - response bytes into the call's buffer, or a stream's on_chunk;
+ * 0 (abort) past max_body, on OOM, or for a call cancelled meanwhile. */
 static size_t
 client_write_cb(char *p, size_t size, size_t n, void *userp)
 {
     struct client_call *call = userp;
 
+    (void)size; /* always 1 */
+    if (call->cancelled)
+        return 0;
+    if (call->chunk != NULL && client_stream_bytes(call))
+        return client_chunk(call, p, n);
     if (n > call->max_body - call->body.len) {
-        call->too_big = 1;
+        call->fail = -EMSGSIZE;
         return 0;
     }
     if (http_buf_append(&call->body, p, n) != 0)
         return 0;
-    (void)size; /* always 1 */
     return n;
 }
 
@@ -311,6 +364,7 @@ client_call_put(struct http_client *c, struct client_call *call)
     call->url = NULL;
     http_buf_free(&call->body);
     call->done = NULL;
+    call->chunk = NULL;
     call->arg = NULL;
     if (c->nfree < CLIENT_FREE_MAX) {
         call->next = c->free_calls;
@@ -524,6 +578,12 @@ client_setup(struct client_call *call, const struct http_client_req *r)
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     rc |= curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms);
     rc |= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
+    if (r->idle_s > 0) {
+        /* libcurl's low-speed check: under a byte a second, averaged over
+         * its last few seconds, for idle_s seconds. */
+        rc |= curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        rc |= curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)r->idle_s);
+    }
     rc |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, client_write_cb);
     rc |= curl_easy_setopt(e, CURLOPT_WRITEDATA, call);
     rc |= curl_easy_setopt(e, CURLOPT_HTTPHEADER, call->headers);
@@ -542,11 +602,13 @@ client_setup(struct client_call *call, const struct http_client_req *r)
     return rc == CURLE_OK ? 0 : -EINVAL;
 }
 
-/* http_client_request - set a call up and hand it to the multi handle,
- * which asks for a 0 ms timer to start it. */
-int
-http_client_request(struct http_client *c, const struct http_client_req *r,
-                    http_client_done_fn *done, void *arg)
+/* client_start - set a call up (a stream when chunk is not NULL) and hand
+ * it to the multi handle, which asks for a 0 ms timer to start it.  The
+ * call in *out; 0 or -errno as http_client_request() says. */
+static int
+client_start(struct http_client *c, const struct http_client_req *r,
+             http_client_chunk_fn *chunk, http_client_done_fn *done, void *arg,
+             struct client_call **out)
 {
     struct client_call *call;
     CURLMcode mrc;
@@ -566,9 +628,12 @@ http_client_request(struct http_client *c, const struct http_client_req *r,
         return rc;
     }
     call->done = done;
+    call->chunk = chunk;
     call->arg = arg;
     call->max_body = r->max_body ? r->max_body : HTTP_CLIENT_BODY_MAX;
-    call->too_big = 0;
+    call->fail = 0;
+    call->answer = 0;
+    call->cancelled = 0;
     mrc = curl_multi_add_handle(c->multi, call->easy);
     if (mrc != CURLM_OK) {
         log_error(0, "curl_multi_add_handle(%s) failed: %s",
@@ -582,7 +647,51 @@ http_client_request(struct http_client *c, const struct http_client_req *r,
     c->pending.prev->next = call;
     c->pending.prev = call;
     c->npending++;
+    *out = call;
     return 0;
+}
+
+/* http_client_request - a call whose answer is gathered for done. */
+int
+http_client_request(struct http_client *c, const struct http_client_req *r,
+                    http_client_done_fn *done, void *arg)
+{
+    struct client_call *call;
+
+    return client_start(c, r, NULL, done, arg, &call);
+}
+
+/*
+ * The handle of a stream is its call: client.h keeps the type opaque, so
+ * the pointer only changes its name.
+ */
+static struct http_client_stream *
+client_stream_of(struct client_call *call)
+{
+    return (struct http_client_stream *)(void *)call;
+}
+
+static struct client_call *
+client_call_of(struct http_client_stream *s)
+{
+    return (struct client_call *)(void *)s;
+}
+
+/* http_client_stream - a call whose 2xx body goes to on_chunk. */
+int
+http_client_stream(struct http_client *c, const struct http_client_req *r,
+                   http_client_chunk_fn *on_chunk, http_client_done_fn *on_end,
+                   void *arg, struct http_client_stream **out)
+{
+    struct client_call *call;
+    int rc;
+
+    if (on_chunk == NULL || out == NULL)
+        return -EINVAL;
+    rc = client_start(c, r, on_chunk, on_end, arg, &call);
+    if (rc == 0)
+        *out = client_stream_of(call);
+    return rc;
 }
 
 /* client_detach - take a call out of the multi handle and the pending
@@ -595,6 +704,39 @@ client_detach(struct http_client *c, struct client_call *call)
     call->next->prev = call->prev;
     call->next = call->prev = NULL;
     c->npending--;
+    if (call->cancelled)
+        c->ncancelled--;
+}
+
+/* client_drop - a cancel: detach and recycle the call, no done; inside an
+ * on_chunk only mark it, for client_sweep.  Marking twice is harmless. */
+static void
+client_drop(struct http_client *c, struct client_call *call)
+{
+    if (c->in_chunk > 0) {
+        if (!call->cancelled)
+            c->ncancelled++;
+        call->cancelled = 1;
+        return;
+    }
+    client_detach(c, call);
+    client_call_put(c, call);
+}
+
+/* client_sweep - detach and recycle the calls cancelled from inside an
+ * on_chunk, now that libcurl's callbacks are over. */
+static void
+client_sweep(struct http_client *c)
+{
+    struct client_call *call = c->pending.next, *next;
+
+    for (; c->ncancelled > 0 && call != &c->pending; call = next) {
+        next = call->next;
+        if (call->cancelled) {
+            client_detach(c, call);
+            client_call_put(c, call);
+        }
+    }
 }
 
 /* client_errno - the -errno for a transfer's CURLcode: the socket's own
@@ -655,7 +797,9 @@ client_refused(struct client_call *call, struct http_client_resp *resp)
 /*
  * client_finish - a transfer is over: gather the response, detach the
  * call, run done, recycle.  done may start or cancel other requests; the
- * strings resp points to live in the easy handle until the recycle.
+ * strings resp points to live in the easy handle until the recycle.  A
+ * stream's status, type and Retry-After are kept even when the transfer
+ * broke after them: on_end tells how a stream that was answered ended.
  */
 static void
 client_finish(struct http_client *c, struct client_call *call, CURLcode code)
@@ -664,19 +808,22 @@ client_finish(struct http_client *c, struct client_call *call, CURLcode code)
     long status = 0;
     char *ct = NULL;
     curl_off_t retry = 0;
+    int answered;
 
     curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(call->easy, CURLINFO_CONTENT_TYPE, &ct);
     curl_easy_getinfo(call->easy, CURLINFO_RETRY_AFTER, &retry);
+    answered = code == CURLE_OK || (call->chunk != NULL && status > 0);
+
     client_detach(c, call);
     resp.curl_code = (int)code;
-    resp.err = call->too_big ? -EMSGSIZE : client_errno(call->easy, code);
+    resp.err = call->fail != 0 ? call->fail : client_errno(call->easy, code);
     resp.error = code == CURLE_OK  ? ""
                  : call->errbuf[0] ? call->errbuf
                                    : curl_easy_strerror(code);
-    resp.status = code == CURLE_OK && status > 0 ? (unsigned)status : 0;
-    resp.content_type = code == CURLE_OK ? ct : NULL;
-    resp.retry_after_s = code == CURLE_OK ? (long)retry : 0;
+    resp.status = answered && status > 0 ? (unsigned)status : 0;
+    resp.content_type = answered ? ct : NULL;
+    resp.retry_after_s = answered ? (long)retry : 0;
     client_refused(call, &resp);
     resp.body = call->body;
     http_buf_init(&call->body);
@@ -713,6 +860,7 @@ client_action(struct http_client *c, curl_socket_t s, int mask)
     if (rc != CURLM_OK)
         log_error(0, "curl_multi_socket_action(fd %d) failed: %s", (int)s,
                   curl_multi_strerror(rc));
+    client_sweep(c);
     client_reap(c);
 }
 
@@ -769,7 +917,8 @@ http_client_pending(const struct http_client *c)
     return c->npending;
 }
 
-/* http_client_cancel - detach and recycle every pending call with arg. */
+/* http_client_cancel - drop every pending call with arg (not yet marked
+ * cancelled: a mark already counted once). */
 unsigned
 http_client_cancel(struct http_client *c, void *arg)
 {
@@ -778,24 +927,34 @@ http_client_cancel(struct http_client *c, void *arg)
 
     for (; call != &c->pending; call = next) {
         next = call->next;
-        if (call->arg != arg)
+        if (call->arg != arg || call->cancelled)
             continue;
-        client_detach(c, call);
-        client_call_put(c, call);
+        client_drop(c, call);
         n++;
     }
     return n;
 }
 
-/* http_client_cancel_all - detach and recycle every pending call. */
+/* http_client_stream_cancel - drop one stream. */
+void
+http_client_stream_cancel(struct http_client_stream *s)
+{
+    struct client_call *call = client_call_of(s);
+
+    if (call->next == NULL) /* detached: its on_end is running */
+        return;
+    client_drop(call->client, call);
+}
+
+/* http_client_cancel_all - drop every pending call. */
 void
 http_client_cancel_all(struct http_client *c)
 {
-    while (c->pending.next != &c->pending) {
-        struct client_call *call = c->pending.next;
+    struct client_call *call = c->pending.next, *next;
 
-        client_detach(c, call);
-        client_call_put(c, call);
+    for (; call != &c->pending; call = next) {
+        next = call->next;
+        client_drop(c, call);
     }
 }
 

@@ -41,6 +41,11 @@
  * the call itself (401 with X-Mayfly-Refused: its signature, destination
  * or nonce) is reported as err -EACCES: the call did not go through.
  *
+ * Streams (http_client_stream) are calls whose answer has no end of its
+ * own, a peer's Server-Sent Events: their body goes to a callback as it
+ * arrives, and they end when the peer closes, when the caller cancels, or
+ * when the peer falls silent for longer than the caller allows.
+ *
  * Single-threaded, no locking.  Errors: 0 or -errno.
  */
 #ifndef MAYFLY_HTTP_CLIENT_H
@@ -62,6 +67,7 @@
 #define HTTP_CLIENT_IDLE_MAX 64
 
 struct http_client;
+struct http_client_stream;
 
 /* Where a request goes. */
 enum http_client_port {
@@ -111,6 +117,11 @@ struct http_client_req {
     size_t max_body;     /* a longer answer fails with -EMSGSIZE; 0 = the
                             default, HTTP_CLIENT_BODY_MAX */
     unsigned connect_timeout_ms; /* connecting only; 0 = as timeout_ms */
+    unsigned idle_s; /* fail with -ETIMEDOUT once the answer came slower
+                        than a byte a second (libcurl's average over its
+                        last few seconds) for idle_s seconds; 0 = never.
+                        For a stream whose peer sends a keepalive every k
+                        seconds, idle_s > k. */
 };
 
 /* The outcome, as done sees it.  Pointers are valid during done only. */
@@ -131,6 +142,11 @@ struct http_client_resp {
 
 /* Called once per request that was not cancelled. */
 typedef void http_client_done_fn(void *arg, struct http_client_resp *resp);
+
+/* A stream's next len > 0 bytes, valid during the call only.  Returns 0 to
+ * go on, or -errno to end the stream: its connection is closed and on_end
+ * runs with that err. */
+typedef int http_client_chunk_fn(void *arg, const char *p, size_t len);
 
 /*
  * http_client_global_init - initialise libcurl for this process.  Call it
@@ -167,6 +183,43 @@ int http_client_set_peers(struct http_client *c,
 int http_client_request(struct http_client *c, const struct http_client_req *r,
                         http_client_done_fn *done, void *arg);
 
+/*
+ * http_client_stream - start r as a stream: the body of a 2xx answer goes
+ * to on_chunk(arg, ...) as it arrives, and on_end(arg, resp) runs once when
+ * the stream is over, unless it was cancelled: err 0 when the peer ended
+ * the body properly, else how it broke (-ECONNRESET for a peer gone
+ * mid-stream, -ETIMEDOUT past r->idle_s or r->timeout_ms, on_chunk's
+ * -errno, ...).  resp->status is the answer's status whenever one came,
+ * also when the stream broke after it (0: no answer).  The body of any
+ * other status is not streamed: it is gathered (up to r->max_body) into
+ * resp->body, as for a request.
+ *
+ * A stream has no end of its own, so r->timeout_ms is usually 0 (no
+ * deadline in a node call's signature either); r->connect_timeout_ms
+ * bounds connecting and r->idle_s a silent peer.  A call to a node is
+ * signed as any other, and one cancelled resets its connection.
+ *
+ * The handle goes to *out; it is valid until on_end has begun or the
+ * stream is cancelled.  Returns 0, or the errors of http_client_request()
+ * (-EINVAL also for no on_chunk or out); on_end is not called then.
+ *
+ * From inside on_chunk only the cancels (http_client_stream_cancel,
+ * http_client_cancel, http_client_cancel_all) may be called: libcurl is
+ * in its write callback, so they mark the calls and the client detaches
+ * them once libcurl returns.  A stream counts in http_client_pending()
+ * and is dropped by http_client_cancel() with its arg.
+ */
+int http_client_stream(struct http_client *c, const struct http_client_req *r,
+                       http_client_chunk_fn *on_chunk,
+                       http_client_done_fn *on_end, void *arg,
+                       struct http_client_stream **out);
+
+/* http_client_stream_cancel - drop stream s: its connection is closed (a
+ * node's reset) at once, or, from inside an on_chunk, once libcurl
+ * returns; no more on_chunk runs for it and on_end never does.  A no-op
+ * from inside its own on_end; never after that. */
+void http_client_stream_cancel(struct http_client_stream *s);
+
 /* http_client_escape - s[0..len) percent-encoded for a URL's path or query
  * (libcurl's encoder: everything but RFC 3986 unreserved characters), to be
  * freed with free(); NULL when out of memory. */
@@ -189,9 +242,10 @@ int http_client_timeout_ms(const struct http_client *c);
 unsigned http_client_pending(const struct http_client *c);
 
 /*
- * http_client_cancel - drop every pending request started with arg: its
- * connection is closed (the peer sees the client go away) and its done is
- * never called.  Returns how many were dropped.  May be called from done.
+ * http_client_cancel - drop every pending request (and stream) started
+ * with arg: its connection is closed (the peer sees the client go away)
+ * and its done is never called.  Returns how many were dropped.  May be
+ * called from done, and from on_chunk (see http_client_stream).
  */
 unsigned http_client_cancel(struct http_client *c, void *arg);
 
@@ -201,7 +255,8 @@ void http_client_cancel_all(struct http_client *c);
 
 /*
  * http_client_free - cancel what is pending (no done runs), close every
- * connection, take our fds out of the epoll, free c.  Never from done.
+ * connection, take our fds out of the epoll, free c.  Never from done or
+ * on_chunk.
  * NULL is a no-op.  A forked child must not free (or use) a client it
  * inherited: it shares the parent's epoll instance.
  */

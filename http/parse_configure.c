@@ -1,6 +1,7 @@
 /*
- * parse_configure.c - the configure body: {"queue", "options"?: {...}} with
- * the closed option list of SPEC §4.  A misspelled option must not give a
+ * parse_configure.c - the configure body: {"queue", "options": {...}} with
+ * the closed option list of SPEC §4 ("options" is required, SPEC §2: a
+ * configure that names no option is a mistake, not a declaration).  A misspelled option must not give a
  * queue that looks configured and behaves like the default, so an unknown
  * one is 400 unknown_option naming it; a wrong type or a negative number is
  * 400 invalid_option naming it.  Ceilings are the caller's (node settings).
@@ -145,8 +146,9 @@ one_option(const char *key, struct json_object *v, struct http_configure *c,
     return unknown(key, err);
 }
 
-/* read_options - every member of "options", in body order, into out (a
- * struct http_configure; the queue is its only string, so pool is unused). */
+/* read_options - every member of "options" (required; it may be empty),
+ * in body order, into out (a struct http_configure; the queue is its only
+ * string, so pool is unused). */
 static int
 read_options(struct json_object *root, struct http_pool *pool, void *out,
              struct http_error *err)
@@ -157,10 +159,8 @@ read_options(struct json_object *root, struct http_pool *pool, void *out,
 
     (void)pool;
     if (http_jsonc_member(root, "options", "options", json_type_object,
-                          "an object", 0, &opts, err) != 0)
+                          "an object", 1, &opts, err) != 0)
         return -EINVAL;
-    if (opts == NULL)
-        return 0;
     it = json_object_iter_begin(opts);
     end = json_object_iter_end(opts);
     for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))

@@ -39,7 +39,7 @@ struct http_request {
     enum http_req_state state;
     char *uri;          /* raw request URI (path and query), owned */
     const char *uri_at; /* where MHD held it, beside the method and version
-                           (head.c); valid until the first call only */
+                           (edge_head.c); valid until the first call only */
     const char *method; /* MHD's copy, valid for the request */
     enum http_route route;
     char *param; /* decoded {q}, owned; NULL when none */
@@ -56,6 +56,8 @@ struct http_request {
     unsigned status;
     const char *ctype; /* static: the reply's Content-Type */
     struct http_buf reply;
+    size_t queued_len;           /* the reply's bytes MHD holds until it ends
+                          (server->unsent) */
     struct http_header *headers; /* owned list, in insertion order reversed */
     struct MHD_Response *resp;   /* a body made as it goes (stream_body.h) */
     /* completion */

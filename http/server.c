@@ -4,6 +4,14 @@
  * back as connections and requests come and go is in access.c, which this
  * file registers and which never calls back here.
  *
+ * Every worker serves the one listening socket the master made and they
+ * inherit (MHD_OPTION_LISTEN_SOCKET), not SO_REUSEPORT, whose queued
+ * connections die with the worker that held them.  Suspended (parked)
+ * connections count against MHD's connection limit, so the limit is set
+ * (edge_conn.h) and the master raises RLIMIT_NOFILE to fit.  After a
+ * resume MHD calls the handler again, which queues the reply then;
+ * http_server_stop resumes every parked connection before MHD_stop_daemon.
+ *
  * Single-threaded (MHD runs inside http_server_run()).  Errors are logged
  * through shm/log.h; MHD's own messages too.
  */
@@ -23,8 +31,11 @@
 #include <microhttpd.h>
 
 #include "http/access.h"
-#include "http/head.h"
-#include "http/mhd_answer.h"
+#include "http/edge.h"
+#include "http/edge_answer.h"
+#include "http/edge_conn.h"
+#include "http/edge_head.h"
+#include "http/edge_wait.h"
 #include "http/request.h"
 #include "http/server-t.h"
 #include "http/tls.h"
@@ -33,7 +44,7 @@
 /* mhd_log - MHD's error log into ours, without its trailing newline; at
  * info, since an aborted request is reported as an application error.
  * A line saying MHD is about to answer a request itself chooses what
- * mhd_answer.c answers instead. */
+ * edge_answer.c answers instead. */
 static void __attribute__((format(printf, 2, 0)))
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -46,20 +57,7 @@ mhd_log(void *cls, const char *fmt, va_list ap)
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         line[--n] = '\0';
     log_info(0, "libmicrohttpd: %s", line);
-    http_mhd_said_error(line);
-}
-
-/*
- * mhd_limit - MHD's connection limit: a reserve above max_connections.
- * At its own limit MHD stops accepting, and a client waits unanswered in
- * the listen queue; below it, access.c answers the connections past
- * max_connections 503 and closes them, and serves their /health.  Parked
- * long polls count, so a node full of them still says so.
- */
-static unsigned
-mhd_limit(unsigned max_connections)
-{
-    return max_connections + max_connections / 8 + 16;
+    http_edge_answer_log(line);
 }
 
 /* tls_options - MHD's TLS options for credentials t (none when NULL):
@@ -80,17 +78,25 @@ tls_options(const struct http_tls *t, struct MHD_OptionItem items[3])
     items[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 }
 
-/* http_server_start - one daemon on the inherited listening socket.  MHD's
- * memory per connection is set above our limits on the head (head.h) so
- * that ours answer first, in JSON, where its own would be an HTML page. */
+/* http_server_start - one daemon on the inherited listening socket, if
+ * the libmicrohttpd running is the one the edge was built and tested for
+ * (edge.h).  MHD's memory per connection is set above our limits on the
+ * head (edge_head.h) so that ours answer first, in JSON, where its own
+ * would be an HTML page. */
 struct http_server *
 http_server_start(int listen_fd, const struct http_server_opts *o,
                   http_handler_fn *handler, void *ctx)
 {
-    struct http_server *s = calloc(1, sizeof(*s));
+    struct http_server *s;
     struct MHD_OptionItem tls[3];
+    char why[256];
     int fl;
 
+    if (http_edge_version_check(MHD_get_version(), why, sizeof(why)) != 0) {
+        log_error(0, "%s", why);
+        return NULL;
+    }
+    s = calloc(1, sizeof(*s));
     if (s == NULL) {
         log_error(ENOMEM, "http_server_start");
         return NULL;
@@ -103,6 +109,7 @@ http_server_start(int listen_fd, const struct http_server_opts *o,
     }
     s->listen_fd = listen_fd;
     s->opts = *o;
+    http_edge_wait_init(s);
     s->handler = handler;
     s->ctx = ctx;
     tls_options(o->tls, tls);
@@ -111,7 +118,7 @@ http_server_start(int listen_fd, const struct http_server_opts *o,
             (o->tls != NULL ? MHD_USE_TLS : 0),
         0, NULL, NULL, http_access_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_log, s, MHD_OPTION_ARRAY, tls, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-        MHD_OPTION_CONNECTION_LIMIT, mhd_limit(o->max_connections),
+        MHD_OPTION_CONNECTION_LIMIT, http_edge_conn_limit(o->max_connections),
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MHD_CONN_MEMORY,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->connection_timeout_s,
         MHD_OPTION_URI_LOG_CALLBACK, http_access_uri, s,
@@ -142,19 +149,24 @@ http_server_fd(const struct http_server *s)
  * At its connection limit, or when accept() fails for want of descriptors
  * (EMFILE, ENFILE), MHD takes the listening socket out of its epoll set and
  * puts it back only at the start of a later round, once a connection has
- * closed.  Connections close inside a round, so a round must follow every
- * round in which one closed, or nothing wakes MHD to accept again and the
- * node stays deaf: closed asks http_server_timeout_ms() for it.
+ * closed (edge.h, D17).  Connections close inside a round, so a round must
+ * follow every round in which one closed, or nothing wakes MHD to accept
+ * again and the node stays deaf: closed asks http_server_timeout_ms() for
+ * it.  Connections late with their request heads are cut before the
+ * round (edge_wait.h), and hang-ups MHD missed shown to it after
+ * (edge_conn.h).
  */
 void
 http_server_run(struct http_server *s)
 {
     s->resume_pending = 0;
     s->closed = 0;
-    http_mhd_running(1);
+    http_edge_wait_expire(s);
+    http_edge_answer_running(1);
     if (MHD_run(s->daemon) != MHD_YES)
         log_warn(0, "MHD_run failed");
-    http_mhd_running(0);
+    http_edge_answer_running(0);
+    http_edge_conn_poke(s);
 }
 
 /* http_server_resume_pending - see server.h. */
@@ -183,18 +195,24 @@ http_server_on_open(struct http_server *s,
     s->on_open_ctx = ctx;
 }
 
-/* http_server_timeout_ms - 0 while a resumed request waits for a run, or
- * the listening socket for the round after a close (http_server_run). */
+/* http_server_timeout_ms - 0 while a resumed request waits for a run,
+ * the listening socket for the round after a close, or a hang-up for the
+ * round after which it is shown to MHD (http_server_run); else MHD's
+ * next timeout or the next connection's time to send its head is up
+ * (edge_wait.h), whichever is first. */
 int
 http_server_timeout_ms(struct http_server *s)
 {
     MHD_UNSIGNED_LONG_LONG t;
+    int w = http_edge_wait_next_ms(s);
 
-    if (s->resume_pending || s->closed)
+    if (s->resume_pending || s->closed || s->npokes != 0)
         return 0;
     if (MHD_get_timeout(s->daemon, &t) != MHD_YES)
-        return -1;
-    return t > INT_MAX ? INT_MAX : (int)t;
+        return w;
+    return w >= 0 && (MHD_UNSIGNED_LONG_LONG)w < t ? w
+           : t > INT_MAX                           ? INT_MAX
+                                                   : (int)t;
 }
 
 /* http_server_quiesce - stop accepting; close our copy of the socket. */
@@ -279,5 +297,6 @@ http_server_stop(struct http_server *s)
     while (s->suspended != NULL)
         http_request_abort(s->suspended);
     MHD_stop_daemon(s->daemon);
+    free(s->pokes);
     free(s);
 }

@@ -12,7 +12,7 @@
  * not_found) and wrong methods (405 method_not_allowed with Allow) itself,
  * and calls the handler exactly once for the rest.  It never queues a
  * response in the first access-handler call of a request, which would cost
- * keep-alive in MHD 0.9.75 (DESIGN §4) -- except the 413 for a
+ * keep-alive in MHD 0.9.75 (edge.h) -- except the 413 for a
  * Content-Length over the limit, where the connection closes anyway.  A
  * body that outgrows the limit without a Content-Length (chunked) closes
  * the connection: MHD 0.9.75 cannot answer before a body is read.
@@ -33,12 +33,17 @@ struct http_tls;
 struct http_server_opts {
     unsigned max_connections;      /* > 0; parked pops count: set it high
                                       and raise RLIMIT_NOFILE to match.
-                                      Past it a request gets 503 and the
+                                      Past it the connection that has
+                                      owed a request head the longest is
+                                      cut to make room (edge_wait.h); with
+                                      none, a request gets 503 and the
                                       connection closes, /health excepted
                                       (MHD's own limit is a reserve above
-                                      it, server.c) */
+                                      it, edge_conn.h) */
     size_t max_body_bytes;         /* larger bodies: 413 payload_too_large */
-    unsigned connection_timeout_s; /* idle connections close; 0 = never */
+    unsigned connection_timeout_s; /* idle connections close; 0 = never
+                                      (a request head has 30 s at most,
+                                      edge_wait.h) */
     int cluster;                   /* serve the cluster port's routes */
     int discard_bodies;            /* read request bodies and drop them:
                                       the handler answers without one */
@@ -49,6 +54,11 @@ struct http_server_opts {
                                       chains to it is answered 401 and
                                       the connection closes.  NULL: plain
                                       HTTP */
+    size_t max_unsent_bytes;       /* the reply bytes the server may hold
+                                      for clients that have not read them
+                                      whole; past it, a pop is refused
+                                      503 (/health and the rest are
+                                      served).  0: no bound */
     void (*on_refused)(void *ctx); /* a request on a connection opened
                                       past max_connections was refused
                                       (503); ctx is the handler's; may be
@@ -63,8 +73,9 @@ typedef void http_handler_fn(void *ctx, struct http_request *req);
 
 /*
  * http_server_start - serve HTTP on listen_fd (a bound, listening socket; it
- * is made non-blocking).  NULL on failure (logged).  The server owns
- * listen_fd from then on.
+ * is made non-blocking).  NULL on failure (logged), a libmicrohttpd other
+ * than the one the edge was built and tested for included (edge.h).  The
+ * server owns listen_fd from then on.
  */
 struct http_server *http_server_start(int listen_fd,
                                       const struct http_server_opts *o,
@@ -100,11 +111,20 @@ void http_server_on_open(struct http_server *s,
                          void *ctx);
 
 /* http_conn_first_bytes - the first bytes have come on c: while it has
- * sent no request line, bytes that begin a TLS record are answered 400 and
- * the connection closed (MHD would wait for a line end until the head
- * timeout); on a TLS port, bytes that do not (plain HTTP) are answered 400
- * in plain HTTP (a handshake would only fail).  1 when refused. */
+ * sent no request line, bytes that cannot begin one (a TLS record, a NUL,
+ * a space) are answered 400 and the connection closed (MHD would wait for
+ * a line end until the head timeout, or close without a word); on a TLS
+ * port, bytes that do not begin a TLS record (plain HTTP) are answered
+ * 400 in plain HTTP (a handshake would only fail).  1 when refused. */
 int http_conn_first_bytes(struct http_conn *c);
+
+/* http_conn_hangup - c's client shut its side (or reset) and nothing of
+ * the caller's waits on c: after MHD's next run its socket is shut for
+ * reading (once), which wakes MHD to read it again and see the end (MHD
+ * misses a FIN that came with the last bytes of half a request, edge.h).
+ * A request still arriving is then dropped and the connection closed;
+ * one MHD holds whole is answered as before. */
+void http_conn_hangup(struct http_conn *c);
 
 /* http_server_timeout_ms - how long the loop may sleep before the next
  * http_server_run() (-1: no MHD timer pending). */

@@ -49,8 +49,8 @@ int master_handover_drain(struct master *m, uint64_t now);
 
 /* master_handover_holds - append to body[i], for each peer i, an "h" line
  * (groups.h) per partition held here that peer i owns once this node is
- * out: what a drain is about to ship it.  The owners are as the status
- * page says now (published "leaving" already). */
+ * out: what a drain is about to ship it.  The owners are as the board
+ * says now (published "leaving" already). */
 void master_handover_holds(struct master *m, struct http_buf *body);
 
 /* master_handover_stop - at exit, after the cluster client is freed (no

@@ -22,6 +22,8 @@
  * HUP reopens logs, re-reads the settings that can change at run time and
  * the TLS certificates,
  * USR1 reopens logs only (logrotate), CHLD reaps and replaces dead workers.
+ * Under systemd (Type=notify) the master says when it is ready, reloads and
+ * drains, and beats the watchdog from its tick (notify.h).
  */
 #include <sys/epoll.h>
 #include <sys/random.h>
@@ -50,6 +52,7 @@
 #include "master/listen.h"
 #include "master/master.h"
 #include "master/membership.h"
+#include "master/notify.h"
 #include "master/queue_sync.h"
 #include "master/tls.h"
 #include "master/view.h"
@@ -432,6 +435,7 @@ reload(struct master *m)
     char report[1024];
     enum log_level lvl;
 
+    master_notify_reloading(m);
     if (log_reopen() != 0)
         log_error(errno, "cannot reopen the log");
     if (config_reload(&m->cfg, &fresh, report, sizeof(report)) != 0) {
@@ -449,6 +453,7 @@ reload(struct master *m)
     reload_tokens(m);
     master_tls_reload(m);
     master_signal_workers(m, SIGHUP);
+    master_notify_reloaded(m);
 }
 
 /* reopen_logs - USR1, after logrotate renamed the file: the master and the
@@ -480,6 +485,7 @@ on_signal(struct master *m, int ep, int sig, uint64_t now)
             log_info(0, "%s: draining", strsignal(sig));
             m->state = MASTER_DRAINING;
             m->drain_deadline = now + DRAIN_KILL_MS;
+            master_notify_stopping();
             master_membership_publish(m);
             master_membership_heartbeat(m, now, 1); /* "leaving" */
             master_signal_workers(m, SIGTERM);
@@ -493,6 +499,7 @@ on_signal(struct master *m, int ep, int sig, uint64_t now)
     case SIGQUIT:
         log_info(0, "SIGQUIT: stopping now");
         m->state = MASTER_STOPPING;
+        master_notify_stopping();
         master_signal_workers(m, SIGKILL);
         break;
     case SIGHUP:
@@ -562,6 +569,7 @@ on_tick(struct master *m, uint64_t now)
         }
     }
     lock_report(now);
+    master_notify_tick(m, now); /* the systemd watchdog: the loop runs */
 }
 
 /* loop_fds - the signalfd and timerfd the master's loop waits on. */
@@ -724,6 +732,7 @@ main(int argc, char **argv)
         log_fatal(errno, "cannot daemonize");
     if (log_open(m.cfg.log) != 0)
         log_fatal(errno, "cannot open the log '%s'", m.cfg.log);
+    master_notify_start(&m);
     if (m.cfg.auth_file[0] == '\0' && m.cfg.jwt_secret_file[0] == '\0' &&
         !loopback_only(m.cfg.listen))
         log_warn(0,

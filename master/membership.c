@@ -4,7 +4,7 @@
  * Members are the node's own cluster address and its peers', sorted, so
  * every node numbers them alike (raft numbers them so too).  Membership is
  * static: what changes is what each member last said of itself and when
- * it was last heard.  the board gets the members' states whenever
+ * it was last heard.  The board gets the members' states whenever
  * the master publishes it (every tick: liveness ages with the clock).
  */
 #include "master/membership.h"

@@ -86,8 +86,8 @@ uint64_t master_membership_beat_ms(const struct master *m);
 void master_membership_heartbeat(struct master *m, uint64_t now,
                                  int now_or_never);
 
-/* master_membership_publish - readiness, raft and members into the status
- * page workers serve /health and /metrics from, and take the owners from. */
+/* master_membership_publish - readiness, raft and members into the board
+ * workers serve /health and /metrics from, and take the owners from. */
 void master_membership_publish(struct master *m);
 
 #endif

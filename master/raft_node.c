@@ -7,7 +7,7 @@
  * which is then published whole into the catalog (workers look options up
  * there when a queue is created) and pushed into the queues this node
  * already holds, so a declaration takes effect on the next push or pop.
- * the board (membership.c publishes it) gets role, term, leader and
+ * The board (membership.c publishes it) gets role, term, leader and
  * commit after every input that changed them.
  *
  * A proposal is answered once every member that owns partitions has

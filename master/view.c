@@ -23,6 +23,7 @@
 
 #include "master/master.h"
 #include "master/membership.h"
+#include "master/notify.h"
 #include "shm/board.h"
 #include "shm/log.h"
 
@@ -65,6 +66,7 @@ become_ready(struct master *m, uint64_t now)
     m->ready = 1;
     master_membership_publish(m);
     master_membership_heartbeat(m, now, 1);
+    master_notify_ready(m); /* systemd: after /health says so */
 }
 
 void

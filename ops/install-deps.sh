@@ -6,11 +6,12 @@
 set -eu
 
 pkgs="gcc make pkg-config libmicrohttpd-dev libjson-c-dev liblmdb-dev libcmph-dev
-libcurl4-openssl-dev libxxhash-dev nettle-dev libncurses-dev libjwt-gnutls-dev"
+libcurl4-openssl-dev libxxhash-dev nettle-dev libncurses-dev libjwt-gnutls-dev
+libsystemd-dev"
 case "${1:-test}" in
 test) pkgs="$pkgs libcriterion-dev curl prometheus clang-format man-db groff-base
 clang libclang-rt-14-dev tmux chromium build-essential debhelper dpkg-dev
-lintian adduser openssl gdb iptables iproute2" ;;
+lintian adduser openssl gdb iptables iproute2 systemd" ;;
 bench) pkgs="$pkgs redis-server nats-server libhiredis-dev libnats-dev wrk openssl" ;;
 soak) pkgs="$pkgs curl gnuplot-nox" ;;
 build) ;;

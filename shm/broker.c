@@ -4,6 +4,18 @@
  * records), ring.c (one partition's contents) and the shared steps of
  * broker_int.h.
  *
+ * A push checks the bounds, allocates a run of cells per message (tagged
+ * INFLIGHT, arena.h) and copies the payloads in as sent, all before the
+ * partition lock; then under it drops what passed its ttl, checks the
+ * bounds again (evicting under dropOldest), links the batch with one
+ * store, moves the partition's due time earlier if needed and posts a wake
+ * to each parked waiter.  A pop, under the same lock, drops what passed
+ * its ttl, finds its group's state (made at its first pop there), takes
+ * redeliveries then new messages from the cursor, leases them unless
+ * autoAck and copies each into the caller's sink; finding nothing with
+ * park set, it raises this worker's waiter bit in that lock hold, so no
+ * push in between is missed.
+ *
  * Locking: the dir lock briefly per lookup; then one partition lock at a
  * time; a queue's own lock only to create groups (queue lock -> one
  * partition lock) and, briefly, for a pop about to park on the queue.
@@ -367,6 +379,7 @@ pop_part(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
         atomic_store_explicit(
             &shm_ring_grp(seg, shm_ring_gs(seg, gs)->grp)->last_active, now,
             RELAXED);
+        atomic_store_explicit(&c.p->popped, now, RELAXED);
         if (rc == 0 && park)
             atomic_fetch_or(&c.p->waiters, 1ULL << w);
         shm_ring_unlock(c.p);
@@ -443,10 +456,12 @@ pop_or_peek(struct shm_seg *seg, int worker, const struct shm_pop_req *req,
             return rc;
         atomic_store_explicit(&shm_dir_queue(seg, qr.idx)->last_active, now,
                               RELAXED);
-        if (req->part.len == 0)
+        if (req->part.len == 0) {
+            atomic_store_explicit(&shm_dir_queue(seg, qr.idx)->any_popped, now,
+                                  RELAXED);
             rc = pop_any(seg, worker, qr, req, h, now, sink);
-        else if ((rc = shm_dir_find_part(seg, worker, qr, req->part, 1, now,
-                                         &pr)) == 0)
+        } else if ((rc = shm_dir_find_part(seg, worker, qr, req->part, 1, now,
+                                           &pr)) == 0)
             rc = pop_part(seg, worker, qr, pr, req, h, req->batch, req->park,
                           now, sink);
         if (rc != -ESTALE)

@@ -407,6 +407,7 @@ dir_init_queue(struct shm_seg *seg, uint32_t idx, uint64_t h, uint32_t nref,
     atomic_store(&q->ngroups, 0);
     atomic_store(&q->waiters, 0);
     atomic_store(&q->last_active, now);
+    atomic_store(&q->any_popped, 0);
     atomic_store(&q->rr, 0);
     q->declared = 0;
     q->tenant = (uint16_t)tenant;
@@ -443,9 +444,10 @@ dir_init_part(struct shm_seg *seg, uint32_t idx, struct shm_ref qr, uint64_t h,
     p->queue = qr.idx;
     p->queue_gen = qr.gen;
     p->head = p->tail = p->groups = p->ngs = p->intent = p->wipe = 0;
-    p->hold_seq = 0; /* atomics: one store each (clang refuses a chain) */
+    atomic_store(&p->hold_seq, 0);
     p->hold_until = 0;
-    p->gone_seq = 0;
+    atomic_store(&p->gone_seq, 0);
+    atomic_store(&p->popped, 0);
     atomic_store(&p->count, 0);
     atomic_store(&p->cost, 0);
     atomic_store(&p->waiters, 0);

@@ -69,6 +69,9 @@
  *   128    40  opts         configure            racy (declared only)
  *   168     4  next_free    freer                dir lock
  *   172     4  intent       group forgetter      queue lock (cell freeing)
+ *   176     8  any_popped   any-partition pops   atomic: when a pop (or a
+ *                             and peeks            peer's watch) last read
+ *                                                  the whole queue, ms
  */
 struct shm_queue {
     SHM_DIR_RECORD_HEAD;
@@ -85,12 +88,13 @@ struct shm_queue {
     struct shm_qopts opts;
     uint32_t next_free;
     uint32_t intent;
+    _Atomic uint64_t any_popped;
 };
 _Static_assert(offsetof(struct shm_queue, gen) == 40, "shm_queue layout");
 _Static_assert(offsetof(struct shm_queue, parts) == 64, "shm_queue layout");
 _Static_assert(offsetof(struct shm_queue, waiters) == 80, "shm_queue layout");
 _Static_assert(offsetof(struct shm_queue, opts) == 128, "shm_queue layout");
-_Static_assert(sizeof(struct shm_queue) == 176, "shm_queue layout");
+_Static_assert(sizeof(struct shm_queue) == 184, "shm_queue layout");
 
 enum { SHM_DROPS_BOUNDS, SHM_DROPS_TTL, SHM_DROPS_RETRY };
 
@@ -137,6 +141,10 @@ enum { SHM_DROPS_BOUNDS, SHM_DROPS_TTL, SHM_DROPS_RETRY };
  *                                                  that left the list (0:
  *                                                  none yet); a tail's gap
  *                                                  (shm/tail.h)
+ *   184     8  popped       pop/peek             atomic: when a group last
+ *                                                  popped here, ms (the
+ *                                                  request verb's
+ *                                                  responders, inbox.h)
  * A worker killed holding lock leaves EOWNERDEAD to the next locker:
  * shm_ring_repair() re-derives the partition from a validated walk.
  */
@@ -162,6 +170,7 @@ struct shm_part {
     _Atomic uint64_t hold_seq;
     uint64_t hold_until;
     _Atomic uint64_t gone_seq;
+    _Atomic uint64_t popped;
 };
 _Static_assert(offsetof(struct shm_part, queue) == 64, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, head) == 76, "shm_part layout");
@@ -169,7 +178,7 @@ _Static_assert(offsetof(struct shm_part, count) == 96, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, next_free) == 152, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, hold_seq) == 160, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, gone_seq) == 176, "shm_part layout");
-_Static_assert(sizeof(struct shm_part) == 184, "shm_part layout");
+_Static_assert(sizeof(struct shm_part) == 192, "shm_part layout");
 
 /* Sequence numbers a hold keeps for the hand-over it waits for: more than
  * a partition can hold, so an adopt always fits below what came after. */

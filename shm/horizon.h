@@ -1,5 +1,5 @@
 /*
- * horizon.h - the node's horizon (SPEC §11, STREAMS.md): the highest
+ * horizon.h - the node's horizon (SPEC §11, DESIGN.md §4): the highest
  * sequence number H such that every operation that took a number <= H from
  * the node counter (shm_dir.next_seq) has linked its messages and posted
  * its wake-ups.  A tail emits events in sequence order up to H only, so

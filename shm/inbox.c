@@ -127,24 +127,15 @@ shm_responders(struct shm_seg *seg, int worker, struct shm_name queue,
                struct shm_name part, uint64_t now, uint64_t idle_ms)
 {
     struct shm_ref qr, pr;
-    int found = 0;
 
     if (shm_dir_find_queue(seg, worker, queue, 0, now, &qr) != 0)
         return 0;
-    if (shm_dir_parked_sum(seg, 0, qr.idx) > 0)
+    /* A pop of the whole queue, parked or recent, serves any partition. */
+    if (shm_dir_parked_sum(seg, 0, qr.idx) > 0 ||
+        atomic_load(&shm_dir_queue(seg, qr.idx)->any_popped) + idle_ms > now)
         return 1;
-    if (shm_dir_find_part(seg, worker, qr, part, 0, now, &pr) == 0 &&
-        shm_dir_parked_sum(seg, 1, pr.idx) > 0)
-        return 1;
-    if (shm_queue_lock(seg, worker, qr) != 0)
+    if (shm_dir_find_part(seg, worker, qr, part, 0, now, &pr) != 0)
         return 0;
-    /* queue lock: the group registry. */
-    struct shm_queue *q = shm_dir_queue(seg, qr.idx);
-    for (uint32_t e = q->groups; e != 0 && !found;) {
-        struct shm_grp *g = shm_ring_grp(seg, e);
-        found = atomic_load(&g->last_active) + idle_ms > now;
-        e = g->next;
-    }
-    shm_unlock(&q->lock);
-    return found;
+    return shm_dir_parked_sum(seg, 1, pr.idx) > 0 ||
+           atomic_load(&shm_dir_part(seg, pr.idx)->popped) + idle_ms > now;
 }

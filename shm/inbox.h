@@ -1,7 +1,9 @@
 /*
  * inbox.h - what the segment knows of request/reply (SPEC §9): a request's
- * inbox is an implicit queue named "mayfly.inbox/<node id>/<serial>" (after
- * the requester's tenant prefix, when it has one), minted by the node that holds the requester's connection.  A push never
+ * inbox is an implicit queue named "mayfly.inbox/<node id>/<incarnation>.
+ * <worker>.<pid>.<serial>.<64 random bits>" (worker/rpc.c; after the
+ * requester's tenant prefix, when it has one), minted by the node that
+ * holds the requester's connection.  A push never
  * makes an inbox (shm_push answers -ENOENT once it is gone, so a late reply
  * leaves nothing behind); the owner of an inbox is the node its name says
  * (shm/owner.c).  Here too: withdrawing a request nobody has read, and
@@ -87,8 +89,10 @@ int shm_reply_to(struct shm_seg *seg, int worker, struct shm_name queue,
 
 /*
  * shm_responders - whether anybody listens on (queue, part): a pop parked
- * on the partition or on the whole queue, or a group of the queue that
- * popped or acked within idle_ms of now.  Creates nothing.
+ * on the partition or on the whole queue, or a pop of the partition or of
+ * the whole queue within idle_ms of now (a pop of another partition is
+ * nobody listening here: SPEC §9).  Creates nothing, takes no lock but
+ * the directory's look-ups.
  */
 int shm_responders(struct shm_seg *seg, int worker, struct shm_name queue,
                    struct shm_name part, uint64_t now, uint64_t idle_ms);

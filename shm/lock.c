@@ -9,7 +9,10 @@
  * wait (pthread_mutex_clocklock, or trylock once the round's wait is spent)
  * reports a dead owner in the same way, so the master repairs as a worker
  * does.  The bound is per thread: the master's loop is one thread, and a
- * test's threads each keep their own.
+ * test's threads each keep their own.  Two traps of glibc: unlocking after
+ * EOWNERDEAD without pthread_mutex_consistent() poisons the lock for good
+ * (ENOTRECOVERABLE), and #ifdef PTHREAD_MUTEX_ROBUST is always false (it
+ * is an enum).
  * Errors: 0 or -errno (pthread's return value, negated).
  */
 #include "shm/lock.h"

@@ -6,7 +6,7 @@
  * (shm/board.h); every node computes the same owner from the same members,
  * so nothing else is exchanged.  A reader keeps a struct shm_owners, its
  * private copy of the members that own (LIVE ones), rebuilt only when the
- * page's sequence moved: a request costs one atomic load and, with n
+ * board's sequence moved: a request costs one atomic load and, with n
  * members, n hashes of the key.
  *
  * Score of member m for (queue, part): XXH3-64 of part seeded with XXH3-64
@@ -30,7 +30,7 @@ struct shm_owner {
 struct shm_owners {
     uint64_t seq; /* the board's sequence this copy was made at */
     int n;        /* members that own */
-    int listed;   /* members the page lists, this node too, whatever their
+    int listed;   /* members the board lists, this node too, whatever their
                      state: 1 for a node alone */
     int self;     /* this node's index among them; -1: it owns nothing */
     uint64_t sig; /* of the owners' ids and self: changes when they do */

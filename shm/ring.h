@@ -2,7 +2,11 @@
  * ring.h - one partition's contents: messages in push order, the per-group
  * states (cursor, leases, skipped) and the queue's group registry entries
  * they point to.  Everything lives in arena cells; the partition record
- * (struct shm_part, dir.h) holds the heads.
+ * (struct shm_part, dir.h) holds the heads.  The messages are a singly
+ * linked list in push order, each one run of cells: a 32-byte header, then
+ * the payload as sent, so a pop copies it out without parsing.  The head
+ * is freed once every group the queue knows is past it and some group has
+ * read it.
  *
  * Locking: every _locked function runs under the partition's robust lock
  * (shm_ring_lock).  A dead holder is repaired by shm_ring_repair(), which

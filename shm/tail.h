@@ -1,6 +1,6 @@
 /*
  * tail.h - reading a partition without consuming it: a stream without a
- * group (SPEC §11, STREAMS.md) copies what a partition holds in a range of
+ * group (SPEC §11, DESIGN.md §4) copies what a partition holds in a range of
  * sequence numbers, holds nothing, and parks for the next push.
  *
  * A tail read takes no lease, makes no group and marks nothing read: a

@@ -25,7 +25,14 @@
  * requester's tenant's queue too (the reply of another tenant cannot
  * reach it); with tokens on it takes only a reply pushed by hand, which
  * wants the request permission (on any queue) instead of push, and no
- * other verb.  Process memory only.
+ * other verb.  From a handler on, the segment, the owners' hash, hand-over
+ * and the raft catalog see only internal names; answers show the client's
+ * part.  A call passed to another node (a forward, a gather, ack routing,
+ * a reply, a withdrawal) carries the client's Authorization and names, and
+ * the node that serves it checks and prefixes again; configure's body is
+ * the one a worker rewrites (declare.c).  On HUP each worker reloads the
+ * file and the secret, and the parked calls of a token no longer valid
+ * end 401 (worker_parked_revoked).  Process memory only.
  */
 #ifndef MAYFLY_WORKER_AUTHZ_H
 #define MAYFLY_WORKER_AUTHZ_H

@@ -4,7 +4,6 @@
 #include "worker/conn.h"
 
 #include <sys/epoll.h>
-#include <sys/socket.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -62,10 +61,13 @@ worker_conn_opened(void *arg, int fd, struct http_conn *c)
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
                              .data.u64 = WORKER_TAG_CONN | (uint64_t)fd};
 
-    if (k == NULL || epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) == -1)
+    if (k == NULL)
+        return;
+    k->http = c;
+    if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) == -1)
         return; /* watched later, if a long poll waits on it */
     k->watched = 1;
-    k->http = c;
+    k->first = 1;
 }
 
 /* worker_conn_event - see conn.h.  Its first bytes seen, the socket is
@@ -77,13 +79,12 @@ worker_conn_event(struct worker *w, int fd, uint32_t events)
 
     if (k == NULL)
         return NULL;
-    if (k->http != NULL && (events & EPOLLIN)) {
+    if (k->first && (events & EPOLLIN)) {
         struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET,
                                  .data.u64 = WORKER_TAG_CONN | (uint64_t)fd};
-        struct http_conn *c = k->http;
 
-        k->http = NULL;
-        if (http_conn_first_bytes(c))
+        k->first = 0;
+        if (http_conn_first_bytes(k->http))
             return NULL; /* refused: MHD closes it */
         epoll_ctl(w->ep, EPOLL_CTL_MOD, fd, &ev);
     }
@@ -99,35 +100,8 @@ worker_conn_poke_later(struct worker *w, int fd)
 {
     struct worker_conn *k = &w->conns[fd];
 
-    if (k->poked)
-        return;
-    if (w->npokes == w->pokes_cap) {
-        size_t n = w->pokes_cap ? 2 * w->pokes_cap : 64;
-        int *p = realloc(w->pokes, n * sizeof(*p));
-        if (p == NULL)
-            return; /* MHD's idle timeout closes it */
-        w->pokes = p;
-        w->pokes_cap = n;
-    }
-    k->poked = 1;
-    w->pokes[w->npokes++] = fd;
-}
-
-/* worker_conn_poke - see conn.h.  A socket MHD closed in its run has a
- * cleared record (worker_conn_closed), and so has a new connection that
- * took its number: neither is touched. */
-int
-worker_conn_poke(struct worker *w)
-{
-    size_t n = w->npokes;
-
-    for (size_t i = 0; i < n; i++) {
-        int fd = w->pokes[i];
-        if ((size_t)fd < w->nconns && w->conns[fd].poked)
-            shutdown(fd, SHUT_RD);
-    }
-    w->npokes = 0;
-    return n > 0;
+    if (k->http != NULL)
+        http_conn_hangup(k->http); /* else MHD's idle timeout closes it */
 }
 
 /* worker_conn_closed - see conn.h. */

@@ -6,10 +6,9 @@
  * http_conn_first_bytes) and then for its end only (EPOLLRDHUP), until MHD
  * closes it.  The record says who waits on it now, a long poll parked here
  * (pop.c) or forwarded to the partition's owner (forward.c); the loop
- * (worker.c) hands a hang-up to that one.  A hang-up nobody waits on is
- * shown to MHD (worker_conn_poke_later): with edge-triggered epoll MHD
- * takes a short read as the end of what came, and misses a FIN that came
- * with the last bytes of half a request.  Process memory only.
+ * (worker.c) hands a hang-up to that one.  A hang-up nobody waits on goes
+ * to the HTTP server (worker_conn_poke_later), which shows it to MHD
+ * (libmicrohttpd misses some, http/edge.h).  Process memory only.
  */
 #ifndef MAYFLY_WORKER_CONN_H
 #define MAYFLY_WORKER_CONN_H
@@ -28,10 +27,10 @@ struct http_conn;
 struct worker_conn {
     struct park *park;      /* the pop parked on it now, or NULL */
     struct forward *fwd;    /* its request forwarded, waiting on the owner */
-    struct http_conn *http; /* MHD's connection, while it sent nothing */
+    struct http_conn *http; /* MHD's connection (server.h), or NULL */
     unsigned watched : 1;   /* in the loop's epoll */
+    unsigned first : 1;     /* watched for its first bytes (EPOLLIN) */
     unsigned hup : 1;       /* the client shut its side (or reset) */
-    unsigned poked : 1;     /* MHD was shown the hang-up */
 };
 
 /* worker_conn_watch - put socket fd in the loop's epoll for hang-ups unless
@@ -53,15 +52,9 @@ struct worker_conn *worker_conn_event(struct worker *w, int fd,
                                       uint32_t events);
 
 /* worker_conn_poke_later - nothing waits on socket fd, whose client hung
- * up: once MHD has run, its socket is shut for reading (once), which
- * wakes MHD to read it again and see the end.  A request still arriving
- * is then dropped and the connection closed; one MHD holds whole is
- * answered as before. */
+ * up: the HTTP server shows MHD the end after its next run
+ * (http_conn_hangup). */
 void worker_conn_poke_later(struct worker *w, int fd);
-
-/* worker_conn_poke - after an MHD run: the pokes of poke_later.  1 when
- * any was made (MHD has a socket to look at again). */
-int worker_conn_poke(struct worker *w);
 
 /* worker_conn_closed - MHD is closing socket fd (http_server_on_close, w
  * is the worker): the epoll forgets it with the close, and so does the

@@ -6,7 +6,10 @@
  * The worker passes the request to its master's cluster port (signed with
  * the cluster secret, http/sign.h) and relays the answer as it is: the master answers once
  * the entry has committed and been applied on this node, or 503 no_leader /
- * timeout.  The request stays suspended meanwhile.
+ * timeout.  The request stays suspended meanwhile.  With tokens on,
+ * configure's body is the one a worker rewrites (json-c) before its master
+ * sees it: the queue's internal name, tenant prefix included, in place of
+ * the client's; the master's answer has the prefix taken out again.
  */
 #include "worker/declare.h"
 

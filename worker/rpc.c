@@ -24,6 +24,14 @@
  * and so does the withdrawal's decision: a request that ends without a
  * reply is withdrawn at its owner by a forwarded call with
  * X-Mayfly-Withdraw (best effort; a late reply is dropped anyway).
+ *
+ * The store's forward waits FORWARD_MS at most: no answer within the
+ * request's own timeout is 504, past FORWARD_MS 503
+ * ephemeral_forward_failed, and the owner's refusal is relayed as it came.
+ * X-Mayfly-Withdraw names the stored id, or the inbox when the store's
+ * answer never came (shm_withdraw_reply finds the request by its replyTo).
+ * An owner that reads a store whose sender has closed the connection
+ * meanwhile (its worker stalled past the timeout) stores nothing.
  */
 #include "worker/rpc.h"
 

@@ -4,7 +4,7 @@
  *
  * The master publishes the members into the board (shm/board.h);
  * a worker keeps its own copy of the owning ones in w->owners
- * (shm/owner.h), refreshed when the page moved, and reads the page itself
+ * (shm/owner.h), refreshed when the board moved, and reads the board itself
  * where it needs every member (a gather, an ack's routes).  Forwarding
  * (forward.h) and every handler that asks "here or elsewhere?" start from
  * these.  Process memory only; one atomic load when nothing changed.

@@ -4,10 +4,10 @@
  * client sockets a long poll has waited on, parked or forwarded (conn.h;
  * EPOLLRDHUP: a client that leaves while it waits takes nothing with it).
  *
- * The loop sleeps until the nearest of MHD's timer, the first parked call's
- * deadline, and the heartbeat interval (the master kills a worker whose
- * heartbeat stops).  SIGTERM drains: stop accepting, answer parked pops,
- * let in-flight requests finish, exit 0.
+ * The loop sleeps until the nearest of MHD's timer, libcurl's, the first
+ * parked call's deadline, and the heartbeat interval (the master kills a
+ * worker whose heartbeat stops).  SIGTERM drains: stop accepting, answer
+ * parked pops, let in-flight requests finish, exit 0.
  *
  * A turn costs few system calls, since the workers are bound by them:
  * awake, the worker is disarmed (shm_wake_disarm), so pushes, its own
@@ -209,6 +209,8 @@ setup(struct worker *w)
     struct http_server_opts o = {
         .max_connections = w->set.max_connections,
         .max_body_bytes = w->set.max_body_bytes,
+        /* answers are copies of messages: no more than the node holds */
+        .max_unsent_bytes = shm_params_of(w->seg)->max_bytes,
         .connection_timeout_s = 300,
         .tls = w->set.tls,
         .on_refused = count_refused,
@@ -469,11 +471,10 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
         owners_moved(&w);
         view_stale(&w);
         http_client_on_timeout(w.client);
-        if (mhd_ready || now >= mhd_due || w.draining || w.npokes ||
+        if (mhd_ready || now >= mhd_due || w.draining ||
             http_server_resume_pending(w.http))
             http_server_run(w.http);
         settle(&w);
-        worker_conn_poke(&w);
         /* Done draining once no request is in flight and every connection
          * accepted has begun its first: idle keep-alive connections close
          * with the server (DRAIN_GRACE_MS at least). */

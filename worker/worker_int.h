@@ -39,8 +39,6 @@ struct worker {
     uint32_t msgs_cap;
     struct worker_conn *conns; /* by fd; grown as fds come (conn.h) */
     size_t nconns;
-    int *pokes; /* fds of hang-ups to show MHD after its run (conn.h) */
-    size_t npokes, pokes_cap;
     struct shm_owners owners; /* who owns what (view.h) */
     uint64_t parks_sig;       /* owners.sig parked and forwarded pops were
                                  checked at */

@@ -400,7 +400,7 @@ owner_vs_hop(cl_scenario fn, int arg)
 void
 bench_cluster_all(void)
 {
-    struct shm_status_view v = {0};
+    struct shm_board_view v = {0};
     char err[240] = "";
 
     for (int k = 0; k < BENCH_NODES; k++) {

@@ -24,7 +24,12 @@ static const struct {
      "pop messages"},
     {"sub",
      "QUEUE [--group G] [--partition P] [--batch N] [--count N]\n"
-     "    Long-polls, printing messages as they come and acking each one.",
+     "    Long-polls, printing messages as they come and acking each one.\n"
+     "  sub QUEUE|--subs JSON --stream [--partition P] [--group G]\n"
+     "    [--from new|last|all] [--count N]\n"
+     "    Holds a stream open instead (SSE), resuming it after a drop;\n"
+     "    --subs '[[\"q\",\"p1\"],[\"q\",\"p2\"]]' takes several "
+     "partitions.",
      "print messages as they come"},
     {"request",
      "QUEUE PAYLOAD [--partition P] [--timeout MS] [--text]\n"

@@ -15,6 +15,7 @@
 
 #include "ops/cli/cmd.h"
 #include "ops/cli/out.h"
+#include "ops/cli/stream.h"
 
 /* The long poll sub keeps parked; the node clamps it to its max_wait_ms. */
 #define CLI_SUB_WAIT_MS 30000
@@ -175,30 +176,64 @@ cli_sub_retryable(const struct cli_answer *a)
                                 strcmp(code, "draining") == 0);
 }
 
+/* cli_sub_check - sub's options that go together, or a usage error's
+ * sentence. */
+static const char *
+cli_sub_check(int stream, const struct cli_stream_args *s, const char *batch,
+              int nops)
+{
+    if (!stream && (s->from != NULL || s->subs != NULL))
+        return s->from != NULL ? "--from needs --stream"
+                               : "--subs needs --stream";
+    if (stream && batch != NULL)
+        return "--batch is for the long poll, not --stream";
+    if (s->from != NULL && strcmp(s->from, "new") != 0 &&
+        strcmp(s->from, "last") != 0 && strcmp(s->from, "all") != 0)
+        return "--from takes new, last or all";
+    if (s->subs != NULL && (nops > 0 || s->partition != NULL))
+        return "--subs names the queues: no QUEUE or --partition beside it";
+    if (s->subs == NULL && nops == 0)
+        return "too few arguments";
+    return NULL;
+}
+
 /* cli_sub - see recv.h. */
 int
 cli_sub(int argc, char **argv, struct cli_globals *g)
 {
     struct cli_pop_args p = {.timeout_ms = CLI_SUB_WAIT_MS, .wait = 1};
-    const char *batch = NULL, *count = NULL;
+    struct cli_stream_args sa = {0};
+    const char *batch = NULL, *count = NULL, *bad;
     long want = 0, got = 0;
-    int rc;
-    const struct cli_opt opts[] = {{"group", NULL, &p.group},
-                                   {"partition", NULL, &p.partition},
-                                   {"batch", NULL, &batch},
-                                   {"count", NULL, &count},
-                                   {NULL, NULL, NULL}};
+    int rc, stream = 0;
+    const struct cli_opt opts[] = {
+        {"group", NULL, &p.group}, {"partition", NULL, &p.partition},
+        {"batch", NULL, &batch},   {"count", NULL, &count},
+        {"stream", &stream, NULL}, {"from", NULL, &sa.from},
+        {"subs", NULL, &sa.subs},  {NULL, NULL, NULL}};
     struct cli_operands ops;
     struct cli_conn c;
 
-    rc = cli_cmd_start("sub", argc, argv, opts, g, &ops, 1, 1, &c);
+    rc = cli_cmd_start("sub", argc, argv, opts, g, &ops, 0, 1, &c);
     if (rc >= 0)
         return rc;
-    p.queue = ops.v[0];
+    sa.partition = p.partition;
+    if ((bad = cli_sub_check(stream, &sa, batch, ops.n)) != NULL) {
+        cli_conn_close(&c);
+        return cli_cmd_usage_error("sub", "%s", bad);
+    }
+    p.queue = sa.queue = ops.n > 0 ? ops.v[0] : NULL;
     if (cli_pop_opts(&p, batch, NULL) != 0 ||
         (count != NULL && cli_args_long("count", count, 1, LONG_MAX, &want))) {
         cli_conn_close(&c);
         return CLI_EXIT_USAGE;
+    }
+    if (stream) {
+        sa.group = p.group;
+        sa.count = want;
+        rc = cli_stream_sub(&c, g, &sa);
+        cli_conn_close(&c);
+        return rc;
     }
     rc = 0;
     while (rc == 0 && (want == 0 || got < want)) {

@@ -485,7 +485,7 @@ Test(cluster_secure_restart,
                      "tenant %s received another tenant's messages", tenant[t]);
         /* a repeat comes from a delivery whose ack did not answer acked
          * (a lease that ran out, or moved with its partition; after a move
-         * onto a node where the group already read, DESIGN.md §6 says it
+         * onto a node where the group already read, DESIGN.md §3 (hand-over) says it
          * comes as attempts 1), never from one that was acked */
         cr_expect_eq(atomic_load(&y->after_ack), 0,
                      "tenant %s: a message delivered again after its ack "

@@ -5,7 +5,8 @@
  * The server: /echo answers "<method> <x-test header> <body length>\n"
  * followed by the body; /busy answers 503 with Retry-After; /hang never
  * answers.  It counts the connections it accepts in a shared page, which
- * is how keep-alive is checked.
+ * is how keep-alive is checked.  Streams have a server of their own, at
+ * the end.
  */
 #include <sys/epoll.h>
 #include <sys/mman.h>
@@ -16,6 +17,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -29,6 +32,7 @@
 #include <microhttpd.h>
 
 #include "http/client.h"
+#include "http/sse_parse.h"
 
 #define TAG_BASE ((uint64_t)7 << 32)
 
@@ -88,7 +92,7 @@ srv_answer(struct MHD_Connection *conn, unsigned status, const char *type,
 }
 
 /* The access handler: never answers on the first call (MHD 0.9.75 would
- * close the connection after the reply, DESIGN §4). */
+ * close the connection after the reply, http/edge.h D1). */
 static enum MHD_Result
 srv_handler(void *cls, struct MHD_Connection *conn, const char *url,
             const char *method, const char *version, const char *upload,
@@ -668,4 +672,524 @@ Test(http_client, free_with_requests_in_flight)
     loop_fini(&l);
     for (int i = 0; i < 5; i++)
         cr_assert_eq(r[i].calls, 0);
+}
+
+/* ---- streams -------------------------------------------------------------
+ *
+ * A server of our own, by hand on a socket, so that each way a stream ends
+ * is the test's to choose and each way a client leaves is seen: per
+ * connection a thread reads requests and answers, keep-alive:
+ *   /sse?n=N&gap=MS&end=E  200 text/event-stream, chunked: N events
+ *                          "data: <i>\n\n", one a chunk, MS apart; then
+ *                          E = clean (the last chunk; the connection
+ *                          stays), close (closed mid-body) or reset (an
+ *                          RST mid-body)
+ *   /silent                200 and its headers, then nothing
+ *   anything else          404 with a JSON body
+ * While it waits between events it watches the socket: the client going
+ * away is recorded in gone[] as FIN or RST.
+ */
+
+#define SSE_CONNS 32
+
+enum sse_gone { SSE_HERE, SSE_FIN, SSE_RST };
+
+struct sse_shared {
+    _Atomic unsigned conns;
+    _Atomic int gone[SSE_CONNS]; /* enum sse_gone, per connection */
+};
+
+struct sse_conn {
+    struct sse_shared *sh;
+    int fd;
+    unsigned i;
+};
+
+/* sse_read_request - read up to the end of a request's headers into buf;
+ * the path and query in target.  0, or -1 when the client left. */
+static int
+sse_read_request(struct sse_conn *k, char *target, size_t cap)
+{
+    char buf[4096];
+    size_t len = 0;
+
+    while (memmem(buf, len, "\r\n\r\n", 4) == NULL) {
+        ssize_t n = recv(k->fd, buf + len, sizeof(buf) - 1 - len, 0);
+
+        if (n <= 0 || len + (size_t)n >= sizeof(buf) - 1) {
+            atomic_store(&k->sh->gone[k->i],
+                         n < 0 && errno == ECONNRESET ? SSE_RST : SSE_FIN);
+            return -1;
+        }
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    if (sscanf(buf, "GET %1023s ", target) != 1 || cap < 1024)
+        return -1;
+    return 0;
+}
+
+/* sse_send - all of s; -1 when the client left. */
+static int
+sse_send(struct sse_conn *k, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(k->fd, s, n, MSG_NOSIGNAL);
+
+        if (w <= 0) {
+            atomic_store(&k->sh->gone[k->i], SSE_RST);
+            return -1;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* sse_wait - ms of pacing, watching for the client going away: -1 if it
+ * did (recorded), else 0. */
+static int
+sse_wait(struct sse_conn *k, int ms)
+{
+    struct pollfd p = {.fd = k->fd, .events = POLLIN};
+    char c;
+    ssize_t n;
+
+    if (poll(&p, 1, ms) == 0)
+        return 0;
+    n = recv(k->fd, &c, 1, 0);
+    if (n > 0)
+        return 0; /* nothing is sent mid-stream; not a way to leave */
+    atomic_store(&k->sh->gone[k->i],
+                 n < 0 && errno == ECONNRESET ? SSE_RST : SSE_FIN);
+    return -1;
+}
+
+/* sse_events - the /sse answer; 1 when the connection may carry another
+ * request. */
+static int
+sse_events(struct sse_conn *k, const char *target)
+{
+    static const char head[] = "HTTP/1.1 200 OK\r\n"
+                               "Content-Type: text/event-stream\r\n"
+                               "Transfer-Encoding: chunked\r\n\r\n";
+    int n = 0, gap = 0;
+    char end[16] = "", chunk[64];
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+    sscanf(target, "/sse?n=%d&gap=%d&end=%15s", &n, &gap, end);
+    if (sse_send(k, head, sizeof(head) - 1) != 0)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        char ev[32];
+        int len = snprintf(ev, sizeof(ev), "data: %d\n\n", i);
+
+        snprintf(chunk, sizeof(chunk), "%x\r\n%s\r\n", len, ev);
+        if (sse_wait(k, gap) != 0 || sse_send(k, chunk, strlen(chunk)) != 0)
+            return 0;
+    }
+    if (strcmp(end, "reset") == 0)
+        setsockopt(k->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    if (strcmp(end, "clean") != 0)
+        return 0;
+    return sse_send(k, "0\r\n\r\n", 5) == 0;
+}
+
+/* sse_serve - one connection's requests, until one ends it. */
+static void *
+sse_serve(void *arg)
+{
+    struct sse_conn *k = arg;
+    static const char nf[] = "HTTP/1.1 404 Not Found\r\n"
+                             "Content-Type: application/json\r\n"
+                             "Content-Length: 19\r\n\r\n"
+                             "{\"code\":\"no_such\"}\n";
+    static const char silent[] = "HTTP/1.1 200 OK\r\n"
+                                 "Content-Type: text/event-stream\r\n"
+                                 "Transfer-Encoding: chunked\r\n\r\n";
+    char target[1024];
+    int again = 1;
+
+    while (again && sse_read_request(k, target, sizeof(target)) == 0) {
+        if (strncmp(target, "/sse?", 5) == 0) {
+            again = sse_events(k, target);
+        } else if (strcmp(target, "/silent") == 0) {
+            again = 0;
+            if (sse_send(k, silent, sizeof(silent) - 1) == 0)
+                while (sse_wait(k, 1000) == 0)
+                    ;
+        } else {
+            again = sse_send(k, nf, sizeof(nf) - 1) == 0;
+        }
+    }
+    close(k->fd);
+    free(k);
+    return NULL;
+}
+
+/* Fork the stream server; it dies with the test. */
+static struct sse_shared *
+sse_start(unsigned short *port)
+{
+    struct sse_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    int fd = listen_any(port, 1);
+    pid_t parent = getpid(), pid;
+
+    cr_assert_neq(sh, MAP_FAILED);
+    pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(0);
+        for (;;) {
+            struct sse_conn *k = calloc(1, sizeof(*k));
+            pthread_t t;
+
+            if (k == NULL || (k->fd = accept(fd, NULL, NULL)) == -1)
+                _exit(3);
+            k->sh = sh;
+            k->i = atomic_fetch_add(&sh->conns, 1) % SSE_CONNS;
+            if (pthread_create(&t, NULL, sse_serve, k) != 0)
+                _exit(3);
+            pthread_detach(t);
+        }
+    }
+    cr_assert_neq(pid, -1);
+    close(fd);
+    return sh;
+}
+
+/* What a stream saw. */
+struct stream {
+    struct loop *l;
+    struct http_client_stream *s;
+    struct http_buf bytes; /* every chunk, in order */
+    unsigned chunks;
+    uint64_t first_ms, end_ms;
+    int ends; /* on_end calls */
+    struct result r;
+    /* Set by the test, acted on in on_chunk at the chunk that brings
+     * bytes.len to at least at: */
+    size_t at;
+    int fail;                                /* return this */
+    int cancel_own;                          /* cancel this stream */
+    struct http_client_stream *cancel_other; /* cancel that one */
+};
+
+static int
+on_chunk(void *arg, const char *p, size_t len)
+{
+    struct stream *st = arg;
+
+    cr_assert_gt(len, 0);
+    cr_assert_eq(st->ends, 0);
+    if (st->chunks++ == 0)
+        st->first_ms = now_ms();
+    http_buf_append(&st->bytes, p, len);
+    if (st->at == 0 || st->bytes.len < st->at)
+        return 0;
+    st->at = 0;
+    if (st->cancel_own)
+        http_client_stream_cancel(st->s);
+    if (st->cancel_other != NULL)
+        http_client_stream_cancel(st->cancel_other);
+    return st->fail;
+}
+
+static void
+on_end(void *arg, struct http_client_resp *resp)
+{
+    struct stream *st = arg;
+
+    st->ends++;
+    st->end_ms = now_ms();
+    st->r.l = st->l;
+    on_done(&st->r, resp);
+}
+
+/* stream_start - a stream to target on the server at port, as a call to a
+ * node's client port (so a cancel resets it) or by URL. */
+static void
+stream_start(struct loop *l, struct stream *st, unsigned short port,
+             const char *target, int to_node, unsigned idle_s)
+{
+    static char addr[32];
+    struct http_client_req req = {
+        .method = "GET", .connect_timeout_ms = 5000, .idle_s = idle_s};
+
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+    if (to_node) {
+        req.port = HTTP_CLIENT_PEER;
+        req.addr = addr;
+        req.target = target;
+    } else {
+        req.url = url(port, target);
+    }
+    st->l = l;
+    cr_assert_eq(http_client_stream(l->c, &req, on_chunk, on_end, st, &st->s),
+                 0);
+}
+
+/* loop_until - run the loop until cond(arg) holds or budget_ms pass. */
+static void
+loop_until(struct loop *l, int (*cond)(const void *), const void *arg,
+           unsigned budget_ms)
+{
+    uint64_t end = now_ms() + budget_ms;
+
+    while (!cond(arg) && now_ms() < end) {
+        struct epoll_event ev[16];
+        int t = http_client_timeout_ms(l->c);
+        int n = epoll_wait(l->epfd, ev, 16, t < 0 || t > 20 ? 20 : t);
+
+        for (int i = 0; i < n; i++)
+            http_client_on_event(l->c, (int)(uint32_t)ev[i].data.u64,
+                                 ev[i].events);
+        if (http_client_timeout_ms(l->c) == 0)
+            http_client_on_timeout(l->c);
+    }
+    cr_assert(cond(arg), "not within %u ms", budget_ms);
+}
+
+/* count_event - one event of the stream server: "<i>", in order. */
+static int
+count_event(void *arg, const struct http_sse_parsed *ev)
+{
+    int *n = arg;
+    char want[16];
+
+    snprintf(want, sizeof(want), "%d", (*n)++);
+    cr_assert_str_eq(ev->data, want);
+    return 0;
+}
+
+/* count_events - how many events the bytes hold, read as the worker reads
+ * a peer's stream (http/sse_parse.h). */
+static int
+count_events(const struct http_buf *b)
+{
+    struct http_sse_parser p;
+    int n = 0;
+
+    http_sse_parse_init(&p, 1024);
+    cr_assert_eq(http_sse_parse_feed(&p, b->data, b->len, count_event, &n), 0);
+    http_sse_parse_free(&p);
+    return n;
+}
+
+/* has_two - the stream got two events. */
+static int
+has_two(const void *arg)
+{
+    return count_events(&((const struct stream *)arg)->bytes) >= 2;
+}
+
+/* left - the server saw the client leave its first connection. */
+static int
+left(const void *arg)
+{
+    return atomic_load(&((const struct sse_shared *)arg)->gone[0]) != SSE_HERE;
+}
+
+/* The body comes as it is sent, chunk by chunk, long before the end; a
+ * clean end is err 0 with the answer's status and type. */
+Test(http_client, a_stream_delivers_its_body_as_it_comes)
+{
+    unsigned short port;
+    struct loop l;
+    struct stream st = {0};
+
+    sse_start(&port);
+    loop_init(&l);
+    stream_start(&l, &st, port, "/sse?n=6&gap=100&end=clean", 1, 0);
+    cr_assert_eq(http_client_pending(l.c), 1);
+    loop_run(&l, 1, 20000);
+    cr_assert_eq(st.ends, 1);
+    cr_assert_eq(st.r.err, 0, "err %d", st.r.err);
+    cr_assert_eq(st.r.status, 200);
+    cr_assert_str_eq(st.r.ctype, "text/event-stream");
+    cr_assert_eq(st.r.body.len, 0);
+    cr_assert_geq(st.chunks, 3, "%u chunks", st.chunks);
+    cr_assert_geq(st.end_ms - st.first_ms, 300);
+    cr_assert_eq(count_events(&st.bytes), 6);
+    cr_assert_eq(http_client_pending(l.c), 0);
+    http_buf_free(&st.bytes);
+    loop_fini(&l);
+}
+
+/* A cancel from outside any callback: no on_end, no more bytes, and a
+ * node's connection is reset at once; the client goes on. */
+Test(http_client, a_cancelled_stream_resets_its_connection)
+{
+    unsigned short port;
+    struct sse_shared *sh = sse_start(&port);
+    struct loop l;
+    struct stream st = {0};
+    size_t had;
+
+    loop_init(&l);
+    stream_start(&l, &st, port, "/sse?n=100000&gap=20&end=clean", 1, 0);
+    loop_until(&l, has_two, &st, 10000);
+    http_client_stream_cancel(st.s);
+    cr_assert_eq(http_client_pending(l.c), 0);
+    had = st.bytes.len;
+    loop_until(&l, left, sh, 10000);
+    cr_assert_eq(atomic_load(&sh->gone[0]), SSE_RST);
+    cr_assert_eq(st.bytes.len, had);
+    cr_assert_eq(st.ends, 0);
+    /* The client goes on: another stream, to its clean end. */
+    http_buf_free(&st.bytes);
+    memset(&st, 0, sizeof(st));
+    stream_start(&l, &st, port, "/sse?n=2&gap=10&end=clean", 1, 0);
+    loop_run(&l, 1, 10000);
+    cr_assert_eq(st.r.err, 0, "err %d", st.r.err);
+    cr_assert_eq(count_events(&st.bytes), 2);
+    http_buf_free(&st.bytes);
+    loop_fini(&l);
+}
+
+/* A stream cancelled from inside its own on_chunk gets no byte more and
+ * no on_end; its connection closes once libcurl has returned. */
+Test(http_client, a_stream_cancelled_from_its_on_chunk_stops_there)
+{
+    unsigned short port;
+    struct sse_shared *sh = sse_start(&port);
+    struct loop l;
+    struct stream st = {.at = 1, .cancel_own = 1};
+
+    loop_init(&l);
+    stream_start(&l, &st, port, "/sse?n=100000&gap=20&end=clean", 0, 0);
+    loop_until(&l, left, sh, 10000);
+    cr_assert_eq(http_client_pending(l.c), 0);
+    cr_assert_eq(st.chunks, 1);
+    cr_assert_eq(st.ends, 0);
+    http_buf_free(&st.bytes);
+    loop_fini(&l);
+}
+
+/* left2 - the server saw the client leave two connections. */
+static int
+left2(const void *arg)
+{
+    const struct sse_shared *sh = arg;
+
+    return (atomic_load(&sh->gone[0]) != SSE_HERE) +
+               (atomic_load(&sh->gone[1]) != SSE_HERE) ==
+           2;
+}
+
+/* One stream's on_chunk cancels another (and http_client_cancel drops a
+ * stream by its arg): the other ends there, with no on_end. */
+Test(http_client, a_chunk_may_cancel_other_streams)
+{
+    unsigned short port;
+    struct sse_shared *sh = sse_start(&port);
+    struct loop l;
+    struct stream a = {0}, b = {0};
+
+    loop_init(&l);
+    stream_start(&l, &b, port, "/sse?n=100000&gap=20&end=clean", 1, 0);
+    loop_until(&l, has_two, &b, 10000);
+    a.at = 1;
+    a.cancel_other = b.s;
+    stream_start(&l, &a, port, "/sse?n=100000&gap=20&end=clean", 1, 0);
+    cr_assert_eq(http_client_pending(l.c), 2);
+    loop_until(&l, has_two, &a, 10000);
+    cr_assert_eq(http_client_pending(l.c), 1);
+    cr_assert_eq(http_client_cancel(l.c, &a), 1);
+    cr_assert_eq(http_client_pending(l.c), 0);
+    loop_until(&l, left2, sh, 10000);
+    cr_assert_eq(atomic_load(&sh->gone[0]), SSE_RST);
+    cr_assert_eq(atomic_load(&sh->gone[1]), SSE_RST);
+    cr_assert_eq(a.ends + b.ends, 0);
+    http_buf_free(&a.bytes);
+    http_buf_free(&b.bytes);
+    loop_fini(&l);
+}
+
+/* on_chunk's error ends the stream: on_end has it, with the status. */
+Test(http_client, an_error_from_on_chunk_ends_the_stream)
+{
+    unsigned short port;
+    struct sse_shared *sh = sse_start(&port);
+    struct loop l;
+    struct stream st = {.at = 1, .fail = -EPROTO};
+
+    loop_init(&l);
+    stream_start(&l, &st, port, "/sse?n=100000&gap=20&end=clean", 1, 0);
+    loop_run(&l, 1, 10000);
+    cr_assert_eq(st.r.err, -EPROTO, "err %d", st.r.err);
+    cr_assert_eq(st.r.status, 200);
+    cr_assert_eq(st.chunks, 1);
+    loop_until(&l, left, sh, 10000);
+    http_buf_free(&st.bytes);
+    loop_fini(&l);
+}
+
+/* A peer that closes or resets mid-body: every event sent arrived, and
+ * on_end says the stream broke, with the status it had. */
+Test(http_client, a_peer_gone_mid_stream_ends_it_with_econnreset)
+{
+    static const char *const how[] = {"/sse?n=3&gap=20&end=close",
+                                      "/sse?n=3&gap=20&end=reset"};
+    unsigned short port;
+    struct loop l;
+
+    sse_start(&port);
+    loop_init(&l);
+    for (int i = 0; i < 2; i++) {
+        struct stream st = {0};
+
+        stream_start(&l, &st, port, how[i], 1, 0);
+        loop_run(&l, (unsigned)i + 1, 10000);
+        cr_assert_eq(st.r.err, -ECONNRESET, "%s: err %d", how[i], st.r.err);
+        cr_assert_eq(st.r.status, 200);
+        cr_assert_eq(count_events(&st.bytes), 3);
+        http_buf_free(&st.bytes);
+    }
+    loop_fini(&l);
+}
+
+/* Another status is not streamed: its body goes to on_end. */
+Test(http_client, an_error_answer_is_not_streamed)
+{
+    unsigned short port;
+    struct loop l;
+    struct stream st = {0};
+
+    sse_start(&port);
+    loop_init(&l);
+    stream_start(&l, &st, port, "/nope", 1, 0);
+    loop_run(&l, 1, 10000);
+    cr_assert_eq(st.r.err, 0);
+    cr_assert_eq(st.r.status, 404);
+    cr_assert_eq(st.chunks, 0);
+    expect_body(&st.r, "{\"code\":\"no_such\"}\n");
+    http_buf_free(&st.r.body);
+    loop_fini(&l);
+}
+
+/* idle_s ends a peer that fell silent, and only such a peer: a stream
+ * whose events come every 300 ms lives past it to its end. */
+Test(http_client, idle_s_ends_a_silent_stream_only)
+{
+    unsigned short port;
+    struct loop l;
+    struct stream quiet = {0}, live = {0};
+    uint64_t t0 = now_ms();
+
+    sse_start(&port);
+    loop_init(&l);
+    stream_start(&l, &quiet, port, "/silent", 1, 1);
+    stream_start(&l, &live, port, "/sse?n=12&gap=300&end=clean", 1, 1);
+    loop_run(&l, 2, 30000);
+    cr_assert_eq(quiet.r.err, -ETIMEDOUT, "err %d", quiet.r.err);
+    cr_assert_eq(quiet.r.status, 200);
+    cr_assert_geq(quiet.end_ms - t0, 1000);
+    cr_assert_eq(live.r.err, 0, "err %d", live.r.err);
+    cr_assert_eq(count_events(&live.bytes), 12);
+    cr_assert_geq(live.end_ms - t0, 3000);
+    http_buf_free(&live.bytes);
+    loop_fini(&l);
 }

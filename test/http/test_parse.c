@@ -461,12 +461,18 @@ Test(http_parse_configure, every_option_and_its_presence_bit)
     http_configure_free(&c);
 }
 
-Test(http_parse_configure, absent_options_set_no_bits)
+Test(http_parse_configure, options_are_required_and_absent_ones_set_no_bits)
 {
     struct http_configure c;
     struct http_error err;
 
-    cr_assert_eq(http_parse_configure(S("{\"queue\":\"q\"}"), &c, &err), 0);
+    configure_fails("{\"queue\":\"q\"}", "ephemeral_bad_request",
+                    "field 'options' is required");
+    configure_fails("{\"queue\":\"q\",\"options\":null}",
+                    "ephemeral_bad_request", "field 'options' is required");
+    cr_assert_eq(
+        http_parse_configure(S("{\"queue\":\"q\",\"options\":{}}"), &c, &err),
+        0);
     cr_assert_eq(c.present, 0);
     http_configure_free(&c);
     cr_assert_eq(http_parse_configure(S("{\"queue\":\"q\",\"options\":{"

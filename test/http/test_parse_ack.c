@@ -72,6 +72,14 @@ oracle_entry_object(struct json_object *o, const char *where,
         return rc;
     if (v != NULL)
         e->status = oracle_status(json_object_get_string(v));
+    if (json_object_object_get_ex(o, "reply", &v) && v != NULL &&
+        e->status != HTTP_ACK_COMPLETED) {
+        http_error_set(err, 400, "ephemeral_bad_request",
+                       "field '%s.reply' completes the request it answers: "
+                       "it cannot go with a failed or retry status",
+                       where);
+        return -EINVAL;
+    }
     snprintf(field, sizeof(field), "%s.attempts", where);
     if ((rc = http_jsonc_uint(o, "attempts", field, 0, UINT32_MAX, &x,
                               &e->has_attempts, err)) != 0)

@@ -11,7 +11,11 @@
  * request followed by a write shutdown (closed at once, not held until the
  * 300 s idle timeout); and what libmicrohttpd refuses itself: an HTTP
  * version other than 1.x, a malformed chunked body, a head or request
- * line larger than its memory.
+ * line larger than its memory.  Smuggling (http/edge.h, D6-D9): a space
+ * or tab before a header's colon, a folded header, a NUL in a header
+ * value, two Authorization headers, each refused 400 with nothing of the
+ * hidden request stored; a request that begins with a NUL or a space is
+ * answered 400 at once; configure without options is 400.
  */
 #include <sys/socket.h>
 
@@ -585,4 +589,201 @@ Test(http_edge, a_head_that_outgrows_the_connection_memory_is_answered_431)
     assert_nothing_stored(&n, "edge");
     cr_assert_eq(itest_node_stop(&n, 30000), 0);
     free(req);
+}
+
+/* A push of one message to queue "edge", whole: what a smuggler hides in
+ * the body of the request around it. */
+#define SMUGGLED PUSH "Content-Length: 43\r\n\r\n" BODY
+/* Its length, the Content-Length of a body that is SMUGGLED. */
+#define SMUGGLED_LEN "112"
+
+/* refused_unstored - req, sent whole on a new connection, is answered 400
+ * in JSON with a sentence holding word, the connection closes, and queue
+ * "edge" stays empty: no body ran as a second request. */
+static void
+refused_unstored(struct itest_node *n, const char *req, size_t len,
+                 const char *word)
+{
+    struct raw_answer a;
+
+    exchange(n, req, len, &a);
+    assert_json_error(&a, 400, "ephemeral_bad_request", word);
+    cr_assert_null(strstr(a.body, "}HTTP/1."), "a second answer: %s", a.buf);
+    assert_nothing_stored(n, "edge");
+}
+
+Test(http_edge, whitespace_before_a_header_colon_is_refused_not_smuggled)
+{
+    struct itest_node n;
+
+    cr_assert_eq(strlen(SMUGGLED), 112);
+    itest_node_start(&n, "workers=1");
+    refused_unstored(
+        &n, S(PUSH "Content-Length : " SMUGGLED_LEN "\r\n\r\n" SMUGGLED),
+        "header name");
+    refused_unstored(
+        &n, S(PUSH "Content-Length\t: " SMUGGLED_LEN "\r\n\r\n" SMUGGLED),
+        "header name");
+    refused_unstored(&n, S(PUSH "X-A : b\r\n\r\n"), "header name");
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
+
+Test(http_edge, an_obs_folded_header_is_refused_not_smuggled)
+{
+    struct itest_node n;
+
+    itest_node_start(&n, "workers=1");
+    /* libmicrohttpd joins a folded line to the name above it: the
+     * Content-Length would be lost, or be a header named otherwise */
+    refused_unstored(
+        &n, S(PUSH "Content-Length: " SMUGGLED_LEN "\r\n x\r\n\r\n" SMUGGLED),
+        "folded");
+    refused_unstored(
+        &n,
+        S(PUSH "X-A: b\r\n Content-Length: " SMUGGLED_LEN "\r\n\r\n" SMUGGLED),
+        "folded");
+    refused_unstored(&n,
+                     S(PUSH "X-A: b\r\n\tc\r\nContent-Length: 43\r\n\r\n" BODY),
+                     "folded");
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
+
+Test(http_edge, a_nul_in_a_header_value_is_refused)
+{
+    struct itest_node n;
+
+    itest_node_start(&n, "workers=1");
+    refused_unstored(&n,
+                     S(PUSH "Authorization: Bearer tok\0junk\r\n"
+                            "Content-Length: 43\r\n\r\n" BODY),
+                     "NUL");
+    refused_unstored(&n,
+                     S(PUSH "Transfer-Encoding: chunked\0\r\n\r\n"
+                            "0\r\n\r\n" SMUGGLED),
+                     "NUL");
+    /* the NUL hides a Content-Length from libmicrohttpd */
+    refused_unstored(
+        &n, S(PUSH "X-A: b\0Content-Length: " SMUGGLED_LEN "\r\n\r\n" SMUGGLED),
+        "NUL");
+    /* the last header, then the end of the head */
+    refused_unstored(&n, S("GET /health HTTP/1.1\r\nHost: x\0y\r\n\r\n"),
+                     "NUL");
+    /* a control character other than a tab */
+    refused_unstored(&n, S(PUSH "X-A: b\rc\r\nContent-Length: 43\r\n\r\n" BODY),
+                     "control character");
+    /* what is allowed still passes: a tab and UTF-8 in a value, empty
+     * values, bare LF line ends, mixed with CRLF */
+    struct raw_answer a;
+    exchange(&n,
+             S("POST /api/v1/ephemeral/push HTTP/1.1\nHost: x\r\n"
+               "X-A: a\tb \xc3\xa9 \nX-B:\r\nX-C:   \n"
+               "Content-Length: 43\r\nConnection: close\n\n" BODY),
+             &a);
+    cr_assert_eq(a.status, 201, "%s", a.buf);
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
+
+Test(http_edge, two_authorization_headers_are_refused)
+{
+    struct itest_node n;
+
+    itest_node_start(&n, "workers=1");
+    refused_unstored(&n,
+                     S(PUSH "Authorization: Bearer a\r\n"
+                            "Authorization: Bearer b\r\n"
+                            "Content-Length: 43\r\n\r\n" BODY),
+                     "Authorization");
+    refused_unstored(&n, S(PUSH "Host: y\r\nContent-Length: 43\r\n\r\n" BODY),
+                     "Host");
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
+
+Test(http_edge, a_bad_head_after_a_good_request_on_one_connection_is_refused)
+{
+    struct itest_node n;
+    struct raw_answer a;
+    const char *second;
+
+    itest_node_start(&n, "workers=1");
+    /* both in one write: the second is in libmicrohttpd's buffer already */
+    exchange(&n,
+             S("GET /health HTTP/1.1\r\nHost: x\r\n\r\n" PUSH
+               "Content-Length : " SMUGGLED_LEN "\r\n\r\n" SMUGGLED),
+             &a);
+    cr_assert_eq(a.status, 200, "%s", a.buf);
+    second = strstr(a.buf + 1, "HTTP/1.1 400 ");
+    cr_assert_not_null(second, "%s", a.buf);
+    cr_assert(strstr(second, "header name") != NULL, "%s", second);
+    cr_assert(a.closed);
+    assert_nothing_stored(&n, "edge");
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
+
+/* refused_at_once - as refused_unstored, and the answer comes at once,
+ * not after the 30 s a new connection has to send its request line. */
+static void
+refused_at_once(struct itest_node *n, const char *req, size_t len,
+                const char *word)
+{
+    int64_t t0 = itest_now_ms();
+
+    refused_unstored(n, req, len, word);
+    cr_assert_lt(itest_now_ms() - t0, 10000, "answered after %lld ms",
+                 (long long)(itest_now_ms() - t0));
+}
+
+Test(http_edge, a_request_starting_with_a_nul_byte_is_answered_400_at_once)
+{
+    struct itest_node n;
+
+    itest_node_start(&n, "workers=1");
+    /* libmicrohttpd takes the line for an empty one, then waits */
+    refused_at_once(&n, S("\0GET /health HTTP/1.1\r\n\r\n"), "request line");
+    refused_at_once(&n, S("\0"), "request line");
+    refused_at_once(&n, S("\0" SMUGGLED), "request line");
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
+
+Test(http_edge, a_request_line_with_a_leading_space_is_answered_400)
+{
+    struct itest_node n;
+
+    itest_node_start(&n, "workers=1");
+    /* libmicrohttpd closes it without a word */
+    refused_at_once(&n, S(" " SMUGGLED), "request line");
+    refused_at_once(&n, S("\t" SMUGGLED), "request line");
+    /* empty lines before a request line are allowed (RFC 9112 2.2) */
+    struct raw_answer a;
+    exchange(&n,
+             S("\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+               "\r\n"),
+             &a);
+    cr_assert_eq(a.status, 200, "%s", a.buf);
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
+}
+
+Test(http_edge, configure_without_options_is_refused_and_declares_nothing)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    struct json_object *c;
+
+    itest_node_start(&n, "workers=1");
+    cr_assert_eq(itest_req(&n, "POST", "/api/v1/ephemeral/configure",
+                           "{\"queue\":\"cfg\"}", &r),
+                 400, "%s", r.body);
+    cr_assert(json_object_object_get_ex(r.json, "code", &c));
+    cr_assert_str_eq(json_object_get_string(c), "ephemeral_bad_request");
+    cr_assert(strstr(r.body, "'options'"), "%s", r.body);
+    itest_resp_free(&r);
+    cr_assert_eq(
+        itest_req(&n, "GET", "/api/v1/ephemeral/queues/cfg/depth", NULL, &r),
+        404, "%s", r.body);
+    itest_resp_free(&r);
+    /* empty options declare it */
+    cr_assert_eq(itest_req(&n, "POST", "/api/v1/ephemeral/configure",
+                           "{\"queue\":\"cfg\",\"options\":{}}", &r),
+                 201, "%s", r.body);
+    itest_resp_free(&r);
+    cr_assert_eq(itest_node_stop(&n, 30000), 0);
 }

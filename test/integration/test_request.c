@@ -532,3 +532,94 @@ Test(request, a_stale_ack_delivers_no_reply, .timeout = 60)
     itest_resp_free(&r);
     itest_node_stop(&n, 10000);
 }
+
+/* parked_on_p1 - a responder parked on partition p1 of "parts" for 3 s. */
+static void *
+parked_on_p1(void *arg)
+{
+    struct itest_resp r;
+
+    itest_get(arg, &r,
+              "/api/v1/ephemeral/pop?queue=parts&partition=p1&wait=true"
+              "&timeout=3000");
+    itest_resp_free(&r);
+    return NULL;
+}
+
+Test(request, a_pop_of_another_partition_is_no_responder, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    pthread_t t;
+    int64_t t0;
+
+    itest_node_start(&n, "responders_idle_ms=5000");
+    cr_assert_eq(pthread_create(&t, NULL, parked_on_p1, &n), 0);
+    wait_metric(&n, "mayfly_parked_pops", 1);
+    /* p2 and Default have nobody, though p1 has a pop parked */
+    const char *to[] = {"\"partition\":\"p2\",", ""};
+    for (int i = 0; i < 2; i++) {
+        t0 = itest_now_ms();
+        itest_post(&n, &r, REQ,
+                   "{\"queue\":\"parts\",%s\"payload\":1,\"timeout\":4000}",
+                   to[i]);
+        cr_assert_eq(r.status, 503, "%s: %ld %s", to[i], r.status, r.body);
+        cr_assert_str_eq(itest_jstr(r.json, "code"), "no_responders");
+        cr_assert(itest_now_ms() - t0 < 2000, "not at once");
+        itest_resp_free(&r);
+    }
+    /* p1 has: the request is stored, the pop takes it, nobody replies */
+    itest_post(&n, &r, REQ,
+               "{\"queue\":\"parts\",\"partition\":\"p1\",\"payload\":1,"
+               "\"timeout\":300}");
+    cr_assert_eq(r.status, 504, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    pthread_join(t, NULL);
+    itest_node_stop(&n, 10000);
+}
+
+Test(request, a_reply_with_a_failed_status_is_refused_and_changes_nothing,
+     .timeout = 60)
+{
+    struct itest_node n;
+    struct respawn_req q = {0};
+    struct itest_resp r, a;
+    pthread_t t;
+
+    itest_node_start(&n, NULL);
+    listen_once(&n, "fence");
+    q.n = &n;
+    cr_assert_eq(pthread_create(&t, NULL, stale_request, &q), 0);
+    itest_get(&n, &r,
+              "/api/v1/ephemeral/pop?queue=fence&wait=true&timeout=15000");
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+    const char *st[] = {"failed", "retry"};
+    for (int i = 0; i < 2; i++) {
+        itest_post(&n, &a, ACK,
+                   "{\"queue\":\"fence\",\"acks\":[{\"id\":\"%s\","
+                   "\"status\":\"%s\",\"reply\":\"no\"}]}",
+                   itest_jstr(r.json, "messages.0.id"), st[i]);
+        cr_assert_eq(a.status, 400, "%s: %ld %s", st[i], a.status, a.body);
+        cr_assert_str_eq(itest_jstr(a.json, "code"), "ephemeral_bad_request");
+        cr_assert_not_null(strstr(itest_jstr(a.json, "error"), "acks[0].reply"),
+                           "%s", a.body);
+        itest_resp_free(&a);
+    }
+    /* nothing changed: still leased, so not delivered again */
+    itest_get(&n, &a, "/api/v1/ephemeral/pop?queue=fence&timeout=0");
+    cr_assert_eq(itest_jlen(a.json, "messages"), 0, "%s", a.body);
+    itest_resp_free(&a);
+    /* and the same delivery still takes its reply */
+    itest_post(&n, &a, ACK,
+               "{\"queue\":\"fence\",\"acks\":[{\"id\":\"%s\","
+               "\"reply\":\"yes\"}]}",
+               itest_jstr(r.json, "messages.0.id"));
+    cr_assert_eq(itest_jbool(a.json, "results.0.replied"), 1, "%s", a.body);
+    itest_resp_free(&a);
+    pthread_join(t, NULL);
+    cr_assert_eq(q.r.status, 200, "%ld %s", q.r.status, q.r.body);
+    cr_assert_str_eq(itest_jstr(q.r.json, "reply"), "yes", "%s", q.r.body);
+    itest_resp_free(&q.r);
+    itest_resp_free(&r);
+    itest_node_stop(&n, 10000);
+}

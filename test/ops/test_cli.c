@@ -9,11 +9,14 @@
  * in cl_err.  What a command did is checked through the node's own answers
  * (test/integration/node.c), not through the client.
  */
+#include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -164,6 +167,12 @@ Test(cli, help_lists_every_command_and_usage_errors_exit_2)
     cr_assert(strstr(cl_err, "unknown option --bogus") != NULL);
     cr_assert_eq(cl_sh("$M configure q maxLength"), 2);
     cr_assert(strstr(cl_err, "'maxLength' is not KEY=VALUE") != NULL);
+    cr_assert_eq(cl_sh("$M sub q --from all"), 2);
+    cr_assert(strstr(cl_err, "--from needs --stream") != NULL, "%s", cl_err);
+    cr_assert_eq(cl_sh("$M sub q --stream --from now"), 2);
+    cr_assert_eq(cl_sh("$M sub q --stream --batch 2"), 2);
+    cr_assert_eq(cl_sh("$M sub --stream"), 2);
+    cr_assert_eq(cl_sh("$M sub q --stream --subs '[[\"q\"]]'"), 2);
 }
 
 Test(cli, push_sends_json_text_and_stdin_lines_and_prints_the_ids)
@@ -314,6 +323,184 @@ Test(cli, sub_prints_messages_as_they_come_and_acks_them)
     cr_assert(strstr(cl_out, " 1\n") && strstr(cl_out, " 4\n"), "%s", cl_out);
     cr_assert_eq(itest_listing_int(&cl_node, "s", "leased", -1), 0);
     cr_assert_eq(itest_depth_pending(&cl_node, "s", "g"), 0);
+}
+
+/* CL_UNTIL_STREAMS - a shell loop until the node counts an open stream. */
+#define CL_UNTIL_STREAMS                                                       \
+    "n=0; until curl -s $MAYFLY_URL/metrics | grep -q '^mayfly_streams "       \
+    "[1-9]'; "                                                                 \
+    "do n=$((n+1)); [ $n -lt 400 ] || exit 9; sleep 0.05; done; "
+
+/* CL_SUB - a sub that cannot outlive its test, whatever it waits for. */
+#define CL_SUB "timeout 60 $M "
+
+/* cl_in_order - s holds lines ending with each of ends[0..n), in order,
+ * and nothing else. */
+static void
+cl_in_order(const char *s, const char *const *ends, int n)
+{
+    const char *at = s;
+
+    cr_assert_eq(cl_lines(s), n, "%s", s);
+    for (int i = 0; i < n; i++) {
+        const char *nl = strchr(at, '\n');
+        size_t len = strlen(ends[i]);
+
+        cr_assert(nl != NULL && (size_t)(nl - at) >= len &&
+                      memcmp(nl - len, ends[i], len) == 0,
+                  "line %d is not '...%s': %s", i + 1, ends[i], s);
+        at = nl + 1;
+    }
+}
+
+/* A tail stream: the held messages first (--from all), then one pushed
+ * while it is open, printed as sub prints them; --count ends it. */
+Test(cli, sub_stream_prints_held_then_new_messages)
+{
+    static const char *const want[] = {" 1", " 2", " \"three\""};
+
+    cl_start();
+    cr_assert_eq(cl_sh("$M push st 1 2 >/dev/null"), 0, "%s", cl_err);
+    cr_assert_eq(cl_sh("(" CL_SUB "sub st --stream --from all --count 3 & %s "
+                       "$M push st '\"three\"' >/dev/null; wait)",
+                       CL_UNTIL_STREAMS),
+                 0, "%s", cl_err);
+    cl_in_order(cl_out, want, 3);
+    cr_assert_eq(cl_sh(CL_SUB "--json sub st --stream --from last --count 1"),
+                 0, "%s", cl_err);
+    cr_assert(strstr(cl_out, "\"payload\":\"three\"") != NULL, "%s", cl_out);
+    cr_assert(strstr(cl_out, "\"queue\":\"st\"") != NULL, "%s", cl_out);
+}
+
+/* --subs takes several partitions on one stream; --partition one. */
+Test(cli, sub_stream_takes_partitions)
+{
+    static const char *const one[] = {" \"b\""};
+
+    cl_start();
+    cr_assert_eq(cl_sh("$M push sp --partition a '\"a\"' >/dev/null && "
+                       "$M push sp --partition b '\"b\"' >/dev/null && "
+                       "$M push sp --partition c '\"c\"' >/dev/null"),
+                 0, "%s", cl_err);
+    cr_assert_eq(cl_sh(CL_SUB "sub --stream --subs '[[\"sp\",\"a\"],"
+                              "[\"sp\",\"b\"]]' --from all --count 2"),
+                 0, "%s", cl_err);
+    cr_assert_eq(cl_lines(cl_out), 2, "%s", cl_out);
+    cr_assert(strstr(cl_out, " \"a\"\n") && strstr(cl_out, " \"b\"\n"), "%s",
+              cl_out);
+    cr_assert_eq(
+        cl_sh(CL_SUB "sub sp --partition b --stream --from all --count 1"), 0,
+        "%s", cl_err);
+    cl_in_order(cl_out, one, 1);
+}
+
+/* A group stream consumes: what it printed no pop of the group gets (the
+ * group made first by a pop: it holds what is pushed after). */
+Test(cli, sub_stream_with_a_group_consumes)
+{
+    cl_start();
+    cr_assert_eq(cl_sh("$M pop sg --group g --auto-ack && "
+                       "$M push sg 1 2 >/dev/null"),
+                 0, "%s", cl_err);
+    cr_assert_eq(cl_sh(CL_SUB "sub sg --stream --group g --count 2"), 0, "%s",
+                 cl_err);
+    cr_assert_eq(cl_lines(cl_out), 2, "%s", cl_out);
+    cr_assert_eq(cl_sh("$M pop sg --group g --auto-ack"), 0, "%s", cl_err);
+    cr_assert_str_eq(cl_out, "");
+}
+
+/* A proxy for the first URL that passes one stream until its first
+ * message event has gone through, then cuts it and stops listening, so
+ * that the client's next try goes to the node itself. */
+struct cl_cut {
+    int lfd, port;
+    int cut; /* the stream was cut after a message */
+    pthread_t t;
+};
+
+/* cl_cut_relay - the request from c to n, then n's answer back up to the
+ * end of its first message event; 1 when cut there. */
+static int
+cl_cut_relay(int c, int n)
+{
+    static char buf[1 << 16];
+    size_t len = 0;
+    const char *ev, *end = NULL;
+    ssize_t k;
+
+    while (memmem(buf, len, "\r\n\r\n", 4) == NULL &&
+           (k = recv(c, buf + len, sizeof(buf) - 1 - len, 0)) > 0)
+        len += (size_t)k; /* a GET: its head is all of it */
+    if (send(n, buf, len, MSG_NOSIGNAL) != (ssize_t)len)
+        return 0;
+    len = 0;
+    while (end == NULL && len < sizeof(buf) - 1 &&
+           (k = recv(n, buf + len, sizeof(buf) - 1 - len, 0)) > 0) {
+        len += (size_t)k;
+        buf[len] = '\0';
+        if ((ev = strstr(buf, "event: message\n")) != NULL)
+            end = strstr(ev, "\n\n");
+    }
+    if (end == NULL)
+        return 0;
+    len = (size_t)(end + 2 - buf);
+    return send(c, buf, len, MSG_NOSIGNAL) == (ssize_t)len;
+}
+
+static void *
+cl_cut_run(void *arg)
+{
+    struct cl_cut *x = arg;
+    int c = accept(x->lfd, NULL, NULL), n;
+
+    close(x->lfd);
+    if (c == -1)
+        return NULL;
+    n = itest_raw_connect(&cl_node);
+    x->cut = n != -1 && cl_cut_relay(c, n);
+    close(c);
+    if (n != -1)
+        close(n);
+    return NULL;
+}
+
+static void
+cl_cut_start(struct cl_cut *x)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len = sizeof(sa);
+
+    memset(x, 0, sizeof(*x));
+    x->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert(x->lfd != -1 &&
+              bind(x->lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+              listen(x->lfd, 4) == 0 &&
+              getsockname(x->lfd, (struct sockaddr *)&sa, &len) == 0);
+    x->port = ntohs(sa.sin_port);
+    cr_assert_eq(pthread_create(&x->t, NULL, cl_cut_run, x), 0);
+}
+
+/* A stream cut after its first message resumes on the next URL from the
+ * last event id: every message once, in order, and notices on stderr. */
+Test(cli, sub_stream_resumes_after_a_drop_with_nothing_lost_or_repeated)
+{
+    static const char *const want[] = {" 1", " 2", " 3", " 4"};
+    struct cl_cut x;
+
+    cl_start();
+    cr_assert_eq(cl_sh("$M push sr 1 2 3 >/dev/null"), 0, "%s", cl_err);
+    cl_cut_start(&x);
+    cr_assert_eq(cl_sh("(" CL_SUB
+                       "--url http://127.0.0.1:%d,%s sub sr --stream "
+                       "--from all --count 4 & %s $M push sr 4 >/dev/null; "
+                       "wait)",
+                       x.port, cl_node.base, CL_UNTIL_STREAMS),
+                 0, "%s", cl_err);
+    pthread_join(x.t, NULL);
+    cr_assert(x.cut, "the proxy never cut the stream");
+    cl_in_order(cl_out, want, 4);
+    cr_assert(strstr(cl_err, "mayfly: stream lost (") != NULL, "%s", cl_err);
 }
 
 /* A responder: one parked pop on "rpc", whose message it answers into the

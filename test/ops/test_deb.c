@@ -1,6 +1,8 @@
 /*
  * test_deb.c - the Debian package, end to end on this machine: make deb,
- * lintian, dpkg -i, the service started by the init script (or by systemd
+ * lintian, dpkg -i, the files in place (the unit through systemd-analyze
+ * verify, the bash completion run against the installed client, the
+ * Grafana dashboard), the service started by the init script (or by systemd
  * when it runs the machine), a push and a pop with the packaged mayfly client,
  * stop, dpkg --purge, and nothing left behind: no file, no directory, no
  * user, no group, no process.
@@ -114,6 +116,7 @@ static const char *const deb_own_paths[] = {
     "/etc/init.d/mayflyd", "/etc/logrotate.d/mayflyd",
     "/var/lib/mayfly",     "/var/log/mayfly",
     "/run/mayfly",         "/lib/systemd/system/mayflyd.service",
+    "/usr/share/mayfly",   "/usr/share/bash-completion/completions/mayfly",
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -220,6 +223,27 @@ Test(deb, builds_passes_lintian_installs_serves_and_purges_clean)
                         "test -f /etc/logrotate.d/mayflyd"),
                  0, "a file is missing; the package holds:\n%s",
                  (deb_sh("cat %s", files), deb_out));
+    cr_assert_eq(deb_sh("test -f /usr/share/bash-completion/completions/mayfly "
+                        "&& test -f /usr/share/mayfly/grafana/mayfly.json"),
+                 0, "no completion or dashboard; the package holds:\n%s",
+                 (deb_sh("cat %s", files), deb_out));
+    /* The installed completion completes with the installed client. */
+    cr_assert_eq(deb_sh("bash --norc -c 'source "
+                        "/usr/share/bash-completion/completions/mayfly; "
+                        "COMP_WORDS=(mayfly qu); COMP_CWORD=1; _mayfly; "
+                        "echo \"${COMPREPLY[@]}\"'"),
+                 0, "%s", deb_out);
+    cr_assert_str_eq(deb_out, "queues\n");
+    /* The installed unit, as systemd reads it (other units' complaints,
+     * if this machine has any, are not the package's).  --man=no: the man
+     * page is checked above, and man would leave a cat page in
+     * /var/cache/man that the purge rightly does not remove. */
+    if (deb_sh("command -v systemd-analyze") == 0) {
+        int rc = deb_sh("systemd-analyze verify --man=no "
+                        "/lib/systemd/system/mayflyd.service");
+        cr_assert(rc == 0 && strstr(deb_out, "mayflyd") == NULL,
+                  "systemd-analyze verify: %s", deb_out);
+    }
     cr_assert_eq(deb_sh("dpkg-query -W -f='${Conffiles}' mayfly"), 0);
     cr_assert(strstr(deb_out, "/etc/mayfly/mayfly.conf "),
               "mayfly.conf is not a conffile: %s", deb_out);

@@ -417,7 +417,7 @@ Test(shm_tail, the_reap_lets_the_horizon_pass_a_killed_pusher)
 #define RACE_MSGS 2000
 #define RACE_PART 4
 
-/* The round of a stream (STREAMS.md) on parts: the horizon first, then
+/* The round of a stream (DESIGN.md §4) on parts: the horizon first, then
  * the wake-ups, then a read of every partition woken or left with more,
  * up to the horizon, from the watermark *w, parking again.  Each number
  * read is counted in seen[]; returns how many were read. */

@@ -1,7 +1,7 @@
 /*
- * stray.c - see stray.h.
+ * edge_socket.c - see edge_socket.h.
  */
-#include "http/stray.h"
+#include "http/edge_socket.h"
 
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -15,10 +15,11 @@
 
 #include <microhttpd.h>
 
-/* The first two bytes of every TLS record of a handshake: content type 22
- * (handshake), then the major version, 3 from SSL 3.0 to TLS 1.3. */
+#include "http/edge_head.h"
+#include "http/errors.h"
+
+/* The first byte of every TLS record of a handshake: content type 22. */
 #define TLS_HANDSHAKE 0x16
-#define TLS_MAJOR     0x03
 
 /* The content types of TLS records, change_cipher_spec (20) to
  * application_data (23): what follows a handshake.  No HTTP method
@@ -61,61 +62,63 @@ tls_first_byte(unsigned char c)
     return (c >= TLS_TYPE_FIRST && c <= TLS_TYPE_LAST) || c >= 0x80;
 }
 
-/* http_stray_answer - see stray.h. */
+/* http_edge_socket_answer - see edge_socket.h. */
 void
-http_stray_answer(int fd, unsigned status, const char *code,
-                  const char *sentence)
+http_edge_socket_answer(int fd, unsigned status, const char *code,
+                        const char *sentence)
 {
     char body[256], msg[512];
     int bn = snprintf(body, sizeof(body),
                       "{\"error\": \"%s\", \"code\": \"%s\"}", sentence, code);
     int n = snprintf(msg, sizeof(msg),
                      "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
-                     status, MHD_get_reason_phrase_for(status), bn, body);
+                     "Content-Length: %d\r\n%sConnection: close\r\n\r\n%s",
+                     status, MHD_get_reason_phrase_for(status), bn,
+                     http_status_retryable(status) ? "Retry-After: 1\r\n" : "",
+                     body);
 
     if (bn > 0 && (size_t)bn < sizeof(body) && n > 0 && (size_t)n < sizeof(msg))
         (void)send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     shutdown(fd, SHUT_WR);
 }
 
-/* stray_drop_answer - read and drop what waits on fd (64 KiB at most: a
+/* drop_answer - read and drop what waits on fd (64 KiB at most: a
  * TLS record is at most 16 KiB, a request head 8), answer 400 with
  * sentence and shut the socket both ways. */
 static void
-stray_drop_answer(int fd, const char *sentence)
+drop_answer(int fd, const char *sentence)
 {
     unsigned char sink[4096];
 
     for (int i = 0; i < 16; i++)
         if (recv(fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
             break;
-    http_stray_answer(fd, 400, "ephemeral_bad_request", sentence);
+    http_edge_socket_answer(fd, 400, "ephemeral_bad_request", sentence);
     shutdown(fd, SHUT_RD);
 }
 
-/* http_stray_plain - see stray.h.  Every TLS record begins with a byte
+/* http_edge_socket_plain - see edge_socket.h.  Every TLS record begins with a byte
  * tls_first_byte accepts, the first one included.  Judged only before MHD
  * has read anything of the connection (untouched): a connection is watched
  * until its first request line is in, and by then the handshake may be
  * done. */
 int
-http_stray_plain(int fd)
+http_edge_socket_plain(int fd)
 {
     unsigned char head;
 
     if (recv(fd, &head, 1, MSG_PEEK | MSG_DONTWAIT) != 1 ||
         tls_first_byte(head) || !untouched(fd, 0))
         return 0;
-    stray_drop_answer(fd, PLAIN_ON_TLS);
+    drop_answer(fd, PLAIN_ON_TLS);
     return 1;
 }
 
-/* http_stray_pull - see stray.h.  Only a read that starts with a byte no
+/* http_edge_socket_pull - see edge_socket.h.  Only a read that starts with a byte no
  * TLS stream begins with and holds the connection's first bytes is plain
  * HTTP; untouched's two system calls are paid only for such reads. */
 ssize_t
-http_stray_pull(void *ptr, void *buf, size_t len)
+http_edge_socket_pull(void *ptr, void *buf, size_t len)
 {
     int fd = (int)(intptr_t)ptr;
     ssize_t n = recv(fd, buf, len, 0);
@@ -123,20 +126,28 @@ http_stray_pull(void *ptr, void *buf, size_t len)
     if (n <= 0 || tls_first_byte(*(unsigned char *)buf) ||
         !untouched(fd, (size_t)n))
         return n;
-    stray_drop_answer(fd, PLAIN_ON_TLS);
+    drop_answer(fd, PLAIN_ON_TLS);
     errno = ECONNRESET;
     return -1;
 }
 
-/* http_stray_tls - see stray.h. */
+/* http_edge_socket_first - see edge_socket.h.  A request line begins
+ * with its method, a token; empty lines before it are allowed (RFC 9112
+ * §2.2).  Judged only before MHD has read anything of the connection. */
 int
-http_stray_tls(int fd)
+http_edge_socket_first(int fd)
 {
-    unsigned char head[2];
+    unsigned char c;
+    char sentence[96] = "this port speaks plain HTTP, not TLS";
 
-    if (recv(fd, head, sizeof(head), MSG_PEEK | MSG_DONTWAIT) != 2 ||
-        head[0] != TLS_HANDSHAKE || head[1] != TLS_MAJOR || !untouched(fd, 0))
+    if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 1)
+        return -1;
+    if (http_edge_token_char(c) || c == '\r' || c == '\n' || !untouched(fd, 0))
         return 0;
-    stray_drop_answer(fd, "this port speaks plain HTTP, not TLS");
+    if (c != TLS_HANDSHAKE)
+        snprintf(sentence, sizeof(sentence),
+                 "a request line begins with its method, not with byte 0x%02x",
+                 c);
+    drop_answer(fd, sentence);
     return 1;
 }

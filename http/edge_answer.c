@@ -1,16 +1,16 @@
 /*
- * mhd_answer.c - see mhd_answer.h.  MHD_queue_response is defined here,
+ * edge_answer.c - see edge_answer.h.  MHD_queue_response is defined here,
  * in the program, and exported (the Makefile links with
  * --export-dynamic-symbol), so that libmicrohttpd's own call binds to it;
  * the library's function is found once with dlsym(RTLD_NEXT).
  */
-#include "http/mhd_answer.h"
+#include "http/edge_answer.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "http/stray.h"
+#include "http/edge_socket.h"
 #include "shm/log.h"
 
 typedef enum MHD_Result (*queue_fn)(struct MHD_Connection *, unsigned int,
@@ -33,19 +33,19 @@ real_queue(void)
     return fn;
 }
 
-/* http_mhd_running - see mhd_answer.h. */
+/* http_edge_answer_running - see edge_answer.h. */
 void
-http_mhd_running(int running)
+http_edge_answer_running(int running)
 {
     mhd_running = running;
 }
 
-/* http_mhd_said_error - see mhd_answer.h.  MHD logs "Error processing
+/* http_edge_answer_log - see edge_answer.h.  MHD logs "Error processing
  * request (HTTP response code is N ('<its page>'))" just before it queues
  * the page; the page on a chunked body names "chunk", the one on a
  * Content-Length it refuses names "Content-Length". */
 void
-http_mhd_said_error(const char *line)
+http_edge_answer_log(const char *line)
 {
     static const char err[] = "Error processing request";
 
@@ -56,10 +56,10 @@ http_mhd_said_error(const char *line)
                                                        : MHD_ABOUT_OTHER;
 }
 
-/* http_mhd_queue - see mhd_answer.h. */
+/* http_edge_answer_queue - see edge_answer.h. */
 enum MHD_Result
-http_mhd_queue(struct MHD_Connection *conn, unsigned status,
-               struct MHD_Response *resp)
+http_edge_answer_queue(struct MHD_Connection *conn, unsigned status,
+                       struct MHD_Response *resp)
 {
     queue_fn fn = real_queue();
 
@@ -115,18 +115,19 @@ refuse_length(struct MHD_Connection *conn, unsigned int status)
         return MHD_NO;
     log_info(0, "libmicrohttpd refuses a Content-Length: %u in JSON", status);
     if (status == MHD_HTTP_CONTENT_TOO_LARGE)
-        http_stray_answer(ci->connect_fd, status, "payload_too_large",
-                          "the Content-Length header is too large");
+        http_edge_socket_answer(ci->connect_fd, status, "payload_too_large",
+                                "the Content-Length header is too large");
     else
-        http_stray_answer(ci->connect_fd, status, "ephemeral_bad_request",
-                          "the Content-Length header is not a decimal number");
+        http_edge_socket_answer(
+            ci->connect_fd, status, "ephemeral_bad_request",
+            "the Content-Length header is not a decimal number");
     return MHD_NO;
 }
 
 /*
  * MHD_queue_response - libmicrohttpd's, for every caller; while our
  * server runs MHD, a response queued by MHD itself (ours go through
- * http_mhd_queue) is one of its HTML error pages: a JSON body with the
+ * http_edge_answer_queue) is one of its HTML error pages: a JSON body with the
  * same status goes instead.  MHD frees its page (it drops its reference
  * once queued) and, the request being an error, closes the connection
  * after the answer ("Connection: close").  A refused Content-Length is
