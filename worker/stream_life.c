@@ -114,32 +114,71 @@ stream_rehandle(struct stream *s, size_t i, uint64_t handle)
         shm_unpark(w->seg, w->set.slot, old);
 }
 
-/* stream_cursor - see stream_int.h.  A group stream's names no owner: the
- * group's place is the broker's to keep. */
+/* stream_cursor - see stream_int.h.  This node is owner 0, the owners of
+ * its watches follow once their events named them; a group stream's
+ * names no owner: the group's place is the broker's to keep. */
 void
 stream_cursor(const struct stream *s, uint64_t wmark, char *out)
 {
     struct http_cursor c;
+    uint8_t at[SHM_BOARD_MEMBERS];
 
     c.hash = s->hash;
-    c.nowners = s->grouped ? 0 : 1;
-    c.inc[0] = s->w->incarnation;
-    c.w[0] = wmark;
+    c.nowners = 0;
+    if (!s->grouped) {
+        c.inc[0] = s->w->incarnation;
+        c.w[0] = wmark;
+        c.nowners = 1;
+    }
+    for (size_t k = 0; k < s->nwatches && k < SHM_BOARD_MEMBERS; k++) {
+        const struct stream_watch *x = &s->watches[k];
+        at[k] = HTTP_CURSOR_NONE;
+        if (s->grouped || !x->known || c.nowners == HTTP_CURSOR_OWNERS)
+            continue;
+        at[k] = (uint8_t)c.nowners;
+        c.inc[c.nowners] = x->inc;
+        c.w[c.nowners++] = x->wmark;
+    }
     c.nparts = 0;
-    for (size_t i = 0; i < s->nsubs; i++)
-        if (s->subs[i].part.len > 0)
-            c.owner[c.nparts++] = s->grouped ? HTTP_CURSOR_NONE : 0;
+    for (size_t i = 0; i < s->nsubs; i++) {
+        const struct stream_sub *u = &s->subs[i];
+        if (u->part.len == 0)
+            continue;
+        c.owner[c.nparts++] = s->grouped     ? HTTP_CURSOR_NONE
+                              : u->watch < 0 ? 0
+                                             : at[u->watch];
+    }
     if (http_cursor_encode(&c, out) < 0)
         out[0] = '\0'; /* cannot: stream_max_subs keeps it short */
 }
 
-/* stop - no more events or waits: off the index and the due list. */
+/* stream_open_event - see stream_int.h. */
+void
+stream_open_event(struct stream *s)
+{
+    char id[HTTP_CURSOR_MAX + 1], data[32];
+    int n = snprintf(data, sizeof(data), "{\"subs\":%zu}", s->nsubs);
+    uint64_t at[SHM_BOARD_MEMBERS];
+
+    for (size_t k = 0; k < s->nwatches && k < SHM_BOARD_MEMBERS; k++) {
+        at[k] = s->watches[k].wmark;
+        s->watches[k].wmark = s->watches[k].wopen;
+    }
+    stream_cursor(s, s->wmark, id);
+    for (size_t k = 0; k < s->nwatches && k < SHM_BOARD_MEMBERS; k++)
+        s->watches[k].wmark = at[k];
+    http_sse_event(&s->out, id, "open", data, (size_t)n);
+}
+
+/* stop - no more events or waits: off the index and the due list, its
+ * watches dropped. */
 static void
 stop(struct stream *s)
 {
     s->end = 1;
     due_unlink(s);
     worker_unpark(s->w, &s->park);
+    stream_watch_stop(s);
 }
 
 /* stream_emitted - see stream_int.h. */
@@ -240,10 +279,31 @@ stream_body_read(void *arg, char *buf, size_t max)
     if (s->paused && !s->end) { /* a group stream pops again */
         s->paused = 0;
         for (size_t i = 0; i < s->nsubs; i++)
-            s->subs[i].dirty = 1;
+            s->subs[i].dirty = s->subs[i].watch < 0;
         stream_due(s);
     }
     return (ssize_t)n;
+}
+
+/* stream_release - see stream_int.h. */
+void
+stream_release(struct stream *s)
+{
+    stream_watch_stop(s);
+    for (size_t k = 0; k < s->nwatches; k++) {
+        http_sse_parse_free(&s->watches[k].parser);
+        free(s->watches[k].target);
+        free(s->watches[k].cursor);
+    }
+    free(s->watches);
+    http_buf_free(&s->out);
+    http_buf_free(&s->pending);
+    http_buf_free(&s->missed);
+    free(s->authz);
+    free(s->subs);
+    free(s->waits);
+    free(s->names);
+    free(s);
 }
 
 /* stream_done - see stream_int.h. */
@@ -257,11 +317,7 @@ stream_done(void *arg, int sent_ok)
     stop(s);
     shm_streams_add(w->seg, w->set.slot, -1);
     w->streams->open--;
-    http_buf_free(&s->out);
-    free(s->subs);
-    free(s->waits);
-    free(s->names);
-    free(s);
+    stream_release(s);
 }
 
 /* on_wake - parked.h: the subscriptions that wait on handle (0: all) are
@@ -273,7 +329,8 @@ on_wake(struct park *p, uint64_t handle, const struct park *empty)
 
     (void)empty;
     for (size_t i = 0; i < s->nsubs; i++)
-        if (handle == 0 || s->waits[i].handle == handle)
+        if (s->subs[i].watch < 0 &&
+            (handle == 0 || s->waits[i].handle == handle))
             s->subs[i].dirty = 1;
     s->woken = 1;
     stream_due(s);
@@ -318,6 +375,17 @@ on_revoke(struct park *p)
     stream_finish(STREAM_OF(p), STREAM_END_REVOKED);
 }
 
+/* on_moved - parked.h: who owns its subscriptions changed; the client
+ * comes back and asks the owners there are now. */
+static void
+on_moved(struct park *p)
+{
+    struct stream *s = STREAM_OF(p);
+
+    if (stream_plan_hash(s) != s->plan)
+        stream_finish(s, STREAM_END_RETRY);
+}
+
 /* on_drain - parked.h (and on_stale): the client reconnects elsewhere,
  * or here later. */
 static void
@@ -332,7 +400,7 @@ static const struct park_ops stream_events = {
     .on_hangup = on_hangup,
     .on_revoke = on_revoke,
     .on_drain = on_drain,
-    .on_moved = NULL,
+    .on_moved = on_moved,
     .on_stale = on_drain,
 };
 
