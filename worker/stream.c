@@ -1,10 +1,12 @@
 /*
  * stream.c - GET /api/v1/ephemeral/subscribe (stream.h): the request read
- * (stream_parse.c), the permissions and the node's bounds checked, the
- * start positions (from, or a resume's cursor), the `open` event, the
- * first round (stream_read.c) and the answer, whose body the stream's
- * out buffer feeds (stream_life.c).  Nothing is opened when anything
- * fails before the answer: the client gets 400, 403, 500 or 503.
+ * (stream_parse.c), the permissions and the node's bounds checked, who
+ * serves each subscription (stream_watch.c: here, or an owner's watch),
+ * the start positions (from, or a resume's cursor), the `open` event and
+ * the first round (stream_read.c; both after the watches said where they
+ * start), and the answer, whose body the stream's out buffer feeds
+ * (stream_life.c).  Nothing is opened when anything fails before the
+ * answer: the client gets 400, 403, 500 or 503.
  */
 #include "worker/stream.h"
 
@@ -171,11 +173,10 @@ resume_from(struct stream *s, const struct http_cursor *c, uint64_t h)
         struct stream_sub *u = &s->subs[i];
         int here = ok && (u->part.len == 0 || c->owner[k] == me);
         k += u->part.len > 0;
-        if (u->watch >= 0) {
-            if (!list) /* its owner cannot tell: missed here */
-                stream_missed_add(s, u->queue, u->part.ptr, u->part.len);
-            continue;
-        }
+        if (!list && (u->watch >= 0 || u->part.len == 0)) /* its owners */
+            stream_missed_add(s, u->queue, u->part.ptr, u->part.len);
+        if (u->watch >= 0)
+            continue; /* cannot tell: missed here, and read anew */
         u->missed = !here;
         u->after = here ? c->w[me] : h;
         any |= here;

@@ -3,7 +3,8 @@
  * meets the loop's events (a wake marks subscriptions dirty and puts it
  * on the due list; a deadline is its keepalive, its token's expiry, or a
  * retry while a round left it holding more; a hang-up, a revocation, a
- * drain, a stale view end it), its out buffer feeds MHD, and it ends:
+ * drain, a stale view, a change of who owns its subscriptions end it),
+ * its out buffer feeds MHD, and it ends:
  * a last event says why, MHD sends what is left, and the request's end
  * frees it.
  *

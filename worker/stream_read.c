@@ -231,7 +231,9 @@ part_name(void *arg, struct shm_name part, uint64_t held)
 }
 
 /* read_sub_queue - a whole queue's read: its bit raised first, then each
- * partition holding messages read (no bit: the queue's covers them). */
+ * partition holding messages read (no bit: the queue's covers them).  A
+ * resume that cannot take the queue up here names each partition held
+ * here missed (none held: nothing to miss). */
 static int
 read_sub_queue(struct stream *s, struct round *rd, uint32_t i)
 {
@@ -263,14 +265,12 @@ read_sub_queue(struct stream *s, struct round *rd, uint32_t i)
         if ((rc = read_part(s, rd, i, &r, &res)) < 0)
             return rc;
         sub->dirty |= res.newest > rd->h;
-        if (rd->resume && !sub->missed && res.gap) {
+        if (rd->resume && (sub->missed || res.gap)) { /* what it holds */
             drop_from(set, first_rec);
             stream_missed_add(s, sub->queue, p->name, p->len);
         }
     }
-    if (rd->resume && sub->missed)
-        stream_missed_add(s, sub->queue, NULL, 0);
-    else if (rd->resume)
+    if (rd->resume && !sub->missed)
         s->resumed++;
     return 0;
 }
