@@ -1,10 +1,12 @@
 /*
  * stream.c - GET /api/v1/ephemeral/subscribe (stream.h): the request read
- * (stream_parse.c), the permissions and the node's bounds checked, the
- * start positions (from, or a resume's cursor), the `open` event, the
- * first round (stream_read.c) and the answer, whose body the stream's
- * out buffer feeds (stream_life.c).  Nothing is opened when anything
- * fails before the answer: the client gets 400, 403, 500 or 503.
+ * (stream_parse.c), the permissions and the node's bounds checked, who
+ * serves each subscription (stream_watch.c: here, or an owner's watch),
+ * the start positions (from, or a resume's cursor), the `open` event and
+ * the first round (stream_read.c; both after the watches said where they
+ * start), and the answer, whose body the stream's out buffer feeds
+ * (stream_life.c).  Nothing is opened when anything fails before the
+ * answer: the client gets 400, 403, 500 or 503.
  */
 #include "worker/stream.h"
 
@@ -16,6 +18,7 @@
 
 #include "http/buf.h"
 #include "http/errors.h"
+#include "http/query.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "http/sse.h"
@@ -23,6 +26,7 @@
 #include "shm/horizon.h"
 #include "shm/stats.h"
 #include "worker/authz.h"
+#include "worker/forward.h"
 #include "worker/stream_int.h"
 #include "worker/worker_int.h"
 
@@ -33,17 +37,6 @@ stream_set_of(struct worker *w)
     if (w->streams == NULL)
         w->streams = calloc(1, sizeof(*w->streams));
     return w->streams;
-}
-
-/* stream_free - a stream that never opened, or whose request ended. */
-static void
-stream_free(struct stream *s)
-{
-    http_buf_free(&s->out);
-    free(s->subs);
-    free(s->waits);
-    free(s->names);
-    free(s);
 }
 
 /*
@@ -112,11 +105,12 @@ stream_new(struct worker *w, struct http_request *req,
         if (rc == -ENOMEM)
             http_reply_errno(req, rc, "subscribe");
         if (s != NULL)
-            stream_free(s);
+            stream_release(s);
         return NULL;
     }
     s->w = w;
     s->req = req;
+    s->forwarded = http_request_header(req, FORWARD_HEADER) != NULL;
     s->nsubs = a->nsubs;
     s->grouped = a->grouped;
     s->from = a->from;
@@ -155,12 +149,14 @@ start_from(struct stream *s, uint64_t h)
 }
 
 /*
- * resume_from - where each subscription starts with cursor c: after its
- * watermark when c names this incarnation for it (a partition: its own
- * owner; a whole queue: any) and the list is c's; else it is missed, and
- * starts after h.  The open event says W (or h when nothing resumes).
+ * resume_from - where each subscription read here starts with cursor c:
+ * after its watermark when c names this incarnation for it (a partition:
+ * its own owner; a whole queue: any) and the list is c's; else it is
+ * missed, and starts after h.  The open event says W (or h when nothing
+ * resumes).  Returns whether c is this list's (else its watches' part is
+ * missed too, and they start anew).
  */
-static void
+static int
 resume_from(struct stream *s, const struct http_cursor *c, uint64_t h)
 {
     unsigned me = HTTP_CURSOR_NONE, k = 0, nparts = 0;
@@ -171,34 +167,55 @@ resume_from(struct stream *s, const struct http_cursor *c, uint64_t h)
     for (unsigned o = 0; o < c->nowners; o++)
         if (c->inc[o] == s->w->incarnation)
             me = o;
-    int ok = c->hash == s->hash && c->nparts == nparts &&
-             me != HTTP_CURSOR_NONE && c->w[me] <= h;
+    int list = c->hash == s->hash && c->nparts == nparts;
+    int ok = list && me != HTTP_CURSOR_NONE && c->w[me] <= h;
     for (size_t i = 0; i < s->nsubs; i++) {
         struct stream_sub *u = &s->subs[i];
         int here = ok && (u->part.len == 0 || c->owner[k] == me);
         k += u->part.len > 0;
+        if (!list && (u->watch >= 0 || u->part.len == 0)) /* its owners */
+            stream_missed_add(s, u->queue, u->part.ptr, u->part.len);
+        if (u->watch >= 0)
+            continue; /* cannot tell: missed here, and read anew */
         u->missed = !here;
         u->after = here ? c->w[me] : h;
         any |= here;
     }
     s->wmark = any ? c->w[me] : h;
+    return list;
 }
 
-/* open_event - the first event: its id gives a browser a Last-Event-ID
- * before any message. */
-static void
-open_event(struct stream *s)
+/* credentials - the caller's token as an Authorization line for the
+ * watches (an access_token becomes a bearer token); NULL when none.  A
+ * token with a control character or a space is not sent on. */
+static char *
+credentials(struct http_request *req)
 {
-    char id[HTTP_CURSOR_MAX + 1], data[32];
-    int n = snprintf(data, sizeof(data), "{\"subs\":%zu}", s->nsubs);
+    const char *auth = http_request_header(req, "Authorization"), *t = NULL;
+    size_t n = 0;
+    char *out = NULL;
 
-    stream_cursor(s, s->wmark, id);
-    http_sse_event(&s->out, id, "open", data, (size_t)n);
+    if (auth != NULL)
+        t = auth, n = strlen(auth);
+    else if ((t = http_query_get(http_request_args(req), "access_token", &n)) ==
+             NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)t[i] < 0x20 || t[i] == 0x7f ||
+            (auth == NULL && t[i] == ' '))
+            return NULL;
+    if (asprintf(&out, "Authorization: %s%.*s", auth ? "" : "Bearer ", (int)n,
+                 t) < 0)
+        return NULL;
+    return out;
 }
 
 /*
- * stream_open - s's first events, its answer, its park.  0; else -errno
- * with nothing answered and s still the caller's.
+ * stream_open - s's plan (who serves what), its first events, its
+ * watches, its answer, its park.  0; else -errno with nothing answered
+ * and s still the caller's: -EREMOTE (a forwarded stream asked for a
+ * partition this node does not own), -EHOSTUNREACH (an owner cannot be
+ * called), -ENOMEM.
  */
 static int
 stream_open(struct stream *s, const struct stream_args *a)
@@ -206,18 +223,34 @@ stream_open(struct stream *s, const struct stream_args *a)
     struct worker *w = s->w;
     struct stream_set *set = w->streams;
     uint64_t h = shm_horizon(w->seg), now = shm_now_ms();
-    int rc, resume = !s->grouped && a->has_cursor;
+    int rc, resume = !s->grouped && a->has_cursor, list = 0;
+    int64_t plan;
 
+    shm_owners_refresh(&w->owners, w->seg->board);
+    if ((plan = stream_plan(s)) <= 0)
+        return plan == 0 ? -EREMOTE : -ENOMEM;
     if (h < set->horizon)
         h = set->horizon; /* a later read may give less (horizon.h) */
     set->horizon = h;
     if (resume)
-        resume_from(s, &a->cursor, h);
+        list = resume_from(s, &a->cursor, h);
     else
         start_from(s, h);
-    open_event(s);
-    if ((rc = stream_first_round(s, h, resume)) != 0)
+    if (stream_watch_prepare(s, list ? &a->cursor : NULL) != 0)
+        return -ENOMEM;
+    if (s->nwatches > 0 && (s->authz = credentials(s->req)) == NULL &&
+        w->auth_on)
+        return -EACCES;
+    s->resume = resume;
+    s->h0 = h;
+    s->starting = s->nwatches; /* each says where it starts first */
+    if ((rc = stream_watch_start(s)) != 0)
         return rc;
+    if (!s->starting) {
+        stream_open_event(s);
+        if ((rc = stream_first_round(s, h, resume)) != 0)
+            return rc;
+    }
     struct http_body_src src = {stream_body_read, s};
     if (s->out.oom || http_reply_body(s->req, 200, "text/event-stream", &src))
         return -ENOMEM;
@@ -230,6 +263,27 @@ stream_open(struct stream *s, const struct stream_args *a)
     s->written_at = now;
     stream_park(s);
     return 0;
+}
+
+/* refuse - what stream_open's -errno says to the client. */
+static void
+refuse(struct http_request *req, int rc)
+{
+    if (rc == -EREMOTE)
+        http_reply_error(req, 503, "owner_moved",
+                         "this node does not own every partition the "
+                         "forwarded stream names (membership is changing); "
+                         "retry");
+    else if (rc == -EHOSTUNREACH || rc == -EINVAL)
+        http_reply_error(req, 503, "ephemeral_forward_failed",
+                         "a node that owns partitions of this stream cannot "
+                         "be called now; retry");
+    else if (rc == -EACCES)
+        http_reply_error(req, 400, "ephemeral_bad_request",
+                         "the token cannot be passed on to the nodes that own "
+                         "the stream's partitions (a control character)");
+    else
+        http_reply_errno(req, rc, "subscribe");
 }
 
 /* worker_subscribe - see stream.h. */
@@ -251,17 +305,17 @@ worker_subscribe(struct worker *w, struct http_request *req)
                          "this node holds stream_max (%u) streams: retry "
                          "later, or ask another node",
                          w->set.stream_max);
-        stream_free(s);
+        stream_release(s);
         s = NULL;
     }
     if (s != NULL && stream_set_of(w) == NULL) {
         http_reply_errno(req, -ENOMEM, "subscribe");
-        stream_free(s);
+        stream_release(s);
         s = NULL;
     }
     if (s != NULL && (rc = stream_open(s, &a)) != 0) {
-        http_reply_errno(req, rc, "subscribe");
-        stream_free(s);
+        refuse(req, rc);
+        stream_release(s);
     }
     free(a.mem);
     free(a.subs);

@@ -5,6 +5,12 @@
  * events, its body, its end), stream_parse.c (the request) and
  * stream_read.c (its rounds: what it reads and emits).
  *
+ * In a cluster the subscriptions another node owns are read there: one
+ * watch per owner (stream_watch.c), a signed call to the owner's own
+ * subscribe route marked forwarded, which serves its local partitions
+ * only and whose events are relayed here with this stream's cursor: one
+ * watermark per owner incarnation, each owner's from its own events.
+ *
  * A stream is a parked call (parked.h) for its whole life: it waits on
  * one handle per subscription (a partition, or a queue for all of its
  * partitions), its deadline is its next keepalive, token expiry or retry,
@@ -25,6 +31,8 @@
 
 #include "http/buf.h"
 #include "http/cursor.h"
+#include "http/sse_parse.h"
+#include "shm/board.h"
 #include "shm/broker.h"
 #include "shm/tail.h"
 #include "worker/park.h"
@@ -32,6 +40,7 @@
 struct worker;
 struct http_request;
 struct http_error;
+struct http_client_stream;
 
 #define STREAM_RETRY_MS 1000 /* what retry: tells a client to wait */
 
@@ -43,6 +52,25 @@ struct stream_sub {
     uint64_t after;          /* the first round reads after this (resume) */
     uint8_t dirty;           /* read it at the next round */
     uint8_t missed;          /* a resume could not take it up (recovered) */
+    int16_t watch;           /* a partition read by watches[watch]; -1:
+                                here (a whole queue: here and by every
+                                watch) */
+};
+
+/* A watch (stream_watch.c): the subscriptions one other node owns, read
+ * there by a forwarded stream, its events relayed. */
+struct stream_watch {
+    struct stream *s;
+    char id[SHM_BOARD_ID_MAX];       /* the owner's node id */
+    char addr[SHM_BOARD_ADDR_MAX];   /* and client address */
+    uint64_t inc, wmark;             /* its incarnation and watermark, */
+    int known;                       /* once its events named them */
+    uint64_t wopen;                  /* the watermark its open named */
+    int reported;                    /* its open (a resume: recovered) came */
+    char *target;                    /* its subscribe's path and query */
+    char *cursor;                    /* its Last-Event-ID, or NULL */
+    struct http_client_stream *call; /* NULL: not (or no longer) out */
+    struct http_sse_parser parser;
 };
 
 struct stream {
@@ -70,6 +98,19 @@ struct stream {
     int due;             /* on the set's due list */
     int due_later;       /* due before it was parked (its first round) */
     struct stream *due_prev, *due_next;
+    int forwarded; /* a peer's watch: its partitions only */
+    uint64_t plan; /* who served its subscriptions (plan_hash) */
+    struct stream_watch *watches;
+    size_t nwatches;
+    size_t starting;         /* watches that have not said where they start
+                             (open; a resume: recovered): the open event
+                             and the first round wait for them */
+    int resume;              /* it resumes from the client's cursor */
+    uint64_t h0;             /* the horizon when it opened */
+    struct http_buf pending; /* what they relayed meanwhile */
+    size_t resumed;          /* the recovered event's partitions, */
+    struct http_buf missed;  /* and its missed entries, gathered */
+    char *authz;             /* the caller's credentials, for watches */
 };
 
 /* The worker's streams (w->streams): the due list, and the scratch a
@@ -163,17 +204,64 @@ ssize_t stream_body_read(void *arg, char *buf, size_t max);
 /* stream_done - its request ended (http_request_on_done): freed. */
 void stream_done(void *arg, int sent_ok);
 
+/* stream_release - free s and what it holds (its watches cancelled): one
+ * never opened, or one whose request ended. */
+void stream_release(struct stream *s);
+
 /* stream_cursor - the cursor of s with watermark wmark, into out (room for
  * HTTP_CURSOR_MAX + 1). */
 void stream_cursor(const struct stream *s, uint64_t wmark, char *out);
 
+/* stream_open_event - the first event: its id gives a browser a
+ * Last-Event-ID before any message (its watches at the watermarks their
+ * own open events named). */
+void stream_open_event(struct stream *s);
+
+/* stream_missed_add - an entry of the recovered event: queue (internal)
+ * and partition (NULL: the whole queue). */
+void stream_missed_add(struct stream *s, struct shm_name queue,
+                       const char *part, size_t plen);
+
+/* ---- stream_watch.c ------------------------------------------------- */
+
+/*
+ * stream_plan - who serves s's subscriptions now: each partition here or
+ * by the owner's watch (subs[i].watch, watches made: ids and addresses),
+ * a whole queue here and by every other owner (a forwarded stream: here
+ * only).  Returns the plan's hash (stream_plan_hash), or 0 with nothing
+ * made when a forwarded stream is asked for a partition this node does
+ * not own, -1 when out of memory.
+ */
+int64_t stream_plan(struct stream *s);
+
+/* stream_plan_hash - the hash of who serves s's subscriptions as the
+ * owners say now (a change of it ends the stream with retry:). */
+uint64_t stream_plan_hash(const struct stream *s);
+
+/*
+ * stream_watch_prepare - each watch's target (its subscriptions with the
+ * client's names, from, group) and, resuming with client cursor c (NULL:
+ * none), its slice of c.  0 or -ENOMEM.
+ */
+int stream_watch_prepare(struct stream *s, const struct http_cursor *c);
+
+/* stream_watch_start - the watches go out.  0, or -errno (a peer that
+ * cannot be called: nothing of the stream opened yet). */
+int stream_watch_start(struct stream *s);
+
+/* stream_watch_stop - the watches still out are dropped, and their
+ * parsers freed. */
+void stream_watch_stop(struct stream *s);
+
 /* ---- stream_read.c ------------------------------------------------- */
 
 /*
- * stream_first_round - at the open, before any event but `open`: the
- * first read of every subscription up to horizon h (from, or a resume's
- * positions), setting the waiter bits.  Appends `recovered` (a resume)
- * and the messages.  0 or -errno (the stream is not opened).
+ * stream_first_round - at the open, before any event but `open` (or once
+ * the watches of a resume have said what they resumed): the first read
+ * of every subscription here up to horizon h (from, or a resume's
+ * positions), setting the waiter bits.  Appends `recovered` (a resume:
+ * with what s gathered from its watches), what the watches relayed
+ * meanwhile, and the messages.  0 or -errno (the stream is not opened).
  */
 int stream_first_round(struct stream *s, uint64_t h, int resume);
 

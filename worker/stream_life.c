@@ -3,7 +3,8 @@
  * meets the loop's events (a wake marks subscriptions dirty and puts it
  * on the due list; a deadline is its keepalive, its token's expiry, or a
  * retry while a round left it holding more; a hang-up, a revocation, a
- * drain, a stale view end it), its out buffer feeds MHD, and it ends:
+ * drain, a stale view, a change of who owns its subscriptions end it),
+ * its out buffer feeds MHD, and it ends:
  * a last event says why, MHD sends what is left, and the request's end
  * frees it.
  *
@@ -71,29 +72,25 @@ next_deadline(const struct stream *s, uint64_t now)
 }
 
 /* stream_due - see stream_int.h.  Before it is parked (its first round),
- * only noted. */
+ * only noted.  The loop runs the due list's rounds at its next drain of
+ * the wake queue, which every turn ends with. */
 void
 stream_due(struct stream *s)
 {
     struct stream_set *set = s->w->streams;
-    uint64_t now = shm_now_ms();
 
-    if (s->end)
+    if (s->end || s->due)
         return;
     if (!s->park.parked) {
         s->due_later = 1;
         return;
     }
-    if (!s->due) {
-        s->due = 1;
-        s->due_prev = NULL;
-        s->due_next = set->due;
-        if (set->due != NULL)
-            set->due->due_prev = s;
-        set->due = s;
-    }
-    if (s->park.deadline > now + 1)
-        park_update_deadline(&s->w->parks, &s->park, now + 1);
+    s->due = 1;
+    s->due_prev = NULL;
+    s->due_next = set->due;
+    if (set->due != NULL)
+        set->due->due_prev = s;
+    set->due = s;
 }
 
 /* stream_rehandle - see stream_int.h.  Parked, it leaves the index and
@@ -118,32 +115,71 @@ stream_rehandle(struct stream *s, size_t i, uint64_t handle)
         shm_unpark(w->seg, w->set.slot, old);
 }
 
-/* stream_cursor - see stream_int.h.  A group stream's names no owner: the
- * group's place is the broker's to keep. */
+/* stream_cursor - see stream_int.h.  This node is owner 0, the owners of
+ * its watches follow once their events named them; a group stream's
+ * names no owner: the group's place is the broker's to keep. */
 void
 stream_cursor(const struct stream *s, uint64_t wmark, char *out)
 {
     struct http_cursor c;
+    uint8_t at[SHM_BOARD_MEMBERS];
 
     c.hash = s->hash;
-    c.nowners = s->grouped ? 0 : 1;
-    c.inc[0] = s->w->incarnation;
-    c.w[0] = wmark;
+    c.nowners = 0;
+    if (!s->grouped) {
+        c.inc[0] = s->w->incarnation;
+        c.w[0] = wmark;
+        c.nowners = 1;
+    }
+    for (size_t k = 0; k < s->nwatches && k < SHM_BOARD_MEMBERS; k++) {
+        const struct stream_watch *x = &s->watches[k];
+        at[k] = HTTP_CURSOR_NONE;
+        if (s->grouped || !x->known || c.nowners == HTTP_CURSOR_OWNERS)
+            continue;
+        at[k] = (uint8_t)c.nowners;
+        c.inc[c.nowners] = x->inc;
+        c.w[c.nowners++] = x->wmark;
+    }
     c.nparts = 0;
-    for (size_t i = 0; i < s->nsubs; i++)
-        if (s->subs[i].part.len > 0)
-            c.owner[c.nparts++] = s->grouped ? HTTP_CURSOR_NONE : 0;
+    for (size_t i = 0; i < s->nsubs; i++) {
+        const struct stream_sub *u = &s->subs[i];
+        if (u->part.len == 0)
+            continue;
+        c.owner[c.nparts++] = s->grouped     ? HTTP_CURSOR_NONE
+                              : u->watch < 0 ? 0
+                                             : at[u->watch];
+    }
     if (http_cursor_encode(&c, out) < 0)
         out[0] = '\0'; /* cannot: stream_max_subs keeps it short */
 }
 
-/* stop - no more events or waits: off the index and the due list. */
+/* stream_open_event - see stream_int.h. */
+void
+stream_open_event(struct stream *s)
+{
+    char id[HTTP_CURSOR_MAX + 1], data[32];
+    int n = snprintf(data, sizeof(data), "{\"subs\":%zu}", s->nsubs);
+    uint64_t at[SHM_BOARD_MEMBERS];
+
+    for (size_t k = 0; k < s->nwatches && k < SHM_BOARD_MEMBERS; k++) {
+        at[k] = s->watches[k].wmark;
+        s->watches[k].wmark = s->watches[k].wopen;
+    }
+    stream_cursor(s, s->wmark, id);
+    for (size_t k = 0; k < s->nwatches && k < SHM_BOARD_MEMBERS; k++)
+        s->watches[k].wmark = at[k];
+    http_sse_event(&s->out, id, "open", data, (size_t)n);
+}
+
+/* stop - no more events or waits: off the index and the due list, its
+ * watches dropped. */
 static void
 stop(struct stream *s)
 {
     s->end = 1;
     due_unlink(s);
     worker_unpark(s->w, &s->park);
+    stream_watch_stop(s);
 }
 
 /* stream_emitted - see stream_int.h. */
@@ -244,10 +280,31 @@ stream_body_read(void *arg, char *buf, size_t max)
     if (s->paused && !s->end) { /* a group stream pops again */
         s->paused = 0;
         for (size_t i = 0; i < s->nsubs; i++)
-            s->subs[i].dirty = 1;
+            s->subs[i].dirty = s->subs[i].watch < 0;
         stream_due(s);
     }
     return (ssize_t)n;
+}
+
+/* stream_release - see stream_int.h. */
+void
+stream_release(struct stream *s)
+{
+    stream_watch_stop(s);
+    for (size_t k = 0; k < s->nwatches; k++) {
+        http_sse_parse_free(&s->watches[k].parser);
+        free(s->watches[k].target);
+        free(s->watches[k].cursor);
+    }
+    free(s->watches);
+    http_buf_free(&s->out);
+    http_buf_free(&s->pending);
+    http_buf_free(&s->missed);
+    free(s->authz);
+    free(s->subs);
+    free(s->waits);
+    free(s->names);
+    free(s);
 }
 
 /* stream_done - see stream_int.h. */
@@ -261,11 +318,7 @@ stream_done(void *arg, int sent_ok)
     stop(s);
     shm_streams_add(w->seg, w->set.slot, -1);
     w->streams->open--;
-    http_buf_free(&s->out);
-    free(s->subs);
-    free(s->waits);
-    free(s->names);
-    free(s);
+    stream_release(s);
 }
 
 /* on_wake - parked.h: the subscriptions that wait on handle (0: all) are
@@ -277,7 +330,8 @@ on_wake(struct park *p, uint64_t handle, const struct park *empty)
 
     (void)empty;
     for (size_t i = 0; i < s->nsubs; i++)
-        if (handle == 0 || s->waits[i].handle == handle)
+        if (s->subs[i].watch < 0 &&
+            (handle == 0 || s->waits[i].handle == handle))
             s->subs[i].dirty = 1;
     s->woken = 1;
     stream_due(s);
@@ -322,6 +376,17 @@ on_revoke(struct park *p)
     stream_finish(STREAM_OF(p), STREAM_END_REVOKED);
 }
 
+/* on_moved - parked.h: who owns its subscriptions changed; the client
+ * comes back and asks the owners there are now. */
+static void
+on_moved(struct park *p)
+{
+    struct stream *s = STREAM_OF(p);
+
+    if (stream_plan_hash(s) != s->plan)
+        stream_finish(s, STREAM_END_RETRY);
+}
+
 /* on_drain - parked.h (and on_stale): the client reconnects elsewhere,
  * or here later. */
 static void
@@ -336,7 +401,7 @@ static const struct park_ops stream_events = {
     .on_hangup = on_hangup,
     .on_revoke = on_revoke,
     .on_drain = on_drain,
-    .on_moved = NULL,
+    .on_moved = on_moved,
     .on_stale = on_drain,
 };
 
@@ -376,15 +441,17 @@ worker_streams_before_drain(struct worker *w)
 }
 
 /* worker_streams_after_drain - see stream.h.  The list is taken whole
- * first: a round that leaves its stream holding more puts it on the next
- * one, for a later drain. */
+ * first: a round that leaves its stream holding more above the horizon
+ * puts it on the next one, and its deadline a millisecond away, so the
+ * loop comes back for it (nothing wakes a stream when the horizon moves). */
 void
 worker_streams_after_drain(struct worker *w)
 {
     struct stream_set *set = w->streams;
     struct stream *s, *next;
+    uint64_t now;
 
-    if (set == NULL)
+    if (set == NULL || set->due == NULL)
         return;
     s = set->due;
     set->due = NULL;
@@ -396,6 +463,10 @@ worker_streams_after_drain(struct worker *w)
             next->due_prev = NULL;
         stream_round(s, set->horizon);
     }
+    now = shm_now_ms();
+    for (s = set->due; s != NULL; s = s->due_next)
+        if (s->park.deadline > now + 1)
+            park_update_deadline(&w->parks, &s->park, now + 1);
     if (set->sink.cap > TRIM_FROM) { /* a big round's scratch goes */
         free(set->sink.buf);
         set->sink = (struct shm_sink){0};

@@ -138,22 +138,21 @@ read_part(struct stream *s, struct round *rd, uint32_t sub,
     }
 }
 
-/* missed_add - an entry of the recovered event: queue (internal) and
- * partition (NULL: the whole queue). */
-static void
-missed_add(struct round *rd, struct shm_name queue, const char *part,
-           size_t plen)
+/* stream_missed_add - see stream_int.h. */
+void
+stream_missed_add(struct stream *s, struct shm_name queue, const char *part,
+                  size_t plen)
 {
     struct shm_name q = worker_client_name(queue);
+    struct http_buf *b = &s->missed;
 
-    http_buf_append_str(&rd->missed,
-                        rd->missed.len ? ",{\"queue\":" : "{\"queue\":");
-    http_buf_append_json_str(&rd->missed, q.ptr, q.len);
+    http_buf_append_str(b, b->len ? ",{\"queue\":" : "{\"queue\":");
+    http_buf_append_json_str(b, q.ptr, q.len);
     if (part != NULL) {
-        http_buf_append_str(&rd->missed, ",\"partition\":");
-        http_buf_append_json_str(&rd->missed, part, plen);
+        http_buf_append_str(b, ",\"partition\":");
+        http_buf_append_json_str(b, part, plen);
     }
-    http_buf_append_str(&rd->missed, "}");
+    http_buf_append_str(b, "}");
 }
 
 /* drop_from - the records of sub from index i on are not emitted (a gap
@@ -204,9 +203,9 @@ read_sub_part(struct stream *s, struct round *rd, uint32_t i)
         drop_from(set_of(s), first_rec);
     }
     if (rd->resume && sub->missed)
-        missed_add(rd, sub->queue, sub->part.ptr, sub->part.len);
+        stream_missed_add(s, sub->queue, sub->part.ptr, sub->part.len);
     else if (rd->resume)
-        rd->resumed++;
+        s->resumed++;
     return 0;
 }
 
@@ -232,7 +231,9 @@ part_name(void *arg, struct shm_name part, uint64_t held)
 }
 
 /* read_sub_queue - a whole queue's read: its bit raised first, then each
- * partition holding messages read (no bit: the queue's covers them). */
+ * partition holding messages read (no bit: the queue's covers them).  A
+ * resume that cannot take the queue up here names each partition held
+ * here missed (none held: nothing to miss). */
 static int
 read_sub_queue(struct stream *s, struct round *rd, uint32_t i)
 {
@@ -264,15 +265,13 @@ read_sub_queue(struct stream *s, struct round *rd, uint32_t i)
         if ((rc = read_part(s, rd, i, &r, &res)) < 0)
             return rc;
         sub->dirty |= res.newest > rd->h;
-        if (rd->resume && !sub->missed && res.gap) {
+        if (rd->resume && (sub->missed || res.gap)) { /* what it holds */
             drop_from(set, first_rec);
-            missed_add(rd, sub->queue, p->name, p->len);
+            stream_missed_add(s, sub->queue, p->name, p->len);
         }
     }
-    if (rd->resume && sub->missed)
-        missed_add(rd, sub->queue, NULL, 0);
-    else if (rd->resume)
-        rd->resumed++;
+    if (rd->resume && !sub->missed)
+        s->resumed++;
     return 0;
 }
 
@@ -310,21 +309,34 @@ emit(struct stream *s, const struct shm_popped *m, uint32_t sub, const char *id)
     http_sse_message(&s->out, id, &e);
 }
 
-/* recovered - the recovered event of a resume, before its messages. */
+/* pending - what the watches relayed while the stream waited for them,
+ * after its open (and recovered) event. */
 static void
-recovered(struct stream *s, struct round *rd)
+pending(struct stream *s)
+{
+    if (s->pending.len > 0)
+        http_buf_append(&s->out, s->pending.data, s->pending.len);
+    s->out.oom |= s->pending.oom;
+    http_buf_free(&s->pending);
+}
+
+/* recovered - the recovered event of a resume, before its messages: this
+ * node's and its watches'. */
+static void
+recovered(struct stream *s)
 {
     struct http_buf b = {0};
 
-    http_buf_printf(&b, "{\"partitions\":%zu,\"missed\":[", rd->resumed);
-    if (rd->missed.len > 0)
-        http_buf_append(&b, rd->missed.data, rd->missed.len);
+    http_buf_printf(&b, "{\"partitions\":%zu,\"missed\":[", s->resumed);
+    if (s->missed.len > 0)
+        http_buf_append(&b, s->missed.data, s->missed.len);
     http_buf_append_str(&b, "]}");
-    if (!b.oom)
+    if (!b.oom && !s->missed.oom)
         http_sse_event(&s->out, NULL, "recovered", b.data, b.len);
     else
         s->out.oom = 1;
     http_buf_free(&b);
+    http_buf_free(&s->missed);
 }
 
 /* tail_round - see the file's comment.  0 or -errno (a read failed: the
@@ -340,8 +352,8 @@ tail_round(struct stream *s, struct round *rd)
     set->nrecs = 0;
     rd->cut = rd->h;
     for (uint32_t i = 0; i < s->nsubs && rc == 0; i++) {
-        if (!s->subs[i].dirty)
-            continue;
+        if (!s->subs[i].dirty || s->subs[i].watch >= 0)
+            continue; /* read by its owner's watch */
         rc = s->subs[i].part.len > 0 ? read_sub_part(s, rd, i)
                                      : read_sub_queue(s, rd, i);
     }
@@ -350,7 +362,9 @@ tail_round(struct stream *s, struct round *rd)
     if (set->nrecs > 1)
         qsort(set->recs, set->nrecs, sizeof(*set->recs), rec_cmp);
     if (rd->resume)
-        recovered(s, rd);
+        recovered(s);
+    if (rd->first)
+        pending(s);
     for (size_t k = 0; k < set->nrecs; k++) {
         const struct stream_rec *r = &set->recs[k];
         char id[HTTP_CURSOR_MAX + 1];
@@ -366,7 +380,7 @@ tail_round(struct stream *s, struct round *rd)
     if (rd->cut > s->wmark)
         s->wmark = rd->cut;
     for (uint32_t i = 0; i < s->nsubs; i++) {
-        any |= s->subs[i].dirty;
+        any |= s->subs[i].dirty && s->subs[i].watch < 0;
         if (s->subs[i].pos.seq > s->wmark)
             s->subs[i].pos = (struct shm_tail_pos){0};
     }
@@ -435,7 +449,8 @@ group_round(struct stream *s)
 
     s->paused = 0;
     for (uint32_t i = 0; i < s->nsubs && rc == 0 && !s->paused; i++)
-        rc = group_sub(s, i);
+        if (s->subs[i].watch < 0)
+            rc = group_sub(s, i);
     return rc;
 }
 
@@ -460,9 +475,10 @@ stream_first_round(struct stream *s, uint64_t h, int resume)
     int rc;
 
     for (size_t i = 0; i < s->nsubs; i++)
-        s->subs[i].dirty = 1;
+        s->subs[i].dirty = s->subs[i].watch < 0;
+    if (s->grouped)
+        pending(s);
     rc = s->grouped ? group_round(s) : tail_round(s, &rd);
-    http_buf_free(&rd.missed);
     s->started = 1;
     s->round_h = h;
     if (rc == -ENOBUFS || rc == 0) {
@@ -479,8 +495,8 @@ stream_round(struct stream *s, uint64_t h)
     struct round rd = {.h = h};
     int rc;
 
-    if (s->end)
-        return;
+    if (s->end || !s->started)
+        return; /* the first round, when it comes, reads everything */
     if (!s->grouped && !s->woken && h <= s->round_h) {
         stream_due(s); /* dirty, and the horizon has not moved: later */
         return;
@@ -488,7 +504,6 @@ stream_round(struct stream *s, uint64_t h)
     s->woken = 0;
     s->round_h = h;
     rc = s->grouped ? group_round(s) : tail_round(s, &rd);
-    http_buf_free(&rd.missed);
     finish(s, rc);
 }
 

@@ -7,8 +7,12 @@
  */
 #include "test/integration/sse.h"
 
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +38,27 @@ grow(char **p, size_t len, size_t *cap, size_t n)
     *cap = c;
 }
 
+/* dial - a blocking connection to n's client port, on the address its
+ * base URL names (a cluster's nodes listen on 127.0.0.N). */
+static int
+dial(const struct itest_node *n)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)n->port)};
+    char host[64] = "127.0.0.1";
+    const char *h = strstr(n->base, "://");
+    int fd;
+
+    if (h != NULL)
+        sscanf(h + 3, "%63[^:/]", host);
+    cr_assert_eq(inet_pton(AF_INET, host, &a.sin_addr), 1, "%s", n->base);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cr_assert(fd >= 0);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0,
+                 "connect %s: %s", n->base, strerror(errno));
+    return fd;
+}
+
 /* sse_open - see sse.h. */
 void
 sse_open(struct sse_client *c, const struct itest_node *n, const char *path,
@@ -43,8 +68,7 @@ sse_open(struct sse_client *c, const struct itest_node *n, const char *path,
     int len;
 
     memset(c, 0, sizeof(*c));
-    c->fd = itest_raw_connect(n);
-    cr_assert(c->fd >= 0, "connect: %s", strerror(-c->fd));
+    c->fd = dial(n);
     len = snprintf(req, sizeof(req),
                    "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                    "Accept: text/event-stream\r\n",

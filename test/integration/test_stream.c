@@ -411,6 +411,35 @@ Test(stream, a_cursor_of_a_previous_incarnation_is_missed)
     sse_close(&c);
 }
 
+Test(stream, a_whole_queue_resumed_elsewhere_names_the_partitions_held_there)
+{
+    struct itest_node n, m;
+    struct sse_client c;
+    char hdr[700];
+    const char *hdrs[] = {hdr, NULL};
+
+    itest_node_start(&n, "workers=1");
+    open_stream(&c, &n, API "/subscribe?queue=wi", NULL);
+    push_range(&n, "wi", "p", 0, 1, 1);
+    ns_in_order(&c, 0, 1);
+    snprintf(hdr, sizeof(hdr), "Last-Event-ID: %s", c.last_id);
+    sse_close(&c);
+    itest_node_start(&m, "workers=1"); /* another incarnation */
+    push_range(&m, "wi", "a", 5, 6, 1);
+    push_range(&m, "wi", "b", 6, 7, 1);
+    open_stream(&c, &m, API "/subscribe?queue=wi", hdrs);
+    cr_assert_geq(sse_wait_events(&c, 1, 10000), 1);
+    cr_assert_str_eq(c.ev[0].event, "recovered");
+    struct json_object *o = data_json(&c.ev[0]);
+    cr_assert_eq(itest_jint(o, "partitions"), 0, "%s", c.ev[0].data);
+    cr_assert_eq(itest_jlen(o, "missed"), 2, "%s", c.ev[0].data);
+    json_object_put(o);
+    sse_take(&c, 1);
+    push_range(&m, "wi", "a", 7, 8, 1);
+    ns_in_order(&c, 7, 8); /* what comes next, nothing held before */
+    sse_close(&c);
+}
+
 /* ---- a reader that never reads ------------------------------------------ */
 
 /* rss_anon_kib - RssAnon of process pid, KiB (-1: unknown). */

@@ -147,6 +147,10 @@ Test(config, no_arguments_give_the_spec_defaults)
     cr_assert_eq(c.busy_poll_us, 50);
     cr_assert_eq(c.max_body_bytes, 64ULL << 20);
     cr_assert_eq(c.max_connections, 20000);
+    cr_assert_eq(c.stream_max, 10000);
+    cr_assert_eq(c.stream_max_subs, 256);
+    cr_assert_eq(c.stream_buffer_bytes, 1ULL << 20);
+    cr_assert_eq(c.stream_keepalive_s, 15);
     cr_assert_str_eq(c.log_level, "info");
     cr_assert_str_eq(c.log, "");
     cr_assert_str_eq(c.pidfile, "");
@@ -286,6 +290,28 @@ Test(config, numbers_outside_their_range_are_refused)
     cfg_assert_err("busy_poll_us", "'1001'", "from 0 to 1000");
     cr_assert_eq(cfg_set(&c, "busy_poll_us", "0"), 0, "%s", cfg_err);
     cr_assert_eq(c.busy_poll_us, 0);
+}
+
+Test(config, stream_settings_take_their_ranges)
+{
+    struct config c;
+
+    cr_assert_eq(cfg_set(&c, "stream_max", "0"), 0, "%s", cfg_err);
+    cr_assert_eq(c.stream_max, 0);
+    cr_assert_eq(cfg_set(&c, "stream_max", "1000001"), -1);
+    cfg_assert_err("stream_max", "'1000001'", "from 0 to 1000000");
+    /* a cursor holds a nibble a partition in its 512 characters */
+    cr_assert_eq(cfg_set(&c, "stream_max_subs", "256"), 0, "%s", cfg_err);
+    cr_assert_eq(cfg_set(&c, "stream_max_subs", "257"), -1);
+    cfg_assert_err("stream_max_subs", "'257'", "from 1 to 256");
+    cr_assert_eq(cfg_set(&c, "stream_max_subs", "0"), -1);
+    cr_assert_eq(cfg_set(&c, "stream_buffer_bytes", "64K"), 0, "%s", cfg_err);
+    cr_assert_eq(c.stream_buffer_bytes, 65536);
+    cr_assert_eq(cfg_set(&c, "stream_buffer_bytes", "1K"), -1);
+    cfg_assert_err("stream_buffer_bytes", "'1K'");
+    cr_assert_eq(cfg_set(&c, "stream_keepalive_s", "0"), -1);
+    cfg_assert_err("stream_keepalive_s", "'0'", "from 1 to 3600");
+    cr_assert_eq(cfg_set(&c, "stream_keepalive_s", "3600"), 0, "%s", cfg_err);
 }
 
 Test(config, workers_range_from_0_to_64)

@@ -1,0 +1,312 @@
+/*
+ * test_cluster_stream.c - streams across three nodes (SPEC §11): a stream
+ * through node 0 on rooms owned by each of the three gets every push made
+ * through any node, in order per room; dropped, it resumes through
+ * another node from its cursor with nothing missed or repeated; a whole
+ * queue streams the partitions of every node; a group stream through one
+ * node shares its group's messages with a pop through another; an owner
+ * that stops (SIGTERM) ends the stream with retry:, and the resume names
+ * only its rooms missed; a watch that carries nothing for longer than its
+ * idle bound lives on.  member_ttl_ms is long so that membership cannot
+ * flap on a busy machine.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+
+#include "test/cluster/cluster.h"
+#include "test/integration/node.h"
+#include "test/integration/sse.h"
+
+#define API    "/api/v1/ephemeral"
+#define NPARTS 24
+
+static struct cl c;
+
+static void
+up(void)
+{
+    /* keepalives every second: a quiet watch is seen to live on */
+    cl_up(&c, "member_ttl_ms=60000 stream_keepalive_s=1");
+    cl_wait_view(&c, CL_ALL);
+}
+
+static void
+down(void)
+{
+    cl_kill_all(&c);
+}
+
+TestSuite(cluster_stream, .init = up, .fini = down, .timeout = 240);
+
+/* push_n - payloads {"n": from..to-1} to queue/part through node i, one a
+ * push. */
+static void
+push_n(int i, const char *queue, const char *part, int from, int to)
+{
+    for (int n = from; n < to; n++) {
+        struct itest_resp r;
+        char p[32];
+        snprintf(p, sizeof(p), "[{\"n\":%d}]", n);
+        itest_push_ok(&c.node[i], &r, queue, part, p, 1);
+        itest_resp_free(&r);
+    }
+}
+
+/* rooms - partitions of queue owned by nodes 0, 1 and 2, into r[i]. */
+static void
+rooms(const char *queue, char r[3][16])
+{
+    for (int i = 0; i < 3; i++)
+        cl_part_owned_by(queue, i, NPARTS, r[i], sizeof(r[i]));
+}
+
+/* subs_path - a stream on the three rooms of queue, with more. */
+static void
+subs_path(char *out, size_t len, const char *queue, char r[3][16],
+          const char *more)
+{
+    snprintf(out, len,
+             API "/subscribe?subs=[[%%22%s%%22,%%22%s%%22],[%%22%s%%22,%%22%s"
+                 "%%22],[%%22%s%%22,%%22%s%%22]]%s",
+             queue, r[0], queue, r[1], queue, r[2], more);
+}
+
+/* open_on - a stream on node i; its open event taken. */
+static void
+open_on(struct sse_client *s, int i, const char *path,
+        const char *const *headers)
+{
+    sse_open(s, &c.node[i], path, headers);
+    cr_assert_geq(sse_wait_events(s, 1, 20000), 1, "%s: status %d", path,
+                  s->status);
+    cr_assert_eq(s->status, 200);
+    cr_assert_str_eq(s->ev[0].event, "open");
+    sse_take(s, 1);
+}
+
+/* Per room, the next payload a stream must get. */
+struct want {
+    struct sse_client *s;
+    char (*r)[16];
+    int next[3], upto[3];
+};
+
+/* in_order - every message of w->s is its room's next (taken); 1 once
+ * each room has all up to w->upto. */
+static int
+in_order(void *arg)
+{
+    struct want *w = arg;
+
+    for (size_t k = 0; k < w->s->nev; k++) {
+        const struct sse_event *e = &w->s->ev[k];
+        if (strcmp(e->event, ":") == 0 || strcmp(e->event, "retry") == 0)
+            continue; /* a keepalive; the end of a stream */
+        cr_assert_str_eq(e->event, "message", "%s: %s", e->event, e->data);
+        struct json_object *o = json_tokener_parse(e->data);
+        cr_assert_not_null(o, "%s", e->data);
+        const char *p = itest_jstr(o, "partition");
+        int room = -1;
+        for (int i = 0; i < 3; i++)
+            if (strcmp(p, w->r[i]) == 0)
+                room = i;
+        cr_assert_geq(room, 0, "a message of another partition: %s", e->data);
+        cr_assert_eq(itest_jint(o, "payload.n"), w->next[room],
+                     "room %s: %s, expected n %d", p, e->data, w->next[room]);
+        w->next[room]++;
+        json_object_put(o);
+    }
+    sse_take(w->s, w->s->nev);
+    return w->next[0] >= w->upto[0] && w->next[1] >= w->upto[1] &&
+           w->next[2] >= w->upto[2];
+}
+
+/* wait_rooms - w's stream gets room i's messages up to upto[i]. */
+static void
+wait_rooms(struct want *w, int a, int b, int d)
+{
+    w->upto[0] = a, w->upto[1] = b, w->upto[2] = d;
+    cr_assert(sse_poll(&w->s, 1, 30000, in_order, w),
+              "rooms at %d, %d, %d of %d, %d, %d", w->next[0], w->next[1],
+              w->next[2], a, b, d);
+}
+
+/* wait_upto - w's stream gets each room's messages up to upto. */
+static void
+wait_upto(struct want *w, int upto)
+{
+    wait_rooms(w, upto, upto, upto);
+}
+
+Test(cluster_stream, rooms_of_three_owners_through_one_node_resume_anywhere)
+{
+    char r[3][16], path[1024], hdr[700], last[600];
+    const char *hdrs[] = {hdr, NULL};
+    struct sse_client s;
+    struct want w = {.s = &s};
+
+    rooms("cs", r);
+    w.r = r;
+    subs_path(path, sizeof(path), "cs", r, "");
+    open_on(&s, 0, path, NULL);
+    for (int i = 0; i < 3; i++)
+        push_n((i + 1) % 3, "cs", r[i], 0, 5);
+    wait_upto(&w, 5);
+    snprintf(last, sizeof(last), "%s", s.last_id);
+    sse_close(&s);
+    for (int i = 0; i < 3; i++)
+        push_n((i + 2) % 3, "cs", r[i], 5, 9);
+    /* the browser's reconnect, through another node */
+    snprintf(hdr, sizeof(hdr), "Last-Event-ID: %s", last);
+    open_on(&s, 1, path, hdrs);
+    cr_assert_geq(sse_wait_events(&s, 1, 20000), 1);
+    cr_assert_str_eq(s.ev[0].event, "recovered", "%s", s.ev[0].data);
+    cr_assert_str_eq(s.ev[0].data, "{\"partitions\":3,\"missed\":[]}");
+    sse_take(&s, 1);
+    wait_upto(&w, 9);
+    for (int i = 0; i < 3; i++)
+        push_n(i, "cs", r[i], 9, 10);
+    wait_upto(&w, 10); /* and nothing again before them */
+    sse_close(&s);
+}
+
+Test(cluster_stream, a_whole_queue_streams_every_nodes_partitions)
+{
+    char r[3][16];
+    struct sse_client s;
+    struct want w = {.s = &s};
+
+    rooms("cw", r);
+    w.r = r;
+    open_on(&s, 2, API "/subscribe?queue=cw", NULL);
+    for (int i = 0; i < 3; i++)
+        push_n(i, "cw", r[i], 0, 3);
+    wait_upto(&w, 3);
+    sse_close(&s);
+}
+
+Test(cluster_stream, a_group_stream_shares_with_a_pop_through_another_node)
+{
+    enum { N = 60 };
+    char r[3][16], path[256], seen[N] = {0};
+    struct sse_client s;
+    struct itest_resp resp;
+    int got = 0;
+
+    rooms("cg", r);
+    snprintf(path, sizeof(path),
+             API "/subscribe?queue=cg&partition=%s&group=g&from=all", r[2]);
+    open_on(&s, 0, path, NULL);
+    push_n(1, "cg", r[2], 0, N);
+    int64_t end = itest_now_ms() + 30000;
+    while (got < N && itest_now_ms() < end) {
+        cr_assert_eq(itest_get(&c.node[1], &resp,
+                               API "/pop?queue=cg&partition=%s&group=g"
+                                   "&batch=3&autoAck=true",
+                               r[2]),
+                     200);
+        for (int k = 0; k < itest_jlen(resp.json, "messages"); k++) {
+            char key[64];
+            snprintf(key, sizeof(key), "messages.%d.payload.n", k);
+            int64_t n = itest_jint(resp.json, key);
+            cr_assert(n >= 0 && n < N && !seen[n], "popped %lld twice",
+                      (long long)n);
+            seen[n] = 1, got++;
+        }
+        itest_resp_free(&resp);
+        sse_wait_events(&s, 1, 50);
+        for (size_t k = 0; k < s.nev; k++) {
+            if (strcmp(s.ev[k].event, "message") != 0)
+                continue;
+            struct json_object *o = json_tokener_parse(s.ev[k].data);
+            int64_t n = itest_jint(o, "payload.n");
+            cr_assert(n >= 0 && n < N && !seen[n], "streamed %lld twice",
+                      (long long)n);
+            seen[n] = 1, got++;
+            json_object_put(o);
+        }
+        sse_take(&s, s.nev);
+    }
+    cr_assert_eq(got, N, "%d of %d delivered", got, N);
+    sse_close(&s);
+}
+
+Test(cluster_stream,
+     an_owner_stopping_ends_the_stream_and_only_its_rooms_are_missed)
+{
+    char r[3][16], path[1024], hdr[700], want[256];
+    const char *hdrs[] = {hdr, NULL};
+    struct sse_client s;
+    struct want w = {.s = &s};
+
+    rooms("cx", r);
+    w.r = r;
+    subs_path(path, sizeof(path), "cx", r, "");
+    open_on(&s, 0, path, NULL);
+    for (int i = 0; i < 3; i++)
+        push_n(0, "cx", r[i], 0, 3);
+    wait_upto(&w, 3);
+    cr_assert_eq(cl_stop(&c, 2, 30000), 0);
+    cr_assert(sse_wait_closed(&s, 30000), "the stream outlived node 2");
+    cr_assert_str_eq(s.ev[s.nev - 1].event, "retry");
+    snprintf(hdr, sizeof(hdr), "Last-Event-ID: %s", s.last_id);
+    sse_close(&s);
+    cl_wait_view(&c, 3);
+    open_on(&s, 1, path, hdrs);
+    cr_assert_geq(sse_wait_events(&s, 1, 20000), 1);
+    cr_assert_str_eq(s.ev[0].event, "recovered");
+    snprintf(want, sizeof(want),
+             "{\"partitions\":2,\"missed\":[{\"queue\":\"cx\","
+             "\"partition\":\"%s\"}]}",
+             r[2]);
+    cr_assert_str_eq(s.ev[0].data, want);
+    sse_take(&s, 1);
+    push_n(1, "cx", r[0], 3, 4);
+    push_n(1, "cx", r[1], 3, 4);
+    w.next[2] = 100; /* the moved room goes on from what comes */
+    push_n(0, "cx", r[2], 100, 101);
+    wait_rooms(&w, 4, 4, 101);
+    sse_close(&s);
+}
+
+/* Keepalives a stream has shown, counted as they are taken. */
+struct quiet {
+    struct sse_client *s;
+    int comments, want;
+};
+
+static int
+quiet_for(void *arg)
+{
+    struct quiet *q = arg;
+
+    for (size_t k = 0; k < q->s->nev; k++) {
+        cr_assert_str_eq(q->s->ev[k].event, ":", "%s: %s", q->s->ev[k].event,
+                         q->s->ev[k].data);
+        q->comments++;
+    }
+    sse_take(q->s, q->s->nev);
+    return q->comments >= q->want;
+}
+
+Test(cluster_stream, a_quiet_watch_outlives_its_idle_bound)
+{
+    char r[3][16], path[256];
+    struct sse_client s, *one[] = {&s};
+    struct quiet q = {.s = &s, .want = 12}; /* 12 s: past 2 x 1 + 5 */
+    struct want w = {.s = &s, .r = r, .next = {0, 7, 0}};
+
+    rooms("cq", r);
+    snprintf(path, sizeof(path), API "/subscribe?queue=cq&partition=%s", r[1]);
+    open_on(&s, 0, path, NULL);
+    cr_assert(sse_poll(one, 1, 60000, quiet_for, &q), "%d keepalives",
+              q.comments);
+    push_n(2, "cq", r[1], 7, 8);
+    wait_rooms(&w, 0, 8, 0);
+    sse_close(&s);
+}
