@@ -1,5 +1,5 @@
 /*
- * cursor.h - a stream's cursor (SPEC §11, STREAMS.md): the opaque text a
+ * cursor.h - a stream's cursor (SPEC §11, DESIGN.md §4): the opaque text a
  * stream gives as each event's id, and takes back in Last-Event-ID.
  *
  * It names, for each owner incarnation whose partitions the stream reads,

@@ -1,5 +1,5 @@
 /*
- * stream_int.h - what the files of a stream share (SPEC §11, STREAMS.md):
+ * stream_int.h - what the files of a stream share (SPEC §11, DESIGN.md §4):
  * the stream, its subscriptions, the worker's set of them, and the calls
  * between stream.c (the route, the life of a stream: its parked-call
  * events, its body, its end), stream_parse.c (the request) and
@@ -19,7 +19,7 @@
  * puts the stream on the set's due list; the rounds run once the worker
  * has drained its wake queue (worker_streams_after_drain), against the
  * horizon taken before that drain, so that one number per owner stays a
- * position (STREAMS.md).  Process memory only.
+ * position (DESIGN.md §4).  Process memory only.
  */
 #ifndef MAYFLY_WORKER_STREAM_INT_H
 #define MAYFLY_WORKER_STREAM_INT_H

@@ -1,5 +1,5 @@
 /*
- * stream_read.c - a stream's rounds (stream_int.h, STREAMS.md): what it
+ * stream_read.c - a stream's rounds (stream_int.h, DESIGN.md §4): what it
  * reads, in which order it emits, and where that leaves its cursor.
  *
  * A tail's round reads each dirty subscription's messages with W < seq <=

@@ -1,6 +1,6 @@
 /*
  * stream_watch.c - a stream's subscriptions that other nodes own
- * (stream_int.h, STREAMS.md "Cluster"): who serves what (the plan), one
+ * (stream_int.h, DESIGN.md §4): who serves what (the plan), one
  * watch per owner, and the relay of its events.
  *
  * A watch is a signed call (http/client.h, a stream) to the owner's own
