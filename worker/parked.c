@@ -193,7 +193,7 @@ worker_parked_revoked(struct worker *w)
     size_t k = walk(w, EV_REVOKE, 0, token_gone);
 
     if (k > 0)
-        log_info(0, "%zu parked pops of revoked tokens answered 401", k);
+        log_info(0, "%zu parked calls of revoked tokens ended (401)", k);
 }
 
 /* worker_parked_hangup - see parked.h. */
