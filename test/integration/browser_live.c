@@ -1,7 +1,7 @@
 /*
  * browser_live.c - see browser_live.h.
  *
- * One command at a time: browser_live_call writes a command and reads
+ * One command at a time: bl_call writes a command and reads
  * messages until the answer with its id comes; the events read meanwhile
  * (console, exceptions, log entries) are kept as text, the others are
  * dropped.  The browser sends nothing the test must answer, so nothing is
@@ -68,7 +68,7 @@ struct bl_tab {
 };
 
 struct browser_live {
-    pid_t pid;          /* chromium, leader of its process group */
+    pid_t pid;          /* chromium, leader of its group (negated: reaped) */
     int fd;             /* our end of its fds 3 and 4 */
     int next_id;        /* the next command's id */
     char log[PATH_MAX]; /* its stderr */

@@ -17,8 +17,8 @@
  * Tests wait on the page's state, never on time: browser_live_wait and
  * browser_live_poll evaluate an expression in the tab until it holds.
  * Every function aborts the test on what it cannot do (no chromium, a
- * command refused or unanswered in 30 s, an exception in the page), with
- * the console so far.  Chromium runs in its own process group, killed whole
+ * command refused or unanswered in 30 s, an exception browser_live_eval
+ * met), with the console so far.  Chromium runs in its own process group, killed whole
  * by browser_live_stop or when the test process dies.
  *
  * The page server (browser_live_site) is libmicrohttpd on 127.0.0.1 and a
@@ -60,8 +60,10 @@ struct json_object *browser_live_eval(struct browser_live *b, int tab,
 /*
  * browser_live_poll - evaluate expr in tab every 50 ms and hand its value
  * (possibly NULL) to done, until done returns nonzero or timeout_ms pass;
- * returns done's last answer.  done may fail the test itself (a message
- * seen twice need not wait for the timeout).
+ * returns done's last answer.  An exception (a page still loading) is
+ * NULL, and the last one goes to the console at the timeout.  done may
+ * fail the test itself (a message seen twice need not wait for the
+ * timeout).
  */
 int browser_live_poll(struct browser_live *b, int tab, const char *expr,
                       int (*done)(struct json_object *v, void *arg), void *arg,
