@@ -18,8 +18,8 @@
  * browser_live_poll evaluate an expression in the tab until it holds.
  * Every function aborts the test on what it cannot do (no chromium, a
  * command refused or unanswered in 30 s, an exception browser_live_eval
- * met), with the console so far.  Chromium runs in its own process group, killed whole
- * by browser_live_stop or when the test process dies.
+ * met), with the console so far.  Chromium runs in its own process group,
+ * killed whole by browser_live_stop or when the test process dies.
  *
  * The page server (browser_live_site) is libmicrohttpd on 127.0.0.1 and a
  * free port, in a thread of the test: pages are HTML strings the test
