@@ -31,6 +31,7 @@
 #include <criterion/criterion.h>
 #include <microhttpd.h>
 
+#include "test/integration/browser.h"
 #include "test/integration/node.h"
 
 #define BL_TABS        16
@@ -38,26 +39,14 @@
 #define BL_CONSOLE_MAX 262144 /* console text kept, at most */
 #define BL_POLL_MS     50
 
-/* The flags browser.c passes (a root, offline, quiet headless Chromium),
- * and three that keep tabs in the background running as the one in front:
- * a presence test has several, and their timers and streams must not be
- * slowed down. */
+/* Besides browser.c's flags: three that keep tabs in the background
+ * running as the one in front (a presence test has several, and their
+ * timers and streams must not be slowed down), and the pipe. */
 static const char *const bl_flags[] = {
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
     "--disable-background-timer-throttling",
     "--disable-renderer-backgrounding",
     "--disable-backgrounding-occluded-windows",
     "--remote-debugging-pipe",
-    "--enable-logging=stderr",
-    "--v=0",
 };
 
 #define BL_NFLAGS (sizeof(bl_flags) / sizeof(bl_flags[0]))
@@ -354,7 +343,7 @@ browser_live_start(const char *dir, int w, int h)
     static int runs;
     struct browser_live *b = calloc(1, sizeof(*b));
     char profile[PATH_MAX], user_dir[PATH_MAX + 32], size[64];
-    const char *argv[BL_NFLAGS + 6];
+    const char *argv[BROWSER_NFLAGS_MAX + BL_NFLAGS + 6];
     size_t a = 0;
     int sv[2], run = runs++;
 
@@ -368,6 +357,8 @@ browser_live_start(const char *dir, int w, int h)
     snprintf(user_dir, sizeof(user_dir), "--user-data-dir=%s/profile", profile);
     snprintf(size, sizeof(size), "--window-size=%d,%d", w, h);
     argv[a++] = "chromium";
+    for (size_t i = 0; i < browser_nflags; i++)
+        argv[a++] = browser_flags[i];
     for (size_t i = 0; i < BL_NFLAGS; i++)
         argv[a++] = bl_flags[i];
     argv[a++] = user_dir;
