@@ -306,7 +306,9 @@ int bench_fill_run(struct bench_fill_sc *sc, int port, int conns, char *err,
 
 /* Drain: connection i empties queues i, i + step, ... (of nq: name[k], or
  * prefix and k) with pops of BENCH_BATCH, pop_arg (NULL: nothing) added to
- * each pop's query, and unless autoack one ack a pop. */
+ * each pop's query, and unless autoack one ack a pop; with one, no ack
+ * request: each pop is a POST that acks the batch before with one
+ * cumulative entry (SPEC §14; pop_arg unused). */
 struct bench_drain_sc {
     char prefix[40];
     char (*name)[64];
@@ -314,6 +316,7 @@ struct bench_drain_sc {
     int nq;
     int step;
     int autoack;
+    int one;
 };
 extern const struct bench_role bench_role_drain;
 

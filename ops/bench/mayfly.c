@@ -470,12 +470,21 @@ mayfly_backlog(void)
     backlog_row(1, total);
 }
 
+/* The drain variants: at most once, a pop then an ack, the ack carried
+ * by the next pop (SPEC §14). */
+enum drain_mode { DRAIN_ACK, DRAIN_AUTO, DRAIN_ACK_ONE };
+
 /* One drain variant: rounds of fill then drain; rate over drain time. */
 static void
-mayfly_drain(int autoack)
+mayfly_drain(enum drain_mode mode)
 {
+    static const char *const key[] = {"drain-ack", "drain-auto",
+                                      "drain-ack-one"};
+    static const char *const how[] = {" + ack", " autoAck",
+                                      " + ack in the next POST pop (upTo)"};
     struct bench_row row = {0};
-    struct bench_drain_sc dsc = {.autoack = autoack};
+    struct bench_drain_sc dsc = {.autoack = mode == DRAIN_AUTO,
+                                 .one = mode == DRAIN_ACK_ONE};
     struct bench_fill_sc *fsc;
     struct bench_run *run;
     struct bench_hist *hist = calloc(1, sizeof(*hist));
@@ -484,26 +493,25 @@ mayfly_drain(int autoack)
     uint64_t msgs = 0, ns = 0, errors = 0, server_ns = 0;
     char err[240] = "";
 
-    snprintf(row.key, sizeof(row.key), autoack ? "drain-auto" : "drain-ack");
+    snprintf(row.key, sizeof(row.key), "%s", key[mode]);
     snprintf(row.scenario, sizeof(row.scenario), "drain");
     snprintf(row.system, sizeof(row.system), "mayfly");
     snprintf(row.variant, sizeof(row.variant),
-             "pop batch 100%s, %d queues x 10000, 8 conns",
-             autoack ? " autoAck" : " + ack", nq);
+             "pop batch 100%s, %d queues x 10000, 8 conns", how[mode], nq);
     for (int r = 0; r < rounds && errors == 0; r++) {
         fsc = calloc(1, sizeof(*fsc));
         snprintf(fsc->prefix, sizeof(fsc->prefix), "drain%d-%c%d-", run_tag,
-                 autoack ? 'a' : 'k', r);
+                 "kao"[mode], r);
         fsc->per_q = 10000 / BENCH_BATCH;
         fsc->total = (long)nq * fsc->per_q;
-        if (r == 0 && !autoack && !mem_msg_done)
+        if (r == 0 && mode == DRAIN_ACK && !mem_msg_done)
             mem_sample(&m0);
         if (bench_fill_run(fsc, bench_opt.mport, 8, err, sizeof(err)) != 0) {
             errors++;
             free(fsc);
             break;
         }
-        if (r == 0 && !autoack && !mem_msg_done) {
+        if (r == 0 && mode == DRAIN_ACK && !mem_msg_done) {
             mem_sample(&m1);
             mem_row("mem-msg", "256 B messages held (drain fill)", &m0, &m1,
                     (double)nq * 10000, BENCH_PAYLOAD);
@@ -1142,8 +1150,9 @@ bench_mayfly_all(void)
     if (bench_want("push") || bench_want("backlog"))
         mayfly_backlog();
     if (bench_want("drain")) {
-        mayfly_drain(0);
-        mayfly_drain(1);
+        mayfly_drain(DRAIN_ACK);
+        mayfly_drain(DRAIN_AUTO);
+        mayfly_drain(DRAIN_ACK_ONE);
     }
     for (int floor = 0; floor <= (bench_opt.okport > 0); floor++) {
         if (bench_want("rpc") || bench_want("rpc1"))
