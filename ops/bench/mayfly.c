@@ -481,7 +481,7 @@ mayfly_drain(enum drain_mode mode)
     static const char *const key[] = {"drain-ack", "drain-auto",
                                       "drain-ack-one"};
     static const char *const how[] = {" + ack", " autoAck",
-                                      " + ack in the next POST pop (upTo)"};
+                                      " + upTo ack in next POST pop"};
     struct bench_row row = {0};
     struct bench_drain_sc dsc = {.autoack = mode == DRAIN_AUTO,
                                  .one = mode == DRAIN_ACK_ONE};
