@@ -143,6 +143,7 @@ worker_pop_serve(struct worker *w, struct http_request *req,
     if (c == NULL) {
         http_buf_free(results);
         http_reply_errno(req, -ENOMEM, "pop");
+        http_request_resume(req); /* suspended while its acks settled */
         return;
     }
     c->results = *results;
