@@ -75,6 +75,7 @@ struct fan {
     size_t stride;
     uint32_t n;
     uint64_t *incs;
+    struct ack_then then;
     const char **extra; /* each entry's additions; NULL: none yet */
     char **own;         /* those taken from other nodes' answers */
     int waiting;
@@ -86,13 +87,10 @@ struct fan {
     } peer[SHM_BOARD_MEMBERS];
 };
 
-/* fan_done - the request ended: drop calls still out, free the rest. */
+/* fan_free - drop calls still out, free the rest. */
 static void
-fan_done(void *arg, int sent_ok)
+fan_free(struct fan *f)
 {
-    struct fan *f = arg;
-
-    (void)sent_ok;
     for (int k = 0; k < f->rt.n; k++)
         if (f->peer[k].pending)
             http_client_cancel(f->w->client, &f->peer[k]);
@@ -104,6 +102,17 @@ fan_done(void *arg, int sent_ok)
     free(f->extra);
     free(f->incs);
     free(f);
+}
+
+/* fan_done - the request ended before the outcomes were all in. */
+static void
+fan_done(void *arg, int sent_ok)
+{
+    struct fan *f = arg;
+
+    (void)sent_ok;
+    f->then.fn(f->then.arg, NULL, NULL, 0, NULL, 0, NULL);
+    fan_free(f);
 }
 
 /* take_replied - what entry i of another node's answer says of its reply
@@ -149,6 +158,7 @@ take_outcomes(struct fan *f, int k, const struct http_client_resp *r)
             rc = -1;
         else
             f->hold.acks[i].outcome = (uint32_t)o;
+        f->hold.acks[i].count = a.e[i].count;
         take_replied(f, i, &a.e[i]);
     }
     http_peer_acks_free(&a);
@@ -174,16 +184,21 @@ peer_answered(void *arg, struct http_client_resp *r)
     }
     if (--f->waiting > 0)
         return;
-    if (f->failed[0])
+    /* the fan goes now, whatever then does with the request next */
+    http_request_on_done(f->req, NULL, NULL);
+    if (f->failed[0]) {
         http_reply_error(f->req, 503, "ephemeral_forward_failed",
                          "node '%s', which delivered some of these messages, "
                          "did not answer; the entries of this node were "
                          "applied; retry",
                          f->failed);
-    else
-        ack_results_reply(f->req, f->ids, f->stride, f->hold.acks, f->n,
-                          (const char *const *)f->extra);
-    http_request_resume(f->req);
+        http_request_resume(f->req);
+        f->then.fn(f->then.arg, NULL, NULL, 0, NULL, 0, NULL);
+    } else {
+        f->then.fn(f->then.arg, f->req, f->ids, f->stride, f->hold.acks, f->n,
+                   (const char *const *)f->extra);
+    }
+    fan_free(f);
 }
 
 /* ack_route_fan - see ack_route.h. */
@@ -191,7 +206,8 @@ void
 ack_route_fan(struct worker *w, struct http_request *req,
               const struct ack_routes *rt, const uint64_t *incs,
               const struct http_str *ids, size_t stride, uint32_t n,
-              struct ack_hold *hold, const char *const *extra)
+              struct ack_hold *hold, const char *const *extra,
+              const struct ack_then *then)
 {
     struct fan *f = calloc(1, sizeof(*f));
     char *authz = NULL;
@@ -208,6 +224,7 @@ ack_route_fan(struct worker *w, struct http_request *req,
         free(authz);
         http_reply_errno(req, -ENOMEM, "ack");
         http_request_resume(req); /* suspended when replies went first */
+        then->fn(then->arg, NULL, NULL, 0, NULL, 0, NULL);
         return;
     }
     memcpy(f->incs, incs, n * sizeof(*incs));
@@ -215,6 +232,7 @@ ack_route_fan(struct worker *w, struct http_request *req,
         memcpy(f->extra, extra, n * sizeof(*extra));
     f->w = w;
     f->req = req;
+    f->then = *then;
     f->rt = *rt;
     f->hold = *hold;
     f->ids = ids;
@@ -227,7 +245,7 @@ ack_route_fan(struct worker *w, struct http_request *req,
             .method = "POST",
             .port = HTTP_CLIENT_PEER,
             .addr = rt->m[k].addr,
-            .target = http_request_uri(req),
+            .target = then->target ? then->target : http_request_uri(req),
             .headers = headers,
             .nheaders = authz ? 3 : 2,
             .body = body,

@@ -126,7 +126,24 @@ pop_call_answer(struct pop_call *c)
 
     c->leased = c->leased && c->sink.count > 0;
     pop_format(&b, &c->sink, c->pop.queue, c->w->incarnation);
-    http_reply(c->req, 200, &b);
+    pop_call_reply(c, &b);
+}
+
+/* pop_call_reply - see pop_call.h.  The results go last, in place of the
+ * body's closing brace: the messages are not copied again. */
+void
+pop_call_reply(struct pop_call *c, struct http_buf *body)
+{
+    const struct http_buf *r = &c->results;
+
+    while (r->len > 1 && body->len > 0 && body->data[body->len - 1] != '}')
+        body->len--; /* trailing whitespace, if a peer wrote any */
+    if (r->len > 1 && body->len > 0) {
+        body->len--;
+        http_buf_append(body, ",", 1);
+        http_buf_append(body, r->data + 1, r->len - 1);
+    }
+    http_reply(c->req, 200, body);
 }
 
 /* pop_call_end - see pop_call.h. */
@@ -170,6 +187,7 @@ on_done(void *arg, int sent_ok)
                     &c->sink, shm_now_ms());
     free(c->sink.buf);
     free(c->more.buf);
+    http_buf_free(&c->results);
     free(c->names);
     free(c); /* the kind's struct: c is its first member */
 }

@@ -163,7 +163,7 @@ passed(void *arg, struct http_client_resp *r)
     struct pop_cluster *pc = p->pc;
 
     if (r->err == 0 && r->status == 200 && has_messages(&r->body)) {
-        http_reply(pc->c.req, 200, &r->body);
+        pop_call_reply(&pc->c, &r->body);
         finish(pc);
         return;
     }
@@ -293,16 +293,21 @@ served_here(void *arg, struct shm_name part, uint64_t held)
 /* pop_cluster_serve - see pop_cluster.h. */
 void
 pop_cluster_serve(struct worker *w, struct http_request *req,
-                  const struct shm_pop_req *r, int wait, uint32_t timeout_ms)
+                  const struct shm_pop_req *r, int wait, uint32_t timeout_ms,
+                  struct http_buf *results)
 {
     struct pop_call *c =
         pop_call_new(sizeof(struct pop_cluster), &kind, w, req, r);
     int rc = 0;
 
     if (c == NULL) {
+        http_buf_free(results);
         http_reply_errno(req, -ENOMEM, "pop");
+        http_request_resume(req); /* suspended while its acks settled */
         return;
     }
+    c->results = *results;
+    *results = (struct http_buf){0};
     /* nothing of it here: no queue made here either */
     if (shm_queue_part_each(w->seg, c->pop.queue, shm_now_ms(), served_here, c))
         rc = pop_call_try(c, 0);

@@ -52,6 +52,7 @@
 #include "worker/health.h"
 #include "worker/parked.h"
 #include "worker/pop.h"
+#include "worker/pop_post.h"
 #include "worker/push.h"
 #include "worker/rpc.h"
 #include "worker/status_page.h"
@@ -139,7 +140,10 @@ dispatch(void *ctx, struct http_request *req)
         worker_push(w, req);
         break;
     case HTTP_ROUTE_POP:
-        worker_pop(w, req);
+        if (strcmp(http_request_method(req), "POST") == 0)
+            worker_pop_post(w, req);
+        else
+            worker_pop(w, req);
         break;
     case HTTP_ROUTE_ACK:
         worker_ack(w, req);
