@@ -31,6 +31,8 @@ struct pc {
     _Atomic uint8_t *via;
     _Atomic uint16_t *delivered, *max_att, *acked_att;
     atomic_long accepted, push_fail, push_503, acks_stale, acks_other;
+    atomic_long push_slow, push_max_ms; /* pushes of 1 s or more; the
+                                         * longest */
 };
 
 struct pc *
@@ -96,6 +98,12 @@ pusher(void *v)
         snprintf(body + len, sizeof(body) - (size_t)len, "]}");
         long st = itest_req(&p->c->node[a->k], "POST", "/api/v1/ephemeral/push",
                             body, &r);
+        long ms = (long)(r.seconds * 1000), mx = atomic_load(&p->push_max_ms);
+        if (ms >= 1000)
+            atomic_fetch_add(&p->push_slow, 1);
+        while (ms > mx &&
+               !atomic_compare_exchange_weak(&p->push_max_ms, &mx, ms))
+            ;
         if (st == 201 && itest_jint(r.json, "pushed") == BATCH) {
             for (unsigned i = id0; i < id0 + BATCH; i++)
                 atomic_store(&p->via[i], (uint8_t)(1 + a->k));
@@ -365,10 +373,12 @@ pc_check(struct pc *p, const char *name)
     fprintf(stderr,
             "%s: accepted %ld, delivered %ld (of them not accepted: %ld, "
             "more than once: %ld), lost %ld, re-read %ld; pushes failed %ld "
-            "(503: %ld); acks stale %ld, other %ld\n",
+            "(503: %ld), took 1 s or more %ld (the longest %ld ms); acks "
+            "stale %ld, other %ld\n",
             name, atomic_load(&p->accepted), delivered, extra, redelivered,
             lost, rereads, atomic_load(&p->push_fail),
-            atomic_load(&p->push_503), atomic_load(&p->acks_stale),
+            atomic_load(&p->push_503), atomic_load(&p->push_slow),
+            atomic_load(&p->push_max_ms), atomic_load(&p->acks_stale),
             atomic_load(&p->acks_other));
     cr_expect_gt(atomic_load(&p->accepted), 0, "%s: nothing was accepted",
                  name);
