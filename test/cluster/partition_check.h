@@ -18,7 +18,10 @@
  * an ack of it answered "acked" (a re-read beyond lease rules: a later
  * delivery has more attempts than the acked one, which would have made that
  * ack "stale"), every node lists the same declared queues with the same
- * options, and `mayflyd --check-segment` is sound on every node.
+ * options, and `mayflyd --check-segment` is sound on every node.  An ack
+ * answered 503 may have been applied (its answer lost), so the drain ends
+ * when the cluster holds nothing of the queue, not when every ack has
+ * answered "acked".
  */
 #ifndef MAYFLY_TEST_CLUSTER_PARTITION_CHECK_H
 #define MAYFLY_TEST_CLUSTER_PARTITION_CHECK_H
@@ -56,7 +59,8 @@ void pc_wait_merged(struct pc *p, int64_t heal_ms, int timeout_ms,
                     int64_t *views_ms, int64_t *merged_ms);
 
 /* pc_drain - pop and ack as "g" through every node in turn until every
- * accepted id has been acked, or timeout_ms. */
+ * accepted id has been delivered and the cluster holds nothing of the
+ * queue, or timeout_ms. */
 void pc_drain(struct pc *p, int timeout_ms);
 
 /*
