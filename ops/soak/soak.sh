@@ -53,8 +53,8 @@ printf 'soak-secret-%s\n' "$$" >"$OUT/secret"
 # addr I - node I's address: 10.77.I.2 in its namespace, or 127.0.0.I.
 addr() { if [ -n "${SOAK_NETNS:-}" ]; then echo "10.77.$1.2"; else echo "127.0.0.$1"; fi; }
 
-# in I CMD... - CMD in node I's namespace (as it is without namespaces).
-in() {
+# in_ns I CMD... - CMD in node I's namespace (as it is without namespaces).
+in_ns() {
     i=$1
     shift
     if [ -n "${SOAK_NETNS:-}" ]; then
@@ -85,10 +85,10 @@ if [ -n "${SOAK_NETNS:-}" ]; then
         ip link add "s$i" type veth peer name eth0 netns "$(cat "$OUT/ns$i.pid")"
         ip addr add "10.77.$i.1/24" dev "s$i"
         ip link set "s$i" up
-        in "$i" ip link set lo up
-        in "$i" ip addr add "10.77.$i.2/24" dev eth0
-        in "$i" ip link set eth0 up
-        in "$i" ip route add default via "10.77.$i.1"
+        in_ns "$i" ip link set lo up
+        in_ns "$i" ip addr add "10.77.$i.2/24" dev eth0
+        in_ns "$i" ip link set eth0 up
+        in_ns "$i" ip route add default via "10.77.$i.1"
     done
 fi
 peers="$(addr 1):$CPORT,$(addr 2):$CPORT,$(addr 3):$CPORT"
