@@ -169,6 +169,10 @@ cleanup() {
         kill -9 "$p" 2>/dev/null || true
     done
     [ -n "${drv:-}" ] && kill "$drv" 2>/dev/null || true
+    # the namespaces' holders, or the wait below would wait for them
+    for i in 1 2 3; do
+        [ -f "$OUT/ns$i.pid" ] && kill "$(cat "$OUT/ns$i.pid")" 2>/dev/null || true
+    done
     wait 2>/dev/null || true
 }
 trap cleanup EXIT

@@ -241,6 +241,13 @@ Test(partitions, every_packet_dropped_one_way)
     /* the fault has taken effect: the leader sees f dead */
     nsc_wait_sees(&C, l, NSC_ALL & ~(1u << f), TTL_MS * 4);
     until(cut, 10000);
+    /* what today's membership makes of it (issue 30 item 3), to report */
+    int t = (l + 2) % NSC_NODES;
+    fprintf(stderr,
+            "every packet dropped one way: node %d sees %d dead: %s; node %d "
+            "sees all live: %s\n",
+            f, l, nsc_sees(&C, f, NSC_ALL & ~(1u << l)) ? "yes" : "no", t,
+            nsc_sees(&C, t, NSC_ALL) ? "yes" : "no");
     heal_and_check(p, "every packet dropped one way");
 }
 
