@@ -1,21 +1,22 @@
 #!/bin/sh
-# soak.sh - a soak with faults: three mayflyd nodes on 127.0.0.1-3, the load
-# of build/soak/mayfly-soak for MINUTES, and a fault every FAULT_EVERY
+# soak.sh - a soak with faults: three mayflyd nodes, the load of
+# build/soak/mayfly-soak for MINUTES, and a fault every FAULT_EVERY
 # seconds, in turn: kill -9 of a worker, SIGTERM of a node restarted 5 s
-# later, kill -9 of a node restarted at once, SIGSTOP of a node for 5 s,
-# a partition: a node cut off from the other two for 20 s, then healed
-# (each on the next node).  The nodes run with member_ttl_ms=10000, so the
-# 5 s stop is a pause, not a death; the 20 s cut splits the cluster.
+# later, kill -9 of a node restarted at once, SIGSTOP of a node for 5 s, a
+# partition: a node cut off from the other two for 20 s, then healed (each
+# on the next node).  The nodes run with member_ttl_ms=10000, so the 5 s
+# stop is a pause, not a death; the 20 s cut splits the cluster.  A kill -9
+# of a node is logged with the incarnation it killed and the time, after
+# the kill: the driver allows the loss of ack-mode messages that
+# incarnation accepted before then, and of nothing else.  What the node
+# held just before is logged too, to compare.
 #
-# For the partition, the soak runs in a network namespace of its own (the
-# "switch", where the driver runs), each node in one of its own at
-# 10.77.<i>.2 joined to the switch by a veth pair; the cut is an iptables
-# FORWARD rule in the switch.  Everything dies with the script.  Where the
-# machine refuses namespaces (not root), the nodes run on 127.0.0.1-3 and
-# the partition is skipped, saying so in faults.log.  A kill -9 of a node is logged with the
-# incarnation it killed and the time, after the kill: the driver allows the
-# loss of ack-mode messages that incarnation accepted before then, and of
-# nothing else.  What the node held just before is logged too, to compare.
+# The soak runs in a network namespace of its own (the "switch", where the
+# driver runs), each node in one of its own at 10.77.<i>.2 joined to the
+# switch by a veth pair; the cut is an iptables FORWARD rule in the switch.
+# Everything dies with the script.  Where the machine refuses namespaces
+# (not root), the nodes run on 127.0.0.1-3 and the partition is skipped,
+# saying so in faults.log.
 #
 #   MINUTES (2)  RATE (msg/s offered)  FAULT_EVERY (s; MINUTES x 10)
 #   DRAIN (60: the driver's drain, s at most)
