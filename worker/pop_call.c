@@ -18,6 +18,7 @@
 #include "http/request.h"
 #include "shm/stats.h"
 #include "worker/authz.h"
+#include "worker/forward.h"
 #include "worker/pop_format.h"
 #include "worker/worker_int.h"
 
@@ -182,6 +183,9 @@ pop_call_park(struct pop_call *c, uint32_t timeout_ms)
     uint64_t now = shm_now_ms(), until;
     int rc;
 
+    /* a long poll served again after its owner stopped (forward.h) waits
+     * what its first wait had left */
+    timeout_ms = worker_forward_wait_left(c->req, timeout_ms);
     c->wait.handle = shm_pop_handle(w->seg, c->pop.queue, c->pop.part);
     c->park.deadline = now + timeout_ms;
     if (c->sink.count > 0 && (until = window(c, now)) != 0 &&
@@ -315,6 +319,32 @@ pop_call_on_deadline(struct park *p)
     pop_call_end(c, pop_call_try(c, 0));
 }
 
+/*
+ * pop_call_on_drain - parked.h: answered now with what it holds, as at
+ * its deadline; but a long poll another node forwarded here that holds
+ * nothing is answered 503 draining without a try: nothing taken, so the
+ * node it came through serves it again at the partition's next owner for
+ * the time it has left (forward.h), where this partition's messages are
+ * about to be handed over.  Taking some here would lease them to a
+ * client whose acks come back to a node that has gone.
+ */
+void
+pop_call_on_drain(struct park *p)
+{
+    struct pop_call *c = CALL_OF(p);
+
+    if (c->sink.count > 0 ||
+        http_request_header(c->req, FORWARD_HEADER) == NULL) {
+        pop_call_on_deadline(p);
+        return;
+    }
+    pop_call_unpark(c);
+    if (c->kind->leave)
+        c->kind->leave(c);
+    http_reply_draining(c->req);
+    http_request_resume(c->req);
+}
+
 /* pop_call_let_go - see pop_call.h. */
 void
 pop_call_let_go(struct pop_call *c)
@@ -388,6 +418,6 @@ pop_call_on_hangup(struct park *p)
  * pop_watch.c. */
 const struct park_ops pop_call_events = {
     pop_call_on_wake,   pop_call_on_deadline, pop_call_on_hangup,
-    pop_call_on_revoke, pop_call_on_deadline, pop_call_on_moved,
+    pop_call_on_revoke, pop_call_on_drain,    pop_call_on_moved,
     pop_call_on_stale,
 };

@@ -213,19 +213,16 @@ query(const struct shm_pop_req *r)
     return out;
 }
 
-/* start - go to the peers, the request suspended until answered: the
- * first asked in turn, for fairness.  0, or -ENOMEM (req not answered). */
-static int
-start(struct pop_cluster *pc, int wait, uint64_t deadline)
+/* list_peers - the live members but this node, the first asked in turn,
+ * for fairness. */
+static void
+list_peers(struct pop_cluster *pc)
 {
     static unsigned rotate;
     const struct shm_owners *o = &pc->c.w->owners;
 
-    if ((pc->query = query(&pc->c.pop)) == NULL ||
-        worker_auth_header(pc->c.req, &pc->authz) != 0)
-        return -ENOMEM;
-    pc->wait = wait;
-    pc->deadline = deadline;
+    pc->npeers = 0;
+    pc->tried = 0;
     for (int i = 0; i < o->n; i++) {
         if (i == o->self)
             continue;
@@ -235,6 +232,19 @@ start(struct pop_cluster *pc, int wait, uint64_t deadline)
         snprintf(p->addr, sizeof(p->addr), "%s", o->m[i].addr);
     }
     pc->first = pc->npeers ? (int)(rotate++ % (unsigned)pc->npeers) : 0;
+}
+
+/* start - go to the peers, the request suspended until answered.  0, or
+ * -ENOMEM (req not answered). */
+static int
+start(struct pop_cluster *pc, int wait, uint64_t deadline)
+{
+    if ((pc->query = query(&pc->c.pop)) == NULL ||
+        worker_auth_header(pc->c.req, &pc->authz) != 0)
+        return -ENOMEM;
+    pc->wait = wait;
+    pc->deadline = deadline;
+    list_peers(pc);
     http_request_suspend(pc->c.req);
     try_next(pc);
     return 0;
@@ -260,12 +270,20 @@ done(struct pop_call *c)
     free(pc->authz);
 }
 
-/* on_moved - park_ops.on_moved: it watches the members it started with;
- * let go, its client asks again and the new ones are watched. */
+/* on_moved - park_ops.on_moved: it watches the members it started with.
+ * It starts over with the members there are now, for the time it has left
+ * (a node that stops hands its partitions to the others: the pop goes on
+ * waiting for them there, never answered empty before its time). */
 static void
 on_moved(struct park *p)
 {
-    pop_call_let_go(POP_KIND_OF(p, struct pop_call, park));
+    struct pop_call *c = POP_KIND_OF(p, struct pop_call, park);
+    struct pop_cluster *pc = CLUSTER_OF(c);
+
+    pop_call_unpark(c);
+    cancel_all(pc);
+    list_peers(pc);
+    try_next(pc);
 }
 
 static const struct park_ops events = {
