@@ -3,13 +3,16 @@
  *
  * A forward is out (pending: its call to the owner not answered yet), then
  * either relays the owner's answer or, when the owner applied nothing and
- * time is left, waits as a parked call (parked.h: no wake handle, a
- * deadline to look at the board again, its client's socket watched) until
- * it may be served again (again()).  Serving it again runs the route's
+ * time is left, waits as a parked call (parked.h: no wake handle, its
+ * client's socket watched) until it is served again (again()): at once
+ * when the board changes so that the old owner is no longer live (on_moved),
+ * else when its backoff ends (5, 10, 20 ... ms, BACKOFF_MAX_MS at most: a
+ * wait, never a spin), which routes it afresh by the board, to the same
+ * owner while it is still listed live.  Serving it again runs the route's
  * handler on the same request, which makes a new forward or serves it
  * here; the old one is freed.  While the handler runs, the request's
- * deadlines are in `redo`, which start() and worker_forward_wait_left()
- * read, so they do not start over.
+ * deadlines and its tries so far are in `redo`, which start() and
+ * worker_forward_wait_left() read, so they do not start over.
  */
 #include "worker/forward.h"
 
@@ -32,9 +35,9 @@
 #include "worker/view.h"
 #include "worker/worker_int.h"
 
-#define RETRY_MIN_MS  100 /* less time left than this: not tried again */
-#define GONE_POLL_MS  10  /* the board is looked at this often meanwhile */
-#define MOVED_BACKOFF 50  /* an owner_moved is tried again after this */
+#define RETRY_MIN_MS   100 /* less time left than this: not tried again */
+#define BACKOFF_MIN_MS 5   /* the first wait before another try */
+#define BACKOFF_MAX_MS 100 /* the waits double up to this */
 
 /* Why the owner's answer may be followed by another try. */
 enum again {
@@ -56,6 +59,7 @@ struct forward {
     uint64_t deadline; /* no try starts after this */
     uint64_t give_up;  /* a wait to try again ends by this */
     uint64_t moved_since; /* the first owner_moved answer; 0: none */
+    unsigned tries;       /* owners' answers that led to another try */
     enum again why;       /* what the owner answered, while parked */
     unsigned status;      /* that answer, relayed if no try follows */
     long retry_after_s;
@@ -73,6 +77,7 @@ struct forward {
 static struct {
     const struct http_request *req;
     uint64_t wait_end, deadline, moved_since;
+    unsigned tries;
 } redo;
 
 static const struct park_ops waiting;
@@ -195,6 +200,7 @@ again(struct forward *f)
     redo.wait_end = f->wait_end;
     redo.deadline = f->deadline;
     redo.moved_since = f->moved_since;
+    redo.tries = f->tries;
     forward_free(f);
     w->redispatch(w, req);
     redo.req = NULL;
@@ -256,25 +262,28 @@ classify(const struct http_client_resp *r)
     return AGAIN_NO;
 }
 
-/* ready - whether f, waiting, may be served again now: its old owner is
- * gone from the board, or an owner_moved's pause is over. */
-static int
-ready(struct forward *f, uint64_t now)
+/* backoff - how long f waits before its next try: 5, 10, 20 ... ms up
+ * to BACKOFF_MAX_MS, by the tries it had. */
+static uint64_t
+backoff(const struct forward *f)
 {
-    if (f->why == AGAIN_GONE)
-        return owner_gone(f->w, f->owner);
-    return now >= f->park.deadline;
+    unsigned n = f->tries > 0 ? f->tries - 1 : 0;
+
+    return n >= 5 ? BACKOFF_MAX_MS
+                  : (BACKOFF_MIN_MS << n < BACKOFF_MAX_MS ? BACKOFF_MIN_MS << n
+                                                          : BACKOFF_MAX_MS);
 }
 
-/* look - f waits: serve it again if it may be, give up past give_up, or
- * look again a little later. */
+/* look - f's wait ended: a long poll whose time is up is answered empty
+ * (again() does), one past give_up gets the owner's answer it kept;
+ * otherwise it is tried again, routed by the board as it is now. */
 static void
 look(struct forward *f)
 {
-    uint64_t now = shm_now_ms(), next;
+    uint64_t now = shm_now_ms();
 
-    /* a long poll whose time is up is answered empty by again() */
-    if (ready(f, now) || (f->wait_end != 0 && now >= f->wait_end)) {
+    if ((f->wait_end != 0 && now >= f->wait_end) ||
+        (f->why == AGAIN_GONE && owner_gone(f->w, f->owner))) {
         again(f);
     } else if (now >= f->give_up) {
         log_info(0,
@@ -283,15 +292,15 @@ look(struct forward *f)
                  f->owner);
         relay_kept(f);
     } else {
-        next = now + GONE_POLL_MS;
-        park_update_deadline(&f->w->parks, &f->park,
-                             next < f->give_up ? next : f->give_up);
+        again(f);
     }
 }
 
 /* hold - the owner applied nothing (why): keep its answer r and wait,
- * parked, to serve f again.  0; -1 when f cannot wait (the request is
- * not answered then). */
+ * parked, to serve f again: its backoff, cut short by give_up (the
+ * request's deadline, or FORWARD_MOVED_WAIT_MS after the first
+ * owner_moved) and by a long poll's end.  0; -1 when f cannot wait (the
+ * request is not answered then). */
 static int
 hold(struct forward *f, enum again why, struct http_client_resp *r)
 {
@@ -299,6 +308,7 @@ hold(struct forward *f, enum again why, struct http_client_resp *r)
     uint64_t now = shm_now_ms();
 
     f->why = why;
+    f->tries++;
     f->status = r->status;
     f->retry_after_s = r->retry_after_s;
     f->err = r->err;
@@ -306,19 +316,18 @@ hold(struct forward *f, enum again why, struct http_client_resp *r)
     http_buf_free(&f->body);
     f->body = r->body;
     r->body = (struct http_buf){0};
+    f->give_up = f->deadline;
     if (why == AGAIN_MOVED) {
         if (f->moved_since == 0)
             f->moved_since = now;
-        f->give_up = f->moved_since + FORWARD_MOVED_WAIT_MS;
-        f->park.deadline = now + MOVED_BACKOFF;
-    } else {
-        f->give_up = r->err != 0 ? now + FORWARD_GONE_WAIT_MS : f->deadline;
-        f->park.deadline = now + GONE_POLL_MS;
+        if (f->moved_since + FORWARD_MOVED_WAIT_MS < f->give_up)
+            f->give_up = f->moved_since + FORWARD_MOVED_WAIT_MS;
     }
-    if (f->give_up > f->deadline)
-        f->give_up = f->deadline;
+    f->park.deadline = now + backoff(f);
     if (f->park.deadline > f->give_up)
         f->park.deadline = f->give_up;
+    if (f->wait_end != 0 && f->park.deadline > f->wait_end)
+        f->park.deadline = f->wait_end;
     f->park.ops = &waiting;
     f->park.req = f->req;
     f->park.fd = -1;
@@ -353,8 +362,8 @@ answered(void *arg, struct http_client_resp *r)
             relay_kept(f);
             return;
         }
-        if (why == AGAIN_GONE)
-            look(f); /* the board may say so already */
+        if (why == AGAIN_GONE && owner_gone(w, f->owner))
+            again(f); /* the board says so already */
         return;
     }
     if (r->err != 0) {
@@ -416,13 +425,15 @@ fw_on_drain(struct park *p)
     http_request_resume(f->req);
 }
 
-/* on_moved - the board changed: the old owner may be gone from it. */
+/* on_moved - the board changed: the old owner may be gone from it, or
+ * the partition placed elsewhere: routed afresh now, not after the
+ * backoff.  An owner that stops and is still listed live waits on. */
 static void
 fw_on_moved(struct park *p)
 {
     struct forward *f = FORWARD_OF(p);
 
-    if (f->why == AGAIN_GONE && owner_gone(f->w, f->owner))
+    if (f->why == AGAIN_MOVED || owner_gone(f->w, f->owner))
         again(f);
 }
 
@@ -547,8 +558,10 @@ start(struct worker *w, struct http_request *req, const char *id,
     if (redo.req == req) {
         wait_ms = worker_forward_wait_left(req, wait_ms);
         deadline = redo.deadline;
-        if (f != NULL)
+        if (f != NULL) {
             f->moved_since = redo.moved_since;
+            f->tries = redo.tries;
+        }
     }
     if (f != NULL) {
         f->fd = -1;

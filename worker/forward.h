@@ -20,12 +20,15 @@
  * the board names once this node's master has heard the leave (the
  * stopping node's heartbeat says "leaving" before its workers stop), since
  * that is when the next owner holds the partition for the hand-over, so a
- * push stored there goes after what is handed over (DESIGN §5); the
- * request waits, parked, until the board no longer lists the old owner
- * live (a refused connection: FORWARD_GONE_WAIT_MS at most, for a node
- * that crashed is listed until member_ttl_ms), and an owner_moved answer
- * is tried again a little later (FORWARD_MOVED_WAIT_MS at most), when the
- * members' views have met.  A long poll goes on waiting for the time its
+ * push stored there goes after what is handed over (DESIGN §5).  The
+ * request waits, parked, and is routed afresh the moment the board changes
+ * (the old owner no longer live, or the owners placed anew), or else when
+ * its backoff ends (5, 10, 20 ... ms, 100 ms at most): while the board
+ * still lists the old owner live (a crash is heard only after
+ * member_ttl_ms), that is the old owner again, never a busy retry.  It
+ * goes on so until its own deadline (owner_moved answers: for
+ * FORWARD_MOVED_WAIT_MS at most, from the first), then the owner's last
+ * answer goes to the client.  A long poll goes on waiting for the time its
  * first wait had left, never answered empty early.  A call that timed out
  * or broke off is not served again: the owner may have applied it.  A call
  * routed by an id's node (an ack, worker_forward_to) is served again at
@@ -48,10 +51,6 @@ struct forward;
 
 /* How long a forwarded call may take beyond the pop's own wait. */
 #define FORWARD_MS 5000
-/* After a refused connection, how long the board may take to stop listing
- * the owner live before the request fails (a stop's heartbeat comes in
- * milliseconds; a crash is heard only after member_ttl_ms). */
-#define FORWARD_GONE_WAIT_MS 1000
 /* How long owner_moved answers are tried again, from the first one. */
 #define FORWARD_MOVED_WAIT_MS 1500
 

@@ -16,6 +16,7 @@
 #include "http/buf.h"
 #include "http/reply.h"
 #include "http/request.h"
+#include "shm/board.h"
 #include "shm/stats.h"
 #include "worker/authz.h"
 #include "worker/forward.h"
@@ -353,16 +354,40 @@ pop_call_let_go(struct pop_call *c)
     pop_call_end(c, 0);
 }
 
-/* pop_call_on_moved - parked.h: a pop on a partition another node owns
- * now is let go, so its client asks again and reaches the owner. */
+/*
+ * pop_call_on_moved - parked.h: a pop on a partition another node owns
+ * now is let go, so its client asks again and reaches the owner.  But a
+ * long poll another node forwarded here that holds nothing is answered
+ * 503, nothing taken, so that the node it came through serves it again at
+ * the partition's next owner for the time it has left (forward.h) rather
+ * than relaying an empty answer before its timeout: 503 draining when this
+ * node's master stops (its board names this node leaving before this
+ * worker has read its own SIGTERM), 503 owner_moved otherwise.
+ */
 void
 pop_call_on_moved(struct park *p)
 {
     struct pop_call *c = CALL_OF(p);
+    struct worker *w = c->w;
 
-    if (c->pop.part.len > 0 &&
-        !shm_owner_here(&c->w->owners, c->pop.queue, c->pop.part))
+    if (c->pop.part.len == 0 ||
+        shm_owner_here(&w->owners, c->pop.queue, c->pop.part))
+        return;
+    if (c->sink.count > 0 ||
+        http_request_header(c->req, FORWARD_HEADER) == NULL) {
         pop_call_let_go(c);
+        return;
+    }
+    pop_call_unpark(c);
+    if (c->kind->leave)
+        c->kind->leave(c);
+    if (w->draining || shm_board_stopping(w->seg->board))
+        http_reply_draining(c->req);
+    else
+        http_reply_error(c->req, 503, "owner_moved",
+                         "this node no longer owns the partition (membership "
+                         "changed while the pop waited); nothing was taken");
+    http_request_resume(c->req);
 }
 
 /* pop_call_on_stale - parked.h: let go, asked again the client meets

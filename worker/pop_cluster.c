@@ -37,12 +37,14 @@ struct pop_cluster {
     int wait;
     uint64_t deadline;
     int npeers, first, tried; /* passing on: peer (first + tried) next */
+    uint64_t sig;             /* the owners' signature the peers are from */
     struct pc_peer peer[SHM_BOARD_MEMBERS];
 };
 
 #define CLUSTER_OF(c) POP_KIND_OF(c, struct pop_cluster, c)
 
 static void try_next(struct pop_cluster *pc);
+static void list_peers(struct pop_cluster *pc);
 
 /* has_messages - a pop's answer holds at least one message.  The first
  * "messages":[ is the answer's own (the queue's name before it is escaped,
@@ -141,7 +143,8 @@ watched(void *arg, struct http_client_resp *r)
 
 /* watch - take here or park here (not once draining: the parked calls
  * were answered then, so it answers now), and leave a watch on every
- * peer. */
+ * peer: the members there are now (a change while the passes were out
+ * reached no parked pop: a member that left gets no more calls). */
 static void
 watch(struct pop_cluster *pc)
 {
@@ -151,6 +154,8 @@ watch(struct pop_cluster *pc)
     if (!pop_call_serve(&pc->c, may_park,
                         may_park ? (uint32_t)(pc->deadline - now) : 0))
         return; /* answered (pop_call_end dropped the calls out) */
+    if (pc->sig != pc->c.w->owners.sig)
+        list_peers(pc);
     for (int i = 0; i < pc->npeers; i++)
         send_pop(pc, &pc->peer[i], 1, watched);
 }
@@ -223,6 +228,7 @@ list_peers(struct pop_cluster *pc)
 
     pc->npeers = 0;
     pc->tried = 0;
+    pc->sig = o->sig;
     for (int i = 0; i < o->n; i++) {
         if (i == o->self)
             continue;
