@@ -784,6 +784,59 @@ Test(cluster_forward, a_pop_naming_no_partition_follows_default_to_a_new_owner)
     itest_multi_free(m);
 }
 
+/* A long poll forwarded to an owner that loses the partition to a node
+ * that joins is not answered empty early (issue 30 item 5): the owner
+ * answers the forward 503 owner_moved, nothing taken, and the node it came
+ * through serves it again where the partition lives now, for the time it
+ * has left: a push there answers it. */
+Test(cluster_forward,
+     a_long_poll_forwarded_to_an_owner_that_loses_the_partition_moves_along)
+{
+    struct itest_multi *m;
+    struct itest_resp *r;
+    char p[16], path[200];
+    int o, a, z = 2;
+    int64_t deadline;
+
+    /* a partition node 2 takes over from node 0 or 1 when it joins */
+    for (int k = 0;; k++) {
+        cr_assert_lt(k, 1000);
+        snprintf(p, sizeof(p), "p%d", k);
+        if (cl_owner("fw-join-part", p, CL_ALL) == z)
+            break;
+    }
+    o = cl_owner("fw-join-part", p, CL_ALL & ~(1u << z));
+    a = 1 - o;
+    cl_wait_view(&c, CL_ALL);
+    cr_assert_eq(cl_stop(&c, z, 30000), 0);
+    cl_wait_view(&c, CL_ALL & ~(1u << z));
+    snprintf(path, sizeof(path),
+             "/api/v1/ephemeral/pop?queue=fw-join-part&partition=%s"
+             "&wait=true&timeout=30000",
+             p);
+    m = long_poll(a, o, path);
+
+    cl_start(&c, z, "member_ttl_ms=60000");
+    cl_wait_view(&c, CL_ALL);
+    /* it waits at node z now, never answered meanwhile */
+    deadline = itest_now_ms() + 15000;
+    while (parked_at(z) < 1) {
+        itest_multi_run(m, 50);
+        cr_assert(!itest_multi_done(m, 0), "the long poll was answered: %ld %s",
+                  itest_multi_resp(m, 0)->status, itest_multi_resp(m, 0)->body);
+        cr_assert_lt(itest_now_ms(), deadline,
+                     "the long poll does not wait at node %d", z);
+    }
+    push_ok(a, "fw-join-part", p, "[\"moved\"]", NULL, 0);
+    itest_multi_run(m, 10000);
+    cr_assert(itest_multi_done(m, 0), "the long poll was not answered");
+    r = itest_multi_resp(m, 0);
+    cr_expect_eq(r->status, 200, "%s", r->body);
+    cr_expect_str_eq(itest_jstr(r->json, "messages.0.payload"), "moved", "%s",
+                     r->body);
+    itest_multi_free(m);
+}
+
 /* A long poll forwarded to an owner that then hangs (SIGSTOP: its
  * connection stays open and nothing answers) is not left there: once the
  * forwarding node declares the owner dead, the poll goes to the
