@@ -355,29 +355,22 @@ pop_call_let_go(struct pop_call *c)
 }
 
 /*
- * pop_call_on_moved - parked.h: a pop on a partition another node owns
- * now is let go, so its client asks again and reaches the owner.  But a
- * long poll another node forwarded here that holds nothing is answered
- * 503, nothing taken, so that the node it came through serves it again at
- * the partition's next owner for the time it has left (forward.h) rather
- * than relaying an empty answer before its timeout: 503 draining when this
- * node's master stops (its board names this node leaving before this
- * worker has read its own SIGTERM), 503 owner_moved otherwise.
+ * give_back - a long poll another node forwarded here for one partition,
+ * holding nothing, is answered 503 (1), nothing taken, so that the node it
+ * came through serves it again at the partition's owner for the time it has
+ * left (forward.h) rather than relaying an empty answer before its
+ * timeout: 503 draining when this node's master stops (its board names
+ * this node leaving before this worker has read its own SIGTERM), 503
+ * owner_moved otherwise.  0: c is not such a pop (left as it was).
  */
-void
-pop_call_on_moved(struct park *p)
+static int
+give_back(struct pop_call *c, const char *why)
 {
-    struct pop_call *c = CALL_OF(p);
     struct worker *w = c->w;
 
-    if (c->pop.part.len == 0 ||
-        shm_owner_here(&w->owners, c->pop.queue, c->pop.part))
-        return;
-    if (c->sink.count > 0 ||
-        http_request_header(c->req, FORWARD_HEADER) == NULL) {
-        pop_call_let_go(c);
-        return;
-    }
+    if (c->pop.part.len == 0 || c->sink.count > 0 ||
+        http_request_header(c->req, FORWARD_HEADER) == NULL)
+        return 0;
     pop_call_unpark(c);
     if (c->kind->leave)
         c->kind->leave(c);
@@ -385,17 +378,37 @@ pop_call_on_moved(struct park *p)
         http_reply_draining(c->req);
     else
         http_reply_error(c->req, 503, "owner_moved",
-                         "this node no longer owns the partition (membership "
-                         "changed while the pop waited); nothing was taken");
+                         "%s while the pop waited; nothing was taken", why);
     http_request_resume(c->req);
+    return 1;
+}
+
+/* pop_call_on_moved - parked.h: a pop on a partition another node owns
+ * now is let go, so its client asks again and reaches the owner; a
+ * forwarded long poll goes back to its node (give_back). */
+void
+pop_call_on_moved(struct park *p)
+{
+    struct pop_call *c = CALL_OF(p);
+
+    if (c->pop.part.len == 0 ||
+        shm_owner_here(&c->w->owners, c->pop.queue, c->pop.part))
+        return;
+    if (!give_back(c, "this node no longer owns the partition (membership "
+                      "changed)"))
+        pop_call_let_go(c);
 }
 
 /* pop_call_on_stale - parked.h: let go, asked again the client meets
- * 503 owner_moved and tries another node. */
+ * 503 owner_moved and tries another node; a forwarded long poll goes back
+ * to its node (give_back). */
 void
 pop_call_on_stale(struct park *p)
 {
-    pop_call_let_go(CALL_OF(p));
+    struct pop_call *c = CALL_OF(p);
+
+    if (!give_back(c, "this node's view of the cluster went stale"))
+        pop_call_let_go(c);
 }
 
 /* pop_call_on_revoke - parked.h: 401, and what a windowed pop holds goes

@@ -67,9 +67,10 @@ struct pop_kind {
 /* The events as a pop meets them (pop_call.c), for the kinds' tables;
  * pop_call_on_drain answers now with what is there, as
  * pop_call_on_deadline does, but a forwarded long poll holding nothing
- * 503 draining (its forwarder serves it again elsewhere); so does
- * pop_call_on_moved, when the partition left this node (503 owner_moved,
- * or draining when this node stops), never an empty answer early. */
+ * 503 draining (its forwarder serves it again elsewhere); so do
+ * pop_call_on_moved, when the partition left this node, and
+ * pop_call_on_stale (503 owner_moved, or draining when this node stops),
+ * never an empty answer early. */
 extern const struct park_ops pop_call_events;
 int pop_call_on_wake(struct park *p, uint64_t handle, const struct park *empty);
 void pop_call_on_deadline(struct park *p);
