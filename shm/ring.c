@@ -524,6 +524,11 @@ shm_ring_peek_locked(struct shm_ring_ctx *c, uint32_t gs)
     const struct shm_gs *s = shm_ring_gs(c->seg, gs);
     uint32_t limit = c->q->opts.retry_limit;
 
+    /* A pop finds nothing while a hand-over is on its way here
+     * (shm_ring_take_locked): neither does a peek, or a peer's watch would
+     * say ready to passes that take nothing, again and again. */
+    if (c->p->hold_until > c->now)
+        return 0;
     if (s->nready > 0)
         return 1;
     if (s->due <= c->now)

@@ -46,10 +46,12 @@ ack_route_plan(struct worker *w, struct http_request *req, const uint64_t *incs,
         int named = 0;
 
         /* A leaving member answers 503 draining and its ids go stale with
-         * the hand-over: they are stale here at once. */
+         * the hand-over: they are stale here at once.  So are those of one
+         * that told us so itself before its master's word came (view.h). */
         if (mb->self || mb->state == SHM_MEMBER_DEAD ||
             mb->state == SHM_MEMBER_LEAVING || mb->incarnation == 0 ||
-            worker_addr_unusable(mb->addr, own))
+            worker_addr_unusable(mb->addr, own) ||
+            worker_view_gone(w, mb->id, mb->incarnation))
             continue;
         for (uint32_t i = 0; i < n && !named; i++)
             named = incs[i] == mb->incarnation;
@@ -166,7 +168,11 @@ take_outcomes(struct fan *f, int k, const struct http_client_resp *r)
 }
 
 /* peer_answered - one member's answer came (or not); the last one lets
- * the request answer. */
+ * the request answer.  A member that stops (it answers 503 draining, or
+ * its port refuses the connection) applied nothing and never will: its
+ * entries keep the outcome this node gave them, stale, as they would
+ * once the board shows it leaving (the hand-over brings those messages
+ * back under new ids). */
 static void
 peer_answered(void *arg, struct http_client_resp *r)
 {
@@ -174,7 +180,13 @@ peer_answered(void *arg, struct http_client_resp *r)
     struct fan *f = p->f;
 
     p->pending = 0;
-    if (take_outcomes(f, p->k, r) != 0) {
+    if (worker_forward_gone(r)) {
+        worker_view_mark_gone(f->w, f->rt.m[p->k].id);
+        log_debug(0,
+                  "ack forwarded to node %s: it stops (%s); its entries "
+                  "are stale",
+                  f->rt.m[p->k].id, r->err ? r->error : "503 draining");
+    } else if (take_outcomes(f, p->k, r) != 0) {
         shm_count(f->w->seg, f->w->set.slot, SHM_C_FORWARD_FAILED, 1);
         log_info(0, "ack forwarded to node %s failed: %s (status %u)",
                  f->rt.m[p->k].id, r->err ? r->error : "bad answer", r->status);

@@ -68,10 +68,16 @@ struct pop_kind {
     ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 /* The events as a pop meets them (pop_call.c), for the kinds' tables;
- * pop_call_on_deadline is on_drain too: answered now with what is there. */
+ * pop_call_on_drain answers now with what is there, as
+ * pop_call_on_deadline does, but a forwarded long poll holding nothing
+ * 503 draining (its forwarder serves it again elsewhere); so do
+ * pop_call_on_moved, when the partition left this node, and
+ * pop_call_on_stale (503 owner_moved, or draining when this node stops),
+ * never an empty answer early. */
 extern const struct park_ops pop_call_events;
 int pop_call_on_wake(struct park *p, uint64_t handle, const struct park *empty);
 void pop_call_on_deadline(struct park *p);
+void pop_call_on_drain(struct park *p);
 void pop_call_on_hangup(struct park *p);
 void pop_call_on_revoke(struct park *p);
 void pop_call_on_moved(struct park *p);
