@@ -96,6 +96,7 @@ test: deps
 	test/run-all.sh build/asan
 
 test-only:
+	$(MAKE) openapi-deps
 	$(MAKE) MODE=asan all tests
 	test/run-all.sh build/asan
 
