@@ -168,14 +168,15 @@ oa_tools(const struct oa *o)
               "%s is missing: run make openapi-deps (make test does)", p);
 }
 
-/* responder - a request the main thread answers; its answer recorded by
- * the main thread after the join. */
+/* asked - a request sent from a thread of its own, which the main thread
+ * answers (reply_one); the answer is recorded after the join. */
 struct asked {
     const struct itest_node *n;
     const char *body;
     struct itest_resp r;
 };
 
+/* ask - the thread: send a->body to the request route. */
 static void *
 ask(void *arg)
 {
