@@ -8,6 +8,7 @@
 #   make fuzz       every libFuzzer target SECONDS=N seconds (test/fuzz/fuzz.mk)
 #   make deb        the Debian package: build/mayfly_<version>_<arch>.deb
 #   make soak       three nodes under load with faults (ops/soak/, SOAK.md)
+#   make openapi-lint  lint worker/openapi/openapi.json (ops/openapi/openapi.mk)
 #
 # Every .c under shm/ http/ consensus/ worker/ master/ is part of mayflyd;
 # every test/<suite>/test_*.c is one Criterion binary linked against an
@@ -34,7 +35,7 @@ LDFLAGS += $(OPT)
 B       := build/$(MODE)
 SRC     := $(wildcard shm/*.c http/*.c consensus/*.c worker/*.c master/*.c)
 LIBSRC  := $(filter-out master/main.c,$(SRC))
-PAGEOBJ := $(B)/worker/status_page_data.o
+PAGEOBJ := $(B)/worker/status_page_data.o $(B)/worker/openapi_data.o
 OBJ     := $(SRC:%.c=$(B)/%.o) $(PAGEOBJ)
 LIBOBJ  := $(LIBSRC:%.c=$(B)/%.o) $(PAGEOBJ)
 TESTSRC := $(wildcard test/*/test_*.c)
@@ -69,6 +70,14 @@ $(B)/worker/status_page_data.c: worker/status_page/embed.sh \
 $(B)/worker/status_page_data.o: $(B)/worker/status_page_data.c worker/status_page.h
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# The OpenAPI document (worker/openapi/), one C array likewise.
+$(B)/worker/openapi_data.c: worker/openapi/embed.sh worker/openapi/openapi.json
+	@mkdir -p $(dir $@)
+	sh worker/openapi/embed.sh worker/openapi/openapi.json > $@.tmp && mv $@.tmp $@
+
+$(B)/worker/openapi_data.o: $(B)/worker/openapi_data.c worker/openapi.h
+	$(CC) $(CFLAGS) -c -o $@ $<
+
 # Tests link a static archive, so each pulls in only the objects it uses.
 $(B)/libmayfly.a: $(LIBOBJ)
 	rm -f $@
@@ -82,10 +91,12 @@ deps:
 	ops/install-deps.sh test
 
 test: deps
+	$(MAKE) openapi-deps
 	$(MAKE) MODE=asan all tests
 	test/run-all.sh build/asan
 
 test-only:
+	$(MAKE) openapi-deps
 	$(MAKE) MODE=asan all tests
 	test/run-all.sh build/asan
 
@@ -112,6 +123,7 @@ clean:
 -include ops/bench/bench.mk
 include test/fuzz/fuzz.mk
 -include ops/soak/soak.mk
+-include ops/openapi/openapi.mk
 
 # make sim [SEEDS=N] [STEPS=K] [FIRST=F]: soak the raft simulator past the
 # seeds make test runs: N seeds per cluster size (3 and 5 nodes), K faulty

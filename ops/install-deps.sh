@@ -18,6 +18,11 @@ build) ;;
 *) echo "usage: $0 [build|test|bench|soak]" >&2; exit 2 ;;
 esac
 
+# npm installs the OpenAPI linter and validator (ops/openapi/): Debian's
+# nodejs and npm unless the machine already has a node with its npm (a
+# NodeSource nodejs bundles npm and conflicts with Debian's package).
+[ "${1:-test}" = test ] && ! command -v npm >/dev/null && pkgs="$pkgs nodejs npm"
+
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

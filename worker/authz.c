@@ -155,6 +155,7 @@ static int
 open_route(const struct worker *w, enum http_route r)
 {
     return r == HTTP_ROUTE_HEALTH || r == HTTP_ROUTE_STATUS_PAGE ||
+           r == HTTP_ROUTE_OPENAPI ||
            (r == HTTP_ROUTE_METRICS && !w->set.metrics_auth);
 }
 

@@ -50,6 +50,7 @@
 #include "worker/depth.h"
 #include "worker/forward.h"
 #include "worker/health.h"
+#include "worker/openapi.h"
 #include "worker/parked.h"
 #include "worker/pop.h"
 #include "worker/pop_post.h"
@@ -75,12 +76,13 @@ static void serve(struct worker *w, struct http_request *req,
                   enum http_route r);
 
 /* always_served - the reads a draining or stale node still answers: what
- * the node says about itself, and the page that shows it. */
+ * the node says about itself, the page that shows it, and the API
+ * description. */
 static int
 always_served(enum http_route r)
 {
     return r == HTTP_ROUTE_HEALTH || r == HTTP_ROUTE_METRICS ||
-           r == HTTP_ROUTE_STATUS_PAGE;
+           r == HTTP_ROUTE_STATUS_PAGE || r == HTTP_ROUTE_OPENAPI;
 }
 
 /* dispatch - the http/ handler: route to the worker's handler. */
@@ -185,6 +187,9 @@ serve(struct worker *w, struct http_request *req, enum http_route r)
         break;
     case HTTP_ROUTE_STATUS_PAGE:
         worker_status_page(req);
+        break;
+    case HTTP_ROUTE_OPENAPI:
+        worker_openapi(req);
         break;
     case HTTP_ROUTE_REQUEST:
         worker_request_verb(w, req);
