@@ -372,6 +372,30 @@ void bench_mayfly_http(const char *key, int port, const char *path,
                        const char *label);
 int bench_metric(int port, const char *name, double *val);
 
+/* Memory as the server accounts it (mayfly_memory_used_bytes) and as the
+ * kernel sees it (PSS of --mayfly-pid and its children, 0 without). */
+struct bench_mem {
+    double acct;
+    double pss;
+    int acct_ok;
+};
+void bench_mem_sample(struct bench_mem *m);
+/* bench_mem_row_pss - a memory row: the server's PSS from m0 to m1 over n
+ * items (the rate), the accounted figure in its note, with target (NULL:
+ * none) beside it. */
+void bench_mem_row_pss(const char *key, const char *variant,
+                       const struct bench_mem *m0, const struct bench_mem *m1,
+                       double n, const char *target);
+
+/* stream.c: bench_stream_fanout - one sample of the fan-out row, mayfly's
+ * (nats 0) or NATS's; the sets stay open for the next pair and the memory
+ * row of idle streams comes with mayfly's first; bench_stream_close -
+ * after the last pair; bench_stream_all - the stream rows not compared
+ * (throughput) */
+void bench_stream_fanout(int nats);
+void bench_stream_close(void);
+void bench_stream_all(void);
+
 /* cluster.c */
 void bench_cluster_all(void);
 
