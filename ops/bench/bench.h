@@ -380,6 +380,9 @@ struct bench_mem {
     int acct_ok;
 };
 void bench_mem_sample(struct bench_mem *m);
+/* bench_mem_settle - a sample once the server's PSS holds still (within
+ * 0.2 % over 250 ms, 5 s at most): what earlier rows freed is gone. */
+void bench_mem_settle(struct bench_mem *m);
 /* bench_mem_row_pss - a memory row: the server's PSS from m0 to m1 over n
  * items (the rate), the accounted figure in its note, with target (NULL:
  * none) beside it. */
@@ -388,10 +391,10 @@ void bench_mem_row_pss(const char *key, const char *variant,
                        double n, const char *target);
 
 /* stream.c: bench_stream_fanout - one sample of the fan-out row, mayfly's
- * (nats 0) or NATS's; the sets stay open for the next pair and the memory
- * row of idle streams comes with mayfly's first; bench_stream_close -
- * after the last pair; bench_stream_all - the stream rows not compared
- * (throughput) */
+ * (nats 0) or NATS's, the sets kept open for the next pair;
+ * bench_stream_close - after the last pair; bench_stream_all - the stream
+ * rows not compared (memory per idle stream, throughput), run first, on a
+ * server that has not yet served many connections */
 void bench_stream_fanout(int nats);
 void bench_stream_close(void);
 void bench_stream_all(void);
