@@ -720,7 +720,6 @@ compared_pairs(int m)
                 bench_nats_compared(s);
         }
     }
-    bench_stream_close();
     if (nats)
         bench_nats_close();
 }

@@ -65,6 +65,14 @@ call_once(int port, const char *method, const char *path, const char *body,
     return rc;
 }
 
+/* bench_call - see bench.h. */
+int
+bench_call(int port, const char *method, const char *path, const char *body,
+           int *status)
+{
+    return call_once(port, method, path, body, status, NULL);
+}
+
 /* Sum of every sample of metric name in GET /metrics; 0 or -errno
  * (-ENOENT when the server does not export it). */
 int

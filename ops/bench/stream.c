@@ -12,8 +12,8 @@
  * socket, a marker string in what arrives (mayfly: "event: message",
  * NATS: "MSG "), after a ready marker ("event: open", the PONG that
  * follows the SUB).  Both systems go through the same reader.
- * The fan-out sets stay open across the pairs of the compared scenario
- * (main.c) and are closed by bench_stream_close.
+ * A fan-out sample opens its set, runs its rounds and closes it, so that
+ * mayfly's and NATS's sets alternate (main.c pairs them).
  * Locking: the reader threads share only atomics with the main thread.
  */
 #include <sys/epoll.h>
@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,13 +288,12 @@ rset_round(struct rset *s, int (*fn)(void *), void *arg, double secs)
 
 /* ---- fan-out -------------------------------------------------------- */
 
-/* What the fan-out rounds share across pairs. */
+/* A fan-out sample's set and sending connection. */
 struct fan {
     struct rset *set;
     int fd; /* the pushing or publishing connection */
     struct bench_buf in, chunk, req;
     char err[200];
-    int tried;
 };
 
 static struct fan mfan = {.fd = -1}, nfan = {.fd = -1};
@@ -472,6 +472,22 @@ nats_fan_open(void)
     return 0;
 }
 
+/* fan_close - a fan-out set and its sending connection, closed (the
+ * client's descriptors cannot hold two sets of 10,000 at once). */
+static void
+fan_close(struct fan *f)
+{
+    rset_close(f->set);
+    f->set = NULL;
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+    bench_buf_free(&f->in);
+    bench_buf_free(&f->chunk);
+    bench_buf_free(&f->req);
+    f->err[0] = '\0';
+}
+
 /* cmp_round - qsort order of rounds by time to all. */
 static int
 cmp_round(const void *a, const void *b)
@@ -505,13 +521,10 @@ fan_row(struct fan *f, int (*open)(void), int (*send)(void *), int nats)
                  "256 B",
                  n);
     }
-    if (!f->tried) {
-        f->tried = 1;
-        if (open() != 0 && f->err[0] == '\0')
-            snprintf(f->err, sizeof(f->err), "could not open");
-    }
-    if (f->err[0] != '\0') {
-        bench_row_fail(row.key, row.scenario, row.system, row.variant, f->err);
+    if (open() != 0 || f->err[0] != '\0') {
+        bench_row_fail(row.key, row.scenario, row.system, row.variant,
+                       f->err[0] ? f->err : "could not open");
+        fan_close(f);
         return;
     }
     for (int i = 0; i < rounds; i++) {
@@ -525,8 +538,10 @@ fan_row(struct fan *f, int (*open)(void), int (*send)(void *), int nats)
                  "no round reached all %d (the last: %ld)", f->set->n,
                  r[0].arrived);
         bench_row_add(&row);
+        fan_close(f);
         return;
     }
+    fan_close(f);
     qsort(r, (size_t)ok, sizeof(r[0]), cmp_round);
     row.ok = 1;
     row.rate = r[ok / 2].ms_all;
@@ -551,37 +566,64 @@ bench_stream_fanout(int nats)
         fan_row(&mfan, mayfly_fan_open, mayfly_push1, 0);
 }
 
-/* bench_stream_close - see bench.h. */
-void
-bench_stream_close(void)
-{
-    struct fan *f[2] = {&mfan, &nfan};
+/* ---- throughput ----------------------------------------------------- */
 
-    for (int i = 0; i < 2; i++) {
-        rset_close(f[i]->set);
-        f[i]->set = NULL;
-        if (f[i]->fd >= 0)
-            close(f[i]->fd);
-        f[i]->fd = -1;
-        bench_buf_free(&f[i]->in);
-        bench_buf_free(&f[i]->chunk);
-        bench_buf_free(&f[i]->req);
-    }
+/* The throughput's pushes: bench_role_push (sc first, as its ud) held
+ * back while the streams are more than BACKLOG events a stream behind,
+ * so that what is measured is delivery, not stream_buffer_bytes
+ * overflowing under pushes no stream can take as fast. */
+#define BACKLOG 500
+
+struct tput_sc {
+    struct bench_push_sc push;
+    struct rset *set;
+    long base; /* set->events when the pushes began */
+};
+
+/* tput_credit - wait (in the loop's thread) until the streams are within
+ * BACKLOG events of the pushes answered, or the run stops. */
+static void
+tput_credit(struct bench_conn *c)
+{
+    struct tput_sc *t = c->ud;
+    long n = t->set->n;
+
+    while (!atomic_load(&c->loop->run->stop) &&
+           atomic_load(&t->push.pushed) * n -
+                   (atomic_load(&t->set->events) - t->base) >
+               BACKLOG * n)
+        bench_sleep_ns(50000);
 }
 
-/* ---- throughput ----------------------------------------------------- */
+static int
+tput_start(struct bench_conn *c)
+{
+    tput_credit(c);
+    return bench_role_push.start(c);
+}
+
+static int
+tput_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    tput_credit(c);
+    return bench_role_push.reply(c, r);
+}
+
+static const struct bench_role role_tput = {tput_start, tput_reply};
 
 /* bench_stream_all - see bench.h: the memory row (stream_mem), then
  * throughput: 100 streams, each on partitions p0-p9
- * of one queue, while 8 connections push one 256 B message at a time to
- * p0-p7 of it (a reset every 20th push, as in push); events the streams
- * received a second.  One message a push: a push of 100 is 10,000 events
+ * of one queue (policy dropOldest: no reset, which would drop what a
+ * round has not read yet), while 8 connections push one 256 B message at
+ * a time to p0-p7 of it, held back BACKLOG events a stream ahead; events
+ * the streams received a second.  One message a push: a push of 100 is 10,000 events
  * at once, and streams pass stream_buffer_bytes (overflow) faster than
  * any reader drains them. */
 void
 bench_stream_all(void)
 {
-    struct bench_push_sc *sc = calloc(1, sizeof(*sc));
+    struct tput_sc *t = calloc(1, sizeof(*t));
+    struct bench_push_sc *sc = &t->push;
     struct bench_run *run = bench_run_new(bench_opt.threads);
     struct bench_buf req = {0};
     struct bench_row row = {0};
@@ -589,7 +631,7 @@ bench_stream_all(void)
     char queue[40], part[16], body[96], err[200] = "", path[1024];
     long e0, e1, pushed;
     uint64_t t0, t1;
-    int nstreams = 100, ok = 1, n;
+    int nstreams = 100, ok = 1, n, status = 0;
 
     bench_payload_init();
     stream_mem(fan_n());
@@ -617,16 +659,29 @@ bench_stream_all(void)
     if (err[0] == '\0' && rset_wait_ready(s, 30) < nstreams)
         snprintf(err, sizeof(err), "only %d of %d streams opened",
                  atomic_load(&s->nready), nstreams);
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"%s\",\"options\":{\"policy\":\"dropOldest\"}}",
+             queue);
+    if (err[0] == '\0' &&
+        (bench_call(bench_opt.mport, "POST", "/api/v1/ephemeral/configure",
+                    body, &status) != 0 ||
+         status != 201))
+        snprintf(err, sizeof(err), "configure answered %d", status);
+    t->set = s;
+    t->base = atomic_load(&s->events);
     for (int i = 0; i < BENCH_PARTS; i++) {
         snprintf(part, sizeof(part), "p%d", i);
         bench_push_req(&sc->req[i], NULL, queue, part, &bench_msgs1);
     }
+    /* no reset (it would drop what a round has not read yet): the queue
+     * drops its oldest past its bound, long delivered (BACKLOG) */
+    sc->reset_every = INT_MAX;
     snprintf(body, sizeof(body), "{\"queue\":\"%s\"}", queue);
     bench_http_request(&sc->reset, "POST", "/api/v1/ephemeral/reset", body,
                        strlen(body));
     for (int i = 0; i < 8 && ok && err[0] == '\0'; i++)
-        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &bench_role_push,
-                           sc) != NULL;
+        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_tput, t) !=
+             NULL;
     if (err[0] == '\0' && ok && bench_run_start(run) == 0) {
         bench_sleep_ns((uint64_t)(bench_opt.warm * 1e9));
         e0 = atomic_load(&s->events);
@@ -641,7 +696,7 @@ bench_stream_all(void)
         row.ok = e1 > e0 && run->errors == 0;
         row.rate = (double)(e1 - e0) * 1e9 / (double)(t1 - t0);
         snprintf(row.note, sizeof(row.note),
-                 "pushes meanwhile: %.0f msg/s (each to 100 streams); %ld "
+                 "pushes meanwhile: %.0f msg/s (each to every stream); %ld "
                  "streams overflowed (stream_buffer_bytes)%s%.60s",
                  (double)pushed * 1e9 / (double)(t1 - t0),
                  atomic_load(&s->overflows), run->errors ? "; push: " : "",
@@ -657,5 +712,5 @@ bench_stream_all(void)
         bench_buf_free(&sc->req[i]);
     bench_buf_free(&sc->reset);
     bench_buf_free(&req);
-    free(sc);
+    free(t);
 }
