@@ -14,7 +14,9 @@
  * follows the SUB).  Both systems go through the same reader.
  * A fan-out sample opens its set, runs its rounds and closes it, so that
  * mayfly's and NATS's sets alternate (main.c pairs them).
- * Locking: the reader threads share only atomics with the main thread.
+ * Locking: the reader threads share atomics with the main thread, and
+ * their round histograms, which it clears before a round's message goes
+ * out and reads once every socket has it (and 20 ms more).
  */
 #include <sys/epoll.h>
 #include <sys/socket.h>
