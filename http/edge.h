@@ -56,8 +56,8 @@
  *     two_authorization_headers_are_refused.
  * D10 Past its memory per connection MHD answers 414 or 431 in HTML, and
  *     it zeroes all of that memory after every request.  Our limits sit
- *     below its own, 64 KiB (edge_head.h: a URI of 8 KiB, 8 KiB of
- *     headers), and answer in JSON.
+ *     below its own, 24 KiB (edge_head.h: a URI of 8 KiB, 8 KiB of
+ *     headers), and answer in JSON; that memory is sized to them.
  *     long_uris_large_headers_and_many_parameters_are_answered.
  * D11 It splits the query into a record per parameter in that memory:
  *     some 460 parameters ran it out, and the connection went silent.

@@ -85,7 +85,7 @@ sentence_for(unsigned status)
         return "the request line is longer than this server holds";
     case MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE:
         return "the request head (line and headers) is larger than this "
-               "server holds (64 KiB with its records)";
+               "server holds (24 KiB with its records)";
     case MHD_HTTP_HTTP_VERSION_NOT_SUPPORTED:
         return "the HTTP version is not supported: use HTTP/1.1 or HTTP/1.0";
     default:

@@ -19,10 +19,17 @@ struct http_request;
  * more: 431. */
 #define HTTP_HEADERS_MAX (8u << 10)
 /* libmicrohttpd's per-connection memory (MHD_OPTION_CONNECTION_MEMORY_LIMIT):
- * its read buffer takes half, so a head within our limits fits, and a
- * record per header.  MHD zeroes all of it after every request (and so
- * touches every page): twice its default, not more. */
-#define HTTP_MHD_CONN_MEMORY (64u << 10)
+ * what a request within our limits needs, not more.  It holds the head in
+ * its read buffer (which starts at half of it and grows to nearly all of
+ * it when a head needs that: a request line of HTTP_URI_MAX and
+ * HTTP_HEADERS_MAX of headers fit, with a record per header at its end),
+ * the head of the answer, and a body as it arrives (access.c copies it
+ * out, so a larger one comes in several reads).  MHD zeroes all of it
+ * after every request, and the read buffer's free part when an answer
+ * starts (a stream's, at once): what each connection, a parked one too,
+ * keeps resident.  Pools up to 32 KiB are malloc'd, larger ones mmap'd.
+ * BENCHMARKS.md gives the bytes a parked long poll and an idle stream cost. */
+#define HTTP_MHD_CONN_MEMORY (24u << 10)
 
 /* http_edge_token_char - c may be part of an RFC 9110 token (a header
  * name, a method). */

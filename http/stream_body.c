@@ -16,7 +16,12 @@
 #include "http/request-t.h"
 #include "http/request.h"
 
-#define BLOCK 4096 /* MHD's advisory block; events are far smaller */
+/* MHD's block: it callocs this much beside each response, though with
+ * chunked encoding (HTTP/1.1) the reader writes straight into the
+ * connection's memory and the block is never used (HTTP/1.0: one read of
+ * at most this much a call).  Every stream holds one response: 4 KiB
+ * was a fifth of an idle stream's cost (BENCHMARKS.md, memory). */
+#define BLOCK 256
 
 /* What MHD's reader is given: the request, and its source. */
 struct body {

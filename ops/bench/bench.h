@@ -296,6 +296,7 @@ void bench_push_req(struct bench_buf *out, const char *token, const char *queue,
 struct bench_push_sc {
     struct bench_buf req[BENCH_PARTS];
     struct bench_buf reset;
+    int reset_every; /* pushes between resets (0: 20) */
     atomic_long pushed;
     atomic_long full;
 };
@@ -371,6 +372,36 @@ void bench_mayfly_all(void);
 void bench_mayfly_http(const char *key, int port, const char *path,
                        const char *label);
 int bench_metric(int port, const char *name, double *val);
+/* bench_call - one request on a fresh connection, its status in *status;
+ * 0 or -errno. */
+int bench_call(int port, const char *method, const char *path, const char *body,
+               int *status);
+
+/* Memory as the server accounts it (mayfly_memory_used_bytes) and as the
+ * kernel sees it (PSS of --mayfly-pid and its children, 0 without). */
+struct bench_mem {
+    double acct;
+    double pss;
+    int acct_ok;
+};
+void bench_mem_sample(struct bench_mem *m);
+/* bench_mem_settle - a sample once the server's PSS holds still (within
+ * 0.2 % over 250 ms, 5 s at most): what earlier rows freed is gone. */
+void bench_mem_settle(struct bench_mem *m);
+/* bench_mem_row_pss - a memory row: the server's PSS from m0 to m1 over n
+ * items (the rate), the accounted figure in its note, with target (NULL:
+ * none) beside it. */
+void bench_mem_row_pss(const char *key, const char *variant,
+                       const struct bench_mem *m0, const struct bench_mem *m1,
+                       double n, const char *target);
+
+/* stream.c: bench_stream_fanout - one sample of the fan-out row, mayfly's
+ * (nats 0) or NATS's (its set opened, its rounds, closed);
+ * bench_stream_all - the stream rows not compared (memory per idle
+ * stream, throughput), run first, on a server that has not yet served
+ * many connections */
+void bench_stream_fanout(int nats);
+void bench_stream_all(void);
 
 /* cluster.c */
 void bench_cluster_all(void);

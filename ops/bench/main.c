@@ -574,7 +574,7 @@ usage(void)
             "                    [--mayfly-tls-token FILE (its bearer "
             "token)]\n"
             "                    [--json FILE] [--md FILE] [--only "
-            "http,push,drain,rpc,rpc1,rpc32,wake,inboxes,parked]\n"
+            "http,push,drain,rpc,rpc1,rpc32,wake,inboxes,parked,stream]\n"
             "                    [--parked N (10000)] [--label TEXT] "
             "[--pipeline]\n"
             "                    [--cluster PORT0,PORT1,PORT2 (nodes n0-n2 "
@@ -695,8 +695,8 @@ mayfly_ready(void)
 static void
 compared_pairs(int m)
 {
-    static const char *const compared[] = {"push", "drain", "rpc1", "rpc32",
-                                           "wake"};
+    static const char *const compared[] = {"push",  "drain", "rpc1",
+                                           "rpc32", "wake",  "stream"};
     int pairs = bench_opt.quick ? 1 : 3;
     int redis =
         bench_opt.rport > 0 && bench_wait_port(bench_opt.rport, 10) == 0;
@@ -707,11 +707,16 @@ compared_pairs(int m)
         if (!bench_want(s) && !(strncmp(s, "rpc", 3) == 0 && bench_want("rpc")))
             continue;
         for (int p = 0; p < pairs; p++) {
-            if (m)
+            /* stream: the fan-out row (stream.c), against NATS only */
+            if (m && strcmp(s, "stream") == 0)
+                bench_stream_fanout(0);
+            else if (m)
                 bench_mayfly_compared(s);
-            if (redis)
+            if (redis && strcmp(s, "stream") != 0)
                 bench_redis_compared(s);
-            if (nats)
+            if (nats && strcmp(s, "stream") == 0)
+                bench_stream_fanout(1);
+            else if (nats)
                 bench_nats_compared(s);
         }
     }
@@ -738,9 +743,12 @@ run_all(void)
     if (bench_opt.cluster[0] > 0)
         bench_cluster_all();
     int m = bench_opt.mport > 0 && mayfly_ready() == 0;
+    /* first: its memory row wants a server whose heap holds little freed */
+    if (m && bench_want("stream"))
+        bench_stream_all();
     if (m)
         bench_mayfly_all();
-    else if (bench_opt.cluster[0] == 0)
+    if (!m && bench_opt.cluster[0] == 0)
         bench_row_fail("push", "all", "mayfly", "every mayfly scenario",
                        "mayflyd did not answer GET /health with 200");
     compared_pairs(m);

@@ -65,6 +65,14 @@ call_once(int port, const char *method, const char *path, const char *body,
     return rc;
 }
 
+/* bench_call - see bench.h. */
+int
+bench_call(int port, const char *method, const char *path, const char *body,
+           int *status)
+{
+    return call_once(port, method, path, body, status, NULL);
+}
+
 /* Sum of every sample of metric name in GET /metrics; 0 or -errno
  * (-ENOENT when the server does not export it). */
 int
@@ -127,16 +135,9 @@ pss_tree(pid_t pid)
     return kb * 1024;
 }
 
-/* Memory as the server accounts it and as the kernel sees it. */
-struct mem {
-    double acct;
-    double pss;
-    int acct_ok;
-};
-
-/* Take a memory sample. */
-static void
-mem_sample(struct mem *m)
+/* bench_mem_sample - see bench.h. */
+void
+bench_mem_sample(struct bench_mem *m)
 {
     m->acct_ok = bench_metric(bench_opt.mport, "mayfly_memory_used_bytes",
                               &m->acct) == 0;
@@ -346,8 +347,8 @@ mayfly_push(int tls)
 /* Memory row from a sample before and after n messages of BENCH_PAYLOAD bytes
  * (or n idle queues when per_what is "inbox"). */
 static void
-mem_row(const char *key, const char *variant, const struct mem *m0,
-        const struct mem *m1, double n, double payload_bytes)
+mem_row(const char *key, const char *variant, const struct bench_mem *m0,
+        const struct bench_mem *m1, double n, double payload_bytes)
 {
     struct bench_row row = {0};
 
@@ -368,6 +369,51 @@ mem_row(const char *key, const char *variant, const struct mem *m0,
         row.ok = 1;
         row.rate = (m1->pss - m0->pss) / n - payload_bytes;
     }
+    bench_row_add(&row);
+}
+
+/* bench_mem_settle - see bench.h. */
+void
+bench_mem_settle(struct bench_mem *m)
+{
+    double last;
+
+    bench_mem_sample(m);
+    for (int i = 0; i < 20; i++) {
+        last = m->pss;
+        bench_sleep_ns(250000000);
+        bench_mem_sample(m);
+        if (m->pss <= last * 1.002 && m->pss >= last * 0.998)
+            break;
+    }
+}
+
+/* bench_mem_row_pss - see bench.h. */
+void
+bench_mem_row_pss(const char *key, const char *variant,
+                  const struct bench_mem *m0, const struct bench_mem *m1,
+                  double n, const char *target)
+{
+    struct bench_row row = {0};
+
+    snprintf(row.key, sizeof(row.key), "%s", key);
+    snprintf(row.scenario, sizeof(row.scenario), "memory");
+    snprintf(row.system, sizeof(row.system), "mayfly");
+    snprintf(row.variant, sizeof(row.variant), "%s", variant);
+    snprintf(row.unit, sizeof(row.unit), "B/item");
+    row.ok = bench_opt.mpid > 0 && n > 0;
+    row.rate = row.ok ? (m1->pss - m0->pss) / n : 0;
+    if (m0->acct_ok && m1->acct_ok)
+        snprintf(row.note, sizeof(row.note),
+                 "kernel PSS of the server%s%s; accounted "
+                 "(mayfly_memory_used_bytes): %.0f B/item",
+                 target ? ", target " : "", target ? target : "",
+                 (m1->acct - m0->acct) / n);
+    else
+        snprintf(row.note, sizeof(row.note), "kernel PSS of the server%s%s",
+                 target ? ", target " : "", target ? target : "");
+    if (!row.ok)
+        snprintf(row.note, sizeof(row.note), "no --mayfly-pid: no PSS");
     bench_row_add(&row);
 }
 
@@ -399,15 +445,15 @@ backlog_round(int round, long total, uint64_t *msgs, uint64_t *ns,
     for (int i = 0; i < 16 && ok; i++)
         ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &bench_role_fill,
                            sc) != NULL;
-    struct mem m0, m1;
+    struct bench_mem m0, m1;
     if (round == 0)
-        mem_sample(&m0);
+        bench_mem_sample(&m0);
     *server_ns = bench_server_ns();
     if (ok && bench_run_start(run) == 0)
         bench_run_join(run);
     *server_ns = bench_server_ns() - *server_ns;
     if (round == 0 && ok && run->errors == 0 && !mem_msg_done) {
-        mem_sample(&m1);
+        bench_mem_sample(&m1);
         mem_row("mem-msg", "256 B messages held (backlog fill)", &m0, &m1,
                 (double)total * BENCH_BATCH, BENCH_PAYLOAD);
         mem_msg_done = 1;
@@ -488,7 +534,7 @@ mayfly_drain(enum drain_mode mode)
     struct bench_fill_sc *fsc;
     struct bench_run *run;
     struct bench_hist *hist = calloc(1, sizeof(*hist));
-    struct mem m0, m1;
+    struct bench_mem m0, m1;
     int nq = bench_opt.quick ? 16 : 32, rounds = bench_opt.quick ? 1 : 4;
     uint64_t msgs = 0, ns = 0, errors = 0, server_ns = 0;
     char err[240] = "";
@@ -505,14 +551,14 @@ mayfly_drain(enum drain_mode mode)
         fsc->per_q = 10000 / BENCH_BATCH;
         fsc->total = (long)nq * fsc->per_q;
         if (r == 0 && mode == DRAIN_ACK && !mem_msg_done)
-            mem_sample(&m0);
+            bench_mem_sample(&m0);
         if (bench_fill_run(fsc, bench_opt.mport, 8, err, sizeof(err)) != 0) {
             errors++;
             free(fsc);
             break;
         }
         if (r == 0 && mode == DRAIN_ACK && !mem_msg_done) {
-            mem_sample(&m1);
+            bench_mem_sample(&m1);
             mem_row("mem-msg", "256 B messages held (drain fill)", &m0, &m1,
                     (double)nq * 10000, BENCH_PAYLOAD);
             mem_msg_done = 1;
@@ -972,7 +1018,7 @@ mayfly_inboxes(void)
     struct inbox_sc sc = {.total = bench_opt.inboxes};
     struct bench_row row = {0};
     struct bench_run *run = bench_run_new(bench_opt.threads);
-    struct mem m0, m1;
+    struct bench_mem m0, m1;
     double secs;
 
     snprintf(row.key, sizeof(row.key), "inboxes");
@@ -980,7 +1026,7 @@ mayfly_inboxes(void)
     snprintf(row.system, sizeof(row.system), "mayfly");
     snprintf(row.variant, sizeof(row.variant),
              "%ld one-shot inboxes (push 1, pop autoAck), 16 conns", sc.total);
-    mem_sample(&m0);
+    bench_mem_sample(&m0);
     atomic_store(&run->deadline, bench_now_ns() + 120000000000ull);
     for (int i = 0; i < 16; i++)
         if (bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_inbox, &sc) ==
@@ -992,7 +1038,7 @@ mayfly_inboxes(void)
     bench_row_from_run(&row, run, secs > 0 ? secs : 1, "inbox/s");
     bench_row_add(&row);
     bench_run_free(run);
-    mem_sample(&m1);
+    bench_mem_sample(&m1);
     mem_row("mem-inbox", "idle empty inbox, before collection", &m0, &m1,
             (double)sc.total, 0);
 }
@@ -1004,27 +1050,38 @@ struct park_sc {
     _Atomic uint64_t wake_t0;
 };
 
-/* Park one pop. */
+/* Park one pop, as a long-poll loop does: on a connection that has
+ * served a request before (GET /health first), so that libmicrohttpd
+ * has reset its memory once, as it does after every request. */
 static int
 park_start(struct bench_conn *c)
 {
-    const struct park_sc *sc = c->ud;
-    char path[192];
-
-    snprintf(path, sizeof(path),
-             WAIT_PATH "queue=%s&partition=p%d&wait=true&timeout=120000&"
-                       "autoAck=true",
-             sc->queue, c->id % sc->parts);
-    bench_http_request(&c->out, "GET", path, NULL, 0);
+    c->state = 0;
+    bench_http_request(&c->out, "GET", "/health", NULL, 0);
     return 0;
 }
 
-/* Woken: the time since the first wake push went out. */
+/* The pop parked after /health; woken: the time since the first wake
+ * push went out. */
 static int
 park_reply(struct bench_conn *c, const struct bench_reply *r)
 {
     struct park_sc *sc = c->ud;
+    char path[192];
 
+    if (c->state == 0) {
+        if (r->status != 200) {
+            bench_fail(c, "GET /health answered %d", r->status);
+            return -1;
+        }
+        c->state = 1;
+        snprintf(path, sizeof(path),
+                 WAIT_PATH "queue=%s&partition=p%d&wait=true&timeout=120000&"
+                           "autoAck=true",
+                 sc->queue, c->id % sc->parts);
+        bench_http_request(&c->out, "GET", path, NULL, 0);
+        return 0;
+    }
     if (r->status != 200 || bench_json_count(r->body, r->len, "id") != 1) {
         bench_fail(c, "parked pop answered %d with %ld messages", r->status,
                    bench_json_count(r->body, r->len, "id"));
@@ -1070,7 +1127,8 @@ mayfly_parked(void)
     struct bench_run *parkers = bench_run_new(1);
     int n = bench_opt.parked, made = 0;
     double parked;
-    char err[240] = "", queue[40];
+    char err[240] = "", queue[40], mvar[72];
+    struct bench_mem m0, m1;
 
     snprintf(sc->queue, sizeof(sc->queue), "parked%d", run_tag);
     sc->parts = n / BENCH_BATCH > 0 ? n / BENCH_BATCH : 1;
@@ -1089,8 +1147,14 @@ mayfly_parked(void)
     if (made < n)
         snprintf(err, sizeof(err), "%d of %d connections: %s", made, n,
                  parkers->err);
+    bench_mem_settle(&m0);
     bench_run_start(parkers);
     parked = park_wait(made);
+    bench_sleep_ns(200000000);
+    bench_mem_sample(&m1);
+    snprintf(mvar, sizeof(mvar),
+             "parked long poll (%d, each its connection's 2nd request)", made);
+    bench_mem_row_pss("parked-mem", mvar, &m0, &m1, made, NULL);
     snprintf(prow.variant, sizeof(prow.variant),
              "push 100 x 256 B, 8 conns, while %d pops are parked", made);
     snprintf(queue, sizeof(queue), "parkpush%d", run_tag);

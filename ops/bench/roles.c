@@ -98,7 +98,9 @@ push_reply(struct bench_conn *c, const struct bench_reply *r)
     if (c->state == 1)
         return push_start(c);
     bench_record(c, c->t0, BENCH_BATCH);
-    if ((atomic_fetch_add(&sc->pushed, 1) + 1) % 20 != 0)
+    if ((atomic_fetch_add(&sc->pushed, 1) + 1) %
+            (sc->reset_every ? sc->reset_every : 20) !=
+        0)
         return push_start(c);
     c->state = 1;
     bench_send(c, sc->reset.p, sc->reset.len);

@@ -1,0 +1,718 @@
+/*
+ * stream.c - the stream rows of `make bench` (SPEC §11, issue 26):
+ * fan-out (N tail streams on one partition, a connection each as browsers
+ * have, one push of one 256 B message: the time until every stream has
+ * it), against NATS with N subscriptions on one subject (a connection
+ * each, the same reader) receiving one publish; stream throughput (100
+ * streams on 10 partitions while 8 connections push); and the memory an
+ * idle stream costs.
+ *
+ * Streams never end, so they are not read by the engine's request loop:
+ * a reader set holds N sockets over two epoll threads and counts, per
+ * socket, a marker string in what arrives (mayfly: "event: message",
+ * NATS: "MSG "), after a ready marker ("event: open", the PONG that
+ * follows the SUB).  Both systems go through the same reader.
+ * A fan-out sample opens its set, runs its rounds and closes it, so that
+ * mayfly's and NATS's sets alternate (main.c pairs them).
+ * Locking: the reader threads share atomics with the main thread, and
+ * their round histograms, which it clears before a round's message goes
+ * out and reads once every socket has it (and 20 ms more).
+ */
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ops/bench/bench.h"
+
+#define SUB_PATH    "/api/v1/ephemeral/subscribe?"
+#define CARRY_MAX   16
+#define READ_CHUNK  (64u << 10)
+#define STREAM_THRS 2
+
+/* One socket of a reader set. */
+struct sconn {
+    int fd;
+    int ready;             /* its ready marker came */
+    char carry[CARRY_MAX]; /* the tail of the last read (markers */
+    size_t ncarry;         /* split across reads) */
+    _Atomic long seen;     /* markers counted after ready */
+    int ended;             /* closed, or an overflow event came */
+};
+
+struct rset;
+
+/* One reader thread: its epoll over its share of the sockets. */
+struct rthread {
+    struct rset *set;
+    pthread_t th;
+    int ep;
+    struct bench_hist hist; /* this round's arrivals */
+    char buf[READ_CHUNK + CARRY_MAX];
+};
+
+/* A reader set: n sockets to one server. */
+struct rset {
+    int n;
+    struct sconn *c;
+    struct rthread t[STREAM_THRS];
+    const char *ready;  /* marker: the stream or subscription is set */
+    const char *marker; /* marker: one message */
+    const char *ping;   /* a server ping to answer with pong (NULL) */
+    const char *pong;
+    atomic_int stop;
+    atomic_int nready;
+    atomic_long events;      /* markers counted, all sockets */
+    atomic_long overflows;   /* "event: overflow" seen */
+    _Atomic uint64_t t0;     /* when this round's message went out */
+    _Atomic long round;      /* markers each socket must reach */
+    atomic_long arrived;     /* sockets that reached it */
+    _Atomic uint64_t t_last; /* the latest arrival */
+};
+
+/* count - occurrences of m in p[0..n). */
+static long
+count(const char *p, size_t n, const char *m)
+{
+    size_t ml = strlen(m);
+    const char *q = p, *end = p + n;
+    long k = 0;
+
+    while ((q = memmem(q, (size_t)(end - q), m, ml)) != NULL) {
+        k++;
+        q += ml;
+    }
+    return k;
+}
+
+/* take - what one read of socket i brought. */
+static void
+take(struct rthread *t, struct sconn *c, size_t n)
+{
+    struct rset *s = t->set;
+    char *p = t->buf;
+    size_t all = c->ncarry + n, keep;
+    long k;
+
+    if (!c->ready) {
+        const char *r = memmem(p, all, s->ready, strlen(s->ready));
+        if (r == NULL)
+            goto carry;
+        c->ready = 1;
+        atomic_fetch_add(&s->nready, 1);
+        r += strlen(s->ready);
+        all -= (size_t)(r - p);
+        p = (char *)r;
+    }
+    if (s->ping != NULL && memmem(p, all, s->ping, strlen(s->ping)) != NULL &&
+        write(c->fd, s->pong, strlen(s->pong)) < 0)
+        c->ended = 1;
+    if (memmem(p, all, "event: overflow", 15) != NULL) {
+        atomic_fetch_add(&s->overflows, 1);
+        c->ended = 1;
+    }
+    k = count(p, all, s->marker);
+    if (k > 0) {
+        long before = atomic_fetch_add(&c->seen, k);
+        long want = atomic_load(&s->round);
+        atomic_fetch_add(&s->events, k);
+        if (want > 0 && before < want && before + k >= want) {
+            uint64_t now = bench_now_ns(), t0 = atomic_load(&s->t0);
+            bench_hist_add(&t->hist, now > t0 ? now - t0 : 0);
+            atomic_store(&s->t_last, now); /* near enough: the max below */
+            atomic_fetch_add(&s->arrived, 1);
+        }
+    }
+carry:
+    keep = all < CARRY_MAX - 1 ? all : CARRY_MAX - 1;
+    memmove(c->carry, p + all - keep, keep);
+    c->ncarry = keep;
+}
+
+/* A reader thread's loop until the set stops. */
+static void *
+rthread_main(void *arg)
+{
+    struct rthread *t = arg;
+    struct rset *s = t->set;
+    struct epoll_event ev[256];
+
+    while (!atomic_load(&s->stop)) {
+        int n = epoll_wait(t->ep, ev, 256, 50);
+        for (int i = 0; i < n; i++) {
+            struct sconn *c = &s->c[ev[i].data.u32];
+            ssize_t got;
+
+            /* the carry, then what is read after it */
+            memcpy(t->buf, c->carry, c->ncarry);
+            got = read(c->fd, t->buf + c->ncarry, READ_CHUNK);
+            if (got > 0) {
+                take(t, c, (size_t)got);
+            } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+                epoll_ctl(t->ep, EPOLL_CTL_DEL, c->fd, NULL);
+                c->ended = 1;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* rset_open - n sockets to port, each sent req (reqlen bytes), read by
+ * two threads; NULL with err set when a socket cannot be had. */
+static struct rset *
+rset_open(int n, int port, const char *req, size_t reqlen, char *err,
+          size_t errlen)
+{
+    struct rset *s = calloc(1, sizeof(*s));
+    int i;
+
+    s->c = calloc((size_t)n, sizeof(*s->c));
+    for (int k = 0; k < STREAM_THRS; k++) {
+        s->t[k].set = s;
+        s->t[k].ep = epoll_create1(EPOLL_CLOEXEC);
+    }
+    for (i = 0; i < n; i++) {
+        struct rthread *t = &s->t[i % STREAM_THRS];
+        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+        int fd = bench_tcp_connect(port);
+
+        if (fd < 0) {
+            snprintf(err, errlen, "%d of %d connections: %s", i, n,
+                     strerror(-fd));
+            break;
+        }
+        s->c[i].fd = fd;
+        if (write(fd, req, reqlen) != (ssize_t)reqlen) {
+            snprintf(err, errlen, "request %d not sent: %s", i,
+                     strerror(errno));
+            close(fd);
+            break;
+        }
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+        epoll_ctl(t->ep, EPOLL_CTL_ADD, fd, &ev);
+    }
+    s->n = i;
+    return s;
+}
+
+/* rset_start - the reader threads; 0 or -errno. */
+static int
+rset_start(struct rset *s)
+{
+    for (int k = 0; k < STREAM_THRS; k++)
+        if (pthread_create(&s->t[k].th, NULL, rthread_main, &s->t[k]) != 0)
+            return -EAGAIN;
+    return 0;
+}
+
+/* rset_wait_ready - until every socket is ready, at most secs; how many
+ * are. */
+static int
+rset_wait_ready(struct rset *s, double secs)
+{
+    uint64_t until = bench_now_ns() + (uint64_t)(secs * 1e9);
+
+    while (atomic_load(&s->nready) < s->n && bench_now_ns() < until)
+        bench_sleep_ns(20000000);
+    return atomic_load(&s->nready);
+}
+
+/* rset_close - stop the threads, close every socket. */
+static void
+rset_close(struct rset *s)
+{
+    if (s == NULL)
+        return;
+    atomic_store(&s->stop, 1);
+    for (int k = 0; k < STREAM_THRS; k++) {
+        if (s->t[k].th)
+            pthread_join(s->t[k].th, NULL);
+        close(s->t[k].ep);
+    }
+    for (int i = 0; i < s->n; i++)
+        close(s->c[i].fd);
+    free(s->c);
+    free(s);
+}
+
+/* One round's figures. */
+struct round {
+    double ms_all; /* to the last arrival; 0: not all arrived */
+    double p50, p99;
+    long arrived;
+};
+
+/* rset_round - send (fn, with arg) one message all sockets should get,
+ * wait until every ready socket has it (at most secs); its figures. */
+static struct round
+rset_round(struct rset *s, int (*fn)(void *), void *arg, double secs)
+{
+    struct bench_hist h = {0};
+    struct round out = {0};
+    uint64_t until;
+    long want = atomic_load(&s->round) + 1;
+    int live = 0;
+
+    for (int i = 0; i < s->n; i++)
+        live += s->c[i].ready && !s->c[i].ended;
+    for (int k = 0; k < STREAM_THRS; k++)
+        memset(&s->t[k].hist, 0, sizeof(s->t[k].hist));
+    atomic_store(&s->arrived, 0);
+    atomic_store(&s->t_last, 0);
+    atomic_store(&s->round, want);
+    atomic_store(&s->t0, bench_now_ns());
+    if (fn(arg) != 0)
+        return out;
+    until = bench_now_ns() + (uint64_t)(secs * 1e9);
+    while (atomic_load(&s->arrived) < live && bench_now_ns() < until)
+        bench_sleep_ns(1000000);
+    /* the readers may still add to their histograms: let them settle */
+    bench_sleep_ns(20000000);
+    for (int k = 0; k < STREAM_THRS; k++)
+        bench_hist_merge(&h, &s->t[k].hist);
+    out.arrived = atomic_load(&s->arrived);
+    out.p50 = bench_hist_pct_us(&h, 50);
+    out.p99 = bench_hist_pct_us(&h, 99);
+    if (out.arrived >= live && live > 0)
+        out.ms_all = (double)h.max / 1e6;
+    /* sockets that fell behind catch up on the count before the next */
+    for (int i = 0; i < s->n; i++)
+        if (atomic_load(&s->c[i].seen) < want)
+            atomic_store(&s->c[i].seen, want);
+    return out;
+}
+
+/* ---- fan-out -------------------------------------------------------- */
+
+/* A fan-out sample's set and sending connection. */
+struct fan {
+    struct rset *set;
+    int fd; /* the pushing or publishing connection */
+    struct bench_buf in, chunk, req;
+    char err[200];
+};
+
+static struct fan mfan = {.fd = -1}, nfan = {.fd = -1};
+static int fan_tag;
+
+/* fan_n - streams and subscriptions of the fan-out row. */
+static int
+fan_n(void)
+{
+    return bench_opt.quick ? 2000 : bench_opt.parked;
+}
+
+/* mayfly_push1 - the fan-out's one push (arg: struct fan); 0 or -1. */
+static int
+mayfly_push1(void *arg)
+{
+    struct fan *f = arg;
+    struct bench_reply r;
+
+    if (write(f->fd, f->req.p, f->req.len) != (ssize_t)f->req.len ||
+        bench_http_recv(f->fd, &f->in, &f->chunk, &r) != 0 || r.status != 201)
+        return -1;
+    return 0;
+}
+
+/* nats_pub1 - the fan-out's one publish (arg: struct fan); 0 or -1. */
+static int
+nats_pub1(void *arg)
+{
+    struct fan *f = arg;
+
+    return write(f->fd, f->req.p, f->req.len) == (ssize_t)f->req.len ? 0 : -1;
+}
+
+/* streams_wait - until the server counts want streams open
+ * (mayfly_streams), 10 s at most. */
+static void
+streams_wait(int want)
+{
+    double open = -1;
+
+    for (int i = 0; i < 200 && open != want; i++) {
+        if (bench_metric(bench_opt.mport, "mayfly_streams", &open) != 0)
+            return;
+        if (open != want)
+            bench_sleep_ns(50000000);
+    }
+}
+
+/* stream_mem - the memory row: the server's PSS before and after n idle
+ * tail streams open (one partition), on a server that has not served
+ * many connections yet: memory earlier rows freed would be taken again
+ * unseen (libmicrohttpd's pools up to 32 KiB come from malloc). */
+static void
+stream_mem(int n)
+{
+    struct bench_buf req = {0};
+    struct bench_mem m0, m1;
+    struct rset *s;
+    char path[160], err[200] = "";
+
+    snprintf(path, sizeof(path), SUB_PATH "queue=idle%d&partition=p0",
+             (int)(bench_now_ns() / 1000 % 1000000));
+    bench_http_request(&req, "GET", path, NULL, 0);
+    bench_mem_settle(&m0);
+    s = rset_open(n, bench_opt.mport, req.p, req.len, err, sizeof(err));
+    s->ready = "event: open";
+    s->marker = "event: message";
+    snprintf(path, sizeof(path), "idle tail stream (%d open, one partition)",
+             n);
+    if (err[0] == '\0' && rset_start(s) != 0)
+        snprintf(err, sizeof(err), "no reader threads");
+    if (err[0] == '\0' && rset_wait_ready(s, 60) < n)
+        snprintf(err, sizeof(err), "only %d of %d streams opened",
+                 atomic_load(&s->nready), n);
+    if (err[0] == '\0') {
+        streams_wait(n);
+        bench_mem_settle(&m1);
+        bench_mem_row_pss("stream-mem", path, &m0, &m1, n, "<= 16384");
+    } else {
+        bench_row_fail("stream-mem", "memory", "mayfly", path, err);
+    }
+    rset_close(s);
+    bench_buf_free(&req);
+    streams_wait(0);
+}
+
+/* mayfly_fan_open - n tail streams on one partition, and the pushing
+ * connection; the memory row from the server around their opening. */
+static int
+mayfly_fan_open(void)
+{
+    struct bench_buf req = {0};
+    char path[160];
+    int n = fan_n();
+
+    fan_tag = (int)(bench_now_ns() / 1000 % 1000000) + 1;
+    snprintf(path, sizeof(path), SUB_PATH "queue=fan%d&partition=p0", fan_tag);
+    bench_http_request(&req, "GET", path, NULL, 0);
+    streams_wait(0); /* those of the rows before: stream_max */
+    mfan.set = rset_open(n, bench_opt.mport, req.p, req.len, mfan.err,
+                         sizeof(mfan.err));
+    bench_buf_free(&req);
+    mfan.set->ready = "event: open";
+    mfan.set->marker = "event: message";
+    if (rset_start(mfan.set) != 0 || mfan.err[0] != '\0')
+        return -1;
+    if (rset_wait_ready(mfan.set, 60) < mfan.set->n) {
+        snprintf(mfan.err, sizeof(mfan.err), "only %d of %d streams opened",
+                 atomic_load(&mfan.set->nready), mfan.set->n);
+        return -1;
+    }
+    streams_wait(n);
+    mfan.fd = bench_tcp_connect(bench_opt.mport);
+    if (mfan.fd < 0) {
+        snprintf(mfan.err, sizeof(mfan.err), "push connection refused");
+        return -1;
+    }
+    snprintf(path, sizeof(path), "fan%d", fan_tag);
+    bench_push_req(&mfan.req, NULL, path, "p0", &bench_msgs1);
+    return 0;
+}
+
+/* nats_fan_open - n subscriptions to one subject, a connection each, and
+ * the publishing connection, over NATS's text protocol. */
+static int
+nats_fan_open(void)
+{
+    char req[200];
+    int n = fan_n(), len;
+    char line[64];
+
+    len = snprintf(req, sizeof(req),
+                   "CONNECT {\"verbose\":false,\"pedantic\":false}\r\n"
+                   "SUB fan.%d 1\r\nPING\r\n",
+                   fan_tag);
+    nfan.set = rset_open(n, bench_opt.nport, req, (size_t)len, nfan.err,
+                         sizeof(nfan.err));
+    nfan.set->ready = "PONG\r\n";
+    nfan.set->marker = "MSG ";
+    nfan.set->ping = "PING\r\n";
+    nfan.set->pong = "PONG\r\n";
+    if (rset_start(nfan.set) != 0 || nfan.err[0] != '\0')
+        return -1;
+    if (rset_wait_ready(nfan.set, 60) < nfan.set->n) {
+        snprintf(nfan.err, sizeof(nfan.err),
+                 "only %d of %d subscriptions confirmed",
+                 atomic_load(&nfan.set->nready), nfan.set->n);
+        return -1;
+    }
+    /* the publisher: its CONNECT answered (PONG) before the first PUB */
+    len = snprintf(req, sizeof(req),
+                   "CONNECT {\"verbose\":false,\"pedantic\":false}\r\n"
+                   "PING\r\n");
+    nfan.fd = bench_tcp_connect(bench_opt.nport);
+    if (nfan.fd < 0 || write(nfan.fd, req, (size_t)len) != len) {
+        snprintf(nfan.err, sizeof(nfan.err), "publisher not connected");
+        return -1;
+    }
+    for (size_t got = 0; memmem(req, got, "PONG", 4) == NULL;) {
+        ssize_t k = read(nfan.fd, req + got, sizeof(req) - 1 - got);
+        if (k <= 0) {
+            snprintf(nfan.err, sizeof(nfan.err), "publisher not answered");
+            return -1;
+        }
+        got += (size_t)k;
+        if (got > sizeof(req) - 8) { /* the INFO line: keep its tail */
+            memmove(req, req + got - 8, 8);
+            got = 8;
+        }
+    }
+    snprintf(line, sizeof(line), "PUB fan.%d %d\r\n", fan_tag, BENCH_PAYLOAD);
+    bench_buf_str(&nfan.req, line);
+    bench_buf_add(&nfan.req, bench_payload, BENCH_PAYLOAD);
+    bench_buf_str(&nfan.req, "\r\n");
+    return 0;
+}
+
+/* fan_close - a fan-out set and its sending connection, closed (the
+ * client's descriptors cannot hold two sets of 10,000 at once). */
+static void
+fan_close(struct fan *f)
+{
+    rset_close(f->set);
+    f->set = NULL;
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+    bench_buf_free(&f->in);
+    bench_buf_free(&f->chunk);
+    bench_buf_free(&f->req);
+    f->err[0] = '\0';
+}
+
+/* cmp_round - qsort order of rounds by time to all. */
+static int
+cmp_round(const void *a, const void *b)
+{
+    double x = ((const struct round *)a)->ms_all,
+           y = ((const struct round *)b)->ms_all;
+
+    return x < y ? -1 : x > y;
+}
+
+/* fan_row - one sample of a fan-out row: rounds pushes, the median. */
+static void
+fan_row(struct fan *f, int (*open)(void), int (*send)(void *), int nats)
+{
+    struct bench_row row = {0};
+    struct round r[9];
+    int rounds = bench_opt.quick ? 3 : 5, ok = 0, n = fan_n();
+
+    snprintf(row.key, sizeof(row.key), nats ? "fanout-nats" : "fanout");
+    snprintf(row.scenario, sizeof(row.scenario), "stream");
+    snprintf(row.system, sizeof(row.system), nats ? "nats" : "mayfly");
+    snprintf(row.unit, sizeof(row.unit), "ms to all");
+    if (nats) {
+        snprintf(
+            row.variant, sizeof(row.variant),
+            "%d subscriptions (a conn each), 1 subject, 1 publish of 256 B", n);
+        snprintf(row.ref, sizeof(row.ref), "fanout");
+    } else {
+        snprintf(row.variant, sizeof(row.variant),
+                 "%d tail streams (a conn each), 1 partition, 1 push of "
+                 "256 B",
+                 n);
+    }
+    if (open() != 0 || f->err[0] != '\0') {
+        bench_row_fail(row.key, row.scenario, row.system, row.variant,
+                       f->err[0] ? f->err : "could not open");
+        fan_close(f);
+        return;
+    }
+    for (int i = 0; i < rounds; i++) {
+        r[ok] = rset_round(f->set, send, f, bench_opt.quick ? 5 : 20);
+        if (r[ok].ms_all > 0)
+            ok++;
+        bench_sleep_ns(50000000);
+    }
+    if (ok == 0) {
+        snprintf(row.note, sizeof(row.note),
+                 "no round reached all %d (the last: %ld)", f->set->n,
+                 r[0].arrived);
+        bench_row_add(&row);
+        fan_close(f);
+        return;
+    }
+    fan_close(f);
+    qsort(r, (size_t)ok, sizeof(r[0]), cmp_round);
+    row.ok = 1;
+    row.rate = r[ok / 2].ms_all;
+    row.p50_us = r[ok / 2].p50;
+    row.p99_us = r[ok / 2].p99;
+    snprintf(row.note, sizeof(row.note),
+             "median of %d rounds (%d reached all); p50/p99 per %s from the "
+             "%s; ratio: mayfly's / NATS's time to all",
+             rounds, ok, nats ? "subscription" : "stream",
+             nats ? "publish written" : "push written");
+    bench_row_add(&row);
+}
+
+/* bench_stream_fanout - see bench.h. */
+void
+bench_stream_fanout(int nats)
+{
+    bench_payload_init();
+    if (nats)
+        fan_row(&nfan, nats_fan_open, nats_pub1, 1);
+    else
+        fan_row(&mfan, mayfly_fan_open, mayfly_push1, 0);
+}
+
+/* ---- throughput ----------------------------------------------------- */
+
+/* The throughput's pushes: bench_role_push (sc first, as its ud) held
+ * back while the streams are more than BACKLOG events a stream behind,
+ * so that what is measured is delivery, not stream_buffer_bytes
+ * overflowing under pushes no stream can take as fast. */
+#define BACKLOG 500
+
+struct tput_sc {
+    struct bench_push_sc push;
+    struct rset *set;
+    long base; /* set->events when the pushes began */
+};
+
+/* tput_credit - wait (in the loop's thread) until the streams are within
+ * BACKLOG events of the pushes answered, or the run stops. */
+static void
+tput_credit(struct bench_conn *c)
+{
+    struct tput_sc *t = c->ud;
+    long n = t->set->n;
+
+    while (!atomic_load(&c->loop->run->stop) &&
+           atomic_load(&t->push.pushed) * n -
+                   (atomic_load(&t->set->events) - t->base) >
+               BACKLOG * n)
+        bench_sleep_ns(50000);
+}
+
+static int
+tput_start(struct bench_conn *c)
+{
+    tput_credit(c);
+    return bench_role_push.start(c);
+}
+
+static int
+tput_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    tput_credit(c);
+    return bench_role_push.reply(c, r);
+}
+
+static const struct bench_role role_tput = {tput_start, tput_reply};
+
+/* bench_stream_all - see bench.h: the memory row (stream_mem), then
+ * throughput: 100 streams, each on partitions p0-p9
+ * of one queue (policy dropOldest: no reset, which would drop what a
+ * round has not read yet), while 8 connections push one 256 B message at
+ * a time to p0-p7 of it, held back BACKLOG events a stream ahead; events
+ * the streams received a second.  One message a push: a push of 100 is 10,000 events
+ * at once, and streams pass stream_buffer_bytes (overflow) faster than
+ * any reader drains them. */
+void
+bench_stream_all(void)
+{
+    struct tput_sc *t = calloc(1, sizeof(*t));
+    struct bench_push_sc *sc = &t->push;
+    struct bench_run *run = bench_run_new(bench_opt.threads);
+    struct bench_buf req = {0};
+    struct bench_row row = {0};
+    struct rset *s;
+    char queue[40], part[16], body[96], err[200] = "", path[1024];
+    long e0, e1, pushed;
+    uint64_t t0, t1;
+    int nstreams = 100, ok = 1, n, status = 0;
+
+    bench_payload_init();
+    stream_mem(fan_n());
+    snprintf(queue, sizeof(queue), "stput%d",
+             (int)(bench_now_ns() / 1000 % 1000000));
+    snprintf(row.key, sizeof(row.key), "stream-tput");
+    snprintf(row.scenario, sizeof(row.scenario), "stream");
+    snprintf(row.system, sizeof(row.system), "mayfly");
+    snprintf(row.variant, sizeof(row.variant),
+             "%d streams on 10 partitions, 8 conns push 1 x 256 B", nstreams);
+    snprintf(row.unit, sizeof(row.unit), "events/s");
+    /* subs=[["q","p0"],...], URL-encoded */
+    n = snprintf(path, sizeof(path), SUB_PATH "subs=%%5B");
+    for (int i = 0; i < 10; i++)
+        n += snprintf(path + n, sizeof(path) - (size_t)n,
+                      "%s%%5B%%22%s%%22%%2C%%22p%d%%22%%5D", i ? "%2C" : "",
+                      queue, i);
+    snprintf(path + n, sizeof(path) - (size_t)n, "%%5D");
+    bench_http_request(&req, "GET", path, NULL, 0);
+    s = rset_open(nstreams, bench_opt.mport, req.p, req.len, err, sizeof(err));
+    s->ready = "event: open";
+    s->marker = "event: message";
+    if (err[0] == '\0' && rset_start(s) != 0)
+        snprintf(err, sizeof(err), "no reader threads");
+    if (err[0] == '\0' && rset_wait_ready(s, 30) < nstreams)
+        snprintf(err, sizeof(err), "only %d of %d streams opened",
+                 atomic_load(&s->nready), nstreams);
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"%s\",\"options\":{\"policy\":\"dropOldest\"}}",
+             queue);
+    if (err[0] == '\0' &&
+        (bench_call(bench_opt.mport, "POST", "/api/v1/ephemeral/configure",
+                    body, &status) != 0 ||
+         status != 201))
+        snprintf(err, sizeof(err), "configure answered %d", status);
+    t->set = s;
+    t->base = atomic_load(&s->events);
+    for (int i = 0; i < BENCH_PARTS; i++) {
+        snprintf(part, sizeof(part), "p%d", i);
+        bench_push_req(&sc->req[i], NULL, queue, part, &bench_msgs1);
+    }
+    /* no reset (it would drop what a round has not read yet): the queue
+     * drops its oldest past its bound, long delivered (BACKLOG) */
+    sc->reset_every = INT_MAX;
+    snprintf(body, sizeof(body), "{\"queue\":\"%s\"}", queue);
+    bench_http_request(&sc->reset, "POST", "/api/v1/ephemeral/reset", body,
+                       strlen(body));
+    for (int i = 0; i < 8 && ok && err[0] == '\0'; i++)
+        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_tput, t) !=
+             NULL;
+    if (err[0] == '\0' && ok && bench_run_start(run) == 0) {
+        bench_sleep_ns((uint64_t)(bench_opt.warm * 1e9));
+        e0 = atomic_load(&s->events);
+        pushed = atomic_load(&sc->pushed);
+        t0 = bench_now_ns();
+        bench_sleep_ns((uint64_t)(bench_opt.secs * 1e9));
+        e1 = atomic_load(&s->events);
+        pushed = atomic_load(&sc->pushed) - pushed;
+        t1 = bench_now_ns();
+        atomic_store(&run->stop, 1);
+        bench_run_join(run);
+        row.ok = e1 > e0 && run->errors == 0;
+        row.rate = (double)(e1 - e0) * 1e9 / (double)(t1 - t0);
+        snprintf(row.note, sizeof(row.note),
+                 "pushes meanwhile: %.0f msg/s (each to every stream); %ld "
+                 "streams overflowed (stream_buffer_bytes)%s%.60s",
+                 (double)pushed * 1e9 / (double)(t1 - t0),
+                 atomic_load(&s->overflows), run->errors ? "; push: " : "",
+                 run->errors ? run->err : "");
+    } else {
+        snprintf(row.note, sizeof(row.note), "%s",
+                 err[0] ? err : "pushers not started");
+    }
+    bench_row_add(&row);
+    rset_close(s);
+    bench_run_free(run);
+    for (int i = 0; i < BENCH_PARTS; i++)
+        bench_buf_free(&sc->req[i]);
+    bench_buf_free(&sc->reset);
+    bench_buf_free(&req);
+    free(t);
+}
