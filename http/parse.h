@@ -140,6 +140,8 @@ void http_reset_free(struct http_reset *r);
 #define HTTP_OPT_TTL_SECONDS   (1u << 4)
 #define HTTP_OPT_LEASE_SECONDS (1u << 5)
 #define HTTP_OPT_RETRY_LIMIT   (1u << 6)
+#define HTTP_OPT_DEAD_LETTER   (1u << 7)
+#define HTTP_OPT_DL_EXPIRED    (1u << 8)
 
 enum http_policy { HTTP_POLICY_REJECT, HTTP_POLICY_DROP_OLDEST };
 
@@ -154,7 +156,10 @@ struct http_configure {
     uint64_t ttl_seconds;
     uint64_t lease_seconds;
     uint64_t retry_limit;
-    char *mem; /* owned */
+    struct http_str dead_letter; /* deadLetter, unescaped (in dl_mem) */
+    int dl_expired;              /* deadLetterExpired */
+    char *mem;                   /* owned */
+    char *dl_mem;                /* owned */
 };
 
 /*
