@@ -53,6 +53,7 @@
 #include "worker/parked.h"
 #include "worker/pop.h"
 #include "worker/push.h"
+#include "worker/redrive.h"
 #include "worker/rpc.h"
 #include "worker/status_page.h"
 #include "worker/stream.h"
@@ -176,6 +177,9 @@ dispatch(void *ctx, struct http_request *req)
         break;
     case HTTP_ROUTE_SUBSCRIBE:
         worker_subscribe(w, req);
+        break;
+    case HTTP_ROUTE_REDRIVE:
+        worker_redrive(w, req);
         break;
     default:
         break; /* http/ answers 404/405 itself */

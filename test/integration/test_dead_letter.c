@@ -237,3 +237,78 @@ Test(dead_letter, a_last_lease_run_out_and_a_ttl_land_too, .timeout = 60)
     cr_assert_eq(metric(&n, "mayfly_dropped_total{reason=\"ttl\"}"), 3);
     itest_node_stop(&n, 10000);
 }
+
+/* redrive q (max 0: none given); asserts 200, returns redriven. */
+static int64_t
+redrive(const struct itest_node *n, const char *q, int max)
+{
+    struct itest_resp r;
+    int64_t got;
+
+    if (max > 0)
+        itest_post(n, &r, REDRIV, "{\"queue\":\"%s\",\"max\":%d}", q, max);
+    else
+        itest_post(n, &r, REDRIV, "{\"queue\":\"%s\"}", q);
+    cr_assert_eq(r.status, 200, "redrive %s: %ld %s", q, r.status, r.body);
+    got = itest_jint(r.json, "redriven");
+    itest_resp_free(&r);
+    return got;
+}
+
+Test(redrive, brings_dead_letters_back_to_their_partition_at_most_max,
+     .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char *ids[3];
+
+    itest_node_start(&n, NULL);
+    configure(&n, "jobs", "{\"retryLimit\":2,\"deadLetter\":\"jobs.dead\"}");
+    for (int i = 0; i < 3; i++) {
+        char payload[64];
+        snprintf(payload, sizeof(payload), "[{\"n\":%d}]", i);
+        itest_push(&n, &r, "jobs", "p-1", payload);
+        itest_resp_free(&r);
+        ids[i] = fail_to_the_limit(&n, "jobs", "w", 2);
+    }
+    cr_assert_eq(itest_listing_int(&n, "jobs.dead", "depth", -1), 3);
+
+    cr_assert_eq(redrive(&n, "jobs.dead", 2), 2);
+    cr_assert_eq(itest_listing_int(&n, "jobs.dead", "depth", -1), 1);
+    cr_assert_eq(redrive(&n, "jobs.dead", 0), 1);
+    cr_assert_eq(redrive(&n, "jobs.dead", 0), 0);
+    cr_assert_eq(redrive(&n, "nothing.here", 5), 0);
+
+    /* Back on their partition, first deliveries again, and a consumer
+     * completes them: nothing comes back to the dead-letter queue. */
+    for (int i = 0; i < 3; i++) {
+        pop_one(&n, &r, "queue=jobs&group=w", 5000);
+        cr_assert_str_eq(itest_jstr(r.json, "messages.0.partition"), "p-1");
+        cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 1, "%s",
+                     r.body);
+        cr_assert_eq(itest_jint(r.json, "messages.0.payload.n"), i, "%s",
+                     r.body);
+        struct itest_resp k;
+        itest_post(
+            &n, &k, ACK,
+            "{\"queue\":\"jobs\",\"group\":\"w\",\"acks\":[{\"id\":\"%s\"}]}",
+            itest_jstr(r.json, "messages.0.id"));
+        cr_assert_str_eq(itest_jstr(k.json, "results.0.outcome"), "acked");
+        itest_resp_free(&k);
+        itest_resp_free(&r);
+        free(ids[i]);
+    }
+    itest_get(&n, &r, POP "?queue=jobs.dead");
+    cr_assert_eq(itest_jlen(r.json, "messages"), 0, "%s", r.body);
+    itest_resp_free(&r);
+
+    static const char *const bad[] = {"{\"queue\":\"d\",\"max\":0}",
+                                      "{\"queue\":\"d\",\"max\":\"1\"}",
+                                      "{\"max\":1}", "{\"queue\":\"\"}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        itest_post(&n, &r, REDRIV, "%s", bad[i]);
+        cr_assert_eq(r.status, 400, "%s: %ld %s", bad[i], r.status, r.body);
+        itest_resp_free(&r);
+    }
+    itest_node_stop(&n, 10000);
+}
