@@ -42,10 +42,13 @@ static const struct {
      "acknowledge messages"},
     {"configure",
      "QUEUE KEY=VALUE...\n"
-     "    e.g. maxLength=100 policy=dropOldest windowBuffer.ms=50",
+     "    e.g. maxLength=100 policy=dropOldest windowBuffer.ms=50\n"
+     "    deadLetter=jobs.dead deadLetterExpired=true",
      "declare a queue with its options"},
     {"delete", "QUEUE", "drop a queue's messages and declaration"},
     {"reset", "QUEUE", "drop a queue's messages, keep its declaration"},
+    {"redrive", "QUEUE [--max N]",
+     "push a dead-letter queue's dead letters back to their queues"},
     {"queues", "[PREFIX] [--scope node|cluster]", "list queues"},
     {"depth", "QUEUE [--group G] [--scope node|cluster]",
      "a queue's depth by partition and group"},
