@@ -53,6 +53,7 @@ struct redrive {
     int every_node;    /* a client's call: the peers' shares too */
     int peer;          /* the last member asked, -1 before any */
     int local_done;
+    struct http_buf body; /* a peer call's: the client reads it late */
 };
 
 /* One push to another node, with what it puts back if refused. */
@@ -66,6 +67,14 @@ struct out_push {
 };
 
 static void advance(struct redrive *rd);
+
+/* release - free rd and what it holds. */
+static void
+release(struct redrive *rd)
+{
+    http_buf_free(&rd->body);
+    free(rd);
+}
 
 /* left - what max leaves (UINT64_MAX: no max). */
 static uint64_t
@@ -268,7 +277,7 @@ ask_next(struct redrive *rd)
     struct shm_name shown = worker_client_name(rd->dlq.name);
 
     while (++rd->peer < w->owners.n) {
-        struct http_buf b = {0};
+        struct http_buf *b = &rd->body;
         char *authz = NULL;
         int rc = -ENOMEM;
 
@@ -276,11 +285,12 @@ ask_next(struct redrive *rd)
             worker_addr_unusable(w->owners.m[rd->peer].addr,
                                  w->owners.self_addr))
             continue;
-        http_buf_append_str(&b, "{\"queue\":");
-        http_buf_append_json_str(&b, shown.ptr, shown.len);
+        b->len = 0;
+        http_buf_append_str(b, "{\"queue\":");
+        http_buf_append_json_str(b, shown.ptr, shown.len);
         if (rd->max != 0)
-            http_buf_printf(&b, ",\"max\":%llu", (unsigned long long)left(rd));
-        http_buf_append_str(&b, "}");
+            http_buf_printf(b, ",\"max\":%llu", (unsigned long long)left(rd));
+        http_buf_append_str(b, "}");
         struct http_client_req r = {
             .method = "POST",
             .port = HTTP_CLIENT_PEER,
@@ -288,19 +298,18 @@ ask_next(struct redrive *rd)
             .target = "/api/v1/ephemeral/redrive",
             .headers = headers,
             .nheaders = 2,
-            .body = b.data,
-            .body_len = b.len,
+            .body = b->data,
+            .body_len = b->len,
             /* its own pushes may take FORWARD_MS */
             .timeout_ms = 2 * FORWARD_MS,
         };
-        if (!b.oom &&
+        if (!b->oom &&
             (rd->req == NULL || worker_auth_header(rd->req, &authz) == 0)) {
             if (authz != NULL)
                 headers[r.nheaders++] = authz;
             rc = http_client_request(w->client, &r, answered, rd);
         }
         free(authz);
-        http_buf_free(&b);
         if (rc == 0) {
             rd->pending++;
             return 1;
@@ -318,7 +327,7 @@ over(void *arg, int sent_ok)
     (void)sent_ok;
     rd->req = NULL;
     if (rd->pending == 0 && rd->local_done)
-        free(rd);
+        release(rd);
 }
 
 /* answer - {"redriven": N}; rd is freed. */
@@ -331,7 +340,7 @@ answer(struct redrive *rd)
                     (unsigned long long)rd->redriven);
     http_reply(rd->req, 200, &b);
     http_buf_free(&b);
-    free(rd);
+    release(rd);
 }
 
 /* advance - once nothing is out: the next member's share, or the answer. */
@@ -345,7 +354,7 @@ advance(struct redrive *rd)
     if (rd->req != NULL && rd->every_node && left(rd) > 0 && ask_next(rd))
         return;
     if (rd->req == NULL) {
-        free(rd);
+        release(rd);
         return;
     }
     http_request_on_done(rd->req, NULL, NULL);
