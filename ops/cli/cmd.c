@@ -33,7 +33,10 @@ static const struct {
      "print messages as they come"},
     {"request",
      "QUEUE PAYLOAD [--partition P] [--timeout MS] [--text]\n"
-     "    Sends PAYLOAD and prints the reply.",
+     "    [--gather N [--quiet MS]]\n"
+     "    Sends PAYLOAD and prints the reply; with --gather, every group\n"
+     "    of the queue gets it and up to N replies print, one a line, once\n"
+     "    N came, MS passed after the last, or the timeout.",
      "send a request, wait for its reply"},
     {"ack",
      "QUEUE ID... [--group G] [--status completed|failed|retry]\n"

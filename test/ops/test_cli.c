@@ -548,6 +548,21 @@ cl_parked(const char *queue)
     }
 }
 
+Test(cli, request_gather_prints_one_reply_a_line)
+{
+    pthread_t t;
+
+    cl_start();
+    cr_assert_eq(pthread_create(&t, NULL, cl_responder, NULL), 0);
+    cl_parked("rpc");
+    cr_assert_eq(cl_sh("$M request rpc '{\"n\":7}' --gather 1 --quiet 100 "
+                       "--timeout 15000"),
+                 0, "%s", cl_err);
+    pthread_join(t, NULL);
+    cr_assert_str_eq(cl_out, "{\"squared\":49}\n");
+    cr_assert_eq(cl_sh("$M request rpc 1 --gather 0"), 2);
+}
+
 Test(cli, request_prints_the_reply)
 {
     pthread_t t;
