@@ -490,3 +490,39 @@ Test(shm_catalog, forked_reader_never_sees_a_torn_entry, .timeout = 120)
     free(nm);
     shm_catalog_destroy(c);
 }
+
+/* A deadLetter name sits after its queue's name: the lookup gives it, the
+ * queues without one give none, the listing still sees every name whole,
+ * and the longest of both fit the default size. */
+Test(shm_catalog, dead_letter_names_ride_beside_the_queue_names)
+{
+    struct shm_catalog *c = catalog_new(SHM_CATALOG_DEFAULT_BYTES);
+    static char longq[SHM_NAME_MAX], longd[SHM_NAME_MAX];
+    struct shm_qopts with = opts_of(1, 0), without = opts_of(1, 1), o;
+    char out[SHM_NAME_MAX];
+
+    memset(longq, 'q', sizeof(longq));
+    memset(longd, 'd', sizeof(longd));
+    with.flags = 8 | SHM_QOPT_DL_EXPIRED;
+    struct shm_catalog_entry e[3] = {
+        {"jobs", 4, with, "jobs.dlq"},
+        {"plain", 5, without, NULL},
+        {longq, SHM_NAME_MAX, opts_of(2, 0), longd},
+    };
+    e[2].opts.flags = SHM_NAME_MAX;
+    cr_assert_eq(shm_catalog_publish(c, e, 3), 0);
+    cr_assert_eq(shm_catalog_dead_letter(c, "jobs", 4, out), 8);
+    cr_assert(memcmp(out, "jobs.dlq", 8) == 0);
+    cr_assert_eq(shm_catalog_lookup(c, "jobs", 4, &o), 1);
+    cr_assert_eq(o.flags, with.flags);
+    cr_assert_eq(shm_catalog_dead_letter(c, "plain", 5, out), 0);
+    cr_assert_eq(shm_catalog_dead_letter(c, "nope", 4, out), 0);
+    cr_assert_eq(shm_catalog_dead_letter(c, longq, SHM_NAME_MAX, out),
+                 SHM_NAME_MAX);
+    cr_assert(memcmp(out, longd, SHM_NAME_MAX) == 0);
+    /* A length with no name is refused, and nothing changes. */
+    e[1].opts.flags = 3;
+    cr_assert_eq(shm_catalog_publish(c, e, 3), -EINVAL);
+    cr_assert_eq(shm_catalog_generation(c), 1);
+    shm_catalog_destroy(c);
+}
