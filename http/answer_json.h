@@ -49,6 +49,9 @@ struct http_qopts {
     uint32_t ttl_s;
     uint32_t lease_s;
     uint32_t retry_limit;
+    const char *dead_letter; /* deadLetter's name, dl_len bytes; NULL: none */
+    uint32_t dl_len;
+    int dl_expired;
 };
 
 /* http_options_json - append the options as the object the listing and

@@ -166,6 +166,34 @@ int http_parse_reset(const char *body, size_t len, struct http_reset *out,
                      struct http_error *err);
 void http_reset_free(struct http_reset *r);
 
+/* ---- redrive (json-c; SPEC §13) -------------------------------------- */
+
+struct http_redrive {
+    struct http_str queue; /* the dead-letter queue */
+    uint64_t max;          /* "max"; 0 when absent (every one) */
+    char *mem;             /* owned */
+};
+
+/* http_parse_redrive - {"queue", "max"?}: max a positive integer, or 400
+ * naming it. */
+int http_parse_redrive(const char *body, size_t len, struct http_redrive *out,
+                       struct http_error *err);
+void http_redrive_free(struct http_redrive *r);
+
+/* A dead letter's envelope {"queue", "partition", "payload", ...}, each
+ * malloc'd (NUL-terminated); payload is JSON text. */
+struct http_dead_letter {
+    char *queue, *partition, *payload;
+    size_t queue_len, partition_len, payload_len;
+};
+
+/* http_dead_letter_parse - an envelope out of a dead-letter queue's
+ * message: 0, or -EINVAL (not one: a field missing or of another type),
+ * -ENOMEM.  Free with http_dead_letter_free whatever it returned. */
+int http_dead_letter_parse(const char *msg, size_t len,
+                           struct http_dead_letter *out);
+void http_dead_letter_free(struct http_dead_letter *d);
+
 /* ---- configure (json-c) --------------------------------------------- */
 
 /* Presence bits of struct http_configure.present. */
@@ -176,6 +204,8 @@ void http_reset_free(struct http_reset *r);
 #define HTTP_OPT_TTL_SECONDS   (1u << 4)
 #define HTTP_OPT_LEASE_SECONDS (1u << 5)
 #define HTTP_OPT_RETRY_LIMIT   (1u << 6)
+#define HTTP_OPT_DEAD_LETTER   (1u << 7)
+#define HTTP_OPT_DL_EXPIRED    (1u << 8)
 
 enum http_policy { HTTP_POLICY_REJECT, HTTP_POLICY_DROP_OLDEST };
 
@@ -190,7 +220,10 @@ struct http_configure {
     uint64_t ttl_seconds;
     uint64_t lease_seconds;
     uint64_t retry_limit;
-    char *mem; /* owned */
+    struct http_str dead_letter; /* deadLetter, unescaped (in dl_mem) */
+    int dl_expired;              /* deadLetterExpired */
+    char *mem;                   /* owned */
+    char *dl_mem;                /* owned */
 };
 
 /*

@@ -122,6 +122,28 @@ opt_policy(struct json_object *v, struct http_configure *c,
     return 0;
 }
 
+/* opt_dead_letter - deadLetter: a queue's name (validated by the caller,
+ * which knows the queue it must not name). */
+static int
+opt_dead_letter(struct json_object *v, struct http_configure *c,
+                struct http_error *err)
+{
+    int len;
+
+    if (!json_object_is_type(v, json_type_string) ||
+        (len = json_object_get_string_len(v)) <= 0)
+        return invalid("deadLetter", "a queue's name", err);
+    free(c->dl_mem);
+    if ((c->dl_mem = malloc((size_t)len)) == NULL) {
+        http_error_set(err, 500, "internal", "out of memory");
+        return -ENOMEM;
+    }
+    memcpy(c->dl_mem, json_object_get_string(v), (size_t)len);
+    c->dead_letter = (struct http_str){c->dl_mem, (size_t)len};
+    c->present |= HTTP_OPT_DEAD_LETTER;
+    return 0;
+}
+
 /* one_option - dispatch one member of "options" by name. */
 static int
 one_option(const char *key, struct json_object *v, struct http_configure *c,
@@ -143,6 +165,15 @@ one_option(const char *key, struct json_object *v, struct http_configure *c,
         return opt_policy(v, c, err);
     if (strcmp(key, "windowBuffer") == 0)
         return opt_window(v, c, err);
+    if (strcmp(key, "deadLetter") == 0)
+        return opt_dead_letter(v, c, err);
+    if (strcmp(key, "deadLetterExpired") == 0) {
+        if (!json_object_is_type(v, json_type_boolean))
+            return invalid("deadLetterExpired", "true or false", err);
+        c->dl_expired = json_object_get_boolean(v);
+        c->present |= HTTP_OPT_DL_EXPIRED;
+        return 0;
+    }
     return unknown(key, err);
 }
 
@@ -231,6 +262,7 @@ void
 http_configure_free(struct http_configure *c)
 {
     free(c->mem);
+    free(c->dl_mem);
     memset(c, 0, sizeof(*c));
 }
 

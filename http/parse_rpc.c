@@ -37,9 +37,11 @@ read_string(struct http_json *j, char **at, struct http_str *s,
     return 1;
 }
 
-/* read_timeout - a non-negative integer of ms, or null: as read_string. */
+/* read_uint - a non-negative integer, or null: as read_string; what names
+ * the field and its unit in an error. */
 static int
-read_timeout(struct http_json *j, uint64_t *ms, struct http_error *err)
+read_uint(struct http_json *j, uint64_t *out, const char *what,
+          struct http_error *err)
 {
     const char *start;
     uint64_t v = 0;
@@ -52,11 +54,74 @@ read_timeout(struct http_json *j, uint64_t *ms, struct http_error *err)
         return 0;
     for (const char *p = start; p < j->p; p++) {
         if (*p < '0' || *p > '9' || v > UINT64_MAX / 10 - 1)
-            return http_parse_bad(err, "field 'timeout' must be a "
-                                       "non-negative integer of milliseconds");
+            return http_parse_bad(err, "field %s", what);
         v = v * 10 + (uint64_t)(*p - '0');
     }
-    *ms = v;
+    *out = v;
+    return 1;
+}
+
+/* read_timeout - a non-negative integer of ms, or null: as read_string. */
+static int
+read_timeout(struct http_json *j, uint64_t *ms, struct http_error *err)
+{
+    return read_uint(j, ms,
+                     "'timeout' must be a non-negative integer of "
+                     "milliseconds",
+                     err);
+}
+
+/* read_gather - {"max": a positive integer, "quietMs"?: ms}, or null: as
+ * read_string; another member is named in a 400. */
+static int
+read_gather(struct http_json *j, char **at, struct http_rpc *out,
+            struct http_error *err)
+{
+    int more, rc, have_max = 0;
+    char *key = *at;
+    size_t n;
+
+    if (http_json_peek(j) == 'n') {
+        if (http_json_value(j) != 0)
+            return http_parse_syntax(j, err);
+        return 0;
+    }
+    if (http_json_peek(j) != '{') {
+        if (http_json_value(j) != 0)
+            return http_parse_syntax(j, err);
+        return http_parse_bad(err, "field 'gather' must be an object "
+                                   "{\"max\", \"quietMs\"}");
+    }
+    more = http_json_enter(j);
+    while (more > 0) {
+        if (http_json_key(j, key, &n) != 0)
+            return http_parse_syntax(j, err);
+        if (http_json_key_is(key, n, "max")) {
+            rc = read_uint(j, &out->gather_max,
+                           "'gather.max' must be a positive integer", err);
+            if (rc < 0)
+                return rc;
+            have_max = rc > 0;
+        } else if (http_json_key_is(key, n, "quietMs")) {
+            rc = read_uint(j, &out->gather_quiet,
+                           "'gather.quietMs' must be a non-negative integer "
+                           "of milliseconds",
+                           err);
+            if (rc < 0)
+                return rc;
+        } else {
+            return http_parse_bad(err,
+                                  "field 'gather.%.*s' is unknown "
+                                  "(gather takes max and quietMs)",
+                                  (int)(n > 64 ? 64 : n), key);
+        }
+        more = http_json_next(j, '}');
+    }
+    if (more < 0)
+        return http_parse_syntax(j, err);
+    if (!have_max || out->gather_max == 0 || out->gather_max > 10000)
+        return http_parse_bad(err, "field 'gather.max' must be an integer "
+                                   "from 1 to 10000");
     return 1;
 }
 
@@ -84,6 +149,9 @@ member(struct http_json *j, char **at, struct http_rpc *out,
     } else if (http_json_key_is(key, n, "timeout")) {
         rc = read_timeout(j, &out->timeout_ms, err);
         out->has_timeout = rc > 0;
+    } else if (http_json_key_is(key, n, "gather")) {
+        rc = read_gather(j, at, out, err);
+        out->has_gather = rc > 0;
     } else if (http_json_key_is(key, n, "payload")) {
         http_json_ws(j);
         const char *start = j->p;

@@ -22,7 +22,10 @@ struct http_rpc {
     struct http_str reply_to; /* has_reply_to: a node passing the request
                                  on named its inbox (never a client's) */
     int has_reply_to;
-    char *mem; /* owned: unescaped strings */
+    int has_gather;        /* "gather": {"max", "quietMs"?} (SPEC §13) */
+    uint64_t gather_max;   /* replies to wait for, >= 1 */
+    uint64_t gather_quiet; /* ms after the last reply; 0: not given */
+    char *mem;             /* owned: unescaped strings */
 };
 
 /*

@@ -29,6 +29,7 @@ enum http_route {
     HTTP_ROUTE_REQUEST,      /* POST   /api/v1/ephemeral/request */
     HTTP_ROUTE_SUBSCRIBE,    /* GET    /api/v1/ephemeral/subscribe */
     HTTP_ROUTE_OPENAPI,      /* GET    /api/v1/openapi.json */
+    HTTP_ROUTE_REDRIVE,      /* POST   /api/v1/ephemeral/redrive */
     /* the cluster port (masters only) */
     HTTP_ROUTE_CLUSTER_RAFT,      /* POST /cluster/v1/raft */
     HTTP_ROUTE_CLUSTER_CONFIGURE, /* POST /cluster/v1/configure */

@@ -38,6 +38,7 @@
 #include "http/buf.h"
 #include "http/client.h"
 #include "http/errors.h"
+#include "http/names.h"
 #include "http/node_call.h"
 #include "http/parse.h"
 #include "http/peer_answer.h"
@@ -66,7 +67,8 @@ struct conf_call {
     struct http_request *req;
     struct decl_cmd cmd;
     char name[DECL_NAME_MAX];
-    int forwarded_in; /* came from a peer: no second hop */
+    char dl[DECL_NAME_MAX]; /* cmd.dl's bytes */
+    int forwarded_in;       /* came from a peer: no second hop */
     enum call_state state;
     uint64_t index;    /* the entry's log index, once proposed or answered */
     char *leader_opts; /* passed on: the options the leader answered with */
@@ -91,6 +93,7 @@ options_json(struct http_buf *b, const struct decl_cmd *c, uint64_t index)
         http_buf_append_str(b, ",\"deleted\":true");
     } else {
         struct http_qopts o = worker_options_view(&c->opts);
+        o.dead_letter = c->dl;
         http_buf_append_str(b, ",\"options\":");
         http_options_json(b, &o);
     }
@@ -262,6 +265,44 @@ advance(struct conf_call *c)
     }
 }
 
+/* dead_letter - deadLetter and deadLetterExpired into o's flags: 0, or
+ * answers 400 invalid_option naming the option and returns -EINVAL (a name
+ * that is not a queue's, the queue itself: its dead letters would come
+ * back to it; deadLetterExpired without a deadLetter to send them to). */
+static int
+dead_letter(struct http_request *req, const struct http_configure *in,
+            struct shm_qopts *o)
+{
+    const struct http_str *d = &in->dead_letter;
+
+    if (in->present & HTTP_OPT_DEAD_LETTER) {
+        if (!http_name_valid(d->ptr, d->len)) {
+            http_reply_error(req, 400, "invalid_option",
+                             "option 'deadLetter' must be a queue's name (%s)",
+                             HTTP_NAME_RULE);
+            return -EINVAL;
+        }
+        if (d->len == in->queue.len &&
+            memcmp(d->ptr, in->queue.ptr, d->len) == 0) {
+            http_reply_error(req, 400, "invalid_option",
+                             "option 'deadLetter' must name another queue "
+                             "than the one it is set on");
+            return -EINVAL;
+        }
+        o->flags |= (uint32_t)d->len;
+    }
+    if ((in->present & HTTP_OPT_DL_EXPIRED) && in->dl_expired) {
+        if (!(in->present & HTTP_OPT_DEAD_LETTER)) {
+            http_reply_error(req, 400, "invalid_option",
+                             "option 'deadLetterExpired' needs option "
+                             "'deadLetter'");
+            return -EINVAL;
+        }
+        o->flags |= SHM_QOPT_DL_EXPIRED;
+    }
+    return 0;
+}
+
 /* effective - the options a declaration commits: given ones over the node
  * defaults.  0, or answers 400 invalid_option naming a value outside its
  * range (the node's ceilings included) and returns -EINVAL. */
@@ -323,7 +364,7 @@ effective(struct master *m, struct http_request *req,
         .window_ms = (uint32_t)in->window_ms,
         .window_count = (uint32_t)in->window_count,
     };
-    return 0;
+    return dead_letter(req, in, o);
 }
 
 /* wait_ms - how long req may wait here: CONFIGURE_WAIT_MS (less the
@@ -362,6 +403,10 @@ start(struct master *m, struct http_request *req, const struct decl_cmd *cmd)
     c->cmd = *cmd;
     memcpy(c->name, cmd->name, cmd->len);
     c->cmd.name = c->name;
+    if (SHM_QOPT_DL_LEN(cmd->opts.flags) > 0) {
+        memcpy(c->dl, cmd->dl, SHM_QOPT_DL_LEN(cmd->opts.flags));
+        c->cmd.dl = c->dl;
+    }
     c->forwarded_in = forwarded_in;
     c->deadline = shm_now_ms() + (uint64_t)wait;
     c->next = calls;
@@ -387,6 +432,7 @@ master_configure(struct master *m, struct http_request *req)
         effective(m, req, &in, &cmd.opts) == 0) {
         cmd.name = in.queue.ptr;
         cmd.len = in.queue.len;
+        cmd.dl = in.dead_letter.ptr;
         start(m, req, &cmd);
     }
     http_configure_free(&in);
@@ -406,7 +452,8 @@ master_undeclare(struct master *m, struct http_request *req)
     }
     if (http_reply_qname_ok(req, "queue", in.queue.ptr, in.queue.len))
         start(m, req,
-              &(struct decl_cmd){DECL_DELETE, in.queue.ptr, in.queue.len, {0}});
+              &(struct decl_cmd){
+                  DECL_DELETE, in.queue.ptr, in.queue.len, {0}, NULL});
     http_reset_free(&in);
 }
 

@@ -6,6 +6,8 @@
  *   declare only:   u32 max_length | u64 max_bytes | u32 policy | u32 ttl_s
  *                   | u32 lease_s | u32 retry_limit | u32 window_ms
  *                   | u32 window_count
+ *                   [| u32 flags | deadLetter name bytes]  (only when
+ *                   flags are not 0: what older nodes wrote and read)
  * Snapshot: u32 count, then count declare commands each prefixed by u32 len.
  */
 #include "master/declared.h"
@@ -37,10 +39,15 @@ get32(const unsigned char *p)
 int
 decl_encode(const struct decl_cmd *c, void **buf, size_t *len)
 {
-    size_t n = DECL_HEAD + c->len + (c->op == DECL_DECLARE ? DECL_OPTS_LEN : 0);
+    size_t dlen = SHM_QOPT_DL_LEN(c->opts.flags);
+    size_t n = DECL_HEAD + c->len +
+               (c->op == DECL_DECLARE
+                    ? DECL_OPTS_LEN + (c->opts.flags != 0 ? 4 + dlen : 0)
+                    : 0);
     unsigned char *p;
 
-    if (c->len == 0 || c->len > DECL_NAME_MAX)
+    if (c->len == 0 || c->len > DECL_NAME_MAX || dlen > DECL_NAME_MAX ||
+        (dlen > 0 && c->dl == NULL))
         return -EINVAL;
     if ((p = malloc(n)) == NULL)
         return -ENOMEM;
@@ -61,6 +68,10 @@ decl_encode(const struct decl_cmd *c, void **buf, size_t *len)
         put32(o + 24, q->retry_limit);
         put32(o + 28, q->window_ms);
         put32(o + 32, q->window_count);
+        if (q->flags != 0)
+            put32(o + 36, q->flags);
+        if (dlen > 0)
+            memcpy(o + 40, c->dl, dlen);
     }
     *buf = p;
     *len = n;
@@ -81,9 +92,16 @@ decl_decode(const void *buf, size_t len, struct decl_cmd *c)
         return -EINVAL;
     if (c->op == DECL_DELETE)
         return len == DECL_HEAD + c->len ? 0 : -EINVAL;
-    if (c->op != DECL_DECLARE || len != DECL_HEAD + c->len + DECL_OPTS_LEN)
+    if (c->op != DECL_DECLARE || len < DECL_HEAD + c->len + DECL_OPTS_LEN)
         return -EINVAL;
     const unsigned char *o = p + DECL_HEAD + c->len;
+    size_t rest = len - (DECL_HEAD + c->len + DECL_OPTS_LEN);
+    uint32_t flags = rest >= 4 ? get32(o + DECL_OPTS_LEN) : 0;
+    if ((rest != 0 && (flags == 0 || rest != 4 + SHM_QOPT_DL_LEN(flags))) ||
+        SHM_QOPT_DL_LEN(flags) > DECL_NAME_MAX)
+        return -EINVAL;
+    c->dl =
+        SHM_QOPT_DL_LEN(flags) > 0 ? (const char *)o + DECL_OPTS_LEN + 4 : NULL;
     c->opts = (struct shm_qopts){
         .max_length = get32(o),
         .max_bytes = (uint64_t)get32(o + 4) << 32 | get32(o + 8),
@@ -93,6 +111,7 @@ decl_decode(const void *buf, size_t len, struct decl_cmd *c)
         .retry_limit = get32(o + 24),
         .window_ms = get32(o + 28),
         .window_count = get32(o + 32),
+        .flags = flags,
     };
     return c->opts.policy <= SHM_POLICY_DROP_OLDEST ? 0 : -EINVAL;
 }
@@ -131,31 +150,58 @@ decl_find(const struct decl_set *s, const char *name, size_t len)
     return NULL;
 }
 
+/* dl_copy - a malloc'd copy of c's deadLetter name into *out (NULL when
+ * it has none).  0 or -ENOMEM. */
+static int
+dl_copy(const struct decl_cmd *c, char **out)
+{
+    size_t dlen = SHM_QOPT_DL_LEN(c->opts.flags);
+
+    *out = NULL;
+    if (dlen == 0)
+        return 0;
+    if ((*out = malloc(dlen)) == NULL)
+        return -ENOMEM;
+    memcpy(*out, c->dl, dlen);
+    return 0;
+}
+
 /* insert - add or update name at its place. */
 static int
 insert(struct decl_set *s, const struct decl_cmd *c, int *changed)
 {
     size_t i = lower_bound(s, c->name, c->len);
+    char *dl;
 
+    if (dl_copy(c, &dl) != 0)
+        return -ENOMEM;
     if (i < s->n && cmp(s->q[i].name, s->q[i].len, c->name, c->len) == 0) {
-        *changed = memcmp(&s->q[i].opts, &c->opts, sizeof(c->opts)) != 0;
+        size_t dlen = SHM_QOPT_DL_LEN(c->opts.flags);
+        *changed = memcmp(&s->q[i].opts, &c->opts, sizeof(c->opts)) != 0 ||
+                   (dlen > 0 && memcmp(s->q[i].dl, dl, dlen) != 0);
         s->q[i].opts = c->opts;
+        free(s->q[i].dl);
+        s->q[i].dl = dl;
         return 0;
     }
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 16;
         struct decl_queue *q = realloc(s->q, cap * sizeof(*q));
-        if (q == NULL)
+        if (q == NULL) {
+            free(dl);
             return -ENOMEM;
+        }
         s->q = q;
         s->cap = cap;
     }
     char *name = malloc(c->len);
-    if (name == NULL)
+    if (name == NULL) {
+        free(dl);
         return -ENOMEM;
+    }
     memcpy(name, c->name, c->len);
     memmove(&s->q[i + 1], &s->q[i], (s->n - i) * sizeof(*s->q));
-    s->q[i] = (struct decl_queue){name, c->len, c->opts};
+    s->q[i] = (struct decl_queue){name, c->len, c->opts, dl};
     s->n++;
     *changed = 1;
     return 0;
@@ -170,6 +216,7 @@ decl_apply(struct decl_set *s, const struct decl_cmd *c, int *changed)
     size_t i = lower_bound(s, c->name, c->len);
     if (i < s->n && cmp(s->q[i].name, s->q[i].len, c->name, c->len) == 0) {
         free(s->q[i].name);
+        free(s->q[i].dl);
         memmove(&s->q[i], &s->q[i + 1], (s->n - i - 1) * sizeof(*s->q));
         s->n--;
         *changed = 1;
@@ -182,14 +229,17 @@ decl_snapshot(const struct decl_set *s, void **buf, size_t *len)
 {
     size_t total = 4;
     for (size_t i = 0; i < s->n; i++)
-        total += 4 + DECL_HEAD + s->q[i].len + DECL_OPTS_LEN;
+        total +=
+            4 + DECL_HEAD + s->q[i].len + DECL_OPTS_LEN +
+            (s->q[i].opts.flags != 0 ? 4 + SHM_QOPT_DL_LEN(s->q[i].opts.flags)
+                                     : 0);
     unsigned char *out = malloc(total), *p = out + 4;
     if (out == NULL)
         return -ENOMEM;
     put32(out, (uint32_t)s->n);
     for (size_t i = 0; i < s->n; i++) {
         struct decl_cmd c = {DECL_DECLARE, s->q[i].name, s->q[i].len,
-                             s->q[i].opts};
+                             s->q[i].opts, s->q[i].dl};
         void *e;
         size_t elen;
         if (decl_encode(&c, &e, &elen) != 0) {
@@ -239,8 +289,10 @@ decl_restore(struct decl_set *s, const void *buf, size_t len)
 void
 decl_free(struct decl_set *s)
 {
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < s->n; i++) {
         free(s->q[i].name);
+        free(s->q[i].dl);
+    }
     free(s->q);
     *s = (struct decl_set){0};
 }

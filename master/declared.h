@@ -24,6 +24,7 @@ struct decl_queue {
     char *name;
     size_t len;
     struct shm_qopts opts;
+    char *dl; /* deadLetter name, SHM_QOPT_DL_LEN(opts.flags) bytes, or NULL */
 };
 
 struct decl_set {
@@ -37,6 +38,8 @@ struct decl_cmd {
     const char *name; /* points into the encoded bytes */
     size_t len;
     struct shm_qopts opts; /* DECL_DECLARE only */
+    const char *dl;        /* its deadLetter name (SHM_QOPT_DL_LEN(opts.flags)
+                       bytes), pointing into the encoded bytes */
 };
 
 /* decl_encode - a command into buf (malloc'd, *len bytes).  0/-ENOMEM. */

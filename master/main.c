@@ -60,6 +60,7 @@
 #include "shm/board.h"
 #include "shm/catalog.h"
 #include "shm/check.h"
+#include "shm/dead.h"
 #include "shm/lock.h"
 #include "shm/log.h"
 #include "shm/maintain.h"
@@ -326,6 +327,7 @@ start_node(struct master *m, int ep)
         (ssize_t)sizeof(p.incarnation))
         p.incarnation = (uint64_t)getpid() << 32 ^ shm_now_ms();
     m->incarnation = p.incarnation;
+    shm_dead_init(p.incarnation); /* the origin ids dead letters carry */
     conns = worker_connections(m->cfg.max_connections);
     fd = listen_or_die("listen", m->cfg.listen);
     cfd = listen_or_die("cluster_listen", m->cfg.cluster_listen);

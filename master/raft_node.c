@@ -56,8 +56,8 @@ publish_catalog(struct master *m, const struct decl_cmd *changed)
         return;
     }
     for (size_t i = 0; i < d->n; i++)
-        e[i] =
-            (struct shm_catalog_entry){d->q[i].name, d->q[i].len, d->q[i].opts};
+        e[i] = (struct shm_catalog_entry){d->q[i].name, d->q[i].len,
+                                          d->q[i].opts, d->q[i].dl};
     int rc = shm_catalog_publish(m->seg.catalog, e, (uint32_t)d->n);
     if (rc != 0)
         log_error(-rc, "cannot publish the catalog (%zu queues)", d->n);

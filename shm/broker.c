@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "shm/broker_int.h"
+#include "shm/dead.h"
 #include "shm/dir.h"
 #include "shm/horizon.h"
 #include "shm/inbox.h"
@@ -531,10 +532,11 @@ ack_count(struct shm_seg *seg, int w, const struct shm_ack *acks, uint32_t n)
     };
 
     for (uint32_t i = 0; i < n; i++)
-        shm_count(seg, w, ctr[acks[i].outcome],
-                  acks[i].status == SHM_ACK_UPTO && acks[i].count > 0
-                      ? acks[i].count
-                      : 1);
+        if (acks[i].outcome != SHM_OUT_DEFER)
+            shm_count(seg, w, ctr[acks[i].outcome],
+                      acks[i].status == SHM_ACK_UPTO && acks[i].count > 0
+                          ? acks[i].count
+                          : 1);
 }
 
 /* Apply acks (extend when ext) of one partition under one lock. */
@@ -555,6 +557,7 @@ ack_apply(struct shm_seg *seg, int w, struct shm_name queue,
             0) {
         /* partition lock: leases, head advance, waiters. */
         uint32_t gs = shm_ring_gs_find_locked(&c, group, h);
+        c.dead = ext ? NULL : shm_dead_sink();
         if (gs != 0) {
             found = 1;
             if (ext) {
@@ -584,13 +587,28 @@ ack_apply(struct shm_seg *seg, int w, struct shm_name queue,
         ack_count(seg, w, acks, n);
 }
 
-/* shm_ack - see broker.h. */
+/* shm_ack - see broker.h.  The dead letters its drops copied out are
+ * pushed once the partition lock is released; an ack whose dead letter
+ * did not fit is applied again, alone, after the flush grew the sink. */
 void
 shm_ack(struct shm_seg *seg, int worker, struct shm_name queue,
         struct shm_name part, struct shm_name group, struct shm_ack *acks,
         uint32_t n, uint64_t now)
 {
     ack_apply(seg, worker, queue, part, group, acks, n, now, 0);
+    shm_dead_flush(seg, worker, queue, now);
+    for (uint32_t i = 0; i < n; i++) {
+        if (acks[i].outcome != SHM_OUT_DEFER)
+            continue;
+        ack_apply(seg, worker, queue, part, group, &acks[i], 1, now, 0);
+        shm_dead_flush(seg, worker, queue, now);
+        /* Still no room (memory short): the lease stays, and runs out into
+         * the master's upkeep, which dead-letters it then. */
+        if (acks[i].outcome == SHM_OUT_DEFER) {
+            acks[i].outcome = SHM_OUT_ACKED_DROPPED;
+            shm_count(seg, worker, SHM_C_ACK_ACKED, 1);
+        }
+    }
 }
 
 /* shm_extend - see broker.h. */

@@ -154,6 +154,9 @@ enum shm_outcome {
     SHM_OUT_STALE,         /* fenced ack of a superseded delivery */
     SHM_OUT_UNKNOWN,       /* nothing held under that id */
     SHM_OUT_EXTENDED,      /* extend: lease prolonged */
+    SHM_OUT_DEFER,         /* shm/-internal: a drop at the retry limit whose
+                              dead letter did not fit (shm/dead.h); shm_ack
+                              applies it again and never answers this */
 };
 
 /* One ack or extend entry of a partition (caller groups by partition). */

@@ -67,7 +67,10 @@ _Static_assert(sizeof(struct catalog_rec) == 48, "catalog_rec layout");
  *    64   4096*48    recs[]     by hash slot
  * 196672  4096*4     sorted[]   slots in name order (for listing)
  * 213056     64 Ki   mph[]      the packed hash (cmph_pack)
- * 278592     rest    names[]    names in name order, each NUL-terminated
+ * 278592     rest    names[]    names in name order, each NUL-terminated,
+ *                               each followed by its deadLetter queue's
+ *                               name and a NUL when its opts.flags give
+ *                               that name a length
  * Readers load n, names_len, mph_len, gen and a record's name fields
  * racily, so they are relaxed atomics: each is loaded once and bounded
  * before use, never reloaded behind the check.
@@ -290,10 +293,10 @@ catalog_cache(struct shm_catalog *c, const struct catalog_copy *cp,
  */
 static int
 catalog_find(const struct shm_catalog *c, const struct catalog_copy *cp,
-             const char *name, size_t len, struct shm_qopts *out)
+             const char *name, size_t len, struct shm_qopts *out, char *dl)
 {
     const struct catalog_rec *rec;
-    uint32_t slot, off;
+    uint32_t slot, off, dlen;
 
     if (c->cache_n == 0)
         return 0;
@@ -307,6 +310,14 @@ catalog_find(const struct shm_catalog *c, const struct catalog_copy *cp,
         memcmp(cp->names + off, name, len) != 0)
         return 0;
     memcpy(out, &rec->opts, sizeof(*out));
+    /* The deadLetter name follows the name's NUL; bounded as the name. */
+    dlen = SHM_QOPT_DL_LEN(out->flags);
+    if (dl != NULL && dlen > 0) {
+        if (dlen > SHM_NAME_MAX ||
+            (size_t)off + len + 1 + dlen > c->hdr->names_cap)
+            return 0;
+        memcpy(dl, cp->names + off + len + 1, dlen);
+    }
     return 1;
 }
 
@@ -326,13 +337,36 @@ shm_catalog_lookup(struct shm_catalog *c, const char *name, size_t len,
         cp = catalog_begin(c, &gen, &seq);
         if (c->cache_gen != gen && catalog_cache(c, cp, gen, seq) != 0)
             continue;
-        found = catalog_find(c, cp, name, len, &o);
+        found = catalog_find(c, cp, name, len, &o, NULL);
         if (!catalog_changed(cp, seq))
             break;
     }
     if (found)
         *out = o;
     return found;
+}
+
+/* shm_catalog_dead_letter - as the lookup, with the name after it. */
+size_t
+shm_catalog_dead_letter(struct shm_catalog *c, const char *name, size_t len,
+                        char *out)
+{
+    const struct catalog_copy *cp;
+    struct shm_qopts o;
+    uint64_t gen, seq;
+    int found;
+
+    if (len == 0 || len > SHM_NAME_MAX)
+        return 0;
+    for (;;) {
+        cp = catalog_begin(c, &gen, &seq);
+        if (c->cache_gen != gen && catalog_cache(c, cp, gen, seq) != 0)
+            continue;
+        found = catalog_find(c, cp, name, len, &o, out);
+        if (!catalog_changed(cp, seq))
+            break;
+    }
+    return found ? SHM_QOPT_DL_LEN(o.flags) : 0;
 }
 
 /* A private copy of one generation, for shm_catalog_each(). */
@@ -482,6 +516,14 @@ catalog_unique(const struct shm_catalog_entry *e, uint32_t n, size_t names_cap,
             continue;
         u[k++] = u[i];
         bytes += u[i]->len + 1;
+        if (SHM_QOPT_DL_LEN(u[i]->opts.flags) > 0) {
+            if (u[i]->dl == NULL ||
+                SHM_QOPT_DL_LEN(u[i]->opts.flags) > SHM_NAME_MAX) {
+                free(u);
+                return -EINVAL;
+            }
+            bytes += SHM_QOPT_DL_LEN(u[i]->opts.flags) + 1;
+        }
     }
     if (bytes > names_cap) {
         free(u);
@@ -633,6 +675,13 @@ catalog_write(struct catalog_copy *cp, uint64_t gen,
         memcpy(&rec->opts, &u[k]->opts, sizeof(rec->opts));
         cp->sorted[k] = slot[k];
         off += (uint32_t)u[k]->len + 1;
+        if (SHM_QOPT_DL_LEN(u[k]->opts.flags) > 0) {
+            uint32_t dlen = SHM_QOPT_DL_LEN(u[k]->opts.flags);
+
+            memcpy(cp->names + off, u[k]->dl, dlen);
+            cp->names[off + dlen] = '\0';
+            off += dlen + 1;
+        }
     }
     if (mph_len > 0)
         memcpy(cp->mph, mph, mph_len);

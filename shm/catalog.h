@@ -37,10 +37,11 @@
 #define SHM_CATALOG_BYTES(names_bytes)                                         \
     ((size_t)557312 + 2 * (size_t)(names_bytes))
 
-/* Room for SHM_CATALOG_MAX_ENTRIES names of the longest length (4.6 MiB).
- * Pages of the memfd that are never touched cost nothing. */
+/* Room for SHM_CATALOG_MAX_ENTRIES names of the longest length, each with
+ * a deadLetter name of the longest length (8.9 MiB).  Pages of the memfd
+ * that are never touched cost nothing. */
 #define SHM_CATALOG_DEFAULT_BYTES                                              \
-    SHM_CATALOG_BYTES(SHM_CATALOG_MAX_ENTRIES *(SHM_NAME_MAX + 1))
+    SHM_CATALOG_BYTES(SHM_CATALOG_MAX_ENTRIES * 2 * (SHM_NAME_MAX + 1))
 
 struct shm_catalog;
 
@@ -49,6 +50,8 @@ struct shm_catalog_entry {
     const char *name; /* 1..SHM_NAME_MAX bytes, any bytes */
     size_t len;
     struct shm_qopts opts;
+    const char *dl; /* its deadLetter queue's name, of
+                       SHM_QOPT_DL_LEN(opts.flags) bytes (0: none) */
 };
 
 /*
@@ -85,6 +88,15 @@ int shm_catalog_publish(struct shm_catalog *c,
  */
 int shm_catalog_lookup(struct shm_catalog *c, const char *name, size_t len,
                        struct shm_qopts *out);
+
+/*
+ * shm_catalog_dead_letter - the deadLetter queue of declared queue
+ * name[0..len) into out (SHM_NAME_MAX bytes, not NUL-terminated).  Returns
+ * its length, or 0 when the queue is not declared or has none.  Lock-free,
+ * as shm_catalog_lookup.
+ */
+size_t shm_catalog_dead_letter(struct shm_catalog *c, const char *name,
+                               size_t len, char *out);
 
 /* shm_catalog_generation - the published generation: 0 at create, +1 per
  * publish.  A reader that saw it unchanged can keep what it derived. */

@@ -27,6 +27,7 @@
 
 #include "shm/arena.h"
 #include "shm/broker_int.h"
+#include "shm/dead.h"
 #include "shm/dir.h"
 #include "shm/due.h"
 #include "shm/lock.h"
@@ -52,6 +53,8 @@ maintain_part(struct shm_seg *seg, uint32_t i, uint64_t now)
     struct shm_part *p = shm_dir_part(seg, i);
     struct shm_ref pr = {i, p->gen};
     struct shm_ring_ctx c;
+    char qname[SHM_NAME_MAX];
+    size_t qlen = 0;
 
     if (!atomic_load(&p->alive))
         return;
@@ -66,13 +69,24 @@ maintain_part(struct shm_seg *seg, uint32_t i, uint64_t now)
             shm_due_part(seg, i, now + MAINTAIN_RETRY_MS);
         return;
     }
-    /* partition lock: ttl, expiry, waiters, next due time. */
+    /* partition lock: ttl, expiry, waiters, next due time.  What they
+     * drop for a deadLetter queue is copied out, and pushed after. */
+    c.dead = shm_dead_sink();
     shm_ring_ttl_locked(&c, q->opts.ttl_s);
     if (shm_ring_expire_locked(&c, q->opts.retry_limit) > 0)
         shm_waiters_post_locked(seg, qr, pr, &kick);
     shm_part_due_locked(seg, i, p, q);
+    /* The queue's name, for the flush: read under the partition lock (a
+     * queue is freed only after its partitions). */
+    if (c.dead->count > 0 && q->name_len <= SHM_NAME_MAX) {
+        qlen = q->name_len;
+        shm_arena_read(seg, q->name_ref, 0, qname, qlen);
+    }
     shm_ring_unlock(p);
     shm_waiters_kick(seg, kick);
+    if (c.dead->count > 0 || c.dead->need > 0)
+        shm_dead_flush(seg, SHM_STATS_MASTER, (struct shm_name){qname, qlen},
+                       now);
 }
 
 /* ---- a queue's groups ---------------------------------------------------- */

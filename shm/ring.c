@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "shm/dead.h"
 #include "shm/horizon.h"
 #include "shm/layout.h"
 #include "shm/lock.h"
@@ -368,6 +369,37 @@ shm_ring_copy_locked(struct shm_ring_ctx *c, struct shm_sink *k, uint32_t ref,
     return 0;
 }
 
+/*
+ * ring_dead - a drop of message ref (delivered attempts times; why 0 or
+ * SHM_DEAD_TTL) copied into c->dead when the queue sends such drops to a
+ * deadLetter queue.  1: the drop may go on (copied, or nothing to copy);
+ * 0: it must wait (no sink here, or no room: then the sink's need says
+ * how much the message takes).
+ */
+static int
+ring_dead(struct shm_ring_ctx *c, uint32_t ref, uint32_t attempts, uint32_t why)
+{
+    uint32_t f = c->q->opts.flags;
+    struct shm_sink *k = c->dead;
+    struct shm_msg *m = shm_ring_msg(c->seg, ref);
+    size_t at, sz;
+
+    if (SHM_QOPT_DL_LEN(f) == 0 ||
+        (why == SHM_DEAD_TTL && !(f & SHM_QOPT_DL_EXPIRED)))
+        return 1;
+    if (k == NULL)
+        return 0;
+    sz = ring_rec_size(c->p, m);
+    if (k->used + sz > k->cap) {
+        k->need = sz > k->need ? sz : k->need;
+        return 0;
+    }
+    at = k->used;
+    ring_put(c, k, ref, attempts);
+    ((struct shm_popped *)(k->buf + at))->reply_len |= why;
+    return 1;
+}
+
 /* Note a drop of the retry-limit kind. */
 static void
 ring_drop_retry(struct shm_ring_ctx *c)
@@ -396,6 +428,13 @@ ring_take_again(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t batch,
             continue;
         }
         if (L->state == SHM_LEASE_LEASED) {
+            if (L->attempts >= limit && !ring_dead(c, L->msg, L->attempts, 0)) {
+                /* Its dead letter waits for the master's upkeep: due. */
+                due = L->deadline < due ? L->deadline : due;
+                prev = l;
+                l = next;
+                continue;
+            }
             if (L->attempts >= limit) {
                 ring_lease_remove(c, s, prev, l);
                 ring_drop_retry(c);
@@ -608,6 +647,8 @@ ring_ack_one(struct shm_ring_ctx *c, struct shm_gs *s, struct shm_ack *a)
         return SHM_OUT_ACKED;
     }
     if (L->attempts >= c->q->opts.retry_limit) {
+        if (!ring_dead(c, L->msg, L->attempts, 0))
+            return SHM_OUT_DEFER;
         ring_lease_remove(c, s, prev, l);
         ring_drop_retry(c);
         return SHM_OUT_ACKED_DROPPED;
@@ -752,6 +793,36 @@ shm_ring_drop_locked(struct shm_ring_ctx *c, uint64_t n, enum shm_drop_why why)
     return k;
 }
 
+/* ring_held - whether message ref is still wanted: unread, or unread or
+ * leased by some group (*attempts: its highest delivery's attempts); a
+ * message every group completed, held only behind an older one, or a
+ * withdrawn request, is not. */
+static int
+ring_held(struct shm_ring_ctx *c, uint32_t ref, uint32_t *attempts)
+{
+    const struct shm_msg *m = shm_ring_msg(c->seg, ref);
+    int held = m->read == 0;
+
+    *attempts = 0;
+    if (m->read == SHM_MSG_WITHDRAWN)
+        return 0;
+    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
+        const struct shm_gs *s = shm_ring_gs(c->seg, g);
+        held |= m->seq > s->last;
+        for (uint32_t l = s->lhead; l != 0;) {
+            const struct shm_lease *L = shm_ring_lease(c->seg, l);
+            if (L->seq == m->seq) {
+                held = 1;
+                *attempts = L->attempts > *attempts ? L->attempts : *attempts;
+            }
+            if (L->seq >= m->seq)
+                break;
+            l = L->next;
+        }
+    }
+    return held;
+}
+
 /* shm_ring_ttl_locked - see ring.h. */
 uint64_t
 shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s)
@@ -762,6 +833,10 @@ shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s)
         return 0;
     while (c->p->head != 0 &&
            shm_ring_msg(c->seg, c->p->head)->enq_ms + ttl <= c->now) {
+        uint32_t att;
+        if (ring_held(c, c->p->head, &att) &&
+            !ring_dead(c, c->p->head, att, SHM_DEAD_TTL))
+            break; /* its dead letter first: the rest waits behind it */
         ring_drop_head(c);
         k++;
     }
@@ -800,6 +875,11 @@ shm_ring_expire_locked(struct shm_ring_ctx *c, uint32_t retry_limit)
             if (L->state != SHM_LEASE_LEASED || L->deadline > c->now) {
                 if (L->state == SHM_LEASE_LEASED && L->deadline < s->due)
                     s->due = L->deadline;
+                prev = l;
+            } else if (L->attempts >= retry_limit &&
+                       !ring_dead(c, L->msg, L->attempts, 0)) {
+                /* No room for its dead letter: due again at once. */
+                s->due = L->deadline < s->due ? L->deadline : s->due;
                 prev = l;
             } else if (L->attempts >= retry_limit) {
                 ring_lease_remove(c, s, prev, l);

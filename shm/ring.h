@@ -158,6 +158,10 @@ struct shm_ring_ctx {
     struct shm_part *p;
     struct shm_queue *q;
     uint64_t now;
+    /* Where a queue with a deadLetter copies what it drops (shm/dead.h);
+     * NULL: such a drop waits for a caller with a sink (the master's upkeep
+     * finds it due), and an ack of one answers SHM_OUT_DEFER. */
+    struct shm_sink *dead;
 };
 
 /* shm_ring_lock - take p's lock as worker w, repairing after a dead holder

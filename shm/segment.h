@@ -42,8 +42,15 @@ struct shm_qopts {
     uint32_t retry_limit;  /* attempts before a drop */
     uint32_t window_ms;    /* windowBuffer; 0 = off */
     uint32_t window_count; /* windowBuffer; 0 = off */
-    uint32_t pad;
+    uint32_t flags;        /* SHM_QOPT_*: the dead-letter queue's name length
+                              (its bytes are the catalog's), and bits */
 };
+
+/* shm_qopts.flags: bits 0-9 the length of the deadLetter queue's name (0:
+ * none; the name itself sits in the catalog beside the queue's, catalog.h),
+ * then one bit per boolean option. */
+#define SHM_QOPT_DL_LEN(f)  ((f)&0x3ffu)
+#define SHM_QOPT_DL_EXPIRED (1u << 16) /* deadLetterExpired */
 
 #define SHM_POLICY_REJECT      0
 #define SHM_POLICY_DROP_OLDEST 1

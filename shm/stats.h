@@ -51,6 +51,9 @@ enum shm_counter {
     SHM_C_REPLY_DROPPED,     /* replies that found their inbox gone */
     SHM_C_STREAM_EVENTS,     /* messages streams sent (SPEC §11) */
     SHM_C_STREAM_OVERFLOWS,  /* streams ended for a slow reader */
+    SHM_C_DEAD_RETRY_LIMIT,  /* dead letters (SPEC §13), by reason */
+    SHM_C_DEAD_TTL,
+    SHM_C_DEAD_LOST, /* of those, not stored: the dead-letter queue refused */
     SHM_C_COUNT
 };
 

@@ -195,6 +195,8 @@ worker_options_view(const struct shm_qopts *o)
         .ttl_s = o->ttl_s,
         .lease_s = o->lease_s,
         .retry_limit = o->retry_limit,
+        .dl_len = SHM_QOPT_DL_LEN(o->flags),
+        .dl_expired = (o->flags & SHM_QOPT_DL_EXPIRED) != 0,
     };
 }
 
@@ -239,6 +241,11 @@ list_one(void *arg, const struct shm_queue_info *q)
         (unsigned long long)q->drops_bounds, (unsigned long long)q->drops_ttl,
         (unsigned long long)q->drops_retry);
     struct http_qopts o = worker_options_view(&q->opts);
+    char dl[SHM_NAME_MAX];
+    /* The deadLetter name is the catalog's (declared queues only). */
+    if (o.dl_len > 0 && shm_catalog_dead_letter(l->w->seg->catalog, q->name,
+                                                q->name_len, dl) == o.dl_len)
+        o.dead_letter = dl;
     http_options_json(b, &o);
     http_buf_append_str(b, "}");
 }

@@ -320,6 +320,9 @@ pop_call_on_wake(struct park *p, uint64_t handle, const struct park *empty)
     if (rc > 0 && (until = window(c, shm_now_ms())) != 0) {
         if (held == 0 && until < p->deadline) /* the window starts */
             park_update_deadline(&c->w->parks, p, until);
+        else if (c->kind->slide && c->sink.count > held &&
+                 until != p->deadline) /* it moves with what came */
+            park_update_deadline(&c->w->parks, p, until);
         return 0;
     }
     pop_call_unpark(c);

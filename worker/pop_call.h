@@ -52,6 +52,10 @@ struct pop_kind {
      * answers anyway (UINT64_MAX: its own deadline); 0 when it answers
      * what it holds now.  NULL: never waits for more. */
     uint64_t (*window)(const struct pop_call *c, uint64_t now);
+    /* slide - the window moves with each round that brings more (a
+     * request's gather: quietMs after the last reply), not only with the
+     * first. */
+    int slide;
     /* answer - reply with what c holds.  NULL: pop_call_answer. */
     void (*answer)(struct pop_call *c);
     /* leave - c is being answered or dropped: stop what it has out

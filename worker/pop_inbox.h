@@ -29,6 +29,10 @@ struct pop_waiter {
                 const struct shm_popped *msg, enum pop_wait_end why);
     /* done - req is over (answered or not): free arg. */
     void (*done)(void *arg);
+    /* end_many - a gather's end (worker_pop_gather): sink holds every
+     * message taken (none: why says what ended it). */
+    void (*end_many)(void *arg, struct http_request *req,
+                     const struct shm_sink *sink, enum pop_wait_end why);
 };
 
 /*
@@ -43,5 +47,15 @@ struct pop_waiter {
 int worker_pop_wait(struct worker *w, struct http_request *req,
                     struct shm_name inbox, uint32_t timeout_ms,
                     const struct pop_waiter *how, void *arg);
+
+/*
+ * worker_pop_gather - worker_pop_wait for up to max messages (SPEC §13's
+ * request-many): how->end_many once max came, quiet_ms (0: none) passed
+ * after the last one, or timeout_ms after the start, with what came.
+ */
+int worker_pop_gather(struct worker *w, struct http_request *req,
+                      struct shm_name inbox, uint32_t timeout_ms, uint32_t max,
+                      uint32_t quiet_ms, const struct pop_waiter *how,
+                      void *arg);
 
 #endif

@@ -83,6 +83,8 @@ struct rpc_call {
     char owner_addr[SHM_BOARD_ADDR_MAX];
     size_t inbox_len;
     char inbox[INBOX_MAX];
+    uint32_t gather_max;   /* request-many: replies to wait for; 0: one */
+    uint32_t gather_quiet; /* ms after the last reply; 0: none */
 };
 
 /* mint - a name no other request of any node or incarnation ever had:
@@ -283,7 +285,64 @@ done(void *arg)
     free(c);
 }
 
-static const struct pop_waiter waiter = {end, done};
+/* end_many - a gather's wait is over (SPEC §13): 200 {"replies", "id",
+ * "ms"} with what came, also none once the timeout passed; the request is
+ * withdrawn (groups that did not read it yet pass it over) and the inbox
+ * deleted, so a late reply is dropped as a single request's is. */
+static void
+end_many(void *arg, struct http_request *req, const struct shm_sink *sink,
+         enum pop_wait_end why)
+{
+    struct rpc_call *c = arg;
+    struct worker *w = c->w;
+    uint64_t now = shm_now_ms();
+    struct http_buf b = {0};
+    const struct shm_popped *m = NULL;
+
+    shm_queue_delete(w->seg, w->set.slot, inbox_name(c), now);
+    withdraw(c, now);
+    if (why != POP_WAIT_GOT && why != POP_WAIT_TIMEOUT) {
+        end(arg, req, NULL, why);
+        return;
+    }
+    ended(c, sink->count > 0 ? SHM_C_REQUEST_REPLIED : SHM_C_REQUEST_TIMEOUT);
+    http_buf_append_str(&b, "{\"replies\":[");
+    for (int k = 0; (m = shm_popped_next(sink, m)) != NULL; k++) {
+        const char *data = (const char *)(m + 1) + m->part_len;
+        if (k > 0)
+            http_buf_append_str(&b, ",");
+        http_buf_append(&b, data + m->reply_len, m->len - m->reply_len);
+    }
+    http_buf_append_str(&b, "],\"id\":");
+    if (c->id != NULL) {
+        http_buf_append_json_str(&b, c->id, strlen(c->id));
+    } else {
+        size_t esc = http_json_esc_len(c->part.ptr, c->part.len);
+        if (http_buf_reserve(&b, HTTP_ID_PREFIX_LEN(esc) + HTTP_ID_SEQ_MAX) ==
+            0) {
+            char *o = http_id_put_prefix(http_buf_tail(&b), w->incarnation,
+                                         c->part.ptr, c->part.len);
+            http_buf_commit(&b, http_id_put_seq(o, c->seq));
+        }
+    }
+    http_buf_printf(&b, ",\"ms\":%llu}",
+                    (unsigned long long)((shm_now_us() - c->start_us) / 1000));
+    http_reply(req, 200, &b);
+}
+
+static const struct pop_waiter waiter = {end, done, end_many};
+
+/* wait_replies - c's request is stored: wait on its inbox for what time
+ * it has left, for one reply or a gather's. */
+static void
+wait_replies(struct rpc_call *c, uint32_t left)
+{
+    if (c->gather_max > 0)
+        worker_pop_gather(c->w, c->req, inbox_name(c), left, c->gather_max,
+                          c->gather_quiet, &waiter, c);
+    else
+        worker_pop_wait(c->w, c->req, inbox_name(c), left, &waiter, c);
+}
 
 /* copy_names - c keeps its own copies of queue and partition. */
 static int
@@ -417,7 +476,7 @@ stored(void *arg, struct http_client_resp *r)
             spent < c->timeout_ms ? c->timeout_ms - (uint32_t)spent : 0;
         /* the wait's own done frees c from now on */
         http_request_on_done(req, NULL, NULL);
-        worker_pop_wait(c->w, req, inbox_name(c), left, &waiter, c);
+        wait_replies(c, left);
         return;
     }
     shm_queue_delete(c->w->seg, c->w->set.slot, inbox_name(c), shm_now_ms());
@@ -673,6 +732,11 @@ worker_request_verb(struct worker *w, struct http_request *req)
     c->req = req;
     c->start_us = start;
     c->timeout_ms = (uint32_t)timeout;
+    if (p.has_gather) {
+        c->gather_max = (uint32_t)p.gather_max;
+        c->gather_quiet =
+            p.gather_quiet > UINT32_MAX ? UINT32_MAX : (uint32_t)p.gather_quiet;
+    }
     mint(c);
     if ((rc = make_inbox(c)) == 0) {
         if (!here) {
@@ -697,7 +761,7 @@ worker_request_verb(struct worker *w, struct http_request *req)
             http_reply_errno(req, rc, "request");
         goto out;
     }
-    worker_pop_wait(w, req, inbox_name(c), c->timeout_ms, &waiter, c);
+    wait_replies(c, c->timeout_ms);
 out:
     http_rpc_free(&p);
 }

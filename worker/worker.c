@@ -55,6 +55,7 @@
 #include "worker/pop.h"
 #include "worker/pop_post.h"
 #include "worker/push.h"
+#include "worker/redrive.h"
 #include "worker/rpc.h"
 #include "worker/status_page.h"
 #include "worker/stream.h"
@@ -196,6 +197,9 @@ serve(struct worker *w, struct http_request *req, enum http_route r)
         break;
     case HTTP_ROUTE_SUBSCRIBE:
         worker_subscribe(w, req);
+        break;
+    case HTTP_ROUTE_REDRIVE:
+        worker_redrive(w, req);
         break;
     default:
         break; /* http/ answers 404/405 itself */

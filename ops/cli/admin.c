@@ -179,3 +179,48 @@ cli_reset(int argc, char **argv, struct cli_globals *g)
 {
     return cli_queue_call("reset", argc, argv, g, "POST", 1, cli_reset_say);
 }
+
+/* cli_redrive - see admin.h. */
+int
+cli_redrive(int argc, char **argv, struct cli_globals *g)
+{
+    const char *max = NULL;
+    const struct cli_opt opts[] = {{"max", NULL, &max}, {NULL, NULL, NULL}};
+    struct cli_operands ops;
+    struct cli_answer a;
+    struct cli_conn c;
+    struct json_object *req;
+    char *path, *body, *end = NULL;
+    long long n = 0;
+    int rc;
+
+    rc = cli_cmd_start("redrive", argc, argv, opts, g, &ops, 1, 1, &c);
+    if (rc >= 0)
+        return rc;
+    if (max != NULL && ((n = strtoll(max, &end, 10)) <= 0 || *end != '\0')) {
+        fprintf(stderr, "mayfly redrive: --max must be a positive number\n");
+        cli_conn_close(&c);
+        return CLI_EXIT_USAGE;
+    }
+    req = json_object_new_object();
+    json_object_object_add(req, "queue", json_object_new_string(ops.v[0]));
+    if (max != NULL)
+        json_object_object_add(req, "max", json_object_new_int64(n));
+    body = strdup(cli_json_text(req));
+    json_object_put(req);
+    path = cli_cmd_path("/api/v1/ephemeral/redrive");
+    cli_call(&c, "POST", path, body, 30000, &a);
+    rc = 0;
+    if (!cli_answer_ok(&a))
+        rc = cli_refused(&c, &a);
+    else if (g->json)
+        printf("%s\n", a.body);
+    else
+        printf("queue %s: %lld dead letters redriven\n", ops.v[0],
+               (long long)cli_jint(a.json, "redriven", 0));
+    free(path);
+    free(body);
+    cli_answer_free(&a);
+    cli_conn_close(&c);
+    return rc;
+}

@@ -17,4 +17,8 @@ int cli_delete(int argc, char **argv, struct cli_globals *g);
 /* cli_reset - reset QUEUE: says how many messages were dropped. */
 int cli_reset(int argc, char **argv, struct cli_globals *g);
 
+/* cli_redrive - redrive QUEUE [--max N]: a dead-letter queue's dead letters
+ * back to their queues; says how many. */
+int cli_redrive(int argc, char **argv, struct cli_globals *g);
+
 #endif

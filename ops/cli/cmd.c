@@ -36,7 +36,10 @@ static const struct {
      "print messages as they come"},
     {"request",
      "QUEUE PAYLOAD [--partition P] [--timeout MS] [--text]\n"
-     "    Sends PAYLOAD and prints the reply.",
+     "    [--gather N [--quiet MS]]\n"
+     "    Sends PAYLOAD and prints the reply; with --gather, every group\n"
+     "    of the queue gets it and up to N replies print, one a line, once\n"
+     "    N came, MS passed after the last, or the timeout.",
      "send a request, wait for its reply"},
     {"ack",
      "QUEUE ID... [--group G] [--status completed|failed|retry]\n"
@@ -45,10 +48,13 @@ static const struct {
      "acknowledge messages"},
     {"configure",
      "QUEUE KEY=VALUE...\n"
-     "    e.g. maxLength=100 policy=dropOldest windowBuffer.ms=50",
+     "    e.g. maxLength=100 policy=dropOldest windowBuffer.ms=50\n"
+     "    deadLetter=jobs.dead deadLetterExpired=true",
      "declare a queue with its options"},
     {"delete", "QUEUE", "drop a queue's messages and declaration"},
     {"reset", "QUEUE", "drop a queue's messages, keep its declaration"},
+    {"redrive", "QUEUE [--max N]",
+     "push a dead-letter queue's dead letters back to their queues"},
     {"queues", "[PREFIX] [--scope node|cluster]", "list queues"},
     {"depth", "QUEUE [--group G] [--scope node|cluster]",
      "a queue's depth by partition and group"},

@@ -177,8 +177,14 @@ cli_push(int argc, char **argv, struct cli_globals *g)
 static void
 cli_request_print(const struct cli_globals *g, struct json_object *answer)
 {
+    struct json_object *replies = cli_jget(answer, "replies");
+
     if (g->json)
         printf("%s\n", cli_json_text(answer));
+    else if (replies != NULL) /* --gather: one reply a line */
+        for (size_t i = 0; i < json_object_array_length(replies); i++)
+            printf("%s\n",
+                   cli_json_text(json_object_array_get_idx(replies, i)));
     else
         printf("%s\n", cli_json_text(cli_jget(answer, "reply")));
 }
@@ -267,13 +273,14 @@ cli_request_inbox(struct cli_conn *c, const struct cli_globals *g,
 int
 cli_request(int argc, char **argv, struct cli_globals *g)
 {
-    const char *partition = NULL, *timeout = NULL;
-    long timeout_ms = CLI_REQUEST_TIMEOUT_MS;
+    const char *partition = NULL, *timeout = NULL, *gather = NULL,
+               *quiet = NULL;
+    long timeout_ms = CLI_REQUEST_TIMEOUT_MS, gather_n = 0, quiet_ms = 0;
     int text = 0, rc;
-    const struct cli_opt opts[] = {{"partition", NULL, &partition},
-                                   {"timeout", NULL, &timeout},
-                                   {"text", &text, NULL},
-                                   {NULL, NULL, NULL}};
+    const struct cli_opt opts[] = {
+        {"partition", NULL, &partition}, {"timeout", NULL, &timeout},
+        {"gather", NULL, &gather},       {"quiet", NULL, &quiet},
+        {"text", &text, NULL},           {NULL, NULL, NULL}};
     struct json_object *payload, *req;
     struct cli_operands ops;
     struct cli_answer a;
@@ -282,8 +289,12 @@ cli_request(int argc, char **argv, struct cli_globals *g)
     rc = cli_cmd_start("request", argc, argv, opts, g, &ops, 2, 2, &c);
     if (rc >= 0)
         return rc;
-    if (timeout != NULL &&
-        cli_args_long("timeout", timeout, 0, 3600000, &timeout_ms) != 0) {
+    if ((timeout != NULL &&
+         cli_args_long("timeout", timeout, 0, 3600000, &timeout_ms) != 0) ||
+        (gather != NULL &&
+         cli_args_long("gather", gather, 1, 10000, &gather_n) != 0) ||
+        (quiet != NULL &&
+         cli_args_long("quiet", quiet, 0, 3600000, &quiet_ms) != 0)) {
         cli_conn_close(&c);
         return CLI_EXIT_USAGE;
     }
@@ -300,10 +311,19 @@ cli_request(int argc, char **argv, struct cli_globals *g)
                                json_object_new_string(partition));
     json_object_object_add(req, "payload", json_object_get(payload));
     json_object_object_add(req, "timeout", json_object_new_int64(timeout_ms));
+    if (gather != NULL) {
+        struct json_object *gt = json_object_new_object();
+        json_object_object_add(gt, "max", json_object_new_int64(gather_n));
+        if (quiet != NULL)
+            json_object_object_add(gt, "quietMs",
+                                   json_object_new_int64(quiet_ms));
+        json_object_object_add(req, "gather", gt);
+    }
     cli_call(&c, "POST", "/api/v1/ephemeral/request", cli_json_text(req),
              timeout_ms + 10000, &a);
     json_object_put(req);
-    if (a.status == 404 && strcmp(cli_answer_code(&a), "not_found") == 0)
+    if (a.status == 404 && strcmp(cli_answer_code(&a), "not_found") == 0 &&
+        gather == NULL)
         rc = cli_request_inbox(&c, g, ops.v[0], partition, payload, timeout_ms);
     else if (!cli_answer_ok(&a))
         rc = cli_refused(&c, &a);

@@ -23,7 +23,8 @@ declare(const char *name, uint32_t max_length)
                               .lease_s = 9,
                               .retry_limit = 3,
                               .window_ms = 11,
-                              .window_count = 13}};
+                              .window_count = 13},
+                             NULL};
 }
 
 /* roundtrip - encode then decode c. */
@@ -88,7 +89,7 @@ Test(decl, apply_keeps_names_sorted_and_reports_changes)
         cr_assert(memcmp(s.q[i - 1].name, s.q[i].name,
                          s.q[i - 1].len < s.q[i].len ? s.q[i - 1].len
                                                      : s.q[i].len) <= 0);
-    struct decl_cmd del = {DECL_DELETE, "a", 1, {0}};
+    struct decl_cmd del = {DECL_DELETE, "a", 1, {0}, NULL};
     decl_apply(&s, &del, &changed);
     cr_assert_eq(changed, 1);
     cr_assert_null(decl_find(&s, "a", 1));
@@ -125,4 +126,34 @@ Test(decl, snapshot_restores_the_same_set)
     free(buf);
     decl_free(&s);
     decl_free(&r);
+}
+
+Test(decl, dead_letter_roundtrips_and_old_entries_still_decode)
+{
+    struct decl_cmd c = declare("q", 1), d;
+    struct decl_set s = {0};
+    void *buf, *snap;
+    size_t len, slen;
+    int changed;
+
+    c.opts.flags = 3 | SHM_QOPT_DL_EXPIRED;
+    c.dl = "dlq";
+    cr_assert_eq(decl_encode(&c, &buf, &len), 0);
+    cr_assert_eq(decl_decode(buf, len, &d), 0);
+    cr_assert_eq(d.opts.flags, c.opts.flags);
+    cr_assert(memcmp(d.dl, "dlq", 3) == 0);
+    cr_assert_eq(decl_decode(buf, len - 1, &d), -EINVAL);
+    cr_assert_eq(decl_apply(&s, &d, &changed), 0);
+    free(buf);
+    cr_assert_eq(decl_snapshot(&s, &snap, &slen), 0);
+    decl_free(&s);
+    cr_assert_eq(decl_restore(&s, snap, slen), 0);
+    cr_assert_eq(s.n, 1);
+    cr_assert(memcmp(s.q[0].dl, "dlq", 3) == 0);
+    /* Another deadLetter of the same length is a change. */
+    c.dl = "dlr";
+    cr_assert_eq(decl_apply(&s, &c, &changed), 0);
+    cr_assert_eq(changed, 1);
+    free(snap);
+    decl_free(&s);
 }

@@ -140,8 +140,9 @@ cl_assert_refused(const char *code, const char *sentence)
 Test(cli, help_lists_every_command_and_usage_errors_exit_2)
 {
     static const char *const cmds[] = {
-        "push",  "pop",    "sub",   "request", "ack",     "configure", "delete",
-        "reset", "queues", "depth", "health",  "members", "top"};
+        "push",      "pop",     "sub",   "request", "ack",
+        "configure", "delete",  "reset", "queues",  "depth",
+        "health",    "members", "top",   "redrive"};
 
     cr_assert_eq(cl_sh("$M --help"), 0);
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
@@ -562,6 +563,21 @@ cl_parked(const char *queue)
     }
 }
 
+Test(cli, request_gather_prints_one_reply_a_line)
+{
+    pthread_t t;
+
+    cl_start();
+    cr_assert_eq(pthread_create(&t, NULL, cl_responder, NULL), 0);
+    cl_parked("rpc");
+    cr_assert_eq(cl_sh("$M request rpc '{\"n\":7}' --gather 1 --quiet 100 "
+                       "--timeout 15000"),
+                 0, "%s", cl_err);
+    pthread_join(t, NULL);
+    cr_assert_str_eq(cl_out, "{\"squared\":49}\n");
+    cr_assert_eq(cl_sh("$M request rpc 1 --gather 0"), 2);
+}
+
 Test(cli, request_prints_the_reply)
 {
     pthread_t t;
@@ -632,8 +648,9 @@ Test(cli, configure_prints_the_options_and_refusals_name_the_option)
                        "windowBuffer.ms=20 windowBuffer.count=3"),
                  0, "%s", cl_err);
     cr_assert(strstr(cl_out, "queue c declared") != NULL, "%s", cl_out);
-    cr_assert(strstr(cl_out, "maxLength     5\n") != NULL, "%s", cl_out);
-    cr_assert(strstr(cl_out, "policy        dropOldest\n") != NULL);
+    /* the column is as wide as the longest option, deadLetterExpired */
+    cr_assert(strstr(cl_out, "maxLength          5\n") != NULL, "%s", cl_out);
+    cr_assert(strstr(cl_out, "policy             dropOldest\n") != NULL);
     cr_assert(strstr(cl_out, "{\"ms\":20,\"count\":3}") != NULL, "%s", cl_out);
     cr_assert_eq(itest_listing_int(&cl_node, "c", "options.maxLength", -1), 5);
 
@@ -660,6 +677,31 @@ Test(cli, reset_and_delete_say_what_they_did)
     cr_assert_str_eq(cl_out, "queue d: nothing to delete\n");
     cr_assert_eq(cl_sh("$M --json reset d"), 0);
     cr_assert(strstr(cl_out, "\"dropped\":0") != NULL, "%s", cl_out);
+}
+
+Test(cli, redrive_says_how_many_came_back)
+{
+    cl_start();
+    cr_assert_eq(cl_sh("$M configure j retryLimit=1 deadLetter=j.dead"), 0,
+                 "%s", cl_err);
+    cr_assert_eq(cl_sh("$M push j 1 2 3"), 0);
+    /* Fail each at the limit: they land in j.dead. */
+    struct itest_resp r;
+    cr_assert_eq(itest_get(&cl_node, &r,
+                           "/api/v1/ephemeral/pop?queue=j&group=g&batch=3"),
+                 200);
+    cr_assert_eq(cl_sh("$M ack j %s %s %s --group g --status failed",
+                       itest_jstr(r.json, "messages.0.id"),
+                       itest_jstr(r.json, "messages.1.id"),
+                       itest_jstr(r.json, "messages.2.id")),
+                 0, "%s", cl_err);
+    itest_resp_free(&r);
+    cr_assert_eq(itest_depth_pending(&cl_node, "j.dead", NULL), 3);
+    cr_assert_eq(cl_sh("$M redrive j.dead --max 2"), 0, "%s", cl_err);
+    cr_assert_str_eq(cl_out, "queue j.dead: 2 dead letters redriven\n");
+    cr_assert_eq(cl_sh("$M --json redrive j.dead"), 0);
+    cr_assert(strstr(cl_out, "\"redriven\":1") != NULL, "%s", cl_out);
+    cr_assert_eq(cl_sh("$M redrive j.dead --max 0"), 2);
 }
 
 Test(cli, queues_lists_by_prefix)
@@ -845,8 +887,9 @@ Test(cli, top_shows_a_queues_depth_change_and_quits_on_q)
 Test(cli, man_page_renders_without_warnings_and_names_every_command)
 {
     static const char *const cmds[] = {
-        "push",  "pop",    "sub",   "request", "ack",     "configure", "delete",
-        "reset", "queues", "depth", "health",  "members", "top"};
+        "push",      "pop",     "sub",   "request", "ack",
+        "configure", "delete",  "reset", "queues",  "depth",
+        "health",    "members", "top",   "redrive"};
     char page[PATH_MAX], text[65536];
 
     snprintf(page, sizeof(page), "%s/ops/mayfly.1", cl_root);

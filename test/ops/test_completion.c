@@ -117,7 +117,7 @@ Test(completion, subcommands_are_the_clients)
     char list[4096], *save = NULL;
 
     CP_EXPECT("", "ack configure delete depth health members pop push queues "
-                  "request reset sub top");
+                  "redrive request reset sub top");
     /* every word offered is a subcommand the client takes */
     snprintf(list, sizeof(list), "%s", cp_complete(""));
     for (char *w = strtok_r(list, " ", &save); w;
@@ -126,7 +126,7 @@ Test(completion, subcommands_are_the_clients)
                      "'%s' is offered and mayfly %s --help fails: %s", w, w,
                      cp_out);
     CP_EXPECT("p", "pop push");
-    CP_EXPECT("re", "request reset");
+    CP_EXPECT("re", "redrive request reset");
     CP_EXPECT("x", "");
 }
 
@@ -163,8 +163,9 @@ Test(completion, a_subcommands_options_and_their_values)
 Test(completion, configure_keys_and_policy_values)
 {
     CP_EXPECT("configure ", ""); /* the queue first */
-    CP_EXPECT("configure q ", "leaseSeconds= maxBytes= maxLength= policy= "
-                              "retryLimit= ttlSeconds= windowBuffer.count= "
+    CP_EXPECT("configure q ", "deadLetter= deadLetterExpired= leaseSeconds= "
+                              "maxBytes= maxLength= policy= retryLimit= "
+                              "ttlSeconds= windowBuffer.count= "
                               "windowBuffer.ms=");
     CP_EXPECT("configure q max", "maxBytes= maxLength=");
     CP_EXPECT("configure q maxLength=10 win",

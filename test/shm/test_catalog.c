@@ -91,7 +91,7 @@ publish(struct shm_catalog *c, const struct names *nm, uint32_t n, uint32_t v,
     for (uint32_t i = 0; i < n; i++)
         if (keep == NULL || keep(i, v))
             e[m++] = (struct shm_catalog_entry){nm->buf[i], nm->len[i],
-                                                opts_of(v, i)};
+                                                opts_of(v, i), NULL};
     rc = shm_catalog_publish(c, e, m);
     free(e);
     return rc;
@@ -248,7 +248,7 @@ Test(shm_catalog, holds_4096_entries_of_the_longest_names)
     e = calloc(SHM_CATALOG_MAX_ENTRIES + 1, sizeof(*e));
     cr_assert_not_null(e);
     for (uint32_t i = 0; i <= SHM_CATALOG_MAX_ENTRIES; i++)
-        e[i] = (struct shm_catalog_entry){"x", 1, opts_of(2, i)};
+        e[i] = (struct shm_catalog_entry){"x", 1, opts_of(2, i), NULL};
     cr_assert_eq(shm_catalog_publish(c, e, SHM_CATALOG_MAX_ENTRIES + 1),
                  -EOVERFLOW);
     cr_assert_eq(shm_catalog_generation(c), 1);
@@ -262,9 +262,9 @@ Test(shm_catalog, duplicate_names_keep_the_last)
 {
     struct shm_catalog *c = catalog_new(SHM_CATALOG_DEFAULT_BYTES);
     struct shm_catalog_entry e[] = {
-        {"b", 1, opts_of(1, 0)}, {"a", 1, opts_of(1, 0)},
-        {"b", 1, opts_of(2, 0)}, {"b", 1, opts_of(3, 0)},
-        {"a", 1, opts_of(4, 0)}, {"c", 1, opts_of(5, 0)},
+        {"b", 1, opts_of(1, 0), NULL}, {"a", 1, opts_of(1, 0), NULL},
+        {"b", 1, opts_of(2, 0), NULL}, {"b", 1, opts_of(3, 0), NULL},
+        {"a", 1, opts_of(4, 0), NULL}, {"c", 1, opts_of(5, 0), NULL},
     };
     struct listing l = {0};
     struct shm_qopts o;
@@ -286,12 +286,13 @@ Test(shm_catalog, invalid_names_are_refused_and_change_nothing)
 {
     struct shm_catalog *c = catalog_new(SHM_CATALOG_DEFAULT_BYTES);
     static char longest[SHM_NAME_MAX + 1];
-    struct shm_catalog_entry e[2] = {{"ok", 2, opts_of(1, 0)}};
+    struct shm_catalog_entry e[2] = {{"ok", 2, opts_of(1, 0), NULL}};
 
     memset(longest, 'n', sizeof(longest));
-    e[1] = (struct shm_catalog_entry){"", 0, opts_of(1, 1)};
+    e[1] = (struct shm_catalog_entry){"", 0, opts_of(1, 1), NULL};
     cr_assert_eq(shm_catalog_publish(c, e, 2), -EINVAL);
-    e[1] = (struct shm_catalog_entry){longest, SHM_NAME_MAX + 1, opts_of(1, 1)};
+    e[1] = (struct shm_catalog_entry){longest, SHM_NAME_MAX + 1, opts_of(1, 1),
+                                      NULL};
     cr_assert_eq(shm_catalog_publish(c, e, 2), -EINVAL);
     cr_assert_eq(shm_catalog_generation(c), 0);
     e[1].len = SHM_NAME_MAX;
@@ -487,5 +488,41 @@ Test(shm_catalog, forked_reader_never_sees_a_torn_entry, .timeout = 120)
     cr_assert_gt(atomic_load(&r->versions_seen), 1,
                  "the reader never saw a publish happen");
     free(nm);
+    shm_catalog_destroy(c);
+}
+
+/* A deadLetter name sits after its queue's name: the lookup gives it, the
+ * queues without one give none, the listing still sees every name whole,
+ * and the longest of both fit the default size. */
+Test(shm_catalog, dead_letter_names_ride_beside_the_queue_names)
+{
+    struct shm_catalog *c = catalog_new(SHM_CATALOG_DEFAULT_BYTES);
+    static char longq[SHM_NAME_MAX], longd[SHM_NAME_MAX];
+    struct shm_qopts with = opts_of(1, 0), without = opts_of(1, 1), o;
+    char out[SHM_NAME_MAX];
+
+    memset(longq, 'q', sizeof(longq));
+    memset(longd, 'd', sizeof(longd));
+    with.flags = 8 | SHM_QOPT_DL_EXPIRED;
+    struct shm_catalog_entry e[3] = {
+        {"jobs", 4, with, "jobs.dlq"},
+        {"plain", 5, without, NULL},
+        {longq, SHM_NAME_MAX, opts_of(2, 0), longd},
+    };
+    e[2].opts.flags = SHM_NAME_MAX;
+    cr_assert_eq(shm_catalog_publish(c, e, 3), 0);
+    cr_assert_eq(shm_catalog_dead_letter(c, "jobs", 4, out), 8);
+    cr_assert(memcmp(out, "jobs.dlq", 8) == 0);
+    cr_assert_eq(shm_catalog_lookup(c, "jobs", 4, &o), 1);
+    cr_assert_eq(o.flags, with.flags);
+    cr_assert_eq(shm_catalog_dead_letter(c, "plain", 5, out), 0);
+    cr_assert_eq(shm_catalog_dead_letter(c, "nope", 4, out), 0);
+    cr_assert_eq(shm_catalog_dead_letter(c, longq, SHM_NAME_MAX, out),
+                 SHM_NAME_MAX);
+    cr_assert(memcmp(out, longd, SHM_NAME_MAX) == 0);
+    /* A length with no name is refused, and nothing changes. */
+    e[1].opts.flags = 3;
+    cr_assert_eq(shm_catalog_publish(c, e, 3), -EINVAL);
+    cr_assert_eq(shm_catalog_generation(c), 1);
     shm_catalog_destroy(c);
 }

@@ -319,8 +319,8 @@ Test(shm_due, a_lease_whose_popper_died_before_scheduling_still_expires)
         struct shm_sink sink = {.buf = sinkbuf, .cap = sizeof(sinkbuf)};
         if (shm_ring_lock(&seg, 1, p) != 0)
             _exit(1);
-        struct shm_ring_ctx c = {&seg, 1, p, shm_dir_queue(&seg, qr.idx),
-                                 T0 + 30000};
+        struct shm_ring_ctx c = {
+            &seg, 1, p, shm_dir_queue(&seg, qr.idx), T0 + 30000, NULL};
         shm_ring_take_locked(&c, p->groups, 1, 0, &sink);
         raise(SIGKILL);
     }

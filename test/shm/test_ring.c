@@ -70,8 +70,9 @@ ctx(int w)
 
     cr_assert_eq(shm_dir_find_queue(&seg, 0, nm("q"), 0, T0, &qr), 0);
     cr_assert_eq(shm_dir_find_part(&seg, 0, qr, nm("Default"), 0, T0, &pr), 0);
-    return (struct shm_ring_ctx){&seg, w, shm_dir_part(&seg, pr.idx),
-                                 shm_dir_queue(&seg, qr.idx), T0};
+    return (struct shm_ring_ctx){
+        &seg, w,   shm_dir_part(&seg, pr.idx), shm_dir_queue(&seg, qr.idx),
+        T0,   NULL};
 }
 
 /* Run fn in a child holding the partition lock as worker 1; it dies with
