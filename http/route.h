@@ -28,6 +28,9 @@ enum http_route {
     HTTP_ROUTE_STATUS_PAGE,  /* GET    / and /index.html */
     HTTP_ROUTE_REQUEST,      /* POST   /api/v1/ephemeral/request */
     HTTP_ROUTE_SUBSCRIBE,    /* GET    /api/v1/ephemeral/subscribe */
+    HTTP_ROUTE_PRES_ENTER,   /* POST   /api/v1/presence/enter */
+    HTTP_ROUTE_PRES_LEAVE,   /* POST   /api/v1/presence/leave */
+    HTTP_ROUTE_PRES_LIST,    /* GET    /api/v1/presence/{channel} */
     /* the cluster port (masters only) */
     HTTP_ROUTE_CLUSTER_RAFT,      /* POST /cluster/v1/raft */
     HTTP_ROUTE_CLUSTER_CONFIGURE, /* POST /cluster/v1/configure */

@@ -28,6 +28,7 @@
 #include "shm/lock.h"
 #include "shm/region.h"
 #include "shm/segment.h"
+#include "shm/tenants.h"
 
 #define RELAXED    memory_order_relaxed
 #define FREE       0u
@@ -1076,6 +1077,27 @@ shm_presence_totals(struct shm_seg *seg, struct shm_pres_totals *t)
         t->events[a] = atomic_load_explicit(&p->events[a], RELAXED);
     t->max_members = p->p.max_members;
     t->max_data = p->p.max_data;
+}
+
+/* shm_presence_named - see presence.h. */
+int
+shm_presence_named(struct shm_name q)
+{
+    const char *sep = memchr(q.ptr, SHM_TENANT_SEP, q.len);
+    size_t at = sep != NULL ? (size_t)(sep - q.ptr) + 1 : 0;
+
+    return at < q.len && q.ptr[at] == SHM_PRES_MARK;
+}
+
+/* shm_presence_events_opts - see presence.h. */
+void
+shm_presence_events_opts(struct shm_name q, struct shm_qopts *o)
+{
+    if (!shm_presence_named(q))
+        return;
+    o->max_length = SHM_PRES_EVENTS_KEEP;
+    o->policy = SHM_POLICY_DROP_OLDEST;
+    o->ttl_s = SHM_PRES_EVENTS_TTL_S;
 }
 
 /* shm_presence_check - see presence.h. */

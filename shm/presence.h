@@ -45,6 +45,7 @@
 #include <stdint.h>
 
 #include "shm/broker.h"
+#include "shm/segment.h"
 
 struct shm_seg;
 struct shm_presence;
@@ -194,6 +195,25 @@ int shm_presence_list(struct shm_seg *seg, struct shm_name channel,
                       const struct shm_name *after, uint32_t limit,
                       struct shm_pres_list *out);
 void shm_presence_list_free(struct shm_pres_list *l);
+
+/*
+ * A channel's events are the messages of an internal queue named as the
+ * channel's table key is: the tenant's prefix, SHM_PRES_MARK, the
+ * channel (worker/presence.h); no client can name it (names exclude
+ * control characters).  Streams read it as a tail, so it keeps only the
+ * last SHM_PRES_EVENTS_KEEP events (dropOldest) for SHM_PRES_EVENTS_TTL_S.
+ */
+#define SHM_PRES_MARK         '\x1e'
+#define SHM_PRES_EVENTS_KEEP  64
+#define SHM_PRES_EVENTS_TTL_S 60
+
+/* shm_presence_named - queue is a channel's presence name (of any
+ * tenant). */
+int shm_presence_named(struct shm_name queue);
+
+/* shm_presence_events_opts - the bounds a channel's events queue gets
+ * instead of the node's defaults (o unchanged for another queue). */
+void shm_presence_events_opts(struct shm_name queue, struct shm_qopts *o);
 
 /* The table's totals, lock-free (metrics). */
 struct shm_pres_totals {

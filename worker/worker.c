@@ -52,6 +52,7 @@
 #include "worker/health.h"
 #include "worker/parked.h"
 #include "worker/pop.h"
+#include "worker/presence.h"
 #include "worker/push.h"
 #include "worker/rpc.h"
 #include "worker/status_page.h"
@@ -176,6 +177,15 @@ dispatch(void *ctx, struct http_request *req)
         break;
     case HTTP_ROUTE_SUBSCRIBE:
         worker_subscribe(w, req);
+        break;
+    case HTTP_ROUTE_PRES_ENTER:
+        worker_presence_enter(w, req);
+        break;
+    case HTTP_ROUTE_PRES_LEAVE:
+        worker_presence_leave(w, req);
+        break;
+    case HTTP_ROUTE_PRES_LIST:
+        worker_presence_list(w, req);
         break;
     default:
         break; /* http/ answers 404/405 itself */

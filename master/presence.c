@@ -1,0 +1,63 @@
+/*
+ * presence.c - see presence.h.
+ *
+ * The table holds up to max_bytes of member records (each counts its
+ * whole record against max_bytes, shm_presence_record_bytes), at most
+ * 4 Mi of them, and a channel record for each, at most 64 Ki: the
+ * mapping is virtual (MAP_NORESERVE) and costs what is touched.  Expiry
+ * runs on the tick: the table keeps its earliest deadline, so a tick with
+ * nothing due costs one load; one that is due scans the records (a heap
+ * would make that follow the due members only: DESIGN "Presence").
+ */
+#include "master/presence.h"
+
+#include <errno.h>
+
+#include "master/master.h"
+#include "shm/log.h"
+#include "shm/presence.h"
+#include "shm/stats.h"
+#include "worker/presence_events.h"
+
+#define RECORDS_MAX  (4u << 20)
+#define CHANNELS_MAX (64u << 10)
+#define EXPIRE_MAX   1024 /* members a tick lets leave, at most */
+
+/* master_presence_start - see presence.h. */
+void
+master_presence_start(struct master *m)
+{
+    uint64_t rec =
+        shm_presence_record_bytes((uint32_t)m->cfg.presence_max_data);
+    uint64_t n = m->cfg.max_bytes / rec + 1;
+    struct shm_presence_params p = {
+        .max_members = m->cfg.presence_max_members,
+        .max_data = (uint32_t)m->cfg.presence_max_data,
+        .records = n > RECORDS_MAX ? RECORDS_MAX : (uint32_t)n,
+    };
+
+    p.channels = p.records > CHANNELS_MAX ? CHANNELS_MAX : p.records;
+    if ((m->seg.presence = shm_presence_create(&p)) == NULL)
+        log_fatal(errno, "cannot map the presence table (%u members)",
+                  p.records);
+}
+
+/* publish - a leave to the channel's events queue, from the master's
+ * slot (worker/presence_events.h). */
+static void
+publish(void *arg, const struct shm_pres_event *ev)
+{
+    struct master *m = arg;
+
+    worker_presence_publish(&m->seg, SHM_STATS_MASTER, ev);
+}
+
+/* master_presence_tick - see presence.h. */
+void
+master_presence_tick(struct master *m, uint64_t now)
+{
+    int rc = shm_presence_expire(&m->seg, now, EXPIRE_MAX, publish, m);
+
+    if (rc < 0 && rc != -ETIMEDOUT)
+        log_error(-rc, "presence: the members due could not leave");
+}
