@@ -80,9 +80,10 @@ head(struct http_buf *b, struct shm_name pres, struct http_str member)
     http_buf_append_json_str(b, member.ptr, member.len);
 }
 
-/* refused - answer a refusal of the table (rc < 0). */
-static void
-refused(struct worker *w, struct http_request *req, int rc, size_t data_len)
+/* worker_presence_refused - see presence.h. */
+void
+worker_presence_refused(struct worker *w, struct http_request *req, int rc,
+                        size_t data_len)
 {
     struct shm_pres_totals t;
 
@@ -151,7 +152,7 @@ worker_presence_enter(struct worker *w, struct http_request *req)
             p.has_data ? &data : NULL, (uint64_t)p.ttl_s * 1000, shm_now_ms(),
             worker_presence_event, w);
         if (rc < 0) {
-            refused(w, req, rc, p.data.len);
+            worker_presence_refused(w, req, rc, p.data.len);
         } else {
             head(&b, pn.name, p.member);
             http_buf_printf(&b, ",\"action\":\"%s\"}", said[rc]);
@@ -175,7 +176,7 @@ worker_presence_leave(struct worker *w, struct http_request *req)
                                 (struct shm_name){p.member.ptr, p.member.len},
                                 worker_presence_event, w);
         if (rc < 0) {
-            refused(w, req, rc, 0);
+            worker_presence_refused(w, req, rc, 0);
         } else {
             head(&b, pn.name, p.member);
             http_buf_printf(&b, ",\"left\":%s}", rc ? "true" : "false");
@@ -185,9 +186,9 @@ worker_presence_leave(struct worker *w, struct http_request *req)
     http_presence_free(&p);
 }
 
-/* list_json - the members of l into b. */
-static void
-list_json(struct http_buf *b, const struct shm_pres_list *l)
+/* worker_presence_members_json - see presence.h. */
+void
+worker_presence_members_json(struct http_buf *b, const struct shm_pres_list *l)
 {
     http_buf_append_str(b, ",\"members\":[");
     for (uint32_t i = 0; i < l->n; i++) {
@@ -202,7 +203,15 @@ list_json(struct http_buf *b, const struct shm_pres_list *l)
         http_buf_printf(b, ",\"since\":%llu,\"connections\":%u}",
                         (unsigned long long)m->since, m->connections);
     }
-    http_buf_append_str(b, "],\"truncated\":");
+    http_buf_append_str(b, "]");
+}
+
+/* list_json - the members of l and where the page ends, into b. */
+static void
+list_json(struct http_buf *b, const struct shm_pres_list *l)
+{
+    worker_presence_members_json(b, l);
+    http_buf_append_str(b, ",\"truncated\":");
     if (l->truncated && l->n > 0) {
         http_buf_append_str(b, "true,\"next\":");
         http_buf_append_json_str(b, l->m[l->n - 1].member.ptr,

@@ -19,6 +19,7 @@
 
 struct worker;
 struct http_request;
+struct http_buf;
 
 /* The partition a channel's owner is picked by. */
 #define WORKER_PRES_PART ((struct shm_name){"Default", 7})
@@ -34,6 +35,15 @@ int worker_presence_name(struct worker *w, struct http_request *req,
 
 /* worker_presence_shown - the channel's client name for a presence name. */
 struct shm_name worker_presence_shown(struct shm_name pres);
+
+/* worker_presence_refused - answer what the table refused (rc < 0 of
+ * shm/presence.h: 429 presence_full, 413, 503), data_len the data's. */
+void worker_presence_refused(struct worker *w, struct http_request *req, int rc,
+                             size_t data_len);
+
+/* worker_presence_members_json - ,"members":[...] of l into b. */
+void worker_presence_members_json(struct http_buf *b,
+                                  const struct shm_pres_list *l);
 
 void worker_presence_enter(struct worker *w, struct http_request *req);
 void worker_presence_leave(struct worker *w, struct http_request *req);

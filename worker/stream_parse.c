@@ -15,6 +15,7 @@
 #include "http/names.h"
 #include "http/query.h"
 #include "http/request.h"
+#include "worker/presence_stream.h"
 #include "worker/stream_int.h"
 
 #define BAD "ephemeral_bad_request"
@@ -169,6 +170,8 @@ parse_one(const struct http_query *q, struct stream_args *a,
     const char *qn = http_query_get(q, "queue", &ql);
     const char *pn = http_query_get(q, "partition", &pl);
 
+    if (qn == NULL && worker_presence_stream_wanted(q))
+        return 0; /* presence alone (presence_stream.h) */
     if (qn == NULL) {
         http_error_set(err, 400, BAD,
                        "query parameter 'queue' (or 'subs') is required");
@@ -239,6 +242,8 @@ stream_parse(struct http_request *req, uint32_t max_subs, struct stream_args *a,
                       : parse_one(q, a, err);
     if (rc == 0)
         rc = check_overlaps(a, err);
+    if (rc == 0)
+        rc = worker_presence_stream_subs(q, a, max_subs, err);
     if (rc == 0 && gn != NULL && !name_ok("group", gn, gl, err))
         rc = -EINVAL;
     if (rc == 0)

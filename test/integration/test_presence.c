@@ -14,6 +14,7 @@
 
 #include "http/auth.h"
 #include "test/integration/node.h"
+#include "test/integration/sse.h"
 
 #define PRES "/api/v1/presence"
 
@@ -341,5 +342,208 @@ Test(presence, members_count_in_the_nodes_memory)
     itest_resp_free(&r);
     cr_assert_eq(itest_metric(&n, "mayfly_memory_used_bytes", &after), 0);
     cr_assert_geq(after - before, 1024 + 512, "a member's record counts");
+    itest_node_stop(&n, 10000);
+}
+
+/* ---- streams (stage 2) ---------------------------------------------- */
+
+#define SUB "/api/v1/ephemeral/subscribe"
+
+/* presence_events - the presence events c holds with action (NULL:
+ * any) and member (NULL: any). */
+static int
+presence_events(const struct sse_client *c, const char *action,
+                const char *member)
+{
+    int n = 0;
+
+    for (size_t i = 0; i < c->nev; i++) {
+        struct json_object *o;
+        if (strcmp(c->ev[i].event, "presence") != 0 ||
+            (o = json_tokener_parse(c->ev[i].data)) == NULL)
+            continue;
+        n += (action == NULL || strcmp(itest_jstr(o, "action"), action) == 0) &&
+             (member == NULL || strcmp(itest_jstr(o, "member"), member) == 0);
+        json_object_put(o);
+    }
+    return n;
+}
+
+static int
+never(void *arg)
+{
+    (void)arg;
+    return 0;
+}
+
+/* wait_event - pump c until it holds an event with action and member, or
+ * timeout_ms pass; 1 when it came. */
+static int
+wait_event(struct sse_client *c, const char *action, const char *member,
+           int timeout_ms)
+{
+    int64_t end = itest_now_ms() + timeout_ms;
+
+    while (presence_events(c, action, member) == 0 && itest_now_ms() < end) {
+        struct sse_client *cs[] = {c};
+        sse_poll(cs, 1, 20, never, NULL);
+    }
+    return presence_events(c, action, member) > 0;
+}
+
+/* member_conns - member's connections in the channel's listing, -1 when
+ * it is not listed. */
+static int64_t
+member_conns(const struct itest_node *n, const char *channel,
+             const char *member)
+{
+    struct itest_resp r = {0};
+    int64_t c = -1;
+
+    cr_assert_eq(itest_get(n, &r, PRES "/%s", channel), 200);
+    for (int i = 0; i < itest_jlen(r.json, "members"); i++) {
+        char p[64];
+        snprintf(p, sizeof(p), "members.%d.member", i);
+        if (strcmp(itest_jstr(r.json, p), member) == 0) {
+            snprintf(p, sizeof(p), "members.%d.connections", i);
+            c = itest_jint(r.json, p);
+        }
+    }
+    itest_resp_free(&r);
+    return c;
+}
+
+/* wait_conns - until member has want connections (-1: gone), 5 s. */
+static void
+wait_conns(const struct itest_node *n, const char *channel, const char *member,
+           int64_t want)
+{
+    int64_t end = itest_now_ms() + 5000;
+
+    while (member_conns(n, channel, member) != want && itest_now_ms() < end)
+        itest_sleep_ms(10);
+    cr_assert_eq(member_conns(n, channel, member), want, "%s in %s", member,
+                 channel);
+}
+
+/* open_stream - a stream on path, its open event read. */
+static struct sse_client *
+open_stream(const struct itest_node *n, const char *path)
+{
+    struct sse_client *c = calloc(1, sizeof(*c));
+
+    cr_assert_not_null(c);
+    sse_open(c, n, path, NULL);
+    cr_assert_geq(sse_wait_events(c, 1, 5000), 1, "%s: no open event", path);
+    cr_assert_eq(c->status, 200, "%s: %d", path, c->status);
+    cr_assert_str_eq(c->ev[0].event, "open");
+    return c;
+}
+
+Test(presence, a_reconnect_within_the_grace_is_no_event_and_one_leave_after)
+{
+    struct itest_node n;
+    struct sse_client *w, *a;
+    int64_t closed, left;
+
+    itest_node_start(&n, "workers=2 presence_grace_ms=1500");
+    w = open_stream(&n, SUB "?presence_events=room&from=last");
+    cr_assert(wait_event(w, "sync", NULL, 5000), "the sync comes first");
+    cr_assert_str_eq(w->ev[1].event, "presence");
+    a = open_stream(&n, SUB "?presence=room&member=ada&data=%7B%22t%22%3A1%7D");
+    cr_assert(wait_event(w, "enter", "ada", 5000));
+    wait_conns(&n, "room", "ada", 1);
+    /* a reload: the stream drops and comes back at once */
+    sse_close(a);
+    a = open_stream(&n, SUB "?presence=room&member=ada");
+    wait_conns(&n, "room", "ada", 1);
+    /* past the grace of the first stream's close: nothing happened */
+    cr_assert_not(wait_event(w, "leave", NULL, 2500));
+    cr_assert_eq(presence_events(w, "enter", NULL), 1);
+    cr_assert_eq(presence_events(w, NULL, NULL), 2, "sync and one enter");
+    /* the last stream goes: one leave, after the grace */
+    sse_close(a);
+    closed = itest_now_ms();
+    wait_conns(&n, "room", "ada", 0);
+    cr_assert(wait_event(w, "leave", "ada", 5000));
+    left = itest_now_ms() - closed;
+    cr_assert_geq(left, 1400, "left %lld ms after the close", (long long)left);
+    wait_conns(&n, "room", "ada", -1);
+    cr_assert_not(wait_event(w, "enter", NULL, 300) &&
+                  presence_events(w, "enter", NULL) > 1);
+    cr_assert_eq(presence_events(w, "leave", NULL), 1, "exactly one leave");
+    sse_close(w);
+    itest_node_stop(&n, 10000);
+}
+
+Test(presence, two_streams_of_one_member_are_one_member)
+{
+    struct itest_node n;
+    struct sse_client *w, *a1, *a2;
+    struct itest_resp r = {0};
+
+    itest_node_start(&n, "workers=2 presence_grace_ms=60000");
+    w = open_stream(&n, SUB "?presence_events=room");
+    a1 = open_stream(&n, SUB "?presence=room&member=ada");
+    a2 = open_stream(&n, SUB "?presence=room&member=ada&presence_events=room");
+    wait_conns(&n, "room", "ada", 2);
+    cr_assert_eq(count(&n, "room"), 1);
+    sse_close(a1);
+    wait_conns(&n, "room", "ada", 1);
+    /* an update by call reaches both watchers */
+    cr_assert_eq(enter(&n, "room", "ada", "{\"typing\":true}", 60, &r), 200);
+    cr_assert_str_eq(itest_jstr(r.json, "action"), "update");
+    itest_resp_free(&r);
+    cr_assert(wait_event(w, "update", "ada", 5000));
+    cr_assert(wait_event(a2, "update", "ada", 5000));
+    cr_assert_eq(presence_events(w, "enter", "ada"), 1);
+    cr_assert_eq(presence_events(w, "leave", NULL), 0);
+    /* leave by call: the stream's member goes at once */
+    cr_assert_eq(itest_post(&n, &r, PRES "/leave",
+                            "{\"channel\":\"room\",\"member\":\"ada\"}"),
+                 200);
+    itest_resp_free(&r);
+    cr_assert(wait_event(w, "leave", "ada", 5000));
+    sse_close(a2);
+    sse_close(w);
+    itest_node_stop(&n, 10000);
+}
+
+Test(presence, streams_need_the_presence_and_read_permissions)
+{
+    static const char *const toks[][2] = {
+        {"sub-read", "tenant=a subscribe=* read=room"},
+        {"sub-pres", "tenant=a subscribe=* presence=room"},
+    };
+    struct itest_node n;
+    struct itest_resp r = {0};
+    char dir[256], file[300], opts[400], hash[AUTH_HASH_TEXT];
+    FILE *f;
+
+    itest_test_dir(dir, sizeof(dir));
+    snprintf(file, sizeof(file), "%s/tokens", dir);
+    cr_assert_not_null(f = fopen(file, "w"));
+    for (size_t i = 0; i < sizeof(toks) / sizeof(toks[0]); i++) {
+        auth_hash_text(toks[i][0], strlen(toks[i][0]), hash);
+        fprintf(f, "%s %s\n", hash, toks[i][1]);
+    }
+    fclose(f);
+    snprintf(opts, sizeof(opts), "workers=1 auth_file=%s", file);
+    itest_node_start(&n, opts);
+    itest_get(&n, &r, SUB "?presence=room&member=ada&access_token=sub-read");
+    itest_assert_error(&r, 403, "forbidden", "presence", "a member stream");
+    itest_resp_free(&r);
+    itest_get(&n, &r, SUB "?presence_events=room&access_token=sub-pres");
+    itest_assert_error(&r, 403, "forbidden", "read", "an events stream");
+    itest_resp_free(&r);
+    cr_assert_eq(tok_req(&n, "sub-read", "GET", PRES "/room", NULL, &r), 200);
+    cr_assert_eq(itest_jint(r.json, "count"), 0, "a refusal changes nothing");
+    itest_resp_free(&r);
+    struct sse_client *c =
+        open_stream(&n, SUB "?presence=room&member=ada&access_token=sub-pres");
+    cr_assert_eq(tok_req(&n, "sub-read", "GET", PRES "/room", NULL, &r), 200);
+    cr_assert_eq(itest_jint(r.json, "count"), 1);
+    itest_resp_free(&r);
+    sse_close(c);
     itest_node_stop(&n, 10000);
 }
