@@ -103,16 +103,17 @@ struct stream {
     uint64_t plan; /* who served its subscriptions (plan_hash) */
     struct stream_watch *watches;
     size_t nwatches;
-    size_t starting;          /* watches that have not said where they start
+    size_t starting;         /* watches that have not said where they start
                              (open; a resume: recovered): the open event
                              and the first round wait for them */
-    int resume;               /* it resumes from the client's cursor */
-    uint64_t h0;              /* the horizon when it opened */
-    struct http_buf pending;  /* what they relayed meanwhile */
-    size_t resumed;           /* the recovered event's partitions, */
-    struct http_buf missed;   /* and its missed entries, gathered */
-    char *authz;              /* the caller's credentials, for watches */
-    struct stream_pres *pres; /* its presence member (presence_stream.c) */
+    int resume;              /* it resumes from the client's cursor */
+    uint64_t h0;             /* the horizon when it opened */
+    struct http_buf pending; /* what they relayed meanwhile */
+    size_t resumed;          /* the recovered event's partitions, */
+    struct http_buf missed;  /* and its missed entries, gathered */
+    char *authz;             /* the caller's credentials, for watches */
+    /* its presence member (presence_stream.c), or NULL */
+    struct stream_pres *pres;
 };
 
 /* The worker's streams (w->streams): the due list, and the scratch a
