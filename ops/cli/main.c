@@ -15,6 +15,7 @@
 #include "ops/cli/admin.h"
 #include "ops/cli/args.h"
 #include "ops/cli/cmd.h"
+#include "ops/cli/presence.h"
 #include "ops/cli/recv.h"
 #include "ops/cli/send.h"
 #include "ops/cli/show.h"
@@ -31,7 +32,7 @@ static const struct {
     {"delete", cli_delete}, {"reset", cli_reset},
     {"queues", cli_queues}, {"depth", cli_depth},
     {"health", cli_health}, {"members", cli_members},
-    {"top", cli_top},
+    {"top", cli_top},       {"presence", cli_presence},
 };
 
 int

@@ -330,7 +330,7 @@ Test(presence, permissions_and_tenants)
     itest_node_stop(&n, 10000);
 }
 
-Test(presence, members_count_in_the_nodes_memory)
+Test(presence, members_count_in_the_nodes_memory_and_the_metrics)
 {
     struct itest_node n;
     struct itest_resp r = {0};
@@ -342,6 +342,35 @@ Test(presence, members_count_in_the_nodes_memory)
     itest_resp_free(&r);
     cr_assert_eq(itest_metric(&n, "mayfly_memory_used_bytes", &after), 0);
     cr_assert_geq(after - before, 1024 + 512, "a member's record counts");
+    cr_assert_eq(enter(&n, "c", "b", "1", 60, &r), 200);
+    itest_resp_free(&r);
+    cr_assert_eq(enter(&n, "c", "b", "2", 60, &r), 200);
+    itest_resp_free(&r);
+    cr_assert_eq(enter(&n, "d", "a", NULL, 60, &r), 200);
+    itest_resp_free(&r);
+    cr_assert_eq(itest_post(&n, &r, PRES "/leave",
+                            "{\"channel\":\"d\",\"member\":\"a\"}"),
+                 200);
+    itest_resp_free(&r);
+    cr_assert_eq(itest_metric(&n, "mayfly_presence_members", &after), 0);
+    cr_assert_eq(after, 2);
+    cr_assert_eq(itest_metric(&n, "mayfly_presence_channels", &after), 0);
+    cr_assert_eq(after, 1);
+    cr_assert_eq(itest_metric(&n,
+                              "mayfly_presence_events_total{action=\"enter\"}",
+                              &after),
+                 0);
+    cr_assert_eq(after, 3);
+    cr_assert_eq(itest_metric(&n,
+                              "mayfly_presence_events_total{action=\"update\"}",
+                              &after),
+                 0);
+    cr_assert_eq(after, 1);
+    cr_assert_eq(itest_metric(&n,
+                              "mayfly_presence_events_total{action=\"leave\"}",
+                              &after),
+                 0);
+    cr_assert_eq(after, 1);
     itest_node_stop(&n, 10000);
 }
 

@@ -140,8 +140,9 @@ cl_assert_refused(const char *code, const char *sentence)
 Test(cli, help_lists_every_command_and_usage_errors_exit_2)
 {
     static const char *const cmds[] = {
-        "push",  "pop",    "sub",   "request", "ack",     "configure", "delete",
-        "reset", "queues", "depth", "health",  "members", "top"};
+        "push",      "pop",     "sub",   "request", "ack",
+        "configure", "delete",  "reset", "queues",  "depth",
+        "health",    "members", "top",   "presence"};
 
     cr_assert_eq(cl_sh("$M --help"), 0);
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
@@ -830,8 +831,9 @@ Test(cli, top_shows_a_queues_depth_change_and_quits_on_q)
 Test(cli, man_page_renders_without_warnings_and_names_every_command)
 {
     static const char *const cmds[] = {
-        "push",  "pop",    "sub",   "request", "ack",     "configure", "delete",
-        "reset", "queues", "depth", "health",  "members", "top"};
+        "push",      "pop",     "sub",   "request", "ack",
+        "configure", "delete",  "reset", "queues",  "depth",
+        "health",    "members", "top",   "presence"};
     char page[PATH_MAX], text[65536];
 
     snprintf(page, sizeof(page), "%s/ops/mayfly.1", cl_root);
