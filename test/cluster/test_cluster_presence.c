@@ -1,0 +1,106 @@
+/*
+ * test_cluster_presence.c - presence across three real nodes (SPEC §12):
+ * a channel lives on its HRW owner (the owner of its presence name and
+ * Default, as every node computes it) and every call works through any
+ * node: enter, leave, list, count; the members sit on the owner alone;
+ * events of calls made through other nodes reach a stream on the owner.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+
+#include "test/cluster/cluster.h"
+#include "test/integration/sse.h"
+
+#define PRES "/api/v1/presence"
+
+static struct cl c;
+
+static void
+up(void)
+{
+    cl_up(&c, "member_ttl_ms=60000");
+}
+
+static void
+down(void)
+{
+    cl_kill_all(&c);
+}
+
+TestSuite(cluster_presence, .init = up, .fini = down, .timeout = 180);
+
+/* members_on - node i's mayfly_presence_members. */
+static double
+members_on(int i)
+{
+    double v = -1;
+
+    cr_assert_eq(itest_metric(&c.node[i], "mayfly_presence_members", &v), 0);
+    return v;
+}
+
+Test(cluster_presence, every_call_works_through_any_node)
+{
+    static const char *const who[CL_NODES] = {"ada", "bob", "cy"};
+    struct itest_resp r = {0};
+    int owner = cl_owner("\x1eroom", "Default", CL_ALL);
+    char body[256];
+
+    cr_assert_geq(owner, 0);
+    /* a stream on the owner hears what the calls through the others do */
+    struct sse_client *w = calloc(1, sizeof(*w));
+    cr_assert_not_null(w);
+    sse_open(w, &c.node[owner],
+             "/api/v1/ephemeral/subscribe"
+             "?presence_events=room&from=last",
+             NULL);
+    cr_assert_geq(sse_wait_events(w, 2, 10000), 2, "open and sync");
+    for (int i = 0; i < CL_NODES; i++) {
+        snprintf(body, sizeof(body),
+                 "{\"channel\":\"room\",\"member\":\"%s\",\"data\":%d,"
+                 "\"ttlSeconds\":60}",
+                 who[i], i);
+        cr_assert_eq(itest_req(&c.node[i], "POST", PRES "/enter", body, &r),
+                     200, "enter through node %d: %s", i, r.body);
+        cr_assert_str_eq(itest_jstr(r.json, "action"), "enter");
+        itest_resp_free(&r);
+    }
+    for (int i = 0; i < CL_NODES; i++) {
+        cr_assert_eq(itest_get(&c.node[i], &r, PRES "/room"), 200);
+        cr_assert_eq(itest_jint(r.json, "count"), 3, "node %d: %s", i, r.body);
+        for (int k = 0; k < CL_NODES; k++) {
+            char p[32];
+            snprintf(p, sizeof(p), "members.%d.member", k);
+            cr_assert_str_eq(itest_jstr(r.json, p), who[k]);
+        }
+        itest_resp_free(&r);
+        cr_assert_eq(itest_get(&c.node[i], &r, PRES "/room?count=true"), 200);
+        cr_assert_eq(itest_jint(r.json, "count"), 3);
+        itest_resp_free(&r);
+        cr_assert_eq(members_on(i), i == owner ? 3 : 0,
+                     "the members live on the owner (node %d) alone", owner);
+    }
+    cr_assert_geq(sse_wait_events(w, 5, 10000), 5, "three enters");
+    int other = (owner + 1) % CL_NODES;
+    cr_assert_eq(itest_post(&c.node[other], &r, PRES "/leave",
+                            "{\"channel\":\"room\",\"member\":\"bob\"}"),
+                 200);
+    cr_assert_eq(itest_jbool(r.json, "left"), 1);
+    itest_resp_free(&r);
+    cr_assert_geq(sse_wait_events(w, 6, 10000), 6, "the leave");
+    struct json_object *o = json_tokener_parse(w->ev[5].data);
+    cr_assert_str_eq(w->ev[5].event, "presence");
+    cr_assert_str_eq(itest_jstr(o, "action"), "leave");
+    cr_assert_str_eq(itest_jstr(o, "member"), "bob");
+    json_object_put(o);
+    cr_assert_eq(
+        itest_get(&c.node[(owner + 2) % CL_NODES], &r, PRES "/room?count=true"),
+        200);
+    cr_assert_eq(itest_jint(r.json, "count"), 2);
+    itest_resp_free(&r);
+    sse_close(w);
+}
