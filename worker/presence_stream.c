@@ -90,6 +90,26 @@ worker_presence_stream_subs(const struct http_query *q, struct stream_args *a,
     return 0;
 }
 
+/* worker_presence_stream_unmark - see presence_stream.h. */
+void
+worker_presence_stream_unmark(struct stream_sub *s)
+{
+    if (s->queue.len < 2 || s->queue.ptr[0] != SHM_PRES_MARK)
+        return;
+    s->queue.ptr++;
+    s->queue.len--;
+    s->presence = 1;
+}
+
+/* worker_presence_stream_watched - see presence_stream.h. */
+void
+worker_presence_stream_watched(struct stream_sub *out,
+                               const struct stream_sub *u)
+{
+    if (u->presence)
+        worker_presence_stream_unmark(out);
+}
+
 /* worker_presence_stream_name - see presence_stream.h. */
 int
 worker_presence_stream_name(struct worker *w, struct http_request *req,
@@ -207,7 +227,7 @@ worker_presence_stream_sync(struct stream *s)
         struct shm_name shown;
         struct shm_pres_list l;
         struct http_buf b = {0};
-        if (!u->presence ||
+        if (!u->presence || u->watch >= 0 || /* the owner's watch syncs */
             shm_presence_list(s->w->seg, u->queue, NULL,
                               t.max_members ? t.max_members : 1, &l) != 0)
             continue;

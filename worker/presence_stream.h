@@ -25,6 +25,7 @@
 struct worker;
 struct stream;
 struct stream_args;
+struct stream_sub;
 struct http_query;
 struct http_error;
 struct http_request;
@@ -41,6 +42,17 @@ int worker_presence_stream_wanted(const struct http_query *q);
 int worker_presence_stream_subs(const struct http_query *q,
                                 struct stream_args *a, unsigned max_subs,
                                 struct http_error *err);
+
+/* worker_presence_stream_unmark - a signed watch's subscription whose
+ * queue is a channel's marked client name (SHM_PRES_MARK first) becomes
+ * that channel's presence sub; others are left as they are. */
+void worker_presence_stream_unmark(struct stream_sub *s);
+
+/* worker_presence_stream_watched - out, the watch's copy of sub u, is
+ * u's channel (flagged, unmarked) when u is a presence sub: the watch's
+ * list hashes as its owner's parse of it does. */
+void worker_presence_stream_watched(struct stream_sub *out,
+                                    const struct stream_sub *u);
 
 /* worker_presence_stream_name - a presence sub's internal name (the read
  * permission on its channel): 1, or 0 with req answered. */

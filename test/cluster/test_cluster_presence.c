@@ -104,3 +104,62 @@ Test(cluster_presence, every_call_works_through_any_node)
     itest_resp_free(&r);
     sse_close(w);
 }
+
+/* has_presence - c holds a presence event whose data has needle. */
+static int
+has_presence(const struct sse_client *w, const char *needle)
+{
+    for (size_t i = 0; i < w->nev; i++)
+        if (strcmp(w->ev[i].event, "presence") == 0 &&
+            strstr(w->ev[i].data, needle) != NULL)
+            return 1;
+    return 0;
+}
+
+/* wait_presence - pump w until it holds a presence event with needle. */
+static int
+wait_presence(struct sse_client *w, const char *needle, int timeout_ms)
+{
+    int64_t end = itest_now_ms() + timeout_ms;
+
+    while (!has_presence(w, needle) && itest_now_ms() < end)
+        sse_wait_events(w, w->nev + 1, 50);
+    return has_presence(w, needle);
+}
+
+Test(cluster_presence, events_reach_streams_on_every_node)
+{
+    struct itest_resp r = {0};
+    int owner = cl_owner("\x1eroom", "Default", CL_ALL);
+    struct sse_client *w[CL_NODES];
+
+    cr_assert_eq(itest_req(&c.node[owner], "POST", PRES "/enter",
+                           "{\"channel\":\"room\",\"member\":\"early\","
+                           "\"ttlSeconds\":60}",
+                           &r),
+                 200);
+    itest_resp_free(&r);
+    for (int i = 0; i < CL_NODES; i++) {
+        cr_assert_not_null(w[i] = calloc(1, sizeof(*w[i])));
+        sse_open(w[i], &c.node[i],
+                 "/api/v1/ephemeral/subscribe?presence_events=room&from=last",
+                 NULL);
+        cr_assert(wait_presence(w[i], "\"sync\"", 10000), "node %d: no sync",
+                  i);
+        cr_assert(has_presence(w[i], "\"member\":\"early\""),
+                  "node %d: the sync has the member", i);
+    }
+    int other = (owner + 1) % CL_NODES;
+    cr_assert_eq(itest_req(&c.node[other], "POST", PRES "/enter",
+                           "{\"channel\":\"room\",\"member\":\"late\","
+                           "\"ttlSeconds\":60}",
+                           &r),
+                 200);
+    itest_resp_free(&r);
+    for (int i = 0; i < CL_NODES; i++) {
+        cr_assert(wait_presence(
+                      w[i], "\"action\":\"enter\",\"member\":\"late\"", 10000),
+                  "node %d: no enter", i);
+        sse_close(w[i]);
+    }
+}
