@@ -12,6 +12,7 @@
 #include "master/presence.h"
 
 #include <errno.h>
+#include <stdio.h>
 
 #include "master/master.h"
 #include "shm/log.h"
@@ -52,11 +53,43 @@ publish(void *arg, const struct shm_pres_event *ev)
     worker_presence_publish(&m->seg, SHM_STATS_MASTER, ev);
 }
 
+/* Slots whose connections are still to drop (a bit each). */
+static uint64_t gone;
+
+/* drop_gone - drop what the slots in gone held; those the lock kept back
+ * stay for the next tick. */
+static void
+drop_gone(struct master *m, uint64_t now)
+{
+    char key[SHM_PRES_NODE_ID];
+
+    for (int slot = 0; slot < 64 && gone != 0; slot++) {
+        if (!(gone & (1ull << slot)))
+            continue;
+        snprintf(key, sizeof(key), "%s/%d", m->ws.node_id, slot);
+        if (shm_presence_drop_node(&m->seg, key, m->cfg.presence_grace_ms,
+                                   now) >= 0)
+            gone &= ~(1ull << slot);
+    }
+}
+
+/* master_presence_worker_gone - see presence.h. */
+void
+master_presence_worker_gone(struct master *m, int slot)
+{
+    if (slot >= 0 && slot < 64)
+        gone |= 1ull << slot;
+    drop_gone(m, shm_now_ms());
+}
+
 /* master_presence_tick - see presence.h. */
 void
 master_presence_tick(struct master *m, uint64_t now)
 {
-    int rc = shm_presence_expire(&m->seg, now, EXPIRE_MAX, publish, m);
+    int rc;
+
+    drop_gone(m, now);
+    rc = shm_presence_expire(&m->seg, now, EXPIRE_MAX, publish, m);
 
     if (rc < 0 && rc != -ETIMEDOUT)
         log_error(-rc, "presence: the members due could not leave");

@@ -13,6 +13,12 @@ struct master;
 /* master_presence_start - map the table; exits (logged) when it cannot. */
 void master_presence_start(struct master *m);
 
+/* master_presence_worker_gone - worker slot died: the connections its
+ * streams held (presence_stream.c keys them "<node id>/<slot>") are
+ * dropped, and a member left with none starts its grace (now, or at a
+ * later tick when the lock could not be taken). */
+void master_presence_worker_gone(struct master *m, int slot);
+
 /* master_presence_tick - the members due leave (one load when none is). */
 void master_presence_tick(struct master *m, uint64_t now);
 

@@ -122,7 +122,8 @@ _Static_assert(sizeof(struct pres_channel) == 544, "pres_channel layout");
  *   168    32  events[4]      atomic adds: events by action
  *   200     4  nnodes         lock: node ids taken
  *   204     4  pad
- *   208  4608  nodes[64]      lock: node ids, never taken back
+ *   208 36864  nodes[512]     lock: connection keys (node/slot), never
+ *                             taken back
  */
 struct shm_presence {
     union {

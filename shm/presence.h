@@ -52,7 +52,7 @@ struct shm_presence;
 
 #define SHM_PRES_MEMBER_MAX 512 /* a member id: a name (1-512 bytes) */
 #define SHM_PRES_NODES      8   /* nodes one member's streams may be on */
-#define SHM_PRES_NODE_IDS   64  /* node ids the table remembers */
+#define SHM_PRES_NODE_IDS   512 /* connection keys the table remembers */
 #define SHM_PRES_NODE_ID    72  /* 64 bytes and a NUL, padded */
 
 /* What the master sizes the mapping from (master/config.c's options). */

@@ -4,6 +4,7 @@
 #include "worker/presence_stream.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,16 @@ struct stream_pres {
     struct shm_name channel, member;
     char buf[];
 };
+
+/* conn_key - what this worker's connections are counted under: its node
+ * and slot, so the master drops them when the worker dies
+ * (master/presence.h). */
+static const char *
+conn_key(const struct worker *w, char out[SHM_PRES_NODE_ID])
+{
+    snprintf(out, SHM_PRES_NODE_ID, "%.64s/%d", w->set.node_id, w->set.slot);
+    return out;
+}
 
 /* worker_presence_stream_wanted - see presence_stream.h. */
 int
@@ -159,6 +170,7 @@ worker_presence_stream_join(struct stream *s)
     struct shm_name data = {d, dl};
     struct worker_qname pn;
     struct stream_pres *p;
+    char key[SHM_PRES_NODE_ID];
     int rc;
 
     if (c == NULL)
@@ -191,7 +203,7 @@ worker_presence_stream_join(struct stream *s)
     p->channel = (struct shm_name){p->buf, pn.name.len};
     p->member = (struct shm_name){p->buf + pn.name.len, ml};
     rc = shm_presence_attach(w->seg, p->channel, p->member,
-                             d != NULL ? &data : NULL, w->set.node_id,
+                             d != NULL ? &data : NULL, conn_key(w, key),
                              shm_now_ms(), worker_presence_event, w);
     if (rc < 0) {
         free(p);
@@ -262,7 +274,9 @@ worker_presence_stream_end(struct stream *s)
 
     if (p == NULL)
         return;
-    shm_presence_detach(s->w->seg, p->channel, p->member, s->w->set.node_id,
+    char key[SHM_PRES_NODE_ID];
+
+    shm_presence_detach(s->w->seg, p->channel, p->member, conn_key(s->w, key),
                         s->w->set.presence_grace_ms, shm_now_ms());
     free(p);
     s->pres = NULL;

@@ -5,6 +5,7 @@
  * channel, the 10,001st at the default; data); the presence and read
  * permissions, and tenants that keep channels apart.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -574,5 +575,24 @@ Test(presence, streams_need_the_presence_and_read_permissions)
     cr_assert_eq(itest_jint(r.json, "count"), 1);
     itest_resp_free(&r);
     sse_close(c);
+    itest_node_stop(&n, 10000);
+}
+
+Test(presence, a_killed_workers_streams_leave_after_the_grace)
+{
+    struct itest_node n;
+    struct sse_client *a;
+    pid_t wk[4];
+
+    itest_node_start(&n, "workers=1 presence_grace_ms=300");
+    a = open_stream(&n, SUB "?presence=room&member=ada");
+    wait_conns(&n, "room", "ada", 1);
+    cr_assert_eq(itest_node_workers(&n, wk, 4), 1);
+    cr_assert_eq(kill(wk[0], SIGKILL), 0);
+    cr_assert(sse_wait_closed(a, 5000), "the stream ends with its worker");
+    /* the master drops the dead worker's connections: the grace, then the
+     * member leaves; no ghost */
+    wait_conns(&n, "room", "ada", -1);
+    sse_close(a);
     itest_node_stop(&n, 10000);
 }
