@@ -75,6 +75,27 @@ member(struct http_json *j, char **at, struct http_presence *out,
         return read_string(j, at, &out->member, "member", err);
     if (http_json_key_is(key, n, "ttlSeconds"))
         return read_ttl(j, &out->ttl_s, err);
+    if (http_json_key_is(key, n, "node"))
+        return read_string(j, at, &out->node, "node", err);
+    if (http_json_key_is(key, n, "connections")) {
+        uint32_t v = 0;
+        http_json_ws(j);
+        const char *start = j->p;
+        if (http_json_value(j) != 0)
+            return http_parse_syntax(j, err);
+        for (const char *p = start; p < j->p; p++) {
+            if (*p < '0' || *p > '9' || v > 100000000)
+                return http_parse_bad(err, "field 'connections' must be a "
+                                           "non-negative integer");
+            v = v * 10 + (uint32_t)(*p - '0');
+        }
+        if (j->p == start)
+            return http_parse_bad(err, "field 'connections' must be a "
+                                       "non-negative integer");
+        out->connections = v;
+        out->has_connections = 1;
+        return 0;
+    }
     if (http_json_key_is(key, n, "data")) {
         http_json_ws(j);
         const char *start = j->p;
@@ -126,7 +147,9 @@ http_parse_presence(const char *body, size_t len, int enter,
         rc = http_parse_bad(err, "field 'channel' is required");
     else if (out->member.ptr == NULL)
         rc = http_parse_bad(err, "field 'member' is required");
-    else if (enter && out->ttl_s == 0)
+    else if (out->has_connections && out->node.ptr == NULL)
+        rc = http_parse_bad(err, "field 'node' goes with 'connections'");
+    else if (enter && out->ttl_s == 0 && !out->has_connections)
         rc = http_parse_bad(err, "field 'ttlSeconds' is required: a member "
                                  "entered by call leaves when it passes "
                                  "without another enter");

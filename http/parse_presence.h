@@ -21,12 +21,18 @@ struct http_presence {
     struct http_str data;    /* has_data: a span of JSON text in the body */
     int has_data;
     uint32_t ttl_s; /* enter: required, 1 to HTTP_PRESENCE_TTL_MAX */
+    /* A node's announcement (worker/presence_stream.c, signed calls
+     * only): its streams of the member, counted under node */
+    struct http_str node;
+    uint32_t connections;
+    int has_connections;
     char *mem;      /* owned: unescaped strings */
 };
 
 /*
  * http_parse_presence - {"channel", "member", "data"?, "ttlSeconds"}
- * (enter set) or {"channel", "member"} (leave).  Unknown keys are
+ * (enter set) or {"channel", "member"} (leave); an enter with "node" and
+ * "connections" (a node's announcement) needs no ttlSeconds.  Unknown keys are
  * validated and ignored; data null is no data.
  */
 int http_parse_presence(const char *body, size_t len, int enter,

@@ -713,6 +713,61 @@ shm_presence_attach(struct shm_seg *seg, struct shm_name c, struct shm_name m,
     return action;
 }
 
+/* shm_presence_set - see presence.h. */
+int
+shm_presence_set(struct shm_seg *seg, struct shm_name c, struct shm_name m,
+                 const struct shm_name *data, const char *node, uint32_t n,
+                 uint64_t grace_ms, uint64_t now, shm_pres_event_fn fn,
+                 void *arg)
+{
+    struct shm_presence *p = seg->presence;
+    uint64_t wall = wall_ms(), version = 0, ch_h = chan_hash(c);
+    uint32_t i = 0, ni, ci;
+    int rc = names_ok(p, c, m, data), action = SHM_PRES_NONE;
+
+    if (rc != 0)
+        return rc;
+    if ((rc = lock(seg, p)) != 0)
+        return rc;
+    ni = node_index(p, node);
+    if (ni == 0) {
+        action = -ENOSPC;
+    } else if (n == 0) {
+        ci = find_chan(p, c, ch_h);
+        i = ci ? find_member(p, ci, m, member_hash(ch_h, m)) : 0;
+    } else {
+        action = join(seg, p, c, m, data, wall, &i);
+    }
+    if (action >= 0 && i != 0) {
+        struct pres_member *r = rec_at(p, i);
+        int slot = -1;
+        for (int k = 0; k < SHM_PRES_NODES && slot < 0; k++)
+            if (r->conns[k].node == ni)
+                slot = k;
+        for (int k = 0; n > 0 && k < SHM_PRES_NODES && slot < 0; k++)
+            if (r->conns[k].node == 0 || r->conns[k].n == 0)
+                slot = k;
+        if (slot < 0 && n > 0) {
+            if (action == SHM_PRES_ENTER)
+                member_free(p, i);
+            action = -ENOSPC;
+        } else if (slot >= 0) {
+            r->conns[slot].node = ni;
+            r->conns[slot].n = n;
+        }
+        if (action >= 0 && n > 0)
+            r->grace_until = 0;
+        if (action >= 0 && member_conns(r) == 0 && slot >= 0 && n == 0) {
+            r->grace_until = now + grace_ms;
+            due_at(p, member_due(r));
+        }
+        version = r->version;
+    }
+    shm_unlock(&p->lock);
+    emit(p, action, c, m, data, version, fn, arg);
+    return action;
+}
+
 /* shm_presence_detach - see presence.h. */
 int
 shm_presence_detach(struct shm_seg *seg, struct shm_name c, struct shm_name m,

@@ -146,6 +146,18 @@ int shm_presence_attach(struct shm_seg *seg, struct shm_name channel,
                         void *arg);
 
 /*
+ * shm_presence_set - member has n connections on node (absolute: a
+ * node's announcement of its streams, repeated): entered if new and n >
+ * 0, data as enter; n 0 with no other connection starts the grace
+ * (grace_ms).  Same returns as shm_presence_attach; n 0 of a member not
+ * present is SHM_PRES_NONE and changes nothing.
+ */
+int shm_presence_set(struct shm_seg *seg, struct shm_name channel,
+                     struct shm_name member, const struct shm_name *data,
+                     const char *node, uint32_t n, uint64_t grace_ms,
+                     uint64_t now, shm_pres_event_fn fn, void *arg);
+
+/*
  * shm_presence_detach - one connection fewer of member on node: a stream
  * closed.  The last one (every node's) starts the grace: the member leaves
  * grace_ms from now unless a connection comes back (or its ttl runs

@@ -107,6 +107,10 @@ worker_presence_refused(struct worker *w, struct http_request *req, int rc,
                          "the node's memory (max_bytes) or its presence "
                          "table is full");
         break;
+    case -EPERM:
+        http_reply_error(req, 400, "ephemeral_bad_request",
+                         "field 'connections' is a node's, not a client's");
+        break;
     default:
         http_reply_errno(req, rc, "presence");
     }
@@ -147,10 +151,20 @@ worker_presence_enter(struct worker *w, struct http_request *req)
 
     if (parse(w, req, 1, &p, &pn)) {
         struct shm_name data = {p.data.ptr, p.data.len};
-        rc = shm_presence_enter(
-            w->seg, pn.name, (struct shm_name){p.member.ptr, p.member.len},
-            p.has_data ? &data : NULL, (uint64_t)p.ttl_s * 1000, shm_now_ms(),
-            worker_presence_event, w);
+        struct shm_name mn = {p.member.ptr, p.member.len};
+        if (p.has_connections &&
+            http_request_header(req, FORWARD_HEADER) != NULL)
+            rc = shm_presence_set(
+                w->seg, pn.name, mn, p.has_data ? &data : NULL, p.node.ptr,
+                p.connections, w->set.presence_grace_ms, shm_now_ms(),
+                worker_presence_event, w); /* a node's streams */
+        else if (p.has_connections)
+            rc = -EPERM;
+        else
+            rc = shm_presence_enter(w->seg, pn.name, mn,
+                                    p.has_data ? &data : NULL,
+                                    (uint64_t)p.ttl_s * 1000, shm_now_ms(),
+                                    worker_presence_event, w);
         if (rc < 0) {
             worker_presence_refused(w, req, rc, p.data.len);
         } else {

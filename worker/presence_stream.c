@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "http/buf.h"
+#include "http/client.h"
 #include "http/errors.h"
 #include "http/json_scan.h"
 #include "http/names.h"
@@ -16,7 +17,9 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "http/sse.h"
+#include "shm/owner.h"
 #include "shm/presence.h"
+#include "worker/forward.h"
 #include "worker/presence.h"
 #include "worker/presence_events.h"
 #include "worker/stream_int.h"
@@ -24,11 +27,33 @@
 
 #define BAD "ephemeral_bad_request"
 
-/* What a member stream keeps: its channel's presence name and member. */
+/* What a member stream keeps: its channel's presence name and member,
+ * and whether its owner is another node (then it is counted in an
+ * announcement, below). */
 struct stream_pres {
     struct shm_name channel, member;
+    int remote;
     char buf[];
 };
+
+/*
+ * A member whose channel another node owns: this worker's streams of it,
+ * announced to the owner as an absolute count (shm_presence_set) when it
+ * changes and every ANNOUNCE_MS, so an owner that lost the set (it
+ * crashed, its successor starts empty) has it again within a second.
+ * Process memory: a list, as few as the worker's member streams.
+ */
+struct announced {
+    struct announced *next;
+    char *channel, *member, *data, *authz; /* channel: the presence name */
+    size_t channel_len, member_len, data_len;
+    uint32_t n; /* streams open */
+};
+
+#define ANNOUNCE_MS 1000
+
+static struct announced *announced;
+static uint64_t announced_at;
 
 /* conn_key - what this worker's connections are counted under: its node
  * and slot, so the master drops them when the worker dies
@@ -38,6 +63,153 @@ conn_key(const struct worker *w, char out[SHM_PRES_NODE_ID])
 {
     snprintf(out, SHM_PRES_NODE_ID, "%.64s/%d", w->set.node_id, w->set.slot);
     return out;
+}
+
+/* announced_answer - an announcement's answer: not waited for; its body
+ * (arg), which the call used, goes now. */
+static void
+announced_answer(void *arg, struct http_client_resp *resp)
+{
+    (void)resp;
+    free(arg);
+}
+
+/* announce - e's count to the channel's owner (here: into the table). */
+static void
+announce(struct worker *w, const struct announced *e)
+{
+    struct shm_name c = {e->channel, e->channel_len};
+    struct shm_name m = {e->member, e->member_len};
+    struct shm_name d = {e->data, e->data_len};
+    char key[SHM_PRES_NODE_ID];
+    int o;
+
+    shm_owners_refresh(&w->owners, w->seg->board);
+    o = shm_owner_pick(&w->owners, c, WORKER_PRES_PART);
+    conn_key(w, key);
+    if (o < 0 || o == w->owners.self) {
+        shm_presence_set(w->seg, c, m, e->data ? &d : NULL, key, e->n,
+                         w->set.presence_grace_ms, shm_now_ms(),
+                         worker_presence_event, w);
+        return;
+    }
+    struct shm_name shown = worker_presence_shown(c);
+    struct http_buf b = {0};
+    const char *headers[] = {FORWARD_HEADER ": 1",
+                             "Content-Type: application/json", e->authz, NULL};
+    http_buf_append_str(&b, "{\"channel\":");
+    http_buf_append_json_str(&b, shown.ptr, shown.len);
+    http_buf_append_str(&b, ",\"member\":");
+    http_buf_append_json_str(&b, m.ptr, m.len);
+    if (e->data != NULL) {
+        http_buf_append_str(&b, ",\"data\":");
+        http_buf_append(&b, e->data, e->data_len);
+    }
+    http_buf_append_str(&b, ",\"node\":");
+    http_buf_append_json_str(&b, key, strlen(key));
+    http_buf_printf(&b, ",\"connections\":%u}", e->n);
+    struct http_client_req r = {.method = "POST",
+                                .port = HTTP_CLIENT_PEER,
+                                .addr = w->owners.m[o].addr,
+                                .target = "/api/v1/presence/enter",
+                                .headers = headers,
+                                .nheaders = e->authz ? 3 : 2,
+                                .body = b.data,
+                                .body_len = b.len,
+                                .timeout_ms = FORWARD_MS};
+    /* the answer is not waited for: the next announcement mends a lost
+     * one (a 429 leaves the member out: the stream stays a listener) */
+    if (!b.oom &&
+        http_client_request(w->client, &r, announced_answer, b.data) == 0)
+        return; /* the body goes with the answer */
+    http_buf_free(&b);
+}
+
+static void
+announced_free(struct announced *e)
+{
+    free(e->channel);
+    free(e->member);
+    free(e->data);
+    free(e->authz);
+    free(e);
+}
+
+/* remote_join - one more stream of p's member, counted and announced. */
+static int
+remote_join(struct worker *w, struct http_request *req, struct stream_pres *p,
+            const struct shm_name *data)
+{
+    struct announced *e = announced;
+
+    while (e != NULL &&
+           !(e->channel_len == p->channel.len &&
+             e->member_len == p->member.len &&
+             memcmp(e->channel, p->channel.ptr, p->channel.len) == 0 &&
+             memcmp(e->member, p->member.ptr, p->member.len) == 0))
+        e = e->next;
+    if (e == NULL) {
+        if ((e = calloc(1, sizeof(*e))) == NULL ||
+            (e->channel = malloc(p->channel.len)) == NULL ||
+            (e->member = malloc(p->member.len)) == NULL ||
+            worker_auth_header(req, &e->authz) != 0) {
+            if (e != NULL)
+                announced_free(e);
+            return -ENOMEM;
+        }
+        memcpy(e->channel, p->channel.ptr, p->channel.len);
+        memcpy(e->member, p->member.ptr, p->member.len);
+        e->channel_len = p->channel.len;
+        e->member_len = p->member.len;
+        e->next = announced;
+        announced = e;
+    }
+    if (data != NULL) {
+        char *d = malloc(data->len ? data->len : 1);
+        if (d == NULL)
+            return -ENOMEM;
+        memcpy(d, data->ptr, data->len);
+        free(e->data);
+        e->data = d;
+        e->data_len = data->len;
+    }
+    e->n++;
+    announce(w, e);
+    return 0;
+}
+
+/* remote_leave - one stream fewer of p's member; the last one's zero is
+ * announced, and the entry goes. */
+static void
+remote_leave(struct worker *w, const struct stream_pres *p)
+{
+    struct announced **at = &announced, *e;
+
+    while ((e = *at) != NULL &&
+           !(e->channel_len == p->channel.len &&
+             e->member_len == p->member.len &&
+             memcmp(e->channel, p->channel.ptr, p->channel.len) == 0 &&
+             memcmp(e->member, p->member.ptr, p->member.len) == 0))
+        at = &e->next;
+    if (e == NULL)
+        return;
+    e->n--;
+    announce(w, e);
+    if (e->n == 0) {
+        *at = e->next;
+        announced_free(e);
+    }
+}
+
+/* worker_presence_stream_tick - see presence_stream.h. */
+void
+worker_presence_stream_tick(struct worker *w, uint64_t now)
+{
+    if (announced == NULL || now < announced_at + ANNOUNCE_MS)
+        return;
+    announced_at = now;
+    for (struct announced *e = announced; e != NULL; e = e->next)
+        announce(w, e);
 }
 
 /* worker_presence_stream_wanted - see presence_stream.h. */
@@ -202,9 +374,15 @@ worker_presence_stream_join(struct stream *s)
     memcpy(p->buf + pn.name.len, m, ml);
     p->channel = (struct shm_name){p->buf, pn.name.len};
     p->member = (struct shm_name){p->buf + pn.name.len, ml};
-    rc = shm_presence_attach(w->seg, p->channel, p->member,
-                             d != NULL ? &data : NULL, conn_key(w, key),
-                             shm_now_ms(), worker_presence_event, w);
+    shm_owners_refresh(&w->owners, w->seg->board);
+    p->remote = !worker_serves_all(w) &&
+                !shm_owner_here(&w->owners, p->channel, WORKER_PRES_PART);
+    if (p->remote)
+        rc = remote_join(w, req, p, d != NULL ? &data : NULL);
+    else
+        rc = shm_presence_attach(w->seg, p->channel, p->member,
+                                 d != NULL ? &data : NULL, conn_key(w, key),
+                                 shm_now_ms(), worker_presence_event, w);
     if (rc < 0) {
         free(p);
         worker_presence_refused(w, req, rc, dl);
@@ -276,6 +454,12 @@ worker_presence_stream_end(struct stream *s)
         return;
     char key[SHM_PRES_NODE_ID];
 
+    if (p->remote) {
+        remote_leave(s->w, p);
+        free(p);
+        s->pres = NULL;
+        return;
+    }
     shm_presence_detach(s->w->seg, p->channel, p->member, conn_key(s->w, key),
                         s->w->set.presence_grace_ms, shm_now_ms());
     free(p);

@@ -19,6 +19,7 @@
 #define MAYFLY_WORKER_PRESENCE_STREAM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "shm/broker.h"
 
@@ -75,6 +76,11 @@ void worker_presence_stream_sync(struct stream *s);
 /* worker_presence_stream_event - a presence sub's message as its event. */
 void worker_presence_stream_event(struct http_buf *out, const char *id,
                                   const char *payload, size_t len);
+
+/* worker_presence_stream_tick - the worker's loop, each round: every
+ * ANNOUNCE_MS, the members of this worker's streams whose channels other
+ * nodes own are announced to their owners again. */
+void worker_presence_stream_tick(struct worker *w, uint64_t now);
 
 /* worker_presence_stream_end - s ends: its member detached. */
 void worker_presence_stream_end(struct stream *s);

@@ -53,6 +53,7 @@
 #include "worker/parked.h"
 #include "worker/pop.h"
 #include "worker/presence.h"
+#include "worker/presence_stream.h"
 #include "worker/push.h"
 #include "worker/rpc.h"
 #include "worker/status_page.h"
@@ -464,6 +465,7 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
         now = shm_now_ms();
         shm_slot_heartbeat(seg, s->slot, now);
         shm_arena_flush(seg, s->slot);
+        worker_presence_stream_tick(&w, now);
         for (int i = 0; i < n; i++) {
             uint64_t tag = evs[i].data.u64;
             if (tag == TAG_HTTP)

@@ -163,3 +163,59 @@ Test(cluster_presence, events_reach_streams_on_every_node)
         sse_close(w[i]);
     }
 }
+
+/* conns_of - member's connections in the channel's listing through node
+ * i; -1 when it is not listed. */
+static int64_t
+conns_of(int i, const char *member)
+{
+    struct itest_resp r = {0};
+    int64_t n = -1;
+
+    cr_assert_eq(itest_get(&c.node[i], &r, PRES "/room"), 200);
+    for (int k = 0; k < itest_jlen(r.json, "members"); k++) {
+        char p[64];
+        snprintf(p, sizeof(p), "members.%d.member", k);
+        if (strcmp(itest_jstr(r.json, p), member) == 0) {
+            snprintf(p, sizeof(p), "members.%d.connections", k);
+            n = itest_jint(r.json, p);
+        }
+    }
+    itest_resp_free(&r);
+    return n;
+}
+
+/* wait_conns - until member has want connections through node i. */
+static void
+wait_conns(int i, const char *member, int64_t want, int timeout_ms)
+{
+    int64_t end = itest_now_ms() + timeout_ms;
+
+    while (conns_of(i, member) != want && itest_now_ms() < end)
+        itest_sleep_ms(20);
+    cr_assert_eq(conns_of(i, member), want, "%s through node %d", member, i);
+}
+
+Test(cluster_presence, two_streams_through_two_nodes_are_one_member)
+{
+    int owner = cl_owner("\x1eroom", "Default", CL_ALL);
+    int a = (owner + 1) % CL_NODES, b = (owner + 2) % CL_NODES;
+    struct sse_client *s1 = calloc(1, sizeof(*s1)),
+                      *s2 = calloc(1, sizeof(*s2));
+    const char *path = "/api/v1/ephemeral/subscribe?presence=room&member=ada";
+
+    sse_open(s1, &c.node[a], path, NULL);
+    sse_open(s2, &c.node[b], path, NULL);
+    cr_assert_geq(sse_wait_events(s1, 1, 10000), 1);
+    cr_assert_geq(sse_wait_events(s2, 1, 10000), 1);
+    for (int i = 0; i < CL_NODES; i++)
+        wait_conns(i, "ada", 2, 10000);
+    struct itest_resp r = {0};
+    cr_assert_eq(itest_get(&c.node[owner], &r, PRES "/room?count=true"), 200);
+    cr_assert_eq(itest_jint(r.json, "count"), 1, "one member");
+    itest_resp_free(&r);
+    sse_close(s1);
+    wait_conns(owner, "ada", 1, 10000);
+    sse_close(s2);
+    wait_conns(owner, "ada", 0, 10000);
+}
