@@ -13,8 +13,10 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "master/master.h"
+#include "shm/board.h"
 #include "shm/log.h"
 #include "shm/presence.h"
 #include "shm/stats.h"
@@ -82,6 +84,43 @@ master_presence_worker_gone(struct master *m, int slot)
     drop_gone(m, shm_now_ms());
 }
 
+/* The members' states at the last tick, by id: a member that turns dead
+ * or leaving has its streams' connections dropped (their graces start;
+ * clients that reconnect elsewhere within it are no event). */
+static struct {
+    char id[SHM_BOARD_ID_MAX];
+    uint8_t state;
+    uint8_t dropped;
+} seen[SHM_BOARD_MEMBERS];
+
+/* drop_gone_nodes - the connections of members that are no longer live. */
+static void
+drop_gone_nodes(struct master *m, uint64_t now)
+{
+    struct shm_board_view v;
+    char key[SHM_BOARD_ID_MAX + 2];
+
+    shm_board_read(m->seg.board, &v);
+    for (uint32_t i = 0; i < v.nmembers && i < SHM_BOARD_MEMBERS; i++) {
+        const struct shm_member *x = &v.members[i];
+        int out = !x->self && (x->state == SHM_MEMBER_DEAD ||
+                               x->state == SHM_MEMBER_LEAVING);
+        if (strcmp(seen[i].id, x->id) != 0) {
+            snprintf(seen[i].id, sizeof(seen[i].id), "%s", x->id);
+            seen[i].dropped = 0;
+        }
+        if (!out)
+            seen[i].dropped = 0;
+        else if (!seen[i].dropped) {
+            snprintf(key, sizeof(key), "%s/", x->id);
+            seen[i].dropped =
+                shm_presence_drop_node(&m->seg, key, m->cfg.presence_grace_ms,
+                                       now) >= 0;
+        }
+        seen[i].state = x->state;
+    }
+}
+
 /* master_presence_tick - see presence.h. */
 void
 master_presence_tick(struct master *m, uint64_t now)
@@ -89,6 +128,7 @@ master_presence_tick(struct master *m, uint64_t now)
     int rc;
 
     drop_gone(m, now);
+    drop_gone_nodes(m, now);
     rc = shm_presence_expire(&m->seg, now, EXPIRE_MAX, publish, m);
 
     if (rc < 0 && rc != -ETIMEDOUT)

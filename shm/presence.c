@@ -872,18 +872,25 @@ shm_presence_drop_node(struct shm_seg *seg, const char *node, uint64_t grace_ms,
     uint32_t ni = 0;
     int rc, n = 0;
 
+    size_t len = strlen(node);
+    int prefix = len > 0 && node[len - 1] == '/';
+
     if ((rc = lock(seg, p)) != 0)
         return rc;
     for (uint32_t k = 0; k < p->nnodes; k++)
-        if (strcmp(p->nodes[k], node) == 0)
-            ni = k + 1;
+        if (prefix ? strncmp(p->nodes[k], node, len) == 0
+                   : strcmp(p->nodes[k], node) == 0)
+            ni = 1; /* one at least */
     for (uint32_t i = 1; ni != 0 && i <= p->rec_hi; i++) {
         struct pres_member *r = rec_at(p, i);
         int had = 0;
         if (atomic_load_explicit(&r->state, RELAXED) != LIVE)
             continue;
         for (int k = 0; k < SHM_PRES_NODES; k++)
-            if (r->conns[k].node == ni && r->conns[k].n > 0) {
+            if (r->conns[k].node != 0 && r->conns[k].n > 0 &&
+                (prefix
+                     ? strncmp(p->nodes[r->conns[k].node - 1], node, len) == 0
+                     : strcmp(p->nodes[r->conns[k].node - 1], node) == 0)) {
                 r->conns[k].n = 0;
                 had = 1;
             }

@@ -174,7 +174,8 @@ int shm_presence_leave(struct shm_seg *seg, struct shm_name channel,
 
 /*
  * shm_presence_drop_node - node died (or its announcements stopped): its
- * connections are gone from every member; a member left with none starts
+ * connections (a key, or with a trailing '/' every key it starts) are
+ * gone from every member; a member left with none starts
  * its grace now.  Returns the members that had connections there, or
  * -ETIMEDOUT.
  */
