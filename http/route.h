@@ -30,6 +30,9 @@ enum http_route {
     HTTP_ROUTE_SUBSCRIBE,    /* GET    /api/v1/ephemeral/subscribe */
     HTTP_ROUTE_OPENAPI,      /* GET    /api/v1/openapi.json */
     HTTP_ROUTE_REDRIVE,      /* POST   /api/v1/ephemeral/redrive */
+    HTTP_ROUTE_PRES_ENTER,   /* POST   /api/v1/presence/enter */
+    HTTP_ROUTE_PRES_LEAVE,   /* POST   /api/v1/presence/leave */
+    HTTP_ROUTE_PRES_LIST,    /* GET    /api/v1/presence/{channel} */
     /* the cluster port (masters only) */
     HTTP_ROUTE_CLUSTER_RAFT,      /* POST /cluster/v1/raft */
     HTTP_ROUTE_CLUSTER_CONFIGURE, /* POST /cluster/v1/configure */

@@ -89,6 +89,10 @@ static const struct config_key config_keys[] = {
     CONFIG_KEY(stream_max_subs, CONFIG_U32, 1, 256, 0),
     CONFIG_KEY(stream_buffer_bytes, CONFIG_SIZE, 4 * CONFIG_KIB, CONFIG_GIB, 0),
     CONFIG_KEY(stream_keepalive_s, CONFIG_U32, 1, 3600, 0),
+    /* presence (SPEC §12): the table is sized at start */
+    CONFIG_KEY(presence_grace_ms, CONFIG_U32, 0, 3600000, 0),
+    CONFIG_KEY(presence_max_members, CONFIG_U32, 1, 1000000, 0),
+    CONFIG_KEY(presence_max_data, CONFIG_SIZE, 0, 64 * CONFIG_KIB, 0),
     CONFIG_KEY(log_level, CONFIG_LEVEL, 0, 0, 1),
     CONFIG_KEY(log, CONFIG_LOG, 0, 0, 0),
     CONFIG_KEY(pidfile, CONFIG_PATH, 0, 0, 0),
@@ -155,6 +159,9 @@ config_defaults(struct config *c)
     c->stream_max_subs = 256;
     c->stream_buffer_bytes = CONFIG_MIB;
     c->stream_keepalive_s = 15;
+    c->presence_grace_ms = 15000;
+    c->presence_max_members = 10000;
+    c->presence_max_data = CONFIG_KIB;
     snprintf(c->log_level, sizeof(c->log_level), "info");
     snprintf(c->metrics_auth, sizeof(c->metrics_auth), "off");
 }

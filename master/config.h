@@ -49,6 +49,9 @@ struct config {
     uint32_t stream_max_subs;       /* 256 subscriptions a stream */
     uint64_t stream_buffer_bytes;   /* 1M: a stream's unsent events */
     uint32_t stream_keepalive_s;    /* 15: a comment on an idle stream */
+    uint32_t presence_grace_ms;     /* 15000: a member's grace (SPEC §12) */
+    uint32_t presence_max_members;  /* 10000 a channel */
+    uint64_t presence_max_data;     /* 1K: a member's data */
     char log_level[16];             /* "info" */
     char log[CONFIG_PATH_MAX];      /* "" (or "stderr"), "syslog", a path */
     char pidfile[CONFIG_PATH_MAX];  /* "" = none (-d defaults one) */

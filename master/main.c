@@ -53,6 +53,7 @@
 #include "master/master.h"
 #include "master/membership.h"
 #include "master/notify.h"
+#include "master/presence.h"
 #include "master/queue_sync.h"
 #include "master/tls.h"
 #include "master/view.h"
@@ -352,6 +353,7 @@ start_node(struct master *m, int ep)
             log_fatal(errno, "cannot map the tenants' counters");
         publish_tenants(m);
     }
+    master_presence_start(m);
     /* The members before the workers start: a worker of a node with peers
      * serves nothing until it sees one live (worker_view_blind). */
     if (master_membership_start(m) != 0)
@@ -367,6 +369,7 @@ start_node(struct master *m, int ep)
     m->ws.stream_max_subs = m->cfg.stream_max_subs;
     m->ws.stream_buffer_bytes = m->cfg.stream_buffer_bytes;
     m->ws.stream_keepalive_s = m->cfg.stream_keepalive_s;
+    m->ws.presence_grace_ms = m->cfg.presence_grace_ms;
     snprintf(m->ws.auth_file, sizeof(m->ws.auth_file), "%s", m->cfg.auth_file);
     m->ws.metrics_auth = strcmp(m->cfg.metrics_auth, "on") == 0;
     m->ws.auth = &m->auth;
@@ -543,6 +546,7 @@ on_tick(struct master *m, uint64_t now)
         if (rc != 0)
             log_error(-rc, "maintenance failed");
         shm_arena_flush(&m->seg, SHM_STATS_MASTER);
+        master_presence_tick(m, now);
         master_respawn_due(m, now);
         master_queue_sync_tick(m);
         master_configure_tick(m, now);

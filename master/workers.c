@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "master/master.h"
+#include "master/presence.h"
 #include "shm/lock.h"
 #include "shm/log.h"
 #include "shm/maintain.h"
@@ -186,6 +187,7 @@ master_reap(struct master *m, uint64_t now)
         describe(status, why, sizeof(why));
         /* Repair before anyone can take the slot again. */
         c->unreaped = shm_worker_reap(&m->seg, slot) != 0;
+        master_presence_worker_gone(m, slot); /* its streams' members */
         if (m->state != MASTER_RUNNING) {
             log_info(0, "worker %d (pid %d) stopped: %s", slot, (int)pid, why);
             continue;

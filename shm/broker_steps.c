@@ -18,6 +18,7 @@
 #include "shm/broker_int.h"
 #include "shm/dir.h"
 #include "shm/due.h"
+#include "shm/presence.h"
 #include "shm/region.h"
 #include "shm/ring.h"
 #include "shm/wake.h"
@@ -217,7 +218,9 @@ shm_cap_room(struct shm_seg *seg, uint64_t cost)
 {
     uint64_t cap = shm_params_of(seg)->max_bytes;
 
-    return shm_arena_used_bytes(seg) + cost + cap / 32 <= cap;
+    return shm_arena_used_bytes(seg) + shm_presence_bytes(seg->presence) +
+               cost + cap / 32 <=
+           cap;
 }
 
 /* shm_chains_free - see broker_int.h. */

@@ -17,6 +17,7 @@
 #include "shm/arena.h"
 #include "shm/due.h"
 #include "shm/lock.h"
+#include "shm/presence.h"
 #include "shm/region.h"
 #include "shm/tenants.h"
 
@@ -393,14 +394,14 @@ dir_take(struct shm_dir *d, uint32_t kind, uint32_t *idx)
  * held). */
 static void
 dir_init_queue(struct shm_seg *seg, uint32_t idx, uint64_t h, uint32_t nref,
-               uint32_t len, uint32_t tenant, uint64_t now)
+               struct shm_name name, uint32_t tenant, uint64_t now)
 {
     struct shm_queue *q = shm_dir_queue(seg, idx);
 
     q->gen++;
     q->name_hash = h;
     q->name_ref = nref;
-    q->name_len = len;
+    q->name_len = (uint32_t)name.len;
     q->parts = 0;
     q->nparts = 0;
     q->groups = 0;
@@ -414,6 +415,7 @@ dir_init_queue(struct shm_seg *seg, uint32_t idx, uint64_t h, uint32_t nref,
     for (int i = 0; i < 3; i++)
         atomic_store(&q->drops[i], 0);
     q->opts = shm_params_of(seg)->defaults;
+    shm_presence_events_opts(name, &q->opts); /* a channel's events */
     q->intent = 0;
     parked_zero(seg, 0, idx);
     atomic_store_explicit(&q->alive, 1, memory_order_release);
@@ -508,7 +510,7 @@ dir_find(struct shm_seg *seg, int w, uint32_t kind, struct shm_ref q,
                 dir_init_part(seg, idx, q, h, nref, (uint32_t)name.len, now);
             else
                 dir_init_queue(
-                    seg, idx, h, nref, (uint32_t)name.len,
+                    seg, idx, h, nref, name,
                     shm_tenants_of_queue(seg->tenants, name.ptr, name.len),
                     now);
             dir_index_insert(d, idx | kind, h);

@@ -22,6 +22,7 @@
 #include "shm/dir.h"
 #include "shm/due.h"
 #include "shm/lock.h"
+#include "shm/presence.h"
 #include "shm/region.h"
 #include "shm/ring.h"
 #include "shm/stats.h"
@@ -470,7 +471,8 @@ shm_gauges_read(struct shm_seg *seg, uint64_t now, struct shm_gauges *g)
     uint32_t qb = atomic_load(&d->q_bump), pb = atomic_load(&d->p_bump);
 
     memset(g, 0, sizeof(*g));
-    g->memory_used = shm_arena_used_bytes(seg);
+    g->memory_used =
+        shm_arena_used_bytes(seg) + shm_presence_bytes(seg->presence);
     g->memory_limit = shm_params_of(seg)->max_bytes;
     for (uint32_t i = 0; i < qb; i++) {
         struct shm_queue *q = shm_dir_queue(seg, i);

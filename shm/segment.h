@@ -27,6 +27,7 @@
 struct shm_board;
 struct shm_catalog;
 struct shm_tenants;
+struct shm_presence;
 
 #define SHM_MAX_WORKERS 64
 #define SHM_MAGIC       0x4d41594655594d31ULL /* "MAYFLYM1" */
@@ -83,9 +84,10 @@ struct shm_seg {
      * tenants' counters, the nonces of the signed calls taken. */
     struct shm_board *board;
     struct shm_catalog *catalog;
-    struct shm_tenants *tenants; /* per-tenant counters (tenants.h); NULL:
+    struct shm_tenants *tenants;   /* per-tenant counters (tenants.h); NULL:
                                     no auth_file, nothing counted */
-    struct shm_nonces *nonces;   /* signed calls taken (nonce.h) */
+    struct shm_nonces *nonces;     /* signed calls taken (nonce.h) */
+    struct shm_presence *presence; /* presence channels (presence.h) */
 };
 
 /*

@@ -29,6 +29,7 @@
 #include "http/request.h"
 #include "shm/arena.h"
 #include "shm/catalog.h"
+#include "shm/presence.h"
 #include "shm/queue_admin.h"
 #include "worker/authz.h"
 #include "worker/declare.h"
@@ -218,7 +219,9 @@ list_one(void *arg, const struct shm_queue_info *q)
     struct http_buf *b = l->b;
     struct shm_name name = {q->name, q->name_len}, shown;
 
-    if (l->truncated || !worker_in_tenant(l->w, name))
+    /* a channel's events queue (shm/presence.h) is no client's queue */
+    if (l->truncated || !worker_in_tenant(l->w, name) ||
+        shm_presence_named(name))
         return;
     if (l->n == l->limit) {
         l->truncated = 1;

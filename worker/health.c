@@ -15,6 +15,7 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/board.h"
+#include "shm/presence.h"
 #include "shm/queue_admin.h"
 #include "shm/stats.h"
 #include "worker/worker_int.h"
@@ -259,6 +260,30 @@ cluster(struct http_buf *b, const struct shm_board_view *v)
     series(b, "mayfly_members", "state=\"starting\"", n[SHM_MEMBER_STARTING]);
 }
 
+/* presence - SPEC §12's metrics: the table's members and channels on
+ * this node (the channels it owns), and its events by action. */
+static void
+presence(struct http_buf *b, struct shm_seg *seg)
+{
+    struct shm_pres_totals t;
+
+    shm_presence_totals(seg, &t);
+    metric(b, "mayfly_presence_members", "gauge",
+           "Presence members of the channels this node owns.");
+    series(b, "mayfly_presence_members", NULL, t.members);
+    metric(b, "mayfly_presence_channels", "gauge",
+           "Presence channels with members on this node.");
+    series(b, "mayfly_presence_channels", NULL, t.channels);
+    metric(b, "mayfly_presence_events_total", "counter",
+           "Presence events, by action.");
+    series(b, "mayfly_presence_events_total", "action=\"enter\"",
+           t.events[SHM_PRES_ENTER]);
+    series(b, "mayfly_presence_events_total", "action=\"leave\"",
+           t.events[SHM_PRES_LEAVE]);
+    series(b, "mayfly_presence_events_total", "action=\"update\"",
+           t.events[SHM_PRES_UPDATE]);
+}
+
 /* worker_metrics - see health.h. */
 void
 worker_metrics(struct worker *w, struct http_request *req)
@@ -276,5 +301,6 @@ worker_metrics(struct worker *w, struct http_request *req)
     request_hist(&b, w->seg);
     gauges(&b, &g, shm_streams_sum(w->seg));
     cluster(&b, &v);
+    presence(&b, w->seg);
     http_reply_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
 }

@@ -27,6 +27,7 @@
 #include "shm/stats.h"
 #include "worker/authz.h"
 #include "worker/forward.h"
+#include "worker/presence_stream.h"
 #include "worker/stream_int.h"
 #include "worker/worker_int.h"
 
@@ -57,15 +58,23 @@ take_names(struct worker *w, struct http_request *req,
         return -ENOMEM;
     for (size_t i = 0; i < a->nsubs; i++) {
         const struct stream_sub *c = &a->subs[i];
-        if (!worker_authz(w, req, AUTH_SUBSCRIBE, "queue", c->queue, &qn) ||
-            (a->grouped &&
-             !worker_authz(w, req, AUTH_POP, "queue", c->queue, &qn))) {
+        if (c->presence) {
+            if (!worker_presence_stream_name(w, req, c->queue, &qn)) {
+                free(off);
+                http_buf_free(&b);
+                return -EACCES;
+            }
+        } else if (!worker_authz(w, req, AUTH_SUBSCRIBE, "queue", c->queue,
+                                 &qn) ||
+                   (a->grouped &&
+                    !worker_authz(w, req, AUTH_POP, "queue", c->queue, &qn))) {
             free(off);
             http_buf_free(&b);
             return -EACCES;
         }
         off[i] = b.len;
         s->subs[i].queue.len = qn.name.len;
+        s->subs[i].presence = c->presence;
         s->subs[i].part.len = c->part.len;
         http_buf_append(&b, qn.name.ptr, qn.name.len);
         http_buf_append(&b, c->part.ptr, c->part.len);
@@ -236,6 +245,7 @@ stream_open(struct stream *s, const struct stream_args *a)
         list = resume_from(s, &a->cursor, h);
     else
         start_from(s, h);
+    worker_presence_stream_start(s, h);
     if (stream_watch_prepare(s, list ? &a->cursor : NULL) != 0)
         return -ENOMEM;
     if (s->nwatches > 0 && (s->authz = credentials(s->req)) == NULL &&
@@ -248,6 +258,7 @@ stream_open(struct stream *s, const struct stream_args *a)
         return rc;
     if (!s->starting) {
         stream_open_event(s);
+        worker_presence_stream_sync(s);
         if ((rc = stream_first_round(s, h, resume)) != 0)
             return rc;
     }
@@ -311,6 +322,10 @@ worker_subscribe(struct worker *w, struct http_request *req)
     if (s != NULL && stream_set_of(w) == NULL) {
         http_reply_errno(req, -ENOMEM, "subscribe");
         stream_release(s);
+        s = NULL;
+    }
+    if (s != NULL && !worker_presence_stream_join(s)) {
+        stream_release(s); /* answered: 400, 403, 413, 429 */
         s = NULL;
     }
     if (s != NULL && (rc = stream_open(s, &a)) != 0) {

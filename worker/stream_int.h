@@ -55,6 +55,7 @@ struct stream_sub {
     int16_t watch;           /* a partition read by watches[watch]; -1:
                                 here (a whole queue: here and by every
                                 watch) */
+    uint8_t presence;        /* a channel's events (presence_stream.h) */
 };
 
 /* A watch (stream_watch.c): the subscriptions one other node owns, read
@@ -111,6 +112,8 @@ struct stream {
     size_t resumed;          /* the recovered event's partitions, */
     struct http_buf missed;  /* and its missed entries, gathered */
     char *authz;             /* the caller's credentials, for watches */
+    /* its presence member (presence_stream.c), or NULL */
+    struct stream_pres *pres;
 };
 
 /* The worker's streams (w->streams): the due list, and the scratch a

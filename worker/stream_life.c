@@ -29,6 +29,7 @@
 #include "shm/log.h"
 #include "shm/stats.h"
 #include "worker/parked.h"
+#include "worker/presence_stream.h"
 #include "worker/stream.h"
 #include "worker/stream_int.h"
 #include "worker/worker_int.h"
@@ -290,6 +291,7 @@ stream_body_read(void *arg, char *buf, size_t max)
 void
 stream_release(struct stream *s)
 {
+    worker_presence_stream_end(s); /* its member's grace starts */
     stream_watch_stop(s);
     for (size_t k = 0; k < s->nwatches; k++) {
         http_sse_parse_free(&s->watches[k].parser);

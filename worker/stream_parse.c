@@ -13,8 +13,10 @@
 #include "http/errors.h"
 #include "http/json_scan.h"
 #include "http/names.h"
+#include "http/node_call.h"
 #include "http/query.h"
 #include "http/request.h"
+#include "worker/presence_stream.h"
 #include "worker/stream_int.h"
 
 #define BAD "ephemeral_bad_request"
@@ -122,7 +124,7 @@ sub_entry(struct http_json *j, char **mem, struct stream_sub *s)
  * each a valid name or two.  The unescaped names go into mem (n bytes).
  */
 static int
-parse_subs(const char *v, size_t n, uint32_t max, char *mem,
+parse_subs(const char *v, size_t n, uint32_t max, char *mem, int node,
            struct stream_args *a, struct http_error *err)
 {
     struct http_json j;
@@ -143,6 +145,8 @@ parse_subs(const char *v, size_t n, uint32_t max, char *mem,
         struct stream_sub *s = &a->subs[a->nsubs];
         if (sub_entry(&j, &mem, s) != 0)
             goto bad;
+        if (node) /* a watch's presence subscription (presence_stream.h) */
+            worker_presence_stream_unmark(s);
         if (!name_ok("each queue of 'subs'", s->queue.ptr, s->queue.len, err) ||
             (s->part.ptr != NULL && !name_ok("each partition of 'subs'",
                                              s->part.ptr, s->part.len, err)))
@@ -169,6 +173,8 @@ parse_one(const struct http_query *q, struct stream_args *a,
     const char *qn = http_query_get(q, "queue", &ql);
     const char *pn = http_query_get(q, "partition", &pl);
 
+    if (qn == NULL && worker_presence_stream_wanted(q))
+        return 0; /* presence alone (presence_stream.h) */
     if (qn == NULL) {
         http_error_set(err, 400, BAD,
                        "query parameter 'queue' (or 'subs') is required");
@@ -235,10 +241,15 @@ stream_parse(struct http_request *req, uint32_t max_subs, struct stream_args *a,
         http_error_set(err, 500, "internal", "out of memory");
         return -ENOMEM;
     }
-    rc = subs != NULL ? parse_subs(subs, sl, max_subs, mem, a, err)
-                      : parse_one(q, a, err);
+    rc = subs != NULL
+             ? parse_subs(subs, sl, max_subs, mem,
+                          http_request_header(req, HTTP_NODE_FORWARDED) != NULL,
+                          a, err)
+             : parse_one(q, a, err);
     if (rc == 0)
         rc = check_overlaps(a, err);
+    if (rc == 0)
+        rc = worker_presence_stream_subs(q, a, max_subs, err);
     if (rc == 0 && gn != NULL && !name_ok("group", gn, gl, err))
         rc = -EINVAL;
     if (rc == 0)

@@ -27,6 +27,7 @@
 #include "shm/queue_admin.h"
 #include "shm/stats.h"
 #include "worker/authz.h"
+#include "worker/presence_stream.h"
 #include "worker/stream_int.h"
 #include "worker/worker_int.h"
 
@@ -292,6 +293,11 @@ emit(struct stream *s, const struct shm_popped *m, uint32_t sub, const char *id)
     const char *part = (const char *)(m + 1), *data = part + m->part_len;
     struct shm_name q = worker_client_name(s->subs[sub].queue), to = {0};
 
+    if (s->subs[sub].presence) { /* a channel's event (presence_stream.h) */
+        worker_presence_stream_event(&s->out, id, data + m->reply_len,
+                                     m->len - m->reply_len);
+        return;
+    }
     if (m->reply_len > 0)
         to = worker_client_name((struct shm_name){data, m->reply_len});
     struct http_sse_msg e = {

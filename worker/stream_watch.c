@@ -32,6 +32,7 @@
 #include "shm/stats.h"
 #include "worker/authz.h"
 #include "worker/forward.h"
+#include "worker/presence_stream.h"
 #include "worker/stream_int.h"
 #include "worker/worker_int.h"
 
@@ -212,7 +213,9 @@ target(struct stream *s, size_t k, const struct http_cursor *c)
             continue;
         struct shm_name q = worker_client_name(u->queue);
         a.subs[a.nsubs].queue = q;
-        a.subs[a.nsubs++].part = u->part;
+        a.subs[a.nsubs].part = u->part;
+        /* a presence sub goes marked; its hash is its channel's */
+        worker_presence_stream_watched(&a.subs[a.nsubs++], u);
         http_buf_append_str(&j, j.len > 1 ? ",[" : "[");
         http_buf_append_json_str(&j, q.ptr, q.len);
         if (u->part.len > 0) {
@@ -318,6 +321,7 @@ start_now(struct stream *s)
         h = set->horizon;
     set->horizon = h;
     stream_open_event(s);
+    worker_presence_stream_sync(s);
     if ((rc = stream_first_round(s, h, s->resume)) != 0) {
         log_error(-rc, "a stream's first read failed; the stream ends");
         stream_finish(s, STREAM_END_RETRY);
@@ -338,10 +342,12 @@ reported(struct stream_watch *x)
         start_now(s);
 }
 
-/* relay - a message of watch x, with this stream's cursor: to the client,
- * or kept while the first round waits. */
+/* relay - a message (or presence event) of watch x, with this stream's
+ * cursor: to the client, or kept while the first round waits.  A
+ * presence sync has no id, and goes without one. */
 static void
-relay(struct stream_watch *x, const struct http_sse_parsed *ev)
+relay(struct stream_watch *x, const struct http_sse_parsed *ev,
+      const char *type)
 {
     struct stream *s = x->s;
     char id[HTTP_CURSOR_MAX + 1];
@@ -349,7 +355,7 @@ relay(struct stream_watch *x, const struct http_sse_parsed *ev)
 
     watch_of_cursor(x, ev);
     stream_cursor(s, s->wmark, id);
-    http_sse_event(b, id, "message", ev->data, ev->data_len);
+    http_sse_event(b, ev->id_len ? id : NULL, type, ev->data, ev->data_len);
     shm_count(s->w->seg, s->w->set.slot, SHM_C_STREAM_EVENTS, 1);
     if (s->starting && s->pending.len > s->w->set.stream_buffer_bytes)
         stream_overflow(s);
@@ -371,7 +377,9 @@ on_event(void *arg, const struct http_sse_parsed *ev)
     struct stream *s = x->s;
 
     if (is(ev, "message"))
-        relay(x, ev);
+        relay(x, ev, "message");
+    else if (is(ev, "presence"))
+        relay(x, ev, "presence");
     else if (is(ev, "open")) {
         watch_of_cursor(x, ev);
         x->wopen = x->wmark;

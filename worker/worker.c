@@ -54,6 +54,8 @@
 #include "worker/parked.h"
 #include "worker/pop.h"
 #include "worker/pop_post.h"
+#include "worker/presence.h"
+#include "worker/presence_stream.h"
 #include "worker/push.h"
 #include "worker/redrive.h"
 #include "worker/rpc.h"
@@ -200,6 +202,15 @@ serve(struct worker *w, struct http_request *req, enum http_route r)
         break;
     case HTTP_ROUTE_REDRIVE:
         worker_redrive(w, req);
+        break;
+    case HTTP_ROUTE_PRES_ENTER:
+        worker_presence_enter(w, req);
+        break;
+    case HTTP_ROUTE_PRES_LEAVE:
+        worker_presence_leave(w, req);
+        break;
+    case HTTP_ROUTE_PRES_LIST:
+        worker_presence_list(w, req);
         break;
     default:
         break; /* http/ answers 404/405 itself */
@@ -520,6 +531,7 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
         now = shm_now_ms();
         shm_slot_heartbeat(seg, s->slot, now);
         shm_arena_flush(seg, s->slot);
+        worker_presence_stream_tick(&w, now);
         for (int i = 0; i < n; i++) {
             uint64_t tag = evs[i].data.u64;
             if (tag == TAG_HTTP)

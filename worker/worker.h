@@ -42,6 +42,8 @@ struct worker_settings {
     uint32_t stream_max_subs;     /* subscriptions a stream */
     uint64_t stream_buffer_bytes; /* a stream's unsent events, at most */
     uint32_t stream_keepalive_s;  /* a comment after this long idle */
+    uint32_t presence_grace_ms;   /* a member leaves this long after its
+                                     last stream closed (SPEC §12) */
     char node_id[65];
     char cluster_addr[256]; /* this node's master, for configure/delete */
     char auth_file[1024];   /* "": no client authentication (SPEC §10) */

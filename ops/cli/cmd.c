@@ -61,6 +61,11 @@ static const struct {
     {"health", "", "the node's health (exit 1 while it is not ready)"},
     {"members", "", "the cluster's members and their states"},
     {"top", "", "live view of queues and members (q quits)"},
+    {"presence",
+     "CHANNEL [--count | --watch]\n"
+     "    Lists the channel's members; --count the occupancy alone; --watch\n"
+     "    prints its events as they come (the whole set first, as a sync).",
+     "who is in a presence channel"},
 };
 
 #define CLI_NSUB (sizeof(cli_subcommands) / sizeof(cli_subcommands[0]))

@@ -15,6 +15,7 @@
 #include "ops/cli/admin.h"
 #include "ops/cli/args.h"
 #include "ops/cli/cmd.h"
+#include "ops/cli/presence.h"
 #include "ops/cli/recv.h"
 #include "ops/cli/send.h"
 #include "ops/cli/show.h"
@@ -25,13 +26,14 @@ static const struct {
     const char *name;
     int (*run)(int argc, char **argv, struct cli_globals *g);
 } cli_commands[] = {
-    {"push", cli_push},       {"pop", cli_pop},
-    {"sub", cli_sub},         {"request", cli_request},
-    {"ack", cli_ack},         {"configure", cli_configure},
-    {"delete", cli_delete},   {"reset", cli_reset},
-    {"redrive", cli_redrive}, {"queues", cli_queues},
-    {"depth", cli_depth},     {"health", cli_health},
-    {"members", cli_members}, {"top", cli_top},
+    {"push", cli_push},         {"pop", cli_pop},
+    {"sub", cli_sub},           {"request", cli_request},
+    {"ack", cli_ack},           {"configure", cli_configure},
+    {"delete", cli_delete},     {"reset", cli_reset},
+    {"redrive", cli_redrive},   {"queues", cli_queues},
+    {"depth", cli_depth},       {"health", cli_health},
+    {"members", cli_members},   {"top", cli_top},
+    {"presence", cli_presence},
 };
 
 int

@@ -45,20 +45,22 @@ struct cli_stream {
 static char *
 cli_stream_path(const struct cli_stream_args *a)
 {
-    const char *key[4] = {a->subs ? "subs" : "queue", "partition", "group",
-                          "from"};
-    const char *val[4] = {a->subs ? a->subs : a->queue, a->partition, a->group,
-                          a->from};
+    const char *key[5] = {a->subs ? "subs" : "queue", "partition", "group",
+                          "from", "presence_events"};
+    const char *val[5] = {a->subs ? a->subs : a->queue, a->partition, a->group,
+                          a->from, a->presence_events};
     char *path = cli_cmd_path("/api/v1/ephemeral/subscribe");
+    int first = 1;
 
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         char *e, *longer;
 
         if (val[i] == NULL)
             continue;
         e = cli_escape(val[i]);
-        longer = cli_cmd_path("%s%c%s=%s", path, i == 0 ? '?' : '&', key[i],
+        longer = cli_cmd_path("%s%c%s=%s", path, first ? '?' : '&', key[i],
                               e ? e : "");
+        first = 0;
         free(e);
         free(path);
         path = longer;
@@ -96,6 +98,9 @@ cli_stream_event(void *arg, const char *event, const char *data, size_t len)
             s->rc = 0;
             return 1;
         }
+    } else if (strcmp(event, "presence") == 0) {
+        printf("%s\n", data); /* presence --watch: the event as it came */
+        fflush(stdout);
     } else if (strcmp(event, "recovered") == 0) {
         fprintf(stderr, "mayfly: recovered %s\n", data);
     } else if (strcmp(event, "overflow") == 0) {

@@ -15,7 +15,8 @@ struct cli_stream_args {
     const char *subs;  /* or a JSON array of [queue] / [queue, partition] */
     const char *group; /* a group stream; NULL: a tail */
     const char *from;  /* new, last or all; NULL: the node's default */
-    long count;        /* stop after this many messages; 0: never */
+    const char *presence_events; /* a channel's events (SPEC §12) */
+    long count;                  /* stop after this many messages; 0: never */
 };
 
 /*

@@ -142,7 +142,7 @@ Test(cli, help_lists_every_command_and_usage_errors_exit_2)
     static const char *const cmds[] = {
         "push",      "pop",     "sub",   "request", "ack",
         "configure", "delete",  "reset", "queues",  "depth",
-        "health",    "members", "top",   "redrive"};
+        "health",    "members", "top",   "redrive", "presence"};
 
     cr_assert_eq(cl_sh("$M --help"), 0);
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
@@ -747,6 +747,31 @@ Test(cli, depth_shows_partitions_and_an_unknown_queue_is_refused)
     itest_resp_free(&r);
 }
 
+Test(cli, presence_lists_counts_and_watches_a_channel)
+{
+    cl_start();
+    cr_assert_eq(cl_sh("curl -s -X POST $MAYFLY_URL/api/v1/presence/enter -d "
+                       "'{\"channel\":\"room\",\"member\":\"ada\","
+                       "\"data\":{\"x\":1},\"ttlSeconds\":60}' >/dev/null"),
+                 0, "%s", cl_err);
+    cr_assert_eq(cl_sh("$M presence room"), 0, "%s", cl_err);
+    cr_assert(strstr(cl_out, "channel room: 1 members") != NULL, "%s", cl_out);
+    cr_assert(strstr(cl_out, "\nada ") != NULL, "%s", cl_out);
+    cr_assert_eq(cl_sh("$M presence room --count"), 0, "%s", cl_err);
+    cr_assert_str_eq(cl_out, "1\n");
+    cr_assert_eq(cl_sh("$M --json presence room"), 0, "%s", cl_err);
+    cr_assert(strstr(cl_out, "\"member\":\"ada\"") != NULL, "%s", cl_out);
+    /* --watch: the set first, then an enter as it comes (timeout ends it) */
+    cl_sh("(timeout 5 $M presence room --watch & %s "
+          "curl -s -X POST $MAYFLY_URL/api/v1/presence/enter -d "
+          "'{\"channel\":\"room\",\"member\":\"bob\",\"ttlSeconds\":60}' "
+          ">/dev/null; wait)",
+          CL_UNTIL_STREAMS);
+    cr_assert(strstr(cl_out, "\"action\":\"sync\"") != NULL, "%s", cl_out);
+    cr_assert(strstr(cl_out, "\"action\":\"enter\",\"member\":\"bob\"") != NULL,
+              "%s", cl_out);
+}
+
 Test(cli, health_and_members_show_the_node)
 {
     struct itest_resp r;
@@ -889,7 +914,7 @@ Test(cli, man_page_renders_without_warnings_and_names_every_command)
     static const char *const cmds[] = {
         "push",      "pop",     "sub",   "request", "ack",
         "configure", "delete",  "reset", "queues",  "depth",
-        "health",    "members", "top",   "redrive"};
+        "health",    "members", "top",   "redrive", "presence"};
     char page[PATH_MAX], text[65536];
 
     snprintf(page, sizeof(page), "%s/ops/mayfly.1", cl_root);

@@ -116,8 +116,8 @@ Test(completion, subcommands_are_the_clients)
 {
     char list[4096], *save = NULL;
 
-    CP_EXPECT("", "ack configure delete depth health members pop push queues "
-                  "redrive request reset sub top");
+    CP_EXPECT("", "ack configure delete depth health members pop presence "
+                  "push queues redrive request reset sub top");
     /* every word offered is a subcommand the client takes */
     snprintf(list, sizeof(list), "%s", cp_complete(""));
     for (char *w = strtok_r(list, " ", &save); w;
@@ -125,7 +125,7 @@ Test(completion, subcommands_are_the_clients)
         cr_expect_eq(cp_sh("'%s' %s --help", cp_bin, w), 0,
                      "'%s' is offered and mayfly %s --help fails: %s", w, w,
                      cp_out);
-    CP_EXPECT("p", "pop push");
+    CP_EXPECT("p", "pop presence push");
     CP_EXPECT("re", "redrive request reset");
     CP_EXPECT("x", "");
 }

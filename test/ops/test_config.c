@@ -151,6 +151,9 @@ Test(config, no_arguments_give_the_spec_defaults)
     cr_assert_eq(c.stream_max_subs, 256);
     cr_assert_eq(c.stream_buffer_bytes, 1ULL << 20);
     cr_assert_eq(c.stream_keepalive_s, 15);
+    cr_assert_eq(c.presence_grace_ms, 15000);
+    cr_assert_eq(c.presence_max_members, 10000);
+    cr_assert_eq(c.presence_max_data, 1024);
     cr_assert_str_eq(c.log_level, "info");
     cr_assert_str_eq(c.log, "");
     cr_assert_str_eq(c.pidfile, "");
@@ -312,6 +315,15 @@ Test(config, stream_settings_take_their_ranges)
     cr_assert_eq(cfg_set(&c, "stream_keepalive_s", "0"), -1);
     cfg_assert_err("stream_keepalive_s", "'0'", "from 1 to 3600");
     cr_assert_eq(cfg_set(&c, "stream_keepalive_s", "3600"), 0, "%s", cfg_err);
+    cr_assert_eq(cfg_set(&c, "presence_grace_ms", "0"), 0, "%s", cfg_err);
+    cr_assert_eq(cfg_set(&c, "presence_grace_ms", "3600001"), -1);
+    cfg_assert_err("presence_grace_ms", "'3600001'");
+    cr_assert_eq(cfg_set(&c, "presence_max_members", "0"), -1);
+    cfg_assert_err("presence_max_members", "'0'");
+    cr_assert_eq(cfg_set(&c, "presence_max_data", "4K"), 0, "%s", cfg_err);
+    cr_assert_eq(c.presence_max_data, 4096);
+    cr_assert_eq(cfg_set(&c, "presence_max_data", "65K"), -1);
+    cfg_assert_err("presence_max_data", "'65K'");
 }
 
 Test(config, workers_range_from_0_to_64)

@@ -1,0 +1,249 @@
+/*
+ * presence.h - the members of the presence channels this node owns
+ * (SPEC §12), shared by the node's processes.
+ *
+ * A channel lives on its HRW owner as a partition does; every worker of
+ * that node may serve its calls and streams, so its members sit in a
+ * mapping of their own (made by the master before the first fork, as the
+ * tenants' counters are), not in one worker's heap.  A member is a key of
+ * its channel, with its data, since (wall clock ms), a version (bumped on
+ * every change of data), its connections counted per node (stream
+ * members: the node that holds each stream) and deadlines: ttl_until (a
+ * call member's `ttlSeconds`) and grace_until (presence_grace_ms after
+ * its last connection closed).  It is present while it has a connection
+ * or a deadline to come; shm_presence_expire (the master's tick) removes
+ * the others.
+ *
+ * Bounds: max_members a channel (-ENOSPC: 429 presence_full), max_data
+ * bytes of data (-E2BIG: 413), records (members node-wide) and channels
+ * (the mapping's size, -ENOMEM), and the node's memory: a member's record
+ * and a channel's record count against max_bytes with the arena's cells
+ * (shm_presence_bytes; shm_cap_room adds them), past 31/32 of it an enter
+ * is -ENOMEM as a push is 503.
+ *
+ * Locking: one robust lock over the whole mapping, a leaf (nothing is
+ * taken under it but the arena's counters, read lock-free).  Nothing slow
+ * under it: each call copies and links; listing copies keys under it,
+ * sorts outside, and copies the page's members under it again.  Events
+ * (what changed) are handed to the caller's function after the unlock.
+ * The master's calls (expire) wait at most its bound (lock.h) and leave
+ * what they did not reach for the next tick.
+ *
+ * Crash consistency: a record's state word is the truth.  A member is
+ * published by one store of state = LIVE after its fields are written,
+ * and withdrawn by one store of state = FREE before it is unlinked; the
+ * hash chains, channel lists, counts, free lists and the earliest
+ * deadline are derived, and the repair of a dead holder rebuilds them all
+ * from the states (a channel no live member names is freed).  A holder
+ * killed while writing a member's data leaves that data torn (a later
+ * enter mends it); never a member lost or counted twice.
+ */
+#ifndef MAYFLY_SHM_PRESENCE_H
+#define MAYFLY_SHM_PRESENCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/broker.h"
+#include "shm/segment.h"
+
+struct shm_seg;
+struct shm_presence;
+
+#define SHM_PRES_MEMBER_MAX 512 /* a member id: a name (1-512 bytes) */
+#define SHM_PRES_NODES      8   /* nodes one member's streams may be on */
+#define SHM_PRES_NODE_IDS   512 /* connection keys the table remembers */
+#define SHM_PRES_NODE_ID    72  /* 64 bytes and a NUL, padded */
+
+/* What the master sizes the mapping from (master/config.c's options). */
+struct shm_presence_params {
+    uint32_t max_members; /* a channel's members (presence_max_members) */
+    uint32_t max_data;    /* a member's data bytes (presence_max_data) */
+    uint32_t records;     /* members node-wide (the mapping's size) */
+    uint32_t channels;    /* channels node-wide */
+};
+
+/* What changed, handed to a call's event function after the unlock. */
+enum shm_pres_action {
+    SHM_PRES_NONE = 0, /* nothing a watcher needs (a renewed ttl, one more
+                          connection of a present member) */
+    SHM_PRES_ENTER,
+    SHM_PRES_LEAVE,
+    SHM_PRES_UPDATE,
+    SHM_PRES_NACTIONS
+};
+
+struct shm_pres_event {
+    enum shm_pres_action action;
+    struct shm_name channel; /* the internal name */
+    struct shm_name member;
+    struct shm_name data; /* len 0: none (null) */
+    uint64_t version;     /* the member's, after the change */
+};
+
+/* An event function: called after the lock is released, once per event;
+ * the event's bytes are valid during the call only. */
+typedef void (*shm_pres_event_fn)(void *arg, const struct shm_pres_event *ev);
+
+/* One member as a listing shows it. */
+struct shm_pres_info {
+    struct shm_name member;
+    struct shm_name data; /* len 0: none */
+    uint64_t since;       /* wall clock ms of its enter */
+    uint64_t version;
+    uint32_t connections; /* open streams, every node's */
+    uint64_t ttl_until;   /* monotonic ms; 0: not a call member */
+};
+
+struct shm_pres_list {
+    uint32_t count;          /* the channel's members */
+    uint32_t n;              /* in m[] */
+    int truncated;           /* more after m[n - 1] */
+    struct shm_pres_info *m; /* sorted by member (bytes) */
+    char *blob;              /* what m[] points into */
+};
+
+/* shm_presence_map_size - bytes the mapping takes for p (virtual: a page
+ * costs memory once touched). */
+size_t shm_presence_map_size(const struct shm_presence_params *p);
+
+/* shm_presence_record_bytes - what one member counts against max_bytes
+ * with data of up to max_data bytes (its record). */
+uint64_t shm_presence_record_bytes(uint32_t max_data);
+
+/* shm_presence_create - master only, before forking: the empty table.
+ * NULL with errno. */
+struct shm_presence *shm_presence_create(const struct shm_presence_params *p);
+
+/* shm_presence_destroy - unmap (master, after workers exit; tests). */
+void shm_presence_destroy(struct shm_presence *p);
+
+/*
+ * shm_presence_enter - a call member (SPEC §12): present until leave or
+ * until ttl_ms pass without another enter (ttl_ms > 0).  data NULL keeps
+ * the member's data (a new member: none); data that differs from the
+ * member's is an update.  The event (ENTER, UPDATE or NONE: renewed) goes
+ * to fn (may be NULL).  Returns the action, or -ENOSPC (the channel has
+ * max_members), -E2BIG (data over max_data), -ENOMEM (the table, or the
+ * node's memory, is full), -EINVAL (an empty or too long name),
+ * -ETIMEDOUT (the caller's lock bound).
+ */
+int shm_presence_enter(struct shm_seg *seg, struct shm_name channel,
+                       struct shm_name member, const struct shm_name *data,
+                       uint64_t ttl_ms, uint64_t now, shm_pres_event_fn fn,
+                       void *arg);
+
+/*
+ * shm_presence_attach - one more connection of member on node (a node id;
+ * "" this node): a stream opened.  Enters the member if it is new, clears
+ * a grace running, and updates the data as enter does (data NULL keeps
+ * it).  Same returns as shm_presence_enter; -ENOSPC also when the member
+ * is already on SHM_PRES_NODES nodes or the node table is full.
+ */
+int shm_presence_attach(struct shm_seg *seg, struct shm_name channel,
+                        struct shm_name member, const struct shm_name *data,
+                        const char *node, uint64_t now, shm_pres_event_fn fn,
+                        void *arg);
+
+/*
+ * shm_presence_set - member has n connections on node (absolute: a
+ * node's announcement of its streams, repeated): entered if new and n >
+ * 0, data as enter; n 0 with no other connection starts the grace
+ * (grace_ms).  Same returns as shm_presence_attach; n 0 of a member not
+ * present is SHM_PRES_NONE and changes nothing.
+ */
+int shm_presence_set(struct shm_seg *seg, struct shm_name channel,
+                     struct shm_name member, const struct shm_name *data,
+                     const char *node, uint32_t n, uint64_t grace_ms,
+                     uint64_t now, shm_pres_event_fn fn, void *arg);
+
+/*
+ * shm_presence_detach - one connection fewer of member on node: a stream
+ * closed.  The last one (every node's) starts the grace: the member leaves
+ * grace_ms from now unless a connection comes back (or its ttl runs
+ * longer).  0, -ENOENT (no such member or connection), -ETIMEDOUT.
+ */
+int shm_presence_detach(struct shm_seg *seg, struct shm_name channel,
+                        struct shm_name member, const char *node,
+                        uint64_t grace_ms, uint64_t now);
+
+/* shm_presence_leave - member leaves now (a call's leave): LEAVE to fn,
+ * then 1; 0 when it was not present; -ETIMEDOUT. */
+int shm_presence_leave(struct shm_seg *seg, struct shm_name channel,
+                       struct shm_name member, shm_pres_event_fn fn, void *arg);
+
+/*
+ * shm_presence_drop_node - node died (or its announcements stopped): its
+ * connections (a key, or with a trailing '/' every key it starts) are
+ * gone from every member; a member left with none starts
+ * its grace now.  Returns the members that had connections there, or
+ * -ETIMEDOUT.
+ */
+int shm_presence_drop_node(struct shm_seg *seg, const char *node,
+                           uint64_t grace_ms, uint64_t now);
+
+/*
+ * shm_presence_expire - the master's tick: every member with no
+ * connection whose deadlines have passed leaves (LEAVE to fn each), at
+ * most max of them a call.  One atomic load when nothing is due.
+ * Returns how many left, or -ETIMEDOUT (what it did not reach waits).
+ */
+int shm_presence_expire(struct shm_seg *seg, uint64_t now, uint32_t max,
+                        shm_pres_event_fn fn, void *arg);
+
+/* shm_presence_due - the earliest deadline to come (monotonic ms), 0:
+ * none.  Lock-free. */
+uint64_t shm_presence_due(struct shm_seg *seg);
+
+/* shm_presence_count - channel's members (0: none, or no such channel).
+ * Lock-free of the members: one lookup under the lock. */
+uint32_t shm_presence_count(struct shm_seg *seg, struct shm_name channel);
+
+/*
+ * shm_presence_list - channel's members sorted by member id, those after
+ * after (NULL: from the first), at most limit (>= 1), into out (free it
+ * with shm_presence_list_free).  0, -ENOMEM, -ETIMEDOUT.
+ */
+int shm_presence_list(struct shm_seg *seg, struct shm_name channel,
+                      const struct shm_name *after, uint32_t limit,
+                      struct shm_pres_list *out);
+void shm_presence_list_free(struct shm_pres_list *l);
+
+/*
+ * A channel's events are the messages of an internal queue named as the
+ * channel's table key is: the tenant's prefix, SHM_PRES_MARK, the
+ * channel (worker/presence.h); no client can name it (names exclude
+ * control characters).  Streams read it as a tail, so it keeps only the
+ * last SHM_PRES_EVENTS_KEEP events (dropOldest) for SHM_PRES_EVENTS_TTL_S.
+ */
+#define SHM_PRES_MARK         '\x1e'
+#define SHM_PRES_EVENTS_KEEP  64
+#define SHM_PRES_EVENTS_TTL_S 60
+
+/* shm_presence_named - queue is a channel's presence name (of any
+ * tenant). */
+int shm_presence_named(struct shm_name queue);
+
+/* shm_presence_events_opts - the bounds a channel's events queue gets
+ * instead of the node's defaults (o unchanged for another queue). */
+void shm_presence_events_opts(struct shm_name queue, struct shm_qopts *o);
+
+/* The table's totals, lock-free (metrics). */
+struct shm_pres_totals {
+    uint32_t members, channels;
+    uint64_t bytes; /* what they count against max_bytes */
+    uint64_t events[SHM_PRES_NACTIONS];
+    uint32_t max_members, max_data;
+};
+void shm_presence_totals(struct shm_seg *seg, struct shm_pres_totals *t);
+
+/* shm_presence_bytes - what the table counts against max_bytes (p NULL:
+ * 0).  Lock-free. */
+uint64_t shm_presence_bytes(const struct shm_presence *p);
+
+/* shm_presence_check - 0 if the derived structures agree with the
+ * records (tests, after a repair), else -EUCLEAN; why names the first
+ * disagreement. */
+int shm_presence_check(struct shm_seg *seg, const char **why);
+
+#endif

@@ -1,0 +1,467 @@
+/*
+ * presence_stream.c - see presence_stream.h.
+ */
+#include "worker/presence_stream.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/buf.h"
+#include "http/client.h"
+#include "http/errors.h"
+#include "http/json_scan.h"
+#include "http/names.h"
+#include "http/query.h"
+#include "http/reply.h"
+#include "http/request.h"
+#include "http/sse.h"
+#include "shm/owner.h"
+#include "shm/presence.h"
+#include "worker/forward.h"
+#include "worker/presence.h"
+#include "worker/presence_events.h"
+#include "worker/stream_int.h"
+#include "worker/worker_int.h"
+
+#define BAD "ephemeral_bad_request"
+
+/* What a member stream keeps: its channel's presence name and member,
+ * and whether its owner is another node (then it is counted in an
+ * announcement, below). */
+struct stream_pres {
+    struct shm_name channel, member;
+    int remote;
+    char buf[];
+};
+
+/*
+ * A member whose channel another node owns: this worker's streams of it,
+ * announced to the owner as an absolute count (shm_presence_set) when it
+ * changes and every ANNOUNCE_MS, so an owner that lost the set (it
+ * crashed, its successor starts empty) has it again within a second.
+ * Process memory: a list, as few as the worker's member streams.
+ */
+struct announced {
+    struct announced *next;
+    char *channel, *member, *data, *authz; /* channel: the presence name */
+    size_t channel_len, member_len, data_len;
+    uint32_t n; /* streams open */
+};
+
+#define ANNOUNCE_MS 1000
+
+static struct announced *announced;
+static uint64_t announced_at;
+
+/* conn_key - what this worker's connections are counted under: its node
+ * and slot, so the master drops them when the worker dies
+ * (master/presence.h). */
+static const char *
+conn_key(const struct worker *w, char out[SHM_PRES_NODE_ID])
+{
+    snprintf(out, SHM_PRES_NODE_ID, "%.64s/%d", w->set.node_id, w->set.slot);
+    return out;
+}
+
+/* announced_answer - an announcement's answer: not waited for; its body
+ * (arg), which the call used, goes now. */
+static void
+announced_answer(void *arg, struct http_client_resp *resp)
+{
+    (void)resp;
+    free(arg);
+}
+
+/* announce - e's count to the channel's owner (here: into the table). */
+static void
+announce(struct worker *w, const struct announced *e)
+{
+    struct shm_name c = {e->channel, e->channel_len};
+    struct shm_name m = {e->member, e->member_len};
+    struct shm_name d = {e->data, e->data_len};
+    char key[SHM_PRES_NODE_ID];
+    int o;
+
+    shm_owners_refresh(&w->owners, w->seg->board);
+    o = shm_owner_pick(&w->owners, c, WORKER_PRES_PART);
+    conn_key(w, key);
+    if (o < 0 || o == w->owners.self) {
+        shm_presence_set(w->seg, c, m, e->data ? &d : NULL, key, e->n,
+                         w->set.presence_grace_ms, shm_now_ms(),
+                         worker_presence_event, w);
+        return;
+    }
+    struct shm_name shown = worker_presence_shown(c);
+    struct http_buf b = {0};
+    const char *headers[] = {FORWARD_HEADER ": 1",
+                             "Content-Type: application/json", e->authz, NULL};
+    http_buf_append_str(&b, "{\"channel\":");
+    http_buf_append_json_str(&b, shown.ptr, shown.len);
+    http_buf_append_str(&b, ",\"member\":");
+    http_buf_append_json_str(&b, m.ptr, m.len);
+    if (e->data != NULL) {
+        http_buf_append_str(&b, ",\"data\":");
+        http_buf_append(&b, e->data, e->data_len);
+    }
+    http_buf_append_str(&b, ",\"node\":");
+    http_buf_append_json_str(&b, key, strlen(key));
+    http_buf_printf(&b, ",\"connections\":%u}", e->n);
+    struct http_client_req r = {.method = "POST",
+                                .port = HTTP_CLIENT_PEER,
+                                .addr = w->owners.m[o].addr,
+                                .target = "/api/v1/presence/enter",
+                                .headers = headers,
+                                .nheaders = e->authz ? 3 : 2,
+                                .body = b.data,
+                                .body_len = b.len,
+                                .timeout_ms = FORWARD_MS};
+    /* the answer is not waited for: the next announcement mends a lost
+     * one (a 429 leaves the member out: the stream stays a listener) */
+    if (!b.oom &&
+        http_client_request(w->client, &r, announced_answer, b.data) == 0)
+        return; /* the body goes with the answer */
+    http_buf_free(&b);
+}
+
+static void
+announced_free(struct announced *e)
+{
+    free(e->channel);
+    free(e->member);
+    free(e->data);
+    free(e->authz);
+    free(e);
+}
+
+/* remote_join - one more stream of p's member, counted and announced. */
+static int
+remote_join(struct worker *w, struct http_request *req, struct stream_pres *p,
+            const struct shm_name *data)
+{
+    struct announced *e = announced;
+
+    while (e != NULL &&
+           !(e->channel_len == p->channel.len &&
+             e->member_len == p->member.len &&
+             memcmp(e->channel, p->channel.ptr, p->channel.len) == 0 &&
+             memcmp(e->member, p->member.ptr, p->member.len) == 0))
+        e = e->next;
+    if (e == NULL) {
+        if ((e = calloc(1, sizeof(*e))) == NULL ||
+            (e->channel = malloc(p->channel.len)) == NULL ||
+            (e->member = malloc(p->member.len)) == NULL ||
+            worker_auth_header(req, &e->authz) != 0) {
+            if (e != NULL)
+                announced_free(e);
+            return -ENOMEM;
+        }
+        memcpy(e->channel, p->channel.ptr, p->channel.len);
+        memcpy(e->member, p->member.ptr, p->member.len);
+        e->channel_len = p->channel.len;
+        e->member_len = p->member.len;
+        e->next = announced;
+        announced = e;
+    }
+    if (data != NULL) {
+        char *d = malloc(data->len ? data->len : 1);
+        if (d == NULL)
+            return -ENOMEM;
+        memcpy(d, data->ptr, data->len);
+        free(e->data);
+        e->data = d;
+        e->data_len = data->len;
+    }
+    e->n++;
+    announce(w, e);
+    return 0;
+}
+
+/* remote_leave - one stream fewer of p's member; the last one's zero is
+ * announced, and the entry goes. */
+static void
+remote_leave(struct worker *w, const struct stream_pres *p)
+{
+    struct announced **at = &announced, *e;
+
+    while ((e = *at) != NULL &&
+           !(e->channel_len == p->channel.len &&
+             e->member_len == p->member.len &&
+             memcmp(e->channel, p->channel.ptr, p->channel.len) == 0 &&
+             memcmp(e->member, p->member.ptr, p->member.len) == 0))
+        at = &e->next;
+    if (e == NULL)
+        return;
+    e->n--;
+    announce(w, e);
+    if (e->n == 0) {
+        *at = e->next;
+        announced_free(e);
+    }
+}
+
+/* worker_presence_stream_tick - see presence_stream.h. */
+void
+worker_presence_stream_tick(struct worker *w, uint64_t now)
+{
+    if (announced == NULL || now < announced_at + ANNOUNCE_MS)
+        return;
+    announced_at = now;
+    for (struct announced *e = announced; e != NULL; e = e->next)
+        announce(w, e);
+}
+
+/* worker_presence_stream_wanted - see presence_stream.h. */
+int
+worker_presence_stream_wanted(const struct http_query *q)
+{
+    return http_query_get(q, "presence", NULL) != NULL ||
+           http_query_get(q, "presence_events", NULL) != NULL;
+}
+
+/* worker_presence_stream_subs - see presence_stream.h. */
+int
+worker_presence_stream_subs(const struct http_query *q, struct stream_args *a,
+                            unsigned max_subs, struct http_error *err)
+{
+    size_t more = 0;
+    struct stream_sub *subs;
+
+    for (unsigned i = 0; i < q->n; i++)
+        more += strcmp(q->args[i].key, "presence_events") == 0;
+    if (more == 0)
+        return 0;
+    if (a->nsubs + more > max_subs) {
+        http_error_set(err, 400, BAD,
+                       "query parameters 'subs' and 'presence_events' list "
+                       "more than stream_max_subs (%u) subscriptions",
+                       max_subs);
+        return -EINVAL;
+    }
+    if ((subs = realloc(a->subs, (a->nsubs + more) * sizeof(*subs))) == NULL) {
+        http_error_set(err, 500, "internal", "out of memory");
+        return -ENOMEM;
+    }
+    a->subs = subs;
+    for (unsigned i = 0; i < q->n; i++) {
+        const struct http_query_arg *v = &q->args[i];
+        if (strcmp(v->key, "presence_events") != 0)
+            continue;
+        if (!http_name_valid(v->val, v->val_len)) {
+            http_error_set(err, 400, "invalid_name",
+                           "query parameter 'presence_events' must be 1-512 "
+                           "bytes of UTF-8 without control characters");
+            return -EINVAL;
+        }
+        for (size_t k = 0; k < a->nsubs; k++)
+            if (subs[k].presence && subs[k].queue.len == v->val_len &&
+                memcmp(subs[k].queue.ptr, v->val, v->val_len) == 0) {
+                http_error_set(err, 400, BAD,
+                               "query parameter 'presence_events' names "
+                               "channel '%.*s' twice",
+                               (int)(v->val_len > 200 ? 200 : v->val_len),
+                               v->val);
+                return -EINVAL;
+            }
+        memset(&subs[a->nsubs], 0, sizeof(subs[a->nsubs]));
+        subs[a->nsubs].queue = (struct shm_name){v->val, v->val_len};
+        subs[a->nsubs].part = WORKER_PRES_PART;
+        subs[a->nsubs].presence = 1;
+        a->nsubs++;
+    }
+    return 0;
+}
+
+/* worker_presence_stream_unmark - see presence_stream.h. */
+void
+worker_presence_stream_unmark(struct stream_sub *s)
+{
+    if (s->queue.len < 2 || s->queue.ptr[0] != SHM_PRES_MARK)
+        return;
+    s->queue.ptr++;
+    s->queue.len--;
+    s->presence = 1;
+}
+
+/* worker_presence_stream_watched - see presence_stream.h. */
+void
+worker_presence_stream_watched(struct stream_sub *out,
+                               const struct stream_sub *u)
+{
+    if (u->presence)
+        worker_presence_stream_unmark(out);
+}
+
+/* worker_presence_stream_name - see presence_stream.h. */
+int
+worker_presence_stream_name(struct worker *w, struct http_request *req,
+                            struct shm_name channel, struct worker_qname *out)
+{
+    return worker_presence_name(w, req, AUTH_READ, "presence_events", channel,
+                                out);
+}
+
+/* data_ok - data= is one JSON value within max_data; else req answered. */
+static int
+data_ok(struct worker *w, struct http_request *req, const char *d, size_t n)
+{
+    struct http_json j;
+    struct shm_pres_totals t;
+
+    http_json_init(&j, d, n);
+    if (n == 0 || http_json_value(&j) != 0 ||
+        (http_json_ws(&j), j.p != j.end)) {
+        http_reply_error(req, 400, BAD,
+                         "query parameter 'data' must be one JSON value");
+        return 0;
+    }
+    shm_presence_totals(w->seg, &t);
+    if (n > t.max_data) {
+        http_reply_error(req, 413, "presence_data_too_large",
+                         "query parameter 'data' is %zu bytes; "
+                         "presence_max_data is %u",
+                         n, t.max_data);
+        return 0;
+    }
+    return 1;
+}
+
+/* worker_presence_stream_join - see presence_stream.h. */
+int
+worker_presence_stream_join(struct stream *s)
+{
+    struct worker *w = s->w;
+    struct http_request *req = s->req;
+    const struct http_query *q = http_request_args(req);
+    size_t cl = 0, ml = 0, dl = 0;
+    const char *c = http_query_get(q, "presence", &cl);
+    const char *m = http_query_get(q, "member", &ml);
+    const char *d = http_query_get(q, "data", &dl);
+    const char *sub = w->caller != NULL ? w->caller->sub : NULL;
+    struct shm_name data = {d, dl};
+    struct worker_qname pn;
+    struct stream_pres *p;
+    char key[SHM_PRES_NODE_ID];
+    int rc;
+
+    if (c == NULL)
+        return 1;
+    if (m == NULL && sub != NULL)
+        m = sub, ml = strlen(sub);
+    if (m == NULL) {
+        http_reply_error(req, 400, BAD,
+                         "query parameter 'member' is required with "
+                         "'presence' (or a signed token's sub)");
+        return 0;
+    }
+    if (!http_reply_name_ok(req, "member", m, ml) ||
+        (d != NULL && !data_ok(w, req, d, dl)) ||
+        !worker_presence_name(w, req, AUTH_PRESENCE, "presence",
+                              (struct shm_name){c, cl}, &pn))
+        return 0;
+    if (sub != NULL && (strlen(sub) != ml || memcmp(sub, m, ml) != 0)) {
+        http_reply_error(req, 403, "forbidden",
+                         "query parameter 'member' must be the signed "
+                         "token's sub");
+        return 0;
+    }
+    if ((p = malloc(sizeof(*p) + pn.name.len + ml)) == NULL) {
+        http_reply_errno(req, -ENOMEM, "presence");
+        return 0;
+    }
+    memcpy(p->buf, pn.name.ptr, pn.name.len);
+    memcpy(p->buf + pn.name.len, m, ml);
+    p->channel = (struct shm_name){p->buf, pn.name.len};
+    p->member = (struct shm_name){p->buf + pn.name.len, ml};
+    shm_owners_refresh(&w->owners, w->seg->board);
+    p->remote = !worker_serves_all(w) &&
+                !shm_owner_here(&w->owners, p->channel, WORKER_PRES_PART);
+    if (p->remote)
+        rc = remote_join(w, req, p, d != NULL ? &data : NULL);
+    else
+        rc = shm_presence_attach(w->seg, p->channel, p->member,
+                                 d != NULL ? &data : NULL, conn_key(w, key),
+                                 shm_now_ms(), worker_presence_event, w);
+    if (rc < 0) {
+        free(p);
+        worker_presence_refused(w, req, rc, dl);
+        return 0;
+    }
+    s->pres = p;
+    return 1;
+}
+
+/* worker_presence_stream_start - see presence_stream.h. */
+void
+worker_presence_stream_start(struct stream *s, unsigned long long h)
+{
+    if (s->from != SHM_FROM_LAST)
+        return;
+    for (size_t i = 0; i < s->nsubs; i++)
+        if (s->subs[i].presence)
+            s->subs[i].after = h;
+}
+
+/* worker_presence_stream_sync - see presence_stream.h. */
+void
+worker_presence_stream_sync(struct stream *s)
+{
+    struct shm_pres_totals t;
+
+    if (s->from != SHM_FROM_LAST)
+        return;
+    shm_presence_totals(s->w->seg, &t);
+    for (size_t i = 0; i < s->nsubs; i++) {
+        struct stream_sub *u = &s->subs[i];
+        struct shm_name shown;
+        struct shm_pres_list l;
+        struct http_buf b = {0};
+        if (!u->presence || u->watch >= 0 || /* the owner's watch syncs */
+            shm_presence_list(s->w->seg, u->queue, NULL,
+                              t.max_members ? t.max_members : 1, &l) != 0)
+            continue;
+        shown = worker_presence_shown(u->queue);
+        http_buf_append_str(&b, "{\"channel\":");
+        http_buf_append_json_str(&b, shown.ptr, shown.len);
+        http_buf_append_str(&b, ",\"action\":\"sync\"");
+        worker_presence_members_json(&b, &l);
+        http_buf_append_str(&b, "}");
+        if (b.oom)
+            s->out.oom = 1;
+        else
+            http_sse_event(&s->out, NULL, "presence", b.data, b.len);
+        http_buf_free(&b);
+        shm_presence_list_free(&l);
+    }
+}
+
+/* worker_presence_stream_event - see presence_stream.h. */
+void
+worker_presence_stream_event(struct http_buf *out, const char *id,
+                             const char *payload, size_t len)
+{
+    http_sse_event(out, id, "presence", payload, len);
+}
+
+/* worker_presence_stream_end - see presence_stream.h. */
+void
+worker_presence_stream_end(struct stream *s)
+{
+    struct stream_pres *p = s->pres;
+
+    if (p == NULL)
+        return;
+    char key[SHM_PRES_NODE_ID];
+
+    if (p->remote) {
+        remote_leave(s->w, p);
+        free(p);
+        s->pres = NULL;
+        return;
+    }
+    shm_presence_detach(s->w->seg, p->channel, p->member, conn_key(s->w, key),
+                        s->w->set.presence_grace_ms, shm_now_ms());
+    free(p);
+    s->pres = NULL;
+}
