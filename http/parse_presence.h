@@ -26,7 +26,7 @@ struct http_presence {
     struct http_str node;
     uint32_t connections;
     int has_connections;
-    char *mem;      /* owned: unescaped strings */
+    char *mem; /* owned: unescaped strings */
 };
 
 /*
