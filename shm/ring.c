@@ -150,13 +150,23 @@ shm_ring_link_locked(struct shm_ring_ctx *c, uint32_t first, uint32_t last,
                      uint32_t n, uint64_t cost, uint64_t *first_seq)
 {
     struct shm_seg *seg = c->seg;
-    struct shm_part *p = c->p;
     struct shm_dir *d = shm_dir_of(seg);
     uint64_t seq = atomic_fetch_add(&d->next_seq, n);
 
     *first_seq = seq;
     for (uint32_t r = first; r != 0; r = shm_ring_msg(seg, r)->next)
         shm_ring_msg(seg, r)->seq = seq++;
+    shm_ring_append_locked(c, first, last, n, cost);
+}
+
+/* shm_ring_append_locked - see ring.h. */
+void
+shm_ring_append_locked(struct shm_ring_ctx *c, uint32_t first, uint32_t last,
+                       uint32_t n, uint64_t cost)
+{
+    struct shm_seg *seg = c->seg;
+    struct shm_part *p = c->p;
+
     /* The one store that publishes the batch; repair re-derives the rest. */
     if (p->tail != 0)
         shm_ring_msg(seg, p->tail)->next = first;

@@ -167,6 +167,49 @@ shm_tail_queue(struct shm_seg *seg, int worker, struct shm_name queue,
     return -EAGAIN;
 }
 
+/* shm_tail_map - see tail.h. */
+int
+shm_tail_map(struct shm_seg *seg, int worker, struct shm_name queue,
+             struct shm_name part, uint64_t inc, uint64_t w, uint64_t now,
+             uint64_t *after)
+{
+    struct shm_ref qr, pr;
+    int rc = -EAGAIN;
+
+    for (int t = 0; t < SHM_BROKER_TRIES; t++) {
+        rc = shm_dir_find_queue(seg, worker, queue, 0, now, &qr);
+        if (rc == 0)
+            rc = shm_dir_find_part(seg, worker, qr, part, 0, now, &pr);
+        if (rc == 0)
+            rc = shm_part_lock(seg, worker, pr);
+        if (rc == -ESTALE)
+            continue;
+        if (rc != 0)
+            return rc == -EAGAIN ? rc : -ENOENT;
+        /* partition lock: its adoption and its oldest message. */
+        struct shm_part *p = shm_dir_part(seg, pr.idx);
+        uint64_t base = p->adopt_base, lo = p->adopt_lo, hi = p->adopt_hi;
+        uint64_t cut = p->adopt_cut_at, cut_len = p->adopt_cut_len;
+        rc = -ENOENT;
+        if (inc != 0 && p->adopt_inc == inc &&
+            (p->head == 0 || shm_ring_msg(seg, p->head)->seq >= base)) {
+            uint64_t o = w < hi ? w : hi;
+            if (w < lo)
+                *after = base - 1;
+            else if (cut_len == 0 || o <= cut)
+                *after = base + (o - lo);
+            else if (o - cut < cut_len + SHM_ADOPT_GAP)
+                *after = base + (cut - lo); /* in the gap: nothing there */
+            else
+                *after = base + (o - lo) - cut_len;
+            rc = 0;
+        }
+        shm_ring_unlock(p);
+        return rc;
+    }
+    return rc;
+}
+
 /* shm_tail_reap - see tail.h.  The dead worker's waiter bits are off
  * already: every other waiter is woken, and looks again. */
 void

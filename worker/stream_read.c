@@ -164,12 +164,14 @@ drop_from(struct stream_set *set, size_t i)
         set->recs[i].drop = 1;
 }
 
-/* after_of - where sub reads from in this round. */
+/* after_of - where sub reads from in this round: its start in the first
+ * (from=last reads below W), then W, or its start while W is below it (a
+ * resume that took it up further on: stream_int.h). */
 static uint64_t
 after_of(const struct stream *s, const struct stream_sub *sub,
          const struct round *rd)
 {
-    return rd->first ? sub->after : s->wmark;
+    return rd->first || sub->after > s->wmark ? sub->after : s->wmark;
 }
 
 /* read_sub_part - a partition subscription's read: its bit set, its
@@ -372,7 +374,7 @@ tail_round(struct stream *s, struct round *rd)
             break;
         if (r->drop)
             continue;
-        stream_cursor(s, r->seq, id); /* everything up to it delivered */
+        stream_cursor(s, r->seq, 0, id); /* everything up to it delivered */
         emit(s, (const struct shm_popped *)(set->sink.buf + r->off), r->sub,
              id);
         n++;
@@ -412,7 +414,7 @@ group_sub(struct stream *s, uint32_t i)
     char id[HTTP_CURSOR_MAX + 1];
     int rc;
 
-    stream_cursor(s, 0, id);
+    stream_cursor(s, 0, 0, id);
     while (sub->dirty) {
         if (s->out.len - s->sent >= room) {
             s->paused = 1;
