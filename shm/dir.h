@@ -169,6 +169,13 @@ enum { SHM_DROPS_BOUNDS, SHM_DROPS_TTL, SHM_DROPS_RETRY };
  *                                                  none).  A fixed 48 bytes
  *                                                  a partition, whatever it
  *                                                  holds
+ *   240     8  last_seq     push/adopt/repair    atomic, raised under lock
+ *                                                  before a link publishes:
+ *                                                  at or above every number
+ *                                                  the list ever held (and
+ *                                                  gone_seq), so a whole-
+ *                                                  queue tail past it skips
+ *                                                  the partition (tail.h)
  * A worker killed holding lock leaves EOWNERDEAD to the next locker:
  * shm_ring_repair() re-derives the partition from a validated walk.
  */
@@ -201,6 +208,7 @@ struct shm_part {
     uint64_t adopt_base;
     uint64_t adopt_cut_at;
     uint64_t adopt_cut_len;
+    _Atomic uint64_t last_seq;
 };
 _Static_assert(offsetof(struct shm_part, queue) == 64, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, head) == 76, "shm_part layout");
@@ -209,7 +217,8 @@ _Static_assert(offsetof(struct shm_part, next_free) == 152, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, hold_seq) == 160, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, gone_seq) == 176, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, adopt_inc) == 192, "shm_part layout");
-_Static_assert(sizeof(struct shm_part) == 240, "shm_part layout");
+_Static_assert(offsetof(struct shm_part, last_seq) == 240, "shm_part layout");
+_Static_assert(sizeof(struct shm_part) == 248, "shm_part layout");
 
 /* Sequence numbers a hold keeps for the hand-over it waits for: more than
  * a partition can hold, so an adopt always fits below what came after. */

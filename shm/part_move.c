@@ -748,6 +748,7 @@ adopt_note_locked(struct shm_ring_ctx *c, const struct ho_view *v,
             atomic_load_explicit(&p->gone_seq, RELAXED))
         atomic_store_explicit(&p->gone_seq, ho_place(v, base, v->gone),
                               RELAXED);
+    shm_ring_last_seq_locked(p, atomic_load_explicit(&p->gone_seq, RELAXED));
 }
 
 /* Link the adopted chains (n of them, cost bytes) after message prev (0:
@@ -765,6 +766,7 @@ adopt_insert_locked(struct shm_ring_ctx *c, const struct ho_view *v,
     uint64_t cost = v->cost;
 
     adopt_number(seg, v, a, p->hold_seq);
+    shm_ring_last_seq_locked(p, shm_ring_msg(seg, a->last)->seq);
     shm_ring_msg(seg, a->last)->next = after;
     if (prev != 0)
         shm_ring_msg(seg, prev)->next = a->first; /* publishes */

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "shm/arena.h"
 #include "shm/broker_int.h"
 #include "shm/dir.h"
 #include "shm/horizon.h"
@@ -165,6 +166,38 @@ shm_tail_queue(struct shm_seg *seg, int worker, struct shm_name queue,
         return 0;
     }
     return -EAGAIN;
+}
+
+/* shm_tail_parts - see tail.h. */
+int
+shm_tail_parts(struct shm_seg *seg, struct shm_name queue, uint64_t after,
+               uint64_t now,
+               int (*fn)(void *arg, struct shm_name part, uint64_t handle),
+               void *arg)
+{
+    struct shm_part_list l;
+    struct shm_ref qr;
+    char name[SHM_NAME_MAX];
+    int r = 0;
+
+    if (shm_dir_find_queue(seg, -1, queue, 0, now, &qr) != 0)
+        return 0;
+    if ((r = shm_part_list_get(seg, qr, &l)) != 0)
+        return r;
+    for (uint32_t i = 0; i < l.n && r == 0; i++) {
+        struct shm_part *p = shm_dir_part(seg, l.v[i].idx);
+        uint32_t len = p->name_len;
+        if (atomic_load(&p->last_seq) <= after || !atomic_load(&p->alive) ||
+            p->gen != l.v[i].gen || len == 0 || len > SHM_NAME_MAX)
+            continue;
+        shm_arena_read(seg, p->name_ref, 0, name, len);
+        if (p->gen != l.v[i].gen)
+            continue;
+        r = fn(arg, (struct shm_name){name, len},
+               shm_handle_of(1, l.v[i].idx, l.v[i].gen));
+    }
+    shm_part_list_free(&l);
+    return r;
 }
 
 /* shm_tail_map - see tail.h. */

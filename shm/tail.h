@@ -97,6 +97,21 @@ int shm_tail_queue(struct shm_seg *seg, int worker, struct shm_name queue,
                    uint64_t now, uint64_t *handle);
 
 /*
+ * shm_tail_parts - call fn(arg, part, handle) for each partition of queue
+ * that may hold a message numbered above after (its last_seq, dir.h: a
+ * whole-queue tail's round reads only those), until fn returns nonzero,
+ * which is returned; 0 when none did or there is no such queue.  Names
+ * are read without locks and checked against the record's generation
+ * afterwards; handle is the partition's (shm_pop_handle).  Exact up to
+ * the horizon: a push numbered <= shm_horizon() raised last_seq before
+ * the horizon passed it.
+ */
+int shm_tail_parts(struct shm_seg *seg, struct shm_name queue, uint64_t after,
+                   uint64_t now,
+                   int (*fn)(void *arg, struct shm_name part, uint64_t handle),
+                   void *arg);
+
+/*
  * shm_tail_map - where a stream resumes (queue, part) here when its
  * cursor names another incarnation inc at watermark w for it: the
  * partition's last hand-over here came from inc and kept its numbers

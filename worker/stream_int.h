@@ -44,6 +44,16 @@ struct http_client_stream;
 
 #define STREAM_RETRY_MS 1000 /* what retry: tells a client to wait */
 
+/* Where a whole queue's reads stopped in its partitions: shm_tail_pos
+ * by partition handle, open addressing (handle 0: free), at most
+ * STREAM_QPOS_MAX (past it, a partition is read from its head). */
+struct stream_qpos {
+    size_t cap, n;
+    struct shm_tail_pos *v;
+};
+
+#define STREAM_QPOS_MAX 4096
+
 /* The owner entries of a cursor (http/cursor.h) a watch's events name:
  * an incarnation and its watermark each, the owner's own first. */
 struct stream_ents {
@@ -63,11 +73,12 @@ struct stream_ents {
  * cursor did (name_inc, name_w); from then on by (this node, W).
  */
 struct stream_sub {
-    struct shm_name queue;   /* internal name (in the stream's names) */
-    struct shm_name part;    /* len 0: the whole queue */
-    struct shm_tail_pos pos; /* a partition's last read (tail.h) */
-    uint64_t after;          /* no round reads at or below this */
-    uint64_t name_inc;       /* its cursor entry while W < after */
+    struct shm_name queue;    /* internal name (in the stream's names) */
+    struct shm_name part;     /* len 0: the whole queue */
+    struct shm_tail_pos pos;  /* a partition's last read (tail.h) */
+    struct stream_qpos *qpos; /* a whole queue's, NULL until read */
+    uint64_t after;           /* no round reads at or below this */
+    uint64_t name_inc;        /* its cursor entry while W < after */
     uint64_t name_w;
     uint8_t dirty;     /* read it at the next round */
     uint8_t missed;    /* a resume could not take it up (recovered) */
@@ -157,10 +168,12 @@ struct stream_rec {
     uint32_t drop; /* a gap ended its partition's resume: not emitted */
 };
 
-/* A partition's name, copied out of the segment for a whole-queue read. */
+/* A partition's name, copied out of the segment for a whole-queue read,
+ * and its handle. */
 struct stream_part {
     char name[SHM_NAME_MAX];
     size_t len;
+    uint64_t handle;
 };
 
 /* What a request asks (stream_parse.c). */
@@ -291,6 +304,9 @@ int stream_first_round(struct stream *s, uint64_t h, int resume);
 /* stream_round - the next round of s, once the wake queue was drained
  * after horizon h was taken: its dirty subscriptions read and emitted. */
 void stream_round(struct stream *s, uint64_t h);
+
+/* stream_qpos_free - a whole queue subscription's positions. */
+void stream_qpos_free(struct stream_sub *u);
 
 /* stream_set_free - the set's scratch. */
 void stream_set_free(struct stream_set *set);

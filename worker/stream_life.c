@@ -326,6 +326,8 @@ stream_release(struct stream *s)
     http_buf_free(&s->pending);
     http_buf_free(&s->missed);
     free(s->authz);
+    for (size_t i = 0; s->subs != NULL && i < s->nsubs; i++)
+        stream_qpos_free(&s->subs[i]);
     free(s->subs);
     free(s->waits);
     free(s->names);
