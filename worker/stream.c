@@ -289,7 +289,6 @@ stream_open(struct stream *s, const struct stream_args *a)
     http_reply_header(s->req, "Cache-Control", "no-cache");
     http_reply_header(s->req, "X-Accel-Buffering", "no");
     http_request_on_done(s->req, stream_done, s);
-    shm_streams_add(w->seg, w->set.slot, 1);
     set->open++;
     s->exp_at = expiry(w, now);
     s->written_at = now;
@@ -332,7 +331,8 @@ worker_subscribe(struct worker *w, struct http_request *req)
         return;
     }
     s = stream_new(w, req, &a);
-    if (s != NULL && shm_streams_sum(w->seg) >= w->set.stream_max) {
+    if (s != NULL &&
+        shm_streams_reserve(w->seg, w->set.slot, w->set.stream_max) != 0) {
         http_reply_error(req, 503, "ephemeral_unavailable",
                          "this node holds stream_max (%u) streams: retry "
                          "later, or ask another node",
@@ -340,13 +340,16 @@ worker_subscribe(struct worker *w, struct http_request *req)
         stream_release(s);
         s = NULL;
     }
+    /* from here s counts toward stream_max until it ends (stream_done) */
     if (s != NULL && stream_set_of(w) == NULL) {
         http_reply_errno(req, -ENOMEM, "subscribe");
+        shm_streams_add(w->seg, w->set.slot, -1);
         stream_release(s);
         s = NULL;
     }
     if (s != NULL && (rc = stream_open(s, &a)) != 0) {
         refuse(req, rc);
+        shm_streams_add(w->seg, w->set.slot, -1);
         stream_release(s);
     }
     free(a.mem);

@@ -681,6 +681,52 @@ Test(stream, past_stream_max_is_503_with_retry_after)
     sse_close(&c);
 }
 
+/* Every client's answer head is in. */
+static int
+all_answered(void *arg)
+{
+    struct sse_client *cs = arg;
+
+    for (int i = 0; i < 16; i++)
+        if (cs[i].status == 0)
+            return 0;
+    return 1;
+}
+
+/* Many streams at once on two workers: exactly stream_max open, whichever
+ * worker takes each; the others 503 with Retry-After. */
+Test(stream, stream_max_is_exact_across_workers)
+{
+    enum { N = 16, MAX = 3 };
+    struct itest_node n;
+    struct sse_client cs[N], *p[N];
+    int ok = 0, full = 0;
+
+    itest_node_start(&n, "workers=2 stream_max=3");
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++) {
+            p[i] = &cs[i];
+            sse_open(&cs[i], &n, API "/subscribe?queue=x", NULL);
+        }
+        cr_assert(sse_poll(p, N, 20000, all_answered, cs), "answers");
+        ok = full = 0;
+        for (int i = 0; i < N; i++) {
+            ok += cs[i].status == 200;
+            if (cs[i].status == 503) {
+                full++;
+                cr_assert(strcasestr(cs[i].head, "Retry-After:") != NULL, "%s",
+                          cs[i].head);
+            }
+        }
+        cr_assert_eq(ok, MAX, "%d streams open of stream_max %d", ok, MAX);
+        cr_assert_eq(full, N - MAX);
+        cr_assert_eq(metric(&n, "mayfly_streams"), MAX);
+        for (int i = 0; i < N; i++)
+            sse_close(&cs[i]);
+        wait_metric(&n, "mayfly_streams", 0);
+    }
+}
+
 Test(stream, an_idle_stream_gets_keepalive_comments)
 {
     struct itest_node n;
