@@ -351,6 +351,16 @@ read_sub_queue(struct stream *s, struct round *rd, uint32_t i)
     return 0;
 }
 
+/* count_events - n events s sent (mayfly_stream_events_total): once a
+ * client's stream, so a peer's watch (forwarded) counts none: the stream
+ * that relays them counts each (stream_watch.c). */
+static void
+count_events(const struct stream *s, uint64_t n)
+{
+    if (n > 0 && !s->forwarded)
+        shm_count(s->w->seg, s->w->set.slot, SHM_C_STREAM_EVENTS, n);
+}
+
 /* rec_cmp - by sequence (qsort). */
 static int
 rec_cmp(const void *a, const void *b)
@@ -460,8 +470,7 @@ tail_round(struct stream *s, struct round *rd)
         if (s->subs[i].pos.seq > s->wmark)
             s->subs[i].pos = (struct shm_tail_pos){0};
     }
-    if (n > 0)
-        shm_count(s->w->seg, s->w->set.slot, SHM_C_STREAM_EVENTS, n);
+    count_events(s, n);
     if (rd->cut < rd->h)
         return -ENOBUFS; /* the budget cut it: overflow */
     if (any)
@@ -512,7 +521,7 @@ group_sub(struct stream *s, uint32_t i)
         for (const struct shm_popped *m = NULL;
              (m = shm_popped_next(&set->sink, m)) != NULL;)
             emit(s, m, i, id);
-        shm_count(s->w->seg, s->w->set.slot, SHM_C_STREAM_EVENTS, (uint64_t)rc);
+        count_events(s, (uint64_t)rc);
     }
     return 0;
 }

@@ -486,3 +486,34 @@ Test(cluster_stream, a_quiet_watch_outlives_its_idle_bound)
     sse_close(&s);
 }
 
+/* stream_events - mayfly_stream_events_total summed over the nodes. */
+static double
+stream_events(void)
+{
+    double sum = 0;
+
+    for (int i = 0; i < CL_NODES; i++) {
+        double v;
+        cr_assert_eq(itest_metric(&c.node[i], "mayfly_stream_events_total", &v),
+                     0, "node %d", i);
+        sum += v;
+    }
+    return sum;
+}
+
+Test(cluster_stream, a_relayed_event_is_counted_once)
+{
+    char r[3][16], path[1024];
+    struct sse_client s;
+    struct want w = {.s = &s};
+
+    rooms("cm", r);
+    w.r = r;
+    subs_path(path, sizeof(path), "cm", r, "");
+    open_on(&s, 0, path, NULL);
+    for (int i = 0; i < 3; i++)
+        push_n((i + 1) % 3, "cm", r[i], 0, 4);
+    wait_upto(&w, 4);
+    cr_assert_eq(stream_events(), 12, "12 events sent to the client");
+    sse_close(&s);
+}
