@@ -450,6 +450,9 @@ dir_init_part(struct shm_seg *seg, uint32_t idx, struct shm_ref qr, uint64_t h,
     p->hold_until = 0;
     atomic_store(&p->gone_seq, 0);
     atomic_store(&p->popped, 0);
+    p->adopt_inc = p->adopt_lo = p->adopt_hi = p->adopt_base = 0;
+    p->adopt_cut_at = p->adopt_cut_len = 0;
+    atomic_store(&p->last_seq, 0);
     atomic_store(&p->count, 0);
     atomic_store(&p->cost, 0);
     atomic_store(&p->waiters, 0);

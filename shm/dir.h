@@ -145,6 +145,37 @@ enum { SHM_DROPS_BOUNDS, SHM_DROPS_TTL, SHM_DROPS_RETRY };
  *                                                  popped here, ms (the
  *                                                  request verb's
  *                                                  responders, inbox.h)
+ *   192     8  adopt_inc    adopt                lock: the incarnation the
+ *                                                  last hand-over here came
+ *                                                  from (0: none, or one
+ *                                                  whose numbers were not
+ *                                                  kept); streams resume
+ *                                                  its cursors (tail.h)
+ *   200     8  adopt_lo     adopt                lock: the lowest number
+ *                                                  (there) it accounts for
+ *   208     8  adopt_hi     adopt                lock: and the highest
+ *   216     8  adopt_base   adopt                lock: the number here of
+ *                                                  adopt_lo: a message
+ *                                                  numbered o there is
+ *                                                  adopt_base + o - adopt_lo
+ *                                                  here, less adopt_cut_len
+ *                                                  past adopt_cut_at
+ *   224     8  adopt_cut_at adopt                lock: the one gap between
+ *   232     8  adopt_cut_len                       its numbers longer than
+ *                                                  SHM_ADOPT_GAP (a hold's,
+ *                                                  part_move.h) is cut to
+ *                                                  it: after cut_at, cut_len
+ *                                                  numbers are left out (0:
+ *                                                  none).  A fixed 48 bytes
+ *                                                  a partition, whatever it
+ *                                                  holds
+ *   240     8  last_seq     push/adopt/repair    atomic, raised under lock
+ *                                                  before a link publishes:
+ *                                                  at or above every number
+ *                                                  the list ever held (and
+ *                                                  gone_seq), so a whole-
+ *                                                  queue tail past it skips
+ *                                                  the partition (tail.h)
  * A worker killed holding lock leaves EOWNERDEAD to the next locker:
  * shm_ring_repair() re-derives the partition from a validated walk.
  */
@@ -171,6 +202,13 @@ struct shm_part {
     uint64_t hold_until;
     _Atomic uint64_t gone_seq;
     _Atomic uint64_t popped;
+    uint64_t adopt_inc;
+    uint64_t adopt_lo;
+    uint64_t adopt_hi;
+    uint64_t adopt_base;
+    uint64_t adopt_cut_at;
+    uint64_t adopt_cut_len;
+    _Atomic uint64_t last_seq;
 };
 _Static_assert(offsetof(struct shm_part, queue) == 64, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, head) == 76, "shm_part layout");
@@ -178,11 +216,19 @@ _Static_assert(offsetof(struct shm_part, count) == 96, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, next_free) == 152, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, hold_seq) == 160, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, gone_seq) == 176, "shm_part layout");
-_Static_assert(sizeof(struct shm_part) == 192, "shm_part layout");
+_Static_assert(offsetof(struct shm_part, adopt_inc) == 192, "shm_part layout");
+_Static_assert(offsetof(struct shm_part, last_seq) == 240, "shm_part layout");
+_Static_assert(sizeof(struct shm_part) == 248, "shm_part layout");
 
 /* Sequence numbers a hold keeps for the hand-over it waits for: more than
  * a partition can hold, so an adopt always fits below what came after. */
 #define SHM_HOLD_SEQS (1ULL << 32)
+
+/* The longest gap between two numbers of a partition a hand-over keeps
+ * (a longer one, as a hold leaves between what it brought and the pushes
+ * after it, is cut to this): what one partition's messages span, with one
+ * gap cut, stays under SHM_HOLD_SEQS. */
+#define SHM_ADOPT_GAP (1ULL << 31)
 
 /* Holds the horizon finds without scanning the partition table (more at
  * once are counted in shm_dir.holds_over and found by a scan). */

@@ -174,7 +174,8 @@ take_msgs_locked(struct shm_ring_ctx *c, const unsigned char *map,
         struct shm_ho_msg h = {.len = m->len,
                                .flags = ho_flags(m),
                                .age_ms =
-                                   c->now > m->enq_ms ? c->now - m->enq_ms : 0};
+                                   c->now > m->enq_ms ? c->now - m->enq_ms : 0,
+                               .seq = m->seq};
         memcpy(o + *off, &h, sizeof(h));
         *off += sizeof(h);
         /* The payload, then its padding, in place. */
@@ -231,12 +232,29 @@ take_group_locked(struct shm_ring_ctx *c, uint32_t gs, const unsigned char *map,
     memcpy(o + at, &h, sizeof(h));
 }
 
+/* The highest number of a message that left c's list or that map does
+ * not carry: a stream past it missed nothing (shm_ho_hdr.gone). */
+static uint64_t
+take_gone_locked(struct shm_ring_ctx *c, const unsigned char *map)
+{
+    uint64_t gone = atomic_load_explicit(&c->p->gone_seq, RELAXED);
+    uint32_t i = 0;
+
+    for (uint32_t r = c->p->head; r != 0;
+         r = shm_ring_msg(c->seg, r)->next, i++)
+        if (!KEPT(map, i) && shm_ring_msg(c->seg, r)->seq > gone)
+            gone = shm_ring_msg(c->seg, r)->seq;
+    return gone;
+}
+
 /* Write the record of c's partition into o (room checked), then empty the
  * partition; returns the messages taken. */
 static int
 take_locked(struct shm_ring_ctx *c, unsigned char *o, size_t need, size_t *used)
 {
-    struct shm_ho_hdr h = {.magic = SHM_HO_MAGIC, .version = SHM_HO_VERSION};
+    struct shm_ho_hdr h = {.magic = SHM_HO_MAGIC,
+                           .version = SHM_HO_VERSION,
+                           .inc = shm_params_of(c->seg)->incarnation};
     uint64_t leased = 0, dropped = 0;
     size_t off = sizeof(h);
     uint32_t n = 0;
@@ -246,6 +264,7 @@ take_locked(struct shm_ring_ctx *c, unsigned char *o, size_t need, size_t *used)
     /* The map sits after the longest record, which this one never passes. */
     unsigned char *map = o + need - take_map_bytes(n);
     take_map_locked(c, n, map);
+    h.gone = take_gone_locked(c, map);
     h.nmsgs = take_msgs_locked(c, map, o, &off);
     for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
         take_group_locked(c, g, map, o, &off, &leased, &dropped);
@@ -361,6 +380,14 @@ struct ho_view {
     uint32_t nmsgs, ngroups;
     uint64_t nredo; /* redeliveries over all groups */
     uint64_t cost;  /* accounted bytes of the messages */
+    uint64_t inc;   /* the sender's incarnation, 0 when its numbers are not
+                       kept (unknown, not rising, or too far apart) */
+    uint64_t lo;    /* the lowest number (the sender's) it accounts for:
+                       its gone, or its first message's */
+    uint64_t hi;    /* and the highest */
+    uint64_t cut_at, cut_len; /* its one gap past SHM_ADOPT_GAP: after
+                                 cut_at, cut_len numbers are left out */
+    uint64_t gone;            /* shm_ho_hdr.gone */
 };
 
 /* One group entry at p (checked): its head, name and redeliveries; returns
@@ -381,12 +408,17 @@ static int
 ho_check_msgs(const unsigned char *b, size_t len, size_t *off,
               struct ho_view *v)
 {
+    uint64_t last = 0;
+
     for (uint32_t i = 0; i < v->nmsgs; i++) {
         struct shm_ho_msg m;
         if (len - *off < sizeof(m))
             return -EBADMSG;
         memcpy(&m, b + *off, sizeof(m));
         *off += sizeof(m);
+        if (m.seq <= last || m.seq == 0)
+            v->inc = 0; /* not rising: numbered end to end */
+        last = m.seq;
         /* a request's replyTo leads its data, and a payload follows (as
          * shm_push_request requires) */
         uint32_t reply_len = m.flags >> SHM_HO_REPLY_SHIFT;
@@ -453,6 +485,60 @@ ho_check_group(const unsigned char *b, size_t len, size_t *off,
     return 0;
 }
 
+/* span_see - point x, the next of the sender's numbers v accounts for
+ * (rising): the range grows to it, and a gap past SHM_ADOPT_GAP before
+ * it is the one cut (a second: the numbers are not kept). */
+static void
+span_see(struct ho_view *v, uint64_t x, int *have)
+{
+    if (!*have)
+        v->lo = x;
+    else if (x - v->hi > SHM_ADOPT_GAP) {
+        if (v->cut_len != 0)
+            v->inc = 0;
+        v->cut_at = v->hi;
+        v->cut_len = x - v->hi - SHM_ADOPT_GAP;
+    }
+    v->hi = x;
+    *have = 1;
+}
+
+/* ho_span - the sender's numbers v accounts for (lo..hi, its gone among
+ * them) and its one long gap cut, from its messages at msgs (checked);
+ * v->inc 0 when they are not kept: none, two long gaps, or a span past
+ * what a hold keeps. */
+static void
+ho_span(const unsigned char *msgs, struct ho_view *v)
+{
+    const unsigned char *p = msgs;
+    struct shm_ho_msg m;
+    int have = 0, gone = v->gone == 0;
+
+    for (uint32_t i = 0; i < v->nmsgs && v->inc != 0; i++) {
+        memcpy(&m, p, sizeof(m));
+        p += sizeof(m) + ho_pad(m.len);
+        if (!gone && v->gone <= m.seq) {
+            if (v->gone < m.seq)
+                span_see(v, v->gone, &have);
+            gone = 1;
+        }
+        span_see(v, m.seq, &have);
+    }
+    if (!gone)
+        span_see(v, v->gone, &have);
+    if (!have || v->hi - v->lo - v->cut_len >= SHM_HOLD_SEQS)
+        v->inc = 0;
+}
+
+/* ho_place - where the sender's number o goes, from base: its distance
+ * from lo, less the gap cut below it. */
+static uint64_t
+ho_place(const struct ho_view *v, uint64_t base, uint64_t o)
+{
+    return base + (o - v->lo) -
+           (v->cut_len != 0 && o > v->cut_at ? v->cut_len : 0);
+}
+
 /* ho_check - is (b, len) a whole, well-formed record?  Reads nothing out of
  * bounds whatever the bytes say.  0 with *v filled, or -EBADMSG. */
 static int
@@ -471,8 +557,11 @@ ho_check(const unsigned char *b, size_t len, struct ho_view *v)
     v->nmsgs = h.nmsgs;
     v->ngroups = h.ngroups;
     v->msgs = b + off;
+    v->inc = h.inc;
+    v->gone = h.gone;
     if (ho_check_msgs(b, len, &off, v) != 0)
         return -EBADMSG;
+    ho_span(b + sizeof(h), v);
     v->groups = b + off;
     for (uint32_t i = 0; i < h.ngroups; i++)
         if (ho_check_group(b, len, &off, v, i) != 0)
@@ -537,6 +626,7 @@ adopt_alloc(struct shm_seg *seg, int w, const struct ho_view *v, uint64_t now,
         made->read = m.flags & SHM_HO_WITHDRAWN ? SHM_MSG_WITHDRAWN
                                                 : (m.flags & SHM_HO_READ) != 0;
         made->reply_len = (uint16_t)(m.flags >> SHM_HO_REPLY_SHIFT);
+        made->seq = m.seq; /* the sender's, until it is linked (adopt_seq) */
         if (a->last != 0)
             shm_ring_msg(seg, a->last)->next = a->refs[i];
         else
@@ -623,21 +713,60 @@ adopt_spot_locked(struct shm_ring_ctx *c, uint32_t n, int *insert)
     return prev;
 }
 
+/* adopt_number - number the adopted chains from base: each at its
+ * distance from v->lo at the sender when v keeps the sender's numbers
+ * (they hold the sender's until now, adopt_alloc), else end to end. */
+static void
+adopt_number(struct shm_seg *seg, const struct ho_view *v,
+             const struct adopt *a, uint64_t base)
+{
+    uint64_t seq = base;
+
+    for (uint32_t r = a->first; r != 0; r = shm_ring_msg(seg, r)->next) {
+        struct shm_msg *m = shm_ring_msg(seg, r);
+        m->seq = v->inc != 0 ? ho_place(v, base, m->seq) : seq++;
+    }
+}
+
+/* adopt_note_locked - the partition notes where the sender's numbers are
+ * here (dir.h: adopt_*), and the mark of what left it covers what left
+ * the sender uncarried: a stream that had not passed it missed it. */
+static void
+adopt_note_locked(struct shm_ring_ctx *c, const struct ho_view *v,
+                  uint64_t base)
+{
+    struct shm_part *p = c->p;
+
+    p->adopt_inc = v->inc;
+    p->adopt_lo = v->lo;
+    p->adopt_hi = v->hi;
+    p->adopt_base = base;
+    p->adopt_cut_at = v->cut_at;
+    p->adopt_cut_len = v->cut_len;
+    if (v->inc != 0 && v->gone != 0 &&
+        ho_place(v, base, v->gone) >
+            atomic_load_explicit(&p->gone_seq, RELAXED))
+        atomic_store_explicit(&p->gone_seq, ho_place(v, base, v->gone),
+                              RELAXED);
+    shm_ring_last_seq_locked(p, atomic_load_explicit(&p->gone_seq, RELAXED));
+}
+
 /* Link the adopted chains (n of them, cost bytes) after message prev (0:
  * at the head), numbered from the sequence numbers the hold kept, so the
  * list stays in sequence order.  A group about to read what follows reads
  * them first.  The store into prev's link (or the head) publishes them. */
 static void
-adopt_insert_locked(struct shm_ring_ctx *c, const struct adopt *a, uint32_t n,
-                    uint64_t cost, uint32_t prev)
+adopt_insert_locked(struct shm_ring_ctx *c, const struct ho_view *v,
+                    const struct adopt *a, uint32_t prev)
 {
     struct shm_seg *seg = c->seg;
     struct shm_part *p = c->p;
     uint32_t after = prev != 0 ? shm_ring_msg(seg, prev)->next : p->head;
-    uint64_t seq = p->hold_seq;
+    uint32_t n = v->nmsgs;
+    uint64_t cost = v->cost;
 
-    for (uint32_t r = a->first; r != 0; r = shm_ring_msg(seg, r)->next)
-        shm_ring_msg(seg, r)->seq = seq++;
+    adopt_number(seg, v, a, p->hold_seq);
+    shm_ring_last_seq_locked(p, shm_ring_msg(seg, a->last)->seq);
     shm_ring_msg(seg, a->last)->next = after;
     if (prev != 0)
         shm_ring_msg(seg, prev)->next = a->first; /* publishes */
@@ -760,7 +889,7 @@ adopt_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
     struct shm_ring_ctx c;
     struct shm_ho_grp g;
     struct shm_name name;
-    uint64_t kick = 0, seq, k = 0;
+    uint64_t kick = 0, base, k = 0;
     int insert;
     int rc = shm_part_lock_ctx(seg, w, pr, shm_dir_queue(seg, qr.idx), now, &c);
 
@@ -771,10 +900,19 @@ adopt_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
      * horizon stays below both until the wake-ups are out (horizon.c). */
     shm_pushing_begin(seg, w, atomic_load(&c.p->hold_seq));
     uint32_t prev = adopt_spot_locked(&c, v->nmsgs, &insert);
-    if (insert)
-        adopt_insert_locked(&c, a, v->nmsgs, v->cost, prev);
-    else if (v->nmsgs > 0)
-        shm_ring_link_locked(&c, a->first, a->last, v->nmsgs, v->cost, &seq);
+    if (insert) {
+        base = c.p->hold_seq;
+        adopt_insert_locked(&c, v, a, prev);
+    } else {
+        /* numbers of its own, as a push takes them: the sender's span */
+        base = atomic_fetch_add(&shm_dir_of(seg)->next_seq,
+                                v->inc != 0 ? v->hi - v->lo - v->cut_len + 1
+                                            : v->nmsgs);
+        adopt_number(seg, v, a, base);
+        if (v->nmsgs > 0)
+            shm_ring_append_locked(&c, a->first, a->last, v->nmsgs, v->cost);
+    }
+    adopt_note_locked(&c, v, base);
     a->first = 0;
     shm_ring_hold_end_locked(&c);
     adopt_pick_locked(&c, v, a);

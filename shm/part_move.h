@@ -10,8 +10,8 @@
  * aligned throughout, and self-describing: magic and version first, then
  * counts, each checked by the decoder against the bytes that follow.
  *
- *   struct shm_ho_hdr                       24 B
- *   nmsgs x  struct shm_ho_msg + payload     16 B + len, padded to 8
+ *   struct shm_ho_hdr                       40 B
+ *   nmsgs x  struct shm_ho_msg + payload     24 B + len, padded to 8
  *   ngroups x struct shm_ho_grp + name       24 B + name_len, padded to 8
  *             + nredo x struct shm_ho_redo   8 B each, indexes rising
  *
@@ -31,7 +31,7 @@
 #include "shm/segment.h"
 
 #define SHM_HO_MAGIC       0x4f48594du /* "MYHO" */
-#define SHM_HO_VERSION     1
+#define SHM_HO_VERSION     2
 #define SHM_HO_READ        1u /* shm_ho_msg.flags: some group has read it */
 #define SHM_HO_WITHDRAWN   2u /* a request withdrawn unread (shm/inbox.h) */
 #define SHM_HO_REPLY_SHIFT 16 /* flags >> 16: the message's reply_len */
@@ -44,6 +44,11 @@
  *     8     4  nmsgs    messages that follow, in push order
  *    12     4  ngroups  group entries after the messages
  *    16     8  size     bytes of the whole record, this header included
+ *    24     8  inc      the sender's incarnation (0: unknown)
+ *    32     8  gone     the highest number (the sender's) of a message of
+ *                       the partition that left it and is not carried
+ *                       (0: none): a stream there at or past it missed
+ *                       nothing
  */
 struct shm_ho_hdr {
     uint32_t magic;
@@ -51,8 +56,10 @@ struct shm_ho_hdr {
     uint32_t nmsgs;
     uint32_t ngroups;
     uint64_t size;
+    uint64_t inc;
+    uint64_t gone;
 };
-_Static_assert(sizeof(struct shm_ho_hdr) == 24, "shm_ho_hdr layout");
+_Static_assert(sizeof(struct shm_ho_hdr) == 40, "shm_ho_hdr layout");
 
 /*
  * struct shm_ho_msg - one message; its payload (len bytes, the JSON text as
@@ -62,13 +69,17 @@ _Static_assert(sizeof(struct shm_ho_hdr) == 24, "shm_ho_hdr layout");
  *     4     4  flags    SHM_HO_READ, SHM_HO_WITHDRAWN; bits 16-31:
  *                          reply_len (replyTo bytes leading the payload)
  *     8     8  age_ms   now - enqueue time at the take: ttl keeps counting
+ *    16     8  seq      its number at the sender (rising): the receiver
+ *                       keeps the distances, so a stream's position there
+ *                       still names a place here (tail.h, shm_tail_map)
  */
 struct shm_ho_msg {
     uint32_t len;
     uint32_t flags;
     uint64_t age_ms;
+    uint64_t seq;
 };
-_Static_assert(sizeof(struct shm_ho_msg) == 16, "shm_ho_msg layout");
+_Static_assert(sizeof(struct shm_ho_msg) == 24, "shm_ho_msg layout");
 
 /*
  * struct shm_ho_grp - one group's position in the partition; its name
@@ -137,7 +148,13 @@ int shm_part_take(struct shm_seg *seg, int w, struct shm_name queue,
  * shm_part_adopt - check the record (rec, len) whole, then append its
  * messages to (queue, part) in order, all or nothing, creating the queue
  * (implicit, node defaults) and the partition as a push does.  They get new
- * ids from this node's counter and enqueue time now - age.  The queue's
+ * ids from this node's counter and enqueue time now - age.  A record that
+ * names its sender's incarnation keeps the distances between the sender's
+ * numbers (the message numbered o there is base + o - lo here, the range
+ * taken from the counter, or the hold's, whole) and the partition notes
+ * (incarnation, lo, hi, base): a stream's position at the sender maps to
+ * one here (shm_tail_map).  A span past SHM_HOLD_SEQS numbers is
+ * numbered on end to end, and noted as no adoption.  The queue's
  * maxLength, maxBytes and policy are not applied (a hand-over must not lose
  * messages to them); the node cap is, as for a push.
  *

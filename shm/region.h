@@ -42,6 +42,12 @@ int shm_arena_region_init(struct shm_seg *seg, const struct shm_params *p);
  *    48    24  region_size[] master, at create   immutable
  *    72     8  lock_repairs  any locker          atomic (relaxed add)
  *    80     4  params_gen    master (HUP)        atomic; copy = gen & 1
+ *    88     8  streams       workers; master     atomic: streams open on
+ *                            (a dead worker's)   the node, reserved by CAS
+ *                                                below stream_max
+ *                                                (stats.h), a dead
+ *                                                worker's taken off when
+ *                                                its slot is claimed again
  *   128   160  params[2]     master              the copy not current
  * shm_segment_set_defaults() fills the spare copy, then bumps params_gen
  * (release): a reader holding a pointer from shm_params_of() sees a whole
@@ -56,13 +62,16 @@ struct shm_header {
     uint64_t region_size[SHM_REGION_COUNT];
     _Atomic uint64_t lock_repairs;
     _Atomic uint32_t params_gen;
-    unsigned char pad1[44];
+    uint32_t pad1;
+    _Atomic int64_t streams;
+    unsigned char pad2[32];
     struct shm_params params[2];
 };
 _Static_assert(SHM_REGION_COUNT == 3, "shm_header layout");
 _Static_assert(offsetof(struct shm_header, region_off) == 24, "shm_header");
 _Static_assert(offsetof(struct shm_header, lock_repairs) == 72, "shm_header");
 _Static_assert(offsetof(struct shm_header, params_gen) == 80, "shm_header");
+_Static_assert(offsetof(struct shm_header, streams) == 88, "shm_header");
 _Static_assert(offsetof(struct shm_header, params) == 128, "shm_header");
 _Static_assert(sizeof(struct shm_params) == 80, "shm_params layout");
 

@@ -145,19 +145,38 @@ ring_gone(struct shm_part *p, const struct shm_msg *m)
         STORE(p->gone_seq, m->seq);
 }
 
+/* shm_ring_last_seq_locked - see ring.h. */
+void
+shm_ring_last_seq_locked(struct shm_part *p, uint64_t seq)
+{
+    if (seq > LOAD(p->last_seq))
+        atomic_store(&p->last_seq, seq); /* before the link publishes */
+}
+
 /* shm_ring_link_locked - see ring.h. */
 void
 shm_ring_link_locked(struct shm_ring_ctx *c, uint32_t first, uint32_t last,
                      uint32_t n, uint64_t cost, uint64_t *first_seq)
 {
     struct shm_seg *seg = c->seg;
-    struct shm_part *p = c->p;
     struct shm_dir *d = shm_dir_of(seg);
     uint64_t seq = atomic_fetch_add(&d->next_seq, n);
 
     *first_seq = seq;
     for (uint32_t r = first; r != 0; r = shm_ring_msg(seg, r)->next)
         shm_ring_msg(seg, r)->seq = seq++;
+    shm_ring_append_locked(c, first, last, n, cost);
+}
+
+/* shm_ring_append_locked - see ring.h. */
+void
+shm_ring_append_locked(struct shm_ring_ctx *c, uint32_t first, uint32_t last,
+                       uint32_t n, uint64_t cost)
+{
+    struct shm_seg *seg = c->seg;
+    struct shm_part *p = c->p;
+
+    shm_ring_last_seq_locked(p, shm_ring_msg(seg, last)->seq);
     /* The one store that publishes the batch; repair re-derives the rest. */
     if (p->tail != 0)
         shm_ring_msg(seg, p->tail)->next = first;
@@ -993,6 +1012,7 @@ ring_repair_msgs(struct shm_seg *seg, struct shm_part *p)
         last = r;
     }
     p->tail = last;
+    shm_ring_last_seq_locked(p, prev);
     STORE(p->count, n);
     ring_set_cost(seg, p, cost);
     STORE(p->oldest_ms, p->head ? shm_ring_msg(seg, p->head)->enq_ms : 0);
@@ -1146,6 +1166,7 @@ ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
     /* Whatever the list held is gone, up to every number given so far (a
      * walk of a list found unsound cannot say which). */
     STORE(p->gone_seq, atomic_load(&shm_dir_of(seg)->next_seq) - 1);
+    shm_ring_last_seq_locked(p, LOAD(p->gone_seq));
     ring_wipe_list(seg, w, p, &p->head, ring_msg_seq);
     p->tail = 0;
     uint32_t ng = 0;

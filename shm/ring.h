@@ -198,6 +198,15 @@ uint64_t shm_ring_msg_cost(uint32_t len);
 void shm_ring_link_locked(struct shm_ring_ctx *c, uint32_t first, uint32_t last,
                           uint32_t n, uint64_t cost, uint64_t *first_seq);
 
+/* shm_ring_last_seq_locked - raise p's last_seq to seq (dir.h), before
+ * the link that publishes a message numbered seq. */
+void shm_ring_last_seq_locked(struct shm_part *p, uint64_t seq);
+
+/* shm_ring_append_locked - the same for chains numbered already (rising,
+ * above every number the partition lists, taken from the node counter). */
+void shm_ring_append_locked(struct shm_ring_ctx *c, uint32_t first,
+                            uint32_t last, uint32_t n, uint64_t cost);
+
 /* shm_ring_gs_find_locked - the partition's state of group name, or 0. */
 uint32_t shm_ring_gs_find_locked(struct shm_ring_ctx *c, struct shm_name name,
                                  uint64_t h);

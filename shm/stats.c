@@ -9,6 +9,7 @@
  */
 #include "shm/stats.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -88,22 +89,35 @@ shm_parked_add(struct shm_seg *seg, int w, int64_t delta)
     gauge_add(&shm_slot(seg, w)->parked, delta);
 }
 
+/* shm_streams_reserve - see stats.h. */
+int
+shm_streams_reserve(struct shm_seg *seg, int w, uint64_t max)
+{
+    _Atomic int64_t *n = &seg->hdr->streams;
+    int64_t v = atomic_load(n);
+
+    do
+        if (v >= 0 && (uint64_t)v >= max)
+            return -EBUSY;
+    while (!atomic_compare_exchange_weak(n, &v, v + 1));
+    gauge_add(&shm_slot(seg, w)->streams, 1);
+    return 0;
+}
+
 /* shm_streams_add - see stats.h. */
 void
 shm_streams_add(struct shm_seg *seg, int w, int64_t delta)
 {
     gauge_add(&shm_slot(seg, w)->streams, delta);
+    atomic_fetch_add(&seg->hdr->streams, delta);
 }
 
 /* shm_streams_sum - see stats.h. */
 uint64_t
 shm_streams_sum(struct shm_seg *seg)
 {
-    int64_t n = 0;
+    int64_t n = atomic_load_explicit(&seg->hdr->streams, memory_order_relaxed);
 
-    for (int w = 0; w < SHM_MAX_WORKERS; w++)
-        n += atomic_load_explicit(&shm_slot(seg, w)->streams,
-                                  memory_order_relaxed);
     return n > 0 ? (uint64_t)n : 0;
 }
 
@@ -116,8 +130,11 @@ shm_slot_claim(struct shm_seg *seg, int w, int pid)
 {
     struct shm_slot *s = shm_slot(seg, w);
 
+    /* the streams of the worker that had it died with it */
+    atomic_fetch_sub(
+        &seg->hdr->streams,
+        atomic_exchange_explicit(&s->streams, 0, memory_order_relaxed));
     atomic_store_explicit(&s->parked, 0, memory_order_relaxed);
-    atomic_store_explicit(&s->streams, 0, memory_order_relaxed);
     atomic_store_explicit(&s->beat_ms, shm_now_ms(), memory_order_relaxed);
     atomic_store_explicit(&s->pid, pid, memory_order_release);
 }

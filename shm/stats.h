@@ -93,12 +93,18 @@ void shm_request_hist_sum(struct shm_seg *seg, uint64_t *out, uint64_t *sum_us);
 /* shm_parked_add - adjust this worker's parked-pop gauge by delta. */
 void shm_parked_add(struct shm_seg *seg, int w, int64_t delta);
 
-/* shm_streams_add - adjust this worker's open-streams gauge by delta. */
+/* shm_streams_reserve - one more stream open on worker w, when the node
+ * holds fewer than max (one CAS on the node's count: exact whichever
+ * worker asks): 0, or -EBUSY with nothing counted. */
+int shm_streams_reserve(struct shm_seg *seg, int w, uint64_t max);
+
+/* shm_streams_add - adjust this worker's open-streams gauge and the
+ * node's count by delta (-1: a reserved stream ended or never opened). */
 void shm_streams_add(struct shm_seg *seg, int w, int64_t delta);
 
-/* shm_streams_sum - the streams every worker holds open now (SPEC §11:
- * mayfly_streams, and stream_max); a worker's own count restarts at 0
- * when its slot is claimed again, as its streams died with it. */
+/* shm_streams_sum - the streams open on the node now (SPEC §11:
+ * mayfly_streams, and stream_max); a dead worker's are taken off when its
+ * slot is claimed again, as its streams died with it. */
 uint64_t shm_streams_sum(struct shm_seg *seg);
 
 /* Worker heartbeat and pid, for the master's watchdog. */

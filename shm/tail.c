@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "shm/arena.h"
 #include "shm/broker_int.h"
 #include "shm/dir.h"
 #include "shm/horizon.h"
@@ -165,6 +166,81 @@ shm_tail_queue(struct shm_seg *seg, int worker, struct shm_name queue,
         return 0;
     }
     return -EAGAIN;
+}
+
+/* shm_tail_parts - see tail.h. */
+int
+shm_tail_parts(struct shm_seg *seg, struct shm_name queue, uint64_t after,
+               uint64_t now,
+               int (*fn)(void *arg, struct shm_name part, uint64_t handle),
+               void *arg)
+{
+    struct shm_part_list l;
+    struct shm_ref qr;
+    char name[SHM_NAME_MAX];
+    int r = 0;
+
+    if (shm_dir_find_queue(seg, -1, queue, 0, now, &qr) != 0)
+        return 0;
+    if ((r = shm_part_list_get(seg, qr, &l)) != 0)
+        return r;
+    for (uint32_t i = 0; i < l.n && r == 0; i++) {
+        struct shm_part *p = shm_dir_part(seg, l.v[i].idx);
+        uint32_t len = p->name_len;
+        if (atomic_load(&p->last_seq) <= after || !atomic_load(&p->alive) ||
+            p->gen != l.v[i].gen || len == 0 || len > SHM_NAME_MAX)
+            continue;
+        shm_arena_read(seg, p->name_ref, 0, name, len);
+        if (p->gen != l.v[i].gen)
+            continue;
+        r = fn(arg, (struct shm_name){name, len},
+               shm_handle_of(1, l.v[i].idx, l.v[i].gen));
+    }
+    shm_part_list_free(&l);
+    return r;
+}
+
+/* shm_tail_map - see tail.h. */
+int
+shm_tail_map(struct shm_seg *seg, int worker, struct shm_name queue,
+             struct shm_name part, uint64_t inc, uint64_t w, uint64_t now,
+             uint64_t *after)
+{
+    struct shm_ref qr, pr;
+    int rc = -EAGAIN;
+
+    for (int t = 0; t < SHM_BROKER_TRIES; t++) {
+        rc = shm_dir_find_queue(seg, worker, queue, 0, now, &qr);
+        if (rc == 0)
+            rc = shm_dir_find_part(seg, worker, qr, part, 0, now, &pr);
+        if (rc == 0)
+            rc = shm_part_lock(seg, worker, pr);
+        if (rc == -ESTALE)
+            continue;
+        if (rc != 0)
+            return rc == -EAGAIN ? rc : -ENOENT;
+        /* partition lock: its adoption and its oldest message. */
+        struct shm_part *p = shm_dir_part(seg, pr.idx);
+        uint64_t base = p->adopt_base, lo = p->adopt_lo, hi = p->adopt_hi;
+        uint64_t cut = p->adopt_cut_at, cut_len = p->adopt_cut_len;
+        rc = -ENOENT;
+        if (inc != 0 && p->adopt_inc == inc &&
+            (p->head == 0 || shm_ring_msg(seg, p->head)->seq >= base)) {
+            uint64_t o = w < hi ? w : hi;
+            if (w < lo)
+                *after = base - 1;
+            else if (cut_len == 0 || o <= cut)
+                *after = base + (o - lo);
+            else if (o - cut < cut_len + SHM_ADOPT_GAP)
+                *after = base + (cut - lo); /* in the gap: nothing there */
+            else
+                *after = base + (o - lo) - cut_len;
+            rc = 0;
+        }
+        shm_ring_unlock(p);
+        return rc;
+    }
+    return rc;
 }
 
 /* shm_tail_reap - see tail.h.  The dead worker's waiter bits are off

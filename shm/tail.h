@@ -97,6 +97,38 @@ int shm_tail_queue(struct shm_seg *seg, int worker, struct shm_name queue,
                    uint64_t now, uint64_t *handle);
 
 /*
+ * shm_tail_parts - call fn(arg, part, handle) for each partition of queue
+ * that may hold a message numbered above after (its last_seq, dir.h: a
+ * whole-queue tail's round reads only those), until fn returns nonzero,
+ * which is returned; 0 when none did or there is no such queue.  Names
+ * are read without locks and checked against the record's generation
+ * afterwards; handle is the partition's (shm_pop_handle).  Exact up to
+ * the horizon: a push numbered <= shm_horizon() raised last_seq before
+ * the horizon passed it.
+ */
+int shm_tail_parts(struct shm_seg *seg, struct shm_name queue, uint64_t after,
+                   uint64_t now,
+                   int (*fn)(void *arg, struct shm_name part, uint64_t handle),
+                   void *arg);
+
+/*
+ * shm_tail_map - where a stream resumes (queue, part) here when its
+ * cursor names another incarnation inc at watermark w for it: the
+ * partition's last hand-over here came from inc and kept its numbers
+ * (part_move.h), so the message numbered o there is adopt_base + o -
+ * adopt_lo here (less its one long gap cut, dir.h): *after is where w falls (every message here at or below
+ * it was delivered by w there; what left the sender uncarried past w is a
+ * gap, shm_tail_res.gap, as the adopt raised gone_seq).  Nothing is made,
+ * parked or read.  0 with *after; -ENOENT when the partition is not here,
+ * its last hand-over came from elsewhere or kept no numbers, or it holds
+ * a message from before that hand-over (not from inc: w says nothing of
+ * it).  -EAGAIN as shm_tail.
+ */
+int shm_tail_map(struct shm_seg *seg, int worker, struct shm_name queue,
+                 struct shm_name part, uint64_t inc, uint64_t w, uint64_t now,
+                 uint64_t *after);
+
+/*
  * shm_tail_reap - the master, reaping dead worker w (after its locks are
  * repaired: shm_worker_reap): if w died inside a push, wake every parked
  * pop and tail of the node (its wake-ups may not have been posted) and

@@ -25,6 +25,7 @@
 #include "http/stream_body.h"
 #include "shm/horizon.h"
 #include "shm/stats.h"
+#include "shm/tail.h"
 #include "worker/authz.h"
 #include "worker/forward.h"
 #include "worker/presence_stream.h"
@@ -158,39 +159,70 @@ start_from(struct stream *s, uint64_t h)
 }
 
 /*
- * resume_from - where each subscription read here starts with cursor c:
- * after its watermark when c names this incarnation for it (a partition:
- * its own owner; a whole queue: any) and the list is c's; else it is
- * missed, and starts after h.  The open event says W (or h when nothing
- * resumes).  Returns whether c is this list's (else its watches' part is
- * missed too, and they start anew).
+ * resume_part - where partition subscription u (read here) starts with
+ * cursor c, whose entry o names it: after that entry's watermark when it
+ * is this incarnation's; where a hand-over from that incarnation put it
+ * (shm_tail_map); else nowhere (-1: missed).
+ */
+static int
+resume_part(struct stream *s, struct stream_sub *u, const struct http_cursor *c,
+            unsigned o, uint64_t h)
+{
+    uint64_t after;
+
+    if (o >= c->nowners)
+        return -1;
+    if (c->inc[o] == s->w->incarnation) {
+        if (c->w[o] > h)
+            return -1; /* a place this node has not reached: not its */
+        after = c->w[o];
+    } else if (shm_tail_map(s->w->seg, s->w->set.slot, u->queue, u->part,
+                            c->inc[o], c->w[o], shm_now_ms(), &after) != 0)
+        return -1;
+    u->after = after;
+    u->name_inc = c->inc[o];
+    u->name_w = c->w[o];
+    return 0;
+}
+
+/*
+ * resume_from - where each subscription read here starts with cursor c
+ * (its list's: else missed): a partition at its own entry (resume_part),
+ * a whole queue after the watermark of this incarnation's first entry
+ * (its own, stream_cursor).  One that cannot is missed, and starts after
+ * h.  W starts at the lowest start (each partition is named by its own
+ * entry until W passes its start: stream_int.h).  Returns whether c is
+ * this list's (else its watches' part is missed too, and they start
+ * anew).
  */
 static int
 resume_from(struct stream *s, const struct http_cursor *c, uint64_t h)
 {
     unsigned me = HTTP_CURSOR_NONE, k = 0, nparts = 0;
-    int any = 0;
+    uint64_t low = h;
 
     for (size_t i = 0; i < s->nsubs; i++)
         nparts += s->subs[i].part.len > 0;
-    for (unsigned o = 0; o < c->nowners; o++)
+    for (unsigned o = c->nowners; o-- > 0;)
         if (c->inc[o] == s->w->incarnation)
             me = o;
     int list = c->hash == s->hash && c->nparts == nparts;
-    int ok = list && me != HTTP_CURSOR_NONE && c->w[me] <= h;
     for (size_t i = 0; i < s->nsubs; i++) {
         struct stream_sub *u = &s->subs[i];
-        int here = ok && (u->part.len == 0 || c->owner[k] == me);
-        k += u->part.len > 0;
+        unsigned o = u->part.len > 0 ? c->owner[k++] : me;
         if (!list && (u->watch >= 0 || u->part.len == 0)) /* its owners */
             stream_missed_add(s, u->queue, u->part.ptr, u->part.len);
         if (u->watch >= 0)
             continue; /* cannot tell: missed here, and read anew */
-        u->missed = !here;
-        u->after = here ? c->w[me] : h;
-        any |= here;
+        u->missed = !list || resume_part(s, u, c, o, h) != 0;
+        if (u->missed) {
+            u->after = h;
+            u->name_inc = s->w->incarnation;
+            u->name_w = h;
+        }
+        low = u->after < low ? u->after : low;
     }
-    s->wmark = any ? c->w[me] : h;
+    s->wmark = low;
     return list;
 }
 
@@ -268,7 +300,6 @@ stream_open(struct stream *s, const struct stream_args *a)
     http_reply_header(s->req, "Cache-Control", "no-cache");
     http_reply_header(s->req, "X-Accel-Buffering", "no");
     http_request_on_done(s->req, stream_done, s);
-    shm_streams_add(w->seg, w->set.slot, 1);
     set->open++;
     s->exp_at = expiry(w, now);
     s->written_at = now;
@@ -311,7 +342,8 @@ worker_subscribe(struct worker *w, struct http_request *req)
         return;
     }
     s = stream_new(w, req, &a);
-    if (s != NULL && shm_streams_sum(w->seg) >= w->set.stream_max) {
+    if (s != NULL &&
+        shm_streams_reserve(w->seg, w->set.slot, w->set.stream_max) != 0) {
         http_reply_error(req, 503, "ephemeral_unavailable",
                          "this node holds stream_max (%u) streams: retry "
                          "later, or ask another node",
@@ -319,8 +351,10 @@ worker_subscribe(struct worker *w, struct http_request *req)
         stream_release(s);
         s = NULL;
     }
+    /* from here s counts toward stream_max until it ends (stream_done) */
     if (s != NULL && stream_set_of(w) == NULL) {
         http_reply_errno(req, -ENOMEM, "subscribe");
+        shm_streams_add(w->seg, w->set.slot, -1);
         stream_release(s);
         s = NULL;
     }
@@ -330,6 +364,7 @@ worker_subscribe(struct worker *w, struct http_request *req)
     }
     if (s != NULL && (rc = stream_open(s, &a)) != 0) {
         refuse(req, rc);
+        shm_streams_add(w->seg, w->set.slot, -1);
         stream_release(s);
     }
     free(a.mem);

@@ -44,18 +44,51 @@ struct http_client_stream;
 
 #define STREAM_RETRY_MS 1000 /* what retry: tells a client to wait */
 
-/* One subscription: a partition, or every partition of a queue. */
+/* Where a whole queue's reads stopped in its partitions: shm_tail_pos
+ * by partition handle, open addressing (handle 0: free), at most
+ * STREAM_QPOS_MAX (past it, a partition is read from its head). */
+struct stream_qpos {
+    size_t cap, n;
+    struct shm_tail_pos *v;
+};
+
+#define STREAM_QPOS_MAX 4096
+
+/* The owner entries of a cursor (http/cursor.h) a watch's events name:
+ * an incarnation and its watermark each, the owner's own first. */
+struct stream_ents {
+    unsigned n;
+    uint64_t inc[HTTP_CURSOR_OWNERS];
+    uint64_t w[HTTP_CURSOR_OWNERS];
+};
+
+/*
+ * One subscription: a partition, or every partition of a queue.
+ *
+ * A partition read here starts after `after` (this node's numbers).  A
+ * resume may start partitions at different places (one at this node's
+ * watermark in the cursor, one handed over from another incarnation at
+ * the place shm_tail_map gives): until the stream's watermark W passes
+ * `after`, nothing of it was sent, and the cursor names it as the client's
+ * cursor did (name_inc, name_w); from then on by (this node, W).
+ */
 struct stream_sub {
-    struct shm_name queue;   /* internal name (in the stream's names) */
-    struct shm_name part;    /* len 0: the whole queue */
-    struct shm_tail_pos pos; /* a partition's last read (tail.h) */
-    uint64_t after;          /* the first round reads after this (resume) */
-    uint8_t dirty;           /* read it at the next round */
-    uint8_t missed;          /* a resume could not take it up (recovered) */
-    int16_t watch;           /* a partition read by watches[watch]; -1:
-                                here (a whole queue: here and by every
-                                watch) */
-    uint8_t presence;        /* a channel's events (presence_stream.h) */
+    struct shm_name queue;    /* internal name (in the stream's names) */
+    struct shm_name part;     /* len 0: the whole queue */
+    struct shm_tail_pos pos;  /* a partition's last read (tail.h) */
+    struct stream_qpos *qpos; /* a whole queue's, NULL until read */
+    uint64_t after;           /* no round reads at or below this */
+    uint64_t name_inc;        /* its cursor entry while W < after */
+    uint64_t name_w;
+    uint8_t dirty;     /* read it at the next round */
+    uint8_t missed;    /* a resume could not take it up (recovered) */
+    uint8_t went;      /* a watched partition: its entry in its watch's
+                         cur (HTTP_CURSOR_NONE: none known) */
+    uint8_t went_open; /* and in its open */
+    int16_t watch;     /* a partition read by watches[watch]; -1:
+                          here (a whole queue: here and by every
+                          watch) */
+    uint8_t presence;  /* a channel's events (presence_stream.h) */
 };
 
 /* A watch (stream_watch.c): the subscriptions one other node owns, read
@@ -64,9 +97,9 @@ struct stream_watch {
     struct stream *s;
     char id[SHM_BOARD_ID_MAX];       /* the owner's node id */
     char addr[SHM_BOARD_ADDR_MAX];   /* and client address */
-    uint64_t inc, wmark;             /* its incarnation and watermark, */
-    int known;                       /* once its events named them */
-    uint64_t wopen;                  /* the watermark its open named */
+    struct stream_ents cur;          /* where its last event (or the
+                                        client's cursor) stood */
+    struct stream_ents open;         /* where its open event stood */
     int reported;                    /* its open (a resume: recovered) came */
     char *target;                    /* its subscribe's path and query */
     char *cursor;                    /* its Last-Event-ID, or NULL */
@@ -138,10 +171,12 @@ struct stream_rec {
     uint32_t drop; /* a gap ended its partition's resume: not emitted */
 };
 
-/* A partition's name, copied out of the segment for a whole-queue read. */
+/* A partition's name, copied out of the segment for a whole-queue read,
+ * and its handle. */
 struct stream_part {
     char name[SHM_NAME_MAX];
     size_t len;
+    uint64_t handle;
 };
 
 /* What a request asks (stream_parse.c). */
@@ -212,8 +247,9 @@ void stream_done(void *arg, int sent_ok);
 void stream_release(struct stream *s);
 
 /* stream_cursor - the cursor of s with watermark wmark, into out (room for
- * HTTP_CURSOR_MAX + 1). */
-void stream_cursor(const struct stream *s, uint64_t wmark, char *out);
+ * HTTP_CURSOR_MAX + 1); its watches where their last events stood (at
+ * their open events, with open). */
+void stream_cursor(const struct stream *s, uint64_t wmark, int open, char *out);
 
 /* stream_open_event - the first event: its id gives a browser a
  * Last-Event-ID before any message (its watches at the watermarks their
@@ -271,6 +307,9 @@ int stream_first_round(struct stream *s, uint64_t h, int resume);
 /* stream_round - the next round of s, once the wake queue was drained
  * after horizon h was taken: its dirty subscriptions read and emitted. */
 void stream_round(struct stream *s, uint64_t h);
+
+/* stream_qpos_free - a whole queue subscription's positions. */
+void stream_qpos_free(struct stream_sub *u);
 
 /* stream_set_free - the set's scratch. */
 void stream_set_free(struct stream_set *set);

@@ -116,40 +116,72 @@ stream_rehandle(struct stream *s, size_t i, uint64_t handle)
         shm_unpark(w->seg, w->set.slot, old);
 }
 
-/* stream_cursor - see stream_int.h.  This node is owner 0, the owners of
- * its watches follow once their events named them; a group stream's
- * names no owner: the group's place is the broker's to keep. */
+/* ent_add - the index of owner entry (inc, w) in c, added when new; NONE
+ * when the cursor holds no more. */
+static uint8_t
+ent_add(struct http_cursor *c, uint64_t inc, uint64_t w)
+{
+    for (unsigned o = 0; o < c->nowners; o++)
+        if (c->inc[o] == inc && c->w[o] == w)
+            return (uint8_t)o;
+    if (c->nowners == HTTP_CURSOR_OWNERS)
+        return HTTP_CURSOR_NONE;
+    c->inc[c->nowners] = inc;
+    c->w[c->nowners] = w;
+    return (uint8_t)c->nowners++;
+}
+
+/* stream_cursor - see stream_int.h.  Each owner's own entry comes first
+ * of its incarnation's (this node's at wmark, then each watch's first),
+ * so that a whole queue resumes from it (stream.c: resume_from); the
+ * entries a partition still stands at follow (stream_sub).  A group
+ * stream's names no owner: the group's place is the broker's to keep. */
 void
-stream_cursor(const struct stream *s, uint64_t wmark, char *out)
+stream_cursor(const struct stream *s, uint64_t wmark, int open, char *out)
 {
     struct http_cursor c;
-    uint8_t at[SHM_BOARD_MEMBERS];
+
+    unsigned mains;
 
     c.hash = s->hash;
     c.nowners = 0;
-    if (!s->grouped) {
-        c.inc[0] = s->w->incarnation;
-        c.w[0] = wmark;
-        c.nowners = 1;
-    }
-    for (size_t k = 0; k < s->nwatches && k < SHM_BOARD_MEMBERS; k++) {
-        const struct stream_watch *x = &s->watches[k];
-        at[k] = HTTP_CURSOR_NONE;
-        if (s->grouped || !x->known || c.nowners == HTTP_CURSOR_OWNERS)
-            continue;
-        at[k] = (uint8_t)c.nowners;
-        c.inc[c.nowners] = x->inc;
-        c.w[c.nowners++] = x->wmark;
-    }
     c.nparts = 0;
+    if (!s->grouped) {
+        ent_add(&c, s->w->incarnation, wmark);
+        for (size_t k = 0; k < s->nwatches; k++) {
+            const struct stream_ents *e =
+                open ? &s->watches[k].open : &s->watches[k].cur;
+            if (e->n > 0)
+                ent_add(&c, e->inc[0], e->w[0]);
+        }
+    }
+    mains = c.nowners;
     for (size_t i = 0; i < s->nsubs; i++) {
         const struct stream_sub *u = &s->subs[i];
+        uint8_t o = HTTP_CURSOR_NONE;
         if (u->part.len == 0)
             continue;
-        c.owner[c.nparts++] = s->grouped     ? HTTP_CURSOR_NONE
-                              : u->watch < 0 ? 0
-                                             : at[u->watch];
+        if (s->grouped)
+            ;
+        else if (u->watch < 0)
+            o = u->after <= wmark ? 0 : ent_add(&c, u->name_inc, u->name_w);
+        else {
+            const struct stream_ents *e =
+                open ? &s->watches[u->watch].open : &s->watches[u->watch].cur;
+            uint8_t j = open ? u->went_open : u->went;
+            if (j < e->n)
+                o = ent_add(&c, e->inc[j], e->w[j]);
+        }
+        c.owner[c.nparts++] = o;
     }
+    if (http_cursor_encode(&c, out) >= 0)
+        return;
+    /* Too long: the partitions still at other places are named by none
+     * (a resume from here misses them). */
+    for (unsigned k = 0; k < c.nparts; k++)
+        if (c.owner[k] != HTTP_CURSOR_NONE && c.owner[k] >= mains)
+            c.owner[k] = HTTP_CURSOR_NONE;
+    c.nowners = mains;
     if (http_cursor_encode(&c, out) < 0)
         out[0] = '\0'; /* cannot: stream_max_subs keeps it short */
 }
@@ -160,15 +192,8 @@ stream_open_event(struct stream *s)
 {
     char id[HTTP_CURSOR_MAX + 1], data[32];
     int n = snprintf(data, sizeof(data), "{\"subs\":%zu}", s->nsubs);
-    uint64_t at[SHM_BOARD_MEMBERS];
 
-    for (size_t k = 0; k < s->nwatches && k < SHM_BOARD_MEMBERS; k++) {
-        at[k] = s->watches[k].wmark;
-        s->watches[k].wmark = s->watches[k].wopen;
-    }
-    stream_cursor(s, s->wmark, id);
-    for (size_t k = 0; k < s->nwatches && k < SHM_BOARD_MEMBERS; k++)
-        s->watches[k].wmark = at[k];
+    stream_cursor(s, s->wmark, 1, id);
     http_sse_event(&s->out, id, "open", data, (size_t)n);
 }
 
@@ -303,6 +328,8 @@ stream_release(struct stream *s)
     http_buf_free(&s->pending);
     http_buf_free(&s->missed);
     free(s->authz);
+    for (size_t i = 0; s->subs != NULL && i < s->nsubs; i++)
+        stream_qpos_free(&s->subs[i]);
     free(s->subs);
     free(s->waits);
     free(s->names);

@@ -24,7 +24,6 @@
 #include "http/buf.h"
 #include "http/sse.h"
 #include "shm/log.h"
-#include "shm/queue_admin.h"
 #include "shm/stats.h"
 #include "worker/authz.h"
 #include "worker/presence_stream.h"
@@ -165,12 +164,14 @@ drop_from(struct stream_set *set, size_t i)
         set->recs[i].drop = 1;
 }
 
-/* after_of - where sub reads from in this round. */
+/* after_of - where sub reads from in this round: its start in the first
+ * (from=last reads below W), then W, or its start while W is below it (a
+ * resume that took it up further on: stream_int.h). */
 static uint64_t
 after_of(const struct stream *s, const struct stream_sub *sub,
          const struct round *rd)
 {
-    return rd->first ? sub->after : s->wmark;
+    return rd->first || sub->after > s->wmark ? sub->after : s->wmark;
 }
 
 /* read_sub_part - a partition subscription's read: its bit set, its
@@ -210,14 +211,12 @@ read_sub_part(struct stream *s, struct round *rd, uint32_t i)
     return 0;
 }
 
-/* part_name - shm_queue_part_each: note a partition holding messages. */
+/* part_name - shm_tail_parts: note a partition that may have more. */
 static int
-part_name(void *arg, struct shm_name part, uint64_t held)
+part_name(void *arg, struct shm_name part, uint64_t handle)
 {
     struct stream_set *set = arg;
 
-    if (held == 0)
-        return 0; /* an empty list: nothing to read */
     if (set->nparts == set->parts_cap) {
         size_t cap = set->parts_cap ? set->parts_cap * 2 : 16;
         struct stream_part *p = realloc(set->parts, cap * sizeof(*p));
@@ -227,12 +226,80 @@ part_name(void *arg, struct shm_name part, uint64_t held)
         set->parts_cap = cap;
     }
     memcpy(set->parts[set->nparts].name, part.ptr, part.len);
-    set->parts[set->nparts++].len = part.len;
+    set->parts[set->nparts].len = part.len;
+    set->parts[set->nparts++].handle = handle;
     return 0;
 }
 
+/* qpos_slot - where handle's position is (or goes) in t (cap > n). */
+static struct shm_tail_pos *
+qpos_slot(struct stream_qpos *t, uint64_t handle)
+{
+    size_t i = (size_t)(handle * 0x9e3779b97f4a7c15ULL >> 20) & (t->cap - 1);
+
+    while (t->v[i].handle != 0 && t->v[i].handle != handle)
+        i = (i + 1) & (t->cap - 1);
+    return &t->v[i];
+}
+
+/* qpos_grow - u's table, made or doubled, while under STREAM_QPOS_MAX
+ * entries; 0, or -1 (full, or no memory: reads go from the head). */
+static int
+qpos_grow(struct stream_sub *u)
+{
+    struct stream_qpos *t = u->qpos, n = {0};
+
+    if (t == NULL && (t = u->qpos = calloc(1, sizeof(*t))) == NULL)
+        return -1;
+    if (t->cap > 2 * t->n)
+        return 0;
+    if (t->n >= STREAM_QPOS_MAX)
+        return -1;
+    n.cap = t->cap ? t->cap * 2 : 16;
+    if ((n.v = calloc(n.cap, sizeof(*n.v))) == NULL)
+        return -1;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->v[i].handle != 0)
+            *qpos_slot(&n, t->v[i].handle) = t->v[i], n.n++;
+    free(t->v);
+    *t = n;
+    return 0;
+}
+
+/* qpos_find - where u's reads of the partition with handle stopped
+ * (NULL: not kept); made, zeroed, with add. */
+static struct shm_tail_pos *
+qpos_find(struct stream_sub *u, uint64_t handle, int add)
+{
+    struct shm_tail_pos *p;
+
+    if (add && qpos_grow(u) != 0)
+        add = 0;
+    if (u->qpos == NULL || u->qpos->cap == 0)
+        return NULL;
+    p = qpos_slot(u->qpos, handle);
+    if (p->handle == 0 && !add)
+        return NULL;
+    if (p->handle == 0) {
+        *p = (struct shm_tail_pos){.handle = handle};
+        u->qpos->n++;
+    }
+    return p;
+}
+
+/* stream_qpos_free - see stream_int.h. */
+void
+stream_qpos_free(struct stream_sub *u)
+{
+    if (u->qpos != NULL)
+        free(u->qpos->v);
+    free(u->qpos);
+    u->qpos = NULL;
+}
+
 /* read_sub_queue - a whole queue's read: its bit raised first, then each
- * partition holding messages read (no bit: the queue's covers them).  A
+ * partition that may hold more than where the stream stands read (no
+ * bit: the queue's covers them), from where its last read stopped.  A
  * resume that cannot take the queue up here names each partition held
  * here missed (none held: nothing to miss). */
 static int
@@ -240,7 +307,7 @@ read_sub_queue(struct stream *s, struct round *rd, uint32_t i)
 {
     struct stream_set *set = set_of(s);
     struct stream_sub *sub = &s->subs[i];
-    uint64_t handle, now = shm_now_ms();
+    uint64_t handle, now = shm_now_ms(), after = after_of(s, sub, rd);
     int rc =
         shm_tail_queue(s->w->seg, s->w->set.slot, sub->queue, now, &handle);
 
@@ -249,7 +316,10 @@ read_sub_queue(struct stream *s, struct round *rd, uint32_t i)
     if (handle != s->waits[i].handle)
         stream_rehandle(s, i, handle);
     set->nparts = 0;
-    if (shm_queue_part_each(s->w->seg, sub->queue, now, part_name, set) != 0)
+    /* a missed queue names what it holds: every partition */
+    if (shm_tail_parts(s->w->seg, sub->queue,
+                       rd->resume && sub->missed ? 0 : after, now, part_name,
+                       set) != 0)
         return -ENOMEM;
     sub->dirty = 0;
     for (size_t k = 0; k < set->nparts; k++) {
@@ -257,23 +327,39 @@ read_sub_queue(struct stream *s, struct round *rd, uint32_t i)
         struct shm_tail_req r = {
             .queue = sub->queue,
             .part = {p->name, p->len},
-            .after = after_of(s, sub, rd),
+            .after = after,
             .upto = rd->h,
             .newest_only = rd->first && !rd->resume && s->from == SHM_FROM_LAST,
         };
         struct shm_tail_res res;
+        struct shm_tail_pos *pos = qpos_find(sub, p->handle, 1);
         size_t first_rec = set->nrecs;
+        if (pos != NULL && pos->seq != 0 && pos->seq <= after)
+            r.pos = *pos;
         if ((rc = read_part(s, rd, i, &r, &res)) < 0)
             return rc;
+        if (pos != NULL && res.pos.handle == p->handle)
+            *pos = res.pos;
         sub->dirty |= res.newest > rd->h;
         if (rd->resume && (sub->missed || res.gap)) { /* what it holds */
             drop_from(set, first_rec);
-            stream_missed_add(s, sub->queue, p->name, p->len);
+            if (res.newest != 0 || !sub->missed)
+                stream_missed_add(s, sub->queue, p->name, p->len);
         }
     }
     if (rd->resume && !sub->missed)
         s->resumed++;
     return 0;
+}
+
+/* count_events - n events s sent (mayfly_stream_events_total): once a
+ * client's stream, so a peer's watch (forwarded) counts none: the stream
+ * that relays them counts each (stream_watch.c). */
+static void
+count_events(const struct stream *s, uint64_t n)
+{
+    if (n > 0 && !s->forwarded)
+        shm_count(s->w->seg, s->w->set.slot, SHM_C_STREAM_EVENTS, n);
 }
 
 /* rec_cmp - by sequence (qsort). */
@@ -378,7 +464,7 @@ tail_round(struct stream *s, struct round *rd)
             break;
         if (r->drop)
             continue;
-        stream_cursor(s, r->seq, id); /* everything up to it delivered */
+        stream_cursor(s, r->seq, 0, id); /* everything up to it delivered */
         emit(s, (const struct shm_popped *)(set->sink.buf + r->off), r->sub,
              id);
         n++;
@@ -390,8 +476,7 @@ tail_round(struct stream *s, struct round *rd)
         if (s->subs[i].pos.seq > s->wmark)
             s->subs[i].pos = (struct shm_tail_pos){0};
     }
-    if (n > 0)
-        shm_count(s->w->seg, s->w->set.slot, SHM_C_STREAM_EVENTS, n);
+    count_events(s, n);
     if (rd->cut < rd->h)
         return -ENOBUFS; /* the budget cut it: overflow */
     if (any)
@@ -418,7 +503,7 @@ group_sub(struct stream *s, uint32_t i)
     char id[HTTP_CURSOR_MAX + 1];
     int rc;
 
-    stream_cursor(s, 0, id);
+    stream_cursor(s, 0, 0, id);
     while (sub->dirty) {
         if (s->out.len - s->sent >= room) {
             s->paused = 1;
@@ -442,7 +527,7 @@ group_sub(struct stream *s, uint32_t i)
         for (const struct shm_popped *m = NULL;
              (m = shm_popped_next(&set->sink, m)) != NULL;)
             emit(s, m, i, id);
-        shm_count(s->w->seg, s->w->set.slot, SHM_C_STREAM_EVENTS, (uint64_t)rc);
+        count_events(s, (uint64_t)rc);
     }
     return 0;
 }

@@ -154,7 +154,7 @@ slice(struct stream *s, size_t k, const struct http_cursor *c, uint32_t hash)
 {
     struct stream_watch *x = &s->watches[k];
     struct http_cursor *d = malloc(sizeof(*d));
-    unsigned part = 0, one = HTTP_CURSOR_NONE, mixed = 0;
+    unsigned part = 0;
     int n;
 
     if (d == NULL || (x->cursor = malloc(HTTP_CURSOR_MAX + 1)) == NULL) {
@@ -171,16 +171,15 @@ slice(struct stream *s, size_t k, const struct http_cursor *c, uint32_t hash)
         if (u->watch == (int16_t)k) {
             unsigned o = c->owner[part];
             d->owner[d->nparts++] = (uint8_t)o;
-            mixed |= one != HTTP_CURSOR_NONE && o != one;
-            one = o;
+            s->subs[i].went = s->subs[i].went_open = (uint8_t)o;
         }
         part++;
     }
-    if (one != HTTP_CURSOR_NONE && !mixed) { /* its place, until it says */
-        x->inc = c->inc[one];
-        x->wmark = c->w[one];
-        x->known = 1;
-    }
+    /* its places, until its events say */
+    x->cur.n = c->nowners;
+    memcpy(x->cur.inc, c->inc, sizeof(c->inc));
+    memcpy(x->cur.w, c->w, sizeof(c->w));
+    x->open = x->cur;
     n = http_cursor_encode(d, x->cursor);
     free(d);
     if (n < 0) { /* cannot: a slice is shorter than the whole */
@@ -293,19 +292,29 @@ recovered_of(struct stream *s, const char *p, size_t n)
     }
 }
 
-/* watch_of_cursor - the owner's incarnation and watermark its event's id
- * names (a forwarded stream's cursor names its node alone). */
+/* watch_of_cursor - where watch x stands, as its event's id names it: the
+ * owner's entries (its own first) and, per partition of the watch in the
+ * list's order, the entry it stands at. */
 static void
 watch_of_cursor(struct stream_watch *x, const struct http_sse_parsed *ev)
 {
+    struct stream *s = x->s;
     struct http_cursor c;
+    unsigned j = 0;
 
     if (ev->id_len == 0 || http_cursor_decode(ev->id, ev->id_len, &c) != 0 ||
-        c.nowners != 1)
+        c.nowners == 0)
         return;
-    x->inc = c.inc[0];
-    x->wmark = c.w[0];
-    x->known = 1;
+    x->cur.n = c.nowners;
+    memcpy(x->cur.inc, c.inc, sizeof(c.inc));
+    memcpy(x->cur.w, c.w, sizeof(c.w));
+    for (size_t i = 0; i < s->nsubs; i++) {
+        struct stream_sub *u = &s->subs[i];
+        if (u->part.len == 0 || u->watch != (int16_t)(x - s->watches))
+            continue;
+        u->went = j < c.nparts ? c.owner[j] : HTTP_CURSOR_NONE;
+        j++;
+    }
 }
 
 /* start_now - every watch has said where it starts: the open event,
@@ -354,7 +363,7 @@ relay(struct stream_watch *x, const struct http_sse_parsed *ev,
     struct http_buf *b = s->starting ? &s->pending : &s->out;
 
     watch_of_cursor(x, ev);
-    stream_cursor(s, s->wmark, id);
+    stream_cursor(s, s->wmark, 0, id);
     http_sse_event(b, ev->id_len ? id : NULL, type, ev->data, ev->data_len);
     shm_count(s->w->seg, s->w->set.slot, SHM_C_STREAM_EVENTS, 1);
     if (s->starting && s->pending.len > s->w->set.stream_buffer_bytes)
@@ -382,7 +391,10 @@ on_event(void *arg, const struct http_sse_parsed *ev)
         relay(x, ev, "presence");
     else if (is(ev, "open")) {
         watch_of_cursor(x, ev);
-        x->wopen = x->wmark;
+        x->open = x->cur;
+        for (size_t i = 0; i < s->nsubs; i++)
+            if (s->subs[i].watch == (int16_t)(x - s->watches))
+                s->subs[i].went_open = s->subs[i].went;
         if (!s->resume || x->cursor == NULL) /* no recovered comes */
             reported(x);
     } else if (is(ev, "recovered")) {

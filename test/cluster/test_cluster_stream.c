@@ -5,9 +5,11 @@
  * another node from its cursor with nothing missed or repeated; a whole
  * queue streams the partitions of every node; a group stream through one
  * node shares its group's messages with a pop through another; an owner
- * that stops (SIGTERM) ends the stream with retry:, and the resume names
- * only its rooms missed; a watch that carries nothing for longer than its
- * idle bound lives on.  member_ttl_ms is long so that membership cannot
+ * that stops (SIGTERM) ends the stream with retry:, and the resume through
+ * any node takes its rooms up where their new owners hold them (the
+ * hand-over kept their places), as it does when the owner comes back and
+ * takes them again; one killed (-9) leaves its rooms missed; a watch that
+ * carries nothing for longer than its idle bound lives on.  member_ttl_ms is long so that membership cannot
  * flap on a busy machine.
  */
 #include <signal.h>
@@ -237,9 +239,9 @@ Test(cluster_stream, a_group_stream_shares_with_a_pop_through_another_node)
 }
 
 Test(cluster_stream,
-     an_owner_stopping_ends_the_stream_and_only_its_rooms_are_missed)
+     an_owner_stopping_ends_the_stream_and_its_rooms_resume_where_they_went)
 {
-    char r[3][16], path[1024], hdr[700], want[256];
+    char r[3][16], path[1024], hdr[700];
     const char *hdrs[] = {hdr, NULL};
     struct sse_client s;
     struct want w = {.s = &s};
@@ -260,17 +262,190 @@ Test(cluster_stream,
     open_on(&s, 1, path, hdrs);
     cr_assert_geq(sse_wait_events(&s, 1, 20000), 1);
     cr_assert_str_eq(s.ev[0].event, "recovered");
-    snprintf(want, sizeof(want),
-             "{\"partitions\":2,\"missed\":[{\"queue\":\"cx\","
-             "\"partition\":\"%s\"}]}",
-             r[2]);
-    cr_assert_str_eq(s.ev[0].data, want);
+    cr_assert_str_eq(s.ev[0].data, "{\"partitions\":3,\"missed\":[]}");
     sse_take(&s, 1);
     push_n(1, "cx", r[0], 3, 4);
     push_n(1, "cx", r[1], 3, 4);
-    w.next[2] = 100; /* the moved room goes on from what comes */
-    push_n(0, "cx", r[2], 100, 101);
-    wait_rooms(&w, 4, 4, 101);
+    push_n(0, "cx", r[2], 3, 4); /* the moved room goes on where it was */
+    wait_rooms(&w, 4, 4, 4);
+    sse_close(&s);
+}
+
+/* b_rooms - three partitions of queue node 1 owns, the first two of
+ * which go to node 0 and node 2 when node 1 leaves. */
+static void
+b_rooms(const char *queue, char r[3][16])
+{
+    int set[3] = {0, 0, 0};
+    char p[16];
+
+    for (int k = 0; k < 400 && !(set[0] && set[1] && set[2]); k++) {
+        snprintf(p, sizeof(p), "p%d", k);
+        if (cl_owner(queue, p, CL_ALL) != 1)
+            continue;
+        int next = cl_owner(queue, p, CL_ALL & ~2u);
+        int slot = next == 0 && !set[0] ? 0 : next == 2 && !set[1] ? 1 : 2;
+        if (set[slot])
+            continue;
+        set[slot] = 1;
+        snprintf(r[slot], sizeof(r[0]), "%s", p);
+    }
+    cr_assert(set[0] && set[1] && set[2],
+              "node 1 owns too few partitions of %s", queue);
+}
+
+/* wait_pending - node i holds n messages of queue's partition part. */
+static void
+wait_pending(int i, const char *queue, const char *part, int n)
+{
+    int64_t end = itest_now_ms() + 30000, v = -1;
+
+    while (itest_now_ms() < end) {
+        struct itest_resp r;
+        long st =
+            itest_get(&c.node[i], &r, API "/queues/%s/depth?scope=node", queue);
+        struct json_object *parts =
+            st == 200 ? itest_jget(r.json, "partitions") : NULL;
+        for (int k = 0; parts && k < (int)json_object_array_length(parts);
+             k++) {
+            struct json_object *e = json_object_array_get_idx(parts, k);
+            if (strcmp(itest_jstr(e, "partition"), part) == 0)
+                v = itest_jint(e, "pending");
+        }
+        itest_resp_free(&r);
+        if (v == n)
+            return;
+        itest_sleep_ms(100);
+    }
+    cr_assert_fail("node %d holds %lld messages of %s, not %d", i, (long long)v,
+                   part, n);
+}
+
+/* resume_on - a stream on node i resumed from cursor last: nothing
+ * missed, then each room's messages from w->next on. */
+static void
+resume_on(struct sse_client *s, int i, const char *path, const char *last)
+{
+    char hdr[700];
+    const char *hdrs[] = {hdr, NULL};
+
+    snprintf(hdr, sizeof(hdr), "Last-Event-ID: %s", last);
+    open_on(s, i, path, hdrs);
+    cr_assert_geq(sse_wait_events(s, 1, 20000), 1);
+    cr_assert_str_eq(s->ev[0].event, "recovered", "%s", s->ev[0].data);
+    cr_assert_str_eq(s->ev[0].data, "{\"partitions\":3,\"missed\":[]}",
+                     "through node %d with %s", i, last);
+    sse_take(s, 1);
+}
+
+Test(cluster_stream, a_hand_over_keeps_the_places_of_a_dropped_stream)
+{
+    char r[3][16], path[1024], last[600];
+    struct sse_client s;
+    struct want w = {.s = &s};
+
+    b_rooms("ch", r);
+    w.r = r;
+    subs_path(path, sizeof(path), "ch", r, "");
+    open_on(&s, 0, path, NULL);
+    for (int i = 0; i < 3; i++)
+        push_n(i, "ch", r[i], 0, 5);
+    wait_upto(&w, 5);
+    snprintf(last, sizeof(last), "%s", s.last_id);
+    sse_close(&s);
+    for (int i = 0; i < 3; i++) /* while the client is away */
+        push_n((i + 1) % 3, "ch", r[i], 5, 8);
+    cr_assert_eq(cl_stop(&c, 1, 30000), 0);
+    cl_wait_view(&c, CL_ALL & ~2u);
+    for (int i = 0; i < 3; i++)
+        wait_pending(cl_owner("ch", r[i], CL_ALL & ~2u), "ch", r[i], 8);
+    for (int i = 0; i < 3; i++)
+        push_n(i % 2 ? 2 : 0, "ch", r[i], 8, 10);
+    /* back through the node it used, then through another */
+    for (int via = 0, top = 10; via < 3; via += 2, top++) {
+        struct want v = {.s = &s, .r = r, .next = {5, 5, 5}};
+        resume_on(&s, via, path, last);
+        wait_upto(&v, top);
+        for (int i = 0; i < 3; i++)
+            push_n(2 - via, "ch", r[i], top, top + 1);
+        wait_upto(&v, top + 1); /* and nothing again before them */
+        sse_close(&s);
+    }
+}
+
+Test(cluster_stream, a_stream_follows_its_rooms_away_and_back_to_a_restart)
+{
+    char r[3][16], path[1024], last[600];
+    struct sse_client s;
+    struct want w = {.s = &s};
+
+    b_rooms("cb", r);
+    w.r = r;
+    subs_path(path, sizeof(path), "cb", r, "");
+    open_on(&s, 0, path, NULL);
+    for (int i = 0; i < 3; i++)
+        push_n(i, "cb", r[i], 0, 4);
+    wait_upto(&w, 4);
+    /* node 1 stops: the stream ends with retry:, and resumes at once */
+    cr_assert_eq(cl_stop(&c, 1, 30000), 0);
+    cr_assert(sse_wait_closed(&s, 30000), "the stream outlived node 1");
+    snprintf(last, sizeof(last), "%s", s.last_id);
+    sse_close(&s);
+    cl_wait_view(&c, CL_ALL & ~2u);
+    resume_on(&s, 0, path, last);
+    for (int i = 0; i < 3; i++)
+        push_n(i == 1 ? 2 : i, "cb", r[i], 4, 6);
+    wait_upto(&w, 6);
+    /* it comes back and takes its rooms again: the same */
+    cl_start(&c, 1, "member_ttl_ms=60000 stream_keepalive_s=1");
+    cr_assert(sse_wait_closed(&s, 30000), "the stream outlived the move");
+    snprintf(last, sizeof(last), "%s", s.last_id);
+    sse_close(&s);
+    cl_wait_view(&c, CL_ALL);
+    for (int i = 0; i < 3; i++)
+        wait_pending(1, "cb", r[i], 6);
+    for (int i = 0; i < 3; i++)
+        push_n(2 - i, "cb", r[i], 6, 8);
+    resume_on(&s, 2, path, last);
+    wait_upto(&w, 8);
+    for (int i = 0; i < 3; i++)
+        push_n(1, "cb", r[i], 8, 9);
+    wait_upto(&w, 9);
+    sse_close(&s);
+}
+
+Test(cluster_stream, an_owner_killed_leaves_its_rooms_missed)
+{
+    char r[3][16], path[1024], last[600], hdr[700], want[300];
+    const char *hdrs[] = {hdr, NULL};
+    struct sse_client s;
+    struct want w = {.s = &s};
+
+    b_rooms("ck", r);
+    w.r = r;
+    subs_path(path, sizeof(path), "ck", r, "");
+    open_on(&s, 0, path, NULL);
+    for (int i = 0; i < 3; i++)
+        push_n(0, "ck", r[i], 0, 2);
+    wait_upto(&w, 2);
+    snprintf(last, sizeof(last), "%s", s.last_id);
+    sse_close(&s);
+    /* killed and back at once (a dead member is seen late here): its
+     * rooms' messages are gone with its incarnation */
+    cl_kill(&c, 1);
+    cl_start(&c, 1, "member_ttl_ms=60000 stream_keepalive_s=1");
+    cl_wait_view(&c, CL_ALL);
+    snprintf(hdr, sizeof(hdr), "Last-Event-ID: %s", last);
+    open_on(&s, 0, path, hdrs);
+    cr_assert_geq(sse_wait_events(&s, 1, 20000), 1);
+    cr_assert_str_eq(s.ev[0].event, "recovered", "%s", s.ev[0].data);
+    cr_assert(strstr(s.ev[0].data, "\"partitions\":0,") != NULL, "%s",
+              s.ev[0].data);
+    for (int i = 0; i < 3; i++) {
+        snprintf(want, sizeof(want), "{\"queue\":\"ck\",\"partition\":\"%s\"}",
+                 r[i]);
+        cr_assert(strstr(s.ev[0].data, want) != NULL, "%s", s.ev[0].data);
+    }
     sse_close(&s);
 }
 
@@ -308,5 +483,37 @@ Test(cluster_stream, a_quiet_watch_outlives_its_idle_bound)
               q.comments);
     push_n(2, "cq", r[1], 7, 8);
     wait_rooms(&w, 0, 8, 0);
+    sse_close(&s);
+}
+
+/* stream_events - mayfly_stream_events_total summed over the nodes. */
+static double
+stream_events(void)
+{
+    double sum = 0;
+
+    for (int i = 0; i < CL_NODES; i++) {
+        double v;
+        cr_assert_eq(itest_metric(&c.node[i], "mayfly_stream_events_total", &v),
+                     0, "node %d", i);
+        sum += v;
+    }
+    return sum;
+}
+
+Test(cluster_stream, a_relayed_event_is_counted_once)
+{
+    char r[3][16], path[1024];
+    struct sse_client s;
+    struct want w = {.s = &s};
+
+    rooms("cm", r);
+    w.r = r;
+    subs_path(path, sizeof(path), "cm", r, "");
+    open_on(&s, 0, path, NULL);
+    for (int i = 0; i < 3; i++)
+        push_n((i + 1) % 3, "cm", r[i], 0, 4);
+    wait_upto(&w, 4);
+    cr_assert_eq(stream_events(), 12, "12 events sent to the client");
     sse_close(&s);
 }

@@ -342,6 +342,8 @@ void
 sse_take(struct sse_client *c, size_t n)
 {
     n = n < c->nev ? n : c->nev;
+    if (n == 0)
+        return; /* ev may be NULL: a client that got no event */
     for (size_t i = 0; i < n; i++)
         free(c->ev[i].data);
     memmove(c->ev, c->ev + n, (c->nev - n) * sizeof(*c->ev));

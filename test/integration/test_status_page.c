@@ -2,7 +2,7 @@
  * test_status_page.c - GET / on a real node: the page and its headers, the
  * methods and paths around it, and the page itself in headless Chromium
  * (test/integration/browser.h): it loads without a console message and
- * shows the queues pushed a moment before.  The three-node view is
+ * shows the queues pushed a moment before, and the streams open on it.  The three-node view is
  * test/cluster/test_status_page_cluster.c.
  */
 #include <stdio.h>
@@ -14,6 +14,7 @@
 
 #include "test/integration/browser.h"
 #include "test/integration/node.h"
+#include "test/integration/sse.h"
 
 /* The response of one request with every header kept. */
 struct answer {
@@ -231,4 +232,33 @@ Test(status_page, the_console_check_sees_what_a_broken_page_logs)
     cr_assert(strstr(b.console, "undefinedCall"),
               "an uncaught exception unseen:\n%s", b.console);
     browser_run_free(&b);
+}
+
+Test(status_page, the_browser_shows_the_streams_open_on_the_node)
+{
+    struct itest_node n;
+    struct sse_client a, b;
+    struct browser_run run;
+    char url[128];
+    double v = 0;
+
+    itest_node_start(&n, "workers=2");
+    sse_open(&a, &n, "/api/v1/ephemeral/subscribe?queue=room", NULL);
+    sse_open(&b, &n, "/api/v1/ephemeral/subscribe?queue=room&partition=p1",
+             NULL);
+    cr_assert_eq(sse_wait_events(&a, 1, 10000), 1);
+    cr_assert_eq(sse_wait_events(&b, 1, 10000), 1);
+    cr_assert_eq(itest_metric(&n, "mayfly_streams", &v), 0);
+    cr_assert_eq(v, 2);
+    snprintf(url, sizeof(url), "%s/", n.base);
+    browser_dump_dom(n.dir, url, 1280, 900, 5000, &run);
+    cr_assert_str_eq(run.console, "", "the page logged to the console:\n%s",
+                     run.console);
+    cr_assert(strstr(run.dom, "<body data-state=\"ready\">"),
+              "the page never finished a refresh:\n%.2000s", run.dom);
+    cr_assert(strstr(run.dom, "<dt>open streams</dt><dd>2</dd>"),
+              "two open streams not shown:\n%s", run.dom);
+    browser_run_free(&run);
+    sse_close(&a);
+    sse_close(&b);
 }

@@ -330,6 +330,65 @@ Test(stream, a_whole_queue_streams_every_partition)
     sse_close(&c);
 }
 
+/* Messages of a whole queue's partitions, each p<k> carrying k * 1000 +
+ * its index in the partition: in order per partition, each once. */
+struct wide {
+    struct sse_client *c;
+    int next[256];
+    int got, want;
+};
+
+static int
+wide_in_order(void *arg)
+{
+    struct wide *w = arg;
+
+    for (size_t i = 0; i < w->c->nev; i++) {
+        cr_assert_str_eq(w->c->ev[i].event, "message", "%s", w->c->ev[i].data);
+        int64_t v = payload_n(&w->c->ev[i]);
+        int k = (int)(v / 1000);
+        cr_assert(k >= 0 && k < 256, "%s", w->c->ev[i].data);
+        cr_assert_eq(v % 1000, w->next[k], "partition p%d: %s", k,
+                     w->c->ev[i].data);
+        w->next[k]++;
+        w->got++;
+    }
+    sse_take(w->c, w->c->nev);
+    return w->got >= w->want;
+}
+
+/* A whole queue of many deep partitions: everything held comes once, in
+ * order per partition, and then each push alone (a round reads only the
+ * partitions pushed to since the last). */
+Test(stream, a_whole_queue_of_many_partitions_reads_what_moved)
+{
+    enum { P = 200, DEPTH = 10 };
+    struct itest_node n;
+    struct sse_client c, *one[] = {&c};
+    struct wide w = {.c = &c};
+    char part[16];
+
+    itest_node_start(&n, "workers=2");
+    for (int k = 0; k < P; k++) {
+        snprintf(part, sizeof(part), "p%d", k);
+        push_range(&n, "wide", part, k * 1000, k * 1000 + DEPTH, DEPTH);
+    }
+    open_stream(&c, &n, API "/subscribe?queue=wide&from=all", NULL);
+    w.want = P * DEPTH;
+    cr_assert(sse_poll(one, 1, 30000, wide_in_order, &w), "%d of %d", w.got,
+              w.want);
+    for (int round = 0; round < 20; round++) {
+        int k = (round * 37) % P;
+        snprintf(part, sizeof(part), "p%d", k);
+        push_range(&n, "wide", part, k * 1000 + w.next[k],
+                   k * 1000 + w.next[k] + 1, 1);
+        w.want++;
+        cr_assert(sse_poll(one, 1, 10000, wide_in_order, &w), "push %d", round);
+    }
+    cr_assert_eq(sse_wait_events(&c, 1, 300), 0, "nothing again");
+    sse_close(&c);
+}
+
 /* ---- recovery ---------------------------------------------------------- */
 
 /* ns_in_order - c's events are messages from..to-1, in order (taken). */
@@ -620,6 +679,52 @@ Test(stream, past_stream_max_is_503_with_retry_after)
     open_stream(&c, &n, API "/subscribe?queue=m", NULL);
     sse_close(&b);
     sse_close(&c);
+}
+
+/* Every client's answer head is in. */
+static int
+all_answered(void *arg)
+{
+    struct sse_client *cs = arg;
+
+    for (int i = 0; i < 16; i++)
+        if (cs[i].status == 0)
+            return 0;
+    return 1;
+}
+
+/* Many streams at once on two workers: exactly stream_max open, whichever
+ * worker takes each; the others 503 with Retry-After. */
+Test(stream, stream_max_is_exact_across_workers)
+{
+    enum { N = 16, MAX = 3 };
+    struct itest_node n;
+    struct sse_client cs[N], *p[N];
+    int ok = 0, full = 0;
+
+    itest_node_start(&n, "workers=2 stream_max=3");
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++) {
+            p[i] = &cs[i];
+            sse_open(&cs[i], &n, API "/subscribe?queue=x", NULL);
+        }
+        cr_assert(sse_poll(p, N, 20000, all_answered, cs), "answers");
+        ok = full = 0;
+        for (int i = 0; i < N; i++) {
+            ok += cs[i].status == 200;
+            if (cs[i].status == 503) {
+                full++;
+                cr_assert(strcasestr(cs[i].head, "Retry-After:") != NULL, "%s",
+                          cs[i].head);
+            }
+        }
+        cr_assert_eq(ok, MAX, "%d streams open of stream_max %d", ok, MAX);
+        cr_assert_eq(full, N - MAX);
+        cr_assert_eq(metric(&n, "mayfly_streams"), MAX);
+        for (int i = 0; i < N; i++)
+            sse_close(&cs[i]);
+        wait_metric(&n, "mayfly_streams", 0);
+    }
 }
 
 Test(stream, an_idle_stream_gets_keepalive_comments)

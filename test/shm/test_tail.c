@@ -754,3 +754,83 @@ Test(shm_tail, the_checker_names_a_broken_horizon)
     shm_pushing_end(&seg, 2);
     cr_assert_str_eq(check_first(), "");
 }
+
+/* An adopt keeps the sender's numbers apart as they were (a record that
+ * names its incarnation): a position there maps to one here, and what
+ * follows it is what the sender held after it; another incarnation, or a
+ * message here from before the adopt, maps nowhere. */
+Test(shm_tail, an_adopt_keeps_the_senders_places)
+{
+    uint64_t s[3], after, h;
+
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(pushn("from", "p",
+                           i == 0   ? "a"
+                           : i == 1 ? "b"
+                                    : "c",
+                           1, T0, &s[i]),
+                     0);
+        cr_assert_eq(pushn("noise", "p", "n", 5, T0, NULL), 0);
+    }
+    ho = (struct shm_ho_sink){.buf = rec_buf, .cap = sizeof(rec_buf)};
+    cr_assert_eq(shm_part_take(&seg, M, nm("from"), nm("p"), T0, &ho), 3);
+    cr_assert_eq(
+        shm_part_adopt(&seg, M, nm("to"), nm("p"), ho.buf, ho.used, T0 + 1), 3);
+    h = shm_horizon(&seg);
+    cr_assert_eq(shm_tail_map(&seg, 0, nm("to"), nm("p"), 77, s[0], T0, &after),
+                 0);
+    cr_assert_eq(tail("to", "p", after, h), 2);
+    cr_assert_str_eq(payload(rec(0)), "\"b0\"");
+    cr_assert_str_eq(payload(rec(1)), "\"c0\"");
+    cr_assert_eq(rec(1)->seq - rec(0)->seq, s[2] - s[1], "apart as there");
+    cr_assert_eq(
+        shm_tail_map(&seg, 0, nm("to"), nm("p"), 77, s[0] - 1, T0, &after), 0);
+    cr_assert_eq(tail("to", "p", after, h), 3);
+    cr_assert_eq(
+        shm_tail_map(&seg, 0, nm("to"), nm("p"), 77, s[1] + 1, T0, &after), 0);
+    cr_assert_eq(tail("to", "p", after, h), 1, "between two: after the first");
+    cr_assert_eq(
+        shm_tail_map(&seg, 0, nm("to"), nm("p"), 77, s[2] + 9, T0, &after), 0);
+    cr_assert_eq(tail("to", "p", after, h), 0);
+    cr_assert_eq(res.gap, 0);
+    cr_assert_eq(shm_tail_map(&seg, 0, nm("to"), nm("p"), 78, s[0], T0, &after),
+                 -ENOENT, "another incarnation");
+    cr_assert_eq(
+        shm_tail_map(&seg, 0, nm("from"), nm("p"), 77, s[0], T0, &after),
+        -ENOENT, "no adopt there");
+    /* one pushed here before the adopt: the place says nothing of it */
+    cr_assert_eq(pushn("early", "p", "e", 1, T0, NULL), 0);
+    cr_assert_eq(pushn("from", "p", "d", 1, T0, NULL), 0);
+    ho = (struct shm_ho_sink){.buf = rec_buf, .cap = sizeof(rec_buf)};
+    cr_assert_eq(shm_part_take(&seg, M, nm("from"), nm("p"), T0, &ho), 1);
+    cr_assert_eq(
+        shm_part_adopt(&seg, M, nm("early"), nm("p"), ho.buf, ho.used, T0 + 1),
+        1);
+    cr_assert_eq(
+        shm_tail_map(&seg, 0, nm("early"), nm("p"), 77, s[0], T0, &after),
+        -ENOENT);
+    fixture_check(&seg);
+}
+
+/* What left the sender uncarried past a position is a gap here. */
+Test(shm_tail, what_left_the_sender_is_a_gap_here)
+{
+    uint64_t s[2], after;
+
+    cr_assert_eq(pushn("gf", "p", "a", 1, T0, &s[0]), 0);
+    cr_assert_eq(pushn("gf", "p", "b", 1, T0, &s[1]), 0);
+    cr_assert_eq(popx("gf", "p", "g", 1, 1, 0, T0), 1); /* a completed */
+    ho = (struct shm_ho_sink){.buf = rec_buf, .cap = sizeof(rec_buf)};
+    cr_assert_eq(shm_part_take(&seg, M, nm("gf"), nm("p"), T0, &ho), 1);
+    cr_assert_eq(
+        shm_part_adopt(&seg, M, nm("gt"), nm("p"), ho.buf, ho.used, T0 + 1), 1);
+    cr_assert_eq(
+        shm_tail_map(&seg, 0, nm("gt"), nm("p"), 77, s[0] - 1, T0, &after), 0);
+    cr_assert_eq(tail("gt", "p", after, shm_horizon(&seg)), 1);
+    cr_assert_eq(res.gap, 1, "a left before it was read");
+    cr_assert_eq(shm_tail_map(&seg, 0, nm("gt"), nm("p"), 77, s[0], T0, &after),
+                 0);
+    cr_assert_eq(tail("gt", "p", after, shm_horizon(&seg)), 1);
+    cr_assert_eq(res.gap, 0);
+    expect("b", 0, 1);
+}

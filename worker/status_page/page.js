@@ -111,6 +111,7 @@
       ['messages', fmtInt(get('mayfly_messages{state="pending"}')) + ' pending, ' +
         fmtInt(get('mayfly_messages{state="leased"}')) + ' leased'],
       ['parked pops', fmtInt(get('mayfly_parked_pops'))],
+      ['open streams', fmtInt(get('mayfly_streams'))],
       ['queues', fmtInt(get('mayfly_queues{kind="implicit"}')) + ' implicit, ' +
         fmtInt(get('mayfly_queues{kind="declared"}')) + ' declared'],
       ['oldest message', get('mayfly_oldest_message_age_seconds') > 0
