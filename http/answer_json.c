@@ -30,8 +30,9 @@ http_health_json(struct http_buf *b, const struct http_health *h)
         const struct http_health_member *m = &h->members[i];
         http_buf_append_str(b, i ? ",{\"node\":" : "{\"node\":");
         http_buf_append_json_str(b, m->node, m->node_len);
-        http_buf_printf(b, ",\"state\":\"%s\",\"self\":%s}", m->state,
-                        m->self ? "true" : "false");
+        http_buf_printf(b, ",\"state\":\"%s\",\"self\":%s%s}", m->state,
+                        m->self ? "true" : "false",
+                        m->suspect ? ",\"suspect\":true" : "");
     }
     http_buf_append_str(b, "]}");
     return h->ready ? 200 : 503;

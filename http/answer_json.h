@@ -20,6 +20,7 @@ struct http_health_member {
     size_t node_len;
     const char *state; /* "live", "dead", "leaving" or "starting" */
     int self;          /* this node */
+    int suspect;       /* this node cannot reach it (shown only when so) */
 };
 
 /* What /health shows. */

@@ -807,12 +807,13 @@ client_finish(struct http_client *c, struct client_call *call, CURLcode code)
     struct http_client_resp resp = {0};
     long status = 0;
     char *ct = NULL;
-    curl_off_t retry = 0;
+    curl_off_t retry = 0, pretransfer = 0;
     int answered;
 
     curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(call->easy, CURLINFO_CONTENT_TYPE, &ct);
     curl_easy_getinfo(call->easy, CURLINFO_RETRY_AFTER, &retry);
+    curl_easy_getinfo(call->easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
     answered = code == CURLE_OK || (call->chunk != NULL && status > 0);
 
     client_detach(c, call);
@@ -824,6 +825,7 @@ client_finish(struct http_client *c, struct client_call *call, CURLcode code)
     resp.status = answered && status > 0 ? (unsigned)status : 0;
     resp.content_type = answered ? ct : NULL;
     resp.retry_after_s = answered ? (long)retry : 0;
+    resp.sent = answered || pretransfer > 0;
     client_refused(call, &resp);
     resp.body = call->body;
     http_buf_init(&call->body);

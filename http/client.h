@@ -138,6 +138,10 @@ struct http_client_resp {
                                  (http_reply() does) or leave them */
     const char *content_type; /* Content-Type, or NULL */
     long retry_after_s;       /* Retry-After in seconds; 0 when absent */
+    int sent;                 /* the connection was made and the request
+                                 began to go out: a failure after it may
+                                 have been applied; 0 when it failed before
+                                 (refused, or no connection in time) */
 };
 
 /* Called once per request that was not cancelled. */

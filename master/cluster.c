@@ -57,6 +57,7 @@ peer_word(struct http_request *req)
         .client = http_request_header(req, CLUSTER_CLIENT_HEADER),
         .incarnation = http_request_header(req, CLUSTER_INCARNATION_HEADER),
         .state = http_request_header(req, CLUSTER_STATE_HEADER),
+        .timestamp = http_request_header(req, HTTP_SIGN_TIME),
     };
 }
 
@@ -111,12 +112,15 @@ heartbeat_in(struct master *m, struct http_request *req)
     }
     struct master_peer_word pw = peer_word(req);
 
-    /* What it is about to hand over is held before its leave is known. */
-    if (nl != NULL)
-        master_groups_in(m, i, nl + 1, (size_t)(body + len - nl - 1),
-                         shm_now_ms(), master_membership_beat_ms(m));
-    master_membership_heard(m, i, &pw);
-    m->members.beat[i] = shm_now_ms();
+    /* A beat older than what this node knows of its sender says nothing
+     * (membership.h); what it is about to hand over is held before its
+     * leave is known. */
+    if (master_membership_heard(m, i, &pw)) {
+        if (nl != NULL)
+            master_groups_in(m, i, nl + 1, (size_t)(body + len - nl - 1),
+                             shm_now_ms(), master_membership_beat_ms(m));
+        m->members.beat[i] = shm_now_ms();
+    }
     http_reply(req, 204, NULL);
 }
 

@@ -78,14 +78,15 @@ static struct {
     uint64_t msgs_delivered, msgs_lost; /* their messages */
 } ho;
 
-/* owners_now - the members that own, as this node sees them now. */
+/* owners_now - the members that own, as this node sees them now: the
+ * ones its workers suspect left out (shm/board.h), so that what they
+ * served in a suspect's stead is shipped to it once it is reached again
+ * (the owners' signature changes, and a scan follows). */
 static void
 owners_now(struct master *m, struct shm_owners *o)
 {
-    struct shm_board_view v;
-
-    shm_board_read(m->seg.board, &v);
-    shm_owners_from_view(o, &v);
+    shm_owners_init(o);
+    shm_owners_refresh(o, m->seg.board);
 }
 
 /* member_of - the raft index of node id; -1 when it is not a peer. */

@@ -117,13 +117,32 @@ master_membership_start(struct master *m)
     return 0;
 }
 
-void
+int
 master_membership_heard(struct master *m, int i,
                         const struct master_peer_word *pw)
 {
     struct master_members *r = &m->members;
     uint64_t now = shm_now_ms();
+    int64_t ts = 0;
     char *end;
+
+    if (pw->timestamp != NULL) {
+        long long t = strtoll(pw->timestamp, &end, 10);
+        if (*end == '\0' && end != pw->timestamp && t > 0)
+            ts = t;
+    }
+    /* A beat's worth of slack: raft messages and beats travel on
+     * connections of their own, and may cross. */
+    if (ts > 0 && (ts + (int64_t)master_membership_beat_ms(m) < r->sent[i] ||
+                   http_sign_now_ms() - ts >= (int64_t)m->cfg.member_ttl_ms)) {
+        log_debug(0,
+                  "a message of member %s sent at %lld is older than what "
+                  "this node knows of it: ignored",
+                  r->id[i], (long long)ts);
+        return 0;
+    }
+    if (ts > r->sent[i])
+        r->sent[i] = ts;
 
     if (pw->node_id != NULL)
         snprintf(r->id[i], sizeof(r->id[0]), "%s", pw->node_id);
@@ -145,6 +164,7 @@ master_membership_heard(struct master *m, int i,
         }
     }
     r->heard[i] = now;
+    return 1;
 }
 
 /*

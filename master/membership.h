@@ -35,6 +35,10 @@ struct master_members {
      * left_until, or until another incarnation of it is heard. */
     uint64_t left_inc[RAFT_MAX_NODES];
     uint64_t left_until[RAFT_MAX_NODES];
+    /* The newest X-Mayfly-Timestamp heard from it: an older message (a
+     * previous incarnation's, or one that sat in a kernel queue through a
+     * partition) says nothing of it any more. */
+    int64_t sent[RAFT_MAX_NODES];
 };
 
 /* What a master-to-master call says of its sender (headers; NULL when a
@@ -44,6 +48,7 @@ struct master_peer_word {
     const char *client;      /* X-Mayfly-Client: its advertise address */
     const char *incarnation; /* X-Mayfly-Incarnation: 16 hex digits */
     const char *state;       /* X-Mayfly-State: ready, starting, leaving */
+    const char *timestamp;   /* X-Mayfly-Timestamp: its wall clock, ms */
 };
 
 /*
@@ -58,9 +63,13 @@ int master_membership_start(struct master *m);
 
 /* master_membership_heard - member i was heard from now, saying pw (a NULL
  * field keeps what we had).  A state "leaving" leaves that incarnation out
- * of the placement for leave_exclude_s. */
-void master_membership_heard(struct master *m, int i,
-                             const struct master_peer_word *pw);
+ * of the placement for leave_exclude_s.  A message older than one heard
+ * before from it (pw->timestamp), or sent member_ttl_ms ago or more (it
+ * sat in a kernel queue through a partition), is ignored: it never
+ * revives a member that left, restarted or died since.  1 when taken, 0
+ * when ignored. */
+int master_membership_heard(struct master *m, int i,
+                            const struct master_peer_word *pw);
 
 /* master_membership_state - what member i is to this node at now: LIVE
  * ones own partitions. */

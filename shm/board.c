@@ -78,6 +78,43 @@ shm_board_stale(const struct shm_board *s)
     return now > beat && now - beat > bound;
 }
 
+_Static_assert(SHM_BOARD_MEMBERS <= 64, "a member a bit of suspects");
+
+void
+shm_board_suspect(struct shm_board *s, uint32_t i, uint64_t now)
+{
+    if (i >= SHM_BOARD_MEMBERS)
+        return;
+    atomic_store_explicit(&s->suspect[i], now + SHM_SUSPECT_MS,
+                          memory_order_relaxed);
+    atomic_fetch_or_explicit(&s->suspects, (uint64_t)1 << i,
+                             memory_order_release);
+}
+
+void
+shm_board_unsuspect(struct shm_board *s, uint32_t i)
+{
+    if (i >= SHM_BOARD_MEMBERS)
+        return;
+    /* The mask's bit stays: the word says 0, which is no suspicion, and
+     * a later mark needs the bit again (no race between two workers). */
+    atomic_store_explicit(&s->suspect[i], 0, memory_order_relaxed);
+}
+
+uint64_t
+shm_board_suspects(const struct shm_board *s)
+{
+    struct shm_board *m = (struct shm_board *)s;
+    uint64_t set = atomic_load_explicit(&m->suspects, memory_order_acquire);
+    uint64_t on = 0, now = set != 0 ? shm_now_ms() : 0;
+
+    for (uint32_t i = 0; set != 0 && i < SHM_BOARD_MEMBERS; i++, set >>= 1)
+        if ((set & 1) &&
+            atomic_load_explicit(&m->suspect[i], memory_order_relaxed) > now)
+            on |= (uint64_t)1 << i;
+    return on;
+}
+
 const char *
 shm_role_name(uint32_t role)
 {

@@ -8,6 +8,14 @@
  * odd value, writes, bumps it to even (a seqlock); a reader copies and
  * retries while seq was odd or changed.
  *
+ * Beside the view, outside the seqlock, the members this node's workers
+ * suspect (shm_board_suspect): a worker whose forward to a member could
+ * not connect in time marks it for SHM_SUSPECT_MS, any worker may, and
+ * every worker then routes as if it were dead (shm/owner.h); a forward
+ * that reaches it clears the mark.  One word a member (its index in the
+ * view, which never changes: members are static) and a mask of the
+ * words set, so a node with none pays one atomic load.
+ *
  * Beside the view, outside the seqlock, the master's beat: the time its
  * view of the cluster was last known current, refreshed every tick.  A
  * worker checks it on every request (two atomic loads), so a node whose
@@ -21,7 +29,8 @@
 
 #define SHM_BOARD_MEMBERS  17 /* the node and CONFIG_PEERS_MAX peers */
 #define SHM_BOARD_ID_MAX   65
-#define SHM_BOARD_ADDR_MAX 256 /* host:port and its NUL (CONFIG_ADDR_MAX) */
+#define SHM_BOARD_ADDR_MAX 256  /* host:port and its NUL (CONFIG_ADDR_MAX) */
+#define SHM_SUSPECT_MS     3000 /* a suspicion's life without a new failure */
 
 enum shm_role {
     SHM_ROLE_FOLLOWER,
@@ -71,6 +80,8 @@ struct shm_board_view {
  *     8     8  beat      master      itself (atomic; shm_now_ms() time)
  *    16     8  stale_ms  master      itself (atomic; 0: beat not checked)
  *    24     -  view      master      seq
+ *     -     8  suspects  workers     itself (atomic; bit i: suspect[i] set)
+ *     -   8xM  suspect   workers     itself (atomic; shm_now_ms() its end)
  * beat and stale_ms are single words each, read apart from the view: a
  * reader that sees a new beat with an old stale_ms (or the reverse) at
  * most answers one request by the bound before.
@@ -80,6 +91,8 @@ struct shm_board {
     _Atomic uint64_t beat;
     _Atomic uint64_t stale_ms;
     struct shm_board_view view;
+    _Atomic uint64_t suspects;
+    _Atomic uint64_t suspect[SHM_BOARD_MEMBERS];
 };
 
 /* shm_board_create - map the page (master, before forking).  NULL on
@@ -103,6 +116,17 @@ void shm_board_beat(struct shm_board *s, uint64_t now, uint64_t stale_ms);
 /* shm_board_stale - whether the master's view is older than its bound
  * now.  Two relaxed loads and, in a cluster only, a clock read. */
 int shm_board_stale(const struct shm_board *s);
+
+/* shm_board_suspect - member i (its index in the view) could not be
+ * reached: suspect it until now + SHM_SUSPECT_MS. */
+void shm_board_suspect(struct shm_board *s, uint32_t i, uint64_t now);
+
+/* shm_board_unsuspect - member i was reached: no longer suspect. */
+void shm_board_unsuspect(struct shm_board *s, uint32_t i);
+
+/* shm_board_suspects - the mask of members suspect now (bit i: member
+ * i); 0 at the cost of one atomic load when none was ever marked. */
+uint64_t shm_board_suspects(const struct shm_board *s);
 
 /* shm_role_name - "follower", "candidate", "leader". */
 const char *shm_role_name(uint32_t role);

@@ -24,10 +24,13 @@ shm_owner_seed(const char *id)
     return XXH3_64bits(id, strlen(id));
 }
 
-void
-shm_owners_from_view(struct shm_owners *o, const struct shm_board_view *v)
+/* from_view - shm_owners_from_view(), the members in mask (by index in
+ * the view) left out as if dead; this node never is. */
+static void
+from_view(struct shm_owners *o, const struct shm_board_view *v, uint64_t mask)
 {
     o->n = 0;
+    o->suspects = mask;
     o->self = -1;
     o->listed =
         v->nmembers < SHM_BOARD_MEMBERS ? (int)v->nmembers : SHM_BOARD_MEMBERS;
@@ -39,7 +42,7 @@ shm_owners_from_view(struct shm_owners *o, const struct shm_board_view *v)
             memcpy(o->self_addr, mb->addr, sizeof(o->self_addr));
             o->self_addr[sizeof(o->self_addr) - 1] = '\0';
         }
-        if (mb->state != SHM_MEMBER_LIVE)
+        if (mb->state != SHM_MEMBER_LIVE || (!mb->self && (mask >> i & 1) != 0))
             continue;
         w = &o->m[o->n];
         memcpy(w->id, mb->id, sizeof(w->id));
@@ -56,17 +59,24 @@ shm_owners_from_view(struct shm_owners *o, const struct shm_board_view *v)
         o->sig = XXH3_64bits_withSeed(o->m[i].id, strlen(o->m[i].id), o->sig);
 }
 
+void
+shm_owners_from_view(struct shm_owners *o, const struct shm_board_view *v)
+{
+    from_view(o, v, 0);
+}
+
 int
 shm_owners_refresh(struct shm_owners *o, const struct shm_board *s)
 {
     struct shm_board_view v;
     uint64_t seq = atomic_load_explicit(&((struct shm_board *)s)->seq,
                                         memory_order_acquire);
+    uint64_t mask = shm_board_suspects(s);
 
-    if (seq == o->seq)
+    if (seq == o->seq && mask == o->suspects)
         return 0;
     shm_board_read(s, &v);
-    shm_owners_from_view(o, &v);
+    from_view(o, &v, mask);
     /* The copy may be newer than seq (published meanwhile): then the next
      * call reads it again, which is harmless. */
     o->seq = seq;

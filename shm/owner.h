@@ -28,12 +28,13 @@ struct shm_owner {
 };
 
 struct shm_owners {
-    uint64_t seq; /* the board's sequence this copy was made at */
-    int n;        /* members that own */
-    int listed;   /* members the board lists, this node too, whatever their
+    uint64_t seq;      /* the board's sequence this copy was made at */
+    int n;             /* members that own */
+    int listed;        /* members the board lists, this node too, whatever their
                      state: 1 for a node alone */
-    int self;     /* this node's index among them; -1: it owns nothing */
-    uint64_t sig; /* of the owners' ids and self: changes when they do */
+    int self;          /* this node's index among them; -1: it owns nothing */
+    uint64_t sig;      /* of the owners' ids and self: changes when they do */
+    uint64_t suspects; /* members left out as suspect (shm_board_suspects) */
     struct shm_owner m[SHM_BOARD_MEMBERS];
     char self_addr[SHM_BOARD_ADDR_MAX]; /* this node's, whatever its state */
 };
@@ -41,7 +42,8 @@ struct shm_owners {
 /* shm_owners_init - an empty copy that the first refresh fills. */
 void shm_owners_init(struct shm_owners *o);
 
-/* shm_owners_refresh - rebuild o from the board if it changed since;
+/* shm_owners_refresh - rebuild o from the board if it changed since, or
+ * the members it suspects did (they own nothing here while suspect);
  * returns 1 when it did. */
 int shm_owners_refresh(struct shm_owners *o, const struct shm_board *s);
 

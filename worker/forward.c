@@ -13,6 +13,14 @@
  * here; the old one is freed.  While the handler runs, the request's
  * deadlines and its tries so far are in `redo`, which start() and
  * worker_forward_wait_left() read, so they do not start over.
+ *
+ * Gray failures: an owner whose connection is not made within
+ * FORWARD_CONNECT_MS (nothing was sent) is marked suspect in the board,
+ * for every worker of this node: it owns nothing here until the mark ends
+ * (SHM_SUSPECT_MS without another failure) or a forward reaches it; the
+ * request is served again at once, routed without it.  A forward that
+ * fails after its request went out may have been applied: its 503 says
+ * "applied": "unknown"; one that failed before says "applied": false.
  */
 #include "worker/forward.h"
 
@@ -41,9 +49,10 @@
 
 /* Why the owner's answer may be followed by another try. */
 enum again {
-    AGAIN_NO,    /* relay it */
-    AGAIN_GONE,  /* 503 draining, or refused: the owner serves no more */
-    AGAIN_MOVED, /* 503 owner_moved: the views differ for now */
+    AGAIN_NO,      /* relay it */
+    AGAIN_GONE,    /* 503 draining, or refused: the owner serves no more */
+    AGAIN_MOVED,   /* 503 owner_moved: the views differ for now */
+    AGAIN_SUSPECT, /* no connection in time: the owner is suspect now */
 };
 
 /* A request on its way to the owner; lives as long as the client's
@@ -65,6 +74,7 @@ struct forward {
     long retry_after_s;
     struct http_buf body;
     int err;
+    int sent; /* that answer's http_client_resp.sent */
     char error[128];
     char owner[SHM_BOARD_ID_MAX];
     size_t qlen;  /* a long poll's queue name; 0: not a long poll */
@@ -208,25 +218,48 @@ again(struct forward *f)
         http_request_resume(req);
 }
 
-/* relay_failed - the call did not come back with an answer (err). */
+/* fail_body - 503 ephemeral_forward_failed, the sentence and whether the
+ * owner may have applied the request ("unknown") or not (false). */
 static void
-relay_failed(struct forward *f, int err, const char *error)
+fail_body(struct http_request *req, const char *msg, int maybe)
 {
+    struct http_buf b;
+
+    http_buf_init(&b);
+    http_buf_append_str(&b, "{\"error\": ");
+    http_buf_append_json_str(&b, msg, strlen(msg));
+    http_buf_append_str(&b, ", \"code\": \"ephemeral_forward_failed\", "
+                            "\"applied\": ");
+    http_buf_append_str(&b, maybe ? "\"unknown\"}" : "false}");
+    http_reply(req, 503, &b);
+}
+
+/* relay_failed - the call did not come back with an answer (err); sent:
+ * its request had gone out (http_client_resp.sent). */
+static void
+relay_failed(struct forward *f, int err, const char *error, int sent)
+{
+    char msg[512];
+
     shm_count(f->w->seg, f->w->set.slot, SHM_C_FORWARD_FAILED, 1);
     log_info(0, "forward to node %s failed: %s", f->owner, error);
-    /* Refused: nothing reached the owner.  Otherwise the request may have
-     * been applied before the answer was lost: say so. */
-    if (err == -ECONNREFUSED)
-        http_reply_error(f->req, 503, "ephemeral_forward_failed",
-                         "the partition's owner, node '%s', could not be "
-                         "reached (%s); nothing was applied; retry",
-                         f->owner, error);
-    else
-        http_reply_error(f->req, 503, "ephemeral_forward_failed",
-                         "the partition's owner, node '%s', did not answer "
-                         "(%s); it may have applied the request before "
-                         "that, so a retried push can be stored twice",
-                         f->owner, error);
+    /* Refused, or no connection: nothing reached the owner.  Otherwise
+     * the request may have been applied before the answer was lost: say
+     * so. */
+    if (err == -ECONNREFUSED || !sent) {
+        snprintf(msg, sizeof(msg),
+                 "the partition's owner, node '%s', could not be reached "
+                 "(%s); nothing was applied; retry",
+                 f->owner, error);
+        fail_body(f->req, msg, 0);
+    } else {
+        snprintf(msg, sizeof(msg),
+                 "the partition's owner, node '%s', did not answer (%s); it "
+                 "may have applied the request before that, so a retried "
+                 "push can be stored twice",
+                 f->owner, error);
+        fail_body(f->req, msg, 1);
+    }
 }
 
 /* relay_kept - no other try: the owner's answer f kept goes to the
@@ -238,7 +271,7 @@ relay_kept(struct forward *f)
 
     worker_unpark(w, &f->park);
     if (f->err != 0) {
-        relay_failed(f, f->err, f->error);
+        relay_failed(f, f->err, f->error, f->sent);
     } else {
         char ra[24];
         if (f->retry_after_s > 0) {
@@ -256,6 +289,9 @@ classify(const struct http_client_resp *r)
 {
     if (worker_forward_gone(r))
         return AGAIN_GONE;
+    if (!r->sent && (r->err == -ETIMEDOUT || r->err == -EHOSTUNREACH ||
+                     r->err == -ENETUNREACH))
+        return AGAIN_SUSPECT;
     if (r->err == 0 && r->status == 503 &&
         http_peer_error_is(r->body.data, r->body.len, "owner_moved"))
         return AGAIN_MOVED;
@@ -312,6 +348,7 @@ hold(struct forward *f, enum again why, struct http_client_resp *r)
     f->status = r->status;
     f->retry_after_s = r->retry_after_s;
     f->err = r->err;
+    f->sent = r->sent;
     snprintf(f->error, sizeof(f->error), "%s", r->error ? r->error : "");
     http_buf_free(&f->body);
     f->body = r->body;
@@ -334,6 +371,34 @@ hold(struct forward *f, enum again why, struct http_client_resp *r)
     return worker_park(w, &f->park) == 0 ? 0 : -1;
 }
 
+/* suspect - mark node id suspect in the board (on), or clear its mark: it
+ * was reached.  Clearing costs one atomic load when nobody is suspect. */
+static void
+suspect(struct worker *w, const char *id, int on)
+{
+    struct shm_board_view v;
+    uint64_t mask = on ? 0 : shm_board_suspects(w->seg->board);
+
+    if (!on && mask == 0)
+        return;
+    worker_view_read(w, &v);
+    for (uint32_t k = 0; k < v.nmembers && k < SHM_BOARD_MEMBERS; k++) {
+        if (v.members[k].self || strcmp(v.members[k].id, id) != 0)
+            continue;
+        if (on) {
+            if ((shm_board_suspects(w->seg->board) >> k & 1) == 0)
+                log_warn(0,
+                         "node %s: no connection in %d ms; suspect, its "
+                         "partitions served as if it were dead",
+                         id, FORWARD_CONNECT_MS);
+            shm_board_suspect(w->seg->board, k, shm_now_ms());
+        } else if (mask >> k & 1) {
+            log_info(0, "node %s reached again: no longer suspect", id);
+            shm_board_unsuspect(w->seg->board, k);
+        }
+    }
+}
+
 /* answered - relay the owner's answer, or say it did not come; or, when
  * the owner applied nothing and time is left, serve the request again. */
 static void
@@ -346,6 +411,12 @@ answered(void *arg, struct http_client_resp *r)
 
     f->pending = 0;
     unwatch(f);
+    if (why == AGAIN_SUSPECT && f->by_id)
+        why = AGAIN_NO; /* an id's node is the only place it can go */
+    if (why == AGAIN_SUSPECT)
+        suspect(w, f->owner, 1);
+    else if (r->err == 0 || r->sent)
+        suspect(w, f->owner, 0);
     if (why != AGAIN_NO && !w->draining && now + RETRY_MIN_MS < f->deadline &&
         w->redispatch != NULL) {
         log_debug(0, "forward to node %s: %s; served again", f->owner,
@@ -358,6 +429,10 @@ answered(void *arg, struct http_client_resp *r)
             again(f);
             return;
         }
+        if (why == AGAIN_SUSPECT) {
+            again(f); /* routed without the suspect now */
+            return;
+        }
         if (hold(f, why, r) != 0) {
             relay_kept(f);
             return;
@@ -367,7 +442,7 @@ answered(void *arg, struct http_client_resp *r)
         return;
     }
     if (r->err != 0) {
-        relay_failed(f, r->err, r->error);
+        relay_failed(f, r->err, r->error, r->sent);
     } else {
         shm_count(w->seg, w->set.slot, SHM_C_FORWARD_OK, 1);
         worker_forward_relay_headers(f->req, r);
@@ -583,7 +658,7 @@ start(struct worker *w, struct http_request *req, const char *id,
         .body = body,
         .body_len = len,
         .timeout_ms = deadline > now ? (unsigned)(deadline - now) : 1,
-        .connect_timeout_ms = FORWARD_MS,
+        .connect_timeout_ms = FORWARD_CONNECT_MS,
     };
 
     if (f == NULL || worker_auth_header(req, &authz) != 0 ||

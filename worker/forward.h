@@ -51,6 +51,12 @@ struct forward;
 
 /* How long a forwarded call may take beyond the pop's own wait. */
 #define FORWARD_MS 5000
+/* How long a forward waits for its connection to the owner: far below
+ * the request's own time, so that an owner this node cannot reach (a
+ * one-way cut that drops its SYNs while the masters' beats flow) costs a
+ * request this much, and is then suspect (shm_board_suspect): routed as
+ * if dead here, the request served again at once. */
+#define FORWARD_CONNECT_MS 1000
 /* How long owner_moved answers are tried again, from the first one. */
 #define FORWARD_MOVED_WAIT_MS 1500
 

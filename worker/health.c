@@ -48,7 +48,7 @@ worker_health_view(struct http_health *h, struct http_health_member *mm,
         const struct shm_member *m = &v->members[i];
         mm[h->nmembers++] = (struct http_health_member){
             m->id, strnlen(m->id, sizeof(m->id)),
-            states[m->state % SHM_MEMBER_STATES], m->self};
+            states[m->state % SHM_MEMBER_STATES], m->self, 0};
     }
 }
 
@@ -67,6 +67,10 @@ worker_health(struct worker *w, struct http_request *req)
                        : shm_board_stale(w->seg->board) ? WORKER_HEALTH_STALE
                                                         : WORKER_HEALTH_VIEW,
                        &v);
+    /* what this node's workers could not reach (forward.c) */
+    uint64_t suspects = shm_board_suspects(w->seg->board);
+    for (size_t i = 0; i < h.nmembers; i++)
+        mm[i].suspect = (int)(suspects >> i & 1);
     http_reply(req, http_health_json(&b, &h), &b);
 }
 
@@ -237,9 +241,10 @@ gauges(struct http_buf *b, const struct shm_gauges *g, uint64_t streams)
                     (double)g->oldest_age_ms / 1000.0);
 }
 
-/* cluster - raft and membership, from the master's board. */
+/* cluster - raft and membership, from the master's board, and the
+ * members this node suspects (suspects: shm_board_suspects()). */
 static void
-cluster(struct http_buf *b, const struct shm_board_view *v)
+cluster(struct http_buf *b, const struct shm_board_view *v, uint64_t suspects)
 {
     uint64_t n[SHM_MEMBER_STATES] = {0};
 
@@ -258,6 +263,11 @@ cluster(struct http_buf *b, const struct shm_board_view *v)
     series(b, "mayfly_members", "state=\"dead\"", n[SHM_MEMBER_DEAD]);
     series(b, "mayfly_members", "state=\"leaving\"", n[SHM_MEMBER_LEAVING]);
     series(b, "mayfly_members", "state=\"starting\"", n[SHM_MEMBER_STARTING]);
+    metric(b, "mayfly_peers_suspect", "gauge",
+           "Members this node's forwards could not reach in time, routed "
+           "around here.");
+    series(b, "mayfly_peers_suspect", NULL,
+           (uint64_t)__builtin_popcountll(suspects));
 }
 
 /* presence - SPEC §12's metrics: the table's members and channels on
@@ -300,7 +310,7 @@ worker_metrics(struct worker *w, struct http_request *req)
     counters(&b, c);
     request_hist(&b, w->seg);
     gauges(&b, &g, shm_streams_sum(w->seg));
-    cluster(&b, &v);
+    cluster(&b, &v, shm_board_suspects(w->seg->board));
     presence(&b, w->seg);
     http_reply_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
 }

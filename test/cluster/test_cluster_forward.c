@@ -563,6 +563,9 @@ Test(cluster_forward, an_owner_that_does_not_answer_fails_the_forward)
     itest_assert_error(&r, 503, "ephemeral_forward_failed", NULL,
                        "push to a stopped owner");
     cr_expect(r.retry_after[0] != '\0', "no Retry-After: %s", r.body);
+    /* the request went out before the owner stopped answering: the
+     * client is told it may have been applied */
+    cr_expect_str_eq(itest_jstr(r.json, "applied"), "unknown", "%s", r.body);
     cr_expect_lt(took, 20000, "the forward took %ld ms", (long)took);
     itest_resp_free(&r);
     cr_expect_eq(forward_metric(a, "failed"), failed0 + 1);

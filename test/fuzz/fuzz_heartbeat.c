@@ -73,7 +73,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     FUZZ_CHECK(i == 0 || i == 2, "index %d", i);
-    pw = (struct master_peer_word){line[1], line[2], line[3], line[4]};
+    pw = (struct master_peer_word){line[1], line[2], line[3], line[4], NULL};
     master_membership_heard(&m, i, &pw);
     FUZZ_CHECK(
         memchr(m.members.id[i], '\0', sizeof(m.members.id[i])) &&

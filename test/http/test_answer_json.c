@@ -21,8 +21,8 @@ text(struct http_buf *b)
 Test(answer_json, health_of_a_ready_node_with_members)
 {
     static const struct http_health_member mm[] = {
-        {"a", 1, "live", 1},
-        {"b\"", 2, "leaving", 0},
+        {"a", 1, "live", 1, 0},
+        {"b\"", 2, "leaving", 0, 1},
     };
     struct http_health h = {
         .status = "ok",
@@ -44,7 +44,7 @@ Test(answer_json, health_of_a_ready_node_with_members)
                      "\"term\":7,\"leader\":\"a\",\"members\":["
                      "{\"node\":\"a\",\"state\":\"live\",\"self\":true},"
                      "{\"node\":\"b\\\"\",\"state\":\"leaving\",\"self\":"
-                     "false}]}");
+                     "false,\"suspect\":true}]}");
     http_buf_free(&b);
 }
 
