@@ -22,6 +22,7 @@
 #include "http/request.h"
 #include "master/cluster_client.h"
 #include "master/master.h"
+#include "shm/catalog.h"
 #include "shm/log.h"
 #include "shm/owner.h"
 #include "shm/part_move.h"
@@ -441,14 +442,73 @@ struct scan {
     struct master *m;
     struct shm_owners o;
     int drain;
+    char **dl; /* outside a drain: the declared deadLetter queues' names */
+    size_t *dl_len;
+    uint32_t ndl, cap;
 };
 
-/* scan_one - ship (queue, part) if another member owns it now. */
+/* dl_add - a declared queue's deadLetter name into the scan's list (one
+ * that does not fit is left out: its partitions move as any queue's). */
+static void
+dl_add(void *arg, const char *name, size_t len, const struct shm_qopts *o)
+{
+    struct scan *sc = arg;
+    char buf[SHM_NAME_MAX];
+    size_t n;
+
+    if (SHM_QOPT_DL_LEN(o->flags) == 0 ||
+        (n = shm_catalog_dead_letter(sc->m->seg.catalog, name, len, buf)) == 0)
+        return;
+    if (sc->ndl == sc->cap) {
+        uint32_t cap = sc->cap ? 2 * sc->cap : 8;
+        char **dl = realloc(sc->dl, cap * sizeof(*dl));
+        if (dl == NULL)
+            return;
+        sc->dl = dl;
+        size_t *dl_len = realloc(sc->dl_len, cap * sizeof(*dl_len));
+        if (dl_len == NULL)
+            return;
+        sc->dl_len = dl_len;
+        sc->cap = cap;
+    }
+    if ((sc->dl[sc->ndl] = malloc(n)) == NULL)
+        return;
+    memcpy(sc->dl[sc->ndl], buf, n);
+    sc->dl_len[sc->ndl++] = n;
+}
+
+/* dl_free - what dl_add gathered. */
+static void
+dl_free(struct scan *sc)
+{
+    for (uint32_t i = 0; i < sc->ndl; i++)
+        free(sc->dl[i]);
+    free(sc->dl);
+    free(sc->dl_len);
+}
+
+/* is_dl - whether queue is one of the scan's deadLetter queues. */
+static int
+is_dl(const struct scan *sc, struct shm_name queue)
+{
+    for (uint32_t i = 0; i < sc->ndl; i++)
+        if (sc->dl_len[i] == queue.len &&
+            memcmp(sc->dl[i], queue.ptr, queue.len) == 0)
+            return 1;
+    return 0;
+}
+
+/* scan_one - ship (queue, part) if another member owns it now.  Outside a
+ * drain a dead-letter queue's partitions stay where their messages were
+ * dropped (redrive asks every member for its share): moving them would
+ * hand a reader's leased dead letters to it again under new ids. */
 static void
 scan_one(void *arg, struct shm_name queue, struct shm_name part)
 {
     struct scan *sc = arg;
 
+    if (!sc->drain && is_dl(sc, queue))
+        return;
     if (owner_of(sc->m, &sc->o, queue, part) >= 0)
         want(queue, part, sc->drain);
 }
@@ -474,8 +534,12 @@ master_handover_tick(struct master *m, uint64_t now)
             ho.scan_at[k] = 0;
             due = 1;
         }
-    if (due && sc.o.n > 1)
+    if (due && sc.o.n > 1) {
+        if (m->seg.catalog != NULL)
+            shm_catalog_each(m->seg.catalog, dl_add, &sc);
         shm_part_each(&m->seg, scan_one, &sc);
+        dl_free(&sc);
+    }
     for (struct ship *s = ho.ships, *next; s; s = next) {
         next = s->next; /* taken back, s is freed */
         if (s->back && s->retry_at <= now)
