@@ -204,7 +204,13 @@ struct bench_opts {
 
 extern struct bench_opts bench_opt;
 
-/* engine.c */
+/* engine.c; bench_host: the IPv4 address (network order) every connection
+ * goes to instead of 127.0.0.(1+k) (0: those); bench_token: the bearer
+ * token a request built without one carries (NULL: none).  Both set
+ * before a run by `mayfly bench` (ops/cli/bench.c), which links engine.c
+ * and roles.c built with BENCH_NO_RESP (no hiredis). */
+extern uint32_t bench_host;
+extern const char *bench_token;
 uint64_t bench_now_ns(void);
 void bench_sleep_ns(uint64_t ns);
 void bench_hist_add(struct bench_hist *h, uint64_t ns);
@@ -297,6 +303,7 @@ struct bench_push_sc {
     struct bench_buf req[BENCH_PARTS];
     struct bench_buf reset;
     int reset_every; /* pushes between resets (0: 20) */
+    int batch;       /* messages each req carries (0: BENCH_BATCH) */
     atomic_long pushed;
     atomic_long full;
 };
@@ -311,6 +318,8 @@ struct bench_fill_sc {
     int per_q;
     int parts;
     long total;
+    const struct bench_buf *msgs; /* what a push carries (NULL: msgs100) */
+    int batch;                    /* messages in msgs (0: BENCH_BATCH) */
     atomic_long next;
 };
 extern const struct bench_role bench_role_fill;
@@ -333,6 +342,7 @@ struct bench_drain_sc {
     int step;
     int autoack;
     int one;
+    int batch; /* messages a pop asks for (0: BENCH_BATCH) */
 };
 extern const struct bench_role bench_role_drain;
 
@@ -348,11 +358,21 @@ struct bench_rpc_sc {
     int tag;
     const char *pop_arg;
     void (*inbox)(char *out, size_t len, const char *base);
+    const char *pad; /* request and reply payload (NULL: bench_rpc_pad) */
+    int batch;       /* requests a responder's pop asks for (0: 16) */
     _Atomic long trips;
     _Atomic long requests;
 };
 extern const struct bench_role bench_role_rpcq;
 extern const struct bench_role bench_role_rpcs;
+
+/* Request/reply by the request verb (SPEC §9), over a bench_rpc_sc: a
+ * requester (bench_role_reqv) sends POST /request with pad and waits for
+ * the reply (a 503 no_responders before the responders park is asked
+ * again); a responder (bench_role_reqvs) long-polls queue in group workers
+ * and answers each request inside its ack. */
+extern const struct bench_role bench_role_reqv;
+extern const struct bench_role bench_role_reqvs;
 
 /* bench_rpc_request - queue one request of an rpc connection, counted in
  * its bench_rpc_sc; to the TLS + auth node (the only HTTPS one) with its

@@ -66,6 +66,13 @@ static const struct {
      "    Lists the channel's members; --count the occupancy alone; --watch\n"
      "    prints its events as they come (the whole set first, as a sync).",
      "who is in a presence channel"},
+    {"bench",
+     "push|pop|request [--conns N] [--size B] [--batch N] [--duration S]\n"
+     "    [--queue Q]\n"
+     "    Loads the node with N connections for S seconds (4, 256 B, batch\n"
+     "    100 (16 for request), 5 s, queue mayfly-bench) and prints rates\n"
+     "    and latency percentiles; the queues it used are deleted after.",
+     "measure a node: rates and latency percentiles"},
 };
 
 #define CLI_NSUB (sizeof(cli_subcommands) / sizeof(cli_subcommands[0]))

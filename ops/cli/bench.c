@@ -1,0 +1,364 @@
+/*
+ * bench.c - see bench.h.
+ *
+ * One run: --conns keep-alive connections (the engine's epoll threads,
+ * one a core at most) drive MODE against the first node of --url for
+ * --duration seconds, then the queues it used are deleted.
+ *   push     pushes of --batch messages of --size bytes to --queue over 8
+ *            partitions (a reset every 20 pushes keeps it under its bound)
+ *   pop      first fills one queue a connection (--queue-N, at most 10,000
+ *            messages and 64 MiB in all), then pops --batch and acks each
+ *            batch until the window ends or the queues are empty
+ *   request  --conns requesters send the request verb (SPEC §9) with a
+ *            --size payload, --conns responders answer --batch at a time
+ *            inside their acks; a round trip is one message
+ * Latency is per HTTP request (push, pop) or per round trip (request).
+ * Plain HTTP only: the engine's TLS does not verify the node.
+ */
+#include "ops/cli/bench.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ops/bench/bench.h"
+#include "ops/cli/cmd.h"
+
+/* The engine's options (main.c of mayfly-bench defines them there). */
+struct bench_opts bench_opt;
+
+#define FILL_MAX_MSGS  10000
+#define FILL_MAX_BYTES (64L << 20)
+
+struct bench_args {
+    const char *mode;
+    const char *queue;
+    long conns;
+    long size;
+    long batch;
+    double secs;
+    int port;
+};
+
+/* bench_target - point the engine at the host and port of url (the first
+ * of a comma-separated list); 0, or -1 after saying why. */
+static int
+bench_target(const char *url, struct bench_args *a)
+{
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM},
+                    *res = NULL;
+    char host[256];
+    const char *p = url, *end;
+    size_t hl;
+
+    if (strncmp(p, "http://", 7) != 0)
+        return cli_cmd_usage_error("bench",
+                                   "only plain http:// URLs can be "
+                                   "benchmarked (got %s)",
+                                   url),
+               -1;
+    p += 7;
+    end = p + strcspn(p, ":/,");
+    hl = (size_t)(end - p);
+    if (hl == 0 || hl >= sizeof(host))
+        return cli_cmd_usage_error("bench", "no host in %s", url), -1;
+    memcpy(host, p, hl);
+    host[hl] = '\0';
+    a->port = 80;
+    if (*end == ':') {
+        char *e;
+        long port = strtol(end + 1, &e, 10);
+        if (port < 1 || port > 65535 || (*e && *e != '/' && *e != ','))
+            return cli_cmd_usage_error("bench", "bad port in %s", url), -1;
+        a->port = (int)port;
+    }
+    if (getaddrinfo(host, NULL, &hints, &res) != 0 || res == NULL) {
+        fprintf(stderr, "mayfly: bench: cannot resolve %s\n", host);
+        return -1;
+    }
+    bench_host = ((struct sockaddr_in *)res->ai_addr)->sin_addr.s_addr;
+    freeaddrinfo(res);
+    return 0;
+}
+
+/* bench_msgs - [{"payload":"aaa..."}] x n, each payload size letters. */
+static void
+bench_msgs(struct bench_buf *out, const char *payload, long n)
+{
+    bench_buf_str(out, "[");
+    for (long i = 0; i < n; i++)
+        bench_buf_printf(out, "%s{\"payload\":\"%s\"}", i ? "," : "", payload);
+    bench_buf_str(out, "]");
+}
+
+/* bench_delete - drop a queue the run used (what it left is no load). */
+static void
+bench_delete(struct cli_conn *c, const char *queue)
+{
+    struct cli_answer ans;
+    char *path = cli_cmd_path("/api/v1/ephemeral/queue/%s", queue);
+
+    cli_call(c, "DELETE", path, NULL, 10000, &ans);
+    cli_answer_free(&ans);
+    free(path);
+}
+
+/* bench_new_run - a run over the engine's threads with conns connections
+ * of role; NULL after saying why one could not connect. */
+static struct bench_run *
+bench_new_run(const struct bench_args *a, const struct bench_role *role,
+              void *ud, long conns, struct bench_run *run)
+{
+    if (run == NULL)
+        run = bench_run_new(bench_opt.threads);
+    for (long i = 0; i < conns; i++)
+        if (bench_run_add(run, BENCH_HTTP, a->port, role, ud) == NULL) {
+            fprintf(stderr, "mayfly: bench: %s\n", run->err);
+            bench_run_free(run);
+            return NULL;
+        }
+    return run;
+}
+
+/* bench_report - print the run's table (or JSON); the exit status. */
+static int
+bench_report(const struct bench_args *a, const struct bench_run *run,
+             double secs, const char *unit, int json)
+{
+    const struct bench_hist *h = &run->hist;
+    double ops = secs > 0 ? (double)run->ops / secs : 0;
+    double msgs = secs > 0 ? (double)run->msgs / secs : 0;
+
+    if (run->ops == 0 || run->errors > 0) {
+        fprintf(stderr, "mayfly: bench: %s: %llu errors%s%s\n", a->mode,
+                (unsigned long long)run->errors, run->err[0] ? ", first: " : "",
+                run->err[0] ? run->err : "nothing completed");
+        return CLI_EXIT_REFUSED;
+    }
+    if (json) {
+        printf("{\"mode\":\"%s\",\"conns\":%ld,\"size\":%ld,\"batch\":%ld,"
+               "\"seconds\":%.3f,\"requests\":%llu,\"messages\":%llu,"
+               "\"requestsPerSec\":%.1f,\"messagesPerSec\":%.1f,"
+               "\"latencyUs\":{\"p50\":%.1f,\"p90\":%.1f,\"p99\":%.1f,"
+               "\"max\":%.1f}}\n",
+               a->mode, a->conns, a->size, a->batch, secs,
+               (unsigned long long)run->ops, (unsigned long long)run->msgs, ops,
+               msgs, bench_hist_pct_us(h, 50), bench_hist_pct_us(h, 90),
+               bench_hist_pct_us(h, 99), (double)h->max / 1e3);
+        return CLI_EXIT_OK;
+    }
+    printf("%-8s %5s %7s %5s %7s %12s %12s %9s %9s %9s %9s\n", "mode", "conns",
+           "size", "batch", "secs", "requests/s", unit, "p50 ms", "p90 ms",
+           "p99 ms", "max ms");
+    printf("%-8s %5ld %7ld %5ld %7.2f %12.0f %12.0f %9.3f %9.3f %9.3f %9.3f\n",
+           a->mode, a->conns, a->size, a->batch, secs, ops, msgs,
+           bench_hist_pct_us(h, 50) / 1e3, bench_hist_pct_us(h, 90) / 1e3,
+           bench_hist_pct_us(h, 99) / 1e3, (double)h->max / 1e6);
+    return CLI_EXIT_OK;
+}
+
+/* bench_warm - the unmeasured start of a window of secs. */
+static double
+bench_warm(double secs)
+{
+    return secs >= 10 ? 1 : secs / 10;
+}
+
+/* bench_push - see the file comment. */
+static int
+bench_push(const struct bench_args *a, const char *payload, int json,
+           struct cli_conn *c)
+{
+    struct bench_push_sc *sc = calloc(1, sizeof(*sc));
+    struct bench_buf msgs = {0};
+    struct bench_run *run;
+    char part[16], body[160];
+    int rc = CLI_EXIT_REFUSED;
+
+    if (sc == NULL)
+        exit(1);
+    sc->batch = (int)a->batch;
+    bench_msgs(&msgs, payload, a->batch);
+    for (int i = 0; i < BENCH_PARTS; i++) {
+        snprintf(part, sizeof(part), "p%d", i);
+        bench_push_req(&sc->req[i], NULL, a->queue, part, &msgs);
+    }
+    snprintf(body, sizeof(body), "{\"queue\":\"%s\"}", a->queue);
+    bench_http_request(&sc->reset, "POST", "/api/v1/ephemeral/reset", body,
+                       strlen(body));
+    /* ~2,000 messages between resets: under a queue's default bound */
+    sc->reset_every = (int)(2000 / a->batch / a->conns) + 1;
+    run = bench_new_run(a, &bench_role_push, sc, a->conns, NULL);
+    if (run != NULL) {
+        bench_run_timed(run, bench_warm(a->secs), a->secs);
+        rc = bench_report(a, run, bench_run_secs(run), "msgs/s", json);
+        bench_run_free(run);
+    }
+    bench_delete(c, a->queue);
+    for (int i = 0; i < BENCH_PARTS; i++)
+        bench_buf_free(&sc->req[i]);
+    bench_buf_free(&sc->reset);
+    bench_buf_free(&msgs);
+    free(sc);
+    return rc;
+}
+
+/* bench_pop - see the file comment. */
+static int
+bench_pop(const struct bench_args *a, const char *payload, int json,
+          struct cli_conn *c)
+{
+    struct bench_fill_sc fill = {.parts = 0, .batch = (int)a->batch};
+    struct bench_drain_sc drain = {
+        .nq = (int)a->conns, .step = (int)a->conns, .batch = (int)a->batch};
+    struct bench_buf msgs = {0};
+    struct bench_run *run;
+    long per_q = FILL_MAX_BYTES / (a->conns * (a->size + 16));
+    char err[256], queue[80];
+    int rc = CLI_EXIT_REFUSED;
+    double secs;
+
+    if (per_q > FILL_MAX_MSGS)
+        per_q = FILL_MAX_MSGS;
+    fill.per_q = (int)(per_q / a->batch > 0 ? per_q / a->batch : 1);
+    fill.total = (long)fill.per_q * a->conns;
+    fill.msgs = &msgs;
+    snprintf(fill.prefix, sizeof(fill.prefix), "%s-", a->queue);
+    snprintf(drain.prefix, sizeof(drain.prefix), "%s-", a->queue);
+    bench_msgs(&msgs, payload, a->batch);
+    if (bench_fill_run(&fill, a->port, (int)a->conns, err, sizeof(err)) != 0)
+        fprintf(stderr, "mayfly: bench: %s\n", err);
+    else if ((run = bench_new_run(a, &bench_role_drain, &drain, a->conns,
+                                  NULL)) != NULL) {
+        bench_run_timed(run, 0, a->secs);
+        /* the queues may run dry before the window ends */
+        secs = bench_run_secs(run);
+        if (run->t_last > atomic_load(&run->t_begin) &&
+            atomic_load(&run->active) == 0)
+            secs = (double)(run->t_last - atomic_load(&run->t_begin)) / 1e9;
+        rc = bench_report(a, run, secs, "msgs/s", json);
+        bench_run_free(run);
+    }
+    for (long i = 0; i < a->conns; i++) {
+        snprintf(queue, sizeof(queue), "%s-%ld", a->queue, i);
+        bench_delete(c, queue);
+    }
+    bench_buf_free(&msgs);
+    return rc;
+}
+
+/* bench_request - see the file comment. */
+static int
+bench_request(const struct bench_args *a, const char *payload, int json,
+              struct cli_conn *c)
+{
+    struct bench_rpc_sc *sc = calloc(1, sizeof(*sc));
+    struct bench_run *run;
+    int rc = CLI_EXIT_REFUSED;
+
+    if (sc == NULL)
+        exit(1);
+    snprintf(sc->queue, sizeof(sc->queue), "%s", a->queue);
+    sc->pad = payload;
+    sc->batch = (int)a->batch;
+    /* responders first, so that they park before the first request */
+    run = bench_new_run(a, &bench_role_reqvs, sc, a->conns, NULL);
+    if (run != NULL)
+        run = bench_new_run(a, &bench_role_reqv, sc, a->conns, run);
+    if (run != NULL) {
+        bench_run_timed(run, bench_warm(a->secs), a->secs);
+        rc = bench_report(a, run, bench_run_secs(run), "trips/s", json);
+        bench_run_free(run);
+    }
+    bench_delete(c, a->queue);
+    free(sc);
+    return rc;
+}
+
+/* bench_secs - --duration as seconds in (0, 3600]; -1 when it is not. */
+static double
+bench_secs(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+
+    if (end == s || *end != '\0' || !(v > 0) || v > 3600)
+        return -1;
+    return v;
+}
+
+/* cli_bench - see bench.h. */
+int
+cli_bench(int argc, char **argv, struct cli_globals *g)
+{
+    const char *conns = "4", *size = "256", *batch = NULL, *duration = "5",
+               *queue = "mayfly-bench";
+    const struct cli_opt opts[] = {
+        {"conns", NULL, &conns}, {"size", NULL, &size},
+        {"batch", NULL, &batch}, {"duration", NULL, &duration},
+        {"queue", NULL, &queue}, {NULL, NULL, NULL},
+    };
+    struct bench_args a = {0};
+    struct cli_operands ops;
+    struct cli_conn c;
+    char *payload;
+    int rc = cli_cmd_start("bench", argc, argv, opts, g, &ops, 1, 1, &c);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (rc >= 0)
+        return rc;
+    a.mode = ops.v[0];
+    a.queue = queue;
+    if (strcmp(a.mode, "push") != 0 && strcmp(a.mode, "pop") != 0 &&
+        strcmp(a.mode, "request") != 0)
+        rc = cli_cmd_usage_error("bench",
+                                 "unknown mode '%s' (push, pop or "
+                                 "request)",
+                                 a.mode);
+    else if (cli_args_long("conns", conns, 1, 1000, &a.conns) != 0 ||
+             cli_args_long("size", size, 1, 1 << 20, &a.size) != 0 ||
+             cli_args_long("batch",
+                           batch                            ? batch
+                           : strcmp(a.mode, "request") == 0 ? "16"
+                                                            : "100",
+                           1, 1000, &a.batch) != 0)
+        rc = cli_cmd_usage_error("bench", "bad option value");
+    else if ((a.secs = bench_secs(duration)) < 0)
+        rc = cli_cmd_usage_error("bench",
+                                 "--duration takes seconds in (0, 3600], "
+                                 "not '%s'",
+                                 duration);
+    else if (queue[0] == '\0' || strlen(queue) > 40 ||
+             strspn(queue, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWX"
+                           "YZ0123456789._-") != strlen(queue))
+        rc = cli_cmd_usage_error("bench",
+                                 "--queue takes 1 to 40 letters, digits, "
+                                 "'.', '_' or '-'");
+    else if (bench_target(cli_conn_base(&c), &a) != 0)
+        rc = CLI_EXIT_USAGE;
+    if (rc >= 0) {
+        cli_conn_close(&c);
+        return rc;
+    }
+    bench_token = g->token;
+    bench_opt.threads = (int)(n < 1 ? 1 : n < a.conns ? n : a.conns);
+    payload = malloc((size_t)a.size + 1);
+    if (payload == NULL)
+        exit(1);
+    for (long i = 0; i < a.size; i++)
+        payload[i] = (char)('a' + i % 26);
+    payload[a.size] = '\0';
+    bench_payload_init();
+    if (strcmp(a.mode, "push") == 0)
+        rc = bench_push(&a, payload, g->json, &c);
+    else if (strcmp(a.mode, "pop") == 0)
+        rc = bench_pop(&a, payload, g->json, &c);
+    else
+        rc = bench_request(&a, payload, g->json, &c);
+    free(payload);
+    cli_conn_close(&c);
+    return rc;
+}
