@@ -415,6 +415,76 @@ void bench_mem_row_pss(const char *key, const char *variant,
                        const struct bench_mem *m0, const struct bench_mem *m1,
                        double n, const char *target);
 
+/* rset.c: a reader set (see there) */
+#define BENCH_RSET_CARRY   16
+#define BENCH_RSET_CHUNK   (64u << 10)
+#define BENCH_RSET_THREADS 2
+
+/* One socket of a reader set. */
+struct bench_sconn {
+    int fd;
+    int ready;                    /* its ready marker came */
+    char carry[BENCH_RSET_CARRY]; /* the tail of the last read (markers */
+    size_t ncarry;                /* split across reads) */
+    _Atomic long seen;            /* markers counted after ready */
+    int ended;                    /* closed, or an overflow event came */
+};
+
+struct bench_rset;
+
+/* One reader thread: its epoll over its share of the sockets. */
+struct bench_rthread {
+    struct bench_rset *set;
+    pthread_t th;
+    int ep;
+    struct bench_hist hist; /* this round's arrivals */
+    char buf[BENCH_RSET_CHUNK + BENCH_RSET_CARRY];
+};
+
+/* A reader set: n sockets to one server. */
+struct bench_rset {
+    int n;
+    struct bench_sconn *c;
+    struct bench_rthread t[BENCH_RSET_THREADS];
+    const char *ready;  /* marker: the stream or subscription is set */
+    const char *marker; /* marker: one message */
+    const char *ping;   /* a server ping to answer with pong (NULL) */
+    const char *pong;
+    atomic_int stop;
+    atomic_int nready;
+    atomic_long events;      /* markers counted, all sockets */
+    atomic_long overflows;   /* "event: overflow" seen */
+    _Atomic uint64_t t0;     /* when this round's message went out */
+    _Atomic long round;      /* markers each socket must reach */
+    atomic_long arrived;     /* sockets that reached it */
+    _Atomic uint64_t t_last; /* the latest arrival */
+};
+
+/* One round's figures. */
+struct bench_round {
+    double ms_all; /* to the last arrival; 0: not all arrived */
+    double p50, p99;
+    long arrived;
+};
+
+/* bench_rset_open - n sockets to port, each sent req (reqlen bytes), read
+ * by the threads; with err set when a socket cannot be had (s->n: those
+ * that could). */
+struct bench_rset *bench_rset_open(int n, int port, const char *req,
+                                   size_t reqlen, char *err, size_t errlen);
+/* bench_rset_start - the reader threads (ready and marker set); 0 or
+ * -errno. */
+int bench_rset_start(struct bench_rset *s);
+/* bench_rset_wait_ready - until every socket is ready, at most secs; how
+ * many are. */
+int bench_rset_wait_ready(struct bench_rset *s, double secs);
+/* bench_rset_close - stop the threads, close every socket (NULL: none). */
+void bench_rset_close(struct bench_rset *s);
+/* bench_rset_round - send (fn, with arg) one message all sockets should
+ * get, wait until every ready socket has it (at most secs); its figures. */
+struct bench_round bench_rset_round(struct bench_rset *s, int (*fn)(void *),
+                                    void *arg, double secs);
+
 /* stream.c: bench_stream_fanout - one sample of the fan-out row, mayfly's
  * (nats 0) or NATS's (its set opened, its rounds, closed);
  * bench_stream_all - the stream rows not compared (memory per idle

@@ -2,13 +2,15 @@
 #
 # Its own binary beside mayflyd: every .c under ops/cli/, linked with
 # libcurl, json-c and ncurses (it shares no code with the daemon), and
-# `mayfly bench`'s load generator: ops/bench/engine.c and roles.c, the very
-# files `make bench` builds, compiled here with BENCH_NO_RESP so that the
-# client needs neither hiredis nor libnats (GnuTLS: the engine's HTTPS).
+# `mayfly bench`'s load generator: ops/bench/engine.c, roles.c and rset.c,
+# the very files `make bench` builds, compiled here with BENCH_NO_RESP so
+# that the client needs neither hiredis nor libnats (GnuTLS: the engine's
+# HTTPS).
 
 CLISRC  := $(wildcard ops/cli/*.c)
 CLIOBJ  := $(CLISRC:%.c=$(B)/%.o)
-CLIGEN  := $(B)/ops/bench-http/engine.o $(B)/ops/bench-http/roles.o
+CLIGEN  := $(B)/ops/bench-http/engine.o $(B)/ops/bench-http/roles.o \
+           $(B)/ops/bench-http/rset.o
 CLILIBS  = $(shell pkg-config --libs libcurl json-c ncursesw gnutls 2>/dev/null) \
            -lpthread
 
