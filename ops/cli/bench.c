@@ -13,7 +13,13 @@
  *   request  --conns requesters send the request verb (SPEC §9) with a
  *            --size payload, --conns responders answer --batch at a time
  *            inside their acks; a round trip is one message
- * Latency is per HTTP request (push, pop) or per round trip (request).
+ *   stream   --conns tail streams (SPEC §11, a connection each) on one
+ *            partition of --queue; one push of one --size message at a
+ *            time, each timed until every stream has it (rounds until
+ *            --duration ends; per round: p50 and p99 over the streams and
+ *            the time to all; printed: their medians over the rounds)
+ * Latency is per HTTP request (push, pop), per round trip (request) or
+ * from the push written to each stream's arrival (stream).
  * Plain HTTP only: the engine's TLS does not verify the node.
  */
 #include "ops/cli/bench.h"
@@ -291,6 +297,134 @@ bench_request(const struct bench_args *a, const char *payload, int json,
     return rc;
 }
 
+/* The stream mode's pushing connection. */
+struct bench_pusher {
+    int fd;
+    struct bench_buf in, chunk, req;
+};
+
+/* bench_push1 - a stream round's one push (arg: struct bench_pusher); 0
+ * or -1. */
+static int
+bench_push1(void *arg)
+{
+    struct bench_pusher *p = arg;
+    struct bench_reply r;
+
+    if (write(p->fd, p->req.p, p->req.len) != (ssize_t)p->req.len ||
+        bench_http_recv(p->fd, &p->in, &p->chunk, &r) != 0 || r.status != 201)
+        return -1;
+    return 0;
+}
+
+/* bench_cmp - qsort order of doubles. */
+static int
+bench_cmp(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+
+    return a < b ? -1 : a > b;
+}
+
+/* bench_median - of v[0..n), which it sorts. */
+static double
+bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), bench_cmp);
+    return v[n / 2];
+}
+
+#define STREAM_ROUNDS_MAX 10000
+
+/* bench_stream - see the file comment. */
+static int
+bench_stream(const struct bench_args *a, const char *payload, int json,
+             struct cli_conn *c)
+{
+    struct bench_pusher p = {.fd = -1};
+    struct bench_buf req = {0}, msg = {0};
+    struct bench_rset *s;
+    struct bench_round r;
+    double *all = calloc(STREAM_ROUNDS_MAX, sizeof(double)),
+           *p50 = calloc(STREAM_ROUNDS_MAX, sizeof(double)),
+           *p99 = calloc(STREAM_ROUNDS_MAX, sizeof(double)), secs, worst = 0;
+    char path[160], err[200] = "";
+    int ok = 0, rounds = 0, rc = CLI_EXIT_REFUSED;
+    uint64_t t0, until;
+
+    if (all == NULL || p50 == NULL || p99 == NULL)
+        exit(1);
+    snprintf(path, sizeof(path),
+             "/api/v1/ephemeral/subscribe?queue=%s&partition=p0", a->queue);
+    bench_http_request(&req, "GET", path, NULL, 0);
+    s = bench_rset_open((int)a->conns, a->port, req.p, req.len, err,
+                        sizeof(err));
+    s->ready = "event: open";
+    s->marker = "event: message";
+    if (err[0] == '\0' && bench_rset_start(s) != 0)
+        snprintf(err, sizeof(err), "no reader threads");
+    if (err[0] == '\0' && bench_rset_wait_ready(s, 30) < s->n)
+        snprintf(err, sizeof(err), "only %d of %d streams opened",
+                 atomic_load(&s->nready), s->n);
+    if (err[0] == '\0' && (p.fd = bench_tcp_connect(a->port)) < 0)
+        snprintf(err, sizeof(err), "push connection: %s", strerror(-p.fd));
+    bench_buf_printf(&msg, "[{\"payload\":\"%s\"}]", payload);
+    bench_push_req(&p.req, NULL, a->queue, "p0", &msg);
+    t0 = bench_now_ns();
+    until = t0 + (uint64_t)(a->secs * 1e9);
+    while (err[0] == '\0' && rounds < STREAM_ROUNDS_MAX &&
+           (rounds == 0 || bench_now_ns() < until)) {
+        r = bench_rset_round(s, bench_push1, &p, 10);
+        rounds++;
+        if (r.ms_all <= 0)
+            continue;
+        all[ok] = r.ms_all;
+        p50[ok] = r.p50 / 1e3;
+        p99[ok] = r.p99 / 1e3;
+        worst = r.ms_all > worst ? r.ms_all : worst;
+        ok++;
+    }
+    secs = (double)(bench_now_ns() - t0) / 1e9;
+    if (err[0] == '\0' && ok == 0)
+        snprintf(err, sizeof(err), "no round reached all %d streams", s->n);
+    if (err[0] != '\0') {
+        fprintf(stderr, "mayfly: bench: stream: %s\n", err);
+    } else if (json) {
+        printf("{\"mode\":\"stream\",\"conns\":%ld,\"size\":%ld,"
+               "\"rounds\":%d,\"reachedAll\":%d,\"seconds\":%.3f,"
+               "\"latencyMs\":{\"p50\":%.3f,\"p99\":%.3f,\"all\":%.3f,"
+               "\"allMax\":%.3f}}\n",
+               a->conns, a->size, rounds, ok, secs, bench_median(p50, ok),
+               bench_median(p99, ok), bench_median(all, ok), worst);
+        rc = CLI_EXIT_OK;
+    } else {
+        printf("%-8s %5s %7s %6s %7s %9s %9s %9s %9s\n", "mode", "conns",
+               "size", "rounds", "secs", "p50 ms", "p99 ms", "all ms",
+               "max all");
+        printf("%-8s %5ld %7ld %6d %7.2f %9.3f %9.3f %9.3f %9.3f\n", "stream",
+               a->conns, a->size, rounds, secs, bench_median(p50, ok),
+               bench_median(p99, ok), bench_median(all, ok), worst);
+        if (ok < rounds)
+            printf("(%d of %d rounds did not reach every stream within 10 "
+                   "s)\n",
+                   rounds - ok, rounds);
+        rc = CLI_EXIT_OK;
+    }
+    bench_rset_close(s);
+    if (p.fd >= 0)
+        close(p.fd);
+    bench_delete(c, a->queue);
+    bench_buf_free(&p.in);
+    bench_buf_free(&p.chunk);
+    bench_buf_free(&p.req);
+    bench_buf_free(&req);
+    bench_buf_free(&msg);
+    free(all);
+    free(p50);
+    free(p99);
+    return rc;
+}
+
 /* bench_secs - --duration as seconds in (0, 3600]; -1 when it is not. */
 static double
 bench_secs(const char *s)
@@ -326,11 +460,14 @@ cli_bench(int argc, char **argv, struct cli_globals *g)
     a.mode = ops.v[0];
     a.queue = queue;
     if (strcmp(a.mode, "push") != 0 && strcmp(a.mode, "pop") != 0 &&
-        strcmp(a.mode, "request") != 0)
+        strcmp(a.mode, "request") != 0 && strcmp(a.mode, "stream") != 0)
         rc = cli_cmd_usage_error("bench",
-                                 "unknown mode '%s' (push, pop or "
-                                 "request)",
+                                 "unknown mode '%s' (push, pop, request or "
+                                 "stream)",
                                  a.mode);
+    else if (strcmp(a.mode, "stream") == 0 && batch != NULL)
+        rc = cli_cmd_usage_error("bench", "--batch does not apply to stream "
+                                          "(one message a round)");
     else if (cli_args_long("conns", conns, 1, 1000, &a.conns) != 0 ||
              cli_args_long("size", size, 1, 1 << 20, &a.size) != 0 ||
              cli_args_long("batch",
@@ -369,8 +506,10 @@ cli_bench(int argc, char **argv, struct cli_globals *g)
         rc = bench_push(&a, payload, g->json, &c);
     else if (strcmp(a.mode, "pop") == 0)
         rc = bench_pop(&a, payload, g->json, &c);
-    else
+    else if (strcmp(a.mode, "request") == 0)
         rc = bench_request(&a, payload, g->json, &c);
+    else
+        rc = bench_stream(&a, payload, g->json, &c);
     free(payload);
     cli_conn_close(&c);
     return rc;

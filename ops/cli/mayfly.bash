@@ -105,7 +105,7 @@ _mayfly()
     fi
     # bench MODE: what it can measure.
     if [[ $cmd == bench && $operands -eq 0 ]]; then
-        COMPREPLY=($(compgen -W "push pop request" -- "$cur"))
+        COMPREPLY=($(compgen -W "push pop request stream" -- "$cur"))
         return 0
     fi
     # configure QUEUE KEY=VALUE...: the options of SPEC §4.

@@ -843,6 +843,36 @@ Test(cli, bench_push_pop_and_request_print_rates_and_percentiles)
               "%s", cl_out);
 }
 
+Test(cli, bench_stream_times_one_push_to_every_stream)
+{
+    char got[16];
+    long conns, size, rounds;
+    double secs, p50, p99, all, worst;
+
+    cl_start();
+    cr_assert_eq(cl_sh("$M bench stream --conns 20 --size 32 --duration 1 "
+                       "--queue cb-stream"),
+                 0, "%s", cl_err);
+    cr_assert(strstr(cl_out, "p50 ms") && strstr(cl_out, "p99 ms") &&
+                  strstr(cl_out, "all ms"),
+              "%s", cl_out);
+    cr_assert_eq(sscanf(strchr(cl_out, '\n') + 1,
+                        "%15s %ld %ld %ld %lf %lf %lf %lf %lf", got, &conns,
+                        &size, &rounds, &secs, &p50, &p99, &all, &worst),
+                 9, "%s", cl_out);
+    cr_assert_str_eq(got, "stream");
+    cr_assert(conns == 20 && size == 32 && rounds > 0, "%s", cl_out);
+    cr_assert(p50 > 0 && p50 <= p99 && all > 0 && all <= worst, "%s", cl_out);
+    /* the streams are closed and the queue deleted after */
+    cr_assert_eq(cl_sh("$M queues cb-"), 0, "%s", cl_err);
+    cr_assert(strstr(cl_out, "cb-") == NULL, "left behind:\n%s", cl_out);
+    cr_assert_eq(cl_sh("$M --json bench stream --conns 2 --duration 0.2"), 0,
+                 "%s", cl_err);
+    cr_assert(strstr(cl_out, "\"mode\":\"stream\"") != NULL &&
+                  strstr(cl_out, "\"all\":") != NULL,
+              "%s", cl_out);
+}
+
 Test(cli, bench_bad_flags_exit_2_with_a_clear_message)
 {
     static const struct {
@@ -858,6 +888,7 @@ Test(cli, bench_bad_flags_exit_2_with_a_clear_message)
         {"push --queue 'a b'", "--queue takes"},
         {"push --bogus 1", "unknown option --bogus"},
         {"push --url https://127.0.0.1:1", "only plain http://"},
+        {"stream --batch 2", "--batch does not apply to stream"},
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

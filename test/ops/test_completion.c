@@ -159,7 +159,7 @@ Test(completion, a_subcommands_options_and_their_values)
     CP_EXPECT("push ", "");
     CP_EXPECT("push q ", "");
     /* bench's modes, then its options */
-    CP_EXPECT("bench ", "pop push request");
+    CP_EXPECT("bench ", "pop push request stream");
     CP_EXPECT("bench p", "pop push");
     CP_EXPECT("bench push ", "");
     CP_EXPECT("bench push --d", "--duration");
