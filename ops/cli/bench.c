@@ -24,6 +24,9 @@
  */
 #include "ops/cli/bench.h"
 
+#include <sys/socket.h>
+#include <sys/time.h>
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -336,6 +339,41 @@ bench_median(double *v, int n)
 
 #define STREAM_ROUNDS_MAX 10000
 
+/* bench_stream_probe - open one stream with req and read its head (5 s at
+ * most): a refusal (403 for a token without subscribe) is said at once,
+ * where the reader set would only wait for streams that never open.  0,
+ * or -1 after saying why. */
+static int
+bench_stream_probe(int port, const struct bench_buf *req)
+{
+    struct timeval tv = {.tv_sec = 5};
+    char head[2048];
+    size_t n = 0;
+    ssize_t got = 1;
+    int fd = bench_tcp_connect(port), status = 0;
+
+    if (fd < 0) {
+        fprintf(stderr, "mayfly: bench: stream: connect: %s\n", strerror(-fd));
+        return -1;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (write(fd, req->p, req->len) == (ssize_t)req->len)
+        while (n < sizeof(head) - 1 && got > 0 &&
+               memmem(head, n, "\r\n\r\n", 4) == NULL) {
+            got = read(fd, head + n, sizeof(head) - 1 - n);
+            n += got > 0 ? (size_t)got : 0;
+        }
+    close(fd);
+    head[n] = '\0';
+    if (sscanf(head, "HTTP/1.%*d %d", &status) == 1 && status == 200)
+        return 0;
+    /* what came after the head: the node's JSON sentence, if it came */
+    const char *body = strstr(head, "\r\n\r\n");
+    fprintf(stderr, "mayfly: bench: stream: subscribe answered %d%s%s\n",
+            status, body && body[4] ? ": " : "", body ? body + 4 : "");
+    return -1;
+}
+
 /* bench_stream - see the file comment. */
 static int
 bench_stream(const struct bench_args *a, const char *payload, int json,
@@ -357,6 +395,13 @@ bench_stream(const struct bench_args *a, const char *payload, int json,
     snprintf(path, sizeof(path),
              "/api/v1/ephemeral/subscribe?queue=%s&partition=p0", a->queue);
     bench_http_request(&req, "GET", path, NULL, 0);
+    if (bench_stream_probe(a->port, &req) != 0) {
+        bench_buf_free(&req);
+        free(all);
+        free(p50);
+        free(p99);
+        return CLI_EXIT_REFUSED;
+    }
     s = bench_rset_open((int)a->conns, a->port, req.p, req.len, err,
                         sizeof(err));
     s->ready = "event: open";

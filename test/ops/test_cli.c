@@ -873,6 +873,45 @@ Test(cli, bench_stream_times_one_push_to_every_stream)
               "%s", cl_out);
 }
 
+Test(cli, bench_sends_the_token_and_a_refusal_exits_1)
+{
+    char path[300], opts[400], hash[AUTH_HASH_TEXT];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/tokens", cl_dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    auth_hash_text("bench-secret", 12, hash);
+    fprintf(f,
+            "%s tenant=b push=* pop=* request=* admin=* read=* "
+            "subscribe=*\n",
+            hash);
+    auth_hash_text("bench-nosub", 11, hash);
+    fprintf(f, "%s tenant=b push=* pop=* admin=*\n", hash);
+    fclose(f);
+    snprintf(opts, sizeof(opts), "auth_file=%s", path);
+    itest_node_start(&cl_node, opts);
+    setenv("MAYFLY_URL", cl_node.base, 1);
+    cr_assert_eq(cl_sh("$M bench push --conns 1 --duration 0.2"), 1);
+    cr_assert(strstr(cl_err, "401") != NULL, "%s", cl_err);
+    cr_assert_eq(cl_sh("$M --token bench-secret bench pop --conns 2 "
+                       "--batch 50 --duration 0.3"),
+                 0, "%s", cl_err);
+    cr_assert_eq(cl_sh("MAYFLY_TOKEN=bench-secret $M bench request --conns 1 "
+                       "--duration 0.3"),
+                 0, "%s", cl_err);
+    /* a token that may not subscribe: said at once, not waited out */
+    int64_t t0 = itest_now_ms();
+    cr_assert_eq(cl_sh("MAYFLY_TOKEN=bench-nosub $M bench stream --conns 2 "
+                       "--duration 0.3"),
+                 1);
+    cr_assert(strstr(cl_err, "subscribe answered 403") != NULL &&
+                  strstr(cl_err, "forbidden") != NULL,
+              "%s", cl_err);
+    cr_assert(itest_now_ms() - t0 < 4000, "the refusal took %lld ms",
+              (long long)(itest_now_ms() - t0));
+}
+
 Test(cli, bench_bad_flags_exit_2_with_a_clear_message)
 {
     static const struct {
