@@ -204,7 +204,13 @@ struct bench_opts {
 
 extern struct bench_opts bench_opt;
 
-/* engine.c */
+/* engine.c; bench_host: the IPv4 address (network order) every connection
+ * goes to instead of 127.0.0.(1+k) (0: those); bench_token: the bearer
+ * token a request built without one carries (NULL: none).  Both set
+ * before a run by `mayfly bench` (ops/cli/bench.c), which links engine.c
+ * and roles.c built with BENCH_NO_RESP (no hiredis). */
+extern uint32_t bench_host;
+extern const char *bench_token;
 uint64_t bench_now_ns(void);
 void bench_sleep_ns(uint64_t ns);
 void bench_hist_add(struct bench_hist *h, uint64_t ns);
@@ -297,6 +303,7 @@ struct bench_push_sc {
     struct bench_buf req[BENCH_PARTS];
     struct bench_buf reset;
     int reset_every; /* pushes between resets (0: 20) */
+    int batch;       /* messages each req carries (0: BENCH_BATCH) */
     atomic_long pushed;
     atomic_long full;
 };
@@ -311,6 +318,8 @@ struct bench_fill_sc {
     int per_q;
     int parts;
     long total;
+    const struct bench_buf *msgs; /* what a push carries (NULL: msgs100) */
+    int batch;                    /* messages in msgs (0: BENCH_BATCH) */
     atomic_long next;
 };
 extern const struct bench_role bench_role_fill;
@@ -333,6 +342,7 @@ struct bench_drain_sc {
     int step;
     int autoack;
     int one;
+    int batch; /* messages a pop asks for (0: BENCH_BATCH) */
 };
 extern const struct bench_role bench_role_drain;
 
@@ -348,11 +358,21 @@ struct bench_rpc_sc {
     int tag;
     const char *pop_arg;
     void (*inbox)(char *out, size_t len, const char *base);
+    const char *pad; /* request and reply payload (NULL: bench_rpc_pad) */
+    int batch;       /* requests a responder's pop asks for (0: 16) */
     _Atomic long trips;
     _Atomic long requests;
 };
 extern const struct bench_role bench_role_rpcq;
 extern const struct bench_role bench_role_rpcs;
+
+/* Request/reply by the request verb (SPEC §9), over a bench_rpc_sc: a
+ * requester (bench_role_reqv) sends POST /request with pad and waits for
+ * the reply (a 503 no_responders before the responders park is asked
+ * again); a responder (bench_role_reqvs) long-polls queue in group workers
+ * and answers each request inside its ack. */
+extern const struct bench_role bench_role_reqv;
+extern const struct bench_role bench_role_reqvs;
 
 /* bench_rpc_request - queue one request of an rpc connection, counted in
  * its bench_rpc_sc; to the TLS + auth node (the only HTTPS one) with its
@@ -394,6 +414,76 @@ void bench_mem_settle(struct bench_mem *m);
 void bench_mem_row_pss(const char *key, const char *variant,
                        const struct bench_mem *m0, const struct bench_mem *m1,
                        double n, const char *target);
+
+/* rset.c: a reader set (see there) */
+#define BENCH_RSET_CARRY   16
+#define BENCH_RSET_CHUNK   (64u << 10)
+#define BENCH_RSET_THREADS 2
+
+/* One socket of a reader set. */
+struct bench_sconn {
+    int fd;
+    int ready;                    /* its ready marker came */
+    char carry[BENCH_RSET_CARRY]; /* the tail of the last read (markers */
+    size_t ncarry;                /* split across reads) */
+    _Atomic long seen;            /* markers counted after ready */
+    int ended;                    /* closed, or an overflow event came */
+};
+
+struct bench_rset;
+
+/* One reader thread: its epoll over its share of the sockets. */
+struct bench_rthread {
+    struct bench_rset *set;
+    pthread_t th;
+    int ep;
+    struct bench_hist hist; /* this round's arrivals */
+    char buf[BENCH_RSET_CHUNK + BENCH_RSET_CARRY];
+};
+
+/* A reader set: n sockets to one server. */
+struct bench_rset {
+    int n;
+    struct bench_sconn *c;
+    struct bench_rthread t[BENCH_RSET_THREADS];
+    const char *ready;  /* marker: the stream or subscription is set */
+    const char *marker; /* marker: one message */
+    const char *ping;   /* a server ping to answer with pong (NULL) */
+    const char *pong;
+    atomic_int stop;
+    atomic_int nready;
+    atomic_long events;      /* markers counted, all sockets */
+    atomic_long overflows;   /* "event: overflow" seen */
+    _Atomic uint64_t t0;     /* when this round's message went out */
+    _Atomic long round;      /* markers each socket must reach */
+    atomic_long arrived;     /* sockets that reached it */
+    _Atomic uint64_t t_last; /* the latest arrival */
+};
+
+/* One round's figures. */
+struct bench_round {
+    double ms_all; /* to the last arrival; 0: not all arrived */
+    double p50, p99;
+    long arrived;
+};
+
+/* bench_rset_open - n sockets to port, each sent req (reqlen bytes), read
+ * by the threads; with err set when a socket cannot be had (s->n: those
+ * that could). */
+struct bench_rset *bench_rset_open(int n, int port, const char *req,
+                                   size_t reqlen, char *err, size_t errlen);
+/* bench_rset_start - the reader threads (ready and marker set); 0 or
+ * -errno. */
+int bench_rset_start(struct bench_rset *s);
+/* bench_rset_wait_ready - until every socket is ready, at most secs; how
+ * many are. */
+int bench_rset_wait_ready(struct bench_rset *s, double secs);
+/* bench_rset_close - stop the threads, close every socket (NULL: none). */
+void bench_rset_close(struct bench_rset *s);
+/* bench_rset_round - send (fn, with arg) one message all sockets should
+ * get, wait until every ready socket has it (at most secs); its figures. */
+struct bench_round bench_rset_round(struct bench_rset *s, int (*fn)(void *),
+                                    void *arg, double secs);
 
 /* stream.c: bench_stream_fanout - one sample of the fan-out row, mayfly's
  * (nats 0) or NATS's (its set opened, its rounds, closed);

@@ -16,7 +16,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gnutls/gnutls.h>
+#ifndef BENCH_NO_RESP /* mayfly bench (ops/cli): HTTP only, no hiredis */
 #include <hiredis/hiredis.h>
+#endif
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -180,15 +182,21 @@ bench_buf_free(struct bench_buf *b)
     memset(b, 0, sizeof(*b));
 }
 
+uint32_t bench_host;
+const char *bench_token;
+
 /* Blocking TCP connection to 127.0.0.1:port (or, for BENCH_AT(k, port),
- * 127.0.0.(1+k):port) with TCP_NODELAY; fd or -errno. */
+ * 127.0.0.(1+k):port; bench_host when set) with TCP_NODELAY; fd or
+ * -errno. */
 int
 bench_tcp_connect(int port)
 {
     struct sockaddr_in sa = {
         .sin_family = AF_INET,
         .sin_port = htons((uint16_t)(port & 0xffff)),
-        .sin_addr.s_addr = htonl(INADDR_LOOPBACK + ((unsigned)port >> 16))};
+        .sin_addr.s_addr =
+            bench_host ? bench_host
+                       : htonl(INADDR_LOOPBACK + ((unsigned)port >> 16))};
     int fd, one = 1, rc;
 
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -306,13 +314,16 @@ bench_http_parse(const char *p, size_t len, struct bench_buf *chunk,
     return (long)(hl + (size_t)cl);
 }
 
-/* Append one HTTP/1.1 keep-alive request to out; with token (not NULL) it
- * carries Authorization: Bearer token, for a node with auth_file. */
+/* Append one HTTP/1.1 keep-alive request to out; with token (not NULL, or
+ * else bench_token) it carries Authorization: Bearer token, for a node
+ * with auth_file. */
 void
 bench_http_request_auth(struct bench_buf *out, const char *token,
                         const char *method, const char *path, const char *body,
                         size_t blen)
 {
+    if (token == NULL)
+        token = bench_token;
     bench_buf_printf(out, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n", method,
                      path);
     if (token != NULL)
@@ -548,8 +559,10 @@ bench_run_add(struct bench_run *run, enum bench_proto proto, int port,
     c->role = role;
     c->loop = l;
     c->ud = ud;
+#ifndef BENCH_NO_RESP
     if (proto == BENCH_RESP)
         c->reader = redisReaderCreate();
+#endif
     ev.data.ptr = c;
     epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev);
     if (l->n == l->cap) {
@@ -735,6 +748,7 @@ conn_parse_http(struct bench_conn *c)
     }
 }
 
+#ifndef BENCH_NO_RESP
 /* Feed bytes to the RESP reader and deliver every complete reply. */
 static void
 conn_parse_resp(struct bench_conn *c, const char *p, size_t n)
@@ -763,6 +777,16 @@ conn_parse_resp(struct bench_conn *c, const char *p, size_t n)
         freeReplyObject(reply);
     }
 }
+#else
+/* Built without hiredis: no RESP connection is ever made. */
+static void
+conn_parse_resp(struct bench_conn *c, const char *p, size_t n)
+{
+    (void)p;
+    (void)n;
+    bench_fail(c, "RESP not built in");
+}
+#endif
 
 /* Read what has arrived and deliver complete answers. */
 static void
@@ -1019,8 +1043,10 @@ bench_run_free(struct bench_run *run)
             c = run->loops[i].conns[j];
             if (!c->dead)
                 close(c->fd);
+#ifndef BENCH_NO_RESP
             if (c->reader)
                 redisReaderFree(c->reader);
+#endif
             if (c->tls)
                 gnutls_deinit(c->tls);
             bench_buf_free(&c->out);

@@ -672,85 +672,6 @@ mayfly_rpc(int nreq, int nresp, int floor, int tls)
     bench_run_free(run);
 }
 
-/* Request verb, requester: one POST /api/v1/ephemeral/request a round
- * trip; the node mints the inbox and waits on it. */
-static int
-rpcv_start(struct bench_conn *c)
-{
-    const struct bench_rpc_sc *sc = c->ud;
-    struct bench_buf body = {0};
-
-    bench_buf_printf(&body,
-                     "{\"queue\":\"%s\",\"payload\":\"%s\",\"timeout\":5000}",
-                     sc->queue, bench_rpc_pad);
-    c->t0 = bench_now_ns();
-    bench_rpc_request(c, "POST", "/api/v1/ephemeral/request", body.p, body.len);
-    bench_buf_free(&body);
-    return 0;
-}
-
-/* Request verb, requester: the reply came; count it and ask again. */
-static int
-rpcv_reply(struct bench_conn *c, const struct bench_reply *r)
-{
-    /* before the responders' first long polls park: asked again */
-    if (r->status == 503 && r->len > 0 &&
-        memmem(r->body, r->len, "no_responders", 13) != NULL)
-        return rpcv_start(c);
-    if (r->status != 200) {
-        bench_fail(c, "request answered %d: %.*s", r->status,
-                   (int)(r->len > 120 ? 120 : r->len), r->body);
-        return -1;
-    }
-    bench_record(c, c->t0, 1);
-    atomic_fetch_add_explicit(&((struct bench_rpc_sc *)c->ud)->trips, 1,
-                              memory_order_relaxed);
-    return rpcv_start(c);
-}
-
-static const struct bench_role role_rpcv = {rpcv_start, rpcv_reply};
-
-/* Request verb, responder: a pop's requests each answered in one ack
- * entry carrying the reply (with --pipeline the next pop goes with it). */
-static int
-rpcvs_reply(struct bench_conn *c, const struct bench_reply *r)
-{
-    const struct bench_rpc_sc *sc = c->ud;
-    size_t pos = 0, sl;
-    const char *s;
-    long n = 0;
-
-    if (r->status != 200) {
-        bench_fail(c, "responder step %d answered %d: %.*s", c->state,
-                   r->status, (int)(r->len > 120 ? 120 : r->len), r->body);
-        return -1;
-    }
-    if (c->state != 0) /* the ack's answer */
-        return bench_opt.pipeline ? (c->state = 0) : bench_rpcs_start(c);
-    c->w1.len = 0;
-    bench_buf_printf(&c->w1,
-                     "{\"queue\":\"%s\",\"group\":\"workers\","
-                     "\"acks\":[",
-                     sc->queue);
-    while (bench_json_str(r->body, r->len, &pos, "id", &s, &sl) == 0) {
-        bench_buf_str(&c->w1, n++ ? ",{\"id\":\"" : "{\"id\":\"");
-        bench_buf_add(&c->w1, s, sl);
-        bench_buf_printf(&c->w1, "\",\"reply\":\"%s\"}", bench_rpc_pad);
-    }
-    bench_buf_str(&c->w1, "]}");
-    if (n == 0)
-        return bench_rpcs_start(c);
-    bench_rpc_request(c, "POST", "/api/v1/ephemeral/ack", c->w1.p, c->w1.len);
-    c->state = 1;
-    if (bench_opt.pipeline) {
-        bench_rpcs_start(c);
-        c->state = 1;
-    }
-    return 0;
-}
-
-static const struct bench_role role_rpcvs = {bench_rpcs_start, rpcvs_reply};
-
 /* Scenario rpc through the request verb: nreq requesters, nresp
  * responders that long-poll a batch and reply inside their acks. */
 static void
@@ -770,11 +691,11 @@ mayfly_rpc_verb(int nreq, int nresp)
              "rpc-request: %d requesters, %d responders, replies in acks%s",
              nreq, nresp, bench_opt.pipeline ? ", pipelined" : "");
     for (int i = 0; i < nresp && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_rpcvs,
+        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &bench_role_reqvs,
                            &sc) != NULL;
     for (int i = 0; i < nreq && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_rpcv, &sc) !=
-             NULL;
+        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &bench_role_reqv,
+                           &sc) != NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
     bench_row_from_run(&row, run, bench_run_secs(run), "rt/s");

@@ -1,11 +1,11 @@
 /*
- * roles.c - the request sequences the one-node rows (mayfly.c) and the
- * cluster rows (cluster.c) share: push (with its resets), fill, drain (pop
- * and ack), and request/reply by inbox (requester and responder), each a
- * struct bench_role over its scenario data (bench.h), and the payloads
- * they send.  A caller that must name what it touches (the cluster rows
- * pick names one node owns) sets the names; otherwise they are made from a
- * prefix.
+ * roles.c - the request sequences the one-node rows (mayfly.c), the
+ * cluster rows (cluster.c) and `mayfly bench` (ops/cli/bench.c) share:
+ * push (with its resets), fill, drain (pop and ack), and request/reply by
+ * inbox and by the request verb (requester and responder), each a struct
+ * bench_role over its scenario data (bench.h), and the payloads they send.
+ * A caller that must name what it touches (the cluster rows pick names one
+ * node owns) sets the names; otherwise they are made from a prefix.
  *
  * Scenario data behind conn->ud is written before a run starts and only
  * read by the loops, but for the atomic counters.
@@ -97,7 +97,7 @@ push_reply(struct bench_conn *c, const struct bench_reply *r)
     }
     if (c->state == 1)
         return push_start(c);
-    bench_record(c, c->t0, BENCH_BATCH);
+    bench_record(c, c->t0, (uint64_t)(sc->batch ? sc->batch : BENCH_BATCH));
     if ((atomic_fetch_add(&sc->pushed, 1) + 1) %
             (sc->reset_every ? sc->reset_every : 20) !=
         0)
@@ -137,7 +137,7 @@ fill_start(struct bench_conn *c)
     snprintf(part, sizeof(part), "p%ld", sc->parts ? k % sc->parts : 0);
     c->t0 = bench_now_ns();
     bench_push_req(&c->out, NULL, queue, sc->parts ? part : NULL,
-                   &bench_msgs100);
+                   sc->msgs ? sc->msgs : &bench_msgs100);
     return 0;
 }
 
@@ -145,12 +145,14 @@ fill_start(struct bench_conn *c)
 static int
 fill_reply(struct bench_conn *c, const struct bench_reply *r)
 {
+    const struct bench_fill_sc *sc = c->ud;
+
     if (r->status != 201) {
         bench_fail(c, "fill push answered %d: %.*s", r->status,
                    (int)(r->len > 120 ? 120 : r->len), r->body);
         return -1;
     }
-    bench_record(c, c->t0, BENCH_BATCH);
+    bench_record(c, c->t0, (uint64_t)(sc->batch ? sc->batch : BENCH_BATCH));
     return fill_start(c);
 }
 
@@ -204,7 +206,7 @@ drain_pop(struct bench_conn *c)
     if (sc->one) {
         c->w1.len = 0;
         bench_buf_printf(&c->w1, "{\"queue\":\"%s\",\"batch\":%d,\"acks\":[",
-                         queue, BENCH_BATCH);
+                         queue, sc->batch ? sc->batch : BENCH_BATCH);
         if (c->w2.len > 0) {
             bench_buf_str(&c->w1, "{\"id\":\"");
             bench_buf_add(&c->w1, c->w2.p, c->w2.len);
@@ -218,7 +220,8 @@ drain_pop(struct bench_conn *c)
         return;
     }
     snprintf(path, sizeof(path), POP_PATH "queue=%s%s&batch=%d%s", queue,
-             sc->pop_arg ? sc->pop_arg : "", BENCH_BATCH,
+             sc->pop_arg ? sc->pop_arg : "",
+             sc->batch ? sc->batch : BENCH_BATCH,
              sc->autoack ? "&autoAck=true" : "");
     c->state = 0;
     c->t0 = bench_now_ns();
@@ -413,9 +416,10 @@ bench_rpcs_start(struct bench_conn *c)
     char path[192];
 
     snprintf(path, sizeof(path),
-             POP_PATH "queue=%s%s&group=workers&batch=16&wait=true&"
+             POP_PATH "queue=%s%s&group=workers&batch=%d&wait=true&"
                       "timeout=1000",
-             sc->queue, sc->pop_arg ? sc->pop_arg : "");
+             sc->queue, sc->pop_arg ? sc->pop_arg : "",
+             sc->batch ? sc->batch : 16);
     c->state = 0;
     bench_rpc_request(c, "GET", path, NULL, 0);
     return 0;
@@ -524,3 +528,85 @@ rpcs_reply(struct bench_conn *c, const struct bench_reply *r)
 }
 
 const struct bench_role bench_role_rpcs = {bench_rpcs_start, rpcs_reply};
+
+/* ---- request/reply by the request verb (SPEC §9) ------------------ */
+
+/* Request verb, requester: one POST /api/v1/ephemeral/request a round
+ * trip; the node mints the inbox and waits on it. */
+static int
+rpcv_start(struct bench_conn *c)
+{
+    const struct bench_rpc_sc *sc = c->ud;
+    struct bench_buf body = {0};
+
+    bench_buf_printf(&body,
+                     "{\"queue\":\"%s\",\"payload\":\"%s\",\"timeout\":5000}",
+                     sc->queue, sc->pad ? sc->pad : bench_rpc_pad);
+    c->t0 = bench_now_ns();
+    bench_rpc_request(c, "POST", "/api/v1/ephemeral/request", body.p, body.len);
+    bench_buf_free(&body);
+    return 0;
+}
+
+/* Request verb, requester: the reply came; count it and ask again. */
+static int
+rpcv_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    /* before the responders' first long polls park: asked again */
+    if (r->status == 503 && r->len > 0 &&
+        memmem(r->body, r->len, "no_responders", 13) != NULL)
+        return rpcv_start(c);
+    if (r->status != 200) {
+        bench_fail(c, "request answered %d: %.*s", r->status,
+                   (int)(r->len > 120 ? 120 : r->len), r->body);
+        return -1;
+    }
+    bench_record(c, c->t0, 1);
+    atomic_fetch_add_explicit(&((struct bench_rpc_sc *)c->ud)->trips, 1,
+                              memory_order_relaxed);
+    return rpcv_start(c);
+}
+
+const struct bench_role bench_role_reqv = {rpcv_start, rpcv_reply};
+
+/* Request verb, responder: a pop's requests each answered in one ack
+ * entry carrying the reply (with --pipeline the next pop goes with it). */
+static int
+rpcvs_reply(struct bench_conn *c, const struct bench_reply *r)
+{
+    const struct bench_rpc_sc *sc = c->ud;
+    size_t pos = 0, sl;
+    const char *s;
+    long n = 0;
+
+    if (r->status != 200) {
+        bench_fail(c, "responder step %d answered %d: %.*s", c->state,
+                   r->status, (int)(r->len > 120 ? 120 : r->len), r->body);
+        return -1;
+    }
+    if (c->state != 0) /* the ack's answer */
+        return bench_opt.pipeline ? (c->state = 0) : bench_rpcs_start(c);
+    c->w1.len = 0;
+    bench_buf_printf(&c->w1,
+                     "{\"queue\":\"%s\",\"group\":\"workers\","
+                     "\"acks\":[",
+                     sc->queue);
+    while (bench_json_str(r->body, r->len, &pos, "id", &s, &sl) == 0) {
+        bench_buf_str(&c->w1, n++ ? ",{\"id\":\"" : "{\"id\":\"");
+        bench_buf_add(&c->w1, s, sl);
+        bench_buf_printf(&c->w1, "\",\"reply\":\"%s\"}",
+                         sc->pad ? sc->pad : bench_rpc_pad);
+    }
+    bench_buf_str(&c->w1, "]}");
+    if (n == 0)
+        return bench_rpcs_start(c);
+    bench_rpc_request(c, "POST", "/api/v1/ephemeral/ack", c->w1.p, c->w1.len);
+    c->state = 1;
+    if (bench_opt.pipeline) {
+        bench_rpcs_start(c);
+        c->state = 1;
+    }
+    return 0;
+}
+
+const struct bench_role bench_role_reqvs = {bench_rpcs_start, rpcvs_reply};

@@ -8,8 +8,8 @@
  * idle stream costs.
  *
  * Streams never end, so they are not read by the engine's request loop:
- * a reader set holds N sockets over two epoll threads and counts, per
- * socket, a marker string in what arrives (mayfly: "event: message",
+ * a reader set (rset.c) holds N sockets over two epoll threads and counts,
+ * per socket, a marker string in what arrives (mayfly: "event: message",
  * NATS: "MSG "), after a ready marker ("event: open", the PONG that
  * follows the SUB).  Both systems go through the same reader.
  * A fan-out sample opens its set, runs its rounds and closes it, so that
@@ -31,268 +31,13 @@
 
 #include "ops/bench/bench.h"
 
-#define SUB_PATH    "/api/v1/ephemeral/subscribe?"
-#define CARRY_MAX   16
-#define READ_CHUNK  (64u << 10)
-#define STREAM_THRS 2
-
-/* One socket of a reader set. */
-struct sconn {
-    int fd;
-    int ready;             /* its ready marker came */
-    char carry[CARRY_MAX]; /* the tail of the last read (markers */
-    size_t ncarry;         /* split across reads) */
-    _Atomic long seen;     /* markers counted after ready */
-    int ended;             /* closed, or an overflow event came */
-};
-
-struct rset;
-
-/* One reader thread: its epoll over its share of the sockets. */
-struct rthread {
-    struct rset *set;
-    pthread_t th;
-    int ep;
-    struct bench_hist hist; /* this round's arrivals */
-    char buf[READ_CHUNK + CARRY_MAX];
-};
-
-/* A reader set: n sockets to one server. */
-struct rset {
-    int n;
-    struct sconn *c;
-    struct rthread t[STREAM_THRS];
-    const char *ready;  /* marker: the stream or subscription is set */
-    const char *marker; /* marker: one message */
-    const char *ping;   /* a server ping to answer with pong (NULL) */
-    const char *pong;
-    atomic_int stop;
-    atomic_int nready;
-    atomic_long events;      /* markers counted, all sockets */
-    atomic_long overflows;   /* "event: overflow" seen */
-    _Atomic uint64_t t0;     /* when this round's message went out */
-    _Atomic long round;      /* markers each socket must reach */
-    atomic_long arrived;     /* sockets that reached it */
-    _Atomic uint64_t t_last; /* the latest arrival */
-};
-
-/* count - occurrences of m in p[0..n). */
-static long
-count(const char *p, size_t n, const char *m)
-{
-    size_t ml = strlen(m);
-    const char *q = p, *end = p + n;
-    long k = 0;
-
-    while ((q = memmem(q, (size_t)(end - q), m, ml)) != NULL) {
-        k++;
-        q += ml;
-    }
-    return k;
-}
-
-/* take - what one read of socket i brought. */
-static void
-take(struct rthread *t, struct sconn *c, size_t n)
-{
-    struct rset *s = t->set;
-    char *p = t->buf;
-    size_t all = c->ncarry + n, keep;
-    long k;
-
-    if (!c->ready) {
-        const char *r = memmem(p, all, s->ready, strlen(s->ready));
-        if (r == NULL)
-            goto carry;
-        c->ready = 1;
-        atomic_fetch_add(&s->nready, 1);
-        r += strlen(s->ready);
-        all -= (size_t)(r - p);
-        p = (char *)r;
-    }
-    if (s->ping != NULL && memmem(p, all, s->ping, strlen(s->ping)) != NULL &&
-        write(c->fd, s->pong, strlen(s->pong)) < 0)
-        c->ended = 1;
-    if (memmem(p, all, "event: overflow", 15) != NULL) {
-        atomic_fetch_add(&s->overflows, 1);
-        c->ended = 1;
-    }
-    k = count(p, all, s->marker);
-    if (k > 0) {
-        long before = atomic_fetch_add(&c->seen, k);
-        long want = atomic_load(&s->round);
-        atomic_fetch_add(&s->events, k);
-        if (want > 0 && before < want && before + k >= want) {
-            uint64_t now = bench_now_ns(), t0 = atomic_load(&s->t0);
-            bench_hist_add(&t->hist, now > t0 ? now - t0 : 0);
-            atomic_store(&s->t_last, now); /* near enough: the max below */
-            atomic_fetch_add(&s->arrived, 1);
-        }
-    }
-carry:
-    keep = all < CARRY_MAX - 1 ? all : CARRY_MAX - 1;
-    memmove(c->carry, p + all - keep, keep);
-    c->ncarry = keep;
-}
-
-/* A reader thread's loop until the set stops. */
-static void *
-rthread_main(void *arg)
-{
-    struct rthread *t = arg;
-    struct rset *s = t->set;
-    struct epoll_event ev[256];
-
-    while (!atomic_load(&s->stop)) {
-        int n = epoll_wait(t->ep, ev, 256, 50);
-        for (int i = 0; i < n; i++) {
-            struct sconn *c = &s->c[ev[i].data.u32];
-            ssize_t got;
-
-            /* the carry, then what is read after it */
-            memcpy(t->buf, c->carry, c->ncarry);
-            got = read(c->fd, t->buf + c->ncarry, READ_CHUNK);
-            if (got > 0) {
-                take(t, c, (size_t)got);
-            } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
-                epoll_ctl(t->ep, EPOLL_CTL_DEL, c->fd, NULL);
-                c->ended = 1;
-            }
-        }
-    }
-    return NULL;
-}
-
-/* rset_open - n sockets to port, each sent req (reqlen bytes), read by
- * two threads; NULL with err set when a socket cannot be had. */
-static struct rset *
-rset_open(int n, int port, const char *req, size_t reqlen, char *err,
-          size_t errlen)
-{
-    struct rset *s = calloc(1, sizeof(*s));
-    int i;
-
-    s->c = calloc((size_t)n, sizeof(*s->c));
-    for (int k = 0; k < STREAM_THRS; k++) {
-        s->t[k].set = s;
-        s->t[k].ep = epoll_create1(EPOLL_CLOEXEC);
-    }
-    for (i = 0; i < n; i++) {
-        struct rthread *t = &s->t[i % STREAM_THRS];
-        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
-        int fd = bench_tcp_connect(port);
-
-        if (fd < 0) {
-            snprintf(err, errlen, "%d of %d connections: %s", i, n,
-                     strerror(-fd));
-            break;
-        }
-        s->c[i].fd = fd;
-        if (write(fd, req, reqlen) != (ssize_t)reqlen) {
-            snprintf(err, errlen, "request %d not sent: %s", i,
-                     strerror(errno));
-            close(fd);
-            break;
-        }
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-        epoll_ctl(t->ep, EPOLL_CTL_ADD, fd, &ev);
-    }
-    s->n = i;
-    return s;
-}
-
-/* rset_start - the reader threads; 0 or -errno. */
-static int
-rset_start(struct rset *s)
-{
-    for (int k = 0; k < STREAM_THRS; k++)
-        if (pthread_create(&s->t[k].th, NULL, rthread_main, &s->t[k]) != 0)
-            return -EAGAIN;
-    return 0;
-}
-
-/* rset_wait_ready - until every socket is ready, at most secs; how many
- * are. */
-static int
-rset_wait_ready(struct rset *s, double secs)
-{
-    uint64_t until = bench_now_ns() + (uint64_t)(secs * 1e9);
-
-    while (atomic_load(&s->nready) < s->n && bench_now_ns() < until)
-        bench_sleep_ns(20000000);
-    return atomic_load(&s->nready);
-}
-
-/* rset_close - stop the threads, close every socket. */
-static void
-rset_close(struct rset *s)
-{
-    if (s == NULL)
-        return;
-    atomic_store(&s->stop, 1);
-    for (int k = 0; k < STREAM_THRS; k++) {
-        if (s->t[k].th)
-            pthread_join(s->t[k].th, NULL);
-        close(s->t[k].ep);
-    }
-    for (int i = 0; i < s->n; i++)
-        close(s->c[i].fd);
-    free(s->c);
-    free(s);
-}
-
-/* One round's figures. */
-struct round {
-    double ms_all; /* to the last arrival; 0: not all arrived */
-    double p50, p99;
-    long arrived;
-};
-
-/* rset_round - send (fn, with arg) one message all sockets should get,
- * wait until every ready socket has it (at most secs); its figures. */
-static struct round
-rset_round(struct rset *s, int (*fn)(void *), void *arg, double secs)
-{
-    struct bench_hist h = {0};
-    struct round out = {0};
-    uint64_t until;
-    long want = atomic_load(&s->round) + 1;
-    int live = 0;
-
-    for (int i = 0; i < s->n; i++)
-        live += s->c[i].ready && !s->c[i].ended;
-    for (int k = 0; k < STREAM_THRS; k++)
-        memset(&s->t[k].hist, 0, sizeof(s->t[k].hist));
-    atomic_store(&s->arrived, 0);
-    atomic_store(&s->t_last, 0);
-    atomic_store(&s->round, want);
-    atomic_store(&s->t0, bench_now_ns());
-    if (fn(arg) != 0)
-        return out;
-    until = bench_now_ns() + (uint64_t)(secs * 1e9);
-    while (atomic_load(&s->arrived) < live && bench_now_ns() < until)
-        bench_sleep_ns(1000000);
-    /* the readers may still add to their histograms: let them settle */
-    bench_sleep_ns(20000000);
-    for (int k = 0; k < STREAM_THRS; k++)
-        bench_hist_merge(&h, &s->t[k].hist);
-    out.arrived = atomic_load(&s->arrived);
-    out.p50 = bench_hist_pct_us(&h, 50);
-    out.p99 = bench_hist_pct_us(&h, 99);
-    if (out.arrived >= live && live > 0)
-        out.ms_all = (double)h.max / 1e6;
-    /* sockets that fell behind catch up on the count before the next */
-    for (int i = 0; i < s->n; i++)
-        if (atomic_load(&s->c[i].seen) < want)
-            atomic_store(&s->c[i].seen, want);
-    return out;
-}
+#define SUB_PATH "/api/v1/ephemeral/subscribe?"
 
 /* ---- fan-out -------------------------------------------------------- */
 
 /* A fan-out sample's set and sending connection. */
 struct fan {
-    struct rset *set;
+    struct bench_rset *set;
     int fd; /* the pushing or publishing connection */
     struct bench_buf in, chunk, req;
     char err[200];
@@ -354,21 +99,21 @@ stream_mem(int n)
 {
     struct bench_buf req = {0};
     struct bench_mem m0, m1;
-    struct rset *s;
+    struct bench_rset *s;
     char path[160], err[200] = "";
 
     snprintf(path, sizeof(path), SUB_PATH "queue=idle%d&partition=p0",
              (int)(bench_now_ns() / 1000 % 1000000));
     bench_http_request(&req, "GET", path, NULL, 0);
     bench_mem_settle(&m0);
-    s = rset_open(n, bench_opt.mport, req.p, req.len, err, sizeof(err));
+    s = bench_rset_open(n, bench_opt.mport, req.p, req.len, err, sizeof(err));
     s->ready = "event: open";
     s->marker = "event: message";
     snprintf(path, sizeof(path), "idle tail stream (%d open, one partition)",
              n);
-    if (err[0] == '\0' && rset_start(s) != 0)
+    if (err[0] == '\0' && bench_rset_start(s) != 0)
         snprintf(err, sizeof(err), "no reader threads");
-    if (err[0] == '\0' && rset_wait_ready(s, 60) < n)
+    if (err[0] == '\0' && bench_rset_wait_ready(s, 60) < n)
         snprintf(err, sizeof(err), "only %d of %d streams opened",
                  atomic_load(&s->nready), n);
     if (err[0] == '\0') {
@@ -378,7 +123,7 @@ stream_mem(int n)
     } else {
         bench_row_fail("stream-mem", "memory", "mayfly", path, err);
     }
-    rset_close(s);
+    bench_rset_close(s);
     bench_buf_free(&req);
     streams_wait(0);
 }
@@ -396,14 +141,14 @@ mayfly_fan_open(void)
     snprintf(path, sizeof(path), SUB_PATH "queue=fan%d&partition=p0", fan_tag);
     bench_http_request(&req, "GET", path, NULL, 0);
     streams_wait(0); /* those of the rows before: stream_max */
-    mfan.set = rset_open(n, bench_opt.mport, req.p, req.len, mfan.err,
-                         sizeof(mfan.err));
+    mfan.set = bench_rset_open(n, bench_opt.mport, req.p, req.len, mfan.err,
+                               sizeof(mfan.err));
     bench_buf_free(&req);
     mfan.set->ready = "event: open";
     mfan.set->marker = "event: message";
-    if (rset_start(mfan.set) != 0 || mfan.err[0] != '\0')
+    if (bench_rset_start(mfan.set) != 0 || mfan.err[0] != '\0')
         return -1;
-    if (rset_wait_ready(mfan.set, 60) < mfan.set->n) {
+    if (bench_rset_wait_ready(mfan.set, 60) < mfan.set->n) {
         snprintf(mfan.err, sizeof(mfan.err), "only %d of %d streams opened",
                  atomic_load(&mfan.set->nready), mfan.set->n);
         return -1;
@@ -432,15 +177,15 @@ nats_fan_open(void)
                    "CONNECT {\"verbose\":false,\"pedantic\":false}\r\n"
                    "SUB fan.%d 1\r\nPING\r\n",
                    fan_tag);
-    nfan.set = rset_open(n, bench_opt.nport, req, (size_t)len, nfan.err,
-                         sizeof(nfan.err));
+    nfan.set = bench_rset_open(n, bench_opt.nport, req, (size_t)len, nfan.err,
+                               sizeof(nfan.err));
     nfan.set->ready = "PONG\r\n";
     nfan.set->marker = "MSG ";
     nfan.set->ping = "PING\r\n";
     nfan.set->pong = "PONG\r\n";
-    if (rset_start(nfan.set) != 0 || nfan.err[0] != '\0')
+    if (bench_rset_start(nfan.set) != 0 || nfan.err[0] != '\0')
         return -1;
-    if (rset_wait_ready(nfan.set, 60) < nfan.set->n) {
+    if (bench_rset_wait_ready(nfan.set, 60) < nfan.set->n) {
         snprintf(nfan.err, sizeof(nfan.err),
                  "only %d of %d subscriptions confirmed",
                  atomic_load(&nfan.set->nready), nfan.set->n);
@@ -479,7 +224,7 @@ nats_fan_open(void)
 static void
 fan_close(struct fan *f)
 {
-    rset_close(f->set);
+    bench_rset_close(f->set);
     f->set = NULL;
     if (f->fd >= 0)
         close(f->fd);
@@ -494,8 +239,8 @@ fan_close(struct fan *f)
 static int
 cmp_round(const void *a, const void *b)
 {
-    double x = ((const struct round *)a)->ms_all,
-           y = ((const struct round *)b)->ms_all;
+    double x = ((const struct bench_round *)a)->ms_all,
+           y = ((const struct bench_round *)b)->ms_all;
 
     return x < y ? -1 : x > y;
 }
@@ -505,7 +250,7 @@ static void
 fan_row(struct fan *f, int (*open)(void), int (*send)(void *), int nats)
 {
     struct bench_row row = {0};
-    struct round r[9];
+    struct bench_round r[9];
     int rounds = bench_opt.quick ? 3 : 5, ok = 0, n = fan_n();
 
     snprintf(row.key, sizeof(row.key), nats ? "fanout-nats" : "fanout");
@@ -530,7 +275,7 @@ fan_row(struct fan *f, int (*open)(void), int (*send)(void *), int nats)
         return;
     }
     for (int i = 0; i < rounds; i++) {
-        r[ok] = rset_round(f->set, send, f, bench_opt.quick ? 5 : 20);
+        r[ok] = bench_rset_round(f->set, send, f, bench_opt.quick ? 5 : 20);
         if (r[ok].ms_all > 0)
             ok++;
         bench_sleep_ns(50000000);
@@ -578,7 +323,7 @@ bench_stream_fanout(int nats)
 
 struct tput_sc {
     struct bench_push_sc push;
-    struct rset *set;
+    struct bench_rset *set;
     long base; /* set->events when the pushes began */
 };
 
@@ -629,7 +374,7 @@ bench_stream_all(void)
     struct bench_run *run = bench_run_new(bench_opt.threads);
     struct bench_buf req = {0};
     struct bench_row row = {0};
-    struct rset *s;
+    struct bench_rset *s;
     char queue[40], part[16], body[96], err[200] = "", path[1024];
     long e0, e1, pushed;
     uint64_t t0, t1;
@@ -653,12 +398,13 @@ bench_stream_all(void)
                       queue, i);
     snprintf(path + n, sizeof(path) - (size_t)n, "%%5D");
     bench_http_request(&req, "GET", path, NULL, 0);
-    s = rset_open(nstreams, bench_opt.mport, req.p, req.len, err, sizeof(err));
+    s = bench_rset_open(nstreams, bench_opt.mport, req.p, req.len, err,
+                        sizeof(err));
     s->ready = "event: open";
     s->marker = "event: message";
-    if (err[0] == '\0' && rset_start(s) != 0)
+    if (err[0] == '\0' && bench_rset_start(s) != 0)
         snprintf(err, sizeof(err), "no reader threads");
-    if (err[0] == '\0' && rset_wait_ready(s, 30) < nstreams)
+    if (err[0] == '\0' && bench_rset_wait_ready(s, 30) < nstreams)
         snprintf(err, sizeof(err), "only %d of %d streams opened",
                  atomic_load(&s->nready), nstreams);
     snprintf(body, sizeof(body),
@@ -708,7 +454,7 @@ bench_stream_all(void)
                  err[0] ? err : "pushers not started");
     }
     bench_row_add(&row);
-    rset_close(s);
+    bench_rset_close(s);
     bench_run_free(run);
     for (int i = 0; i < BENCH_PARTS; i++)
         bench_buf_free(&sc->req[i]);

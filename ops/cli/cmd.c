@@ -66,6 +66,15 @@ static const struct {
      "    Lists the channel's members; --count the occupancy alone; --watch\n"
      "    prints its events as they come (the whole set first, as a sync).",
      "who is in a presence channel"},
+    {"bench",
+     "push|pop|request|stream [--conns N] [--size B] [--batch N]\n"
+     "    [--duration S] [--queue Q]\n"
+     "    Loads the node with N connections for S seconds (4, 256 B, batch\n"
+     "    100 (16 for request), 5 s, queue mayfly-bench) and prints rates\n"
+     "    and latency percentiles; stream: N streams on one partition, one\n"
+     "    push at a time, timed until all have it.  The queues it used\n"
+     "    are deleted after.",
+     "measure a node: rates and latency percentiles"},
 };
 
 #define CLI_NSUB (sizeof(cli_subcommands) / sizeof(cli_subcommands[0]))

@@ -14,6 +14,7 @@
 
 #include "ops/cli/admin.h"
 #include "ops/cli/args.h"
+#include "ops/cli/bench.h"
 #include "ops/cli/cmd.h"
 #include "ops/cli/presence.h"
 #include "ops/cli/recv.h"
@@ -33,7 +34,7 @@ static const struct {
     {"redrive", cli_redrive},   {"queues", cli_queues},
     {"depth", cli_depth},       {"health", cli_health},
     {"members", cli_members},   {"top", cli_top},
-    {"presence", cli_presence},
+    {"presence", cli_presence}, {"bench", cli_bench},
 };
 
 int

@@ -7,11 +7,12 @@
 # Completes the subcommands, the options (the global ones anywhere, a
 # subcommand's after it), the values of options that take a fixed set
 # (--scope node|cluster, --status completed|failed|retry), and configure's
-# KEY= names and policy's values.  The subcommands and their options are
-# read from the client's own --help ("mayfly --help", "mayfly CMD --help":
-# no node is asked), so they follow the binary being completed; only the
-# configure keys are listed here (SPEC §4).  Queue names, payloads and ids
-# are not completed.  Needs bash 4; bash-completion itself is not needed.
+# KEY= names and policy's values, and bench's modes.  The subcommands and
+# their options are read from the client's own --help ("mayfly --help",
+# "mayfly CMD --help": no node is asked), so they follow the binary being
+# completed; only the configure keys and bench's modes are listed here
+# (SPEC §4).  Queue names, payloads and ids are not completed.  Needs
+# bash 4; bash-completion itself is not needed.
 
 # shellcheck disable=SC2207 # the words compgen prints are one a line
 
@@ -100,6 +101,11 @@ _mayfly()
     if [[ -z $cmd ]]; then
         COMPREPLY=($(compgen -W "$("$bin" --help 2>/dev/null |
             awk '/^  [a-z]+  / { print $1 }')" -- "$cur"))
+        return 0
+    fi
+    # bench MODE: what it can measure.
+    if [[ $cmd == bench && $operands -eq 0 ]]; then
+        COMPREPLY=($(compgen -W "push pop request stream" -- "$cur"))
         return 0
     fi
     # configure QUEUE KEY=VALUE...: the options of SPEC §4.

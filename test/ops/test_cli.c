@@ -140,9 +140,9 @@ cl_assert_refused(const char *code, const char *sentence)
 Test(cli, help_lists_every_command_and_usage_errors_exit_2)
 {
     static const char *const cmds[] = {
-        "push",      "pop",     "sub",   "request", "ack",
-        "configure", "delete",  "reset", "queues",  "depth",
-        "health",    "members", "top",   "redrive", "presence"};
+        "push",   "pop",     "sub",      "request", "ack",    "configure",
+        "delete", "reset",   "queues",   "depth",   "health", "members",
+        "top",    "redrive", "presence", "bench"};
 
     cr_assert_eq(cl_sh("$M --help"), 0);
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
@@ -796,6 +796,150 @@ Test(cli, health_and_members_show_the_node)
     itest_resp_free(&r);
 }
 
+/* cl_bench_row - run bench MODE with small numbers for about a second and
+ * check its table: a positive rate and ordered, positive percentiles. */
+static void
+cl_bench_row(const char *mode)
+{
+    char got[16];
+    long conns, size, batch;
+    double secs, reqs, msgs, p50, p90, p99, max;
+
+    cr_assert_eq(cl_sh("$M bench %s --conns 2 --size 32 --batch 10 "
+                       "--duration 1 --queue cb-%s",
+                       mode, mode),
+                 0, "bench %s: %s", mode, cl_err);
+    cr_assert_eq(cl_lines(cl_out), 2, "%s", cl_out);
+    cr_assert(strstr(cl_out, "p50 ms") && strstr(cl_out, "p90 ms") &&
+                  strstr(cl_out, "p99 ms"),
+              "%s", cl_out);
+    cr_assert_eq(sscanf(strchr(cl_out, '\n') + 1,
+                        "%15s %ld %ld %ld %lf %lf %lf %lf %lf %lf %lf", got,
+                        &conns, &size, &batch, &secs, &reqs, &msgs, &p50, &p90,
+                        &p99, &max),
+                 11, "%s", cl_out);
+    cr_assert_str_eq(got, mode);
+    cr_assert(conns == 2 && size == 32 && batch == 10, "%s", cl_out);
+    cr_assert(secs > 0 && secs <= 1.5, "%s", cl_out);
+    cr_assert(reqs > 0 && msgs >= reqs, "%s", cl_out);
+    cr_assert(p50 > 0 && p50 <= p90 && p90 <= p99 && p99 <= max, "%s", cl_out);
+}
+
+Test(cli, bench_push_pop_and_request_print_rates_and_percentiles)
+{
+    cl_start();
+    cl_bench_row("push");
+    cl_bench_row("pop");
+    cl_bench_row("request");
+    /* what the runs used is deleted after them */
+    cr_assert_eq(cl_sh("$M queues cb-"), 0, "%s", cl_err);
+    cr_assert(strstr(cl_out, "cb-") == NULL, "left behind:\n%s", cl_out);
+    cr_assert_eq(cl_sh("$M --json bench push --conns 1 --batch 5 --duration "
+                       "0.3"),
+                 0, "%s", cl_err);
+    cr_assert(strstr(cl_out, "\"mode\":\"push\"") != NULL &&
+                  strstr(cl_out, "\"messagesPerSec\":") != NULL &&
+                  strstr(cl_out, "\"p99\":") != NULL,
+              "%s", cl_out);
+}
+
+Test(cli, bench_stream_times_one_push_to_every_stream)
+{
+    char got[16];
+    long conns, size, rounds;
+    double secs, p50, p99, all, worst;
+
+    cl_start();
+    cr_assert_eq(cl_sh("$M bench stream --conns 20 --size 32 --duration 1 "
+                       "--queue cb-stream"),
+                 0, "%s", cl_err);
+    cr_assert(strstr(cl_out, "p50 ms") && strstr(cl_out, "p99 ms") &&
+                  strstr(cl_out, "all ms"),
+              "%s", cl_out);
+    cr_assert_eq(sscanf(strchr(cl_out, '\n') + 1,
+                        "%15s %ld %ld %ld %lf %lf %lf %lf %lf", got, &conns,
+                        &size, &rounds, &secs, &p50, &p99, &all, &worst),
+                 9, "%s", cl_out);
+    cr_assert_str_eq(got, "stream");
+    cr_assert(conns == 20 && size == 32 && rounds > 0, "%s", cl_out);
+    cr_assert(p50 > 0 && p50 <= p99 && all > 0 && all <= worst, "%s", cl_out);
+    /* the streams are closed and the queue deleted after */
+    cr_assert_eq(cl_sh("$M queues cb-"), 0, "%s", cl_err);
+    cr_assert(strstr(cl_out, "cb-") == NULL, "left behind:\n%s", cl_out);
+    cr_assert_eq(cl_sh("$M --json bench stream --conns 2 --duration 0.2"), 0,
+                 "%s", cl_err);
+    cr_assert(strstr(cl_out, "\"mode\":\"stream\"") != NULL &&
+                  strstr(cl_out, "\"all\":") != NULL,
+              "%s", cl_out);
+}
+
+Test(cli, bench_sends_the_token_and_a_refusal_exits_1)
+{
+    char path[300], opts[400], hash[AUTH_HASH_TEXT];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/tokens", cl_dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    auth_hash_text("bench-secret", 12, hash);
+    fprintf(f,
+            "%s tenant=b push=* pop=* request=* admin=* read=* "
+            "subscribe=*\n",
+            hash);
+    auth_hash_text("bench-nosub", 11, hash);
+    fprintf(f, "%s tenant=b push=* pop=* admin=*\n", hash);
+    fclose(f);
+    snprintf(opts, sizeof(opts), "auth_file=%s", path);
+    itest_node_start(&cl_node, opts);
+    setenv("MAYFLY_URL", cl_node.base, 1);
+    cr_assert_eq(cl_sh("$M bench push --conns 1 --duration 0.2"), 1);
+    cr_assert(strstr(cl_err, "401") != NULL, "%s", cl_err);
+    cr_assert_eq(cl_sh("$M --token bench-secret bench pop --conns 2 "
+                       "--batch 50 --duration 0.3"),
+                 0, "%s", cl_err);
+    cr_assert_eq(cl_sh("MAYFLY_TOKEN=bench-secret $M bench request --conns 1 "
+                       "--duration 0.3"),
+                 0, "%s", cl_err);
+    /* a token that may not subscribe: said at once, not waited out */
+    int64_t t0 = itest_now_ms();
+    cr_assert_eq(cl_sh("MAYFLY_TOKEN=bench-nosub $M bench stream --conns 2 "
+                       "--duration 0.3"),
+                 1);
+    cr_assert(strstr(cl_err, "subscribe answered 403") != NULL &&
+                  strstr(cl_err, "forbidden") != NULL,
+              "%s", cl_err);
+    cr_assert(itest_now_ms() - t0 < 4000, "the refusal took %lld ms",
+              (long long)(itest_now_ms() - t0));
+}
+
+Test(cli, bench_bad_flags_exit_2_with_a_clear_message)
+{
+    static const struct {
+        const char *args, *says;
+    } bad[] = {
+        {"", "usage: mayfly [OPTIONS] bench"},
+        {"frob", "unknown mode 'frob'"},
+        {"push --conns 0", "--conns"},
+        {"push --size x", "--size"},
+        {"pop --batch 0", "--batch"},
+        {"push --duration 0", "--duration takes seconds"},
+        {"push --duration soon", "--duration takes seconds"},
+        {"push --queue 'a b'", "--queue takes"},
+        {"push --bogus 1", "unknown option --bogus"},
+        {"push --url https://127.0.0.1:1", "only plain http://"},
+        {"stream --batch 2", "--batch does not apply to stream"},
+    };
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cr_assert_eq(cl_sh("$M bench %s", bad[i].args), 2, "bench %s",
+                     bad[i].args);
+        cr_assert(strstr(cl_err, bad[i].says) != NULL,
+                  "bench %s: stderr lacks '%s': %s", bad[i].args, bad[i].says,
+                  cl_err);
+        cr_assert_str_eq(cl_out, "", "bench %s", bad[i].args);
+    }
+}
+
 Test(cli, a_node_down_exits_1_and_the_next_url_is_taken)
 {
     char dead[64], dead2[64];
@@ -912,9 +1056,9 @@ Test(cli, top_shows_a_queues_depth_change_and_quits_on_q)
 Test(cli, man_page_renders_without_warnings_and_names_every_command)
 {
     static const char *const cmds[] = {
-        "push",      "pop",     "sub",   "request", "ack",
-        "configure", "delete",  "reset", "queues",  "depth",
-        "health",    "members", "top",   "redrive", "presence"};
+        "push",   "pop",     "sub",      "request", "ack",    "configure",
+        "delete", "reset",   "queues",   "depth",   "health", "members",
+        "top",    "redrive", "presence", "bench"};
     char page[PATH_MAX], text[65536];
 
     snprintf(page, sizeof(page), "%s/ops/mayfly.1", cl_root);

@@ -116,8 +116,8 @@ Test(completion, subcommands_are_the_clients)
 {
     char list[4096], *save = NULL;
 
-    CP_EXPECT("", "ack configure delete depth health members pop presence "
-                  "push queues redrive request reset sub top");
+    CP_EXPECT("", "ack bench configure delete depth health members pop "
+                  "presence push queues redrive request reset sub top");
     /* every word offered is a subcommand the client takes */
     snprintf(list, sizeof(list), "%s", cp_complete(""));
     for (char *w = strtok_r(list, " ", &save); w;
@@ -158,6 +158,12 @@ Test(completion, a_subcommands_options_and_their_values)
     /* operands (queue names, payloads, ids) are not guessed */
     CP_EXPECT("push ", "");
     CP_EXPECT("push q ", "");
+    /* bench's modes, then its options */
+    CP_EXPECT("bench ", "pop push request stream");
+    CP_EXPECT("bench p", "pop push");
+    CP_EXPECT("bench push ", "");
+    CP_EXPECT("bench push --d", "--duration");
+    CP_EXPECT("bench request --c", "--conns");
 }
 
 Test(completion, configure_keys_and_policy_values)
