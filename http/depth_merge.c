@@ -18,7 +18,7 @@
 
 /* The counters of a partition entry and of a group entry that add up. */
 static const char *const part_sums[] = {"pending", "leased", "waiting",
-                                        "bytes"};
+                                        "bytes", "delayed"};
 static const char *const group_sums[] = {"pending", "skipped"};
 
 /*

@@ -42,6 +42,8 @@ struct shm_qopts {
     uint32_t retry_limit;  /* attempts before a drop */
     uint32_t window_ms;    /* windowBuffer; 0 = off */
     uint32_t window_count; /* windowBuffer; 0 = off */
+    uint32_t dedupe_s;       /* dedupeSeconds (SPEC §13); 0 = off */
+    uint32_t retry_delay_ms; /* retryDelayMs: a retry ack's default delay */
     uint32_t pad;
 };
 

@@ -51,6 +51,7 @@ enum shm_counter {
     SHM_C_REPLY_DROPPED,     /* replies that found their inbox gone */
     SHM_C_STREAM_EVENTS,     /* messages streams sent (SPEC §11) */
     SHM_C_STREAM_OVERFLOWS,  /* streams ended for a slow reader */
+    SHM_C_DUPLICATES,        /* keyed messages not stored again (SPEC §13) */
     SHM_C_COUNT
 };
 
@@ -66,6 +67,7 @@ struct shm_gauges {
     uint64_t queues_declared;
     uint64_t parked_pops;
     uint64_t oldest_age_ms; /* oldest message held, 0 if none */
+    uint64_t delayed;       /* messages not visible yet (delayMs) */
 };
 
 /* shm_count - add n to counter c of slot w (the caller's own slot). */
