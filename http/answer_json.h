@@ -49,6 +49,8 @@ struct http_qopts {
     uint32_t ttl_s;
     uint32_t lease_s;
     uint32_t retry_limit;
+    uint32_t dedupe_s;
+    uint32_t retry_delay_ms;
 };
 
 /* http_options_json - append the options as the object the listing and

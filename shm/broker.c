@@ -85,8 +85,8 @@ push_alloc(struct shm_seg *seg, int w, const struct shm_msg_in *msgs,
         }
         shm_ring_msg(seg, ref)->reply_len = (uint16_t)reply_len;
         if (ex != NULL)
-            shm_ring_msg(seg, ref)->enq_ms =
-                shm_msg_pack(now + ex[i].delay_ms, ex[i].ttl_s);
+            shm_ring_msg(seg, ref)->enq_ms = shm_msg_pack(
+                now + ex[i].delay_ms, ex[i].ttl_s, ex[i].delay_ms > 0);
         if (*last != 0)
             shm_ring_msg(seg, *last)->next = ref;
         else

@@ -172,9 +172,12 @@ take_msgs_locked(struct shm_ring_ctx *c, const unsigned char *map,
             continue;
         struct shm_msg *m = shm_ring_msg(c->seg, r);
         /* modulo 2^64: a message not visible yet has a negative age */
+        uint64_t at = shm_msg_at(m);
         struct shm_ho_msg h = {.len = m->len,
                                .flags = ho_flags(m),
-                               .age_ms = c->now - shm_msg_at(m),
+                               .age_ms = shm_msg_hidden(m, c->now) ? c->now - at
+                                         : c->now > at             ? c->now - at
+                                                                   : 0,
                                .ttl_s = shm_msg_ttl(m)};
         memcpy(o + *off, &h, sizeof(h));
         *off += sizeof(h);
@@ -248,8 +251,8 @@ take_dd_locked(struct shm_ring_ctx *c, unsigned char *o, size_t *off)
         struct shm_ho_dd h = {.hash = e->hash,
                               .seq = e->seq,
                               .inc = e->inc,
-                              .age_ms = c->now > e->at_ms ? c->now - e->at_ms
-                                                          : 0};
+                              .age_ms =
+                                  c->now > e->at_ms ? c->now - e->at_ms : 0};
         take_put(o, off, &h, sizeof(h));
         n++;
     }
@@ -385,8 +388,8 @@ struct ho_view {
     const unsigned char *msgs;   /* first struct shm_ho_msg */
     const unsigned char *groups; /* first struct shm_ho_grp */
     uint32_t nmsgs, ngroups;
-    uint64_t nredo; /* redeliveries over all groups */
-    uint64_t cost;  /* accounted bytes of the messages */
+    uint64_t nredo;          /* redeliveries over all groups */
+    uint64_t cost;           /* accounted bytes of the messages */
     const unsigned char *dd; /* first struct shm_ho_dd */
     uint32_t ndd;
 };
@@ -557,7 +560,7 @@ adopt_at(uint64_t age_ms, uint64_t now)
 
     if (age < 0)
         return now + ((uint64_t)-age < SHM_HO_DELAY_MAX ? (uint64_t)-age
-                                                         : SHM_HO_DELAY_MAX);
+                                                        : SHM_HO_DELAY_MAX);
     return (uint64_t)age < now ? now - (uint64_t)age : 0;
 }
 
@@ -591,7 +594,8 @@ adopt_alloc(struct shm_seg *seg, int w, const struct ho_view *v, uint64_t now,
         if (rc != 0)
             goto fail;
         struct shm_msg *made = shm_ring_msg(seg, a->refs[i]);
-        made->enq_ms = shm_msg_pack(adopt_at(m.age_ms, now), m.ttl_s);
+        made->enq_ms = shm_msg_pack(adopt_at(m.age_ms, now), m.ttl_s,
+                                    (int64_t)m.age_ms < 0);
         made->read = m.flags & SHM_HO_WITHDRAWN ? SHM_MSG_WITHDRAWN
                                                 : (m.flags & SHM_HO_READ) != 0;
         made->reply_len = (uint16_t)(m.flags >> SHM_HO_REPLY_SHIFT);
@@ -611,13 +615,13 @@ adopt_alloc(struct shm_seg *seg, int w, const struct ho_view *v, uint64_t now,
         if ((rc = shm_arena_alloc(seg, w, 1, &d)) != 0)
             goto fail;
         memcpy(&h, v->dd + (size_t)i * sizeof(h), sizeof(h));
-        *shm_ring_dd(seg, d) = (struct shm_dd){
-            .chain = shm_ring_dd(seg, d)->chain,
-            .next = a->dd,
-            .hash = h.hash,
-            .seq = h.seq,
-            .inc = h.inc,
-            .at_ms = h.age_ms < now ? now - h.age_ms : 0};
+        *shm_ring_dd(seg, d) =
+            (struct shm_dd){.chain = shm_ring_dd(seg, d)->chain,
+                            .next = a->dd,
+                            .hash = h.hash,
+                            .seq = h.seq,
+                            .inc = h.inc,
+                            .at_ms = h.age_ms < now ? now - h.age_ms : 0};
         a->dd = d;
     }
     p = v->groups;

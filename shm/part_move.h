@@ -32,7 +32,7 @@
 #include "shm/segment.h"
 
 #define SHM_HO_MAGIC       0x4f48594du /* "MYHO" */
-#define SHM_HO_VERSION     2 /* 2: delays, own ttls, the dedupe window */
+#define SHM_HO_VERSION     2  /* 2: delays, own ttls, the dedupe window */
 #define SHM_HO_READ        1u /* shm_ho_msg.flags: some group has read it */
 #define SHM_HO_WITHDRAWN   2u /* a request withdrawn unread (shm/inbox.h) */
 #define SHM_HO_REPLY_SHIFT 16 /* flags >> 16: the message's reply_len */

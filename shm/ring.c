@@ -186,8 +186,9 @@ shm_ring_delayed_note_locked(struct shm_ring_ctx *c, uint32_t first, uint32_t n)
 
     for (uint32_t r = first; r != 0 && n-- > 0;
          r = shm_ring_msg(c->seg, r)->next) {
-        uint64_t t = shm_msg_at(shm_ring_msg(c->seg, r));
-        if (t > c->now) {
+        const struct shm_msg *m = shm_ring_msg(c->seg, r);
+        uint64_t t = shm_msg_at(m);
+        if (shm_msg_hidden(m, c->now)) {
             k++;
             at = t < at ? t : at;
         }
@@ -565,7 +566,7 @@ shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
             s->cursor = m->next;
             continue;
         }
-        if (shm_msg_at(m) > c->now) {
+        if (shm_msg_hidden(m, c->now)) {
             if ((rc = ring_lease_delayed(c, s, ref)) != 0)
                 break;
             s->last = m->seq;
@@ -607,7 +608,7 @@ shm_ring_peek_locked(struct shm_ring_ctx *c, uint32_t gs)
         }
     for (uint32_t r = s->cursor; r != 0;) {
         const struct shm_msg *m = shm_ring_msg(c->seg, r);
-        if (m->read != SHM_MSG_WITHDRAWN && shm_msg_at(m) <= c->now &&
+        if (m->read != SHM_MSG_WITHDRAWN && !shm_msg_hidden(m, c->now) &&
             !shm_msg_expired(m, c->now))
             return 1;
         r = m->next;
@@ -735,7 +736,7 @@ ring_free_head(struct shm_ring_ctx *c)
     struct shm_msg *m = shm_ring_msg(c->seg, h);
 
     ring_gone(p, m);
-    if (shm_msg_at(m) > c->now && LOAD(p->delayed) > 0)
+    if (shm_msg_hidden(m, c->now) && LOAD(p->delayed) > 0)
         STORE(p->delayed, LOAD(p->delayed) - 1);
     p->intent = h;
     p->head = m->next;
@@ -848,8 +849,9 @@ ring_delayed_count(struct shm_ring_ctx *c, uint64_t *pdue)
     if (was == 0)
         return 0;
     for (uint32_t r = c->p->head; r != 0; r = shm_ring_msg(c->seg, r)->next) {
-        uint64_t at = shm_msg_at(shm_ring_msg(c->seg, r));
-        if (at > c->now) {
+        const struct shm_msg *m = shm_ring_msg(c->seg, r);
+        uint64_t at = shm_msg_at(m);
+        if (shm_msg_hidden(m, c->now)) {
             n++;
             *pdue = at < *pdue ? at : *pdue;
         }
@@ -883,8 +885,8 @@ shm_ring_expire_locked(struct shm_ring_ctx *c, uint32_t retry_limit)
         while (l != 0) {
             struct shm_lease *L = shm_ring_lease(c->seg, l);
             uint32_t next = L->next;
-            int timed = L->state == SHM_LEASE_LEASED ||
-                        L->state == SHM_LEASE_DELAYED;
+            int timed =
+                L->state == SHM_LEASE_LEASED || L->state == SHM_LEASE_DELAYED;
             if (!timed || L->deadline > c->now) {
                 if (timed && L->deadline < s->due)
                     s->due = L->deadline;
@@ -941,7 +943,7 @@ shm_ring_clear_locked(struct shm_ring_ctx *c)
     uint64_t k = shm_ring_reset_locked(c);
 
     shm_ring_hold_end_locked(c); /* the record goes: so does its hold */
-    while (c->p->dd_head != 0) /* and its window (a hand-over carries it) */
+    while (c->p->dd_head != 0)   /* and its window (a hand-over carries it) */
         ring_dd_drop_head(c);
     while (c->p->groups != 0)
         shm_ring_gs_remove_locked(c, shm_ring_gs(c->seg, c->p->groups)->grp);
@@ -1024,14 +1026,13 @@ shm_ring_depth_locked(struct shm_ring_ctx *c, uint32_t gs,
     }
     struct shm_gs *s = shm_ring_gs(c->seg, gs);
     for (uint32_t r = s->cursor; r != 0; r = shm_ring_msg(c->seg, r)->next) {
-        if (shm_msg_at(shm_ring_msg(c->seg, r)) > c->now)
+        if (shm_msg_hidden(shm_ring_msg(c->seg, r), c->now))
             out->delayed++;
         else
             out->pending++;
     }
     for (uint32_t l = s->lhead; l != 0; l = shm_ring_lease(c->seg, l)->next)
-        out->delayed +=
-            shm_ring_lease(c->seg, l)->state == SHM_LEASE_DELAYED;
+        out->delayed += shm_ring_lease(c->seg, l)->state == SHM_LEASE_DELAYED;
     out->pending += s->nready;
     out->leased = s->nleases - s->nready - out->delayed;
     out->skipped = s->skipped;
@@ -1120,8 +1121,8 @@ ring_repair_gs(struct shm_seg *seg, struct shm_part *p, struct shm_gs *s,
         prev = L->seq;
         if (L->attempts != 0)
             shm_ring_msg(seg, L->msg)->read = 1;
-        ready += L->state == SHM_LEASE_READY_INC ||
-                 L->state == SHM_LEASE_READY_SAME;
+        ready +=
+            L->state == SHM_LEASE_READY_INC || L->state == SHM_LEASE_READY_SAME;
         delayed += L->state == SHM_LEASE_DELAYED;
         if ((L->state == SHM_LEASE_LEASED || L->state == SHM_LEASE_DELAYED) &&
             L->deadline < s->due)

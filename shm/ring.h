@@ -33,8 +33,9 @@
  *    16     8  enq_ms   pusher, before link    immutable once linked
  *                          (bits 0-43: when it became, or becomes,
  *                          visible, ms: the push's time plus its
- *                          delayMs; bits 44-63: its own ttlSeconds, 0:
- *                          the queue's; shm_msg_at, shm_msg_ttl)
+ *                          delayMs; bits 44-62: its own ttlSeconds, 0:
+ *                          the queue's; bit 63: pushed with a delay;
+ *                          shm_msg_at, shm_msg_ttl, shm_msg_hidden)
  *    24     4  next     pusher (link)          partition lock
  *    28     2  read     first delivery,        partition lock (1: some
  *                          withdrawal            group has read it;
@@ -58,14 +59,19 @@ struct shm_msg {
 _Static_assert(offsetof(struct shm_msg, read) == 28, "shm_msg layout");
 _Static_assert(offsetof(struct shm_msg, reply_len) == 30, "shm_msg layout");
 
-#define SHM_MSG_WITHDRAWN 2 /* shm_msg.read: a request withdrawn unread, or
+#define SHM_MSG_WITHDRAWN                                                      \
+    2 /* shm_msg.read: a request withdrawn unread, or
                              * a message past its own ttl (passed over) */
 
-/* enq_ms packs a time and a message's own ttl (SPEC §13): 44 bits of ms
- * reach the year 2527; a message's ttlSeconds is at most SHM_MSG_TTL_MAX. */
+/* enq_ms packs a time, a message's own ttl and whether it was delayed
+ * (SPEC §13): 44 bits of ms reach the year 2527; a message's ttlSeconds
+ * is at most SHM_MSG_TTL_MAX (six days).  Only a message pushed with a
+ * delay is ever hidden: another worker's clock read a moment before a
+ * push must not hide a message pushed without one. */
 #define SHM_MSG_TIME_BITS 44
 #define SHM_MSG_TIME_MASK ((1ULL << SHM_MSG_TIME_BITS) - 1)
-#define SHM_MSG_TTL_MAX   ((1u << (64 - SHM_MSG_TIME_BITS)) - 1)
+#define SHM_MSG_TTL_MAX   ((1u << 19) - 1)
+#define SHM_MSG_DELAYED   (1ULL << 63)
 
 /* shm_msg_at - when m became (or becomes) visible, ms. */
 static inline uint64_t
@@ -78,14 +84,24 @@ shm_msg_at(const struct shm_msg *m)
 static inline uint32_t
 shm_msg_ttl(const struct shm_msg *m)
 {
-    return (uint32_t)(m->enq_ms >> SHM_MSG_TIME_BITS);
+    return (uint32_t)(m->enq_ms >> SHM_MSG_TIME_BITS) & SHM_MSG_TTL_MAX;
 }
 
-/* shm_msg_pack - the enq_ms of a message visible at at with its own ttl. */
-static inline uint64_t
-shm_msg_pack(uint64_t at, uint32_t ttl_s)
+/* shm_msg_hidden - is m not visible yet at now (pushed with a delay)? */
+static inline int
+shm_msg_hidden(const struct shm_msg *m, uint64_t now)
 {
-    return (at & SHM_MSG_TIME_MASK) | (uint64_t)ttl_s << SHM_MSG_TIME_BITS;
+    return (m->enq_ms & SHM_MSG_DELAYED) != 0 && shm_msg_at(m) > now;
+}
+
+/* shm_msg_pack - the enq_ms of a message visible at at with its own ttl
+ * (delayed: it was pushed with a delay). */
+static inline uint64_t
+shm_msg_pack(uint64_t at, uint32_t ttl_s, int delayed)
+{
+    return (at & SHM_MSG_TIME_MASK) |
+           (uint64_t)(ttl_s & SHM_MSG_TTL_MAX) << SHM_MSG_TIME_BITS |
+           (delayed ? SHM_MSG_DELAYED : 0);
 }
 
 /* shm_msg_expired - has m passed its own ttl at now? */

@@ -195,6 +195,8 @@ worker_options_view(const struct shm_qopts *o)
         .ttl_s = o->ttl_s,
         .lease_s = o->lease_s,
         .retry_limit = o->retry_limit,
+        .dedupe_s = o->dedupe_s,
+        .retry_delay_ms = o->retry_delay_ms,
     };
 }
 

@@ -54,8 +54,7 @@ depth_part(void *arg, const struct shm_part_info *p)
         "\"bytes\":%llu,\"oldestAgeMs\":%llu,\"delayed\":%llu}",
         (unsigned long long)p->pending, (unsigned long long)p->leased,
         (unsigned long long)p->waiting, (unsigned long long)p->bytes,
-        (unsigned long long)p->oldest_age_ms,
-        (unsigned long long)p->delayed);
+        (unsigned long long)p->oldest_age_ms, (unsigned long long)p->delayed);
 }
 
 static void
