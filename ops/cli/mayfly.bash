@@ -112,7 +112,8 @@ _mayfly()
         *)
             COMPREPLY=($(compgen -W "maxLength= maxBytes= policy=
                 windowBuffer.ms= windowBuffer.count= ttlSeconds=
-                leaseSeconds= retryLimit=" -- "$cur"))
+                leaseSeconds= retryLimit= dedupeSeconds= retryDelayMs=" \
+                -- "$cur"))
             # the value comes right after the '='
             [[ ${#COMPREPLY[@]} -gt 0 ]] && compopt -o nospace 2>/dev/null
             ;;
