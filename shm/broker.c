@@ -760,8 +760,11 @@ ack_apply(struct shm_seg *seg, int w, struct shm_name queue,
                 /* A shorter extension moves the deadline earlier. */
                 shm_ring_extend_locked(&c, gs, acks, n);
                 shm_part_due_locked(seg, pr.idx, c.p, c.q);
-            } else
+            } else {
                 shm_ring_ack_locked(&c, gs, acks, n);
+                /* a retry with a delay is due then (SPEC §13) */
+                shm_part_due_locked(seg, pr.idx, c.p, c.q);
+            }
             atomic_store_explicit(
                 &shm_ring_grp(seg, shm_ring_gs(seg, gs)->grp)->last_active, now,
                 RELAXED);

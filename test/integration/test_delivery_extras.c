@@ -364,3 +364,39 @@ Test(extras, the_options_show_in_configures_answer_and_the_listing)
     /* a queue that sets neither shows both off */
     cr_assert_eq(itest_listing_int(&n, "nodd", "options.dedupeSeconds", 0), 0);
 }
+
+/* The due heap wakes a pop parked while a retry waits out its delay. */
+Test(extras, a_delayed_retry_wakes_a_parked_pop_on_time)
+{
+    struct itest_resp r;
+    struct itest_multi *m = itest_multi_new();
+    char id[256];
+
+    cr_assert_not_null(m);
+    itest_post(&n, &r, PUSH,
+               "{\"queue\":\"rw\",\"messages\":[{\"payload\":1}]}");
+    itest_resp_free(&r);
+    cr_assert_eq(pop(&r, "queue=rw&group=g"), 1, "%s", r.body);
+    snprintf(id, sizeof(id), "%s", itest_jstr(r.json, "messages.0.id"));
+    itest_resp_free(&r);
+    int64_t t0 = itest_now_ms();
+    itest_post(&n, &r, ACK,
+               "{\"queue\":\"rw\",\"group\":\"g\",\"acks\":[{\"id\":\"%s\","
+               "\"status\":\"retry\",\"delayMs\":600}]}",
+               id);
+    cr_assert_str_eq(itest_jstr(r.json, "results.0.outcome"), "redelivered");
+    itest_resp_free(&r);
+    cr_assert_eq(itest_multi_add(m, &n, "GET",
+                                 POP "?queue=rw&group=g&wait=true&"
+                                     "timeout=10000",
+                                 NULL),
+                 0);
+    cr_assert_eq(itest_multi_run(m, 15000), 0);
+    int64_t took = itest_now_ms() - t0;
+    struct itest_resp *a = itest_multi_resp(m, 0);
+    cr_assert_eq(itest_jlen(a->json, "messages"), 1, "%s", a->body);
+    cr_assert_eq(itest_jint(a->json, "messages.0.attempts"), 2, "%s", a->body);
+    cr_assert_geq(took, 600, "redelivered after %lld ms", (long long)took);
+    cr_assert_lt(took, 3000, "the parked pop waited %lld ms", (long long)took);
+    itest_multi_free(m);
+}
