@@ -1,6 +1,6 @@
 /*
  * parse.h - request bodies into C structs (http/ never hands json-c objects
- * to the worker).  Implemented by parse_push.c, parse_ack.c,
+ * to the worker).  Implemented by parse_push.c, parse_ack.c, parse_pop.c,
  * parse_extend.c, parse_reset.c and parse_configure.c.
  *
  * Push and ack bodies (one per drained batch) go through the strict scanner
@@ -94,6 +94,8 @@ struct http_ack_entry {
     int has_reply;
     int has_delay; /* retry: "delayMs" (SPEC §13); else the queue's */
     uint32_t delay_ms;
+    int upto; /* "upTo": true: every lease of the partition up to id's
+                 (SPEC §14) */
 };
 
 struct http_ack {
@@ -114,6 +116,40 @@ struct http_ack {
 int http_parse_ack(const char *body, size_t len, struct http_ack *out,
                    struct http_error *err);
 void http_ack_free(struct http_ack *a);
+
+/*
+ * http_parse_pop_acks - the queue, group and acks of a POST pop's body
+ * (SPEC §14), as http_parse_ack reads them, except that "acks" may be
+ * absent (n 0) and "messages" never stands for it.
+ */
+int http_parse_pop_acks(const char *body, size_t len, struct http_ack *out,
+                        struct http_error *err);
+
+/* ---- pop (json_scan) ------------------------------------------------ */
+
+enum http_pop_from { HTTP_POP_FROM_ALL, HTTP_POP_FROM_NEW, HTTP_POP_FROM_LAST };
+
+struct http_pop {
+    struct http_ack ack;       /* queue, group, and the acks to apply first */
+    struct http_str partition; /* has_partition 0: any */
+    int has_partition;
+    uint32_t batch;   /* 1 .. HTTP_BATCH_MAX (clamped; default 1) */
+    int wait;         /* default false */
+    uint32_t timeout; /* ms, clamped to max_wait_ms (default 30000) */
+    int auto_ack;     /* autoAck or commitOnDelivery */
+    enum http_pop_from from;
+    char *mem; /* owned: the partition, scratch */
+};
+
+/*
+ * http_parse_pop - POST /api/v1/ephemeral/pop's body (SPEC §14):
+ * {"queue", "partition"?, "group"?, "batch"?, "wait"?, "timeout"?,
+ * "autoAck"?, "from"?, "acks"?}; numbers clamp as the GET query's do
+ * (timeout to max_wait_ms).
+ */
+int http_parse_pop(const char *body, size_t len, uint32_t max_wait_ms,
+                   struct http_pop *out, struct http_error *err);
+void http_pop_free(struct http_pop *p);
 
 /* ---- extend (json-c) ------------------------------------------------ */
 

@@ -235,7 +235,33 @@ attempts(const char *p, const char *end, uint32_t *out)
 }
 
 /*
- * entry_object - {"id", "status"?, "attempts"?, ...} at p, entry i of the
+ * entry_upto - the "upTo" at p of entry i (SPEC §14): true makes the entry
+ * cumulative, which completes (any other status contradicts it) and
+ * carries no reply (the reply answers one request); false is no upTo.
+ */
+static int
+entry_upto(struct ack_parse *ap, const char *p, const char *where, size_t i,
+           struct http_ack_entry *e)
+{
+    if (*p != 't' && *p != 'f')
+        return http_parse_bad(ap->err, "field '%s[%zu].upTo' must be a boolean",
+                              where, i);
+    e->upto = *p == 't';
+    if (e->upto && e->status != HTTP_ACK_COMPLETED)
+        return http_parse_bad(ap->err,
+                              "field '%s[%zu].upTo' completes messages: it "
+                              "cannot go with a failed or retry status",
+                              where, i);
+    if (e->upto && e->has_reply)
+        return http_parse_bad(ap->err,
+                              "field '%s[%zu].upTo' cannot go with a reply, "
+                              "which answers one request",
+                              where, i);
+    return 0;
+}
+
+/*
+ * entry_object - {"id", "status"?, "attempts"?, "upTo"?, ...} at p, entry i of the
  * array where; the scanner is left after the object.
  */
 static int
@@ -243,9 +269,10 @@ entry_object(struct ack_parse *ap, const char *p, const char *where, size_t i,
              struct http_ack_entry *e)
 {
     struct http_json *j = &ap->j;
-    const char *id = NULL, *status = NULL, *tries = NULL, *delay = NULL, *after;
+    const char *id = NULL, *status = NULL, *tries = NULL, *upto = NULL;
+    const char *delay = NULL, *after;
     size_t n;
-    int more;
+    int more, rc;
 
     at(ap, p);
     for (more = http_json_enter(j); more > 0; more = http_json_next(j, '}')) {
@@ -260,6 +287,8 @@ entry_object(struct ack_parse *ap, const char *p, const char *where, size_t i,
             tries = j->p;
         else if (key_is(ap, n, "delayMs"))
             delay = j->p;
+        else if (key_is(ap, n, "upTo"))
+            upto = j->p;
         else if (key_is(ap, n, "reply"))
             e->reply.ptr = j->p;
         http_json_value(j);
@@ -295,6 +324,8 @@ entry_object(struct ack_parse *ap, const char *p, const char *where, size_t i,
                               "it answers: it cannot go with a failed or "
                               "retry status",
                               where, i);
+    if (!is_null(upto) && (rc = entry_upto(ap, upto, where, i, e)) != 0)
+        return rc;
     if (!is_null(tries)) {
         if ((*tries != '-' && (*tries < '0' || *tries > '9')) ||
             attempts(tries, j->end, &e->attempts) != 0)
@@ -356,9 +387,10 @@ entries(struct ack_parse *ap, const char *p, const char *where, uint32_t n,
     return 0;
 }
 
-/* parse - http_parse_ack without the release on failure. */
+/* parse - http_parse_ack without the release on failure; a pop's (pop
+ * set) may have no "acks", and "messages" does not stand for them. */
 static int
-parse(const char *body_text, size_t len, struct http_ack *out,
+parse(const char *body_text, size_t len, int pop, struct http_ack *out,
       struct http_error *err)
 {
     struct ack_parse ap;
@@ -384,6 +416,8 @@ parse(const char *body_text, size_t len, struct http_ack *out,
         return rc;
     arr = ap.acks;
     n = ap.acks_n;
+    if (pop && is_null(arr))
+        return 0;
     if (is_null(ap.acks) && !is_null(ap.messages)) {
         key_name = "messages";
         arr = ap.messages;
@@ -404,7 +438,19 @@ int
 http_parse_ack(const char *body_text, size_t len, struct http_ack *out,
                struct http_error *err)
 {
-    int rc = parse(body_text, len, out, err);
+    int rc = parse(body_text, len, 0, out, err);
+
+    if (rc != 0)
+        http_ack_free(out);
+    return rc;
+}
+
+/* http_parse_pop_acks - see parse.h. */
+int
+http_parse_pop_acks(const char *body_text, size_t len, struct http_ack *out,
+                    struct http_error *err)
+{
+    int rc = parse(body_text, len, 1, out, err);
 
     if (rc != 0)
         http_ack_free(out);

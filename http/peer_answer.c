@@ -43,6 +43,9 @@ take_ack(struct json_object *e, struct http_peer_ack *a)
         a->outcome = dup_or_null(json_object_get_string(v), &rc);
     a->dropped = json_object_object_get_ex(e, "dropped", &v) &&
                  json_object_get_boolean(v);
+    if (json_object_object_get_ex(e, "count", &v) &&
+        json_object_is_type(v, json_type_int) && json_object_get_int64(v) > 0)
+        a->count = (uint32_t)json_object_get_int64(v);
     if (!json_object_object_get_ex(e, "replied", &v))
         return rc;
     a->replied = json_object_get_boolean(v) ? 1 : 0;

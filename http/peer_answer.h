@@ -23,10 +23,11 @@
 
 /* One entry of an ack's or extend's "results", as another node wrote it. */
 struct http_peer_ack {
-    char *outcome; /* "outcome" as text; NULL: absent or null */
-    int dropped;   /* "dropped" is true */
-    int replied;   /* "replied": -1 absent, 0 false, 1 true */
-    char *reason;  /* with replied 0: "reason" as JSON text ("null" when
+    char *outcome;  /* "outcome" as text; NULL: absent or null */
+    int dropped;    /* "dropped" is true */
+    uint32_t count; /* "count" (a cumulative ack's), 0 when absent */
+    int replied;    /* "replied": -1 absent, 0 false, 1 true */
+    char *reason;   /* with replied 0: "reason" as JSON text ("null" when
                       absent); else NULL */
 };
 

@@ -163,6 +163,13 @@ http_request_resume(struct http_request *req)
     MHD_resume_connection(req->conn);
 }
 
+/* http_request_replied - see request.h. */
+int
+http_request_replied(const struct http_request *req)
+{
+    return req->has_reply;
+}
+
 /* http_request_abort - the access handler will return MHD_NO. */
 void
 http_request_abort(struct http_request *req)

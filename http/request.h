@@ -79,6 +79,11 @@ void http_request_suspend(struct http_request *req);
  */
 void http_request_resume(struct http_request *req);
 
+/* http_request_replied - whether req has its reply set (a handler run
+ * again on a suspended request, forward.h, tells by it whether to resume
+ * it or whether the handler kept it waiting). */
+int http_request_replied(const struct http_request *req);
+
 /*
  * http_request_abort - close the connection without a reply (the client is
  * gone, e.g. EPOLLRDHUP on a parked request).  Resumes it if suspended; the

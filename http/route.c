@@ -2,11 +2,12 @@
  * route.c - the routing table of SPEC §2 and its matcher.
  *
  * Patterns are literal paths in which "{}" stands for one non-empty path
- * segment (the still percent-encoded parameter).  Every path has a single
- * method, so the Allow header of a 405 is that method; the reads that
- * change nothing also take HEAD (a health check's favourite: MHD sends the
- * headers alone).  A pop changes what it reads, so it takes GET only, and
- * so does a stream, whose answer never ends.
+ * segment (the still percent-encoded parameter).  Every path has one row,
+ * whose methods are the Allow header of a 405; the reads that change
+ * nothing also take HEAD (a health check's favourite: MHD sends the
+ * headers alone).  A pop changes what it reads, so it takes no HEAD: GET,
+ * or POST with its acks in the body (SPEC §14); a stream, whose answer
+ * never ends, takes GET only.
  * Every client-port path takes OPTIONS too, for a browser's preflight
  * (SPEC §11), which its handler answers before anything else.  No state.
  */
@@ -22,10 +23,11 @@ struct route_row {
 };
 
 #define GET_HEAD "GET, HEAD"
+#define GET_POST "GET, POST"
 
 static const struct route_row route_table[] = {
     {"POST", "/api/v1/ephemeral/push", HTTP_ROUTE_PUSH, 0},
-    {"GET", "/api/v1/ephemeral/pop", HTTP_ROUTE_POP, 0},
+    {GET_POST, "/api/v1/ephemeral/pop", HTTP_ROUTE_POP, 0},
     {"GET", "/api/v1/ephemeral/subscribe", HTTP_ROUTE_SUBSCRIBE, 0},
     {"POST", "/api/v1/ephemeral/ack", HTTP_ROUTE_ACK, 0},
     {"POST", "/api/v1/ephemeral/extend", HTTP_ROUTE_EXTEND, 0},
@@ -101,7 +103,24 @@ pattern_match(const char *pattern, const char *path, size_t n,
     return i == n;
 }
 
-/* http_route_match - first row whose pattern fits; its method decides. */
+/* listed - method is one of list's ("GET, HEAD"). */
+static int
+listed(const char *method, const char *list)
+{
+    size_t n = strlen(method);
+    const char *p = list;
+
+    for (;;) {
+        p += strspn(p, " ");
+        if (strncmp(p, method, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+        if ((p = strchr(p, ',')) == NULL)
+            return 0;
+        p++;
+    }
+}
+
+/* http_route_match - first row whose pattern fits; its methods decide. */
 void
 http_route_match(const char *method, const char *path, size_t path_len,
                  int cluster, struct http_route_match *m)
@@ -117,11 +136,8 @@ http_route_match(const char *method, const char *path, size_t path_len,
             continue;
         m->route = r->route;
         m->allow = r->method;
-        m->method_ok =
-            strcmp(method, r->method) == 0 ||
-            (strcmp(r->method, GET_HEAD) == 0 &&
-             (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) ||
-            (!cluster && strcmp(method, "OPTIONS") == 0);
+        m->method_ok = listed(method, r->method) ||
+                       (!cluster && strcmp(method, "OPTIONS") == 0);
         return;
     }
     m->param = NULL;

@@ -15,7 +15,7 @@
 enum http_route {
     HTTP_ROUTE_NONE = 0,     /* no such path: 404 not_found */
     HTTP_ROUTE_PUSH,         /* POST   /api/v1/ephemeral/push */
-    HTTP_ROUTE_POP,          /* GET    /api/v1/ephemeral/pop */
+    HTTP_ROUTE_POP,          /* GET, POST /api/v1/ephemeral/pop */
     HTTP_ROUTE_ACK,          /* POST   /api/v1/ephemeral/ack */
     HTTP_ROUTE_EXTEND,       /* POST   /api/v1/ephemeral/extend */
     HTTP_ROUTE_CONFIGURE,    /* POST   /api/v1/ephemeral/configure */

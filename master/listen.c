@@ -2,6 +2,11 @@
  * listen.c - bind the client (and cluster) listening sockets.
  *
  * Errors: -errno with a sentence in err naming the address.
+ *
+ * The client socket is made once and shared: the master keeps a copy to
+ * fork workers with, and each worker holds one (MHD_OPTION_LISTEN_SOCKET).
+ * Its accept queue lives as long as the last copy, so a stop has every
+ * process close its own (master_listen_stop here, the workers' drain).
  */
 #include "master/listen.h"
 
@@ -14,6 +19,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "shm/log.h"
 
 /* split_addr - "host:port" or "[v6]:port" into host and port strings. */
 static int
@@ -76,6 +83,16 @@ master_listen(const char *addr, char *err, size_t errlen)
 out:
     freeaddrinfo(res);
     return rc;
+}
+
+void
+master_listen_stop(int *fd)
+{
+    if (*fd < 0)
+        return;
+    if (close(*fd) == -1)
+        log_warn(errno, "close(client listening socket %d) failed", *fd);
+    *fd = -1;
 }
 
 int

@@ -15,6 +15,16 @@
  */
 int master_listen(const char *addr, char *err, size_t errlen);
 
+/*
+ * master_listen_stop - the drain begins: close the master's copy of the
+ * client listening socket and set *fd to -1 (a no-op when it is -1).  The
+ * socket closes once the last copy does, so the master's goes first, before
+ * the workers are told to stop: each worker takes what is queued on it and
+ * then closes its own (worker.c), and the kernel then refuses new
+ * connections at once instead of holding them in a queue nobody reads.
+ */
+void master_listen_stop(int *fd);
+
 /* master_listen_port - the port fd is bound to (reads back port 0). */
 int master_listen_port(int fd);
 

@@ -15,9 +15,10 @@
  * no lock, runs first.  What the master alone writes (the board, the
  * catalog: lock-free readers) takes no lock at all.
  *
- * Signals: TERM/INT drain (workers stop accepting, answer parked pops, finish
- * in-flight requests, exit; meanwhile the master answers new connections on
- * the client port 503 draining (drain_port.c); then the master hands over
+ * Signals: TERM/INT drain (the client port closes at once, so a new
+ * connection is refused, not held: the master closes its copy and each
+ * worker its own once it has taken what was queued; workers answer parked
+ * pops, finish in-flight requests and exit; then the master hands over
  * partitions and raft leadership and exits 0), QUIT stops at once,
  * HUP reopens logs, re-reads the settings that can change at run time and
  * the TLS certificates,
@@ -47,7 +48,6 @@
 #include "master/config.h"
 #include "master/configure.h"
 #include "master/daemon.h"
-#include "master/drain_port.h"
 #include "master/handover.h"
 #include "master/listen.h"
 #include "master/master.h"
@@ -471,10 +471,9 @@ reopen_logs(struct master *m)
     master_signal_workers(m, SIGUSR1);
 }
 
-/* on_signal - act on one signal read from the signalfd (ep: the loop's
- * epoll, for the drain port). */
+/* on_signal - act on one signal read from the signalfd. */
 static void
-on_signal(struct master *m, int ep, int sig, uint64_t now)
+on_signal(struct master *m, int sig, uint64_t now)
 {
     switch (sig) {
     case SIGCHLD:
@@ -489,12 +488,10 @@ on_signal(struct master *m, int ep, int sig, uint64_t now)
             master_notify_stopping();
             master_membership_publish(m);
             master_membership_heartbeat(m, now, 1); /* "leaving" */
+            /* Nothing is forked from now on: our copy of the client
+             * socket goes before the workers close theirs (listen.h). */
+            master_listen_stop(&m->ws.listen_fd);
             master_signal_workers(m, SIGTERM);
-            /* The workers stop accepting: from now on new connections
-             * are the master's to refuse, until it exits. */
-            if (master_drain_port_start(m, ep) != 0)
-                log_warn(0, "the drain port did not start: new connections "
-                            "wait unanswered until the node exits");
         }
         break;
     case SIGQUIT:
@@ -610,7 +607,6 @@ loop_timeout(struct master *m, uint64_t now)
     int others[] = {
         master_cluster_timeout_ms(m),
         master_cluster_client_timeout_ms(),
-        master_drain_port_timeout_ms(m),
     };
 
     if (t > MASTER_TICK_MS)
@@ -667,7 +663,7 @@ run(struct master *m, int ep, int sfd, int tfd)
             if (tag == MASTER_TAG_SIGNAL) {
                 struct signalfd_siginfo si;
                 while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-                    on_signal(m, ep, (int)si.ssi_signo, now);
+                    on_signal(m, (int)si.ssi_signo, now);
             } else if (tag == MASTER_TAG_TIMER) {
                 uint64_t ticks;
                 if (read(tfd, &ticks, sizeof(ticks)) > 0)
@@ -680,7 +676,6 @@ run(struct master *m, int ep, int sfd, int tfd)
             master_raft_tick(m, now);
         master_cluster_client_run();
         master_cluster_run(m);
-        master_drain_port_run(m);
         if (stopped(m, now))
             return;
     }
@@ -755,9 +750,6 @@ main(int argc, char **argv)
     watch(ep, tfd, MASTER_TAG_TIMER);
     start_node(&m, ep);
     run(&m, ep, sfd, tfd);
-    if (m.state != MASTER_STOPPING) /* QUIT: at once */
-        master_drain_port_finish(&m);
-    master_drain_port_stop(&m);
     master_cluster_stop(&m);
     master_cluster_client_stop();
     master_handover_stop();

@@ -3,8 +3,8 @@
  *
  * The master parses the configuration, creates the segment and the listening
  * socket, forks and supervises the workers, runs maintenance on the segment,
- * and drains on SIGTERM.  It serves client HTTP only during a drain, and
- * then only to refuse it (drain_port.c).
+ * and drains on SIGTERM.  It never serves the client port: on SIGTERM it
+ * closes its copy of that socket (listen.h).
  */
 #ifndef MAYFLY_MASTER_MASTER_H
 #define MAYFLY_MASTER_MASTER_H
@@ -31,7 +31,6 @@
 #define MASTER_TAG_SIGNAL  1u
 #define MASTER_TAG_TIMER   2u
 #define MASTER_TAG_CLUSTER 3u
-#define MASTER_TAG_DRAIN   4u /* the client port during a drain */
 #define MASTER_TAG_CLIENT  (1ull << 32)
 
 struct http_server;
@@ -72,7 +71,6 @@ struct master {
     struct master_members members;
     struct master_raft raft;
     struct http_server *cluster_srv; /* the cluster port */
-    struct http_server *drain_srv;   /* the client port during a drain */
     struct http_tls *cluster_tls;    /* the cluster port's certificate, or
                                         NULL (the client port's: ws.tls) */
 };

@@ -733,7 +733,10 @@ ack_count(struct shm_seg *seg, int w, const struct shm_ack *acks, uint32_t n)
     };
 
     for (uint32_t i = 0; i < n; i++)
-        shm_count(seg, w, ctr[acks[i].outcome], 1);
+        shm_count(seg, w, ctr[acks[i].outcome],
+                  acks[i].status == SHM_ACK_UPTO && acks[i].count > 0
+                      ? acks[i].count
+                      : 1);
 }
 
 /* Apply acks (extend when ext) of one partition under one lock. */

@@ -169,7 +169,13 @@ void shm_release(struct shm_seg *seg, int worker, struct shm_name queue,
 
 /* ---- ack, extend ------------------------------------------------------ */
 
-enum shm_ack_status { SHM_ACK_COMPLETED, SHM_ACK_FAILED, SHM_ACK_RETRY };
+enum shm_ack_status {
+    SHM_ACK_COMPLETED,
+    SHM_ACK_FAILED,
+    SHM_ACK_RETRY,
+    SHM_ACK_UPTO, /* cumulative (SPEC §14): completes every message of the
+                   * group leased in the partition up to seq, unfenced */
+};
 
 enum shm_outcome {
     SHM_OUT_ACKED,         /* completed */
@@ -192,6 +198,8 @@ struct shm_ack {
                         * here is SHM_OUT_STALE, not _UNKNOWN */
     uint32_t delay_ms; /* retry: redeliver after this long (SPEC §13);
                         * SHM_ACK_DELAY_QUEUE: the queue's retryDelayMs */
+    uint32_t count;    /* out, SHM_ACK_UPTO: messages it completed (none:
+                        * SHM_OUT_UNKNOWN) */
 };
 
 #define SHM_ACK_DELAY_QUEUE UINT32_MAX

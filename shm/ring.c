@@ -597,6 +597,11 @@ shm_ring_peek_locked(struct shm_ring_ctx *c, uint32_t gs)
     const struct shm_gs *s = shm_ring_gs(c->seg, gs);
     uint32_t limit = c->q->opts.retry_limit;
 
+    /* A pop finds nothing while a hand-over is on its way here
+     * (shm_ring_take_locked): neither does a peek, or a peer's watch would
+     * say ready to passes that take nothing, again and again. */
+    if (c->p->hold_until > c->now)
+        return 0;
     if (s->nready > 0)
         return 1;
     if (s->due <= c->now)
@@ -634,10 +639,37 @@ ring_lease_find(struct shm_ring_ctx *c, struct shm_gs *s, uint64_t seq,
     return 0;
 }
 
+/* Apply a cumulative ack to s: every lease of s out to a consumer (not
+ * one waiting for redelivery) up to a->seq completes, whatever attempts
+ * it went out with; how many in a->count. */
+static uint32_t
+ring_ack_upto(struct shm_ring_ctx *c, struct shm_gs *s, struct shm_ack *a)
+{
+    uint32_t prev = 0, l = s->lhead, n = 0;
+
+    while (l != 0) {
+        struct shm_lease *L = shm_ring_lease(c->seg, l);
+        uint32_t next = L->next;
+        if (L->seq > a->seq)
+            break;
+        if (L->state == SHM_LEASE_LEASED) {
+            ring_lease_remove(c, s, prev, l);
+            n++;
+        } else {
+            prev = l;
+        }
+        l = next;
+    }
+    a->count = n;
+    return n > 0 ? SHM_OUT_ACKED : SHM_OUT_UNKNOWN;
+}
+
 /* Apply one ack to s. */
 static uint32_t
-ring_ack_one(struct shm_ring_ctx *c, struct shm_gs *s, const struct shm_ack *a)
+ring_ack_one(struct shm_ring_ctx *c, struct shm_gs *s, struct shm_ack *a)
 {
+    if (a->status == SHM_ACK_UPTO)
+        return ring_ack_upto(c, s, a);
     uint32_t prev, l = ring_lease_find(c, s, a->seq, &prev);
 
     if (l == 0)

@@ -130,8 +130,10 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
             shm_ack(w->seg, w->set.slot, queue, ents[i].part, group, run, k,
                     now);
         for (uint32_t m = i, r = 0; m < j; m++) {
-            if (!ents[m].stale && !ents[m].unknown)
-                acks[ents[m].index].outcome = run[r++].outcome;
+            if (ents[m].stale || ents[m].unknown)
+                continue;
+            acks[ents[m].index].outcome = run[r].outcome;
+            acks[ents[m].index].count = run[r++].count;
         }
         i = j;
     }
@@ -177,6 +179,7 @@ struct ack_kind {
  * took them (ack_reply_send). */
 struct later {
     struct worker *w;
+    struct ack_then then;
     int where; /* ACK_ROUTE_HERE or _FAN */
     struct ack_routes rt;
     uint64_t *incs;
@@ -194,14 +197,14 @@ answer_later(void *arg, struct http_request *req)
 {
     struct later *l = arg;
 
-    if (req != NULL && l->where == ACK_ROUTE_HERE) {
-        ack_results_reply(req, l->ids, l->stride, l->hold.acks, l->n,
-                          (const char *const *)l->extra);
-        http_request_resume(req);
-    } else if (req != NULL) {
+    if (req == NULL)
+        l->then.fn(l->then.arg, NULL, NULL, 0, NULL, 0, NULL);
+    else if (l->where == ACK_ROUTE_HERE)
+        l->then.fn(l->then.arg, req, l->ids, l->stride, l->hold.acks, l->n,
+                   (const char *const *)l->extra);
+    else
         ack_route_fan(l->w, req, &l->rt, l->incs, l->ids, l->stride, l->n,
-                      &l->hold, (const char *const *)l->extra);
-    }
+                      &l->hold, (const char *const *)l->extra, &l->then);
     if (!l->hold.taken) {
         l->hold.free_parse(l->hold.parse);
         free(l->hold.acks);
@@ -217,14 +220,14 @@ static int
 answer_after(struct worker *w, struct http_request *req, int where,
              const struct ack_routes *rt, uint64_t **incs, const char ***extra,
              const struct ack_body *b, struct ack_hold *hold,
-             struct ack_reply_out *out)
+             struct ack_reply_out *out, const struct ack_then *then)
 {
     struct later *l = malloc(sizeof(*l));
 
     if (l == NULL)
         return -ENOMEM;
-    *l = (struct later){w,      where,     *rt,  *incs, *extra,
-                        b->ids, b->stride, b->n, *hold};
+    *l = (struct later){w,      *then,  where,     *rt,  *incs,
+                        *extra, b->ids, b->stride, b->n, *hold};
     hold->taken = 1;
     *incs = NULL;
     *extra = NULL;
@@ -260,15 +263,17 @@ permitted(struct worker *w, struct http_request *req, const struct ack_kind *k,
 }
 
 /*
- * settle - the part ack and extend share: names, ids, apply, answer.
- * hold->acks holds each entry's attempts and status or seconds.  When
- * entries go to other nodes, the routing takes hold (the parse the ids
- * point into, and acks) and frees it with the request; else it stays the
- * caller's.
+ * settle - the part ack and extend share: names, ids, apply, then (which
+ * answers, or pops next).  hold->acks holds each entry's attempts and
+ * status or seconds.  When entries go to other nodes, the routing takes
+ * hold (the parse the ids point into, and acks) and frees it with the
+ * request; else it stays the caller's.  An ack of one other node's ids
+ * goes there whole, unless then->target says its body is a pop's.
  */
 static void
 settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
-       const struct ack_body *given, struct ack_hold *hold)
+       const struct ack_body *given, struct ack_hold *hold,
+       const struct ack_then *then)
 {
     struct worker_qname in;
     struct ack_body inside = *given; /* the queue by its internal name */
@@ -285,6 +290,7 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
     /* Memory first: nothing may be applied unless all of it can be. */
     if (ents == NULL || run == NULL || incs == NULL) {
         http_reply_errno(req, -ENOMEM, k->field);
+        then->fn(then->arg, NULL, NULL, 0, NULL, 0, NULL);
     } else if (http_reply_name_ok(req, "queue", b->queue.ptr, b->queue.len) &&
                (b->group == NULL ||
                 http_reply_name_ok(req, "group", b->group->ptr,
@@ -297,8 +303,9 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
         resolve(w, b->ids, b->stride, n, ents, acks, incs);
         int where = ack_route_plan(w, req, incs, n, &rt);
 
-        if (where == ACK_ROUTE_ONE) {
+        if (where == ACK_ROUTE_ONE && then->target == NULL) {
             worker_forward_to(w, req, rt.m[0].id, rt.m[0].addr, 0);
+            then->fn(then->arg, NULL, NULL, 0, NULL, 0, NULL);
         } else {
             /* replyTos are read before the entries apply (which frees
              * them); the replies go after, for the entries that ended the
@@ -312,15 +319,17 @@ settle(struct worker *w, struct http_request *req, const struct ack_kind *k,
             if (to != NULL)
                 k->deliver(w, hold->parse, acks, to, extra, &out);
             if (out != NULL && answer_after(w, req, where, &rt, &incs, &extra,
-                                            b, hold, out) == 0)
+                                            b, hold, out, then) == 0)
                 out = NULL;
             else if (where == ACK_ROUTE_HERE)
-                ack_results_reply(req, b->ids, b->stride, acks, n,
-                                  (const char *const *)extra);
+                then->fn(then->arg, req, b->ids, b->stride, acks, n,
+                         (const char *const *)extra);
             else
                 ack_route_fan(w, req, &rt, incs, b->ids, b->stride, n, hold,
-                              (const char *const *)extra);
+                              (const char *const *)extra, then);
         }
+    } else {
+        then->fn(then->arg, NULL, NULL, 0, NULL, 0, NULL); /* answered */
     }
     ack_reply_free(out); /* not sent: no memory to wait for them */
     for (uint32_t i = 0; to != NULL && i < n; i++)
@@ -343,6 +352,20 @@ release(struct ack_hold *h)
     free(h->acks);
 }
 
+/* answer - the ack route's then: each entry's outcome, in request
+ * order. */
+static void
+answer(void *arg, struct http_request *req, const struct http_str *ids,
+       size_t stride, const struct shm_ack *acks, uint32_t n,
+       const char *const *extra)
+{
+    (void)arg;
+    if (req == NULL)
+        return;
+    ack_results_reply(req, ids, stride, acks, n, extra);
+    http_request_resume(req); /* suspended when it waited on others */
+}
+
 /* ack_or_extend - parse req's body as k says, give each entry its
  * attempts and status or seconds, and settle. */
 static void
@@ -355,6 +378,7 @@ ack_or_extend(struct worker *w, struct http_request *req,
     size_t len;
     const char *body = http_request_body(req, &len);
     struct ack_hold h = {.free_parse = k->free_parse};
+    static const struct ack_then then = {answer, NULL, NULL};
 
     if (parse == NULL) {
         http_reply_errno(req, -ENOMEM, k->name);
@@ -371,7 +395,7 @@ ack_or_extend(struct worker *w, struct http_request *req,
         http_reply_errno(req, -ENOMEM, k->name);
     } else {
         k->fill(parse, h.acks);
-        settle(w, req, k, &b, &h);
+        settle(w, req, k, &b, &h, &then);
     }
     release(&h);
 }
@@ -461,9 +485,10 @@ fill_ack(const void *parse, struct shm_ack *acks)
     for (uint32_t i = 0; i < a->n; i++) {
         const struct http_ack_entry *e = &a->entries[i];
         acks[i].attempts = e->has_attempts ? e->attempts : 0;
-        acks[i].status = e->status == HTTP_ACK_COMPLETED ? SHM_ACK_COMPLETED
-                         : e->status == HTTP_ACK_RETRY   ? SHM_ACK_RETRY
-                                                         : SHM_ACK_FAILED;
+        acks[i].status = e->upto                           ? SHM_ACK_UPTO
+                         : e->status == HTTP_ACK_COMPLETED ? SHM_ACK_COMPLETED
+                         : e->status == HTTP_ACK_RETRY     ? SHM_ACK_RETRY
+                                                           : SHM_ACK_FAILED;
         acks[i].delay_ms = e->has_delay ? e->delay_ms : SHM_ACK_DELAY_QUEUE;
     }
 }
@@ -540,6 +565,27 @@ void
 worker_ack(struct worker *w, struct http_request *req)
 {
     ack_or_extend(w, req, &ack_kind);
+}
+
+/* worker_ack_pop - see ack.h. */
+void
+worker_ack_pop(struct worker *w, struct http_request *req, struct http_ack *a,
+               const struct ack_then *then)
+{
+    struct ack_hold h = {.free_parse = free_ack, .parse = a};
+    struct ack_body b = {a->queue, a->has_group ? &a->group : NULL,
+                         a->n ? &a->entries[0].id : NULL, sizeof(a->entries[0]),
+                         a->n};
+
+    h.acks = calloc(a->n ? a->n : 1, sizeof(*h.acks));
+    if (h.acks == NULL) {
+        http_reply_errno(req, -ENOMEM, "acks");
+        then->fn(then->arg, NULL, NULL, 0, NULL, 0, NULL);
+    } else {
+        fill_ack(a, h.acks);
+        settle(w, req, &ack_kind, &b, &h, then);
+    }
+    release(&h);
 }
 
 /* worker_extend - see ack.h. */

@@ -3,6 +3,7 @@
  */
 #include "worker/ack_results.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "http/buf.h"
@@ -35,17 +36,20 @@ outcome_text(uint32_t o)
 /* The longest outcome_text(). */
 #define OUTCOME_MAX sizeof(",\"outcome\":\"acked\",\"dropped\":true}")
 
+/* The longest ",\"count\":N" a cumulative ack adds. */
+#define COUNT_MAX (sizeof(",\"count\":") + HTTP_PUT_U64_MAX)
+
 /*
- * ack_results_reply - see ack_results.h.  The answer is sized first (each
+ * ack_results_format - see ack_results.h.  The answer is sized first (each
  * id's escaped length) so that it is reserved once.
  */
-void
-ack_results_reply(struct http_request *req, const struct http_str *ids,
-                  size_t stride, const struct shm_ack *acks, uint32_t n,
-                  const char *const *extra)
+int
+ack_results_format(struct http_buf *b, const struct http_str *ids,
+                   size_t stride, const struct shm_ack *acks, uint32_t n,
+                   const char *const *extra)
 {
-    static const char head[] = "{\"results\":[", id_key[] = "{\"id\":\"";
-    struct http_buf b = {0};
+    static const char head[] = "{\"results\":[", id_key[] = "{\"id\":\"",
+                      count_key[] = ",\"count\":";
     size_t need = sizeof(head) + 2;
     char *o;
 
@@ -53,15 +57,13 @@ ack_results_reply(struct http_request *req, const struct http_str *ids,
         const struct http_str *id =
             (const struct http_str *)((const char *)ids + i * stride);
         need += sizeof(id_key) + 2 + http_json_esc_len(id->ptr, id->len) +
-                OUTCOME_MAX;
+                OUTCOME_MAX + COUNT_MAX;
         if (extra != NULL && extra[i] != NULL)
             need += strlen(extra[i]);
     }
-    if (http_buf_reserve(&b, need) != 0) {
-        http_reply(req, 200, &b); /* oom: answered 500 */
-        return;
-    }
-    o = http_buf_tail(&b);
+    if (http_buf_reserve(b, need) != 0)
+        return -ENOMEM;
+    o = http_buf_tail(b);
     memcpy(o, head, sizeof(head) - 1);
     o += sizeof(head) - 1;
     for (uint32_t i = 0; i < n; i++) {
@@ -75,22 +77,35 @@ ack_results_reply(struct http_request *req, const struct http_str *ids,
         memcpy(o, id_key, sizeof(id_key) - 1);
         o = http_put_json_esc(o + sizeof(id_key) - 1, id->ptr, id->len);
         *o++ = '"';
+        /* before the object's closing brace: the count, then extra */
+        memcpy(o, text, tlen - 1);
+        o += tlen - 1;
+        if (acks[i].status == SHM_ACK_UPTO) {
+            memcpy(o, count_key, sizeof(count_key) - 1);
+            o = http_put_u64(o + sizeof(count_key) - 1, acks[i].count);
+        }
         if (extra != NULL && extra[i] != NULL) {
-            /* before the object's closing brace */
-            memcpy(o, text, tlen - 1);
-            o += tlen - 1;
             memcpy(o, extra[i], strlen(extra[i]));
             o += strlen(extra[i]);
-            *o++ = '}';
-            continue;
         }
-        memcpy(o, text, tlen);
-        o += tlen;
+        *o++ = '}';
     }
     *o++ = ']';
     *o++ = '}';
-    http_buf_commit(&b, o);
-    http_reply(req, 200, &b);
+    http_buf_commit(b, o);
+    return 0;
+}
+
+/* ack_results_reply - see ack_results.h. */
+void
+ack_results_reply(struct http_request *req, const struct http_str *ids,
+                  size_t stride, const struct shm_ack *acks, uint32_t n,
+                  const char *const *extra)
+{
+    struct http_buf b = {0};
+
+    ack_results_format(&b, ids, stride, acks, n, extra);
+    http_reply(req, 200, &b); /* oom: answered 500 */
 }
 
 /* ack_results_outcome - see ack_results.h. */

@@ -11,9 +11,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct http_buf;
 struct http_request;
 struct http_str;
 struct shm_ack;
+
+/*
+ * ack_results_format - what ack_results_reply answers, appended to b (a
+ * cumulative entry's says its "count").  0, or -ENOMEM with b oom.
+ */
+int ack_results_format(struct http_buf *b, const struct http_str *ids,
+                       size_t stride, const struct shm_ack *acks, uint32_t n,
+                       const char *const *extra);
 
 /*
  * ack_results_reply - answer req 200 with each entry's id and outcome:

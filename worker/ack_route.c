@@ -46,10 +46,12 @@ ack_route_plan(struct worker *w, struct http_request *req, const uint64_t *incs,
         int named = 0;
 
         /* A leaving member answers 503 draining and its ids go stale with
-         * the hand-over: they are stale here at once. */
+         * the hand-over: they are stale here at once.  So are those of one
+         * that told us so itself before its master's word came (view.h). */
         if (mb->self || mb->state == SHM_MEMBER_DEAD ||
             mb->state == SHM_MEMBER_LEAVING || mb->incarnation == 0 ||
-            worker_addr_unusable(mb->addr, own))
+            worker_addr_unusable(mb->addr, own) ||
+            worker_view_gone(w, mb->id, mb->incarnation))
             continue;
         for (uint32_t i = 0; i < n && !named; i++)
             named = incs[i] == mb->incarnation;
@@ -75,6 +77,7 @@ struct fan {
     size_t stride;
     uint32_t n;
     uint64_t *incs;
+    struct ack_then then;
     const char **extra; /* each entry's additions; NULL: none yet */
     char **own;         /* those taken from other nodes' answers */
     int waiting;
@@ -86,13 +89,10 @@ struct fan {
     } peer[SHM_BOARD_MEMBERS];
 };
 
-/* fan_done - the request ended: drop calls still out, free the rest. */
+/* fan_free - drop calls still out, free the rest. */
 static void
-fan_done(void *arg, int sent_ok)
+fan_free(struct fan *f)
 {
-    struct fan *f = arg;
-
-    (void)sent_ok;
     for (int k = 0; k < f->rt.n; k++)
         if (f->peer[k].pending)
             http_client_cancel(f->w->client, &f->peer[k]);
@@ -104,6 +104,17 @@ fan_done(void *arg, int sent_ok)
     free(f->extra);
     free(f->incs);
     free(f);
+}
+
+/* fan_done - the request ended before the outcomes were all in. */
+static void
+fan_done(void *arg, int sent_ok)
+{
+    struct fan *f = arg;
+
+    (void)sent_ok;
+    f->then.fn(f->then.arg, NULL, NULL, 0, NULL, 0, NULL);
+    fan_free(f);
 }
 
 /* take_replied - what entry i of another node's answer says of its reply
@@ -149,6 +160,7 @@ take_outcomes(struct fan *f, int k, const struct http_client_resp *r)
             rc = -1;
         else
             f->hold.acks[i].outcome = (uint32_t)o;
+        f->hold.acks[i].count = a.e[i].count;
         take_replied(f, i, &a.e[i]);
     }
     http_peer_acks_free(&a);
@@ -156,7 +168,11 @@ take_outcomes(struct fan *f, int k, const struct http_client_resp *r)
 }
 
 /* peer_answered - one member's answer came (or not); the last one lets
- * the request answer. */
+ * the request answer.  A member that stops (it answers 503 draining, or
+ * its port refuses the connection) applied nothing and never will: its
+ * entries keep the outcome this node gave them, stale, as they would
+ * once the board shows it leaving (the hand-over brings those messages
+ * back under new ids). */
 static void
 peer_answered(void *arg, struct http_client_resp *r)
 {
@@ -164,7 +180,13 @@ peer_answered(void *arg, struct http_client_resp *r)
     struct fan *f = p->f;
 
     p->pending = 0;
-    if (take_outcomes(f, p->k, r) != 0) {
+    if (worker_forward_gone(r)) {
+        worker_view_mark_gone(f->w, f->rt.m[p->k].id);
+        log_debug(0,
+                  "ack forwarded to node %s: it stops (%s); its entries "
+                  "are stale",
+                  f->rt.m[p->k].id, r->err ? r->error : "503 draining");
+    } else if (take_outcomes(f, p->k, r) != 0) {
         shm_count(f->w->seg, f->w->set.slot, SHM_C_FORWARD_FAILED, 1);
         log_info(0, "ack forwarded to node %s failed: %s (status %u)",
                  f->rt.m[p->k].id, r->err ? r->error : "bad answer", r->status);
@@ -174,16 +196,21 @@ peer_answered(void *arg, struct http_client_resp *r)
     }
     if (--f->waiting > 0)
         return;
-    if (f->failed[0])
+    /* the fan goes now, whatever then does with the request next */
+    http_request_on_done(f->req, NULL, NULL);
+    if (f->failed[0]) {
         http_reply_error(f->req, 503, "ephemeral_forward_failed",
                          "node '%s', which delivered some of these messages, "
                          "did not answer; the entries of this node were "
                          "applied; retry",
                          f->failed);
-    else
-        ack_results_reply(f->req, f->ids, f->stride, f->hold.acks, f->n,
-                          (const char *const *)f->extra);
-    http_request_resume(f->req);
+        http_request_resume(f->req);
+        f->then.fn(f->then.arg, NULL, NULL, 0, NULL, 0, NULL);
+    } else {
+        f->then.fn(f->then.arg, f->req, f->ids, f->stride, f->hold.acks, f->n,
+                   (const char *const *)f->extra);
+    }
+    fan_free(f);
 }
 
 /* ack_route_fan - see ack_route.h. */
@@ -191,7 +218,8 @@ void
 ack_route_fan(struct worker *w, struct http_request *req,
               const struct ack_routes *rt, const uint64_t *incs,
               const struct http_str *ids, size_t stride, uint32_t n,
-              struct ack_hold *hold, const char *const *extra)
+              struct ack_hold *hold, const char *const *extra,
+              const struct ack_then *then)
 {
     struct fan *f = calloc(1, sizeof(*f));
     char *authz = NULL;
@@ -208,6 +236,7 @@ ack_route_fan(struct worker *w, struct http_request *req,
         free(authz);
         http_reply_errno(req, -ENOMEM, "ack");
         http_request_resume(req); /* suspended when replies went first */
+        then->fn(then->arg, NULL, NULL, 0, NULL, 0, NULL);
         return;
     }
     memcpy(f->incs, incs, n * sizeof(*incs));
@@ -215,6 +244,7 @@ ack_route_fan(struct worker *w, struct http_request *req,
         memcpy(f->extra, extra, n * sizeof(*extra));
     f->w = w;
     f->req = req;
+    f->then = *then;
     f->rt = *rt;
     f->hold = *hold;
     f->ids = ids;
@@ -227,7 +257,7 @@ ack_route_fan(struct worker *w, struct http_request *req,
             .method = "POST",
             .port = HTTP_CLIENT_PEER,
             .addr = rt->m[k].addr,
-            .target = http_request_uri(req),
+            .target = then->target ? then->target : http_request_uri(req),
             .headers = headers,
             .nheaders = authz ? 3 : 2,
             .body = body,

@@ -47,6 +47,22 @@ struct ack_hold {
     int taken;            /* the fan frees both, with the request */
 };
 
+/*
+ * What runs once an ack's entries have their outcomes: the ack route
+ * answers them; a pop that carries acks (SPEC §14) pops next.  fn runs
+ * exactly once, with req NULL when req was answered otherwise (an error,
+ * a node that did not answer) or its client left: then it only frees arg.
+ * A pop's entries of other nodes go to target, the ack route's path (NULL:
+ * the request's own, whose whole body goes along).
+ */
+struct ack_then {
+    void (*fn)(void *arg, struct http_request *req, const struct http_str *ids,
+               size_t stride, const struct shm_ack *acks, uint32_t n,
+               const char *const *extra);
+    void *arg;
+    const char *target;
+};
+
 /* ack_route_plan - where the entries whose incarnations are incs go. */
 enum ack_route ack_route_plan(struct worker *w, struct http_request *req,
                               const uint64_t *incs, uint32_t n,
@@ -55,7 +71,7 @@ enum ack_route ack_route_plan(struct worker *w, struct http_request *req,
 /*
  * ack_route_fan - after this node applied its entries (acks[] hold their
  * outcomes), send the request to every member in rt, take each entry's
- * outcome from the answer of the node its id names, and answer.  Takes
+ * outcome from the answer of the node its id names, and run then.  Takes
  * hold; a member that does not answer fails the request (503
  * ephemeral_forward_failed, naming it): its entries' fate is unknown.
  * extra (NULL, or what each entry of this node adds: see ack_results.h)
@@ -65,6 +81,7 @@ enum ack_route ack_route_plan(struct worker *w, struct http_request *req,
 void ack_route_fan(struct worker *w, struct http_request *req,
                    const struct ack_routes *rt, const uint64_t *incs,
                    const struct http_str *ids, size_t stride, uint32_t n,
-                   struct ack_hold *hold, const char *const *extra);
+                   struct ack_hold *hold, const char *const *extra,
+                   const struct ack_then *then);
 
 #endif

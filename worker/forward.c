@@ -1,5 +1,18 @@
 /*
  * forward.c - see forward.h.
+ *
+ * A forward is out (pending: its call to the owner not answered yet), then
+ * either relays the owner's answer or, when the owner applied nothing and
+ * time is left, waits as a parked call (parked.h: no wake handle, its
+ * client's socket watched) until it is served again (again()): at once
+ * when the board changes so that the old owner is no longer live (on_moved),
+ * else when its backoff ends (5, 10, 20 ... ms, BACKOFF_MAX_MS at most: a
+ * wait, never a spin), which routes it afresh by the board, to the same
+ * owner while it is still listed live.  Serving it again runs the route's
+ * handler on the same request, which makes a new forward or serves it
+ * here; the old one is freed.  While the handler runs, the request's
+ * deadlines and its tries so far are in `redo`, which start() and
+ * worker_forward_wait_left() read, so they do not start over.
  */
 #include "worker/forward.h"
 
@@ -10,6 +23,7 @@
 
 #include "http/buf.h"
 #include "http/client.h"
+#include "http/peer_answer.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/log.h"
@@ -17,20 +31,56 @@
 #include "shm/stats.h"
 #include "worker/authz.h"
 #include "worker/conn.h"
+#include "worker/parked.h"
 #include "worker/view.h"
 #include "worker/worker_int.h"
 
+#define RETRY_MIN_MS   100 /* less time left than this: not tried again */
+#define BACKOFF_MIN_MS 5   /* the first wait before another try */
+#define BACKOFF_MAX_MS 100 /* the waits double up to this */
+
+/* Why the owner's answer may be followed by another try. */
+enum again {
+    AGAIN_NO,    /* relay it */
+    AGAIN_GONE,  /* 503 draining, or refused: the owner serves no more */
+    AGAIN_MOVED, /* 503 owner_moved: the views differ for now */
+};
+
 /* A request on its way to the owner; lives as long as the client's
- * request (freed from its on_done). */
+ * request (freed from its on_done), or until it is served again. */
 struct forward {
+    struct park park; /* while it waits to be served again */
     struct worker *w;
     struct http_request *req;
-    int pending; /* the owner has not answered yet */
-    int fd;      /* the client's socket, watched for hang-ups; -1: not */
+    int pending;       /* the owner has not answered yet */
+    int fd;            /* the client's socket, watched for hang-ups; -1: not */
+    int by_id;         /* routed by an id's node (worker_forward_to) */
+    uint64_t wait_end; /* a long poll's end (shm_now_ms()); 0: not one */
+    uint64_t deadline; /* no try starts after this */
+    uint64_t give_up;  /* a wait to try again ends by this */
+    uint64_t moved_since; /* the first owner_moved answer; 0: none */
+    unsigned tries;       /* owners' answers that led to another try */
+    enum again why;       /* what the owner answered, while parked */
+    unsigned status;      /* that answer, relayed if no try follows */
+    long retry_after_s;
+    struct http_buf body;
+    int err;
+    char error[128];
     char owner[SHM_BOARD_ID_MAX];
     size_t qlen;  /* a long poll's queue name; 0: not a long poll */
     char names[]; /* the queue's (what an empty answer names) */
 };
+
+#define FORWARD_OF(p) ((struct forward *)(void *)(p))
+
+/* The request whose handler runs again now, and its deadlines. */
+static struct {
+    const struct http_request *req;
+    uint64_t wait_end, deadline, moved_since;
+    unsigned tries;
+} redo;
+
+static const struct park_ops waiting;
 
 /* unwatch - the client's socket no longer names f. */
 static void
@@ -43,6 +93,14 @@ unwatch(struct forward *f)
     f->fd = -1;
 }
 
+/* forward_free - f and what it kept of an answer. */
+static void
+forward_free(struct forward *f)
+{
+    http_buf_free(&f->body);
+    free(f);
+}
+
 /* forward_done - the client's request ended: a call still out is dropped
  * (the owner sees its connection close, as a client's own hang-up). */
 static void
@@ -52,9 +110,10 @@ forward_done(void *arg, int sent_ok)
 
     (void)sent_ok;
     unwatch(f);
+    worker_unpark(f->w, &f->park);
     if (f->pending)
         http_client_cancel(f->w->client, f);
-    free(f);
+    forward_free(f);
 }
 
 /* worker_forward_hangup - see forward.h. */
@@ -86,42 +145,309 @@ worker_forward_drain(struct worker *w)
     }
 }
 
-/* owner_gone - whether the node the long poll f waits at is no longer a
- * live member (dead, hung, leaving).  A live one that lost the partition
- * lets its own parked pop go (worker_pop_moved) and that answer is relayed:
- * cancelling the call could drop an answer already on its way, and with
- * autoAck the message in it. */
+/* owner_gone - whether node id is no longer a live member (dead, hung,
+ * leaving) as the board has it now. */
 static int
-owner_gone(const struct worker *w, const struct forward *f)
+owner_gone(struct worker *w, const char *id)
 {
+    shm_owners_refresh(&w->owners, w->seg->board);
     for (int i = 0; i < w->owners.n; i++)
-        if (strcmp(w->owners.m[i].id, f->owner) == 0)
+        if (strcmp(w->owners.m[i].id, id) == 0)
             return 0;
     return 1;
 }
 
-/* let_go - answer the long poll f as a parked pop whose partition moved is
- * answered: empty, so that its client asks again and reaches the owner.
- * The call to the old owner is dropped: should it resume, it sees the
- * connection closed and leases nothing for it, as after a hang-up. */
+/* answer_empty - the long poll f's answer when its time is up: empty. */
 static void
-let_go(struct forward *f)
+answer_empty(struct forward *f)
 {
-    struct worker *w = f->w;
     struct http_buf b = {0};
-
-    unwatch(f);
-    http_client_cancel(w->client, f);
-    f->pending = 0;
-    shm_count(w->seg, w->set.slot, SHM_C_FORWARD_OWNER_MOVED, 1);
     struct shm_name shown =
         worker_client_name((struct shm_name){f->names, f->qlen});
+
     http_buf_append_str(&b, "{\"queue\":");
     http_buf_append_json_str(&b, shown.ptr, shown.len);
     http_buf_append_str(&b, ",\"messages\":[]}");
     http_reply(f->req, 200, &b);
+}
+
+/*
+ * again - serve f's request once more: its route's handler routes it
+ * afresh (to the partition's owner now, or here), with the deadlines f
+ * had; f is freed.  A long poll whose time is up is answered empty (it
+ * waited its whole timeout).  The request stays suspended if the handler
+ * left it waiting (a new forward, a parked pop), else it is resumed.
+ */
+static void
+again(struct forward *f)
+{
+    struct worker *w = f->w;
+    struct http_request *req = f->req;
+
+    unwatch(f);
+    worker_unpark(w, &f->park);
+    if (f->pending) {
+        http_client_cancel(w->client, f);
+        f->pending = 0;
+    }
+    if (f->wait_end != 0 && shm_now_ms() >= f->wait_end) {
+        answer_empty(f);
+        http_request_resume(req); /* forward_done frees f */
+        return;
+    }
+    http_request_on_done(req, NULL, NULL);
+    redo.req = req;
+    redo.wait_end = f->wait_end;
+    redo.deadline = f->deadline;
+    redo.moved_since = f->moved_since;
+    redo.tries = f->tries;
+    forward_free(f);
+    w->redispatch(w, req);
+    redo.req = NULL;
+    if (http_request_replied(req))
+        http_request_resume(req);
+}
+
+/* relay_failed - the call did not come back with an answer (err). */
+static void
+relay_failed(struct forward *f, int err, const char *error)
+{
+    shm_count(f->w->seg, f->w->set.slot, SHM_C_FORWARD_FAILED, 1);
+    log_info(0, "forward to node %s failed: %s", f->owner, error);
+    /* Refused: nothing reached the owner.  Otherwise the request may have
+     * been applied before the answer was lost: say so. */
+    if (err == -ECONNREFUSED)
+        http_reply_error(f->req, 503, "ephemeral_forward_failed",
+                         "the partition's owner, node '%s', could not be "
+                         "reached (%s); nothing was applied; retry",
+                         f->owner, error);
+    else
+        http_reply_error(f->req, 503, "ephemeral_forward_failed",
+                         "the partition's owner, node '%s', did not answer "
+                         "(%s); it may have applied the request before "
+                         "that, so a retried push can be stored twice",
+                         f->owner, error);
+}
+
+/* relay_kept - no other try: the owner's answer f kept goes to the
+ * client after all. */
+static void
+relay_kept(struct forward *f)
+{
+    struct worker *w = f->w;
+
+    worker_unpark(w, &f->park);
+    if (f->err != 0) {
+        relay_failed(f, f->err, f->error);
+    } else {
+        char ra[24];
+        if (f->retry_after_s > 0) {
+            snprintf(ra, sizeof(ra), "%ld", f->retry_after_s);
+            http_reply_header(f->req, "Retry-After", ra);
+        }
+        http_reply(f->req, f->status, &f->body);
+    }
     http_request_resume(f->req);
 }
+
+/* classify - whether the owner's answer r leaves room for another try. */
+static enum again
+classify(const struct http_client_resp *r)
+{
+    if (worker_forward_gone(r))
+        return AGAIN_GONE;
+    if (r->err == 0 && r->status == 503 &&
+        http_peer_error_is(r->body.data, r->body.len, "owner_moved"))
+        return AGAIN_MOVED;
+    return AGAIN_NO;
+}
+
+/* backoff - how long f waits before its next try: 5, 10, 20 ... ms up
+ * to BACKOFF_MAX_MS, by the tries it had. */
+static uint64_t
+backoff(const struct forward *f)
+{
+    unsigned n = f->tries > 0 ? f->tries - 1 : 0;
+
+    return n >= 5 ? BACKOFF_MAX_MS
+                  : (BACKOFF_MIN_MS << n < BACKOFF_MAX_MS ? BACKOFF_MIN_MS << n
+                                                          : BACKOFF_MAX_MS);
+}
+
+/* look - f's wait ended: a long poll whose time is up is answered empty
+ * (again() does), one past give_up gets the owner's answer it kept;
+ * otherwise it is tried again, routed by the board as it is now. */
+static void
+look(struct forward *f)
+{
+    uint64_t now = shm_now_ms();
+
+    if ((f->wait_end != 0 && now >= f->wait_end) ||
+        (f->why == AGAIN_GONE && owner_gone(f->w, f->owner))) {
+        again(f);
+    } else if (now >= f->give_up) {
+        log_info(0,
+                 "forward to node %s: no other owner could take it in time; "
+                 "its answer goes to the client",
+                 f->owner);
+        relay_kept(f);
+    } else {
+        again(f);
+    }
+}
+
+/* hold - the owner applied nothing (why): keep its answer r and wait,
+ * parked, to serve f again: its backoff, cut short by give_up (the
+ * request's deadline, or FORWARD_MOVED_WAIT_MS after the first
+ * owner_moved) and by a long poll's end.  0; -1 when f cannot wait (the
+ * request is not answered then). */
+static int
+hold(struct forward *f, enum again why, struct http_client_resp *r)
+{
+    struct worker *w = f->w;
+    uint64_t now = shm_now_ms();
+
+    f->why = why;
+    f->tries++;
+    f->status = r->status;
+    f->retry_after_s = r->retry_after_s;
+    f->err = r->err;
+    snprintf(f->error, sizeof(f->error), "%s", r->error ? r->error : "");
+    http_buf_free(&f->body);
+    f->body = r->body;
+    r->body = (struct http_buf){0};
+    f->give_up = f->deadline;
+    if (why == AGAIN_MOVED) {
+        if (f->moved_since == 0)
+            f->moved_since = now;
+        if (f->moved_since + FORWARD_MOVED_WAIT_MS < f->give_up)
+            f->give_up = f->moved_since + FORWARD_MOVED_WAIT_MS;
+    }
+    f->park.deadline = now + backoff(f);
+    if (f->park.deadline > f->give_up)
+        f->park.deadline = f->give_up;
+    if (f->wait_end != 0 && f->park.deadline > f->wait_end)
+        f->park.deadline = f->wait_end;
+    f->park.ops = &waiting;
+    f->park.req = f->req;
+    f->park.fd = -1;
+    return worker_park(w, &f->park) == 0 ? 0 : -1;
+}
+
+/* answered - relay the owner's answer, or say it did not come; or, when
+ * the owner applied nothing and time is left, serve the request again. */
+static void
+answered(void *arg, struct http_client_resp *r)
+{
+    struct forward *f = arg;
+    struct worker *w = f->w;
+    enum again why = classify(r);
+    uint64_t now = shm_now_ms();
+
+    f->pending = 0;
+    unwatch(f);
+    if (why != AGAIN_NO && !w->draining && now + RETRY_MIN_MS < f->deadline &&
+        w->redispatch != NULL) {
+        log_debug(0, "forward to node %s: %s; served again", f->owner,
+                  r->err              ? r->error
+                  : why == AGAIN_GONE ? "503 draining"
+                                      : "503 owner_moved");
+        if (why == AGAIN_GONE && f->by_id) {
+            /* its ids are stale from now on (ack_route.h) */
+            worker_view_mark_gone(w, f->owner);
+            again(f);
+            return;
+        }
+        if (hold(f, why, r) != 0) {
+            relay_kept(f);
+            return;
+        }
+        if (why == AGAIN_GONE && owner_gone(w, f->owner))
+            again(f); /* the board says so already */
+        return;
+    }
+    if (r->err != 0) {
+        relay_failed(f, r->err, r->error);
+    } else {
+        shm_count(w->seg, w->set.slot, SHM_C_FORWARD_OK, 1);
+        worker_forward_relay_headers(f->req, r);
+        http_reply(f->req, r->status, &r->body);
+    }
+    http_request_resume(f->req);
+}
+
+/* The parked events of a forward waiting to be served again. */
+
+/* on_wake - it waits on no handle; a wake of all finds nothing for it. */
+static int
+fw_on_wake(struct park *p, uint64_t handle, const struct park *empty)
+{
+    (void)p;
+    (void)handle;
+    (void)empty;
+    return 1;
+}
+
+static void
+fw_on_deadline(struct park *p)
+{
+    look(FORWARD_OF(p));
+}
+
+static void
+fw_on_hangup(struct park *p)
+{
+    struct forward *f = FORWARD_OF(p);
+
+    worker_unpark(f->w, p);
+    http_request_abort(f->req); /* forward_done frees f */
+}
+
+static void
+fw_on_revoke(struct park *p)
+{
+    struct forward *f = FORWARD_OF(p);
+
+    worker_unpark(f->w, p);
+    worker_auth_refuse(f->req, "the bearer token was revoked while this "
+                               "request waited");
+    http_request_resume(f->req);
+}
+
+/* on_drain - this node stops: its client goes to another node. */
+static void
+fw_on_drain(struct park *p)
+{
+    struct forward *f = FORWARD_OF(p);
+
+    worker_unpark(f->w, p);
+    http_reply_draining(f->req);
+    http_request_resume(f->req);
+}
+
+/* on_moved - the board changed: the old owner may be gone from it, or
+ * the partition placed elsewhere: routed afresh now, not after the
+ * backoff.  An owner that stops and is still listed live waits on. */
+static void
+fw_on_moved(struct park *p)
+{
+    struct forward *f = FORWARD_OF(p);
+
+    if (f->why == AGAIN_MOVED || owner_gone(f->w, f->owner))
+        again(f);
+}
+
+/* on_stale - this node cannot tell who owns what now: no other try. */
+static void
+fw_on_stale(struct park *p)
+{
+    relay_kept(FORWARD_OF(p));
+}
+
+static const struct park_ops waiting = {
+    fw_on_wake,  fw_on_deadline, fw_on_hangup, fw_on_revoke,
+    fw_on_drain, fw_on_moved,    fw_on_stale,
+};
 
 /* worker_forward_moved - see forward.h. */
 void
@@ -131,15 +457,16 @@ worker_forward_moved(struct worker *w)
 
     for (size_t fd = 0; fd < w->nconns; fd++) {
         struct forward *f = w->conns[fd].fwd;
-        if (f != NULL && f->pending && f->qlen > 0 && owner_gone(w, f)) {
-            let_go(f);
+        if (f != NULL && f->pending && f->qlen > 0 && owner_gone(w, f->owner)) {
+            shm_count(w->seg, w->set.slot, SHM_C_FORWARD_OWNER_MOVED, 1);
+            again(f);
             n++;
         }
     }
     if (n > 0)
         log_info(0,
-                 "%u long polls forwarded to nodes no longer live were let "
-                 "go (answered empty)",
+                 "%u long polls forwarded to nodes no longer live wait at "
+                 "the partitions' next owners",
                  n);
 }
 
@@ -161,6 +488,29 @@ worker_forward_revoked(struct worker *w)
     }
 }
 
+/* worker_forward_gone - see forward.h. */
+int
+worker_forward_gone(const struct http_client_resp *r)
+{
+    if (r->err != 0)
+        return r->err == -ECONNREFUSED;
+    return r->status == 503 &&
+           http_peer_error_is(r->body.data, r->body.len, "draining");
+}
+
+/* worker_forward_wait_left - see forward.h. */
+unsigned
+worker_forward_wait_left(const struct http_request *req, unsigned ms)
+{
+    uint64_t now = shm_now_ms();
+
+    if (req != redo.req || redo.wait_end == 0)
+        return ms;
+    if (now >= redo.wait_end)
+        return 0;
+    return redo.wait_end - now < ms ? (unsigned)(redo.wait_end - now) : ms;
+}
+
 /* watch - a long poll: a client that hangs up must drop the forward, or
  * the pop stays parked at the owner and takes a message for nobody. */
 static void
@@ -180,38 +530,6 @@ watch(struct forward *f)
     }
 }
 
-/* answered - relay the owner's answer, or say it did not come. */
-static void
-answered(void *arg, struct http_client_resp *r)
-{
-    struct forward *f = arg;
-
-    f->pending = 0;
-    unwatch(f);
-    if (r->err != 0) {
-        shm_count(f->w->seg, f->w->set.slot, SHM_C_FORWARD_FAILED, 1);
-        log_info(0, "forward to node %s failed: %s", f->owner, r->error);
-        /* Refused: nothing reached the owner.  Otherwise the request may
-         * have been applied before the answer was lost: say so. */
-        if (r->err == -ECONNREFUSED)
-            http_reply_error(f->req, 503, "ephemeral_forward_failed",
-                             "the partition's owner, node '%s', could not be "
-                             "reached (%s); nothing was applied; retry",
-                             f->owner, r->error);
-        else
-            http_reply_error(f->req, 503, "ephemeral_forward_failed",
-                             "the partition's owner, node '%s', did not answer "
-                             "(%s); it may have applied the request before "
-                             "that, so a retried push can be stored twice",
-                             f->owner, r->error);
-    } else {
-        shm_count(f->w->seg, f->w->set.slot, SHM_C_FORWARD_OK, 1);
-        worker_forward_relay_headers(f->req, r);
-        http_reply(f->req, r->status, &r->body);
-    }
-    http_request_resume(f->req);
-}
-
 /* own_addr - this node's client address as the board has it ("" when
  * unknown). */
 static const char *
@@ -221,10 +539,11 @@ own_addr(const struct worker *w)
 }
 
 /* start - worker_forward_to(); a long poll names its queue (empty
- * otherwise), so that a change of owners can let it go with an answer. */
+ * otherwise), so that a change of owners can let it go with an answer.
+ * A request served again keeps the deadlines it had (redo). */
 static void
 start(struct worker *w, struct http_request *req, const char *id,
-      const char *addr, unsigned wait_ms, struct shm_name queue)
+      const char *addr, unsigned wait_ms, struct shm_name queue, int by_id)
 {
     const char *own = own_addr(w);
     const char *uri = http_request_uri(req);
@@ -232,11 +551,25 @@ start(struct worker *w, struct http_request *req, const char *id,
     const char *headers[3] = {FORWARD_HEADER ": 1",
                               "Content-Type: application/json"};
     struct forward *f = calloc(1, sizeof(*f) + queue.len);
+    uint64_t now = shm_now_ms();
+    uint64_t deadline = now + wait_ms + FORWARD_MS;
     size_t len;
 
+    if (redo.req == req) {
+        wait_ms = worker_forward_wait_left(req, wait_ms);
+        deadline = redo.deadline;
+        if (f != NULL) {
+            f->moved_since = redo.moved_since;
+            f->tries = redo.tries;
+        }
+    }
     if (f != NULL) {
         f->fd = -1;
+        f->park.fd = -1;
+        f->by_id = by_id;
         f->qlen = queue.len;
+        f->wait_end = wait_ms > 0 ? now + wait_ms : 0;
+        f->deadline = deadline;
         memcpy(f->names, queue.ptr, queue.len);
     }
     const char *body = http_request_body(req, &len);
@@ -249,7 +582,7 @@ start(struct worker *w, struct http_request *req, const char *id,
         .nheaders = 2,
         .body = body,
         .body_len = len,
-        .timeout_ms = wait_ms + FORWARD_MS,
+        .timeout_ms = deadline > now ? (unsigned)(deadline - now) : 1,
         .connect_timeout_ms = FORWARD_MS,
     };
 
@@ -288,7 +621,7 @@ void
 worker_forward_to(struct worker *w, struct http_request *req, const char *id,
                   const char *addr, unsigned wait_ms)
 {
-    start(w, req, id, addr, wait_ms, (struct shm_name){"", 0});
+    start(w, req, id, addr, wait_ms, (struct shm_name){"", 0}, 1);
 }
 
 /* worker_route - see forward.h. */
@@ -311,7 +644,7 @@ worker_route(struct worker *w, struct http_request *req, struct shm_name queue,
     }
     m = shm_owner_pick(&w->owners, queue, part);
     start(w, req, w->owners.m[m].id, w->owners.m[m].addr, wait_ms,
-          wait_ms > 0 ? queue : (struct shm_name){"", 0});
+          wait_ms > 0 ? queue : (struct shm_name){"", 0}, 0);
     return 0;
 }
 

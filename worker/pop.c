@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "http/buf.h"
 #include "http/errors.h"
 #include "http/query.h"
 #include "http/reply.h"
@@ -22,16 +23,6 @@
 #include "worker/pop_watch.h"
 #include "worker/pop_window.h"
 #include "worker/worker_int.h"
-
-/* A pop's parameters, as its query gives them. */
-struct pop_args {
-    struct shm_pop_req r; /* names point into the request and in */
-    int wait;
-    uint32_t timeout;
-    int watch;    /* a peer's watch (pop_watch.h) */
-    int anywhere; /* no partition, in a cluster: served from any node */
-    struct worker_qname in;
-};
 
 /* A plain pop: as pop_call.h does, in every way. */
 static const struct pop_kind plain = {.events = &pop_call_events};
@@ -108,14 +99,11 @@ parse(struct worker *w, struct http_request *req, struct pop_args *a)
     return 0;
 }
 
-/*
- * route - pop at the partition's owner.  A pop naming no partition starts
- * here, with what this node holds (a->anywhere: in a cluster, the peers
- * come next, pop_cluster.h); one a peer passed on reads this node's alone.
- * 1: pop here.
- */
-static int
-route(struct worker *w, struct http_request *req, struct pop_args *a)
+/* worker_pop_route - see pop.h.  A pop naming no partition starts here,
+ * with what this node holds (a->anywhere: in a cluster, the peers come
+ * next, pop_cluster.h); one a peer passed on reads this node's alone. */
+int
+worker_pop_route(struct worker *w, struct http_request *req, struct pop_args *a)
 {
     const struct shm_pop_req *r = &a->r;
 
@@ -128,35 +116,49 @@ route(struct worker *w, struct http_request *req, struct pop_args *a)
     return 1;
 }
 
+/* worker_pop_serve - see pop.h. */
+void
+worker_pop_serve(struct worker *w, struct http_request *req,
+                 const struct pop_args *a, struct http_buf *results)
+{
+    struct pop_call *c;
+    struct shm_qopts o;
+
+    /* A pop with no partition reads this node's share first, then asks
+     * the peers (a peer's own pass reads its share alone). */
+    if (a->anywhere && http_request_header(req, FORWARD_HEADER) == NULL) {
+        pop_cluster_serve(w, req, &a->r, a->wait, a->timeout, results);
+        return;
+    }
+    int may_park = a->wait && a->timeout > 0 && !w->draining;
+    if (a->watch)
+        c = pop_watch_new(w, req, &a->r);
+    else if (may_park &&
+             shm_catalog_lookup(w->seg->catalog, a->r.queue.ptr, a->r.queue.len,
+                                &o) &&
+             (o.window_ms || o.window_count))
+        c = pop_window_new(w, req, &a->r, o.window_ms, o.window_count);
+    else
+        c = pop_call_new(sizeof(*c), &plain, w, req, &a->r);
+    if (c == NULL) {
+        http_buf_free(results);
+        http_reply_errno(req, -ENOMEM, "pop");
+        http_request_resume(req); /* suspended while its acks settled */
+        return;
+    }
+    c->results = *results;
+    *results = (struct http_buf){0};
+    pop_call_serve(c, may_park, a->timeout);
+}
+
 /* worker_pop - see pop.h. */
 void
 worker_pop(struct worker *w, struct http_request *req)
 {
     struct pop_args a;
-    struct pop_call *c;
-    struct shm_qopts o;
+    struct http_buf none = {0};
 
-    if (parse(w, req, &a) != 0 || !route(w, req, &a))
+    if (parse(w, req, &a) != 0 || !worker_pop_route(w, req, &a))
         return;
-    /* A pop with no partition reads this node's share first, then asks
-     * the peers (a peer's own pass reads its share alone). */
-    if (a.anywhere && http_request_header(req, FORWARD_HEADER) == NULL) {
-        pop_cluster_serve(w, req, &a.r, a.wait, a.timeout);
-        return;
-    }
-    int may_park = a.wait && a.timeout > 0 && !w->draining;
-    if (a.watch)
-        c = pop_watch_new(w, req, &a.r);
-    else if (may_park &&
-             shm_catalog_lookup(w->seg->catalog, a.r.queue.ptr, a.r.queue.len,
-                                &o) &&
-             (o.window_ms || o.window_count))
-        c = pop_window_new(w, req, &a.r, o.window_ms, o.window_count);
-    else
-        c = pop_call_new(sizeof(*c), &plain, w, req, &a.r);
-    if (c == NULL) {
-        http_reply_errno(req, -ENOMEM, "pop");
-        return;
-    }
-    pop_call_serve(c, may_park, a.timeout);
+    worker_pop_serve(w, req, &a, &none);
 }

@@ -16,8 +16,10 @@
 #include "http/buf.h"
 #include "http/reply.h"
 #include "http/request.h"
+#include "shm/board.h"
 #include "shm/stats.h"
 #include "worker/authz.h"
+#include "worker/forward.h"
 #include "worker/pop_format.h"
 #include "worker/worker_int.h"
 
@@ -126,7 +128,24 @@ pop_call_answer(struct pop_call *c)
 
     c->leased = c->leased && c->sink.count > 0;
     pop_format(&b, &c->sink, c->pop.queue, c->w->incarnation);
-    http_reply(c->req, 200, &b);
+    pop_call_reply(c, &b);
+}
+
+/* pop_call_reply - see pop_call.h.  The results go last, in place of the
+ * body's closing brace: the messages are not copied again. */
+void
+pop_call_reply(struct pop_call *c, struct http_buf *body)
+{
+    const struct http_buf *r = &c->results;
+
+    while (r->len > 1 && body->len > 0 && body->data[body->len - 1] != '}')
+        body->len--; /* trailing whitespace, if a peer wrote any */
+    if (r->len > 1 && body->len > 0) {
+        body->len--;
+        http_buf_append(body, ",", 1);
+        http_buf_append(body, r->data + 1, r->len - 1);
+    }
+    http_reply(c->req, 200, body);
 }
 
 /* pop_call_end - see pop_call.h. */
@@ -170,6 +189,7 @@ on_done(void *arg, int sent_ok)
                     &c->sink, shm_now_ms());
     free(c->sink.buf);
     free(c->more.buf);
+    http_buf_free(&c->results);
     free(c->names);
     free(c); /* the kind's struct: c is its first member */
 }
@@ -182,6 +202,9 @@ pop_call_park(struct pop_call *c, uint32_t timeout_ms)
     uint64_t now = shm_now_ms(), until;
     int rc;
 
+    /* a long poll served again after its owner stopped (forward.h) waits
+     * what its first wait had left */
+    timeout_ms = worker_forward_wait_left(c->req, timeout_ms);
     c->wait.handle = shm_pop_handle(w->seg, c->pop.queue, c->pop.part);
     c->park.deadline = now + timeout_ms;
     if (c->sink.count > 0 && (until = window(c, now)) != 0 &&
@@ -315,6 +338,32 @@ pop_call_on_deadline(struct park *p)
     pop_call_end(c, pop_call_try(c, 0));
 }
 
+/*
+ * pop_call_on_drain - parked.h: answered now with what it holds, as at
+ * its deadline; but a long poll another node forwarded here that holds
+ * nothing is answered 503 draining without a try: nothing taken, so the
+ * node it came through serves it again at the partition's next owner for
+ * the time it has left (forward.h), where this partition's messages are
+ * about to be handed over.  Taking some here would lease them to a
+ * client whose acks come back to a node that has gone.
+ */
+void
+pop_call_on_drain(struct park *p)
+{
+    struct pop_call *c = CALL_OF(p);
+
+    if (c->sink.count > 0 ||
+        http_request_header(c->req, FORWARD_HEADER) == NULL) {
+        pop_call_on_deadline(p);
+        return;
+    }
+    pop_call_unpark(c);
+    if (c->kind->leave)
+        c->kind->leave(c);
+    http_reply_draining(c->req);
+    http_request_resume(c->req);
+}
+
 /* pop_call_let_go - see pop_call.h. */
 void
 pop_call_let_go(struct pop_call *c)
@@ -323,24 +372,61 @@ pop_call_let_go(struct pop_call *c)
     pop_call_end(c, 0);
 }
 
+/*
+ * give_back - a long poll another node forwarded here for one partition,
+ * holding nothing, is answered 503 (1), nothing taken, so that the node it
+ * came through serves it again at the partition's owner for the time it has
+ * left (forward.h) rather than relaying an empty answer before its
+ * timeout: 503 draining when this node's master stops (its board names
+ * this node leaving before this worker has read its own SIGTERM), 503
+ * owner_moved otherwise.  0: c is not such a pop (left as it was).
+ */
+static int
+give_back(struct pop_call *c, const char *why)
+{
+    struct worker *w = c->w;
+
+    if (c->pop.part.len == 0 || c->sink.count > 0 ||
+        http_request_header(c->req, FORWARD_HEADER) == NULL)
+        return 0;
+    pop_call_unpark(c);
+    if (c->kind->leave)
+        c->kind->leave(c);
+    if (w->draining || shm_board_stopping(w->seg->board))
+        http_reply_draining(c->req);
+    else
+        http_reply_error(c->req, 503, "owner_moved",
+                         "%s while the pop waited; nothing was taken", why);
+    http_request_resume(c->req);
+    return 1;
+}
+
 /* pop_call_on_moved - parked.h: a pop on a partition another node owns
- * now is let go, so its client asks again and reaches the owner. */
+ * now is let go, so its client asks again and reaches the owner; a
+ * forwarded long poll goes back to its node (give_back). */
 void
 pop_call_on_moved(struct park *p)
 {
     struct pop_call *c = CALL_OF(p);
 
-    if (c->pop.part.len > 0 &&
-        !shm_owner_here(&c->w->owners, c->pop.queue, c->pop.part))
+    if (c->pop.part.len == 0 ||
+        shm_owner_here(&c->w->owners, c->pop.queue, c->pop.part))
+        return;
+    if (!give_back(c, "this node no longer owns the partition (membership "
+                      "changed)"))
         pop_call_let_go(c);
 }
 
 /* pop_call_on_stale - parked.h: let go, asked again the client meets
- * 503 owner_moved and tries another node. */
+ * 503 owner_moved and tries another node; a forwarded long poll goes back
+ * to its node (give_back). */
 void
 pop_call_on_stale(struct park *p)
 {
-    pop_call_let_go(CALL_OF(p));
+    struct pop_call *c = CALL_OF(p);
+
+    if (!give_back(c, "this node's view of the cluster went stale"))
+        pop_call_let_go(c);
 }
 
 /* pop_call_on_revoke - parked.h: 401, and what a windowed pop holds goes
@@ -388,6 +474,6 @@ pop_call_on_hangup(struct park *p)
  * pop_watch.c. */
 const struct park_ops pop_call_events = {
     pop_call_on_wake,   pop_call_on_deadline, pop_call_on_hangup,
-    pop_call_on_revoke, pop_call_on_deadline, pop_call_on_moved,
+    pop_call_on_revoke, pop_call_on_drain,    pop_call_on_moved,
     pop_call_on_stale,
 };

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http/buf.h"
 #include "shm/broker.h"
 #include "worker/parked.h"
 
@@ -34,9 +35,11 @@ struct pop_call {
     struct http_request *req;
     struct shm_pop_req pop; /* names point into names */
     char *names;
-    int leased;           /* the reply carries leases: release if unsent */
-    struct shm_sink sink; /* what the answer carries */
-    struct shm_sink more; /* scratch a second round lands in first */
+    int leased;              /* the reply carries leases: release if unsent */
+    struct shm_sink sink;    /* what the answer carries */
+    struct shm_sink more;    /* scratch a second round lands in first */
+    struct http_buf results; /* a POST pop's: its acks' {"results": [...]},
+                                spliced into the answer (SPEC §14) */
 };
 
 /* What sets a kind apart.  NULL hooks do as a plain pop does. */
@@ -65,10 +68,16 @@ struct pop_kind {
     ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 /* The events as a pop meets them (pop_call.c), for the kinds' tables;
- * pop_call_on_deadline is on_drain too: answered now with what is there. */
+ * pop_call_on_drain answers now with what is there, as
+ * pop_call_on_deadline does, but a forwarded long poll holding nothing
+ * 503 draining (its forwarder serves it again elsewhere); so do
+ * pop_call_on_moved, when the partition left this node, and
+ * pop_call_on_stale (503 owner_moved, or draining when this node stops),
+ * never an empty answer early. */
 extern const struct park_ops pop_call_events;
 int pop_call_on_wake(struct park *p, uint64_t handle, const struct park *empty);
 void pop_call_on_deadline(struct park *p);
+void pop_call_on_drain(struct park *p);
 void pop_call_on_hangup(struct park *p);
 void pop_call_on_revoke(struct park *p);
 void pop_call_on_moved(struct park *p);
@@ -109,6 +118,11 @@ int pop_call_serve(struct pop_call *c, int may_park, uint32_t timeout_ms);
 /* pop_call_answer - the pop's answer: the messages c holds, possibly none
  * (a plain pop's answer). */
 void pop_call_answer(struct pop_call *c);
+
+/* pop_call_reply - answer c 200 with body, a pop's answer (its own, or a
+ * peer's), and beside its messages the results of the acks c carried, if
+ * any. */
+void pop_call_reply(struct pop_call *c, struct http_buf *body);
 
 /* pop_call_end - answer c: an error rc < 0, else the kind's answer; then
  * its request is resumed (if suspended). */

@@ -37,12 +37,14 @@ struct pop_cluster {
     int wait;
     uint64_t deadline;
     int npeers, first, tried; /* passing on: peer (first + tried) next */
+    uint64_t sig;             /* the owners' signature the peers are from */
     struct pc_peer peer[SHM_BOARD_MEMBERS];
 };
 
 #define CLUSTER_OF(c) POP_KIND_OF(c, struct pop_cluster, c)
 
 static void try_next(struct pop_cluster *pc);
+static void list_peers(struct pop_cluster *pc);
 
 /* has_messages - a pop's answer holds at least one message.  The first
  * "messages":[ is the answer's own (the queue's name before it is escaped,
@@ -141,7 +143,8 @@ watched(void *arg, struct http_client_resp *r)
 
 /* watch - take here or park here (not once draining: the parked calls
  * were answered then, so it answers now), and leave a watch on every
- * peer. */
+ * peer: the members there are now (a change while the passes were out
+ * reached no parked pop: a member that left gets no more calls). */
 static void
 watch(struct pop_cluster *pc)
 {
@@ -151,6 +154,8 @@ watch(struct pop_cluster *pc)
     if (!pop_call_serve(&pc->c, may_park,
                         may_park ? (uint32_t)(pc->deadline - now) : 0))
         return; /* answered (pop_call_end dropped the calls out) */
+    if (pc->sig != pc->c.w->owners.sig)
+        list_peers(pc);
     for (int i = 0; i < pc->npeers; i++)
         send_pop(pc, &pc->peer[i], 1, watched);
 }
@@ -163,7 +168,7 @@ passed(void *arg, struct http_client_resp *r)
     struct pop_cluster *pc = p->pc;
 
     if (r->err == 0 && r->status == 200 && has_messages(&r->body)) {
-        http_reply(pc->c.req, 200, &r->body);
+        pop_call_reply(&pc->c, &r->body);
         finish(pc);
         return;
     }
@@ -213,19 +218,17 @@ query(const struct shm_pop_req *r)
     return out;
 }
 
-/* start - go to the peers, the request suspended until answered: the
- * first asked in turn, for fairness.  0, or -ENOMEM (req not answered). */
-static int
-start(struct pop_cluster *pc, int wait, uint64_t deadline)
+/* list_peers - the live members but this node, the first asked in turn,
+ * for fairness. */
+static void
+list_peers(struct pop_cluster *pc)
 {
     static unsigned rotate;
     const struct shm_owners *o = &pc->c.w->owners;
 
-    if ((pc->query = query(&pc->c.pop)) == NULL ||
-        worker_auth_header(pc->c.req, &pc->authz) != 0)
-        return -ENOMEM;
-    pc->wait = wait;
-    pc->deadline = deadline;
+    pc->npeers = 0;
+    pc->tried = 0;
+    pc->sig = o->sig;
     for (int i = 0; i < o->n; i++) {
         if (i == o->self)
             continue;
@@ -235,6 +238,19 @@ start(struct pop_cluster *pc, int wait, uint64_t deadline)
         snprintf(p->addr, sizeof(p->addr), "%s", o->m[i].addr);
     }
     pc->first = pc->npeers ? (int)(rotate++ % (unsigned)pc->npeers) : 0;
+}
+
+/* start - go to the peers, the request suspended until answered.  0, or
+ * -ENOMEM (req not answered). */
+static int
+start(struct pop_cluster *pc, int wait, uint64_t deadline)
+{
+    if ((pc->query = query(&pc->c.pop)) == NULL ||
+        worker_auth_header(pc->c.req, &pc->authz) != 0)
+        return -ENOMEM;
+    pc->wait = wait;
+    pc->deadline = deadline;
+    list_peers(pc);
     http_request_suspend(pc->c.req);
     try_next(pc);
     return 0;
@@ -260,12 +276,20 @@ done(struct pop_call *c)
     free(pc->authz);
 }
 
-/* on_moved - park_ops.on_moved: it watches the members it started with;
- * let go, its client asks again and the new ones are watched. */
+/* on_moved - park_ops.on_moved: it watches the members it started with.
+ * It starts over with the members there are now, for the time it has left
+ * (a node that stops hands its partitions to the others: the pop goes on
+ * waiting for them there, never answered empty before its time). */
 static void
 on_moved(struct park *p)
 {
-    pop_call_let_go(POP_KIND_OF(p, struct pop_call, park));
+    struct pop_call *c = POP_KIND_OF(p, struct pop_call, park);
+    struct pop_cluster *pc = CLUSTER_OF(c);
+
+    pop_call_unpark(c);
+    cancel_all(pc);
+    list_peers(pc);
+    try_next(pc);
 }
 
 static const struct park_ops events = {
@@ -293,16 +317,21 @@ served_here(void *arg, struct shm_name part, uint64_t held)
 /* pop_cluster_serve - see pop_cluster.h. */
 void
 pop_cluster_serve(struct worker *w, struct http_request *req,
-                  const struct shm_pop_req *r, int wait, uint32_t timeout_ms)
+                  const struct shm_pop_req *r, int wait, uint32_t timeout_ms,
+                  struct http_buf *results)
 {
     struct pop_call *c =
         pop_call_new(sizeof(struct pop_cluster), &kind, w, req, r);
     int rc = 0;
 
     if (c == NULL) {
+        http_buf_free(results);
         http_reply_errno(req, -ENOMEM, "pop");
+        http_request_resume(req); /* suspended while its acks settled */
         return;
     }
+    c->results = *results;
+    *results = (struct http_buf){0};
     /* nothing of it here: no queue made here either */
     if (shm_queue_part_each(w->seg, c->pop.queue, shm_now_ms(), served_here, c))
         rc = pop_call_try(c, 0);

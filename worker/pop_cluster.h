@@ -33,16 +33,18 @@
 
 struct worker;
 struct http_request;
+struct http_buf;
 
 /*
  * pop_cluster_serve - serve req, a pop r with no partition (not a peer's
  * pass): from what this node holds first, then from the peers; answered
  * at once from the first with messages, else empty (wait false) or parked
  * until timeout_ms from now.  Answers req in every case (500 without
- * memory); a call of the pop family (pop_call.h) while it waits.
+ * memory); a call of the pop family (pop_call.h) while it waits.  results
+ * (a POST pop's, pop_call_reply; empty for GET) is taken.
  */
 void pop_cluster_serve(struct worker *w, struct http_request *req,
                        const struct shm_pop_req *r, int wait,
-                       uint32_t timeout_ms);
+                       uint32_t timeout_ms, struct http_buf *results);
 
 #endif

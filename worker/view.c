@@ -1,10 +1,13 @@
 /*
- * view.c - see view.h.
+ * view.c - see view.h.  The members marked gone are this process's alone,
+ * a small table (one entry a member) in static memory: the worker is
+ * single-threaded.
  */
 #include "worker/view.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "shm/board.h"
@@ -40,6 +43,52 @@ worker_view_read(struct worker *w, struct shm_board_view *v)
         if (v->members[k].self)
             own = v->members[k].addr;
     return own;
+}
+
+/* A member that said it serves no more. */
+static struct gone {
+    char id[SHM_BOARD_ID_MAX];
+    uint64_t inc;   /* the incarnation the board named then */
+    uint64_t until; /* shm_now_ms() the mark ends */
+} gone[SHM_BOARD_MEMBERS];
+
+/* worker_view_mark_gone - see view.h. */
+void
+worker_view_mark_gone(struct worker *w, const char *id)
+{
+    struct shm_board_view v;
+    struct gone *g = NULL;
+    uint64_t now = shm_now_ms();
+
+    worker_view_read(w, &v);
+    for (uint32_t k = 0; k < v.nmembers && g == NULL; k++) {
+        if (v.members[k].self || strcmp(v.members[k].id, id) != 0)
+            continue;
+        /* its entry, or a free or spent one */
+        for (size_t i = 0; i < SHM_BOARD_MEMBERS; i++)
+            if (strcmp(gone[i].id, id) == 0 ||
+                (g == NULL && gone[i].until <= now))
+                g = &gone[i];
+        if (g == NULL)
+            return;
+        snprintf(g->id, sizeof(g->id), "%s", id);
+        g->inc = v.members[k].incarnation;
+        g->until = now + VIEW_GONE_MS;
+    }
+}
+
+/* worker_view_gone - see view.h. */
+int
+worker_view_gone(struct worker *w, const char *id, uint64_t inc)
+{
+    uint64_t now = shm_now_ms();
+
+    (void)w;
+    for (size_t i = 0; i < SHM_BOARD_MEMBERS; i++)
+        if (gone[i].until > now && gone[i].inc == inc &&
+            strcmp(gone[i].id, id) == 0)
+            return 1;
+    return 0;
 }
 
 /* worker_addr_unusable - see view.h. */

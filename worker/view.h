@@ -12,8 +12,13 @@
 #ifndef MAYFLY_WORKER_VIEW_H
 #define MAYFLY_WORKER_VIEW_H
 
+#include <stdint.h>
+
 struct shm_board_view;
 struct worker;
+
+/* How long a member that said it serves no more is taken at its word. */
+#define VIEW_GONE_MS 5000
 
 /* worker_serves_all - whether this node serves every partition itself
  * (it is alone, or nobody owns anything): the common single-node case,
@@ -31,6 +36,23 @@ int worker_view_blind(struct worker *w);
  * returns this node's own client address in it ("" when unknown), which
  * worker_addr_unusable() takes. */
 const char *worker_view_read(struct worker *w, struct shm_board_view *v);
+
+/*
+ * worker_view_mark_gone - member id, as the board names it now, told this
+ * worker itself that it serves no more: it answered 503 draining, or its
+ * port refused a connection.  For VIEW_GONE_MS, or until the board shows
+ * another incarnation of it, worker_view_gone() says so, though the board
+ * may still list it live (its master has not heard the leave yet, or hears
+ * a crash only after member_ttl_ms).  Only what routes by an id's node
+ * (ack_route.h) reads it: partitions keep the board's owners, so that every
+ * node places them alike and a partition on its way to its next owner is
+ * held there first (DESIGN §5, order across a drain).
+ */
+void worker_view_mark_gone(struct worker *w, const char *id);
+
+/* worker_view_gone - whether member id of incarnation inc was marked gone
+ * (worker_view_mark_gone) and the mark holds. */
+int worker_view_gone(struct worker *w, const char *id, uint64_t inc);
 
 /*
  * worker_addr_unusable - addr cannot reach a peer: unknown, this node's own

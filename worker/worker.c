@@ -52,6 +52,7 @@
 #include "worker/health.h"
 #include "worker/parked.h"
 #include "worker/pop.h"
+#include "worker/pop_post.h"
 #include "worker/push.h"
 #include "worker/rpc.h"
 #include "worker/status_page.h"
@@ -62,12 +63,16 @@
 #define DRAIN_MAX_MS   5000 /* after TERM: exit then, requests in flight or not */
 #define DRAIN_GRACE_MS 100
 #define WAKE_BATCH     256
-#define SETTLE_ROUNDS  8 /* drain-and-send rounds before sleeping */
+#define SETTLE_ROUNDS  8  /* drain-and-send rounds before sleeping */
+#define ACCEPT_ROUNDS  64 /* MHD accepts up to 10 a round */
 #define TAG_WAKE       ((uint64_t)1)
 #define TAG_SIGNAL     ((uint64_t)2)
 #define TAG_HTTP       ((uint64_t)3)
 #define TAG_CLIENT     ((uint64_t)1 << 63) /* | fd: the client's sockets */
 /* WORKER_TAG_CONN | fd (conn.h): client sockets watched for hang-ups. */
+
+static void serve(struct worker *w, struct http_request *req,
+                  enum http_route r);
 
 /* always_served - the reads a draining or stale node still answers: what
  * the node says about itself, and the page that shows it. */
@@ -134,12 +139,22 @@ dispatch(void *ctx, struct http_request *req)
                          "or ask another node");
         return;
     }
+    serve(w, req, r);
+}
+
+/* serve - the route's handler. */
+static void
+serve(struct worker *w, struct http_request *req, enum http_route r)
+{
     switch (r) {
     case HTTP_ROUTE_PUSH:
         worker_push(w, req);
         break;
     case HTTP_ROUTE_POP:
-        worker_pop(w, req);
+        if (strcmp(http_request_method(req), "POST") == 0)
+            worker_pop_post(w, req);
+        else
+            worker_pop(w, req);
         break;
     case HTTP_ROUTE_ACK:
         worker_ack(w, req);
@@ -180,6 +195,19 @@ dispatch(void *ctx, struct http_request *req)
     default:
         break; /* http/ answers 404/405 itself */
     }
+}
+
+/* redispatch - a request a forward gave back (forward.h: its owner
+ * stopped before applying it) goes to its route's handler again, which
+ * routes it afresh; its caller's token is found again first, as dispatch
+ * found it (the signature was checked, and its nonce taken, then). */
+static void
+redispatch(struct worker *w, struct http_request *req)
+{
+    enum http_route r = http_request_route(req);
+
+    if (worker_auth_caller(w, req, r))
+        serve(w, req, r);
 }
 
 /* watch - add fd to the loop's epoll under tag. */
@@ -230,6 +258,7 @@ setup(struct worker *w)
     if (w->sfd == -1 || w->ep == -1)
         log_fatal(errno, "signalfd/epoll_create1 failed");
     shm_owners_init(&w->owners);
+    w->redispatch = redispatch;
     worker_auth_init(w);
     if (park_set_init(&w->parks) != 0)
         log_fatal(ENOMEM, "cannot allocate the parked-pop index");
@@ -286,6 +315,34 @@ reload_tls(struct worker *w)
         log_error(0, "reload: %s; keeping the running certificate", err);
 }
 
+/* take_queued - accept what the kernel queued on the client socket (MHD
+ * accepts in its run), a few rounds at most. */
+static void
+take_queued(struct worker *w)
+{
+    for (int i = 0; i < ACCEPT_ROUNDS && http_server_accept_pending(w->http);
+         i++)
+        http_server_run(w->http);
+}
+
+/* stop_listening - SIGTERM: the client port closes now, so a new
+ * connection is refused at once rather than held (master/listen.h).  What
+ * the kernel queued is accepted first, and answered 503 draining like
+ * every request on an open connection: a close with connections still
+ * queued resets them, and their clients cannot tell that nothing was read.
+ * Then the kernel completes no new handshake (a socket filter drops bare
+ * SYNs: one caught in the instant before the close is sent again a second
+ * later, and refused), what completed meanwhile is accepted too, and MHD
+ * hands the socket back to be closed. */
+static void
+stop_listening(struct worker *w)
+{
+    take_queued(w);
+    http_server_refuse_new(w->http);
+    take_queued(w);
+    http_server_quiesce(w->http);
+}
+
 /* on_signal - TERM/INT start the drain, HUP reopens the log, takes the
  * log level the master published, re-reads the auth file (SPEC §10) and
  * reads the certificate again, USR1 reopens the log only. */
@@ -313,7 +370,7 @@ on_signal(struct worker *w, uint64_t now)
         } else if (!w->draining) {
             w->draining = 1;
             w->drain_since = now;
-            http_server_quiesce(w->http);
+            stop_listening(w);
             worker_parked_drain(w);
             worker_forward_drain(w);
         }

@@ -76,8 +76,7 @@ enum worker_health_why {
  * shows it, unless why says this process is stopping or the view is stale
  * (then "status" says which, and it is not ready).  Its members are put in
  * mm (SHM_BOARD_MEMBERS of them) and its strings point into v and
- * node_id.  Shared with the master, which answers /health itself during a
- * drain (master/drain_port.c).
+ * node_id.
  */
 void worker_health_view(struct http_health *h, struct http_health_member *mm,
                         const char *node_id, uint64_t incarnation,

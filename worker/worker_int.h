@@ -19,6 +19,7 @@
 #include "worker/worker.h"
 
 struct http_client;
+struct http_request;
 struct http_server;
 struct stream_set;
 struct worker_conn;
@@ -54,6 +55,9 @@ struct worker {
                                         token (in auth or signed_caller);
                                         NULL: none (auth off) */
     struct stream_set *streams;      /* open streams (stream_int.h), or NULL */
+    /* a request's route handler, run again for one a forward gave back
+     * (forward.h); worker.c's, set at start */
+    void (*redispatch)(struct worker *w, struct http_request *req);
 };
 
 #endif

@@ -137,8 +137,21 @@ struct bench_run {
     char err[200];
 };
 
+/* The most samples a row keeps: a compared scenario runs its rows once a
+ * pair (main.c). */
+#define BENCH_PAIRS_MAX 8
+
+/* One measurement of a row. */
+struct bench_sample {
+    double rate;
+    double p50_us;
+    double p99_us;
+};
+
 /* A row of the output table. Peer rows name the mayfly row they compare
- * with in ref; by_p50 compares p50 latency instead of rate. */
+ * with in ref; by_p50 compares p50 latency instead of rate.  A row added
+ * again under its key becomes one more sample of it (rate and
+ * percentiles: the samples' medians). */
 struct bench_row {
     char key[24];
     char scenario[16];
@@ -155,6 +168,8 @@ struct bench_row {
     double client_us; /* of it, the load generator's (this process) */
     double segs;      /* TCP segments per operation */
     char note[240];
+    int nsamples;
+    struct bench_sample sample[BENCH_PAIRS_MAX];
 };
 
 /* A port on 127.0.0.(1+k) where the engine takes a port (every node of
@@ -306,7 +321,9 @@ int bench_fill_run(struct bench_fill_sc *sc, int port, int conns, char *err,
 
 /* Drain: connection i empties queues i, i + step, ... (of nq: name[k], or
  * prefix and k) with pops of BENCH_BATCH, pop_arg (NULL: nothing) added to
- * each pop's query, and unless autoack one ack a pop. */
+ * each pop's query, and unless autoack one ack a pop; with one, no ack
+ * request: each pop is a POST that acks the batch before with one
+ * cumulative entry (SPEC §14; pop_arg unused). */
 struct bench_drain_sc {
     char prefix[40];
     char (*name)[64];
@@ -314,6 +331,7 @@ struct bench_drain_sc {
     int nq;
     int step;
     int autoack;
+    int one;
 };
 extern const struct bench_role bench_role_drain;
 
@@ -345,7 +363,10 @@ void bench_rpc_request(struct bench_conn *c, const char *method,
  * start of bench_role_rpcs, for responders of other kinds). */
 int bench_rpcs_start(struct bench_conn *c);
 
-/* mayfly.c */
+/* mayfly.c: bench_mayfly_compared - the mayfly rows a peer compares with
+ * in scenario (as bench_redis_compared names them), one sample each;
+ * bench_mayfly_all - every other mayfly row */
+void bench_mayfly_compared(const char *scenario);
 void bench_mayfly_all(void);
 void bench_mayfly_http(const char *key, int port, const char *path,
                        const char *label);
@@ -363,8 +384,11 @@ int bench_floor_handler(struct MHD_Connection *conn, const char *url,
 void bench_floor_completed(void **req_cls);
 void bench_floor_expire(int all);
 
-/* peers.c */
-void bench_redis_all(void);
-void bench_nats_all(void);
+/* peers.c: a compared scenario's peer rows, one sample each ("push",
+ * "drain", "rpc1", "rpc32", "wake"; a scenario a peer lacks adds none) */
+void bench_redis_compared(const char *scenario);
+void bench_nats_compared(const char *scenario);
+/* bench_nats_close - once the NATS rows are done. */
+void bench_nats_close(void);
 
 #endif

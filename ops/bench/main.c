@@ -33,12 +33,67 @@ struct bench_opts bench_opt;
 static struct bench_row rows[MAX_ROWS];
 static int nrows;
 
-/* Keep a row and show it at once on stderr (the table comes at the end). */
+/* cmp_double - qsort order of doubles. */
+static int
+cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* median - of v[0..n) (sorted in place); 0 when n is 0. */
+static double
+median(double *v, int n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* take_sample - r's measurement as one more sample of row (same key):
+ * rate and percentiles become the samples' medians, a failed sample
+ * fails the row. */
+static void
+take_sample(struct bench_row *row, const struct bench_row *r)
+{
+    double rate[BENCH_PAIRS_MAX], p50[BENCH_PAIRS_MAX], p99[BENCH_PAIRS_MAX];
+    int n;
+
+    if (row->nsamples < BENCH_PAIRS_MAX)
+        row->sample[row->nsamples++] =
+            (struct bench_sample){r->rate, r->p50_us, r->p99_us};
+    n = row->nsamples;
+    for (int i = 0; i < n; i++) {
+        rate[i] = row->sample[i].rate;
+        p50[i] = row->sample[i].p50_us;
+        p99[i] = row->sample[i].p99_us;
+    }
+    row->rate = median(rate, n);
+    row->p50_us = median(p50, n);
+    row->p99_us = median(p99, n);
+    if (row->ok && !r->ok) {
+        row->ok = 0;
+        snprintf(row->note, sizeof(row->note), "%s", r->note);
+    }
+}
+
+/* Keep a row (a row of a key already kept: one more sample of it) and
+ * show it at once on stderr (the table comes at the end). */
 void
 bench_row_add(const struct bench_row *r)
 {
-    if (nrows < MAX_ROWS)
-        rows[nrows++] = *r;
+    struct bench_row *kept = (struct bench_row *)bench_row_find(r->key);
+
+    if (kept != NULL) {
+        take_sample(kept, r);
+    } else if (nrows < MAX_ROWS) {
+        rows[nrows] = *r;
+        rows[nrows].nsamples = 1;
+        rows[nrows++].sample[0] =
+            (struct bench_sample){r->rate, r->p50_us, r->p99_us};
+    }
     fprintf(stderr, "  %-8s %-12s %-52s %12.0f %-9s p50 %8.1f p99 %9.1f %s\n",
             r->scenario, r->system, r->variant, r->rate, r->unit, r->p50_us,
             r->p99_us, r->ok ? r->note : "FAILED");
@@ -134,18 +189,61 @@ bench_row_find(const char *key)
     return NULL;
 }
 
-/* ratio = the row named in ref / this row (rate, or p50 for latency);
- * 0 when either side is missing. */
+/* A row's ratio over its pairs. */
+struct ratio {
+    double median, min, max;
+    int pairs;
+};
+
+/* sample_ratio - the row named in ref (m) / this row (r), sample i of
+ * each (rate, or p50 for latency); 0 when either is missing. */
 static double
+sample_ratio(const struct bench_row *m, const struct bench_row *r, int i)
+{
+    if (m->by_p50)
+        return r->sample[i].p50_us > 0
+                   ? m->sample[i].p50_us / r->sample[i].p50_us
+                   : 0;
+    return r->sample[i].rate > 0 ? m->sample[i].rate / r->sample[i].rate : 0;
+}
+
+/* row_ratio - the median of the ratios of r's pairs (sample i of the row
+ * named in ref, measured just before sample i of r), with their min and
+ * max; all 0 when either side is missing.  A row measured once beside a
+ * ref measured in pairs (the TLS, floor rows) pairs with its first. */
+static struct ratio
 row_ratio(const struct bench_row *r)
 {
     const struct bench_row *m = r->ref[0] ? bench_row_find(r->ref) : NULL;
+    struct ratio out = {0};
+    double v[BENCH_PAIRS_MAX];
+    int n = 0;
 
     if (m == NULL || !m->ok || !r->ok)
-        return 0;
-    if (m->by_p50)
-        return r->p50_us > 0 ? m->p50_us / r->p50_us : 0;
-    return r->rate > 0 ? m->rate / r->rate : 0;
+        return out;
+    for (int i = 0; i < m->nsamples && i < r->nsamples; i++)
+        if ((v[n] = sample_ratio(m, r, i)) > 0)
+            n++;
+    if (n == 0)
+        return out;
+    out.pairs = n;
+    out.median = median(v, n);
+    out.min = v[0];
+    out.max = v[n - 1];
+    return out;
+}
+
+/* fmt_ratio - "1.23", or "1.23 (1.10-1.40)" over several pairs; "-" when
+ * there is none. */
+static void
+fmt_ratio(char *out, size_t len, struct ratio q)
+{
+    if (q.pairs == 0)
+        snprintf(out, len, "-");
+    else if (q.pairs == 1)
+        snprintf(out, len, "%.2f", q.median);
+    else
+        snprintf(out, len, "%.2f (%.2f-%.2f)", q.median, q.min, q.max);
 }
 
 /* The machine in one line: CPU model, CPUs, memory, kernel. */
@@ -205,34 +303,56 @@ fmt_num(char *out, size_t len, double v, int decimals)
         snprintf(out, len, "%.*f", decimals, v);
 }
 
+/* in_order - the i-th row of the table: rows grouped by scenario, the
+ * scenarios in the order they first came (the compared rows, measured in
+ * pairs after the others, join their scenario's). */
+static const struct bench_row *
+in_order(int i)
+{
+    static int order[MAX_ROWS], n = -1;
+
+    if (n != nrows) {
+        n = 0;
+        for (int a = 0; a < nrows; a++) {
+            int seen = 0;
+            for (int b = 0; b < a && !seen; b++)
+                seen = strcmp(rows[a].scenario, rows[b].scenario) == 0;
+            for (int b = a; b < nrows && !seen; b++)
+                if (strcmp(rows[a].scenario, rows[b].scenario) == 0)
+                    order[n++] = b;
+        }
+    }
+    return &rows[order[i]];
+}
+
 /* Print the table (markdown when md) to f. */
 static void
 print_table(FILE *f, int md)
 {
-    char rate[24], p50[24], p99[24], ratio[24];
+    char rate[24], p50[24], p99[24], ratio[40];
     const struct bench_row *r;
 
     if (md) {
         fprintf(f, "| scenario | system | workload | rate | unit | p50 µs "
-                   "| p99 µs | ratio | notes |\n");
+                   "| p99 µs | ratio (min-max) | notes |\n");
         fprintf(f, "|---|---|---|---:|---|---:|---:|---:|---|\n");
     } else {
-        fprintf(f, "%-8s %-12s %-54s %12s %-9s %9s %9s %7s  %s\n", "scenario",
+        fprintf(f, "%-8s %-12s %-54s %12s %-9s %9s %9s %17s  %s\n", "scenario",
                 "system", "workload", "rate", "unit", "p50 us", "p99 us",
-                "ratio", "notes");
+                "ratio (min-max)", "notes");
     }
     for (int i = 0; i < nrows; i++) {
-        r = &rows[i];
+        r = in_order(i);
         fmt_num(rate, sizeof(rate), r->ok ? r->rate : 0, 0);
         fmt_num(p50, sizeof(p50), r->ok ? r->p50_us : 0, 1);
         fmt_num(p99, sizeof(p99), r->ok ? r->p99_us : 0, 1);
-        fmt_num(ratio, sizeof(ratio), row_ratio(r), 2);
+        fmt_ratio(ratio, sizeof(ratio), row_ratio(r));
         if (md)
             fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n",
                     r->scenario, r->system, r->variant, rate, r->unit, p50, p99,
                     ratio, r->ok ? "" : "**failed**: ", r->note);
         else
-            fprintf(f, "%-8s %-12s %-54s %12s %-9s %9s %9s %7s  %s%s\n",
+            fprintf(f, "%-8s %-12s %-54s %12s %-9s %9s %9s %17s  %s%s\n",
                     r->scenario, r->system, r->variant, rate, r->unit, p50, p99,
                     ratio, r->ok ? "" : "FAILED: ", r->note);
     }
@@ -273,7 +393,9 @@ write_json(const char *path, const char *mach)
             bench_opt.quick ? "true" : "false", (long long)time(NULL),
             load_start, load_end);
     for (int i = 0; i < nrows; i++) {
-        r = &rows[i];
+        struct ratio q;
+        r = in_order(i);
+        q = row_ratio(r);
         fprintf(f, "%s\n{\"key\":", i ? "," : "");
         json_str(f, r->key);
         fprintf(f, ",\"scenario\":");
@@ -286,8 +408,12 @@ write_json(const char *path, const char *mach)
                 ",\"ok\":%s,\"rate\":%.1f,\"unit\":", r->ok ? "true" : "false",
                 r->rate);
         json_str(f, r->unit);
-        fprintf(f, ",\"p50_us\":%.1f,\"p99_us\":%.1f,\"ratio\":%.3f,\"ref\":",
-                r->p50_us, r->p99_us, row_ratio(r));
+        fprintf(f,
+                ",\"p50_us\":%.1f,\"p99_us\":%.1f,\"samples\":%d,"
+                "\"ratio\":%.3f,\"ratio_min\":%.3f,\"ratio_max\":%.3f,"
+                "\"pairs\":%d,\"ref\":",
+                r->p50_us, r->p99_us, r->nsamples, q.median, q.min, q.max,
+                q.pairs);
         json_str(f, r->ref);
         fprintf(f,
                 ",\"cpu_us_per_op\":%.1f,\"client_cpu_us_per_op\":%.1f,"
@@ -310,9 +436,10 @@ write_md(const char *path, const char *mach)
     if (f == NULL)
         return -errno;
     fprintf(f,
-            "Machine: %s. Mode: %s. %s%s1-minute load average: %.2f before "
-            "the run, %.2f after it.\n\n",
+            "Machine: %s. Mode: %s (%s a compared scenario). %s%s1-minute "
+            "load average: %.2f before the run, %.2f after it.\n\n",
             mach, bench_opt.quick ? "QUICK=1" : "full",
+            bench_opt.quick ? "1 pair" : "3 pairs",
             bench_opt.label ? bench_opt.label : "", bench_opt.label ? ". " : "",
             load_start, load_end);
     print_table(f, 1);
@@ -558,6 +685,40 @@ mayfly_ready(void)
     return rc;
 }
 
+/*
+ * compared_pairs - each scenario mayfly is compared in runs mayfly's rows
+ * and its peers' back to back, pair after pair (A B A B ...: three pairs,
+ * one with --quick), so that a ratio compares two figures taken under the
+ * same load; the table gives the median of the pairs' ratios and their
+ * spread (row_ratio).  m: mayfly answers.
+ */
+static void
+compared_pairs(int m)
+{
+    static const char *const compared[] = {"push", "drain", "rpc1", "rpc32",
+                                           "wake"};
+    int pairs = bench_opt.quick ? 1 : 3;
+    int redis =
+        bench_opt.rport > 0 && bench_wait_port(bench_opt.rport, 10) == 0;
+    int nats = bench_opt.nport > 0 && bench_wait_port(bench_opt.nport, 10) == 0;
+
+    for (size_t k = 0; k < sizeof(compared) / sizeof(compared[0]); k++) {
+        const char *s = compared[k];
+        if (!bench_want(s) && !(strncmp(s, "rpc", 3) == 0 && bench_want("rpc")))
+            continue;
+        for (int p = 0; p < pairs; p++) {
+            if (m)
+                bench_mayfly_compared(s);
+            if (redis)
+                bench_redis_compared(s);
+            if (nats)
+                bench_nats_compared(s);
+        }
+    }
+    if (nats)
+        bench_nats_close();
+}
+
 /* The whole benchmark. */
 static int
 run_all(void)
@@ -576,22 +737,24 @@ run_all(void)
                           "libmicrohttpd answering ok");
     if (bench_opt.cluster[0] > 0)
         bench_cluster_all();
-    if (bench_opt.mport > 0 && mayfly_ready() == 0)
+    int m = bench_opt.mport > 0 && mayfly_ready() == 0;
+    if (m)
         bench_mayfly_all();
     else if (bench_opt.cluster[0] == 0)
         bench_row_fail("push", "all", "mayfly", "every mayfly scenario",
                        "mayflyd did not answer GET /health with 200");
-    if (bench_opt.rport > 0 && bench_wait_port(bench_opt.rport, 10) == 0)
-        bench_redis_all();
-    if (bench_opt.nport > 0 && bench_wait_port(bench_opt.nport, 10) == 0)
-        bench_nats_all();
+    compared_pairs(m);
     load_end = loadavg();
     printf("\n%s; load average %.2f before, %.2f after\n", mach, load_start,
            load_end);
     print_table(stdout, 0);
     printf("\nratio: the row named in ref (mayfly, or mayfly-bench for "
-           "wrk%s) / this row; for wake it compares p50 latency.\n",
-           bench_opt.cluster[0] ? "; for n1->n0, n0 alone" : "");
+           "wrk%s) / this row; for wake it compares p50 latency. A compared "
+           "scenario runs mayfly and its peers back to back, %d pair%s: the "
+           "median of the pairs' ratios (min-max); rates and percentiles are "
+           "the samples' medians.\n",
+           bench_opt.cluster[0] ? "; for n1->n0, n0 alone" : "",
+           bench_opt.quick ? 1 : 3, bench_opt.quick ? "" : "s");
     if (bench_opt.json && write_json(bench_opt.json, mach) != 0) {
         perror("mayfly-bench: json");
         rc = 1;

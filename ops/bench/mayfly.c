@@ -470,12 +470,21 @@ mayfly_backlog(void)
     backlog_row(1, total);
 }
 
+/* The drain variants: at most once, a pop then an ack, the ack carried
+ * by the next pop (SPEC §14). */
+enum drain_mode { DRAIN_ACK, DRAIN_AUTO, DRAIN_ACK_ONE };
+
 /* One drain variant: rounds of fill then drain; rate over drain time. */
 static void
-mayfly_drain(int autoack)
+mayfly_drain(enum drain_mode mode)
 {
+    static const char *const key[] = {"drain-ack", "drain-auto",
+                                      "drain-ack-one"};
+    static const char *const how[] = {" + ack", " autoAck",
+                                      " + upTo ack in next POST pop"};
     struct bench_row row = {0};
-    struct bench_drain_sc dsc = {.autoack = autoack};
+    struct bench_drain_sc dsc = {.autoack = mode == DRAIN_AUTO,
+                                 .one = mode == DRAIN_ACK_ONE};
     struct bench_fill_sc *fsc;
     struct bench_run *run;
     struct bench_hist *hist = calloc(1, sizeof(*hist));
@@ -484,26 +493,25 @@ mayfly_drain(int autoack)
     uint64_t msgs = 0, ns = 0, errors = 0, server_ns = 0;
     char err[240] = "";
 
-    snprintf(row.key, sizeof(row.key), autoack ? "drain-auto" : "drain-ack");
+    snprintf(row.key, sizeof(row.key), "%s", key[mode]);
     snprintf(row.scenario, sizeof(row.scenario), "drain");
     snprintf(row.system, sizeof(row.system), "mayfly");
     snprintf(row.variant, sizeof(row.variant),
-             "pop batch 100%s, %d queues x 10000, 8 conns",
-             autoack ? " autoAck" : " + ack", nq);
+             "pop batch 100%s, %d queues x 10000, 8 conns", how[mode], nq);
     for (int r = 0; r < rounds && errors == 0; r++) {
         fsc = calloc(1, sizeof(*fsc));
         snprintf(fsc->prefix, sizeof(fsc->prefix), "drain%d-%c%d-", run_tag,
-                 autoack ? 'a' : 'k', r);
+                 "kao"[mode], r);
         fsc->per_q = 10000 / BENCH_BATCH;
         fsc->total = (long)nq * fsc->per_q;
-        if (r == 0 && !autoack && !mem_msg_done)
+        if (r == 0 && mode == DRAIN_ACK && !mem_msg_done)
             mem_sample(&m0);
         if (bench_fill_run(fsc, bench_opt.mport, 8, err, sizeof(err)) != 0) {
             errors++;
             free(fsc);
             break;
         }
-        if (r == 0 && !autoack && !mem_msg_done) {
+        if (r == 0 && mode == DRAIN_ACK && !mem_msg_done) {
             mem_sample(&m1);
             mem_row("mem-msg", "256 B messages held (drain fill)", &m0, &m1,
                     (double)nq * 10000, BENCH_PAYLOAD);
@@ -1127,30 +1135,46 @@ mayfly_parked(void)
     free(sc);
 }
 
-/* Every mayfly scenario, in table order. */
+/* bench_mayfly_compared - see bench.h. */
+void
+bench_mayfly_compared(const char *scenario)
+{
+    payload_init();
+    if (strcmp(scenario, "push") == 0)
+        mayfly_push(0);
+    else if (strcmp(scenario, "drain") == 0)
+        mayfly_drain(DRAIN_AUTO);
+    else if (strcmp(scenario, "rpc1") == 0)
+        mayfly_rpc(1, 1, 0, 0);
+    else if (strcmp(scenario, "rpc32") == 0)
+        mayfly_rpc(32, 8, 0, 0);
+    else if (strcmp(scenario, "wake") == 0)
+        mayfly_wake(bench_opt.mpid > 0 ? 0 : -1);
+}
+
+/* bench_mayfly_all - see bench.h: after the compared rows. */
 void
 bench_mayfly_all(void)
 {
     payload_init();
+    /* the TLS node started beside the first: it may still be starting */
+    if (bench_opt.tport > 0)
+        bench_wait_port(bench_opt.tport, 30);
     if (bench_want("http"))
         bench_mayfly_http("http-mayfly", bench_opt.mport, "/health",
                           "mayfly /health");
-    if (bench_want("push"))
-        mayfly_push(0);
     if (bench_want("push") && bench_opt.tport > 0)
         mayfly_push(1);
     if (bench_want("push") || bench_want("backlog"))
         mayfly_backlog();
     if (bench_want("drain")) {
-        mayfly_drain(0);
-        mayfly_drain(1);
+        mayfly_drain(DRAIN_ACK);
+        mayfly_drain(DRAIN_ACK_ONE);
     }
-    for (int floor = 0; floor <= (bench_opt.okport > 0); floor++) {
-        if (bench_want("rpc") || bench_want("rpc1"))
-            mayfly_rpc(1, 1, floor, 0);
-        if (bench_want("rpc") || bench_want("rpc32"))
-            mayfly_rpc(32, 8, floor, 0);
-    }
+    if (bench_opt.okport > 0 && (bench_want("rpc") || bench_want("rpc1")))
+        mayfly_rpc(1, 1, 1, 0);
+    if (bench_opt.okport > 0 && (bench_want("rpc") || bench_want("rpc32")))
+        mayfly_rpc(32, 8, 1, 0);
     if ((bench_want("rpc") || bench_want("rpc1")) && bench_opt.tport > 0)
         mayfly_rpc(1, 1, 0, 1);
     if ((bench_want("rpc") || bench_want("rpc32")) && bench_opt.tport > 0)
@@ -1159,12 +1183,8 @@ bench_mayfly_all(void)
         mayfly_rpc_verb(1, 1);
     if (bench_want("rpc") || bench_want("rpc32") || bench_want("request32"))
         mayfly_rpc_verb(32, 8);
-    if (bench_want("wake") && bench_opt.mpid > 0) {
-        mayfly_wake(0);
+    if (bench_want("wake") && bench_opt.mpid > 0)
         mayfly_wake(1);
-    } else if (bench_want("wake")) {
-        mayfly_wake(-1);
-    }
     if (bench_want("inboxes"))
         mayfly_inboxes();
     if (bench_want("parked"))

@@ -517,25 +517,26 @@ redis_wake(void)
     free(h);
 }
 
-/* Every Redis workload. */
+/* bench_redis_compared - see bench.h. */
 void
-bench_redis_all(void)
+bench_redis_compared(const char *scenario)
 {
-    values_init();
-    if (bench_want("push")) {
+    if (tag == 0)
+        values_init();
+    if (strcmp(scenario, "push") == 0) {
         redis_push("push-redis", 1,
                    "RPUSH 100 x 256 B, 1 command per round trip, 16 conns");
         redis_push("push-redis-pipe", 16,
                    "RPUSH 100 x 256 B, 16 commands in flight, 16 conns");
-    }
-    if (bench_want("drain"))
+    } else if (strcmp(scenario, "drain") == 0) {
         redis_drain();
-    if (bench_want("rpc") || bench_want("rpc1"))
+    } else if (strcmp(scenario, "rpc1") == 0) {
         redis_rpc(1, 1);
-    if (bench_want("rpc") || bench_want("rpc32"))
+    } else if (strcmp(scenario, "rpc32") == 0) {
         redis_rpc(32, 8);
-    if (bench_want("wake"))
+    } else if (strcmp(scenario, "wake") == 0) {
         redis_wake();
+    }
 }
 
 /* NATS request/reply: one requester connection carries slots
@@ -761,17 +762,23 @@ nats_wake(void)
     free(h);
 }
 
-/* Every NATS workload. */
+/* bench_nats_compared - see bench.h. */
 void
-bench_nats_all(void)
+bench_nats_compared(const char *scenario)
 {
     if (tag == 0)
         values_init();
-    if (bench_want("rpc") || bench_want("rpc1"))
+    if (strcmp(scenario, "rpc1") == 0)
         nats_rpc(1, 1);
-    if (bench_want("rpc") || bench_want("rpc32"))
+    else if (strcmp(scenario, "rpc32") == 0)
         nats_rpc(32, 8);
-    if (bench_want("wake"))
+    else if (strcmp(scenario, "wake") == 0)
         nats_wake();
+}
+
+/* bench_nats_close - see bench.h. */
+void
+bench_nats_close(void)
+{
     nats_Close();
 }

@@ -189,7 +189,9 @@ drain_queue(const struct bench_conn *c, char *out, size_t len)
         snprintf(out, len, "%s%ld", sc->prefix, c->a);
 }
 
-/* Send a pop for the connection's current queue. */
+/* Send a pop for the connection's current queue; in one exchange, a POST
+ * carrying the cumulative ack of the batch before (its last id in w2,
+ * empty at a queue's first pop). */
 static void
 drain_pop(struct bench_conn *c)
 {
@@ -197,6 +199,22 @@ drain_pop(struct bench_conn *c)
     char path[192], queue[64];
 
     drain_queue(c, queue, sizeof(queue));
+    if (sc->one) {
+        c->w1.len = 0;
+        bench_buf_printf(&c->w1, "{\"queue\":\"%s\",\"batch\":%d,\"acks\":[",
+                         queue, BENCH_BATCH);
+        if (c->w2.len > 0) {
+            bench_buf_str(&c->w1, "{\"id\":\"");
+            bench_buf_add(&c->w1, c->w2.p, c->w2.len);
+            bench_buf_str(&c->w1, "\",\"upTo\":true}");
+        }
+        bench_buf_str(&c->w1, "]}");
+        c->state = 0;
+        c->t0 = bench_now_ns();
+        bench_http_request(&c->out, "POST", "/api/v1/ephemeral/pop", c->w1.p,
+                           c->w1.len);
+        return;
+    }
     snprintf(path, sizeof(path), POP_PATH "queue=%s%s&batch=%d%s", queue,
              sc->pop_arg ? sc->pop_arg : "", BENCH_BATCH,
              sc->autoack ? "&autoAck=true" : "");
@@ -240,6 +258,23 @@ drain_ack_body(struct bench_conn *c, const struct bench_reply *r)
     return n;
 }
 
+/* The messages of a POST pop's answer (the "id"s before its "results"),
+ * the last one's id into w2 when there are some; how many. */
+static long
+drain_one_count(struct bench_conn *c, const struct bench_reply *r)
+{
+    const char *end = memmem(r->body, r->len, "\"results\"", 9), *s;
+    size_t len = end ? (size_t)(end - r->body) : r->len, pos = 0, sl;
+    long n = 0;
+
+    while (bench_json_str(r->body, len, &pos, "id", &s, &sl) == 0) {
+        c->w2.len = 0;
+        bench_buf_add(&c->w2, s, sl);
+        n++;
+    }
+    return n;
+}
+
 /* A pop or an ack answered. */
 static int
 drain_reply(struct bench_conn *c, const struct bench_reply *r)
@@ -256,9 +291,11 @@ drain_reply(struct bench_conn *c, const struct bench_reply *r)
         drain_pop(c);
         return 0;
     }
-    n = sc->autoack ? bench_json_count(r->body, r->len, "id")
-                    : drain_ack_body(c, r);
+    n = sc->one       ? drain_one_count(c, r)
+        : sc->autoack ? bench_json_count(r->body, r->len, "id")
+                      : drain_ack_body(c, r);
     if (n == 0) {
+        c->w2.len = 0; /* the last batch's ack went with this pop */
         c->a += sc->step;
         if (c->a >= sc->nq)
             return 1;
@@ -266,7 +303,7 @@ drain_reply(struct bench_conn *c, const struct bench_reply *r)
         return 0;
     }
     bench_record(c, c->t0, (uint64_t)n);
-    if (sc->autoack) {
+    if (sc->autoack || sc->one) {
         drain_pop(c);
         return 0;
     }

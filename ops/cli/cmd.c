@@ -25,8 +25,11 @@ static const struct {
      "    --ack acks what was printed; --auto-ack pops at most once.",
      "pop messages"},
     {"sub",
-     "QUEUE [--group G] [--partition P] [--batch N] [--count N]\n"
-     "    Long-polls, printing messages as they come and acking each one.\n"
+     "QUEUE [--group G] [--partition P] [--batch N] [--count N] [--upto]\n"
+     "    Long-polls, printing messages as they come and acking each one\n"
+     "    with the next poll; --upto acks a batch with one cumulative ack\n"
+     "    a partition (it completes what other consumers of the group\n"
+     "    hold there too).\n"
      "  sub QUEUE|--subs JSON --stream [--partition P] [--group G]\n"
      "    [--from new|last|all] [--count N]\n"
      "    Holds a stream open instead (SSE), resuming it after a drop;\n"

@@ -1,9 +1,13 @@
 /*
  * recv.c - see recv.h.
  *
- * Acks send each popped message back as it came, so they are fenced: a
- * message that went out again meanwhile answers stale and its newer
- * delivery is left alone (SPEC section 3).
+ * Acks send each popped message's id and attempts back, so they are
+ * fenced: a message that went out again meanwhile answers stale and its
+ * newer delivery is left alone (SPEC section 3).  sub drains in one
+ * exchange a batch (SPEC section 14): each POST pop carries the acks of
+ * the batch before it; with --upto, one cumulative entry a partition,
+ * which also completes what other consumers of the group hold leased
+ * there (for a sole consumer).
  */
 #include "ops/cli/recv.h"
 
@@ -58,6 +62,85 @@ cli_pop_call(struct cli_conn *c, const struct cli_pop_args *p,
                        (p->wait ? p->timeout_ms : 0) + CLI_POP_SLACK_MS, a);
     free(path);
     return st;
+}
+
+/* cli_pop_post - one POST pop for p carrying acks (an array); returns the
+ * status, the answer in a. */
+static long
+cli_pop_post(struct cli_conn *c, const struct cli_pop_args *p,
+             struct json_object *acks, struct cli_answer *a)
+{
+    struct json_object *req = json_object_new_object();
+    long st;
+
+    json_object_object_add(req, "queue", json_object_new_string(p->queue));
+    if (p->group != NULL)
+        json_object_object_add(req, "group", json_object_new_string(p->group));
+    if (p->partition != NULL)
+        json_object_object_add(req, "partition",
+                               json_object_new_string(p->partition));
+    json_object_object_add(req, "batch", json_object_new_int64(p->batch));
+    json_object_object_add(req, "wait", json_object_new_boolean(p->wait));
+    json_object_object_add(req, "timeout",
+                           json_object_new_int64(p->timeout_ms));
+    json_object_object_add(req, "acks", json_object_get(acks));
+    st = cli_call(c, "POST", "/api/v1/ephemeral/pop", cli_json_text(req),
+                  (p->wait ? p->timeout_ms : 0) + CLI_POP_SLACK_MS, a);
+    json_object_put(req);
+    return st;
+}
+
+/* cli_id_partition - the partition part of a message id
+ * "e:<incarnation>:<partition>:<sequence>" (from both ends) into
+ * out[0..*n); 0, or -1 for an id of another shape. */
+static int
+cli_id_partition(const char *id, const char **out, size_t *n)
+{
+    const char *first = strchr(id, ':'), *second, *last = strrchr(id, ':');
+
+    if (first == NULL || (second = strchr(first + 1, ':')) == NULL ||
+        second >= last)
+        return -1;
+    *out = second + 1;
+    *n = (size_t)(last - *out);
+    return 0;
+}
+
+/* cli_acks_of - what acks msgs (a pop's "messages"): each id with its
+ * attempts, or with upto the last message of each partition, cumulative
+ * (a batch holds each partition's messages in rising order). */
+static struct json_object *
+cli_acks_of(struct json_object *msgs, int upto)
+{
+    struct json_object *acks = json_object_new_array();
+    size_t n = json_object_array_length(msgs);
+
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *m = json_object_array_get_idx(msgs, i);
+        const char *id = cli_jstr(m, "id", ""), *part, *other;
+        struct json_object *e = json_object_new_object();
+        size_t len, olen;
+        int later = 0;
+
+        for (size_t k = i + 1; upto && k < n && !later; k++)
+            later = cli_id_partition(id, &part, &len) == 0 &&
+                    cli_id_partition(
+                        cli_jstr(json_object_array_get_idx(msgs, k), "id", ""),
+                        &other, &olen) == 0 &&
+                    len == olen && memcmp(part, other, len) == 0;
+        if (later) {
+            json_object_put(e);
+            continue;
+        }
+        json_object_object_add(e, "id", json_object_new_string(id));
+        if (upto)
+            json_object_object_add(e, "upTo", json_object_new_boolean(1));
+        else
+            json_object_object_add(e, "attempts",
+                                   json_object_get(cli_jget(m, "attempts")));
+        json_object_array_add(acks, e);
+    }
+    return acks;
 }
 
 /* cli_ack_send - ack entries (an array) on queue for group; the answer in a.
@@ -179,14 +262,16 @@ cli_sub_retryable(const struct cli_answer *a)
 /* cli_sub_check - sub's options that go together, or a usage error's
  * sentence. */
 static const char *
-cli_sub_check(int stream, const struct cli_stream_args *s, const char *batch,
-              int nops)
+cli_sub_check(int stream, int upto, const struct cli_stream_args *s,
+              const char *batch, int nops)
 {
     if (!stream && (s->from != NULL || s->subs != NULL))
         return s->from != NULL ? "--from needs --stream"
                                : "--subs needs --stream";
     if (stream && batch != NULL)
         return "--batch is for the long poll, not --stream";
+    if (stream && upto)
+        return "--upto is for the long poll, not --stream";
     if (s->from != NULL && strcmp(s->from, "new") != 0 &&
         strcmp(s->from, "last") != 0 && strcmp(s->from, "all") != 0)
         return "--from takes new, last or all";
@@ -205,20 +290,22 @@ cli_sub(int argc, char **argv, struct cli_globals *g)
     struct cli_stream_args sa = {0};
     const char *batch = NULL, *count = NULL, *bad;
     long want = 0, got = 0;
-    int rc, stream = 0;
+    int rc, stream = 0, upto = 0;
     const struct cli_opt opts[] = {
         {"group", NULL, &p.group}, {"partition", NULL, &p.partition},
         {"batch", NULL, &batch},   {"count", NULL, &count},
         {"stream", &stream, NULL}, {"from", NULL, &sa.from},
-        {"subs", NULL, &sa.subs},  {NULL, NULL, NULL}};
+        {"subs", NULL, &sa.subs},  {"upto", &upto, NULL},
+        {NULL, NULL, NULL}};
     struct cli_operands ops;
     struct cli_conn c;
+    struct json_object *acks; /* the batch before, acked by the next pop */
 
     rc = cli_cmd_start("sub", argc, argv, opts, g, &ops, 0, 1, &c);
     if (rc >= 0)
         return rc;
     sa.partition = p.partition;
-    if ((bad = cli_sub_check(stream, &sa, batch, ops.n)) != NULL) {
+    if ((bad = cli_sub_check(stream, upto, &sa, batch, ops.n)) != NULL) {
         cli_conn_close(&c);
         return cli_cmd_usage_error("sub", "%s", bad);
     }
@@ -236,13 +323,16 @@ cli_sub(int argc, char **argv, struct cli_globals *g)
         return rc;
     }
     rc = 0;
+    acks = json_object_new_array();
     while (rc == 0 && (want == 0 || got < want)) {
         struct cli_answer a;
         struct json_object *msgs;
 
         if (want > 0 && p.batch > want - got)
             p.batch = want - got;
-        if (cli_pop_call(&c, &p, &a) / 100 != 2) {
+        /* acks that may not have applied go again: an ack applied twice
+         * answers unknown the second time */
+        if (cli_pop_post(&c, &p, acks, &a) / 100 != 2) {
             if (cli_sub_retryable(&a))
                 sleep(1);
             else
@@ -261,9 +351,13 @@ cli_sub(int argc, char **argv, struct cli_globals *g)
             got++;
         }
         fflush(stdout);
-        rc = cli_ack_popped(&c, &p, msgs);
+        json_object_put(acks);
+        acks = cli_acks_of(msgs, upto);
         cli_answer_free(&a);
     }
+    if (rc == 0)
+        rc = cli_ack_popped(&c, &p, acks); /* the last batch */
+    json_object_put(acks);
     cli_conn_close(&c);
     return rc;
 }

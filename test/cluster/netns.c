@@ -14,6 +14,8 @@
 
 #include <criterion/criterion.h>
 
+#include "test/cluster/nfq_delay.h"
+
 static int switch_fd = -1;
 static int node_fd[NETNS_MAX] = {-1, -1, -1, -1, -1, -1, -1, -1};
 
@@ -113,6 +115,66 @@ netns_heal(int i)
     run("iptables -w -D FORWARD -i s%d -j DROP && "
         "iptables -w -D FORWARD -o s%d -j DROP",
         i, i);
+}
+
+void
+netns_cut_link(int i, int j)
+{
+    run("iptables -w -I FORWARD -i s%d -o s%d -j DROP && "
+        "iptables -w -I FORWARD -i s%d -o s%d -j DROP",
+        i, j, j, i);
+}
+
+void
+netns_heal_link(int i, int j)
+{
+    run("iptables -w -D FORWARD -i s%d -o s%d -j DROP && "
+        "iptables -w -D FORWARD -i s%d -o s%d -j DROP",
+        i, j, j, i);
+}
+
+void
+netns_oneway(int from, int to, int syn_only)
+{
+    run("iptables -w -I FORWARD -i s%d -o s%d %s -j DROP", from, to,
+        syn_only ? "-p tcp --syn" : "");
+}
+
+static struct nfq_delay *delayer;
+
+#define NETNS_QUEUE 7
+
+void
+netns_flaky(int i, int loss_pct, int delay_ms)
+{
+    /* -I puts each rule first: the loss rules end up before the queue */
+    if (delay_ms > 0) {
+        if (delayer == NULL)
+            delayer = nfq_delay_start(NETNS_QUEUE, delay_ms);
+        run("iptables -w -I FORWARD -i s%d -j NFQUEUE --queue-num %d "
+            "--queue-bypass && iptables -w -I FORWARD -o s%d -j NFQUEUE "
+            "--queue-num %d --queue-bypass",
+            i, NETNS_QUEUE, i, NETNS_QUEUE);
+    }
+    if (loss_pct > 0)
+        run("iptables -w -I FORWARD -i s%d -m statistic --mode random "
+            "--probability %.3f -j DROP && iptables -w -I FORWARD -o s%d "
+            "-m statistic --mode random --probability %.3f -j DROP",
+            i, loss_pct / 100.0, i, loss_pct / 100.0);
+}
+
+void
+netns_heal_all(void)
+{
+    run("iptables -w -F FORWARD");
+    nfq_delay_stop(delayer); /* after the rules: nothing more comes */
+    delayer = NULL;
+}
+
+long
+netns_delayed(void)
+{
+    return delayer ? nfq_delay_count(delayer) : 0;
 }
 
 int

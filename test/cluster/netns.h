@@ -14,6 +14,13 @@
  * i (iptables FORWARD rules in the switch): node i is isolated from the
  * other nodes, not from the test.  netns_heal(i) takes the rules out.
  *
+ * The other faults are FORWARD rules too: a link cut both ways
+ * (netns_cut_link, for splits), one way (netns_oneway: every packet, or
+ * only TCP SYNs, so that established connections and replies still flow),
+ * and a flaky link (netns_flaky: random loss with iptables' statistic
+ * match, delay with an NFQUEUE delayer, nfq_delay.h, since this kernel has
+ * no netem).  netns_heal_all() ends every fault.
+ *
  * Nothing outlives the test process: the namespaces are held by it and by
  * its nodes (which die with it: PR_SET_PDEATHSIG), and the links and rules
  * live in them.  Main thread only (setns is per thread, and nodes are
@@ -53,6 +60,26 @@ void netns_leave(void);
  * that. */
 void netns_cut(int i);
 void netns_heal(int i);
+
+/* netns_cut_link, netns_heal_link - cut the link between nodes i and j
+ * (both ways), and end that. */
+void netns_cut_link(int i, int j);
+void netns_heal_link(int i, int j);
+
+/* netns_oneway - drop what node from sends to node to: every packet, or
+ * (syn_only) the SYNs that open a TCP connection, so that connections to
+ * opened before, and the replies on connections to opens, still flow. */
+void netns_oneway(int from, int to, int syn_only);
+
+/* netns_flaky - node i's link to the other nodes loses loss_pct % of the
+ * packets each way and delays the rest delay_ms each way (0: none). */
+void netns_flaky(int i, int loss_pct, int delay_ms);
+
+/* netns_heal_all - end every fault: no rule left, the delayer stopped. */
+void netns_heal_all(void);
+
+/* netns_delayed - packets the delayer has held so far (0: none running). */
+long netns_delayed(void);
 
 /*
  * netns_orphans - TCP sockets in node i's namespace that its processes

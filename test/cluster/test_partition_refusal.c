@@ -2,7 +2,7 @@
  * test_partition_refusal.c - a refusal stays a refusal through a network
  * partition (SPEC §2: a request that fails changes nothing; issue 30).
  *
- * Three nodes, each in a network namespace of its own (netns.h), the
+ * Three nodes, each in a network namespace of its own (ns_cluster.h), the
  * test's namespace routing between them.  Through the leader: configure Q
  * {"maxLength":100}, declare D and push 3 to it.  Cut a follower F off
  * from the other nodes; 0.2 s later, through F, configure Q
@@ -16,144 +16,29 @@
  *
  * Skipped, saying so, only where the machine refuses a network namespace.
  */
-#include <sys/stat.h>
-#include <sys/wait.h>
-
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <criterion/criterion.h>
 
 #include "test/cluster/cluster.h"
-#include "test/cluster/netns.h"
+#include "test/cluster/ns_cluster.h"
 
-#define N      3
+#define N      NSC_NODES
 #define NPARTS 12
 
-static struct itest_node node[N];
-static char secret_file[300], peers[200];
+static struct nsc C;
+static struct itest_node *node = C.node;
 
 static void
 stop_all(void)
 {
-    for (int i = 0; i < N; i++)
-        if (node[i].pid > 0) {
-            kill(node[i].pid, SIGKILL);
-            waitpid(node[i].pid, NULL, 0);
-            node[i].pid = 0;
-        }
+    nsc_stop_all(&C);
 }
 
 TestSuite(partition_refusal, .fini = stop_all, .timeout = 240);
-
-/* spawn - node i in its namespace: 10.77.<i+1>.2, ports 6632 and 6633. */
-static void
-spawn(int i)
-{
-    char o[7][400], addr[32];
-    const char *own[7] = {o[0], o[1], o[2], o[3], o[4], o[5], o[6]};
-    struct itest_node *n = &node[i];
-
-    netns_addr(i, addr, sizeof(addr));
-    n->port = 6632;
-    n->cluster_port = 6633;
-    snprintf(n->base, sizeof(n->base), "http://%s:6632", addr);
-    snprintf(o[0], sizeof(o[0]), "listen=%s:6632", addr);
-    snprintf(o[1], sizeof(o[1]), "cluster_listen=%s:6633", addr);
-    snprintf(o[2], sizeof(o[2]), "data_dir=%s", n->dir);
-    snprintf(o[3], sizeof(o[3]), "peers=%s", peers);
-    snprintf(o[4], sizeof(o[4]), "cluster_secret_file=%s", secret_file);
-    snprintf(o[5], sizeof(o[5]), "node_id=n%d", i);
-    snprintf(o[6], sizeof(o[6]), "workers=1");
-    netns_enter(i);
-    n->pid = itest_spawn(own, 7, NULL, n->log);
-    netns_leave();
-}
-
-/* start - the namespaces and the three nodes; 0, or -errno when the
- * machine refuses a network namespace. */
-static int
-start(void)
-{
-    char dir[200];
-    FILE *f;
-    int rc = netns_switch();
-
-    if (rc != 0)
-        return rc;
-    itest_test_dir(dir, sizeof(dir));
-    snprintf(secret_file, sizeof(secret_file), "%s/secret", dir);
-    f = fopen(secret_file, "w");
-    cr_assert(f);
-    fprintf(f, "partition-secret-%d\n", (int)getpid());
-    fclose(f);
-    for (int i = 0; i < N; i++) {
-        size_t used = strlen(peers);
-        netns_node_add(i);
-        snprintf(peers + used, sizeof(peers) - used,
-                 "%s" NETNS_ADDR_FMT ":6633", i ? "," : "", i + 1);
-        snprintf(node[i].dir, sizeof(node[i].dir), "%s/n%d", dir, i);
-        cr_assert(mkdir(node[i].dir, 0700) == 0);
-        snprintf(node[i].log, sizeof(node[i].log), "%s/n%d/mayflyd.log", dir,
-                 i);
-    }
-    for (int i = 0; i < N; i++)
-        spawn(i);
-    return 0;
-}
-
-/* settled - the leader's index when every node is ready, sees every member
- * live and names the same leader; -1 otherwise. */
-static int
-settled(void)
-{
-    int leader = -1;
-
-    for (int i = 0; i < N; i++) {
-        struct itest_resp r;
-        long st = itest_get(&node[i], &r, "/health");
-        const char *l = st == 200 ? itest_jstr(r.json, "leader") : "";
-        int live = 0, li = l[0] == 'n' ? l[1] - '0' : -1;
-
-        for (int k = 0; st == 200 && k < itest_jlen(r.json, "members"); k++) {
-            char path[40];
-            snprintf(path, sizeof(path), "members.%d.state", k);
-            live += strcmp(itest_jstr(r.json, path), "live") == 0;
-        }
-        itest_resp_free(&r);
-        if (st != 200 || live != N || li < 0 || li >= N ||
-            (leader >= 0 && li != leader))
-            return -1;
-        leader = li;
-    }
-    return leader;
-}
-
-/* wait_settled - settled(), within 30 s. */
-static int
-wait_settled(void)
-{
-    int64_t deadline = itest_now_ms() + 30000;
-    int l;
-
-    while ((l = settled()) < 0) {
-        for (int i = 0; i < N; i++) {
-            int st;
-            if (waitpid(node[i].pid, &st, WNOHANG) == node[i].pid) {
-                node[i].pid = 0;
-                itest_node_log_tail(&node[i], 30);
-                cr_assert_fail("node %d exited", i);
-            }
-        }
-        cr_assert_lt(itest_now_ms(), deadline, "the cluster did not settle");
-        itest_sleep_ms(100);
-    }
-    return l;
-}
 
 /* max_length - Q's maxLength as node i holds it, declared; -1 when it
  * does not hold it declared. */
@@ -227,14 +112,10 @@ Test(partition_refusal, what_a_cut_off_follower_refused_is_never_applied)
 {
     static const int ports[] = {6632, 6633};
     char part[16];
-    int rc = start(), l, f;
+    int rc = nsc_start(&C, NULL), l, f;
 
-    if (rc == -EPERM || rc == -EACCES || rc == -ENOSYS || rc == -EINVAL)
-        cr_skip_test("this machine refuses a network namespace (unshare: "
-                     "%s): the partition test cannot run here",
-                     strerror(-rc));
-    cr_assert_eq(rc, 0, "unshare: %s", strerror(-rc));
-    l = wait_settled();
+    NSC_SKIP_UNLESS(rc);
+    l = nsc_wait_settled(&C, 30000);
     f = (l + 1) % N;
 
     ok(l, "POST", "/api/v1/ephemeral/configure",

@@ -23,9 +23,7 @@
 
 #define BROWSER_TIMEOUT_MS 90000
 
-/* What every run passes: the flags a root, offline, headless Chromium
- * needs to start quietly and fetch nothing but the page. */
-static const char *const browser_flags[] = {
+const char *const browser_flags[] = {
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
@@ -39,7 +37,10 @@ static const char *const browser_flags[] = {
     "--v=0",
 };
 
-#define NFLAGS (sizeof(browser_flags) / sizeof(browser_flags[0]))
+const size_t browser_nflags = sizeof(browser_flags) / sizeof(browser_flags[0]);
+_Static_assert(sizeof(browser_flags) / sizeof(browser_flags[0]) <=
+                   BROWSER_NFLAGS_MAX,
+               "browser.h's BROWSER_NFLAGS_MAX is too small");
 
 /* slurp - the whole of path, NUL-terminated ("" when it cannot be read). */
 static char *
@@ -121,7 +122,7 @@ run(const char *dir, const char *url, int w, int h, int budget_ms,
 {
     static int runs;
     char profile[PATH_MAX], size[64], budget[64], user_dir[PATH_MAX + 32];
-    const char *argv[NFLAGS + 8];
+    const char *argv[BROWSER_NFLAGS_MAX + 8];
     size_t a = 0;
     int64_t deadline;
     int st = 0;
@@ -134,7 +135,7 @@ run(const char *dir, const char *url, int w, int h, int budget_ms,
     snprintf(size, sizeof(size), "--window-size=%d,%d", w, h);
     snprintf(budget, sizeof(budget), "--virtual-time-budget=%d", budget_ms);
     argv[a++] = "chromium";
-    for (size_t i = 0; i < NFLAGS; i++)
+    for (size_t i = 0; i < browser_nflags; i++)
         argv[a++] = browser_flags[i];
     argv[a++] = user_dir;
     argv[a++] = size;

@@ -16,6 +16,13 @@
 
 #include <stddef.h>
 
+/* What every run passes (browser_live.c's too): the flags a root,
+ * offline, headless Chromium needs to start quietly and fetch nothing but
+ * the page; browser_nflags of them, at most BROWSER_NFLAGS_MAX. */
+#define BROWSER_NFLAGS_MAX 16
+extern const char *const browser_flags[];
+extern const size_t browser_nflags;
+
 /* What one run of chromium left. */
 struct browser_run {
     char *dom;     /* --dump-dom's output, NUL-terminated ("" otherwise) */

@@ -25,6 +25,7 @@
 #include <glob.h>
 #include <linux/tcp.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -550,6 +551,13 @@ itest_workers_listening(const struct itest_node *n)
     for (int i = 0; i < k; i++)
         count += itest_pid_has_socket(w[i], inode);
     return count;
+}
+
+int
+itest_port_listening(const struct itest_node *n)
+{
+    /* A listening socket's remote port reads 0 in /proc/net/tcp. */
+    return itest_conn_inode(n->port, 0, NULL) != 0;
 }
 
 /* The server ends of the node's connections, sorted by client port. */
@@ -1211,6 +1219,38 @@ itest_raw_connect(const struct itest_node *n)
         return -e;
     }
     return fd;
+}
+
+int
+itest_connect_within(const char *ip, int port, int bound_ms, int64_t *took_ms)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port)};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int rc, e = 0;
+    socklen_t el = sizeof(e);
+    int64_t t0 = itest_now_ms();
+
+    if (fd == -1)
+        return -errno;
+    if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) {
+        close(fd);
+        return -EINVAL;
+    }
+    rc = connect(fd, (struct sockaddr *)&a, sizeof(a));
+    if (rc == -1 && errno == EINPROGRESS) {
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        if (poll(&p, 1, bound_ms) == 1 &&
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0)
+            rc = e == 0 ? 0 : -e;
+        else
+            rc = -ETIMEDOUT;
+    } else if (rc == -1) {
+        rc = -errno;
+    }
+    *took_ms = itest_now_ms() - t0;
+    close(fd);
+    return rc;
 }
 
 int

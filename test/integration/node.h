@@ -154,6 +154,13 @@ pid_t itest_conn_worker(const struct itest_node *n, int client_port);
 int itest_workers_listening(const struct itest_node *n);
 
 /*
+ * itest_port_listening - whether any process still holds the node's client
+ * listening socket (its master or a worker): once none does, the kernel
+ * refuses new connections to the port.
+ */
+int itest_port_listening(const struct itest_node *n);
+
+/*
  * itest_conn_consumed - 1 when the request written on client socket fd has
  * reached the node (the node's kernel acknowledged bytes) and a worker has
  * accepted the connection and read everything on it (its receive queue is
@@ -315,6 +322,15 @@ int itest_raw_complete(const char *buf, size_t len);
  * came).  Returns r->status.
  */
 long itest_raw_response(int fd, struct itest_resp *r);
+
+/*
+ * itest_connect_within - open a new TCP connection to ip:port (IPv4),
+ * waiting bound_ms at most: 0 when it opened (closed again), -ECONNREFUSED
+ * when it was refused, -ETIMEDOUT when it was neither (held: no SYN-ACK,
+ * no reset).  *took_ms is how long it took.
+ */
+int itest_connect_within(const char *ip, int port, int bound_ms,
+                         int64_t *took_ms);
 
 /* itest_local_port - the local port an fd is bound to, or -errno. */
 int itest_local_port(int fd);

@@ -477,8 +477,8 @@ Test(routes, wrong_methods_are_405_with_allow, .timeout = 60)
         const char *method, *path, *allow;
     } c[] = {
         {"GET", PUSH, "POST"},
-        {"POST", POP "?queue=q", "GET"},
-        {"DELETE", POP "?queue=q", "GET"},
+        {"PUT", POP "?queue=q", "GET, POST"},
+        {"DELETE", POP "?queue=q", "GET, POST"},
         {"GET", ACK, "POST"},
         {"PUT", ACK, "POST"},
         {"GET", EXT, "POST"},

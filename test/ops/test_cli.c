@@ -346,6 +346,21 @@ Test(cli, sub_prints_messages_as_they_come_and_acks_them)
     cr_assert_eq(itest_depth_pending(&cl_node, "s", "g"), 0);
 }
 
+/* --upto acks each batch with one cumulative ack a partition. */
+Test(cli, sub_upto_acks_every_batch_with_one_cumulative_ack)
+{
+    cl_start();
+    cr_assert_eq(cl_sh("$M push u 1 2 3"), 0);
+    cr_assert_eq(cl_sh("($M sub u --group g --batch 2 --count 5 --upto & %s "
+                       "$M push u 4 5 >/dev/null; wait)",
+                       CL_UNTIL_PARKED("u")),
+                 0, "%s", cl_err);
+    cr_assert_eq(cl_lines(cl_out), 5, "%s", cl_out);
+    cr_assert(strstr(cl_out, " 1\n") && strstr(cl_out, " 5\n"), "%s", cl_out);
+    cr_assert_eq(itest_listing_int(&cl_node, "u", "leased", -1), 0);
+    cr_assert_eq(itest_depth_pending(&cl_node, "u", "g"), 0);
+}
+
 /* CL_UNTIL_STREAMS - a shell loop until the node counts an open stream. */
 #define CL_UNTIL_STREAMS                                                       \
     "n=0; until curl -s $MAYFLY_URL/metrics | grep -q '^mayfly_streams "       \

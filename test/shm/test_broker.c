@@ -243,6 +243,43 @@ Test(shm_broker, bare_ack_acts_on_the_current_delivery)
                  SHM_OUT_ACKED);
 }
 
+/* SPEC §14: a cumulative ack completes the group's leases out to
+ * consumers up to seq, whatever their attempts; one waiting to be
+ * redelivered, and every lease of another group, stay. */
+Test(shm_broker, upto_ack_completes_the_groups_leases_up_to_seq)
+{
+    uint64_t s, c[SHM_C_COUNT];
+    struct shm_ack a = {.attempts = 7, .status = SHM_ACK_UPTO};
+
+    cr_assert_eq(pushn("q", "Default", "a", 6, T0, &s), 0);
+    cr_assert_eq(pop("q", "h", 6, T0), 6);
+    cr_assert_eq(pop("q", "g", 4, T0), 4);
+    cr_assert_eq(ack1("q", "g", s + 1, 1, SHM_ACK_FAILED, T0),
+                 SHM_OUT_REDELIVERED);
+    a.seq = s + 3;
+    shm_ack(&seg, 0, nm("q"), nm("Default"), nm("g"), &a, 1, T0);
+    cr_assert_eq(a.outcome, SHM_OUT_ACKED);
+    cr_assert_eq(a.count, 3);
+    fixture_check(&seg);
+    /* the failed one comes back first, then what g never had */
+    cr_assert_eq(pop("q", "g", 10, T0), 3);
+    cr_assert_eq(rec(0)->seq, s + 1);
+    cr_assert_eq(rec(0)->attempts, 2);
+    cr_assert_eq(rec(1)->seq, s + 4);
+    /* nothing of g's up to s is leased any more */
+    a.seq = s;
+    shm_ack(&seg, 0, nm("q"), nm("Default"), nm("g"), &a, 1, T0);
+    cr_assert_eq(a.outcome, SHM_OUT_UNKNOWN);
+    cr_assert_eq(a.count, 0);
+    /* h's six are its own */
+    a.seq = s + 5;
+    shm_ack(&seg, 0, nm("q"), nm("Default"), nm("h"), &a, 1, T0);
+    cr_assert_eq(a.count, 6);
+    shm_counters_sum(&seg, c);
+    cr_assert_eq(c[SHM_C_ACK_ACKED], 9);
+    fixture_check(&seg);
+}
+
 Test(shm_broker, auto_ack_leases_nothing)
 {
     uint64_t s;
