@@ -154,6 +154,22 @@ extras_check(struct worker *w, struct http_request *req, struct shm_name queue,
     return 1;
 }
 
+/* all_keyed - whether every message of p carries a key and queue has a
+ * dedupe window: then a forward that times out may be sent again. */
+static int
+all_keyed(struct worker *w, struct shm_name queue, const struct http_push *p)
+{
+    struct shm_qopts o = shm_params_of(w->seg)->defaults;
+
+    if (p->extras == NULL || p->n == 0)
+        return 0;
+    for (uint32_t i = 0; i < p->n; i++)
+        if (!p->extras[i].has_key)
+            return 0;
+    shm_catalog_lookup(w->seg->catalog, queue.ptr, queue.len, &o);
+    return o.dedupe_s > 0;
+}
+
 /* push_keyed - the push of messages that carry extras (p->extras). */
 static void
 push_keyed(struct worker *w, struct http_request *req, struct shm_name queue,
@@ -218,7 +234,8 @@ worker_push(struct worker *w, struct http_request *req)
         !http_reply_name_ok(req, "partition", part.ptr, part.len) ||
         !worker_authz(w, req, AUTH_PUSH, "queue", queue, &in) ||
         (p.extras != NULL && !extras_check(w, req, in.name, &p)) ||
-        !worker_route(w, req, in.name, part, 0))
+        !(all_keyed(w, in.name, &p) ? worker_route_keyed(w, req, in.name, part)
+                                    : worker_route(w, req, in.name, part, 0)))
         goto out;
     queue = in.name;
     if (scratch(w, p.n) != 0) {

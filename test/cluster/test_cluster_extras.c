@@ -6,6 +6,7 @@
  * delayed ones come once, when due, and a key it saw is not stored again.
  * Times are CLOCK_MONOTONIC lower bounds; every wait polls a condition.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,4 +200,81 @@ Test(cluster_extras, a_sigterm_hands_over_delays_retries_and_the_window)
     }
     cr_assert_eq(pop_wait(0, queue, part, 500, &payload, &attempts, NULL, 0), 0,
                  "payload %lld again", (long long)payload);
+}
+
+/* signal_workers - send sig (SIGSTOP, SIGCONT) to every worker of node o. */
+static void
+signal_workers(int o, int sig)
+{
+    pid_t w[ITEST_NODE_MAX_WORKERS];
+    int nw = itest_node_workers(&c.node[o], w, ITEST_NODE_MAX_WORKERS);
+
+    cr_assert_gt(nw, 0);
+    for (int k = 0; k < nw; k++)
+        kill(w[k], sig);
+}
+
+/* A forward whose owner does not answer in time may have been stored
+ * there (a stopped worker reads it once resumed): a push whose messages
+ * all carry keys is sent once more, and the owner's window stores it
+ * once.  (No relay answer comes in between: the client sees one 201.) */
+Test(cluster_extras, a_keyed_push_that_timed_out_is_sent_once_more)
+{
+    const char *queue = "cx-slow";
+    struct itest_multi *m = itest_multi_new();
+    char part[32], body[256], id[256];
+    int o = 2, a = 0, dups;
+
+    cl_wait_view(&c, CL_ALL);
+    declare(queue, "\"dedupeSeconds\":60", 60);
+    cl_part_owned_by(queue, o, 64, part, sizeof(part));
+    signal_workers(o, SIGSTOP);
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"%s\",\"partition\":\"%s\",\"messages\":[{"
+             "\"payload\":1,\"key\":\"k1\"}]}",
+             queue, part);
+    cr_assert_eq(itest_multi_add(m, &c.node[a], "POST", PUSH, body), 0);
+    int64_t deadline = itest_now_ms() + WAIT_MS;
+    while (!itest_node_log_contains(&c.node[a], "is sent once more")) {
+        itest_multi_run(m, 100);
+        if (itest_now_ms() > deadline)
+            signal_workers(o, SIGCONT);
+        cr_assert_lt(itest_now_ms(), deadline, "no second send");
+    }
+    signal_workers(o, SIGCONT);
+    cr_assert_eq(itest_multi_run(m, WAIT_MS), 0);
+    struct itest_resp *r = itest_multi_resp(m, 0);
+    cr_assert_eq(r->status, 201, "%s", r->body);
+    snprintf(id, sizeof(id), "%s", itest_jstr(r->json, "ids.0"));
+    itest_multi_free(m);
+    /* the key is in the window, under the id the push was answered */
+    char again[256];
+    push_key(a, queue, part, 1, "k1", 0, &dups, again, sizeof(again));
+    cr_assert_eq(dups, 1);
+    cr_assert_str_eq(again, id);
+    cr_assert_eq(itest_depth_pending(&c.node[o], queue, NULL), 1);
+}
+
+/* A push with a message without a key is not sent again: it fails. */
+Test(cluster_extras, a_push_not_all_keyed_is_not_sent_again)
+{
+    const char *queue = "cx-slow2";
+    struct itest_resp r;
+    char part[32], body[256];
+    int o = 2, a = 0;
+
+    cl_wait_view(&c, CL_ALL);
+    declare(queue, "\"dedupeSeconds\":60", 60);
+    cl_part_owned_by(queue, o, 64, part, sizeof(part));
+    signal_workers(o, SIGSTOP);
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"%s\",\"partition\":\"%s\",\"messages\":[{"
+             "\"payload\":1,\"key\":\"k1\"},{\"payload\":2}]}",
+             queue, part);
+    long st = itest_req(&c.node[a], "POST", PUSH, body, &r);
+    signal_workers(o, SIGCONT);
+    cr_assert_eq(st, 503, "%s", r.body);
+    cr_assert_str_eq(itest_jstr(r.json, "code"), "ephemeral_forward_failed");
+    itest_resp_free(&r);
+    cr_assert(!itest_node_log_contains(&c.node[a], "is sent once more"));
 }
