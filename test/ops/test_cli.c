@@ -653,8 +653,8 @@ Test(cli, configure_prints_the_options_and_refusals_name_the_option)
                        "windowBuffer.ms=20 windowBuffer.count=3"),
                  0, "%s", cl_err);
     cr_assert(strstr(cl_out, "queue c declared") != NULL, "%s", cl_out);
-    cr_assert(strstr(cl_out, "maxLength     5\n") != NULL, "%s", cl_out);
-    cr_assert(strstr(cl_out, "policy        dropOldest\n") != NULL);
+    cr_assert(strstr(cl_out, "maxLength      5\n") != NULL, "%s", cl_out);
+    cr_assert(strstr(cl_out, "policy         dropOldest\n") != NULL);
     cr_assert(strstr(cl_out, "{\"ms\":20,\"count\":3}") != NULL, "%s", cl_out);
     cr_assert_eq(itest_listing_int(&cl_node, "c", "options.maxLength", -1), 5);
 
