@@ -60,9 +60,9 @@ Test(decl, decode_rejects_truncated_and_garbage_commands)
     cr_assert_eq(decl_encode(&c, &buf, &len), 0);
     for (size_t n = 0; n < len; n++)
         cr_assert_eq(decl_decode(buf, n, &d), -EINVAL, "length %zu", n);
-    ((unsigned char *)buf)[0] = 2; /* unknown version */
+    ((unsigned char *)buf)[0] = 9; /* unknown version */
     cr_assert_eq(decl_decode(buf, len, &d), -EINVAL);
-    ((unsigned char *)buf)[0] = 1;
+    ((unsigned char *)buf)[0] = 2;
     ((unsigned char *)buf)[1] = 9; /* unknown op */
     cr_assert_eq(decl_decode(buf, len, &d), -EINVAL);
     free(buf);
