@@ -46,10 +46,12 @@ http_options_json(struct http_buf *b, const struct http_qopts *o)
                     "{\"maxLength\":%u,\"maxBytes\":%llu,\"policy\":\"%s\","
                     "\"windowBuffer\":{\"ms\":%u,\"count\":%u},"
                     "\"ttlSeconds\":%u,\"leaseSeconds\":%u,\"retryLimit\":%u,"
+                    "\"dedupeSeconds\":%u,\"retryDelayMs\":%u,"
                     "\"deadLetter\":",
                     o->max_length, (unsigned long long)o->max_bytes,
                     o->drop_oldest ? "dropOldest" : "reject", o->window_ms,
-                    o->window_count, o->ttl_s, o->lease_s, o->retry_limit);
+                    o->window_count, o->ttl_s, o->lease_s, o->retry_limit,
+                    o->dedupe_s, o->retry_delay_ms);
     if (o->dead_letter != NULL && o->dl_len > 0)
         http_buf_append_json_str(b, o->dead_letter, o->dl_len);
     else

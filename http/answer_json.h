@@ -50,6 +50,8 @@ struct http_qopts {
     uint32_t ttl_s;
     uint32_t lease_s;
     uint32_t retry_limit;
+    uint32_t dedupe_s;
+    uint32_t retry_delay_ms;
     const char *dead_letter; /* deadLetter's name, dl_len bytes; NULL: none */
     uint32_t dl_len;
     int dl_expired;

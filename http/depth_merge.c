@@ -17,8 +17,8 @@
 #include "http/parse_jsonc.h"
 
 /* The counters of a partition entry and of a group entry that add up. */
-static const char *const part_sums[] = {"pending", "leased", "waiting",
-                                        "bytes"};
+static const char *const part_sums[] = {"pending", "leased", "waiting", "bytes",
+                                        "delayed"};
 static const char *const group_sums[] = {"pending", "skipped"};
 
 /*

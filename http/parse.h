@@ -39,20 +39,39 @@ struct http_str {
 
 /* ---- push (json_scan) ----------------------------------------------- */
 
+/* The longest dedupe key (SPEC §13), and the largest delayMs and
+ * ttlSeconds a message may say before a ceiling (the node's, the queue's)
+ * is applied. */
+#define HTTP_KEY_MAX       256
+#define HTTP_MSG_DELAY_MAX UINT32_MAX
+#define HTTP_MSG_TTL_MAX   UINT32_MAX
+
+/* What a message may carry besides its payload (SPEC §13). */
+struct http_push_extra {
+    struct http_str key; /* has_key: 1..HTTP_KEY_MAX bytes, unescaped */
+    int has_key;
+    uint32_t delay_ms; /* 0: none */
+    uint32_t ttl_s;    /* has_ttl: its own ttlSeconds */
+    int has_ttl;
+};
+
 struct http_push {
     struct http_str queue;     /* required */
     struct http_str partition; /* has_partition 0: absent (Default) */
     int has_partition;
     uint32_t n;                /* 0 .. HTTP_BATCH_MAX */
     struct http_str *payloads; /* owned: n spans of JSON text in the body */
-    char *mem;                 /* owned: unescaped names */
+    struct http_push_extra *extras; /* owned: n entries, or NULL when no
+                                       message carries any */
+    char *mem;                      /* owned: unescaped names and keys */
 };
 
 /*
- * http_parse_push - {"queue", "partition"?, "messages": [{"payload": any},
- * ...]}.  Unknown top-level keys and extra keys in messages are validated as
- * JSON and ignored; a repeated key keeps its last value, as json-c does.
- * The whole body is validated before a shape error is reported.
+ * http_parse_push - {"queue", "partition"?, "messages": [{"payload": any,
+ * "key"?, "delayMs"?, "ttlSeconds"?}, ...]}.  Unknown top-level keys and
+ * extra keys in messages are validated as JSON and ignored; a repeated key
+ * keeps its last value, as json-c does.  The whole body is validated
+ * before a shape error is reported.
  */
 int http_parse_push(const char *body, size_t len, struct http_push *out,
                     struct http_error *err);
@@ -73,6 +92,8 @@ struct http_ack_entry {
     uint32_t attempts;
     struct http_str reply; /* has_reply: JSON text in the body (SPEC §9) */
     int has_reply;
+    int has_delay; /* retry: "delayMs" (SPEC §13); else the queue's */
+    uint32_t delay_ms;
     int upto; /* "upTo": true: every lease of the partition up to id's
                  (SPEC §14) */
 };
@@ -206,6 +227,13 @@ void http_dead_letter_free(struct http_dead_letter *d);
 #define HTTP_OPT_RETRY_LIMIT   (1u << 6)
 #define HTTP_OPT_DEAD_LETTER   (1u << 7)
 #define HTTP_OPT_DL_EXPIRED    (1u << 8)
+#define HTTP_OPT_DEDUPE_S      (1u << 9)
+#define HTTP_OPT_RETRY_DELAY   (1u << 10)
+
+/* Ceilings of the SPEC §13 options: dedupeSeconds, retryDelayMs (and a
+ * retry ack's delayMs). */
+#define HTTP_DEDUPE_MAX_S    3600
+#define HTTP_RETRY_DELAY_MAX 3600000
 
 enum http_policy { HTTP_POLICY_REJECT, HTTP_POLICY_DROP_OLDEST };
 
@@ -220,6 +248,8 @@ struct http_configure {
     uint64_t ttl_seconds;
     uint64_t lease_seconds;
     uint64_t retry_limit;
+    uint64_t dedupe_s;           /* dedupeSeconds */
+    uint64_t retry_delay_ms;     /* retryDelayMs */
     struct http_str dead_letter; /* deadLetter, unescaped (in dl_mem) */
     int dl_expired;              /* deadLetterExpired */
     char *mem;                   /* owned */

@@ -270,7 +270,7 @@ entry_object(struct ack_parse *ap, const char *p, const char *where, size_t i,
 {
     struct http_json *j = &ap->j;
     const char *id = NULL, *status = NULL, *tries = NULL, *upto = NULL;
-    const char *after;
+    const char *delay = NULL, *after;
     size_t n;
     int more, rc;
 
@@ -285,6 +285,8 @@ entry_object(struct ack_parse *ap, const char *p, const char *where, size_t i,
             status = j->p;
         else if (key_is(ap, n, "attempts"))
             tries = j->p;
+        else if (key_is(ap, n, "delayMs"))
+            delay = j->p;
         else if (key_is(ap, n, "upTo"))
             upto = j->p;
         else if (key_is(ap, n, "reply"))
@@ -332,6 +334,16 @@ entry_object(struct ack_parse *ap, const char *p, const char *where, size_t i,
                 "field '%s[%zu].attempts' must be an integer from 0 to %llu",
                 where, i, (unsigned long long)UINT32_MAX);
         e->has_attempts = 1;
+    }
+    /* A retry's delay (SPEC §13), an hour at most. */
+    if (!is_null(delay)) {
+        if (*delay == '-' || attempts(delay, j->end, &e->delay_ms) != 0 ||
+            e->delay_ms > HTTP_RETRY_DELAY_MAX)
+            return http_parse_bad(
+                ap->err,
+                "field '%s[%zu].delayMs' must be an integer from 0 to %d",
+                where, i, HTTP_RETRY_DELAY_MAX);
+        e->has_delay = 1;
     }
     at(ap, after);
     return 0;

@@ -40,6 +40,10 @@ static const struct int_option {
      offsetof(struct http_configure, lease_seconds)},
     {"retryLimit", HTTP_OPT_RETRY_LIMIT,
      offsetof(struct http_configure, retry_limit)},
+    {"dedupeSeconds", HTTP_OPT_DEDUPE_S,
+     offsetof(struct http_configure, dedupe_s)},
+    {"retryDelayMs", HTTP_OPT_RETRY_DELAY,
+     offsetof(struct http_configure, retry_delay_ms)},
 };
 
 /* unknown - 400 unknown_option naming it. */

@@ -1,6 +1,9 @@
 /*
  * parse_push.c - the push body in one validating pass (json_scan.h), no
- * tree: {"queue", "partition"?, "messages": [{"payload": any JSON}, ...]}.
+ * tree: {"queue", "partition"?, "messages": [{"payload": any JSON, "key"?,
+ * "delayMs"?, "ttlSeconds"?}, ...]} (SPEC §13 for the last three: a key is
+ * kept unescaped in mem, the numbers are integers; the ceilings are the
+ * caller's).
  *
  * out->mem (body length + 1 bytes) receives the unescaped names: every
  * string kept is a disjoint span of the body with its two quotes, so the
@@ -8,6 +11,7 @@
  * tail of mem as scratch.  No locking.  Errors: 0, -EINVAL, -ENOMEM, with
  * err filled.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,13 +29,17 @@ enum push_msg_error {
     PUSH_MSG_NOT_OBJECT, /* messages[at] */
     PUSH_MSG_NO_PAYLOAD, /* messages[at].payload */
     PUSH_MSG_TOO_MANY,
+    PUSH_MSG_BAD_KEY,   /* messages[at].key */
+    PUSH_MSG_BAD_DELAY, /* messages[at].delayMs */
+    PUSH_MSG_BAD_TTL,   /* messages[at].ttlSeconds */
 };
 
 struct push_parse {
     struct http_json j;
     struct http_push *out;
-    char *free;   /* next free byte of out->mem */
-    uint32_t cap; /* room in out->payloads */
+    char *free;    /* next free byte of out->mem */
+    uint32_t cap;  /* room in out->payloads */
+    uint32_t ecap; /* room in out->extras */
     enum push_field queue, partition, messages;
     enum push_msg_error msg_error;
     uint32_t msg_error_at;
@@ -68,6 +76,25 @@ read_name(struct push_parse *pp, struct http_str *s, enum push_field *st)
     return 0;
 }
 
+/* grow_extras - room for n entries in out->extras, the new ones zeroed
+ * (made at the first message that carries an extra).  0 or -ENOMEM. */
+static int
+grow_extras(struct push_parse *pp, uint32_t n)
+{
+    struct http_push *out = pp->out;
+    struct http_push_extra *e;
+
+    if (out->extras != NULL && n <= pp->ecap)
+        return 0;
+    uint32_t cap = pp->cap > n ? pp->cap : n;
+    if ((e = realloc(out->extras, cap * sizeof(*e))) == NULL)
+        return -ENOMEM;
+    memset(e + pp->ecap, 0, (cap - pp->ecap) * sizeof(*e));
+    out->extras = e;
+    pp->ecap = cap;
+    return 0;
+}
+
 /* add_payload - append one span to out->payloads, growing it (from 128:
  * a typical batch of 100 takes one allocation, not four). */
 static int
@@ -87,6 +114,8 @@ add_payload(struct push_parse *pp, const char *p, size_t n)
         out->payloads = a;
         pp->cap = cap;
     }
+    if (out->extras != NULL && grow_extras(pp, out->n + 1) != 0)
+        return http_parse_oom(pp->err);
     out->payloads[out->n].ptr = p;
     out->payloads[out->n].len = n;
     out->n++;
@@ -103,17 +132,103 @@ msg_error(struct push_parse *pp, enum push_msg_error e, uint32_t at)
     }
 }
 
+/* The field of a message besides its payload that a key names. */
+enum push_extra_field { EXTRA_NONE, EXTRA_KEY, EXTRA_DELAY, EXTRA_TTL };
+
+/* uint_value - the integer token of (p, end): digits alone (no sign,
+ * fraction or exponent), at most max.  0 or -1. */
+static int
+uint_value(const char *p, const char *end, uint64_t max, uint32_t *out)
+{
+    uint64_t v = 0;
+
+    if (p == end)
+        return -1;
+    for (; p < end; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        v = v * 10 + (uint64_t)(*p - '0');
+        if (v > max)
+            return -1;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* read_extra - the value at j->p of field f of message i (its last one
+ * counts): kept in e, or a shape error; null is absent. */
+static int
+read_extra(struct push_parse *pp, uint32_t i, enum push_extra_field f,
+           struct http_push_extra *e)
+{
+    struct http_json *j = &pp->j;
+    const char *start = j->p;
+    size_t n;
+
+    if (f == EXTRA_KEY && http_json_peek(j) == '"') {
+        if (http_json_string(j, pp->free, &n) != 0)
+            return syntax_error(pp);
+        if (n == 0 || n > HTTP_KEY_MAX) {
+            msg_error(pp, PUSH_MSG_BAD_KEY, i);
+            return 0;
+        }
+        e->key = (struct http_str){pp->free, n};
+        e->has_key = 1;
+        pp->free[n] = '\0';
+        pp->free += n + 1;
+        return 0;
+    }
+    if (http_json_value(j) != 0)
+        return syntax_error(pp);
+    if (*start == 'n') { /* null: absent */
+        if (f == EXTRA_KEY)
+            e->has_key = 0;
+        else if (f == EXTRA_DELAY)
+            e->delay_ms = 0;
+        else
+            e->has_ttl = 0;
+        return 0;
+    }
+    if (f == EXTRA_KEY)
+        msg_error(pp, PUSH_MSG_BAD_KEY, i);
+    else if (f == EXTRA_DELAY &&
+             uint_value(start, j->p, HTTP_MSG_DELAY_MAX, &e->delay_ms) != 0)
+        msg_error(pp, PUSH_MSG_BAD_DELAY, i);
+    else if (f == EXTRA_TTL) {
+        if (uint_value(start, j->p, HTTP_MSG_TTL_MAX, &e->ttl_s) != 0)
+            msg_error(pp, PUSH_MSG_BAD_TTL, i);
+        else
+            e->has_ttl = 1;
+    }
+    return 0;
+}
+
+/* extra_field - which extra field key (n bytes, unescaped) names. */
+static enum push_extra_field
+extra_field(const char *key, size_t n)
+{
+    if (http_json_key_is(key, n, "key"))
+        return EXTRA_KEY;
+    if (http_json_key_is(key, n, "delayMs"))
+        return EXTRA_DELAY;
+    if (http_json_key_is(key, n, "ttlSeconds"))
+        return EXTRA_TTL;
+    return EXTRA_NONE;
+}
+
 /* read_message - one {"payload": any, ...} at index i of "messages". */
 static int
 read_message(struct push_parse *pp, uint32_t i)
 {
     struct http_json *j = &pp->j;
+    struct http_push_extra e = {0};
     const char *payload = NULL, *start;
     size_t payload_len = 0, n;
-    int more = http_json_enter(j);
+    int more = http_json_enter(j), extra = 0, rc;
 
     while (more > 0) {
         int is_payload;
+        enum push_extra_field f = EXTRA_NONE;
 
         /* The key as clients send it needs no unescaping to compare. */
         http_json_ws(j);
@@ -124,10 +239,18 @@ read_message(struct push_parse *pp, uint32_t i)
             if (http_json_string(j, pp->free, &n) != 0)
                 return syntax_error(pp);
             is_payload = http_json_key_is(pp->free, n, "payload");
+            f = extra_field(pp->free, n);
         }
         if (http_json_eat(j, ':') != 0)
             return syntax_error(pp);
         http_json_ws(j);
+        if (f != EXTRA_NONE) {
+            if ((rc = read_extra(pp, i, f, &e)) != 0)
+                return rc;
+            extra = 1;
+            more = http_json_next(j, '}');
+            continue;
+        }
         start = j->p;
         if (http_json_value(j) != 0)
             return syntax_error(pp);
@@ -143,7 +266,15 @@ read_message(struct push_parse *pp, uint32_t i)
         msg_error(pp, PUSH_MSG_NO_PAYLOAD, i);
         return 0;
     }
-    return add_payload(pp, payload, payload_len);
+    if (pp->msg_error != PUSH_MSG_NONE)
+        return 0; /* the rest is only validated */
+    if ((e.has_key || e.delay_ms || e.has_ttl) && grow_extras(pp, i + 1) != 0)
+        return http_parse_oom(pp->err);
+    if ((rc = add_payload(pp, payload, payload_len)) != 0)
+        return rc;
+    if (extra && pp->out->extras != NULL)
+        pp->out->extras[i] = e;
+    return 0;
 }
 
 /* read_entry - element i of "messages"; after a shape error the rest of
@@ -252,6 +383,21 @@ shape_error(struct push_parse *pp)
     case PUSH_MSG_NO_PAYLOAD:
         return http_parse_bad(pp->err,
                               "field 'messages[%u].payload' is required", at);
+    case PUSH_MSG_BAD_KEY:
+        return http_parse_bad(pp->err,
+                              "field 'messages[%u].key' must be a string of "
+                              "1 to %d bytes",
+                              at, HTTP_KEY_MAX);
+    case PUSH_MSG_BAD_DELAY:
+        return http_parse_bad(pp->err,
+                              "field 'messages[%u].delayMs' must be a "
+                              "non-negative integer",
+                              at);
+    case PUSH_MSG_BAD_TTL:
+        return http_parse_bad(pp->err,
+                              "field 'messages[%u].ttlSeconds' must be a "
+                              "non-negative integer",
+                              at);
     case PUSH_MSG_TOO_MANY:
         break;
     }
@@ -299,6 +445,7 @@ void
 http_push_free(struct http_push *p)
 {
     free(p->payloads);
+    free(p->extras);
     free(p->mem);
     memset(p, 0, sizeof(*p));
 }

@@ -80,6 +80,7 @@ static const struct config_key config_keys[] = {
     CONFIG_KEY(member_ttl_ms, CONFIG_U32, 100, 600000, 0),
     CONFIG_KEY(leave_exclude_s, CONFIG_U32, 0, 86400, 0),
     CONFIG_KEY(max_wait_ms, CONFIG_U32, 1, 3600000, 0), /* 0: pops spin */
+    CONFIG_KEY(max_delay_ms, CONFIG_U32, 0, 3600000, 0),
     CONFIG_KEY(responders_idle_ms, CONFIG_U32, 0, 3600000, 0),
     CONFIG_KEY(busy_poll_us, CONFIG_U32, 0, 1000, 0),
     CONFIG_KEY(max_body_bytes, CONFIG_SIZE, 1, 4 * CONFIG_GIB, 0),
@@ -151,6 +152,7 @@ config_defaults(struct config *c)
     c->member_ttl_ms = 4000;
     c->leave_exclude_s = 30;
     c->max_wait_ms = 60000;
+    c->max_delay_ms = 3600000;
     c->responders_idle_ms = 5000;
     c->busy_poll_us = 50;
     c->max_body_bytes = 64 * CONFIG_MIB;

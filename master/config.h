@@ -41,6 +41,7 @@ struct config {
     uint32_t member_ttl_ms;         /* 4000 */
     uint32_t leave_exclude_s;       /* 30 */
     uint32_t max_wait_ms;           /* 60000 */
+    uint32_t max_delay_ms;          /* 3600000: a message's delayMs */
     uint32_t responders_idle_ms;    /* 5000: a request's no-responders */
     uint32_t busy_poll_us;          /* 50: polled before a worker sleeps */
     uint64_t max_body_bytes;        /* 64M */

@@ -327,6 +327,10 @@ effective(struct master *m, struct http_request *req,
         {HTTP_OPT_LEASE_SECONDS, "leaseSeconds", in->lease_seconds, 1,
          HTTP_LEASE_MAX_S},
         {HTTP_OPT_RETRY_LIMIT, "retryLimit", in->retry_limit, 1, 1000000},
+        {HTTP_OPT_DEDUPE_S, "dedupeSeconds", in->dedupe_s, 0,
+         HTTP_DEDUPE_MAX_S},
+        {HTTP_OPT_RETRY_DELAY, "retryDelayMs", in->retry_delay_ms, 0,
+         HTTP_RETRY_DELAY_MAX},
     };
 
     for (size_t i = 0; i < sizeof(range) / sizeof(range[0]); i++) {
@@ -363,6 +367,8 @@ effective(struct master *m, struct http_request *req,
                                                           : cfg->retry_limit),
         .window_ms = (uint32_t)in->window_ms,
         .window_count = (uint32_t)in->window_count,
+        .dedupe_s = (uint32_t)in->dedupe_s,
+        .retry_delay_ms = (uint32_t)in->retry_delay_ms,
     };
     return dead_letter(req, in, o);
 }

@@ -2,12 +2,15 @@
  * declared.c - encode, decode and apply declare/delete commands.
  *
  * Command, all integers big-endian:
- *   u8 version (1) | u8 op | u16 name_len | name bytes
+ *   u8 version (2) | u8 op | u16 name_len | name bytes
  *   declare only:   u32 max_length | u64 max_bytes | u32 policy | u32 ttl_s
  *                   | u32 lease_s | u32 retry_limit | u32 window_ms
- *                   | u32 window_count
+ *                   | u32 window_count | u32 dedupe_s | u32 retry_delay_ms
  *                   [| u32 flags | deadLetter name bytes]  (only when
  *                   flags are not 0: what older nodes wrote and read)
+ *   dedupe_s and retry_delay_ms are there since version 2 (SPEC §13); a
+ *   version 1 command, written before, declares them 0 (and may carry the
+ *   flags and deadLetter name right after window_count).
  * Snapshot: u32 count, then count declare commands each prefixed by u32 len.
  */
 #include "master/declared.h"
@@ -16,9 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DECL_VERSION  1
-#define DECL_HEAD     4
-#define DECL_OPTS_LEN 36
+#define DECL_VERSION     2
+#define DECL_VERSION_V0  1 /* options without dedupe_s and retry_delay_ms */
+#define DECL_HEAD        4
+#define DECL_OPTS_LEN    44
+#define DECL_OPTS_LEN_V0 36 /* before dedupe_s and retry_delay_ms */
 
 static void
 put32(unsigned char *p, uint32_t v)
@@ -68,10 +73,12 @@ decl_encode(const struct decl_cmd *c, void **buf, size_t *len)
         put32(o + 24, q->retry_limit);
         put32(o + 28, q->window_ms);
         put32(o + 32, q->window_count);
+        put32(o + 36, q->dedupe_s);
+        put32(o + 40, q->retry_delay_ms);
         if (q->flags != 0)
-            put32(o + 36, q->flags);
+            put32(o + DECL_OPTS_LEN, q->flags);
         if (dlen > 0)
-            memcpy(o + 40, c->dl, dlen);
+            memcpy(o + DECL_OPTS_LEN + 4, c->dl, dlen);
     }
     *buf = p;
     *len = n;
@@ -83,8 +90,9 @@ decl_decode(const void *buf, size_t len, struct decl_cmd *c)
 {
     const unsigned char *p = buf;
 
-    if (len < DECL_HEAD || p[0] != DECL_VERSION)
+    if (len < DECL_HEAD || (p[0] != DECL_VERSION && p[0] != DECL_VERSION_V0))
         return -EINVAL;
+    int v0 = p[0] == DECL_VERSION_V0;
     c->op = (enum decl_op)p[1];
     c->len = (size_t)p[2] << 8 | p[3];
     c->name = (const char *)p + DECL_HEAD;
@@ -92,16 +100,16 @@ decl_decode(const void *buf, size_t len, struct decl_cmd *c)
         return -EINVAL;
     if (c->op == DECL_DELETE)
         return len == DECL_HEAD + c->len ? 0 : -EINVAL;
-    if (c->op != DECL_DECLARE || len < DECL_HEAD + c->len + DECL_OPTS_LEN)
+    size_t olen = v0 ? DECL_OPTS_LEN_V0 : DECL_OPTS_LEN;
+    if (c->op != DECL_DECLARE || len < DECL_HEAD + c->len + olen)
         return -EINVAL;
     const unsigned char *o = p + DECL_HEAD + c->len;
-    size_t rest = len - (DECL_HEAD + c->len + DECL_OPTS_LEN);
-    uint32_t flags = rest >= 4 ? get32(o + DECL_OPTS_LEN) : 0;
+    size_t rest = len - (DECL_HEAD + c->len + olen);
+    uint32_t flags = rest >= 4 ? get32(o + olen) : 0;
     if ((rest != 0 && (flags == 0 || rest != 4 + SHM_QOPT_DL_LEN(flags))) ||
         SHM_QOPT_DL_LEN(flags) > DECL_NAME_MAX)
         return -EINVAL;
-    c->dl =
-        SHM_QOPT_DL_LEN(flags) > 0 ? (const char *)o + DECL_OPTS_LEN + 4 : NULL;
+    c->dl = SHM_QOPT_DL_LEN(flags) > 0 ? (const char *)o + olen + 4 : NULL;
     c->opts = (struct shm_qopts){
         .max_length = get32(o),
         .max_bytes = (uint64_t)get32(o + 4) << 32 | get32(o + 8),
@@ -111,6 +119,8 @@ decl_decode(const void *buf, size_t len, struct decl_cmd *c)
         .retry_limit = get32(o + 24),
         .window_ms = get32(o + 28),
         .window_count = get32(o + 32),
+        .dedupe_s = v0 ? 0 : get32(o + 36),
+        .retry_delay_ms = v0 ? 0 : get32(o + 40),
         .flags = flags,
     };
     return c->opts.policy <= SHM_POLICY_DROP_OLDEST ? 0 : -EINVAL;

@@ -363,6 +363,7 @@ start_node(struct master *m, int ep)
     m->ws.max_connections = conns;
     m->ws.max_body_bytes = m->cfg.max_body_bytes;
     m->ws.max_wait_ms = m->cfg.max_wait_ms;
+    m->ws.max_delay_ms = m->cfg.max_delay_ms;
     m->ws.responders_idle_ms = m->cfg.responders_idle_ms;
     m->ws.busy_poll_us = m->cfg.busy_poll_us;
     m->ws.stream_max = m->cfg.stream_max;

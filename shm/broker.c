@@ -65,11 +65,11 @@ push_check(struct shm_seg *seg, int w, const struct shm_qopts *o,
 }
 
 /* Allocate and fill the n chains (cost bytes), joined by their next
- * fields; -ENOBUFS when they would eat into the lease reserve. */
+ * fields, each visible after its delay (ex: none); -ENOBUFS when they would eat into the lease reserve. */
 static int
 push_alloc(struct shm_seg *seg, int w, const struct shm_msg_in *msgs,
-           uint32_t n, uint32_t reply_len, uint64_t cost, uint64_t now,
-           uint32_t *first, uint32_t *last)
+           const struct shm_msg_extra *ex, uint32_t n, uint32_t reply_len,
+           uint64_t cost, uint64_t now, uint32_t *first, uint32_t *last)
 {
     uint64_t c;
     uint32_t ref;
@@ -85,6 +85,9 @@ push_alloc(struct shm_seg *seg, int w, const struct shm_msg_in *msgs,
             return rc;
         }
         shm_ring_msg(seg, ref)->reply_len = (uint16_t)reply_len;
+        if (ex != NULL)
+            shm_ring_msg(seg, ref)->enq_ms = shm_msg_pack(
+                now + ex[i].delay_ms, ex[i].ttl_s, ex[i].delay_ms > 0);
         if (*last != 0)
             shm_ring_msg(seg, *last)->next = ref;
         else
@@ -92,6 +95,114 @@ push_alloc(struct shm_seg *seg, int w, const struct shm_msg_in *msgs,
         *last = ref;
     }
     return 0;
+}
+
+/*
+ * struct push_keys - a keyed push (shm_push_keyed) on its way: the
+ * messages, the answer's ids, and the window's cells allocated before the
+ * lock (INFLIGHT, joined by their next fields), one per keyed message.
+ */
+struct push_keys {
+    const struct shm_msg_extra *msgs;
+    struct shm_push_id *ids;
+    uint32_t dups;
+    uint32_t cells;      /* first spare window cell */
+    uint32_t dup_first;  /* chains of the duplicates, freed after the lock */
+    uint32_t kept_first; /* the chains left to link, once filtered */
+    int filtered;
+};
+
+#define PUSH_ID_KEPT  UINT64_MAX       /* ids[i].inc: stored (seq to come) */
+#define PUSH_ID_LOCAL (UINT64_MAX - 1) /* a duplicate of message seq here */
+
+/* Is message i a duplicate (its key in the window, or on a message kept
+ * before it in this batch)?  Marks ids[i] either way. */
+static int
+keys_dup_locked(struct shm_ring_ctx *c, struct push_keys *k, uint32_t i,
+                uint64_t window_ms)
+{
+    const struct shm_msg_extra *m = &k->msgs[i];
+    const struct shm_dd *e;
+
+    k->ids[i] = (struct shm_push_id){0, PUSH_ID_KEPT};
+    if (!m->has_key)
+        return 0;
+    if ((e = shm_ring_dd_find_locked(c, m->key_hash, window_ms)) != NULL) {
+        k->ids[i] = (struct shm_push_id){e->seq, e->inc};
+        return 1;
+    }
+    for (uint32_t j = 0; j < i; j++)
+        if (k->msgs[j].has_key && k->msgs[j].key_hash == m->key_hash &&
+            k->ids[j].inc == PUSH_ID_KEPT) {
+            k->ids[i] = (struct shm_push_id){j, PUSH_ID_LOCAL};
+            return 1;
+        }
+    return 0;
+}
+
+/* Take the duplicates out of the chains *first..*last (n of them, cost
+ * bytes), setting aside their chains in k->dup_first. */
+static void
+keys_filter_locked(struct shm_ring_ctx *c, struct push_keys *k,
+                   uint64_t window_ms, uint32_t *first, uint32_t *last,
+                   uint32_t *n, uint64_t *cost)
+{
+    uint32_t r = *first, total = *n, kept_last = 0, dup_last = 0;
+
+    shm_ring_dd_trim_locked(c, window_ms, c->q->opts.max_length);
+    *first = *last = 0;
+    for (uint32_t i = 0; i < total; i++) {
+        struct shm_msg *m = shm_ring_msg(c->seg, r);
+        uint32_t next = m->next;
+        m->next = 0;
+        if (keys_dup_locked(c, k, i, window_ms)) {
+            if (dup_last != 0)
+                shm_ring_msg(c->seg, dup_last)->next = r;
+            else
+                k->dup_first = r;
+            dup_last = r;
+            k->dups++;
+            (*n)--;
+            *cost -= shm_ring_msg_cost(m->len);
+        } else {
+            if (kept_last != 0)
+                shm_ring_msg(c->seg, kept_last)->next = r;
+            else
+                *first = r;
+            kept_last = r;
+        }
+        r = next;
+    }
+    *last = kept_last;
+}
+
+/* After the link: the kept messages' ids, the duplicates of this batch
+ * named by them, and each kept key into the window. */
+static void
+keys_settle_locked(struct shm_ring_ctx *c, struct push_keys *k, uint32_t total,
+                   uint64_t first_seq)
+{
+    uint64_t inc = shm_params_of(c->seg)->incarnation;
+
+    for (uint32_t i = 0; i < total; i++) {
+        struct shm_push_id *id = &k->ids[i];
+        if (id->inc == PUSH_ID_KEPT) {
+            *id = (struct shm_push_id){first_seq++, inc};
+            if (!k->msgs[i].has_key || k->cells == 0)
+                continue;
+            uint32_t d = k->cells;
+            struct shm_dd *e = shm_ring_dd(c->seg, d);
+            k->cells = e->next;
+            *e = (struct shm_dd){.chain = e->chain,
+                                 .hash = k->msgs[i].key_hash,
+                                 .seq = id->seq,
+                                 .inc = inc,
+                                 .at_ms = c->now};
+            shm_ring_dd_append_locked(c, d);
+        } else if (id->inc == PUSH_ID_LOCAL) {
+            *id = k->ids[id->seq];
+        }
+    }
 }
 
 /* One partition's ttl-expired messages dropped (its lock held). */
@@ -127,7 +238,7 @@ evict_locked(struct shm_ring_ctx *c, uint64_t upto_ms, uint64_t *len,
              uint64_t *bytes)
 {
     while ((*len > 0 || *bytes > 0) && c->p->head != 0 &&
-           shm_ring_msg(c->seg, c->p->head)->enq_ms <= upto_ms) {
+           shm_msg_at(shm_ring_msg(c->seg, c->p->head)) <= upto_ms) {
         uint64_t before = atomic_load_explicit(&c->p->cost, RELAXED);
         shm_ring_drop_locked(c, 1, SHM_DROP_EVICT);
         uint64_t freed = before - atomic_load_explicit(&c->p->cost, RELAXED);
@@ -214,8 +325,10 @@ push_over(struct shm_seg *seg, struct shm_ref qr, const struct shm_qopts *o,
 static int
 push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
           uint32_t first, uint32_t last, uint32_t n, uint64_t cost,
-          uint64_t now, uint64_t *first_seq)
+          uint64_t now, uint64_t *first_seq, struct push_keys *k)
 {
+    uint32_t total = n;
+
     struct shm_queue *q = shm_dir_queue(seg, qr.idx);
     struct shm_qopts o = q->opts;
     struct shm_ring_ctx c;
@@ -239,8 +352,20 @@ push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
             return rc;
         if ((rc = shm_part_lock_ctx(seg, w, pr, q, now, &c)) != 0)
             continue;
-        /* partition lock: ttl, bounds, link, waiters. */
+        /* partition lock: ttl, duplicates, bounds, link, waiters. */
         shm_ring_ttl_locked(&c, o.ttl_s);
+        if (k != NULL && !k->filtered) { /* once: the window only grows */
+            keys_filter_locked(&c, k, (uint64_t)o.dedupe_s * 1000, &first,
+                               &last, &n, &cost);
+            k->filtered = 1;
+            k->kept_first = first;
+        }
+        if (n == 0) { /* every one a duplicate: nothing to store */
+            keys_settle_locked(&c, k, total, 0);
+            shm_ring_unlock(c.p);
+            *first_seq = 0;
+            return 0;
+        }
         push_over(seg, qr, &o, n, cost, &olen, &obytes);
         if ((olen > 0 || obytes > 0) && o.policy == SHM_POLICY_DROP_OLDEST)
             evict_locked(&c, UINT64_MAX, &olen, &obytes);
@@ -256,6 +381,9 @@ push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
          * are out (horizon.c): two stores to this slot's own line. */
         shm_pushing_begin(seg, w, 0);
         shm_ring_link_locked(&c, first, last, n, cost, first_seq);
+        shm_ring_delayed_note_locked(&c, first, n);
+        if (k != NULL)
+            keys_settle_locked(&c, k, total, *first_seq);
         shm_part_due_locked(seg, pr.idx, c.p, q);
         shm_waiters_post_locked(seg, qr, pr, &kick);
         shm_ring_unlock(c.p);
@@ -266,11 +394,44 @@ push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
     return rc == -ESTALE ? -EAGAIN : rc;
 }
 
-/* push - shm_push, each message led by reply_len bytes of replyTo. */
+/* Free the window cells from d on (joined by their next fields). */
+static void
+keys_cells_free(struct shm_seg *seg, int w, uint32_t d)
+{
+    while (d != 0) {
+        uint32_t next = shm_ring_dd(seg, d)->next;
+        shm_arena_free(seg, w, d);
+        d = next;
+    }
+}
+
+/* A window cell for each of the n messages that carries a key, before any
+ * lock (INFLIGHT, as the messages): 0 or -ENOBUFS (none kept). */
+static int
+keys_cells(struct shm_seg *seg, int w, struct push_keys *k, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t d;
+        if (!k->msgs[i].has_key)
+            continue;
+        if (shm_arena_alloc(seg, w, 1, &d) != 0) {
+            keys_cells_free(seg, w, k->cells);
+            k->cells = 0;
+            return -ENOBUFS;
+        }
+        shm_ring_dd(seg, d)->next = k->cells;
+        k->cells = d;
+    }
+    return 0;
+}
+
+/* push - shm_push, each message led by reply_len bytes of replyTo; with k,
+ * a keyed push (shm_push_keyed). */
 static int
 push(struct shm_seg *seg, int worker, struct shm_name queue,
-     struct shm_name part, const struct shm_msg_in *msgs, uint32_t n,
-     uint32_t reply_len, uint64_t now, uint64_t *first_seq)
+     struct shm_name part, const struct shm_msg_in *msgs,
+     const struct shm_msg_extra *ex, uint32_t n, uint32_t reply_len,
+     uint64_t now, uint64_t *first_seq, struct push_keys *k)
 {
     struct shm_ref qr;
     uint64_t cost;
@@ -293,10 +454,16 @@ push(struct shm_seg *seg, int worker, struct shm_name queue,
         return -ENOENT; /* its request is over: nothing may make it again */
     if ((rc = push_check(seg, worker, &o, msgs, n, &cost)) != 0)
         return rc;
-    rc = push_alloc(seg, worker, msgs, n, reply_len, cost, now, &first, &last);
+    rc = push_alloc(seg, worker, msgs, ex, n, reply_len, cost, now, &first,
+                    &last);
     if (rc == -ENOBUFS && found && queue_ttl(seg, worker, qr, now) > 0)
-        rc = push_alloc(seg, worker, msgs, n, reply_len, cost, now, &first,
+        rc = push_alloc(seg, worker, msgs, ex, n, reply_len, cost, now, &first,
                         &last);
+    /* Keys count only on a queue with a window (SPEC §13). */
+    if (k != NULL && o.dedupe_s == 0)
+        k = NULL;
+    if (rc == 0 && k != NULL && (rc = keys_cells(seg, worker, k, n)) != 0)
+        shm_chains_free(seg, worker, first);
     if (rc == -ENOBUFS)
         shm_count(seg, worker, SHM_C_PUSH_UNAVAILABLE, 1);
     if (rc != 0)
@@ -308,10 +475,18 @@ push(struct shm_seg *seg, int worker, struct shm_name queue,
                                      !shm_inbox_named(queue), now, &qr)) != 0)
             break;
         rc = push_link(seg, worker, qr, part, first, last, n, cost, now,
-                       first_seq);
+                       first_seq, k);
         if (rc != -ESTALE)
             break;
         found = 0;
+    }
+    if (k != NULL) { /* what the lock left over: duplicates, spare cells */
+        shm_chains_free(seg, worker, k->dup_first);
+        keys_cells_free(seg, worker, k->cells);
+        if (k->filtered)
+            first = k->kept_first;
+        n -= k->dups;
+        shm_count(seg, worker, SHM_C_DUPLICATES, k->dups);
     }
     if (rc != 0) {
         shm_chains_free(seg, worker, first);
@@ -325,13 +500,39 @@ push(struct shm_seg *seg, int worker, struct shm_name queue,
     return 0;
 }
 
+/* shm_push_keyed - see broker.h. */
+int
+shm_push_keyed(struct shm_seg *seg, int worker, struct shm_name queue,
+               struct shm_name part, const struct shm_msg_in *msgs,
+               const struct shm_msg_extra *ex, uint32_t n, uint64_t now,
+               struct shm_push_id *ids, uint32_t *dups)
+{
+    struct push_keys k = {.msgs = ex, .ids = ids};
+    uint64_t first_seq, inc = shm_params_of(seg)->incarnation;
+    int keyed = 0, rc;
+
+    for (uint32_t i = 0; i < n && !keyed; i++)
+        keyed = ex[i].has_key;
+    *dups = 0;
+    rc = push(seg, worker, queue, part, msgs, ex, n, 0, now, &first_seq,
+              keyed ? &k : NULL);
+    if (rc != 0)
+        return rc;
+    if (!k.filtered)
+        for (uint32_t i = 0; i < n; i++)
+            ids[i] = (struct shm_push_id){first_seq + i, inc};
+    *dups = k.dups;
+    return 0;
+}
+
 /* shm_push - see broker.h. */
 int
 shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
          struct shm_name part, const struct shm_msg_in *msgs, uint32_t n,
          uint64_t now, uint64_t *first_seq)
 {
-    return push(seg, worker, queue, part, msgs, n, 0, now, first_seq);
+    return push(seg, worker, queue, part, msgs, NULL, n, 0, now, first_seq,
+                NULL);
 }
 
 /* shm_push_request - see broker.h. */
@@ -342,7 +543,8 @@ shm_push_request(struct shm_seg *seg, int worker, struct shm_name queue,
 {
     if (reply_len == 0 || reply_len > UINT16_MAX || reply_len >= msg->len)
         return -EINVAL;
-    return push(seg, worker, queue, part, msg, 1, reply_len, now, seq);
+    return push(seg, worker, queue, part, msg, NULL, 1, reply_len, now, seq,
+                NULL);
 }
 
 /* ---- pop ----------------------------------------------------------- */
@@ -564,8 +766,11 @@ ack_apply(struct shm_seg *seg, int w, struct shm_name queue,
                 /* A shorter extension moves the deadline earlier. */
                 shm_ring_extend_locked(&c, gs, acks, n);
                 shm_part_due_locked(seg, pr.idx, c.p, c.q);
-            } else
+            } else {
                 shm_ring_ack_locked(&c, gs, acks, n);
+                /* a retry with a delay is due then (SPEC §13) */
+                shm_part_due_locked(seg, pr.idx, c.p, c.q);
+            }
             atomic_store_explicit(
                 &shm_ring_grp(seg, shm_ring_gs(seg, gs)->grp)->last_active, now,
                 RELAXED);

@@ -44,6 +44,22 @@ struct shm_msg_in {
     uint32_t len;
 };
 
+/* What SPEC §13 lets a message carry besides (zero: nothing). */
+struct shm_msg_extra {
+    uint32_t delay_ms; /* invisible for this long after the push */
+    uint32_t ttl_s;    /* its own ttl, <= SHM_MSG_TTL_MAX (ring.h) */
+    uint64_t key_hash; /* has_key: the hash of its dedupe key */
+    int has_key;
+};
+
+/* What a keyed push answers for each message: the id of the message
+ * stored, or of the one its key names in the window (inc: the incarnation
+ * that id names, 0 for this node's own). */
+struct shm_push_id {
+    uint64_t seq;
+    uint64_t inc;
+};
+
 /*
  * shm_push - append n messages to (queue, part) in order, all or nothing.
  * Creates the queue (implicit, node defaults) and partition if needed, but
@@ -55,6 +71,20 @@ struct shm_msg_in {
 int shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
              struct shm_name part, const struct shm_msg_in *msgs, uint32_t n,
              uint64_t now, uint64_t *first_seq);
+
+/*
+ * shm_push_keyed - shm_push of messages that may carry a key, a delay or a
+ * ttl (SPEC §13), ex[i] for msgs[i].  With the queue's dedupeSeconds, a message whose key the
+ * partition's window holds is not stored: ids[i] names the message the key
+ * was first seen with, and *dups counts them; a key is seen at its first
+ * push (a later message of the same batch is a duplicate too).  ids gets
+ * n entries.  Delayed messages wake nothing until they become visible:
+ * the due heap brings the partition to the master's maintenance then.
+ */
+int shm_push_keyed(struct shm_seg *seg, int worker, struct shm_name queue,
+                   struct shm_name part, const struct shm_msg_in *msgs,
+                   const struct shm_msg_extra *ex, uint32_t n, uint64_t now,
+                   struct shm_push_id *ids, uint32_t *dups);
 
 /*
  * shm_push_request - shm_push of one request (SPEC §9): msg holds
@@ -169,9 +199,13 @@ struct shm_ack {
     uint32_t moved;    /* in: the partition went to another node, and its
                         * messages with it under new ids: an id not held
                         * here is SHM_OUT_STALE, not _UNKNOWN */
+    uint32_t delay_ms; /* retry: redeliver after this long (SPEC §13);
+                        * SHM_ACK_DELAY_QUEUE: the queue's retryDelayMs */
     uint32_t count;    /* out, SHM_ACK_UPTO: messages it completed (none:
                         * SHM_OUT_UNKNOWN) */
 };
+
+#define SHM_ACK_DELAY_QUEUE UINT32_MAX
 
 /*
  * shm_ack - apply n acks of one partition for a group under one lock.

@@ -129,8 +129,8 @@ void shm_waiters_post_locked(struct shm_seg *seg, struct shm_ref qr,
 void shm_waiters_kick(struct shm_seg *seg, uint64_t kick);
 
 /* shm_part_due_locked - tell the due heap when partition idx next needs
- * maintenance (earliest lease deadline, oldest message + ttl).  Under the
- * partition's lock. */
+ * maintenance (earliest lease deadline, oldest message + ttl, the head's
+ * own ttl).  Under the partition's lock. */
 void shm_part_due_locked(struct shm_seg *seg, uint32_t idx,
                          const struct shm_part *p, const struct shm_queue *q);
 

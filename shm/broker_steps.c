@@ -207,6 +207,13 @@ shm_part_due_locked(struct shm_seg *seg, uint32_t idx, const struct shm_part *p,
         uint64_t t = atomic_load_explicit(&p->oldest_ms, RELAXED) + ttl;
         at = t < at ? t : at;
     }
+    /* A head with a ttl of its own (SPEC §13) is due then too: the upkeep
+     * drops it, or sends its dead letter (deadLetterExpired). */
+    if (p->head != 0 && shm_msg_ttl(shm_ring_msg(seg, p->head)) != 0) {
+        const struct shm_msg *m = shm_ring_msg(seg, p->head);
+        uint64_t t = shm_msg_at(m) + (uint64_t)shm_msg_ttl(m) * 1000;
+        at = t < at ? t : at;
+    }
     shm_due_part(seg, idx, at);
 }
 

@@ -45,7 +45,7 @@
  *   off  size  field     meaning
  *     0     4  name_off  offset of the name in the copy's names area
  *     4     4  name_len  bytes, without the NUL that follows them
- *     8    40  opts      the queue's options
+ *     8    48  opts      the queue's options
  */
 struct catalog_rec {
     _Atomic uint32_t name_off;
@@ -53,7 +53,7 @@ struct catalog_rec {
     struct shm_qopts opts;
 };
 _Static_assert(offsetof(struct catalog_rec, opts) == 8, "catalog_rec layout");
-_Static_assert(sizeof(struct catalog_rec) == 48, "catalog_rec layout");
+_Static_assert(sizeof(struct catalog_rec) == 56, "catalog_rec layout");
 
 /*
  * struct catalog_copy - one of the two copies; all of it written by the
@@ -64,10 +64,10 @@ _Static_assert(sizeof(struct catalog_rec) == 48, "catalog_rec layout");
  *    16        4     n          declared queues
  *    20        4     names_len  bytes used in the names area
  *    24        4     mph_len    bytes of the packed hash (0 when n == 0)
- *    64   4096*48    recs[]     by hash slot
- * 196672  4096*4     sorted[]   slots in name order (for listing)
- * 213056     64 Ki   mph[]      the packed hash (cmph_pack)
- * 278592     rest    names[]    names in name order, each NUL-terminated,
+ *    64   4096*56    recs[]     by hash slot
+ * 229440  4096*4     sorted[]   slots in name order (for listing)
+ * 245824     64 Ki   mph[]      the packed hash (cmph_pack)
+ * 311360     rest    names[]    names in name order, each NUL-terminated,
  *                               each followed by its deadLetter queue's
  *                               name and a NUL when its opts.flags give
  *                               that name a length
@@ -90,11 +90,11 @@ struct catalog_copy {
 _Static_assert(offsetof(struct catalog_copy, n) == 16, "catalog_copy layout");
 _Static_assert(offsetof(struct catalog_copy, recs) == 64,
                "catalog_copy layout");
-_Static_assert(offsetof(struct catalog_copy, sorted) == 196672,
+_Static_assert(offsetof(struct catalog_copy, sorted) == 229440,
                "catalog_copy layout");
-_Static_assert(offsetof(struct catalog_copy, mph) == 213056,
+_Static_assert(offsetof(struct catalog_copy, mph) == 245824,
                "catalog_copy layout");
-_Static_assert(offsetof(struct catalog_copy, names) == 278592,
+_Static_assert(offsetof(struct catalog_copy, names) == 311360,
                "catalog_copy layout");
 
 /*

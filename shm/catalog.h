@@ -35,7 +35,7 @@
 /* The mapping size whose two copies hold names_bytes of names each (a name
  * takes its length plus one); the fixed part is pinned in catalog.c. */
 #define SHM_CATALOG_BYTES(names_bytes)                                         \
-    ((size_t)557312 + 2 * (size_t)(names_bytes))
+    ((size_t)622848 + 2 * (size_t)(names_bytes))
 
 /* Room for SHM_CATALOG_MAX_ENTRIES names of the longest length, each with
  * a deadLetter name of the longest length (8.9 MiB).  Pages of the memfd

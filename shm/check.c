@@ -375,7 +375,7 @@ check_msgs(struct check *k, uint32_t pi, struct shm_part *p)
                (unsigned long long)LOAD(p->count),
                (unsigned long long)LOAD(p->cost));
     if (p->head != 0 &&
-        LOAD(p->oldest_ms) != shm_ring_msg(k->seg, p->head)->enq_ms)
+        LOAD(p->oldest_ms) != shm_msg_at(shm_ring_msg(k->seg, p->head)))
         broken(k, "partition %u's oldest_ms is not its head's", pi);
     k->r->messages += n;
     k->r->message_bytes += cost;
@@ -404,7 +404,7 @@ static uint64_t
 check_leases(struct check *k, uint32_t pi, struct shm_part *p, struct shm_gs *s,
              uint64_t *earliest)
 {
-    uint64_t prev = 0, n = 0, ready = 0;
+    uint64_t prev = 0, n = 0, ready = 0, delayed = 0;
     uint32_t last = 0, from = 0;
     char what[64];
 
@@ -423,7 +423,9 @@ check_leases(struct check *k, uint32_t pi, struct shm_part *p, struct shm_gs *s,
         /* A first delivery owed (an adopt placed a group that had not
          * read this far: READY_INC, attempts 0) may be of a message no
          * group has read; any other lease went out at least once. */
-        int owed = L->state == SHM_LEASE_READY_INC && L->attempts == 0;
+        int owed = (L->state == SHM_LEASE_READY_INC ||
+                    L->state == SHM_LEASE_DELAYED) &&
+                   L->attempts == 0;
         if (!check_listed(k, p, &from, L->seq, L->msg))
             broken(k,
                    "a lease in partition %u names no listed message of "
@@ -432,11 +434,20 @@ check_leases(struct check *k, uint32_t pi, struct shm_part *p, struct shm_gs *s,
         else if (!owed && !shm_ring_msg(k->seg, L->msg)->read)
             broken(k, "leased message %llu of partition %u is not marked read",
                    (unsigned long long)L->seq, pi);
-        if (L->state < SHM_LEASE_LEASED || L->state > SHM_LEASE_READY_SAME)
+        if (L->state < SHM_LEASE_LEASED || L->state > SHM_LEASE_DELAYED)
             broken(k, "a lease in partition %u has state %u", pi, L->state);
         else if (L->attempts == 0 && !owed)
             broken(k, "a lease in partition %u went out with attempts 0", pi);
-        else if (L->state != SHM_LEASE_LEASED)
+        else if (L->state == SHM_LEASE_DELAYED) {
+            delayed++;
+            if (L->deadline < s->due || L->deadline < LOAD(p->due))
+                broken(k,
+                       "a delayed lease in partition %u is due before its "
+                       "state or partition says",
+                       pi);
+            else if (L->deadline < *earliest)
+                *earliest = L->deadline;
+        } else if (L->state != SHM_LEASE_LEASED)
             ready++;
         else if (L->deadline < s->due || L->deadline < LOAD(p->due))
             broken(k,
@@ -455,7 +466,30 @@ check_leases(struct check *k, uint32_t pi, struct shm_part *p, struct shm_gs *s,
                pi, s->nleases, s->nready, (unsigned long long)n,
                (unsigned long long)ready);
     k->r->leases += n;
-    return n - ready;
+    return n - ready - delayed;
+}
+
+/* The dedupe window's keys (ring.h, struct shm_dd): each a LINKED cell,
+ * the tail the last, the count right. */
+static void
+check_dd(struct check *k, uint32_t pi, struct shm_part *p)
+{
+    uint64_t n = 0;
+    uint32_t last = 0;
+
+    for (uint32_t d = p->dd_head; d != 0; d = shm_ring_dd(k->seg, d)->next) {
+        if (n++ > k->cap || !valid_ref(k, d, "a dedupe key") ||
+            reach(k, d, 1, "a dedupe key") != 0) {
+            broken(k, "partition %u's dedupe window is unsound", pi);
+            return;
+        }
+        last = d;
+    }
+    if (last != p->dd_tail || n != p->dd_count)
+        broken(k,
+               "partition %u's dedupe window has %llu keys and counts %u, "
+               "or its tail is not its last",
+               pi, (unsigned long long)n, p->dd_count);
 }
 
 /* Is cell e on the queue's registry (as copied by check_registry)? */
@@ -587,6 +621,7 @@ check_part(struct check *k, uint32_t pi, struct shm_part *p)
         return;
     }
     check_hold(k, pi, p); /* walks the list check_msgs found sound */
+    check_dd(k, pi, p);
     uint64_t live = check_states(k, pi, p, &earliest);
     if (live != LOAD(p->leased))
         broken(k, "partition %u holds %llu live leases and counts %llu", pi,

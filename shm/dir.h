@@ -66,10 +66,10 @@
  *                                                (slot in shm/tenants.h;
  *                                                0: none)
  *   104    24  drops[3]     bounds, ttl, retry   atomic
- *   128    40  opts         configure            racy (declared only)
- *   168     4  next_free    freer                dir lock
- *   172     4  intent       group forgetter      queue lock (cell freeing)
- *   176     8  any_popped   any-partition pops   atomic: when a pop (or a
+ *   128    48  opts         configure            racy (declared only)
+ *   176     4  next_free    freer                dir lock
+ *   180     4  intent       group forgetter      queue lock (cell freeing)
+ *   184     8  any_popped   any-partition pops   atomic: when a pop (or a
  *                             and peeks            peer's watch) last read
  *                                                  the whole queue, ms
  */
@@ -94,7 +94,7 @@ _Static_assert(offsetof(struct shm_queue, gen) == 40, "shm_queue layout");
 _Static_assert(offsetof(struct shm_queue, parts) == 64, "shm_queue layout");
 _Static_assert(offsetof(struct shm_queue, waiters) == 80, "shm_queue layout");
 _Static_assert(offsetof(struct shm_queue, opts) == 128, "shm_queue layout");
-_Static_assert(sizeof(struct shm_queue) == 184, "shm_queue layout");
+_Static_assert(sizeof(struct shm_queue) == 192, "shm_queue layout");
 
 enum { SHM_DROPS_BOUNDS, SHM_DROPS_TTL, SHM_DROPS_RETRY };
 
@@ -176,6 +176,15 @@ enum { SHM_DROPS_BOUNDS, SHM_DROPS_TTL, SHM_DROPS_RETRY };
  *                                                  gone_seq), so a whole-
  *                                                  queue tail past it skips
  *                                                  the partition (tail.h)
+ *   248     4  dd_head      push                 lock: the dedupe window's
+ *                                                  oldest key (ring.h,
+ *                                                  struct shm_dd), 0: none
+ *   252     4  dd_tail      push                 lock: its newest key
+ *   256     4  dd_count     push                 lock: keys in the window
+ *   260     4  pad
+ *   264     8  delayed      push/maintain        lock, read racy: messages
+ *                                                  not visible yet (delayMs)
+ *                                                  at the last count
  * A worker killed holding lock leaves EOWNERDEAD to the next locker:
  * shm_ring_repair() re-derives the partition from a validated walk.
  */
@@ -209,6 +218,11 @@ struct shm_part {
     uint64_t adopt_cut_at;
     uint64_t adopt_cut_len;
     _Atomic uint64_t last_seq;
+    uint32_t dd_head;
+    uint32_t dd_tail;
+    uint32_t dd_count;
+    uint32_t pad;
+    _Atomic uint64_t delayed;
 };
 _Static_assert(offsetof(struct shm_part, queue) == 64, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, head) == 76, "shm_part layout");
@@ -218,7 +232,9 @@ _Static_assert(offsetof(struct shm_part, hold_seq) == 160, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, gone_seq) == 176, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, adopt_inc) == 192, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, last_seq) == 240, "shm_part layout");
-_Static_assert(sizeof(struct shm_part) == 248, "shm_part layout");
+_Static_assert(offsetof(struct shm_part, dd_head) == 248, "shm_part layout");
+_Static_assert(offsetof(struct shm_part, delayed) == 264, "shm_part layout");
+_Static_assert(sizeof(struct shm_part) == 272, "shm_part layout");
 
 /* Sequence numbers a hold keeps for the hand-over it waits for: more than
  * a partition can hold, so an adopt always fits below what came after. */

@@ -90,7 +90,7 @@ take_size_locked(struct shm_ring_ctx *c)
             if (take_attempts(shm_ring_lease(seg, l), limit) != 0)
                 size += sizeof(struct shm_ho_redo);
     }
-    return size;
+    return size + (size_t)c->p->dd_count * sizeof(struct shm_ho_dd);
 }
 
 /* Write bytes at o + *off, zero-padded to 8; advance *off. */
@@ -171,11 +171,15 @@ take_msgs_locked(struct shm_ring_ctx *c, const unsigned char *map,
         if (!KEPT(map, i))
             continue;
         struct shm_msg *m = shm_ring_msg(c->seg, r);
+        /* modulo 2^64: a message not visible yet has a negative age */
+        uint64_t at = shm_msg_at(m);
         struct shm_ho_msg h = {.len = m->len,
                                .flags = ho_flags(m),
-                               .age_ms =
-                                   c->now > m->enq_ms ? c->now - m->enq_ms : 0,
-                               .seq = m->seq};
+                               .age_ms = shm_msg_hidden(m, c->now) ? c->now - at
+                                         : c->now > at             ? c->now - at
+                                                                   : 0,
+                               .seq = m->seq,
+                               .ttl_s = shm_msg_ttl(m)};
         memcpy(o + *off, &h, sizeof(h));
         *off += sizeof(h);
         /* The payload, then its padding, in place. */
@@ -210,7 +214,11 @@ take_group_locked(struct shm_ring_ctx *c, uint32_t gs, const unsigned char *map,
     *off += ho_pad(e->name_len);
     for (uint32_t l = s->lhead; l != 0; l = shm_ring_lease(seg, l)->next) {
         struct shm_lease *L = shm_ring_lease(seg, l);
-        struct shm_ho_redo d = {0, take_attempts(L, c->q->opts.retry_limit)};
+        struct shm_ho_redo d = {
+            .attempts = take_attempts(L, c->q->opts.retry_limit),
+            .delay_ms = L->state == SHM_LEASE_DELAYED && L->deadline > c->now
+                            ? (uint32_t)(L->deadline - c->now)
+                            : 0};
         if (d.attempts == 0) {
             (*dropped)++;
             continue;
@@ -247,6 +255,26 @@ take_gone_locked(struct shm_ring_ctx *c, const unsigned char *map)
     return gone;
 }
 
+/* Write the dedupe window's keys (SPEC §13: it travels with the
+ * partition); returns how many. */
+static uint32_t
+take_dd_locked(struct shm_ring_ctx *c, unsigned char *o, size_t *off)
+{
+    uint32_t n = 0;
+
+    for (uint32_t d = c->p->dd_head; d != 0; d = shm_ring_dd(c->seg, d)->next) {
+        const struct shm_dd *e = shm_ring_dd(c->seg, d);
+        struct shm_ho_dd h = {.hash = e->hash,
+                              .seq = e->seq,
+                              .inc = e->inc,
+                              .age_ms =
+                                  c->now > e->at_ms ? c->now - e->at_ms : 0};
+        take_put(o, off, &h, sizeof(h));
+        n++;
+    }
+    return n;
+}
+
 /* Write the record of c's partition into o (room checked), then empty the
  * partition; returns the messages taken. */
 static int
@@ -270,6 +298,7 @@ take_locked(struct shm_ring_ctx *c, unsigned char *o, size_t need, size_t *used)
         take_group_locked(c, g, map, o, &off, &leased, &dropped);
         h.ngroups++;
     }
+    h.ndd = take_dd_locked(c, o, &off);
     h.size = off;
     memcpy(o, &h, sizeof(h));
     *used = off;
@@ -388,6 +417,8 @@ struct ho_view {
     uint64_t cut_at, cut_len; /* its one gap past SHM_ADOPT_GAP: after
                                  cut_at, cut_len numbers are left out */
     uint64_t gone;            /* shm_ho_hdr.gone */
+    const unsigned char *dd;  /* first struct shm_ho_dd */
+    uint32_t ndd;
 };
 
 /* One group entry at p (checked): its head, name and redeliveries; returns
@@ -423,6 +454,7 @@ ho_check_msgs(const unsigned char *b, size_t len, size_t *off,
          * shm_push_request requires) */
         uint32_t reply_len = m.flags >> SHM_HO_REPLY_SHIFT;
         if ((m.flags & 0xffffu & ~(SHM_HO_READ | SHM_HO_WITHDRAWN)) != 0 ||
+            m.ttl_s > SHM_MSG_TTL_MAX ||
             (reply_len != 0 && reply_len >= m.len) ||
             len - *off < ho_pad(m.len))
             return -EBADMSG;
@@ -449,6 +481,10 @@ ho_dup(const unsigned char *groups, uint32_t ngroups, struct shm_name name)
     return 0;
 }
 
+/* The longest delay a record may carry (a message's delayMs or a retry's
+ * are at most an hour; more is a malformed record). */
+#define SHM_HO_DELAY_MAX (24u * 3600 * 1000)
+
 /* Check group entry number before at *off: fields in range, name and
  * redeliveries within len, a name not seen yet, indexes rising below the
  * cursor; advance *off and count its redeliveries in v->nredo. */
@@ -472,12 +508,12 @@ ho_check_group(const unsigned char *b, size_t len, size_t *off,
     if (ho_dup(v->groups, before, name))
         return -EBADMSG;
     for (uint32_t i = 0; i < g.nredo; i++) {
-        struct shm_ho_redo d, prev = {0, 0};
+        struct shm_ho_redo d, prev = {0};
         memcpy(&d, redo + i * sizeof(d), sizeof(d));
         if (i > 0)
             memcpy(&prev, redo + (i - 1) * sizeof(d), sizeof(d));
         if (d.index >= g.cursor || d.attempts == 0 ||
-            (i > 0 && d.index <= prev.index))
+            d.delay_ms > SHM_HO_DELAY_MAX || (i > 0 && d.index <= prev.index))
             return -EBADMSG;
     }
     *off = (size_t)(redo - b) + (size_t)g.nredo * sizeof(struct shm_ho_redo);
@@ -566,6 +602,11 @@ ho_check(const unsigned char *b, size_t len, struct ho_view *v)
     for (uint32_t i = 0; i < h.ngroups; i++)
         if (ho_check_group(b, len, &off, v, i) != 0)
             return -EBADMSG;
+    v->dd = b + off;
+    v->ndd = h.ndd;
+    if (h.pad != 0 || (len - off) / sizeof(struct shm_ho_dd) != h.ndd)
+        return -EBADMSG;
+    off += (size_t)h.ndd * sizeof(struct shm_ho_dd);
     return off == len ? 0 : -EBADMSG;
 }
 
@@ -579,6 +620,8 @@ struct adopt {
     uint32_t *leases;     /* [nredo] a lease cell per redelivery, 0 once
                              linked */
     uint32_t *gs;         /* [ngroups] the state to place, 0: none */
+    uint32_t dd;          /* the window's key cells, joined by next, 0 once
+                             linked */
 };
 
 /* Free what adopt_alloc got and linking did not use (no lock). */
@@ -589,7 +632,25 @@ adopt_free(struct shm_seg *seg, int w, const struct ho_view *v, struct adopt *a)
     for (uint64_t i = 0; a->leases != NULL && i < v->nredo; i++)
         if (a->leases[i] != 0)
             shm_arena_free(seg, w, a->leases[i]);
+    while (a->dd != 0) {
+        uint32_t next = shm_ring_dd(seg, a->dd)->next;
+        shm_arena_free(seg, w, a->dd);
+        a->dd = next;
+    }
     free(a->hash);
+}
+
+/* When a message of the record becomes (or became) visible here: now less
+ * its age, which is negative (as int64) for one not visible yet. */
+static uint64_t
+adopt_at(uint64_t age_ms, uint64_t now)
+{
+    int64_t age = (int64_t)age_ms;
+
+    if (age < 0)
+        return now + ((uint64_t)-age < SHM_HO_DELAY_MAX ? (uint64_t)-age
+                                                        : SHM_HO_DELAY_MAX);
+    return (uint64_t)age < now ? now - (uint64_t)age : 0;
 }
 
 /* Allocate every message chain (enqueue time now - age) and lease cell the
@@ -607,7 +668,7 @@ adopt_alloc(struct shm_seg *seg, int w, const struct ho_view *v, uint64_t now,
     int rc;
 
     memset(a, 0, sizeof(*a));
-    if (!shm_cap_room(seg, v->cost + r * SHM_CELL_BYTES))
+    if (!shm_cap_room(seg, v->cost + (r + v->ndd) * SHM_CELL_BYTES))
         return -ENOBUFS;
     if ((a->hash = calloc(1, g * 8 + (n + r + g) * 4 + 8)) == NULL)
         return -ENOMEM;
@@ -617,12 +678,13 @@ adopt_alloc(struct shm_seg *seg, int w, const struct ho_view *v, uint64_t now,
     for (size_t i = 0; i < n; i++) {
         struct shm_ho_msg m;
         memcpy(&m, p, sizeof(m));
-        rc = shm_ring_msg_new(seg, w, (const char *)p + sizeof(m), m.len,
-                              m.age_ms < now ? now - m.age_ms : 0, &a->refs[i],
-                              &cost);
+        rc = shm_ring_msg_new(seg, w, (const char *)p + sizeof(m), m.len, now,
+                              &a->refs[i], &cost);
         if (rc != 0)
             goto fail;
         struct shm_msg *made = shm_ring_msg(seg, a->refs[i]);
+        made->enq_ms = shm_msg_pack(adopt_at(m.age_ms, now), m.ttl_s,
+                                    (int64_t)m.age_ms < 0);
         made->read = m.flags & SHM_HO_WITHDRAWN ? SHM_MSG_WITHDRAWN
                                                 : (m.flags & SHM_HO_READ) != 0;
         made->reply_len = (uint16_t)(m.flags >> SHM_HO_REPLY_SHIFT);
@@ -637,6 +699,21 @@ adopt_alloc(struct shm_seg *seg, int w, const struct ho_view *v, uint64_t now,
     for (size_t i = 0; i < r; i++)
         if ((rc = shm_arena_alloc(seg, w, 1, &a->leases[i])) != 0)
             goto fail;
+    for (uint32_t i = v->ndd; i-- > 0;) { /* the chain in record order */
+        struct shm_ho_dd h;
+        uint32_t d;
+        if ((rc = shm_arena_alloc(seg, w, 1, &d)) != 0)
+            goto fail;
+        memcpy(&h, v->dd + (size_t)i * sizeof(h), sizeof(h));
+        *shm_ring_dd(seg, d) =
+            (struct shm_dd){.chain = shm_ring_dd(seg, d)->chain,
+                            .next = a->dd,
+                            .hash = h.hash,
+                            .seq = h.seq,
+                            .inc = h.inc,
+                            .at_ms = h.age_ms < now ? now - h.age_ms : 0};
+        a->dd = d;
+    }
     p = v->groups;
     for (size_t i = 0; i < g; i++) {
         p = ho_group(p, &gh, &name, &redo);
@@ -774,7 +851,7 @@ adopt_insert_locked(struct shm_ring_ctx *c, const struct ho_view *v,
         p->head = a->first;
     if (after == 0)
         p->tail = a->last;
-    atomic_store_explicit(&p->oldest_ms, shm_ring_msg(seg, p->head)->enq_ms,
+    atomic_store_explicit(&p->oldest_ms, shm_msg_at(shm_ring_msg(seg, p->head)),
                           RELAXED);
     atomic_store_explicit(&p->count, atomic_load(&p->count) + n, RELAXED);
     atomic_store_explicit(&p->cost, atomic_load(&p->cost) + cost, RELAXED);
@@ -804,6 +881,24 @@ adopt_lease_locked(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t l,
     shm_ring_msg(c->seg, ref)->read = 1;
     shm_ring_lease_append_locked(c, s, l, ref, c->now, attempts,
                                  SHM_LEASE_READY_SAME);
+}
+
+/* A redelivery that waits out a delay (a retry's, or a message not visible
+ * yet: attempts 1) as a DELAYED lease, due when it ends. */
+static void
+adopt_delayed_locked(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t l,
+                     uint32_t ref, const struct shm_ho_redo *d)
+{
+    uint64_t at = c->now + d->delay_ms;
+
+    if (d->attempts > 1)
+        shm_ring_msg(c->seg, ref)->read = 1;
+    shm_ring_lease_append_locked(c, s, l, ref, at, d->attempts - 1,
+                                 SHM_LEASE_DELAYED);
+    if (at < s->due)
+        s->due = at;
+    if (at < atomic_load_explicit(&c->p->due, RELAXED))
+        atomic_store_explicit(&c->p->due, at, RELAXED);
 }
 
 /*
@@ -868,7 +963,10 @@ adopt_place_locked(struct shm_ring_ctx *c, uint32_t gs,
     for (uint32_t i = 0; i < g->nredo; i++) {
         struct shm_ho_redo d;
         memcpy(&d, redo + i * sizeof(d), sizeof(d));
-        adopt_lease_locked(c, s, leases[i], a->refs[d.index], d.attempts);
+        if (d.delay_ms > 0)
+            adopt_delayed_locked(c, s, leases[i], a->refs[d.index], &d);
+        else
+            adopt_lease_locked(c, s, leases[i], a->refs[d.index], d.attempts);
         leases[i] = 0;
     }
     if (g->cursor > 0)
@@ -877,6 +975,31 @@ adopt_place_locked(struct shm_ring_ctx *c, uint32_t gs,
         s->last = shm_ring_msg(seg, first)->seq - 1;
     s->cursor = g->cursor < n ? a->refs[g->cursor] : after;
     s->skipped += g->skipped;
+}
+
+/* The record's window keys go before those here (they are older: pushes
+ * that came during the hold); the store into dd_head publishes them. */
+static void
+adopt_dd_locked(struct shm_ring_ctx *c, struct adopt *a)
+{
+    struct shm_part *p = c->p;
+    uint32_t last = 0, n = 0;
+
+    if (a->dd == 0)
+        return;
+    for (uint32_t d = a->dd; d != 0; d = shm_ring_dd(c->seg, d)->next) {
+        last = d;
+        n++;
+    }
+    shm_ring_dd(c->seg, last)->next = p->dd_head;
+    p->dd_head = a->dd;
+    if (p->dd_tail == 0)
+        p->dd_tail = last;
+    p->dd_count += n;
+    for (uint32_t d = a->dd; d != shm_ring_dd(c->seg, last)->next;
+         d = shm_ring_dd(c->seg, d)->next)
+        shm_arena_link(c->seg, d);
+    a->dd = 0;
 }
 
 /* Under pr's lock: link the messages (before what a hold kept behind
@@ -914,6 +1037,9 @@ adopt_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
     }
     adopt_note_locked(&c, v, base);
     a->first = 0;
+    if (v->nmsgs > 0)
+        shm_ring_delayed_note_locked(&c, a->refs[0], v->nmsgs);
+    adopt_dd_locked(&c, a);
     shm_ring_hold_end_locked(&c);
     adopt_pick_locked(&c, v, a);
     for (uint32_t i = 0; i < v->ngroups; i++) {
@@ -943,7 +1069,7 @@ shm_part_adopt(struct shm_seg *seg, int w, struct shm_name queue,
 
     if (ho_check(rec, len, &v) != 0)
         return -EBADMSG;
-    if (v.nmsgs == 0 && v.ngroups == 0)
+    if (v.nmsgs == 0 && v.ngroups == 0 && v.ndd == 0)
         return 0;
     if ((rc = adopt_alloc(seg, w, &v, now, &a)) != 0)
         return rc;

@@ -10,10 +10,11 @@
  * aligned throughout, and self-describing: magic and version first, then
  * counts, each checked by the decoder against the bytes that follow.
  *
- *   struct shm_ho_hdr                       40 B
- *   nmsgs x  struct shm_ho_msg + payload     24 B + len, padded to 8
+ *   struct shm_ho_hdr                       48 B
+ *   nmsgs x  struct shm_ho_msg + payload     32 B + len, padded to 8
  *   ngroups x struct shm_ho_grp + name       24 B + name_len, padded to 8
- *             + nredo x struct shm_ho_redo   8 B each, indexes rising
+ *             + nredo x struct shm_ho_redo   16 B each, indexes rising
+ *   ndd x    struct shm_ho_dd                32 B each: the dedupe window
  *
  * Locking: each call takes and drops the partition lock (and, to create
  * groups, the queue lock first); no malloc, syscall or logging under a
@@ -31,7 +32,7 @@
 #include "shm/segment.h"
 
 #define SHM_HO_MAGIC       0x4f48594du /* "MYHO" */
-#define SHM_HO_VERSION     2
+#define SHM_HO_VERSION     3  /* 2: sequences; 3: delays, ttls, dedupe keys */
 #define SHM_HO_READ        1u /* shm_ho_msg.flags: some group has read it */
 #define SHM_HO_WITHDRAWN   2u /* a request withdrawn unread (shm/inbox.h) */
 #define SHM_HO_REPLY_SHIFT 16 /* flags >> 16: the message's reply_len */
@@ -49,6 +50,8 @@
  *                       the partition that left it and is not carried
  *                       (0: none): a stream there at or past it missed
  *                       nothing
+ *    40     4  ndd      dedupe window keys after the groups (SPEC §13)
+ *    44     4  pad      0
  */
 struct shm_ho_hdr {
     uint32_t magic;
@@ -58,8 +61,10 @@ struct shm_ho_hdr {
     uint64_t size;
     uint64_t inc;
     uint64_t gone;
+    uint32_t ndd;
+    uint32_t pad;
 };
-_Static_assert(sizeof(struct shm_ho_hdr) == 40, "shm_ho_hdr layout");
+_Static_assert(sizeof(struct shm_ho_hdr) == 48, "shm_ho_hdr layout");
 
 /*
  * struct shm_ho_msg - one message; its payload (len bytes, the JSON text as
@@ -68,18 +73,24 @@ _Static_assert(sizeof(struct shm_ho_hdr) == 40, "shm_ho_hdr layout");
  *     0     4  len      payload bytes
  *     4     4  flags    SHM_HO_READ, SHM_HO_WITHDRAWN; bits 16-31:
  *                          reply_len (replyTo bytes leading the payload)
- *     8     8  age_ms   now - enqueue time at the take: ttl keeps counting
+ *     8     8  age_ms   now - the time it became visible, at the take: ttl
+ *                       keeps counting; as int64, negative for a message
+ *                       not visible yet (delayMs): what is left of it
  *    16     8  seq      its number at the sender (rising): the receiver
  *                       keeps the distances, so a stream's position there
  *                       still names a place here (tail.h, shm_tail_map)
+ *    24     4  ttl_s    its own ttlSeconds (0: the queue's)
+ *    28     4  pad      0
  */
 struct shm_ho_msg {
     uint32_t len;
     uint32_t flags;
     uint64_t age_ms;
     uint64_t seq;
+    uint32_t ttl_s;
+    uint32_t pad;
 };
-_Static_assert(sizeof(struct shm_ho_msg) == 24, "shm_ho_msg layout");
+_Static_assert(sizeof(struct shm_ho_msg) == 32, "shm_ho_msg layout");
 
 /*
  * struct shm_ho_grp - one group's position in the partition; its name
@@ -111,12 +122,34 @@ _Static_assert(sizeof(struct shm_ho_grp) == 24, "shm_ho_grp layout");
  *     4     4  attempts  what its next delivery carries (>= 1): a lease
  *                        taken while out comes back with attempts + 1, a
  *                        released one with the same
+ *     8     4  delay_ms  not before this long (a retry's delay, or a
+ *                        message not visible yet); 0: at once
+ *    12     4  pad       0
  */
 struct shm_ho_redo {
     uint32_t index;
     uint32_t attempts;
+    uint32_t delay_ms;
+    uint32_t pad;
 };
-_Static_assert(sizeof(struct shm_ho_redo) == 8, "shm_ho_redo layout");
+_Static_assert(sizeof(struct shm_ho_redo) == 16, "shm_ho_redo layout");
+
+/*
+ * struct shm_ho_dd - one key of the partition's dedupe window (ring.h,
+ * struct shm_dd): the id it names keeps its incarnation.
+ *   off  size  field
+ *     0     8  hash
+ *     8     8  seq
+ *    16     8  inc
+ *    24     8  age_ms   now - when the key was first seen, at the take
+ */
+struct shm_ho_dd {
+    uint64_t hash;
+    uint64_t seq;
+    uint64_t inc;
+    uint64_t age_ms;
+};
+_Static_assert(sizeof(struct shm_ho_dd) == 32, "shm_ho_dd layout");
 
 /* Caller-owned buffer the take writes the record into (like struct
  * shm_sink): used is the record's length on success; need the bytes it

@@ -280,6 +280,7 @@ part_depth(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
     pi->waiting = shm_dir_parked_sum(seg, 1, pr.idx);
     pi->bytes = atomic_load_explicit(&c.p->cost, RELAXED) + SHM_PART_OVERHEAD;
     pi->oldest_age_ms = rd.oldest_age_ms;
+    pi->delayed = rd.delayed;
     shm_ring_unlock(c.p);
     *skipped = rd.skipped;
     return 0;
@@ -494,6 +495,7 @@ shm_gauges_read(struct shm_seg *seg, uint64_t now, struct shm_gauges *g)
         g->messages += n;
         g->pending += n > l ? n - l : 0;
         g->leased += l;
+        g->delayed += atomic_load_explicit(&p->delayed, RELAXED);
         g->parked_pops += shm_dir_parked_sum(seg, 1, i);
         if (n > 0 && now > o && now - o > g->oldest_age_ms)
             g->oldest_age_ms = now - o;

@@ -77,6 +77,7 @@ struct shm_part_info {
     uint64_t waiting;
     uint64_t bytes;
     uint64_t oldest_age_ms;
+    uint64_t delayed; /* not visible yet, or retries waiting out a delay */
 };
 
 struct shm_group_info {

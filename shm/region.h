@@ -48,7 +48,7 @@ int shm_arena_region_init(struct shm_seg *seg, const struct shm_params *p);
  *                                                (stats.h), a dead
  *                                                worker's taken off when
  *                                                its slot is claimed again
- *   128   160  params[2]     master              the copy not current
+ *   128   176  params[2]     master              the copy not current
  * shm_segment_set_defaults() fills the spare copy, then bumps params_gen
  * (release): a reader holding a pointer from shm_params_of() sees a whole
  * copy unless two HUPs land while it reads (LMDB's two metas).
@@ -73,7 +73,7 @@ _Static_assert(offsetof(struct shm_header, lock_repairs) == 72, "shm_header");
 _Static_assert(offsetof(struct shm_header, params_gen) == 80, "shm_header");
 _Static_assert(offsetof(struct shm_header, streams) == 88, "shm_header");
 _Static_assert(offsetof(struct shm_header, params) == 128, "shm_header");
-_Static_assert(sizeof(struct shm_params) == 80, "shm_params layout");
+_Static_assert(sizeof(struct shm_params) == 88, "shm_params layout");
 
 /* shm_region - base address of region id in this process's mapping. */
 static inline void *

@@ -26,6 +26,7 @@
 #define STORE(x, v) atomic_store_explicit(&(x), (v), RELAXED)
 
 static void ring_wipe(struct shm_seg *seg, int w, struct shm_part *p);
+static void ring_dd_drop_head(struct shm_ring_ctx *c);
 
 /* ring_set_cost - p's accounted bytes become cost (its lock held), and its
  * queue's tenant is charged the difference (tenants.h): the one place a
@@ -182,7 +183,7 @@ shm_ring_append_locked(struct shm_ring_ctx *c, uint32_t first, uint32_t last,
         shm_ring_msg(seg, p->tail)->next = first;
     else {
         p->head = first;
-        STORE(p->oldest_ms, shm_ring_msg(seg, first)->enq_ms);
+        STORE(p->oldest_ms, shm_msg_at(shm_ring_msg(seg, first)));
     }
     p->tail = last;
     STORE(p->count, LOAD(p->count) + n);
@@ -195,6 +196,28 @@ shm_ring_append_locked(struct shm_ring_ctx *c, uint32_t first, uint32_t last,
             s->cursor = first;
     }
     p->last_active = c->now;
+}
+
+/* shm_ring_delayed_note_locked - see ring.h. */
+void
+shm_ring_delayed_note_locked(struct shm_ring_ctx *c, uint32_t first, uint32_t n)
+{
+    uint64_t k = 0, at = UINT64_MAX;
+
+    for (uint32_t r = first; r != 0 && n-- > 0;
+         r = shm_ring_msg(c->seg, r)->next) {
+        const struct shm_msg *m = shm_ring_msg(c->seg, r);
+        uint64_t t = shm_msg_at(m);
+        if (shm_msg_hidden(m, c->now)) {
+            k++;
+            at = t < at ? t : at;
+        }
+    }
+    if (k == 0)
+        return;
+    STORE(c->p->delayed, LOAD(c->p->delayed) + k);
+    if (at < LOAD(c->p->due))
+        STORE(c->p->due, at);
 }
 
 /* shm_ring_gs_find_locked - see ring.h. */
@@ -301,10 +324,10 @@ ring_lease_remove(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t prev,
     if (s->ltail == l)
         s->ltail = prev;
     s->nleases--;
-    if (L->state != SHM_LEASE_LEASED)
-        s->nready--;
-    else
+    if (L->state == SHM_LEASE_LEASED)
         STORE(c->p->leased, LOAD(c->p->leased) - 1);
+    else if (L->state != SHM_LEASE_DELAYED)
+        s->nready--;
     ring_free(c, l);
 }
 
@@ -427,6 +450,18 @@ ring_drop_retry(struct shm_ring_ctx *c)
     atomic_fetch_add_explicit(&c->q->drops[SHM_DROPS_RETRY], 1, RELAXED);
 }
 
+/* Message m passed its own ttl (SPEC §13): every group passes over it
+ * from now on, as over a withdrawn request; counted as a ttl drop once. */
+static void
+ring_msg_expire(struct shm_ring_ctx *c, struct shm_msg *m)
+{
+    if (m->read == SHM_MSG_WITHDRAWN)
+        return;
+    m->read = SHM_MSG_WITHDRAWN;
+    shm_count(c->seg, c->w, SHM_C_DROP_TTL, 1);
+    atomic_fetch_add_explicit(&c->q->drops[SHM_DROPS_TTL], 1, RELAXED);
+}
+
 /* Redeliveries of s into the sink: ready leases and expired ones, in seq
  * order.  Returns taken, or -ENOMEM if not even the first fit. */
 static int
@@ -440,11 +475,22 @@ ring_take_again(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t batch,
     while (l != 0 && (uint32_t)taken < batch) {
         struct shm_lease *L = shm_ring_lease(c->seg, l);
         uint32_t next = L->next;
-        if (L->state == SHM_LEASE_LEASED && L->deadline > c->now) {
+        if ((L->state == SHM_LEASE_LEASED || L->state == SHM_LEASE_DELAYED) &&
+            L->deadline > c->now) {
             due = L->deadline < due ? L->deadline : due;
             prev = l;
             l = next;
             continue;
+        }
+        if (shm_msg_expired(shm_ring_msg(c->seg, L->msg), c->now)) {
+            ring_msg_expire(c, shm_ring_msg(c->seg, L->msg));
+            ring_lease_remove(c, s, prev, l);
+            l = next;
+            continue;
+        }
+        if (L->state == SHM_LEASE_DELAYED) { /* its delay is over */
+            L->state = SHM_LEASE_READY_INC;
+            s->nready++;
         }
         if (L->state == SHM_LEASE_LEASED) {
             if (L->attempts >= limit && !ring_dead(c, L->msg, L->attempts, 0)) {
@@ -510,7 +556,7 @@ shm_ring_lease_append_locked(struct shm_ring_ctx *c, struct shm_gs *s,
     s->nleases++;
     if (state == SHM_LEASE_LEASED)
         STORE(c->p->leased, LOAD(c->p->leased) + 1);
-    else
+    else if (state != SHM_LEASE_DELAYED)
         s->nready++;
 }
 
@@ -526,6 +572,24 @@ ring_lease_new(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t ref)
         return rc;
     shm_ring_lease_append_locked(c, s, l, ref, deadline, 1, SHM_LEASE_LEASED);
     ring_due(c->p, s, deadline);
+    return 0;
+}
+
+/* Message ref (seq) is not visible yet (delayMs): s's cursor passes it, so
+ * the messages behind it are not held up, and a DELAYED lease owes s its
+ * first delivery when it becomes visible (the due heap wakes the partition
+ * then, and expire makes the lease ready). */
+static int
+ring_lease_delayed(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t ref)
+{
+    uint64_t at = shm_msg_at(shm_ring_msg(c->seg, ref));
+    uint32_t l;
+    int rc = shm_arena_alloc(c->seg, c->w, 1, &l);
+
+    if (rc != 0)
+        return rc;
+    shm_ring_lease_append_locked(c, s, l, ref, at, 0, SHM_LEASE_DELAYED);
+    ring_due(c->p, s, at);
     return 0;
 }
 
@@ -553,7 +617,16 @@ shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
     while ((uint32_t)taken < batch && s->cursor != 0) {
         uint32_t ref = s->cursor;
         struct shm_msg *m = shm_ring_msg(c->seg, ref);
+        if (m->read != SHM_MSG_WITHDRAWN && shm_msg_expired(m, c->now))
+            ring_msg_expire(c, m);
         if (m->read == SHM_MSG_WITHDRAWN) { /* its requester gave up */
+            s->last = m->seq;
+            s->cursor = m->next;
+            continue;
+        }
+        if (shm_msg_hidden(m, c->now)) {
+            if ((rc = ring_lease_delayed(c, s, ref)) != 0)
+                break;
             s->last = m->seq;
             s->cursor = m->next;
             continue;
@@ -598,7 +671,8 @@ shm_ring_peek_locked(struct shm_ring_ctx *c, uint32_t gs)
         }
     for (uint32_t r = s->cursor; r != 0;) {
         const struct shm_msg *m = shm_ring_msg(c->seg, r);
-        if (m->read != SHM_MSG_WITHDRAWN)
+        if (m->read != SHM_MSG_WITHDRAWN && !shm_msg_hidden(m, c->now) &&
+            !shm_msg_expired(m, c->now))
             return 1;
         r = m->next;
     }
@@ -659,6 +733,8 @@ ring_ack_one(struct shm_ring_ctx *c, struct shm_gs *s, struct shm_ack *a)
     if (l == 0)
         return SHM_OUT_UNKNOWN;
     struct shm_lease *L = shm_ring_lease(c->seg, l);
+    if (L->state == SHM_LEASE_DELAYED && L->attempts == 0)
+        return SHM_OUT_UNKNOWN; /* not delivered yet: nothing to ack */
     if (a->attempts != 0 && a->attempts != L->attempts)
         return SHM_OUT_STALE;
     if (a->status == SHM_ACK_COMPLETED) {
@@ -672,9 +748,21 @@ ring_ack_one(struct shm_ring_ctx *c, struct shm_gs *s, struct shm_ack *a)
         ring_drop_retry(c);
         return SHM_OUT_ACKED_DROPPED;
     }
+    uint32_t delay = a->status != SHM_ACK_RETRY ? 0
+                     : a->delay_ms == SHM_ACK_DELAY_QUEUE
+                         ? c->q->opts.retry_delay_ms
+                         : a->delay_ms;
     if (L->state == SHM_LEASE_LEASED)
         ring_ready_mark(c, s);
+    else if (L->state == SHM_LEASE_DELAYED)
+        s->nready++;
     L->state = SHM_LEASE_READY_INC;
+    if (delay > 0) { /* ready again once the delay is over (expire) */
+        s->nready--;
+        L->state = SHM_LEASE_DELAYED;
+        L->deadline = c->now + delay;
+        ring_due(c->p, s, L->deadline);
+    }
     shm_count(c->seg, c->w, SHM_C_REDELIVERY_FAILED, 1);
     return SHM_OUT_REDELIVERED;
 }
@@ -740,12 +828,14 @@ ring_free_head(struct shm_ring_ctx *c)
     struct shm_msg *m = shm_ring_msg(c->seg, h);
 
     ring_gone(p, m);
+    if (shm_msg_hidden(m, c->now) && LOAD(p->delayed) > 0)
+        STORE(p->delayed, LOAD(p->delayed) - 1);
     p->intent = h;
     p->head = m->next;
     if (p->head == 0)
         p->tail = 0;
     else
-        STORE(p->oldest_ms, shm_ring_msg(c->seg, p->head)->enq_ms);
+        STORE(p->oldest_ms, shm_msg_at(shm_ring_msg(c->seg, p->head)));
     STORE(p->count, LOAD(p->count) - 1);
     ring_set_cost(c->seg, p, LOAD(p->cost) - shm_ring_msg_cost(m->len));
     ring_free(c, h);
@@ -848,11 +938,19 @@ shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s)
 {
     uint64_t k = 0, ttl = (uint64_t)ttl_s * 1000;
 
-    if (ttl == 0)
-        return 0;
-    while (c->p->head != 0 &&
-           shm_ring_msg(c->seg, c->p->head)->enq_ms + ttl <= c->now) {
+    /* A message's own ttl drops it from the head too (one further in is
+     * passed over by the groups, ring_msg_expire, and freed from the head
+     * as any read message). */
+    while (c->p->head != 0) {
+        const struct shm_msg *m = shm_ring_msg(c->seg, c->p->head);
         uint32_t att;
+        if (!shm_msg_expired(m, c->now) &&
+            (ttl == 0 || shm_msg_at(m) + ttl > c->now))
+            break;
+        if (m->read == SHM_MSG_WITHDRAWN && shm_msg_ttl(m) != 0) {
+            ring_drop_head(c); /* counted when it expired */
+            continue;
+        }
         if (ring_held(c, c->p->head, &att) &&
             !ring_dead(c, c->p->head, att, SHM_DEAD_TTL))
             break; /* its dead letter first: the rest waits behind it */
@@ -864,6 +962,28 @@ shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s)
         atomic_fetch_add_explicit(&c->q->drops[SHM_DROPS_TTL], k, RELAXED);
     }
     return k;
+}
+
+/* Count again the messages not visible yet (p->delayed), when there were
+ * some: those that became visible since make ready ones (parked pops are
+ * woken for them), and the next to become visible lowers *pdue. */
+static uint64_t
+ring_delayed_count(struct shm_ring_ctx *c, uint64_t *pdue)
+{
+    uint64_t was = LOAD(c->p->delayed), n = 0;
+
+    if (was == 0)
+        return 0;
+    for (uint32_t r = c->p->head; r != 0; r = shm_ring_msg(c->seg, r)->next) {
+        const struct shm_msg *m = shm_ring_msg(c->seg, r);
+        uint64_t at = shm_msg_at(m);
+        if (shm_msg_hidden(m, c->now)) {
+            n++;
+            *pdue = at < *pdue ? at : *pdue;
+        }
+    }
+    STORE(c->p->delayed, n);
+    return was > n ? was - n : 0;
 }
 
 /* shm_ring_expire_locked - see ring.h. */
@@ -891,9 +1011,16 @@ shm_ring_expire_locked(struct shm_ring_ctx *c, uint32_t retry_limit)
         while (l != 0) {
             struct shm_lease *L = shm_ring_lease(c->seg, l);
             uint32_t next = L->next;
-            if (L->state != SHM_LEASE_LEASED || L->deadline > c->now) {
-                if (L->state == SHM_LEASE_LEASED && L->deadline < s->due)
+            int timed =
+                L->state == SHM_LEASE_LEASED || L->state == SHM_LEASE_DELAYED;
+            if (!timed || L->deadline > c->now) {
+                if (timed && L->deadline < s->due)
                     s->due = L->deadline;
+                prev = l;
+            } else if (L->state == SHM_LEASE_DELAYED) {
+                L->state = SHM_LEASE_READY_INC; /* its delay is over */
+                s->nready++;
+                ready++;
                 prev = l;
             } else if (L->attempts >= retry_limit &&
                        !ring_dead(c, L->msg, L->attempts, 0)) {
@@ -914,6 +1041,7 @@ shm_ring_expire_locked(struct shm_ring_ctx *c, uint32_t retry_limit)
         }
         pdue = s->due < pdue ? s->due : pdue;
     }
+    ready += ring_delayed_count(c, &pdue);
     STORE(c->p->due, pdue);
     shm_ring_advance_locked(c);
     return ready;
@@ -946,9 +1074,67 @@ shm_ring_clear_locked(struct shm_ring_ctx *c)
     uint64_t k = shm_ring_reset_locked(c);
 
     shm_ring_hold_end_locked(c); /* the record goes: so does its hold */
+    while (c->p->dd_head != 0)   /* and its window (a hand-over carries it) */
+        ring_dd_drop_head(c);
     while (c->p->groups != 0)
         shm_ring_gs_remove_locked(c, shm_ring_gs(c->seg, c->p->groups)->grp);
     return k;
+}
+
+/* ---- the dedupe window ------------------------------------------------ */
+
+/* Unlink and free the window's oldest key (named in the intent first). */
+static void
+ring_dd_drop_head(struct shm_ring_ctx *c)
+{
+    struct shm_part *p = c->p;
+    uint32_t d = p->dd_head;
+
+    p->intent = d;
+    p->dd_head = shm_ring_dd(c->seg, d)->next;
+    if (p->dd_head == 0)
+        p->dd_tail = 0;
+    p->dd_count--;
+    ring_free(c, d);
+}
+
+/* shm_ring_dd_trim_locked - see ring.h. */
+void
+shm_ring_dd_trim_locked(struct shm_ring_ctx *c, uint64_t window_ms,
+                        uint32_t max)
+{
+    while (c->p->dd_head != 0 &&
+           (c->p->dd_count > max ||
+            shm_ring_dd(c->seg, c->p->dd_head)->at_ms + window_ms <= c->now))
+        ring_dd_drop_head(c);
+}
+
+/* shm_ring_dd_find_locked - see ring.h. */
+const struct shm_dd *
+shm_ring_dd_find_locked(struct shm_ring_ctx *c, uint64_t hash,
+                        uint64_t window_ms)
+{
+    for (uint32_t d = c->p->dd_head; d != 0; d = shm_ring_dd(c->seg, d)->next) {
+        const struct shm_dd *e = shm_ring_dd(c->seg, d);
+        if (e->hash == hash && e->at_ms + window_ms > c->now)
+            return e;
+    }
+    return NULL;
+}
+
+/* shm_ring_dd_append_locked - see ring.h. */
+void
+shm_ring_dd_append_locked(struct shm_ring_ctx *c, uint32_t d)
+{
+    struct shm_part *p = c->p;
+
+    if (p->dd_tail != 0)
+        shm_ring_dd(c->seg, p->dd_tail)->next = d; /* publishes */
+    else
+        p->dd_head = d;
+    p->dd_tail = d;
+    p->dd_count++;
+    shm_arena_link(c->seg, d);
 }
 
 /* shm_ring_depth_locked - see ring.h. */
@@ -961,18 +1147,25 @@ shm_ring_depth_locked(struct shm_ring_ctx *c, uint32_t gs,
     memset(out, 0, sizeof(*out));
     out->leased = LOAD(p->leased);
     if (p->head != 0) {
-        uint64_t enq = shm_ring_msg(c->seg, p->head)->enq_ms;
+        uint64_t enq = shm_msg_at(shm_ring_msg(c->seg, p->head));
         out->oldest_age_ms = c->now > enq ? c->now - enq : 0;
     }
     if (gs == 0) {
-        out->pending = LOAD(p->count);
+        out->delayed = LOAD(p->delayed);
+        out->pending = LOAD(p->count) - out->delayed;
         return;
     }
     struct shm_gs *s = shm_ring_gs(c->seg, gs);
-    for (uint32_t r = s->cursor; r != 0; r = shm_ring_msg(c->seg, r)->next)
-        out->pending++;
+    for (uint32_t r = s->cursor; r != 0; r = shm_ring_msg(c->seg, r)->next) {
+        if (shm_msg_hidden(shm_ring_msg(c->seg, r), c->now))
+            out->delayed++;
+        else
+            out->pending++;
+    }
+    for (uint32_t l = s->lhead; l != 0; l = shm_ring_lease(c->seg, l)->next)
+        out->delayed += shm_ring_lease(c->seg, l)->state == SHM_LEASE_DELAYED;
     out->pending += s->nready;
-    out->leased = s->nleases - s->nready;
+    out->leased = s->nleases - s->nready - out->delayed;
     out->skipped = s->skipped;
 }
 
@@ -1015,7 +1208,29 @@ ring_repair_msgs(struct shm_seg *seg, struct shm_part *p)
     shm_ring_last_seq_locked(p, prev);
     STORE(p->count, n);
     ring_set_cost(seg, p, cost);
-    STORE(p->oldest_ms, p->head ? shm_ring_msg(seg, p->head)->enq_ms : 0);
+    STORE(p->oldest_ms, p->head ? shm_msg_at(shm_ring_msg(seg, p->head)) : 0);
+    return 0;
+}
+
+/* Re-derive the dedupe window's tail, count and tags; *intent_seen when
+ * the intent is one of its keys.  A list longer than the arena (a cycle)
+ * is unsound. */
+static int
+ring_repair_dd(struct shm_seg *seg, struct shm_part *p, int *intent_seen)
+{
+    uint64_t n = 0, max = ring_walk_max(seg);
+    uint32_t last = 0;
+
+    for (uint32_t d = p->dd_head; d != 0; d = shm_ring_dd(seg, d)->next) {
+        if (++n > max)
+            return -EUCLEAN;
+        if (d == p->intent)
+            *intent_seen = 1;
+        shm_arena_link(seg, d);
+        last = d;
+    }
+    p->dd_tail = last;
+    p->dd_count = (uint32_t)n;
     return 0;
 }
 
@@ -1025,7 +1240,7 @@ ring_repair_gs(struct shm_seg *seg, struct shm_part *p, struct shm_gs *s,
                uint64_t *leased, int *intent_seen)
 {
     uint64_t prev = 0, n = 0, max = ring_walk_max(seg);
-    uint32_t last = 0, ready = 0;
+    uint32_t last = 0, ready = 0, delayed = 0;
 
     s->due = UINT64_MAX;
     for (uint32_t l = s->lhead; l != 0; l = shm_ring_lease(seg, l)->next) {
@@ -1036,9 +1251,13 @@ ring_repair_gs(struct shm_seg *seg, struct shm_part *p, struct shm_gs *s,
         if (l == p->intent)
             *intent_seen = 1;
         prev = L->seq;
-        shm_ring_msg(seg, L->msg)->read = 1;
-        ready += L->state != SHM_LEASE_LEASED;
-        if (L->state == SHM_LEASE_LEASED && L->deadline < s->due)
+        if (L->attempts != 0)
+            shm_ring_msg(seg, L->msg)->read = 1;
+        ready +=
+            L->state == SHM_LEASE_READY_INC || L->state == SHM_LEASE_READY_SAME;
+        delayed += L->state == SHM_LEASE_DELAYED;
+        if ((L->state == SHM_LEASE_LEASED || L->state == SHM_LEASE_DELAYED) &&
+            L->deadline < s->due)
             s->due = L->deadline;
         shm_arena_link(seg, l);
         last = l;
@@ -1046,7 +1265,7 @@ ring_repair_gs(struct shm_seg *seg, struct shm_part *p, struct shm_gs *s,
     s->ltail = last;
     s->nleases = (uint32_t)n;
     s->nready = ready;
-    *leased += n - ready;
+    *leased += n - ready - delayed;
     /* The cursor is the first message above what the group has had: above
      * its last first delivery, and above a lease published before the
      * cursor moved past it. */
@@ -1112,6 +1331,11 @@ ring_reaches(struct shm_seg *seg, struct shm_part *p, uint32_t ref)
 
     if (ring_prefix_has(seg, p->head, ref, ring_msg_seq))
         return 1;
+    uint64_t k = 0, max = ring_walk_max(seg);
+    for (uint32_t d = p->dd_head; d != 0 && k++ <= max;
+         d = shm_ring_dd(seg, d)->next)
+        if (d == ref)
+            return 1;
     for (uint32_t g = p->groups; g != 0 && n++ < SHM_RING_GROUPS_MAX;
          g = shm_ring_gs(seg, g)->next)
         if (g == ref || ring_prefix_has(seg, shm_ring_gs(seg, g)->lhead, ref,
@@ -1146,6 +1370,26 @@ ring_wipe_list(struct shm_seg *seg, int w, struct shm_part *p, uint32_t *head,
     *head = 0;
 }
 
+/* Free the dedupe window when a bounded walk ends (no cycle: a key freed
+ * twice is worse than keys leaked), each key named in the intent first. */
+static void
+ring_wipe_dd(struct shm_seg *seg, int w, struct shm_part *p)
+{
+    uint64_t n = 0, max = ring_walk_max(seg);
+    uint32_t d = p->dd_head;
+
+    while (d != 0 && n++ <= max)
+        d = shm_ring_dd(seg, d)->next;
+    while (d == 0 && p->dd_head != 0) {
+        uint32_t r = p->dd_head;
+        p->intent = r;
+        p->dd_head = shm_ring_dd(seg, r)->next;
+        shm_arena_free(seg, w, r);
+        p->intent = 0;
+    }
+    p->dd_head = p->dd_tail = p->dd_count = 0;
+}
+
 /* Free what a validated walk reaches and empty the partition (a locker with
  * a slot: w >= 0).  The group states stay (the registry still names them),
  * tagged LINKED first: a state a dead worker linked but never tagged must
@@ -1169,6 +1413,8 @@ ring_wipe(struct shm_seg *seg, int w, struct shm_part *p)
     shm_ring_last_seq_locked(p, LOAD(p->gone_seq));
     ring_wipe_list(seg, w, p, &p->head, ring_msg_seq);
     p->tail = 0;
+    ring_wipe_dd(seg, w, p);
+    STORE(p->delayed, 0);
     uint32_t ng = 0;
     for (uint32_t g = p->groups; g != 0; g = shm_ring_gs(seg, g)->next) {
         if (++ng > SHM_RING_GROUPS_MAX) {
@@ -1204,6 +1450,8 @@ shm_ring_repair(struct shm_seg *seg, void *arg)
 
     if (!bad && p->intent != 0 && ring_has_msg(seg, p, p->intent))
         intent_seen = 1;
+    if (!bad)
+        bad = ring_repair_dd(seg, p, &intent_seen) != 0;
     for (uint32_t g = p->groups; !bad && g != 0;
          g = shm_ring_gs(seg, g)->next) {
         struct shm_gs *s = shm_ring_gs(seg, g);

@@ -31,6 +31,11 @@
  *     4     4  len      pusher, before link    immutable once linked
  *     8     8  seq      pusher, under lock     immutable once linked
  *    16     8  enq_ms   pusher, before link    immutable once linked
+ *                          (bits 0-43: when it became, or becomes,
+ *                          visible, ms: the push's time plus its
+ *                          delayMs; bits 44-62: its own ttlSeconds, 0:
+ *                          the queue's; bit 63: pushed with a delay;
+ *                          shm_msg_at, shm_msg_ttl, shm_msg_hidden)
  *    24     4  next     pusher (link)          partition lock
  *    28     2  read     first delivery,        partition lock (1: some
  *                          withdrawal            group has read it;
@@ -54,7 +59,83 @@ struct shm_msg {
 _Static_assert(offsetof(struct shm_msg, read) == 28, "shm_msg layout");
 _Static_assert(offsetof(struct shm_msg, reply_len) == 30, "shm_msg layout");
 
-#define SHM_MSG_WITHDRAWN 2 /* shm_msg.read: a request withdrawn unread */
+#define SHM_MSG_WITHDRAWN                                                      \
+    2 /* shm_msg.read: a request withdrawn unread, or
+                             * a message past its own ttl (passed over) */
+
+/* enq_ms packs a time, a message's own ttl and whether it was delayed
+ * (SPEC §13): 44 bits of ms reach the year 2527; a message's ttlSeconds
+ * is at most SHM_MSG_TTL_MAX (six days).  Only a message pushed with a
+ * delay is ever hidden: another worker's clock read a moment before a
+ * push must not hide a message pushed without one. */
+#define SHM_MSG_TIME_BITS 44
+#define SHM_MSG_TIME_MASK ((1ULL << SHM_MSG_TIME_BITS) - 1)
+#define SHM_MSG_TTL_MAX   ((1u << 19) - 1)
+#define SHM_MSG_DELAYED   (1ULL << 63)
+
+/* shm_msg_at - when m became (or becomes) visible, ms. */
+static inline uint64_t
+shm_msg_at(const struct shm_msg *m)
+{
+    return m->enq_ms & SHM_MSG_TIME_MASK;
+}
+
+/* shm_msg_ttl - m's own ttl in seconds (0: the queue's alone). */
+static inline uint32_t
+shm_msg_ttl(const struct shm_msg *m)
+{
+    return (uint32_t)(m->enq_ms >> SHM_MSG_TIME_BITS) & SHM_MSG_TTL_MAX;
+}
+
+/* shm_msg_hidden - is m not visible yet at now (pushed with a delay)? */
+static inline int
+shm_msg_hidden(const struct shm_msg *m, uint64_t now)
+{
+    return (m->enq_ms & SHM_MSG_DELAYED) != 0 && shm_msg_at(m) > now;
+}
+
+/* shm_msg_pack - the enq_ms of a message visible at at with its own ttl
+ * (delayed: it was pushed with a delay). */
+static inline uint64_t
+shm_msg_pack(uint64_t at, uint32_t ttl_s, int delayed)
+{
+    return (at & SHM_MSG_TIME_MASK) |
+           (uint64_t)(ttl_s & SHM_MSG_TTL_MAX) << SHM_MSG_TIME_BITS |
+           (delayed ? SHM_MSG_DELAYED : 0);
+}
+
+/* shm_msg_expired - has m passed its own ttl at now? */
+static inline int
+shm_msg_expired(const struct shm_msg *m, uint64_t now)
+{
+    uint32_t ttl = shm_msg_ttl(m);
+
+    return ttl != 0 && shm_msg_at(m) + (uint64_t)ttl * 1000 <= now;
+}
+
+/*
+ * struct shm_dd - one key of a partition's dedupe window (SPEC §13), a cell
+ * of the list p->dd_head .. p->dd_tail, oldest first.
+ *   off  size  field     written by        protected by
+ *     0     4  chain     arena             -
+ *     4     4  next      push (link)       partition lock
+ *     8     8  hash      push, before link immutable once linked (XXH3 of
+ *                                          the key)
+ *    16     8  seq       push, before link the id the first push answered:
+ *    24     8  inc                         its sequence and incarnation
+ *                                          (another node's after a
+ *                                          hand-over)
+ *    32     8  at_ms     push, before link when the key was first seen
+ */
+struct shm_dd {
+    uint32_t chain;
+    uint32_t next;
+    uint64_t hash;
+    uint64_t seq;
+    uint64_t inc;
+    uint64_t at_ms;
+};
+_Static_assert(sizeof(struct shm_dd) <= SHM_CELL_BYTES, "shm_dd layout");
 _Static_assert(sizeof(struct shm_msg) == 32, "shm_msg layout");
 
 #define SHM_MSG_HDR 28 /* payload's data offset in the run */
@@ -121,6 +202,9 @@ enum shm_lease_state {
     SHM_LEASE_LEASED = 1,
     SHM_LEASE_READY_INC,  /* redeliver with attempts + 1 */
     SHM_LEASE_READY_SAME, /* redeliver with the same attempts (release) */
+    SHM_LEASE_DELAYED,    /* not before deadline, then READY_INC: a message
+                           * not visible yet (attempts 0) or a retry with a
+                           * delay; neither leased nor ready */
 };
 
 /*
@@ -130,8 +214,9 @@ enum shm_lease_state {
  *     4     4  next      next lease of the group (higher seq)
  *     8     8  seq
  *    16     8  deadline  ms
- *    24     4  attempts  of the last delivery
- *    28     4  state     enum shm_lease_state
+ *    24     4  attempts  of the last delivery (0: none yet)
+ *    28     4  state     enum shm_lease_state (DELAYED: deadline is
+ *                        when it becomes ready)
  *    32     4  msg       the message chain
  */
 struct shm_lease {
@@ -206,6 +291,13 @@ void shm_ring_last_seq_locked(struct shm_part *p, uint64_t seq);
  * above every number the partition lists, taken from the node counter). */
 void shm_ring_append_locked(struct shm_ring_ctx *c, uint32_t first,
                             uint32_t last, uint32_t n, uint64_t cost);
+
+/* shm_ring_delayed_note_locked - count the messages not visible yet among
+ * the n linked from first in p->delayed, and make the partition due when
+ * the first becomes visible: the maintenance then wakes parked pops
+ * (shm_ring_expire_locked), with no polling. */
+void shm_ring_delayed_note_locked(struct shm_ring_ctx *c, uint32_t first,
+                                  uint32_t n);
 
 /* shm_ring_gs_find_locked - the partition's state of group name, or 0. */
 uint32_t shm_ring_gs_find_locked(struct shm_ring_ctx *c, struct shm_name name,
@@ -284,9 +376,26 @@ uint64_t shm_ring_clear_locked(struct shm_ring_ctx *c);
 /* shm_ring_advance_locked - free head messages no group needs any more. */
 void shm_ring_advance_locked(struct shm_ring_ctx *c);
 
+/* ---- the dedupe window (SPEC §13): keys of the partition, oldest first */
+
+/* shm_ring_dd_trim_locked - forget the keys first seen window_ms or more
+ * before now, and the oldest past max keys. */
+void shm_ring_dd_trim_locked(struct shm_ring_ctx *c, uint64_t window_ms,
+                             uint32_t max);
+
+/* shm_ring_dd_find_locked - the window's key of hash seen within window_ms
+ * of now, or NULL.  O(keys in the window). */
+const struct shm_dd *shm_ring_dd_find_locked(struct shm_ring_ctx *c,
+                                             uint64_t hash, uint64_t window_ms);
+
+/* shm_ring_dd_append_locked - link cell d (INFLIGHT, filled, next 0) as
+ * the newest key. */
+void shm_ring_dd_append_locked(struct shm_ring_ctx *c, uint32_t d);
+
 /* Depth figures of the partition for a group state (0: for none). */
 struct shm_ring_depth {
     uint64_t pending, leased, skipped, oldest_age_ms;
+    uint64_t delayed; /* not visible yet, or a retry waiting out its delay */
 };
 void shm_ring_depth_locked(struct shm_ring_ctx *c, uint32_t gs,
                            struct shm_ring_depth *out);
@@ -312,6 +421,12 @@ shm_ring_grp(struct shm_seg *seg, uint32_t ref)
 
 static inline struct shm_lease *
 shm_ring_lease(struct shm_seg *seg, uint32_t ref)
+{
+    return shm_cell(seg, ref);
+}
+
+static inline struct shm_dd *
+shm_ring_dd(struct shm_seg *seg, uint32_t ref)
 {
     return shm_cell(seg, ref);
 }

@@ -35,16 +35,18 @@ struct shm_presence;
 
 /* The bounds a queue runs with: node defaults or a declaration. */
 struct shm_qopts {
-    uint32_t max_length;   /* messages held on this node */
-    uint32_t policy;       /* SHM_POLICY_REJECT or SHM_POLICY_DROP_OLDEST */
-    uint64_t max_bytes;    /* accounted bytes held on this node */
-    uint32_t ttl_s;        /* 0 = none */
-    uint32_t lease_s;      /* lease length */
-    uint32_t retry_limit;  /* attempts before a drop */
-    uint32_t window_ms;    /* windowBuffer; 0 = off */
-    uint32_t window_count; /* windowBuffer; 0 = off */
-    uint32_t flags;        /* SHM_QOPT_*: the dead-letter queue's name length
-                              (its bytes are the catalog's), and bits */
+    uint32_t max_length;     /* messages held on this node */
+    uint32_t policy;         /* SHM_POLICY_REJECT or SHM_POLICY_DROP_OLDEST */
+    uint64_t max_bytes;      /* accounted bytes held on this node */
+    uint32_t ttl_s;          /* 0 = none */
+    uint32_t lease_s;        /* lease length */
+    uint32_t retry_limit;    /* attempts before a drop */
+    uint32_t window_ms;      /* windowBuffer; 0 = off */
+    uint32_t window_count;   /* windowBuffer; 0 = off */
+    uint32_t dedupe_s;       /* dedupeSeconds (SPEC §13); 0 = off */
+    uint32_t retry_delay_ms; /* retryDelayMs: a retry ack's default delay */
+    uint32_t flags;          /* SHM_QOPT_*: the dead-letter queue's name length
+                                (its bytes are the catalog's), and bits */
 };
 
 /* shm_qopts.flags: bits 0-9 the length of the deadLetter queue's name (0:

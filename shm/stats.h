@@ -53,7 +53,8 @@ enum shm_counter {
     SHM_C_STREAM_OVERFLOWS,  /* streams ended for a slow reader */
     SHM_C_DEAD_RETRY_LIMIT,  /* dead letters (SPEC §13), by reason */
     SHM_C_DEAD_TTL,
-    SHM_C_DEAD_LOST, /* of those, not stored: the dead-letter queue refused */
+    SHM_C_DEAD_LOST,  /* of those, not stored: the dead-letter queue refused */
+    SHM_C_DUPLICATES, /* keyed messages not stored again (SPEC §13) */
     SHM_C_COUNT
 };
 
@@ -69,6 +70,7 @@ struct shm_gauges {
     uint64_t queues_declared;
     uint64_t parked_pops;
     uint64_t oldest_age_ms; /* oldest message held, 0 if none */
+    uint64_t delayed;       /* messages not visible yet (delayMs) */
 };
 
 /* shm_count - add n to counter c of slot w (the caller's own slot). */

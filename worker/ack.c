@@ -489,6 +489,7 @@ fill_ack(const void *parse, struct shm_ack *acks)
                          : e->status == HTTP_ACK_COMPLETED ? SHM_ACK_COMPLETED
                          : e->status == HTTP_ACK_RETRY     ? SHM_ACK_RETRY
                                                            : SHM_ACK_FAILED;
+        acks[i].delay_ms = e->has_delay ? e->delay_ms : SHM_ACK_DELAY_QUEUE;
     }
 }
 

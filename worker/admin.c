@@ -196,6 +196,8 @@ worker_options_view(const struct shm_qopts *o)
         .ttl_s = o->ttl_s,
         .lease_s = o->lease_s,
         .retry_limit = o->retry_limit,
+        .dedupe_s = o->dedupe_s,
+        .retry_delay_ms = o->retry_delay_ms,
         .dl_len = SHM_QOPT_DL_LEN(o->flags),
         .dl_expired = (o->flags & SHM_QOPT_DL_EXPIRED) != 0,
     };

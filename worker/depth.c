@@ -51,10 +51,10 @@ depth_part(void *arg, const struct shm_part_info *p)
     http_buf_printf(
         &d->parts,
         ",\"pending\":%llu,\"leased\":%llu,\"waiting\":%llu,"
-        "\"bytes\":%llu,\"oldestAgeMs\":%llu}",
+        "\"bytes\":%llu,\"oldestAgeMs\":%llu,\"delayed\":%llu}",
         (unsigned long long)p->pending, (unsigned long long)p->leased,
         (unsigned long long)p->waiting, (unsigned long long)p->bytes,
-        (unsigned long long)p->oldest_age_ms);
+        (unsigned long long)p->oldest_age_ms, (unsigned long long)p->delayed);
 }
 
 static void

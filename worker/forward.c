@@ -12,7 +12,9 @@
  * handler on the same request, which makes a new forward or serves it
  * here; the old one is freed.  While the handler runs, the request's
  * deadlines and its tries so far are in `redo`, which start() and
- * worker_forward_wait_left() read, so they do not start over.
+ * worker_forward_wait_left() read, so they do not start over.  A keyed
+ * push (worker_route_keyed) whose call timed out or broke off is served
+ * again once, the same way, with FORWARD_MS more.
  *
  * Gray failures: an owner whose connection is not made within
  * FORWARD_CONNECT_MS (nothing was sent) is marked suspect in the board,
@@ -64,6 +66,10 @@ struct forward {
     int pending;       /* the owner has not answered yet */
     int fd;            /* the client's socket, watched for hang-ups; -1: not */
     int by_id;         /* routed by an id's node (worker_forward_to) */
+    int keyed;         /* a push whose messages all carry keys, on a queue
+                          with a dedupe window: sent once more if its call
+                          times out (worker_route_keyed) */
+    int resent;        /* it was (SPEC §13: once) */
     uint64_t wait_end; /* a long poll's end (shm_now_ms()); 0: not one */
     uint64_t deadline; /* no try starts after this */
     uint64_t give_up;  /* a wait to try again ends by this */
@@ -88,7 +94,11 @@ static struct {
     const struct http_request *req;
     uint64_t wait_end, deadline, moved_since;
     unsigned tries;
+    int resent;
 } redo;
+
+/* Set by worker_route_keyed for the forward it starts. */
+static int route_keyed;
 
 static const struct park_ops waiting;
 
@@ -211,6 +221,7 @@ again(struct forward *f)
     redo.deadline = f->deadline;
     redo.moved_since = f->moved_since;
     redo.tries = f->tries;
+    redo.resent = f->resent;
     forward_free(f);
     w->redispatch(w, req);
     redo.req = NULL;
@@ -441,6 +452,20 @@ answered(void *arg, struct http_client_resp *r)
             again(f); /* the board says so already */
         return;
     }
+    if (r->err != 0 && f->keyed && !f->resent && !w->draining &&
+        w->redispatch != NULL) {
+        /* The owner may have stored it: its window answers the same
+         * keys with the first ids then, and stores nothing twice. */
+        log_info(0,
+                 "forward to node %s failed (%s); a push whose messages all "
+                 "carry keys is sent once more",
+                 f->owner, r->error ? r->error : "no answer");
+        shm_count(w->seg, w->set.slot, SHM_C_FORWARD_FAILED, 1);
+        f->resent = 1;
+        f->deadline = now + FORWARD_MS;
+        again(f);
+        return;
+    }
     if (r->err != 0) {
         relay_failed(f, r->err, r->error, r->sent);
     } else {
@@ -636,12 +661,14 @@ start(struct worker *w, struct http_request *req, const char *id,
         if (f != NULL) {
             f->moved_since = redo.moved_since;
             f->tries = redo.tries;
+            f->resent = redo.resent;
         }
     }
     if (f != NULL) {
         f->fd = -1;
         f->park.fd = -1;
         f->by_id = by_id;
+        f->keyed = route_keyed;
         f->qlen = queue.len;
         f->wait_end = wait_ms > 0 ? now + wait_ms : 0;
         f->deadline = deadline;
@@ -721,6 +748,17 @@ worker_route(struct worker *w, struct http_request *req, struct shm_name queue,
     start(w, req, w->owners.m[m].id, w->owners.m[m].addr, wait_ms,
           wait_ms > 0 ? queue : (struct shm_name){"", 0}, 0);
     return 0;
+}
+
+/* worker_route_keyed - see forward.h. */
+int
+worker_route_keyed(struct worker *w, struct http_request *req,
+                   struct shm_name queue, struct shm_name part)
+{
+    route_keyed = 1;
+    int rc = worker_route(w, req, queue, part, 0);
+    route_keyed = 0;
+    return rc;
 }
 
 /* worker_forward_relay_headers - see forward.h. */

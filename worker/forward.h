@@ -30,7 +30,10 @@
  * FORWARD_MOVED_WAIT_MS at most, from the first), then the owner's last
  * answer goes to the client.  A long poll goes on waiting for the time its
  * first wait had left, never answered empty early.  A call that timed out
- * or broke off is not served again: the owner may have applied it.  A call
+ * or broke off is not served again: the owner may have applied it; but for
+ * a push whose messages all carry keys on a queue with a dedupe window
+ * (SPEC §13), served again once, with FORWARD_MS more: the owner's window
+ * answers a key it stored with the first id and stores nothing twice.  A call
  * routed by an id's node (an ack, worker_forward_to) is served again at
  * once, as the board would route it once the node is gone: its ids are
  * stale (ack_route.h, worker_view_mark_gone).
@@ -71,6 +74,12 @@ struct forward;
  */
 int worker_route(struct worker *w, struct http_request *req,
                  struct shm_name queue, struct shm_name part, unsigned wait_ms);
+
+/* worker_route_keyed - worker_route of a push whose messages all carry
+ * keys, on a queue with a dedupe window: a forward of it that times out is
+ * sent once more. */
+int worker_route_keyed(struct worker *w, struct http_request *req,
+                       struct shm_name queue, struct shm_name part);
 
 /* worker_forward_to - send req to node id at client address addr (not
  * this node) and relay its answer; wait_ms as above. */

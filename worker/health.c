@@ -176,6 +176,10 @@ static const struct family {
      "Streams ended with overflow: their unsent events passed "
      "stream_buffer_bytes.",
      {{NULL, SHM_C_STREAM_OVERFLOWS}}},
+    {"mayfly_duplicates_total",
+     "Keyed messages not stored again: their key was in the queue's "
+     "dedupe window.",
+     {{NULL, SHM_C_DUPLICATES}}},
 };
 
 static void
@@ -233,6 +237,9 @@ gauges(struct http_buf *b, const struct shm_gauges *g, uint64_t streams)
     series(b, "mayfly_queues", "kind=\"declared\"", g->queues_declared);
     metric(b, "mayfly_parked_pops", "gauge", "Long-poll pops waiting.");
     series(b, "mayfly_parked_pops", NULL, g->parked_pops);
+    metric(b, "mayfly_delayed_messages", "gauge",
+           "Messages pushed with delayMs that are not visible yet.");
+    series(b, "mayfly_delayed_messages", NULL, g->delayed);
     metric(b, "mayfly_streams", "gauge", "Streams (subscribe) open.");
     series(b, "mayfly_streams", NULL, streams);
     metric(b, "mayfly_oldest_message_age_seconds", "gauge",

@@ -3,10 +3,16 @@
  *
  * The body is scanned once (http_parse_push finds each payload's span
  * without building a tree); the payload bytes go into the segment as sent.
+ * A message's key, delayMs and ttlSeconds (SPEC §13) are checked against
+ * their ceilings here, on whichever node the push reached (the queue's
+ * options are the catalog's, the same everywhere), before it is forwarded;
+ * a push with any of them goes through shm_push_keyed and, with a key,
+ * answers "duplicates".
  */
 #include "worker/push.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +22,9 @@
 #include "http/parse.h"
 #include "http/reply.h"
 #include "http/request.h"
+#include "shm/catalog.h"
+#include "shm/dir.h"
+#include "shm/ring.h"
 #include "worker/authz.h"
 #include "worker/forward.h"
 #include "worker/worker_int.h"
@@ -78,6 +87,129 @@ reply_ids(struct worker *w, struct http_request *req, struct shm_name part,
     http_reply(req, 201, &b);
 }
 
+#define KEY_SEED 0x64656475706bULL /* dedupe keys' hash seed */
+
+/*
+ * reply_keyed - 201 {"pushed": stored, "ids": [...], "duplicates": dups}:
+ * a duplicate's id names the message its key was first seen with, on
+ * whichever incarnation answered it then (a hand-over keeps it).
+ */
+static void
+reply_keyed(struct http_request *req, struct shm_name part,
+            const struct shm_push_id *ids, uint32_t n, uint32_t dups)
+{
+    size_t plen = HTTP_ID_PREFIX_LEN(http_json_esc_len(part.ptr, part.len));
+    struct http_buf b = {0};
+
+    if (http_buf_reserve(&b, 64 + (size_t)n * (plen + HTTP_ID_SEQ_MAX + 1)) !=
+        0) {
+        http_reply(req, 201, &b); /* oom: answered 500 */
+        return;
+    }
+    char *o = http_buf_tail(&b);
+    o += sprintf(o, "{\"pushed\":%u,\"ids\":[", n - dups);
+    for (uint32_t i = 0; i < n; i++) {
+        if (i > 0)
+            *o++ = ',';
+        o = http_id_put_prefix(o, ids[i].inc, part.ptr, part.len);
+        o = http_id_put_seq(o, ids[i].seq);
+    }
+    o += sprintf(o, "],\"duplicates\":%u}", dups);
+    http_buf_commit(&b, o);
+    http_reply(req, 201, &b);
+}
+
+/* extras_check - each message's delayMs within max_delay_ms and
+ * ttlSeconds within the queue's (and what an id's packing holds): 1, or
+ * 0 answered 400 naming the field. */
+static int
+extras_check(struct worker *w, struct http_request *req, struct shm_name queue,
+             const struct http_push *p)
+{
+    struct shm_qopts o = shm_params_of(w->seg)->defaults;
+    uint32_t ttl_max;
+
+    shm_catalog_lookup(w->seg->catalog, queue.ptr, queue.len, &o);
+    ttl_max =
+        o.ttl_s != 0 && o.ttl_s < SHM_MSG_TTL_MAX ? o.ttl_s : SHM_MSG_TTL_MAX;
+    for (uint32_t i = 0; i < p->n; i++) {
+        const struct http_push_extra *e = &p->extras[i];
+        if (e->delay_ms > w->set.max_delay_ms) {
+            http_reply_error(req, 400, "ephemeral_bad_request",
+                             "field 'messages[%u].delayMs' must be at most "
+                             "%u (max_delay_ms)",
+                             i, w->set.max_delay_ms);
+            return 0;
+        }
+        if (e->has_ttl && (e->ttl_s == 0 || e->ttl_s > ttl_max)) {
+            http_reply_error(req, 400, "ephemeral_bad_request",
+                             "field 'messages[%u].ttlSeconds' must be from 1 "
+                             "to %u (%s)",
+                             i, ttl_max,
+                             o.ttl_s != 0 ? "the queue's ttlSeconds"
+                                          : "the longest a message may say");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* all_keyed - whether every message of p carries a key and queue has a
+ * dedupe window: then a forward that times out may be sent again. */
+static int
+all_keyed(struct worker *w, struct shm_name queue, const struct http_push *p)
+{
+    struct shm_qopts o = shm_params_of(w->seg)->defaults;
+
+    if (p->extras == NULL || p->n == 0)
+        return 0;
+    for (uint32_t i = 0; i < p->n; i++)
+        if (!p->extras[i].has_key)
+            return 0;
+    shm_catalog_lookup(w->seg->catalog, queue.ptr, queue.len, &o);
+    return o.dedupe_s > 0;
+}
+
+/* push_keyed - the push of messages that carry extras (p->extras). */
+static void
+push_keyed(struct worker *w, struct http_request *req, struct shm_name queue,
+           struct shm_name part, const struct http_push *p)
+{
+    struct shm_msg_extra *ex = calloc(p->n ? p->n : 1, sizeof(*ex));
+    struct shm_push_id *ids = calloc(p->n ? p->n : 1, sizeof(*ids));
+    uint32_t dups = 0;
+    int keyed = 0, rc;
+
+    if (ex == NULL || ids == NULL) {
+        http_reply_errno(req, -ENOMEM, "push");
+        goto out;
+    }
+    for (uint32_t i = 0; i < p->n; i++) {
+        const struct http_push_extra *e = &p->extras[i];
+        struct shm_name key = {e->key.ptr, e->key.len};
+        ex[i] = (struct shm_msg_extra){
+            .delay_ms = e->delay_ms,
+            .ttl_s = e->has_ttl ? e->ttl_s : 0,
+            .key_hash = e->has_key ? shm_dir_name_hash(key, KEY_SEED) : 0,
+            .has_key = e->has_key};
+        keyed |= e->has_key;
+    }
+    rc = shm_push_keyed(w->seg, w->set.slot, queue, part, w->msgs, ex, p->n,
+                        shm_now_ms(), ids, &dups);
+    if (rc != 0) {
+        worker_tenant_refund(w, p->n); /* a refusal changes nothing */
+        http_reply_errno(req, rc, "push");
+        goto out;
+    }
+    if (keyed)
+        reply_keyed(req, part, ids, p->n, dups);
+    else
+        reply_ids(w, req, part, p->n, ids[0].seq);
+out:
+    free(ex);
+    free(ids);
+}
+
 /* worker_push - see push.h. */
 void
 worker_push(struct worker *w, struct http_request *req)
@@ -101,7 +233,9 @@ worker_push(struct worker *w, struct http_request *req)
     if (!http_reply_name_ok(req, "queue", queue.ptr, queue.len) ||
         !http_reply_name_ok(req, "partition", part.ptr, part.len) ||
         !worker_authz(w, req, AUTH_PUSH, "queue", queue, &in) ||
-        !worker_route(w, req, in.name, part, 0))
+        (p.extras != NULL && !extras_check(w, req, in.name, &p)) ||
+        !(all_keyed(w, in.name, &p) ? worker_route_keyed(w, req, in.name, part)
+                                    : worker_route(w, req, in.name, part, 0)))
         goto out;
     queue = in.name;
     if (scratch(w, p.n) != 0) {
@@ -113,6 +247,10 @@ worker_push(struct worker *w, struct http_request *req)
             (struct shm_msg_in){p.payloads[i].ptr, (uint32_t)p.payloads[i].len};
     if (!worker_tenant_admit(w, req, w->msgs, p.n))
         goto out; /* 429 rate_limited, 503 ephemeral_unavailable */
+    if (p.extras != NULL) {
+        push_keyed(w, req, queue, part, &p);
+        goto out;
+    }
     rc = shm_push(w->seg, w->set.slot, queue, part, w->msgs, p.n, shm_now_ms(),
                   &first);
     if (rc != 0) {

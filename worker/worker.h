@@ -36,6 +36,7 @@ struct worker_settings {
     uint32_t max_connections;
     uint64_t max_body_bytes;
     uint32_t max_wait_ms;         /* ceiling of a pop's timeout */
+    uint32_t max_delay_ms;        /* ceiling of a message's delayMs */
     uint32_t responders_idle_ms;  /* a request's no-responders (SPEC §9) */
     uint32_t busy_poll_us;        /* polled before sleeping (worker_main) */
     uint32_t stream_max;          /* streams a node holds (SPEC §11) */

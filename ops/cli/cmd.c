@@ -13,9 +13,11 @@ static const struct {
     const char *name, *synopsis, *summary;
 } cli_subcommands[] = {
     {"push",
-     "QUEUE [PAYLOAD...] [--partition P] [--text]\n"
+     "QUEUE [PAYLOAD...] [--partition P] [--text] [--key K] [--delay MS]\n"
      "    Payloads are JSON (or strings with --text); with none, one a line\n"
-     "    from stdin.  Prints the ids.",
+     "    from stdin.  Prints the ids.  --key K keys them for the queue's\n"
+     "    dedupeSeconds (K, then K:1, K:2...); --delay MS hides them that\n"
+     "    long.",
      "push messages"},
     {"pop",
      "QUEUE [--group G] [--partition P] [--batch N] [--wait] [--timeout MS]\n"

@@ -118,7 +118,8 @@ _mayfly()
         *)
             COMPREPLY=($(compgen -W "maxLength= maxBytes= policy=
                 windowBuffer.ms= windowBuffer.count= ttlSeconds=
-                leaseSeconds= retryLimit= deadLetter= deadLetterExpired=" \
+                leaseSeconds= retryLimit= dedupeSeconds= retryDelayMs=
+                deadLetter= deadLetterExpired=" \
                 -- "$cur"))
             # the value comes right after the '='
             [[ ${#COMPREPLY[@]} -gt 0 ]] && compopt -o nospace 2>/dev/null

@@ -5,7 +5,10 @@
  * a usage error (exit 2) naming it, unless --text sends it as a string.
  * push reads stdin in batches of CLI_PUSH_BATCH lines, each batch one push
  * (all or nothing on the node), so a long stream never waits whole in
- * memory.
+ * memory.  --key K keys the messages for the queue's dedupe window (SPEC
+ * §13): the first message K, the next ones K:1, K:2... in order, so the
+ * same command run again (a retry) sends the same keys; --delay MS gives
+ * each message that delayMs.
  */
 #include "ops/cli/send.h"
 
@@ -80,24 +83,52 @@ cli_push_send(struct cli_conn *c, const struct cli_globals *g,
         for (size_t i = 0; i < json_object_array_length(ids); i++)
             printf("%s\n",
                    json_object_get_string(json_object_array_get_idx(ids, i)));
+        struct json_object *dups = cli_jget(a.json, "duplicates");
+        if (dups != NULL && json_object_get_int64(dups) > 0)
+            fprintf(stderr,
+                    "mayfly: push: %lld duplicates (their ids are "
+                    "the first ones')\n",
+                    (long long)json_object_get_int64(dups));
     }
     cli_answer_free(&a);
     return rc;
 }
 
-/* cli_push_add - append payload p to msgs as {"payload": p}. */
+/* What --key and --delay add to each message (key NULL, delay -1: none);
+ * index counts the messages of the command. */
+struct cli_push_extra {
+    const char *key;
+    long delay;
+    long index;
+};
+
+/* cli_push_add - append payload p to msgs as {"payload": p}, with the
+ * message's key and delayMs from x. */
 static void
-cli_push_add(struct json_object *msgs, struct json_object *p)
+cli_push_add(struct json_object *msgs, struct json_object *p,
+             struct cli_push_extra *x)
 {
     struct json_object *m = json_object_new_object();
     json_object_object_add(m, "payload", p);
+    if (x->key != NULL) {
+        char key[300];
+        if (x->index == 0)
+            snprintf(key, sizeof(key), "%s", x->key);
+        else
+            snprintf(key, sizeof(key), "%s:%ld", x->key, x->index);
+        json_object_object_add(m, "key", json_object_new_string(key));
+    }
+    if (x->delay >= 0)
+        json_object_object_add(m, "delayMs", json_object_new_int64(x->delay));
+    x->index++;
     json_object_array_add(msgs, m);
 }
 
 /* cli_push_stdin - push stdin's lines in batches; the exit status. */
 static int
 cli_push_stdin(struct cli_conn *c, const struct cli_globals *g,
-               const char *queue, const char *partition, int text)
+               const char *queue, const char *partition, int text,
+               struct cli_push_extra *x)
 {
     struct json_object *msgs = json_object_new_array();
     char *line = NULL;
@@ -121,7 +152,7 @@ cli_push_stdin(struct cli_conn *c, const struct cli_globals *g,
                                      lineno, line, sent);
             break;
         }
-        cli_push_add(msgs, p);
+        cli_push_add(msgs, p, x);
         if (json_object_array_length(msgs) == CLI_PUSH_BATCH) {
             rc = cli_push_send(c, g, queue, partition, msgs);
             sent += CLI_PUSH_BATCH;
@@ -140,10 +171,13 @@ cli_push_stdin(struct cli_conn *c, const struct cli_globals *g,
 int
 cli_push(int argc, char **argv, struct cli_globals *g)
 {
-    const char *partition = NULL;
+    const char *partition = NULL, *key = NULL, *delay = NULL;
+    struct cli_push_extra x = {.delay = -1};
     int text = 0, rc;
     const struct cli_opt opts[] = {{"partition", NULL, &partition},
                                    {"text", &text, NULL},
+                                   {"key", NULL, &key},
+                                   {"delay", NULL, &delay},
                                    {NULL, NULL, NULL}};
     struct cli_operands ops;
     struct cli_conn c;
@@ -151,8 +185,17 @@ cli_push(int argc, char **argv, struct cli_globals *g)
     rc = cli_cmd_start("push", argc, argv, opts, g, &ops, 1, -1, &c);
     if (rc >= 0)
         return rc;
+    if (key != NULL && (key[0] == '\0' || strlen(key) > 240)) {
+        cli_conn_close(&c);
+        return cli_cmd_usage_error("push", "--key takes 1 to 240 bytes");
+    }
+    if (delay != NULL && cli_args_long("delay", delay, 0, 3600000, &x.delay)) {
+        cli_conn_close(&c);
+        return 2;
+    }
+    x.key = key;
     if (ops.n == 1) {
-        rc = cli_push_stdin(&c, g, ops.v[0], partition, text);
+        rc = cli_push_stdin(&c, g, ops.v[0], partition, text, &x);
     } else {
         struct json_object *msgs = json_object_new_array();
         for (int i = 1; i < ops.n && rc < 0; i++) {
@@ -163,7 +206,7 @@ cli_push(int argc, char **argv, struct cli_globals *g)
                                          "sends it as a string)",
                                          ops.v[i]);
             else
-                cli_push_add(msgs, p);
+                cli_push_add(msgs, p, &x);
         }
         if (rc < 0)
             rc = cli_push_send(&c, g, ops.v[0], partition, msgs);

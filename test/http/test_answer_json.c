@@ -68,7 +68,8 @@ Test(answer_json, health_of_a_draining_node_without_leader_is_503)
 
 Test(answer_json, options_every_one)
 {
-    struct http_qopts o = {10, 1 << 20, 1, 50, 8, 60, 30, 5, NULL, 0, 0};
+    struct http_qopts o = {10, 1 << 20, 1,   50,   8, 60, 30,
+                           5,  120,     500, NULL, 0, 0};
     struct http_buf b = {0};
 
     http_options_json(&b, &o);
@@ -76,6 +77,7 @@ Test(answer_json, options_every_one)
                      "{\"maxLength\":10,\"maxBytes\":1048576,\"policy\":"
                      "\"dropOldest\",\"windowBuffer\":{\"ms\":50,\"count\":8},"
                      "\"ttlSeconds\":60,\"leaseSeconds\":30,\"retryLimit\":5,"
+                     "\"dedupeSeconds\":120,\"retryDelayMs\":500,"
                      "\"deadLetter\":null,\"deadLetterExpired\":false}");
     b.len = 0;
     o.drop_oldest = 0;

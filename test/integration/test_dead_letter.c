@@ -17,6 +17,7 @@
 #define ACK    "/api/v1/ephemeral/ack"
 #define CONF   "/api/v1/ephemeral/configure"
 #define REDRIV "/api/v1/ephemeral/redrive"
+#define PUSH   "/api/v1/ephemeral/push"
 
 /* configure q with options (JSON object text); asserts 201. */
 static void
@@ -235,6 +236,31 @@ Test(dead_letter, a_last_lease_run_out_and_a_ttl_land_too, .timeout = 60)
     cr_assert_eq(metric(&n, "mayfly_dead_letters_total{reason=\"ttl\"}"), 2);
     /* brief2's expired message vanished as before. */
     cr_assert_eq(metric(&n, "mayfly_dropped_total{reason=\"ttl\"}"), 3);
+    itest_node_stop(&n, 10000);
+}
+
+/* A message's own ttlSeconds (SPEC §13) on a queue without one: with
+ * deadLetterExpired it lands as a ttl dead letter too, found at the head
+ * by the master's upkeep. */
+Test(dead_letter, a_message_past_its_own_ttl_lands, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+
+    itest_node_start(&n, NULL);
+    configure(&n, "own", "{\"deadLetter\":\"dl\",\"deadLetterExpired\":true}");
+    itest_post(&n, &r, PUSH,
+               "{\"queue\":\"own\",\"messages\":[{\"payload\":\"m\","
+               "\"ttlSeconds\":1}]}");
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    pop_one(&n, &r, "queue=dl&autoAck=true", 10000);
+    cr_assert_str_eq(itest_jstr(r.json, "messages.0.payload.reason"), "ttl",
+                     "%s", r.body);
+    cr_assert_str_eq(itest_jstr(r.json, "messages.0.payload.queue"), "own");
+    cr_assert_str_eq(itest_jstr(r.json, "messages.0.payload.payload"), "m");
+    itest_resp_free(&r);
+    cr_assert_eq(metric(&n, "mayfly_dead_letters_total{reason=\"ttl\"}"), 1);
     itest_node_stop(&n, 10000);
 }
 

@@ -60,9 +60,9 @@ Test(decl, decode_rejects_truncated_and_garbage_commands)
     cr_assert_eq(decl_encode(&c, &buf, &len), 0);
     for (size_t n = 0; n < len; n++)
         cr_assert_eq(decl_decode(buf, n, &d), -EINVAL, "length %zu", n);
-    ((unsigned char *)buf)[0] = 2; /* unknown version */
+    ((unsigned char *)buf)[0] = 9; /* unknown version */
     cr_assert_eq(decl_decode(buf, len, &d), -EINVAL);
-    ((unsigned char *)buf)[0] = 1;
+    ((unsigned char *)buf)[0] = 2;
     ((unsigned char *)buf)[1] = 9; /* unknown op */
     cr_assert_eq(decl_decode(buf, len, &d), -EINVAL);
     free(buf);
@@ -137,12 +137,28 @@ Test(decl, dead_letter_roundtrips_and_old_entries_still_decode)
     int changed;
 
     c.opts.flags = 3 | SHM_QOPT_DL_EXPIRED;
+    c.opts.dedupe_s = 300;
+    c.opts.retry_delay_ms = 2500;
     c.dl = "dlq";
     cr_assert_eq(decl_encode(&c, &buf, &len), 0);
     cr_assert_eq(decl_decode(buf, len, &d), 0);
-    cr_assert_eq(d.opts.flags, c.opts.flags);
+    cr_assert_eq(memcmp(&d.opts, &c.opts, sizeof(c.opts)), 0);
     cr_assert(memcmp(d.dl, "dlq", 3) == 0);
     cr_assert_eq(decl_decode(buf, len - 1, &d), -EINVAL);
+    /* A version 1 entry (deadletter's, before dedupe_s and retry_delay_ms):
+     * 36 option bytes, then the flags and the name. */
+    unsigned char *v1 = buf;
+    memmove(v1 + 4 + 1 + 36, v1 + 4 + 1 + 44, 4 + 3);
+    v1[0] = 1;
+    cr_assert_eq(decl_decode(v1, len - 8, &d), 0);
+    cr_assert_eq(d.opts.flags, c.opts.flags);
+    cr_assert_eq(d.opts.dedupe_s, 0);
+    cr_assert_eq(d.opts.retry_delay_ms, 0);
+    cr_assert_eq(d.opts.window_count, c.opts.window_count);
+    cr_assert(memcmp(d.dl, "dlq", 3) == 0);
+    free(buf);
+    cr_assert_eq(decl_encode(&c, &buf, &len), 0);
+    cr_assert_eq(decl_decode(buf, len, &d), 0);
     cr_assert_eq(decl_apply(&s, &d, &changed), 0);
     free(buf);
     cr_assert_eq(decl_snapshot(&s, &snap, &slen), 0);

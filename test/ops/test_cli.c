@@ -221,6 +221,27 @@ Test(cli, push_sends_json_text_and_stdin_lines_and_prints_the_ids)
     cr_assert_eq(itest_depth_pending(&cl_node, "q", NULL), 0);
 }
 
+Test(cli, push_key_and_delay_reach_the_node)
+{
+    static char first[sizeof(cl_out)];
+
+    cl_start();
+    cr_assert_eq(cl_sh("$M configure kq dedupeSeconds=60"), 0, "%s", cl_err);
+    cr_assert_eq(cl_sh("$M push kq 1 --key order-1"), 0, "%s", cl_err);
+    snprintf(first, sizeof(first), "%s", cl_out);
+    cr_assert_eq(cl_sh("$M push kq 1 --key order-1"), 0, "%s", cl_err);
+    cr_assert_str_eq(cl_out, first, "a retry prints the first id");
+    cr_assert(strstr(cl_err, "1 duplicates") != NULL, "%s", cl_err);
+    cr_assert_eq(itest_depth_pending(&cl_node, "kq", NULL), 1);
+    cr_assert_eq(cl_sh("$M push kq 2 3 --key batch-1"), 0, "%s", cl_err);
+    cr_assert_eq(cl_lines(cl_out), 2, "%s", cl_out);
+    cr_assert_eq(itest_depth_pending(&cl_node, "kq", NULL), 3);
+    cr_assert_eq(cl_sh("$M push kq 4 --delay 60000"), 0, "%s", cl_err);
+    cr_assert_eq(itest_depth_pending(&cl_node, "kq", NULL), 3, "delayed");
+    cr_assert_eq(cl_sh("$M push kq 4 --delay soon"), 2);
+    cr_assert_eq(cl_sh("$M push kq 4 --key ''"), 2);
+}
+
 Test(cli, a_refused_push_exits_1_with_the_servers_sentence)
 {
     struct itest_resp r;

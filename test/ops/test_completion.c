@@ -147,7 +147,8 @@ Test(completion, a_subcommands_options_and_their_values)
                           "--partition --timeout --token --url --wait");
     CP_EXPECT("pop --a", "--ack --auto-ack");
     CP_EXPECT("sub q --c", "--count");
-    CP_EXPECT("push q --", "--help --json --partition --text --token --url");
+    CP_EXPECT("push q --",
+              "--delay --help --json --key --partition --text --token --url");
     CP_EXPECT("queues --scope ", "cluster node");
     CP_EXPECT("queues --scope=c", "cluster");
     CP_EXPECT("depth q --scope n", "node");
@@ -169,10 +170,10 @@ Test(completion, a_subcommands_options_and_their_values)
 Test(completion, configure_keys_and_policy_values)
 {
     CP_EXPECT("configure ", ""); /* the queue first */
-    CP_EXPECT("configure q ", "deadLetter= deadLetterExpired= leaseSeconds= "
-                              "maxBytes= maxLength= policy= retryLimit= "
-                              "ttlSeconds= windowBuffer.count= "
-                              "windowBuffer.ms=");
+    CP_EXPECT("configure q ",
+              "deadLetter= deadLetterExpired= dedupeSeconds= leaseSeconds= "
+              "maxBytes= maxLength= policy= retryDelayMs= retryLimit= "
+              "ttlSeconds= windowBuffer.count= windowBuffer.ms=");
     CP_EXPECT("configure q max", "maxBytes= maxLength=");
     CP_EXPECT("configure q maxLength=10 win",
               "windowBuffer.count= windowBuffer.ms=");

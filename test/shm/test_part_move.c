@@ -393,7 +393,8 @@ group_off(const unsigned char *r, uint32_t i)
     for (uint32_t k = 0; k < i; k++) {
         struct shm_ho_grp g;
         memcpy(&g, r + off, sizeof(g));
-        off += sizeof(g) + ((g.name_len + 7) & ~7u) + g.nredo * 8u;
+        off += sizeof(g) + ((g.name_len + 7) & ~7u) +
+               g.nredo * sizeof(struct shm_ho_redo);
     }
     return off;
 }
