@@ -68,7 +68,7 @@ tail_copy(struct shm_ring_ctx *c, struct shm_ref pr,
         if (m->seq > req->upto)
             break;
         /* A tail reads in sequence order: a message still hidden by its
-         * delay (SPEC §13) is passed over for good (DESIGN.md §5). */
+         * delay (SPEC §13) is passed over for good (DESIGN.md §6). */
         if (m->seq > req->after && m->read != SHM_MSG_WITHDRAWN &&
             !shm_msg_hidden(m, c->now) && !shm_msg_expired(m, c->now)) {
             if (req->newest_only)

@@ -20,7 +20,7 @@
  * the board names once this node's master has heard the leave (the
  * stopping node's heartbeat says "leaving" before its workers stop), since
  * that is when the next owner holds the partition for the hand-over, so a
- * push stored there goes after what is handed over (DESIGN §5).  The
+ * push stored there goes after what is handed over (DESIGN §6).  The
  * request waits, parked, and is routed afresh the moment the board changes
  * (the old owner no longer live, or the owners placed anew), or else when
  * its backoff ends (5, 10, 20 ... ms, 100 ms at most): while the board

@@ -46,7 +46,7 @@ const char *worker_view_read(struct worker *w, struct shm_board_view *v);
  * a crash only after member_ttl_ms).  Only what routes by an id's node
  * (ack_route.h) reads it: partitions keep the board's owners, so that every
  * node places them alike and a partition on its way to its next owner is
- * held there first (DESIGN §5, order across a drain).
+ * held there first (DESIGN §6, order across a move).
  */
 void worker_view_mark_gone(struct worker *w, const char *id);
 
