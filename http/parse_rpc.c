@@ -110,10 +110,10 @@ read_gather(struct http_json *j, char **at, struct http_rpc *out,
             if (rc < 0)
                 return rc;
         } else {
-            return http_parse_bad(err,
-                                  "field 'gather.%.*s' is unknown "
-                                  "(gather takes max and quietMs)",
-                                  (int)(n > 64 ? 64 : n), key);
+            /* Not echoed: an escaped lone surrogate unescapes to bytes
+             * that are not UTF-8, and the sentence goes into JSON. */
+            return http_parse_bad(err, "field 'gather' has an unknown member "
+                                       "(gather takes max and quietMs)");
         }
         more = http_json_next(j, '}');
     }

@@ -60,16 +60,56 @@ string_or_null(struct json_object *o, const char *key)
            json_object_is_type(v, json_type_string);
 }
 
-/*
- * rpc_shape - json-c's tree is a request body: 1 yes, 0 no, -1 cannot
- * tell (a timeout of 0 may be written -0, which the parser refuses; one
- * past INT64_MAX is json-c's uint64, near the parser's bound).
- */
+/* ms_shape - a count of ms as the parser reads one: 1, 0 refused, -1
+ * cannot tell (0 may be written -0, which the parser refuses; one past
+ * INT64_MAX is json-c's uint64, near the parser's bound). */
+static int
+ms_shape(struct json_object *v)
+{
+    int64_t t;
+
+    if (!json_object_is_type(v, json_type_int))
+        return 0;
+    t = json_object_get_int64(v);
+    return t < 0 ? 0 : t == 0 || t == INT64_MAX ? -1 : 1;
+}
+
+/* gather_shape - the body's gather (absent or null: fine) as the parser
+ * takes it: {"max": 1..10000, "quietMs"?: ms}, no other member. */
+static int
+gather_shape(struct json_object *o)
+{
+    struct json_object *g, *v;
+    int64_t max;
+
+    if (!json_object_object_get_ex(o, "gather", &g) || g == NULL)
+        return 1;
+    if (!json_object_is_type(g, json_type_object))
+        return 0;
+    json_object_object_foreach(g, key, val)
+    {
+        (void)val;
+        if (strcmp(key, "max") != 0 && strcmp(key, "quietMs") != 0)
+            return 0;
+    }
+    if (!json_object_object_get_ex(g, "max", &v) || v == NULL ||
+        !json_object_is_type(v, json_type_int))
+        return 0;
+    max = json_object_get_int64(v);
+    if (max < 1 || max > 10000)
+        return 0;
+    if (!json_object_object_get_ex(g, "quietMs", &v) || v == NULL)
+        return 1;
+    return ms_shape(v);
+}
+
+/* rpc_shape - json-c's tree is a request body: 1 yes, 0 no, -1 cannot
+ * tell (ms_shape). */
 static int
 rpc_shape(struct json_object *o)
 {
     struct json_object *v;
-    int64_t t;
+    int timeout = 1, gather;
 
     if (!json_object_is_type(o, json_type_object) ||
         !json_object_object_get_ex(o, "queue", &v) ||
@@ -77,12 +117,12 @@ rpc_shape(struct json_object *o)
         !json_object_object_get_ex(o, "payload", NULL) ||
         !string_or_null(o, "partition") || !string_or_null(o, "replyTo"))
         return 0;
-    if (!json_object_object_get_ex(o, "timeout", &v) || v == NULL)
-        return 1;
-    if (!json_object_is_type(v, json_type_int))
+    if (json_object_object_get_ex(o, "timeout", &v) && v != NULL)
+        timeout = ms_shape(v);
+    gather = gather_shape(o);
+    if (timeout == 0 || gather == 0)
         return 0;
-    t = json_object_get_int64(v);
-    return t < 0 ? 0 : t == 0 || t == INT64_MAX ? -1 : 1;
+    return timeout < 0 || gather < 0 ? -1 : 1;
 }
 
 /* check_inside - s ends with a NUL inside the parser's memory (len + 8). */
