@@ -646,10 +646,10 @@ static uint64_t
 adopt_at(uint64_t age_ms, uint64_t now)
 {
     int64_t age = (int64_t)age_ms;
+    uint64_t ahead = 0 - age_ms; /* -age, INT64_MIN's too, with no overflow */
 
     if (age < 0)
-        return now + ((uint64_t)-age < SHM_HO_DELAY_MAX ? (uint64_t)-age
-                                                        : SHM_HO_DELAY_MAX);
+        return now + (ahead < SHM_HO_DELAY_MAX ? ahead : SHM_HO_DELAY_MAX);
     return (uint64_t)age < now ? now - (uint64_t)age : 0;
 }
 
