@@ -472,6 +472,12 @@ struct bench_round {
  * that could). */
 struct bench_rset *bench_rset_open(int n, int port, const char *req,
                                    size_t reqlen, char *err, size_t errlen);
+/* bench_rset_open_each - bench_rset_open with socket i sent
+ * reqs[i % nreqs] (lens[i % nreqs] bytes): a subscription of its own. */
+struct bench_rset *bench_rset_open_each(int n, int port,
+                                        const char *const *reqs,
+                                        const size_t *lens, int nreqs,
+                                        char *err, size_t errlen);
 /* bench_rset_start - the reader threads (ready and marker set); 0 or
  * -errno. */
 int bench_rset_start(struct bench_rset *s);
@@ -492,6 +498,14 @@ struct bench_round bench_rset_round(struct bench_rset *s, int (*fn)(void *),
  * many connections */
 void bench_stream_fanout(int nats);
 void bench_stream_all(void);
+
+/* presence.c: bench_presence_churn - one sample of the churn row,
+ * mayfly's (nats 0: enters and leaves by call, each channel's events to a
+ * stream) or NATS's (the same events published, a subscriber a subject);
+ * bench_presence_all - the rows not compared (memory per member, listing
+ * and counting a full channel), before the compared pairs */
+void bench_presence_churn(int nats);
+void bench_presence_all(void);
 
 /* cluster.c */
 void bench_cluster_all(void);

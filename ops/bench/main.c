@@ -574,7 +574,8 @@ usage(void)
             "                    [--mayfly-tls-token FILE (its bearer "
             "token)]\n"
             "                    [--json FILE] [--md FILE] [--only "
-            "http,push,drain,rpc,rpc1,rpc32,wake,inboxes,parked,stream]\n"
+            "http,push,drain,rpc,rpc1,rpc32,wake,inboxes,parked,stream,\n"
+            "                    presence]\n"
             "                    [--parked N (10000)] [--label TEXT] "
             "[--pipeline]\n"
             "                    [--cluster PORT0,PORT1,PORT2 (nodes n0-n2 "
@@ -695,8 +696,8 @@ mayfly_ready(void)
 static void
 compared_pairs(int m)
 {
-    static const char *const compared[] = {"push",  "drain", "rpc1",
-                                           "rpc32", "wake",  "stream"};
+    static const char *const compared[] = {"push", "drain",  "rpc1",    "rpc32",
+                                           "wake", "stream", "presence"};
     int pairs = bench_opt.quick ? 1 : 3;
     int redis =
         bench_opt.rport > 0 && bench_wait_port(bench_opt.rport, 10) == 0;
@@ -707,15 +708,21 @@ compared_pairs(int m)
         if (!bench_want(s) && !(strncmp(s, "rpc", 3) == 0 && bench_want("rpc")))
             continue;
         for (int p = 0; p < pairs; p++) {
-            /* stream: the fan-out row (stream.c), against NATS only */
+            /* stream: the fan-out row (stream.c), presence: the churn
+             * (presence.c), both against NATS only */
+            int pres = strcmp(s, "presence") == 0;
             if (m && strcmp(s, "stream") == 0)
                 bench_stream_fanout(0);
+            else if (m && pres)
+                bench_presence_churn(0);
             else if (m)
                 bench_mayfly_compared(s);
-            if (redis && strcmp(s, "stream") != 0)
+            if (redis && strcmp(s, "stream") != 0 && !pres)
                 bench_redis_compared(s);
             if (nats && strcmp(s, "stream") == 0)
                 bench_stream_fanout(1);
+            else if (nats && pres)
+                bench_presence_churn(1);
             else if (nats)
                 bench_nats_compared(s);
         }
@@ -748,6 +755,8 @@ run_all(void)
         bench_stream_all();
     if (m)
         bench_mayfly_all();
+    if (m && bench_want("presence"))
+        bench_presence_all();
     if (!m && bench_opt.cluster[0] == 0)
         bench_row_fail("push", "all", "mayfly", "every mayfly scenario",
                        "mayflyd did not answer GET /health with 200");

@@ -111,10 +111,18 @@ rthread_main(void *arg)
 }
 
 /* bench_rset_open - n sockets to port, each sent req (reqlen bytes), read by
- * two threads; NULL with err set when a socket cannot be had. */
+ * two threads; with err set when a socket cannot be had. */
 struct bench_rset *
 bench_rset_open(int n, int port, const char *req, size_t reqlen, char *err,
                 size_t errlen)
+{
+    return bench_rset_open_each(n, port, &req, &reqlen, 1, err, errlen);
+}
+
+/* bench_rset_open_each - see bench.h. */
+struct bench_rset *
+bench_rset_open_each(int n, int port, const char *const *reqs,
+                     const size_t *lens, int nreqs, char *err, size_t errlen)
 {
     struct bench_rset *s = calloc(1, sizeof(*s));
     int i;
@@ -135,7 +143,8 @@ bench_rset_open(int n, int port, const char *req, size_t reqlen, char *err,
             break;
         }
         s->c[i].fd = fd;
-        if (write(fd, req, reqlen) != (ssize_t)reqlen) {
+        if (write(fd, reqs[i % nreqs], lens[i % nreqs]) !=
+            (ssize_t)lens[i % nreqs]) {
             snprintf(err, errlen, "request %d not sent: %s", i,
                      strerror(errno));
             close(fd);

@@ -2,7 +2,8 @@
  * test_status_page_cluster.c - the status page of one node of three
  * (127.0.0.1-3) in headless Chromium shows the whole cluster: the three
  * members live, one of them the leader, and a queue whose messages another
- * node holds; and a node whose view went stale (its master stopped) still
+ * node holds; under "This node", the presence members of the channels it
+ * owns, entered through another node; and a node whose view went stale (its master stopped) still
  * serves the page, which says so.  Keeps screenshots (desktop and phone
  * widths) in BUILD/artifacts/status-page.png and status-page-phone.png.
  */
@@ -36,6 +37,7 @@ Test(status_page_cluster, any_node_shows_three_members_and_the_queues)
     struct itest_resp r;
     struct browser_run b;
     char part[32], url[sizeof(c.node[0].base) + 2], png[512], want[128];
+    char chan[32];
     int leader, page, holder, via;
 
     cl_wait_view(&c, CL_ALL);
@@ -49,6 +51,23 @@ Test(status_page_cluster, any_node_shows_three_members_and_the_queues)
     cl_part_owned_by("orders", holder, 64, part, sizeof(part));
     itest_push_ok(&c.node[via], &r, "orders", part, "[1,2,3,4,5]", 5);
     itest_resp_free(&r);
+    /* Two presence members of a channel the page's node owns, entered
+     * through another: the page shows them under this node. */
+    chan[0] = '\0';
+    for (int k = 0; k < 64 && chan[0] == '\0'; k++) {
+        snprintf(want, sizeof(want), "\x1elobby%d", k);
+        if (cl_owner(want, "Default", CL_ALL) == page)
+            snprintf(chan, sizeof(chan), "lobby%d", k);
+    }
+    cr_assert_neq(chan[0], '\0', "no channel lobby0-63 owned by n%d", page);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(itest_post(&c.node[via], &r, "/api/v1/presence/enter",
+                                "{\"channel\":\"%s\",\"member\":\"m%d\","
+                                "\"ttlSeconds\":120}",
+                                chan, i),
+                     200, "enter through n%d: %s", via, r.body);
+        itest_resp_free(&r);
+    }
 
     snprintf(url, sizeof(url), "%s/", c.node[page].base);
     browser_dump_dom(c.node[page].dir, url, 1280, 900, 5000, &b);
@@ -73,6 +92,9 @@ Test(status_page_cluster, any_node_shows_three_members_and_the_queues)
               "no row for orders with depth 5 (held by n%d):\n%s", holder,
               b.dom);
     cr_assert(strstr(b.dom, "1 queue, 5 messages in the cluster"), "%s", b.dom);
+    cr_assert(strstr(b.dom, "<dt>presence</dt><dd>2 members in 1 channel</dd>"),
+              "the two members of %s (owned by n%d) not shown:\n%s", chan, page,
+              b.dom);
     browser_run_free(&b);
 
     browser_artifact("status-page.png", png, sizeof(png));

@@ -2,7 +2,8 @@
  * test_status_page.c - GET / on a real node: the page and its headers, the
  * methods and paths around it, and the page itself in headless Chromium
  * (test/integration/browser.h): it loads without a console message and
- * shows the queues pushed a moment before, and the streams open on it.  The three-node view is
+ * shows the queues pushed a moment before, the streams open on it and the
+ * presence members and channels it holds.  The three-node view is
  * test/cluster/test_status_page_cluster.c.
  */
 #include <stdio.h>
@@ -261,4 +262,61 @@ Test(status_page, the_browser_shows_the_streams_open_on_the_node)
     browser_run_free(&run);
     sse_close(&a);
     sse_close(&b);
+}
+
+/* metric_reaches - until node n's series is want (5 s at most); its last
+ * value. */
+static double
+metric_reaches(const struct itest_node *n, const char *series, double want)
+{
+    int64_t end = itest_now_ms() + 5000;
+    double v = -1;
+
+    while (itest_now_ms() < end) {
+        cr_assert_eq(itest_metric(n, series, &v), 0, "no %s", series);
+        if (v == want)
+            break;
+        itest_sleep_ms(20);
+    }
+    return v;
+}
+
+Test(status_page, the_browser_shows_the_presence_members_and_channels)
+{
+    struct itest_node n;
+    struct itest_resp r = {0};
+    struct sse_client s;
+    struct browser_run run;
+    char url[128];
+    static const char *const calls[] = {
+        "{\"channel\":\"lobby\",\"member\":\"ada\",\"ttlSeconds\":60}",
+        "{\"channel\":\"lobby\",\"member\":\"bob\",\"ttlSeconds\":60}",
+        "{\"channel\":\"room 7\",\"member\":\"ada\",\"ttlSeconds\":60}",
+    };
+
+    itest_node_start(&n, "workers=2");
+    /* three call members in two channels, and a stream member of one of
+     * them: four members (a member is a key of its channel) in two */
+    for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+        cr_assert_eq(
+            itest_post(&n, &r, "/api/v1/presence/enter", "%s", calls[i]), 200,
+            "%s: %s", calls[i], r.body);
+        itest_resp_free(&r);
+    }
+    sse_open(&s, &n, "/api/v1/ephemeral/subscribe?presence=room%207&member=cy",
+             NULL);
+    cr_assert_geq(sse_wait_events(&s, 1, 10000), 1, "the member stream");
+    cr_assert_eq(metric_reaches(&n, "mayfly_presence_members", 4), 4);
+    cr_assert_eq(metric_reaches(&n, "mayfly_presence_channels", 2), 2);
+    snprintf(url, sizeof(url), "%s/", n.base);
+    browser_dump_dom(n.dir, url, 1280, 900, 5000, &run);
+    cr_assert_str_eq(run.console, "", "the page logged to the console:\n%s",
+                     run.console);
+    cr_assert(strstr(run.dom, "<body data-state=\"ready\">"),
+              "the page never finished a refresh:\n%.2000s", run.dom);
+    cr_assert(
+        strstr(run.dom, "<dt>presence</dt><dd>4 members in 2 channels</dd>"),
+        "four members in two channels not shown:\n%s", run.dom);
+    browser_run_free(&run);
+    sse_close(&s);
 }

@@ -99,6 +99,16 @@
     $('member-count').textContent = live + ' of ' + h.members.length + ' live';
   }
 
+  /* presence - "N members in M channels": the presence channels this
+   * node owns (a channel lives on its owner, so in a cluster each node
+   * shows its own share). */
+  function presence(members, channels) {
+    if (!Number.isFinite(members) || !Number.isFinite(channels))
+      return '–';
+    return fmtInt(members) + (members === 1 ? ' member in ' : ' members in ') +
+      fmtInt(channels) + (channels === 1 ? ' channel' : ' channels');
+  }
+
   /* showSummary - this node's figures from /health and /metrics. */
   function showSummary(h, m) {
     const get = (k) => m.get(k);
@@ -112,6 +122,7 @@
         fmtInt(get('mayfly_messages{state="leased"}')) + ' leased'],
       ['parked pops', fmtInt(get('mayfly_parked_pops'))],
       ['open streams', fmtInt(get('mayfly_streams'))],
+      ['presence', presence(get('mayfly_presence_members'), get('mayfly_presence_channels'))],
       ['queues', fmtInt(get('mayfly_queues{kind="implicit"}')) + ' implicit, ' +
         fmtInt(get('mayfly_queues{kind="declared"}')) + ' declared'],
       ['oldest message', get('mayfly_oldest_message_age_seconds') > 0
