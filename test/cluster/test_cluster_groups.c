@@ -346,25 +346,28 @@ window_holds(struct itest_multi *m, const char *queue, int o, const char *p)
 Test(cluster_groups, a_pop_with_no_partition_keeps_the_window_on_every_node)
 {
     static const char *const q = "grp-win";
-    char path[256];
 
     cl_wait_view(&c, CL_ALL);
     declare_window(q, 60000, 3);
-    snprintf(path, sizeof(path),
-             "/api/v1/ephemeral/pop?queue=%s&group=w&batch=10&wait=true"
-             "&timeout=30000",
-             q);
     /* The messages on a peer the pop is passed to (node 1, then node 2),
-     * then on node 0 itself. */
+     * then on node 0 itself; with autoAck on node 2 and node 0: what the
+     * window held leased is completed as it answers. */
     for (int k = 1; k <= CL_NODES; k++) {
-        int o = k % CL_NODES;
-        char p[16];
+        int o = k % CL_NODES, auto_ack = o != 1;
+        char p[16], path[256];
         struct itest_multi *m = itest_multi_new();
         cl_part_owned_by(q, o, 64, p, sizeof(p));
+        snprintf(path, sizeof(path),
+                 "/api/v1/ephemeral/pop?queue=%s&group=w&batch=10&wait=true"
+                 "&timeout=30000&autoAck=%s",
+                 q, auto_ack ? "true" : "false");
         itest_multi_add(m, &c.node[0], "GET", path, NULL);
         itest_multi_until_parked(&c.node[0], m, WAIT_MS);
         window_holds(m, q, o, p);
         itest_multi_free(m);
+        cr_expect_eq(node_listed(o, q, "leased"), auto_ack ? 0 : 3,
+                     "node %d's leases after the answer (autoAck %d)", o,
+                     auto_ack);
     }
 }
 
