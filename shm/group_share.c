@@ -73,6 +73,32 @@ shm_groups_each(struct shm_seg *seg, uint32_t *next, uint32_t budget,
     return n;
 }
 
+/* shm_group_known - see group_share.h. */
+int
+shm_group_known(struct shm_seg *seg, int w, struct shm_name queue,
+                struct shm_name group)
+{
+    uint64_t h = shm_group_hash(group);
+    struct shm_ref qr;
+    int known = 0;
+
+    if (shm_dir_find_queue(seg, w, queue, 0, 0, &qr) != 0 ||
+        shm_queue_lock(seg, w, qr) != 0)
+        return 0;
+    /* queue lock: the registry. */
+    struct shm_queue *q = shm_dir_queue(seg, qr.idx);
+    uint32_t n = 0;
+    for (uint32_t e = q->groups; e != 0 && !known && n < SHM_RING_GROUPS_MAX;
+         e = shm_ring_grp(seg, e)->next, n++) {
+        const struct shm_grp *g = shm_ring_grp(seg, e);
+        known = g->name_hash == h && g->name_len == group.len &&
+                (group.len == 0 ||
+                 shm_arena_equal(seg, g->name_ref, group.ptr, group.len));
+    }
+    shm_unlock(&q->lock);
+    return known;
+}
+
 /* shm_group_learn - see group_share.h. */
 int
 shm_group_learn(struct shm_seg *seg, int w, struct shm_name queue,

@@ -10,7 +10,8 @@
  * Locking: a queue's lock per queue (the registry), and the dir lock
  * briefly for a lookup; no syscall or logging under a lock.  The master's
  * waits are bounded (lock.h): a queue whose lock is held past the bound is
- * left out of that walk, to be named by the next.
+ * left out of that walk, to be named by the next.  w is the caller's slot
+ * (SHM_STATS_MASTER for the master).
  * Errors: 0 or -errno.
  */
 #ifndef MAYFLY_SHM_GROUP_SHARE_H
@@ -35,6 +36,14 @@ typedef void shm_group_fn(void *arg, struct shm_name queue,
  */
 uint32_t shm_groups_each(struct shm_seg *seg, uint32_t *next, uint32_t budget,
                          shm_group_fn *fn, void *arg);
+
+/*
+ * shm_group_known - whether queue is held here and its registry knows
+ * group (one lookup, then the queue lock briefly).  1 or 0 (no such queue
+ * or group, or a lock not taken: as unknown).
+ */
+int shm_group_known(struct shm_seg *seg, int w, struct shm_name queue,
+                    struct shm_name group);
 
 /*
  * shm_group_learn - a peer's queue knows group, made with from and last

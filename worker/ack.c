@@ -24,6 +24,7 @@
 #include "http/parse.h"
 #include "http/reply.h"
 #include "http/request.h"
+#include "shm/dir.h"
 #include "shm/stats.h"
 #include "worker/ack_reply.h"
 #include "worker/ack_results.h"
@@ -93,6 +94,7 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
 {
     uint64_t now = shm_now_ms();
     uint32_t i = 1;
+    int held = -1; /* this node holds the queue: asked when it matters */
 
     /* A batch popped from one partition comes back in order: one look at
      * each neighbour replaces the sort. */
@@ -106,6 +108,15 @@ apply(struct worker *w, struct shm_name queue, struct shm_name group,
          * ids: the old ones are stale here, as after a restart. */
         int moved = !worker_serves_all(w) &&
                     !shm_owner_here(&w->owners, queue, ents[i].part);
+        /* But a queue this node does not hold at all (none such, or one
+         * collected since, long after its leases ran out) holds nothing
+         * under any id: unknown, as on one node, never stale. */
+        if (moved && held < 0) {
+            struct shm_ref qr;
+            held = shm_dir_find_queue(w->seg, w->set.slot, queue, 0, now,
+                                      &qr) == 0;
+        }
+        moved = moved && held;
         while (j < n && ents[j].part.len == ents[i].part.len &&
                memcmp(ents[j].part.ptr, ents[i].part.ptr, ents[i].part.len) ==
                    0) {

@@ -8,6 +8,7 @@
 #include "worker/pop.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "http/buf.h"
@@ -18,6 +19,7 @@
 #include "shm/catalog.h"
 #include "worker/authz.h"
 #include "worker/forward.h"
+#include "worker/group_join.h"
 #include "worker/pop_call.h"
 #include "worker/pop_cluster.h"
 #include "worker/pop_watch.h"
@@ -62,7 +64,7 @@ parse(struct worker *w, struct http_request *req, struct pop_args *a)
     const char *pn = http_query_get(q, "partition", &pl);
     const char *gn = http_query_get(q, "group", &gl);
     struct shm_pop_req *r = &a->r;
-    int auto_ack, alias, watch;
+    int auto_ack, alias, watch, announce, window;
 
     *r = (struct shm_pop_req){0}; /* a->in is left alone: 512 bytes */
     a->anywhere = 0;
@@ -85,7 +87,9 @@ parse(struct worker *w, struct http_request *req, struct pop_args *a)
         http_query_bool(q, "autoAck", 0, &auto_ack, &err) ||
         http_query_bool(q, "commitOnDelivery", 0, &alias, &err) ||
         parse_from(q, &r->from, &err) ||
-        http_query_bool(q, "watch", 0, &watch, &err)) {
+        http_query_bool(q, "watch", 0, &watch, &err) ||
+        http_query_bool(q, "announce", 0, &announce, &err) ||
+        http_query_bool(q, "window", 0, &window, &err)) {
         http_reply_http_error(req, &err);
         return -EINVAL;
     }
@@ -93,6 +97,12 @@ parse(struct worker *w, struct http_request *req, struct pop_args *a)
     /* A watch is a peer's (pop_cluster.h): it peeks, taking nothing. */
     a->watch =
         watch && pn == NULL && http_request_header(req, FORWARD_HEADER) != NULL;
+    /* So are an announcement of a group (group_join.h) and a pass that
+     * keeps the queue's window (pop_cluster.h). */
+    a->announce = announce && pn == NULL &&
+                  http_request_header(req, FORWARD_HEADER) != NULL;
+    a->window_pass = window && pn == NULL &&
+                     http_request_header(req, FORWARD_HEADER) != NULL;
     r->queue = a->in.name;
     r->part = (struct shm_name){pn ? pn : "", pn ? pl : 0};
     r->group = (struct shm_name){gn ? gn : "", gn ? gl : 0};
@@ -116,10 +126,10 @@ worker_pop_route(struct worker *w, struct http_request *req, struct pop_args *a)
     return 1;
 }
 
-/* worker_pop_serve - see pop.h. */
-void
-worker_pop_serve(struct worker *w, struct http_request *req,
-                 const struct pop_args *a, struct http_buf *results)
+/* serve - worker_pop_serve once the peers know the group. */
+static void
+serve(struct worker *w, struct http_request *req, const struct pop_args *a,
+      struct http_buf *results)
 {
     struct pop_call *c;
     struct shm_qopts o;
@@ -131,15 +141,21 @@ worker_pop_serve(struct worker *w, struct http_request *req,
         return;
     }
     int may_park = a->wait && a->timeout > 0 && !w->draining;
+    /* A pass that keeps the queue's window parks only once it holds some
+     * (pop_cluster.h): holding nothing, it answers at once. */
+    int held = a->window_pass && a->timeout > 0 && !w->draining;
     if (a->watch)
         c = pop_watch_new(w, req, &a->r);
-    else if (may_park &&
+    else if ((may_park || held) &&
              shm_catalog_lookup(w->seg->catalog, a->r.queue.ptr, a->r.queue.len,
                                 &o) &&
-             (o.window_ms || o.window_count))
+             (o.window_ms || o.window_count)) {
         c = pop_window_new(w, req, &a->r, o.window_ms, o.window_count);
-    else
+        may_park = held ? POP_PARK_HELD : may_park;
+    } else {
         c = pop_call_new(sizeof(*c), &plain, w, req, &a->r);
+        may_park = may_park && !held;
+    }
     if (c == NULL) {
         http_buf_free(results);
         http_reply_errno(req, -ENOMEM, "pop");
@@ -151,6 +167,60 @@ worker_pop_serve(struct worker *w, struct http_request *req,
     pop_call_serve(c, may_park, a->timeout);
 }
 
+/* A pop waiting while the peers learn its group: its own copy of the
+ * names (a POST pop's parse goes when worker_pop_serve returns). */
+struct joining {
+    struct worker *w;
+    struct pop_args a; /* the queue in a.in, the others in names */
+    struct http_buf results;
+    char names[];
+};
+
+/* joined - group_join_go: the peers know the group, serve the pop (req
+ * NULL: its client left). */
+static void
+joined(void *arg, struct http_request *req)
+{
+    struct joining *j = arg;
+
+    if (req != NULL)
+        serve(j->w, req, &j->a, &j->results);
+    http_buf_free(&j->results);
+    free(j);
+}
+
+/* worker_pop_serve - see pop.h. */
+void
+worker_pop_serve(struct worker *w, struct http_request *req,
+                 const struct pop_args *a, struct http_buf *results)
+{
+    const struct shm_pop_req *r = &a->r;
+    size_t pl = r->part.len, gl = r->group.len;
+    struct joining *j;
+
+    if (!worker_group_new(w, req, r) ||
+        (j = malloc(sizeof(*j) + pl + gl + 1)) == NULL) {
+        serve(w, req, a, results); /* no memory: the heartbeats tell them */
+        return;
+    }
+    j->w = w;
+    j->a = *a;
+    memcpy(j->a.in.buf, r->queue.ptr, r->queue.len);
+    j->a.r.queue = (struct shm_name){j->a.in.buf, r->queue.len};
+    j->a.in.name = j->a.r.queue;
+    memcpy(j->names, r->part.ptr, pl);
+    memcpy(j->names + pl, r->group.ptr, gl);
+    j->a.r.part = (struct shm_name){j->names, pl};
+    j->a.r.group = (struct shm_name){j->names + pl, gl};
+    j->results = *results;
+    *results = (struct http_buf){0};
+    if (worker_group_join(w, req, &j->a.r, joined, j) == 0)
+        return;
+    serve(w, req, &j->a, &j->results);
+    http_buf_free(&j->results);
+    free(j);
+}
+
 /* worker_pop - see pop.h. */
 void
 worker_pop(struct worker *w, struct http_request *req)
@@ -158,7 +228,13 @@ worker_pop(struct worker *w, struct http_request *req)
     struct pop_args a;
     struct http_buf none = {0};
 
-    if (parse(w, req, &a) != 0 || !worker_pop_route(w, req, &a))
+    if (parse(w, req, &a) != 0)
+        return;
+    if (a.announce) {
+        worker_group_joined(w, req, &a.r);
+        return;
+    }
+    if (!worker_pop_route(w, req, &a))
         return;
     worker_pop_serve(w, req, &a, &none);
 }

@@ -21,8 +21,10 @@ struct pop_args {
     struct shm_pop_req r; /* names point into the request and in */
     int wait;
     uint32_t timeout;
-    int watch;    /* a peer's watch (pop_watch.h) */
-    int anywhere; /* no partition, in a cluster: served from any node */
+    int watch;       /* a peer's watch (pop_watch.h) */
+    int announce;    /* a peer's announcement of a group (group_join.h) */
+    int window_pass; /* a peer's pass keeping the window (pop_cluster.h) */
+    int anywhere;    /* no partition, in a cluster: served from any node */
     struct worker_qname in;
 };
 
@@ -37,7 +39,9 @@ int worker_pop_route(struct worker *w, struct http_request *req,
 
 /* worker_pop_serve - serve a, routed here, as the kind of call it is;
  * results (what a POST pop's acks answered, or empty) is taken and goes
- * into the answer beside the messages. */
+ * into the answer beside the messages.  A group new here is made known to
+ * the peers first (group_join.h): the pop then waits, suspended, and a's
+ * names are copied. */
 void worker_pop_serve(struct worker *w, struct http_request *req,
                       const struct pop_args *a, struct http_buf *results);
 

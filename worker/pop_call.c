@@ -218,14 +218,20 @@ pop_call_park(struct pop_call *c, uint32_t timeout_ms)
     return 0;
 }
 
-/* pop_call_serve - see pop_call.h. */
+/* pop_call_serve - see pop_call.h.  Held only, the first take sets no
+ * waiter bit (it would wake this worker for nothing once it answered
+ * empty); a window it opened takes once more with the bit, so the next
+ * push wakes it. */
 int
 pop_call_serve(struct pop_call *c, int may_park, uint32_t timeout_ms)
 {
-    int rc = pop_call_try(c, may_park);
+    int held = may_park == POP_PARK_HELD;
+    int rc = pop_call_try(c, may_park && !held);
 
-    if (rc >= 0 && (rc == 0 || window(c, shm_now_ms()) != 0) && may_park &&
-        pop_call_park(c, timeout_ms) == 0)
+    if (held && rc > 0 && window(c, shm_now_ms()) != 0)
+        rc = pop_call_try(c, 1);
+    if (rc >= 0 && (rc == 0 ? !held : window(c, shm_now_ms()) != 0) &&
+        may_park && pop_call_park(c, timeout_ms) == 0)
         return 1;
     pop_call_end(c, rc);
     return 0;

@@ -115,8 +115,11 @@ void pop_call_unpark(struct pop_call *c);
 /*
  * pop_call_serve - take what c may (parking it when may_park), and park it
  * for timeout_ms when it found nothing or its window is not full; else
- * answer it (pop_call_end).  1 when parked.
+ * answer it (pop_call_end).  may_park POP_PARK_HELD parks it only while
+ * its window is not full: finding nothing, it answers at once (a pop
+ * another node passed here, pop_cluster.h).  1 when parked.
  */
+#define POP_PARK_HELD 2
 int pop_call_serve(struct pop_call *c, int may_park, uint32_t timeout_ms);
 
 /* pop_call_answer - the pop's answer: the messages c holds, possibly none

@@ -13,6 +13,7 @@
 #include "http/client.h"
 #include "http/reply.h"
 #include "http/request.h"
+#include "shm/catalog.h"
 #include "shm/log.h"
 #include "shm/owner.h"
 #include "shm/queue_admin.h"
@@ -20,6 +21,7 @@
 #include "worker/authz.h"
 #include "worker/forward.h"
 #include "worker/pop_call.h"
+#include "worker/pop_window.h"
 #include "worker/worker_int.h"
 
 #define PASS_MIN_MS 250 /* a pass's least time, however little the pop has */
@@ -35,6 +37,8 @@ struct pop_cluster {
     char *query; /* the pop's own parameters, percent-encoded */
     char *authz; /* its credentials, or NULL */
     int wait;
+    int windowed;       /* the queue's window applies (a long poll) */
+    struct pop_win win; /* its terms, for what this node takes */
     uint64_t deadline;
     int npeers, first, tried; /* passing on: peer (first + tried) next */
     uint64_t sig;             /* the owners' signature the peers are from */
@@ -99,6 +103,9 @@ send_pop(struct pop_cluster *pc, struct pc_peer *p, int watch,
      * answer must not hold it past its timeout many times over), and by
      * FORWARD_MS, within which a draining worker still answers it */
     unsigned pass = left < FORWARD_MS ? left : FORWARD_MS;
+    /* a windowed pass may hold what it took until the window closes, as
+     * long as the pop has left, as a watch may */
+    int held = watch || pc->windowed;
     const char *headers[3] = {FORWARD_HEADER ": 1", pc->authz};
     char *target = NULL;
     struct http_client_req r = {
@@ -107,17 +114,19 @@ send_pop(struct pop_cluster *pc, struct pc_peer *p, int watch,
         .addr = p->addr,
         .headers = headers,
         .nheaders = pc->authz ? 2 : 1,
-        .timeout_ms = watch ? left + FORWARD_MS
-                            : (pass > PASS_MIN_MS ? pass : PASS_MIN_MS),
+        .timeout_ms = held ? left + FORWARD_MS
+                           : (pass > PASS_MIN_MS ? pass : PASS_MIN_MS),
     };
     int rc = -1;
 
-    r.connect_timeout_ms = watch ? FORWARD_MS : r.timeout_ms;
+    r.connect_timeout_ms = held ? FORWARD_MS : r.timeout_ms;
 
     if (worker_addr_unusable(p->addr, pc->c.w->owners.self_addr) ||
         asprintf(&target, "/api/v1/ephemeral/pop?%s&wait=%s&timeout=%u%s",
                  pc->query, watch ? "true" : "false", left,
-                 watch ? "&watch=true" : "") < 0)
+                 watch          ? "&watch=true"
+                 : pc->windowed ? "&window=true"
+                                : "") < 0)
         return -1;
     r.target = target;
     rc = http_client_request(pc->c.w->client, &r, done, p) == 0 ? 0 : -1;
@@ -154,6 +163,8 @@ watch(struct pop_cluster *pc)
     if (!pop_call_serve(&pc->c, may_park,
                         may_park ? (uint32_t)(pc->deadline - now) : 0))
         return; /* answered (pop_call_end dropped the calls out) */
+    if (pc->c.sink.count > 0)
+        return; /* a window opened here: it waits here alone */
     if (pc->sig != pc->c.w->owners.sig)
         list_peers(pc);
     for (int i = 0; i < pc->npeers; i++)
@@ -240,12 +251,14 @@ list_peers(struct pop_cluster *pc)
     pc->first = pc->npeers ? (int)(rotate++ % (unsigned)pc->npeers) : 0;
 }
 
-/* start - go to the peers, the request suspended until answered.  0, or
- * -ENOMEM (req not answered). */
+/* start - go to the peers with pop r (as the client asked it: a window
+ * took over the call's autoAck), the request suspended until answered.
+ * 0, or -ENOMEM (req not answered). */
 static int
-start(struct pop_cluster *pc, int wait, uint64_t deadline)
+start(struct pop_cluster *pc, const struct shm_pop_req *r, int wait,
+      uint64_t deadline)
 {
-    if ((pc->query = query(&pc->c.pop)) == NULL ||
+    if ((pc->query = query(r)) == NULL ||
         worker_auth_header(pc->c.req, &pc->authz) != 0)
         return -ENOMEM;
     pc->wait = wait;
@@ -279,13 +292,18 @@ done(struct pop_call *c)
 /* on_moved - park_ops.on_moved: it watches the members it started with.
  * It starts over with the members there are now, for the time it has left
  * (a node that stops hands its partitions to the others: the pop goes on
- * waiting for them there, never answered empty before its time). */
+ * waiting for them there, never answered empty before its time).  One
+ * whose window opened here answers what it holds. */
 static void
 on_moved(struct park *p)
 {
     struct pop_call *c = POP_KIND_OF(p, struct pop_call, park);
     struct pop_cluster *pc = CLUSTER_OF(c);
 
+    if (c->sink.count > 0) {
+        pop_call_let_go(c);
+        return;
+    }
     pop_call_unpark(c);
     cancel_all(pc);
     list_peers(pc);
@@ -298,8 +316,45 @@ static const struct park_ops events = {
     pop_call_on_stale,
 };
 
+/* take - pop_kind.take: a plain pop's, or up to a window's target; what
+ * it finds here, the pop waits for here alone (the peers' watches go). */
+static int
+take(struct pop_call *c, int park)
+{
+    struct pop_cluster *pc = CLUSTER_OF(c);
+    int rc = pop_call_take(c, pc->windowed ? pc->win.target : 0, park);
+
+    if (rc > 0 && pc->windowed)
+        cancel_all(pc);
+    return rc;
+}
+
+/* window - pop_kind.window: a windowed pop's. */
+static uint64_t
+window(const struct pop_call *c, uint64_t now)
+{
+    const struct pop_cluster *pc = CLUSTER_OF(c);
+
+    return pc->windowed ? pop_win_until(&pc->win, c, now) : 0;
+}
+
+/* answer - pop_kind.answer: with a window and autoAck, what it held
+ * leased is completed first. */
+static void
+answer(struct pop_call *c)
+{
+    struct pop_cluster *pc = CLUSTER_OF(c);
+
+    if (pc->windowed)
+        pop_win_complete(&pc->win, c);
+    pop_call_answer(c);
+}
+
 static const struct pop_kind kind = {
     .events = &events,
+    .take = take,
+    .window = window,
+    .answer = answer,
     .leave = leave,
     .done = done,
 };
@@ -322,7 +377,8 @@ pop_cluster_serve(struct worker *w, struct http_request *req,
 {
     struct pop_call *c =
         pop_call_new(sizeof(struct pop_cluster), &kind, w, req, r);
-    int rc = 0;
+    int rc = 0, may_wait = wait && timeout_ms > 0 && !w->draining;
+    struct shm_qopts o;
 
     if (c == NULL) {
         http_buf_free(results);
@@ -332,11 +388,29 @@ pop_cluster_serve(struct worker *w, struct http_request *req,
     }
     c->results = *results;
     *results = (struct http_buf){0};
+    /* A long poll keeps the queue's window (SPEC §4) where its first
+     * messages are: here, or on the peer a pass finds them on, which
+     * holds them there until the window closes (window=true). */
+    struct pop_cluster *pc = CLUSTER_OF(c);
+    if (may_wait &&
+        shm_catalog_lookup(w->seg->catalog, r->queue.ptr, r->queue.len, &o) &&
+        (o.window_ms || o.window_count)) {
+        pc->windowed = 1;
+        pop_win_terms(&pc->win, &c->pop, o.window_ms, o.window_count);
+    }
     /* nothing of it here: no queue made here either */
     if (shm_queue_part_each(w->seg, c->pop.queue, shm_now_ms(), served_here, c))
         rc = pop_call_try(c, 0);
-    if (rc == 0 && start(CLUSTER_OF(c), wait && !w->draining,
-                         shm_now_ms() + timeout_ms) == 0)
+    if (rc > 0 && window(c, shm_now_ms()) != 0) {
+        /* a window opened here: once more with the waiter bit up (the next
+         * push wakes it), then it waits here for the rest */
+        rc = pop_call_try(c, 1);
+        if (rc > 0 && window(c, shm_now_ms()) != 0 &&
+            pop_call_park(c, timeout_ms) == 0)
+            return;
+    }
+    if (rc == 0 &&
+        start(pc, r, wait && !w->draining, shm_now_ms() + timeout_ms) == 0)
         return;
     pop_call_end(c, rc);
 }

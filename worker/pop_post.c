@@ -70,6 +70,8 @@ args(struct worker *w, struct http_request *req, const struct http_pop *p,
     a->wait = p->wait;
     a->timeout = p->timeout;
     a->watch = 0;
+    a->announce = 0;
+    a->window_pass = 0;
     a->anywhere = 0;
     return 0;
 }

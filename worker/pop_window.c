@@ -14,30 +14,64 @@
 
 struct pop_window {
     struct pop_call c;
-    uint32_t target;    /* answer once it holds this many */
-    uint32_t window_ms; /* ... or this long after the first came */
-    int ack_on_answer;  /* autoAck: complete what it holds as it answers */
+    struct pop_win win;
 };
 
 #define WINDOW_OF(c) POP_KIND_OF(c, struct pop_window, c)
+
+/* pop_win_terms - see pop_window.h. */
+void
+pop_win_terms(struct pop_win *win, struct shm_pop_req *r, uint32_t window_ms,
+              uint32_t window_count)
+{
+    win->ms = window_ms;
+    win->ack_on_answer = r->auto_ack;
+    r->auto_ack = 0;
+    win->target =
+        window_count && window_count < r->batch ? window_count : r->batch;
+}
+
+/* pop_win_until - see pop_window.h: short of the target, it waits on,
+ * ms from now at the latest. */
+uint64_t
+pop_win_until(const struct pop_win *win, const struct pop_call *c, uint64_t now)
+{
+    if (c->sink.count == 0 || c->sink.count >= win->target)
+        return 0;
+    return win->ms != 0 ? now + win->ms : UINT64_MAX;
+}
+
+/* pop_win_complete - see pop_window.h. */
+void
+pop_win_complete(const struct pop_win *win, struct pop_call *c)
+{
+    const struct shm_popped *m = NULL;
+
+    if (!win->ack_on_answer)
+        return;
+    while ((m = shm_popped_next(&c->sink, m)) != NULL) {
+        struct shm_ack a = {.seq = m->seq,
+                            .attempts = m->attempts,
+                            .status = SHM_ACK_COMPLETED};
+        shm_ack(c->w->seg, c->w->set.slot, c->pop.queue,
+                (struct shm_name){(const char *)(m + 1), m->part_len},
+                c->pop.group, &a, 1, shm_now_ms());
+    }
+    c->leased = 0;
+}
 
 /* take - pop_kind.take: up to the target. */
 static int
 take(struct pop_call *c, int park)
 {
-    return pop_call_take(c, WINDOW_OF(c)->target, park);
+    return pop_call_take(c, WINDOW_OF(c)->win.target, park);
 }
 
-/* window - pop_kind.window: short of the target, it waits on, window_ms
- * from now at the latest. */
+/* window - pop_kind.window. */
 static uint64_t
 window(const struct pop_call *c, uint64_t now)
 {
-    const struct pop_window *pw = WINDOW_OF(c);
-
-    if (c->sink.count == 0 || c->sink.count >= pw->target)
-        return 0;
-    return pw->window_ms != 0 ? now + pw->window_ms : UINT64_MAX;
+    return pop_win_until(&WINDOW_OF(c)->win, c, now);
 }
 
 /* answer - pop_kind.answer: with autoAck, what it held leased is
@@ -45,19 +79,7 @@ window(const struct pop_call *c, uint64_t now)
 static void
 answer(struct pop_call *c)
 {
-    const struct shm_popped *m = NULL;
-
-    if (WINDOW_OF(c)->ack_on_answer) {
-        while ((m = shm_popped_next(&c->sink, m)) != NULL) {
-            struct shm_ack a = {.seq = m->seq,
-                                .attempts = m->attempts,
-                                .status = SHM_ACK_COMPLETED};
-            shm_ack(c->w->seg, c->w->set.slot, c->pop.queue,
-                    (struct shm_name){(const char *)(m + 1), m->part_len},
-                    c->pop.group, &a, 1, shm_now_ms());
-        }
-        c->leased = 0;
-    }
+    pop_win_complete(&WINDOW_OF(c)->win, c);
     pop_call_answer(c);
 }
 
@@ -79,11 +101,6 @@ pop_window_new(struct worker *w, struct http_request *req,
 
     if (c == NULL)
         return NULL;
-    struct pop_window *pw = WINDOW_OF(c);
-    pw->window_ms = window_ms;
-    pw->ack_on_answer = c->pop.auto_ack;
-    c->pop.auto_ack = 0;
-    pw->target = window_count && window_count < c->pop.batch ? window_count
-                                                             : c->pop.batch;
+    pop_win_terms(&WINDOW_OF(c)->win, &c->pop, window_ms, window_count);
     return c;
 }

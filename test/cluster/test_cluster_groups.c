@@ -10,6 +10,13 @@
  *   again after its group completed it (duplicates only from acks answered
  *   stale or not at all, whose leases ran out or moved).  The figures are
  *   printed, and what a missed payload went through.
+ * - A message pushed after a group's first pop anywhere waits for it,
+ *   however soon another group completes it on another node: the first
+ *   pop tells every node before it is answered.
+ * - A pop with no partition keeps the queue's windowBuffer, on its own
+ *   node and on a peer it is passed to.
+ * - An ack of a live node's id on a queue that does not exist answers
+ *   unknown, as on one node.
  * - A push through a node that is starting (its port open, its peers not
  *   heard yet) waits for every group all the same.
  * - A leased message moved by SIGTERM comes back with attempts + 1 even
@@ -225,6 +232,169 @@ Test(cluster_groups, a_group_that_popped_one_node_holds_messages_on_the_others)
                  "the message waited for 'late'");
     cr_expect_eq(m[0].payload, 7);
     cr_expect_eq(m[0].attempts, 1);
+}
+
+/*
+ * Group "a" pops first through node 0, its own partition (nothing there);
+ * at once a message is pushed through node 1 to a partition node 2 owns,
+ * and group "b" reads and completes it through node 2: it waits for "a",
+ * which reads it through any node.  Five queues, each its own first pop: a
+ * heartbeat that happened to carry "a" in time would not hide the window
+ * five times over.
+ */
+Test(cluster_groups, a_message_pushed_after_a_groups_first_pop_waits_for_it)
+{
+    struct msg m[4];
+    char out[4][16];
+
+    cl_wait_view(&c, CL_ALL);
+    for (int k = 0; k < 5; k++) {
+        char q[32], p0[16], p2[16];
+        snprintf(q, sizeof(q), "grp-first-%d", k);
+        cl_part_owned_by(q, 0, 64, p0, sizeof(p0));
+        cl_part_owned_by(q, 2, 64, p2, sizeof(p2));
+        cr_assert_eq(pop(0, q, p0, "a", m, 1), 0);
+        push_ok(1, q, p2, 100 + k, 1);
+        cr_assert_eq(pop(2, q, p2, "b", m, 1), 1, "%s: b's pop", q);
+        ack(2, q, "b", m, 1, out);
+        cr_assert_str_eq(out[0], "acked", "%s: b's ack", q);
+        cr_assert_eq(pop(k % CL_NODES, q, p2, "a", m, 1), 1,
+                     "%s: the message did not wait for 'a', whose first pop "
+                     "was answered before it was pushed",
+                     q);
+        cr_expect_eq(m[0].payload, 100 + k);
+        cr_expect_eq(m[0].attempts, 1);
+    }
+}
+
+/* node_listed - the number at path in node i's own listing (scope=node)
+ * of queue; -1 when it lists no such queue. */
+static int64_t
+node_listed(int i, const char *queue, const char *path)
+{
+    struct itest_resp r;
+    int64_t v = -1;
+    long st = itest_get(&c.node[i], &r,
+                        "/api/v1/ephemeral/queues?prefix=%s&scope=node", queue);
+
+    for (int k = 0; st == 200 && k < itest_jlen(r.json, "queues"); k++) {
+        struct json_object *e =
+            json_object_array_get_idx(itest_jget(r.json, "queues"), (size_t)k);
+        if (strcmp(itest_jstr(e, "queue"), queue) == 0)
+            v = itest_jint(e, path);
+    }
+    itest_resp_free(&r);
+    return v;
+}
+
+/* declare_window - queue with windowBuffer {ms, count} through node 0,
+ * until every node lists it. */
+static void
+declare_window(const char *queue, int ms, int count)
+{
+    struct itest_resp r;
+    int64_t deadline = itest_now_ms() + WAIT_MS;
+
+    for (;;) {
+        itest_post(&c.node[0], &r, "/api/v1/ephemeral/configure",
+                   "{\"queue\":\"%s\",\"options\":{\"windowBuffer\":"
+                   "{\"ms\":%d,\"count\":%d}}}",
+                   queue, ms, count);
+        if (r.status != 503 || itest_now_ms() > deadline)
+            break;
+        itest_resp_free(&r);
+        itest_sleep_ms(100);
+    }
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    for (int i = 0; i < CL_NODES; i++)
+        while (node_listed(i, queue, "options.windowBuffer.count") != count) {
+            cr_assert_lt(itest_now_ms(), deadline, "node %d's declaration", i);
+            itest_sleep_ms(20);
+        }
+}
+
+/* window_holds - push three messages one by one through node o to
+ * partition p of queue while m's pop (no partition, through node 0)
+ * waits: it answers only with all three (the window's count), holding the
+ * first two leased on node o meanwhile. */
+static void
+window_holds(struct itest_multi *m, const char *queue, int o, const char *p)
+{
+    for (int k = 1; k <= 3; k++) {
+        int64_t deadline = itest_now_ms() + WAIT_MS, got = -1;
+        push_ok(o, queue, p, k, 1);
+        while (k < 3) {
+            itest_multi_run(m, 20);
+            cr_assert(!itest_multi_done(m, 0),
+                      "the windowed pop answered after %d of its 3 messages "
+                      "(node %d's partition): %s",
+                      k, o, itest_multi_resp(m, 0)->body);
+            if (got == k)
+                break; /* held, and still not answered after */
+            got = node_listed(o, queue, "leased");
+            cr_assert_lt(itest_now_ms(), deadline, "%lld leased, not %d",
+                         (long long)got, k);
+        }
+    }
+    cr_assert_eq(itest_multi_run(m, WAIT_MS), 0, "the pop never answered");
+    struct itest_resp *a = itest_multi_resp(m, 0);
+    cr_assert_eq(a->status, 200, "%ld %s", a->status, a->body);
+    cr_assert_eq(itest_jlen(a->json, "messages"), 3, "%s", a->body);
+}
+
+Test(cluster_groups, a_pop_with_no_partition_keeps_the_window_on_every_node)
+{
+    static const char *const q = "grp-win";
+
+    cl_wait_view(&c, CL_ALL);
+    declare_window(q, 60000, 3);
+    /* The messages on a peer the pop is passed to (node 1, then node 2),
+     * then on node 0 itself; with autoAck on node 2 and node 0: what the
+     * window held leased is completed as it answers. */
+    for (int k = 1; k <= CL_NODES; k++) {
+        int o = k % CL_NODES, auto_ack = o != 1;
+        char p[16], path[256];
+        struct itest_multi *m = itest_multi_new();
+        cl_part_owned_by(q, o, 64, p, sizeof(p));
+        snprintf(path, sizeof(path),
+                 "/api/v1/ephemeral/pop?queue=%s&group=w&batch=10&wait=true"
+                 "&timeout=30000&autoAck=%s",
+                 q, auto_ack ? "true" : "false");
+        itest_multi_add(m, &c.node[0], "GET", path, NULL);
+        itest_multi_until_parked(&c.node[0], m, WAIT_MS);
+        window_holds(m, q, o, p);
+        itest_multi_free(m);
+        cr_expect_eq(node_listed(o, q, "leased"), auto_ack ? 0 : 3,
+                     "node %d's leases after the answer (autoAck %d)", o,
+                     auto_ack);
+    }
+}
+
+Test(cluster_groups, an_ack_on_a_queue_that_does_not_exist_is_unknown)
+{
+    char out[4][16];
+    struct msg m[2];
+
+    cl_wait_view(&c, CL_ALL);
+    /* An id each node could have delivered, of a partition another node
+     * owns, on a queue no node holds: acked through every node. */
+    for (int i = 0; i < CL_NODES; i++) {
+        struct itest_resp r;
+        char p[16];
+        cr_assert_eq(itest_get(&c.node[i], &r, "/health"), 200);
+        cl_part_owned_by("grp-none", (i + 1) % CL_NODES, 64, p, sizeof(p));
+        snprintf(m[0].id, sizeof(m[0].id), "e:%s:%s:3",
+                 itest_jstr(r.json, "incarnation"), p);
+        m[0].attempts = 1;
+        itest_resp_free(&r);
+        for (int via = 0; via < CL_NODES; via++) {
+            ack(via, "grp-none", "g", m, 1, out);
+            cr_expect_str_eq(out[0], "unknown",
+                             "node %d's id acked through node %d: %s", i, via,
+                             out[0]);
+        }
+    }
 }
 
 /* up_idle - the cluster with groups forgotten after 3 idle seconds. */
