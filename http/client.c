@@ -228,6 +228,22 @@ client_chunk(struct client_call *call, char *p, size_t n)
     return n;
 }
 
+/* client_reserve - an answer's first n bytes came: room for all of it at
+ * once when it says its length (a forwarded pop's 26 KB would otherwise
+ * grow the buffer, and copy it, several times).  Not past max_body, which
+ * the next bytes are checked against anyway. */
+static void
+client_reserve(struct client_call *call, size_t n)
+{
+    curl_off_t len = -1;
+
+    if (curl_easy_getinfo(call->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
+                          &len) != CURLE_OK ||
+        len <= (curl_off_t)n || (uint64_t)len > call->max_body)
+        return;
+    (void)http_buf_reserve(&call->body, (size_t)len); /* else it grows */
+}
+
 /* write_cb - response bytes into the call's buffer, or a stream's on_chunk;
  * 0 (abort) past max_body, on OOM, or for a call cancelled meanwhile. */
 static size_t
@@ -244,6 +260,8 @@ client_write_cb(char *p, size_t size, size_t n, void *userp)
         call->fail = -EMSGSIZE;
         return 0;
     }
+    if (call->body.len == 0)
+        client_reserve(call, n);
     if (http_buf_append(&call->body, p, n) != 0)
         return 0;
     return n;

@@ -32,7 +32,8 @@
  * and one whose deadline passed.  Clocks of the nodes must agree within
  * the window; deadlines ask more (node_call.h).
  *
- * Pure functions over strings; no state, no locking.  Errors: 0 or -errno.
+ * Functions over strings; the only state is a per-thread copy of the last
+ * key's HMAC schedule (sign.c), so no locking.  Errors: 0 or -errno.
  */
 #ifndef MAYFLY_HTTP_SIGN_H
 #define MAYFLY_HTTP_SIGN_H
