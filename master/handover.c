@@ -22,6 +22,7 @@
 #include "http/request.h"
 #include "master/cluster_client.h"
 #include "master/master.h"
+#include "master/presence.h"
 #include "shm/catalog.h"
 #include "shm/log.h"
 #include "shm/owner.h"
@@ -682,6 +683,10 @@ master_handover_in(struct master *m, struct http_request *req)
     struct http_buf b = {0};
     int rc;
 
+    if (http_query_get(q, "presence", NULL) != NULL) {
+        master_presence_in(m, req); /* a drain's presence channels */
+        return;
+    }
     if (queue == NULL || part == NULL || !http_qname_valid(queue, qlen) ||
         !http_name_valid(part, plen)) {
         http_reply_error(req, 400, "invalid_name",
