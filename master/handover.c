@@ -22,10 +22,12 @@
 #include "http/request.h"
 #include "master/cluster_client.h"
 #include "master/master.h"
+#include "master/presence.h"
 #include "shm/catalog.h"
 #include "shm/log.h"
 #include "shm/owner.h"
 #include "shm/part_move.h"
+#include "shm/presence.h"
 #include "shm/queue_admin.h"
 #include "shm/stats.h"
 
@@ -671,6 +673,26 @@ master_handover_drain(struct master *m, uint64_t now)
     return 0;
 }
 
+/* adopt_queue_ok - a queue's internal name as a peer ships it: a
+ * client's (http_qname_valid), or a presence channel's events queue, whose
+ * name holds SHM_PRES_MARK before the channel (worker/presence.h). */
+static int
+adopt_queue_ok(const char *q, size_t len)
+{
+    char buf[SHM_NAME_MAX];
+    const char *mark;
+
+    if (http_qname_valid(q, len))
+        return 1;
+    if (len < 2 || len > sizeof(buf) ||
+        !shm_presence_named((struct shm_name){q, len}) ||
+        (mark = memchr(q, SHM_PRES_MARK, len)) == NULL)
+        return 0;
+    memcpy(buf, q, (size_t)(mark - q));
+    memcpy(buf + (mark - q), mark + 1, len - (size_t)(mark - q) - 1);
+    return http_qname_valid(buf, len - 1);
+}
+
 void
 master_handover_in(struct master *m, struct http_request *req)
 {
@@ -682,7 +704,11 @@ master_handover_in(struct master *m, struct http_request *req)
     struct http_buf b = {0};
     int rc;
 
-    if (queue == NULL || part == NULL || !http_qname_valid(queue, qlen) ||
+    if (http_query_get(q, "presence", NULL) != NULL) {
+        master_presence_in(m, req); /* a drain's presence channels */
+        return;
+    }
+    if (queue == NULL || part == NULL || !adopt_queue_ok(queue, qlen) ||
         !http_name_valid(part, plen)) {
         http_reply_error(req, 400, "invalid_name",
                          "query parameters 'queue' and 'partition' must be "

@@ -31,7 +31,8 @@ struct http_buf;
 #define CLUSTER_PATH_ADOPT "/cluster/v1/adopt"
 
 /* master_handover_in - POST /cluster/v1/adopt?queue=&partition=: a peer
- * hands a partition over; the body is the shm_part_take() record. */
+ * hands a partition over; the body is the shm_part_take() record.  With
+ * ?presence=1 instead, a drain's presence channels (master/presence.h). */
 void master_handover_in(struct master *m, struct http_request *req);
 
 /* master_handover_tick - each tick while running: notice a change of the

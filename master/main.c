@@ -476,6 +476,29 @@ reopen_logs(struct master *m)
     master_signal_workers(m, SIGUSR1);
 }
 
+/* Set by a SIGTERM while the presence channels are on their way. */
+static int handing;
+
+/* drain_when_handed - once the presence hand-over is done (at once for a
+ * node alone), the drain: not ready, "leaving", the client port closed,
+ * the workers TERMed. */
+static void
+drain_when_handed(struct master *m, uint64_t now)
+{
+    if (!handing || m->state != MASTER_RUNNING || master_presence_drain(m, now))
+        return;
+    handing = 0;
+    m->state = MASTER_DRAINING;
+    m->drain_deadline = now + DRAIN_KILL_MS;
+    master_notify_stopping();
+    master_membership_publish(m);
+    master_membership_heartbeat(m, now, 1); /* "leaving" */
+    /* Nothing is forked from now on: our copy of the client socket goes
+     * before the workers close theirs (listen.h). */
+    master_listen_stop(&m->ws.listen_fd);
+    master_signal_workers(m, SIGTERM);
+}
+
 /* on_signal - act on one signal read from the signalfd. */
 static void
 on_signal(struct master *m, int sig, uint64_t now)
@@ -486,17 +509,12 @@ on_signal(struct master *m, int sig, uint64_t now)
         break;
     case SIGTERM:
     case SIGINT:
-        if (m->state == MASTER_RUNNING) {
+        if (m->state == MASTER_RUNNING && !handing) {
             log_info(0, "%s: draining", strsignal(sig));
-            m->state = MASTER_DRAINING;
-            m->drain_deadline = now + DRAIN_KILL_MS;
-            master_notify_stopping();
-            master_membership_publish(m);
-            master_membership_heartbeat(m, now, 1); /* "leaving" */
-            /* Nothing is forked from now on: our copy of the client
-             * socket goes before the workers close theirs (listen.h). */
-            master_listen_stop(&m->ws.listen_fd);
-            master_signal_workers(m, SIGTERM);
+            /* The presence channels go first, while the peers still
+             * route here (master/presence.h); then the drain. */
+            handing = 1;
+            drain_when_handed(m, now);
         }
         break;
     case SIGQUIT:
@@ -682,6 +700,7 @@ run(struct master *m, int ep, int sfd, int tfd)
             master_raft_tick(m, now);
         master_cluster_client_run();
         master_cluster_run(m);
+        drain_when_handed(m, now);
         if (stopped(m, now))
             return;
     }
@@ -759,6 +778,7 @@ main(int argc, char **argv)
     master_cluster_stop(&m);
     master_cluster_client_stop();
     master_handover_stop();
+    master_presence_stop();
     master_queue_sync_stop();
     master_raft_close(&m);
     master_tls_free(&m);

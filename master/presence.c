@@ -8,6 +8,14 @@
  * runs on the tick: the table keeps its earliest deadline, so a tick with
  * nothing due costs one load; one that is due scans the records (a heap
  * would make that follow the due members only: DESIGN "Presence").
+ *
+ * A SIGTERM hands the channels over before the node says "leaving"
+ * (master_presence_drain): the peers' workers route to it until then, so
+ * the next owner has the set before anything is routed there, and emits
+ * no event for it.  Its frozen table answers what comes meanwhile 503
+ * draining (the peers send it again), so nothing lands here after the
+ * export.  A record not taken in PRES_DRAIN_MS leaves its channels to be
+ * rebuilt there from the streams' announcements, as after a crash.
  */
 #include "master/presence.h"
 
@@ -15,16 +23,30 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "http/buf.h"
+#include "http/client.h"
+#include "http/reply.h"
+#include "http/request.h"
+#include "master/cluster_client.h"
+#include "master/handover.h"
 #include "master/master.h"
 #include "shm/board.h"
 #include "shm/log.h"
+#include "shm/owner.h"
 #include "shm/presence.h"
+#include "shm/presence_move.h"
 #include "shm/stats.h"
+#include "worker/presence.h"
 #include "worker/presence_events.h"
 
 #define RECORDS_MAX  (4u << 20)
 #define CHANNELS_MAX (64u << 10)
 #define EXPIRE_MAX   1024 /* members a tick lets leave, at most */
+/* A drain's presence hand-over, all in all: the node goes on to say
+ * "leaving" after it whatever came of it.  Short, as the peers' calls
+ * refused meanwhile wait for that (worker/forward.c). */
+#define PRES_DRAIN_MS 3000
+#define PRES_RETRY_MS 200
 
 /* master_presence_start - see presence.h. */
 void
@@ -133,4 +155,226 @@ master_presence_tick(struct master *m, uint64_t now)
 
     if (rc < 0 && rc != -ETIMEDOUT)
         log_error(-rc, "presence: the members due could not leave");
+}
+
+/* A drain's record for one peer. */
+struct pres_ship {
+    struct shm_pm_rec rec;
+    int member;        /* the peer's raft index */
+    int state;         /* 0: none, 1: out, 2: waits to go again, 3: done */
+    uint64_t retry_at; /* state 2 */
+    char why[160];     /* the last failure */
+};
+
+static struct {
+    int started, done;
+    uint64_t deadline;
+    struct master *m;
+    struct pres_ship ship[RAFT_MAX_NODES];
+} hand;
+
+/* member_of - the raft index of node id; -1 when it is not a peer. */
+static int
+member_of(const struct master *m, const char *id)
+{
+    for (int i = 0; i < m->members.n; i++)
+        if (i != m->members.self && strcmp(m->members.id[i], id) == 0)
+            return i;
+    return -1;
+}
+
+static void ship_post(struct master *m, struct pres_ship *s);
+
+/* shipped - a peer's answer to a record. */
+static void
+shipped(void *arg, struct http_client_resp *r)
+{
+    struct pres_ship *s = arg;
+    struct master *m = hand.m;
+
+    if (r == NULL || s->state != 1) /* freed at stop */
+        return;
+    if (r->err == 0 && r->status == 200) {
+        s->state = 3;
+        log_info(0,
+                 "handed presence over to node %s: %u channels, %llu "
+                 "members",
+                 m->members.id[s->member], s->rec.nchan,
+                 (unsigned long long)s->rec.members);
+        return;
+    }
+    if (r->err != 0)
+        snprintf(s->why, sizeof(s->why), "%s", r->error);
+    else
+        snprintf(s->why, sizeof(s->why), "status %u: %.100s", r->status,
+                 r->body.data ? r->body.data : "");
+    s->state = 2;
+    s->retry_at = shm_now_ms() + PRES_RETRY_MS;
+    log_debug(0, "presence hand-over to node %s: %s; sent again",
+              m->members.id[s->member], s->why);
+}
+
+static void
+ship_post(struct master *m, struct pres_ship *s)
+{
+    uint64_t now = shm_now_ms();
+
+    s->state = 1;
+    master_cluster_client_post(
+        m, m->members.addr[s->member], CLUSTER_PATH_ADOPT "?presence=1",
+        s->rec.buf, s->rec.len, hand.deadline > now ? hand.deadline - now : 1,
+        shipped, s);
+}
+
+/* next_owners - the members that own once this node is out: the board's,
+ * this node's state read as leaving. */
+static void
+next_owners(struct master *m, struct shm_owners *o)
+{
+    struct shm_board_view v;
+
+    shm_board_read(m->seg.board, &v);
+    for (uint32_t k = 0; k < v.nmembers && k < SHM_BOARD_MEMBERS; k++)
+        if (v.members[k].self)
+            v.members[k].state = SHM_MEMBER_LEAVING;
+    shm_owners_from_view(o, &v);
+}
+
+/* take_all - each channel this node owns into its next owner's record:
+ * the channels taken.  This node's own connections are left out (its
+ * streams end with it: their graces start). */
+static uint32_t
+take_all(struct master *m, uint64_t now)
+{
+    struct shm_owners here, next;
+    struct shm_pres_names names;
+    char drop[SHM_PRES_NODE_ID];
+    uint32_t taken = 0;
+    int rc;
+
+    shm_owners_init(&here);
+    shm_owners_refresh(&here, m->seg.board);
+    next_owners(m, &next);
+    if (next.n == 0 || here.self < 0)
+        return 0; /* nobody to take them, or none is this node's */
+    if ((rc = shm_presence_channels(&m->seg, &names)) != 0) {
+        log_error(-rc, "presence: cannot list the channels to hand over");
+        return 0;
+    }
+    snprintf(drop, sizeof(drop), "%.64s/", m->ws.node_id);
+    for (uint32_t i = 0; i < names.n; i++) {
+        int o, member;
+        if (!shm_owner_here(&here, names.name[i], WORKER_PRES_PART) ||
+            (o = shm_owner_pick(&next, names.name[i], WORKER_PRES_PART)) < 0 ||
+            (member = member_of(m, next.m[o].id)) < 0)
+            continue; /* another's (an old copy), or nobody's */
+        rc = shm_presence_take(&m->seg, names.name[i], drop,
+                               m->cfg.presence_grace_ms, now,
+                               &hand.ship[member].rec);
+        if (rc < 0)
+            log_error(-rc,
+                      "presence: cannot take a channel for its hand-over; "
+                      "node %s rebuilds it from the streams",
+                      next.m[o].id);
+        else if (rc > 0)
+            taken++;
+        hand.ship[member].member = member;
+    }
+    shm_presence_names_free(&names);
+    return taken;
+}
+
+/* master_presence_drain - see presence.h. */
+int
+master_presence_drain(struct master *m, uint64_t now)
+{
+    int out = 0;
+
+    hand.m = m;
+    if (hand.done)
+        return 0;
+    if (!hand.started) {
+        hand.started = 1;
+        if (m->members.n < 2) {
+            hand.done = 1;
+            return 0; /* a node alone: its channels end with it */
+        }
+        shm_presence_freeze(&m->seg, 1);
+        hand.deadline = now + PRES_DRAIN_MS;
+        take_all(m, now);
+        for (int i = 0; i < RAFT_MAX_NODES; i++)
+            if (hand.ship[i].rec.len > 0)
+                ship_post(m, &hand.ship[i]);
+    }
+    for (int i = 0; i < RAFT_MAX_NODES; i++) {
+        struct pres_ship *s = &hand.ship[i];
+        if (s->state == 2 && s->retry_at <= now && now < hand.deadline)
+            ship_post(m, s);
+        out += s->state == 1 || s->state == 2;
+    }
+    if (out > 0 && now < hand.deadline)
+        return 1;
+    for (int i = 0; i < RAFT_MAX_NODES; i++) {
+        struct pres_ship *s = &hand.ship[i];
+        if (s->state == 1 || s->state == 2) {
+            master_cluster_client_cancel(s);
+            log_warn(0,
+                     "presence hand-over to node %s failed (%s): it rebuilds "
+                     "%u channels from the streams' announcements, their "
+                     "call members with their next enter",
+                     m->members.id[s->member], s->why[0] ? s->why : "no answer",
+                     s->rec.nchan);
+        }
+        shm_pm_rec_free(&s->rec);
+        s->state = 0;
+    }
+    hand.done = 1;
+    return 0;
+}
+
+/* master_presence_in - see presence.h. */
+void
+master_presence_in(struct master *m, struct http_request *req)
+{
+    size_t len;
+    const char *body = http_request_body(req, &len);
+    const char *from = http_request_header(req, CLUSTER_NODE_HEADER);
+    struct http_buf b = {0};
+    int rc;
+
+    if (m->state != MASTER_RUNNING || !m->ready) {
+        http_reply_error(req, 503, m->ready ? "draining" : "starting",
+                         "this node is %s; hand the presence to another",
+                         m->ready ? "draining" : "starting");
+        return;
+    }
+    rc = shm_presence_adopt(&m->seg, body, len, m->cfg.presence_grace_ms,
+                            shm_now_ms());
+    if (rc < 0) {
+        (rc == -ETIMEDOUT ? log_debug : log_warn)(
+            -rc, "cannot adopt the presence channels of node %s",
+            from ? from : "a peer");
+        if (rc == -EBADMSG)
+            http_reply_error(req, 400, "ephemeral_bad_request",
+                             "body is not a presence hand-over record of "
+                             "this version");
+        else if (rc == -ETIMEDOUT)
+            http_reply_error(req, 503, "ephemeral_unavailable",
+                             "this node's presence table is busy; retry");
+        else
+            http_reply_errno(req, rc, "presence adopt");
+        return;
+    }
+    log_info(0, "adopted the presence channels of node %s (%d members)",
+             from ? from : "a peer", rc);
+    http_buf_printf(&b, "{\"adopted\":%d}", rc);
+    http_reply(req, 200, &b);
+}
+
+/* master_presence_stop - see presence.h. */
+void
+master_presence_stop(void)
+{
+    for (int i = 0; i < RAFT_MAX_NODES; i++)
+        shm_pm_rec_free(&hand.ship[i].rec);
 }

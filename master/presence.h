@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct master;
+struct http_request;
 
 /* master_presence_start - map the table; exits (logged) when it cannot. */
 void master_presence_start(struct master *m);
@@ -21,5 +22,28 @@ void master_presence_worker_gone(struct master *m, int slot);
 
 /* master_presence_tick - the members due leave (one load when none is). */
 void master_presence_tick(struct master *m, uint64_t now);
+
+/*
+ * master_presence_drain - a SIGTERM's first step, before the node says
+ * "leaving" (main.c): the first call freezes the table (shm/presence.h)
+ * and posts each channel this node owns to its next owner (the HRW owner
+ * once this node is out), one record per peer (shm/presence_move.h) to
+ * /cluster/v1/adopt?presence=1.  Returns 1 while records are out (each
+ * sent again every 200 ms until answered 200, for PRES_DRAIN_MS at most),
+ * 0 once all are answered or that time passed (logged: those channels are
+ * rebuilt there from the streams' announcements).  A node alone hands
+ * nothing over.  The peers route to this node meanwhile, and its frozen
+ * table answers their writes 503 draining: they come again once it says
+ * "leaving", to the next owner, which has the set by then.
+ */
+int master_presence_drain(struct master *m, uint64_t now);
+
+/* master_presence_in - POST /cluster/v1/adopt?presence=1: a peer's
+ * presence channels (shm_presence_adopt), with no event. */
+void master_presence_in(struct master *m, struct http_request *req);
+
+/* master_presence_stop - at exit, after the cluster client is freed:
+ * free what the drain left. */
+void master_presence_stop(void);
 
 #endif

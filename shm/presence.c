@@ -121,7 +121,9 @@ _Static_assert(sizeof(struct pres_channel) == 544, "pres_channel layout");
  *                             of a member without connections (0: none)
  *   168    32  events[4]      atomic adds: events by action
  *   200     4  nnodes         lock: node ids taken
- *   204     4  pad
+ *   204     4  frozen         atomic store (master, once: a drain's
+ *                             hand-over), read under the lock: writes
+ *                             other than detach refused
  *   208 36864  nodes[512]     lock: connection keys (node/slot), never
  *                             taken back
  */
@@ -139,7 +141,7 @@ struct shm_presence {
     _Atomic uint64_t due;
     _Atomic uint64_t events[SHM_PRES_NACTIONS];
     uint32_t nnodes;
-    uint32_t pad1;
+    _Atomic uint32_t frozen;
     char nodes[SHM_PRES_NODE_IDS][SHM_PRES_NODE_ID];
 };
 _Static_assert(offsetof(struct shm_presence, p) == 64, "shm_presence");
@@ -361,6 +363,21 @@ static int
 lock(struct shm_seg *seg, struct shm_presence *p)
 {
     return shm_lock(seg, &p->lock, rebuild, p);
+}
+
+/* lock_open - lock for a write the freeze refuses: -ESHUTDOWN (not
+ * locked) once the table is frozen.  Read under the lock, so a write
+ * either lands before the hand-over's export or is refused. */
+static int
+lock_open(struct shm_seg *seg, struct shm_presence *p)
+{
+    int rc = lock(seg, p);
+
+    if (rc == 0 && atomic_load(&p->frozen)) {
+        shm_unlock(&p->lock);
+        rc = -ESHUTDOWN;
+    }
+    return rc;
 }
 
 static uint64_t
@@ -656,7 +673,7 @@ shm_presence_enter(struct shm_seg *seg, struct shm_name c, struct shm_name m,
 
     if (rc != 0)
         return rc;
-    if ((rc = lock(seg, p)) != 0)
+    if ((rc = lock_open(seg, p)) != 0)
         return rc;
     action = join(seg, p, c, m, data, wall, &i);
     if (action >= 0) {
@@ -684,7 +701,7 @@ shm_presence_attach(struct shm_seg *seg, struct shm_name c, struct shm_name m,
     (void)now;
     if (rc != 0)
         return rc;
-    if ((rc = lock(seg, p)) != 0)
+    if ((rc = lock_open(seg, p)) != 0)
         return rc;
     uint32_t ni = node_index(p, node);
     action = ni == 0 ? -ENOSPC : join(seg, p, c, m, data, wall, &i);
@@ -727,7 +744,7 @@ shm_presence_set(struct shm_seg *seg, struct shm_name c, struct shm_name m,
 
     if (rc != 0)
         return rc;
-    if ((rc = lock(seg, p)) != 0)
+    if ((rc = lock_open(seg, p)) != 0)
         return rc;
     ni = node_index(p, node);
     if (ni == 0) {
@@ -846,7 +863,7 @@ shm_presence_leave(struct shm_seg *seg, struct shm_name c, struct shm_name m,
         return 0;
     if ((buf = malloc(event_bytes(p))) == NULL)
         return -ENOMEM;
-    if ((rc = lock(seg, p)) != 0) {
+    if ((rc = lock_open(seg, p)) != 0) {
         free(buf);
         return rc;
     }
@@ -916,7 +933,9 @@ shm_presence_expire(struct shm_seg *seg, uint64_t now, uint32_t max,
     uint32_t n = 0;
     int rc;
 
-    if (due == 0 || now < due || max == 0)
+    /* frozen: the next owner has the deadlines (a hand-over), and lets
+     * the members leave there */
+    if (due == 0 || now < due || max == 0 || atomic_load(&p->frozen))
         return 0;
     ev = malloc((size_t)max * sizeof(*ev));
     buf = malloc((size_t)max * event_bytes(p));
@@ -1161,6 +1180,264 @@ shm_presence_events_opts(struct shm_name q, struct shm_qopts *o)
     o->max_length = SHM_PRES_EVENTS_KEEP;
     o->policy = SHM_POLICY_DROP_OLDEST;
     o->ttl_s = SHM_PRES_EVENTS_TTL_S;
+}
+
+/* shm_presence_freeze - see presence.h.  No lock: a write checks the
+ * flag under the lock, so it lands before an export that locks after this
+ * store, or sees the flag. */
+void
+shm_presence_freeze(struct shm_seg *seg, int on)
+{
+    if (seg->presence != NULL)
+        atomic_store(&seg->presence->frozen, on ? 1u : 0u);
+}
+
+/* shm_presence_channels - see presence.h: the names' bytes counted under
+ * the lock, copied under it again into what was allocated outside (a
+ * channel made meanwhile is left out). */
+int
+shm_presence_channels(struct shm_seg *seg, struct shm_pres_names *out)
+{
+    struct shm_presence *p = seg->presence;
+    size_t bytes = 0, at = 0;
+    uint32_t n = 0;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if (p == NULL)
+        return 0;
+    if ((rc = lock(seg, p)) != 0)
+        return rc;
+    for (uint32_t c = 1; c <= p->chan_hi; c++)
+        if (atomic_load_explicit(&chan_at(p, c)->state, RELAXED) == LIVE) {
+            n++;
+            bytes += chan_at(p, c)->name_len;
+        }
+    shm_unlock(&p->lock);
+    if (n == 0)
+        return 0;
+    out->name = calloc(n, sizeof(*out->name));
+    out->blob = malloc(bytes);
+    if (out->name == NULL || out->blob == NULL) {
+        shm_presence_names_free(out);
+        return -ENOMEM;
+    }
+    if ((rc = lock(seg, p)) != 0) {
+        shm_presence_names_free(out);
+        return rc;
+    }
+    for (uint32_t c = 1; c <= p->chan_hi && out->n < n; c++) {
+        struct pres_channel *ch = chan_at(p, c);
+        if (atomic_load_explicit(&ch->state, RELAXED) != LIVE ||
+            at + ch->name_len > bytes)
+            continue;
+        memcpy(out->blob + at, ch->name, ch->name_len);
+        out->name[out->n++] = (struct shm_name){out->blob + at, ch->name_len};
+        at += ch->name_len;
+    }
+    shm_unlock(&p->lock);
+    return 0;
+}
+
+/* shm_presence_names_free - see presence.h. */
+void
+shm_presence_names_free(struct shm_pres_names *l)
+{
+    free(l->name);
+    free(l->blob);
+    memset(l, 0, sizeof(*l));
+}
+
+/* left_ms - what is left of deadline t at now: 0 for none, at least 1 for
+ * one that has passed (due at once, there too). */
+static uint64_t
+left_ms(uint64_t t, uint64_t now)
+{
+    return t == 0 ? 0 : t > now ? t - now : 1;
+}
+
+/* export_one - record r as out carries it, its strings copied to *at.
+ * Connections whose key starts with drop are left out; a member that
+ * had only those starts its grace (grace_ms) as their end would. */
+static void
+export_one(struct shm_presence *p, const struct pres_member *r,
+           const char *drop, uint64_t grace_ms, uint64_t now,
+           struct shm_pres_moved *o, char **at)
+{
+    size_t dl = drop ? strlen(drop) : 0;
+    int dropped = 0;
+
+    memcpy(*at, r->key, r->key_len);
+    o->member = (struct shm_name){*at, r->key_len};
+    *at += r->key_len;
+    memcpy(*at, r->data, r->data_len);
+    o->data = (struct shm_name){*at, r->data_len};
+    *at += r->data_len;
+    o->since = r->since;
+    o->version = r->version;
+    o->ttl_ms = left_ms(r->ttl_until, now);
+    o->grace_ms = left_ms(r->grace_until, now);
+    o->nconns = 0;
+    for (int k = 0; k < SHM_PRES_NODES; k++) {
+        const char *key;
+        size_t kl;
+        if (r->conns[k].node == 0 || r->conns[k].n == 0 ||
+            r->conns[k].node > p->nnodes)
+            continue;
+        key = p->nodes[r->conns[k].node - 1];
+        if (dl > 0 && strncmp(key, drop, dl) == 0) {
+            dropped = 1;
+            continue;
+        }
+        kl = strlen(key) + 1;
+        memcpy(*at, key, kl);
+        o->conns[o->nconns].node = *at;
+        o->conns[o->nconns++].n = r->conns[k].n;
+        *at += kl;
+    }
+    if (dropped && o->nconns == 0)
+        o->grace_ms = grace_ms;
+}
+
+/* shm_presence_export - see presence.h. */
+int
+shm_presence_export(struct shm_seg *seg, struct shm_name c, const char *drop,
+                    uint64_t grace_ms, uint64_t now,
+                    struct shm_pres_export *out)
+{
+    struct shm_presence *p = seg->presence;
+    uint64_t ch_h = chan_hash(c);
+    uint32_t count, ci;
+    size_t each;
+    char *at;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if (p == NULL || c.len == 0 || c.len > SHM_NAME_MAX)
+        return 0;
+    if ((rc = lock(seg, p)) != 0)
+        return rc;
+    ci = find_chan(p, c, ch_h);
+    count = ci ? chan_at(p, ci)->count : 0;
+    shm_unlock(&p->lock);
+    if (count == 0)
+        return 0;
+    each = SHM_PRES_MEMBER_MAX + p->p.max_data +
+           (size_t)SHM_PRES_NODES * SHM_PRES_NODE_ID;
+    out->m = calloc(count, sizeof(*out->m));
+    out->blob = malloc((size_t)count * each);
+    if (out->m == NULL || out->blob == NULL) {
+        shm_presence_export_free(out);
+        return -ENOMEM;
+    }
+    if ((rc = lock(seg, p)) != 0) {
+        shm_presence_export_free(out);
+        return rc;
+    }
+    at = out->blob;
+    ci = find_chan(p, c, ch_h); /* freed and made again meanwhile: moved */
+    for (uint32_t i = ci ? chan_at(p, ci)->head : 0; i != 0 && out->n < count;
+         i = rec_at(p, i)->next)
+        export_one(p, rec_at(p, i), drop, grace_ms, now, &out->m[out->n++],
+                   &at);
+    shm_unlock(&p->lock);
+    return (int)out->n;
+}
+
+/* shm_presence_export_free - see presence.h. */
+void
+shm_presence_export_free(struct shm_pres_export *e)
+{
+    free(e->m);
+    free(e->blob);
+    memset(e, 0, sizeof(*e));
+}
+
+/* import_one - member o into channel c (its record made or found), its
+ * deadlines from now; 1, or 0 when it was left out (bad names, the
+ * channel's or the table's bounds, the node's memory: *full then). */
+static int
+import_one(struct shm_seg *seg, struct shm_presence *p, struct shm_name c,
+           const struct shm_pres_moved *o, uint64_t grace_ms, uint64_t now,
+           int *full)
+{
+    uint64_t ch_h = chan_hash(c), m_h;
+    uint32_t ci, i;
+    struct pres_member *r;
+
+    if (o->member.len == 0 || o->member.len > SHM_PRES_MEMBER_MAX)
+        return 0;
+    m_h = member_hash(ch_h, o->member);
+    ci = find_chan(p, c, ch_h);
+    if (ci == 0 || (i = find_member(p, ci, o->member, m_h)) == 0) {
+        if (ci != 0 && chan_at(p, ci)->count >= p->p.max_members)
+            return 0;
+        if (!room(seg, p, p->rec_bytes) ||
+            (ci = chan_get(seg, p, c, ch_h)) == 0) {
+            *full = 1;
+            return 0;
+        }
+        if ((i = member_new(p, ci, o->member, m_h, o->since)) == 0) {
+            chan_put(p, ci);
+            *full = 1;
+            return 0;
+        }
+    }
+    r = rec_at(p, i);
+    r->since = o->since;
+    r->version = o->version;
+    if (o->data.len <= p->p.max_data) { /* else: the sender's bound was
+                                           higher; kept without */
+        memcpy(r->data, o->data.ptr, o->data.len);
+        r->data_len = (uint32_t)o->data.len;
+    } else {
+        r->data_len = 0;
+    }
+    r->ttl_until = o->ttl_ms ? now + o->ttl_ms : 0;
+    r->grace_until = o->grace_ms ? now + o->grace_ms : 0;
+    memset(r->conns, 0, sizeof(r->conns));
+    for (uint32_t k = 0, slot = 0; k < o->nconns && k < SHM_PRES_NODES; k++) {
+        uint32_t ni = o->conns[k].n ? node_index(p, o->conns[k].node) : 0;
+        if (ni == 0)
+            continue;
+        r->conns[slot].node = ni;
+        r->conns[slot++].n = o->conns[k].n;
+    }
+    if (member_conns(r) > 0)
+        r->grace_until = 0;
+    else if (member_due(r) == 0)
+        r->grace_until = now + grace_ms; /* nothing keeps it: as a stream's
+                                            end would */
+    due_at(p, member_due(r));
+    return 1;
+}
+
+/* shm_presence_import - see presence.h. */
+int
+shm_presence_import(struct shm_seg *seg, struct shm_name c,
+                    const struct shm_pres_moved *m, uint32_t n,
+                    uint64_t grace_ms, uint64_t now)
+{
+    struct shm_presence *p = seg->presence;
+    uint32_t ci;
+    int rc, full = 0;
+
+    if (c.len == 0 || c.len > SHM_NAME_MAX)
+        return -EINVAL;
+    if ((rc = lock_open(seg, p)) != 0)
+        return rc;
+    /* what this node held of the channel is an old owner's (or nobody's):
+     * the set handed over replaces it */
+    if ((ci = find_chan(p, c, chan_hash(c))) != 0)
+        while (chan_at(p, ci)->count > 0 &&
+               atomic_load_explicit(&chan_at(p, ci)->state, RELAXED) == LIVE)
+            member_free(p, chan_at(p, ci)->head);
+    for (uint32_t k = 0; k < n && !full; k++)
+        import_one(seg, p, c, &m[k], grace_ms, now, &full);
+    ci = find_chan(p, c, chan_hash(c));
+    rc = ci ? (int)chan_at(p, ci)->count : 0;
+    shm_unlock(&p->lock);
+    return rc;
 }
 
 /* shm_presence_check - see presence.h. */

@@ -126,7 +126,8 @@ void shm_presence_destroy(struct shm_presence *p);
  * to fn (may be NULL).  Returns the action, or -ENOSPC (the channel has
  * max_members), -E2BIG (data over max_data), -ENOMEM (the table, or the
  * node's memory, is full), -EINVAL (an empty or too long name),
- * -ETIMEDOUT (the caller's lock bound).
+ * -ETIMEDOUT (the caller's lock bound), -ESHUTDOWN (the table is frozen
+ * for its hand-over, below; so are attach, set and leave).
  */
 int shm_presence_enter(struct shm_seg *seg, struct shm_name channel,
                        struct shm_name member, const struct shm_name *data,
@@ -194,6 +195,82 @@ int shm_presence_expire(struct shm_seg *seg, uint64_t now, uint32_t max,
 /* shm_presence_due - the earliest deadline to come (monotonic ms), 0:
  * none.  Lock-free. */
 uint64_t shm_presence_due(struct shm_seg *seg);
+
+/*
+ * A drain's hand-over (SPEC §12: SIGTERM hands the set over; the record is
+ * shm/presence_move.h).  The master freezes the table first: from then on
+ * enter, attach, set, leave and import answer -ESHUTDOWN (a node's
+ * announcement or a forwarded call is sent again, to the next owner) and
+ * expire lets nobody leave (the next owner has the deadlines); detach,
+ * drop_node and the reads go on.  Then it exports each channel it owns and
+ * its next owner imports it: the same members, data, since and versions,
+ * the connections per node key and what was left of each deadline, with
+ * no event.
+ */
+
+/* One member as a hand-over carries it.  Deadlines are what is left of
+ * them, in ms (0: none), never clock readings: clocks differ. */
+struct shm_pres_moved {
+    struct shm_name member;
+    struct shm_name data; /* len 0: none */
+    uint64_t since;       /* wall clock ms of its enter (shown, not timed) */
+    uint64_t version;
+    uint64_t ttl_ms;   /* a call member's ttl left */
+    uint64_t grace_ms; /* a grace running: what is left of it */
+    uint32_t nconns;
+    struct {
+        const char *node; /* its connection key, NUL-terminated */
+        uint32_t n;
+    } conns[SHM_PRES_NODES];
+};
+
+struct shm_pres_export {
+    uint32_t n;
+    struct shm_pres_moved *m;
+    char *blob; /* what m[] points into */
+};
+
+struct shm_pres_names {
+    uint32_t n;
+    struct shm_name *name;
+    char *blob;
+};
+
+/* shm_presence_freeze - freeze the table (on) for its hand-over, or thaw
+ * it (tests). */
+void shm_presence_freeze(struct shm_seg *seg, int on);
+
+/* shm_presence_channels - the channels' names (internal: presence names)
+ * into out (free with shm_presence_names_free).  0, -ENOMEM, -ETIMEDOUT. */
+int shm_presence_channels(struct shm_seg *seg, struct shm_pres_names *out);
+void shm_presence_names_free(struct shm_pres_names *l);
+
+/*
+ * shm_presence_export - channel's members as a hand-over carries them,
+ * into out (free with shm_presence_export_free).  Connections whose key
+ * starts with drop (NULL: none; this node's "<id>/", whose streams end
+ * with it) are left out: a member that had only those starts its grace,
+ * grace_ms, as their end would start it.  The count, or -ENOMEM,
+ * -ETIMEDOUT.
+ */
+int shm_presence_export(struct shm_seg *seg, struct shm_name channel,
+                        const char *drop, uint64_t grace_ms, uint64_t now,
+                        struct shm_pres_export *out);
+void shm_presence_export_free(struct shm_pres_export *e);
+
+/*
+ * shm_presence_import - channel's members are m[0..n) from now on (what
+ * this node held of it goes: an older owner's copy), with no event:
+ * deadlines from now, connections under their keys; a member with no
+ * connection and no deadline gets a grace of grace_ms.  A member whose
+ * name is invalid, or past max_members, is left out; one whose data is
+ * over max_data comes without it; at the table's or the node's memory's
+ * end the rest are left out.  The channel's count after, or -ESHUTDOWN
+ * (frozen), -EINVAL (the channel's name), -ETIMEDOUT.
+ */
+int shm_presence_import(struct shm_seg *seg, struct shm_name channel,
+                        const struct shm_pres_moved *m, uint32_t n,
+                        uint64_t grace_ms, uint64_t now);
 
 /* shm_presence_count - channel's members (0: none, or no such channel).
  * Lock-free of the members: one lookup under the lock. */

@@ -41,19 +41,35 @@ struct stream_pres {
  * announced to the owner as an absolute count (shm_presence_set) when it
  * changes and every ANNOUNCE_MS, so an owner that lost the set (it
  * crashed, its successor starts empty) has it again within a second.
+ * A count of 0 is kept, and announced again, until an owner took it
+ * (answered 200, or refused it for good: a 4xx), or for ZERO_KEEP_MS: one
+ * lost (an owner that hands its set over answers 503 draining) would
+ * leave the member with a connection there for good.
  * Process memory: a list, as few as the worker's member streams.
  */
 struct announced {
     struct announced *next;
     char *channel, *member, *data, *authz; /* channel: the presence name */
     size_t channel_len, member_len, data_len;
-    uint32_t n; /* streams open */
+    uint32_t n;          /* streams open */
+    uint64_t id;         /* names it to an answer (struct announcement) */
+    uint64_t said;       /* announcements made: the last one's number */
+    uint64_t zero_since; /* n is 0 since (ms) */
 };
 
-#define ANNOUNCE_MS 1000
+/* What an announcement's answer needs: its body, and which count of
+ * which entry it said. */
+struct announcement {
+    uint64_t id, said;
+    uint32_t n;
+    char body[];
+};
+
+#define ANNOUNCE_MS  1000
+#define ZERO_KEEP_MS 30000
 
 static struct announced *announced;
-static uint64_t announced_at;
+static uint64_t announced_at, announced_ids;
 
 /* conn_key - what this worker's connections are counted under: its node
  * and slot, so the master drops them when the worker dies
@@ -65,18 +81,49 @@ conn_key(const struct worker *w, char out[SHM_PRES_NODE_ID])
     return out;
 }
 
-/* announced_answer - an announcement's answer: not waited for; its body
- * (arg), which the call used, goes now. */
+static void
+announced_free(struct announced *e)
+{
+    free(e->channel);
+    free(e->member);
+    free(e->data);
+    free(e->authz);
+    free(e);
+}
+
+/* announced_drop - entry id goes if its count is still 0 and its last
+ * announcement was the one numbered said: an owner took that zero. */
+static void
+announced_drop(uint64_t id, uint64_t said)
+{
+    struct announced **at = &announced, *e;
+
+    while ((e = *at) != NULL && e->id != id)
+        at = &e->next;
+    if (e == NULL || e->n != 0 || e->said != said)
+        return;
+    *at = e->next;
+    announced_free(e);
+}
+
+/* announced_answer - an announcement's answer: not waited for.  A zero
+ * the owner took (200), or refused for good (4xx), ends its entry; any
+ * other answer leaves it to the next round. */
 static void
 announced_answer(void *arg, struct http_client_resp *resp)
 {
-    (void)resp;
-    free(arg);
+    struct announcement *a = arg;
+
+    if (resp != NULL && a->n == 0 && resp->err == 0 && resp->status >= 200 &&
+        resp->status < 500)
+        announced_drop(a->id, a->said);
+    free(a);
 }
 
-/* announce - e's count to the channel's owner (here: into the table). */
-static void
-announce(struct worker *w, const struct announced *e)
+/* announce - e's count to the channel's owner (here: into the table).
+ * 1 when that was a zero the table here took (e is done), else 0. */
+static int
+announce(struct worker *w, struct announced *e)
 {
     struct shm_name c = {e->channel, e->channel_len};
     struct shm_name m = {e->member, e->member_len};
@@ -87,12 +134,12 @@ announce(struct worker *w, const struct announced *e)
     shm_owners_refresh(&w->owners, w->seg->board);
     o = shm_owner_pick(&w->owners, c, WORKER_PRES_PART);
     conn_key(w, key);
-    if (o < 0 || o == w->owners.self) {
-        shm_presence_set(w->seg, c, m, e->data ? &d : NULL, key, e->n,
-                         w->set.presence_grace_ms, shm_now_ms(),
-                         worker_presence_event, w);
-        return;
-    }
+    e->said++;
+    if (o < 0 || o == w->owners.self)
+        return shm_presence_set(w->seg, c, m, e->data ? &d : NULL, key, e->n,
+                                w->set.presence_grace_ms, shm_now_ms(),
+                                worker_presence_event, w) >= 0 &&
+               e->n == 0;
     struct shm_name shown = worker_presence_shown(c);
     struct http_buf b = {0};
     const char *headers[] = {FORWARD_HEADER ": 1",
@@ -119,20 +166,18 @@ announce(struct worker *w, const struct announced *e)
                                 .timeout_ms = FORWARD_MS};
     /* the answer is not waited for: the next announcement mends a lost
      * one (a 429 leaves the member out: the stream stays a listener) */
-    if (!b.oom &&
-        http_client_request(w->client, &r, announced_answer, b.data) == 0)
-        return; /* the body goes with the answer */
+    struct announcement *a = b.oom ? NULL : malloc(sizeof(*a) + b.len);
+    if (a != NULL) {
+        a->id = e->id;
+        a->said = e->said;
+        a->n = e->n;
+        memcpy(a->body, b.data, b.len);
+        r.body = a->body;
+        if (http_client_request(w->client, &r, announced_answer, a) != 0)
+            free(a);
+    }
     http_buf_free(&b);
-}
-
-static void
-announced_free(struct announced *e)
-{
-    free(e->channel);
-    free(e->member);
-    free(e->data);
-    free(e->authz);
-    free(e);
+    return 0;
 }
 
 /* remote_join - one more stream of p's member, counted and announced. */
@@ -161,6 +206,7 @@ remote_join(struct worker *w, struct http_request *req, struct stream_pres *p,
         memcpy(e->member, p->member.ptr, p->member.len);
         e->channel_len = p->channel.len;
         e->member_len = p->member.len;
+        e->id = ++announced_ids;
         e->next = announced;
         announced = e;
     }
@@ -178,8 +224,16 @@ remote_join(struct worker *w, struct http_request *req, struct stream_pres *p,
     return 0;
 }
 
+/* unlink_at - take e off the list (at points to it) and free it. */
+static void
+unlink_at(struct announced **at, struct announced *e)
+{
+    *at = e->next;
+    announced_free(e);
+}
+
 /* remote_leave - one stream fewer of p's member; the last one's zero is
- * announced, and the entry goes. */
+ * announced, and kept until an owner takes it. */
 static void
 remote_leave(struct worker *w, const struct stream_pres *p)
 {
@@ -191,25 +245,33 @@ remote_leave(struct worker *w, const struct stream_pres *p)
              memcmp(e->channel, p->channel.ptr, p->channel.len) == 0 &&
              memcmp(e->member, p->member.ptr, p->member.len) == 0))
         at = &e->next;
-    if (e == NULL)
+    if (e == NULL || e->n == 0)
         return;
-    e->n--;
-    announce(w, e);
-    if (e->n == 0) {
-        *at = e->next;
-        announced_free(e);
-    }
+    if (--e->n == 0)
+        e->zero_since = shm_now_ms();
+    if (announce(w, e))
+        unlink_at(at, e);
 }
 
 /* worker_presence_stream_tick - see presence_stream.h. */
 void
 worker_presence_stream_tick(struct worker *w, uint64_t now)
 {
+    struct announced **at = &announced, *e;
+
     if (announced == NULL || now < announced_at + ANNOUNCE_MS)
         return;
     announced_at = now;
-    for (struct announced *e = announced; e != NULL; e = e->next)
-        announce(w, e);
+    while ((e = *at) != NULL) {
+        if (e->n == 0 && now >= e->zero_since + ZERO_KEEP_MS) {
+            unlink_at(at, e); /* no owner took it: given up */
+            continue;
+        }
+        if (announce(w, e))
+            unlink_at(at, e);
+        else
+            at = &e->next;
+    }
 }
 
 /* worker_presence_stream_wanted - see presence_stream.h. */

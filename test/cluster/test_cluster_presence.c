@@ -4,6 +4,8 @@
  * Default, as every node computes it) and every call works through any
  * node: enter, leave, list, count; the members sit on the owner alone;
  * events of calls made through other nodes reach a stream on the owner.
+ * The owner's SIGTERM hands its set over (no enter or leave for it); its
+ * kill -9 leaves the set to be rebuilt from the streams' announcements.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,9 +231,69 @@ up_short(void)
     cl_up(&c, "member_ttl_ms=2000 presence_grace_ms=1000");
 }
 
+/* MANY member streams m000.. on the two nodes a and b (even on a, odd
+ * on b; every tenth has one on each: one member, two connections), each
+ * open (its first event in) on return. */
+#define MANY 100
+static struct sse_client many[MANY + MANY / 10];
+
+static void
+open_many(int a, int b)
+{
+    char path[128];
+    int k = 0;
+
+    for (int i = 0; i < MANY; i++) {
+        snprintf(path, sizeof(path),
+                 "/api/v1/ephemeral/subscribe?presence=room&member=m%03d", i);
+        sse_open(&many[k++], &c.node[i % 2 ? b : a], path, NULL);
+        if (i % 10 == 0)
+            sse_open(&many[k++], &c.node[i % 2 ? a : b], path, NULL);
+    }
+    for (int i = 0; i < k; i++)
+        cr_assert_geq(sse_wait_events(&many[i], 1, 10000), 1, "stream %d", i);
+}
+
+static void
+close_many(void)
+{
+    for (size_t i = 0; i < sizeof(many) / sizeof(many[0]); i++)
+        sse_close(&many[i]);
+}
+
+/* count_through - the channel's count through node i; -1 when it did
+ * not answer 200 (owners changing: asked again). */
+static int64_t
+count_through(int i)
+{
+    struct itest_resp r = {0};
+    int64_t n = -1;
+
+    if (itest_get(&c.node[i], &r, PRES "/room?count=true") == 200)
+        n = itest_jint(r.json, "count");
+    itest_resp_free(&r);
+    return n;
+}
+
+/* wait_count - until the count through node i is want; how long it took
+ * (ms), or -1 past timeout_ms. */
+static int64_t
+wait_count(int i, int64_t want, int timeout_ms)
+{
+    int64_t t0 = itest_now_ms();
+
+    while (count_through(i) != want)
+        if (itest_now_ms() - t0 > timeout_ms)
+            return -1;
+        else
+            itest_sleep_ms(20);
+    return itest_now_ms() - t0;
+}
+
 /* kill -9 of the channel's owner: the members whose streams are on the
- * other two nodes are whole again on the new owner within member_ttl_ms
- * and one grace (their nodes announce them every second). */
+ * other two nodes (MANY and a few more) are whole again on the new owner
+ * within member_ttl_ms and one grace (their nodes announce them every
+ * second), with no ghost. */
 Test(cluster_presence, after_the_owners_crash_the_set_is_rebuilt,
      .init = up_short)
 {
@@ -249,9 +311,12 @@ Test(cluster_presence, after_the_owners_crash_the_set_is_rebuilt,
         sse_open(s[i], &c.node[on[i]], path, NULL);
         cr_assert_geq(sse_wait_events(s[i], 1, 10000), 1);
     }
+    open_many(a, b);
     wait_conns(a, "ada", 2, 10000);
     wait_conns(a, "bob", 1, 10000);
     wait_conns(a, "cy", 1, 10000);
+    wait_conns(a, "m000", 2, 10000);
+    cr_assert_geq(wait_count(a, 3 + MANY, 10000), 0, "all in before");
     cl_kill(&c, owner);
     int64_t t0 = itest_now_ms();
     /* the survivors see the owner dead after member_ttl_ms, then the new
@@ -259,15 +324,17 @@ Test(cluster_presence, after_the_owners_crash_the_set_is_rebuilt,
     wait_conns(a, "ada", 2, 2000 + 1000 + 3000);
     wait_conns(b, "bob", 1, 3000);
     wait_conns(b, "cy", 1, 3000);
+    cr_assert_geq(wait_count(b, 3 + MANY, 3000), 0, "%lld members",
+                  (long long)count_through(b));
     int64_t took = itest_now_ms() - t0;
     cr_assert_leq(took, 2000 + 1000 + 3000, "whole again after %lld ms",
                   (long long)took);
-    struct itest_resp r = {0};
-    cr_assert_eq(itest_get(&c.node[b], &r, PRES "/room?count=true"), 200);
-    cr_assert_eq(itest_jint(r.json, "count"), 3, "no ghost, none missing");
-    itest_resp_free(&r);
+    wait_conns(a, "m000", 2, 1000);
+    wait_conns(b, "m099", 1, 1000);
+    cr_assert_eq(count_through(a), 3 + MANY, "no ghost, none missing");
     for (int i = 0; i < 4; i++)
         sse_close(s[i]);
+    close_many();
 }
 
 /* kill -9 of a node that holds a member's only stream: the owner drops
@@ -299,4 +366,220 @@ Test(cluster_presence, a_dead_nodes_members_leave_after_the_grace,
     sse_close(s1);
     sse_close(s2);
     sse_close(s3);
+}
+
+static void
+up_drain(void)
+{
+    cl_up(&c, "member_ttl_ms=2000 presence_grace_ms=5000");
+}
+
+/* members_json - the members of the channel's listing through node i as
+ * JSON text (malloc'd), or NULL when it did not answer 200. */
+static char *
+members_json(int i)
+{
+    struct itest_resp r = {0};
+    char *out = NULL;
+
+    if (itest_get(&c.node[i], &r, PRES "/room") == 200)
+        out = strdup(json_object_to_json_string_ext(
+            itest_jget(r.json, "members"), JSON_C_TO_STRING_PLAIN));
+    itest_resp_free(&r);
+    return out;
+}
+
+/* wait_members - the listing through node i once it answers 200 (5 s at
+ * most: owners changing). */
+static char *
+wait_members(int i)
+{
+    int64_t end = itest_now_ms() + 5000;
+    char *m;
+
+    while ((m = members_json(i)) == NULL && itest_now_ms() < end)
+        itest_sleep_ms(20);
+    cr_assert_not_null(m, "node %d does not list the channel", i);
+    return m;
+}
+
+/* A stream watching the channel's events, reopened where it left off
+ * (Last-Event-ID) when the node ends it (its owner moved: retry). */
+struct watcher {
+    struct sse_client s;
+    int node;
+    int reopened;
+    int storm; /* enter or leave events of members other than the
+                  markers */
+    char last[600];
+    char why[256];
+    int retry_ms;      /* the last retry: the node said */
+    int64_t reopen_at; /* ended: reopened then, as a browser would */
+};
+
+static void
+watcher_open(struct watcher *w)
+{
+    char hdr[700];
+    const char *hdrs[] = {hdr, NULL};
+
+    snprintf(hdr, sizeof(hdr), "Last-Event-ID: %s", w->last);
+    sse_open(&w->s, &c.node[w->node],
+             "/api/v1/ephemeral/subscribe?presence_events=room",
+             w->last[0] ? hdrs : NULL);
+}
+
+/* watcher_pump - read what came; note a storm; reopen a stream ended. */
+static void
+watcher_pump(struct watcher *w)
+{
+    if (w->reopen_at != 0) {
+        if (itest_now_ms() < w->reopen_at)
+            return;
+        w->reopen_at = 0;
+        watcher_open(w);
+        w->reopened++;
+    }
+    sse_pump(&w->s);
+    for (size_t i = 0; i < w->s.nev; i++) {
+        const char *d = w->s.ev[i].data;
+        if (strcmp(w->s.ev[i].event, "retry") == 0)
+            w->retry_ms = atoi(d);
+        if (strcmp(w->s.ev[i].event, "presence") == 0 &&
+            (strstr(d, "\"action\":\"enter\"") ||
+             strstr(d, "\"action\":\"leave\"")) &&
+            !strstr(d, "\"member\":\"aa-marker\"") &&
+            !strstr(d, "\"member\":\"zz-marker\"") && !w->storm) {
+            w->storm = 1;
+            snprintf(w->why, sizeof(w->why), "%.200s", d);
+        }
+    }
+    if (w->s.last_id[0])
+        snprintf(w->last, sizeof(w->last), "%s", w->s.last_id);
+    if (w->s.closed) {
+        sse_close(&w->s);
+        w->reopen_at = itest_now_ms() + w->retry_ms;
+    }
+}
+
+/* watcher_has - w's events hold needle (events kept until closed: the
+ * marker's is looked for right after it is sent). */
+static int
+watcher_has(struct watcher *w, const char *needle, int timeout_ms)
+{
+    int64_t end = itest_now_ms() + timeout_ms;
+
+    for (;;) {
+        for (size_t i = 0; i < w->s.nev; i++)
+            if (strstr(w->s.ev[i].data, needle) != NULL)
+                return 1;
+        if (itest_now_ms() >= end)
+            return 0;
+        watcher_pump(w);
+        itest_sleep_ms(10);
+    }
+}
+
+/* events_on - node i's mayfly_presence_events_total for action. */
+static double
+events_on(int i, const char *action)
+{
+    char series[96];
+    double v = 0;
+
+    snprintf(series, sizeof(series),
+             "mayfly_presence_events_total{action=\"%s\"}", action);
+    cr_assert_eq(itest_metric(&c.node[i], series, &v), 0, "%s", series);
+    return v;
+}
+
+/* SIGTERM of the channel's owner with MANY members whose streams are on
+ * the other two nodes, and call members: the next owner has the same set
+ * at once (since, data, connections), and no stream watching the
+ * channel's events gets an enter or a leave for any of them. */
+Test(cluster_presence, a_sigterm_hands_the_set_over_with_no_event,
+     .init = up_drain)
+{
+    int owner = cl_owner("\x1eroom", "Default", CL_ALL);
+    int a = (owner + 1) % CL_NODES, b = (owner + 2) % CL_NODES;
+    static struct watcher w[2];
+    struct itest_resp r = {0};
+    char body[256];
+
+    open_many(a, b);
+    for (int i = 0; i < 6; i++) { /* call members, through every node */
+        snprintf(
+            body, sizeof(body),
+            "{\"channel\":\"room\",\"member\":\"bot%d\",\"data\":{\"n\":%d},"
+            "\"ttlSeconds\":60}",
+            i, i);
+        cr_assert_eq(
+            itest_req(&c.node[i % CL_NODES], "POST", PRES "/enter", body, &r),
+            200, "%s", r.body);
+        itest_resp_free(&r);
+    }
+    cr_assert_geq(wait_count(a, MANY + 6, 10000), 0, "%lld members",
+                  (long long)count_through(a));
+    wait_conns(a, "m000", 2, 10000);
+    wait_conns(a, "m010", 2, 10000);
+    for (int i = 0; i < 2; i++) {
+        w[i].node = i ? b : a;
+        watcher_open(&w[i]);
+        /* open comes once the watch on the owner says where it starts */
+        cr_assert_geq(sse_wait_events(&w[i].s, 1, 10000), 1);
+        cr_assert_str_eq(w[i].s.ev[0].event, "open");
+    }
+    /* the watchers are live: a marker's enter reaches both */
+    cr_assert_eq(itest_post(&c.node[a], &r, PRES "/enter",
+                            "{\"channel\":\"room\",\"member\":\"aa-marker\","
+                            "\"ttlSeconds\":60}"),
+                 200);
+    itest_resp_free(&r);
+    for (int i = 0; i < 2; i++)
+        cr_assert(watcher_has(&w[i], "\"member\":\"aa-marker\"", 10000),
+                  "watcher %d: status %d, %zu events, first %s: %.300s", i,
+                  w[i].s.status, w[i].s.nev,
+                  w[i].s.nev ? w[i].s.ev[0].event : "-",
+                  w[i].s.nev ? w[i].s.ev[0].data : w[i].s.head);
+    char *before = wait_members(a);
+    double enters = events_on(a, "enter") + events_on(b, "enter");
+    double leaves = events_on(a, "leave") + events_on(b, "leave");
+
+    cr_assert_eq(cl_stop(&c, owner, 30000), 0, "a clean stop");
+    cr_expect(
+        itest_node_log_contains(&c.node[owner], "handed presence over to node"),
+        "the owner says it handed the channel over");
+    for (int i = 0; i < 2; i++) {
+        char *after = wait_members(i ? b : a);
+        cr_expect_str_eq(after, before, "the set through node %d", i ? b : a);
+        free(after);
+    }
+    /* two rounds of the nodes' announcements: a set rebuilt from them
+     * would show as enters by now */
+    int64_t until = itest_now_ms() + 2500;
+    while (itest_now_ms() < until) {
+        for (int i = 0; i < 2; i++)
+            watcher_pump(&w[i]);
+        itest_sleep_ms(20);
+    }
+    cr_assert_eq(itest_post(&c.node[b], &r, PRES "/enter",
+                            "{\"channel\":\"room\",\"member\":\"zz-marker\","
+                            "\"ttlSeconds\":60}"),
+                 200);
+    itest_resp_free(&r);
+    for (int i = 0; i < 2; i++) {
+        cr_assert(watcher_has(&w[i], "\"member\":\"zz-marker\"", 15000),
+                  "watcher %d (reopened %d times)", i, w[i].reopened);
+        cr_assert_not(w[i].storm, "watcher %d got %s", i, w[i].why);
+    }
+    /* and none was made: a watcher that came back after the move may
+     * have been resumed past what its partition's move lost */
+    cr_assert_eq(events_on(a, "enter") + events_on(b, "enter"), enters + 1,
+                 "the next owner's enters: zz-marker's alone");
+    cr_assert_eq(events_on(a, "leave") + events_on(b, "leave"), leaves);
+    cr_assert_eq(count_through(a), MANY + 6 + 2, "the markers joined");
+    free(before);
+    for (int i = 0; i < 2; i++)
+        sse_close(&w[i].s);
+    close_many();
 }
