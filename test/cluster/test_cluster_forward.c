@@ -593,18 +593,28 @@ Test(cluster_forward, a_forward_routing_around_the_owner_is_served_in_its_stead)
     cr_expect_eq(part_pending(s, "fw-around", p), 2);
     cr_expect_eq(part_pending(o, "fw-around", p), 0);
 
-    /* handed to the owner once no such call comes (about 4 s) */
-    int64_t t0 = itest_now_ms();
-    while (part_pending(o, "fw-around", p) != 2 ||
-           part_pending(s, "fw-around", p) != 0) {
-        cr_assert_lt(itest_now_ms() - t0, 20000,
-                     "node %d still holds %lld of %s, node %d %lld", s,
-                     (long long)part_pending(s, "fw-around", p), p, o,
-                     (long long)part_pending(o, "fw-around", p));
-        itest_sleep_ms(100);
+    /* handed to the owner once no such call comes (about 4 s); twice, the
+     * second well past the scans that follow the cluster's start */
+    for (int round = 1; round <= 2; round++) {
+        int64_t t0 = itest_now_ms();
+        if (round == 2) {
+            cr_assert_eq(fwd_around_req(s, "n1", "POST",
+                                        "/api/v1/ephemeral/push", body, &r),
+                         201, "forwarded push around n1 to node %d: %s", s,
+                         r.body);
+            itest_resp_free(&r);
+        }
+        while (part_pending(o, "fw-around", p) != 2 * round ||
+               part_pending(s, "fw-around", p) != 0) {
+            cr_assert_lt(itest_now_ms() - t0, 20000,
+                         "node %d still holds %lld of %s, node %d %lld", s,
+                         (long long)part_pending(s, "fw-around", p), p, o,
+                         (long long)part_pending(o, "fw-around", p));
+            itest_sleep_ms(100);
+        }
+        fprintf(stderr, "served in the owner's stead: handed over in %lld ms\n",
+                (long long)(itest_now_ms() - t0));
     }
-    fprintf(stderr, "served in the owner's stead: handed over in %lld ms\n",
-            (long long)(itest_now_ms() - t0));
 }
 
 Test(cluster_forward, an_owner_that_does_not_answer_fails_the_forward)
