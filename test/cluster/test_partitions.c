@@ -269,7 +269,7 @@ around_parts(int o, int t, char (*parts)[16], int max)
  * p99 under 1.5 s (a probe of the suspect costs the forward's 1 s
  * connection); prints the figures under name.
  */
-static void
+static int
 fast_pushes(int i, int n, const char (*extra)[16], int nextra, const char *name)
 {
     int64_t worst = 0, ms[64];
@@ -306,6 +306,57 @@ fast_pushes(int i, int n, const char (*extra)[16], int nextra, const char *name)
                  "%s: pushes through node %d: p99 %lld ms (a probe's 1 s "
                  "connection at most)",
                  name, i, (long long)ms[(n * 99) / 100]);
+    return ok;
+}
+
+/*
+ * gray_handed_over - until no node holds pending messages of a "pt-gray"
+ * partition it does not own (what a node served in an owner's stead went
+ * to the owner; nothing of it is consumed) and the cluster holds want of
+ * them; how long it took.
+ */
+static int64_t
+gray_handed_over(long want, const char *name)
+{
+    int64_t t0 = itest_now_ms();
+    char what[200];
+
+    for (;;) {
+        int bad = 0;
+        snprintf(
+            what, sizeof(what), "the cluster holds %lld of %ld",
+            (long long)itest_listing_int(&C.node[0], "pt-gray", "depth", -1),
+            want);
+        for (int i = 0; i < NSC_NODES && !bad; i++) {
+            struct itest_resp r;
+            long st = itest_get(&C.node[i], &r,
+                                "/api/v1/ephemeral/queues/pt-gray/depth"
+                                "?scope=node");
+            for (int k = 0; st == 200 && k < itest_jlen(r.json, "partitions");
+                 k++) {
+                char path[64];
+                snprintf(path, sizeof(path), "partitions.%d.partition", k);
+                const char *part = itest_jstr(r.json, path);
+                snprintf(path, sizeof(path), "partitions.%d.pending", k);
+                int64_t n = itest_jint(r.json, path);
+                if (n > 0 && cl_owner("pt-gray", part, CL_ALL) != i) {
+                    snprintf(what, sizeof(what),
+                             "node %d holds %lld of %s, which node %d owns", i,
+                             (long long)n, part,
+                             cl_owner("pt-gray", part, CL_ALL));
+                    bad = 1;
+                    break;
+                }
+            }
+            itest_resp_free(&r);
+        }
+        if (!bad &&
+            itest_listing_int(&C.node[0], "pt-gray", "depth", -1) == want)
+            break;
+        cr_assert_lt(itest_now_ms() - t0, 20000, "%s: %s", name, what);
+        itest_sleep_ms(100);
+    }
+    return itest_now_ms() - t0;
 }
 
 /* A follower's SYNs to the leader dropped, and its worker killed (the
@@ -342,7 +393,7 @@ Test(partitions, syns_dropped_one_way)
             "SYNs dropped one way: node %d suspects node %d after %lld "
             "ms\n",
             f, l, (long long)took);
-    fast_pushes(f, 40, extra, nextra, "SYNs dropped one way");
+    long gray = fast_pushes(f, 40, extra, nextra, "SYNs dropped one way");
     cr_expect(suspects(f, l),
               "node %d no longer suspects node %d during the "
               "cut",
@@ -353,6 +404,11 @@ Test(partitions, syns_dropped_one_way)
     heal_and_check(p, "SYNs dropped one way");
     /* converged, and nothing suspect any more */
     cr_expect_eq(wait_suspects(f, l, 0, 5000) >= 0, 1);
+    /* what node t served in the leader's stead is the leader's now */
+    fprintf(stderr,
+            "SYNs dropped one way: the pushes served in the owner's stead "
+            "handed over %lld ms after the checks\n",
+            (long long)gray_handed_over(gray, "SYNs dropped one way"));
 }
 
 /* Every packet from a follower to the leader dropped: the two see each
@@ -379,10 +435,12 @@ Test(partitions, every_packet_dropped_one_way)
     /* pushes through either end succeed, and fast: the third node, which
      * sees both live, serves what either end routes around in its
      * owner's stead */
-    fast_pushes(f, 24, to_l, n_l, "every packet dropped one way (the cut end)");
-    fast_pushes(l, 24, to_f, n_f,
-                "every packet dropped one way (the other end)");
+    long gray = fast_pushes(f, 24, to_l, n_l,
+                            "every packet dropped one way (the cut end)") +
+                fast_pushes(l, 24, to_f, n_f,
+                            "every packet dropped one way (the other end)");
     heal_and_check(p, "every packet dropped one way");
+    gray_handed_over(gray, "every packet dropped one way");
 }
 
 /* A follower's link loses 5 % of the packets each way and delays the rest
