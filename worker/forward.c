@@ -23,9 +23,10 @@
  * request is served again at once, routed without it; the forward says
  * whom it routes around (worker_view_around), and a peer that sees the
  * suspect live serves the partition in its stead rather than answer
- * owner_moved (worker_view_standin, view.c says why that is sound).  A forward that
- * fails after its request went out may have been applied: its 503 says
- * "applied": "unknown"; one that failed before says "applied": false.
+ * owner_moved (worker_view_standin, view.c says why that is sound).  A
+ * forward that fails after its request went out may have been applied:
+ * its 503 says "applied": "unknown"; one that failed before says
+ * "applied": false.
  */
 #include "worker/forward.h"
 
