@@ -68,9 +68,10 @@ static enum http_node_call
 unsigned_call(struct http_request *req)
 {
     if (http_request_header(req, HTTP_NODE_FORWARDED) != NULL ||
-        http_request_header(req, HTTP_NODE_WITHDRAW) != NULL)
+        http_request_header(req, HTTP_NODE_WITHDRAW) != NULL ||
+        http_request_header(req, HTTP_NODE_AROUND) != NULL)
         return refused(req, HTTP_NODE_FORWARDED
-                       " and " HTTP_NODE_WITHDRAW
+                       ", " HTTP_NODE_WITHDRAW " and " HTTP_NODE_AROUND
                        " are for calls between nodes, which are "
                        "signed (" HTTP_SIGN_HEADER ")");
     return HTTP_CALL_CLIENT;

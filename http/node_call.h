@@ -4,7 +4,8 @@
  * and this incarnation, its nonce is taken once in the node's table
  * (shm/nonce.h), and its deadline has not passed; only such a call may
  * carry the headers nodes act on (X-Mayfly-Forwarded: answer for this
- * node alone; X-Mayfly-Withdraw: the rpc store's withdrawal).  The
+ * node alone; X-Mayfly-Withdraw: the rpc store's withdrawal;
+ * X-Mayfly-Around: the members the sender routes around).  The
  * forwarded client's own headers (Authorization) pass untouched.
  *
  * Deadlines.  A call's X-Mayfly-Deadline is the sender's wall clock when
@@ -31,6 +32,9 @@ struct shm_seg;
 
 #define HTTP_NODE_FORWARDED "X-Mayfly-Forwarded"
 #define HTTP_NODE_WITHDRAW  "X-Mayfly-Withdraw"
+/* On a forward: the node ids, comma-separated, that its sender leaves out
+ * of the placement (dead or suspect in its view; worker/view.h). */
+#define HTTP_NODE_AROUND "X-Mayfly-Around"
 /* On the 401 of a node's call refused here: its sender reads it as a call
  * that did not go through (http/client.h), not as a client's refusal. */
 #define HTTP_NODE_REFUSED "X-Mayfly-Refused"

@@ -36,6 +36,13 @@
 #define RETRY_MS      200  /* a drain's shipment the owner could not take yet */
 #define RESCAN_MS     1000 /* after a change: pushes that raced it */
 #define RESCAN2_MS    5000
+/* A partition served in its owner's stead (worker_view_standin) is
+ * shipped once no call was served so for this long: the sender's
+ * suspicion outlives its last failure by SHM_SUSPECT_MS, and a probe of
+ * the suspect takes a forward's connect time, so a shorter quiet would
+ * ship the copy while the sender still routes around the owner (no loss,
+ * but the next call starts another copy). */
+#define STANDIN_QUIET_MS (SHM_SUSPECT_MS + 1000)
 /* Shipments out at once; the partitions behind them wait in the segment,
  * so a scan over many (a presence queue with a partition per room) does
  * not open a connection and hold a record for each at the same time. */
@@ -73,7 +80,8 @@ static struct {
     unsigned nships;
     struct want *wants, **wants_tail; /* FIFO: waiting for a free slot */
     uint64_t members;    /* shm_owners.sig of the live members last seen */
-    uint64_t scan_at[3]; /* scans due (0: none) */
+    uint64_t standin;    /* shm_board_standin_at() last seen */
+    uint64_t scan_at[4]; /* scans due (0: none); [3]: after a stand-in */
     int drain_started;
     uint64_t drain_deadline;
     uint64_t drain_rescan_at;        /* a drain's partition a held lock kept */
@@ -531,7 +539,14 @@ master_handover_tick(struct master *m, uint64_t now)
         ho.scan_at[1] = now + RESCAN_MS;
         ho.scan_at[2] = now + RESCAN2_MS;
     }
-    for (int k = 0; k < 3; k++)
+    /* What workers served in a suspect owner's stead for a peer: shipped
+     * to the owner once those calls stop (view.c says why this is sound). */
+    uint64_t standin = shm_board_standin_at(m->seg.board);
+    if (standin != ho.standin) {
+        ho.standin = standin;
+        ho.scan_at[3] = standin + STANDIN_QUIET_MS;
+    }
+    for (int k = 0; k < 4; k++)
         if (ho.scan_at[k] != 0 && ho.scan_at[k] <= now) {
             ho.scan_at[k] = 0;
             due = 1;

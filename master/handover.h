@@ -3,8 +3,11 @@
  * "Join or return").
  *
  * The master ships what this node holds but no longer owns: after a change
- * in the live members (a node joined, came back, or left), and, on a drain,
- * everything, once the workers have exited.  A shipment is one partition:
+ * in the live members (a node joined, came back, or left) or in those its
+ * workers suspect, after its workers served partitions in their owners'
+ * stead for a peer that routes around them (worker_view_standin: once
+ * that stopped a while), and, on a drain, everything, once the workers
+ * have exited.  A shipment is one partition:
  * shm_part_take() empties it into a record (messages, every group's
  * position), which is posted to the new owner's cluster port
  * (/cluster/v1/adopt); the owner's master adopts it with shm_part_adopt()
@@ -37,7 +40,8 @@ void master_handover_in(struct master *m, struct http_request *req);
 
 /* master_handover_tick - each tick while running: notice a change of the
  * live members and ship what now belongs elsewhere (scanned at once and
- * again a little later, for pushes that raced the change). */
+ * again a little later, for pushes that raced the change); likewise a
+ * while after the workers last served in an owner's stead. */
 void master_handover_tick(struct master *m, uint64_t now);
 
 /*

@@ -115,6 +115,22 @@ shm_board_suspects(const struct shm_board *s)
     return on;
 }
 
+void
+shm_board_standin(struct shm_board *s, uint64_t now)
+{
+    /* Stored only when it moves: a stand-in per request writes the line
+     * once a millisecond at most. */
+    if (atomic_load_explicit(&s->standin, memory_order_relaxed) < now)
+        atomic_store_explicit(&s->standin, now, memory_order_relaxed);
+}
+
+uint64_t
+shm_board_standin_at(const struct shm_board *s)
+{
+    return atomic_load_explicit(&((struct shm_board *)s)->standin,
+                                memory_order_relaxed);
+}
+
 const char *
 shm_role_name(uint32_t role)
 {

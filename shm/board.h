@@ -16,6 +16,11 @@
  * view, which never changes: members are static) and a mask of the
  * words set, so a node with none pays one atomic load.
  *
+ * Beside them, the last time a worker served a partition in the stead of
+ * its owner, for a peer that routes around that owner
+ * (worker_view_standin): the master's hand-over ships what was served so
+ * once that has been quiet a while (master/handover.c).
+ *
  * Beside the view, outside the seqlock, the master's beat: the time its
  * view of the cluster was last known current, refreshed every tick.  A
  * worker checks it on every request (two atomic loads), so a node whose
@@ -82,6 +87,7 @@ struct shm_board_view {
  *    24     -  view      master      seq
  *     -     8  suspects  workers     itself (atomic; bit i: suspect[i] set)
  *     -   8xM  suspect   workers     itself (atomic; shm_now_ms() its end)
+ *     -     8  standin   workers     itself (atomic; shm_now_ms() the last)
  * beat and stale_ms are single words each, read apart from the view: a
  * reader that sees a new beat with an old stale_ms (or the reverse) at
  * most answers one request by the bound before.
@@ -93,6 +99,7 @@ struct shm_board {
     struct shm_board_view view;
     _Atomic uint64_t suspects;
     _Atomic uint64_t suspect[SHM_BOARD_MEMBERS];
+    _Atomic uint64_t standin;
 };
 
 /* shm_board_create - map the page (master, before forking).  NULL on
@@ -127,6 +134,13 @@ void shm_board_unsuspect(struct shm_board *s, uint32_t i);
 /* shm_board_suspects - the mask of members suspect now (bit i: member
  * i); 0 at the cost of one atomic load when none was ever marked. */
 uint64_t shm_board_suspects(const struct shm_board *s);
+
+/* shm_board_standin - a worker served a partition in the stead of its
+ * owner at now (worker_view_standin). */
+void shm_board_standin(struct shm_board *s, uint64_t now);
+
+/* shm_board_standin_at - when a worker last did (0: never). */
+uint64_t shm_board_standin_at(const struct shm_board *s);
 
 /* shm_role_name - "follower", "candidate", "leader". */
 const char *shm_role_name(uint32_t role);

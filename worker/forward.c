@@ -20,9 +20,13 @@
  * FORWARD_CONNECT_MS (nothing was sent) is marked suspect in the board,
  * for every worker of this node: it owns nothing here until the mark ends
  * (SHM_SUSPECT_MS without another failure) or a forward reaches it; the
- * request is served again at once, routed without it.  A forward that
- * fails after its request went out may have been applied: its 503 says
- * "applied": "unknown"; one that failed before says "applied": false.
+ * request is served again at once, routed without it; the forward says
+ * whom it routes around (worker_view_around), and a peer that sees the
+ * suspect live serves the partition in its stead rather than answer
+ * owner_moved (worker_view_standin, view.c says why that is sound).  A
+ * forward that fails after its request went out may have been applied:
+ * its 503 says "applied": "unknown"; one that failed before says
+ * "applied": false.
  */
 #include "worker/forward.h"
 
@@ -648,8 +652,9 @@ start(struct worker *w, struct http_request *req, const char *id,
     const char *own = own_addr(w);
     const char *uri = http_request_uri(req);
     char *authz = NULL;
-    const char *headers[3] = {FORWARD_HEADER ": 1",
+    const char *headers[4] = {FORWARD_HEADER ": 1",
                               "Content-Type: application/json"};
+    const char *around = by_id ? NULL : worker_view_around(w);
     struct forward *f = calloc(1, sizeof(*f) + queue.len);
     uint64_t now = shm_now_ms();
     uint64_t deadline = now + wait_ms + FORWARD_MS;
@@ -699,6 +704,8 @@ start(struct worker *w, struct http_request *req, const char *id,
                          id, addr);
         return;
     }
+    if (around != NULL)
+        headers[r.nheaders++] = around;
     if (authz != NULL)
         headers[r.nheaders++] = authz; /* credentials go with the request */
     f->w = w;
@@ -737,6 +744,8 @@ worker_route(struct worker *w, struct http_request *req, struct shm_name queue,
         return 1;
     if (http_request_header(req, FORWARD_HEADER) != NULL) {
         struct shm_name shown = worker_client_name(queue);
+        if (worker_view_standin(w, req, queue, part))
+            return 1; /* its sender routes around the owner */
         shm_count(w->seg, w->set.slot, SHM_C_FORWARD_OWNER_MOVED, 1);
         http_reply_error(req, 503, "owner_moved",
                          "this node does not own partition '%.*s' of queue "

@@ -708,8 +708,9 @@ worker_request_verb(struct worker *w, struct http_request *req)
         timeout = w->set.max_wait_ms;
     int here = worker_serves_all(w) || shm_owner_here(&w->owners, queue, part);
     if (!here && from_node) {
-        worker_route(w, req, queue, part, 0); /* 503 owner_moved */
-        goto out;
+        if (!worker_route(w, req, queue, part, 0))
+            goto out; /* 503 owner_moved */
+        here = 1;     /* in its owner's stead (worker_view_standin) */
     }
     if (here && !shm_responders(w->seg, w->set.slot, queue, part, shm_now_ms(),
                                 w->set.responders_idle_ms)) {

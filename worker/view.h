@@ -14,6 +14,9 @@
 
 #include <stdint.h>
 
+#include "shm/broker.h"
+
+struct http_request;
 struct shm_board_view;
 struct worker;
 
@@ -53,6 +56,26 @@ void worker_view_mark_gone(struct worker *w, const char *id);
 /* worker_view_gone - whether member id of incarnation inc was marked gone
  * (worker_view_mark_gone) and the mark holds. */
 int worker_view_gone(struct worker *w, const char *id, uint64_t inc);
+
+/*
+ * worker_view_around - the header line a forward carries when this node
+ * routes around members (HTTP_NODE_AROUND: the ids of those dead or
+ * suspect in its view, which own nothing here); NULL when it routes
+ * around none.  Kept until the owners change: one compare otherwise.
+ */
+const char *worker_view_around(struct worker *w);
+
+/*
+ * worker_view_standin - whether this node serves (queue, part) of the
+ * forwarded call req in its owner's stead: the call's sender routes
+ * around members (HTTP_NODE_AROUND) that this node still sees live, and
+ * without them this node is the owner, as it is in the sender's view.
+ * Noted in the board (shm_board_standin), so that the master's hand-over
+ * ships what is served so to the owner once the calls stop.  A request's
+ * inbox and a presence channel are never served in another's stead.
+ */
+int worker_view_standin(struct worker *w, struct http_request *req,
+                        struct shm_name queue, struct shm_name part);
 
 /*
  * worker_addr_unusable - addr cannot reach a peer: unknown, this node's own
