@@ -56,6 +56,7 @@ http_options_json(struct http_buf *b, const struct http_qopts *o)
         http_buf_append_json_str(b, o->dead_letter, o->dl_len);
     else
         http_buf_append_str(b, "null");
-    http_buf_printf(b, ",\"deadLetterExpired\":%s}",
-                    o->dl_expired ? "true" : "false");
+    http_buf_printf(b, ",\"deadLetterExpired\":%s,\"conflate\":%s}",
+                    o->dl_expired ? "true" : "false",
+                    o->conflate ? "true" : "false");
 }

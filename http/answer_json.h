@@ -55,6 +55,7 @@ struct http_qopts {
     const char *dead_letter; /* deadLetter's name, dl_len bytes; NULL: none */
     uint32_t dl_len;
     int dl_expired;
+    int conflate;
 };
 
 /* http_options_json - append the options as the object the listing and

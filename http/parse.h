@@ -229,6 +229,7 @@ void http_dead_letter_free(struct http_dead_letter *d);
 #define HTTP_OPT_DL_EXPIRED    (1u << 8)
 #define HTTP_OPT_DEDUPE_S      (1u << 9)
 #define HTTP_OPT_RETRY_DELAY   (1u << 10)
+#define HTTP_OPT_CONFLATE      (1u << 11)
 
 /* Ceilings of the SPEC §13 options: dedupeSeconds, retryDelayMs (and a
  * retry ack's delayMs). */
@@ -252,6 +253,7 @@ struct http_configure {
     uint64_t retry_delay_ms;     /* retryDelayMs */
     struct http_str dead_letter; /* deadLetter, unescaped (in dl_mem) */
     int dl_expired;              /* deadLetterExpired */
+    int conflate;                /* conflate */
     char *mem;                   /* owned */
     char *dl_mem;                /* owned */
 };

@@ -178,6 +178,13 @@ one_option(const char *key, struct json_object *v, struct http_configure *c,
         c->present |= HTTP_OPT_DL_EXPIRED;
         return 0;
     }
+    if (strcmp(key, "conflate") == 0) {
+        if (!json_object_is_type(v, json_type_boolean))
+            return invalid("conflate", "true or false", err);
+        c->conflate = json_object_get_boolean(v);
+        c->present |= HTTP_OPT_CONFLATE;
+        return 0;
+    }
     return unknown(key, err);
 }
 

@@ -303,6 +303,29 @@ dead_letter(struct http_request *req, const struct http_configure *in,
     return 0;
 }
 
+/* conflate - the conflate option into o's flags: 0, or answers 400
+ * invalid_option naming it and returns -EINVAL beside a dedupe window.
+ * Both read a message's key, for opposite ends: dedupeSeconds keeps a
+ * key's first message and drops the later ones, conflation keeps its
+ * last; together, a new value within the window would be dropped as a
+ * duplicate, which is what conflation exists to avoid. */
+static int
+conflate(struct http_request *req, const struct http_configure *in,
+         struct shm_qopts *o)
+{
+    if (!(in->present & HTTP_OPT_CONFLATE) || !in->conflate)
+        return 0;
+    if (o->dedupe_s != 0) {
+        http_reply_error(req, 400, "invalid_option",
+                         "option 'conflate' cannot go with option "
+                         "'dedupeSeconds' (a key's first message or its "
+                         "last: one of the two)");
+        return -EINVAL;
+    }
+    o->flags |= SHM_QOPT_CONFLATE;
+    return 0;
+}
+
 /* effective - the options a declaration commits: given ones over the node
  * defaults.  0, or answers 400 invalid_option naming a value outside its
  * range (the node's ceilings included) and returns -EINVAL. */
@@ -370,7 +393,9 @@ effective(struct master *m, struct http_request *req,
         .dedupe_s = (uint32_t)in->dedupe_s,
         .retry_delay_ms = (uint32_t)in->retry_delay_ms,
     };
-    return dead_letter(req, in, o);
+    if (dead_letter(req, in, o) != 0)
+        return -EINVAL;
+    return conflate(req, in, o);
 }
 
 /* wait_ms - how long req may wait here: CONFIGURE_WAIT_MS (less the

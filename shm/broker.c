@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "shm/broker_int.h"
+#include "shm/conflate.h"
 #include "shm/dead.h"
 #include "shm/dir.h"
 #include "shm/horizon.h"
@@ -41,23 +42,35 @@
 
 /* ---- push ---------------------------------------------------------- */
 
+/* The data bytes message i's run holds: a keyed one's key besides (kx:
+ * the extras of a conflating push, else NULL). */
+static size_t
+push_stored(const struct shm_msg_in *msgs, const struct shm_msg_extra *kx,
+            uint32_t i)
+{
+    return (size_t)msgs[i].len +
+           (kx != NULL && kx[i].has_key ? SHM_MSG_KEY_BYTES : 0);
+}
+
 /* Check n messages against their queue's bounds o: one larger than its
- * maxBytes is -EMSGSIZE, more than it could ever hold together -ENOSPC,
- * each counted as the push's rejection.  *cost gets their bytes. */
+ * maxBytes is -EMSGSIZE, more than it could ever hold together -ENOSPC
+ * (less what the batch replaces of itself, cf), each counted as the
+ * push's rejection.  *cost gets their bytes. */
 static int
 push_check(struct shm_seg *seg, int w, const struct shm_qopts *o,
-           const struct shm_msg_in *msgs, uint32_t n, uint64_t *cost)
+           const struct shm_msg_in *msgs, const struct shm_msg_extra *kx,
+           const struct shm_conflate *cf, uint32_t n, uint64_t *cost)
 {
     *cost = 0;
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t c = shm_ring_msg_cost(msgs[i].len);
+        uint64_t c = shm_ring_msg_cost(push_stored(msgs, kx, i));
         if (c > o->max_bytes) {
             shm_count(seg, w, SHM_C_PUSH_REJECTED_TOO_LARGE, 1);
             return -EMSGSIZE;
         }
         *cost += c;
     }
-    if (n > o->max_length || *cost > o->max_bytes) {
+    if (n - cf->self > o->max_length || *cost - cf->self_cost > o->max_bytes) {
         shm_count(seg, w, SHM_C_PUSH_REJECTED_FULL, 1);
         return -ENOSPC;
     }
@@ -65,11 +78,14 @@ push_check(struct shm_seg *seg, int w, const struct shm_qopts *o,
 }
 
 /* Allocate and fill the n chains (cost bytes), joined by their next
- * fields, each visible after its delay (ex: none); -ENOBUFS when they would eat into the lease reserve. */
+ * fields, each visible after its delay (ex: none), keyed when kx (a
+ * conflating push's extras) says it has a key; -ENOBUFS when they would
+ * eat into the lease reserve. */
 static int
 push_alloc(struct shm_seg *seg, int w, const struct shm_msg_in *msgs,
-           const struct shm_msg_extra *ex, uint32_t n, uint32_t reply_len,
-           uint64_t cost, uint64_t now, uint32_t *first, uint32_t *last)
+           const struct shm_msg_extra *ex, const struct shm_msg_extra *kx,
+           uint32_t n, uint32_t reply_len, uint64_t cost, uint64_t now,
+           uint32_t *first, uint32_t *last)
 {
     uint64_t c;
     uint32_t ref;
@@ -78,8 +94,9 @@ push_alloc(struct shm_seg *seg, int w, const struct shm_msg_in *msgs,
         return -ENOBUFS;
     *first = *last = 0;
     for (uint32_t i = 0; i < n; i++) {
-        int rc = shm_ring_msg_new(seg, w, msgs[i].payload, msgs[i].len, now,
-                                  &ref, &c);
+        int rc = shm_ring_msg_new(
+            seg, w, msgs[i].payload, msgs[i].len,
+            (uint32_t)(push_stored(msgs, kx, i) - msgs[i].len), now, &ref, &c);
         if (rc != 0) {
             shm_chains_free(seg, w, *first);
             return rc;
@@ -88,6 +105,8 @@ push_alloc(struct shm_seg *seg, int w, const struct shm_msg_in *msgs,
         if (ex != NULL)
             shm_ring_msg(seg, ref)->enq_ms = shm_msg_pack(
                 now + ex[i].delay_ms, ex[i].ttl_s, ex[i].delay_ms > 0);
+        if (kx != NULL && kx[i].has_key)
+            shm_ring_msg_key_set(seg, ref, kx[i].key_hash);
         if (*last != 0)
             shm_ring_msg(seg, *last)->next = ref;
         else
@@ -321,11 +340,32 @@ push_over(struct shm_seg *seg, struct shm_ref qr, const struct shm_qopts *o,
     *obytes = bytes + cost > o->max_bytes ? bytes + cost - o->max_bytes : 0;
 }
 
-/* Link the allocated chains into (qr, part) within bounds; -ENOSPC. */
+/* How far past its bounds queue qr would be with n more messages of cost
+ * bytes, less what they replace (cf: a conflating push; the messages
+ * already held it replaces counted now, under c's lock). */
+static void
+push_over_net(struct shm_ring_ctx *c, struct shm_ref qr,
+              const struct shm_qopts *o, const struct shm_conflate *cf,
+              uint32_t n, uint64_t cost, uint64_t *olen, uint64_t *obytes)
+{
+    uint64_t held_cost = 0;
+    uint32_t held = 0;
+
+    if (cf != NULL) {
+        held = shm_ring_conflate_locked(c, &cf->keys, 1, &held_cost);
+        n -= cf->self + held;
+        cost -= cf->self_cost + held_cost;
+    }
+    push_over(c->seg, qr, o, n, cost, olen, obytes);
+}
+
+/* Link the allocated chains into (qr, part) within bounds, then, with cf,
+ * replace what they replace (SPEC §13); -ENOSPC. */
 static int
 push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
           uint32_t first, uint32_t last, uint32_t n, uint64_t cost,
-          uint64_t now, uint64_t *first_seq, struct push_keys *k)
+          uint64_t now, uint64_t *first_seq, struct push_keys *k,
+          struct shm_conflate *cf)
 {
     uint32_t total = n;
 
@@ -342,7 +382,8 @@ push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
          * below; a push racing another may still leave it empty). */
         rc = shm_dir_find_part(seg, w, qr, part, 0, now, &pr);
         if (rc == -ENOENT && o.policy != SHM_POLICY_DROP_OLDEST) {
-            push_over(seg, qr, &o, n, cost, &olen, &obytes);
+            push_over(seg, qr, &o, n - (cf != NULL ? cf->self : 0),
+                      cost - (cf != NULL ? cf->self_cost : 0), &olen, &obytes);
             if (olen > 0 || obytes > 0)
                 return -ENOSPC;
         }
@@ -366,9 +407,12 @@ push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
             *first_seq = 0;
             return 0;
         }
-        push_over(seg, qr, &o, n, cost, &olen, &obytes);
-        if ((olen > 0 || obytes > 0) && o.policy == SHM_POLICY_DROP_OLDEST)
+        push_over_net(&c, qr, &o, cf, n, cost, &olen, &obytes);
+        if ((olen > 0 || obytes > 0) && o.policy == SHM_POLICY_DROP_OLDEST) {
             evict_locked(&c, UINT64_MAX, &olen, &obytes);
+            if (cf != NULL) /* what it evicted may have been replaced */
+                push_over_net(&c, qr, &o, cf, n, cost, &olen, &obytes);
+        }
         if (olen > 0 || obytes > 0) {
             shm_ring_unlock(c.p);
             if (o.policy != SHM_POLICY_DROP_OLDEST)
@@ -384,6 +428,8 @@ push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
         shm_ring_delayed_note_locked(&c, first, n);
         if (k != NULL)
             keys_settle_locked(&c, k, total, *first_seq);
+        if (cf != NULL)
+            cf->done = shm_ring_conflate_locked(&c, &cf->keys, 0, NULL);
         shm_part_due_locked(seg, pr.idx, c.p, q);
         shm_waiters_post_locked(seg, qr, pr, &kick);
         shm_ring_unlock(c.p);
@@ -426,13 +472,17 @@ keys_cells(struct shm_seg *seg, int w, struct push_keys *k, uint32_t n)
 }
 
 /* push - shm_push, each message led by reply_len bytes of replyTo; with k,
- * a keyed push (shm_push_keyed). */
+ * a keyed push (shm_push_keyed), and with conflated too, one that may
+ * conflate (*conflated: the messages it replaced). */
 static int
 push(struct shm_seg *seg, int worker, struct shm_name queue,
      struct shm_name part, const struct shm_msg_in *msgs,
      const struct shm_msg_extra *ex, uint32_t n, uint32_t reply_len,
-     uint64_t now, uint64_t *first_seq, struct push_keys *k)
+     uint64_t now, uint64_t *first_seq, struct push_keys *k,
+     uint32_t *conflated)
 {
+    struct shm_conflate cf = {0};
+    const struct shm_msg_extra *kx = NULL;
     struct shm_ref qr;
     uint64_t cost;
     uint32_t first, last;
@@ -452,13 +502,20 @@ push(struct shm_seg *seg, int worker, struct shm_name queue,
     int found = rc == 0;
     if (!found && shm_inbox_named(queue))
         return -ENOENT; /* its request is over: nothing may make it again */
-    if ((rc = push_check(seg, worker, &o, msgs, n, &cost)) != 0)
-        return rc;
-    rc = push_alloc(seg, worker, msgs, ex, n, reply_len, cost, now, &first,
+    /* Keys conflate on a queue that conflates (SPEC §13; configure
+     * refuses it beside a dedupe window, which keeps a key's first). */
+    if (conflated != NULL && (o.flags & SHM_QOPT_CONFLATE) && o.dedupe_s == 0) {
+        if ((rc = shm_conflate_prepare(msgs, ex, n, &cf)) != 0)
+            goto out;
+        kx = cf.keys.n > 0 ? ex : NULL;
+    }
+    if ((rc = push_check(seg, worker, &o, msgs, kx, &cf, n, &cost)) != 0)
+        goto out;
+    rc = push_alloc(seg, worker, msgs, ex, kx, n, reply_len, cost, now, &first,
                     &last);
     if (rc == -ENOBUFS && found && queue_ttl(seg, worker, qr, now) > 0)
-        rc = push_alloc(seg, worker, msgs, ex, n, reply_len, cost, now, &first,
-                        &last);
+        rc = push_alloc(seg, worker, msgs, ex, kx, n, reply_len, cost, now,
+                        &first, &last);
     /* Keys count only on a queue with a window (SPEC §13). */
     if (k != NULL && o.dedupe_s == 0)
         k = NULL;
@@ -467,7 +524,7 @@ push(struct shm_seg *seg, int worker, struct shm_name queue,
     if (rc == -ENOBUFS)
         shm_count(seg, worker, SHM_C_PUSH_UNAVAILABLE, 1);
     if (rc != 0)
-        return rc;
+        goto out;
     for (int t = 0; t < SHM_BROKER_TRIES; t++) {
         /* Made now if missing, or again if collected meanwhile. */
         if (!found &&
@@ -475,7 +532,7 @@ push(struct shm_seg *seg, int worker, struct shm_name queue,
                                      !shm_inbox_named(queue), now, &qr)) != 0)
             break;
         rc = push_link(seg, worker, qr, part, first, last, n, cost, now,
-                       first_seq, k);
+                       first_seq, k, kx != NULL ? &cf : NULL);
         if (rc != -ESTALE)
             break;
         found = 0;
@@ -492,12 +549,16 @@ push(struct shm_seg *seg, int worker, struct shm_name queue,
         shm_chains_free(seg, worker, first);
         if (rc == -ENOSPC)
             shm_count(seg, worker, SHM_C_PUSH_REJECTED_FULL, 1);
-        return rc;
+        goto out;
     }
     atomic_store_explicit(&shm_dir_queue(seg, qr.idx)->last_active, now,
                           RELAXED);
     shm_count(seg, worker, SHM_C_PUSH_ACCEPTED, n);
-    return 0;
+    if (conflated != NULL)
+        *conflated = cf.done;
+out:
+    shm_conflate_free(&cf);
+    return rc;
 }
 
 /* shm_push_keyed - see broker.h. */
@@ -505,7 +566,7 @@ int
 shm_push_keyed(struct shm_seg *seg, int worker, struct shm_name queue,
                struct shm_name part, const struct shm_msg_in *msgs,
                const struct shm_msg_extra *ex, uint32_t n, uint64_t now,
-               struct shm_push_id *ids, uint32_t *dups)
+               struct shm_push_id *ids, uint32_t *dups, uint32_t *conflated)
 {
     struct push_keys k = {.msgs = ex, .ids = ids};
     uint64_t first_seq, inc = shm_params_of(seg)->incarnation;
@@ -513,9 +574,9 @@ shm_push_keyed(struct shm_seg *seg, int worker, struct shm_name queue,
 
     for (uint32_t i = 0; i < n && !keyed; i++)
         keyed = ex[i].has_key;
-    *dups = 0;
+    *dups = *conflated = 0;
     rc = push(seg, worker, queue, part, msgs, ex, n, 0, now, &first_seq,
-              keyed ? &k : NULL);
+              keyed ? &k : NULL, keyed ? conflated : NULL);
     if (rc != 0)
         return rc;
     if (!k.filtered)
@@ -532,7 +593,7 @@ shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
          uint64_t now, uint64_t *first_seq)
 {
     return push(seg, worker, queue, part, msgs, NULL, n, 0, now, first_seq,
-                NULL);
+                NULL, NULL);
 }
 
 /* shm_push_request - see broker.h. */
@@ -544,7 +605,7 @@ shm_push_request(struct shm_seg *seg, int worker, struct shm_name queue,
     if (reply_len == 0 || reply_len > UINT16_MAX || reply_len >= msg->len)
         return -EINVAL;
     return push(seg, worker, queue, part, msg, NULL, 1, reply_len, now, seq,
-                NULL);
+                NULL, NULL);
 }
 
 /* ---- pop ----------------------------------------------------------- */

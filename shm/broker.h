@@ -48,7 +48,7 @@ struct shm_msg_in {
 struct shm_msg_extra {
     uint32_t delay_ms; /* invisible for this long after the push */
     uint32_t ttl_s;    /* its own ttl, <= SHM_MSG_TTL_MAX (ring.h) */
-    uint64_t key_hash; /* has_key: the hash of its dedupe key */
+    uint64_t key_hash; /* has_key: the hash of its key (dedupe, conflation) */
     int has_key;
 };
 
@@ -78,13 +78,19 @@ int shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
  * partition's window holds is not stored: ids[i] names the message the key
  * was first seen with, and *dups counts them; a key is seen at its first
  * push (a later message of the same batch is a duplicate too).  ids gets
- * n entries.  Delayed messages wake nothing until they become visible:
- * the due heap brings the partition to the master's maintenance then.
+ * n entries.  On a queue that conflates (SPEC §13), every message is
+ * stored and a keyed one replaces the older messages of its key in the
+ * partition that no group has read (ring.h, shm_ring_conflate_locked;
+ * an earlier one of the same batch too), counted in *conflated; the
+ * bounds count what stays.  Delayed messages wake nothing until they
+ * become visible: the due heap brings the partition to the master's
+ * maintenance then.
  */
 int shm_push_keyed(struct shm_seg *seg, int worker, struct shm_name queue,
                    struct shm_name part, const struct shm_msg_in *msgs,
                    const struct shm_msg_extra *ex, uint32_t n, uint64_t now,
-                   struct shm_push_id *ids, uint32_t *dups);
+                   struct shm_push_id *ids, uint32_t *dups,
+                   uint32_t *conflated);
 
 /*
  * shm_push_request - shm_push of one request (SPEC §9): msg holds

@@ -359,10 +359,10 @@ check_msgs(struct check *k, uint32_t pi, struct shm_part *p)
                    pi, (unsigned long long)m->seq, (unsigned long long)prev);
             return -1;
         }
-        if (reach(k, r, shm_cells_for(SHM_MSG_HDR + (size_t)m->len), what))
+        if (reach(k, r, shm_cells_for(SHM_MSG_HDR + shm_msg_stored(m)), what))
             return -1;
         prev = m->seq;
-        cost += shm_ring_msg_cost(m->len);
+        cost += shm_ring_msg_cost(shm_msg_stored(m));
         last = r;
     }
     if (last != p->tail)

@@ -23,6 +23,7 @@
 
 #include "shm/arena.h"
 #include "shm/broker_int.h"
+#include "shm/conflate.h"
 #include "shm/dir.h"
 #include "shm/horizon.h"
 #include "shm/ring.h"
@@ -43,9 +44,20 @@ ho_flags(const struct shm_msg *m)
 {
     uint32_t f = (uint32_t)m->reply_len << SHM_HO_REPLY_SHIFT;
 
+    if (shm_msg_keyed(m))
+        f |= SHM_HO_KEYED;
     if (m->read == SHM_MSG_WITHDRAWN)
         return f | SHM_HO_WITHDRAWN | SHM_HO_READ;
     return m->read ? f | SHM_HO_READ : f;
+}
+
+/* ho_msg_bytes - bytes message m (its head at the start) takes in a
+ * record: head, padded payload, and its key when keyed. */
+static size_t
+ho_msg_bytes(const struct shm_ho_msg *m)
+{
+    return sizeof(*m) + ho_pad(m->len) +
+           (m->flags & SHM_HO_KEYED ? SHM_MSG_KEY_BYTES : 0);
 }
 
 /* ---- take ---------------------------------------------------------------- */
@@ -80,7 +92,8 @@ take_size_locked(struct shm_ring_ctx *c)
     size_t size = sizeof(struct shm_ho_hdr);
 
     for (uint32_t r = c->p->head; r != 0; r = shm_ring_msg(seg, r)->next, n++)
-        size += ho_pad(sizeof(struct shm_ho_msg) + shm_ring_msg(seg, r)->len);
+        size += ho_pad(sizeof(struct shm_ho_msg) + shm_ring_msg(seg, r)->len) +
+                (shm_msg_keyed(shm_ring_msg(seg, r)) ? SHM_MSG_KEY_BYTES : 0);
     size += take_map_bytes(n);
     for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(seg, g)->next) {
         struct shm_gs *s = shm_ring_gs(seg, g);
@@ -186,6 +199,11 @@ take_msgs_locked(struct shm_ring_ctx *c, const unsigned char *map,
         shm_arena_read(c->seg, r, SHM_MSG_HDR, o + *off, m->len);
         memset(o + *off + m->len, 0, ho_pad(m->len) - m->len);
         *off += ho_pad(m->len);
+        if (shm_msg_keyed(m)) {
+            uint64_t key = shm_ring_msg_key(c->seg, r);
+            memcpy(o + *off, &key, sizeof(key));
+            *off += sizeof(key);
+        }
         n++;
     }
     return n;
@@ -419,6 +437,7 @@ struct ho_view {
     uint64_t gone;            /* shm_ho_hdr.gone */
     const unsigned char *dd;  /* first struct shm_ho_dd */
     uint32_t ndd;
+    uint32_t nkeyed; /* messages with a conflation key */
 };
 
 /* One group entry at p (checked): its head, name and redeliveries; returns
@@ -453,13 +472,16 @@ ho_check_msgs(const unsigned char *b, size_t len, size_t *off,
         /* a request's replyTo leads its data, and a payload follows (as
          * shm_push_request requires) */
         uint32_t reply_len = m.flags >> SHM_HO_REPLY_SHIFT;
-        if ((m.flags & 0xffffu & ~(SHM_HO_READ | SHM_HO_WITHDRAWN)) != 0 ||
+        size_t key = m.flags & SHM_HO_KEYED ? SHM_MSG_KEY_BYTES : 0;
+        if ((m.flags & 0xffffu &
+             ~(SHM_HO_READ | SHM_HO_WITHDRAWN | SHM_HO_KEYED)) != 0 ||
             m.ttl_s > SHM_MSG_TTL_MAX ||
             (reply_len != 0 && reply_len >= m.len) ||
-            len - *off < ho_pad(m.len))
+            len - *off < ho_pad(m.len) + key)
             return -EBADMSG;
-        *off += ho_pad(m.len);
-        v->cost += shm_ring_msg_cost(m.len);
+        *off += ho_pad(m.len) + key;
+        v->cost += shm_ring_msg_cost((size_t)m.len + key);
+        v->nkeyed += key != 0;
     }
     return 0;
 }
@@ -552,7 +574,7 @@ ho_span(const unsigned char *msgs, struct ho_view *v)
 
     for (uint32_t i = 0; i < v->nmsgs && v->inc != 0; i++) {
         memcpy(&m, p, sizeof(m));
-        p += sizeof(m) + ho_pad(m.len);
+        p += ho_msg_bytes(&m);
         if (!gone && v->gone <= m.seq) {
             if (v->gone < m.seq)
                 span_see(v, v->gone, &have);
@@ -614,14 +636,15 @@ ho_check(const unsigned char *b, size_t len, struct ho_view *v)
 
 /* What an adopt holds between allocating and linking (process memory). */
 struct adopt {
-    uint32_t first, last; /* the message chains, joined by next */
-    uint64_t *hash;       /* [ngroups] each group's name hash (the block) */
-    uint32_t *refs;       /* [nmsgs] each message's chain */
-    uint32_t *leases;     /* [nredo] a lease cell per redelivery, 0 once
+    uint32_t first, last;   /* the message chains, joined by next */
+    uint64_t *hash;         /* [ngroups] each group's name hash (the block) */
+    uint32_t *refs;         /* [nmsgs] each message's chain */
+    uint32_t *leases;       /* [nredo] a lease cell per redelivery, 0 once
                              linked */
-    uint32_t *gs;         /* [ngroups] the state to place, 0: none */
-    uint32_t dd;          /* the window's key cells, joined by next, 0 once
+    uint32_t *gs;           /* [ngroups] the state to place, 0: none */
+    uint32_t dd;            /* the window's key cells, joined by next, 0 once
                              linked */
+    struct shm_conflate cf; /* the conflation keys of its messages */
 };
 
 /* Free what adopt_alloc got and linking did not use (no lock). */
@@ -638,6 +661,7 @@ adopt_free(struct shm_seg *seg, int w, const struct ho_view *v, struct adopt *a)
         a->dd = next;
     }
     free(a->hash);
+    shm_conflate_free(&a->cf);
 }
 
 /* When a message of the record becomes (or became) visible here: now less
@@ -670,21 +694,32 @@ adopt_alloc(struct shm_seg *seg, int w, const struct ho_view *v, uint64_t now,
     memset(a, 0, sizeof(*a));
     if (!shm_cap_room(seg, v->cost + (r + v->ndd) * SHM_CELL_BYTES))
         return -ENOBUFS;
-    if ((a->hash = calloc(1, g * 8 + (n + r + g) * 4 + 8)) == NULL)
+    if ((a->hash = calloc(1, g * 8 + (n + r + g) * 4 + 8)) == NULL ||
+        shm_conflate_alloc(&a->cf, v->nkeyed) != 0) {
+        free(a->hash);
         return -ENOMEM;
+    }
     a->refs = (uint32_t *)(a->hash + g);
     a->leases = a->refs + n;
     a->gs = a->leases + r;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0, k = 0; i < n; i++) {
         struct shm_ho_msg m;
+        uint64_t key;
         memcpy(&m, p, sizeof(m));
-        rc = shm_ring_msg_new(seg, w, (const char *)p + sizeof(m), m.len, now,
-                              &a->refs[i], &cost);
+        int keyed = (m.flags & SHM_HO_KEYED) != 0;
+        rc = shm_ring_msg_new(seg, w, (const char *)p + sizeof(m), m.len,
+                              keyed ? SHM_MSG_KEY_BYTES : 0, now, &a->refs[i],
+                              &cost);
         if (rc != 0)
             goto fail;
         struct shm_msg *made = shm_ring_msg(seg, a->refs[i]);
         made->enq_ms = shm_msg_pack(adopt_at(m.age_ms, now), m.ttl_s,
                                     (int64_t)m.age_ms < 0);
+        if (keyed) {
+            memcpy(&key, p + sizeof(m) + ho_pad(m.len), sizeof(key));
+            shm_ring_msg_key_set(seg, a->refs[i], key);
+            a->cf.mem[k++] = key;
+        }
         made->read = m.flags & SHM_HO_WITHDRAWN ? SHM_MSG_WITHDRAWN
                                                 : (m.flags & SHM_HO_READ) != 0;
         made->reply_len = (uint16_t)(m.flags >> SHM_HO_REPLY_SHIFT);
@@ -694,8 +729,9 @@ adopt_alloc(struct shm_seg *seg, int w, const struct ho_view *v, uint64_t now,
         else
             a->first = a->refs[i];
         a->last = a->refs[i];
-        p += sizeof(m) + ho_pad(m.len);
+        p += ho_msg_bytes(&m);
     }
+    shm_conflate_sort(&a->cf, v->nkeyed);
     for (size_t i = 0; i < r; i++)
         if ((rc = shm_arena_alloc(seg, w, 1, &a->leases[i])) != 0)
             goto fail;
@@ -1049,6 +1085,10 @@ adopt_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_ref pr,
                                v->nmsgs);
         k += g.nredo;
     }
+    /* Once every group is placed (its leases say what it still owes), a
+     * message of a key the record carries gives way to a later one. */
+    if ((c.q->opts.flags & SHM_QOPT_CONFLATE) && a->cf.keys.n > 0)
+        shm_ring_conflate_locked(&c, &a->cf.keys, 0, NULL);
     shm_part_due_locked(seg, pr.idx, c.p, c.q);
     shm_waiters_post_locked(seg, qr, pr, &kick);
     shm_ring_unlock(c.p);

@@ -12,6 +12,7 @@
  *
  *   struct shm_ho_hdr                       48 B
  *   nmsgs x  struct shm_ho_msg + payload     32 B + len, padded to 8
+ *            [+ its key's hash]               8 B (SHM_HO_KEYED)
  *   ngroups x struct shm_ho_grp + name       24 B + name_len, padded to 8
  *             + nredo x struct shm_ho_redo   16 B each, indexes rising
  *   ndd x    struct shm_ho_dd                32 B each: the dedupe window
@@ -31,10 +32,13 @@
 #include "shm/broker.h"
 #include "shm/segment.h"
 
-#define SHM_HO_MAGIC       0x4f48594du /* "MYHO" */
-#define SHM_HO_VERSION     3  /* 2: sequences; 3: delays, ttls, dedupe keys */
-#define SHM_HO_READ        1u /* shm_ho_msg.flags: some group has read it */
-#define SHM_HO_WITHDRAWN   2u /* a request withdrawn unread (shm/inbox.h) */
+#define SHM_HO_MAGIC     0x4f48594du /* "MYHO" */
+#define SHM_HO_VERSION   3  /* 2: sequences; 3: delays, ttls, dedupe keys */
+#define SHM_HO_READ      1u /* shm_ho_msg.flags: some group has read it */
+#define SHM_HO_WITHDRAWN 2u /* a request withdrawn unread (shm/inbox.h) */
+#define SHM_HO_KEYED                                                           \
+    4u                        /* a conflation key's hash (u64) follows the
+                               * padded payload (ring.h, shm_msg_keyed) */
 #define SHM_HO_REPLY_SHIFT 16 /* flags >> 16: the message's reply_len */
 
 /*
@@ -71,8 +75,9 @@ _Static_assert(sizeof(struct shm_ho_hdr) == 48, "shm_ho_hdr layout");
  * stored) follows, zero-padded to 8.
  *   off  size  field
  *     0     4  len      payload bytes
- *     4     4  flags    SHM_HO_READ, SHM_HO_WITHDRAWN; bits 16-31:
- *                          reply_len (replyTo bytes leading the payload)
+ *     4     4  flags    SHM_HO_READ, SHM_HO_WITHDRAWN, SHM_HO_KEYED;
+ *                          bits 16-31: reply_len (replyTo bytes leading
+ *                          the payload)
  *     8     8  age_ms   now - the time it became visible, at the take: ttl
  *                       keeps counting; as int64, negative for a message
  *                       not visible yet (delayMs): what is left of it
@@ -181,7 +186,12 @@ int shm_part_take(struct shm_seg *seg, int w, struct shm_name queue,
  * shm_part_adopt - check the record (rec, len) whole, then append its
  * messages to (queue, part) in order, all or nothing, creating the queue
  * (implicit, node defaults) and the partition as a push does.  They get new
- * ids from this node's counter and enqueue time now - age.  A record that
+ * ids from this node's counter and enqueue time now - age, and keep their
+ * conflation keys: on a queue that conflates, a message of a key the
+ * record carries gives way to a later one of that key in the partition
+ * once all is placed (a push here during a hold is later than what the
+ * record brings), as a push's would (ring.h, shm_ring_conflate_locked).
+ * A record that
  * names its sender's incarnation keeps the distances between the sender's
  * numbers (the message numbered o there is base + o - lo here, the range
  * taken from the counter, or the hold's, whole) and the partition notes

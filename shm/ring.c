@@ -45,17 +45,39 @@ ring_set_cost(struct shm_seg *seg, struct shm_part *p, uint64_t cost)
 
 /* shm_ring_msg_cost - cells the message takes, in bytes. */
 uint64_t
-shm_ring_msg_cost(uint32_t len)
+shm_ring_msg_cost(size_t len)
 {
-    return (uint64_t)shm_cells_for(SHM_MSG_HDR + (size_t)len) * SHM_CELL_BYTES;
+    return (uint64_t)shm_cells_for(SHM_MSG_HDR + len) * SHM_CELL_BYTES;
+}
+
+/* shm_ring_msg_key_set - see ring.h. */
+void
+shm_ring_msg_key_set(struct shm_seg *seg, uint32_t ref, uint64_t hash)
+{
+    struct shm_msg *m = shm_ring_msg(seg, ref);
+
+    shm_arena_write(seg, ref, SHM_MSG_HDR + (size_t)m->len, &hash,
+                    sizeof(hash));
+    m->enq_ms |= SHM_MSG_KEYED;
+}
+
+/* shm_ring_msg_key - see ring.h. */
+uint64_t
+shm_ring_msg_key(struct shm_seg *seg, uint32_t ref)
+{
+    uint64_t hash;
+
+    shm_arena_read(seg, ref, SHM_MSG_HDR + (size_t)shm_ring_msg(seg, ref)->len,
+                   &hash, sizeof(hash));
+    return hash;
 }
 
 /* shm_ring_msg_new - see ring.h. */
 int
 shm_ring_msg_new(struct shm_seg *seg, int w, const char *payload, uint32_t len,
-                 uint64_t now, uint32_t *ref, uint64_t *cost)
+                 uint32_t spare, uint64_t now, uint32_t *ref, uint64_t *cost)
 {
-    uint32_t n = shm_cells_for(SHM_MSG_HDR + (size_t)len);
+    uint32_t n = shm_cells_for(SHM_MSG_HDR + (size_t)len + spare);
     int rc = shm_arena_alloc(seg, w, n, ref);
 
     if (rc != 0)
@@ -837,7 +859,8 @@ ring_free_head(struct shm_ring_ctx *c)
     else
         STORE(p->oldest_ms, shm_msg_at(shm_ring_msg(c->seg, p->head)));
     STORE(p->count, LOAD(p->count) - 1);
-    ring_set_cost(c->seg, p, LOAD(p->cost) - shm_ring_msg_cost(m->len));
+    ring_set_cost(c->seg, p,
+                  LOAD(p->cost) - shm_ring_msg_cost(shm_msg_stored(m)));
     ring_free(c, h);
 }
 
@@ -1081,6 +1104,136 @@ shm_ring_clear_locked(struct shm_ring_ctx *c)
     return k;
 }
 
+/* ---- conflation -------------------------------------------------------- */
+
+/* shm_ring_keys_find - see ring.h: a binary search. */
+uint32_t
+shm_ring_keys_find(const struct shm_ring_keys *k, uint64_t hash)
+{
+    uint32_t lo = 0, hi = k->n;
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (k->hash[mid] < hash)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < k->n && k->hash[lo] == hash ? lo : k->n;
+}
+
+/*
+ * ring_replaceable - may message m give way to a later one of its key?
+ * "Not read yet" (SPEC §13) is the message's, whatever the groups: no group
+ * has had it (read 0) and none owes it (a lease: a first delivery an adopt
+ * owes it, or, for a message pushed with a delay, the DELAYED lease a
+ * group takes when its cursor passes it: such a message is never
+ * replaced).  So with several groups, one that read it keeps it there
+ * for the others, who read the old value and then the new: a message
+ * leaves the middle of the list only while nothing refers to it.  A
+ * group's leases are all at or below its last, so only a group whose
+ * cursor passed m unread (from=new or last) is searched.
+ */
+static int
+ring_replaceable(struct shm_ring_ctx *c, const struct shm_msg *m)
+{
+    if (m->read != 0 || !shm_msg_keyed(m) || (m->enq_ms & SHM_MSG_DELAYED))
+        return 0;
+    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
+        const struct shm_gs *s = shm_ring_gs(c->seg, g);
+        if (m->seq > s->last)
+            continue;
+        for (uint32_t l = s->lhead; l != 0;
+             l = shm_ring_lease(c->seg, l)->next) {
+            const struct shm_lease *L = shm_ring_lease(c->seg, l);
+            if (L->seq == m->seq)
+                return 0;
+            if (L->seq > m->seq)
+                break;
+        }
+    }
+    return 1;
+}
+
+/*
+ * ring_unlink - take message ref (after prev; 0: it is the head) out of
+ * the list and free it.  A cursor on it moves to the next (the first
+ * above the group's last, as repair would derive it), a tail read behind
+ * it has missed it (gone_seq is raised first: tail.c trusts a position
+ * above gone_seq to be listed), it is named in the intent, and the store
+ * into prev's link (or the head) publishes.
+ */
+static void
+ring_unlink(struct shm_ring_ctx *c, uint32_t prev, uint32_t ref)
+{
+    struct shm_part *p = c->p;
+    struct shm_msg *m = shm_ring_msg(c->seg, ref);
+
+    ring_gone(p, m);
+    for (uint32_t g = p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next)
+        if (shm_ring_gs(c->seg, g)->cursor == ref)
+            shm_ring_gs(c->seg, g)->cursor = m->next;
+    p->intent = ref;
+    if (prev != 0)
+        shm_ring_msg(c->seg, prev)->next = m->next; /* publishes */
+    else {
+        p->head = m->next;
+        if (p->head != 0)
+            STORE(p->oldest_ms, shm_msg_at(shm_ring_msg(c->seg, p->head)));
+    }
+    if (p->tail == ref)
+        p->tail = prev;
+    STORE(p->count, LOAD(p->count) - 1);
+    ring_set_cost(c->seg, p,
+                  LOAD(p->cost) - shm_ring_msg_cost(shm_msg_stored(m)));
+    ring_free(c, ref);
+}
+
+/* The index in k of keyed message ref's key, or k->n. */
+static uint32_t
+ring_key_of(struct shm_ring_ctx *c, const struct shm_ring_keys *k, uint32_t ref)
+{
+    if (!shm_msg_keyed(shm_ring_msg(c->seg, ref)))
+        return k->n;
+    return shm_ring_keys_find(k, shm_ring_msg_key(c->seg, ref));
+}
+
+/* shm_ring_conflate_locked - see ring.h.  Two walks: the last place of
+ * each key (counted from 1), then the replacements, each one unlink. */
+uint32_t
+shm_ring_conflate_locked(struct shm_ring_ctx *c, const struct shm_ring_keys *k,
+                         int count_only, uint64_t *cost)
+{
+    uint32_t n = 0, i = 1, prev = 0, r, next, j;
+
+    if (k->n == 0)
+        return 0;
+    if (!count_only) {
+        memset(k->last, 0, (size_t)k->n * sizeof(*k->last));
+        for (r = c->p->head; r != 0; r = shm_ring_msg(c->seg, r)->next, i++)
+            if ((j = ring_key_of(c, k, r)) < k->n)
+                k->last[j] = i;
+    }
+    for (r = c->p->head, i = 1; r != 0; r = next, i++) {
+        const struct shm_msg *m = shm_ring_msg(c->seg, r);
+        next = m->next;
+        if (ring_replaceable(c, m) && (j = ring_key_of(c, k, r)) < k->n &&
+            (count_only || k->last[j] > i)) {
+            n++;
+            if (count_only) {
+                *cost += shm_ring_msg_cost(shm_msg_stored(m));
+            } else {
+                ring_unlink(c, prev, r);
+                continue;
+            }
+        }
+        prev = r;
+    }
+    if (!count_only && n > 0)
+        shm_count(c->seg, c->w, SHM_C_CONFLATED, n);
+    return n;
+}
+
 /* ---- the dedupe window ------------------------------------------------ */
 
 /* Unlink and free the window's oldest key (named in the intent first). */
@@ -1200,7 +1353,7 @@ ring_repair_msgs(struct shm_seg *seg, struct shm_part *p)
         if (++n > max || m->seq <= prev)
             return -EUCLEAN;
         prev = m->seq;
-        cost += shm_ring_msg_cost(m->len);
+        cost += shm_ring_msg_cost(shm_msg_stored(m));
         shm_arena_link(seg, r);
         last = r;
     }

@@ -31,11 +31,13 @@
  *     4     4  len      pusher, before link    immutable once linked
  *     8     8  seq      pusher, under lock     immutable once linked
  *    16     8  enq_ms   pusher, before link    immutable once linked
- *                          (bits 0-43: when it became, or becomes,
+ *                          (bits 0-42: when it became, or becomes,
  *                          visible, ms: the push's time plus its
- *                          delayMs; bits 44-62: its own ttlSeconds, 0:
+ *                          delayMs; bit 43: it carries a conflation
+ *                          key; bits 44-62: its own ttlSeconds, 0:
  *                          the queue's; bit 63: pushed with a delay;
- *                          shm_msg_at, shm_msg_ttl, shm_msg_hidden)
+ *                          shm_msg_at, shm_msg_keyed, shm_msg_ttl,
+ *                          shm_msg_hidden)
  *    24     4  next     pusher (link)          partition lock
  *    28     2  read     first delivery,        partition lock (1: some
  *                          withdrawal            group has read it;
@@ -44,8 +46,11 @@
  *    30     2  reply_len pusher, before link   immutable once linked
  * The data follows at data offset SHM_MSG_HDR (cell offset 32): reply_len
  * bytes of replyTo (a request's inbox, SPEC §9), then the payload as sent;
- * len counts both.  A message no group has read stays, whatever the groups'
- * positions; a withdrawn one is passed over by every group.
+ * len counts both.  A keyed message (shm_msg_keyed: pushed with a key to a
+ * queue that conflates, SPEC §13) has 8 more bytes after them, its key's
+ * hash (shm_msg_key), which len does not count and the run does
+ * (shm_msg_stored).  A message no group has read stays, whatever the
+ * groups' positions; a withdrawn one is passed over by every group.
  */
 struct shm_msg {
     uint32_t chain;
@@ -63,15 +68,32 @@ _Static_assert(offsetof(struct shm_msg, reply_len) == 30, "shm_msg layout");
     2 /* shm_msg.read: a request withdrawn unread, or
                              * a message past its own ttl (passed over) */
 
-/* enq_ms packs a time, a message's own ttl and whether it was delayed
- * (SPEC §13): 44 bits of ms reach the year 2527; a message's ttlSeconds
- * is at most SHM_MSG_TTL_MAX (six days).  Only a message pushed with a
- * delay is ever hidden: another worker's clock read a moment before a
- * push must not hide a message pushed without one. */
-#define SHM_MSG_TIME_BITS 44
-#define SHM_MSG_TIME_MASK ((1ULL << SHM_MSG_TIME_BITS) - 1)
+/* enq_ms packs a time, whether the message is keyed, its own ttl and
+ * whether it was delayed (SPEC §13): 43 bits of ms of CLOCK_MONOTONIC
+ * reach 278 years of uptime; a message's ttlSeconds is at most
+ * SHM_MSG_TTL_MAX (six days).  Only a message pushed with a delay is ever
+ * hidden: another worker's clock read a moment before a push must not
+ * hide a message pushed without one. */
+#define SHM_MSG_TIME_BITS 44 /* where the ttl starts */
+#define SHM_MSG_TIME_MASK ((1ULL << 43) - 1)
+#define SHM_MSG_KEYED     (1ULL << 43)
+#define SHM_MSG_KEY_BYTES 8
 #define SHM_MSG_TTL_MAX   ((1u << 19) - 1)
 #define SHM_MSG_DELAYED   (1ULL << 63)
+
+/* shm_msg_keyed - does m carry a conflation key's hash after its data? */
+static inline int
+shm_msg_keyed(const struct shm_msg *m)
+{
+    return (m->enq_ms & SHM_MSG_KEYED) != 0;
+}
+
+/* shm_msg_stored - the data bytes m's run holds: len, and its key. */
+static inline size_t
+shm_msg_stored(const struct shm_msg *m)
+{
+    return (size_t)m->len + (shm_msg_keyed(m) ? SHM_MSG_KEY_BYTES : 0);
+}
 
 /* shm_msg_at - when m became (or becomes) visible, ms. */
 static inline uint64_t
@@ -269,13 +291,23 @@ void shm_ring_repair(struct shm_seg *seg, void *arg);
  * shm_arena_reap() returns it, so repair must not free it again.) */
 int shm_ring_tag_linked(struct shm_seg *seg, uint32_t ref);
 
-/* shm_ring_msg_new - allocate and fill one INFLIGHT message chain (no lock):
- * -ENOBUFS at the node cap.  *cost is its accounted bytes. */
+/* shm_ring_msg_new - allocate and fill one INFLIGHT message chain (no lock),
+ * with spare bytes after the payload (SHM_MSG_KEY_BYTES for a keyed one, or
+ * 0): -ENOBUFS at the node cap.  *cost is its accounted bytes. */
 int shm_ring_msg_new(struct shm_seg *seg, int w, const char *payload,
-                     uint32_t len, uint64_t now, uint32_t *ref, uint64_t *cost);
+                     uint32_t len, uint32_t spare, uint64_t now, uint32_t *ref,
+                     uint64_t *cost);
 
-/* shm_ring_msg_cost - accounted bytes of a message of len payload bytes. */
-uint64_t shm_ring_msg_cost(uint32_t len);
+/* shm_ring_msg_cost - accounted bytes of a message of len payload bytes
+ * (a keyed one's: len + SHM_MSG_KEY_BYTES). */
+uint64_t shm_ring_msg_cost(size_t len);
+
+/* shm_ring_msg_key_set - mark the INFLIGHT chain ref (shm_ring_msg_new made
+ * it with SHM_MSG_KEY_BYTES to spare) keyed by hash; set enq_ms first. */
+void shm_ring_msg_key_set(struct shm_seg *seg, uint32_t ref, uint64_t hash);
+
+/* shm_ring_msg_key - the key hash of keyed message ref. */
+uint64_t shm_ring_msg_key(struct shm_seg *seg, uint32_t ref);
 
 /* shm_ring_link_locked - append the chains first..last (already joined by
  * their next fields, n of them, cost bytes), numbering them from the node
@@ -391,6 +423,36 @@ const struct shm_dd *shm_ring_dd_find_locked(struct shm_ring_ctx *c,
 /* shm_ring_dd_append_locked - link cell d (INFLIGHT, filled, next 0) as
  * the newest key. */
 void shm_ring_dd_append_locked(struct shm_ring_ctx *c, uint32_t d);
+
+/* ---- conflation (SPEC §13): a keyed message replaces older ones ------- */
+
+/*
+ * struct shm_ring_keys - the keys a conflation looks for: n distinct
+ * hashes, sorted, and beside each a word the walk uses (process memory,
+ * made before the lock: no malloc under it).
+ */
+struct shm_ring_keys {
+    const uint64_t *hash;
+    uint32_t *last; /* [n] scratch */
+    uint32_t n;
+};
+
+/*
+ * shm_ring_conflate_locked - with count_only, count (and add their bytes
+ * to *cost) the messages a message of each key of k appended now would
+ * replace; else replace: every replaceable message of a key of k that a
+ * later message of the partition carries the same key as is unlinked and
+ * freed (counted in SHM_C_CONFLATED), the later one keeping its place.
+ * Replaceable: keyed, not pushed with a delay, read by no group and owed
+ * to none (no lease: a message a group's cursor passed unread, as a
+ * from=new group's, may still be replaced).  Returns how many.
+ */
+uint32_t shm_ring_conflate_locked(struct shm_ring_ctx *c,
+                                  const struct shm_ring_keys *k, int count_only,
+                                  uint64_t *cost);
+
+/* shm_ring_keys_find - the index of hash in k, or k->n. */
+uint32_t shm_ring_keys_find(const struct shm_ring_keys *k, uint64_t hash);
 
 /* Depth figures of the partition for a group state (0: for none). */
 struct shm_ring_depth {

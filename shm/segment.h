@@ -54,6 +54,7 @@ struct shm_qopts {
  * then one bit per boolean option. */
 #define SHM_QOPT_DL_LEN(f)  ((f)&0x3ffu)
 #define SHM_QOPT_DL_EXPIRED (1u << 16) /* deadLetterExpired */
+#define SHM_QOPT_CONFLATE   (1u << 17) /* conflate (SPEC §13) */
 
 #define SHM_POLICY_REJECT      0
 #define SHM_POLICY_DROP_OLDEST 1

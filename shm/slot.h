@@ -41,7 +41,7 @@
  *    76     4  long_free      worker; reaper if dead  one writer (arena:
  *                                                     long runs freed, not
  *                                                     yet back in the pool)
- *   128   304  counters[]     worker                  atomic, one writer
+ *   128   312  counters[]     worker                  atomic, one writer
  *                                                     (room for 64)
  *   640     4  wake_armed     consumer sets, posters  atomic
  *                             clear

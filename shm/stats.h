@@ -55,6 +55,7 @@ enum shm_counter {
     SHM_C_DEAD_TTL,
     SHM_C_DEAD_LOST,  /* of those, not stored: the dead-letter queue refused */
     SHM_C_DUPLICATES, /* keyed messages not stored again (SPEC §13) */
+    SHM_C_CONFLATED,  /* messages a later one of their key replaced */
     SHM_C_COUNT
 };
 

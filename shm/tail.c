@@ -32,7 +32,8 @@
  * adopt puts its messages just below the first message at or above them:
  * a walk from there would pass them); else the head.  Its seq above
  * gone_seq says it is still listed: a message raises gone_seq to its seq
- * before it is unlinked (ring.c), a wipe to every number given, and
+ * before it is unlinked (ring.c: from the head, or from the middle when a
+ * later one of its key replaces it), a wipe to every number given, and
  * nothing else unlinks one.
  */
 static uint32_t

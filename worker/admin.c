@@ -200,6 +200,7 @@ worker_options_view(const struct shm_qopts *o)
         .retry_delay_ms = o->retry_delay_ms,
         .dl_len = SHM_QOPT_DL_LEN(o->flags),
         .dl_expired = (o->flags & SHM_QOPT_DL_EXPIRED) != 0,
+        .conflate = (o->flags & SHM_QOPT_CONFLATE) != 0,
     };
 }
 

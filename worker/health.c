@@ -180,6 +180,10 @@ static const struct family {
      "Keyed messages not stored again: their key was in the queue's "
      "dedupe window.",
      {{NULL, SHM_C_DUPLICATES}}},
+    {"mayfly_conflated_total",
+     "Messages replaced by a later one of the same key, read by no group "
+     "yet, on a queue that conflates.",
+     {{NULL, SHM_C_CONFLATED}}},
 };
 
 static void

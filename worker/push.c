@@ -7,7 +7,8 @@
  * their ceilings here, on whichever node the push reached (the queue's
  * options are the catalog's, the same everywhere), before it is forwarded;
  * a push with any of them goes through shm_push_keyed and, with a key,
- * answers "duplicates".
+ * answers "duplicates" and "conflated" (what its keys replaced on a queue
+ * that conflates).
  */
 #include "worker/push.h"
 
@@ -90,13 +91,16 @@ reply_ids(struct worker *w, struct http_request *req, struct shm_name part,
 #define KEY_SEED 0x64656475706bULL /* dedupe keys' hash seed */
 
 /*
- * reply_keyed - 201 {"pushed": stored, "ids": [...], "duplicates": dups}:
- * a duplicate's id names the message its key was first seen with, on
- * whichever incarnation answered it then (a hand-over keeps it).
+ * reply_keyed - 201 {"pushed": stored, "ids": [...], "duplicates": dups,
+ * "conflated": replaced}: a duplicate's id names the message its key was
+ * first seen with, on whichever incarnation answered it then (a hand-over
+ * keeps it); every message of a conflating push is stored, and replaced
+ * counts the older ones they replaced (an earlier one of the batch too).
  */
 static void
 reply_keyed(struct http_request *req, struct shm_name part,
-            const struct shm_push_id *ids, uint32_t n, uint32_t dups)
+            const struct shm_push_id *ids, uint32_t n, uint32_t dups,
+            uint32_t replaced)
 {
     size_t plen = HTTP_ID_PREFIX_LEN(http_json_esc_len(part.ptr, part.len));
     struct http_buf b = {0};
@@ -114,7 +118,7 @@ reply_keyed(struct http_request *req, struct shm_name part,
         o = http_id_put_prefix(o, ids[i].inc, part.ptr, part.len);
         o = http_id_put_seq(o, ids[i].seq);
     }
-    o += sprintf(o, "],\"duplicates\":%u}", dups);
+    o += sprintf(o, "],\"duplicates\":%u,\"conflated\":%u}", dups, replaced);
     http_buf_commit(&b, o);
     http_reply(req, 201, &b);
 }
@@ -177,7 +181,7 @@ push_keyed(struct worker *w, struct http_request *req, struct shm_name queue,
 {
     struct shm_msg_extra *ex = calloc(p->n ? p->n : 1, sizeof(*ex));
     struct shm_push_id *ids = calloc(p->n ? p->n : 1, sizeof(*ids));
-    uint32_t dups = 0;
+    uint32_t dups = 0, replaced = 0;
     int keyed = 0, rc;
 
     if (ex == NULL || ids == NULL) {
@@ -195,14 +199,14 @@ push_keyed(struct worker *w, struct http_request *req, struct shm_name queue,
         keyed |= e->has_key;
     }
     rc = shm_push_keyed(w->seg, w->set.slot, queue, part, w->msgs, ex, p->n,
-                        shm_now_ms(), ids, &dups);
+                        shm_now_ms(), ids, &dups, &replaced);
     if (rc != 0) {
         worker_tenant_refund(w, p->n); /* a refusal changes nothing */
         http_reply_errno(req, rc, "push");
         goto out;
     }
     if (keyed)
-        reply_keyed(req, part, ids, p->n, dups);
+        reply_keyed(req, part, ids, p->n, dups, replaced);
     else
         reply_ids(w, req, part, p->n, ids[0].seq);
 out:

@@ -285,6 +285,9 @@ extern char bench_payload[BENCH_PAYLOAD + 1];
 extern char bench_rpc_pad[BENCH_RPC_PAD + 1];
 extern struct bench_buf bench_msgs100; /* [{"payload": ...}] x BENCH_BATCH */
 extern struct bench_buf bench_msgs1;   /* one of them */
+/* the same with a "key" each, whose first 16 characters the keyed push
+ * role makes new for every push (bench_push_sc.keyed) */
+extern struct bench_buf bench_msgs100_keyed;
 
 /* bench_payload_init - fill the payloads and the message arrays (once). */
 void bench_payload_init(void);
@@ -304,6 +307,7 @@ struct bench_push_sc {
     struct bench_buf reset;
     int reset_every; /* pushes between resets (0: 20) */
     int batch;       /* messages each req carries (0: BENCH_BATCH) */
+    int keyed;       /* req carries bench_msgs100_keyed: each push's keys new */
     atomic_long pushed;
     atomic_long full;
 };

@@ -284,9 +284,11 @@ server_note(struct bench_row *row, uint64_t ns, uint64_t msgs)
 }
 
 /* Timed pushes to queue with conns connections, over TLS with the token
- * to the TLS + auth node when tls is set; fills row. */
+ * to the TLS + auth node when tls is set, each message with a key of its
+ * own when keyed; fills row. */
 static void
-push_timed(struct bench_row *row, const char *queue, int conns, int tls)
+push_timed(struct bench_row *row, const char *queue, int conns, int tls,
+           int keyed)
 {
     struct bench_push_sc *sc = calloc(1, sizeof(*sc));
     struct bench_run *run = bench_run_new(bench_opt.threads);
@@ -296,8 +298,10 @@ push_timed(struct bench_row *row, const char *queue, int conns, int tls)
 
     for (int i = 0; i < BENCH_PARTS; i++) {
         snprintf(part, sizeof(part), "p%d", i);
-        bench_push_req(&sc->req[i], token, queue, part, &bench_msgs100);
+        bench_push_req(&sc->req[i], token, queue, part,
+                       keyed ? &bench_msgs100_keyed : &bench_msgs100);
     }
+    sc->keyed = keyed;
     snprintf(body, sizeof(body), "{\"queue\":\"%s\"}", queue);
     bench_http_request_auth(&sc->reset, token, "POST",
                             "/api/v1/ephemeral/reset", body, strlen(body));
@@ -340,8 +344,49 @@ mayfly_push(int tls)
              tls ? ", TLS + auth" : "");
     if (tls)
         snprintf(row.ref, sizeof(row.ref), "push");
-    push_timed(&row, queue, 16, tls);
+    push_timed(&row, queue, 16, tls, 0);
     bench_row_add(&row);
+}
+
+/* Scenario push-keyed: what dedupe keys cost a push (SPEC §13).  The push
+ * row's pushes (16 conns, 100 x 256 B, 8 partitions) into a queue declared
+ * with dedupeSeconds, without keys (push-nokey) and with a key of its own
+ * on every message (push-keyed, ratio to push-nokey), pair after pair as
+ * the compared rows run (three, one with --quick).  Every key is new, so
+ * each is stored, and each partition's window fills to its maxLength
+ * (10,000 keys, trimmed oldest first): the push looks each key up in it. */
+static void
+mayfly_push_keyed(void)
+{
+    int pairs = bench_opt.quick ? 1 : 3, status = 0;
+    char queue[40], body[160];
+
+    snprintf(queue, sizeof(queue), "pushkeyed%d", run_tag);
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"%s\",\"options\":{\"dedupeSeconds\":600}}", queue);
+    if (call_once(bench_opt.mport, "POST", "/api/v1/ephemeral/configure", body,
+                  &status, NULL) != 0 ||
+        status != 201) {
+        bench_row_fail("push-keyed", "push", "mayfly",
+                       "100 x 256 B, a key each, dedupeSeconds",
+                       "configure of the queue failed");
+        return;
+    }
+    for (int p = 0; p < pairs; p++)
+        for (int keyed = 0; keyed <= 1; keyed++) {
+            struct bench_row row = {0};
+            snprintf(row.key, sizeof(row.key),
+                     keyed ? "push-keyed" : "push-nokey");
+            snprintf(row.scenario, sizeof(row.scenario), "push");
+            snprintf(row.system, sizeof(row.system), "mayfly");
+            snprintf(row.variant, sizeof(row.variant),
+                     "100 x 256 B, 8 partitions, 16 conns, dedupeSeconds%s",
+                     keyed ? ", a new key each" : ", no key");
+            if (keyed)
+                snprintf(row.ref, sizeof(row.ref), "push-nokey");
+            push_timed(&row, queue, 16, 0, keyed);
+            bench_row_add(&row);
+        }
 }
 
 /* Memory row from a sample before and after n messages of BENCH_PAYLOAD bytes
@@ -1079,7 +1124,7 @@ mayfly_parked(void)
     snprintf(prow.variant, sizeof(prow.variant),
              "push 100 x 256 B, 8 conns, while %d pops are parked", made);
     snprintf(queue, sizeof(queue), "parkpush%d", run_tag);
-    push_timed(&prow, queue, 8, 0);
+    push_timed(&prow, queue, 8, 0, 0);
     if (err[0] != '\0')
         snprintf(prow.note, sizeof(prow.note), "%s", err);
     else if (prow.ok)
@@ -1152,6 +1197,8 @@ bench_mayfly_all(void)
         mayfly_push(1);
     if (bench_want("push") || bench_want("backlog"))
         mayfly_backlog();
+    if (bench_want("push") || bench_want("push-keyed"))
+        mayfly_push_keyed();
     if (bench_want("drain")) {
         mayfly_drain(DRAIN_ACK);
         mayfly_drain(DRAIN_ACK_ONE);

@@ -23,6 +23,7 @@ char bench_payload[BENCH_PAYLOAD + 1];
 char bench_rpc_pad[BENCH_RPC_PAD + 1];
 struct bench_buf bench_msgs100;
 struct bench_buf bench_msgs1;
+struct bench_buf bench_msgs100_keyed;
 
 /* bench_payload_init - letters only, so no JSON escaping anywhere; once. */
 void
@@ -40,6 +41,13 @@ bench_payload_init(void)
                          bench_payload);
     bench_buf_str(&bench_msgs100, "]");
     bench_buf_printf(&bench_msgs1, "[{\"payload\":\"%s\"}]", bench_payload);
+    bench_buf_str(&bench_msgs100_keyed, "[");
+    for (int i = 0; i < BENCH_BATCH; i++)
+        bench_buf_printf(&bench_msgs100_keyed,
+                         "%s{\"payload\":\"%s\",\"key\":"
+                         "\"0000000000000000-%02d\"}",
+                         i ? "," : "", bench_payload, i);
+    bench_buf_str(&bench_msgs100_keyed, "]");
 }
 
 /* bench_push_req - a push of msgs to queue (and partition part, if any)
@@ -65,6 +73,32 @@ bench_push_req(struct bench_buf *out, const char *token, const char *queue,
 
 /* ---- push ---------------------------------------------------------- */
 
+/* keyed_next - a keyed push's next request: the connection's copy of req
+ * (in w1, made at its first push; a: where the first key starts, b: how
+ * far apart the keys are, every message being as long) with the first 16
+ * characters of each key made new, the connection's id and its count in
+ * hex, so that no key repeats in a run. */
+static const struct bench_buf *
+keyed_next(struct bench_conn *c, const struct bench_buf *req)
+{
+    static const char mark[] = "\"key\":\"";
+    char hex[17];
+
+    if (c->w1.len == 0) {
+        bench_buf_add(&c->w1, req->p, req->len);
+        const char *k1 = memmem(c->w1.p, c->w1.len, mark, sizeof(mark) - 1);
+        const char *k2 = memmem(k1 + 1, c->w1.len - (size_t)(k1 + 1 - c->w1.p),
+                                mark, sizeof(mark) - 1);
+        c->a = (long)(k1 - c->w1.p) + (long)sizeof(mark) - 1;
+        c->b = (long)(k2 - k1);
+    }
+    snprintf(hex, sizeof(hex), "%016llx",
+             (unsigned long long)c->id << 44 | (unsigned long long)c->seq++);
+    for (int i = 0; i < BENCH_BATCH; i++)
+        memcpy(c->w1.p + c->a + (long)i * c->b, hex, 16);
+    return &c->w1;
+}
+
 /* Send the connection's next push. */
 static int
 push_start(struct bench_conn *c)
@@ -72,6 +106,8 @@ push_start(struct bench_conn *c)
     const struct bench_push_sc *sc = c->ud;
     const struct bench_buf *req = &sc->req[c->id % BENCH_PARTS];
 
+    if (sc->keyed)
+        req = keyed_next(c, req);
     c->state = 0;
     c->t0 = bench_now_ns();
     bench_send(c, req->p, req->len);

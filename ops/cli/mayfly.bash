@@ -119,7 +119,7 @@ _mayfly()
             COMPREPLY=($(compgen -W "maxLength= maxBytes= policy=
                 windowBuffer.ms= windowBuffer.count= ttlSeconds=
                 leaseSeconds= retryLimit= dedupeSeconds= retryDelayMs=
-                deadLetter= deadLetterExpired=" \
+                deadLetter= deadLetterExpired= conflate=" \
                 -- "$cur"))
             # the value comes right after the '='
             [[ ${#COMPREPLY[@]} -gt 0 ]] && compopt -o nospace 2>/dev/null

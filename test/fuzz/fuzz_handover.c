@@ -2,10 +2,12 @@
  * fuzz_handover.c - the hand-over record (shm/part_move.c) as a peer's
  * master posts it to /cluster/v1/adopt: shm_part_adopt() on a real segment
  * checks the record whole and adopts it or changes nothing.  What it adopts
- * is taken back out (emptying the partition for the next input), and that
- * record adopts again with as many messages.
+ * is taken back out (emptying the partition for the next input; at most
+ * as many messages: the queue conflates, so a keyed one may have given
+ * way), and that record adopts again with as many messages.
  */
 #include "shm/part_move.h"
+#include "shm/queue_admin.h"
 #include "shm/segment.h"
 #include "shm/stats.h"
 #include "test/fuzz/fuzz.h"
@@ -55,9 +57,16 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
         .queue_max_length = 10000,
     };
 
+    struct shm_qopts conflating = p.defaults;
+
     (void)argc;
     (void)argv;
     FUZZ_CHECK(shm_segment_create(&p, &seg) == 0, "segment");
+    /* q conflates (SPEC §13): keyed messages give way to later ones as
+     * they are adopted; q2, implicit, keeps every one it is given. */
+    conflating.flags = SHM_QOPT_CONFLATE;
+    FUZZ_CHECK(shm_queue_declare(&seg, W, name("q"), &conflating) == 0,
+               "declare");
     return 0;
 }
 

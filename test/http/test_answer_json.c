@@ -69,7 +69,7 @@ Test(answer_json, health_of_a_draining_node_without_leader_is_503)
 Test(answer_json, options_every_one)
 {
     struct http_qopts o = {10, 1 << 20, 1,   50,   8, 60, 30,
-                           5,  120,     500, NULL, 0, 0};
+                           5,  120,     500, NULL, 0, 0,  0};
     struct http_buf b = {0};
 
     http_options_json(&b, &o);
@@ -78,7 +78,8 @@ Test(answer_json, options_every_one)
                      "\"dropOldest\",\"windowBuffer\":{\"ms\":50,\"count\":8},"
                      "\"ttlSeconds\":60,\"leaseSeconds\":30,\"retryLimit\":5,"
                      "\"dedupeSeconds\":120,\"retryDelayMs\":500,"
-                     "\"deadLetter\":null,\"deadLetterExpired\":false}");
+                     "\"deadLetter\":null,\"deadLetterExpired\":false,"
+                     "\"conflate\":false}");
     b.len = 0;
     o.drop_oldest = 0;
     http_options_json(&b, &o);
@@ -87,9 +88,11 @@ Test(answer_json, options_every_one)
     o.dead_letter = "dl \"x\"";
     o.dl_len = 6;
     o.dl_expired = 1;
+    o.conflate = 1;
     http_options_json(&b, &o);
     cr_assert(strstr(text(&b), "\"deadLetter\":\"dl \\\"x\\\"\","
-                               "\"deadLetterExpired\":true}") != NULL,
+                               "\"deadLetterExpired\":true,"
+                               "\"conflate\":true}") != NULL,
               "%s", b.data);
     http_buf_free(&b);
 }

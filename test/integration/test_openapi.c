@@ -358,6 +358,13 @@ queue_routes(struct oa *o, const struct itest_node *n)
           "{\"queue\":\"small\",\"messages\":[{\"payload\":2}]}", 429);
     oa_do(o, n, API "/reset", "post", API "/reset", "{\"queue\":\"small\"}",
           200);
+    /* a queue that conflates, and keyed pushes (SPEC §13) */
+    oa_do(o, n, API "/configure", "post", API "/configure",
+          "{\"queue\":\"signals\",\"options\":{\"conflate\":true}}", 201);
+    oa_do(o, n, API "/push", "post", API "/push",
+          "{\"queue\":\"signals\",\"messages\":[{\"payload\":1,\"key\":"
+          "\"a\"},{\"payload\":2,\"key\":\"a\"}]}",
+          201);
     /* one message over the queue's maxBytes (1024) */
     memset(big, 'x', 1500);
     big[1500] = '\0';

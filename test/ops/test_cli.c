@@ -242,6 +242,19 @@ Test(cli, push_key_and_delay_reach_the_node)
     cr_assert_eq(cl_sh("$M push kq 4 --key ''"), 2);
 }
 
+Test(cli, configure_conflate_and_keyed_pushes_keep_each_keys_newest)
+{
+    cl_start();
+    cr_assert_eq(cl_sh("$M configure sig conflate=true"), 0, "%s", cl_err);
+    cr_assert(strstr(cl_out, "conflate           true\n") != NULL, "%s",
+              cl_out);
+    cr_assert_eq(cl_sh("$M push sig 1 --key a && $M push sig 2 --key a"), 0,
+                 "%s", cl_err);
+    cr_assert_eq(itest_depth_pending(&cl_node, "sig", NULL), 1);
+    cr_assert_eq(cl_sh("$M configure sig conflate=yes"), 1);
+    cr_assert(strstr(cl_err, "conflate") != NULL, "%s", cl_err);
+}
+
 Test(cli, a_refused_push_exits_1_with_the_servers_sentence)
 {
     struct itest_resp r;

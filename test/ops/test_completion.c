@@ -171,7 +171,8 @@ Test(completion, configure_keys_and_policy_values)
 {
     CP_EXPECT("configure ", ""); /* the queue first */
     CP_EXPECT("configure q ",
-              "deadLetter= deadLetterExpired= dedupeSeconds= leaseSeconds= "
+              "conflate= deadLetter= deadLetterExpired= dedupeSeconds= "
+              "leaseSeconds= "
               "maxBytes= maxLength= policy= retryDelayMs= retryLimit= "
               "ttlSeconds= windowBuffer.count= windowBuffer.ms=");
     CP_EXPECT("configure q max", "maxBytes= maxLength=");

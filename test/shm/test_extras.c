@@ -55,12 +55,13 @@ push(struct shm_seg *s, const char *q, const struct shm_msg_extra *ex,
      uint32_t n, uint64_t now, struct shm_push_id *ids, uint32_t *dups)
 {
     struct shm_msg_in in[8];
+    uint32_t conflated;
 
     cr_assert_leq(n, 8);
     for (uint32_t i = 0; i < n; i++)
         in[i] = (struct shm_msg_in){"\"m\"", 3};
-    return shm_push_keyed(s, 0, nm(q), nm("Default"), in, ex, n, now, ids,
-                          dups);
+    return shm_push_keyed(s, 0, nm(q), nm("Default"), in, ex, n, now, ids, dups,
+                          &conflated);
 }
 
 /* pop - up to batch for group g at now into the sink. */

@@ -158,7 +158,7 @@ half_push(struct shm_ring_ctx *c)
     uint32_t ref;
     uint64_t cost;
 
-    if (shm_ring_msg_new(c->seg, 1, "\"x\"", 3, T0, &ref, &cost) != 0)
+    if (shm_ring_msg_new(c->seg, 1, "\"x\"", 3, 0, T0, &ref, &cost) != 0)
         _exit(2);
     shm_ring_msg(c->seg, ref)->seq =
         atomic_fetch_add(&shm_dir_of(c->seg)->next_seq, 1);
@@ -183,7 +183,7 @@ unlinked_push(struct shm_ring_ctx *c)
     uint32_t ref;
     uint64_t cost;
 
-    if (shm_ring_msg_new(c->seg, 1, "\"x\"", 3, T0, &ref, &cost) != 0)
+    if (shm_ring_msg_new(c->seg, 1, "\"x\"", 3, 0, T0, &ref, &cost) != 0)
         _exit(2);
 }
 

@@ -332,7 +332,7 @@ stepped_pusher(const char *q, const char *p)
         uint32_t ref;
         if (shm_dir_find_queue(&seg, 1, nm(q), 1, T0, &qr) != 0 ||
             shm_dir_find_part(&seg, 1, qr, nm(p), 1, T0, &pr) != 0 ||
-            shm_ring_msg_new(&seg, 1, "\"s\"", 3, T0, &ref, &cost) != 0 ||
+            shm_ring_msg_new(&seg, 1, "\"s\"", 3, 0, T0, &ref, &cost) != 0 ||
             shm_part_lock_ctx(&seg, 1, pr, shm_dir_queue(&seg, qr.idx), T0,
                               &c) != 0)
             _exit(1);

@@ -1,0 +1,389 @@
+/*
+ * test_conflate.c - conflation in the segment (SPEC §13; shm/ring.c,
+ * shm/conflate.c, shm/broker.c, shm/part_move.c): on a queue with the
+ * conflate flag, a keyed message replaces the older messages of its key
+ * that no group has read, takes the newest place, and the bounds count
+ * what stays; a read, owed or delayed message stays; a hand-over carries
+ * the keys, and a push during its hold wins over what the record brings;
+ * a worker killed mid-push leaves a partition the checker finds sound.
+ * The clock is the test's, and the segment checker runs after each step.
+ */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "shm/broker.h"
+#include "shm/check.h"
+#include "shm/maintain.h"
+#include "shm/part_move.h"
+#include "shm/queue_admin.h"
+#include "shm/segment.h"
+#include "shm/stats.h"
+#include "test/shm/fixture.h"
+
+#define T0 1000000ULL /* a "now" far from zero */
+
+static struct shm_seg seg, seg2;
+static unsigned char sinkbuf[1 << 18];
+static struct shm_sink sink;
+
+static void
+setup(void)
+{
+    struct shm_params p = fixture_params(8 << 20, 4, 77);
+
+    cr_assert_eq(shm_segment_create(&p, &seg), 0);
+}
+
+TestSuite(shm_conflate, .init = setup, .timeout = 60);
+
+/* declare - queue q that conflates, holding at most max_length. */
+static void
+declare(struct shm_seg *s, const char *q, uint32_t max_length)
+{
+    struct shm_qopts o = {.max_length = max_length,
+                          .max_bytes = 1 << 20,
+                          .lease_s = 30,
+                          .retry_limit = 5,
+                          .flags = SHM_QOPT_CONFLATE};
+
+    cr_assert_eq(shm_queue_declare(s, 0, nm(q), &o), 0);
+}
+
+static uint64_t
+key(int k)
+{
+    return 0x9e3779b97f4a7c15ULL * (uint64_t)(k + 1);
+}
+
+/* push - n messages to (q, Default): payload "<k>:<v>" with key k (none
+ * when k < 0), v from *vals (or i); *conflated out. */
+static int
+push(struct shm_seg *s, const char *q, const int *keys, const int *vals,
+     uint32_t n, uint64_t now, uint32_t *conflated)
+{
+    static char bufs[128][32];
+    struct shm_msg_in in[128];
+    struct shm_msg_extra ex[128];
+    struct shm_push_id ids[128];
+    uint32_t dups;
+
+    cr_assert_leq(n, 128);
+    for (uint32_t i = 0; i < n; i++) {
+        int len = snprintf(bufs[i], sizeof(bufs[i]), "\"%d:%d\"", keys[i],
+                           vals != NULL ? vals[i] : (int)i);
+        in[i] = (struct shm_msg_in){bufs[i], (uint32_t)len};
+        ex[i] = (struct shm_msg_extra){.key_hash = key(keys[i]),
+                                       .has_key = keys[i] >= 0};
+    }
+    return shm_push_keyed(s, 0, nm(q), nm("Default"), in, ex, n, now, ids,
+                          &dups, conflated);
+}
+
+/* push1 - one message of key k (-1: none) and value v. */
+static uint32_t
+push1(struct shm_seg *s, const char *q, int k, int v, uint64_t now)
+{
+    uint32_t conflated = 99;
+
+    cr_assert_eq(push(s, q, &k, &v, 1, now, &conflated), 0);
+    return conflated;
+}
+
+/* pop_as - up to batch for group g at now into the sink. */
+static int
+pop_as(struct shm_seg *s, const char *q, const char *g, uint32_t batch,
+       int auto_ack, uint64_t now)
+{
+    struct shm_pop_req r = {nm(q),    nm("Default"), nm(g), batch,
+                            auto_ack, SHM_FROM_ALL,  0};
+
+    sink = (struct shm_sink){.buf = sinkbuf, .cap = sizeof(sinkbuf)};
+    return shm_pop(s, 0, &r, now, &sink);
+}
+
+/* pop - pop_as with autoAck. */
+static int
+pop(struct shm_seg *s, const char *q, const char *g, uint32_t batch,
+    uint64_t now)
+{
+    return pop_as(s, q, g, batch, 1, now);
+}
+
+/* held - messages the queue holds (the listing's depth). */
+static uint64_t
+held(struct shm_seg *s, const char *q)
+{
+    struct shm_queue_info qi;
+
+    cr_assert_eq(shm_queue_depth(s, nm(q), NULL, T0, &qi, NULL, NULL, NULL), 0);
+    return qi.depth;
+}
+
+Test(shm_conflate, a_thousand_pushes_over_ten_keys_leave_each_keys_newest)
+{
+    int keys[100], vals[100];
+    uint32_t c, total = 0;
+
+    declare(&seg, "q", 10000);
+    /* ten batches of 100, keys in a scrambled order, each value rising */
+    for (int b = 0; b < 10; b++) {
+        for (int i = 0; i < 100; i++) {
+            keys[i] = (i * 7 + b) % 10;
+            vals[i] = b * 100 + i;
+        }
+        cr_assert_eq(push(&seg, "q", keys, vals, 100, T0 + (uint64_t)b, &c), 0);
+        total += c;
+        fixture_check(&seg);
+    }
+    cr_assert_eq(total, 990);
+    cr_assert_eq(fixture_counter(&seg, SHM_C_CONFLATED), 990);
+    cr_assert_eq(held(&seg, "q"), 10);
+    cr_assert_eq(pop(&seg, "q", "g", 100, T0 + 10), 10);
+    /* each key's newest, in the order the newest came */
+    for (int i = 0; i < 10; i++) {
+        int k = keys[90 + i], v = vals[90 + i];
+        char want[32];
+        snprintf(want, sizeof(want), "\"%d:%d\"", k, v);
+        cr_assert_str_eq(payload(fixture_popped(&sink, i)), want);
+    }
+    fixture_check(&seg);
+}
+
+Test(shm_conflate, a_key_a_group_read_is_not_replaced)
+{
+    declare(&seg, "q", 100);
+    cr_assert_eq(push1(&seg, "q", 1, 1, T0), 0);
+    cr_assert_eq(pop_as(&seg, "q", "g", 10, 0, T0), 1); /* leased: it stays */
+    cr_assert_eq(push1(&seg, "q", 1, 2, T0), 0, "read: a new message");
+    cr_assert_eq(held(&seg, "q"), 2);
+    cr_assert_eq(pop(&seg, "q", "g", 10, T0), 1);
+    cr_assert_str_eq(payload(fixture_popped(&sink, 0)), "\"1:2\"");
+    /* unread again: the next replaces it */
+    cr_assert_eq(push1(&seg, "q", 1, 3, T0), 0);
+    cr_assert_eq(push1(&seg, "q", 1, 4, T0), 1);
+    cr_assert_eq(pop(&seg, "q", "g", 10, T0), 1);
+    cr_assert_str_eq(payload(fixture_popped(&sink, 0)), "\"1:4\"");
+    fixture_check(&seg);
+}
+
+Test(shm_conflate, one_group_that_read_it_keeps_it_for_the_others)
+{
+    declare(&seg, "q", 100);
+    cr_assert_eq(pop(&seg, "q", "h", 10, T0), 0); /* h known, reads later */
+    cr_assert_eq(push1(&seg, "q", 1, 1, T0), 0);
+    cr_assert_eq(pop(&seg, "q", "g", 10, T0), 1);
+    cr_assert_eq(push1(&seg, "q", 1, 2, T0), 0);
+    cr_assert_eq(pop(&seg, "q", "h", 10, T0), 2, "the old value, the new");
+    cr_assert_str_eq(payload(fixture_popped(&sink, 0)), "\"1:1\"");
+    cr_assert_str_eq(payload(fixture_popped(&sink, 1)), "\"1:2\"");
+    fixture_check(&seg);
+}
+
+Test(shm_conflate, messages_without_a_key_are_never_replaced)
+{
+    int keys[6] = {-1, 2, -1, 2, -1, 2};
+    uint32_t c;
+
+    declare(&seg, "q", 100);
+    cr_assert_eq(push(&seg, "q", keys, NULL, 6, T0, &c), 0);
+    cr_assert_eq(c, 2, "the key's first two");
+    cr_assert_eq(held(&seg, "q"), 4);
+    cr_assert_eq(push1(&seg, "q", -1, 9, T0), 0);
+    cr_assert_eq(pop(&seg, "q", "g", 10, T0), 5);
+    cr_assert_str_eq(payload(fixture_popped(&sink, 3)), "\"2:5\"");
+    fixture_check(&seg);
+}
+
+Test(shm_conflate, a_queue_that_does_not_conflate_keeps_every_keyed_message)
+{
+    struct shm_qopts o = {.max_length = 100,
+                          .max_bytes = 1 << 20,
+                          .lease_s = 30,
+                          .retry_limit = 5};
+
+    cr_assert_eq(shm_queue_declare(&seg, 0, nm("plain"), &o), 0);
+    cr_assert_eq(push1(&seg, "plain", 1, 1, T0), 0);
+    cr_assert_eq(push1(&seg, "plain", 1, 2, T0), 0);
+    cr_assert_eq(held(&seg, "plain"), 2);
+    fixture_check(&seg);
+}
+
+Test(shm_conflate, a_delayed_message_is_not_replaced_and_may_replace)
+{
+    struct shm_msg_in in = {"\"d\"", 3};
+    struct shm_msg_extra ex = {
+        .key_hash = key(1), .has_key = 1, .delay_ms = 1000};
+    struct shm_push_id id;
+    uint32_t dups, c = 99;
+
+    declare(&seg, "q", 100);
+    cr_assert_eq(push1(&seg, "q", 1, 1, T0), 0);
+    cr_assert_eq(shm_push_keyed(&seg, 0, nm("q"), nm("Default"), &in, &ex, 1,
+                                T0, &id, &dups, &c),
+                 0);
+    cr_assert_eq(c, 1, "the visible one gives way to the delayed one");
+    cr_assert_eq(pop(&seg, "q", "g", 10, T0), 0,
+                 "the group's cursor passes it");
+    cr_assert_eq(push1(&seg, "q", 1, 2, T0), 0, "owed to g: it stays");
+    shm_maintain(&seg, T0 + 1000);
+    cr_assert_eq(pop(&seg, "q", "g", 10, T0 + 1000), 2);
+    cr_assert_str_eq(payload(fixture_popped(&sink, 0)), "\"d\"");
+    fixture_check(&seg);
+}
+
+Test(shm_conflate, the_bounds_count_what_stays)
+{
+    int keys[10];
+    uint32_t c;
+
+    declare(&seg, "q", 10);
+    for (int i = 0; i < 10; i++)
+        keys[i] = i;
+    cr_assert_eq(push(&seg, "q", keys, NULL, 10, T0, &c), 0);
+    cr_assert_eq(push1(&seg, "q", 3, 7, T0), 1, "full, but it replaces one");
+    int k = 10, v = 0;
+    cr_assert_eq(push(&seg, "q", &k, &v, 1, T0, &c), -ENOSPC, "a new key");
+    /* a batch over the bound whose own repeats leave it within */
+    int many[40];
+    for (int i = 0; i < 40; i++)
+        many[i] = i % 10;
+    cr_assert_eq(push(&seg, "q", many, NULL, 40, T0, &c), 0);
+    cr_assert_eq(c, 40);
+    cr_assert_eq(held(&seg, "q"), 10);
+    fixture_check(&seg);
+}
+
+/* take - (q, Default) of s into rec; the record's length. */
+static size_t
+take(struct shm_seg *s, const char *q, unsigned char *rec, size_t cap,
+     uint64_t now)
+{
+    struct shm_ho_sink out = {.buf = rec, .cap = cap};
+
+    cr_assert_geq(shm_part_take(s, 0, nm(q), nm("Default"), now, &out), 0);
+    fixture_check(s);
+    return out.used;
+}
+
+Test(shm_conflate, a_hand_over_carries_the_keys)
+{
+    struct shm_params p = fixture_params(4 << 20, 4, 88);
+    static unsigned char rec[1 << 16];
+    int keys[3] = {1, 2, -1};
+
+    declare(&seg, "q", 100);
+    uint32_t c;
+    cr_assert_eq(push(&seg, "q", keys, NULL, 3, T0, &c), 0);
+    size_t len = take(&seg, "q", rec, sizeof(rec), T0 + 10);
+
+    cr_assert_eq(shm_segment_create(&p, &seg2), 0);
+    declare(&seg2, "q", 100);
+    cr_assert_eq(
+        shm_part_adopt(&seg2, 0, nm("q"), nm("Default"), rec, len, T0 + 10), 3);
+    fixture_check(&seg2);
+    cr_assert_eq(push1(&seg2, "q", 1, 5, T0 + 10), 1, "the key came along");
+    cr_assert_eq(push1(&seg2, "q", -1, 6, T0 + 10), 0);
+    cr_assert_eq(pop(&seg2, "q", "g", 10, T0 + 10), 4);
+    cr_assert_str_eq(payload(fixture_popped(&sink, 0)), "\"2:1\"");
+    cr_assert_str_eq(payload(fixture_popped(&sink, 1)), "\"-1:2\"");
+    cr_assert_str_eq(payload(fixture_popped(&sink, 2)), "\"1:5\"");
+    fixture_check(&seg2);
+}
+
+Test(shm_conflate, a_push_during_the_hold_wins_over_the_record)
+{
+    struct shm_params p = fixture_params(4 << 20, 4, 88);
+    static unsigned char rec[1 << 16];
+    int keys[2] = {1, 2};
+    uint32_t c;
+
+    declare(&seg, "q", 100);
+    cr_assert_eq(push(&seg, "q", keys, NULL, 2, T0, &c), 0);
+    size_t len = take(&seg, "q", rec, sizeof(rec), T0 + 10);
+
+    cr_assert_eq(shm_segment_create(&p, &seg2), 0);
+    declare(&seg2, "q", 100);
+    cr_assert_eq(shm_part_hold(&seg2, 0, nm("q"), nm("Default"), T0, 5000), 0);
+    cr_assert_eq(push1(&seg2, "q", 1, 9, T0 + 10), 0);
+    cr_assert_eq(
+        shm_part_adopt(&seg2, 0, nm("q"), nm("Default"), rec, len, T0 + 10), 2);
+    fixture_check(&seg2);
+    cr_assert_eq(fixture_counter(&seg2, SHM_C_CONFLATED), 1);
+    cr_assert_eq(pop(&seg2, "q", "g", 10, T0 + 10), 2);
+    cr_assert_str_eq(payload(fixture_popped(&sink, 0)), "\"2:1\"");
+    cr_assert_str_eq(payload(fixture_popped(&sink, 1)), "\"1:9\"");
+    fixture_check(&seg2);
+}
+
+/* The child's loop as worker 1: keyed pushes over 10 keys, now and then a
+ * pop of group g, forever. */
+static void
+child(unsigned seed)
+{
+    int keys[8], vals[8];
+    uint32_t c;
+
+    srand(seed);
+    for (int v = 0;; v++) {
+        uint32_t n = 1 + (uint32_t)(rand() % 8);
+        for (uint32_t i = 0; i < n; i++) {
+            keys[i] = rand() % 10;
+            vals[i] = v;
+        }
+        static char bufs[8][32];
+        struct shm_msg_in in[8];
+        struct shm_msg_extra ex[8];
+        struct shm_push_id ids[8];
+        uint32_t dups;
+        for (uint32_t i = 0; i < n; i++) {
+            int len = snprintf(bufs[i], sizeof(bufs[i]), "\"%d:%d\"", keys[i],
+                               vals[i]);
+            in[i] = (struct shm_msg_in){bufs[i], (uint32_t)len};
+            ex[i] =
+                (struct shm_msg_extra){.key_hash = key(keys[i]), .has_key = 1};
+        }
+        shm_push_keyed(&seg, 1, nm("q"), nm("Default"), in, ex, n, shm_now_ms(),
+                       ids, &dups, &c);
+        if (rand() % 4 == 0) {
+            static unsigned char buf[1 << 14];
+            struct shm_pop_req r = {nm("q"), nm("Default"), nm("g"), 3,
+                                    1,       SHM_FROM_ALL,  0};
+            struct shm_sink k = {.buf = buf, .cap = sizeof(buf)};
+            shm_pop(&seg, 1, &r, shm_now_ms(), &k);
+        }
+    }
+}
+
+Test(shm_conflate, a_worker_killed_mid_push_leaves_it_sound)
+{
+    uint64_t v[SHM_C_COUNT];
+
+    declare(&seg, "q", 10000);
+    srand(4242);
+    for (int i = 0; i < 30; i++) {
+        unsigned cs = (unsigned)rand();
+        pid_t pid = fork();
+        cr_assert_neq(pid, -1);
+        if (pid == 0)
+            child(cs);
+        fixture_kill_after(pid, 100000 + (rand() % 2000) * 1000);
+        shm_worker_reap(&seg, 1);
+        fixture_check(&seg);
+    }
+    /* every key at most twice (a kill between a link and its
+     * replacements leaves one more), nothing wiped */
+    cr_assert_leq(held(&seg, "q"), 20);
+    shm_counters_sum(&seg, v);
+    cr_assert_eq(v[SHM_C_WIPES], 0);
+    cr_assert_gt(v[SHM_C_CONFLATED], 0);
+    pop(&seg, "q", "g", 100, shm_now_ms());
+    fixture_check(&seg);
+}
