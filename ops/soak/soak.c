@@ -71,12 +71,21 @@ static struct {
     uint64_t max_id;
     _Atomic uint8_t *accepted[NQ], *delivered[NQ];
     /* Per push of queue q (BATCH ids from a multiple of BATCH): the index +
-     * 1 in inc[] of the incarnation that accepted it, and when (ms since
-     * t0). */
-    uint8_t *acc_by[NQ];
+     * 1 in inc[] of the incarnation that accepted it, when (ms since t0),
+     * the node it was pushed to (index in url[]) and its partition (the N
+     * of "pN", as the request named it). */
+    uint8_t *acc_by[NQ], *acc_node[NQ], *acc_part[NQ];
     uint32_t *acc_ms[NQ];
     uint64_t inc[INC_MAX], t0_us;
     int ninc;
+    /* Each node's incarnations as its /health said them, each with when
+     * it was first seen (ms since t0): whose is an id's incarnation. */
+    struct {
+        uint64_t inc;
+        int node;
+        int64_t seen_ms;
+    } seen[INC_MAX];
+    int nseen;
     pthread_mutex_t inc_lock;
     struct window w[2]; /* current and previous, flipped by the reporter */
     atomic_int cur;
@@ -264,10 +273,11 @@ pusher(void *arg)
         uint64_t first = atomic_fetch_add(&S.next_id[r->q], BATCH);
         if (first + BATCH > S.max_id)
             break;
+        int part = (k * 7 + r->node) % 16;
         int o = snprintf(data, sizeof(data),
                          "{\"queue\":\"%s\",\"partition\":\"p%d\","
                          "\"messages\":[",
-                         qname[r->q], (k * 7 + r->node) % 16);
+                         qname[r->q], part);
         uint64_t t0 = now_us();
         for (int i = 0; i < BATCH; i++)
             o += snprintf(data + o, sizeof(data) - (size_t)o,
@@ -282,6 +292,8 @@ pusher(void *arg)
             S.acc_by[r->q][first / BATCH] = accepted_by(b.p);
             S.acc_ms[r->q][first / BATCH] =
                 (uint32_t)((now_us() - S.t0_us) / 1000);
+            S.acc_node[r->q][first / BATCH] = (uint8_t)r->node;
+            S.acc_part[r->q][first / BATCH] = (uint8_t)part;
             for (int i = 0; i < BATCH; i++)
                 atomic_store(&S.accepted[r->q][first + i], 1);
             atomic_fetch_add(&win()->pushed, BATCH);
@@ -502,6 +514,43 @@ node_accounted(CURL *h, int node, struct body *b)
     return p ? num_after(p, "mayfly_memory_used_bytes ", &e) : -1;
 }
 
+/* Node node's incarnation from its /health, noted in S.seen when new. */
+static void
+note_incarnation(CURL *h, int node, struct body *b)
+{
+    static const char key[] = "\"incarnation\":\"";
+    char url[128], *end;
+    const char *p;
+
+    /* Not req(): a 503 of a starting node is no error of the load. */
+    snprintf(url, sizeof(url), "%s/health", S.url[node]);
+    b->len = 0;
+    if (b->p)
+        b->p[0] = 0;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, body_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    if (curl_easy_perform(h) != CURLE_OK || b->p == NULL ||
+        (p = strstr(b->p, key)) == NULL)
+        return;
+    p += sizeof(key) - 1;
+    uint64_t inc = strtoull(p, &end, 16);
+    if (end != p + 16)
+        return;
+    pthread_mutex_lock(&S.inc_lock);
+    int i = 0;
+    while (i < S.nseen && S.seen[i].inc != inc)
+        i++;
+    if (i == S.nseen && S.nseen < INC_MAX)
+        S.seen[S.nseen++] = (__typeof__(S.seen[0])){
+            inc, node, (int64_t)((now_us() - S.t0_us) / 1000)};
+    pthread_mutex_unlock(&S.inc_lock);
+}
+
 /* Every WINDOW_S: one CSV row from the window just closed. */
 static void *
 reporter(void *arg)
@@ -520,8 +569,13 @@ reporter(void *arg)
     fprintf(csv, "\n");
     while (!atomic_load(&S.stop)) {
         next += WINDOW_S * 1000000ULL;
-        while (now_us() < next && !atomic_load(&S.stop))
-            sleep_us(100000);
+        /* each second: a restarted node's incarnation is seen soon */
+        for (uint64_t at = now_us(); at < next && !atomic_load(&S.stop);
+             at = now_us()) {
+            for (int i = 0; i < S.nodes; i++)
+                note_incarnation(h, i, &b);
+            sleep_us(next - at < 1000000 ? next - at : 1000000);
+        }
         int c = atomic_load(&S.cur);
         memset(&S.w[!c], 0, sizeof(S.w[!c]));
         atomic_store(&S.cur, !c);
@@ -595,19 +649,59 @@ struct fault {
     int node;
 };
 
+/* The node whose /health named incarnation index + 1 by (0: unknown), and
+ * when it was first seen there (ms since t0) in *ms. */
+static int
+incarnation_node(uint8_t by, int64_t *ms)
+{
+    *ms = -1;
+    if (by == 0 || by > S.ninc)
+        return 0;
+    for (int i = 0; i < S.nseen; i++)
+        if (S.seen[i].inc == S.inc[by - 1]) {
+            *ms = S.seen[i].seen_ms;
+            return S.seen[i].node + 1;
+        }
+    return 0;
+}
+
+/* A lost push batch b of queue q, for the list: its first id, the node it
+ * was pushed to, the incarnation that accepted it and the partition. */
+static void
+lost_batch(FILE *out, int q, uint64_t b, int killed)
+{
+    uint8_t by = S.acc_by[q][b];
+    int64_t seen_ms;
+    int owner = incarnation_node(by, &seen_ms);
+
+    fprintf(out,
+            "  - first id %" PRIu64 ": pushed to node %d, partition p%u, "
+            "accepted %.3f s in by incarnation #%u %016" PRIx64,
+            b * BATCH, S.acc_node[q][b] + 1, S.acc_part[q][b],
+            (double)S.acc_ms[q][b] / 1000.0, by,
+            by != 0 && by <= S.ninc ? S.inc[by - 1] : 0);
+    if (owner != 0)
+        fprintf(out, " (node %d's, seen from %.1f s)", owner,
+                (double)seen_ms / 1000.0);
+    fprintf(out, "%s\n", killed ? "; charged to its kill -9" : "");
+}
+
 /* Loss by id in queue q: each lost id is charged to the kill -9 of the
  * incarnation that accepted it, when it accepted it before that kill, or
  * else counted as lost while its node lived.  In ack mode that is a
  * failure; in autoAck mode (at most once) a message whose pop answer never
- * reached its consumer is lost by contract, so those ids are listed by the
- * first fault after they were accepted.  Writes the account to out;
- * returns the ids lost while their node lived. */
+ * reached its consumer is lost by contract.  Both list the ids lost while
+ * their node lived by the first fault after they were accepted, and the
+ * first 20 lost push batches.  Writes the account to out; returns the ids
+ * lost while their node lived. */
 static uint64_t
 loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
 {
     uint64_t lost = 0, live_lost = 0, end = atomic_load(&S.next_id[q]);
     uint64_t before[KILLS_MAX + 1] = {0};
     long long first_live = -1;
+    uint64_t batches[20], last_b = UINT64_MAX;
+    int killed[20], nb = 0;
 
     for (int j = 0; j < nk; j++)
         k[j].lost = k[j].accepted = k[j].accepted_since = 0;
@@ -621,6 +715,11 @@ loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
         while (j < nk &&
                !(k[j].by != 0 && k[j].by == S.acc_by[q][b] && at <= k[j].ms))
             j++;
+        if (b != last_b && nb < 20) {
+            batches[nb] = b;
+            killed[nb++] = j < nk;
+        }
+        last_b = b;
         if (j < nk) {
             k[j].lost++;
             continue;
@@ -666,7 +765,7 @@ loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
                     k[j].accepted_since);
         fprintf(out, "\n");
     }
-    for (int e = 0; q != QACK && e <= nf; e++)
+    for (int e = 0; e <= nf; e++)
         if (before[e] != 0 && e < nf)
             fprintf(out,
                     "- %" PRIu64 " accepted by a live node before the "
@@ -675,6 +774,11 @@ loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
         else if (before[e] != 0)
             fprintf(out, "- %" PRIu64 " accepted after the last fault\n",
                     before[e]);
+    if (nb > 0)
+        fprintf(out, "- the lost push batches%s:\n",
+                nb == 20 ? " (the first 20)" : "");
+    for (int i = 0; i < nb; i++)
+        lost_batch(out, q, batches[i], killed[i]);
     return live_lost;
 }
 
@@ -819,7 +923,10 @@ main(int argc, char **argv)
         S.delivered[q] = calloc(S.max_id, 1);
         S.acc_by[q] = calloc(S.max_id / BATCH + 1, 1);
         S.acc_ms[q] = calloc(S.max_id / BATCH + 1, sizeof(uint32_t));
-        if (!S.accepted[q] || !S.delivered[q] || !S.acc_by[q] || !S.acc_ms[q])
+        S.acc_node[q] = calloc(S.max_id / BATCH + 1, 1);
+        S.acc_part[q] = calloc(S.max_id / BATCH + 1, 1);
+        if (!S.accepted[q] || !S.delivered[q] || !S.acc_by[q] || !S.acc_ms[q] ||
+            !S.acc_node[q] || !S.acc_part[q])
             return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
