@@ -17,8 +17,9 @@
  * and exit 1 if an ack-mode message was lost that no node killed with
  * kill -9 had accepted before its kill.  For that, each accepted ack-mode
  * push is recorded with the incarnation that holds it (the owner's, in the
- * ids it answers) and the time; faults.log, which soak.sh writes, names
- * each killed incarnation and when it was killed.
+ * ids it answers) and when it was sent (charge.h says why that time);
+ * faults.log, which soak.sh writes, names each killed incarnation and
+ * when it was killed.
  */
 #include <sys/types.h>
 
@@ -35,6 +36,8 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+
+#include "ops/soak/charge.h"
 
 #define NODES_MAX 3
 #define BATCH     10
@@ -71,11 +74,12 @@ static struct {
     uint64_t max_id;
     _Atomic uint8_t *accepted[NQ], *delivered[NQ];
     /* Per push of queue q (BATCH ids from a multiple of BATCH): the index +
-     * 1 in inc[] of the incarnation that accepted it, when (ms since t0),
-     * the node it was pushed to (index in url[]) and its partition (the N
-     * of "pN", as the request named it). */
+     * 1 in inc[] of the incarnation that accepted it, when it was sent and
+     * when its answer came (ms since t0), the node it was pushed to (index
+     * in url[]) and its partition (the N of "pN", as the request named
+     * it). */
     uint8_t *acc_by[NQ], *acc_node[NQ], *acc_part[NQ];
-    uint32_t *acc_ms[NQ];
+    uint32_t *acc_ms[NQ], *sent_ms[NQ];
     uint64_t inc[INC_MAX], t0_us;
     int ninc;
     /* Each node's incarnations as its /health said them, each with when
@@ -292,6 +296,7 @@ pusher(void *arg)
             S.acc_by[r->q][first / BATCH] = accepted_by(b.p);
             S.acc_ms[r->q][first / BATCH] =
                 (uint32_t)((now_us() - S.t0_us) / 1000);
+            S.sent_ms[r->q][first / BATCH] = (uint32_t)((t0 - S.t0_us) / 1000);
             S.acc_node[r->q][first / BATCH] = (uint8_t)r->node;
             S.acc_part[r->q][first / BATCH] = (uint8_t)part;
             for (int i = 0; i < BATCH; i++)
@@ -676,10 +681,11 @@ lost_batch(FILE *out, int q, uint64_t b, int killed)
 
     fprintf(out,
             "  - first id %" PRIu64 ": pushed to node %d, partition p%u, "
-            "accepted %.3f s in by incarnation #%u %016" PRIx64,
+            "sent %.3f s in, accepted (answered) %.3f s in by incarnation "
+            "#%u %016" PRIx64,
             b * BATCH, S.acc_node[q][b] + 1, S.acc_part[q][b],
-            (double)S.acc_ms[q][b] / 1000.0, by,
-            by != 0 && by <= S.ninc ? S.inc[by - 1] : 0);
+            (double)S.sent_ms[q][b] / 1000.0, (double)S.acc_ms[q][b] / 1000.0,
+            by, by != 0 && by <= S.ninc ? S.inc[by - 1] : 0);
     if (owner != 0)
         fprintf(out, " (node %d's, seen from %.1f s)", owner,
                 (double)seen_ms / 1000.0);
@@ -713,7 +719,7 @@ loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
         int64_t at = (int64_t)S.acc_ms[q][b];
         int j = 0;
         while (j < nk &&
-               !(k[j].by != 0 && k[j].by == S.acc_by[q][b] && at <= k[j].ms))
+               !soak_charged(S.acc_by[q][b], S.sent_ms[q][b], k[j].by, k[j].ms))
             j++;
         if (b != last_b && nb < 20) {
             batches[nb] = b;
@@ -736,7 +742,7 @@ loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
             if (k[j].by != 0 && S.acc_by[q][b] == k[j].by) {
                 k[j].accepted += BATCH;
                 if ((int64_t)S.acc_ms[q][b] > k[j].sample_ms &&
-                    (int64_t)S.acc_ms[q][b] <= k[j].ms)
+                    (int64_t)S.sent_ms[q][b] <= k[j].ms)
                     k[j].accepted_since += BATCH;
             }
     fprintf(out,
@@ -923,10 +929,11 @@ main(int argc, char **argv)
         S.delivered[q] = calloc(S.max_id, 1);
         S.acc_by[q] = calloc(S.max_id / BATCH + 1, 1);
         S.acc_ms[q] = calloc(S.max_id / BATCH + 1, sizeof(uint32_t));
+        S.sent_ms[q] = calloc(S.max_id / BATCH + 1, sizeof(uint32_t));
         S.acc_node[q] = calloc(S.max_id / BATCH + 1, 1);
         S.acc_part[q] = calloc(S.max_id / BATCH + 1, 1);
         if (!S.accepted[q] || !S.delivered[q] || !S.acc_by[q] || !S.acc_ms[q] ||
-            !S.acc_node[q] || !S.acc_part[q])
+            !S.sent_ms[q] || !S.acc_node[q] || !S.acc_part[q])
             return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
