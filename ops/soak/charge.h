@@ -10,7 +10,7 @@
  * through that node, so its 201 may arrive after the kill's stamp (which
  * soak.sh takes after the kill) though the owner stored it before: the
  * time to compare with the stamp is when the push was sent.  A push sent
- * after the stamp and still answered by the killed incarnation cannot be,
+ * after the kill and still answered by the killed incarnation cannot be,
  * and is not charged to it.
  */
 #ifndef MAYFLY_OPS_SOAK_CHARGE_H
@@ -18,14 +18,18 @@
 
 #include <stdint.h>
 
+/* /proc/uptime counts in 10 ms and truncates: a kill stamped t by it was
+ * over by t + SOAK_UPTIME_MS at the latest. */
+#define SOAK_UPTIME_MS 10
+
 /* soak_charged - whether a push sent at sent_ms (since the driver's
  * start) and accepted by incarnation by (an index + 1 in the driver's
- * table; 0 unknown) is lost by the kill -9 of incarnation killed_by
- * stamped at kill_ms (after the kill). */
+ * table; 0 unknown) is lost by the kill -9 of incarnation killed_by, over
+ * by kill_by_ms (its stamp, plus the stamp's resolution). */
 static inline int
-soak_charged(uint8_t by, int64_t sent_ms, uint8_t killed_by, int64_t kill_ms)
+soak_charged(uint8_t by, int64_t sent_ms, uint8_t killed_by, int64_t kill_by_ms)
 {
-    return killed_by != 0 && by == killed_by && sent_ms <= kill_ms;
+    return killed_by != 0 && by == killed_by && sent_ms < kill_by_ms;
 }
 
 #endif

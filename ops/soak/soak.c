@@ -81,6 +81,7 @@ static struct {
     uint8_t *acc_by[NQ], *acc_node[NQ], *acc_part[NQ];
     uint32_t *acc_ms[NQ], *sent_ms[NQ];
     uint64_t inc[INC_MAX], t0_us;
+    int64_t real_off_us; /* the wall clock less the boot-time one, at t0 */
     int ninc;
     /* Each node's incarnations as its /health said them, each with when
      * it was first seen (ms since t0): whose is an id's incarnation. */
@@ -620,8 +621,8 @@ cmp_d(const void *a, const void *b)
 }
 
 /* A kill -9 of a node, as faults.log says: the incarnation killed (index
- * + 1 in S.inc, 0 when it accepted nothing), when (ms since t0, stamped
- * after the kill), and what the node held when sampled just before. */
+ * + 1 in S.inc, 0 when it accepted nothing), by when it was over (ms since
+ * t0: kill_by_ms), and what the node held when sampled just before. */
 struct kill {
     int node;
     uint8_t by;
@@ -635,6 +636,22 @@ static int64_t
 since_t0_ms(double t)
 {
     return (int64_t)(t * 1000.0) - (int64_t)(S.t0_us / 1000);
+}
+
+/* By when a kill was over, as ms since t0: its stamp, taken after the
+ * kill, by the wall clock's seconds real when given (the driver converts
+ * with the offset it took at t0: the clocks drift apart only by what NTP
+ * slews in a run, well under a ms a minute), else boot-time seconds t
+ * (/proc/uptime's, truncated to 10 ms); the next ms, or the end of those
+ * 10 ms. */
+static int64_t
+kill_by_ms(double t, double real)
+{
+    if (real > 0)
+        return ((int64_t)(real * 1e6) - S.real_off_us - (int64_t)S.t0_us) /
+                   1000 +
+               1;
+    return since_t0_ms(t) + SOAK_UPTIME_MS;
 }
 
 /* The index + 1 in S.inc of incarnation hex (0: none of its pushes). */
@@ -747,7 +764,7 @@ loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
             if (k[j].by != 0 && S.acc_by[q][b] == k[j].by) {
                 k[j].accepted += BATCH;
                 if ((int64_t)S.acc_ms[q][b] > k[j].sample_ms &&
-                    (int64_t)S.sent_ms[q][b] <= k[j].ms)
+                    (int64_t)S.sent_ms[q][b] < k[j].ms)
                     k[j].accepted_since += BATCH;
             }
     fprintf(out,
@@ -765,7 +782,7 @@ loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
                      "fault loses what it carried).\n");
     for (int j = 0; j < nk; j++) {
         fprintf(out,
-                "- node %d, killed %.1f s in: lost %" PRIu64 " of the %" PRIu64
+                "- node %d, killed %.3f s in: lost %" PRIu64 " of the %" PRIu64
                 " ids it accepted",
                 k[j].node, (double)k[j].ms / 1000.0, k[j].lost, k[j].accepted);
         if (q == QACK)
@@ -849,8 +866,9 @@ summarize(const char *csvpath)
             char kind[64], inc[64] = "-";
             double t, ts = 0;
             int node;
-            int n = sscanf(line, "%lf %63s %d %lld %63s %lf", &t, kind, &node,
-                           &held, inc, &ts);
+            double real = 0;
+            int n = sscanf(line, "%lf %63s %d %lld %63s %lf %lf", &t, kind,
+                           &node, &held, inc, &ts, &real);
             if (n < 3)
                 continue;
             fprintf(out, "- %.1f %s node %d", t, kind, node);
@@ -858,13 +876,14 @@ summarize(const char *csvpath)
                 faults[nf] = (struct fault){.ms = since_t0_ms(t), .node = node};
                 snprintf(faults[nf++].kind, sizeof(faults[0].kind), "%s", kind);
             }
-            if (n == 6 && nk < KILLS_MAX) {
+            if (n >= 6 && nk < KILLS_MAX) {
                 fprintf(out, ", incarnation %s, held %lld", inc, held);
-                kills[nk++] = (struct kill){.node = node,
-                                            .by = known_incarnation(inc),
-                                            .held = held,
-                                            .ms = since_t0_ms(t),
-                                            .sample_ms = since_t0_ms(ts)};
+                kills[nk++] =
+                    (struct kill){.node = node,
+                                  .by = known_incarnation(inc),
+                                  .held = held,
+                                  .ms = kill_by_ms(t, n == 7 ? real : 0),
+                                  .sample_ms = since_t0_ms(ts)};
             }
             fprintf(out, "\n");
         }
@@ -929,6 +948,12 @@ main(int argc, char **argv)
     S.max_id = (uint64_t)(S.rate * S.seconds * 1.5) + 100000;
     pthread_mutex_init(&S.inc_lock, NULL);
     S.t0_us = now_us();
+    {
+        struct timespec rt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        S.real_off_us = (int64_t)rt.tv_sec * 1000000 + rt.tv_nsec / 1000 -
+                        (int64_t)now_us();
+    }
     for (int q = 0; q < NQ; q++) {
         S.accepted[q] = calloc(S.max_id, 1);
         S.delivered[q] = calloc(S.max_id, 1);

@@ -236,8 +236,9 @@ while [ $(((k + 1) * every)) -lt "$secs" ]; do
         all=$(procs $node)
         kill -9 $all
         # Stamped after the kill: every id its incarnation accepted was
-        # accepted before this time.
-        fault "kill-9-node $node ${h:-0} ${inc:--} $ts"
+        # accepted before this time.  /proc/uptime counts in 10 ms; the
+        # wall clock's nanoseconds (last) place the kill to the ms.
+        fault "kill-9-node $node ${h:-0} ${inc:--} $ts $(date +%s.%N)"
         wait "$(pid $node)" 2>/dev/null || true
         gone $all
         start "$node"
