@@ -695,7 +695,7 @@ incarnation_node(uint8_t by, int64_t *ms)
 /* A lost push batch b of queue q, for the list: its first id, the node it
  * was pushed to, the incarnation that accepted it and the partition. */
 static void
-lost_batch(FILE *out, int q, uint64_t b, int killed)
+lost_batch(FILE *out, int q, uint64_t b, const struct kill *killed)
 {
     uint8_t by = S.acc_by[q][b];
     int64_t seen_ms;
@@ -711,7 +711,10 @@ lost_batch(FILE *out, int q, uint64_t b, int killed)
     if (owner != 0)
         fprintf(out, " (node %d's, seen from %.1f s)", owner,
                 (double)seen_ms / 1000.0);
-    fprintf(out, "%s\n", killed ? "; charged to its kill -9" : "");
+    if (killed != NULL)
+        fprintf(out, "; charged to the kill -9 of node %d at %.3f s",
+                killed->node, (double)killed->ms / 1000.0);
+    fprintf(out, "\n");
 }
 
 /* Loss by id in queue q: each lost id is charged to the kill -9 of the
@@ -729,7 +732,7 @@ loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
     uint64_t before[KILLS_MAX + 1] = {0};
     long long first_live = -1;
     uint64_t batches[20], last_b = UINT64_MAX;
-    int killed[20], nb = 0;
+    int killed[20], nb = 0; /* the kill charged, or -1 */
 
     for (int j = 0; j < nk; j++)
         k[j].lost = k[j].accepted = k[j].accepted_since = 0;
@@ -745,7 +748,7 @@ loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
             j++;
         if (b != last_b && nb < 20) {
             batches[nb] = b;
-            killed[nb++] = j < nk;
+            killed[nb++] = j < nk ? j : -1;
         }
         last_b = b;
         if (j < nk) {
@@ -806,7 +809,7 @@ loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
         fprintf(out, "- the lost push batches%s:\n",
                 nb == 20 ? " (the first 20)" : "");
     for (int i = 0; i < nb; i++)
-        lost_batch(out, q, batches[i], killed[i]);
+        lost_batch(out, q, batches[i], killed[i] >= 0 ? &k[killed[i]] : NULL);
     return live_lost;
 }
 
