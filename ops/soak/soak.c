@@ -17,8 +17,9 @@
  * and exit 1 if an ack-mode message was lost that no node killed with
  * kill -9 had accepted before its kill.  For that, each accepted ack-mode
  * push is recorded with the incarnation that holds it (the owner's, in the
- * ids it answers) and the time; faults.log, which soak.sh writes, names
- * each killed incarnation and when it was killed.
+ * ids it answers) and when it was sent (charge.h says why that time);
+ * faults.log, which soak.sh writes, names each killed incarnation and
+ * when it was killed.
  */
 #include <sys/types.h>
 
@@ -35,6 +36,8 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+
+#include "ops/soak/charge.h"
 
 #define NODES_MAX 3
 #define BATCH     10
@@ -71,12 +74,23 @@ static struct {
     uint64_t max_id;
     _Atomic uint8_t *accepted[NQ], *delivered[NQ];
     /* Per push of queue q (BATCH ids from a multiple of BATCH): the index +
-     * 1 in inc[] of the incarnation that accepted it, and when (ms since
-     * t0). */
-    uint8_t *acc_by[NQ];
-    uint32_t *acc_ms[NQ];
+     * 1 in inc[] of the incarnation that accepted it, when it was sent and
+     * when its answer came (ms since t0), the node it was pushed to (index
+     * in url[]) and its partition (the N of "pN", as the request named
+     * it). */
+    uint8_t *acc_by[NQ], *acc_node[NQ], *acc_part[NQ];
+    uint32_t *acc_ms[NQ], *sent_ms[NQ];
     uint64_t inc[INC_MAX], t0_us;
+    int64_t real_off_us; /* the wall clock less the boot-time one, at t0 */
     int ninc;
+    /* Each node's incarnations as its /health said them, each with when
+     * it was first seen (ms since t0): whose is an id's incarnation. */
+    struct {
+        uint64_t inc;
+        int node;
+        int64_t seen_ms;
+    } seen[INC_MAX];
+    int nseen;
     pthread_mutex_t inc_lock;
     struct window w[2]; /* current and previous, flipped by the reporter */
     atomic_int cur;
@@ -264,10 +278,11 @@ pusher(void *arg)
         uint64_t first = atomic_fetch_add(&S.next_id[r->q], BATCH);
         if (first + BATCH > S.max_id)
             break;
+        int part = (k * 7 + r->node) % 16;
         int o = snprintf(data, sizeof(data),
                          "{\"queue\":\"%s\",\"partition\":\"p%d\","
                          "\"messages\":[",
-                         qname[r->q], (k * 7 + r->node) % 16);
+                         qname[r->q], part);
         uint64_t t0 = now_us();
         for (int i = 0; i < BATCH; i++)
             o += snprintf(data + o, sizeof(data) - (size_t)o,
@@ -282,6 +297,9 @@ pusher(void *arg)
             S.acc_by[r->q][first / BATCH] = accepted_by(b.p);
             S.acc_ms[r->q][first / BATCH] =
                 (uint32_t)((now_us() - S.t0_us) / 1000);
+            S.sent_ms[r->q][first / BATCH] = (uint32_t)((t0 - S.t0_us) / 1000);
+            S.acc_node[r->q][first / BATCH] = (uint8_t)r->node;
+            S.acc_part[r->q][first / BATCH] = (uint8_t)part;
             for (int i = 0; i < BATCH; i++)
                 atomic_store(&S.accepted[r->q][first + i], 1);
             atomic_fetch_add(&win()->pushed, BATCH);
@@ -502,6 +520,43 @@ node_accounted(CURL *h, int node, struct body *b)
     return p ? num_after(p, "mayfly_memory_used_bytes ", &e) : -1;
 }
 
+/* Node node's incarnation from its /health, noted in S.seen when new. */
+static void
+note_incarnation(CURL *h, int node, struct body *b)
+{
+    static const char key[] = "\"incarnation\":\"";
+    char url[128], *end;
+    const char *p;
+
+    /* Not req(): a 503 of a starting node is no error of the load. */
+    snprintf(url, sizeof(url), "%s/health", S.url[node]);
+    b->len = 0;
+    if (b->p)
+        b->p[0] = 0;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, body_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 300L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    if (curl_easy_perform(h) != CURLE_OK || b->p == NULL ||
+        (p = strstr(b->p, key)) == NULL)
+        return;
+    p += sizeof(key) - 1;
+    uint64_t inc = strtoull(p, &end, 16);
+    if (end != p + 16)
+        return;
+    pthread_mutex_lock(&S.inc_lock);
+    int i = 0;
+    while (i < S.nseen && S.seen[i].inc != inc)
+        i++;
+    if (i == S.nseen && S.nseen < INC_MAX)
+        S.seen[S.nseen++] = (__typeof__(S.seen[0])){
+            inc, node, (int64_t)((now_us() - S.t0_us) / 1000)};
+    pthread_mutex_unlock(&S.inc_lock);
+}
+
 /* Every WINDOW_S: one CSV row from the window just closed. */
 static void *
 reporter(void *arg)
@@ -520,8 +575,18 @@ reporter(void *arg)
     fprintf(csv, "\n");
     while (!atomic_load(&S.stop)) {
         next += WINDOW_S * 1000000ULL;
-        while (now_us() < next && !atomic_load(&S.stop))
-            sleep_us(100000);
+        /* Each second, a restarted node's incarnation is seen soon: while
+         * more than a second of the window is left, which the asks (300 ms
+         * at most each) cannot overrun. */
+        for (uint64_t at = now_us(); at < next && !atomic_load(&S.stop);
+             at = now_us()) {
+            if (next - at > 1000000)
+                for (int i = 0; i < S.nodes; i++)
+                    note_incarnation(h, i, &b);
+            at = now_us();
+            if (at < next)
+                sleep_us(next - at < 1000000 ? next - at : 1000000);
+        }
         int c = atomic_load(&S.cur);
         memset(&S.w[!c], 0, sizeof(S.w[!c]));
         atomic_store(&S.cur, !c);
@@ -556,8 +621,8 @@ cmp_d(const void *a, const void *b)
 }
 
 /* A kill -9 of a node, as faults.log says: the incarnation killed (index
- * + 1 in S.inc, 0 when it accepted nothing), when (ms since t0, stamped
- * after the kill), and what the node held when sampled just before. */
+ * + 1 in S.inc, 0 when it accepted nothing), by when it was over (ms since
+ * t0: kill_by_ms), and what the node held when sampled just before. */
 struct kill {
     int node;
     uint8_t by;
@@ -571,6 +636,22 @@ static int64_t
 since_t0_ms(double t)
 {
     return (int64_t)(t * 1000.0) - (int64_t)(S.t0_us / 1000);
+}
+
+/* By when a kill was over, as ms since t0: its stamp, taken after the
+ * kill, by the wall clock's seconds real when given (the driver converts
+ * with the offset it took at t0: the clocks drift apart only by what NTP
+ * slews in a run, well under a ms a minute), else boot-time seconds t
+ * (/proc/uptime's, truncated to 10 ms); the next ms, or the end of those
+ * 10 ms. */
+static int64_t
+kill_by_ms(double t, double real)
+{
+    if (real > 0)
+        return ((int64_t)(real * 1e6) - S.real_off_us - (int64_t)S.t0_us) /
+                   1000 +
+               1;
+    return since_t0_ms(t) + SOAK_UPTIME_MS;
 }
 
 /* The index + 1 in S.inc of incarnation hex (0: none of its pushes). */
@@ -595,19 +676,63 @@ struct fault {
     int node;
 };
 
+/* The node whose /health named incarnation index + 1 by (0: unknown), and
+ * when it was first seen there (ms since t0) in *ms. */
+static int
+incarnation_node(uint8_t by, int64_t *ms)
+{
+    *ms = -1;
+    if (by == 0 || by > S.ninc)
+        return 0;
+    for (int i = 0; i < S.nseen; i++)
+        if (S.seen[i].inc == S.inc[by - 1]) {
+            *ms = S.seen[i].seen_ms;
+            return S.seen[i].node + 1;
+        }
+    return 0;
+}
+
+/* A lost push batch b of queue q, for the list: its first id, the node it
+ * was pushed to, the incarnation that accepted it and the partition. */
+static void
+lost_batch(FILE *out, int q, uint64_t b, const struct kill *killed)
+{
+    uint8_t by = S.acc_by[q][b];
+    int64_t seen_ms;
+    int owner = incarnation_node(by, &seen_ms);
+
+    fprintf(out,
+            "  - first id %" PRIu64 ": pushed to node %d, partition p%u, "
+            "sent %.3f s in, accepted (answered) %.3f s in by incarnation "
+            "#%u %016" PRIx64,
+            b * BATCH, S.acc_node[q][b] + 1, S.acc_part[q][b],
+            (double)S.sent_ms[q][b] / 1000.0, (double)S.acc_ms[q][b] / 1000.0,
+            by, by != 0 && by <= S.ninc ? S.inc[by - 1] : 0);
+    if (owner != 0)
+        fprintf(out, " (node %d's, seen from %.1f s)", owner,
+                (double)seen_ms / 1000.0);
+    if (killed != NULL)
+        fprintf(out, "; charged to the kill -9 of node %d at %.3f s",
+                killed->node, (double)killed->ms / 1000.0);
+    fprintf(out, "\n");
+}
+
 /* Loss by id in queue q: each lost id is charged to the kill -9 of the
  * incarnation that accepted it, when it accepted it before that kill, or
  * else counted as lost while its node lived.  In ack mode that is a
  * failure; in autoAck mode (at most once) a message whose pop answer never
- * reached its consumer is lost by contract, so those ids are listed by the
- * first fault after they were accepted.  Writes the account to out;
- * returns the ids lost while their node lived. */
+ * reached its consumer is lost by contract.  Both list the ids lost while
+ * their node lived by the first fault after they were accepted, and the
+ * first 20 lost push batches.  Writes the account to out; returns the ids
+ * lost while their node lived. */
 static uint64_t
 loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
 {
     uint64_t lost = 0, live_lost = 0, end = atomic_load(&S.next_id[q]);
     uint64_t before[KILLS_MAX + 1] = {0};
     long long first_live = -1;
+    uint64_t batches[20], last_b = UINT64_MAX;
+    int killed[20], nb = 0; /* the kill charged, or -1 */
 
     for (int j = 0; j < nk; j++)
         k[j].lost = k[j].accepted = k[j].accepted_since = 0;
@@ -619,8 +744,13 @@ loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
         int64_t at = (int64_t)S.acc_ms[q][b];
         int j = 0;
         while (j < nk &&
-               !(k[j].by != 0 && k[j].by == S.acc_by[q][b] && at <= k[j].ms))
+               !soak_charged(S.acc_by[q][b], S.sent_ms[q][b], k[j].by, k[j].ms))
             j++;
+        if (b != last_b && nb < 20) {
+            batches[nb] = b;
+            killed[nb++] = j < nk ? j : -1;
+        }
+        last_b = b;
         if (j < nk) {
             k[j].lost++;
             continue;
@@ -637,7 +767,7 @@ loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
             if (k[j].by != 0 && S.acc_by[q][b] == k[j].by) {
                 k[j].accepted += BATCH;
                 if ((int64_t)S.acc_ms[q][b] > k[j].sample_ms &&
-                    (int64_t)S.acc_ms[q][b] <= k[j].ms)
+                    (int64_t)S.sent_ms[q][b] < k[j].ms)
                     k[j].accepted_since += BATCH;
             }
     fprintf(out,
@@ -655,7 +785,7 @@ loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
                      "fault loses what it carried).\n");
     for (int j = 0; j < nk; j++) {
         fprintf(out,
-                "- node %d, killed %.1f s in: lost %" PRIu64 " of the %" PRIu64
+                "- node %d, killed %.3f s in: lost %" PRIu64 " of the %" PRIu64
                 " ids it accepted",
                 k[j].node, (double)k[j].ms / 1000.0, k[j].lost, k[j].accepted);
         if (q == QACK)
@@ -666,7 +796,7 @@ loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
                     k[j].accepted_since);
         fprintf(out, "\n");
     }
-    for (int e = 0; q != QACK && e <= nf; e++)
+    for (int e = 0; e <= nf; e++)
         if (before[e] != 0 && e < nf)
             fprintf(out,
                     "- %" PRIu64 " accepted by a live node before the "
@@ -675,6 +805,11 @@ loss(FILE *out, int q, struct kill *k, int nk, const struct fault *f, int nf)
         else if (before[e] != 0)
             fprintf(out, "- %" PRIu64 " accepted after the last fault\n",
                     before[e]);
+    if (nb > 0)
+        fprintf(out, "- the lost push batches%s:\n",
+                nb == 20 ? " (the first 20)" : "");
+    for (int i = 0; i < nb; i++)
+        lost_batch(out, q, batches[i], killed[i] >= 0 ? &k[killed[i]] : NULL);
     return live_lost;
 }
 
@@ -734,8 +869,9 @@ summarize(const char *csvpath)
             char kind[64], inc[64] = "-";
             double t, ts = 0;
             int node;
-            int n = sscanf(line, "%lf %63s %d %lld %63s %lf", &t, kind, &node,
-                           &held, inc, &ts);
+            double real = 0;
+            int n = sscanf(line, "%lf %63s %d %lld %63s %lf %lf", &t, kind,
+                           &node, &held, inc, &ts, &real);
             if (n < 3)
                 continue;
             fprintf(out, "- %.1f %s node %d", t, kind, node);
@@ -743,13 +879,14 @@ summarize(const char *csvpath)
                 faults[nf] = (struct fault){.ms = since_t0_ms(t), .node = node};
                 snprintf(faults[nf++].kind, sizeof(faults[0].kind), "%s", kind);
             }
-            if (n == 6 && nk < KILLS_MAX) {
+            if (n >= 6 && nk < KILLS_MAX) {
                 fprintf(out, ", incarnation %s, held %lld", inc, held);
-                kills[nk++] = (struct kill){.node = node,
-                                            .by = known_incarnation(inc),
-                                            .held = held,
-                                            .ms = since_t0_ms(t),
-                                            .sample_ms = since_t0_ms(ts)};
+                kills[nk++] =
+                    (struct kill){.node = node,
+                                  .by = known_incarnation(inc),
+                                  .held = held,
+                                  .ms = kill_by_ms(t, n == 7 ? real : 0),
+                                  .sample_ms = since_t0_ms(ts)};
             }
             fprintf(out, "\n");
         }
@@ -814,12 +951,22 @@ main(int argc, char **argv)
     S.max_id = (uint64_t)(S.rate * S.seconds * 1.5) + 100000;
     pthread_mutex_init(&S.inc_lock, NULL);
     S.t0_us = now_us();
+    {
+        struct timespec rt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        S.real_off_us = (int64_t)rt.tv_sec * 1000000 + rt.tv_nsec / 1000 -
+                        (int64_t)now_us();
+    }
     for (int q = 0; q < NQ; q++) {
         S.accepted[q] = calloc(S.max_id, 1);
         S.delivered[q] = calloc(S.max_id, 1);
         S.acc_by[q] = calloc(S.max_id / BATCH + 1, 1);
         S.acc_ms[q] = calloc(S.max_id / BATCH + 1, sizeof(uint32_t));
-        if (!S.accepted[q] || !S.delivered[q] || !S.acc_by[q] || !S.acc_ms[q])
+        S.sent_ms[q] = calloc(S.max_id / BATCH + 1, sizeof(uint32_t));
+        S.acc_node[q] = calloc(S.max_id / BATCH + 1, 1);
+        S.acc_part[q] = calloc(S.max_id / BATCH + 1, 1);
+        if (!S.accepted[q] || !S.delivered[q] || !S.acc_by[q] || !S.acc_ms[q] ||
+            !S.sent_ms[q] || !S.acc_node[q] || !S.acc_part[q])
             return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -14,9 +14,9 @@ SOAK_BIN  := build/soak/mayfly-soak
 MINUTES   ?= 30
 RATE      ?= 24000
 
-$(SOAK_BIN): ops/soak/soak.c ops/soak/soak.mk
+$(SOAK_BIN): ops/soak/soak.c ops/soak/charge.h ops/soak/soak.mk
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -pthread $(WARN) -O2 -g -o $@ $< -lcurl
+	$(CC) -std=c11 -D_GNU_SOURCE -pthread -I. $(WARN) -O2 -g -o $@ $< -lcurl
 
 tests: $(SOAK_BIN)
 

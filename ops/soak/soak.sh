@@ -19,6 +19,9 @@
 # saying so in faults.log.
 #
 #   MINUTES (2)  RATE (msg/s offered)  FAULT_EVERY (s; MINUTES x 10)
+#   FAULTS (all five, in the order above): the kinds to take turns, by
+#     name, e.g. FAULTS=kill-9-node for a kill -9 and restart each time
+#     (kill-9-worker sigterm-node kill-9-node sigstop-node partition-node)
 #   DRAIN (60: the driver's drain, s at most)
 #   PORT (7632) CPORT (PORT + 1: the cluster port)
 #   OUT (build/soak/run)  MAYFLYD (build/release/mayflyd)
@@ -45,6 +48,19 @@ BIN=${SOAK_BIN:-build/soak/mayfly-soak}
 secs=$((MINUTES * 60))
 every=${FAULT_EVERY:-$((secs / 6))}
 [ "$every" -lt 20 ] && every=20
+FAULTS=${FAULTS:-kill-9-worker sigterm-node kill-9-node sigstop-node partition-node}
+kinds=""
+for f in $FAULTS; do
+    case $f in
+    kill-9-worker) kinds="$kinds 0" ;;
+    sigterm-node) kinds="$kinds 1" ;;
+    kill-9-node) kinds="$kinds 2" ;;
+    sigstop-node) kinds="$kinds 3" ;;
+    partition-node) kinds="$kinds 4" ;;
+    *) echo "soak: unknown fault '$f' in FAULTS" >&2; exit 2 ;;
+    esac
+done
+nkinds=$(echo $kinds | wc -w)
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -197,7 +213,7 @@ while [ $(((k + 1) * every)) -lt "$secs" ]; do
     done
     kill -0 "$drv" 2>/dev/null || break
     node=$((k % 3 + 1))
-    case $((k % 5)) in
+    case $(echo $kinds | cut -d' ' -f$((k % nkinds + 1))) in
     0)
         w=$(pgrep -P "$(pid $node)" | head -1)
         [ -n "$w" ] && kill -9 "$w"
@@ -220,8 +236,9 @@ while [ $(((k + 1) * every)) -lt "$secs" ]; do
         all=$(procs $node)
         kill -9 $all
         # Stamped after the kill: every id its incarnation accepted was
-        # accepted before this time.
-        fault "kill-9-node $node ${h:-0} ${inc:--} $ts"
+        # accepted before this time.  /proc/uptime counts in 10 ms; the
+        # wall clock's nanoseconds (last) place the kill to the ms.
+        fault "kill-9-node $node ${h:-0} ${inc:--} $ts $(date +%s.%N)"
         wait "$(pid $node)" 2>/dev/null || true
         gone $all
         start "$node"
