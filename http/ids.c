@@ -5,6 +5,7 @@
 #include "http/ids.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "http/buf.h"
 
@@ -37,6 +38,34 @@ http_id_put_seq(char *o, uint64_t seq)
 {
     o = http_put_u64(o, seq);
     *o++ = '"';
+    return o;
+}
+
+/* http_id_put_run - see ids.h. */
+char *
+http_id_put_run(char *o, uint64_t incarnation, const char *part, size_t plen,
+                uint64_t first, uint32_t n)
+{
+    char *id = o, *digits, *d;
+
+    digits = http_id_put_prefix(o, incarnation, part, plen);
+    o = http_id_put_seq(digits, first);
+    for (uint32_t i = 1; i < n; i++) {
+        size_t len = (size_t)(o - id), head = (size_t)(digits - id);
+
+        *o++ = ',';
+        memcpy(o, id, len);
+        id = o;
+        digits = o + head;
+        o += len;
+        /* o[-1] is the closing quote: count up from the last digit. */
+        for (d = o - 2; d >= digits && *d == '9'; d--)
+            *d = '0';
+        if (d >= digits)
+            (*d)++;
+        else /* all nines: one digit more (or a wrap past 2^64 - 1) */
+            o = http_id_put_seq(digits, first + i);
+    }
     return o;
 }
 

@@ -42,6 +42,16 @@ char *http_id_put_prefix(char *o, uint64_t incarnation, const char *part,
 char *http_id_put_seq(char *o, uint64_t seq);
 
 /*
+ * http_id_put_run - n >= 1 ids of one partition with the sequences first,
+ * first + 1, ..., comma-separated, at o (room for n times
+ * HTTP_ID_PREFIX_LEN + HTTP_ID_SEQ_MAX + 1 bytes); returns the end.  Each
+ * id after the first is the one before copied and its decimal sequence
+ * counted up in place, which is cheaper than formatting it again.
+ */
+char *http_id_put_run(char *o, uint64_t incarnation, const char *part,
+                      size_t plen, uint64_t first, uint32_t n);
+
+/*
  * http_id_parse - split id[0..len): "e:", 1-16 hex digits, ':', a
  * non-empty partition (pointer into id), ':', 1-20 decimal digits that fit
  * in 64 bits.  0, or -EINVAL for anything else.

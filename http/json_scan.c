@@ -11,6 +11,9 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 static int scan_value(struct http_json *j);
 
@@ -32,25 +35,6 @@ http_json_init(struct http_json *j, const char *buf, size_t n)
     j->end = buf + n;
     j->depth = 0;
     j->why = NULL;
-}
-
-/* http_json_ws - RFC 8259 whitespace only (no \v, \f). */
-void
-http_json_ws(struct http_json *j)
-{
-    const char *p = j->p;
-
-    while (p < j->end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
-        p++;
-    j->p = p;
-}
-
-/* http_json_peek - next significant byte, not consumed. */
-int
-http_json_peek(struct http_json *j)
-{
-    http_json_ws(j);
-    return j->p < j->end ? (unsigned char)*j->p : -1;
 }
 
 /* http_json_eat - consume c after whitespace. */
@@ -207,8 +191,51 @@ scan_escape(const char *p, const char *end, char **o)
     return 0;
 }
 
-/* Sixteen bytes as one vector (GCC's generic vectors: SSE2 on x86-64,
- * NEON on arm64, plain words elsewhere; one source for all). */
+#ifdef __SSE2__
+/* special16 - a bit per byte of the 16 at p that a string cannot hold as
+ * it is: '"', '\\', and, as signed bytes, both the controls and every
+ * byte >= 0x80 (they compare below 0x20). */
+static inline unsigned
+special16(const unsigned char *p)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i m =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+                                  _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+                     _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+
+    return (unsigned)_mm_movemask_epi8(m);
+}
+
+/*
+ * plain_run - skip the bytes a string holds as they are (0x20..0x7f but
+ * '"' and '\\'): 32 bytes a step while none needs a look, then the exact
+ * stop from the mask's lowest bit, so no byte is looked at twice.  Payload
+ * bodies are mostly such bytes, and this loop is most of a push's parse.
+ */
+static const unsigned char *
+plain_run(const unsigned char *p, const unsigned char *end)
+{
+    unsigned m;
+
+    while (end - p >= 32) {
+        m = special16(p) | special16(p + 16) << 16;
+        if (m != 0)
+            return p + __builtin_ctz(m);
+        p += 32;
+    }
+    if (end - p >= 16) {
+        if ((m = special16(p)) != 0)
+            return p + __builtin_ctz(m);
+        p += 16;
+    }
+    while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+        p++;
+    return p;
+}
+#else
+/* Sixteen bytes as one vector (GCC's generic vectors: NEON on arm64, plain
+ * words elsewhere). */
 typedef signed char json_v16 __attribute__((vector_size(16)));
 
 /*
@@ -216,8 +243,7 @@ typedef signed char json_v16 __attribute__((vector_size(16)));
  * '"' and '\\'), 16 at a time while no byte of the block needs a look:
  * as signed bytes, both the controls and every byte >= 0x80 compare below
  * 0x20, so three compares test a block.  The byte loop then finds the
- * exact stop inside the block that has one.  Payload bodies are mostly
- * such bytes.
+ * exact stop inside the block that has one.
  */
 static const unsigned char *
 plain_run(const unsigned char *p, const unsigned char *end)
@@ -237,6 +263,7 @@ plain_run(const unsigned char *p, const unsigned char *end)
         p++;
     return p;
 }
+#endif
 
 /* http_json_string - see json_scan.h; o == NULL skips the copying. */
 int

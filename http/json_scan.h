@@ -44,11 +44,28 @@ struct http_json {
 /* http_json_init - scan buf[0..n) from its start, depth 0.  Cannot fail. */
 void http_json_init(struct http_json *j, const char *buf, size_t n);
 
-/* http_json_ws - skip JSON whitespace (space, tab, LF, CR).  Cannot fail. */
-void http_json_ws(struct http_json *j);
+/* http_json_ws - skip JSON whitespace (space, tab, LF, CR; no \v, \f).
+ * Cannot fail.  Inline, as are peek and the walkers below: the scanner
+ * calls it before every token, and most calls find a token at once (every
+ * whitespace byte is <= ' ', so one compare ends them). */
+static inline void
+http_json_ws(struct http_json *j)
+{
+    const char *p = j->p;
+
+    while (p < j->end && (unsigned char)*p <= ' ' &&
+           (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    j->p = p;
+}
 
 /* http_json_peek - the byte at p after whitespace, or -1 at the end. */
-int http_json_peek(struct http_json *j);
+static inline int
+http_json_peek(struct http_json *j)
+{
+    http_json_ws(j);
+    return j->p < j->end ? (unsigned char)*j->p : -1;
+}
 
 /* http_json_eat - skip whitespace and consume the byte c.  0 or -EINVAL. */
 int http_json_eat(struct http_json *j, char c);

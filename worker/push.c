@@ -47,9 +47,9 @@ scratch(struct worker *w, uint32_t n)
 }
 
 /*
- * reply_ids - 201 {"pushed": n, "ids": [...]}.  Every id shares the prefix
- * '"e:<incarnation>:<partition>:', so the prefix is written once and
- * copied; the reply is reserved once at its largest size.
+ * reply_ids - 201 {"pushed": n, "ids": [...]}: consecutive ids of one
+ * partition (http_id_put_run); the reply is reserved once at its largest
+ * size.
  */
 static void
 reply_ids(struct worker *w, struct http_request *req, struct shm_name part,
@@ -58,7 +58,7 @@ reply_ids(struct worker *w, struct http_request *req, struct shm_name part,
     static const char head[] = "{\"pushed\":", mid[] = ",\"ids\":[";
     size_t plen = HTTP_ID_PREFIX_LEN(http_json_esc_len(part.ptr, part.len));
     struct http_buf b = {0};
-    char *o, *prefix;
+    char *o;
 
     if (http_buf_reserve(&b, sizeof(head) + HTTP_PUT_U64_MAX + sizeof(mid) +
                                  (size_t)n * (plen + HTTP_ID_SEQ_MAX + 1) +
@@ -71,17 +71,8 @@ reply_ids(struct worker *w, struct http_request *req, struct shm_name part,
     o = http_put_u64(o + sizeof(head) - 1, n);
     memcpy(o, mid, sizeof(mid) - 1);
     o += sizeof(mid) - 1;
-    prefix = o;
-    for (uint32_t i = 0; i < n; i++) {
-        if (i == 0) {
-            o = http_id_put_prefix(o, w->incarnation, part.ptr, part.len);
-        } else {
-            *o++ = ',';
-            memcpy(o, prefix, plen);
-            o += plen;
-        }
-        o = http_id_put_seq(o, first + i);
-    }
+    if (n > 0)
+        o = http_id_put_run(o, w->incarnation, part.ptr, part.len, first, n);
     *o++ = ']';
     *o++ = '}';
     http_buf_commit(&b, o);

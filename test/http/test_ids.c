@@ -148,3 +148,37 @@ Test(http_ids, prefix_and_sequence_make_the_json_form)
         }
     }
 }
+
+/* A run of ids counted up in place reads as each id formatted on its own,
+ * across the carries that add a digit and up to the largest sequence. */
+Test(http_ids, run_equals_ids_formatted_one_by_one)
+{
+    static const uint64_t firsts[] = {
+        0, 7, 95, 998, 99999, 1000000007ull, UINT64_MAX - 3};
+    static const char *const parts[] = {"p", "a:\"b\""};
+
+    for (size_t f = 0; f < sizeof(firsts) / sizeof(firsts[0]); f++) {
+        for (size_t k = 0; k < 2; k++) {
+            uint32_t n = firsts[f] > UINT64_MAX - 200 ? 4 : 200;
+            size_t plen = strlen(parts[k]);
+            static char run[200 * 64];
+            struct http_buf b;
+            char *end;
+
+            http_buf_init(&b);
+            for (uint32_t i = 0; i < n; i++) {
+                if (i > 0)
+                    cr_assert_eq(http_buf_append(&b, ",", 1), 0);
+                cr_assert_eq(http_id_format_json(&b, 0xabc, parts[k], plen,
+                                                 firsts[f] + i),
+                             0);
+            }
+            end = http_id_put_run(run, 0xabc, parts[k], plen, firsts[f], n);
+            cr_assert_eq((size_t)(end - run), b.len, "first %llu",
+                         (unsigned long long)firsts[f]);
+            cr_assert_eq(memcmp(run, b.data, b.len), 0, "first %llu",
+                         (unsigned long long)firsts[f]);
+            http_buf_free(&b);
+        }
+    }
+}

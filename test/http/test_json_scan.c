@@ -712,3 +712,48 @@ Test(http_json_scan, throughput_of_a_100_message_push)
             jc * 1e6, jc / scan, jc_print * 1e6, jc_print / scan);
     free(body);
 }
+
+/* The string loop takes 32 and 16 bytes a step: a byte that needs a look
+ * (an escape, UTF-8, a control) is found exactly at every offset, with
+ * every length of plain bytes around it, blocks and tail alike. */
+Test(http_json_scan, string_stops_at_every_offset)
+{
+    static const char *const mids[] = {"\\n", "\xc3\xa9", "\x01", "\\q",
+                                       "\xc3"};
+    static const char *const outs[] = {"\n", "\xc3\xa9", NULL, NULL, NULL};
+
+    for (size_t m = 0; m < sizeof(mids) / sizeof(mids[0]); m++) {
+        for (size_t k = 0; k < 70; k++) {
+            for (size_t t = 0; t < 40; t += 3) {
+                char in[256], want[256], out[256];
+                size_t n = 0, w = 0, len = 0;
+                struct http_json j;
+
+                in[n++] = '"';
+                for (size_t i = 0; i < k; i++)
+                    in[n++] = want[w++] = (char)('a' + i % 26);
+                memcpy(in + n, mids[m], strlen(mids[m]));
+                n += strlen(mids[m]);
+                if (outs[m] != NULL) {
+                    memcpy(want + w, outs[m], strlen(outs[m]));
+                    w += strlen(outs[m]);
+                }
+                for (size_t i = 0; i < t; i++)
+                    in[n++] = want[w++] = (char)('A' + i % 26);
+                in[n++] = '"';
+                http_json_init(&j, in, n);
+                if (outs[m] != NULL) {
+                    cr_assert_eq(http_json_string(&j, out, &len), 0,
+                                 "m %zu k %zu t %zu", m, k, t);
+                    cr_assert_eq(len, w);
+                    cr_assert_eq(memcmp(out, want, w), 0);
+                    cr_assert_eq(j.p, in + n);
+                } else {
+                    cr_assert_eq(http_json_string(&j, out, &len), -EINVAL,
+                                 "m %zu k %zu t %zu", m, k, t);
+                    cr_assert_eq(j.p, in + 1 + k, "m %zu k %zu t %zu", m, k, t);
+                }
+            }
+        }
+    }
+}
