@@ -11,7 +11,10 @@
 # a path slower?" on a loaded, shared machine where `make bench` figures
 # move by tens of percent. It does not see cache misses, system calls'
 # cost or contention: confirm a real gain with `make bench` on an idle
-# machine. Needs valgrind and python3. Data: build/bench/instr/.
+# machine. Dumps name this run's own processes (the tree under INSTR_ROOT)
+# and add up any dump another trigger made: callgrind_control with no pid
+# would have every callgrind on a shared machine dump into our counts.
+# Needs valgrind and python3. Data: build/bench/instr/.
 # Exit status: 0, or 1 when a run failed.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -37,7 +40,7 @@ run() {
         [ "$n" -lt 600 ] || { kill "$vp"; echo "$0: $2 did not start" >&2; exit 1; }
         sleep 0.2
     done
-    python3 ops/bench/instr_load.py "$p" || { kill "$vp"; exit 1; }
+    INSTR_ROOT=$vp python3 ops/bench/instr_load.py "$p" || { kill "$vp"; exit 1; }
     kill -TERM "$vp"
     wait "$vp" || true
 }
@@ -49,12 +52,21 @@ out = sys.argv[1]
 requests = {"push": 300, "drain_auto": 300, "push_ack": 200, "drain_ack": 200, "request": 300}
 def phases(name):
     total = {}
+    files = {}
     for f in glob.glob("%s/%s/cg.*.*" % (out, name)):
-        text = open(f).read()
-        phase = re.search(r"^desc: Trigger: (?:.* )?dump (\S+)$", text, re.M)
-        count = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
-        if phase and count:
-            total[phase.group(1)] = total.get(phase.group(1), 0) + int(count.group(1))
+        pid, seq = f.rsplit("/", 1)[1].split(".")[1:3]
+        files.setdefault(pid, []).append((int(seq), f))
+    for pid, fs in files.items():
+        acc = 0
+        for _, f in sorted(fs):
+            text = open(f).read()
+            phase = re.search(r"^desc: Trigger: (?:.* )?dump (\S+)$", text, re.M)
+            count = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
+            acc += int(count.group(1)) if count else 0
+            if phase and phase.group(1).startswith("pp_"):
+                k = phase.group(1)[3:]
+                total[k] = total.get(k, 0) + acc
+                acc = 0
     return total
 old, new = phases("old"), phases("new")
 print("%-11s %14s %14s %9s" % ("phase", "old Ir/req", "new Ir/req", "new/old"))

@@ -10,6 +10,7 @@ when an answer is not the expected one.
 """
 import http.client
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -30,8 +31,21 @@ def call(conn, method, path, body=None):
     return answer.status, json.loads(data) if data else None
 
 
+def tree(pid):
+    out = [pid]
+    try:
+        for t in os.listdir("/proc/%d/task" % pid):
+            kids = open("/proc/%d/task/%s/children" % (pid, t)).read().split()
+            for k in kids:
+                out += tree(int(k))
+    except OSError:
+        pass
+    return out
+
+
 def dump(name):
-    subprocess.run(["callgrind_control", "-d", name], stdout=subprocess.DEVNULL,
+    pids = [str(p) for p in tree(int(os.environ["INSTR_ROOT"]))]
+    subprocess.run(["callgrind_control", "--dump=pp_" + name] + pids, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, check=True)
 
 
