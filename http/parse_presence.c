@@ -17,20 +17,9 @@ static int
 read_string(struct http_json *j, char **at, struct http_str *s,
             const char *field, struct http_error *err)
 {
-    size_t n;
+    int rc = http_parse_string(j, at, s, 0, field, err);
 
-    if (http_json_peek(j) != '"') {
-        if (http_json_value(j) != 0)
-            return http_parse_syntax(j, err);
-        return http_parse_bad(err, "field '%s' must be a string", field);
-    }
-    if (http_json_string(j, *at, &n) != 0)
-        return http_parse_syntax(j, err);
-    s->ptr = *at;
-    s->len = n;
-    (*at)[n] = '\0';
-    *at += n + 1;
-    return 0;
+    return rc < 0 ? rc : 0;
 }
 
 /* read_ttl - ttlSeconds: an integer from 1 to HTTP_PRESENCE_TTL_MAX. */
@@ -60,19 +49,12 @@ read_ttl(struct http_json *j, uint32_t *out, struct http_error *err)
     return 0;
 }
 
-/* What the walk's reader is given: where the next unescaped string goes
- * (the key too: a value read overwrites it), and the fields. */
-struct walk {
-    char *at;
-    struct http_presence *out;
-};
-
 /* member - one member of the top-level object (http_member_fn). */
 static int
 member(struct http_json *j, const char *key, size_t n, void *arg,
        struct http_error *err)
 {
-    struct walk *w = arg;
+    struct http_walk *w = arg;
     struct http_presence *out = w->out;
     char **at = &w->at;
 
@@ -120,16 +102,10 @@ int
 http_parse_presence(const char *body, size_t len, int enter,
                     struct http_presence *out, struct http_error *err)
 {
-    struct walk w = {.out = out};
-    int rc = 0;
+    int rc;
 
     memset(out, 0, sizeof(*out));
-    if ((rc = http_parse_length(len, err)) != 0)
-        return rc;
-    /* Unescaped text is never longer than its JSON: len + a NUL each. */
-    if ((out->mem = w.at = malloc(len + 8)) == NULL)
-        return http_parse_oom(err);
-    if ((rc = http_parse_object(body, len, &w.at, member, &w, err)) != 0)
+    if ((rc = http_parse_members(body, len, &out->mem, member, out, err)) != 0)
         goto fail;
     if (out->channel.ptr == NULL)
         rc = http_parse_bad(err, "field 'channel' is required");

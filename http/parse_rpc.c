@@ -11,35 +11,8 @@
 #include "http/parse_error.h"
 #include "http/parse_object.h"
 
-/* read_string - a string field into mem (*at), or null (absent): 1 set,
- * 0 null, -EINVAL with err filled. */
-static int
-read_string(struct http_json *j, char **at, struct http_str *s,
-            const char *field, struct http_error *err)
-{
-    size_t n;
-
-    if (http_json_peek(j) == 'n') {
-        if (http_json_value(j) != 0)
-            return http_parse_syntax(j, err);
-        return 0;
-    }
-    if (http_json_peek(j) != '"') {
-        if (http_json_value(j) != 0)
-            return http_parse_syntax(j, err);
-        return http_parse_bad(err, "field '%s' must be a string", field);
-    }
-    if (http_json_string(j, *at, &n) != 0)
-        return http_parse_syntax(j, err);
-    s->ptr = *at;
-    s->len = n;
-    (*at)[n] = '\0';
-    *at += n + 1;
-    return 1;
-}
-
-/* read_uint - a non-negative integer, or null: as read_string; what names
- * the field and its unit in an error. */
+/* read_uint - a non-negative integer, or null: 1 set, 0 null, -EINVAL with
+ * err filled; what names the field and its unit in an error. */
 static int
 read_uint(struct http_json *j, uint64_t *out, const char *what,
           struct http_error *err)
@@ -62,7 +35,7 @@ read_uint(struct http_json *j, uint64_t *out, const char *what,
     return 1;
 }
 
-/* read_timeout - a non-negative integer of ms, or null: as read_string. */
+/* read_timeout - a non-negative integer of ms, or null: as read_uint. */
 static int
 read_timeout(struct http_json *j, uint64_t *ms, struct http_error *err)
 {
@@ -73,7 +46,7 @@ read_timeout(struct http_json *j, uint64_t *ms, struct http_error *err)
 }
 
 /* read_gather - {"max": a positive integer, "quietMs"?: ms}, or null: as
- * read_string; another member is named in a 400. */
+ * read_uint; another member is named in a 400. */
 static int
 read_gather(struct http_json *j, char **at, struct http_rpc *out,
             struct http_error *err)
@@ -126,32 +99,25 @@ read_gather(struct http_json *j, char **at, struct http_rpc *out,
     return 1;
 }
 
-/* What the walk's reader is given: where the next unescaped string goes
- * (the key too: a value read overwrites it), and the fields. */
-struct walk {
-    char *at;
-    struct http_rpc *out;
-};
-
 /* member - one member of the top-level object (http_member_fn). */
 static int
 member(struct http_json *j, const char *key, size_t n, void *arg,
        struct http_error *err)
 {
-    struct walk *w = arg;
+    struct http_walk *w = arg;
     struct http_rpc *out = w->out;
     char **at = &w->at;
     int rc = 0;
 
     if (http_json_key_is(key, n, "queue")) {
-        rc = read_string(j, at, &out->queue, "queue", err);
+        rc = http_parse_string(j, at, &out->queue, 1, "queue", err);
         out->queue.len = rc > 0 ? out->queue.len : 0;
         out->queue.ptr = rc > 0 ? out->queue.ptr : NULL;
     } else if (http_json_key_is(key, n, "partition")) {
-        rc = read_string(j, at, &out->partition, "partition", err);
+        rc = http_parse_string(j, at, &out->partition, 1, "partition", err);
         out->has_partition = rc > 0;
     } else if (http_json_key_is(key, n, "replyTo")) {
-        rc = read_string(j, at, &out->reply_to, "replyTo", err);
+        rc = http_parse_string(j, at, &out->reply_to, 1, "replyTo", err);
         out->has_reply_to = rc > 0;
     } else if (http_json_key_is(key, n, "timeout")) {
         rc = read_timeout(j, &out->timeout_ms, err);
@@ -176,16 +142,10 @@ int
 http_parse_rpc(const char *body, size_t len, struct http_rpc *out,
                struct http_error *err)
 {
-    struct walk w = {.out = out};
-    int rc = 0;
+    int rc;
 
     memset(out, 0, sizeof(*out));
-    if ((rc = http_parse_length(len, err)) != 0)
-        return rc;
-    /* Unescaped text is never longer than its JSON: len + a NUL each. */
-    if ((out->mem = w.at = malloc(len + 8)) == NULL)
-        return http_parse_oom(err);
-    if ((rc = http_parse_object(body, len, &w.at, member, &w, err)) != 0)
+    if ((rc = http_parse_members(body, len, &out->mem, member, out, err)) != 0)
         goto fail;
     if (out->queue.ptr == NULL)
         rc = http_parse_bad(err, "field 'queue' is required");
