@@ -4,7 +4,9 @@
  * (json_scan.h) and keep no tree: presence and rpc (parse_presence.c,
  * parse_rpc.c), and the second pass of a pop's (parse_pop.c).  The walk
  * is this file's, and the reading of a string member; what a member
- * means, its type, and what the body lacks at the end are the caller's.  For http/ only.  No state, no locking.
+ * means, its type, and what the body lacks at the end are the caller's.
+ * (The json-c bodies, redrive's among them, share http_jsonc_read() in
+ * parse_jsonc.c instead.)  For http/ only.  No state, no locking.
  */
 #ifndef MAYFLY_HTTP_PARSE_OBJECT_H
 #define MAYFLY_HTTP_PARSE_OBJECT_H
