@@ -11,7 +11,8 @@
  * edge_answer.c (MHD's own answers), edge_socket.c (answers written on the
  * socket, first bytes), edge_conn.c (per connection: first bytes,
  * hang-ups, the connection limit), edge_wait.c (connections that owe a
- * request head: how long, and which make room).  access.c and server.c
+ * request head: how long, and which make room), edge_pool.c (the pages
+ * of a connection's memory that hold nothing).  access.c and server.c
  * call them; D1, D2 and D18 shape access.c itself.  Tests are
  * test/integration/test_http_edge.c unless named.
  *
@@ -130,6 +131,15 @@
  *     one (503 with Retry-After), at MHD's limit before each round too.
  *     test_conn_limit.c connections_that_send_nothing_are_cut_for_new_clients,
  *     a_trickled_request_head_is_cut_after_30_s.
+ * D21 It zeroes a connection's whole memory (D10) after every request,
+ *     and the free part of its read buffer (half of that memory, 12 KiB,
+ *     on a first request) when an answer starts, and keeps those pages of
+ *     zeros resident for the connection's life: an idle stream held 12
+ *     KiB of them.  It has no call that names that memory: edge_pool
+ *     reads its connection record at 0.9.75's offsets, checked against
+ *     what its public calls say, and a stream whose body waits gives
+ *     back the whole pages of it that are all zero (madvise).
+ *     test/http/test_server.c a_waiting_body_gives_back_its_zeroed_pages.
  *
  * Single-threaded (the loop that runs MHD); no locking.
  */

@@ -27,8 +27,10 @@ struct http_request;
  * out, so a larger one comes in several reads).  MHD zeroes all of it
  * after every request, and the read buffer's free part when an answer
  * starts (a stream's, at once): what each connection, a parked one too,
- * keeps resident.  Pools up to 32 KiB are malloc'd, larger ones mmap'd.
- * BENCHMARKS.md gives the bytes a parked long poll and an idle stream cost. */
+ * keeps resident, but a stream, which gives those pages back once its
+ * body waits (edge_pool.h).  Pools up to 32 KiB are malloc'd, larger ones
+ * mmap'd.  BENCHMARKS.md gives the bytes a parked long poll and an idle
+ * stream cost. */
 #define HTTP_MHD_CONN_MEMORY (24u << 10)
 
 /* http_edge_token_char - c may be part of an RFC 9110 token (a header

@@ -16,49 +16,57 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/errors.h"
 #include "http/json_scan.h"
 #include "http/parse.h"
 #include "http/parse_error.h"
+#include "http/parse_object.h"
 
 /* Where each member's last value starts (NULL: absent). */
 struct pop_members {
     const char *partition, *batch, *wait, *timeout, *auto_ack, *alias, *from;
 };
 
-/* members - note the pop's members of the (valid) object at body. */
+/* member - note where a pop's member's value starts (http_member_fn); the
+ * object is valid (http_parse_pop_acks read it first). */
+static int
+member(struct http_json *j, const char *key, size_t n, void *arg,
+       struct http_error *err)
+{
+    struct pop_members *m = arg;
+    const char **at = NULL;
+
+    (void)err;
+    n = strnlen(key, n); /* json-c's view of the key */
+    if (http_json_key_is(key, n, "partition"))
+        at = &m->partition;
+    else if (http_json_key_is(key, n, "batch"))
+        at = &m->batch;
+    else if (http_json_key_is(key, n, "wait"))
+        at = &m->wait;
+    else if (http_json_key_is(key, n, "timeout"))
+        at = &m->timeout;
+    else if (http_json_key_is(key, n, "autoAck"))
+        at = &m->auto_ack;
+    else if (http_json_key_is(key, n, "commitOnDelivery"))
+        at = &m->alias;
+    else if (http_json_key_is(key, n, "from"))
+        at = &m->from;
+    http_json_ws(j);
+    if (at != NULL)
+        *at = j->p;
+    http_json_value(j);
+    return 0;
+}
+
+/* members - note the pop's members of the (valid) object at body; the
+ * walk cannot fail on it. */
 static void
 members(const char *body, size_t len, char *scratch, struct pop_members *m)
 {
-    struct http_json j;
-    int more;
+    struct http_error none;
 
-    http_json_init(&j, body, len);
-    http_json_ws(&j);
-    for (more = http_json_enter(&j); more > 0; more = http_json_next(&j, '}')) {
-        const char **at = NULL;
-        size_t n;
-
-        http_json_key(&j, scratch, &n);
-        n = strnlen(scratch, n); /* json-c's view of the key */
-        if (http_json_key_is(scratch, n, "partition"))
-            at = &m->partition;
-        else if (http_json_key_is(scratch, n, "batch"))
-            at = &m->batch;
-        else if (http_json_key_is(scratch, n, "wait"))
-            at = &m->wait;
-        else if (http_json_key_is(scratch, n, "timeout"))
-            at = &m->timeout;
-        else if (http_json_key_is(scratch, n, "autoAck"))
-            at = &m->auto_ack;
-        else if (http_json_key_is(scratch, n, "commitOnDelivery"))
-            at = &m->alias;
-        else if (http_json_key_is(scratch, n, "from"))
-            at = &m->from;
-        http_json_ws(&j);
-        if (at != NULL)
-            *at = j.p;
-        http_json_value(&j);
-    }
+    http_parse_object(body, len, &scratch, member, m, &none);
 }
 
 /* absent - the value at p (absent: NULL) counts as absent. */

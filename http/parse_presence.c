@@ -9,6 +9,7 @@
 
 #include "http/json_scan.h"
 #include "http/parse_error.h"
+#include "http/parse_object.h"
 
 /* read_string - a string field into mem (*at): 0, or -EINVAL with err
  * filled (null and other types are refused: the fields are required). */
@@ -16,20 +17,9 @@ static int
 read_string(struct http_json *j, char **at, struct http_str *s,
             const char *field, struct http_error *err)
 {
-    size_t n;
+    int rc = http_parse_string(j, at, s, 0, field, err);
 
-    if (http_json_peek(j) != '"') {
-        if (http_json_value(j) != 0)
-            return http_parse_syntax(j, err);
-        return http_parse_bad(err, "field '%s' must be a string", field);
-    }
-    if (http_json_string(j, *at, &n) != 0)
-        return http_parse_syntax(j, err);
-    s->ptr = *at;
-    s->len = n;
-    (*at)[n] = '\0';
-    *at += n + 1;
-    return 0;
+    return rc < 0 ? rc : 0;
 }
 
 /* read_ttl - ttlSeconds: an integer from 1 to HTTP_PRESENCE_TTL_MAX. */
@@ -59,16 +49,15 @@ read_ttl(struct http_json *j, uint32_t *out, struct http_error *err)
     return 0;
 }
 
-/* member - one key and its value of the top-level object. */
+/* member - one member of the top-level object (http_member_fn). */
 static int
-member(struct http_json *j, char **at, struct http_presence *out,
+member(struct http_json *j, const char *key, size_t n, void *arg,
        struct http_error *err)
 {
-    char *key = *at;
-    size_t n;
+    struct http_walk *w = arg;
+    struct http_presence *out = w->out;
+    char **at = &w->at;
 
-    if (http_json_key(j, key, &n) != 0)
-        return http_parse_syntax(j, err);
     if (http_json_key_is(key, n, "channel"))
         return read_string(j, at, &out->channel, "channel", err);
     if (http_json_key_is(key, n, "member"))
@@ -113,36 +102,11 @@ int
 http_parse_presence(const char *body, size_t len, int enter,
                     struct http_presence *out, struct http_error *err)
 {
-    struct http_json j;
-    char *at;
-    int rc = 0, more;
+    int rc;
 
     memset(out, 0, sizeof(*out));
-    if ((rc = http_parse_length(len, err)) != 0)
-        return rc;
-    /* Unescaped text is never longer than its JSON: len + a NUL each. */
-    if ((out->mem = at = malloc(len + 8)) == NULL)
-        return http_parse_oom(err);
-    http_json_init(&j, body, len);
-    if (http_json_peek(&j) != '{') {
-        rc = http_json_value(&j) != 0
-                 ? http_parse_syntax(&j, err)
-                 : http_parse_bad(err, "the body must be a JSON object");
+    if ((rc = http_parse_members(body, len, &out->mem, member, out, err)) != 0)
         goto fail;
-    }
-    more = http_json_enter(&j);
-    while (more > 0) {
-        if ((rc = member(&j, &at, out, err)) != 0)
-            goto fail;
-        more = http_json_next(&j, '}');
-    }
-    http_json_ws(&j);
-    if (more < 0 || j.p != j.end) {
-        if (more >= 0)
-            j.why = "unexpected data after the JSON value";
-        rc = http_parse_syntax(&j, err);
-        goto fail;
-    }
     if (out->channel.ptr == NULL)
         rc = http_parse_bad(err, "field 'channel' is required");
     else if (out->member.ptr == NULL)

@@ -9,36 +9,10 @@
 
 #include "http/json_scan.h"
 #include "http/parse_error.h"
+#include "http/parse_object.h"
 
-/* read_string - a string field into mem (*at), or null (absent): 1 set,
- * 0 null, -EINVAL with err filled. */
-static int
-read_string(struct http_json *j, char **at, struct http_str *s,
-            const char *field, struct http_error *err)
-{
-    size_t n;
-
-    if (http_json_peek(j) == 'n') {
-        if (http_json_value(j) != 0)
-            return http_parse_syntax(j, err);
-        return 0;
-    }
-    if (http_json_peek(j) != '"') {
-        if (http_json_value(j) != 0)
-            return http_parse_syntax(j, err);
-        return http_parse_bad(err, "field '%s' must be a string", field);
-    }
-    if (http_json_string(j, *at, &n) != 0)
-        return http_parse_syntax(j, err);
-    s->ptr = *at;
-    s->len = n;
-    (*at)[n] = '\0';
-    *at += n + 1;
-    return 1;
-}
-
-/* read_uint - a non-negative integer, or null: as read_string; what names
- * the field and its unit in an error. */
+/* read_uint - a non-negative integer, or null: 1 set, 0 null, -EINVAL with
+ * err filled; what names the field and its unit in an error. */
 static int
 read_uint(struct http_json *j, uint64_t *out, const char *what,
           struct http_error *err)
@@ -61,7 +35,7 @@ read_uint(struct http_json *j, uint64_t *out, const char *what,
     return 1;
 }
 
-/* read_timeout - a non-negative integer of ms, or null: as read_string. */
+/* read_timeout - a non-negative integer of ms, or null: as read_uint. */
 static int
 read_timeout(struct http_json *j, uint64_t *ms, struct http_error *err)
 {
@@ -72,7 +46,7 @@ read_timeout(struct http_json *j, uint64_t *ms, struct http_error *err)
 }
 
 /* read_gather - {"max": a positive integer, "quietMs"?: ms}, or null: as
- * read_string; another member is named in a 400. */
+ * read_uint; another member is named in a 400. */
 static int
 read_gather(struct http_json *j, char **at, struct http_rpc *out,
             struct http_error *err)
@@ -125,26 +99,25 @@ read_gather(struct http_json *j, char **at, struct http_rpc *out,
     return 1;
 }
 
-/* member - one key and its value of the top-level object. */
+/* member - one member of the top-level object (http_member_fn). */
 static int
-member(struct http_json *j, char **at, struct http_rpc *out,
+member(struct http_json *j, const char *key, size_t n, void *arg,
        struct http_error *err)
 {
-    char *key = *at;
-    size_t n;
+    struct http_walk *w = arg;
+    struct http_rpc *out = w->out;
+    char **at = &w->at;
     int rc = 0;
 
-    if (http_json_key(j, key, &n) != 0)
-        return http_parse_syntax(j, err);
     if (http_json_key_is(key, n, "queue")) {
-        rc = read_string(j, at, &out->queue, "queue", err);
+        rc = http_parse_string(j, at, &out->queue, 1, "queue", err);
         out->queue.len = rc > 0 ? out->queue.len : 0;
         out->queue.ptr = rc > 0 ? out->queue.ptr : NULL;
     } else if (http_json_key_is(key, n, "partition")) {
-        rc = read_string(j, at, &out->partition, "partition", err);
+        rc = http_parse_string(j, at, &out->partition, 1, "partition", err);
         out->has_partition = rc > 0;
     } else if (http_json_key_is(key, n, "replyTo")) {
-        rc = read_string(j, at, &out->reply_to, "replyTo", err);
+        rc = http_parse_string(j, at, &out->reply_to, 1, "replyTo", err);
         out->has_reply_to = rc > 0;
     } else if (http_json_key_is(key, n, "timeout")) {
         rc = read_timeout(j, &out->timeout_ms, err);
@@ -169,36 +142,11 @@ int
 http_parse_rpc(const char *body, size_t len, struct http_rpc *out,
                struct http_error *err)
 {
-    struct http_json j;
-    char *at;
-    int rc = 0, more;
+    int rc;
 
     memset(out, 0, sizeof(*out));
-    if ((rc = http_parse_length(len, err)) != 0)
-        return rc;
-    /* Unescaped text is never longer than its JSON: len + a NUL each. */
-    if ((out->mem = at = malloc(len + 8)) == NULL)
-        return http_parse_oom(err);
-    http_json_init(&j, body, len);
-    if (http_json_peek(&j) != '{') {
-        rc = http_json_value(&j) != 0
-                 ? http_parse_syntax(&j, err)
-                 : http_parse_bad(err, "the body must be a JSON object");
+    if ((rc = http_parse_members(body, len, &out->mem, member, out, err)) != 0)
         goto fail;
-    }
-    more = http_json_enter(&j);
-    while (more > 0) {
-        if ((rc = member(&j, &at, out, err)) != 0)
-            goto fail;
-        more = http_json_next(&j, '}');
-    }
-    http_json_ws(&j);
-    if (more < 0 || j.p != j.end) {
-        if (more >= 0)
-            j.why = "unexpected data after the JSON value";
-        rc = http_parse_syntax(&j, err);
-        goto fail;
-    }
     if (out->queue.ptr == NULL)
         rc = http_parse_bad(err, "field 'queue' is required");
     else if (out->payload.ptr == NULL)

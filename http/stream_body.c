@@ -12,6 +12,7 @@
 
 #include <microhttpd.h>
 
+#include "http/edge_pool.h"
 #include "http/reply.h"
 #include "http/request-t.h"
 #include "http/request.h"
@@ -27,10 +28,14 @@
 struct body {
     struct http_request *req;
     struct http_body_src src;
+    int trimmed; /* its connection's zeroed pages were given back */
 };
 
 /* reader - MHD's content reader: the source's bytes, its end, or a
- * suspension until it has more. */
+ * suspension until it has more.  The first time it waits, MHD has zeroed
+ * the free part of the connection's read buffer (the answer has started)
+ * and holds little more than the head: the pages of zeros go back
+ * (edge_pool.h), and what a waiting stream costs is what it holds. */
 static ssize_t
 reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -45,6 +50,10 @@ reader(void *cls, uint64_t pos, char *buf, size_t max)
         return n;
     if (n < 0)
         return MHD_CONTENT_READER_END_OF_STREAM;
+    if (!b->trimmed) {
+        b->trimmed = 1;
+        http_edge_pool_trim(b->req);
+    }
     http_request_suspend(b->req);
     return 0;
 }
@@ -61,6 +70,7 @@ http_reply_body(struct http_request *req, unsigned status,
         return -ENOMEM;
     b->req = req;
     b->src = *src;
+    b->trimmed = 0;
     resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BLOCK, reader, b,
                                              free);
     if (resp == NULL) {

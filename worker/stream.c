@@ -88,7 +88,10 @@ take_names(struct worker *w, struct http_request *req,
         http_buf_free(&b);
         return -ENOMEM;
     }
-    s->names = b.data;
+    /* the buffer grew to 256 bytes at least: a stream keeps what it
+     * needs (realloc only shrinks it) */
+    s->names = realloc(b.data, b.len);
+    s->names = s->names != NULL ? s->names : b.data;
     for (size_t i = 0; i < a->nsubs; i++) {
         struct stream_sub *u = &s->subs[i];
         u->queue.ptr = s->names + off[i];

@@ -8,7 +8,8 @@
  * a last event says why, MHD sends what is left, and the request's end
  * frees it.
  *
- * Out buffer: bytes out.data[sent..len) are what MHD has not taken yet.
+ * Out buffer: bytes out.data[sent..len) are what MHD has not taken yet;
+ * once it has taken all, the buffer is freed (an idle stream holds none).
  * Past stream_buffer_bytes of them the stream overflows: the unsent
  * events go but the one MHD took a part of, so the client's last id is
  * an event it has whole, and the memory returns at once (malloc_trim:
@@ -34,7 +35,6 @@
 #include "worker/stream_int.h"
 #include "worker/worker_int.h"
 
-#define OUT_KEEP  (16 * 1024)  /* an emptied out buffer kept this small */
 #define TRIM_FROM (128 * 1024) /* a buffer freed this big: malloc_trim */
 
 #define STREAM_OF(p) ((struct stream *)(void *)(p)) /* park is first */
@@ -299,9 +299,7 @@ stream_body_read(void *arg, char *buf, size_t max)
     s->sent += n;
     if (s->sent < s->out.len)
         return (ssize_t)n;
-    if (s->out.cap > OUT_KEEP)
-        http_buf_free(&s->out);
-    s->out.len = 0;
+    http_buf_free(&s->out); /* an idle stream holds no buffer */
     s->sent = 0;
     if (s->paused && !s->end) { /* a group stream pops again */
         s->paused = 0;
