@@ -8,9 +8,10 @@
  * window ahead of the arena's bump sized by its growth: what it would
  * grow in PREFAULT_AHEAD_MS at the rate since the last round, within
  * PREFAULT_MIN..PREFAULT_MAX and never more than an eighth of max_bytes.
- * While the arena grows the loop comes back every PREFAULT_EVERY_MS; a
- * node that does not grow allocates nothing beyond what it used, plus the
- * window of its last growth.  Workers then map the pages 16 at a time
+ * While the arena grows fast (PREFAULT_FAST bytes or more a round) the
+ * loop comes back every PREFAULT_EVERY_MS, else at its tick; a node that
+ * does not grow allocates nothing beyond what it used, plus the window of
+ * its last growth.  Workers then map the pages 16 at a time
  * (shm_arena_flush).  Best effort: a failed madvise costs only the faults
  * it would have spared.  State: this process's, in this file (the master
  * is single-threaded).
@@ -23,10 +24,11 @@
 #define PREFAULT_EVERY_MS 5
 #define PREFAULT_MIN      (256u << 10)
 #define PREFAULT_MAX      (64u << 20)
+#define PREFAULT_FAST     (64u << 10)
 
 static struct shm_ahead ahead = {.bump = 1, .to = 1};
 static uint64_t last_ms; /* the last round that looked */
-static int growing;      /* it grew then */
+static int growing;      /* it grew fast then */
 
 /* master_prefault - see prefault.h. */
 void
@@ -38,8 +40,8 @@ master_prefault(struct shm_seg *seg, size_t max_bytes, uint64_t now)
         return;
     last_ms = now;
     win = (uint64_t)shm_arena_grew(seg, &ahead) * SHM_CELL_BYTES;
-    growing = win > 0;
-    if (!growing)
+    growing = win >= PREFAULT_FAST;
+    if (win == 0)
         return;
     win = win * PREFAULT_AHEAD_MS / dt;
     win = win < PREFAULT_MIN   ? PREFAULT_MIN
