@@ -7,7 +7,8 @@
  * backlog).  The master, idle between ticks, allocates them instead, a
  * window ahead of the arena's bump sized by its growth: what it would
  * grow in PREFAULT_AHEAD_MS at the rate since the last round, within
- * PREFAULT_MIN..PREFAULT_MAX and never more than an eighth of max_bytes.
+ * PREFAULT_MIN..PREFAULT_MAX and never more than a sixteenth of max_bytes
+ * (the window stays allocated after a fill: the memory it costs).
  * While the arena grows fast (PREFAULT_FAST bytes or more a round) the
  * loop comes back every PREFAULT_EVERY_MS, else at its tick; a node that
  * does not grow allocates nothing beyond what it used, plus the window of
@@ -20,10 +21,10 @@
 
 #include "shm/arena.h"
 
-#define PREFAULT_AHEAD_MS 50
+#define PREFAULT_AHEAD_MS 20
 #define PREFAULT_EVERY_MS 5
 #define PREFAULT_MIN      (256u << 10)
-#define PREFAULT_MAX      (64u << 20)
+#define PREFAULT_MAX      (16u << 20)
 #define PREFAULT_FAST     (64u << 10)
 
 static struct shm_ahead ahead = {.bump = 1, .to = 1};
@@ -34,7 +35,7 @@ static int growing;      /* it grew fast then */
 void
 master_prefault(struct shm_seg *seg, size_t max_bytes, uint64_t now)
 {
-    uint64_t dt = now - last_ms, win, cap = max_bytes / 8;
+    uint64_t dt = now - last_ms, win, cap = max_bytes / 16;
 
     if (now < last_ms + PREFAULT_EVERY_MS)
         return;
