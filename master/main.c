@@ -53,6 +53,7 @@
 #include "master/master.h"
 #include "master/membership.h"
 #include "master/notify.h"
+#include "master/prefault.h"
 #include "master/presence.h"
 #include "master/queue_sync.h"
 #include "master/tls.h"
@@ -631,6 +632,7 @@ loop_timeout(struct master *m, uint64_t now)
     int others[] = {
         master_cluster_timeout_ms(m),
         master_cluster_client_timeout_ms(),
+        master_prefault_timeout_ms(now),
     };
 
     if (t > MASTER_TICK_MS)
@@ -698,6 +700,8 @@ run(struct master *m, int ep, int sfd, int tfd)
         }
         if (now >= master_raft_deadline(m))
             master_raft_tick(m, now);
+        if (m->state == MASTER_RUNNING)
+            master_prefault(&m->seg, m->cfg.max_bytes, now);
         master_cluster_client_run();
         master_cluster_run(m);
         drain_when_handed(m, now);

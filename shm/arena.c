@@ -62,6 +62,8 @@
  */
 #include "shm/arena.h"
 
+#include <sys/mman.h>
+
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -71,6 +73,7 @@
 #include "shm/lock.h"
 #include "shm/region.h"
 #include "shm/slot.h"
+#include "shm/stats.h"
 
 #define ARENA_BATCH     128 /* cells of a refill, where the cap allows */
 #define ARENA_SPILL_MIN 64  /* spill_at bounds, cells, where the cap allows */
@@ -793,11 +796,107 @@ shm_arena_unlock(struct shm_seg *seg)
     shm_unlock(&arena_of(seg)->lock);
 }
 
+/*
+ * Mapping ahead.  The first touch of a page of the segment costs the
+ * kernel's allocation of it (2.6 us of CPU a page on this project's VM:
+ * zeroing, memcg charge, page cache), and each other process that touches
+ * it a fault to map it (1.3 us; BENCHMARKS.md, backlog): twice a push's
+ * CPU while the arena grows.  shm_arena_ahead maps the cells just above
+ * bump, where the next extents come from, in one madvise: the master's
+ * allocates them off the workers' path (master/prefault.c), a worker's
+ * maps them read (16 pages a fault, already writable: the segment is
+ * shmem, which tracks no dirty pages), at 0.3 us a page.  A node that
+ * does not grow maps nothing more.
+ */
+#define AHEAD_MIN  (256u << 10) /* a worker's window, bytes */
+#define AHEAD_MAX  (4u << 20)
+#define AHEAD_GAIN 8 /* times the growth since its last call */
+
+/* populate - map [from, to) here, whole pages.  0 or -errno. */
+static int
+populate(unsigned char *from, unsigned char *to, int advice)
+{
+    const uintptr_t pg = 4096;
+    uintptr_t lo = (uintptr_t)from & ~(pg - 1);
+    uintptr_t hi = ((uintptr_t)to + pg - 1) & ~(pg - 1);
+
+    if (hi <= lo || madvise((void *)lo, hi - lo, advice) == 0)
+        return 0;
+    return -errno;
+}
+
+/* shm_arena_ahead - see arena.h. */
+long
+shm_arena_ahead(struct shm_seg *seg, struct shm_ahead *st, size_t window,
+                int alloc)
+{
+    struct shm_arena *a = arena_of(seg);
+    uint64_t win = window / SHM_CELL_BYTES, end;
+    uint32_t bump = st->bump, from;
+    int rc;
+
+    if (st->off || st->to >= bump + win / 2)
+        return 0;
+    end = bump + win < (uint64_t)a->cap + 1 ? bump + win : a->cap + 1;
+    from = st->to > bump ? st->to : bump;
+    if (end <= from)
+        return 0;
+    int advice = alloc ? MADV_POPULATE_WRITE : MADV_POPULATE_READ;
+    rc = populate(arena_cell(a, from), arena_cell(a, (uint32_t)end), advice);
+    if (rc == 0)
+        rc = populate((unsigned char *)&arena_tags(a)[from],
+                      (unsigned char *)&arena_tags(a)[end], advice);
+    if (rc == -EINVAL) /* no MADV_POPULATE_* here (Linux < 5.14) */
+        st->off = 1;
+    if (rc != 0)
+        return rc;
+    st->to = (uint32_t)end;
+    return (long)((end - from) * SHM_CELL_BYTES);
+}
+
+/* shm_arena_grew - see arena.h. */
+uint32_t
+shm_arena_grew(struct shm_seg *seg, struct shm_ahead *st)
+{
+    uint32_t bump = __atomic_load_n(&arena_of(seg)->bump, __ATOMIC_RELAXED);
+    uint32_t grew = bump > st->bump ? bump - st->bump : 0;
+
+    st->bump = bump;
+    return grew;
+}
+
+/* worker_ahead - a worker's, from its every loop (shm_arena_flush): once
+ * the arena grows, AHEAD_GAIN times what it grew since the last call,
+ * within AHEAD_MIN..AHEAD_MAX.  One state a process: a fork maps none of
+ * its parent's pages (shared mappings' are not copied), and a forked
+ * worker calls with another slot than its parent did. */
+static void
+worker_ahead(struct shm_seg *seg, int w)
+{
+    static struct shm_ahead st;
+    static int of = -1;
+    uint64_t grew;
+
+    if (of != w) {
+        of = w;
+        st = (struct shm_ahead){.bump = 1, .to = 1};
+    }
+    grew = (uint64_t)shm_arena_grew(seg, &st) * SHM_CELL_BYTES * AHEAD_GAIN;
+    if (grew != 0)
+        (void)shm_arena_ahead(seg, &st,
+                              grew < AHEAD_MIN   ? AHEAD_MIN
+                              : grew > AHEAD_MAX ? AHEAD_MAX
+                                                 : grew,
+                              0);
+}
+
 /* shm_arena_flush - see arena.h. */
 void
 shm_arena_flush(struct shm_seg *seg, int w)
 {
     long_release(seg, shm_slot(seg, w));
+    if (w != SHM_STATS_MASTER) /* the master maps ahead its own way */
+        worker_ahead(seg, w);
 }
 
 /*

@@ -71,9 +71,35 @@ void shm_arena_free(struct shm_seg *seg, int w, uint32_t head);
  * shm_arena_flush - worker w, at rest (its heartbeat): runs longer than
  * SHM_ARENA_CLASSES it freed go back to the pool.  A long free defers that
  * to w's next arena call, so a run another worker could reuse is never
- * still named in its freer's intent word.
+ * still named in its freer's intent word.  While the arena grows, this
+ * process also maps the cells just above its high-water mark ahead of
+ * use (a bounded window, arena.c's "Mapping ahead"); outside every lock.
  */
 void shm_arena_flush(struct shm_seg *seg, int w);
+
+/* A process's mapping ahead of the arena's growth (shm_arena_ahead);
+ * zeroed but bump = to = 1: nothing mapped yet. */
+struct shm_ahead {
+    uint32_t bump; /* bump at the last shm_arena_grew */
+    uint32_t to;   /* cells below this one are mapped in this process */
+    int off;       /* the kernel cannot (before Linux 5.14): never again */
+};
+
+/*
+ * shm_arena_ahead - map in this process the cells just above the arena's
+ * high-water mark (bump, as st's last shm_arena_grew saw it) and their tags, up to window bytes past it, once
+ * less than half of that is left mapped: one madvise, MADV_POPULATE_WRITE
+ * with alloc (the kernel allocates the pages: the master, off the workers'
+ * path), else MADV_POPULATE_READ (maps what is there, 16 pages a fault).
+ * Returns the bytes mapped, 0, or -errno.  A system call: never under a
+ * lock.  Costs the node's memory the window, beyond what it holds.
+ */
+long shm_arena_ahead(struct shm_seg *seg, struct shm_ahead *st, size_t window,
+                     int alloc);
+
+/* shm_arena_grew - cells bump passed since st's last call (0 when it went
+ * down: free runs at its top went back); notes bump in st. */
+uint32_t shm_arena_grew(struct shm_seg *seg, struct shm_ahead *st);
 
 /* shm_arena_write / read - copy len bytes at data offset off of a run
  * (clipped at its end). */

@@ -441,6 +441,70 @@ Test(shm_arena, idle_extents_fit_the_headroom_in_a_small_arena)
     admitted_pushes_fit(&seg, cap);
 }
 
+/* resident - pages of cells [from, to) in memory (mincore). */
+static size_t
+resident(struct shm_seg *seg, uint32_t from, uint32_t to)
+{
+    const uintptr_t pg = 4096;
+    uintptr_t lo = (uintptr_t)shm_cell(seg, from) & ~(pg - 1);
+    uintptr_t hi = ((uintptr_t)shm_cell(seg, to) + pg - 1) & ~(pg - 1);
+    unsigned char v[1024];
+    size_t n = 0;
+
+    cr_assert_leq((hi - lo) / pg, sizeof(v));
+    cr_assert_eq(mincore((void *)lo, hi - lo, v), 0);
+    for (size_t i = 0; i < (hi - lo) / pg; i++)
+        n += v[i] & 1;
+    return n;
+}
+
+/* The cells just above bump are mapped ahead of use (the master's way:
+ * allocated) in a window of the size asked, no further; again only once
+ * less than half of it is left above bump; never past the arena's end. */
+Test(shm_arena, cells_ahead_of_bump_are_mapped_within_the_window)
+{
+    const uint32_t win = 64 * 1024 / SHM_CELL_BYTES; /* 16 pages */
+    struct shm_seg seg = {0};
+    struct shm_ahead st = {.bump = 1, .to = 1};
+    struct shm_arena *a;
+    uint32_t h, bump, was;
+
+    arena_setup(&seg, 16384);
+    a = shm_region(&seg, SHM_REGION_ARENA);
+    cr_assert_eq(shm_arena_alloc(&seg, 0, 1, &h), 0); /* an extent */
+    bump = a->bump;
+    cr_assert_eq(shm_arena_grew(&seg, &st), bump - 1);
+    cr_assert_eq(resident(&seg, bump + 128, bump + win), 0, "fresh");
+    cr_assert_eq(shm_arena_ahead(&seg, &st, win * SHM_CELL_BYTES, 1),
+                 (long)win * SHM_CELL_BYTES);
+    cr_assert_eq(st.to, bump + win);
+    cr_assert_geq(resident(&seg, bump, bump + win),
+                  (size_t)win * SHM_CELL_BYTES / 4096, "the window");
+    cr_assert_eq(resident(&seg, bump + win + 64, bump + 4 * win), 0,
+                 "past the window");
+    cr_assert_eq(shm_arena_ahead(&seg, &st, win * SHM_CELL_BYTES, 1), 0,
+                 "more than half the window is still ahead");
+
+    /* bump passes half the window: the next call maps from where the
+     * last stopped to a window past bump (read: what is there, and the
+     * holes) */
+    was = st.to;
+    for (int w = 1; a->bump < bump + win / 2 + 1; w++)
+        cr_assert_eq(shm_arena_alloc(&seg, w, 1, &h), 0);
+    cr_assert_eq(shm_arena_grew(&seg, &st), a->bump - bump);
+    bump = a->bump;
+    cr_assert_eq(shm_arena_ahead(&seg, &st, win * SHM_CELL_BYTES, 0),
+                 (long)(bump + win - was) * SHM_CELL_BYTES);
+    cr_assert_eq(st.to, bump + win);
+    cr_assert_geq(resident(&seg, bump, bump + win),
+                  (size_t)win * SHM_CELL_BYTES / 4096);
+
+    /* a window past the end stops at the last cell */
+    cr_assert_gt(shm_arena_ahead(&seg, &st, 64 << 20, 1), 0);
+    cr_assert_eq(st.to, a->cap + 1);
+    cr_assert_eq(shm_arena_ahead(&seg, &st, 64 << 20, 1), 0);
+}
+
 /* Runs of one length (256-byte messages are 5 cells) fill the arena to its
  * last whole run: an extent's rest shorter than a run goes back to the
  * cells above bump, where the next extent starts, not into a hole. */
