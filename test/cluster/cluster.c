@@ -383,3 +383,18 @@ cl_wait_view(struct cl *c, unsigned alive)
                 itest_sleep_ms(100);
             }
 }
+
+long
+cl_call(struct cl *c, int i, const char *method, const char *path,
+        const char *body, int wait_ms, int pause_ms, struct itest_resp *r)
+{
+    int64_t deadline = itest_now_ms() + wait_ms;
+
+    for (;;) {
+        long st = itest_req(&c->node[i], method, path, body, r);
+        if (st != 503 || itest_now_ms() > deadline)
+            return st;
+        itest_resp_free(r);
+        itest_sleep_ms(pause_ms);
+    }
+}
