@@ -128,4 +128,10 @@ void cl_wait_view(struct cl *c, unsigned alive);
 long cl_call(struct cl *c, int i, const char *method, const char *path,
              const char *body, int wait_ms, int pause_ms, struct itest_resp *r);
 
+/* cl_part_depth - the integer field ("pending", "bytes", "delayed"...) of
+ * partition part in queue's scope=node depth on node i; 0 when the node
+ * holds none of the queue or of the partition (404, or not listed). */
+int64_t cl_part_depth(struct cl *c, int i, const char *queue, const char *part,
+                      const char *field);
+
 #endif
