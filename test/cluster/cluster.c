@@ -383,3 +383,39 @@ cl_wait_view(struct cl *c, unsigned alive)
                 itest_sleep_ms(100);
             }
 }
+
+long
+cl_call(struct cl *c, int i, const char *method, const char *path,
+        const char *body, int wait_ms, int pause_ms, struct itest_resp *r)
+{
+    int64_t deadline = itest_now_ms() + wait_ms;
+
+    for (;;) {
+        long st = itest_req(&c->node[i], method, path, body, r);
+        if (st != 503 || itest_now_ms() > deadline)
+            return st;
+        itest_resp_free(r);
+        itest_sleep_ms(pause_ms);
+    }
+}
+
+int64_t
+cl_part_depth(struct cl *c, int i, const char *queue, const char *part,
+              const char *field)
+{
+    struct itest_resp r;
+    long st = itest_get(&c->node[i], &r,
+                        "/api/v1/ephemeral/queues/%s/depth?scope=node", queue);
+    int64_t v = 0;
+
+    cr_assert(st == 200 || st == 404, "depth on node %d: %ld %s", i, st,
+              r.body);
+    for (int k = 0; st == 200 && k < itest_jlen(r.json, "partitions"); k++) {
+        struct json_object *e =
+            json_object_array_get_idx(itest_jget(r.json, "partitions"), k);
+        if (strcmp(itest_jstr(e, "partition"), part) == 0)
+            v = itest_jint(e, field);
+    }
+    itest_resp_free(&r);
+    return v;
+}

@@ -119,4 +119,19 @@ void cl_member_state(struct cl *c, int i, const char *id, char *out,
  * exactly those members live (30 s at most). */
 void cl_wait_view(struct cl *c, unsigned alive);
 
+/*
+ * cl_call - method path body (NULL: none) on node i, sent again every
+ * pause_ms while it answers 503 (a view or raft settling: owner_moved,
+ * ephemeral_forward_failed, a configure not committed yet) until wait_ms
+ * have passed; its status, with r filled as itest_req fills it.
+ */
+long cl_call(struct cl *c, int i, const char *method, const char *path,
+             const char *body, int wait_ms, int pause_ms, struct itest_resp *r);
+
+/* cl_part_depth - the integer field ("pending", "bytes", "delayed"...) of
+ * partition part in queue's scope=node depth on node i; 0 when the node
+ * holds none of the queue or of the partition (404, or not listed). */
+int64_t cl_part_depth(struct cl *c, int i, const char *queue, const char *part,
+                      const char *field);
+
 #endif

@@ -15,6 +15,7 @@
 #include <criterion/criterion.h>
 
 #include "test/cluster/cluster.h"
+#include "test/integration/drain.h"
 
 #define POP "/api/v1/ephemeral/pop"
 #define ACK "/api/v1/ephemeral/ack"
@@ -36,73 +37,21 @@ down(void)
 
 TestSuite(cluster_ack_one, .init = up, .fini = down, .timeout = 240);
 
-/* push_n - payloads from..from+count-1 to queue/part through node i. */
-static void
-push_n(int i, const char *q, const char *part, int from, int count)
-{
-    size_t cap = (size_t)count * 8 + 16, len = 0;
-    char *p = malloc(cap);
-    struct itest_resp r;
-
-    cr_assert_not_null(p);
-    len += (size_t)snprintf(p + len, cap - len, "[");
-    for (int k = 0; k < count; k++)
-        len += (size_t)snprintf(p + len, cap - len, "%s%d", k ? "," : "",
-                                from + k);
-    snprintf(p + len, cap - len, "]");
-    itest_push_ok(&c.node[i], &r, q, part, p, count);
-    itest_resp_free(&r);
-    free(p);
-}
-
-/* last_id - the id of the last message r holds, into out. */
-static void
-last_id(const struct itest_resp *r, char *out, size_t len)
-{
-    char path[64];
-
-    snprintf(path, sizeof(path), "messages.%d.id",
-             itest_jlen(r->json, "messages") - 1);
-    snprintf(out, len, "%s", itest_jstr(r->json, path));
-}
-
-/* pop_post - POST pop through node i of batch from q (part: NULL for
- * none) in group g with acks (entries' JSON text); asserts 200 with
- * "messages" and "results"; how many messages. */
-static int
-pop_post(int i, struct itest_resp *r, const char *q, const char *part,
-         const char *g, int batch, const char *acks)
-{
-    char body[4096], pj[300] = "";
-
-    if (part != NULL)
-        snprintf(pj, sizeof(pj), ",\"partition\":\"%s\"", part);
-    snprintf(body, sizeof(body),
-             "{\"queue\":\"%s\"%s,\"group\":\"%s\",\"batch\":%d,"
-             "\"acks\":[%s]}",
-             q, pj, g, batch, acks);
-    itest_req(&c.node[i], "POST", POP, body, r);
-    cr_assert_eq(r->status, 200, "POST pop %s through node %d: %ld %s", body, i,
-                 r->status, r->body);
-    cr_assert(itest_jlen(r->json, "results") >= 0, "%s", r->body);
-    return itest_jlen(r->json, "messages");
-}
-
 Test(cluster_ack_one, upto_through_a_non_owner_completes_its_groups_leases)
 {
     struct itest_resp r;
     char part[32], id3[256], id5[256];
 
     cl_part_owned_by("cu", 1, 32, part, sizeof(part));
-    push_n(0, "cu", part, 1, 5);
+    itest_push_seq(&c.node[0], "cu", part, 1, 5);
     itest_get(&c.node[0], &r, POP "?queue=cu&partition=%s&group=g&batch=3",
               part);
     cr_assert_eq(itest_jlen(r.json, "messages"), 3, "%s", r.body);
-    last_id(&r, id3, sizeof(id3));
+    itest_last_id(&r, id3, sizeof(id3));
     itest_resp_free(&r);
     itest_get(&c.node[0], &r, POP "?queue=cu&partition=%s&group=h&batch=5",
               part);
-    last_id(&r, id5, sizeof(id5));
+    itest_last_id(&r, id5, sizeof(id5));
     itest_resp_free(&r);
     itest_post(&c.node[0], &r, ACK,
                "{\"queue\":\"cu\",\"group\":\"g\",\"acks\":[{\"id\":\"%s\","
@@ -129,15 +78,15 @@ Test(cluster_ack_one, post_pop_through_a_non_owner_acks_then_pops)
     char part[32], id[256], e[512], body[1024];
 
     cl_part_owned_by("cp", 1, 32, part, sizeof(part));
-    push_n(0, "cp", part, 1, 4);
-    cr_assert_eq(pop_post(0, &r, "cp", part, "g", 2, ""), 2);
-    last_id(&r, id, sizeof(id));
+    itest_push_seq(&c.node[0], "cp", part, 1, 4);
+    cr_assert_eq(itest_pop_post(&c.node[0], &r, "cp", part, "g", 2, ""), 2);
+    itest_last_id(&r, id, sizeof(id));
     itest_resp_free(&r);
     snprintf(e, sizeof(e), "{\"id\":\"%s\",\"upTo\":true}", id);
-    cr_assert_eq(pop_post(0, &r, "cp", part, "g", 2, e), 2);
+    cr_assert_eq(itest_pop_post(&c.node[0], &r, "cp", part, "g", 2, e), 2);
     cr_assert_eq(itest_jint(r.json, "results.0.count"), 2, "%s", r.body);
     cr_assert_eq(itest_jint(r.json, "messages.0.payload"), 3, "%s", r.body);
-    last_id(&r, id, sizeof(id));
+    itest_last_id(&r, id, sizeof(id));
     itest_resp_free(&r);
 
     /* a long poll, forwarded to the owner and parked, its acks applied */
@@ -148,7 +97,7 @@ Test(cluster_ack_one, post_pop_through_a_non_owner_acks_then_pops)
              part, id);
     itest_multi_add(m, &c.node[0], "POST", POP, body);
     itest_multi_until_parked(&c.node[0], m, 30000);
-    push_n(2, "cp", part, 5, 1);
+    itest_push_seq(&c.node[2], "cp", part, 5, 1);
     cr_assert_eq(itest_multi_run(m, 30000), 0,
                  "the parked POST pop did not "
                  "answer after a push");
@@ -174,12 +123,12 @@ Test(cluster_ack_one, post_pop_without_partition_acks_at_the_delivering_node)
     char part[32], id[256], e[512];
 
     cl_part_owned_by("cn", 1, 32, part, sizeof(part));
-    push_n(1, "cn", part, 1, 3);
-    cr_assert_eq(pop_post(0, &r, "cn", NULL, "g", 2, ""), 2);
-    last_id(&r, id, sizeof(id));
+    itest_push_seq(&c.node[1], "cn", part, 1, 3);
+    cr_assert_eq(itest_pop_post(&c.node[0], &r, "cn", NULL, "g", 2, ""), 2);
+    itest_last_id(&r, id, sizeof(id));
     itest_resp_free(&r);
     snprintf(e, sizeof(e), "{\"id\":\"%s\",\"upTo\":true}", id);
-    cr_assert_eq(pop_post(0, &r, "cn", NULL, "g", 5, e), 1);
+    cr_assert_eq(itest_pop_post(&c.node[0], &r, "cn", NULL, "g", 5, e), 1);
     cr_assert_str_eq(itest_jstr(r.json, "results.0.outcome"), "acked", "%s",
                      r.body);
     cr_assert_eq(itest_jint(r.json, "results.0.count"), 2, "%s", r.body);
@@ -199,26 +148,18 @@ Test(cluster_ack_one, drain_of_10000_through_a_non_owner_is_exact)
     cr_assert_not_null(seen);
     cl_part_owned_by("cd", 1, 32, part, sizeof(part));
     for (int i = 0; i < N; i += 1000)
-        push_n(2, "cd", part, i + 1, 1000);
+        itest_push_seq(&c.node[2], "cd", part, i + 1, 1000);
     while (got < N) {
         char id[256];
-        int k = pop_post(0, &r, "cd", part, "g", 100, acks);
+        int k = itest_pop_post(&c.node[0], &r, "cd", part, "g", 100, acks);
 
         cr_assert(++calls < N, "the drain does not end (%d of %d)", got, N);
         if (acks[0] != '\0')
             cr_assert_eq(itest_jint(r.json, "results.0.count"), 100, "%s",
                          r.body);
-        for (int i = 0; i < k; i++) {
-            char path[64];
-            snprintf(path, sizeof(path), "messages.%d.payload", i);
-            int64_t v = itest_jint(r.json, path);
-            cr_assert(v >= 1 && v <= N, "payload %lld", (long long)v);
-            cr_assert_eq(seen[v], 0, "message %lld came twice", (long long)v);
-            seen[v] = 1;
-            got++;
-        }
+        got += itest_mark_payloads(&r, seen, N);
         if (k > 0) {
-            last_id(&r, id, sizeof(id));
+            itest_last_id(&r, id, sizeof(id));
             snprintf(acks, sizeof(acks), "{\"id\":\"%s\",\"upTo\":true}", id);
         }
         itest_resp_free(&r);

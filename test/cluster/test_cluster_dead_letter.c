@@ -37,23 +37,6 @@ down(void)
 
 TestSuite(cluster_dead_letter, .init = up, .fini = down, .timeout = 300);
 
-/* call - method path body on node i until it answers other than 503 (a
- * configure while raft is slow, a view that is settling); the status. */
-static long
-call(int i, const char *method, const char *path, const char *body,
-     struct itest_resp *r)
-{
-    int64_t deadline = itest_now_ms() + WAIT_MS;
-
-    for (;;) {
-        long st = itest_req(&c.node[i], method, path, body, r);
-        if (st != 503 || itest_now_ms() > deadline)
-            return st;
-        itest_resp_free(r);
-        itest_sleep_ms(100);
-    }
-}
-
 /* Collect: ids and payload numbers seen, by number. */
 struct seen {
     char id[TOTAL][160];
@@ -73,8 +56,9 @@ Test(cluster_dead_letter, sigterm_loses_none_and_redrive_through_any_node)
     snprintf(body, sizeof(body),
              "{\"queue\":\"jobs\",\"options\":{\"retryLimit\":1,"
              "\"deadLetter\":\"jobs.dead\"}}");
-    cr_assert_eq(call(0, "POST", "/api/v1/ephemeral/configure", body, &r), 201,
-                 "%s", r.body);
+    cr_assert_eq(cl_call(&c, 0, "POST", "/api/v1/ephemeral/configure", body,
+                         WAIT_MS, 100, &r),
+                 201, "%s", r.body);
     itest_resp_free(&r);
     for (int i = 0; i < CL_NODES; i++) {
         deadline = itest_now_ms() + WAIT_MS;
@@ -189,8 +173,9 @@ Test(cluster_dead_letter, sigterm_loses_none_and_redrive_through_any_node)
     for (int i = 0; redriven < TOTAL; i++) {
         int n = (x + 1 + i % 2) % CL_NODES; /* the two live nodes */
         cr_assert_lt(itest_now_ms(), deadline, "%d redriven", redriven);
-        cr_assert_eq(call(n, "POST", "/api/v1/ephemeral/redrive",
-                          "{\"queue\":\"jobs.dead\",\"max\":7}", &r),
+        cr_assert_eq(cl_call(&c, n, "POST", "/api/v1/ephemeral/redrive",
+                             "{\"queue\":\"jobs.dead\",\"max\":7}", WAIT_MS,
+                             100, &r),
                      200, "%s", r.body);
         int64_t got = itest_jint(r.json, "redriven");
         cr_assert(got >= 0 && got <= 7, "%s", r.body);
@@ -198,8 +183,8 @@ Test(cluster_dead_letter, sigterm_loses_none_and_redrive_through_any_node)
         itest_resp_free(&r);
     }
     cr_assert_eq(redriven, TOTAL);
-    cr_assert_eq(call(via, "POST", "/api/v1/ephemeral/redrive",
-                      "{\"queue\":\"jobs.dead\"}", &r),
+    cr_assert_eq(cl_call(&c, via, "POST", "/api/v1/ephemeral/redrive",
+                         "{\"queue\":\"jobs.dead\"}", WAIT_MS, 100, &r),
                  200);
     cr_assert_eq(itest_jint(r.json, "redriven"), 0, "%s", r.body);
     itest_resp_free(&r);

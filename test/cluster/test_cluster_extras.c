@@ -35,24 +35,6 @@ down(void)
 
 TestSuite(cluster_extras, .init = up, .fini = down, .timeout = 300);
 
-/* retry - a request again while it answers 503 (membership settling), up
- * to WAIT_MS; its status. */
-static long
-retry(int i, const char *method, const char *path, const char *body,
-      struct itest_resp *r)
-{
-    int64_t deadline = itest_now_ms() + WAIT_MS;
-    long st;
-
-    for (;;) {
-        st = itest_req(&c.node[i], method, path, body, r);
-        if (st != 503 || itest_now_ms() > deadline)
-            return st;
-        itest_resp_free(r);
-        itest_sleep_ms(100);
-    }
-}
-
 /* declare - queue with options through node 0, then until every node
  * lists its dedupeSeconds as dd. */
 static void
@@ -64,8 +46,9 @@ declare(const char *queue, const char *options, int dd)
 
     snprintf(body, sizeof(body), "{\"queue\":\"%s\",\"options\":{%s}}", queue,
              options);
-    cr_assert_eq(retry(0, "POST", "/api/v1/ephemeral/configure", body, &r), 201,
-                 "%s", r.body);
+    cr_assert_eq(cl_call(&c, 0, "POST", "/api/v1/ephemeral/configure", body,
+                         WAIT_MS, 100, &r),
+                 201, "%s", r.body);
     itest_resp_free(&r);
     for (int i = 0; i < CL_NODES; i++)
         while (itest_listing_int(&c.node[i], queue, "options.dedupeSeconds",
@@ -88,7 +71,7 @@ push_key(int i, const char *queue, const char *part, int payload,
              "{\"queue\":\"%s\",\"partition\":\"%s\",\"messages\":[{"
              "\"payload\":%d,\"key\":\"%s\",\"delayMs\":%d}]}",
              queue, part, payload, key, delay_ms);
-    long st = retry(i, "POST", PUSH, body, &r);
+    long st = cl_call(&c, i, "POST", PUSH, body, WAIT_MS, 100, &r);
     cr_assert_eq(st, 201, "push through node %d: %ld %s", i, st, r.body);
     *dups = (int)itest_jint(r.json, "duplicates");
     if (id != NULL)
@@ -128,7 +111,7 @@ pop_wait(int i, const char *queue, const char *part, int wait_ms,
              "/api/v1/ephemeral/pop?queue=%s&partition=%s&group=g&wait=true&"
              "timeout=%d",
              queue, part, wait_ms);
-    long st = retry(i, "GET", path, NULL, &r);
+    long st = cl_call(&c, i, "GET", path, NULL, WAIT_MS, 100, &r);
     cr_assert_eq(st, 200, "pop: %ld %s", st, r.body);
     int got = itest_jlen(r.json, "messages");
     if (got > 0) {
@@ -164,8 +147,9 @@ Test(cluster_extras, a_sigterm_hands_over_delays_retries_and_the_window)
              "{\"queue\":\"%s\",\"group\":\"g\",\"acks\":[{\"id\":\"%s\","
              "\"status\":\"retry\",\"delayMs\":4000}]}",
              queue, id);
-    cr_assert_eq(retry(0, "POST", "/api/v1/ephemeral/ack", body, &r), 200, "%s",
-                 r.body);
+    cr_assert_eq(
+        cl_call(&c, 0, "POST", "/api/v1/ephemeral/ack", body, WAIT_MS, 100, &r),
+        200, "%s", r.body);
     cr_assert_str_eq(itest_jstr(r.json, "results.0.outcome"), "redelivered",
                      "%s", r.body);
     itest_resp_free(&r);

@@ -45,21 +45,7 @@ TestSuite(cluster_forward, .init = up, .fini = down, .timeout = 180);
 static int64_t
 part_pending(int i, const char *queue, const char *part)
 {
-    struct itest_resp r;
-    long st = itest_get(&c.node[i], &r,
-                        "/api/v1/ephemeral/queues/%s/depth?scope=node", queue);
-    int64_t p = 0;
-
-    cr_assert(st == 200 || st == 404, "depth on node %d: %ld %s", i, st,
-              r.body);
-    for (int k = 0; st == 200 && k < itest_jlen(r.json, "partitions"); k++) {
-        struct json_object *e =
-            json_object_array_get_idx(itest_jget(r.json, "partitions"), k);
-        if (strcmp(itest_jstr(e, "partition"), part) == 0)
-            p = itest_jint(e, "pending");
-    }
-    itest_resp_free(&r);
-    return p;
+    return cl_part_depth(&c, i, queue, part, "pending");
 }
 
 /* push_ok - push payloads to queue/part (NULL: none named) through node i,

@@ -149,7 +149,6 @@ static void
 ack(int i, const char *queue, const char *g, const struct msg *m, int n,
     char out[][16])
 {
-    int64_t deadline = itest_now_ms() + WAIT_MS;
     static char body[64 * 1024];
     struct itest_resp r;
     int len;
@@ -162,13 +161,7 @@ ack(int i, const char *queue, const char *g, const struct msg *m, int n,
                         "%s{\"id\":\"%s\",\"attempts\":%lld}", k ? "," : "",
                         m[k].id, (long long)m[k].attempts);
     snprintf(body + len, sizeof(body) - (size_t)len, "]}");
-    for (;;) {
-        st = itest_req(&c.node[i], "POST", "/api/v1/ephemeral/ack", body, &r);
-        if (st != 503 || itest_now_ms() > deadline)
-            break;
-        itest_resp_free(&r);
-        itest_sleep_ms(50);
-    }
+    st = cl_call(&c, i, "POST", "/api/v1/ephemeral/ack", body, WAIT_MS, 50, &r);
     for (int k = 0; k < n; k++) {
         char key[64];
         snprintf(key, sizeof(key), "results.%d.outcome", k);

@@ -69,24 +69,6 @@ busiest(const char *queue)
     return best;
 }
 
-/* retry - a request again while it answers 503 (membership settling:
- * owner_moved, ephemeral_forward_failed), up to WAIT_MS; its status. */
-static long
-retry(int i, const char *method, const char *path, const char *body,
-      struct itest_resp *r)
-{
-    int64_t deadline = itest_now_ms() + WAIT_MS;
-    long st;
-
-    for (;;) {
-        st = itest_req(&c.node[i], method, path, body, r);
-        if (st != 503 || itest_now_ms() > deadline)
-            return st;
-        itest_resp_free(r);
-        itest_sleep_ms(100);
-    }
-}
-
 /* push - n messages (payloads first, first+1, ...) to queue/p through
  * node i; asserts 201. */
 static void
@@ -103,7 +85,8 @@ push(int i, const char *queue, const char *p, int first, int n)
         len += snprintf(body + len, sizeof(body) - (size_t)len,
                         "%s{\"payload\":%d}", k ? "," : "", first + k);
     snprintf(body + len, sizeof(body) - (size_t)len, "]}");
-    long st = retry(i, "POST", "/api/v1/ephemeral/push", body, &r);
+    long st = cl_call(&c, i, "POST", "/api/v1/ephemeral/push", body, WAIT_MS,
+                      100, &r);
     cr_assert_eq(st, 201, "push %s/%s on node %d: %ld %s", queue, p, i, st,
                  r.body);
     itest_resp_free(&r);
@@ -127,7 +110,7 @@ pop1(int i, const char *queue, const char *p, const char *g, struct msg *m)
     snprintf(path, sizeof(path),
              "/api/v1/ephemeral/pop?queue=%s&partition=%s&group=%s&batch=1",
              queue, p, g);
-    long st = retry(i, "GET", path, NULL, &r);
+    long st = cl_call(&c, i, "GET", path, NULL, WAIT_MS, 100, &r);
     cr_assert_eq(st, 200, "pop %s/%s on node %d: %ld %s", queue, p, i, st,
                  r.body);
     n = itest_jlen(r.json, "messages");
@@ -153,7 +136,8 @@ ack(int i, const char *queue, const char *g, const char *id)
     snprintf(body, sizeof(body),
              "{\"queue\":\"%s\",\"group\":\"%s\",\"acks\":[{\"id\":\"%s\"}]}",
              queue, g, id);
-    long st = retry(i, "POST", "/api/v1/ephemeral/ack", body, &r);
+    long st =
+        cl_call(&c, i, "POST", "/api/v1/ephemeral/ack", body, WAIT_MS, 100, &r);
     cr_assert_eq(st, 200, "ack %s on node %d: %ld %s", id, i, st, r.body);
     snprintf(outcome, sizeof(outcome), "%s",
              itest_jstr(r.json, "results.0.outcome"));
@@ -556,8 +540,9 @@ Test(cluster_handover, a_declared_bound_holds_on_the_new_owner)
     char body[128];
     snprintf(body, sizeof(body),
              "{\"queue\":\"%s\",\"options\":{\"maxLength\":5}}", queue);
-    cr_assert_eq(retry(0, "POST", "/api/v1/ephemeral/configure", body, &r), 201,
-                 "%s", r.body);
+    cr_assert_eq(cl_call(&c, 0, "POST", "/api/v1/ephemeral/configure", body,
+                         WAIT_MS, 100, &r),
+                 201, "%s", r.body);
     itest_resp_free(&r);
     deadline = itest_now_ms() + WAIT_MS;
     for (int i = 0; i < CL_NODES; i++) {

@@ -11,59 +11,11 @@
 
 #include <criterion/criterion.h>
 
+#include "test/integration/drain.h"
 #include "test/integration/node.h"
 
 #define POP "/api/v1/ephemeral/pop"
 #define ACK "/api/v1/ephemeral/ack"
-
-/* push_n - n messages 1..n (their payloads) to queue q, in one push. */
-static void
-push_n(const struct itest_node *n, const char *q, int from, int count)
-{
-    size_t cap = (size_t)count * 8 + 16, len = 0;
-    char *p = malloc(cap);
-    struct itest_resp r;
-
-    cr_assert_not_null(p);
-    len += (size_t)snprintf(p + len, cap - len, "[");
-    for (int i = 0; i < count; i++)
-        len += (size_t)snprintf(p + len, cap - len, "%s%d", i ? "," : "",
-                                from + i);
-    snprintf(p + len, cap - len, "]");
-    itest_push_ok(n, &r, q, NULL, p, count);
-    itest_resp_free(&r);
-    free(p);
-}
-
-/* pop_post - POST pop with body (printf-formatted); asserts 200 with both
- * "messages" and "results"; returns how many messages. */
-static int
-pop_post(const struct itest_node *n, struct itest_resp *r, const char *q,
-         const char *g, int batch, const char *acks)
-{
-    char body[4096];
-
-    snprintf(body, sizeof(body),
-             "{\"queue\":\"%s\",\"group\":\"%s\",\"batch\":%d,\"acks\":[%s]}",
-             q, g, batch, acks);
-    itest_req(n, "POST", POP, body, r);
-    cr_assert_eq(r->status, 200, "POST pop %s: %ld %s", body, r->status,
-                 r->body);
-    cr_assert(itest_jlen(r->json, "messages") >= 0, "%s", r->body);
-    cr_assert(itest_jlen(r->json, "results") >= 0, "%s", r->body);
-    return itest_jlen(r->json, "messages");
-}
-
-/* last_id - the id of the last message r holds, into out. */
-static void
-last_id(const struct itest_resp *r, char *out, size_t len)
-{
-    char path[64];
-
-    snprintf(path, sizeof(path), "messages.%d.id",
-             itest_jlen(r->json, "messages") - 1);
-    snprintf(out, len, "%s", itest_jstr(r->json, path));
-}
 
 Test(ack_one, upto_completes_the_groups_leases_up_to_the_id_and_no_others,
      .timeout = 60)
@@ -73,14 +25,14 @@ Test(ack_one, upto_completes_the_groups_leases_up_to_the_id_and_no_others,
     char id3[256], id5[256], e[512];
 
     itest_node_start(&n, NULL);
-    push_n(&n, "u", 1, 5);
+    itest_push_seq(&n, "u", NULL, 1, 5);
     itest_get(&n, &r, POP "?queue=u&group=g&batch=3");
     cr_assert_eq(itest_jlen(r.json, "messages"), 3, "%s", r.body);
-    last_id(&r, id3, sizeof(id3));
+    itest_last_id(&r, id3, sizeof(id3));
     itest_resp_free(&r);
     itest_get(&n, &r, POP "?queue=u&group=h&batch=5");
     cr_assert_eq(itest_jlen(r.json, "messages"), 5, "%s", r.body);
-    last_id(&r, id5, sizeof(id5));
+    itest_last_id(&r, id5, sizeof(id5));
     itest_resp_free(&r);
 
     /* attempts would fence a plain ack: not a cumulative one */
@@ -124,24 +76,24 @@ Test(ack_one, post_pop_applies_its_acks_then_pops, .timeout = 60)
     char id[256], e[512];
 
     itest_node_start(&n, NULL);
-    push_n(&n, "p", 1, 4);
-    cr_assert_eq(pop_post(&n, &r, "p", "g", 2, ""), 2);
+    itest_push_seq(&n, "p", NULL, 1, 4);
+    cr_assert_eq(itest_pop_post(&n, &r, "p", NULL, "g", 2, ""), 2);
     cr_assert_eq(itest_jlen(r.json, "results"), 0, "%s", r.body);
-    last_id(&r, id, sizeof(id));
+    itest_last_id(&r, id, sizeof(id));
     itest_resp_free(&r);
     snprintf(e, sizeof(e), "{\"id\":\"%s\",\"upTo\":true}", id);
-    cr_assert_eq(pop_post(&n, &r, "p", "g", 2, e), 2);
+    cr_assert_eq(itest_pop_post(&n, &r, "p", NULL, "g", 2, e), 2);
     cr_assert_str_eq(itest_jstr(r.json, "results.0.id"), id, "%s", r.body);
     cr_assert_str_eq(itest_jstr(r.json, "results.0.outcome"), "acked", "%s",
                      r.body);
     cr_assert_eq(itest_jint(r.json, "results.0.count"), 2, "%s", r.body);
     cr_assert_eq(itest_jint(r.json, "messages.0.payload"), 3, "%s", r.body);
     cr_assert_eq(itest_jint(r.json, "messages.1.payload"), 4, "%s", r.body);
-    last_id(&r, id, sizeof(id));
+    itest_last_id(&r, id, sizeof(id));
     itest_resp_free(&r);
     /* a plain entry (the id as a string) works as on the ack route */
     snprintf(e, sizeof(e), "\"%s\"", id);
-    cr_assert_eq(pop_post(&n, &r, "p", "g", 2, e), 0);
+    cr_assert_eq(itest_pop_post(&n, &r, "p", NULL, "g", 2, e), 0);
     cr_assert_str_eq(itest_jstr(r.json, "results.0.outcome"), "acked", "%s",
                      r.body);
     cr_assert_null(itest_jget(r.json, "results.0.count"), "%s", r.body);
@@ -158,9 +110,9 @@ Test(ack_one, post_pop_parks_as_a_long_poll_with_its_acks_applied,
     char id[256], body[1024];
 
     itest_node_start(&n, NULL);
-    push_n(&n, "lp", 1, 2);
+    itest_push_seq(&n, "lp", NULL, 1, 2);
     itest_get(&n, &r, POP "?queue=lp&group=g&batch=2");
-    last_id(&r, id, sizeof(id));
+    itest_last_id(&r, id, sizeof(id));
     itest_resp_free(&r);
     snprintf(body, sizeof(body),
              "{\"queue\":\"lp\",\"group\":\"g\",\"batch\":10,\"wait\":true,"
@@ -170,7 +122,7 @@ Test(ack_one, post_pop_parks_as_a_long_poll_with_its_acks_applied,
     itest_multi_until_parked(&n, m, 20000);
     /* the acks applied before the pop parked */
     cr_assert_eq(itest_listing_int(&n, "lp", "leased", -1), 0);
-    push_n(&n, "lp", 3, 1);
+    itest_push_seq(&n, "lp", NULL, 3, 1);
     cr_assert_eq(itest_multi_run(m, 20000), 0,
                  "the parked POST pop did not "
                  "answer after a push");
@@ -215,9 +167,9 @@ Test(ack_one, bad_bodies_answer_400_naming_the_field_and_change_nothing,
     char id[256], good[512], body[1024];
 
     itest_node_start(&n, NULL);
-    push_n(&n, "b", 1, 3);
+    itest_push_seq(&n, "b", NULL, 1, 3);
     itest_get(&n, &r, POP "?queue=b&group=g&batch=2");
-    last_id(&r, id, sizeof(id));
+    itest_last_id(&r, id, sizeof(id));
     itest_resp_free(&r);
     snprintf(good, sizeof(good), "{\"id\":\"%s\",\"upTo\":true}", id);
     for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
@@ -266,26 +218,18 @@ Test(ack_one, drain_of_10000_with_upto_loses_nothing_and_repeats_nothing,
     cr_assert_not_null(seen);
     itest_node_start(&n, NULL);
     for (int i = 0; i < N; i += 1000)
-        push_n(&n, "d", i + 1, 1000);
+        itest_push_seq(&n, "d", NULL, i + 1, 1000);
     while (got < N) {
         char id[256];
-        int k = pop_post(&n, &r, "d", "g", 100, acks);
+        int k = itest_pop_post(&n, &r, "d", NULL, "g", 100, acks);
 
         cr_assert(++calls < N, "the drain does not end (%d of %d)", got, N);
         if (acks[0] != '\0')
             cr_assert_eq(itest_jint(r.json, "results.0.count"), 100, "%s",
                          r.body);
-        for (int i = 0; i < k; i++) {
-            char path[64];
-            snprintf(path, sizeof(path), "messages.%d.payload", i);
-            int64_t v = itest_jint(r.json, path);
-            cr_assert(v >= 1 && v <= N, "payload %lld", (long long)v);
-            cr_assert_eq(seen[v], 0, "message %lld came twice", (long long)v);
-            seen[v] = 1;
-            got++;
-        }
+        got += itest_mark_payloads(&r, seen, N);
         if (k > 0) {
-            last_id(&r, id, sizeof(id));
+            itest_last_id(&r, id, sizeof(id));
             snprintf(acks, sizeof(acks), "{\"id\":\"%s\",\"upTo\":true}", id);
         }
         itest_resp_free(&r);

@@ -19,6 +19,7 @@
 
 #include "http/auth.h"
 #include "test/integration/node.h"
+#include "test/integration/tokens.h"
 
 #define API "/api/v1/ephemeral"
 
@@ -45,20 +46,8 @@ static char au_file[300];
 static void
 au_write(const char *dir, unsigned mask)
 {
-    char hash[AUTH_HASH_TEXT];
-    FILE *f;
-
-    snprintf(au_file, sizeof(au_file), "%s/tokens", dir);
-    f = fopen(au_file, "w");
-    cr_assert_not_null(f);
-    fprintf(f, "# the tokens of test_auth\n");
-    for (unsigned i = 0; i < AU_NTOKENS; i++) {
-        if (!(mask & (1u << i)))
-            continue;
-        auth_hash_text(au_tokens[i][0], strlen(au_tokens[i][0]), hash);
-        fprintf(f, "%s %s\n", hash, au_tokens[i][1]);
-    }
-    cr_assert_eq(fclose(f), 0);
+    itest_token_file(dir, au_tokens, AU_NTOKENS, mask, au_file,
+                     sizeof(au_file));
 }
 
 /* au_start - a node with every token in its auth file. */
@@ -73,7 +62,6 @@ au_start(struct itest_node *n)
     itest_node_start(n, opts);
 }
 
-/* au_req - method path body as token tok (NULL: no Authorization). */
 /* au_raw_request - send the request verb with body as token on a raw
  * socket of its own (the answer is read later); the socket. */
 static int
@@ -93,23 +81,12 @@ au_raw_request(const struct itest_node *n, const char *token, const char *body)
     return fd;
 }
 
-static long
-au_req(const struct itest_node *n, const char *tok, const char *method,
-       const char *path, const char *body, struct itest_resp *r)
-{
-    char h[128];
-    const char *hdrs[] = {h, NULL};
-
-    snprintf(h, sizeof(h), "Authorization: Bearer %s", tok ? tok : "");
-    return itest_req_with(n, method, path, body, tok ? hdrs : NULL, r);
-}
-
-/* au_ok - au_req() that must answer want. */
+/* au_ok - itest_req_bearer() that must answer want. */
 static void
 au_ok(const struct itest_node *n, const char *tok, const char *method,
       const char *path, const char *body, long want, struct itest_resp *r)
 {
-    au_req(n, tok, method, path, body, r);
+    itest_req_bearer(n, tok, method, path, body, r);
     cr_assert_eq(r->status, want, "%s %s as %s: %ld %s", method, path, tok,
                  r->status, r->body);
 }
@@ -137,8 +114,8 @@ au_state(const struct itest_node *n, const char *tok, char *out, size_t cap)
         cr_assert_lt(used, cap);
     }
     itest_resp_free(&r);
-    au_req(n, tok, "GET", API "/queues/jobs/depth?scope=node&group=g", NULL,
-           &r);
+    itest_req_bearer(n, tok, "GET", API "/queues/jobs/depth?scope=node&group=g",
+                     NULL, &r);
     snprintf(out + used, cap - used, "| %ld %lld %lld", r.status,
              (long long)itest_jint(r.json, "pending"),
              (long long)itest_jint(r.json, "partitions.0.leased"));
@@ -211,13 +188,13 @@ Test(auth, every_route_refuses_a_missing_unknown_or_lacking_token,
         const char *who[] = {NULL, "not-a-known-token"};
 
         for (int k = 0; k < 2; k++) {
-            au_req(&n, who[k], rt->method, rt->path, rt->body, &r);
+            itest_req_bearer(&n, who[k], rt->method, rt->path, rt->body, &r);
             itest_assert_error(&r, 401, "unauthorized", NULL, rt->path);
             cr_assert_str_eq(r.www_authenticate, "Bearer", "%s %s", rt->method,
                              rt->path);
             itest_resp_free(&r);
         }
-        au_req(&n, rt->lacking, rt->method, rt->path, rt->body, &r);
+        itest_req_bearer(&n, rt->lacking, rt->method, rt->path, rt->body, &r);
         itest_assert_error(&r, 403, "forbidden", rt->verb, rt->path);
         if (strcmp(rt->path, API "/queues") != 0)
             cr_assert(strstr(itest_jstr(r.json, "error"),
@@ -230,7 +207,8 @@ Test(auth, every_route_refuses_a_missing_unknown_or_lacking_token,
     au_ok(&n, "alpha-jobs", "GET", API "/queues/jobs/depth?scope=node", NULL,
           200, &r);
     itest_resp_free(&r);
-    au_req(&n, "alpha-jobs", "GET", API "/queues/decl/depth", NULL, &r);
+    itest_req_bearer(&n, "alpha-jobs", "GET", API "/queues/decl/depth", NULL,
+                     &r);
     itest_assert_error(&r, 403, "forbidden", "read", "depth of decl");
     itest_resp_free(&r);
     au_ok(&n, "alpha-jobs", "GET", API "/queues?scope=node", NULL, 200, &r);
@@ -261,7 +239,7 @@ Test(auth, metrics_wants_a_token_with_metrics_auth_on, .timeout = 60)
     au_write(dir, ~0u);
     snprintf(opts, sizeof(opts), "auth_file=%s metrics_auth=on", au_file);
     itest_node_start(&n, opts);
-    au_req(&n, NULL, "GET", "/metrics", NULL, &r);
+    itest_req_bearer(&n, NULL, "GET", "/metrics", NULL, &r);
     itest_assert_error(&r, 401, "unauthorized", NULL, "/metrics");
     itest_resp_free(&r);
     au_ok(&n, "alpha-reader", "GET", "/metrics", NULL, 200, &r);
@@ -306,7 +284,8 @@ Test(auth, tenants_using_the_same_names_are_isolated, .timeout = 120)
     au_ok(&n, "plain-all", "GET", API "/queues/jobs/depth", NULL, 200, &r);
     cr_assert_eq(itest_jint(r.json, "pending"), 2, "%s", r.body);
     itest_resp_free(&r);
-    au_req(&n, "beta-all", "GET", API "/queues/alpha-only/depth", NULL, &r);
+    itest_req_bearer(&n, "beta-all", "GET", API "/queues/alpha-only/depth",
+                     NULL, &r);
     itest_assert_error(&r, 404, "ephemeral_queue_not_found", NULL,
                        "beta's depth of alpha's queue");
     itest_resp_free(&r);
@@ -417,7 +396,7 @@ Test(auth, a_request_and_its_reply_stay_in_the_tenant, .timeout = 90)
              itest_jstr(r.json, "messages.0.id"));
     itest_resp_free(&r);
     /* replying takes the request permission besides pop */
-    au_req(&n, "alpha-jobs", "POST", API "/ack", ack, &r);
+    itest_req_bearer(&n, "alpha-jobs", "POST", API "/ack", ack, &r);
     itest_assert_error(&r, 403, "forbidden", "pop|request", "reply");
     itest_resp_free(&r);
     au_ok(&n, "alpha-all", "POST", API "/ack", ack, 200, &r);
@@ -454,8 +433,8 @@ Test(auth, an_inbox_name_grants_no_verb_but_a_reply, .timeout = 60)
 
     au_start(&n);
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-        au_req(&n, "alpha-rq", routes[i].method, routes[i].path, routes[i].body,
-               &r);
+        itest_req_bearer(&n, "alpha-rq", routes[i].method, routes[i].path,
+                         routes[i].body, &r);
         itest_assert_error(&r, 403, "forbidden", inbox, routes[i].verb);
         itest_resp_free(&r);
     }
@@ -465,9 +444,9 @@ Test(auth, an_inbox_name_grants_no_verb_but_a_reply, .timeout = 60)
     itest_resp_free(&r);
     /* a reply by hand is still a push with the request permission: this
      * inbox is no live request's, so it is gone (404), not forbidden */
-    au_req(&n, "alpha-rq", "POST", API "/push",
-           "{\"queue\":\"mayfly.inbox/n1/1\",\"messages\":[{\"payload\":1}]}",
-           &r);
+    itest_req_bearer(
+        &n, "alpha-rq", "POST", API "/push",
+        "{\"queue\":\"mayfly.inbox/n1/1\",\"messages\":[{\"payload\":1}]}", &r);
     cr_assert_neq(r.status, 403, "%s", r.body);
     cr_assert_neq(r.status, 201, "%s", r.body);
     itest_resp_free(&r);
@@ -486,7 +465,7 @@ Test(auth, a_name_too_long_for_its_tenant_is_refused_saying_so, .timeout = 60)
              "{\"queue\":\"%s\",\"messages\":[{\"payload\":1}]}", name);
     au_ok(&n, "plain-all", "POST", API "/push", body, 201, &r);
     itest_resp_free(&r);
-    au_req(&n, "alpha-all", "POST", API "/push", body, &r);
+    itest_req_bearer(&n, "alpha-all", "POST", API "/push", body, &r);
     itest_assert_error(&r, 400, "invalid_name", "tenant 'alpha'", "push");
     cr_assert(strstr(itest_jstr(r.json, "error"), "506") != NULL, "%s", r.body);
     itest_resp_free(&r);
@@ -532,7 +511,7 @@ Test(auth, hup_revokes_a_token_and_ends_its_parked_pop, .timeout = 90)
                  (long long)(itest_now_ms() - t0));
     itest_resp_free(&r);
     close(fd);
-    au_req(&n, "beta-all", "GET", API "/queues", NULL, &r);
+    itest_req_bearer(&n, "beta-all", "GET", API "/queues", NULL, &r);
     itest_assert_error(&r, 401, "unauthorized", NULL, "revoked token");
     itest_resp_free(&r);
     au_ok(&n, "alpha-all", "GET", API "/queues", NULL, 200, &r);
@@ -615,18 +594,18 @@ Test(auth, a_tenant_over_its_rate_gets_429_while_another_is_served,
 
     au_start(&n);
     /* More than the rate in one batch never fits. */
-    au_req(&n, "gamma-slow", "POST", API "/push", six, &r);
+    itest_req_bearer(&n, "gamma-slow", "POST", API "/push", six, &r);
     itest_assert_error(&r, 429, "rate_limited", "5", "a batch of 6");
     cr_assert_str_eq(r.retry_after, "1", "%s", r.body);
     itest_resp_free(&r);
     /* Five fit in a second, a sixth does not (unless the second turned
      * between the two: then again). */
     for (int i = 0; i < 20 && !limited; i++) {
-        au_req(&n, "gamma-slow", "POST", API "/push", five, &r);
+        itest_req_bearer(&n, "gamma-slow", "POST", API "/push", five, &r);
         long first = r.status;
         stored += first == 201 ? 5 : 0;
         itest_resp_free(&r);
-        au_req(&n, "gamma-slow", "POST", API "/push", one, &r);
+        itest_req_bearer(&n, "gamma-slow", "POST", API "/push", one, &r);
         stored += r.status == 201;
         if (first == 201 && r.status == 429) {
             limited = 1;
@@ -666,7 +645,7 @@ Test(auth, a_refused_push_does_not_count_toward_the_rate, .timeout = 60)
     /* gamma-slow may push 5 a second: three refused batches of two (6
      * messages) and one that fits are all answered as the queue decides */
     for (int i = 0; i < 3; i++) {
-        au_req(&n, "gamma-slow", "POST", API "/push", two, &r);
+        itest_req_bearer(&n, "gamma-slow", "POST", API "/push", two, &r);
         cr_assert_eq(r.status, 429, "refused batch %d: %ld %s", i, r.status,
                      r.body);
         cr_assert_str_eq(itest_jstr(r.json, "code"), "queue_full",
@@ -695,7 +674,7 @@ Test(auth, a_tenant_past_its_share_of_memory_gets_503_until_it_drains,
     snprintf(body + used, sizeof(body) - used, "]}");
     au_start(&n);
     for (int i = 0; i < 20 && !full; i++) {
-        au_req(&n, "eps-small", "POST", API "/push", body, &r);
+        itest_req_bearer(&n, "eps-small", "POST", API "/push", body, &r);
         if (r.status == 503) {
             full = 1;
             itest_assert_error(&r, 503, "ephemeral_unavailable", "max_bytes",
@@ -742,12 +721,12 @@ Test(auth, a_request_past_its_tenants_share_is_refused_and_not_stored,
     au_ok(&n, "zeta-rpc", "GET", API "/pop?queue=rpc&group=w", NULL, 200, &r);
     itest_resp_free(&r);
     for (int i = 0; i < 20 && !full; i++) {
-        au_req(&n, "zeta-rpc", "POST", API "/push", body, &r);
+        itest_req_bearer(&n, "zeta-rpc", "POST", API "/push", body, &r);
         full = r.status == 503;
         itest_resp_free(&r);
     }
     cr_assert(full, "200 KB pushed into a 64 KB share");
-    au_req(&n, "zeta-rpc", "POST", API "/request", rpc, &r);
+    itest_req_bearer(&n, "zeta-rpc", "POST", API "/request", rpc, &r);
     itest_assert_error(&r, 503, "ephemeral_unavailable", "max_bytes",
                        "a request past the share");
     cr_assert(r.retry_after[0] != '\0', "no Retry-After");

@@ -9,6 +9,7 @@
 
 #include <criterion/criterion.h>
 
+#include "test/integration/drain.h"
 #include "test/integration/node.h"
 
 #define POP "/api/v1/ephemeral/pop"
@@ -23,33 +24,6 @@ push_ok(const struct itest_node *n, const char *queue, const char *payloads)
     itest_push(n, &r, queue, NULL, payloads);
     cr_assert_eq(r.status, 201, "push %s: %ld %s", payloads, r.status, r.body);
     itest_resp_free(&r);
-}
-
-/* Pop with query q; assert 200 and return the number of messages. */
-static int
-pop(const struct itest_node *n, struct itest_resp *r, const char *q)
-{
-    itest_get(n, r, POP "?%s", q);
-    cr_assert_eq(r->status, 200, "pop %s: %ld %s", q, r->status, r->body);
-    cr_assert(itest_jlen(r->json, "messages") >= 0, "pop %s: %s", q, r->body);
-    return itest_jlen(r->json, "messages");
-}
-
-/* Pop (no wait) every 50 ms until a message comes; aborts after ms. */
-static void
-pop_until_one(const struct itest_node *n, struct itest_resp *r, const char *q,
-              int ms)
-{
-    int64_t deadline = itest_now_ms() + ms;
-
-    for (;;) {
-        if (pop(n, r, q) > 0)
-            return;
-        itest_resp_free(r);
-        cr_assert(itest_now_ms() < deadline, "pop %s: nothing within %d ms", q,
-                  ms);
-        itest_sleep_ms(50);
-    }
 }
 
 /* Ack one entry (JSON text) for queue q, group g; returns the outcome. */
@@ -89,14 +63,14 @@ Test(lease, expiry_redelivers_the_same_id_with_attempts_plus_one, .timeout = 60)
     itest_node_start(&n, "lease_s=1");
     push_ok(&n, "lq", "[\"m\"]");
     t0 = itest_now_ms();
-    cr_assert_eq(pop(&n, &r, "queue=lq&group=g"), 1, "%s", r.body);
+    cr_assert_eq(itest_pop(&n, &r, "queue=lq&group=g"), 1, "%s", r.body);
     cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 1, "%s", r.body);
     snprintf(id, sizeof(id), "%s", itest_jstr(r.json, "messages.0.id"));
     itest_resp_free(&r);
-    cr_assert_eq(pop(&n, &r, "queue=lq&group=g"), 0,
+    cr_assert_eq(itest_pop(&n, &r, "queue=lq&group=g"), 0,
                  "a leased message was delivered twice at once: %s", r.body);
     itest_resp_free(&r);
-    pop_until_one(&n, &r, "queue=lq&group=g", 15000);
+    itest_pop_until_one(&n, &r, "queue=lq&group=g", 15000);
     cr_assert(itest_now_ms() - t0 >= 900,
               "redelivered %lld ms after the pop, before the 1 s lease ran out",
               (long long)(itest_now_ms() - t0));
@@ -119,7 +93,7 @@ Test(ack, failed_and_retry_redeliver_before_newer_messages, .timeout = 60)
 
     itest_node_start(&n, NULL);
     push_ok(&n, "fq", "[\"m1\",\"m2\"]");
-    cr_assert_eq(pop(&n, &r, "queue=fq&group=g"), 1);
+    cr_assert_eq(itest_pop(&n, &r, "queue=fq&group=g"), 1);
     snprintf(id, sizeof(id), "%s", itest_jstr(r.json, "messages.0.id"));
     itest_resp_free(&r);
     for (int i = 0; i < 3; i++) {
@@ -131,7 +105,7 @@ Test(ack, failed_and_retry_redeliver_before_newer_messages, .timeout = 60)
                          itest_jbool(r.json, "results.0.dropped") == 0,
                      1, "%s", r.body);
         itest_resp_free(&r);
-        cr_assert_eq(pop(&n, &r, "queue=fq&group=g"), 1);
+        cr_assert_eq(itest_pop(&n, &r, "queue=fq&group=g"), 1);
         cr_assert_str_eq(itest_jstr(r.json, "messages.0.id"), id,
                          "after %s the newer message came first: %s", status[i],
                          r.body);
@@ -142,7 +116,7 @@ Test(ack, failed_and_retry_redeliver_before_newer_messages, .timeout = 60)
     snprintf(e, sizeof(e), "\"%s\"", id);
     cr_assert_str_eq(ack1(&n, &r, "fq", "g", e), "acked", "%s", r.body);
     itest_resp_free(&r);
-    cr_assert_eq(pop(&n, &r, "queue=fq&group=g"), 1);
+    cr_assert_eq(itest_pop(&n, &r, "queue=fq&group=g"), 1);
     cr_assert_str_eq(itest_jstr(r.json, "messages.0.payload"), "m2", "%s",
                      r.body);
     cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 1, "%s", r.body);
@@ -161,20 +135,20 @@ Test(retry_limit, failed_ack_at_the_limit_drops_and_counts, .timeout = 60)
     itest_node_start(&n, "retry_limit=2");
     before = metric(&n, "mayfly_dropped_total{reason=\"retry_limit\"}");
     push_ok(&n, "rl", "[\"doomed\",\"next\"]");
-    cr_assert_eq(pop(&n, &r, "queue=rl&group=g"), 1);
+    cr_assert_eq(itest_pop(&n, &r, "queue=rl&group=g"), 1);
     snprintf(id, sizeof(id), "%s", itest_jstr(r.json, "messages.0.id"));
     itest_resp_free(&r);
     snprintf(e, sizeof(e), "{\"id\":\"%s\",\"status\":\"failed\"}", id);
     cr_assert_str_eq(ack1(&n, &r, "rl", "g", e), "redelivered", "%s", r.body);
     itest_resp_free(&r);
-    cr_assert_eq(pop(&n, &r, "queue=rl&group=g"), 1);
+    cr_assert_eq(itest_pop(&n, &r, "queue=rl&group=g"), 1);
     cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 2, "%s", r.body);
     itest_resp_free(&r);
     cr_assert_str_eq(ack1(&n, &r, "rl", "g", e), "acked",
                      "a failed ack at the limit: %s", r.body);
     cr_assert_eq(itest_jbool(r.json, "results.0.dropped"), 1, "%s", r.body);
     itest_resp_free(&r);
-    cr_assert_eq(pop(&n, &r, "queue=rl&group=g&batch=10"), 1);
+    cr_assert_eq(itest_pop(&n, &r, "queue=rl&group=g&batch=10"), 1);
     cr_assert_str_eq(itest_jstr(r.json, "messages.0.payload"), "next",
                      "the dropped message came back: %s", r.body);
     itest_resp_free(&r);
@@ -205,23 +179,23 @@ Test(retry_limit, lease_expiry_at_the_limit_drops_and_counts, .timeout = 60)
     itest_node_start(&n, "lease_s=1 retry_limit=2");
     before = metric(&n, "mayfly_dropped_total{reason=\"retry_limit\"}");
     push_ok(&n, "rle", "[\"doomed\"]");
-    cr_assert_eq(pop(&n, &r, "queue=rle&group=g"), 1);
+    cr_assert_eq(itest_pop(&n, &r, "queue=rle&group=g"), 1);
     itest_resp_free(&r);
-    pop_until_one(&n, &r, "queue=rle&group=g", 15000);
+    itest_pop_until_one(&n, &r, "queue=rle&group=g", 15000);
     cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 2, "%s", r.body);
     itest_resp_free(&r);
     deadline = itest_now_ms() + 15000;
     while (
         (after = metric(&n, "mayfly_dropped_total{reason=\"retry_limit\"}")) <
         before + 1) {
-        cr_assert_eq(pop(&n, &r, "queue=rle&group=g"), 0,
+        cr_assert_eq(itest_pop(&n, &r, "queue=rle&group=g"), 0,
                      "delivered past the retry limit: %s", r.body);
         itest_resp_free(&r);
         cr_assert(itest_now_ms() < deadline,
                   "the second lease ran out but nothing was dropped");
         itest_sleep_ms(50);
     }
-    cr_assert_eq(pop(&n, &r, "queue=rle&group=g"), 0, "%s", r.body);
+    cr_assert_eq(itest_pop(&n, &r, "queue=rle&group=g"), 0, "%s", r.body);
     itest_resp_free(&r);
     cr_assert_eq(leased(&n, "rle") <= 0, 1);
 }
@@ -234,24 +208,26 @@ Test(autoack, pop_leases_nothing_and_ack_after_is_unknown, .timeout = 60)
 
     itest_node_start(&n, "lease_s=1");
     push_ok(&n, "aa", "[\"m1\",\"m2\",\"m3\"]");
-    cr_assert_eq(pop(&n, &r, "queue=aa&group=g&autoAck=true"), 1);
+    cr_assert_eq(itest_pop(&n, &r, "queue=aa&group=g&autoAck=true"), 1);
     cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 1, "%s", r.body);
     snprintf(e, sizeof(e), "\"%s\"", itest_jstr(r.json, "messages.0.id"));
     itest_resp_free(&r);
     cr_assert_eq(leased(&n, "aa"), 0, "autoAck leased the message");
     cr_assert_str_eq(ack1(&n, &r, "aa", "g", e), "unknown", "%s", r.body);
     itest_resp_free(&r);
-    cr_assert_eq(pop(&n, &r, "queue=aa&group=g&commitOnDelivery=true"), 1);
+    cr_assert_eq(itest_pop(&n, &r, "queue=aa&group=g&commitOnDelivery=true"),
+                 1);
     cr_assert_str_eq(itest_jstr(r.json, "messages.0.payload"), "m2", "%s",
                      r.body);
     itest_resp_free(&r);
     cr_assert_eq(leased(&n, "aa"), 0, "commitOnDelivery leased the message");
     cr_assert_eq(itest_depth_pending(&n, "aa", "g"), 1);
-    cr_assert_eq(pop(&n, &r, "queue=aa&group=g&autoAck=true&batch=5"), 1);
+    cr_assert_eq(itest_pop(&n, &r, "queue=aa&group=g&autoAck=true&batch=5"), 1);
     cr_assert_str_eq(itest_jstr(r.json, "messages.0.payload"), "m3", "%s",
                      r.body);
     itest_resp_free(&r);
-    cr_assert_eq(pop(&n, &r, "queue=aa&group=g&batch=5"), 0, "%s", r.body);
+    cr_assert_eq(itest_pop(&n, &r, "queue=aa&group=g&batch=5"), 0, "%s",
+                 r.body);
     itest_resp_free(&r);
 }
 
@@ -263,13 +239,13 @@ Test(fencing, stale_ack_leaves_the_newer_delivery_alone, .timeout = 60)
 
     itest_node_start(&n, "lease_s=1");
     push_ok(&n, "fence", "[{\"k\":1}]");
-    cr_assert_eq(pop(&n, &r, "queue=fence&group=g"), 1);
+    cr_assert_eq(itest_pop(&n, &r, "queue=fence&group=g"), 1);
     snprintf(id, sizeof(id), "%s", itest_jstr(r.json, "messages.0.id"));
     snprintf(first, sizeof(first), "%s",
              json_object_to_json_string_ext(itest_jget(r.json, "messages.0"),
                                             JSON_C_TO_STRING_PLAIN));
     itest_resp_free(&r);
-    pop_until_one(&n, &r, "queue=fence&group=g", 15000);
+    itest_pop_until_one(&n, &r, "queue=fence&group=g", 15000);
     cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 2, "%s", r.body);
     itest_resp_free(&r);
     /* Keep the second delivery leased for the rest of the test. */
@@ -295,7 +271,7 @@ Test(fencing, stale_ack_leaves_the_newer_delivery_alone, .timeout = 60)
                      r.body);
     itest_resp_free(&r);
     cr_assert_eq(leased(&n, "fence"), 1, "a stale ack touched the delivery");
-    cr_assert_eq(pop(&n, &r, "queue=fence&group=g"), 0,
+    cr_assert_eq(itest_pop(&n, &r, "queue=fence&group=g"), 0,
                  "a stale ack released the delivery: %s", r.body);
     itest_resp_free(&r);
     snprintf(e, sizeof(e), "{\"id\":\"%s\",\"attempts\":2}", id);
@@ -312,7 +288,7 @@ Test(fencing, id_of_another_incarnation_is_stale, .timeout = 60)
 
     itest_node_start(&n, NULL);
     push_ok(&n, "inc", "[1]");
-    cr_assert_eq(pop(&n, &r, "queue=inc&group=g"), 1);
+    cr_assert_eq(itest_pop(&n, &r, "queue=inc&group=g"), 1);
     snprintf(id, sizeof(id), "%s", itest_jstr(r.json, "messages.0.id"));
     itest_resp_free(&r);
     cr_assert_eq(itest_id_parse(id, inc, sizeof(inc), part, sizeof(part), seq,
@@ -340,7 +316,7 @@ pop_payloads(const struct itest_node *n, const char *group, const char *from,
 
     snprintf(q, sizeof(q), "queue=from&group=%s&batch=100&autoAck=true%s%s",
              group, from ? "&from=" : "", from ? from : "");
-    k = pop(n, &r, q);
+    k = itest_pop(n, &r, q);
     out[0] = '\0';
     for (int i = 0; i < k; i++) {
         char key[64];
@@ -361,7 +337,7 @@ Test(from, all_new_and_last_pick_where_a_new_group_starts, .timeout = 60)
     itest_node_start(&n, NULL);
     push_ok(&n, "from", "[\"m1\",\"m2\",\"m3\"]");
     /* A group that leases m1 and reads no further keeps m1-m4 held. */
-    cr_assert_eq(pop(&n, &r, "queue=from&group=holder"), 1);
+    cr_assert_eq(itest_pop(&n, &r, "queue=from&group=holder"), 1);
     itest_resp_free(&r);
     pop_payloads(&n, "last", "last", got, sizeof(got));
     cr_assert_str_eq(got, "m3", "from=last");
@@ -386,7 +362,7 @@ pop_mask(const struct itest_node *n, const char *q, int want)
 {
     struct itest_resp r;
     unsigned mask = 0;
-    int k = pop(n, &r, q);
+    int k = itest_pop(n, &r, q);
 
     cr_assert_eq(k, want, "pop %s: %s", q, r.body);
     for (int i = 0; i < k; i++) {
@@ -436,7 +412,7 @@ Test(extend, keeps_a_lease_past_its_first_expiry, .timeout = 60)
     itest_node_start(&n, "lease_s=1");
     push_ok(&n, "ex", "[\"m\"]");
     t0 = itest_now_ms();
-    cr_assert_eq(pop(&n, &r, "queue=ex&group=g"), 1);
+    cr_assert_eq(itest_pop(&n, &r, "queue=ex&group=g"), 1);
     snprintf(id, sizeof(id), "%s", itest_jstr(r.json, "messages.0.id"));
     itest_resp_free(&r);
     itest_post(&n, &r, EXT,
@@ -449,13 +425,13 @@ Test(extend, keeps_a_lease_past_its_first_expiry, .timeout = 60)
     itest_resp_free(&r);
     /* Past the 1 s lease, the extended one still holds. */
     while (itest_now_ms() - t0 < 2500) {
-        cr_assert_eq(pop(&n, &r, "queue=ex&group=g"), 0,
+        cr_assert_eq(itest_pop(&n, &r, "queue=ex&group=g"), 0,
                      "redelivered %lld ms after the pop despite the extend",
                      (long long)(itest_now_ms() - t0));
         itest_resp_free(&r);
         itest_sleep_ms(100);
     }
-    pop_until_one(&n, &r, "queue=ex&group=g", 15000);
+    itest_pop_until_one(&n, &r, "queue=ex&group=g", 15000);
     cr_assert(itest_now_ms() - t0 >= 3500, "redelivered after %lld ms",
               (long long)(itest_now_ms() - t0));
     cr_assert_str_eq(itest_jstr(r.json, "messages.0.id"), id, "%s", r.body);
@@ -485,7 +461,7 @@ Test(groups, a_message_is_held_once_until_every_group_completes, .timeout = 60)
         char q[64];
 
         snprintf(q, sizeof(q), "queue=once&group=g%d", g);
-        cr_assert_eq(pop(&n, &r, q), 1, "group g%d", g);
+        cr_assert_eq(itest_pop(&n, &r, q), 1, "group g%d", g);
         snprintf(ids[g], sizeof(ids[g]), "\"%s\"",
                  itest_jstr(r.json, "messages.0.id"));
         itest_resp_free(&r);

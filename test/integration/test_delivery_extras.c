@@ -11,6 +11,7 @@
 
 #include <criterion/criterion.h>
 
+#include "test/integration/drain.h"
 #include "test/integration/node.h"
 
 #define POP  "/api/v1/ephemeral/pop"
@@ -45,29 +46,6 @@ configure(const char *queue, const char *options)
     cr_assert_eq(r.status, 201, "configure %s: %ld %s", options, r.status,
                  r.body);
     itest_resp_free(&r);
-}
-
-/* pop - a pop with query q; asserts 200, returns how many came. */
-static int
-pop(struct itest_resp *r, const char *q)
-{
-    itest_get(&n, r, POP "?%s", q);
-    cr_assert_eq(r->status, 200, "pop %s: %ld %s", q, r->status, r->body);
-    return itest_jlen(r->json, "messages");
-}
-
-/* pop_until_one - pop q every 20 ms until a message comes (ms at most). */
-static void
-pop_until_one(struct itest_resp *r, const char *q, int ms)
-{
-    int64_t deadline = itest_now_ms() + ms;
-
-    while (pop(r, q) == 0) {
-        itest_resp_free(r);
-        cr_assert_lt(itest_now_ms(), deadline, "pop %s: nothing in %d ms", q,
-                     ms);
-        itest_sleep_ms(20);
-    }
 }
 
 static double
@@ -191,14 +169,16 @@ Test(extras, a_delayed_message_does_not_hold_up_the_ones_behind_it)
                "600},{\"payload\":2}]}");
     cr_assert_eq(r.status, 201, "%s", r.body);
     itest_resp_free(&r);
-    cr_assert_eq(pop(&r, "queue=dh&group=g&batch=10"), 1, "%s", r.body);
+    cr_assert_eq(itest_pop(&n, &r, "queue=dh&group=g&batch=10"), 1, "%s",
+                 r.body);
     cr_assert_eq(itest_jint(r.json, "messages.0.payload"), 2, "%s", r.body);
     itest_resp_free(&r);
-    pop_until_one(&r, "queue=dh&group=g&batch=10", 10000);
+    itest_pop_until_one(&n, &r, "queue=dh&group=g&batch=10", 10000);
     cr_assert_geq(itest_now_ms() - t0, 600);
     cr_assert_eq(itest_jint(r.json, "messages.0.payload"), 1, "%s", r.body);
     itest_resp_free(&r);
-    cr_assert_eq(pop(&r, "queue=dh&group=g&batch=10"), 0, "%s", r.body);
+    cr_assert_eq(itest_pop(&n, &r, "queue=dh&group=g&batch=10"), 0, "%s",
+                 r.body);
     itest_resp_free(&r);
 }
 
@@ -214,7 +194,7 @@ Test(extras, a_retry_with_a_delay_does_not_hold_up_the_next_message)
                "{\"payload\":2}]}");
     cr_assert_eq(r.status, 201, "%s", r.body);
     itest_resp_free(&r);
-    cr_assert_eq(pop(&r, "queue=rd&group=g"), 1, "%s", r.body);
+    cr_assert_eq(itest_pop(&n, &r, "queue=rd&group=g"), 1, "%s", r.body);
     snprintf(id, sizeof(id), "%s", itest_jstr(r.json, "messages.0.id"));
     itest_resp_free(&r);
     int64_t t0 = itest_now_ms();
@@ -225,10 +205,10 @@ Test(extras, a_retry_with_a_delay_does_not_hold_up_the_next_message)
     cr_assert_eq(r.status, 200, "%s", r.body);
     cr_assert_str_eq(itest_jstr(r.json, "results.0.outcome"), "redelivered");
     itest_resp_free(&r);
-    cr_assert_eq(pop(&r, "queue=rd&group=g"), 1, "%s", r.body);
+    cr_assert_eq(itest_pop(&n, &r, "queue=rd&group=g"), 1, "%s", r.body);
     cr_assert_eq(itest_jint(r.json, "messages.0.payload"), 2, "%s", r.body);
     itest_resp_free(&r);
-    pop_until_one(&r, "queue=rd&group=g", 10000);
+    itest_pop_until_one(&n, &r, "queue=rd&group=g", 10000);
     int64_t took = itest_now_ms() - t0;
     cr_assert_geq(took, 500, "redelivered after %lld ms", (long long)took);
     cr_assert_str_eq(itest_jstr(r.json, "messages.0.id"), id);
@@ -245,7 +225,7 @@ Test(extras, retry_delay_ms_is_the_default_delay_of_a_retry)
     itest_post(&n, &r, PUSH,
                "{\"queue\":\"rq\",\"messages\":[{\"payload\":1}]}");
     itest_resp_free(&r);
-    cr_assert_eq(pop(&r, "queue=rq&group=g"), 1, "%s", r.body);
+    cr_assert_eq(itest_pop(&n, &r, "queue=rq&group=g"), 1, "%s", r.body);
     snprintf(id, sizeof(id), "%s", itest_jstr(r.json, "messages.0.id"));
     itest_resp_free(&r);
     int64_t t0 = itest_now_ms();
@@ -255,7 +235,7 @@ Test(extras, retry_delay_ms_is_the_default_delay_of_a_retry)
                id);
     cr_assert_str_eq(itest_jstr(r.json, "results.0.outcome"), "redelivered");
     itest_resp_free(&r);
-    pop_until_one(&r, "queue=rq&group=g", 10000);
+    itest_pop_until_one(&n, &r, "queue=rq&group=g", 10000);
     cr_assert_geq(itest_now_ms() - t0, 400);
     itest_resp_free(&r);
     /* delayMs 0 overrides the default: at once */
@@ -267,7 +247,7 @@ Test(extras, retry_delay_ms_is_the_default_delay_of_a_retry)
                "\"status\":\"retry\",\"delayMs\":0}]}",
                id);
     itest_resp_free(&r);
-    cr_assert_eq(pop(&r, "queue=rq&group=g"), 1, "%s", r.body);
+    cr_assert_eq(itest_pop(&n, &r, "queue=rq&group=g"), 1, "%s", r.body);
     cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 3);
     itest_resp_free(&r);
 }
@@ -334,7 +314,8 @@ Test(extras, a_message_past_its_own_ttl_is_not_delivered)
     itest_resp_free(&r);
     while (itest_now_ms() - t0 < 1100) /* the clock is the condition */
         itest_sleep_ms(50);
-    cr_assert_eq(pop(&r, "queue=mt&group=g&batch=10"), 1, "%s", r.body);
+    cr_assert_eq(itest_pop(&n, &r, "queue=mt&group=g&batch=10"), 1, "%s",
+                 r.body);
     cr_assert_eq(itest_jint(r.json, "messages.0.payload"), 2, "%s", r.body);
     itest_resp_free(&r);
     cr_assert_geq(metric("mayfly_dropped_total{reason=\"ttl\"}"), 1);
@@ -376,7 +357,7 @@ Test(extras, a_delayed_retry_wakes_a_parked_pop_on_time)
     itest_post(&n, &r, PUSH,
                "{\"queue\":\"rw\",\"messages\":[{\"payload\":1}]}");
     itest_resp_free(&r);
-    cr_assert_eq(pop(&r, "queue=rw&group=g"), 1, "%s", r.body);
+    cr_assert_eq(itest_pop(&n, &r, "queue=rw&group=g"), 1, "%s", r.body);
     snprintf(id, sizeof(id), "%s", itest_jstr(r.json, "messages.0.id"));
     itest_resp_free(&r);
     int64_t t0 = itest_now_ms();

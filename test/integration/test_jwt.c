@@ -29,6 +29,7 @@
 #include "http/auth.h"
 #include "test/integration/browser.h"
 #include "test/integration/node.h"
+#include "test/integration/tokens.h"
 
 #define API       "/api/v1/ephemeral"
 #define JW_SECRET "integration-secret-0123456789abcdef-0123456789"
@@ -95,24 +96,13 @@ jw_start(struct itest_node *n, char *dir, size_t cap, const char *more)
     itest_node_start(n, opts);
 }
 
-/* jw_req - method path body with Authorization: Bearer tok (NULL: none). */
-static long
-jw_req(const struct itest_node *n, const char *tok, const char *method,
-       const char *path, const char *body, struct itest_resp *r)
-{
-    char h[4200];
-    const char *hdrs[] = {h, NULL};
 
-    snprintf(h, sizeof(h), "Authorization: Bearer %s", tok ? tok : "");
-    return itest_req_with(n, method, path, body, tok ? hdrs : NULL, r);
-}
-
-/* jw_ok - jw_req() that must answer want. */
+/* jw_ok - itest_req_bearer() that must answer want. */
 static void
 jw_ok(const struct itest_node *n, const char *tok, const char *method,
       const char *path, const char *body, long want, struct itest_resp *r)
 {
-    jw_req(n, tok, method, path, body, r);
+    itest_req_bearer(n, tok, method, path, body, r);
     cr_assert_eq(r->status, want, "%s %s: %ld %s", method, path, r->status,
                  r->body);
 }
@@ -149,15 +139,17 @@ Test(jwt, a_signed_token_pushes_and_pops_what_it_grants, .timeout = 60)
     jw_ok(&n, tok, "GET", API "/queues", NULL, 200, &r);
     itest_resp_free(&r);
     /* what it does not grant: 403 naming the verb and the queue */
-    jw_req(&n, tok, "POST", API "/push", jw_push_body("other", "1"), &r);
+    itest_req_bearer(&n, tok, "POST", API "/push", jw_push_body("other", "1"),
+                     &r);
     itest_assert_error(&r, 403, "forbidden", "other", "push to other");
     cr_assert_not_null(strstr(r.body, "push"), "%s", r.body);
     itest_resp_free(&r);
-    jw_req(&n, tok, "POST", API "/reset", "{\"queue\": \"jobs\"}", &r);
+    itest_req_bearer(&n, tok, "POST", API "/reset", "{\"queue\": \"jobs\"}",
+                     &r);
     itest_assert_error(&r, 403, "forbidden", "admin", "reset without admin");
     itest_resp_free(&r);
     /* no token at all */
-    jw_req(&n, NULL, "GET", API "/queues", NULL, &r);
+    itest_req_bearer(&n, NULL, "GET", API "/queues", NULL, &r);
     itest_assert_error(&r, 401, "unauthorized", NULL, "no token");
     cr_assert_str_eq(r.www_authenticate, "Bearer");
     itest_resp_free(&r);
@@ -192,8 +184,8 @@ Test(jwt, expired_tampered_and_foreign_tokens_are_401_and_change_nothing,
              (int)(strchr(claims, '.') - claims), claims, strrchr(good, '.'));
     jw_start(&n, dir, sizeof(dir), "");
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        jw_req(&n, bad[i].tok, "POST", API "/push", jw_push_body("jobs", "1"),
-               &r);
+        itest_req_bearer(&n, bad[i].tok, "POST", API "/push",
+                         jw_push_body("jobs", "1"), &r);
         itest_assert_error(&r, 401, "unauthorized", NULL, bad[i].why);
         cr_assert_not_null(strstr(r.body, bad[i].why), "%s", r.body);
         cr_assert_str_eq(r.www_authenticate, "Bearer");
@@ -282,7 +274,7 @@ Test(jwt, hup_reads_the_secret_again_and_ends_the_old_tokens_parked_pop,
     jw_start(&n, dir, sizeof(dir), "");
     jw_ok(&n, old, "GET", API "/queues", NULL, 200, &r);
     itest_resp_free(&r);
-    jw_req(&n, next, "GET", API "/queues", NULL, &r);
+    itest_req_bearer(&n, next, "GET", API "/queues", NULL, &r);
     itest_assert_error(&r, 401, "unauthorized", NULL, "the next secret's");
     itest_resp_free(&r);
     /* a pop parked with the old secret's token */
@@ -313,9 +305,9 @@ Test(jwt, hup_reads_the_secret_again_and_ends_the_old_tokens_parked_pop,
      * the answers come from any): eight rounds in a row say so */
     t0 = itest_now_ms();
     for (int good = 0; good < 8;) {
-        long a = jw_req(&n, old, "GET", API "/queues", NULL, &r);
+        long a = itest_req_bearer(&n, old, "GET", API "/queues", NULL, &r);
         itest_resp_free(&r);
-        long b = jw_req(&n, next, "GET", API "/queues", NULL, &r);
+        long b = itest_req_bearer(&n, next, "GET", API "/queues", NULL, &r);
         itest_resp_free(&r);
         good = a == 401 && b == 200 ? good + 1 : 0;
         cr_assert_lt(itest_now_ms() - t0, 10000,

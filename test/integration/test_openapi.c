@@ -27,6 +27,7 @@
 
 #include "http/auth.h"
 #include "test/integration/node.h"
+#include "test/integration/tokens.h"
 
 #define API "/api/v1/ephemeral"
 
@@ -280,18 +281,11 @@ static const char *const oa_tokens[][2] = {
 static void
 auth_node(struct itest_node *n)
 {
-    char dir[256], file[300], hash[AUTH_HASH_TEXT], opts[400];
-    FILE *f;
+    char dir[256], file[300], opts[400];
 
     itest_test_dir(dir, sizeof(dir));
-    snprintf(file, sizeof(file), "%s/tokens", dir);
-    f = fopen(file, "w");
-    cr_assert_not_null(f);
-    for (size_t i = 0; i < sizeof(oa_tokens) / sizeof(oa_tokens[0]); i++) {
-        auth_hash_text(oa_tokens[i][0], strlen(oa_tokens[i][0]), hash);
-        fprintf(f, "%s %s\n", hash, oa_tokens[i][1]);
-    }
-    cr_assert_eq(fclose(f), 0);
+    itest_token_file(dir, oa_tokens, sizeof(oa_tokens) / sizeof(oa_tokens[0]),
+                     ~0u, file, sizeof(file));
     snprintf(opts, sizeof(opts), "auth_file=%s metrics_auth=on", file);
     itest_node_start(n, opts);
 }

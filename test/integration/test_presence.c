@@ -13,9 +13,9 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 
-#include "http/auth.h"
 #include "test/integration/node.h"
 #include "test/integration/sse.h"
+#include "test/integration/tokens.h"
 
 #define PRES "/api/v1/presence"
 
@@ -276,17 +276,11 @@ Test(presence, permissions_and_tenants)
     };
     struct itest_node n;
     struct itest_resp r = {0};
-    char dir[256], file[300], opts[400], hash[AUTH_HASH_TEXT];
-    FILE *f;
+    char dir[256], file[300], opts[400];
 
     itest_test_dir(dir, sizeof(dir));
-    snprintf(file, sizeof(file), "%s/tokens", dir);
-    cr_assert_not_null(f = fopen(file, "w"));
-    for (size_t i = 0; i < sizeof(toks) / sizeof(toks[0]); i++) {
-        auth_hash_text(toks[i][0], strlen(toks[i][0]), hash);
-        fprintf(f, "%s %s\n", hash, toks[i][1]);
-    }
-    fclose(f);
+    itest_token_file(dir, toks, sizeof(toks) / sizeof(toks[0]), ~0u, file,
+                     sizeof(file));
     snprintf(opts, sizeof(opts), "workers=1 auth_file=%s", file);
     itest_node_start(&n, opts);
     const char *in = "{\"channel\":\"room.1\",\"member\":\"ada\","
@@ -547,17 +541,11 @@ Test(presence, streams_need_the_presence_and_read_permissions)
     };
     struct itest_node n;
     struct itest_resp r = {0};
-    char dir[256], file[300], opts[400], hash[AUTH_HASH_TEXT];
-    FILE *f;
+    char dir[256], file[300], opts[400];
 
     itest_test_dir(dir, sizeof(dir));
-    snprintf(file, sizeof(file), "%s/tokens", dir);
-    cr_assert_not_null(f = fopen(file, "w"));
-    for (size_t i = 0; i < sizeof(toks) / sizeof(toks[0]); i++) {
-        auth_hash_text(toks[i][0], strlen(toks[i][0]), hash);
-        fprintf(f, "%s %s\n", hash, toks[i][1]);
-    }
-    fclose(f);
+    itest_token_file(dir, toks, sizeof(toks) / sizeof(toks[0]), ~0u, file,
+                     sizeof(file));
     snprintf(opts, sizeof(opts), "workers=1 auth_file=%s", file);
     itest_node_start(&n, opts);
     itest_get(&n, &r, SUB "?presence=room&member=ada&access_token=sub-read");
