@@ -428,3 +428,62 @@ Test(shm_dedupe_index, killed_freeing_the_index_of_an_empty_window)
     fixture_check(&seg);
     cr_assert_eq(shm_arena_used_bytes(&seg), 0, "the index was freed");
 }
+
+/* The child's loop as worker 1: keyed pushes of random keys, forever (a
+ * window of a second: keys trimmed as well as added, the index grown and
+ * freed). */
+static void
+keyed_child(unsigned seed)
+{
+    struct shm_msg_in in[8];
+    struct shm_msg_extra ex[8];
+    struct shm_push_id ids[8];
+    uint32_t dups, conflated;
+
+    srand(seed);
+    for (;;) {
+        uint32_t n = 1 + (uint32_t)(rand() % 8);
+        for (uint32_t j = 0; j < n; j++) {
+            in[j] = (struct shm_msg_in){"\"m\"", 3};
+            ex[j] = (struct shm_msg_extra){
+                .key_hash = key((uint32_t)(rand() % 3000)), .has_key = 1};
+        }
+        (void)shm_push_keyed(&seg, 1, nm("q"), nm("Default"), in, ex, n,
+                             shm_now_ms(), ids, &dups, &conflated);
+    }
+}
+
+Test(shm_dedupe_index, a_worker_killed_at_random_while_pushing_keys)
+{
+    struct shm_push_id id;
+
+    declare(&seg, "q", 1, 2000);
+    push_keys(&seg, "q", 0, 1, shm_now_ms(), &id);
+    srand(2828);
+    for (int i = 0; i < 60; i++) {
+        unsigned cs = (unsigned)rand();
+        pid_t pid = fork();
+        cr_assert_neq(pid, -1);
+        if (pid == 0)
+            keyed_child(cs);
+        fixture_kill_after(pid, 2000000 + (rand() % 40) * 1000000L);
+        cr_assert_eq(shm_worker_reap(&seg, 1), 0);
+        fixture_check(&seg);
+        /* every key of the window found through the index as by a walk */
+        struct shm_ring_ctx c = ctx(&seg, "q", 0, shm_now_ms());
+        cr_assert_eq(shm_ring_lock(&seg, 0, c.p), 0);
+        for (uint32_t d = c.p->dd_head; d != 0;
+             d = shm_ring_dd(&seg, d)->next) {
+            uint64_t h = shm_ring_dd(&seg, d)->hash;
+            cr_assert_eq(shm_ring_dd_find_locked(&c, h, 1000),
+                         walk_find(&c, h, 1000));
+        }
+        shm_ring_unlock(c.p);
+    }
+    cr_log_info("lock repairs %llu, wipes %llu",
+                (unsigned long long)counter_repairs(),
+                (unsigned long long)fixture_counter(&seg, SHM_C_WIPES));
+    cr_assert_eq(shm_queue_delete(&seg, 0, nm("q"), shm_now_ms()), 1);
+    fixture_check(&seg);
+    cr_assert_eq(shm_arena_used_bytes(&seg), 0);
+}
