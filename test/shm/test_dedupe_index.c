@@ -487,3 +487,19 @@ Test(shm_dedupe_index, a_worker_killed_at_random_while_pushing_keys)
     fixture_check(&seg);
     cr_assert_eq(shm_arena_used_bytes(&seg), 0);
 }
+
+Test(shm_dedupe_index, the_checker_finds_an_index_that_misses_a_key)
+{
+    struct shm_push_id ids[64];
+    struct shm_check_report r;
+
+    window(ids);
+    struct shm_ring_ctx c = ctx(&seg, "q", 0, T0);
+    struct shm_ddx *x = shm_ddx_of(&seg, c.p);
+    uint32_t *b = &x->b[key(3) & (x->nb - 1)], saved = *b;
+    *b = shm_ring_dd(&seg, saved)->bnext; /* its newest key left out */
+    cr_assert_gt(shm_check(&seg, SHM_CHECK_QUIET, &r), 0);
+    cr_assert(strstr(r.first, "dedupe index") != NULL, "%s", r.first);
+    *b = saved;
+    fixture_check(&seg);
+}
