@@ -21,6 +21,7 @@
 
 #include "shm/broker_int.h"
 #include "shm/catalog.h"
+#include "shm/dd_index.h"
 #include "shm/due.h"
 #include "shm/layout.h"
 #include "shm/lock.h"
@@ -469,8 +470,53 @@ check_leases(struct check *k, uint32_t pi, struct shm_part *p, struct shm_gs *s,
     return n - ready - delayed;
 }
 
+/* The window's hash index (dd_index.h) against its sound list of n keys:
+ * a LINKED run holding its buckets, each chain only keys of its bucket,
+ * and every key of the list on its bucket's chain. */
+static void
+check_dd_index(struct check *k, uint32_t pi, struct shm_part *p, uint64_t n)
+{
+    if (reach(k, p->dd_index, 0, "a dedupe index") != 0)
+        return;
+    const struct shm_ddx *x = shm_cell(k->seg, p->dd_index);
+    uint64_t chained = 0;
+
+    if (x->nb == 0 || (x->nb & (x->nb - 1)) != 0 ||
+        shm_ddx_cells(x->nb) > x->chain) {
+        broken(k, "partition %u's dedupe index has %u buckets in %u cells", pi,
+               x->nb, x->chain);
+        return;
+    }
+    for (uint32_t b = 0; b < x->nb; b++)
+        for (uint32_t d = x->b[b]; d != 0; d = shm_ring_dd(k->seg, d)->bnext) {
+            if (++chained > n || !valid_ref(k, d, "a dedupe index bucket") ||
+                (shm_ring_dd(k->seg, d)->hash & (x->nb - 1)) != b) {
+                broken(k,
+                       "partition %u's dedupe index holds more than its "
+                       "%llu keys, or one in the wrong bucket",
+                       pi, (unsigned long long)n);
+                return;
+            }
+        }
+    /* Each key of the list on its chain (n and the chains are bounded by
+     * now: a key not found is one the index misses). */
+    for (uint32_t d = p->dd_head; d != 0; d = shm_ring_dd(k->seg, d)->next) {
+        uint32_t e = x->b[shm_ring_dd(k->seg, d)->hash & (x->nb - 1)];
+        while (e != 0 && e != d)
+            e = shm_ring_dd(k->seg, e)->bnext;
+        if (e == 0) {
+            broken(k, "partition %u's dedupe index misses key cell %u", pi, d);
+            return;
+        }
+    }
+    if (chained != n)
+        broken(k,
+               "partition %u's dedupe index holds %llu keys, its window %llu",
+               pi, (unsigned long long)chained, (unsigned long long)n);
+}
+
 /* The dedupe window's keys (ring.h, struct shm_dd): each a LINKED cell,
- * the tail the last, the count right. */
+ * the tail the last, the count right; and its index. */
 static void
 check_dd(struct check *k, uint32_t pi, struct shm_part *p)
 {
@@ -490,6 +536,8 @@ check_dd(struct check *k, uint32_t pi, struct shm_part *p)
                "partition %u's dedupe window has %llu keys and counts %u, "
                "or its tail is not its last",
                pi, (unsigned long long)n, p->dd_count);
+    else if (p->dd_index != 0)
+        check_dd_index(k, pi, p, n);
 }
 
 /* Is cell e on the queue's registry (as copied by check_registry)? */

@@ -181,7 +181,10 @@ enum { SHM_DROPS_BOUNDS, SHM_DROPS_TTL, SHM_DROPS_RETRY };
  *                                                  struct shm_dd), 0: none
  *   252     4  dd_tail      push                 lock: its newest key
  *   256     4  dd_count     push                 lock: keys in the window
- *   260     4  pad
+ *   260     4  dd_index     push/trim/adopt/     lock: the window's hash
+ *                             repair               index (dd_index.h, one
+ *                                                  run), 0: none (a lookup
+ *                                                  walks the list)
  *   264     8  delayed      push/maintain        lock, read racy: messages
  *                                                  not visible yet (delayMs)
  *                                                  at the last count
@@ -221,7 +224,7 @@ struct shm_part {
     uint32_t dd_head;
     uint32_t dd_tail;
     uint32_t dd_count;
-    uint32_t pad;
+    uint32_t dd_index;
     _Atomic uint64_t delayed;
 };
 _Static_assert(offsetof(struct shm_part, queue) == 64, "shm_part layout");
@@ -233,6 +236,7 @@ _Static_assert(offsetof(struct shm_part, gone_seq) == 176, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, adopt_inc) == 192, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, last_seq) == 240, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, dd_head) == 248, "shm_part layout");
+_Static_assert(offsetof(struct shm_part, dd_index) == 260, "shm_part layout");
 _Static_assert(offsetof(struct shm_part, delayed) == 264, "shm_part layout");
 _Static_assert(sizeof(struct shm_part) == 272, "shm_part layout");
 

@@ -1014,7 +1014,8 @@ adopt_place_locked(struct shm_ring_ctx *c, uint32_t gs,
 }
 
 /* The record's window keys go before those here (they are older: pushes
- * that came during the hold); the store into dd_head publishes them. */
+ * that came during the hold); the store into dd_head publishes them, and
+ * the window's hash index is rebuilt from the list. */
 static void
 adopt_dd_locked(struct shm_ring_ctx *c, struct adopt *a)
 {
@@ -1036,6 +1037,7 @@ adopt_dd_locked(struct shm_ring_ctx *c, struct adopt *a)
          d = shm_ring_dd(c->seg, d)->next)
         shm_arena_link(c->seg, d);
     a->dd = 0;
+    shm_ring_dd_reindex_locked(c); /* the index knew none of them */
 }
 
 /* Under pr's lock: link the messages (before what a hold kept behind

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "shm/dd_index.h"
 #include "shm/dead.h"
 #include "shm/horizon.h"
 #include "shm/layout.h"
@@ -1096,8 +1097,9 @@ shm_ring_clear_locked(struct shm_ring_ctx *c)
 {
     uint64_t k = shm_ring_reset_locked(c);
 
-    shm_ring_hold_end_locked(c); /* the record goes: so does its hold */
-    while (c->p->dd_head != 0)   /* and its window (a hand-over carries it) */
+    shm_ring_hold_end_locked(c);      /* the record goes: so does its hold */
+    shm_ddx_drop(c->seg, c->w, c->p); /* and its window (a hand-over */
+    while (c->p->dd_head != 0)        /* carries it) */
         ring_dd_drop_head(c);
     while (c->p->groups != 0)
         shm_ring_gs_remove_locked(c, shm_ring_gs(c->seg, c->p->groups)->grp);
@@ -1236,19 +1238,25 @@ shm_ring_conflate_locked(struct shm_ring_ctx *c, const struct shm_ring_keys *k,
 
 /* ---- the dedupe window ------------------------------------------------ */
 
-/* Unlink and free the window's oldest key (named in the intent first). */
+/* Unlink and free the window's oldest key (named in the intent first, and
+ * out of the index before it is freed); the last one takes the index. */
 static void
 ring_dd_drop_head(struct shm_ring_ctx *c)
 {
     struct shm_part *p = c->p;
+    struct shm_ddx *x = shm_ddx_of(c->seg, p);
     uint32_t d = p->dd_head;
 
     p->intent = d;
+    if (x != NULL)
+        shm_ddx_remove(c->seg, x, d);
     p->dd_head = shm_ring_dd(c->seg, d)->next;
     if (p->dd_head == 0)
         p->dd_tail = 0;
     p->dd_count--;
     ring_free(c, d);
+    if (p->dd_head == 0)
+        shm_ddx_drop(c->seg, c->w, p);
 }
 
 /* shm_ring_dd_trim_locked - see ring.h. */
@@ -1267,6 +1275,10 @@ const struct shm_dd *
 shm_ring_dd_find_locked(struct shm_ring_ctx *c, uint64_t hash,
                         uint64_t window_ms)
 {
+    const struct shm_ddx *x = shm_ddx_of(c->seg, c->p);
+
+    if (x != NULL)
+        return shm_ddx_find(c->seg, x, hash, c->now, window_ms);
     for (uint32_t d = c->p->dd_head; d != 0; d = shm_ring_dd(c->seg, d)->next) {
         const struct shm_dd *e = shm_ring_dd(c->seg, d);
         if (e->hash == hash && e->at_ms + window_ms > c->now)
@@ -1288,6 +1300,36 @@ shm_ring_dd_append_locked(struct shm_ring_ctx *c, uint32_t d)
     p->dd_tail = d;
     p->dd_count++;
     shm_arena_link(c->seg, d);
+    /* The index: made once the window is long enough for a walk to cost,
+     * grown past two keys a bucket.  A build that finds no room is tried
+     * again only every so many keys (a long run takes the arena lock), and
+     * meanwhile the lookup walks, or uses the index it has. */
+    struct shm_ddx *x = shm_ddx_of(c->seg, p);
+    if (x != NULL) {
+        shm_ddx_insert(c->seg, x, d);
+        if (p->dd_count > 2 * x->nb && ((p->dd_count - 1) & (x->nb - 1)) == 0)
+            (void)shm_ddx_build(c->seg, c->w, p);
+    } else if (p->dd_count >= SHM_DDX_MIN_KEYS &&
+               (p->dd_count & (SHM_DDX_MIN_KEYS - 1)) == 0)
+        (void)shm_ddx_build(c->seg, c->w, p);
+}
+
+/* shm_ring_dd_reindex_locked - see ring.h. */
+void
+shm_ring_dd_reindex_locked(struct shm_ring_ctx *c)
+{
+    struct shm_part *p = c->p;
+    struct shm_ddx *x = shm_ddx_of(c->seg, p);
+
+    if (p->dd_head == 0) {
+        shm_ddx_drop(c->seg, c->w, p);
+        return;
+    }
+    if ((x != NULL || p->dd_count >= SHM_DDX_MIN_KEYS) &&
+        shm_ddx_build(c->seg, c->w, p) == 0)
+        return;
+    if (x != NULL) /* no room for a bigger one: the old one, refilled */
+        (void)shm_ddx_fill(c->seg, x, p->dd_head, UINT64_MAX);
 }
 
 /* shm_ring_depth_locked - see ring.h. */
@@ -1384,6 +1426,20 @@ ring_repair_dd(struct shm_seg *seg, struct shm_part *p, int *intent_seen)
     }
     p->dd_tail = last;
     p->dd_count = (uint32_t)n;
+    /* The index is rebuilt from the sound list (a holder killed mid-insert,
+     * mid-removal or mid-growth left it stale); one it was freeing is kept
+     * (named in the intent: seen), one that cannot be an index is
+     * forgotten (it leaks rather than being trusted). */
+    if (p->dd_index != 0) {
+        if (p->dd_index == p->intent)
+            *intent_seen = 1;
+        if (!shm_ddx_sound(seg, p->dd_index)) {
+            p->dd_index = 0;
+            return 0;
+        }
+        shm_arena_link(seg, p->dd_index);
+        (void)shm_ddx_fill(seg, shm_cell(seg, p->dd_index), p->dd_head, n);
+    }
     return 0;
 }
 
@@ -1484,6 +1540,8 @@ ring_reaches(struct shm_seg *seg, struct shm_part *p, uint32_t ref)
 
     if (ring_prefix_has(seg, p->head, ref, ring_msg_seq))
         return 1;
+    if (ref == p->dd_index) /* the window's index */
+        return 1;
     uint64_t k = 0, max = ring_walk_max(seg);
     for (uint32_t d = p->dd_head; d != 0 && k++ <= max;
          d = shm_ring_dd(seg, d)->next)
@@ -1541,6 +1599,11 @@ ring_wipe_dd(struct shm_seg *seg, int w, struct shm_part *p)
         p->intent = 0;
     }
     p->dd_head = p->dd_tail = p->dd_count = 0;
+    if (p->dd_index != 0 && shm_ddx_sound(seg, p->dd_index)) {
+        shm_arena_link(seg, p->dd_index); /* a dead builder's: ours now */
+        shm_ddx_drop(seg, w, p);
+    }
+    p->dd_index = 0;
 }
 
 /* Free what a validated walk reaches and empty the partition (a locker with

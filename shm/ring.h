@@ -148,6 +148,11 @@ shm_msg_expired(const struct shm_msg *m, uint64_t now)
  *                                          (another node's after a
  *                                          hand-over)
  *    32     8  at_ms     push, before link when the key was first seen
+ *    40     4  bnext     index             partition lock: the next older
+ *                                          key of its bucket in the window's
+ *                                          hash index (dd_index.h), 0: none;
+ *                                          meaningless without an index
+ *    44     4  pad
  */
 struct shm_dd {
     uint32_t chain;
@@ -156,7 +161,10 @@ struct shm_dd {
     uint64_t seq;
     uint64_t inc;
     uint64_t at_ms;
+    uint32_t bnext;
+    uint32_t pad;
 };
+_Static_assert(offsetof(struct shm_dd, bnext) == 40, "shm_dd layout");
 _Static_assert(sizeof(struct shm_dd) <= SHM_CELL_BYTES, "shm_dd layout");
 _Static_assert(sizeof(struct shm_msg) == 32, "shm_msg layout");
 
@@ -415,14 +423,19 @@ void shm_ring_advance_locked(struct shm_ring_ctx *c);
 void shm_ring_dd_trim_locked(struct shm_ring_ctx *c, uint64_t window_ms,
                              uint32_t max);
 
-/* shm_ring_dd_find_locked - the window's key of hash seen within window_ms
- * of now, or NULL.  O(keys in the window). */
+/* shm_ring_dd_find_locked - the window's oldest key of hash seen within
+ * window_ms of now, or NULL.  O(1) through the window's hash index
+ * (dd_index.h); O(keys in the window) without one. */
 const struct shm_dd *shm_ring_dd_find_locked(struct shm_ring_ctx *c,
                                              uint64_t hash, uint64_t window_ms);
 
 /* shm_ring_dd_append_locked - link cell d (INFLIGHT, filled, next 0) as
- * the newest key. */
+ * the newest key (and into the index: made, or grown, as the count asks). */
 void shm_ring_dd_append_locked(struct shm_ring_ctx *c, uint32_t d);
+
+/* shm_ring_dd_reindex_locked - the index rebuilt from the window's list
+ * (after keys were linked around it: an adopt), grown to fit if it can. */
+void shm_ring_dd_reindex_locked(struct shm_ring_ctx *c);
 
 /* ---- conflation (SPEC §13): a keyed message replaces older ones ------- */
 
