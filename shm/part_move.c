@@ -1013,6 +1013,29 @@ adopt_place_locked(struct shm_ring_ctx *c, uint32_t gs,
     s->skipped += g->skipped;
 }
 
+/* A record's key that this window holds too was pushed here during the
+ * gap (the owner came back before its partitions did): stored twice.  The
+ * copy here, if unread, goes (the record's key keeps the first id, which
+ * the dedupe answer names) and counts as a duplicate; one already read
+ * stays, and both are delivered (at-least-once). */
+static void
+adopt_dd_twice_locked(struct shm_ring_ctx *c, const struct adopt *a)
+{
+    uint64_t win = (uint64_t)c->q->opts.dedupe_s * 1000;
+    uint64_t inc = shm_params_of(c->seg)->incarnation;
+    uint32_t n = 0;
+
+    if (c->p->dd_head == 0 || win == 0)
+        return;
+    for (uint32_t d = a->dd; d != 0; d = shm_ring_dd(c->seg, d)->next) {
+        const struct shm_dd *e = shm_ring_dd(c->seg, d);
+        if (e->at_ms + win > c->now)
+            n += (uint32_t)shm_ring_dd_undo_locked(c, e->hash, win, inc);
+    }
+    if (n > 0)
+        shm_count(c->seg, c->w, SHM_C_DUPLICATES, n);
+}
+
 /* The record's window keys go before those here (they are older: pushes
  * that came during the hold); the store into dd_head publishes them, and
  * the window's hash index is rebuilt from the list. */
@@ -1024,6 +1047,7 @@ adopt_dd_locked(struct shm_ring_ctx *c, struct adopt *a)
 
     if (a->dd == 0)
         return;
+    adopt_dd_twice_locked(c, a);
     for (uint32_t d = a->dd; d != 0; d = shm_ring_dd(c->seg, d)->next) {
         last = d;
         n++;

@@ -1125,8 +1125,9 @@ shm_ring_keys_find(const struct shm_ring_keys *k, uint64_t hash)
 }
 
 /*
- * ring_replaceable - may message m give way to a later one of its key?
- * "Not read yet" (SPEC §13) is the message's, whatever the groups: no group
+ * ring_unread - is message m unread, so it may leave the middle of the list
+ * (a later one of its key takes its place, or an adopt finds it stored
+ * twice)?  "Not read yet" (SPEC §13) is the message's, whatever the groups: no group
  * has had it (read 0) and none owes it (a lease: a first delivery an adopt
  * owes it, or, for a message pushed with a delay, the DELAYED lease a
  * group takes when its cursor passes it: such a message is never
@@ -1137,9 +1138,9 @@ shm_ring_keys_find(const struct shm_ring_keys *k, uint64_t hash)
  * cursor passed m unread (from=new or last) is searched.
  */
 static int
-ring_replaceable(struct shm_ring_ctx *c, const struct shm_msg *m)
+ring_unread(struct shm_ring_ctx *c, const struct shm_msg *m)
 {
-    if (m->read != 0 || !shm_msg_keyed(m) || (m->enq_ms & SHM_MSG_DELAYED))
+    if (m->read != 0 || (m->enq_ms & SHM_MSG_DELAYED))
         return 0;
     for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
         const struct shm_gs *s = shm_ring_gs(c->seg, g);
@@ -1155,6 +1156,14 @@ ring_replaceable(struct shm_ring_ctx *c, const struct shm_msg *m)
         }
     }
     return 1;
+}
+
+/* ring_replaceable - may keyed message m give way to a later one of its
+ * key?  Only while it is unread (ring_unread). */
+static int
+ring_replaceable(struct shm_ring_ctx *c, const struct shm_msg *m)
+{
+    return shm_msg_keyed(m) && ring_unread(c, m);
 }
 
 /*
@@ -1257,6 +1266,50 @@ ring_dd_drop_head(struct shm_ring_ctx *c)
     ring_free(c, d);
     if (p->dd_head == 0)
         shm_ddx_drop(c->seg, c->w, p);
+}
+
+/* shm_ring_dd_undo_locked - see ring.h.  The message is found by its
+ * sequence (a walk: this is rare, a key pushed here during a gap), then
+ * unlinked as conflation does (one store publishes, named in the intent
+ * first); then the key leaves the window the same way (out of the index
+ * before it is freed).  A crash between the two leaves a key whose
+ * message is gone, as an acked one's is: sound. */
+int
+shm_ring_dd_undo_locked(struct shm_ring_ctx *c, uint64_t hash,
+                        uint64_t window_ms, uint64_t inc)
+{
+    struct shm_part *p = c->p;
+    const struct shm_dd *e = shm_ring_dd_find_locked(c, hash, window_ms);
+    uint32_t prev = 0, r, d, dprev = 0;
+
+    if (e == NULL || e->inc != inc)
+        return 0;
+    for (r = p->head; r != 0; prev = r, r = shm_ring_msg(c->seg, r)->next)
+        if (shm_ring_msg(c->seg, r)->seq == e->seq)
+            break;
+    if (r == 0 || !ring_unread(c, shm_ring_msg(c->seg, r)))
+        return 0; /* read, or acked and gone: both stay (at-least-once) */
+    for (d = p->dd_head; d != 0 && shm_ring_dd(c->seg, d) != e;
+         dprev = d, d = shm_ring_dd(c->seg, d)->next)
+        ;
+    if (d == 0)
+        return 0;
+    ring_unlink(c, prev, r);
+    struct shm_ddx *x = shm_ddx_of(c->seg, p);
+    p->intent = d;
+    if (x != NULL)
+        shm_ddx_remove(c->seg, x, d);
+    if (dprev != 0)
+        shm_ring_dd(c->seg, dprev)->next = shm_ring_dd(c->seg, d)->next;
+    else
+        p->dd_head = shm_ring_dd(c->seg, d)->next;
+    if (p->dd_tail == d)
+        p->dd_tail = dprev;
+    p->dd_count--;
+    ring_free(c, d);
+    if (p->dd_head == 0)
+        shm_ddx_drop(c->seg, c->w, p);
+    return 1;
 }
 
 /* shm_ring_dd_trim_locked - see ring.h. */

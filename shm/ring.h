@@ -433,6 +433,14 @@ const struct shm_dd *shm_ring_dd_find_locked(struct shm_ring_ctx *c,
  * the newest key (and into the index: made, or grown, as the count asks). */
 void shm_ring_dd_append_locked(struct shm_ring_ctx *c, uint32_t d);
 
+/* shm_ring_dd_undo_locked - the window's key of hash (seen within
+ * window_ms, pushed here: incarnation inc) and its message, if that is
+ * still unread (no group has read it or owes it: conflation's rule),
+ * both unlinked and freed.  1 if so, else 0 (nothing changes).  For an
+ * adopt whose record carries the same key, first seen on the other node. */
+int shm_ring_dd_undo_locked(struct shm_ring_ctx *c, uint64_t hash,
+                            uint64_t window_ms, uint64_t inc);
+
 /* shm_ring_dd_reindex_locked - the index rebuilt from the window's list
  * (after keys were linked around it: an adopt), grown to fit if it can. */
 void shm_ring_dd_reindex_locked(struct shm_ring_ctx *c);

@@ -503,3 +503,58 @@ Test(shm_dedupe_index, the_checker_finds_an_index_that_misses_a_key)
     *b = saved;
     fixture_check(&seg);
 }
+
+/* ---- a key stored on both sides of a gap (issue 28) --------------------- */
+
+/* Keys 0..9 taken from seg, keys 5..14 pushed to seg2 meanwhile (read
+ * there first if read), then the adopt: the copies of 5..9 here. */
+static struct shm_ring_ctx
+gap_adopt(int read, struct shm_push_id *ids)
+{
+    static struct shm_push_id here[10];
+    static unsigned char rec[1 << 16], out_buf[1 << 16];
+    struct shm_ho_sink out = {.buf = rec, .cap = sizeof(rec)};
+    struct shm_params p = fixture_params(8 << 20, 4, 88);
+
+    declare(&seg, "g", 60, 1000);
+    cr_assert_eq(push_keys(&seg, "g", 0, 10, T0, ids), 0);
+    cr_assert_eq(
+        shm_part_take(&seg, 0, nm("g"), nm("Default"), T0 + 1000, &out), 10);
+    cr_assert_eq(shm_segment_create(&p, &seg2), 0);
+    declare(&seg2, "g", 60, 1000);
+    cr_assert_eq(push_keys(&seg2, "g", 5, 10, T0 + 1000, here), 0);
+    if (read) {
+        struct shm_pop_req r = {nm("g"), nm("Default"), nm(""), 10,
+                                0,       SHM_FROM_ALL,  0};
+        struct shm_sink k = {.buf = out_buf, .cap = sizeof(out_buf)};
+        cr_assert_eq(shm_pop(&seg2, 0, &r, T0 + 1000, &k), 10);
+    }
+    cr_assert_eq(shm_part_adopt(&seg2, 0, nm("g"), nm("Default"), rec, out.used,
+                                T0 + 1000),
+                 10);
+    fixture_check(&seg2);
+    return ctx(&seg2, "g", 0, T0 + 1000);
+}
+
+Test(shm_dedupe_index, an_unread_key_stored_during_the_gap_gives_way)
+{
+    static struct shm_push_id ids[10], again[10];
+    struct shm_ring_ctx c = gap_adopt(0, ids);
+
+    cr_assert_eq(atomic_load(&c.p->count), 15, "the 5 copies here went");
+    cr_assert_eq(c.p->dd_count, 15);
+    cr_assert_eq(push_keys(&seg2, "g", 0, 10, T0 + 1001, again), 10);
+    for (uint32_t i = 0; i < 10; i++) {
+        cr_assert_eq(again[i].seq, ids[i].seq, "the first id");
+        cr_assert_eq(again[i].inc, 77);
+    }
+}
+
+Test(shm_dedupe_index, a_read_key_stored_during_the_gap_stays)
+{
+    static struct shm_push_id ids[10];
+    struct shm_ring_ctx c = gap_adopt(1, ids);
+
+    cr_assert_eq(atomic_load(&c.p->count), 20, "at-least-once: both kept");
+    cr_assert_eq(c.p->dd_count, 20);
+}
