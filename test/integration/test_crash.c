@@ -323,6 +323,21 @@ shared_sockets(const struct itest_node *n, pid_t pid, int *in_dir)
     return shared;
 }
 
+/* settled_sockets - shared_sockets once pid has closed what it inherited:
+ * a worker closes the master's other descriptors as it starts, which may
+ * be after its sibling already answers, so wait (5 s at most) for that. */
+static int
+settled_sockets(const struct itest_node *n, pid_t pid, int *in_dir)
+{
+    int64_t deadline = itest_now_ms() + 5000;
+    int k;
+
+    while ((k = shared_sockets(n, pid, in_dir)) != 1 &&
+           itest_now_ms() < deadline)
+        itest_sleep_ms(20);
+    return k;
+}
+
 /* A worker, first forked or forked again after a crash, holds of the
  * master's descriptors only the client listening socket: a copy of a
  * cluster socket would keep it open after the master closes it. */
@@ -335,9 +350,9 @@ Test(crash, workers_hold_only_the_client_socket_of_the_masters)
     itest_node_start(&n, "workers=2");
     cr_assert_eq(itest_node_workers(&n, w, ITEST_NODE_MAX_WORKERS), 2);
     for (int i = 0; i < 2; i++) {
-        cr_assert_eq(shared_sockets(&n, w[i], &in_dir), 1,
-                     "worker %d shares %d sockets with the master", (int)w[i],
-                     shared_sockets(&n, w[i], &in_dir));
+        int k = settled_sockets(&n, w[i], &in_dir);
+        cr_assert_eq(k, 1, "worker %d shares %d sockets with the master",
+                     (int)w[i], k);
         cr_assert_eq(in_dir, 0, "worker %d holds %d files of the data dir",
                      (int)w[i], in_dir);
     }
@@ -346,9 +361,9 @@ Test(crash, workers_hold_only_the_client_socket_of_the_masters)
     cr_assert_eq(kill(old[0], SIGKILL), 0);
     wait_two_workers(&n, old[0], old[1], w);
     pid_t fresh = w[0] == old[1] ? w[1] : w[0];
-    cr_assert_eq(shared_sockets(&n, fresh, &in_dir), 1,
-                 "the respawned worker shares %d sockets with the master",
-                 shared_sockets(&n, fresh, &in_dir));
+    int k = settled_sockets(&n, fresh, &in_dir);
+    cr_assert_eq(k, 1, "the respawned worker shares %d sockets with the master",
+                 k);
     cr_assert_eq(in_dir, 0,
                  "the respawned worker holds %d files of the data "
                  "dir",
