@@ -22,6 +22,7 @@
 #include "http/request.h"
 #include "master/cluster_client.h"
 #include "master/master.h"
+#include "master/membership.h"
 #include "master/presence.h"
 #include "shm/catalog.h"
 #include "shm/log.h"
@@ -100,16 +101,6 @@ owners_now(struct master *m, struct shm_owners *o)
     shm_owners_refresh(o, m->seg.board);
 }
 
-/* member_of - the raft index of node id; -1 when it is not a peer. */
-static int
-member_of(const struct master *m, const char *id)
-{
-    for (int i = 0; i < m->members.n; i++)
-        if (i != m->members.self && strcmp(m->members.id[i], id) == 0)
-            return i;
-    return -1;
-}
-
 /* owner_of - the raft index of the peer that owns (queue, part) among the
  * members o holds; -1 when this node or nobody does. */
 static int
@@ -118,7 +109,7 @@ owner_of(const struct master *m, const struct shm_owners *o,
 {
     int i = shm_owner_pick(o, queue, part);
 
-    return i < 0 || i == o->self ? -1 : member_of(m, o->m[i].id);
+    return i < 0 || i == o->self ? -1 : master_membership_peer(m, o->m[i].id);
 }
 
 /* member_dead - whether peer i is dead in view v: unheard for

@@ -174,6 +174,16 @@ master_membership_heard(struct master *m, int i,
  * leave or not: a node that left and is gone holds nothing, and acks of
  * its ids must not be sent after it for the rest of leave_exclude_s.
  */
+/* master_membership_peer - see membership.h. */
+int
+master_membership_peer(const struct master *m, const char *id)
+{
+    for (int i = 0; i < m->members.n; i++)
+        if (i != m->members.self && strcmp(m->members.id[i], id) == 0)
+            return i;
+    return -1;
+}
+
 enum shm_member_state
 master_membership_state(const struct master *m, int i, uint64_t now)
 {

@@ -71,6 +71,10 @@ int master_membership_start(struct master *m);
 int master_membership_heard(struct master *m, int i,
                             const struct master_peer_word *pw);
 
+/* master_membership_peer - the raft index of peer id; -1 when id is this
+ * node or not a member. */
+int master_membership_peer(const struct master *m, const char *id);
+
 /* master_membership_state - what member i is to this node at now: LIVE
  * ones own partitions. */
 enum shm_member_state master_membership_state(const struct master *m, int i,

@@ -30,6 +30,7 @@
 #include "master/cluster_client.h"
 #include "master/handover.h"
 #include "master/master.h"
+#include "master/membership.h"
 #include "shm/board.h"
 #include "shm/log.h"
 #include "shm/owner.h"
@@ -173,16 +174,6 @@ static struct {
     struct pres_ship ship[RAFT_MAX_NODES];
 } hand;
 
-/* member_of - the raft index of node id; -1 when it is not a peer. */
-static int
-member_of(const struct master *m, const char *id)
-{
-    for (int i = 0; i < m->members.n; i++)
-        if (i != m->members.self && strcmp(m->members.id[i], id) == 0)
-            return i;
-    return -1;
-}
-
 static void ship_post(struct master *m, struct pres_ship *s);
 
 /* shipped - a peer's answer to a record. */
@@ -266,7 +257,7 @@ take_all(struct master *m, uint64_t now)
         int o, member;
         if (!shm_owner_here(&here, names.name[i], WORKER_PRES_PART) ||
             (o = shm_owner_pick(&next, names.name[i], WORKER_PRES_PART)) < 0 ||
-            (member = member_of(m, next.m[o].id)) < 0)
+            (member = master_membership_peer(m, next.m[o].id)) < 0)
             continue; /* another's (an old copy), or nobody's */
         rc = shm_presence_take(&m->seg, names.name[i], drop,
                                m->cfg.presence_grace_ms, now,
