@@ -162,6 +162,9 @@ struct bench_row {
     double p50_us;
     double p99_us;
     char ref[24];
+    /* a mayfly row compared the other way: ratio = this row / the best of
+     * these rows (keys, comma-separated), sample by sample ("" for none) */
+    char vs[56];
     int by_p50;
     int ok;
     double cpu_us;    /* machine CPU per operation, 0: not measured */

@@ -207,10 +207,36 @@ sample_ratio(const struct bench_row *m, const struct bench_row *r, int i)
     return r->sample[i].rate > 0 ? m->sample[i].rate / r->sample[i].rate : 0;
 }
 
+/* vs_ratio - sample i of r / the best of sample i of the rows r->vs
+ * names (rate; p50 for latency); 0 when none has it. */
+static double
+vs_ratio(const struct bench_row *r, int i)
+{
+    char keys[sizeof(r->vs)], *save = NULL;
+    double best = 0;
+
+    snprintf(keys, sizeof(keys), "%s", r->vs);
+    for (char *k = strtok_r(keys, ",", &save); k != NULL;
+         k = strtok_r(NULL, ",", &save)) {
+        const struct bench_row *p = bench_row_find(k);
+        if (p == NULL || !p->ok || i >= p->nsamples)
+            continue;
+        double v = r->by_p50 ? p->sample[i].p50_us : p->sample[i].rate;
+        if (v > 0 && (best == 0 || (r->by_p50 ? v < best : v > best)))
+            best = v;
+    }
+    if (best == 0)
+        return 0;
+    return r->by_p50
+               ? (r->sample[i].p50_us > 0 ? best / r->sample[i].p50_us : 0)
+               : r->sample[i].rate / best;
+}
+
 /* row_ratio - the median of the ratios of r's pairs (sample i of the row
- * named in ref, measured just before sample i of r), with their min and
- * max; all 0 when either side is missing.  A row measured once beside a
- * ref measured in pairs (the TLS, floor rows) pairs with its first. */
+ * named in ref, measured just before sample i of r; or, for a row with
+ * vs, sample i of r against the best of its vs rows' sample i), with
+ * their min and max; all 0 when a side is missing.  A row measured once
+ * beside a ref measured in pairs (the TLS rows) pairs with its first. */
 static struct ratio
 row_ratio(const struct bench_row *r)
 {
@@ -219,11 +245,18 @@ row_ratio(const struct bench_row *r)
     double v[BENCH_PAIRS_MAX];
     int n = 0;
 
-    if (m == NULL || !m->ok || !r->ok)
+    if (!r->ok || (r->vs[0] == 0 && (m == NULL || !m->ok)))
         return out;
-    for (int i = 0; i < m->nsamples && i < r->nsamples; i++)
-        if ((v[n] = sample_ratio(m, r, i)) > 0)
+    for (int i = 0; i < r->nsamples; i++) {
+        if (r->vs[0])
+            v[n] = vs_ratio(r, i);
+        else if (i < m->nsamples)
+            v[n] = sample_ratio(m, r, i);
+        else
+            break;
+        if (v[n] > 0)
             n++;
+    }
     if (n == 0)
         return out;
     out.pairs = n;
@@ -705,7 +738,11 @@ compared_pairs(int m)
 
     for (size_t k = 0; k < sizeof(compared) / sizeof(compared[0]); k++) {
         const char *s = compared[k];
-        if (!bench_want(s) && !(strncmp(s, "rpc", 3) == 0 && bench_want("rpc")))
+        /* rpc1 and rpc32 carry the request verb's rows (request1, 32) */
+        char verb[16];
+        snprintf(verb, sizeof(verb), "request%s", s + 3);
+        if (!bench_want(s) && !(strncmp(s, "rpc", 3) == 0 &&
+                                (bench_want("rpc") || bench_want(verb))))
             continue;
         for (int p = 0; p < pairs; p++) {
             /* stream: the fan-out row (stream.c), presence: the churn
@@ -766,7 +803,9 @@ run_all(void)
            load_end);
     print_table(stdout, 0);
     printf("\nratio: the row named in ref (mayfly, or mayfly-bench for "
-           "wrk%s) / this row; for wake it compares p50 latency. A compared "
+           "wrk%s) / this row; for wake it compares p50 latency; a mayfly "
+           "row with a ratio of its own (rpc-request, drain-ack-one) is "
+           "that row / the better peer row of the same pair. A compared "
            "scenario runs mayfly and its peers back to back, %d pair%s: the "
            "median of the pairs' ratios (min-max); rates and percentiles are "
            "the samples' medians.\n",

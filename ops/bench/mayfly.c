@@ -585,6 +585,8 @@ mayfly_drain(enum drain_mode mode)
     char err[240] = "";
 
     snprintf(row.key, sizeof(row.key), "%s", key[mode]);
+    if (mode == DRAIN_ACK_ONE) /* its target is against Redis's LPOP 100 */
+        snprintf(row.vs, sizeof(row.vs), "drain-redis");
     snprintf(row.scenario, sizeof(row.scenario), "drain");
     snprintf(row.system, sizeof(row.system), "mayfly");
     snprintf(row.variant, sizeof(row.variant),
@@ -730,6 +732,7 @@ mayfly_rpc_verb(int nreq, int nresp)
 
     snprintf(sc.queue, sizeof(sc.queue), "rpcv%d-req-%d", run_tag, tag);
     snprintf(row.key, sizeof(row.key), "rpc-request-%d", nreq);
+    snprintf(row.vs, sizeof(row.vs), "rpc-redis-%d,rpc-nats-%d", nreq, nreq);
     snprintf(row.scenario, sizeof(row.scenario), "rpc");
     snprintf(row.system, sizeof(row.system), "mayfly");
     snprintf(row.variant, sizeof(row.variant),
@@ -754,6 +757,25 @@ mayfly_rpc_verb(int nreq, int nresp)
     rpc_floor(&row, per_trip);
     bench_row_add(&row);
     bench_run_free(run);
+}
+
+/* One pair's mayfly side of rpc with nreq requesters (main.c pairs it
+ * with the peers): the inbox pattern, its floor, and the request verb,
+ * each when ONLY wants it (the verb alone: request1 or request32). */
+static void
+mayfly_rpc_compared(int nreq, int nresp)
+{
+    char rpc[8], verb[16];
+
+    snprintf(rpc, sizeof(rpc), "rpc%d", nreq);
+    snprintf(verb, sizeof(verb), "request%d", nreq);
+    if (bench_want("rpc") || bench_want(rpc)) {
+        mayfly_rpc(nreq, nresp, 0, 0);
+        if (bench_opt.okport > 0)
+            mayfly_rpc(nreq, nresp, 1, 0);
+    }
+    if (bench_want("rpc") || bench_want(rpc) || bench_want(verb))
+        mayfly_rpc_verb(nreq, nresp);
 }
 
 /* The inode of the server's end of the loopback connection fd (mayfly's
@@ -1172,12 +1194,13 @@ bench_mayfly_compared(const char *scenario)
     payload_init();
     if (strcmp(scenario, "push") == 0)
         mayfly_push(0);
-    else if (strcmp(scenario, "drain") == 0)
+    else if (strcmp(scenario, "drain") == 0) {
         mayfly_drain(DRAIN_AUTO);
-    else if (strcmp(scenario, "rpc1") == 0)
-        mayfly_rpc(1, 1, 0, 0);
+        mayfly_drain(DRAIN_ACK_ONE);
+    } else if (strcmp(scenario, "rpc1") == 0)
+        mayfly_rpc_compared(1, 1);
     else if (strcmp(scenario, "rpc32") == 0)
-        mayfly_rpc(32, 8, 0, 0);
+        mayfly_rpc_compared(32, 8);
     else if (strcmp(scenario, "wake") == 0)
         mayfly_wake(bench_opt.mpid > 0 ? 0 : -1);
 }
@@ -1199,22 +1222,12 @@ bench_mayfly_all(void)
         mayfly_backlog();
     if (bench_want("push") || bench_want("push-keyed"))
         mayfly_push_keyed();
-    if (bench_want("drain")) {
+    if (bench_want("drain"))
         mayfly_drain(DRAIN_ACK);
-        mayfly_drain(DRAIN_ACK_ONE);
-    }
-    if (bench_opt.okport > 0 && (bench_want("rpc") || bench_want("rpc1")))
-        mayfly_rpc(1, 1, 1, 0);
-    if (bench_opt.okport > 0 && (bench_want("rpc") || bench_want("rpc32")))
-        mayfly_rpc(32, 8, 1, 0);
     if ((bench_want("rpc") || bench_want("rpc1")) && bench_opt.tport > 0)
         mayfly_rpc(1, 1, 0, 1);
     if ((bench_want("rpc") || bench_want("rpc32")) && bench_opt.tport > 0)
         mayfly_rpc(32, 8, 0, 1);
-    if (bench_want("rpc") || bench_want("rpc1") || bench_want("request1"))
-        mayfly_rpc_verb(1, 1);
-    if (bench_want("rpc") || bench_want("rpc32") || bench_want("request32"))
-        mayfly_rpc_verb(32, 8);
     if (bench_want("wake") && bench_opt.mpid > 0)
         mayfly_wake(1);
     if (bench_want("inboxes"))
