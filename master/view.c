@@ -6,9 +6,11 @@
  * leader tells it the commit index; saying ready before that made peers
  * place partitions on it while its declared queues were missing or read
  * as implicit (a push met the default bounds).  So with peers it waits
- * for the core's caught_up (consensus/raft.h), or for an election timeout
- * without one: a live leader appends every 100 ms, so none heard by then
- * means none is reachable, and a node restarted alone must still serve.
+ * for the core's caught_up (consensus/raft.h) and a beat from every live
+ * peer since the start (the groups they know: groups.h), READY_CAP_MS at
+ * most; or for an election timeout with no leader heard: a live leader
+ * appends every 100 ms, so none heard by then means none is reachable,
+ * and a node restarted alone must still serve.
  *
  * Fresh.  The master alone keeps the members' view; the workers serve from
  * the copy it publishes.  A stopped master (SIGSTOP, a stall) leaves that
