@@ -1,5 +1,5 @@
 /*
- * board.c - publish and read the master's board (a seqlock).
+ * board.c - publish and read the master's board (a seqlock latch).
  */
 #include "shm/board.h"
 
@@ -23,6 +23,9 @@ shm_board_create(void)
     return p == MAP_FAILED ? NULL : p;
 }
 
+/* A latch (two copies): seq odd, readers take copy 1 while copy 0 is
+ * written; seq even, copy 0 while copy 1 is.  A master stopped anywhere
+ * in here leaves one whole copy to read. */
 void
 shm_board_publish(struct shm_board *s, const struct shm_board_view *v)
 {
@@ -30,8 +33,10 @@ shm_board_publish(struct shm_board *s, const struct shm_board_view *v)
 
     atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
-    memcpy(&s->view, v, sizeof(*v));
+    memcpy(&s->view[0], v, sizeof(*v));
     atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
+    atomic_thread_fence(memory_order_release);
+    memcpy(&s->view[1], v, sizeof(*v));
 }
 
 void
@@ -41,9 +46,7 @@ shm_board_read(const struct shm_board *s, struct shm_board_view *v)
 
     for (;;) {
         uint64_t a = atomic_load_explicit(&m->seq, memory_order_acquire);
-        if (a & 1)
-            continue;
-        memcpy(v, &s->view, sizeof(*v));
+        memcpy(v, &s->view[a & 1], sizeof(*v));
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&m->seq, memory_order_relaxed) == a)
             return;
@@ -53,7 +56,10 @@ shm_board_read(const struct shm_board *s, struct shm_board_view *v)
 int
 shm_board_stopping(const struct shm_board *s)
 {
-    return __atomic_load_n(&s->view.stopping, __ATOMIC_RELAXED) != 0;
+    struct shm_board *m = (struct shm_board *)s;
+    uint64_t a = atomic_load_explicit(&m->seq, memory_order_acquire);
+
+    return __atomic_load_n(&s->view[a & 1].stopping, __ATOMIC_RELAXED) != 0;
 }
 
 void

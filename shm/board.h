@@ -4,9 +4,11 @@
  * the raft role, term, leader and commit index, and the cluster members.
  *
  * A small MAP_SHARED page of its own, made by the master before forking.
- * One writer (the master) and lock-free readers: the master bumps seq to an
- * odd value, writes, bumps it to even (a seqlock); a reader copies and
- * retries while seq was odd or changed.
+ * One writer (the master) and lock-free readers over two copies of the
+ * view (a seqlock latch): the master bumps seq to odd, writes copy 0, bumps
+ * it to even, writes copy 1; a reader copies the copy seq's low bit names
+ * and retries if seq changed meanwhile.  So a master stopped mid-write
+ * (SIGSTOP, a stall) never makes readers spin: one copy is always whole.
  *
  * Beside the view, outside the seqlock, the members this node's workers
  * suspect (shm_board_suspect): a worker whose forward to a member could
@@ -81,10 +83,10 @@ struct shm_board_view {
 /*
  * struct shm_board - the shared page.
  *   off  size  field     written by  protected by
- *     0     8  seq       master      itself (odd while writing)
+ *     0     8  seq       master      itself (odd: copy 0 being written)
  *     8     8  beat      master      itself (atomic; shm_now_ms() time)
  *    16     8  stale_ms  master      itself (atomic; 0: beat not checked)
- *    24     -  view      master      seq
+ *    24   2xV  view[2]   master      seq (readers take view[seq & 1])
  *     -     8  suspects  workers     itself (atomic; bit i: suspect[i] set)
  *     -   8xM  suspect   workers     itself (atomic; shm_now_ms() its end)
  *     -     8  standin   workers     itself (atomic; shm_now_ms() the last)
@@ -96,7 +98,7 @@ struct shm_board {
     _Atomic uint64_t seq;
     _Atomic uint64_t beat;
     _Atomic uint64_t stale_ms;
-    struct shm_board_view view;
+    struct shm_board_view view[2];
     _Atomic uint64_t suspects;
     _Atomic uint64_t suspect[SHM_BOARD_MEMBERS];
     _Atomic uint64_t standin;
