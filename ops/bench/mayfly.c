@@ -663,6 +663,9 @@ rpc_floor(struct bench_row *row, double per_trip)
              row->client_us + per_trip * (ok->cpu_us - ok->client_us));
 }
 
+static void placement_note(struct bench_row *row, struct bench_run *run,
+                           const struct bench_role *responder);
+
 /* Scenario rpc with nreq requesters and nresp responders, against mayfly
  * or, with floor set, against the floor server (floor.c) on the trivial
  * endpoint's port: the same requests, a server doing nothing else; or,
@@ -713,8 +716,10 @@ mayfly_rpc(int nreq, int nresp, int floor, int tls)
         run->sys_end.server_ns = run->sys_begin.server_ns;
     bench_row_cost(&row, &run->sys_begin, &run->sys_end, bench_run_secs(run),
                    "round trip");
-    if (!floor && !tls)
+    if (!floor && !tls) {
         rpc_floor(&row, per_trip);
+        placement_note(&row, run, &bench_role_rpcs);
+    }
     bench_row_add(&row);
     bench_run_free(run);
 }
@@ -755,6 +760,7 @@ mayfly_rpc_verb(int nreq, int nresp)
     bench_row_cost(&row, &run->sys_begin, &run->sys_end, bench_run_secs(run),
                    "round trip");
     rpc_floor(&row, per_trip);
+    placement_note(&row, run, &bench_role_reqvs);
     bench_row_add(&row);
     bench_run_free(run);
 }
@@ -844,6 +850,58 @@ conn_worker(int fd)
     }
     fclose(f);
     return found;
+}
+
+/* Where an rpc row's connections landed: mayflyd's workers accept from one
+ * socket, so which worker takes each connection is a race the kernel
+ * decides per run.  All on one worker, a round trip never crosses
+ * workers; spread over two, every request and reply does (a wake through
+ * shared memory, the partition locks shared, a worker that polls while the
+ * other serves), and the row's rate and CPU differ by up to 2x (BENCHMARKS.md,
+ * rpc-request).  The note says which: requesters and responders per worker,
+ * in order of first appearance.  Nothing when the workers cannot be told. */
+static void
+placement_note(struct bench_row *row, struct bench_run *run,
+               const struct bench_role *responder)
+{
+    pid_t pid[4] = {0};
+    int req[4] = {0}, resp[4] = {0}, nw = 0;
+    size_t n = strlen(row->note);
+
+    for (int i = 0; i < run->nloops; i++)
+        for (int j = 0; j < run->loops[i].n; j++) {
+            const struct bench_conn *c = run->loops[i].conns[j];
+            pid_t p = c->dead ? 0 : conn_worker(c->fd);
+            int k = 0;
+
+            if (p <= 0)
+                return;
+            while (k < nw && pid[k] != p)
+                k++;
+            if (k == nw) {
+                if (nw == 4)
+                    return;
+                pid[nw++] = p;
+            }
+            if (c->role == responder)
+                resp[k]++;
+            else
+                req[k]++;
+        }
+    if (nw == 0)
+        return;
+    n += (size_t)snprintf(row->note + n, sizeof(row->note) - n,
+                          "; %s: requesters",
+                          nw == 1 ? "one worker" : "workers");
+    for (int k = 0; k < nw && n < sizeof(row->note); k++)
+        n += (size_t)snprintf(row->note + n, sizeof(row->note) - n, "%s%d",
+                              k ? "/" : " ", req[k]);
+    if (n < sizeof(row->note))
+        n += (size_t)snprintf(row->note + n, sizeof(row->note) - n,
+                              ", responders");
+    for (int k = 0; k < nw && n < sizeof(row->note); k++)
+        n += (size_t)snprintf(row->note + n, sizeof(row->note) - n, "%s%d",
+                              k ? "/" : " ", resp[k]);
 }
 
 /* Open the wake scenario's two connections (*a for the pop, *b for the
