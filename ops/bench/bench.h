@@ -246,6 +246,11 @@ struct bench_run *bench_run_new(int threads);
 struct bench_conn *bench_run_add(struct bench_run *run, enum bench_proto proto,
                                  int port, const struct bench_role *role,
                                  void *ud);
+/* bench_run_add_fd - bench_run_add with fd, a connection to port already
+ * made (a negative errno: the connect failed, NULL with run->err set). */
+struct bench_conn *bench_run_add_fd(struct bench_run *run, int fd,
+                                    enum bench_proto proto, int port,
+                                    const struct bench_role *role, void *ud);
 int bench_run_start(struct bench_run *run);
 void bench_run_join(struct bench_run *run);
 void bench_run_timed(struct bench_run *run, double warm, double secs);

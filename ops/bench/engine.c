@@ -532,10 +532,18 @@ struct bench_conn *
 bench_run_add(struct bench_run *run, enum bench_proto proto, int port,
               const struct bench_role *role, void *ud)
 {
+    return bench_run_add_fd(run, bench_tcp_connect(port), proto, port, role,
+                            ud);
+}
+
+/* bench_run_add_fd - see bench.h. */
+struct bench_conn *
+bench_run_add_fd(struct bench_run *run, int fd, enum bench_proto proto,
+                 int port, const struct bench_role *role, void *ud)
+{
     struct bench_loop *l = &run->loops[run->next % run->nloops];
     struct epoll_event ev = {.events = EPOLLIN};
     struct bench_conn *c;
-    int fd = bench_tcp_connect(port);
 
     if (fd < 0) {
         snprintf(run->err, sizeof(run->err), "connect to 127.0.0.%d:%d: %s",

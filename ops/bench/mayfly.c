@@ -663,6 +663,7 @@ rpc_floor(struct bench_row *row, double per_trip)
              row->client_us + per_trip * (ok->cpu_us - ok->client_us));
 }
 
+static int placed_connect(int k);
 static void placement_note(struct bench_row *row, struct bench_run *run,
                            const struct bench_role *responder);
 
@@ -725,30 +726,43 @@ mayfly_rpc(int nreq, int nresp, int floor, int tls)
 }
 
 /* Scenario rpc through the request verb: nreq requesters, nresp
- * responders that long-poll a batch and reply inside their acks. */
+ * responders that long-poll a batch and reply inside their acks.  Where
+ * the connections lie decides what a round trip costs (placement_note):
+ * split 0 puts them all on mayflyd's first worker, 1 alternates them over
+ * two, responders first (half the round trips cross workers; with 1 / 1,
+ * every one), -1 leaves it to the kernel (the workers cannot be told). */
 static void
-mayfly_rpc_verb(int nreq, int nresp)
+mayfly_rpc_verb(int nreq, int nresp, int split)
 {
     static int tag = 1000;
     struct bench_row row = {0};
     struct bench_rpc_sc sc = {.tag = ++tag};
     struct bench_run *run = bench_run_new(bench_opt.threads);
-    int ok = 1;
+    int ok = 1, port = bench_opt.mport;
 
     snprintf(sc.queue, sizeof(sc.queue), "rpcv%d-req-%d", run_tag, tag);
-    snprintf(row.key, sizeof(row.key), "rpc-request-%d", nreq);
+    snprintf(row.key, sizeof(row.key), "rpc-request-%d%s", nreq,
+             split == 1 ? "-2w" : "");
     snprintf(row.vs, sizeof(row.vs), "rpc-redis-%d,rpc-nats-%d", nreq, nreq);
     snprintf(row.scenario, sizeof(row.scenario), "rpc");
     snprintf(row.system, sizeof(row.system), "mayfly");
     snprintf(row.variant, sizeof(row.variant),
-             "rpc-request: %d requesters, %d responders, replies in acks%s",
-             nreq, nresp, bench_opt.pipeline ? ", pipelined" : "");
+             "rpc-request: %d requesters, %d responders%s%s", nreq, nresp,
+             split == 0   ? ", one worker"
+             : split == 1 ? ", two workers"
+                          : ", replies in acks",
+             bench_opt.pipeline ? ", pipelined" : "");
     for (int i = 0; i < nresp && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &bench_role_reqvs,
-                           &sc) != NULL;
+        ok = bench_run_add_fd(run,
+                              split < 0 ? bench_tcp_connect(port)
+                                        : placed_connect(split ? i % 2 : 0),
+                              BENCH_HTTP, port, &bench_role_reqvs, &sc) != NULL;
     for (int i = 0; i < nreq && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &bench_role_reqv,
-                           &sc) != NULL;
+        ok = bench_run_add_fd(run,
+                              split < 0
+                                  ? bench_tcp_connect(port)
+                                  : placed_connect(split ? (nresp + i) % 2 : 0),
+                              BENCH_HTTP, port, &bench_role_reqv, &sc) != NULL;
     if (ok)
         bench_run_timed(run, bench_opt.warm, bench_opt.secs);
     bench_row_from_run(&row, run, bench_run_secs(run), "rt/s");
@@ -780,8 +794,12 @@ mayfly_rpc_compared(int nreq, int nresp)
         if (bench_opt.okport > 0)
             mayfly_rpc(nreq, nresp, 1, 0);
     }
-    if (bench_want("rpc") || bench_want(rpc) || bench_want(verb))
-        mayfly_rpc_verb(nreq, nresp);
+    if (bench_want("rpc") || bench_want(rpc) || bench_want(verb)) {
+        int told = bench_opt.mpid > 0;
+        mayfly_rpc_verb(nreq, nresp, told ? 0 : -1);
+        if (told)
+            mayfly_rpc_verb(nreq, nresp, 1);
+    }
 }
 
 /* The inode of the server's end of the loopback connection fd (mayfly's
@@ -902,6 +920,50 @@ placement_note(struct bench_row *row, struct bench_run *run,
     for (int k = 0; k < nw && n < sizeof(row->note); k++)
         n += (size_t)snprintf(row->note + n, sizeof(row->note) - n, "%s%d",
                               k ? "/" : " ", resp[k]);
+}
+
+/* placed_connect - a connection to mayfly's client port that mayflyd's
+ * k-th worker (0 or 1, by pid order) holds: workers accept from one
+ * socket, so connect until one lands there.  The fd, or a negative errno
+ * (-EAGAIN after 256 tries, or when the workers cannot be told). */
+static int
+placed_connect(int k)
+{
+    pid_t w[2] = {0};
+    char path[64];
+    long child;
+    int n = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children",
+             (int)bench_opt.mpid, (int)bench_opt.mpid);
+    if ((f = fopen(path, "r")) == NULL)
+        return -EAGAIN;
+    while (n < 2 && fscanf(f, "%ld", &child) == 1)
+        w[n++] = (pid_t)child;
+    fclose(f);
+    if (n < 2 || k < 0 || k > 1)
+        return -EAGAIN;
+    if (w[0] > w[1]) {
+        pid_t t = w[0];
+        w[0] = w[1];
+        w[1] = t;
+    }
+    for (int i = 0; i < 256; i++) {
+        int fd = bench_tcp_connect(bench_opt.mport);
+        pid_t at = 0;
+
+        if (fd < 0)
+            return fd;
+        for (int t = 0; t < 200 && at == 0; t++) { /* until accepted */
+            if ((at = conn_worker(fd)) == 0)
+                bench_sleep_ns(500000);
+        }
+        if (at == w[k])
+            return fd;
+        close(fd);
+    }
+    return -EAGAIN;
 }
 
 /* Open the wake scenario's two connections (*a for the pop, *b for the
