@@ -285,16 +285,19 @@ void
 worker_presence_stream_tick(struct worker *w, uint64_t now)
 {
     struct announced **at = &announced, *e;
+    int alone;
 
     if (announced == NULL || now < announced_at + ANNOUNCE_MS)
         return;
     announced_at = now;
+    alone = worker_serves_all(w); /* no other owner: what took here stays */
     while ((e = *at) != NULL) {
         if (e->n == 0 && (e->done || now >= e->zero_since + ZERO_KEEP_MS)) {
             unlink_at(at, e); /* taken, or no owner took it: given up */
             continue;
         }
-        announce(w, e);
+        if (!(alone && e->here))
+            announce(w, e);
         at = &e->next;
     }
 }
