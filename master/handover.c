@@ -547,6 +547,7 @@ master_handover_tick(struct master *m, uint64_t now)
             shm_catalog_each(m->seg.catalog, dl_add, &sc);
         shm_part_each(&m->seg, scan_one, &sc);
         dl_free(&sc);
+        master_presence_rehome(m, now); /* presence channels, likewise */
     }
     for (struct ship *s = ho.ships, *next; s; s = next) {
         next = s->next; /* taken back, s is freed */

@@ -25,6 +25,7 @@
 
 #include "http/buf.h"
 #include "http/client.h"
+#include "http/query.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "master/cluster_client.h"
@@ -48,6 +49,9 @@
  * refused meanwhile wait for that (worker/forward.c). */
 #define PRES_DRAIN_MS 3000
 #define PRES_RETRY_MS 200
+/* A start's settle, at most: the live peers' copies come at their scan,
+ * a tick after they hear this node ready, or a second on (rescan). */
+#define SETTLE_MS 3000
 
 /* master_presence_start - see presence.h. */
 void
@@ -66,6 +70,60 @@ master_presence_start(struct master *m)
     if ((m->seg.presence = shm_presence_create(&p)) == NULL)
         log_fatal(errno, "cannot map the presence table (%u members)",
                   p.records);
+}
+
+/* A start's settle (shm_presence_settle): the peers whose copies came. */
+static struct {
+    uint64_t until; /* 0: not begun; UINT64_MAX: until ready, then ... */
+    uint64_t heard; /* raft indices, a bit each */
+    int done;
+} settle;
+
+/*
+ * settle_tick - a node with peers settles from its first tick (the
+ * members are known by then; nothing is routed here before it is ready,
+ * and the peers' copies may come before the tick that sees it ready), and
+ * once ready, until every live peer's record came (empty or not: each
+ * sends one at the scan that sees this node live), SETTLE_MS at most.
+ */
+static void
+settle_tick(struct master *m, uint64_t now)
+{
+    struct shm_board_view v;
+    int waiting = 0;
+
+    if (settle.done)
+        return;
+    if (!m->ready) {
+        if (settle.until == 0 && m->members.n > 1) {
+            settle.until = UINT64_MAX;
+            shm_presence_settle(&m->seg, UINT64_MAX);
+        }
+        return;
+    }
+    if (settle.until == 0) { /* a node alone */
+        settle.done = 1;
+        return;
+    }
+    if (settle.until == UINT64_MAX) {
+        settle.until = now + SETTLE_MS;
+        shm_presence_settle(&m->seg, settle.until);
+    }
+    shm_board_read(m->seg.board, &v);
+    for (uint32_t i = 0; i < v.nmembers && i < SHM_BOARD_MEMBERS; i++) {
+        int k =
+            v.members[i].self ? -1 : master_membership_peer(m, v.members[i].id);
+        if (k >= 0 && v.members[i].state == SHM_MEMBER_LIVE &&
+            !(settle.heard & (1ull << k)))
+            waiting++;
+    }
+    if (waiting == 0 || now >= settle.until) {
+        shm_presence_settle(&m->seg, 0);
+        settle.done = 1;
+        log_info(0, "presence: settled %s",
+                 waiting ? "without the copies of every peer (time)"
+                         : "with every live peer's copy");
+    }
 }
 
 /* publish - a leave to the channel's events queue, from the master's
@@ -152,6 +210,7 @@ master_presence_tick(struct master *m, uint64_t now)
 
     drop_gone(m, now);
     drop_gone_nodes(m, now);
+    settle_tick(m, now);
     rc = shm_presence_expire(&m->seg, now, EXPIRE_MAX, publish, m);
 
     if (rc < 0 && rc != -ETIMEDOUT)
@@ -323,6 +382,122 @@ master_presence_drain(struct master *m, uint64_t now)
     return 0;
 }
 
+/* A join's hand-over (master_presence_rehome): one record a peer, out
+ * (state 1) until answered; a scan builds records for peers with none
+ * out. */
+static struct {
+    struct master *m;
+    struct pres_ship ship[RAFT_MAX_NODES];
+} away;
+
+#define REHOME_MS 5000 /* one record, answer included */
+
+/* owned_here - keep: channel is this node's (again) by now. */
+static int
+owned_here(void *arg, struct shm_name channel)
+{
+    struct master *m = arg;
+    struct shm_owners o;
+
+    shm_owners_init(&o);
+    shm_owners_refresh(&o, m->seg.board);
+    return o.self >= 0 && shm_owner_here(&o, channel, WORKER_PRES_PART);
+}
+
+/* rehomed - a peer's answer to a join's record: taken, the channels go
+ * from here; else they stay for the next scan. */
+static void
+rehomed(void *arg, struct http_client_resp *r)
+{
+    struct pres_ship *s = arg;
+    struct master *m = away.m;
+    int rc;
+
+    if (r == NULL || s->state != 1) /* freed at stop */
+        return;
+    if (r->err == 0 && r->status == 200 && s->rec.nchan == 0) {
+        /* nothing of the peer's was here: said so, for its settle */
+    } else if (r->err == 0 && r->status == 200) {
+        rc = shm_presence_drop_moved(&m->seg, s->rec.buf, s->rec.len,
+                                     owned_here, m);
+        log_info(rc < 0 ? -rc : 0,
+                 "moved presence to its owner, node %s: %u channels, %llu "
+                 "members%s",
+                 m->members.id[s->member], s->rec.nchan,
+                 (unsigned long long)s->rec.members,
+                 rc < 0 ? "; the copy here stays to the next scan" : "");
+    } else {
+        log_info(0,
+                 "presence: node %s did not take %u channels it owns (%s); "
+                 "the next scan sends them again",
+                 m->members.id[s->member], s->rec.nchan,
+                 r->err != 0 ? r->error : "refused");
+    }
+    shm_pm_rec_free(&s->rec);
+    s->state = 0;
+}
+
+/* master_presence_rehome - see presence.h. */
+void
+master_presence_rehome(struct master *m, uint64_t now)
+{
+    struct shm_owners here;
+    struct shm_pres_names names;
+    char drop[SHM_PRES_NODE_ID];
+    int rc;
+
+    away.m = m;
+    if (hand.started || m->state != MASTER_RUNNING || m->members.n < 2)
+        return; /* a drain hands over what it owns itself */
+    shm_owners_init(&here);
+    shm_owners_refresh(&here, m->seg.board);
+    if (here.self < 0 || here.n < 2)
+        return;
+    if ((rc = shm_presence_channels(&m->seg, &names)) != 0) {
+        log_error(-rc, "presence: cannot list the channels to move");
+        return;
+    }
+    /* this node's own connections stay out, as a drain's do: its workers
+     * write their counts to the owner themselves (worker/presence_stream.c),
+     * and a stream that ends meanwhile is said there, not in this copy */
+    snprintf(drop, sizeof(drop), "%.64s/", m->ws.node_id);
+    for (uint32_t i = 0; i < names.n; i++) {
+        int o, member;
+        if (shm_owner_here(&here, names.name[i], WORKER_PRES_PART) ||
+            (o = shm_owner_pick(&here, names.name[i], WORKER_PRES_PART)) < 0 ||
+            (member = master_membership_peer(m, here.m[o].id)) < 0 ||
+            away.ship[member].state == 1)
+            continue; /* ours, nobody's, or a record to it is out */
+        rc = shm_presence_take(&m->seg, names.name[i], drop,
+                               m->cfg.presence_grace_ms, now,
+                               &away.ship[member].rec);
+        if (rc < 0)
+            log_error(-rc, "presence: cannot take a channel to move to its "
+                           "owner; the next scan tries again");
+        away.ship[member].member = member;
+    }
+    shm_presence_names_free(&names);
+    /* every live peer gets one, empty or not: a node that starts settles
+     * until it heard from each (shm_presence_settle) */
+    for (int o = 0; o < here.n; o++) {
+        int member =
+            o == here.self ? -1 : master_membership_peer(m, here.m[o].id);
+        if (member >= 0 && away.ship[member].state != 1 &&
+            shm_pm_rec_start(&away.ship[member].rec) == 0)
+            away.ship[member].member = member;
+    }
+    for (int i = 0; i < RAFT_MAX_NODES; i++) {
+        struct pres_ship *s = &away.ship[i];
+        if (s->state == 1 || s->rec.len == 0)
+            continue;
+        s->state = 1;
+        master_cluster_client_post(m, m->members.addr[s->member],
+                                   CLUSTER_PATH_ADOPT "?presence=1&merge=1",
+                                   s->rec.buf, s->rec.len, REHOME_MS, rehomed,
+                                   s);
+    }
+}
+
 /* master_presence_in - see presence.h. */
 void
 master_presence_in(struct master *m, struct http_request *req)
@@ -331,6 +506,8 @@ master_presence_in(struct master *m, struct http_request *req)
     const char *body = http_request_body(req, &len);
     const char *from = http_request_header(req, CLUSTER_NODE_HEADER);
     struct http_buf b = {0};
+    int merge = http_query_get(http_request_args(req), "merge", NULL) != NULL;
+    char self[SHM_PRES_NODE_ID];
     int rc;
 
     if (m->state != MASTER_RUNNING || !m->ready) {
@@ -339,8 +516,14 @@ master_presence_in(struct master *m, struct http_request *req)
                          m->ready ? "draining" : "starting");
         return;
     }
-    rc = shm_presence_adopt(&m->seg, body, len, m->cfg.presence_grace_ms,
-                            shm_now_ms());
+    if (merge) {
+        snprintf(self, sizeof(self), "%.64s/", m->ws.node_id);
+        rc = shm_presence_adopt_merge(&m->seg, body, len, self,
+                                      m->cfg.presence_grace_ms, shm_now_ms());
+    } else {
+        rc = shm_presence_adopt(&m->seg, body, len, m->cfg.presence_grace_ms,
+                                shm_now_ms());
+    }
     if (rc < 0) {
         (rc == -ETIMEDOUT ? log_debug : log_warn)(
             -rc, "cannot adopt the presence channels of node %s",
@@ -356,8 +539,11 @@ master_presence_in(struct master *m, struct http_request *req)
             http_reply_errno(req, rc, "presence adopt");
         return;
     }
-    log_info(0, "adopted the presence channels of node %s (%d members)",
-             from ? from : "a peer", rc);
+    if (merge && from != NULL && master_membership_peer(m, from) >= 0)
+        settle.heard |= 1ull << master_membership_peer(m, from);
+    if (!merge || rc > 0)
+        log_info(0, "%s the presence channels of node %s (%d members)",
+                 merge ? "merged" : "adopted", from ? from : "a peer", rc);
     http_buf_printf(&b, "{\"adopted\":%d}", rc);
     http_reply(req, 200, &b);
 }
@@ -366,6 +552,9 @@ master_presence_in(struct master *m, struct http_request *req)
 void
 master_presence_stop(void)
 {
-    for (int i = 0; i < RAFT_MAX_NODES; i++)
+    for (int i = 0; i < RAFT_MAX_NODES; i++) {
         shm_pm_rec_free(&hand.ship[i].rec);
+        shm_pm_rec_free(&away.ship[i].rec);
+        away.ship[i].state = 0;
+    }
 }

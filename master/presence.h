@@ -38,8 +38,26 @@ void master_presence_tick(struct master *m, uint64_t now);
  */
 int master_presence_drain(struct master *m, uint64_t now);
 
+/*
+ * master_presence_rehome - a change of the live members' scan (handover.c:
+ * at the change, 1 s and 5 s on): each channel this table holds that
+ * another member owns now (HRW over the live members, as partitions are
+ * placed: a node joined or came back) goes to its owner, one record per
+ * peer, to /cluster/v1/adopt?presence=1&merge=1 (shm_presence_merge: no
+ * event there), this node's own connections left out (its workers write
+ * their counts to the owner: worker/presence_stream.c); every other live
+ * peer gets an empty record (its settle awaits one from each).  Once a
+ * record is answered 200 its channels go from here
+ * (those this node owns again by then stay); a failure leaves them to the
+ * next scan.  Until then the copy serves nothing: the workers route every
+ * call and read of a channel to its owner, and a forwarded one that finds
+ * a non-owner is answered 503 owner_moved; only the metrics count it.
+ */
+void master_presence_rehome(struct master *m, uint64_t now);
+
 /* master_presence_in - POST /cluster/v1/adopt?presence=1: a peer's
- * presence channels (shm_presence_adopt), with no event. */
+ * presence channels (shm_presence_adopt; with &merge=1, a join's:
+ * shm_presence_adopt_merge), with no event. */
 void master_presence_in(struct master *m, struct http_request *req);
 
 /* master_presence_stop - at exit, after the cluster client is freed:

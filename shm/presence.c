@@ -126,6 +126,9 @@ _Static_assert(sizeof(struct pres_channel) == 544, "pres_channel layout");
  *                             other than detach refused
  *   208 36864  nodes[512]     lock: connection keys (node/slot), never
  *                             taken back
+ * 37072     8  settle_until   atomic store (master: a join's hand-over
+ *                             awaited), read under the lock: monotonic
+ *                             ms, 0: none
  */
 struct shm_presence {
     union {
@@ -143,11 +146,14 @@ struct shm_presence {
     uint32_t nnodes;
     _Atomic uint32_t frozen;
     char nodes[SHM_PRES_NODE_IDS][SHM_PRES_NODE_ID];
+    _Atomic uint64_t settle_until;
 };
 _Static_assert(offsetof(struct shm_presence, p) == 64, "shm_presence");
 _Static_assert(offsetof(struct shm_presence, rec_hi) == 136, "shm_presence");
 _Static_assert(offsetof(struct shm_presence, due) == 160, "shm_presence");
 _Static_assert(offsetof(struct shm_presence, nodes) == 208, "shm_presence");
+_Static_assert(offsetof(struct shm_presence, settle_until) == 37072,
+               "shm_presence");
 
 static uint32_t *
 cbucket(struct shm_presence *p)
@@ -749,6 +755,10 @@ shm_presence_set(struct shm_seg *seg, struct shm_name c, struct shm_name m,
     ni = node_index(p, node);
     if (ni == 0) {
         action = -ENOSPC;
+    } else if (now < atomic_load_explicit(&p->settle_until, RELAXED) &&
+               ((ci = find_chan(p, c, ch_h)) == 0 ||
+                find_member(p, ci, m, member_hash(ch_h, m)) == 0)) {
+        action = -ESHUTDOWN; /* settling: the copy may bring it */
     } else if (n == 0) {
         ci = find_chan(p, c, ch_h);
         i = ci ? find_member(p, ci, m, member_hash(ch_h, m)) : 0;
@@ -1192,6 +1202,22 @@ shm_presence_freeze(struct shm_seg *seg, int on)
         atomic_store(&seg->presence->frozen, on ? 1u : 0u);
 }
 
+/* shm_presence_settle - see presence.h. */
+void
+shm_presence_settle(struct shm_seg *seg, uint64_t until)
+{
+    if (seg->presence != NULL)
+        atomic_store(&seg->presence->settle_until, until);
+}
+
+/* shm_presence_settling - see presence.h. */
+int
+shm_presence_settling(struct shm_seg *seg)
+{
+    return seg->presence != NULL &&
+           atomic_load(&seg->presence->settle_until) != 0;
+}
+
 /* shm_presence_channels - see presence.h: the names' bytes counted under
  * the lock, copied under it again into what was allocated outside (a
  * channel made meanwhile is left out). */
@@ -1353,13 +1379,78 @@ shm_presence_export_free(struct shm_pres_export *e)
     memset(e, 0, sizeof(*e));
 }
 
+/* has_prefix - whether key starts with prefix (NULL or "": never). */
+static int
+has_prefix(const char *key, const char *prefix)
+{
+    size_t n = prefix ? strlen(prefix) : 0;
+
+    return n > 0 && strncmp(key, prefix, n) == 0;
+}
+
+/* conn_slot - r's slot of node index ni (whatever its count), or -1. */
+static int
+conn_slot(const struct pres_member *r, uint32_t ni)
+{
+    for (int k = 0; k < SHM_PRES_NODES; k++)
+        if (r->conns[k].node == ni)
+            return k;
+    return -1;
+}
+
+/*
+ * merge_one - what o says of member r that r lacks, under the merge rules
+ * (shm_presence_merge): keys r has keep r's count, a key r lacks comes
+ * with o's; the later ttl; the earlier since; the higher version; o's
+ * data only when r has none.  Keys starting with self are left out.
+ */
+static void
+merge_one(struct shm_presence *p, struct pres_member *r,
+          const struct shm_pres_moved *o, const char *self, uint64_t now)
+{
+    uint32_t add[SHM_PRES_NODES], nadd = 0;
+
+    if (o->since != 0 && (r->since == 0 || o->since < r->since))
+        r->since = o->since;
+    if (o->version > r->version)
+        r->version = o->version;
+    if (r->data_len == 0 && o->data.len > 0 && o->data.len <= p->p.max_data) {
+        memcpy(r->data, o->data.ptr, o->data.len);
+        r->data_len = (uint32_t)o->data.len;
+    }
+    if (o->ttl_ms != 0 && now + o->ttl_ms > r->ttl_until)
+        r->ttl_until = now + o->ttl_ms;
+    /* the keys to add are found first: a slot that a key here holds at 0
+     * (its stream's end announced here) must not be taken by another key
+     * before that key's turn comes */
+    for (uint32_t k = 0; k < o->nconns && k < SHM_PRES_NODES; k++) {
+        uint32_t ni;
+        if (o->conns[k].n == 0 || has_prefix(o->conns[k].node, self) ||
+            (ni = node_index(p, o->conns[k].node)) == 0 ||
+            conn_slot(r, ni) >= 0)
+            continue;
+        add[nadd++] = k;
+    }
+    for (uint32_t a = 0; a < nadd; a++) {
+        uint32_t ni = node_index(p, o->conns[add[a]].node);
+        for (int k = 0; k < SHM_PRES_NODES; k++)
+            if (r->conns[k].node == 0 || r->conns[k].n == 0) {
+                r->conns[k].node = ni;
+                r->conns[k].n = o->conns[add[a]].n;
+                break;
+            }
+    }
+}
+
 /* import_one - member o into channel c (its record made or found), its
  * deadlines from now; 1, or 0 when it was left out (bad names, the
- * channel's or the table's bounds, the node's memory: *full then). */
+ * channel's or the table's bounds, the node's memory: *full then).  With
+ * merge, a member already here is merged (merge_one), and o's keys that
+ * start with self are left out of a new one as well. */
 static int
 import_one(struct shm_seg *seg, struct shm_presence *p, struct shm_name c,
-           const struct shm_pres_moved *o, uint64_t grace_ms, uint64_t now,
-           int *full)
+           const struct shm_pres_moved *o, int merge, const char *self,
+           uint64_t grace_ms, uint64_t now, int *full)
 {
     uint64_t ch_h = chan_hash(c), m_h;
     uint32_t ci, i;
@@ -1382,6 +1473,15 @@ import_one(struct shm_seg *seg, struct shm_presence *p, struct shm_name c,
             *full = 1;
             return 0;
         }
+    } else if (merge) {
+        r = rec_at(p, i);
+        merge_one(p, r, o, self, now);
+        if (member_conns(r) > 0)
+            r->grace_until = 0;
+        else if (member_due(r) == 0)
+            r->grace_until = now + grace_ms;
+        due_at(p, member_due(r));
+        return 1;
     }
     r = rec_at(p, i);
     r->since = o->since;
@@ -1397,7 +1497,10 @@ import_one(struct shm_seg *seg, struct shm_presence *p, struct shm_name c,
     r->grace_until = o->grace_ms ? now + o->grace_ms : 0;
     memset(r->conns, 0, sizeof(r->conns));
     for (uint32_t k = 0, slot = 0; k < o->nconns && k < SHM_PRES_NODES; k++) {
-        uint32_t ni = o->conns[k].n ? node_index(p, o->conns[k].node) : 0;
+        uint32_t ni =
+            o->conns[k].n && !(merge && has_prefix(o->conns[k].node, self))
+                ? node_index(p, o->conns[k].node)
+                : 0;
         if (ni == 0)
             continue;
         r->conns[slot].node = ni;
@@ -1412,11 +1515,11 @@ import_one(struct shm_seg *seg, struct shm_presence *p, struct shm_name c,
     return 1;
 }
 
-/* shm_presence_import - see presence.h. */
-int
-shm_presence_import(struct shm_seg *seg, struct shm_name c,
-                    const struct shm_pres_moved *m, uint32_t n,
-                    uint64_t grace_ms, uint64_t now)
+/* import_set - shm_presence_import (merge 0) or shm_presence_merge. */
+static int
+import_set(struct shm_seg *seg, struct shm_name c,
+           const struct shm_pres_moved *m, uint32_t n, int merge,
+           const char *self, uint64_t grace_ms, uint64_t now)
 {
     struct shm_presence *p = seg->presence;
     uint32_t ci;
@@ -1426,18 +1529,58 @@ shm_presence_import(struct shm_seg *seg, struct shm_name c,
         return -EINVAL;
     if ((rc = lock_open(seg, p)) != 0)
         return rc;
-    /* what this node held of the channel is an old owner's (or nobody's):
-     * the set handed over replaces it */
-    if ((ci = find_chan(p, c, chan_hash(c))) != 0)
+    /* a drain's set: what this node held of the channel is an old
+     * owner's (or nobody's), and the set handed over replaces it */
+    if (!merge && (ci = find_chan(p, c, chan_hash(c))) != 0)
         while (chan_at(p, ci)->count > 0 &&
                atomic_load_explicit(&chan_at(p, ci)->state, RELAXED) == LIVE)
             member_free(p, chan_at(p, ci)->head);
     for (uint32_t k = 0; k < n && !full; k++)
-        import_one(seg, p, c, &m[k], grace_ms, now, &full);
+        import_one(seg, p, c, &m[k], merge, self, grace_ms, now, &full);
     ci = find_chan(p, c, chan_hash(c));
     rc = ci ? (int)chan_at(p, ci)->count : 0;
     shm_unlock(&p->lock);
     return rc;
+}
+
+/* shm_presence_import - see presence.h. */
+int
+shm_presence_import(struct shm_seg *seg, struct shm_name c,
+                    const struct shm_pres_moved *m, uint32_t n,
+                    uint64_t grace_ms, uint64_t now)
+{
+    return import_set(seg, c, m, n, 0, NULL, grace_ms, now);
+}
+
+/* shm_presence_merge - see presence.h. */
+int
+shm_presence_merge(struct shm_seg *seg, struct shm_name c,
+                   const struct shm_pres_moved *m, uint32_t n, const char *self,
+                   uint64_t grace_ms, uint64_t now)
+{
+    return import_set(seg, c, m, n, 1, self, grace_ms, now);
+}
+
+/* shm_presence_drop_channel - see presence.h. */
+int
+shm_presence_drop_channel(struct shm_seg *seg, struct shm_name c)
+{
+    struct shm_presence *p = seg->presence;
+    uint32_t ci;
+    int rc, n = 0;
+
+    if (p == NULL || c.len == 0 || c.len > SHM_NAME_MAX)
+        return 0;
+    if ((rc = lock(seg, p)) != 0)
+        return rc;
+    if ((ci = find_chan(p, c, chan_hash(c))) != 0)
+        while (chan_at(p, ci)->count > 0 &&
+               atomic_load_explicit(&chan_at(p, ci)->state, RELAXED) == LIVE) {
+            member_free(p, chan_at(p, ci)->head);
+            n++;
+        }
+    shm_unlock(&p->lock);
+    return n;
 }
 
 /* shm_presence_check - see presence.h. */

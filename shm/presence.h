@@ -240,6 +240,23 @@ struct shm_pres_names {
  * it (tests). */
 void shm_presence_freeze(struct shm_seg *seg, int on);
 
+/*
+ * shm_presence_settle - a node that starts while its peers run awaits
+ * their copies of the channels it owns (a join's hand-over,
+ * shm_presence_merge) until until (monotonic ms; 0: no longer): meanwhile
+ * shm_presence_set of a member the table does not have answers -ESHUTDOWN
+ * (503: the announcement is sent again, as during a freeze), so a member
+ * that a copy brings is not entered first by an announcement (an enter
+ * event: a storm), and a stream's end announced before its member came
+ * is not lost.  A stream of this node's that opens meanwhile stays open,
+ * its count written at the worker's next tick.  Calls and the rest go
+ * on.
+ */
+void shm_presence_settle(struct shm_seg *seg, uint64_t until);
+
+/* shm_presence_settling - whether a settle is set (lock-free). */
+int shm_presence_settling(struct shm_seg *seg);
+
 /* shm_presence_channels - the channels' names (internal: presence names)
  * into out (free with shm_presence_names_free).  0, -ENOMEM, -ETIMEDOUT. */
 int shm_presence_channels(struct shm_seg *seg, struct shm_pres_names *out);
@@ -271,6 +288,49 @@ void shm_presence_export_free(struct shm_pres_export *e);
 int shm_presence_import(struct shm_seg *seg, struct shm_name channel,
                         const struct shm_pres_moved *m, uint32_t n,
                         uint64_t grace_ms, uint64_t now);
+
+/*
+ * shm_presence_merge - a join's hand-over (master/presence.h): an older
+ * owner's copy of channel, m[0..n), merged into what this node (its owner
+ * now) holds, with no event.  A member this node lacks comes whole, as
+ * import brings it; one it has keeps what it has and gains what it lacks:
+ * each connection key it has keeps its count (even a 0), a key it lacks
+ * comes with the copy's; the later ttl, the earlier since, the higher
+ * version, the copy's data only when it has none.  Keys starting with self
+ * ("<this node's id>/") are left out.  Same returns as import.
+ *
+ * Why that is right: a connection key (<node>/<slot>) is one worker's
+ * count of its streams, absolute, which that worker alone writes, to
+ * whichever node owns the channel, at each change and every second
+ * (worker/presence_stream.c).  The copy carries no key of its sender
+ * (taken with them left out, as a drain's: its workers say them here) and
+ * this node leaves out its own; a third node's key this node has came
+ * from its worker after this node became the owner, so it is newer than
+ * the copy's (a 0 too: those streams ended), and adding the two would
+ * count those streams twice.  A key it lacks is one whose worker's next
+ * write has not come yet: the copy's count stands for it until then.  A
+ * call's enter sets the ttl from its own time: the later ttl is the later
+ * enter's.  A member the copy has and this node lacks is a call member
+ * whose next enter has not come (ttlSeconds away), or one whose streams
+ * are not said here yet (a member whose only connections were the
+ * sender's comes in its grace, and their next write ends that).  While
+ * the node settles (shm_presence_settle) a write of a member not here yet
+ * waits for the copies: none enters a member a copy brings (an event),
+ * and no stream's end is lost because its member came after it.  Past the
+ * settle (a copy later than that, a node back without a restart) a member
+ * may enter twice (an event, no double count), and a third node's zero
+ * said of a member not here yet is lost: the copy's count under that key
+ * stays until that node goes.  A call's leave that comes before the copy
+ * is undone by it until the member's ttl.
+ */
+int shm_presence_merge(struct shm_seg *seg, struct shm_name channel,
+                       const struct shm_pres_moved *m, uint32_t n,
+                       const char *self, uint64_t grace_ms, uint64_t now);
+
+/* shm_presence_drop_channel - channel's members are gone from this table,
+ * with no event (a join's hand-over: its owner took the copy).  The
+ * members dropped, or -ETIMEDOUT. */
+int shm_presence_drop_channel(struct shm_seg *seg, struct shm_name channel);
 
 /* shm_presence_count - channel's members (0: none, or no such channel).
  * Lock-free of the members: one lookup under the lock. */

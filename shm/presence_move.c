@@ -123,6 +123,22 @@ shm_presence_take(struct shm_seg *seg, struct shm_name channel,
     return rc;
 }
 
+/* shm_pm_rec_start - see presence_move.h. */
+int
+shm_pm_rec_start(struct shm_pm_rec *rec)
+{
+    struct shm_pm_hdr h = {
+        .magic = SHM_PM_MAGIC, .version = SHM_PM_VERSION, .size = sizeof(h)};
+
+    if (rec->len > 0)
+        return 0;
+    if (grow(rec, sizeof(h)) != 0)
+        return -ENOMEM;
+    memcpy(rec->buf, &h, sizeof(h));
+    rec->len = sizeof(h);
+    return 0;
+}
+
 /* shm_pm_rec_free - see presence_move.h. */
 void
 shm_pm_rec_free(struct shm_pm_rec *rec)
@@ -251,10 +267,10 @@ check(const void *rec, size_t len, uint32_t *nchan)
     return 0;
 }
 
-/* shm_presence_adopt - see presence_move.h. */
-int
-shm_presence_adopt(struct shm_seg *seg, const void *rec, size_t len,
-                   uint64_t grace_ms, uint64_t now)
+/* adopt - shm_presence_adopt (self NULL) or shm_presence_adopt_merge. */
+static int
+adopt(struct shm_seg *seg, const void *rec, size_t len, int merge,
+      const char *self, uint64_t grace_ms, uint64_t now)
 {
     struct walk w = {(const unsigned char *)rec + sizeof(struct shm_pm_hdr),
                      (const unsigned char *)rec + len};
@@ -273,9 +289,56 @@ shm_presence_adopt(struct shm_seg *seg, const void *rec, size_t len,
             return -ENOMEM;
         for (uint32_t i = 0; i < n; i++)
             member_at(&w, &m[i]);
-        rc = shm_presence_import(seg, name, m, n, grace_ms, now);
+        rc = merge ? shm_presence_merge(seg, name, m, n, self, grace_ms, now)
+                   : shm_presence_import(seg, name, m, n, grace_ms, now);
         free(m);
         if (rc < 0)
+            return rc;
+        total += rc;
+    }
+    return total > INT32_MAX ? INT32_MAX : (int)total;
+}
+
+/* shm_presence_adopt - see presence_move.h. */
+int
+shm_presence_adopt(struct shm_seg *seg, const void *rec, size_t len,
+                   uint64_t grace_ms, uint64_t now)
+{
+    return adopt(seg, rec, len, 0, NULL, grace_ms, now);
+}
+
+/* shm_presence_adopt_merge - see presence_move.h. */
+int
+shm_presence_adopt_merge(struct shm_seg *seg, const void *rec, size_t len,
+                         const char *self, uint64_t grace_ms, uint64_t now)
+{
+    return adopt(seg, rec, len, 1, self, grace_ms, now);
+}
+
+/* shm_presence_drop_moved - see presence_move.h. */
+int
+shm_presence_drop_moved(struct shm_seg *seg, const void *rec, size_t len,
+                        int (*keep)(void *arg, struct shm_name channel),
+                        void *arg)
+{
+    struct walk w = {(const unsigned char *)rec + sizeof(struct shm_pm_hdr),
+                     (const unsigned char *)rec + len};
+    struct shm_pres_moved o;
+    uint32_t nchan;
+    int64_t total = 0;
+    int rc = check(rec, len, &nchan);
+
+    if (rc != 0)
+        return rc;
+    for (uint32_t c = 0; c < nchan; c++) {
+        struct shm_name name;
+        uint32_t n;
+        chan_at(&w, &name, &n); /* checked */
+        for (uint32_t i = 0; i < n; i++)
+            member_at(&w, &o);
+        if (keep != NULL && keep(arg, name))
+            continue;
+        if ((rc = shm_presence_drop_channel(seg, name)) < 0)
             return rc;
         total += rc;
     }

@@ -125,6 +125,11 @@ int shm_presence_take(struct shm_seg *seg, struct shm_name channel,
                       const char *drop, uint64_t grace_ms, uint64_t now,
                       struct shm_pm_rec *rec);
 
+/* shm_pm_rec_start - rec's header if it has none yet (a record of no
+ * channel: a join's hand-over says "nothing of yours here" with it).
+ * 0, or -ENOMEM. */
+int shm_pm_rec_start(struct shm_pm_rec *rec);
+
 /* shm_pm_rec_free - free what rec holds. */
 void shm_pm_rec_free(struct shm_pm_rec *rec);
 
@@ -138,5 +143,25 @@ void shm_pm_rec_free(struct shm_pm_rec *rec);
  */
 int shm_presence_adopt(struct shm_seg *seg, const void *rec, size_t len,
                        uint64_t grace_ms, uint64_t now);
+
+/*
+ * shm_presence_adopt_merge - as shm_presence_adopt, each channel merged
+ * into what this node holds (shm_presence_merge, self its word) instead of
+ * replacing it: a join's hand-over, from a node that held channels this
+ * node owns now.
+ */
+int shm_presence_adopt_merge(struct shm_seg *seg, const void *rec, size_t len,
+                             const char *self, uint64_t grace_ms, uint64_t now);
+
+/*
+ * shm_presence_drop_moved - the channels of a record (rec, len) that their
+ * owner took go from this table (shm_presence_drop_channel), but those
+ * keep (may be NULL) says 1 of (ownership came back meanwhile).  The
+ * members dropped; -EBADMSG (nothing dropped), -ETIMEDOUT (those before
+ * dropped).
+ */
+int shm_presence_drop_moved(struct shm_seg *seg, const void *rec, size_t len,
+                            int (*keep)(void *arg, struct shm_name channel),
+                            void *arg);
 
 #endif

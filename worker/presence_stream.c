@@ -28,24 +28,31 @@
 #define BAD "ephemeral_bad_request"
 
 /* What a member stream keeps: its channel's presence name and member,
- * and whether its owner is another node (then it is counted in an
- * announcement, below). */
+ * and the worker's count it is one of (below). */
 struct stream_pres {
     struct shm_name channel, member;
-    int remote;
+    struct announced *e;
     char buf[];
 };
 
 /*
- * A member whose channel another node owns: this worker's streams of it,
- * announced to the owner as an absolute count (shm_presence_set) when it
- * changes and every ANNOUNCE_MS, so an owner that lost the set (it
- * crashed, its successor starts empty) has it again within a second.
- * A count of 0 is kept, and announced again, until an owner took it
- * (answered 200, or refused it for good: a 4xx), or for ZERO_KEEP_MS: one
- * lost (an owner that hands its set over answers 503 draining) would
- * leave the member with a connection there for good.
- * Process memory: a list, as few as the worker's member streams.
+ * A member of this worker's streams: how many are open, one absolute
+ * count under this worker's key (<node>/<slot>), written to whichever
+ * node owns the channel at the time (shm_owner_pick): into the table
+ * here, or announced to the owner (a signed enter with node and
+ * connections).  It is written when it changes and every ANNOUNCE_MS, so
+ * an owner that lost the set (it crashed, its successor starts empty) or
+ * that took the channel over (a drain's or a join's hand-over, which
+ * leave the old owner's own keys out: its streams are its workers' to
+ * say) has it again within a second, and a stream's end reaches the node
+ * that owns the channel when it ends, wherever it began: no ghost of a
+ * stream that opened on an older owner.  Only this worker writes its key,
+ * so the counts never add up twice.
+ * A count of 0 is kept, and written again, until an owner took it (the
+ * table here, or a peer's 200 or 4xx), or for ZERO_KEEP_MS: one lost (an
+ * owner that hands its set over answers 503 draining) would leave the
+ * member with a connection there for good.
+ * Process memory: a list, as long as the worker's members.
  */
 struct announced {
     struct announced *next;
@@ -55,6 +62,8 @@ struct announced {
     uint64_t id;         /* names it to an answer (struct announcement) */
     uint64_t said;       /* announcements made: the last one's number */
     uint64_t zero_since; /* n is 0 since (ms) */
+    int here;            /* the last write took, into the table here */
+    int done;            /* a zero the table here took: goes at the tick */
 };
 
 /* What an announcement's answer needs: its body, and which count of
@@ -120,8 +129,10 @@ announced_answer(void *arg, struct http_client_resp *resp)
     free(a);
 }
 
-/* announce - e's count to the channel's owner (here: into the table).
- * 1 when that was a zero the table here took (e is done), else 0. */
+/* announce - e's count to the channel's owner: into the table here (its
+ * answer, shm_presence_set's, returned; data only when it changed or the
+ * last write was not here: a call's update stays), or posted to the
+ * owner, its answer not waited for (0). */
 static int
 announce(struct worker *w, struct announced *e)
 {
@@ -129,17 +140,25 @@ announce(struct worker *w, struct announced *e)
     struct shm_name m = {e->member, e->member_len};
     struct shm_name d = {e->data, e->data_len};
     char key[SHM_PRES_NODE_ID];
-    int o;
+    int o, rc;
 
     shm_owners_refresh(&w->owners, w->seg->board);
     o = shm_owner_pick(&w->owners, c, WORKER_PRES_PART);
     conn_key(w, key);
     e->said++;
-    if (o < 0 || o == w->owners.self)
-        return shm_presence_set(w->seg, c, m, e->data ? &d : NULL, key, e->n,
-                                w->set.presence_grace_ms, shm_now_ms(),
-                                worker_presence_event, w) >= 0 &&
-               e->n == 0;
+    if (o < 0 || o == w->owners.self) {
+        rc = shm_presence_set(w->seg, c, m, e->data && !e->here ? &d : NULL,
+                              key, e->n, w->set.presence_grace_ms, shm_now_ms(),
+                              worker_presence_event, w);
+        e->here = rc >= 0;
+        e->done = rc >= 0 && e->n == 0;
+        return rc;
+    }
+    e->here = 0;
+    if (w->owners.self < 0 && e->n > 0)
+        return 0; /* this node is leaving: the owner dropped its keys when
+                     it saw that (master/presence.c), and a count said now
+                     would outlive it; its streams' ends are still said */
     struct shm_name shown = worker_presence_shown(c);
     struct http_buf b = {0};
     const char *headers[] = {FORWARD_HEADER ": 1",
@@ -180,19 +199,31 @@ announce(struct worker *w, struct announced *e)
     return 0;
 }
 
-/* remote_join - one more stream of p's member, counted and announced. */
-static int
-remote_join(struct worker *w, struct http_request *req, struct stream_pres *p,
-            const struct shm_name *data)
+/* unlink_at - take e off the list (at points to it) and free it. */
+static void
+unlink_at(struct announced **at, struct announced *e)
 {
-    struct announced *e = announced;
+    *at = e->next;
+    announced_free(e);
+}
 
-    while (e != NULL &&
+/* count_join - one more stream of p's member, counted (p->e) and
+ * written.  0; or the table's refusal here (403-429 of
+ * shm_presence_set, the count undone): a settle's (shm_presence_settle)
+ * is no refusal, the tick writes it again. */
+static int
+count_join(struct worker *w, struct http_request *req, struct stream_pres *p,
+           const struct shm_name *data)
+{
+    struct announced **at = &announced, *e;
+    int rc, fresh = 0;
+
+    while ((e = *at) != NULL &&
            !(e->channel_len == p->channel.len &&
              e->member_len == p->member.len &&
              memcmp(e->channel, p->channel.ptr, p->channel.len) == 0 &&
              memcmp(e->member, p->member.ptr, p->member.len) == 0))
-        e = e->next;
+        at = &e->next;
     if (e == NULL) {
         if ((e = calloc(1, sizeof(*e))) == NULL ||
             (e->channel = malloc(p->channel.len)) == NULL ||
@@ -209,6 +240,8 @@ remote_join(struct worker *w, struct http_request *req, struct stream_pres *p,
         e->id = ++announced_ids;
         e->next = announced;
         announced = e;
+        at = &announced;
+        fresh = 1;
     }
     if (data != NULL) {
         char *d = malloc(data->len ? data->len : 1);
@@ -218,39 +251,33 @@ remote_join(struct worker *w, struct http_request *req, struct stream_pres *p,
         free(e->data);
         e->data = d;
         e->data_len = data->len;
+        e->here = 0; /* said with the count */
     }
     e->n++;
-    announce(w, e);
-    return 0;
+    e->done = 0;
+    rc = announce(w, e);
+    if (rc >= 0 || (rc == -ESHUTDOWN && shm_presence_settling(w->seg))) {
+        p->e = e;
+        return 0;
+    }
+    if (--e->n == 0 && fresh) /* nothing of it was written: it goes */
+        unlink_at(at, e);
+    return rc;
 }
 
-/* unlink_at - take e off the list (at points to it) and free it. */
+/* count_leave - one stream fewer of p's member, written to the channel's
+ * owner now (wherever the stream began); the last one's zero is kept
+ * until an owner takes it. */
 static void
-unlink_at(struct announced **at, struct announced *e)
+count_leave(struct worker *w, const struct stream_pres *p)
 {
-    *at = e->next;
-    announced_free(e);
-}
+    struct announced *e = p->e;
 
-/* remote_leave - one stream fewer of p's member; the last one's zero is
- * announced, and kept until an owner takes it. */
-static void
-remote_leave(struct worker *w, const struct stream_pres *p)
-{
-    struct announced **at = &announced, *e;
-
-    while ((e = *at) != NULL &&
-           !(e->channel_len == p->channel.len &&
-             e->member_len == p->member.len &&
-             memcmp(e->channel, p->channel.ptr, p->channel.len) == 0 &&
-             memcmp(e->member, p->member.ptr, p->member.len) == 0))
-        at = &e->next;
     if (e == NULL || e->n == 0)
         return;
     if (--e->n == 0)
         e->zero_since = shm_now_ms();
-    if (announce(w, e))
-        unlink_at(at, e);
+    announce(w, e); /* a zero taken here goes at the tick (done) */
 }
 
 /* worker_presence_stream_tick - see presence_stream.h. */
@@ -258,19 +285,20 @@ void
 worker_presence_stream_tick(struct worker *w, uint64_t now)
 {
     struct announced **at = &announced, *e;
+    int alone;
 
     if (announced == NULL || now < announced_at + ANNOUNCE_MS)
         return;
     announced_at = now;
+    alone = worker_serves_all(w); /* no other owner: what took here stays */
     while ((e = *at) != NULL) {
-        if (e->n == 0 && now >= e->zero_since + ZERO_KEEP_MS) {
-            unlink_at(at, e); /* no owner took it: given up */
+        if (e->n == 0 && (e->done || now >= e->zero_since + ZERO_KEEP_MS)) {
+            unlink_at(at, e); /* taken, or no owner took it: given up */
             continue;
         }
-        if (announce(w, e))
-            unlink_at(at, e);
-        else
-            at = &e->next;
+        if (!(alone && e->here))
+            announce(w, e);
+        at = &e->next;
     }
 }
 
@@ -404,7 +432,6 @@ worker_presence_stream_join(struct stream *s)
     struct shm_name data = {d, dl};
     struct worker_qname pn;
     struct stream_pres *p;
-    char key[SHM_PRES_NODE_ID];
     int rc;
 
     if (c == NULL)
@@ -436,15 +463,8 @@ worker_presence_stream_join(struct stream *s)
     memcpy(p->buf + pn.name.len, m, ml);
     p->channel = (struct shm_name){p->buf, pn.name.len};
     p->member = (struct shm_name){p->buf + pn.name.len, ml};
-    shm_owners_refresh(&w->owners, w->seg->board);
-    p->remote = !worker_serves_all(w) &&
-                !shm_owner_here(&w->owners, p->channel, WORKER_PRES_PART);
-    if (p->remote)
-        rc = remote_join(w, req, p, d != NULL ? &data : NULL);
-    else
-        rc = shm_presence_attach(w->seg, p->channel, p->member,
-                                 d != NULL ? &data : NULL, conn_key(w, key),
-                                 shm_now_ms(), worker_presence_event, w);
+    p->e = NULL;
+    rc = count_join(w, req, p, d != NULL ? &data : NULL);
     if (rc < 0) {
         free(p);
         worker_presence_refused(w, req, rc, dl);
@@ -514,16 +534,7 @@ worker_presence_stream_end(struct stream *s)
 
     if (p == NULL)
         return;
-    char key[SHM_PRES_NODE_ID];
-
-    if (p->remote) {
-        remote_leave(s->w, p);
-        free(p);
-        s->pres = NULL;
-        return;
-    }
-    shm_presence_detach(s->w->seg, p->channel, p->member, conn_key(s->w, key),
-                        s->w->set.presence_grace_ms, shm_now_ms());
+    count_leave(s->w, p);
     free(p);
     s->pres = NULL;
 }

@@ -11,9 +11,10 @@
  * events queue (worker/presence_events.h), flagged `presence` in struct
  * stream_sub: the read permission on the channel is asked instead of
  * subscribe, and their messages are sent as presence events.  A member
- * stream attaches one connection of its member on this node as it opens
- * (before the answer: 403, 413 or 429 refuse it) and detaches it when it
- * ends, which starts the grace when it was the member's last.
+ * stream is one more connection of its member under this worker's key as
+ * it opens (before the answer: 403, 413 or 429 refuse it) and one fewer
+ * when it ends, which starts the grace when it was the member's last:
+ * the worker's count, written to whichever node owns the channel then.
  */
 #ifndef MAYFLY_WORKER_PRESENCE_STREAM_H
 #define MAYFLY_WORKER_PRESENCE_STREAM_H
@@ -78,11 +79,12 @@ void worker_presence_stream_event(struct http_buf *out, const char *id,
                                   const char *payload, size_t len);
 
 /* worker_presence_stream_tick - the worker's loop, each round: every
- * ANNOUNCE_MS, the members of this worker's streams whose channels other
- * nodes own are announced to their owners again. */
+ * ANNOUNCE_MS, the members of this worker's streams are written again to
+ * their channels' owners (this node's table or a peer). */
 void worker_presence_stream_tick(struct worker *w, uint64_t now);
 
-/* worker_presence_stream_end - s ends: its member detached. */
+/* worker_presence_stream_end - s ends: its member's count one fewer,
+ * written to the channel's owner now. */
 void worker_presence_stream_end(struct stream *s);
 
 #endif

@@ -5,7 +5,8 @@
  * node: enter, leave, list, count; the members sit on the owner alone;
  * events of calls made through other nodes reach a stream on the owner.
  * The owner's SIGTERM hands its set over (no enter or leave for it); its
- * kill -9 leaves the set to be rebuilt from the streams' announcements.
+ * kill -9 leaves the set to be rebuilt from the streams' announcements;
+ * when it comes back, the node that held the set meanwhile moves it back.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,9 +197,12 @@ wait_conns(int i, const char *member, int64_t want, int timeout_ms)
 {
     int64_t end = itest_now_ms() + timeout_ms;
 
-    while (conns_of(i, member) != want && itest_now_ms() < end)
+    int64_t n;
+
+    while ((n = conns_of(i, member)) != want && itest_now_ms() < end)
         itest_sleep_ms(20);
-    cr_assert_eq(conns_of(i, member), want, "%s through node %d", member, i);
+    cr_assert_eq(n, want, "%s through node %d: %lld connections, not %lld",
+                 member, i, (long long)n, (long long)want);
 }
 
 Test(cluster_presence, two_streams_through_two_nodes_are_one_member)
@@ -582,4 +586,194 @@ Test(cluster_presence, a_sigterm_hands_the_set_over_with_no_event,
     for (int i = 0; i < 2; i++)
         sse_close(&w[i].s);
     close_many();
+}
+
+/* channels_on - node i's mayfly_presence_channels. */
+static double
+channels_on(int i)
+{
+    double v = -1;
+
+    cr_assert_eq(itest_metric(&c.node[i], "mayfly_presence_channels", &v), 0);
+    return v;
+}
+
+/* wait_same - until the listing through node i is want (JSON text),
+ * timeout_ms at most. */
+static void
+wait_same(int i, const char *want, int timeout_ms)
+{
+    int64_t end = itest_now_ms() + timeout_ms;
+    char *m = wait_members(i);
+
+    while (strcmp(m, want) != 0 && itest_now_ms() < end) {
+        free(m);
+        itest_sleep_ms(50);
+        m = wait_members(i);
+    }
+    cr_expect_str_eq(m, want, "the set through node %d", i);
+    free(m);
+}
+
+/* A rolling restart: SIGTERM of the channel's owner (its set handed over
+ * to the next owner), then the owner back, ready and the HRW owner again:
+ * the next owner moves the set back (a join's hand-over), so the listing
+ * through every node is the same as before (stream members and call
+ * members with ttlSeconds, which no announcement brings back), no
+ * watcher got an enter or a leave for any of them, and the node that held
+ * the set meanwhile holds it no longer (its metrics fall back). */
+Test(cluster_presence, a_rolling_restart_moves_the_set_back_with_no_event,
+     .init = up_drain)
+{
+    int owner = cl_owner("\x1eroom", "Default", CL_ALL);
+    int a = (owner + 1) % CL_NODES, b = (owner + 2) % CL_NODES;
+    int holder = cl_owner("\x1eroom", "Default", CL_ALL & ~(1u << owner));
+    static struct watcher w[2];
+    struct itest_resp r = {0};
+    char body[256];
+
+    open_many(a, b);
+    for (int i = 0; i < 6; i++) { /* call members, through every node */
+        snprintf(
+            body, sizeof(body),
+            "{\"channel\":\"room\",\"member\":\"bot%d\",\"data\":{\"n\":%d},"
+            "\"ttlSeconds\":60}",
+            i, i);
+        cr_assert_eq(
+            itest_req(&c.node[i % CL_NODES], "POST", PRES "/enter", body, &r),
+            200, "%s", r.body);
+        itest_resp_free(&r);
+    }
+    cr_assert_geq(wait_count(a, MANY + 6, 10000), 0, "%lld members",
+                  (long long)count_through(a));
+    wait_conns(a, "m000", 2, 10000);
+    wait_conns(a, "m010", 2, 10000);
+    for (int i = 0; i < 2; i++) {
+        w[i].node = i ? b : a;
+        watcher_open(&w[i]);
+        cr_assert_geq(sse_wait_events(&w[i].s, 1, 10000), 1);
+        cr_assert_str_eq(w[i].s.ev[0].event, "open");
+    }
+    cr_assert_eq(itest_post(&c.node[a], &r, PRES "/enter",
+                            "{\"channel\":\"room\",\"member\":\"aa-marker\","
+                            "\"ttlSeconds\":60}"),
+                 200);
+    itest_resp_free(&r);
+    for (int i = 0; i < 2; i++)
+        cr_assert(watcher_has(&w[i], "\"member\":\"aa-marker\"", 10000),
+                  "watcher %d", i);
+    char *before = wait_members(a);
+    double enters = events_on(a, "enter") + events_on(b, "enter");
+    double leaves = events_on(a, "leave") + events_on(b, "leave");
+    double held_members = members_on(holder), held_channels;
+
+    /* the owner stops: its set goes to the holder */
+    cr_assert_eq(cl_stop(&c, owner, 30000), 0, "a clean stop");
+    cr_assert_geq(wait_count(a, MANY + 7, 10000), 0);
+    cr_assert_eq(members_on(holder), held_members + MANY + 7,
+                 "the holder has the set");
+    held_channels = channels_on(holder);
+
+    /* and comes back: ready, and the owner again as every node sees it */
+    cl_start(&c, owner, "member_ttl_ms=2000 presence_grace_ms=5000");
+    cl_wait_view(&c, CL_ALL);
+    cr_assert_geq(wait_count(owner, MANY + 7, 10000), 0, "%lld members",
+                  (long long)count_through(owner));
+    /* the holder lets its copy go once the owner took it */
+    int64_t end = itest_now_ms() + 10000;
+    while (members_on(holder) != held_members && itest_now_ms() < end) {
+        for (int i = 0; i < 2; i++)
+            watcher_pump(&w[i]);
+        itest_sleep_ms(50);
+    }
+    cr_assert_eq(members_on(holder), held_members, "the holder's copy went");
+    /* the owner took no announcement of a member before the copies */
+    for (end = itest_now_ms() + 5000;
+         !itest_node_log_contains(&c.node[owner], "presence: settled with") &&
+         itest_now_ms() < end;)
+        itest_sleep_ms(50);
+    cr_assert(itest_node_log_contains(&c.node[owner],
+                                      "presence: settled with every live "
+                                      "peer's copy"));
+    cr_assert_eq(channels_on(holder), held_channels - 1);
+    cr_assert_eq(members_on(owner), MANY + 7, "the owner holds the set");
+    for (int i = 0; i < CL_NODES; i++) /* the holder's own streams' counts
+                                          come from its workers (a second) */
+        wait_same(i, before, 5000);
+    /* two rounds of the nodes' announcements: a set rebuilt from them
+     * would show as enters by now */
+    int64_t until = itest_now_ms() + 2500;
+    while (itest_now_ms() < until) {
+        for (int i = 0; i < 2; i++)
+            watcher_pump(&w[i]);
+        itest_sleep_ms(20);
+    }
+    cr_assert_eq(itest_post(&c.node[b], &r, PRES "/enter",
+                            "{\"channel\":\"room\",\"member\":\"zz-marker\","
+                            "\"ttlSeconds\":60}"),
+                 200);
+    itest_resp_free(&r);
+    for (int i = 0; i < 2; i++) {
+        cr_assert(watcher_has(&w[i], "\"member\":\"zz-marker\"", 15000),
+                  "watcher %d (reopened %d times)", i, w[i].reopened);
+        cr_assert_not(w[i].storm, "watcher %d got %s", i, w[i].why);
+    }
+    /* and none was made: the owner's counters began at its restart */
+    cr_assert_eq(events_on(a, "enter") + events_on(b, "enter") +
+                     events_on(owner, "enter"),
+                 enters + 1,
+                 "the enters since: zz-marker's alone (%g before on %d and "
+                 "%d; now %g, %g, owner %d: %g)",
+                 enters, a, b, events_on(a, "enter"), events_on(b, "enter"),
+                 owner, events_on(owner, "enter"));
+    cr_assert_eq(events_on(a, "leave") + events_on(b, "leave") +
+                     events_on(owner, "leave"),
+                 leaves);
+    cr_assert_eq(count_through(b), MANY + 6 + 2, "the markers joined");
+    free(before);
+    for (int i = 0; i < 2; i++)
+        sse_close(&w[i].s);
+    close_many();
+}
+
+/* A stream that opened on a node while it owned the channel (the owner
+ * was stopped), and that ends after the owner came back and took the set:
+ * its end reaches the owner, so its member leaves one grace later, with
+ * one leave event and no enter (no ghost of it on the owner). */
+Test(cluster_presence, a_stream_that_opened_on_the_older_owner_leaves_the_new,
+     .init = up_drain)
+{
+    int owner = cl_owner("\x1eroom", "Default", CL_ALL);
+    int holder = cl_owner("\x1eroom", "Default", CL_ALL & ~(1u << owner));
+    struct sse_client *s = calloc(1, sizeof(*s));
+
+    cr_assert_not_null(s);
+    cr_assert_eq(cl_stop(&c, owner, 30000), 0, "a clean stop");
+    cr_assert_geq(wait_count(holder, 0, 10000), 0, "the holder serves");
+    sse_open(s, &c.node[holder],
+             "/api/v1/ephemeral/subscribe?presence=room&member=once", NULL);
+    cr_assert_geq(sse_wait_events(s, 1, 10000), 1);
+    wait_conns(holder, "once", 1, 10000);
+    cr_assert_eq(members_on(holder), 1, "attached on the holder");
+
+    /* the owner back: the holder moves the member to it and lets it go */
+    cl_start(&c, owner, "member_ttl_ms=2000 presence_grace_ms=5000");
+    cl_wait_view(&c, CL_ALL);
+    int64_t end = itest_now_ms() + 10000;
+    while ((members_on(holder) != 0 || members_on(owner) != 1) &&
+           itest_now_ms() < end)
+        itest_sleep_ms(50);
+    cr_assert_eq(members_on(holder), 0, "the holder's copy went");
+    cr_assert_eq(members_on(owner), 1, "the owner holds the member");
+    wait_conns(owner, "once", 1, 5000);
+
+    /* the stream ends on the holder: its end goes to the owner */
+    sse_close(s);
+    free(s);
+    wait_conns(owner, "once", 0, 5000);
+    wait_conns(owner, "once", -1, 5000 + 3000);
+    for (int i = 0; i < CL_NODES; i++)
+        cr_assert_eq(count_through(i), 0, "no ghost through node %d", i);
+    cr_assert_eq(events_on(owner, "leave"), 1, "its leave");
+    cr_assert_eq(events_on(owner, "enter"), 0, "moved with no enter");
 }

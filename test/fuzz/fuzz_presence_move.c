@@ -4,8 +4,10 @@
  * /cluster/v1/adopt?presence=1: shm_presence_adopt() on a real table
  * checks the record whole and adopts it or changes nothing.  What it
  * adopts is taken back out, every channel into one record, which adopts
- * again with as many members; the table's derived structures agree with
- * its records throughout, and the channels are emptied for the next input.
+ * again with as many members; a join's merge of it (adopt_merge) makes
+ * as many, again none, and the channels it names drop whole
+ * (drop_moved); the table's derived structures agree with its records
+ * throughout, and the channels are emptied for the next input.
  */
 #include "shm/presence.h"
 #include "shm/presence_move.h"
@@ -59,6 +61,34 @@ empty(void)
     shm_presence_names_free(&names);
     shm_presence_totals(&seg, &t);
     FUZZ_CHECK(t.members == 0 && t.channels == 0, "%u members left", t.members);
+}
+
+/* merged - a join's hand-over of the same record (adopted whole, so
+ * checked) into the empty table (this node's keys left out), then merged
+ * again: that makes no member; dropped as moved it leaves the table
+ * empty; the table agrees with its records throughout. */
+static void
+merged(const uint8_t *data, size_t size)
+{
+    struct shm_pres_totals t;
+    uint32_t members = 0;
+    int n;
+
+    for (int round = 0; round < 2; round++) {
+        n = shm_presence_adopt_merge(&seg, data, size, "n1/", GRACE, NOW);
+        FUZZ_CHECK(n >= 0, "merge %d: %d", round, n);
+        consistent(round ? "merged again" : "merged");
+        shm_presence_totals(&seg, &t);
+        FUZZ_CHECK(round == 0 || t.members == members,
+                   "merged again: %u members, were %u", t.members, members);
+        members = t.members;
+    }
+    n = shm_presence_drop_moved(&seg, data, size, NULL, NULL);
+    FUZZ_CHECK(n >= 0 && (uint32_t)n == members, "dropped %d of %u", n,
+               members);
+    shm_presence_totals(&seg, &t);
+    FUZZ_CHECK(t.members == 0, "%u members left after the drop", t.members);
+    empty();
 }
 
 int
@@ -121,5 +151,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         empty();
     }
     shm_pm_rec_free(&rec);
+    merged(data, size);
     return 0;
 }

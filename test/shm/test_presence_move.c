@@ -269,3 +269,74 @@ Test(shm_presence_move, a_record_cut_anywhere_changes_nothing)
     shm_pm_rec_free(&rec);
     check(&to);
 }
+
+/* A join's hand-over (shm_presence_adopt_merge, "n2" the owner now): what
+ * the owner has stays (a key's count is never added to, its data stays),
+ * what it lacks comes (a third node's key, a call member), neither the
+ * sender's keys ("n1/", taken out) nor the owner's own ("n2/") travel,
+ * no event; the sender's copy then drops whole (drop_moved). */
+Test(shm_presence_move, a_joins_merge_keeps_what_the_owner_has)
+{
+    struct shm_name d = nm("\"old\""), d2 = nm("\"new\"");
+    struct shm_pm_rec rec = {0};
+    struct shm_pres_list l;
+    struct shm_pres_totals t;
+
+    /* the older owner, n1 */
+    shm_presence_attach(&from, nm(ROOM), nm("ada"), &d, "n1/0", T0, NULL, NULL);
+    shm_presence_set(&from, nm(ROOM), nm("ada"), NULL, "n3/1", 2, GRACE, T0,
+                     NULL, NULL);
+    shm_presence_enter(&from, nm(ROOM), nm("bot"), NULL, 30000, T0, NULL, NULL);
+    shm_presence_set(&from, nm(ROOM), nm("cy"), NULL, "n2/0", 1, GRACE, T0,
+                     NULL, NULL);
+    shm_presence_set(&from, nm(ROOM), nm("cy"), NULL, "n3/0", 1, GRACE, T0,
+                     NULL, NULL);
+    shm_presence_attach(&from, nm(ROOM), nm("solo"), NULL, "n1/1", T0, NULL,
+                        NULL);
+    /* the owner now, n2: its workers' and n3's writes came first */
+    shm_presence_set(&to, nm(ROOM), nm("ada"), &d2, "n3/1", 1, GRACE, T0, NULL,
+                     NULL);
+    shm_presence_set(&to, nm(ROOM), nm("ada"), NULL, "n2/0", 3, GRACE, T0, NULL,
+                     NULL);
+
+    cr_assert_eq(shm_presence_take(&from, nm(ROOM), "n1/", GRACE, T0, &rec), 4);
+    events = 0;
+    cr_assert_eq(
+        shm_presence_adopt_merge(&to, rec.buf, rec.len, "n2/", GRACE, T0 + 100),
+        4);
+    cr_assert_eq(events, 0);
+    cr_assert_eq(shm_presence_list(&to, nm(ROOM), NULL, 10, &l), 0);
+    cr_assert_eq(l.n, 4);
+    cr_assert_eq(member_of(&l, "ada")->connections, 1 + 3,
+                 "n3/1 and n2/0 as the owner has them; n1/0 not carried");
+    cr_assert_eq(member_of(&l, "ada")->data.len, d2.len, "its data stays");
+    cr_assert_eq(member_of(&l, "bot")->ttl_until, T0 + 100 + 30000);
+    cr_assert_eq(member_of(&l, "cy")->connections, 1, "n3/0; n2/0 not taken");
+    cr_assert_eq(member_of(&l, "solo")->connections, 0,
+                 "the sender's stream: its worker says it next");
+    shm_presence_list_free(&l);
+    cr_assert_eq(shm_presence_due(&to), T0 + 100 + GRACE, "solo's grace");
+    /* the sender's worker writes its count: solo stays, with no event */
+    cr_assert_eq(shm_presence_set(&to, nm(ROOM), nm("solo"), NULL, "n1/1", 1,
+                                  GRACE, T0 + 200, count, NULL),
+                 SHM_PRES_NONE);
+    cr_assert_eq(shm_presence_expire(&to, T0 + 100 + GRACE, 64, count, NULL),
+                 0);
+    /* merged again: nothing changes */
+    cr_assert_eq(
+        shm_presence_adopt_merge(&to, rec.buf, rec.len, "n2/", GRACE, T0 + 300),
+        4);
+    cr_assert_eq(shm_presence_list(&to, nm(ROOM), NULL, 10, &l), 0);
+    cr_assert_eq(member_of(&l, "ada")->connections, 4);
+    cr_assert_eq(member_of(&l, "solo")->connections, 1);
+    shm_presence_list_free(&l);
+    cr_assert_eq(events, 0);
+    check(&to);
+    /* the sender lets its copy go */
+    cr_assert_eq(shm_presence_drop_moved(&from, rec.buf, rec.len, NULL, NULL),
+                 4);
+    shm_presence_totals(&from, &t);
+    cr_assert_eq(t.members, 0);
+    check(&from);
+    shm_pm_rec_free(&rec);
+}
