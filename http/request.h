@@ -85,7 +85,8 @@ void http_request_resume(struct http_request *req);
  * here (a push a parked pop waited for) lets that request's reply go
  * first.  MHD 0.9.75 sends a reply in the round that read its request and
  * takes a resumed request up only in its next round, so without the hold
- * the waker's answer always goes first.  Costs one more round at most.
+ * the waker's answer always goes first.  Costs the held reply one or two
+ * more rounds (an epoll_wait(0) each) after the one that sends the other.
  */
 void http_request_hold(struct http_request *req);
 
