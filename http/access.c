@@ -497,12 +497,16 @@ body_chunk(struct http_request *req, const char *data, size_t n)
 }
 
 /* finish - after the handler ran or the request was resumed: queue the
- * reply, stay parked, close (abort), or answer a missing reply with 500. */
+ * reply, hold it a round (http_request_hold), stay parked, close (abort),
+ * or answer a missing reply with 500. */
 static enum MHD_Result
 finish(struct http_request *req)
 {
     if (req->aborted)
         return MHD_NO;
+    if (req->has_reply && req->held &&
+        (int)(req->server->round - req->hold_until) < 0)
+        return MHD_YES; /* held (request.h): asked again next round */
     if (req->has_reply)
         return queue_reply(req);
     if (req->suspended)

@@ -53,6 +53,8 @@ struct http_request {
                              read, or the server discards bodies */
     /* the reply */
     unsigned has_reply : 1;
+    unsigned held : 1;   /* queue the reply only from round hold_until */
+    unsigned hold_until; /* the server's round (server->round) */
     unsigned status;
     const char *ctype; /* static: the reply's Content-Type */
     struct http_buf reply;

@@ -163,6 +163,18 @@ http_request_resume(struct http_request *req)
     MHD_resume_connection(req->conn);
 }
 
+/* http_request_hold - see request.h.  Inside run N (or after it) the
+ * round is N: run N + 1 still holds the reply, run N + 2 queues it.  MHD
+ * keeps a request that has no response yet in its ready list and asks
+ * the handler again each round (access.c: finish), and says so by a
+ * timeout of 0, so the runs follow at once. */
+void
+http_request_hold(struct http_request *req)
+{
+    req->held = 1;
+    req->hold_until = req->server->round + 2;
+}
+
 /* http_request_replied - see request.h. */
 int
 http_request_replied(const struct http_request *req)

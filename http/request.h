@@ -79,6 +79,17 @@ void http_request_suspend(struct http_request *req);
  */
 void http_request_resume(struct http_request *req);
 
+/*
+ * http_request_hold - send req's reply (set already) only after the next
+ * http_server_run() has ended: a handler that woke a suspended request
+ * here (a push a parked pop waited for) lets that request's reply go
+ * first.  MHD 0.9.75 sends a reply in the round that read its request and
+ * takes a resumed request up only in its next round, so without the hold
+ * the waker's answer always goes first.  Costs the held reply one or two
+ * more rounds (an epoll_wait(0) each) after the one that sends the other.
+ */
+void http_request_hold(struct http_request *req);
+
 /* http_request_replied - whether req has its reply set (a handler run
  * again on a suspended request, forward.h, tells by it whether to resume
  * it or whether the handler kept it waiting). */

@@ -28,6 +28,7 @@ struct http_server {
     struct http_request *suspended; /* list of suspended requests */
     int resume_pending;             /* a resume awaits http_server_run() */
     int closed;        /* a connection closed in the last run: see run() */
+    unsigned round;    /* http_server_run()s begun (request.h: hold) */
     unsigned requests; /* requests begun and not yet freed */
     unsigned fresh;    /* connections accepted, no request begun yet */
     unsigned open;     /* connections open (MHD's count, kept here) */

@@ -161,6 +161,7 @@ http_server_run(struct http_server *s)
 {
     s->resume_pending = 0;
     s->closed = 0;
+    s->round++;
     http_edge_wait_expire(s);
     http_edge_answer_running(1);
     if (MHD_run(s->daemon) != MHD_YES)

@@ -72,6 +72,22 @@ shm_wake_disarm(struct shm_seg *seg, int w)
     atomic_store(&shm_slot(seg, w)->wake_armed, 0);
 }
 
+/* shm_wake_pending - see wake.h.  A poster sets a word's hint bit after
+ * its handle, so a handle whose bit is not set yet is missed: the caller
+ * only decides whether to wait for the drain, never whether to drain. */
+int
+shm_wake_pending(struct shm_seg *seg, int w)
+{
+    struct shm_slot *s = shm_slot(seg, w);
+
+    if (atomic_load_explicit(&s->wake_overflow, memory_order_relaxed))
+        return 1;
+    for (int k = 0; k < SHM_WAKE_WORDS; k++)
+        if (atomic_load_explicit(&s->wake_hint[k], memory_order_relaxed))
+            return 1;
+    return 0;
+}
+
 /* wake_clear - drop every handle in s's queue (consumer or reaper). */
 static void
 wake_clear(struct shm_slot *s)

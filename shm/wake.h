@@ -26,6 +26,10 @@ void shm_wake_kick(struct shm_seg *seg, int w);
  * sleeps again: until then posts need no eventfd write (the drain re-arms). */
 void shm_wake_disarm(struct shm_seg *seg, int w);
 
+/* shm_wake_pending - whether worker w's queue holds a handle (or has
+ * overflowed): its next drain wakes something.  Reads only. */
+int shm_wake_pending(struct shm_seg *seg, int w);
+
 /* shm_wake_reset - master: empty dead worker w's queue. */
 void shm_wake_reset(struct shm_seg *seg, int w);
 

@@ -26,6 +26,7 @@
 #include "shm/catalog.h"
 #include "shm/dir.h"
 #include "shm/ring.h"
+#include "shm/wake.h"
 #include "worker/authz.h"
 #include "worker/forward.h"
 #include "worker/worker_int.h"
@@ -165,6 +166,16 @@ all_keyed(struct worker *w, struct shm_name queue, const struct http_push *p)
     return o.dedupe_s > 0;
 }
 
+/* after_wakes - a push that woke a call parked on this worker (its own
+ * wake queue holds a handle now) answers after that call: the parked pop's
+ * reply is the one a consumer waits on (http_request_hold). */
+static void
+after_wakes(struct worker *w, struct http_request *req)
+{
+    if (shm_wake_pending(w->seg, w->set.slot))
+        http_request_hold(req);
+}
+
 /* push_keyed - the push of messages that carry extras (p->extras). */
 static void
 push_keyed(struct worker *w, struct http_request *req, struct shm_name queue,
@@ -200,6 +211,7 @@ push_keyed(struct worker *w, struct http_request *req, struct shm_name queue,
         reply_keyed(req, part, ids, p->n, dups, replaced);
     else
         reply_ids(w, req, part, p->n, ids[0].seq);
+    after_wakes(w, req);
 out:
     free(ex);
     free(ids);
@@ -254,6 +266,7 @@ worker_push(struct worker *w, struct http_request *req)
         goto out;
     }
     reply_ids(w, req, part, p.n, first);
+    after_wakes(w, req);
 out:
     http_push_free(&p);
 }

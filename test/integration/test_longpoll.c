@@ -3,16 +3,21 @@
  * worker process is woken by a push the other worker took, in both
  * directions; 3,000 parked pops do not stop pushes from being answered; a
  * parked pop whose client left takes nothing with it, on the connection's
- * first park or a later one; a client that shut its side is answered.
+ * first park or a later one; a client that shut its side is answered; a
+ * pop woken by a push in its own worker is answered before that push.
  *
  * Which worker holds a connection is read from /proc (the server end of the
  * loopback connection is a socket in one worker's fd table).
  */
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -479,4 +484,87 @@ Test(longpoll, another_groups_take_keeps_a_parked_pop_wakeable, .timeout = 60)
                      r.body);
     itest_resp_free(&r);
     close(fd);
+}
+
+/* The kernel's receive time of the answer waiting on fd (SO_TIMESTAMPNS,
+ * read with MSG_PEEK, so the answer stays for itest_raw_response), within
+ * 10 s; 0 when the kernel stamped none (it turns stamping on lazily). */
+static int64_t
+answer_stamp_ns(int fd)
+{
+    char c, ctl[CMSG_SPACE(sizeof(struct timespec))];
+    struct iovec iov = {.iov_base = &c, .iov_len = 1};
+    struct msghdr mh = {.msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = ctl,
+                        .msg_controllen = sizeof(ctl)};
+    struct timeval tv = {.tv_sec = 10};
+    struct cmsghdr *cm;
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    cr_assert_eq(recvmsg(fd, &mh, MSG_PEEK), 1, "no answer within 10 s");
+    for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec ts;
+
+            memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+            return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+        }
+    }
+    return 0;
+}
+
+/* A push that wakes a pop parked in its own worker is answered after the
+ * pop: the pop's answer is what a consumer waits for, and libmicrohttpd
+ * would otherwise send the push's answer first, in the round that read it
+ * (http_request_hold).  Told by the kernel's receive times of the two
+ * answers, over rounds until three carried both stamps. */
+Test(longpoll, pop_woken_in_its_worker_is_answered_before_the_push,
+     .timeout = 60)
+{
+    static const char body[] =
+        "{\"queue\":\"first\",\"messages\":[{\"payload\":\"m\"}]}";
+    struct itest_node n;
+    struct itest_resp r;
+    char push[512];
+    int stamped = 0, on = 1;
+    int64_t deadline;
+
+    snprintf(push, sizeof(push),
+             "POST /api/v1/ephemeral/push HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             sizeof(body) - 1, body);
+    itest_node_start(&n, "workers=1");
+    deadline = itest_now_ms() + 20000;
+    for (int round = 0; stamped < 3; round++) {
+        int a = itest_raw_connect(&n), b = itest_raw_connect(&n);
+        int64_t ta, tb;
+
+        cr_assert(a >= 0 && b >= 0);
+        setsockopt(a, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on));
+        setsockopt(b, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on));
+        park_on(&n, a, "first");
+        cr_assert_eq(itest_raw_send(b, push), 0);
+        ta = answer_stamp_ns(a);
+        tb = answer_stamp_ns(b);
+        raw_answer(a, &r);
+        cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+        itest_resp_free(&r);
+        cr_assert_eq(itest_raw_response(b, &r), 201, "%s", r.body);
+        itest_resp_free(&r);
+        close(a);
+        close(b);
+        if (ta == 0 || tb == 0) {
+            cr_assert(itest_now_ms() < deadline,
+                      "no receive timestamps from the kernel in 20 s "
+                      "(%d rounds)",
+                      round + 1);
+            continue;
+        }
+        cr_assert_lt(ta, tb,
+                     "round %d: the push's answer came %lld ns before the "
+                     "pop it woke",
+                     round, (long long)(ta - tb));
+        stamped++;
+    }
 }

@@ -1,6 +1,7 @@
 /*
  * test_wake.c - wake queues: posts from several processes all arrive, the
- * eventfd is written once per drain cycle, overflow is reported once.
+ * eventfd is written once per drain cycle, overflow is reported once, a
+ * queue says whether it holds something until its drain.
  */
 #include <sys/wait.h>
 
@@ -197,4 +198,24 @@ Test(shm_wake, reset_empties_and_rearms)
     cr_assert_eq(shm_wake_post(&seg, 1, 5), 1);
     cr_assert_eq(shm_wake_drain(&seg, 1, out, 8), 1);
     cr_assert_eq(out[0], 5);
+}
+
+/* A worker's own push asks whether it woke something here: pending from
+ * a post (or an overflow) until the drain, and only for that worker. */
+Test(shm_wake, pending_from_post_until_drain)
+{
+    struct shm_seg seg;
+    uint64_t out[8];
+
+    wake_setup(&seg);
+    cr_assert_eq(shm_wake_pending(&seg, 0), 0);
+    shm_wake_post(&seg, 0, 7);
+    cr_assert_eq(shm_wake_pending(&seg, 0), 1);
+    cr_assert_eq(shm_wake_pending(&seg, 1), 0, "another worker's queue");
+    cr_assert_eq(shm_wake_drain(&seg, 0, out, 8), 1);
+    cr_assert_eq(shm_wake_pending(&seg, 0), 0, "drained");
+    shm_wake_post(&seg, 0, 0); /* stored as an overflow */
+    cr_assert_eq(shm_wake_pending(&seg, 0), 1, "an overflow wakes all");
+    cr_assert_eq(shm_wake_drain(&seg, 0, out, 8), -EOVERFLOW);
+    cr_assert_eq(shm_wake_pending(&seg, 0), 0);
 }
