@@ -25,6 +25,11 @@
 
 #define SINK_MIN 2048 /* a small pop's answer; bigger ones grow as needed */
 #define SINK_MAX (16 * 1024 * 1024)
+/* An entry's bytes beside its payload, for the first reservation of a
+ * 256-byte payload's answer: with a short partition name an entry takes
+ * about 345, and room's bound about 390. */
+#define ENTRY_EST 320
+#define ENTRY_PAD 160
 
 #define CALL_OF(p) POP_KIND_OF(p, struct pop_call, park)
 
@@ -42,21 +47,50 @@ sink_reserve(struct shm_sink *s, size_t want)
     return 0;
 }
 
-/* pop_into - one shm_pop into sink, growing it when even one message
- * would not fit.  Returns the count or -errno. */
+/* answer_room - the answer's room for n more entries, at first. */
+static size_t
+answer_room(uint32_t n)
+{
+    size_t room = (size_t)n * (ENTRY_EST + ENTRY_PAD) + SINK_MIN;
+
+    return room < SINK_MAX ? room : SINK_MAX;
+}
+
+/*
+ * pop_into - one shm_pop into sink, growing it (or, written as it takes,
+ * the answer: room free for entries at first) when even one message would
+ * not fit.  Returns the count or -errno.
+ */
 static int
-pop_into(struct pop_call *c, struct shm_sink *sink, uint32_t batch, int park)
+pop_into(struct pop_call *c, struct shm_sink *sink, uint32_t batch, int park,
+         size_t room)
 {
     struct shm_pop_req r = c->pop;
+    size_t tail = 2 + c->results.len; /* "]}", and the results spliced */
     int rc;
 
     r.park = park;
     r.batch = batch;
     for (;;) {
+        if (sink->fmt != NULL &&
+            pop_fmt_begin(&c->fmt, c->pop.queue, room, tail) != 0)
+            return -ENOMEM;
         rc = shm_pop(c->w->seg, c->w->set.slot, &r, shm_now_ms(), sink);
         if (rc != -ENOMEM)
             return rc;
-        if (sink->need > SINK_MAX || sink_reserve(sink, sink->need))
+        int grew = 0;
+        if (sink->need > sink->cap) {
+            if (sink->need > SINK_MAX || sink_reserve(sink, sink->need))
+                return -ENOMEM;
+            grew = 1;
+        }
+        if (sink->fmt != NULL && c->fmt.hook.need > 0) {
+            if (c->fmt.out.len + c->fmt.hook.need > SINK_MAX)
+                return -ENOMEM;
+            room = c->fmt.hook.need;
+            grew = 1;
+        }
+        if (!grew)
             return -ENOMEM;
     }
 }
@@ -72,6 +106,23 @@ append(struct pop_call *c)
     c->sink.used += c->more.used;
     c->sink.count += c->more.count;
     return 0;
+}
+
+/* short_of_room - the last round stopped for room (more may be there):
+ * the answer's room refused (written as it takes), or, the best guess,
+ * the records filled more than half their buffer. */
+static int
+short_of_room(const struct pop_call *c)
+{
+    return (c->sink.fmt != NULL && c->fmt.hook.need > 0) ||
+           c->sink.used > c->sink.cap / 2;
+}
+
+/* answer_bytes - the answer's bytes so far (its records', raw). */
+static size_t
+answer_bytes(const struct pop_call *c)
+{
+    return c->sink.fmt != NULL ? c->fmt.out.len : c->sink.used;
 }
 
 /*
@@ -90,15 +141,16 @@ pop_call_take(struct pop_call *c, uint32_t target, int park)
     /* From the first message on, what the call holds is leased to it. */
     c->leased = !c->pop.auto_ack;
     if (c->sink.count == 0) {
-        rc = pop_into(c, &c->sink, want, park);
+        rc = pop_into(c, &c->sink, want, park, answer_room(want));
         if (rc <= 0)
             return rc;
     }
-    while (c->sink.count < want && c->sink.used < SINK_MAX &&
-           (target || c->sink.used > c->sink.cap / 2)) {
+    while (c->sink.count < want && answer_bytes(c) < SINK_MAX &&
+           (target || short_of_room(c))) {
         if (sink_reserve(&c->more, c->sink.cap) != 0)
             break;
-        rc = pop_into(c, &c->more, want - c->sink.count, target && park);
+        rc = pop_into(c, &c->more, want - c->sink.count, target && park,
+                      answer_room(want - c->sink.count));
         if (rc <= 0 || append(c) != 0)
             break;
     }
@@ -127,7 +179,10 @@ pop_call_answer(struct pop_call *c)
     struct http_buf b = {0};
 
     c->leased = c->leased && c->sink.count > 0;
-    pop_format(&b, &c->sink, c->pop.queue, c->w->incarnation);
+    if (c->sink.fmt != NULL)
+        pop_fmt_finish(&c->fmt, c->pop.queue, &b);
+    else
+        pop_format(&b, &c->sink, c->pop.queue, c->w->incarnation);
     pop_call_reply(c, &b);
 }
 
@@ -189,6 +244,7 @@ on_done(void *arg, int sent_ok)
                     &c->sink, shm_now_ms());
     free(c->sink.buf);
     free(c->more.buf);
+    http_buf_free(&c->fmt.out);
     http_buf_free(&c->results);
     free(c->names);
     free(c); /* the kind's struct: c is its first member */
@@ -212,6 +268,8 @@ pop_call_park(struct pop_call *c, uint32_t timeout_ms)
         c->park.deadline = until;
     if ((rc = worker_park(w, &c->park)) != 0)
         return rc;
+    if (c->sink.count == 0) /* a long poll holds no answer while it waits */
+        http_buf_free(&c->fmt.out);
     shm_parked_add(w->seg, w->set.slot, 1);
     shm_park_count(w->seg, w->set.slot, c->wait.handle, 1);
     http_request_suspend(c->req); /* no-op when the cluster pop did */
@@ -264,11 +322,25 @@ pop_call_new(size_t size, const struct pop_kind *kind, struct worker *w,
              struct http_request *req, const struct shm_pop_req *r)
 {
     struct pop_call *c = calloc(1, size);
-    size_t want = (size_t)r->batch * 320 + SINK_MIN;
+    /* raw records carry the payloads; else a record is its header, its
+     * partition's name, which may be any's, and a pointer (broker.h; room
+     * for two batches, so that one filled more than half means short of
+     * room) */
+    size_t rec = ((sizeof(struct shm_popped) +
+                   (r->part.len > 0 ? r->part.len : 32) + 7) &
+                  ~(size_t)7) +
+                 sizeof(const char *);
+    size_t want = kind->raw ? (size_t)r->batch * ENTRY_EST + SINK_MIN
+                            : 2 * (size_t)r->batch * rec + 256;
 
     if (c == NULL)
         return NULL;
     c->pop = *r;
+    if (!kind->raw) {
+        pop_fmt_init(&c->fmt, w->incarnation);
+        c->sink.fmt = &c->fmt.hook;
+        c->more.fmt = &c->fmt.hook;
+    }
     if (copy_names(c, r) != 0 ||
         sink_reserve(&c->sink, want < SINK_MAX ? want : SINK_MAX) != 0) {
         free(c->names);
