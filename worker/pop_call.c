@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "http/buf.h"
+#include "http/edge_pool.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/board.h"
@@ -30,6 +31,13 @@
  * about 345, and room's bound about 390. */
 #define ENTRY_EST 320
 #define ENTRY_PAD 160
+
+/* A long poll parked this long holding nothing gives back the pages of
+ * its connection's MHD pool that hold only zeros (http/edge_pool.h): 17
+ * KB of a 22 KB parked pop.  Not at once: a short wait (a reply coming
+ * within microseconds) would pay the two system calls and the pages'
+ * faults when MHD zeroes its pool again after the answer, for nothing. */
+#define TRIM_AFTER_MS 100
 
 #define CALL_OF(p) POP_KIND_OF(p, struct pop_call, park)
 
@@ -263,9 +271,14 @@ pop_call_park(struct pop_call *c, uint32_t timeout_ms)
     timeout_ms = worker_forward_wait_left(c->req, timeout_ms);
     c->wait.handle = shm_pop_handle(w->seg, c->pop.queue, c->pop.part);
     c->park.deadline = now + timeout_ms;
+    c->answer_by = 0;
     if (c->sink.count > 0 && (until = window(c, now)) != 0 &&
         until < c->park.deadline)
         c->park.deadline = until;
+    else if (c->sink.count == 0 && timeout_ms > 2 * TRIM_AFTER_MS) {
+        c->answer_by = c->park.deadline; /* pop_call_on_deadline */
+        c->park.deadline = now + TRIM_AFTER_MS;
+    }
     if ((rc = worker_park(w, &c->park)) != 0)
         return rc;
     if (c->sink.count == 0) /* a long poll holds no answer while it waits */
@@ -396,6 +409,10 @@ pop_call_on_wake(struct park *p, uint64_t handle, const struct park *empty)
     if (rc == 0)
         return 1; /* someone else took it; still parked, bit set again */
     if (rc > 0 && (until = window(c, shm_now_ms())) != 0) {
+        if (c->answer_by != 0) { /* its own deadline, as the window's bound */
+            park_update_deadline(&c->w->parks, p, c->answer_by);
+            c->answer_by = 0;
+        }
         if (held == 0 && until < p->deadline) /* the window starts */
             park_update_deadline(&c->w->parks, p, until);
         else if (c->kind->slide && c->sink.count > held &&
@@ -408,15 +425,31 @@ pop_call_on_wake(struct park *p, uint64_t handle, const struct park *empty)
     return 0;
 }
 
+/* answer_now - answer with what is there now, possibly nothing. */
+static void
+answer_now(struct pop_call *c)
+{
+    pop_call_unpark(c);
+    pop_call_end(c, pop_call_try(c, 0));
+}
+
 /* pop_call_on_deadline - parked.h (and on_drain): answer with what is
- * there now, possibly nothing. */
+ * there now, possibly nothing; but a long poll parked TRIM_AFTER_MS ago
+ * holding nothing gives its connection's zeroed pages back and waits on
+ * until its own deadline (a draining worker answers at once). */
 void
 pop_call_on_deadline(struct park *p)
 {
     struct pop_call *c = CALL_OF(p);
+    uint64_t by = c->answer_by;
 
-    pop_call_unpark(c);
-    pop_call_end(c, pop_call_try(c, 0));
+    c->answer_by = 0;
+    if (by > shm_now_ms() && !c->w->draining) {
+        (void)http_edge_pool_trim(c->req);
+        park_update_deadline(&c->w->parks, p, by);
+        return;
+    }
+    answer_now(c);
 }
 
 /*
@@ -435,7 +468,7 @@ pop_call_on_drain(struct park *p)
 
     if (c->sink.count > 0 ||
         http_request_header(c->req, FORWARD_HEADER) == NULL) {
-        pop_call_on_deadline(p);
+        answer_now(c);
         return;
     }
     pop_call_unpark(c);

@@ -41,6 +41,10 @@ struct pop_call {
     struct shm_sink more;    /* scratch a second round lands in first */
     struct pop_fmt fmt;      /* the answer, written as it takes (the
                                 sinks' fmt; a raw kind's: unused) */
+    uint64_t answer_by;      /* parked holding nothing: its own deadline,
+                                while park.deadline is when it gives its
+                                connection's zeroed pages back (0: no
+                                such wait) */
     struct http_buf results; /* a POST pop's: its acks' {"results": [...]},
                                 spliced into the answer (SPEC §14) */
 };
