@@ -903,13 +903,17 @@ shm_ring_release_locked(struct shm_ring_ctx *c, uint32_t gs, uint64_t seq,
     return 1;
 }
 
-/* Free the head message (no group state refers to it any more). */
-static void
-ring_free_head(struct shm_ring_ctx *c)
+/* Unlink and free the head message (no group state refers to it any
+ * more), leaving the partition's count, cost and oldest to the caller
+ * (ring_heads_gone); returns its cost.  A holder dead in between leaves
+ * them to the repair, which derives all three from its walk. */
+static uint64_t
+ring_unlink_head(struct shm_ring_ctx *c)
 {
     struct shm_part *p = c->p;
     uint32_t h = p->head;
     struct shm_msg *m = shm_ring_msg(c->seg, h);
+    uint64_t cost = shm_ring_msg_cost(shm_msg_stored(m));
 
     ring_gone(p, m);
     if (shm_msg_hidden(m, c->now) && LOAD(p->delayed) > 0)
@@ -918,12 +922,27 @@ ring_free_head(struct shm_ring_ctx *c)
     p->head = m->next;
     if (p->head == 0)
         p->tail = 0;
-    else
-        STORE(p->oldest_ms, shm_msg_at(shm_ring_msg(c->seg, p->head)));
-    STORE(p->count, LOAD(p->count) - 1);
-    ring_set_cost(c->seg, p,
-                  LOAD(p->cost) - shm_ring_msg_cost(shm_msg_stored(m)));
     ring_free(c, h);
+    return cost;
+}
+
+/* ring_heads_gone - n head messages of cost bytes went (ring_unlink_head). */
+static void
+ring_heads_gone(struct shm_ring_ctx *c, uint64_t n, uint64_t cost)
+{
+    struct shm_part *p = c->p;
+
+    if (p->head != 0)
+        STORE(p->oldest_ms, shm_msg_at(shm_ring_msg(c->seg, p->head)));
+    STORE(p->count, LOAD(p->count) - n);
+    ring_set_cost(c->seg, p, LOAD(p->cost) - cost);
+}
+
+/* Free the head message (no group state refers to it any more). */
+static void
+ring_free_head(struct shm_ring_ctx *c)
+{
+    ring_heads_gone(c, 1, ring_unlink_head(c));
 }
 
 /* shm_ring_advance_locked - see ring.h.  Nothing is freed while a group the
@@ -945,9 +964,14 @@ shm_ring_advance_locked(struct shm_ring_ctx *c)
         if (s->lhead != 0 && shm_ring_lease(c->seg, s->lhead)->seq < min)
             min = shm_ring_lease(c->seg, s->lhead)->seq;
     }
+    uint64_t n = 0, cost = 0; /* counted once for the run freed */
     while (p->head != 0 && shm_ring_msg(c->seg, p->head)->seq < min &&
-           shm_ring_msg(c->seg, p->head)->read)
-        ring_free_head(c);
+           shm_ring_msg(c->seg, p->head)->read) {
+        cost += ring_unlink_head(c);
+        n++;
+    }
+    if (n > 0)
+        ring_heads_gone(c, n, cost);
 }
 
 /* Drop the head message whatever the groups think of it. */
