@@ -761,7 +761,7 @@ shm_popped_next(const struct shm_sink *sink, const struct shm_popped *prev)
 
     if (prev != NULL) {
         off = (size_t)((const unsigned char *)prev - sink->buf);
-        off += (sizeof(*prev) + prev->part_len + prev->len + 7) & ~(size_t)7;
+        off += shm_popped_size(sink, prev);
     }
     if (off >= sink->used)
         return NULL;

@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "shm/segment.h"
 
@@ -117,8 +118,8 @@ struct shm_pop_req {
 /*
  * One popped message as it sits in the sink: the header, then the
  * partition name (part_len bytes), then the data (len bytes: reply_len
- * bytes of replyTo, then the payload); the next record starts at the
- * following 8-byte boundary.
+ * bytes of replyTo, then the payload; none in a sink with a fmt); the
+ * next record starts at the following 8-byte boundary.
  */
 struct shm_popped {
     uint64_t seq;
@@ -129,18 +130,77 @@ struct shm_popped {
 };
 
 /*
+ * struct shm_sink_fmt - a pop whose caller writes its answer while it
+ * takes (worker/pop_format.c): each message's data goes from its cells
+ * straight into the caller's answer, and the sink's records hold no data,
+ * only the header, the partition's name (what a release needs) and, for
+ * put alone, where the data lies (shm_popped_data).
+ *   room  - in: the bytes the answer has free.  The pop takes a message
+ *           only while its bound fits (fixed + 12 * its partition's name
+ *           + its data + 6 * its replyTo: every name byte escaped to six,
+ *           twice for the partition), and subtracts it.
+ *   fixed - in: an entry's bytes beside its data and names, at most.
+ *   need  - out: the bound of the message room refused (a pop that took
+ *           nothing answers -ENOMEM), else as it was.
+ *   put   - write the entries of the n records from first, which one
+ *           partition's take just added to sink, under its lock still
+ *           held: their data is read from the cells.  It must only
+ *           compute and write the caller's own memory (no allocation,
+ *           lock or system call), and may set room again.
+ */
+struct shm_sink;
+
+struct shm_sink_fmt {
+    size_t room;
+    size_t fixed;
+    size_t need;
+    void (*put)(struct shm_sink_fmt *f, const struct shm_sink *sink,
+                const struct shm_popped *first, uint32_t n);
+};
+
+/*
  * Caller-owned buffer the pop copies into (no allocation happens under a
  * lock).  A pop stops early when the next message would not fit; when not even
  * the first fits, it returns -ENOMEM with need set to the bytes that message
- * requires, leasing nothing: grow the buffer and call again.
+ * requires, leasing nothing: grow the buffer and call again.  With fmt
+ * (shm_pop only), the records carry no data and fmt writes it.
  */
 struct shm_sink {
     unsigned char *buf;
     size_t cap;
-    size_t used;    /* out */
-    uint32_t count; /* out: records */
-    size_t need;    /* out, with -ENOMEM */
+    size_t used;              /* out */
+    uint32_t count;           /* out: records */
+    size_t need;              /* out, with -ENOMEM */
+    struct shm_sink_fmt *fmt; /* NULL: records carry their data */
 };
+
+/* shm_popped_head - a record's header and name, to the next 8 bytes. */
+static inline size_t
+shm_popped_head(const struct shm_popped *r)
+{
+    return (sizeof(*r) + r->part_len + 7) & ~(size_t)7;
+}
+
+/* shm_popped_size - the bytes record r takes in sink (to the next one):
+ * with a fmt, where its data lay instead of the data. */
+static inline size_t
+shm_popped_size(const struct shm_sink *sink, const struct shm_popped *r)
+{
+    if (sink->fmt != NULL)
+        return shm_popped_head(r) + sizeof(const char *);
+    return (sizeof(*r) + r->part_len + r->len + 7) & ~(size_t)7;
+}
+
+/* shm_popped_data - where record r's data lies (a sink with a fmt, inside
+ * its put alone: the message's cells). */
+static inline const char *
+shm_popped_data(const struct shm_popped *r)
+{
+    const char *at;
+
+    memcpy(&at, (const unsigned char *)r + shm_popped_head(r), sizeof(at));
+    return at;
+}
 
 /*
  * shm_pop - take up to batch messages for the group: redeliveries first, then

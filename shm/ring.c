@@ -382,45 +382,99 @@ shm_ring_gs_remove_locked(struct shm_ring_ctx *c, uint32_t grp)
     ring_free(c, g);
 }
 
-/* Bytes a sink record of message m takes. */
-static size_t
-ring_rec_size(const struct shm_part *p, const struct shm_msg *m)
+/* Bytes a sink record of message m takes in k (with a fmt: no data, but
+ * where it lies). */
+static inline size_t
+ring_rec_size(const struct shm_part *p, const struct shm_sink *k,
+              const struct shm_msg *m)
 {
+    size_t head = (sizeof(struct shm_popped) + p->name_len + 7) & ~(size_t)7;
+
+    if (k->fmt != NULL)
+        return head + sizeof(const char *);
     return (sizeof(struct shm_popped) + p->name_len + m->len + 7) & ~(size_t)7;
 }
 
-/* Room for message m in the sink?  Sets need when the sink is empty. */
-static int
+/* ring_data - where run ref's data from data offset off lies, with *len
+ * clipped at the run's end (a damaged length reads no further). */
+static inline const char *
+ring_data(struct shm_seg *seg, uint32_t ref, size_t off, uint32_t *len)
+{
+    const unsigned char *cell = shm_cell(seg, ref);
+    size_t cap = SHM_RUN_DATA(*(const uint32_t *)cell);
+
+    if (off >= cap)
+        *len = 0;
+    else if (*len > cap - off)
+        *len = (uint32_t)(cap - off);
+    return (const char *)cell + 4 + off;
+}
+
+/* Room for message m in the sink, and in the answer its fmt writes (whose
+ * room the message's bound then leaves)?  Sets need when the sink is
+ * empty, and the fmt's when its room refuses. */
+static inline int
 ring_fits(struct shm_ring_ctx *c, struct shm_sink *k, const struct shm_msg *m)
 {
-    size_t sz = ring_rec_size(c->p, m);
+    size_t sz = ring_rec_size(c->p, k, m);
 
-    if (k->used + sz <= k->cap)
-        return 1;
+    if (k->used + sz <= k->cap) {
+        struct shm_sink_fmt *f = k->fmt;
+        if (f == NULL)
+            return 1;
+        size_t b = f->fixed + 12 * (size_t)c->p->name_len + m->len +
+                   6 * (size_t)m->reply_len;
+        if (b <= f->room) {
+            f->room -= b;
+            return 1;
+        }
+        f->need = b;
+    }
     if (k->count == 0)
         k->need = sz;
     return 0;
 }
 
-/* Copy message ref into the sink (room checked). */
-static void
+/* Copy message ref into the sink (room checked): its record, and its data
+ * there, or where it lies for the fmt's put (ring_flush).  Inline, always:
+ * once a message a pop takes, where a call cost a fifth of it. */
+static inline __attribute__((always_inline)) void
 ring_put(struct shm_ring_ctx *c, struct shm_sink *k, uint32_t ref,
          uint32_t attempts)
 {
     struct shm_msg *m = shm_ring_msg(c->seg, ref);
     unsigned char *o = k->buf + k->used;
-    struct shm_popped h = {.seq = m->seq,
-                           .attempts = attempts,
-                           .part_len = c->p->name_len,
-                           .len = m->len,
-                           .reply_len = m->reply_len};
+    struct shm_popped *r = (struct shm_popped *)(void *)o;
+    uint32_t nlen = c->p->name_len, len = m->len;
+    const char *name = ring_data(c->seg, c->p->name_ref, 0, &nlen);
+    const char *data = ring_data(c->seg, ref, SHM_MSG_HDR, &len);
 
-    memcpy(o, &h, sizeof(h));
-    o += sizeof(h);
-    shm_arena_read(c->seg, c->p->name_ref, 0, o, c->p->name_len);
-    shm_arena_read(c->seg, ref, SHM_MSG_HDR, o + c->p->name_len, m->len);
-    k->used += ring_rec_size(c->p, m);
+    *r = (struct shm_popped){.seq = m->seq,
+                             .attempts = attempts,
+                             .part_len = c->p->name_len,
+                             .len = m->len,
+                             .reply_len = m->reply_len};
+    memcpy(o + sizeof(*r), name, nlen);
+    if (k->fmt != NULL) {
+        /* what put reads stays within the message's run */
+        r->len = len;
+        r->reply_len = m->reply_len < len ? m->reply_len : len;
+        memcpy(o + shm_popped_head(r), &data, sizeof(data));
+    } else {
+        memcpy(o + sizeof(*r) + c->p->name_len, data, len);
+    }
+    k->used += ring_rec_size(c->p, k, m);
     k->count++;
+}
+
+/* ring_flush - the fmt's put for the records one take added to k, from
+ * offset from on (count before: n0), while their cells are still there. */
+static void
+ring_flush(struct shm_sink *k, size_t from, uint32_t n0)
+{
+    if (k->fmt != NULL && k->count > n0)
+        k->fmt->put(k->fmt, k, (const struct shm_popped *)(k->buf + from),
+                    k->count - n0);
 }
 
 /* shm_ring_copy_locked - see ring.h. */
@@ -428,9 +482,13 @@ int
 shm_ring_copy_locked(struct shm_ring_ctx *c, struct shm_sink *k, uint32_t ref,
                      uint32_t attempts)
 {
+    size_t from = k->used;
+    uint32_t n0 = k->count;
+
     if (!ring_fits(c, k, shm_ring_msg(c->seg, ref)))
         return -ENOMEM;
     ring_put(c, k, ref, attempts);
+    ring_flush(k, from, n0);
     return 0;
 }
 
@@ -454,7 +512,7 @@ ring_dead(struct shm_ring_ctx *c, uint32_t ref, uint32_t attempts, uint32_t why)
         return 1;
     if (k == NULL)
         return 0;
-    sz = ring_rec_size(c->p, m);
+    sz = ring_rec_size(c->p, k, m);
     if (k->used + sz > k->cap) {
         k->need = sz > k->need ? sz : k->need;
         return 0;
@@ -622,6 +680,8 @@ shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
                      int auto_ack, struct shm_sink *k)
 {
     struct shm_gs *s = shm_ring_gs(c->seg, gs);
+    size_t from = k->used;
+    uint32_t n0 = k->count;
     int taken = 0, rc = 0;
 
     /* A hand-over on its way here goes first (shm_part_hold): pushes taken
@@ -666,6 +726,7 @@ shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
         s->cursor = m->next;
         taken++;
     }
+    ring_flush(k, from, n0); /* before the advance may free them */
     shm_ring_advance_locked(c);
     c->p->last_active = c->now;
     return taken > 0 ? taken : rc;
@@ -842,13 +903,17 @@ shm_ring_release_locked(struct shm_ring_ctx *c, uint32_t gs, uint64_t seq,
     return 1;
 }
 
-/* Free the head message (no group state refers to it any more). */
-static void
-ring_free_head(struct shm_ring_ctx *c)
+/* Unlink and free the head message (no group state refers to it any
+ * more), leaving the partition's count, cost and oldest to the caller
+ * (ring_heads_gone); returns its cost.  A holder dead in between leaves
+ * them to the repair, which derives all three from its walk. */
+static uint64_t
+ring_unlink_head(struct shm_ring_ctx *c)
 {
     struct shm_part *p = c->p;
     uint32_t h = p->head;
     struct shm_msg *m = shm_ring_msg(c->seg, h);
+    uint64_t cost = shm_ring_msg_cost(shm_msg_stored(m));
 
     ring_gone(p, m);
     if (shm_msg_hidden(m, c->now) && LOAD(p->delayed) > 0)
@@ -857,12 +922,27 @@ ring_free_head(struct shm_ring_ctx *c)
     p->head = m->next;
     if (p->head == 0)
         p->tail = 0;
-    else
-        STORE(p->oldest_ms, shm_msg_at(shm_ring_msg(c->seg, p->head)));
-    STORE(p->count, LOAD(p->count) - 1);
-    ring_set_cost(c->seg, p,
-                  LOAD(p->cost) - shm_ring_msg_cost(shm_msg_stored(m)));
     ring_free(c, h);
+    return cost;
+}
+
+/* ring_heads_gone - n head messages of cost bytes went (ring_unlink_head). */
+static void
+ring_heads_gone(struct shm_ring_ctx *c, uint64_t n, uint64_t cost)
+{
+    struct shm_part *p = c->p;
+
+    if (p->head != 0)
+        STORE(p->oldest_ms, shm_msg_at(shm_ring_msg(c->seg, p->head)));
+    STORE(p->count, LOAD(p->count) - n);
+    ring_set_cost(c->seg, p, LOAD(p->cost) - cost);
+}
+
+/* Free the head message (no group state refers to it any more). */
+static void
+ring_free_head(struct shm_ring_ctx *c)
+{
+    ring_heads_gone(c, 1, ring_unlink_head(c));
 }
 
 /* shm_ring_advance_locked - see ring.h.  Nothing is freed while a group the
@@ -884,9 +964,14 @@ shm_ring_advance_locked(struct shm_ring_ctx *c)
         if (s->lhead != 0 && shm_ring_lease(c->seg, s->lhead)->seq < min)
             min = shm_ring_lease(c->seg, s->lhead)->seq;
     }
+    uint64_t n = 0, cost = 0; /* counted once for the run freed */
     while (p->head != 0 && shm_ring_msg(c->seg, p->head)->seq < min &&
-           shm_ring_msg(c->seg, p->head)->read)
-        ring_free_head(c);
+           shm_ring_msg(c->seg, p->head)->read) {
+        cost += ring_unlink_head(c);
+        n++;
+    }
+    if (n > 0)
+        ring_heads_gone(c, n, cost);
 }
 
 /* Drop the head message whatever the groups think of it. */

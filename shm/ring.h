@@ -360,7 +360,9 @@ void shm_ring_lease_append_locked(struct shm_ring_ctx *c, struct shm_gs *s,
                                   enum shm_lease_state state);
 
 /* shm_ring_take_locked - the pop: redeliveries, then new messages, into the
- * sink; returns the number taken, -ENOMEM (sink->need) or -ENOBUFS. */
+ * sink (with a fmt, broker.h: each message's data through it, read from
+ * its cells under this lock, before the next is taken); returns the number
+ * taken, -ENOMEM (sink->need) or -ENOBUFS. */
 int shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
                          int auto_ack, struct shm_sink *sink);
 

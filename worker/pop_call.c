@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "http/buf.h"
+#include "http/edge_pool.h"
 #include "http/reply.h"
 #include "http/request.h"
 #include "shm/board.h"
@@ -25,6 +26,18 @@
 
 #define SINK_MIN 2048 /* a small pop's answer; bigger ones grow as needed */
 #define SINK_MAX (16 * 1024 * 1024)
+/* An entry's bytes beside its payload, for the first reservation of a
+ * 256-byte payload's answer: with a short partition name an entry takes
+ * about 345, and room's bound about 390. */
+#define ENTRY_EST 320
+#define ENTRY_PAD 160
+
+/* A long poll parked this long holding nothing gives back the pages of
+ * its connection's MHD pool that hold only zeros (http/edge_pool.h): 17
+ * KB of a 22 KB parked pop.  Not at once: a short wait (a reply coming
+ * within microseconds) would pay the two system calls and the pages'
+ * faults when MHD zeroes its pool again after the answer, for nothing. */
+#define TRIM_AFTER_MS 100
 
 #define CALL_OF(p) POP_KIND_OF(p, struct pop_call, park)
 
@@ -42,21 +55,50 @@ sink_reserve(struct shm_sink *s, size_t want)
     return 0;
 }
 
-/* pop_into - one shm_pop into sink, growing it when even one message
- * would not fit.  Returns the count or -errno. */
+/* answer_room - the answer's room for n more entries, at first. */
+static size_t
+answer_room(uint32_t n)
+{
+    size_t room = (size_t)n * (ENTRY_EST + ENTRY_PAD) + SINK_MIN;
+
+    return room < SINK_MAX ? room : SINK_MAX;
+}
+
+/*
+ * pop_into - one shm_pop into sink, growing it (or, written as it takes,
+ * the answer: room free for entries at first) when even one message would
+ * not fit.  Returns the count or -errno.
+ */
 static int
-pop_into(struct pop_call *c, struct shm_sink *sink, uint32_t batch, int park)
+pop_into(struct pop_call *c, struct shm_sink *sink, uint32_t batch, int park,
+         size_t room)
 {
     struct shm_pop_req r = c->pop;
+    size_t tail = 2 + c->results.len; /* "]}", and the results spliced */
     int rc;
 
     r.park = park;
     r.batch = batch;
     for (;;) {
+        if (sink->fmt != NULL &&
+            pop_fmt_begin(&c->fmt, c->pop.queue, room, tail) != 0)
+            return -ENOMEM;
         rc = shm_pop(c->w->seg, c->w->set.slot, &r, shm_now_ms(), sink);
         if (rc != -ENOMEM)
             return rc;
-        if (sink->need > SINK_MAX || sink_reserve(sink, sink->need))
+        int grew = 0;
+        if (sink->need > sink->cap) {
+            if (sink->need > SINK_MAX || sink_reserve(sink, sink->need))
+                return -ENOMEM;
+            grew = 1;
+        }
+        if (sink->fmt != NULL && c->fmt.hook.need > 0) {
+            if (c->fmt.out.len + c->fmt.hook.need > SINK_MAX)
+                return -ENOMEM;
+            room = c->fmt.hook.need;
+            grew = 1;
+        }
+        if (!grew)
             return -ENOMEM;
     }
 }
@@ -72,6 +114,23 @@ append(struct pop_call *c)
     c->sink.used += c->more.used;
     c->sink.count += c->more.count;
     return 0;
+}
+
+/* short_of_room - the last round stopped for room (more may be there):
+ * the answer's room refused (written as it takes), or, the best guess,
+ * the records filled more than half their buffer. */
+static int
+short_of_room(const struct pop_call *c)
+{
+    return (c->sink.fmt != NULL && c->fmt.hook.need > 0) ||
+           c->sink.used > c->sink.cap / 2;
+}
+
+/* answer_bytes - the answer's bytes so far (its records', raw). */
+static size_t
+answer_bytes(const struct pop_call *c)
+{
+    return c->sink.fmt != NULL ? c->fmt.out.len : c->sink.used;
 }
 
 /*
@@ -90,15 +149,16 @@ pop_call_take(struct pop_call *c, uint32_t target, int park)
     /* From the first message on, what the call holds is leased to it. */
     c->leased = !c->pop.auto_ack;
     if (c->sink.count == 0) {
-        rc = pop_into(c, &c->sink, want, park);
+        rc = pop_into(c, &c->sink, want, park, answer_room(want));
         if (rc <= 0)
             return rc;
     }
-    while (c->sink.count < want && c->sink.used < SINK_MAX &&
-           (target || c->sink.used > c->sink.cap / 2)) {
+    while (c->sink.count < want && answer_bytes(c) < SINK_MAX &&
+           (target || short_of_room(c))) {
         if (sink_reserve(&c->more, c->sink.cap) != 0)
             break;
-        rc = pop_into(c, &c->more, want - c->sink.count, target && park);
+        rc = pop_into(c, &c->more, want - c->sink.count, target && park,
+                      answer_room(want - c->sink.count));
         if (rc <= 0 || append(c) != 0)
             break;
     }
@@ -127,7 +187,10 @@ pop_call_answer(struct pop_call *c)
     struct http_buf b = {0};
 
     c->leased = c->leased && c->sink.count > 0;
-    pop_format(&b, &c->sink, c->pop.queue, c->w->incarnation);
+    if (c->sink.fmt != NULL)
+        pop_fmt_finish(&c->fmt, c->pop.queue, &b);
+    else
+        pop_format(&b, &c->sink, c->pop.queue, c->w->incarnation);
     pop_call_reply(c, &b);
 }
 
@@ -189,6 +252,7 @@ on_done(void *arg, int sent_ok)
                     &c->sink, shm_now_ms());
     free(c->sink.buf);
     free(c->more.buf);
+    http_buf_free(&c->fmt.out);
     http_buf_free(&c->results);
     free(c->names);
     free(c); /* the kind's struct: c is its first member */
@@ -207,11 +271,18 @@ pop_call_park(struct pop_call *c, uint32_t timeout_ms)
     timeout_ms = worker_forward_wait_left(c->req, timeout_ms);
     c->wait.handle = shm_pop_handle(w->seg, c->pop.queue, c->pop.part);
     c->park.deadline = now + timeout_ms;
+    c->answer_by = 0;
     if (c->sink.count > 0 && (until = window(c, now)) != 0 &&
         until < c->park.deadline)
         c->park.deadline = until;
+    else if (c->sink.count == 0 && timeout_ms > 2 * TRIM_AFTER_MS) {
+        c->answer_by = c->park.deadline; /* pop_call_on_deadline */
+        c->park.deadline = now + TRIM_AFTER_MS;
+    }
     if ((rc = worker_park(w, &c->park)) != 0)
         return rc;
+    if (c->sink.count == 0) /* a long poll holds no answer while it waits */
+        http_buf_free(&c->fmt.out);
     shm_parked_add(w->seg, w->set.slot, 1);
     shm_park_count(w->seg, w->set.slot, c->wait.handle, 1);
     http_request_suspend(c->req); /* no-op when the cluster pop did */
@@ -264,11 +335,25 @@ pop_call_new(size_t size, const struct pop_kind *kind, struct worker *w,
              struct http_request *req, const struct shm_pop_req *r)
 {
     struct pop_call *c = calloc(1, size);
-    size_t want = (size_t)r->batch * 320 + SINK_MIN;
+    /* raw records carry the payloads; else a record is its header, its
+     * partition's name, which may be any's, and a pointer (broker.h; room
+     * for two batches, so that one filled more than half means short of
+     * room) */
+    size_t rec = ((sizeof(struct shm_popped) +
+                   (r->part.len > 0 ? r->part.len : 32) + 7) &
+                  ~(size_t)7) +
+                 sizeof(const char *);
+    size_t want = kind->raw ? (size_t)r->batch * ENTRY_EST + SINK_MIN
+                            : 2 * (size_t)r->batch * rec + 256;
 
     if (c == NULL)
         return NULL;
     c->pop = *r;
+    if (!kind->raw) {
+        pop_fmt_init(&c->fmt, w->incarnation);
+        c->sink.fmt = &c->fmt.hook;
+        c->more.fmt = &c->fmt.hook;
+    }
     if (copy_names(c, r) != 0 ||
         sink_reserve(&c->sink, want < SINK_MAX ? want : SINK_MAX) != 0) {
         free(c->names);
@@ -324,6 +409,10 @@ pop_call_on_wake(struct park *p, uint64_t handle, const struct park *empty)
     if (rc == 0)
         return 1; /* someone else took it; still parked, bit set again */
     if (rc > 0 && (until = window(c, shm_now_ms())) != 0) {
+        if (c->answer_by != 0) { /* its own deadline, as the window's bound */
+            park_update_deadline(&c->w->parks, p, c->answer_by);
+            c->answer_by = 0;
+        }
         if (held == 0 && until < p->deadline) /* the window starts */
             park_update_deadline(&c->w->parks, p, until);
         else if (c->kind->slide && c->sink.count > held &&
@@ -336,15 +425,31 @@ pop_call_on_wake(struct park *p, uint64_t handle, const struct park *empty)
     return 0;
 }
 
+/* answer_now - answer with what is there now, possibly nothing. */
+static void
+answer_now(struct pop_call *c)
+{
+    pop_call_unpark(c);
+    pop_call_end(c, pop_call_try(c, 0));
+}
+
 /* pop_call_on_deadline - parked.h (and on_drain): answer with what is
- * there now, possibly nothing. */
+ * there now, possibly nothing; but a long poll parked TRIM_AFTER_MS ago
+ * holding nothing gives its connection's zeroed pages back and waits on
+ * until its own deadline (a draining worker answers at once). */
 void
 pop_call_on_deadline(struct park *p)
 {
     struct pop_call *c = CALL_OF(p);
+    uint64_t by = c->answer_by;
 
-    pop_call_unpark(c);
-    pop_call_end(c, pop_call_try(c, 0));
+    c->answer_by = 0;
+    if (by > shm_now_ms() && !c->w->draining) {
+        (void)http_edge_pool_trim(c->req);
+        park_update_deadline(&c->w->parks, p, by);
+        return;
+    }
+    answer_now(c);
 }
 
 /*
@@ -363,7 +468,7 @@ pop_call_on_drain(struct park *p)
 
     if (c->sink.count > 0 ||
         http_request_header(c->req, FORWARD_HEADER) == NULL) {
-        pop_call_on_deadline(p);
+        answer_now(c);
         return;
     }
     pop_call_unpark(c);

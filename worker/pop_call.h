@@ -22,6 +22,7 @@
 #include "http/buf.h"
 #include "shm/broker.h"
 #include "worker/parked.h"
+#include "worker/pop_format.h"
 
 struct worker;
 struct http_request;
@@ -38,6 +39,12 @@ struct pop_call {
     int leased;              /* the reply carries leases: release if unsent */
     struct shm_sink sink;    /* what the answer carries */
     struct shm_sink more;    /* scratch a second round lands in first */
+    struct pop_fmt fmt;      /* the answer, written as it takes (the
+                                sinks' fmt; a raw kind's: unused) */
+    uint64_t answer_by;      /* parked holding nothing: its own deadline,
+                                while park.deadline is when it gives its
+                                connection's zeroed pages back (0: no
+                                such wait) */
     struct http_buf results; /* a POST pop's: its acks' {"results": [...]},
                                 spliced into the answer (SPEC §14) */
 };
@@ -64,6 +71,10 @@ struct pop_kind {
     /* done - c's request ended: free what the kind holds besides (the
      * call itself is freed next). */
     void (*done)(struct pop_call *c);
+    /* raw - the sink's records carry their data, for an answer of the
+     * kind's own (pop_inbox.c); else the answer is written as the call
+     * takes (pop_format.h), each payload copied once. */
+    int raw;
 };
 
 /* POP_KIND_OF - the struct of type whose member ptr points to (a kind's

@@ -108,6 +108,7 @@ static const struct pop_kind kind = {
     .events = &events,
     .answer = answer,
     .done = done,
+    .raw = 1, /* the waiter reads the replies' payloads */
 };
 
 static const struct pop_kind gather_kind = {
@@ -117,6 +118,7 @@ static const struct pop_kind gather_kind = {
     .slide = 1,
     .answer = answer,
     .done = done,
+    .raw = 1, /* the waiter reads the replies' payloads */
 };
 
 /* inbox_wait - worker_pop_wait, or a gather of up to max (> 1). */

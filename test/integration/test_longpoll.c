@@ -4,7 +4,9 @@
  * directions; 3,000 parked pops do not stop pushes from being answered; a
  * parked pop whose client left takes nothing with it, on the connection's
  * first park or a later one; a client that shut its side is answered; a
- * pop woken by a push in its own worker is answered before that push.
+ * pop woken by a push in its own worker is answered before that push; a
+ * long poll that gave its connection's zeroed pages back waits its own
+ * time and is served whole.
  *
  * Which worker holds a connection is read from /proc (the server end of the
  * loopback connection is a socket in one worker's fd table).
@@ -567,4 +569,81 @@ Test(longpoll, pop_woken_in_its_worker_is_answered_before_the_push,
                      round, (long long)(ta - tb));
         stamped++;
     }
+}
+
+/* send_read - a raw GET of path on fd, read by the server when this
+ * returns. */
+static void
+send_read(const struct itest_node *n, int fd, const char *path)
+{
+    char req[320];
+    int64_t deadline = itest_now_ms() + 20000;
+
+    snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+             path);
+    cr_assert_eq(itest_raw_send(fd, req), 0);
+    while (!itest_conn_consumed(n, fd)) {
+        cr_assert(itest_now_ms() < deadline, "the raw request was never read");
+        itest_sleep_ms(5);
+    }
+}
+
+/*
+ * A long poll parked holding nothing gives its connection's zeroed MHD
+ * pages back 100 ms on (pop_call.c), then waits on: one is answered at its
+ * own timeout, not at the give-back; one parked past it is woken by a push
+ * and answered whole (a 20 KB payload), and both connections serve their
+ * next requests from the pool the kernel gives them again.
+ */
+Test(longpoll, a_long_poll_waits_its_own_time_past_its_pages_given_back,
+     .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    int a, b;
+    int64_t t0, took;
+    static char big[20 * 1024 + 3];
+
+    itest_node_start(&n, "workers=1");
+    a = itest_raw_connect(&n);
+    b = itest_raw_connect(&n);
+    cr_assert(a >= 0 && b >= 0);
+    /* each its connection's second request, as a long-poll loop's: MHD
+     * has zeroed the pool once */
+    send_read(&n, a, "/health");
+    raw_answer(a, &r);
+    itest_resp_free(&r);
+    send_read(&n, b, "/health");
+    raw_answer(b, &r);
+    itest_resp_free(&r);
+    send_read(&n, b, POP "?queue=later&wait=true&timeout=30000&autoAck=true");
+    t0 = itest_now_ms();
+    send_read(&n, a, POP "?queue=none&wait=true&timeout=700");
+    raw_answer(a, &r);
+    took = itest_now_ms() - t0;
+    cr_assert_eq(itest_jlen(r.json, "messages"), 0, "%s", r.body);
+    cr_assert(took >= 690, "answered after %lld ms, not its 700",
+              (long long)took);
+    itest_resp_free(&r);
+    /* b has waited past its give-back as long as a did */
+    big[0] = '"';
+    memset(big + 1, 'x', sizeof(big) - 3);
+    big[sizeof(big) - 2] = '"';
+    char *payloads = malloc(sizeof(big) + 3);
+    snprintf(payloads, sizeof(big) + 3, "[%s]", big);
+    itest_push_ok(&n, &r, "later", NULL, payloads, 1);
+    itest_resp_free(&r);
+    raw_answer(b, &r);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%.200s", r.body);
+    cr_assert_eq(strlen(itest_jstr(r.json, "messages.0.payload")),
+                 sizeof(big) - 3);
+    itest_resp_free(&r);
+    free(payloads);
+    for (int i = 0; i < 2; i++) {
+        send_read(&n, i ? b : a, "/health");
+        raw_answer(i ? b : a, &r);
+        itest_resp_free(&r);
+    }
+    close(a);
+    close(b);
 }

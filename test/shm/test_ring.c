@@ -302,6 +302,34 @@ Test(shm_ring, chain_already_being_freed_is_left_to_the_reap)
     cr_assert_eq(drain_to_zero(), 1);
 }
 
+/* An advance freeing a run of heads counts them once, after the run
+ * (ring.c, ring_heads_gone): killed before that, both heads are freed
+ * (the second still in its freer's cache) and the partition's count, cost
+ * and oldest still say two. */
+static void
+freed_run_uncounted(struct shm_ring_ctx *c)
+{
+    for (int i = 0; i < 2; i++) {
+        uint32_t h = c->p->head;
+        c->p->intent = h;
+        c->p->head = shm_ring_msg(c->seg, h)->next;
+        if (c->p->head == 0)
+            c->p->tail = 0;
+        shm_arena_free(c->seg, 1, h);
+    }
+}
+
+Test(shm_ring, an_advance_killed_before_counting_its_run_is_recounted)
+{
+    two_unread();
+    die_holding(freed_run_uncounted);
+    struct shm_ring_ctx c = ctx(0);
+    cr_assert_eq(c.p->head, 0);
+    cr_assert_eq(atomic_load(&c.p->count), 0);
+    cr_assert_eq(atomic_load(&c.p->cost), 0);
+    cr_assert_eq(drain_to_zero(), 0);
+}
+
 /* A cycle in the message list: impossible, so the partition is wiped. */
 static void
 corrupt(struct shm_ring_ctx *c)
