@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "http/buf.h"
+
 #define SIGN_TEXT_VERSION "mayfly-call-2\n"
 #define SIGN_PREFIX_LEN   (sizeof(HTTP_SIGN_PREFIX) - 1)
 
@@ -65,14 +67,16 @@ ours(const char *name)
 }
 
 /* mac_field - F(s) of sign.h: length, ':', the bytes (lowercased for a
- * name), '\n'. */
+ * name), '\n'.  No printf: a call has a dozen fields, and each is signed
+ * and checked once per hop. */
 static void
 mac_field(struct hmac_sha256_ctx *c, const char *s, size_t n, int name)
 {
-    char len[24], low[64];
-    int k = snprintf(len, sizeof(len), "%zu:", n);
+    char len[HTTP_PUT_U64_MAX + 1], low[64];
+    char *e = http_put_u64(len, n);
 
-    hmac_sha256_update(c, (size_t)k, (const uint8_t *)len);
+    *e++ = ':';
+    hmac_sha256_update(c, (size_t)(e - len), (const uint8_t *)len);
     if (!name) {
         hmac_sha256_update(c, n, (const uint8_t *)s);
     } else {
@@ -266,6 +270,34 @@ caller_headers(const struct http_sign_req *r, struct sign_scratch *s)
     return n;
 }
 
+/* put_i64 - v in decimal at o (a '-' first when negative); the end. */
+static char *
+put_i64(char *o, int64_t v)
+{
+    if (v < 0) {
+        *o++ = '-';
+        return http_put_u64(o, (uint64_t)0 - (uint64_t)v);
+    }
+    return http_put_u64(o, (uint64_t)v);
+}
+
+/* put_line - "name: value" into out (cap bytes), cut to fit as snprintf
+ * would; without printf, which costs more than the HMAC of these lines. */
+static void
+put_line(char *out, size_t cap, const char *name, const char *value)
+{
+    size_t n = strlen(name), v = strlen(value);
+
+    if (n + 2 + v >= cap) {
+        snprintf(out, cap, "%s: %s", name, value);
+        return;
+    }
+    memcpy(out, name, n);
+    out[n] = ':';
+    out[n + 1] = ' ';
+    memcpy(out + n + 2, value, v + 1);
+}
+
 /* http_sign_lines - see sign.h. */
 int
 http_sign_lines(const char *key, const struct http_sign_req *r,
@@ -275,43 +307,50 @@ http_sign_lines(const char *key, const struct http_sign_req *r,
     struct sign_scratch *s = malloc(sizeof(*s));
     struct http_sign_call c = {r->method, r->target, r->body, r->len, NULL, 0};
     char sig[HTTP_SIGN_HEX];
-    int n, len, rc = -EINVAL;
+    int n, rc = -EINVAL;
+    size_t len;
+    char *p;
 
     if (s == NULL)
         return -ENOMEM;
     if ((n = caller_headers(r, s)) < 0)
         goto out;
-    if (r->to.node_id != NULL && r->to.node_id[0] && r->to.incarnation != 0)
-        len = snprintf(s->to, sizeof(s->to), "%s/%016" PRIx64, r->to.node_id,
-                       r->to.incarnation);
-    else if (r->to.addr != NULL && r->to.addr[0])
-        len = snprintf(s->to, sizeof(s->to), "%s", r->to.addr);
-    else
+    if (r->to.node_id != NULL && r->to.node_id[0] && r->to.incarnation != 0) {
+        if ((len = strlen(r->to.node_id)) + 17 >= sizeof(s->to))
+            goto out;
+        memcpy(s->to, r->to.node_id, len);
+        s->to[len] = '/';
+        *http_put_hex16(s->to + len + 1, r->to.incarnation) = '\0';
+    } else if (r->to.addr != NULL && r->to.addr[0]) {
+        if ((len = strlen(r->to.addr)) >= sizeof(s->to))
+            goto out;
+        memcpy(s->to, r->to.addr, len + 1);
+    } else {
         goto out;
-    if (len < 0 || (size_t)len >= sizeof(s->to))
-        goto out;
-    snprintf(s->ts, sizeof(s->ts), "%" PRId64, r->now_ms);
-    snprintf(s->nonce, sizeof(s->nonce), "%016" PRIx64 "-%" PRIu64, r->sender,
-             r->seq);
+    }
+    *put_i64(s->ts, r->now_ms) = '\0';
+    p = http_put_hex16(s->nonce, r->sender);
+    *p++ = '-';
+    *http_put_u64(p, r->seq) = '\0';
     s->h[n++] = (struct http_sign_header){HTTP_SIGN_TIME, s->ts};
     s->h[n++] = (struct http_sign_header){HTTP_SIGN_NONCE, s->nonce};
     s->h[n++] = (struct http_sign_header){HTTP_SIGN_TO, s->to};
     if (r->deadline_ms > 0) {
-        snprintf(s->deadline, sizeof(s->deadline), "%" PRId64, r->deadline_ms);
+        *put_i64(s->deadline, r->deadline_ms) = '\0';
         s->h[n++] = (struct http_sign_header){HTTP_SIGN_DEADLINE, s->deadline};
     }
     c.h = s->h;
     c.nh = (size_t)n;
     if ((rc = http_sign(key, &c, sig)) != 0)
         goto out;
-    snprintf(out->sig, sizeof(out->sig), HTTP_SIGN_HEADER ": %s", sig);
-    snprintf(out->time, sizeof(out->time), HTTP_SIGN_TIME ": %s", s->ts);
-    snprintf(out->nonce, sizeof(out->nonce), HTTP_SIGN_NONCE ": %s", s->nonce);
-    snprintf(out->to, sizeof(out->to), HTTP_SIGN_TO ": %s", s->to);
+    put_line(out->sig, sizeof(out->sig), HTTP_SIGN_HEADER, sig);
+    put_line(out->time, sizeof(out->time), HTTP_SIGN_TIME, s->ts);
+    put_line(out->nonce, sizeof(out->nonce), HTTP_SIGN_NONCE, s->nonce);
+    put_line(out->to, sizeof(out->to), HTTP_SIGN_TO, s->to);
     out->deadline[0] = '\0';
     if (r->deadline_ms > 0)
-        snprintf(out->deadline, sizeof(out->deadline),
-                 HTTP_SIGN_DEADLINE ": %s", s->deadline);
+        put_line(out->deadline, sizeof(out->deadline), HTTP_SIGN_DEADLINE,
+                 s->deadline);
 out:
     free(s);
     return rc;
