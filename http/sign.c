@@ -374,18 +374,38 @@ refuse(enum http_sign_verdict v, char *why, size_t len, const char *fmt, ...)
     return v;
 }
 
-/* find - the value of c's header name; NULL when absent.  *count: how
- * many times it is there. */
-static const char *
-find(const struct http_sign_call *c, const char *name, int *count)
-{
-    const char *v = NULL;
+/* The headers the check reads, in the order find_all fills them. */
+enum { FIND_SIG, FIND_TIME, FIND_NONCE, FIND_TO, FIND_DEADLINE, FIND_N };
 
-    *count = 0;
-    for (size_t i = 0; i < c->nh; i++)
-        if (name_cmp(c->h[i].name, name) == 0 && (*count)++ == 0)
-            v = c->h[i].value;
-    return v;
+/* find_all - the values of c's headers the check reads (NULL when absent)
+ * and how many times each is there, in one pass: a header is compared in
+ * full only with those whose first letter after the prefix is its own. */
+static void
+find_all(const struct http_sign_call *c, const char *v[FIND_N], int n[FIND_N])
+{
+    static const char *const names[FIND_N] = {HTTP_SIGN_HEADER, HTTP_SIGN_TIME,
+                                              HTTP_SIGN_NONCE, HTTP_SIGN_TO,
+                                              HTTP_SIGN_DEADLINE};
+
+    for (int k = 0; k < FIND_N; k++) {
+        v[k] = NULL;
+        n[k] = 0;
+    }
+    for (size_t i = 0; i < c->nh; i++) {
+        const char *name = c->h[i].name;
+
+        if (!ours(name)) /* else name[SIGN_PREFIX_LEN] may be past it */
+            continue;
+        for (int k = 0; k < FIND_N; k++) {
+            if (lower((unsigned char)name[SIGN_PREFIX_LEN]) !=
+                    lower((unsigned char)names[k][SIGN_PREFIX_LEN]) ||
+                name_cmp(name, names[k]) != 0)
+                continue;
+            if (n[k]++ == 0)
+                v[k] = c->h[i].value;
+            break;
+        }
+    }
 }
 
 /* parse_nonce - "<16 hex>-<decimal>" into sender and seq; 0 or -1. */
@@ -452,14 +472,15 @@ http_sign_check(const struct http_sign_call *c, const char *key,
                 const struct http_sign_self *self, int64_t now_ms,
                 struct http_sign_seen *seen, char *why, size_t whylen)
 {
-    const char *sig, *ts, *nonce, *to, *dl;
+    const char *v[FIND_N], *sig, *ts, *nonce, *to, *dl;
     char want[HTTP_SIGN_HEX];
-    int n[5];
+    int n[FIND_N];
     int64_t t;
 
-    if ((sig = find(c, HTTP_SIGN_HEADER, &n[0])) == NULL)
+    find_all(c, v, n);
+    if ((sig = v[FIND_SIG]) == NULL)
         return HTTP_SIGN_ABSENT;
-    if (n[0] > 1 || http_sign(key, c, want) != 0)
+    if (n[FIND_SIG] > 1 || http_sign(key, c, want) != 0)
         return refuse(HTTP_SIGN_BAD, why, whylen,
                       "a signed call names each X-Mayfly- header once, "
                       "%d of them at most",
@@ -469,10 +490,10 @@ http_sign_check(const struct http_sign_call *c, const char *key,
         return refuse(HTTP_SIGN_BAD, why, whylen,
                       HTTP_SIGN_HEADER " does not match the call: altered, "
                                        "or signed with another secret");
-    ts = find(c, HTTP_SIGN_TIME, &n[1]);
-    nonce = find(c, HTTP_SIGN_NONCE, &n[2]);
-    to = find(c, HTTP_SIGN_TO, &n[3]);
-    dl = find(c, HTTP_SIGN_DEADLINE, &n[4]);
+    ts = v[FIND_TIME];
+    nonce = v[FIND_NONCE];
+    to = v[FIND_TO];
+    dl = v[FIND_DEADLINE];
     seen->deadline_ms = 0;
     if (ts == NULL || nonce == NULL || to == NULL || http_sign_ms(ts, &t) ||
         parse_nonce(nonce, &seen->sender, &seen->seq) != 0 ||
