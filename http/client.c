@@ -11,9 +11,11 @@
  * number libcurl closed and reused is added afresh.
  *
  * Each request is a struct client_call with its own easy handle; finished
- * calls go to a small free list and their easy handles are reset and
- * reused.  Connections live in the multi handle's cache, not in the easy
- * handles, so reuse works across calls.
+ * calls go to a small free list and their easy handles are reused: as the
+ * last call left them when the next is of the same kind (client_shape),
+ * else reset.  The header list and the URL are built in the call's own
+ * buffers, kept from call to call.  Connections live in the multi handle's
+ * cache, not in the easy handles, so reuse works across calls.
  *
  * A stream (http_client_stream) is a call whose 2xx body goes to its
  * on_chunk from inside libcurl's write callback, where libcurl allows no
@@ -48,11 +50,26 @@
 /* Finished calls kept for reuse, with their easy handles. */
 #define CLIENT_FREE_MAX 32
 
+/* One header line of a call: libcurl reads the list as long as the call
+ * runs, so its nodes and bytes are the call's own, kept from call to call
+ * rather than allocated line by line (curl_slist_append). */
+struct client_line {
+    struct curl_slist node;
+    size_t at; /* where its bytes start in the call's text */
+};
+
 struct client_call {
     struct client_call *prev, *next; /* pending list, or free list (next) */
     struct http_client *client;
     CURL *easy;
-    struct curl_slist *headers;
+    unsigned shape;             /* the options easy holds from its last call
+                          (client_shape); 0: reset before the next */
+    unsigned peers_gen;         /* the client's peers_gen when they were set */
+    struct curl_slist *headers; /* the call's lines: nodes in lines */
+    struct client_line *lines;  /* the list's nodes, kept for reuse */
+    size_t nlines, lines_cap;
+    struct http_buf text; /* the lines' bytes, kept for reuse */
+    struct http_buf url;  /* the URL of a call to a node, likewise */
     struct http_buf body;
     size_t max_body; /* answer bytes kept at most */
     int fail;        /* -errno the write callback stopped the transfer with:
@@ -64,7 +81,6 @@ struct client_call {
     int cancelled; /* dropped while in on_chunk: detach it after the
                       action (client_sweep) */
     void *arg;
-    char *url;   /* made for a call to a node */
     int to_node; /* a call to a node: signed, reset when given up */
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -86,8 +102,10 @@ struct http_client {
     int client_https, cluster_https;
     http_client_identify_fn *identify;
     void *identify_arg;
-    uint64_t sender; /* this client's half of every nonce (sign.h) */
-    uint64_t seq;    /* and the count of the last call */
+    uint64_t sender;    /* this client's half of every nonce (sign.h) */
+    uint64_t seq;       /* and the count of the last call */
+    unsigned peers_gen; /* counts http_client_set_peers: TLS files may
+                           have changed, so no handle keeps its options */
 };
 
 /* CLOCK_MONOTONIC in ns. */
@@ -339,6 +357,7 @@ http_client_set_peers(struct http_client *c, const struct http_client_peers *p)
     c->cluster_https = p->cluster_https;
     c->identify = p->identify;
     c->identify_arg = p->identify_arg;
+    c->peers_gen++;
     while (c->sender == 0)
         if (getrandom(&c->sender, sizeof(c->sender), 0) !=
             (ssize_t)sizeof(c->sender))
@@ -346,8 +365,28 @@ http_client_set_peers(struct http_client *c, const struct http_client_peers *p)
     return failed ? -ENOMEM : 0;
 }
 
-/* client_call_get - a call from the free list or a new one, its easy
- * handle reset.  NULL when out of memory. */
+/* client_buf_clear - b empty, its memory kept for the next call. */
+static void
+client_buf_clear(struct http_buf *b)
+{
+    b->len = 0;
+    b->oom = 0;
+}
+
+/* client_call_free - a call out of every list, and its handle. */
+static void
+client_call_free(struct client_call *call)
+{
+    curl_easy_cleanup(call->easy);
+    free(call->lines);
+    http_buf_free(&call->text);
+    http_buf_free(&call->url);
+    free(call);
+}
+
+/* client_call_get - a call from the free list (its easy handle as its
+ * last call left it: client_setup resets it when needed) or a new one.
+ * NULL when out of memory. */
 static struct client_call *
 client_call_get(struct http_client *c)
 {
@@ -356,7 +395,6 @@ client_call_get(struct http_client *c)
     if (call != NULL) {
         c->free_calls = call->next;
         c->nfree--;
-        curl_easy_reset(call->easy);
         return call;
     }
     call = calloc(1, sizeof(*call));
@@ -376,10 +414,9 @@ client_call_get(struct http_client *c)
 static void
 client_call_put(struct http_client *c, struct client_call *call)
 {
-    curl_slist_free_all(call->headers);
     call->headers = NULL;
-    free(call->url);
-    call->url = NULL;
+    client_buf_clear(&call->text);
+    client_buf_clear(&call->url);
     http_buf_free(&call->body);
     call->done = NULL;
     call->chunk = NULL;
@@ -390,20 +427,40 @@ client_call_put(struct http_client *c, struct client_call *call)
         c->nfree++;
         return;
     }
-    curl_easy_cleanup(call->easy);
-    free(call);
+    client_call_free(call);
 }
 
-/* client_append - one header line more; -ENOMEM. */
+/* client_append - one header line more, into the call's text (linked
+ * into a list by client_link once every line is in: the text may move
+ * while it grows).  -ENOMEM. */
 static int
 client_append(struct client_call *call, const char *line)
 {
-    struct curl_slist *l = curl_slist_append(call->headers, line);
+    if (call->nlines == call->lines_cap) {
+        size_t cap = call->lines_cap ? 2 * call->lines_cap : 16;
+        struct client_line *l = realloc(call->lines, cap * sizeof(*l));
 
-    if (l == NULL)
-        return -ENOMEM;
-    call->headers = l;
-    return 0;
+        if (l == NULL)
+            return -ENOMEM;
+        call->lines = l;
+        call->lines_cap = cap;
+    }
+    call->lines[call->nlines++].at = call->text.len;
+    return http_buf_append(&call->text, line, strlen(line) + 1) == 0 ? 0
+                                                                     : -ENOMEM;
+}
+
+/* client_link - the lines appended, as the list libcurl reads. */
+static void
+client_link(struct client_call *call)
+{
+    for (size_t i = 0; i < call->nlines; i++) {
+        struct client_line *l = &call->lines[i];
+
+        l->node.data = call->text.data + l->at;
+        l->node.next = i + 1 < call->nlines ? &call->lines[i + 1].node : NULL;
+    }
+    call->headers = call->nlines > 0 ? &call->lines[0].node : NULL;
 }
 
 /* client_sign - a call to a node gets its signature lines (sign.h): for
@@ -446,27 +503,30 @@ client_sign(struct client_call *call, const struct http_client_req *r)
     return 0;
 }
 
-/* client_headers - the caller's header lines, the signature of a call to
- * a node, and an empty Expect so a large body goes at once instead of
- * waiting for 100-continue.  0, -EINVAL (client_sign) or -ENOMEM. */
+/*
+ * client_headers - the caller's header lines, the signature of a call to
+ * a node, an empty Expect so a large body goes at once instead of waiting
+ * for 100-continue, and an empty Accept instead of libcurl's "any type",
+ * which says nothing to a node: every byte of a request's head costs ~70
+ * instructions in libcurl 7.88's printf, which writes it a byte at a time
+ * (an empty line is never sent).  0, -EINVAL (client_sign) or -ENOMEM.
+ */
 static int
 client_headers(struct client_call *call, const struct http_client_req *r)
 {
-    struct curl_slist *l;
     int rc;
 
+    call->nlines = 0;
+    client_buf_clear(&call->text);
     if ((rc = client_sign(call, r)) != 0)
         return rc;
-    for (size_t i = 0; i < r->nheaders; i++) {
-        l = curl_slist_append(call->headers, r->headers[i]);
-        if (l == NULL)
+    for (size_t i = 0; i < r->nheaders; i++)
+        if (client_append(call, r->headers[i]) != 0)
             return -ENOMEM;
-        call->headers = l;
-    }
-    l = curl_slist_append(call->headers, "Expect:");
-    if (l == NULL)
+    if (client_append(call, "Expect:") != 0 ||
+        client_append(call, "Accept:") != 0)
         return -ENOMEM;
-    call->headers = l;
+    client_link(call);
     return 0;
 }
 
@@ -535,13 +595,16 @@ client_https(const struct http_client *c, const struct http_client_req *r)
 static const char *
 client_url(struct client_call *call, const struct http_client_req *r)
 {
+    struct http_buf *b = &call->url;
+
     if (r->port == HTTP_CLIENT_URL)
         return r->url;
-    if (asprintf(&call->url, "%s://%s%s",
-                 client_https(call->client, r) ? "https" : "http", r->addr,
-                 r->target) < 0)
-        call->url = NULL;
-    return call->url;
+    client_buf_clear(b);
+    http_buf_append_str(b,
+                        client_https(call->client, r) ? "https://" : "http://");
+    http_buf_append_str(b, r->addr);
+    http_buf_append_str(b, r->target);
+    return b->oom ? NULL : b->data;
 }
 
 /* client_tls - a node's certificate is verified against the cluster's CA
@@ -568,22 +631,37 @@ client_tls(CURL *e, const struct http_client *c,
     return rc;
 }
 
-/* client_setup - every option of one request.  0, -EINVAL (a URL or
- * option libcurl refuses, lines the signature refuses) or -ENOMEM. */
-static int
-client_setup(struct client_call *call, const struct http_client_req *r)
+/*
+ * client_shape - the kind of call r is, for the options it leaves in its
+ * easy handle: a POST, or a GET without a body, to one kind of port, over
+ * HTTP or HTTPS.  A call of the kind its handle's last call was (and
+ * finished well) sets only what differs between calls (client_setup):
+ * curl_easy_reset and the twenty options after it are a good part of what
+ * libcurl costs a forward.  0: any other call, set up from a reset handle.
+ */
+static unsigned
+client_shape(const struct http_client *c, const struct http_client_req *r)
+{
+    unsigned m;
+
+    if (strcmp(r->method, "POST") == 0)
+        m = 1;
+    else if (strcmp(r->method, "GET") == 0 && r->body_len == 0)
+        m = 2;
+    else
+        return 0;
+    return m | (unsigned)r->port << 2 | (client_https(c, r) ? 1u << 4 : 0);
+}
+
+/* client_fixed - the options every call of a reset handle gets that do
+ * not change with the call's kind, and those its kind sets. */
+static CURLcode
+client_fixed(struct client_call *call, const struct http_client_req *r)
 {
     CURL *e = call->easy;
-    unsigned connect_ms =
-        r->connect_timeout_ms ? r->connect_timeout_ms : r->timeout_ms;
     CURLcode rc = CURLE_OK;
-    const char *url;
-    int hrc = client_headers(call, r);
 
-    if (hrc != 0)
-        return hrc;
-    call->errbuf[0] = '\0';
-    call->to_node = r->port != HTTP_CLIENT_URL;
+    curl_easy_reset(e);
     rc |= curl_easy_setopt(e, CURLOPT_PRIVATE, call);
     rc |= curl_easy_setopt(e, CURLOPT_ERRORBUFFER, call->errbuf);
     rc |= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -594,30 +672,60 @@ client_setup(struct client_call *call, const struct http_client_req *r)
     rc |= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     rc |=
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-    rc |= curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms);
-    rc |= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
-    if (r->idle_s > 0) {
-        /* libcurl's low-speed check: under a byte a second, averaged over
-         * its last few seconds, for idle_s seconds. */
-        rc |= curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        rc |= curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)r->idle_s);
-    }
     rc |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, client_write_cb);
     rc |= curl_easy_setopt(e, CURLOPT_WRITEDATA, call);
-    rc |= curl_easy_setopt(e, CURLOPT_HTTPHEADER, call->headers);
     rc |= client_tls(e, call->client, r);
     rc |= curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION,
                            call->to_node ? client_sockopt : NULL);
+    return rc;
+}
+
+/* client_setup - every option of one request: those of its kind, unless
+ * the handle holds them from its last call (client_shape), then those of
+ * this call.  0, -EINVAL (a URL or option libcurl refuses, lines the
+ * signature refuses) or -ENOMEM. */
+static int
+client_setup(struct client_call *call, const struct http_client_req *r)
+{
+    struct http_client *c = call->client;
+    CURL *e = call->easy;
+    unsigned connect_ms =
+        r->connect_timeout_ms ? r->connect_timeout_ms : r->timeout_ms;
+    unsigned shape = client_shape(c, r);
+    int keep =
+        shape != 0 && shape == call->shape && call->peers_gen == c->peers_gen;
+    CURLcode rc = CURLE_OK;
+    const char *url;
+    int hrc = client_headers(call, r);
+
+    if (hrc != 0)
+        return hrc;
+    call->shape = 0; /* until every option below is set */
+    call->errbuf[0] = '\0';
+    call->to_node = r->port != HTTP_CLIENT_URL;
+    if (!keep && client_fixed(call, r) != CURLE_OK)
+        return -ENOMEM;
+    rc |= curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms);
+    rc |= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
+    /* libcurl's low-speed check: under a byte a second, averaged over its
+     * last few seconds, for idle_s seconds (0: off). */
+    rc |= curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, r->idle_s > 0 ? 1L : 0L);
+    rc |= curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)r->idle_s);
+    rc |= curl_easy_setopt(e, CURLOPT_HTTPHEADER, call->headers);
     if (rc != CURLE_OK)
         return -ENOMEM;
     if ((url = client_url(call, r)) == NULL)
         return -ENOMEM;
     rc = curl_easy_setopt(e, CURLOPT_URL, url);
-    if (rc == CURLE_OK)
-        rc = client_method(e, r);
+    if (rc == CURLE_OK && (!keep || (shape & 3) == 1))
+        rc = client_method(e, r); /* a kept GET is one still */
     if (rc == CURLE_OUT_OF_MEMORY)
         return -ENOMEM;
-    return rc == CURLE_OK ? 0 : -EINVAL;
+    if (rc != CURLE_OK)
+        return -EINVAL;
+    call->shape = shape;
+    call->peers_gen = c->peers_gen;
+    return 0;
 }
 
 /* client_start - set a call up (a stream when chunk is not NULL) and hand
@@ -655,7 +763,7 @@ client_start(struct http_client *c, const struct http_client_req *r,
     mrc = curl_multi_add_handle(c->multi, call->easy);
     if (mrc != CURLM_OK) {
         log_error(0, "curl_multi_add_handle(%s) failed: %s",
-                  call->url != NULL ? call->url : r->url,
+                  r->port == HTTP_CLIENT_URL ? r->url : r->target,
                   curl_multi_strerror(mrc));
         client_call_put(c, call);
         return mrc == CURLM_OUT_OF_MEMORY ? -ENOMEM : -EIO;
@@ -738,6 +846,7 @@ client_drop(struct http_client *c, struct client_call *call)
         return;
     }
     client_detach(c, call);
+    call->shape = 0;
     client_call_put(c, call);
 }
 
@@ -752,6 +861,7 @@ client_sweep(struct http_client *c)
         next = call->next;
         if (call->cancelled) {
             client_detach(c, call);
+            call->shape = 0;
             client_call_put(c, call);
         }
     }
@@ -833,6 +943,8 @@ client_finish(struct http_client *c, struct client_call *call, CURLcode code)
     curl_easy_getinfo(call->easy, CURLINFO_RETRY_AFTER, &retry);
     curl_easy_getinfo(call->easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
     answered = code == CURLE_OK || (call->chunk != NULL && status > 0);
+    if (code != CURLE_OK)
+        call->shape = 0; /* its next call starts from a reset handle */
 
     client_detach(c, call);
     resp.curl_code = (int)code;
@@ -990,8 +1102,7 @@ http_client_free(struct http_client *c)
         struct client_call *call = c->free_calls;
 
         c->free_calls = call->next;
-        curl_easy_cleanup(call->easy);
-        free(call);
+        client_call_free(call);
     }
     if (c->multi != NULL)
         curl_multi_cleanup(c->multi);

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "http/buf.h"
+
 #define SIGN_TEXT_VERSION "mayfly-call-2\n"
 #define SIGN_PREFIX_LEN   (sizeof(HTTP_SIGN_PREFIX) - 1)
 
@@ -65,14 +67,16 @@ ours(const char *name)
 }
 
 /* mac_field - F(s) of sign.h: length, ':', the bytes (lowercased for a
- * name), '\n'. */
+ * name), '\n'.  No printf: a call has a dozen fields, and each is signed
+ * and checked once per hop. */
 static void
 mac_field(struct hmac_sha256_ctx *c, const char *s, size_t n, int name)
 {
-    char len[24], low[64];
-    int k = snprintf(len, sizeof(len), "%zu:", n);
+    char len[HTTP_PUT_U64_MAX + 1], low[64];
+    char *e = http_put_u64(len, n);
 
-    hmac_sha256_update(c, (size_t)k, (const uint8_t *)len);
+    *e++ = ':';
+    hmac_sha256_update(c, (size_t)(e - len), (const uint8_t *)len);
     if (!name) {
         hmac_sha256_update(c, n, (const uint8_t *)s);
     } else {
@@ -266,6 +270,34 @@ caller_headers(const struct http_sign_req *r, struct sign_scratch *s)
     return n;
 }
 
+/* put_i64 - v in decimal at o (a '-' first when negative); the end. */
+static char *
+put_i64(char *o, int64_t v)
+{
+    if (v < 0) {
+        *o++ = '-';
+        return http_put_u64(o, (uint64_t)0 - (uint64_t)v);
+    }
+    return http_put_u64(o, (uint64_t)v);
+}
+
+/* put_line - "name: value" into out (cap bytes), cut to fit as snprintf
+ * would; without printf, which costs more than the HMAC of these lines. */
+static void
+put_line(char *out, size_t cap, const char *name, const char *value)
+{
+    size_t n = strlen(name), v = strlen(value);
+
+    if (n + 2 + v >= cap) {
+        snprintf(out, cap, "%s: %s", name, value);
+        return;
+    }
+    memcpy(out, name, n);
+    out[n] = ':';
+    out[n + 1] = ' ';
+    memcpy(out + n + 2, value, v + 1);
+}
+
 /* http_sign_lines - see sign.h. */
 int
 http_sign_lines(const char *key, const struct http_sign_req *r,
@@ -275,43 +307,50 @@ http_sign_lines(const char *key, const struct http_sign_req *r,
     struct sign_scratch *s = malloc(sizeof(*s));
     struct http_sign_call c = {r->method, r->target, r->body, r->len, NULL, 0};
     char sig[HTTP_SIGN_HEX];
-    int n, len, rc = -EINVAL;
+    int n, rc = -EINVAL;
+    size_t len;
+    char *p;
 
     if (s == NULL)
         return -ENOMEM;
     if ((n = caller_headers(r, s)) < 0)
         goto out;
-    if (r->to.node_id != NULL && r->to.node_id[0] && r->to.incarnation != 0)
-        len = snprintf(s->to, sizeof(s->to), "%s/%016" PRIx64, r->to.node_id,
-                       r->to.incarnation);
-    else if (r->to.addr != NULL && r->to.addr[0])
-        len = snprintf(s->to, sizeof(s->to), "%s", r->to.addr);
-    else
+    if (r->to.node_id != NULL && r->to.node_id[0] && r->to.incarnation != 0) {
+        if ((len = strlen(r->to.node_id)) + 17 >= sizeof(s->to))
+            goto out;
+        memcpy(s->to, r->to.node_id, len);
+        s->to[len] = '/';
+        *http_put_hex16(s->to + len + 1, r->to.incarnation) = '\0';
+    } else if (r->to.addr != NULL && r->to.addr[0]) {
+        if ((len = strlen(r->to.addr)) >= sizeof(s->to))
+            goto out;
+        memcpy(s->to, r->to.addr, len + 1);
+    } else {
         goto out;
-    if (len < 0 || (size_t)len >= sizeof(s->to))
-        goto out;
-    snprintf(s->ts, sizeof(s->ts), "%" PRId64, r->now_ms);
-    snprintf(s->nonce, sizeof(s->nonce), "%016" PRIx64 "-%" PRIu64, r->sender,
-             r->seq);
+    }
+    *put_i64(s->ts, r->now_ms) = '\0';
+    p = http_put_hex16(s->nonce, r->sender);
+    *p++ = '-';
+    *http_put_u64(p, r->seq) = '\0';
     s->h[n++] = (struct http_sign_header){HTTP_SIGN_TIME, s->ts};
     s->h[n++] = (struct http_sign_header){HTTP_SIGN_NONCE, s->nonce};
     s->h[n++] = (struct http_sign_header){HTTP_SIGN_TO, s->to};
     if (r->deadline_ms > 0) {
-        snprintf(s->deadline, sizeof(s->deadline), "%" PRId64, r->deadline_ms);
+        *put_i64(s->deadline, r->deadline_ms) = '\0';
         s->h[n++] = (struct http_sign_header){HTTP_SIGN_DEADLINE, s->deadline};
     }
     c.h = s->h;
     c.nh = (size_t)n;
     if ((rc = http_sign(key, &c, sig)) != 0)
         goto out;
-    snprintf(out->sig, sizeof(out->sig), HTTP_SIGN_HEADER ": %s", sig);
-    snprintf(out->time, sizeof(out->time), HTTP_SIGN_TIME ": %s", s->ts);
-    snprintf(out->nonce, sizeof(out->nonce), HTTP_SIGN_NONCE ": %s", s->nonce);
-    snprintf(out->to, sizeof(out->to), HTTP_SIGN_TO ": %s", s->to);
+    put_line(out->sig, sizeof(out->sig), HTTP_SIGN_HEADER, sig);
+    put_line(out->time, sizeof(out->time), HTTP_SIGN_TIME, s->ts);
+    put_line(out->nonce, sizeof(out->nonce), HTTP_SIGN_NONCE, s->nonce);
+    put_line(out->to, sizeof(out->to), HTTP_SIGN_TO, s->to);
     out->deadline[0] = '\0';
     if (r->deadline_ms > 0)
-        snprintf(out->deadline, sizeof(out->deadline),
-                 HTTP_SIGN_DEADLINE ": %s", s->deadline);
+        put_line(out->deadline, sizeof(out->deadline), HTTP_SIGN_DEADLINE,
+                 s->deadline);
 out:
     free(s);
     return rc;
@@ -335,18 +374,38 @@ refuse(enum http_sign_verdict v, char *why, size_t len, const char *fmt, ...)
     return v;
 }
 
-/* find - the value of c's header name; NULL when absent.  *count: how
- * many times it is there. */
-static const char *
-find(const struct http_sign_call *c, const char *name, int *count)
-{
-    const char *v = NULL;
+/* The headers the check reads, in the order find_all fills them. */
+enum { FIND_SIG, FIND_TIME, FIND_NONCE, FIND_TO, FIND_DEADLINE, FIND_N };
 
-    *count = 0;
-    for (size_t i = 0; i < c->nh; i++)
-        if (name_cmp(c->h[i].name, name) == 0 && (*count)++ == 0)
-            v = c->h[i].value;
-    return v;
+/* find_all - the values of c's headers the check reads (NULL when absent)
+ * and how many times each is there, in one pass: a header is compared in
+ * full only with those whose first letter after the prefix is its own. */
+static void
+find_all(const struct http_sign_call *c, const char *v[FIND_N], int n[FIND_N])
+{
+    static const char *const names[FIND_N] = {HTTP_SIGN_HEADER, HTTP_SIGN_TIME,
+                                              HTTP_SIGN_NONCE, HTTP_SIGN_TO,
+                                              HTTP_SIGN_DEADLINE};
+
+    for (int k = 0; k < FIND_N; k++) {
+        v[k] = NULL;
+        n[k] = 0;
+    }
+    for (size_t i = 0; i < c->nh; i++) {
+        const char *name = c->h[i].name;
+
+        if (!ours(name)) /* else name[SIGN_PREFIX_LEN] may be past it */
+            continue;
+        for (int k = 0; k < FIND_N; k++) {
+            if (lower((unsigned char)name[SIGN_PREFIX_LEN]) !=
+                    lower((unsigned char)names[k][SIGN_PREFIX_LEN]) ||
+                name_cmp(name, names[k]) != 0)
+                continue;
+            if (n[k]++ == 0)
+                v[k] = c->h[i].value;
+            break;
+        }
+    }
 }
 
 /* parse_nonce - "<16 hex>-<decimal>" into sender and seq; 0 or -1. */
@@ -413,14 +472,15 @@ http_sign_check(const struct http_sign_call *c, const char *key,
                 const struct http_sign_self *self, int64_t now_ms,
                 struct http_sign_seen *seen, char *why, size_t whylen)
 {
-    const char *sig, *ts, *nonce, *to, *dl;
+    const char *v[FIND_N], *sig, *ts, *nonce, *to, *dl;
     char want[HTTP_SIGN_HEX];
-    int n[5];
+    int n[FIND_N];
     int64_t t;
 
-    if ((sig = find(c, HTTP_SIGN_HEADER, &n[0])) == NULL)
+    find_all(c, v, n);
+    if ((sig = v[FIND_SIG]) == NULL)
         return HTTP_SIGN_ABSENT;
-    if (n[0] > 1 || http_sign(key, c, want) != 0)
+    if (n[FIND_SIG] > 1 || http_sign(key, c, want) != 0)
         return refuse(HTTP_SIGN_BAD, why, whylen,
                       "a signed call names each X-Mayfly- header once, "
                       "%d of them at most",
@@ -430,10 +490,10 @@ http_sign_check(const struct http_sign_call *c, const char *key,
         return refuse(HTTP_SIGN_BAD, why, whylen,
                       HTTP_SIGN_HEADER " does not match the call: altered, "
                                        "or signed with another secret");
-    ts = find(c, HTTP_SIGN_TIME, &n[1]);
-    nonce = find(c, HTTP_SIGN_NONCE, &n[2]);
-    to = find(c, HTTP_SIGN_TO, &n[3]);
-    dl = find(c, HTTP_SIGN_DEADLINE, &n[4]);
+    ts = v[FIND_TIME];
+    nonce = v[FIND_NONCE];
+    to = v[FIND_TO];
+    dl = v[FIND_DEADLINE];
     seen->deadline_ms = 0;
     if (ts == NULL || nonce == NULL || to == NULL || http_sign_ms(ts, &t) ||
         parse_nonce(nonce, &seen->sender, &seen->seq) != 0 ||

@@ -29,6 +29,7 @@
 #include "shm/wake.h"
 #include "worker/authz.h"
 #include "worker/forward.h"
+#include "worker/push_route.h"
 #include "worker/worker_int.h"
 
 static const char default_partition[] = "Default";
@@ -228,6 +229,8 @@ worker_push(struct worker *w, struct http_request *req)
     uint64_t first = 0;
     int rc;
 
+    if (!worker_push_route(w, req))
+        return; /* another node's partition: forwarded unparsed */
     if (http_parse_push(body, len, &p, &err) != 0) {
         http_reply_http_error(req, &err);
         return;

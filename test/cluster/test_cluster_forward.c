@@ -1052,3 +1052,70 @@ Test(cluster_forward, a_respawned_workers_first_forward_goes_through)
     cr_expect_eq(forward_metric(a, "ok"), ok0 + 1);
     cr_expect_eq(part_pending(1, "fw-respawn", p), 1);
 }
+
+/*
+ * A node forwards a push for another's partition having read only its
+ * queue and partition (worker/push_route.h): what else is wrong with the
+ * body is the owner's to find, and the client gets the answer the owner
+ * gives it directly, byte for byte.  A body the peek cannot read (a key,
+ * an unknown member) or a name it refuses is parsed here as before: the
+ * same answer again, without a forward.
+ */
+Test(cluster_forward,
+     a_bad_push_through_a_non_owner_is_answered_as_the_owner_does)
+{
+    /* %s: the partition.  The first five reach the owner unparsed. */
+    static const char *const bodies[] = {
+        "{\"queue\":\"fw-bad\",\"partition\":\"%s\",\"messages\":"
+        "[{\"payload\":tru}]}",
+        "{\"queue\":\"fw-bad\",\"partition\":\"%s\",\"messages\":"
+        "[{\"payload\":1},{\"payload\":\"a\x01\"}]}",
+        "{\"queue\":\"fw-bad\",\"partition\":\"%s\",\"messages\":"
+        "[{\"payload\":{\"a\":}}]}",
+        "{\"messages\":[{\"payload\":\"\xff\"}],\"partition\":\"%s\","
+        "\"queue\":\"fw-bad\"}",
+        "{\"queue\":\"fw-bad\",\"partition\":\"%s\",\"messages\":"
+        "[{\"payload\":01}]}",
+        "{\"queue\":\"fw-bad\",\"partition\":\"%s\",\"messages\":"
+        "[{\"payload\":1,\"key\":\"\"}]}",
+        "{\"queue\":\"fw-bad\",\"partition\":\"%s\",\"messages\":"
+        "[{\"payload\":1}],\"queue\":7}",
+        "{\"queue\":\"\",\"partition\":\"%s\",\"messages\":"
+        "[{\"payload\":tru}]}",
+    };
+    const int unparsed = 5, n = sizeof(bodies) / sizeof(bodies[0]);
+    struct itest_resp direct, via;
+    char p[16], body[256];
+    int o, a;
+    double ok0;
+
+    cl_wait_view(&c, CL_ALL);
+    o = 1;
+    a = 2;
+    cl_part_owned_by("fw-bad", o, NPARTS, p, sizeof(p));
+    ok0 = forward_metric(a, "ok");
+    for (int k = 0; k < n; k++) {
+        const char *at = strstr(bodies[k], "%s");
+        snprintf(body, sizeof(body), "%.*s%s%s", (int)(at - bodies[k]),
+                 bodies[k], p, at + 2);
+        itest_req(&c.node[o], "POST", "/api/v1/ephemeral/push", body, &direct);
+        itest_req(&c.node[a], "POST", "/api/v1/ephemeral/push", body, &via);
+        cr_expect_eq(direct.status, 400, "body %d at the owner: %ld %s", k,
+                     direct.status, direct.body);
+        cr_expect_eq(via.status, direct.status,
+                     "body %d: %ld through node %d, %ld at the owner", k,
+                     via.status, a, direct.status);
+        cr_expect_str_eq(via.body, direct.body, "body %d", k);
+        cr_expect_str_eq(via.content_type, direct.content_type, "body %d", k);
+        itest_resp_free(&direct);
+        itest_resp_free(&via);
+        /* the first ones went to the owner, the others not */
+        cr_expect_eq(forward_metric(a, "ok"),
+                     ok0 + (k < unparsed ? k + 1 : unparsed), "body %d", k);
+    }
+    cr_expect_eq(part_pending(o, "fw-bad", p), 0);
+    /* and a good one is stored once, at the owner */
+    push_ok(a, "fw-bad", p, "[1,{\"x\":[2,\"]\"]},\"\\\"\"]", NULL, 0);
+    cr_expect_eq(part_pending(o, "fw-bad", p), 3);
+    cr_expect_eq(forward_metric(a, "ok"), ok0 + unparsed + 1);
+}
