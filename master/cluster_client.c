@@ -5,6 +5,17 @@
  * Raft messages and heartbeats are posted fire-and-forget (raft retries on
  * its own; the next beat comes a period later); configure/delete and
  * hand-overs wait for their answers, which go to the caller's done.
+ *
+ * A peer gets at most OUT_MAX appends and append answers and, while this
+ * node runs, one heartbeat in flight; more are dropped, as a network would
+ * drop them (votes and a leadership hand-over always go).  A call finds an
+ * idle connection or opens one, and a call given up closes its own: while
+ * a peer (or this node) is slow to answer, every raft tick (100 ms) would
+ * otherwise open another connection, and over TLS each costs a handshake
+ * of both masters' CPU.  On a starved machine those handshakes took longer
+ * than the calls' timeouts, were thrown away with them and made the
+ * masters slower still: hundreds of connections a minute, and no leader
+ * for tens of seconds where the same cluster without TLS kept one.
  */
 #include "master/cluster_client.h"
 
@@ -19,6 +30,7 @@
 #include "master/master.h"
 
 #define RAFT_SEND_MS 2000 /* a raft message later than this is stale */
+#define OUT_MAX      2    /* appends (or answers) in flight to one peer */
 
 static struct http_client *cli;
 static master_cluster_client_serving_fn *says_serving;
@@ -108,16 +120,19 @@ master_cluster_client_cancel(void *arg)
  */
 struct out {
     struct out *prev, *next;
+    int *count; /* the peer's count of its kind in flight */
     size_t len;
     unsigned char data[];
 };
 
-static struct out out_list = {&out_list, &out_list, 0};
+static struct out out_list = {&out_list, &out_list, NULL, 0};
+/* in flight to each peer, by node index: raft messages, heartbeats */
+static int raft_out[RAFT_MAX_NODES], beats_out[RAFT_MAX_NODES];
 
-/* out_new - a listed message of len bytes, copied from data; NULL when out
- * of memory. */
+/* out_new - a listed message of len bytes, copied from data, counted in
+ * *count; NULL when out of memory. */
 static struct out *
-out_new(const void *data, size_t len)
+out_new(const void *data, size_t len, int *count)
 {
     struct out *o = malloc(sizeof(*o) + len + 1);
 
@@ -125,6 +140,8 @@ out_new(const void *data, size_t len)
         return NULL;
     if (data != NULL)
         memcpy(o->data, data, len);
+    o->count = count;
+    (*count)++;
     o->len = len;
     o->next = &out_list;
     o->prev = out_list.prev;
@@ -141,6 +158,7 @@ sent(void *arg, struct http_client_resp *r)
     struct out *o = arg;
 
     (void)r;
+    (*o->count)--;
     o->prev->next = o->next;
     o->next->prev = o->prev;
     free(o);
@@ -156,8 +174,11 @@ master_cluster_client_heartbeat(struct master *m, uint64_t timeout_ms,
         return 0;
     for (int i = 0; i < r->n; i++) {
         struct out *o;
-        if (i == r->self || body[i].oom ||
-            (o = out_new(body[i].data, body[i].len)) == NULL) {
+        /* the beat that says leaving, with what each peer is about to be
+         * handed, goes whatever is still out */
+        int skip = m->state == MASTER_RUNNING && beats_out[i] > 0;
+        if (i == r->self || body[i].oom || skip ||
+            (o = out_new(body[i].data, body[i].len, &beats_out[i])) == NULL) {
             http_buf_free(&body[i]);
             continue;
         }
@@ -177,7 +198,11 @@ master_cluster_client_send_raft(struct master *m, const struct raft_msg *msg)
 
     if (msg->to < 0 || msg->to >= r->n || msg->to == r->self)
         return;
-    if ((o = out_new(NULL, len)) == NULL)
+    /* the next heartbeat sends the leader's appends again */
+    if ((msg->type == RAFT_MSG_APPEND || msg->type == RAFT_MSG_APPEND_RESP) &&
+        raft_out[msg->to] >= OUT_MAX)
+        return;
+    if ((o = out_new(NULL, len, &raft_out[msg->to])) == NULL)
         return;
     if (raft_msg_encode(msg, o->data, len) != 0) {
         sent(o, NULL);

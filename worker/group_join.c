@@ -19,6 +19,7 @@
 #include "shm/stats.h"
 #include "worker/authz.h"
 #include "worker/forward.h"
+#include "worker/pop_call.h"
 #include "worker/worker_int.h"
 
 /* One announcement on its way to the peers. */
@@ -89,22 +90,7 @@ answered(void *arg, struct http_client_resp *r)
 static char *
 target(const struct shm_pop_req *r)
 {
-    static const char *const from[] = {"all", "new", "last"};
-    struct shm_name shown = worker_client_name(r->queue); /* the peer
-                                                  prefixes the tenant again */
-    char *q = http_client_escape(shown.ptr, shown.len);
-    char *g =
-        r->group.len ? http_client_escape(r->group.ptr, r->group.len) : NULL;
-    char *out = NULL;
-
-    if (q != NULL && (r->group.len == 0 || g != NULL) &&
-        asprintf(&out,
-                 "/api/v1/ephemeral/pop?queue=%s&from=%s&announce=true%s%s", q,
-                 from[r->from], g ? "&group=" : "", g ? g : "") < 0)
-        out = NULL;
-    free(q);
-    free(g);
-    return out;
+    return pop_call_query(r, "/api/v1/ephemeral/pop?", "&announce=true");
 }
 
 /* tell - send the announcement to every live peer; how many calls went

@@ -10,10 +10,12 @@
 #include "worker/pop_call.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http/buf.h"
+#include "http/client.h"
 #include "http/edge_pool.h"
 #include "http/reply.h"
 #include "http/request.h"
@@ -591,3 +593,24 @@ const struct park_ops pop_call_events = {
     pop_call_on_revoke, pop_call_on_drain,    pop_call_on_moved,
     pop_call_on_stale,
 };
+
+/* pop_call_query - pop_call.h. */
+char *
+pop_call_query(const struct shm_pop_req *r, const char *head, const char *tail)
+{
+    static const char *const from[] = {"all", "new", "last"};
+    struct shm_name shown = worker_client_name(r->queue); /* the peer
+                                                  prefixes the tenant again */
+    char *q = http_client_escape(shown.ptr, shown.len);
+    char *g =
+        r->group.len ? http_client_escape(r->group.ptr, r->group.len) : NULL;
+    char *out = NULL;
+
+    if (q != NULL && (r->group.len == 0 || g != NULL) &&
+        asprintf(&out, "%squeue=%s&from=%s%s%s%s", head, q, from[r->from],
+                 g ? "&group=" : "", g ? g : "", tail) < 0)
+        out = NULL;
+    free(q);
+    free(g);
+    return out;
+}

@@ -150,4 +150,14 @@ void pop_call_end(struct pop_call *c, int rc);
  * nothing more here (what it waited on is another node's now). */
 void pop_call_let_go(struct pop_call *c);
 
+/*
+ * pop_call_query - head, then pop r's queue (by the name its client
+ * knows: the peer prefixes the tenant again), its from and its group (when
+ * it has one), percent-encoded as a query string, then tail: what a peer
+ * is asked about r (pop_cluster.c, group_join.c).  malloc'd; NULL when out
+ * of memory.
+ */
+char *pop_call_query(const struct shm_pop_req *r, const char *head,
+                     const char *tail);
+
 #endif

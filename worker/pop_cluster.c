@@ -211,22 +211,11 @@ try_next(struct pop_cluster *pc)
 static char *
 query(const struct shm_pop_req *r)
 {
-    static const char *const from[] = {"all", "new", "last"};
-    struct shm_name shown = worker_client_name(r->queue); /* the peer
-                                                  prefixes the tenant again */
-    char *q = http_client_escape(shown.ptr, shown.len);
-    char *g =
-        r->group.len ? http_client_escape(r->group.ptr, r->group.len) : NULL;
-    char *out = NULL;
+    char tail[48];
 
-    if (q != NULL && (r->group.len == 0 || g != NULL) &&
-        asprintf(&out, "queue=%s&batch=%u&autoAck=%s&from=%s%s%s", q, r->batch,
-                 r->auto_ack ? "true" : "false", from[r->from],
-                 g ? "&group=" : "", g ? g : "") < 0)
-        out = NULL;
-    free(q);
-    free(g);
-    return out;
+    snprintf(tail, sizeof(tail), "&batch=%u&autoAck=%s", r->batch,
+             r->auto_ack ? "true" : "false");
+    return pop_call_query(r, "", tail);
 }
 
 /* list_peers - the live members but this node, the first asked in turn,

@@ -15,6 +15,7 @@
 #include <criterion/criterion.h>
 
 #include "shm/owner.h"
+#include "test/integration/certs.h"
 
 void
 cl_init(struct cl *c)
@@ -46,6 +47,33 @@ cl_init(struct cl *c)
         snprintf(c->peers + used, sizeof(c->peers) - used, "%s127.0.0.%d:%d",
                  i ? "," : "", i + 1, c->cport[i]);
     }
+}
+
+void
+cl_init_tls(struct cl *c, char *dir, size_t dir_len, char *opts,
+            size_t opts_len)
+{
+    char *slash;
+
+    cl_init(c);
+    snprintf(dir, dir_len, "%s", c->secret_file);
+    slash = strrchr(dir, '/');
+    cr_assert(slash);
+    *slash = '\0';
+    itest_make_ca(dir, "ca");
+    itest_make_cert(dir, "ca", "node", "127.0.0.1,127.0.0.2,127.0.0.3");
+    snprintf(itest_ca_file, sizeof(itest_ca_file), "%s/ca.pem", dir);
+    for (int i = 0; i < CL_NODES; i++) {
+        char addr[sizeof(c->addr[i])]; /* a copy: both are in *c */
+        memcpy(addr, c->addr[i], sizeof(addr));
+        snprintf(c->node[i].base, sizeof(c->node[i].base), "https://%s:%d",
+                 addr, c->node[i].port);
+    }
+    snprintf(opts, opts_len,
+             "tls_cert_file=%s/node.pem tls_key_file=%s/node.key "
+             "cluster_tls_cert_file=%s/node.pem "
+             "cluster_tls_key_file=%s/node.key cluster_tls_ca_file=%s/ca.pem",
+             dir, dir, dir, dir, dir);
 }
 
 /* spawn - fork and exec mayflyd for node i. */

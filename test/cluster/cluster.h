@@ -26,6 +26,17 @@ struct cl {
 /* cl_init - pick addresses, ports and directories; start nothing. */
 void cl_init(struct cl *c);
 
+/*
+ * cl_init_tls - cl_init, then the cluster's CA ("ca") and one certificate
+ * for 127.0.0.1-3 ("node": each node's two ports, and a client's) in the
+ * cluster's directory, whose path goes into dir; the harness trusts that
+ * CA (itest_ca_file: clear it in the suite's fini) and asks every node on
+ * https://.  The options that give both ports that certificate go into
+ * opts, for the suite to start the nodes with (after its own).
+ */
+void cl_init_tls(struct cl *c, char *dir, size_t dir_len, char *opts,
+                 size_t opts_len);
+
 /* cl_start - start node i (again) with extra "-o" options; waits for
  * /health 200. */
 void cl_start(struct cl *c, int i, const char *opts);

@@ -14,7 +14,7 @@
 
 #include <criterion/criterion.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 #include "test/integration/drain.h"
 
 #define POP "/api/v1/ephemeral/pop"
@@ -22,20 +22,8 @@
 
 static struct cl c;
 
-static void
-up(void)
-{
-    cl_up(&c, "member_ttl_ms=60000");
-    cl_wait_view(&c, CL_ALL);
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_ack_one, .init = up, .fini = down, .timeout = 240);
+CL_SUITE(cluster_ack_one, &c, "member_ttl_ms=60000", CL_SUITE_VIEW,
+         .timeout = 240);
 
 Test(cluster_ack_one, upto_through_a_non_owner_completes_its_groups_leases)
 {

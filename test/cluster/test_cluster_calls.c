@@ -28,20 +28,19 @@
 
 #include <criterion/criterion.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 
 #define NPARTS 12
 
 static struct cl c;
 static uint64_t inc[CL_NODES]; /* each node's incarnation */
 
+/* incarnations - each node's, into inc. */
 static void
-up(void)
+incarnations(void)
 {
     struct itest_resp r;
 
-    cl_up(&c, "member_ttl_ms=60000");
-    cl_wait_view(&c, CL_ALL);
     for (int i = 0; i < CL_NODES; i++) {
         cr_assert_eq(itest_get(&c.node[i], &r, "/health"), 200);
         inc[i] = strtoull(itest_jstr(r.json, "incarnation"), NULL, 16);
@@ -50,13 +49,8 @@ up(void)
     }
 }
 
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_calls, .init = up, .fini = down, .timeout = 240);
+CL_SUITE_THEN(cluster_calls, &c, "member_ttl_ms=60000", CL_SUITE_VIEW,
+              incarnations, .timeout = 240);
 
 /* A call between nodes as seen on the wire: where it went, what it said. */
 struct call {

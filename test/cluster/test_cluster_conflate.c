@@ -13,7 +13,7 @@
 
 #include <criterion/criterion.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 
 #define WAIT_MS 30000
 #define STOP_MS 60000
@@ -21,19 +21,7 @@
 
 static struct cl c;
 
-static void
-up(void)
-{
-    cl_up(&c, NULL);
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_conflate, .init = up, .fini = down, .timeout = 300);
+CL_SUITE(cluster_conflate, &c, NULL, CL_SUITE_STARTED, .timeout = 300);
 
 /* retry - a request again while it answers 503 (membership settling), up
  * to WAIT_MS; its status. */
@@ -41,16 +29,7 @@ static long
 retry(int i, const char *method, const char *path, const char *body,
       struct itest_resp *r)
 {
-    int64_t deadline = itest_now_ms() + WAIT_MS;
-    long st;
-
-    for (;;) {
-        st = itest_req(&c.node[i], method, path, body, r);
-        if (st != 503 || itest_now_ms() > deadline)
-            return st;
-        itest_resp_free(r);
-        itest_sleep_ms(100);
-    }
+    return cl_call(&c, i, method, path, body, WAIT_MS, 100, r);
 }
 
 /* declare - a queue that conflates, through node 0, then until every node

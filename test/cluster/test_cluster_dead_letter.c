@@ -12,7 +12,7 @@
 
 #include <criterion/criterion.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 
 #define NPARTS   10
 #define PER_PART 2
@@ -23,19 +23,7 @@
 
 static struct cl c;
 
-static void
-up(void)
-{
-    cl_up(&c, NODE_OPT);
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_dead_letter, .init = up, .fini = down, .timeout = 300);
+CL_SUITE(cluster_dead_letter, &c, NODE_OPT, CL_SUITE_STARTED, .timeout = 300);
 
 /* Collect: ids and payload numbers seen, by number. */
 struct seen {

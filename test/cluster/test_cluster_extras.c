@@ -13,7 +13,7 @@
 
 #include <criterion/criterion.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 
 #define WAIT_MS 30000
 #define STOP_MS 60000
@@ -21,19 +21,7 @@
 
 static struct cl c;
 
-static void
-up(void)
-{
-    cl_up(&c, "lease_s=300");
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_extras, .init = up, .fini = down, .timeout = 300);
+CL_SUITE(cluster_extras, &c, "lease_s=300", CL_SUITE_STARTED, .timeout = 300);
 
 /* declare - queue with options through node 0, then until every node
  * lists its dedupeSeconds as dd. */

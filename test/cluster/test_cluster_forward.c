@@ -20,23 +20,12 @@
 
 #include <criterion/criterion.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 
 static struct cl c;
 
-static void
-up(void)
-{
-    cl_up(&c, "member_ttl_ms=60000");
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_forward, .init = up, .fini = down, .timeout = 180);
+CL_SUITE(cluster_forward, &c, "member_ttl_ms=60000", CL_SUITE_STARTED,
+         .timeout = 180);
 
 #define NPARTS 12
 

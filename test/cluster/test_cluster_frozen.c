@@ -16,25 +16,13 @@
 
 #include <criterion/criterion.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 
 #define QUEUE "frozen"
 
 static struct cl c;
 
-static void
-up(void)
-{
-    cl_up(&c, NULL);
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_frozen, .init = up, .fini = down, .timeout = 180);
+CL_SUITE(cluster_frozen, &c, NULL, CL_SUITE_STARTED, .timeout = 180);
 
 /* member_state - the state node i's /health gives node "n<k>". */
 static void
@@ -264,13 +252,8 @@ Test(cluster_frozen, a_pop_parked_on_a_node_whose_master_stops_is_let_go)
  * (100 ms), so a bound of ttl/2 under three ticks read a healthy master as
  * stopped now and then, and the node refused requests at random.  Below
  * that the check is off (and the start says so). */
-static void
-short_ttl_up(void)
-{
-    cl_up(&c, "member_ttl_ms=180");
-}
-
-TestSuite(frozen_short_ttl, .init = short_ttl_up, .fini = down, .timeout = 120);
+CL_SUITE(frozen_short_ttl, &c, "member_ttl_ms=180", CL_SUITE_STARTED,
+         .timeout = 120);
 
 Test(frozen_short_ttl, a_running_master_is_never_taken_for_a_stopped_one)
 {

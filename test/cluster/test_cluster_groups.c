@@ -36,7 +36,7 @@
 
 #include <criterion/criterion.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 
 #define WAIT_MS  30000
 #define STOP_MS  60000
@@ -44,19 +44,7 @@
 
 static struct cl c;
 
-static void
-up(void)
-{
-    cl_up(&c, NODE_OPT);
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_groups, .init = up, .fini = down, .timeout = 400);
+CL_SUITE(cluster_groups, &c, NODE_OPT, CL_SUITE_STARTED, .timeout = 400);
 
 /* live - the nodes running now, as a set. */
 static unsigned

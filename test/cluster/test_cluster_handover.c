@@ -19,7 +19,7 @@
 #include <criterion/criterion.h>
 
 #include "shm/owner.h"
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 
 #define NPARTS   12 /* partitions of the test queue */
 #define WAIT_MS  30000
@@ -30,19 +30,7 @@
 
 static struct cl c;
 
-static void
-up(void)
-{
-    cl_up(&c, NODE_OPT);
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_handover, .init = up, .fini = down, .timeout = 300);
+CL_SUITE(cluster_handover, &c, NODE_OPT, CL_SUITE_STARTED, .timeout = 300);
 
 /* part - the name of test partition k. */
 static const char *

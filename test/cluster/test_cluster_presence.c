@@ -15,26 +15,15 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 #include "test/integration/sse.h"
 
 #define PRES "/api/v1/presence"
 
 static struct cl c;
 
-static void
-up(void)
-{
-    cl_up(&c, "member_ttl_ms=60000");
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_presence, .init = up, .fini = down, .timeout = 180);
+CL_SUITE(cluster_presence, &c, "member_ttl_ms=60000", CL_SUITE_STARTED,
+         .timeout = 180);
 
 /* members_on - node i's mayfly_presence_members. */
 static double

@@ -18,24 +18,12 @@
 
 #include <criterion/criterion.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 
 static struct cl c;
 
-static void
-up(void)
-{
-    cl_up(&c, "member_ttl_ms=60000");
-    cl_wait_view(&c, CL_ALL);
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_reads, .init = up, .fini = down, .timeout = 240);
+CL_SUITE(cluster_reads, &c, "member_ttl_ms=60000", CL_SUITE_VIEW,
+         .timeout = 240);
 
 #define DEPTH "/api/v1/ephemeral/queues/%s/depth"
 

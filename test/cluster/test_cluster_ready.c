@@ -16,26 +16,14 @@
 
 #include <criterion/criterion.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 
 #define QUEUE   "ready-bounded"
 #define MAX_LEN 2
 
 static struct cl c;
 
-static void
-up(void)
-{
-    cl_up(&c, NULL);
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_ready, .init = up, .fini = down, .timeout = 180);
+CL_SUITE(cluster_ready, &c, NULL, CL_SUITE_STARTED, .timeout = 180);
 
 /* declared_length - maxLength node i lists for QUEUE, -1 if it does not
  * list it as declared. */

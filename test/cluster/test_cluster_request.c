@@ -20,7 +20,7 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 
 #define REQ "/api/v1/ephemeral/request"
 #define ACK "/api/v1/ephemeral/ack"
@@ -35,21 +35,15 @@
 static struct cl c;
 static char part[32];
 
+/* find_part - the partition of svc the tests use, owned by OWNER. */
 static void
-up(void)
+find_part(void)
 {
-    cl_up(&c, "member_ttl_ms=60000");
-    cl_wait_view(&c, CL_ALL);
     cl_part_owned_by("svc", OWNER, 64, part, sizeof(part));
 }
 
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_request, .init = up, .fini = down, .timeout = 180);
+CL_SUITE_THEN(cluster_request, &c, "member_ttl_ms=60000", CL_SUITE_VIEW,
+              find_part, .timeout = 180);
 
 struct run {
     atomic_int stop;

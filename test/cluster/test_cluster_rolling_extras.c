@@ -24,7 +24,7 @@
 
 #include <criterion/criterion.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 
 #define QUEUE    "roll"
 #define DEAD     "roll.dead"
@@ -67,19 +67,8 @@ static struct cl c;
 static struct msg m[MAXMSG];
 static atomic_int nm; /* accepted messages: m[0..nm) */
 
-static void
-up(void)
-{
-    cl_up(&c, NODE_OPT);
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_rolling_extras, .init = up, .fini = down, .timeout = 600);
+CL_SUITE(cluster_rolling_extras, &c, NODE_OPT, CL_SUITE_STARTED,
+         .timeout = 600);
 
 /* push_body - the push of message n (its key, if keyed; its delay when
  * with_delay) into out. */

@@ -18,23 +18,12 @@
 
 #include <criterion/criterion.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 
 static struct cl c;
 
-static void
-up(void)
-{
-    cl_up(&c, "member_ttl_ms=60000");
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_scope, .init = up, .fini = down, .timeout = 120);
+CL_SUITE(cluster_scope, &c, "member_ttl_ms=60000", CL_SUITE_STARTED,
+         .timeout = 120);
 
 /* push - n messages to queue/partition on node i. */
 static void

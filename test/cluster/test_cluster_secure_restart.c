@@ -74,16 +74,10 @@ static atomic_int pushing, consuming;
 static void
 up(void)
 {
-    char dir[300], tokens_path[400], hash[AUTH_HASH_TEXT], *slash;
+    char dir[300], tls[1700], tokens_path[400], hash[AUTH_HASH_TEXT];
     FILE *f;
 
-    cl_init(&c);
-    snprintf(dir, sizeof(dir), "%s", c.secret_file);
-    slash = strrchr(dir, '/');
-    *slash = '\0';
-    itest_make_ca(dir, "ca");
-    itest_make_cert(dir, "ca", "node", "127.0.0.1,127.0.0.2,127.0.0.3");
-    snprintf(itest_ca_file, sizeof(itest_ca_file), "%s/ca.pem", dir);
+    cl_init_tls(&c, dir, sizeof(dir), tls, sizeof(tls));
     snprintf(tokens_path, sizeof(tokens_path), "%s/tokens", dir);
     f = fopen(tokens_path, "w");
     cr_assert_not_null(f);
@@ -93,19 +87,9 @@ up(void)
                 tenant[t]);
     }
     cr_assert_eq(fclose(f), 0);
-    for (int i = 0; i < CL_NODES; i++) {
-        char addr[sizeof(c.addr[i])];
-        memcpy(addr, c.addr[i], sizeof(addr));
-        snprintf(c.node[i].base, sizeof(c.node[i].base), "https://%s:%d", addr,
-                 c.node[i].port);
-    }
     /* short leases: a delivery whose ack was lost comes back soon */
     snprintf(opts, sizeof(opts),
-             "member_ttl_ms=60000 lease_s=3 auth_file=%s "
-             "tls_cert_file=%s/node.pem tls_key_file=%s/node.key "
-             "cluster_tls_cert_file=%s/node.pem "
-             "cluster_tls_key_file=%s/node.key cluster_tls_ca_file=%s/ca.pem",
-             tokens_path, dir, dir, dir, dir, dir);
+             "member_ttl_ms=60000 lease_s=3 auth_file=%s %s", tokens_path, tls);
     cl_start_all(&c, opts);
     cl_wait_view(&c, CL_ALL);
     for (int t = 0; t < 2; t++) {

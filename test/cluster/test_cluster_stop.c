@@ -34,7 +34,7 @@
 
 #include <criterion/criterion.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 
 #define QUEUE    "stop-q"
 #define CFGQ     "stop-cfg"
@@ -47,19 +47,7 @@
 
 static struct cl c;
 
-static void
-up(void)
-{
-    cl_up(&c, NODE_OPT);
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_stop, .init = up, .fini = down, .timeout = 300);
+CL_SUITE(cluster_stop, &c, NODE_OPT, CL_SUITE_STARTED, .timeout = 300);
 
 /* What every client thread shares. */
 struct load {

@@ -20,7 +20,7 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 #include "test/integration/node.h"
 #include "test/integration/sse.h"
 
@@ -29,21 +29,9 @@
 
 static struct cl c;
 
-static void
-up(void)
-{
-    /* keepalives every second: a quiet watch is seen to live on */
-    cl_up(&c, "member_ttl_ms=60000 stream_keepalive_s=1");
-    cl_wait_view(&c, CL_ALL);
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(cluster_stream, .init = up, .fini = down, .timeout = 240);
+/* keepalives every second: a quiet watch is seen to live on */
+CL_SUITE(cluster_stream, &c, "member_ttl_ms=60000 stream_keepalive_s=1",
+         CL_SUITE_VIEW, .timeout = 240);
 
 /* push_n - payloads {"n": from..to-1} to queue/part through node i, one a
  * push. */

@@ -13,21 +13,11 @@
 
 #include <criterion/criterion.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 
 static struct cl c;
 
-static void
-up(void)
-{
-    cl_up(&c, NULL);
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
+CL_SUITE(raft_cluster, &c, NULL, CL_SUITE_STARTED, .timeout = 180);
 
 /* configure - POST a configure of queue with maxLength on node i. */
 static long
@@ -139,8 +129,6 @@ round_nodes(int k, int *a, int *o)
         *o = (l + 1 + k / 2 % 2) % CL_NODES;
     }
 }
-
-TestSuite(raft_cluster, .init = up, .fini = down, .timeout = 180);
 
 /* A follower whose election timer a heartbeat does not push back (its raft
  * clock read only at its election deadline) campaigns every 1-2 s under a

@@ -13,24 +13,12 @@
 
 #include <criterion/criterion.h>
 
-#include "test/cluster/cluster.h"
+#include "test/cluster/suite.h"
 #include "test/integration/browser.h"
 
 static struct cl c;
 
-static void
-up(void)
-{
-    cl_up(&c, NULL);
-}
-
-static void
-down(void)
-{
-    cl_kill_all(&c);
-}
-
-TestSuite(status_page_cluster, .init = up, .fini = down, .timeout = 240);
+CL_SUITE(status_page_cluster, &c, NULL, CL_SUITE_STARTED, .timeout = 240);
 
 Test(status_page_cluster, any_node_shows_three_members_and_the_queues)
 {
