@@ -67,7 +67,10 @@ answer_room(uint32_t n)
 /*
  * pop_into - one shm_pop into sink, growing it (or, written as it takes,
  * the answer: room free for entries at first) when even one message would
- * not fit.  Returns the count or -errno.
+ * not fit.  The answer stays within SINK_MAX but for a call holding
+ * nothing yet: it takes one message past it (max_body_bytes may let a
+ * push store one), else that message would block its partition, every
+ * pop answering -ENOMEM, until its ttl.  Returns the count or -errno.
  */
 static int
 pop_into(struct pop_call *c, struct shm_sink *sink, uint32_t batch, int park,
@@ -86,14 +89,15 @@ pop_into(struct pop_call *c, struct shm_sink *sink, uint32_t batch, int park,
         rc = shm_pop(c->w->seg, c->w->set.slot, &r, shm_now_ms(), sink);
         if (rc != -ENOMEM)
             return rc;
-        int grew = 0;
+        int grew = 0, first = c->sink.count == 0;
         if (sink->need > sink->cap) {
-            if (sink->need > SINK_MAX || sink_reserve(sink, sink->need))
+            if ((!first && sink->need > SINK_MAX) ||
+                sink_reserve(sink, sink->need))
                 return -ENOMEM;
             grew = 1;
         }
         if (sink->fmt != NULL && c->fmt.hook.need > 0) {
-            if (c->fmt.out.len + c->fmt.hook.need > SINK_MAX)
+            if (!first && c->fmt.out.len + c->fmt.hook.need > SINK_MAX)
                 return -ENOMEM;
             room = c->fmt.hook.need;
             grew = 1;
@@ -350,7 +354,7 @@ pop_call_new(size_t size, const struct pop_kind *kind, struct worker *w,
         return NULL;
     c->pop = *r;
     if (!kind->raw) {
-        pop_fmt_init(&c->fmt, w->incarnation);
+        pop_fmt_init(&c->fmt, w->incarnation, SINK_MAX);
         c->sink.fmt = &c->fmt.hook;
         c->more.fmt = &c->fmt.hook;
     }

@@ -217,6 +217,17 @@ pop_format(struct http_buf *b, const struct shm_sink *sink,
     http_buf_commit(b, o);
 }
 
+/* room_left - the room for entries now: what the buffer has beyond the
+ * tail, within f's limit. */
+static size_t
+room_left(const struct pop_fmt *f)
+{
+    size_t room = f->out.cap - f->out.len - 1 - f->tail;
+    size_t below = f->limit > f->out.len ? f->limit - f->out.len : 0;
+
+    return room < below ? room : below;
+}
+
 /* fmt_put - shm_sink_fmt.put: the entries of n records of one partition
  * (one run), each after a comma but for the answer's first; the room left
  * is then exact again. */
@@ -240,12 +251,12 @@ fmt_put(struct shm_sink_fmt *h, const struct shm_sink *k,
         r = (const void *)((const unsigned char *)r + step);
     }
     f->out.len = (size_t)(o - f->out.data);
-    h->room = f->out.cap - f->out.len - 1 - f->tail;
+    h->room = room_left(f);
 }
 
 /* pop_fmt_init - see pop_format.h. */
 void
-pop_fmt_init(struct pop_fmt *f, uint64_t incarnation)
+pop_fmt_init(struct pop_fmt *f, uint64_t incarnation, size_t limit)
 {
     /* an entry beside its data and names, at most: its comma, keys,
      * quotes, the id's incarnation and sequence, and attempts */
@@ -255,7 +266,8 @@ pop_fmt_init(struct pop_fmt *f, uint64_t incarnation)
                          sizeof(attempts_key) + HTTP_PUT_U64_MAX + 1;
 
     *f = (struct pop_fmt){.hook = {.fixed = fixed, .put = fmt_put},
-                          .incarnation = incarnation};
+                          .incarnation = incarnation,
+                          .limit = limit};
 }
 
 /* pop_fmt_begin - see pop_format.h. */
@@ -266,19 +278,25 @@ pop_fmt_begin(struct pop_fmt *f, struct shm_name queue, size_t room,
     struct shm_name shown;
     size_t at;
 
-    f->tail = tail;
     f->hook.need = 0;
     if (f->out.len > 0) {
-        if (http_buf_reserve(&f->out, room + tail) != 0)
-            return -ENOMEM;
+        at = 0;
     } else {
         shown = worker_client_name(queue);
         at = HEAD_MAX(http_json_esc_len(shown.ptr, shown.len));
-        if (http_buf_reserve(&f->out, at + room + tail) != 0)
-            return -ENOMEM;
-        http_buf_commit(&f->out, head(http_buf_tail(&f->out), shown));
     }
-    f->hook.room = f->out.cap - f->out.len - 1 - tail;
+    if (http_buf_reserve(&f->out, at + room + tail) != 0) {
+        /* not the buffer's sticky oom: what it holds is whole, and a
+         * later round's failure answers it (200), not 500 */
+        f->out.oom = 0;
+        return -ENOMEM;
+    }
+    if (f->out.len == 0)
+        http_buf_commit(&f->out, head(http_buf_tail(&f->out), shown));
+    f->tail = tail;
+    f->hook.room = room_left(f);
+    if (f->hook.room < room) /* asked past the limit: one big message */
+        f->hook.room = room;
     return 0;
 }
 
