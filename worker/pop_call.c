@@ -94,6 +94,11 @@ pop_into(struct pop_call *c, struct shm_sink *sink, uint32_t batch, int park,
             if ((!first && sink->need > SINK_MAX) ||
                 sink_reserve(sink, sink->need))
                 return -ENOMEM;
+            /* what a round of scratch takes, the answer's records have
+             * room for before it (append cannot fail) */
+            if (sink != &c->sink &&
+                sink_reserve(&c->sink, c->sink.used + sink->cap) != 0)
+                return -ENOMEM;
             grew = 1;
         }
         if (sink->fmt != NULL && c->fmt.hook.need > 0) {
@@ -107,17 +112,15 @@ pop_into(struct pop_call *c, struct shm_sink *sink, uint32_t batch, int park,
     }
 }
 
-/* append - add what scratch holds to the answer.  0 or -ENOMEM (those
- * stay leased: their leases expire and they come back). */
-static int
+/* append - add the records scratch holds to the answer's, whose room
+ * was reserved before the round (pop_call_take, pop_into): it cannot
+ * fail once their entries are written. */
+static void
 append(struct pop_call *c)
 {
-    if (sink_reserve(&c->sink, c->sink.used + c->more.used) != 0)
-        return -ENOMEM;
     memcpy(c->sink.buf + c->sink.used, c->more.buf, c->more.used);
     c->sink.used += c->more.used;
     c->sink.count += c->more.count;
-    return 0;
 }
 
 /* short_of_room - the last round stopped for room (more may be there):
@@ -159,12 +162,14 @@ pop_call_take(struct pop_call *c, uint32_t target, int park)
     }
     while (c->sink.count < want && answer_bytes(c) < SINK_MAX &&
            (target || short_of_room(c))) {
-        if (sink_reserve(&c->more, c->sink.cap) != 0)
+        if (sink_reserve(&c->more, c->sink.cap) != 0 ||
+            sink_reserve(&c->sink, c->sink.used + c->more.cap) != 0)
             break;
         rc = pop_into(c, &c->more, want - c->sink.count, target && park,
                       answer_room(want - c->sink.count));
-        if (rc <= 0 || append(c) != 0)
+        if (rc <= 0)
             break;
+        append(c);
     }
     return (int)c->sink.count;
 }
@@ -191,10 +196,7 @@ pop_call_answer(struct pop_call *c)
     struct http_buf b = {0};
 
     c->leased = c->leased && c->sink.count > 0;
-    if (c->sink.fmt != NULL)
-        pop_fmt_finish(&c->fmt, c->pop.queue, &b);
-    else
-        pop_format(&b, &c->sink, c->pop.queue, c->w->incarnation);
+    pop_fmt_finish(&c->fmt, c->pop.queue, &b);
     pop_call_reply(c, &b);
 }
 

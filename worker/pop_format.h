@@ -1,10 +1,10 @@
 /*
  * pop_format.h - the JSON a pop answers with (pop_format.c):
  * {"queue", "messages": [{"id", "partition", "payload", "replyTo"?,
- * "attempts"}]}, names as the client knows them.  Either from a sink whose
- * records carry their data (pop_format), or written while the pop takes
- * (struct pop_fmt: the sink's fmt, broker.h), each payload copied once,
- * from its cells into the answer.
+ * "attempts"}]}, names as the client knows them, written while the pop
+ * takes (struct pop_fmt: the sink's fmt, broker.h), each payload copied
+ * once, from its cells into the answer.  (The raw kinds, whose records
+ * carry their data, answer their own way: pop_inbox.c.)
  */
 #ifndef MAYFLY_WORKER_POP_FORMAT_H
 #define MAYFLY_WORKER_POP_FORMAT_H
@@ -14,12 +14,6 @@
 
 #include "http/buf.h"
 #include "shm/broker.h"
-
-/* pop_format - append the answer for what sink holds, popped from queue
- * (its internal name) by this node's incarnation, to b.  Without memory
- * b is left short (http_reply answers 500). */
-void pop_format(struct http_buf *b, const struct shm_sink *sink,
-                struct shm_name queue, uint64_t incarnation);
 
 /*
  * struct pop_fmt - an answer written as the pop takes: set a sink's fmt to
