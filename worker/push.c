@@ -167,9 +167,11 @@ all_keyed(struct worker *w, struct shm_name queue, const struct http_push *p)
     return o.dedupe_s > 0;
 }
 
-/* after_wakes - a push that woke a call parked on this worker (its own
- * wake queue holds a handle now) answers after that call: the parked pop's
- * reply is the one a consumer waits on (http_request_hold). */
+/* after_wakes - a push answers after the calls parked on this worker
+ * that are to be woken: whenever this worker's wake queue holds a handle
+ * (this push's, or any other's still pending), the push is held so those
+ * calls answer first; the parked pop's reply is the one a consumer waits
+ * on (http_request_hold; http/edge.h D22). */
 static void
 after_wakes(struct worker *w, struct http_request *req)
 {
