@@ -32,8 +32,6 @@
 #include "worker/push_route.h"
 #include "worker/worker_int.h"
 
-static const char default_partition[] = "Default";
-
 /* scratch - room for n message descriptors in the worker's scratch. */
 static int
 scratch(struct worker *w, uint32_t n)
@@ -238,7 +236,7 @@ worker_push(struct worker *w, struct http_request *req)
         return;
     }
     struct shm_name queue = {p.queue.ptr, p.queue.len};
-    struct shm_name part = {default_partition, sizeof(default_partition) - 1};
+    struct shm_name part = WORKER_PUSH_DEFAULT_PART;
     struct worker_qname in;
     if (p.has_partition)
         part = (struct shm_name){p.partition.ptr, p.partition.len};
