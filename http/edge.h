@@ -140,6 +140,15 @@
  *     what its public calls say, and a stream whose body waits gives
  *     back the whole pages of it that are all zero (madvise).
  *     test/http/test_server.c a_waiting_body_gives_back_its_zeroed_pages.
+ * D22 A request whose body is in and that has no response queued (nor is
+ *     suspended) is handed to the access handler again in every round,
+ *     and MHD's timeout meanwhile is 0 (it polls, it does not sleep).
+ *     http_request_hold relies on both: a held reply (a push that woke a
+ *     pop parked in its own worker) is queued only when the handler is
+ *     asked again after the round that took the woken pop up (access.c),
+ *     so the pop's answer goes first.  Should a later MHD stop asking
+ *     again, the held push would hang; should it sleep, it would wait.
+ *     test_longpoll.c pop_woken_in_its_worker_is_answered_before_the_push.
  *
  * Single-threaded (the loop that runs MHD); no locking.
  */

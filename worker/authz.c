@@ -273,6 +273,36 @@ worker_authz_any(struct worker *w, struct http_request *req,
     return 0;
 }
 
+/* The refusals of worker_authz, checked once for both it and
+ * worker_authz_quiet. */
+enum authz_no { AUTHZ_OK, AUTHZ_INBOX, AUTHZ_LACKS, AUTHZ_TOO_LONG };
+
+/* authz_check - whether the caller may do verb to client, and if not why;
+ * n: the tenant prefix's length (prefix). */
+static enum authz_no
+authz_check(struct worker *w, enum auth_verb verb, struct shm_name client,
+            size_t n)
+{
+    if (w->auth_on && shm_inbox_named(client) && verb != AUTH_PUSH)
+        return AUTHZ_INBOX;
+    if (!worker_may(w, verb, client))
+        return AUTHZ_LACKS;
+    if (n + client.len > SHM_NAME_MAX)
+        return AUTHZ_TOO_LONG;
+    return AUTHZ_OK;
+}
+
+/* worker_authz_quiet - see authz.h. */
+int
+worker_authz_quiet(struct worker *w, enum auth_verb verb,
+                   struct shm_name client)
+{
+    char prefix[AUTH_TENANT_MAX + 2];
+
+    return authz_check(w, verb, client, worker_tenant_prefix(w, prefix)) ==
+           AUTHZ_OK;
+}
+
 /* worker_authz - see authz.h. */
 int
 worker_authz(struct worker *w, struct http_request *req, enum auth_verb verb,
@@ -290,30 +320,32 @@ worker_authz(struct worker *w, struct http_request *req, enum auth_verb verb,
     char prefix[AUTH_TENANT_MAX + 2];
     size_t n = worker_tenant_prefix(w, prefix);
     int cut = client.len > 200 ? 200 : (int)client.len;
+    enum auth_verb wanted;
 
-    if (w->auth_on && shm_inbox_named(client) && verb != AUTH_PUSH) {
+    switch (authz_check(w, verb, client, n)) {
+    case AUTHZ_INBOX:
         http_reply_error(req, 403, "forbidden",
                          "this token may not %s queue '%.*s': a request's "
                          "inbox takes only replies (pushed with the request "
                          "permission), and only its node waits on it",
                          to[verb], cut, client.ptr);
         return 0;
-    }
-    if (!worker_may(w, verb, client)) {
-        enum auth_verb wanted = shm_inbox_named(client) ? AUTH_REQUEST : verb;
+    case AUTHZ_LACKS:
+        wanted = shm_inbox_named(client) ? AUTH_REQUEST : verb;
         http_reply_error(req, 403, "forbidden",
                          "this token may not %s queue '%.*s' (it lacks the "
                          "%s permission for it)",
                          to[verb], cut, client.ptr, auth_verb_name(wanted));
         return 0;
-    }
-    if (n + client.len > SHM_NAME_MAX) {
+    case AUTHZ_TOO_LONG:
         http_reply_error(req, 400, "invalid_name",
                          "field '%s' is %zu bytes: in tenant '%s' a name may "
                          "be at most %zu bytes",
                          field, client.len, worker_tenant(w),
                          (size_t)SHM_NAME_MAX - n);
         return 0;
+    case AUTHZ_OK:
+        break;
     }
     if (n == 0) { /* the empty tenant: the client's name as it is */
         out->name = client;

@@ -74,6 +74,11 @@ int worker_authz(struct worker *w, struct http_request *req,
                  enum auth_verb verb, const char *field, struct shm_name client,
                  struct worker_qname *out);
 
+/* worker_authz_quiet - whether worker_authz would let the caller do verb
+ * to client, answering nothing (its refusals, the same conditions). */
+int worker_authz_quiet(struct worker *w, enum auth_verb verb,
+                       struct shm_name client);
+
 /* worker_authz_any - may the caller do verb to some queue (a listing
  * shows what it may read)?  1, or 0 with req answered 403 naming the
  * verb. */

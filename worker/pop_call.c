@@ -69,7 +69,10 @@ answer_room(uint32_t n)
 /*
  * pop_into - one shm_pop into sink, growing it (or, written as it takes,
  * the answer: room free for entries at first) when even one message would
- * not fit.  Returns the count or -errno.
+ * not fit.  The answer stays within SINK_MAX but for a call holding
+ * nothing yet: it takes one message past it (max_body_bytes may let a
+ * push store one), else that message would block its partition, every
+ * pop answering -ENOMEM, until its ttl.  Returns the count or -errno.
  */
 static int
 pop_into(struct pop_call *c, struct shm_sink *sink, uint32_t batch, int park,
@@ -88,14 +91,20 @@ pop_into(struct pop_call *c, struct shm_sink *sink, uint32_t batch, int park,
         rc = shm_pop(c->w->seg, c->w->set.slot, &r, shm_now_ms(), sink);
         if (rc != -ENOMEM)
             return rc;
-        int grew = 0;
+        int grew = 0, first = c->sink.count == 0;
         if (sink->need > sink->cap) {
-            if (sink->need > SINK_MAX || sink_reserve(sink, sink->need))
+            if ((!first && sink->need > SINK_MAX) ||
+                sink_reserve(sink, sink->need))
+                return -ENOMEM;
+            /* what a round of scratch takes, the answer's records have
+             * room for before it (append cannot fail) */
+            if (sink != &c->sink &&
+                sink_reserve(&c->sink, c->sink.used + sink->cap) != 0)
                 return -ENOMEM;
             grew = 1;
         }
         if (sink->fmt != NULL && c->fmt.hook.need > 0) {
-            if (c->fmt.out.len + c->fmt.hook.need > SINK_MAX)
+            if (!first && c->fmt.out.len + c->fmt.hook.need > SINK_MAX)
                 return -ENOMEM;
             room = c->fmt.hook.need;
             grew = 1;
@@ -105,17 +114,15 @@ pop_into(struct pop_call *c, struct shm_sink *sink, uint32_t batch, int park,
     }
 }
 
-/* append - add what scratch holds to the answer.  0 or -ENOMEM (those
- * stay leased: their leases expire and they come back). */
-static int
+/* append - add the records scratch holds to the answer's, whose room
+ * was reserved before the round (pop_call_take, pop_into): it cannot
+ * fail once their entries are written. */
+static void
 append(struct pop_call *c)
 {
-    if (sink_reserve(&c->sink, c->sink.used + c->more.used) != 0)
-        return -ENOMEM;
     memcpy(c->sink.buf + c->sink.used, c->more.buf, c->more.used);
     c->sink.used += c->more.used;
     c->sink.count += c->more.count;
-    return 0;
 }
 
 /* short_of_room - the last round stopped for room (more may be there):
@@ -157,12 +164,14 @@ pop_call_take(struct pop_call *c, uint32_t target, int park)
     }
     while (c->sink.count < want && answer_bytes(c) < SINK_MAX &&
            (target || short_of_room(c))) {
-        if (sink_reserve(&c->more, c->sink.cap) != 0)
+        if (sink_reserve(&c->more, c->sink.cap) != 0 ||
+            sink_reserve(&c->sink, c->sink.used + c->more.cap) != 0)
             break;
         rc = pop_into(c, &c->more, want - c->sink.count, target && park,
                       answer_room(want - c->sink.count));
-        if (rc <= 0 || append(c) != 0)
+        if (rc <= 0)
             break;
+        append(c);
     }
     return (int)c->sink.count;
 }
@@ -189,10 +198,7 @@ pop_call_answer(struct pop_call *c)
     struct http_buf b = {0};
 
     c->leased = c->leased && c->sink.count > 0;
-    if (c->sink.fmt != NULL)
-        pop_fmt_finish(&c->fmt, c->pop.queue, &b);
-    else
-        pop_format(&b, &c->sink, c->pop.queue, c->w->incarnation);
+    pop_fmt_finish(&c->fmt, c->pop.queue, &b);
     pop_call_reply(c, &b);
 }
 
@@ -352,7 +358,7 @@ pop_call_new(size_t size, const struct pop_kind *kind, struct worker *w,
         return NULL;
     c->pop = *r;
     if (!kind->raw) {
-        pop_fmt_init(&c->fmt, w->incarnation);
+        pop_fmt_init(&c->fmt, w->incarnation, SINK_MAX);
         c->sink.fmt = &c->fmt.hook;
         c->more.fmt = &c->fmt.hook;
     }

@@ -72,8 +72,9 @@ struct pop_kind {
      * call itself is freed next). */
     void (*done)(struct pop_call *c);
     /* raw - the sink's records carry their data, for an answer of the
-     * kind's own (pop_inbox.c); else the answer is written as the call
-     * takes (pop_format.h), each payload copied once. */
+     * kind's own (pop_inbox.c: a raw kind has its answer, never
+     * pop_call_answer); else the answer is written as the call takes
+     * (pop_format.h), each payload copied once. */
     int raw;
 };
 
@@ -134,7 +135,7 @@ void pop_call_unpark(struct pop_call *c);
 int pop_call_serve(struct pop_call *c, int may_park, uint32_t timeout_ms);
 
 /* pop_call_answer - the pop's answer: the messages c holds, possibly none
- * (a plain pop's answer). */
+ * (a plain pop's answer; not a raw kind's). */
 void pop_call_answer(struct pop_call *c);
 
 /* pop_call_reply - answer c 200 with body, a pop's answer (its own, or a

@@ -6,11 +6,6 @@
  * copied from the entry before; a sequence one past the previous one is
  * that id's digits plus one, counted in place (struct pop_run).
  *
- * From a sink with data (pop_format), a first walk sizes the reply so it
- * is reserved once; the second writes it through a raw pointer.  The walks
- * step over the sink's records themselves (broker.h's layout), and the
- * second compares partition names only when the first found more than one.
- *
  * Written as the pop takes (struct pop_fmt): the ring counts each message
  * against the room by a bound (every name byte escaped to six), and put
  * writes one take's entries (one partition's: one run) from the cells,
@@ -49,19 +44,6 @@ struct pop_run {
     const char *part;  /* its partition's name (raw sinks compare it) */
     uint32_t part_len;
 };
-
-/* next - the record after m in sink (broker.h: the next one starts at
- * the following 8-byte boundary), or NULL; m NULL: the first. */
-static inline const struct shm_popped *
-next(const struct shm_sink *sink, const struct shm_popped *m)
-{
-    const unsigned char *r =
-        m == NULL ? sink->buf
-                  : (const unsigned char *)m +
-                        ((sizeof(*m) + m->part_len + m->len + 7) & ~(size_t)7);
-
-    return r < sink->buf + sink->used ? (const struct shm_popped *)r : NULL;
-}
 
 /* head - the answer's opening for queue at o; returns the end. */
 static char *
@@ -167,54 +149,15 @@ entry(char *o, struct pop_run *run, const struct shm_popped *m,
     return o;
 }
 
-/* pop_format - see pop_format.h. */
-void
-pop_format(struct http_buf *b, const struct shm_sink *sink,
-           struct shm_name queue, uint64_t incarnation)
+/* room_left - the room for entries now: what the buffer has beyond the
+ * tail, within f's limit. */
+static size_t
+room_left(const struct pop_fmt *f)
 {
-    const size_t fixed = sizeof(id_key) + sizeof(part_key) +
-                         sizeof(payload_key) + sizeof(attempts_key) +
-                         HTTP_ID_SEQ_MAX + HTTP_PUT_U64_MAX + 1;
-    const struct shm_popped *m = NULL;
-    const char *run_part = NULL;
-    struct pop_run run = {0};
-    size_t need, esc_len = 0, run_len = 0;
-    int runs = 0;
-    char *o;
+    size_t room = f->out.cap - f->out.len - 1 - f->tail;
+    size_t below = f->limit > f->out.len ? f->limit - f->out.len : 0;
 
-    struct shm_name shown = worker_client_name(queue);
-
-    need = HEAD_MAX(http_json_esc_len(shown.ptr, shown.len)) + 2;
-    while ((m = next(sink, m)) != NULL) {
-        const char *part = (const char *)(m + 1);
-
-        if (run_part == NULL || m->part_len != run_len ||
-            memcmp(part, run_part, run_len) != 0) {
-            run_part = part;
-            run_len = m->part_len;
-            esc_len = http_json_esc_len(part, run_len);
-            runs++;
-        }
-        need += fixed + HTTP_ID_PREFIX_LEN(esc_len) + esc_len + m->len;
-        if (m->reply_len > 0) { /* a request: its inbox beside the payload */
-            struct shm_name to = worker_client_name(
-                (struct shm_name){part + m->part_len, m->reply_len});
-            need += sizeof(reply_key) + 1 + http_json_esc_len(to.ptr, to.len);
-        }
-    }
-    if (http_buf_reserve(b, need) != 0)
-        return; /* oom: http_reply answers 500 */
-    o = head(http_buf_tail(b), shown);
-    while ((m = next(sink, m)) != NULL) {
-        const char *part = (const char *)(m + 1);
-
-        if (run.head != NULL)
-            *o++ = ',';
-        o = entry(o, &run, m, part, part + m->part_len, incarnation, runs > 1);
-    }
-    *o++ = ']';
-    *o++ = '}';
-    http_buf_commit(b, o);
+    return room < below ? room : below;
 }
 
 /* fmt_put - shm_sink_fmt.put: the entries of n records of one partition
@@ -240,12 +183,12 @@ fmt_put(struct shm_sink_fmt *h, const struct shm_sink *k,
         r = (const void *)((const unsigned char *)r + step);
     }
     f->out.len = (size_t)(o - f->out.data);
-    h->room = f->out.cap - f->out.len - 1 - f->tail;
+    h->room = room_left(f);
 }
 
 /* pop_fmt_init - see pop_format.h. */
 void
-pop_fmt_init(struct pop_fmt *f, uint64_t incarnation)
+pop_fmt_init(struct pop_fmt *f, uint64_t incarnation, size_t limit)
 {
     /* an entry beside its data and names, at most: its comma, keys,
      * quotes, the id's incarnation and sequence, and attempts */
@@ -255,7 +198,8 @@ pop_fmt_init(struct pop_fmt *f, uint64_t incarnation)
                          sizeof(attempts_key) + HTTP_PUT_U64_MAX + 1;
 
     *f = (struct pop_fmt){.hook = {.fixed = fixed, .put = fmt_put},
-                          .incarnation = incarnation};
+                          .incarnation = incarnation,
+                          .limit = limit};
 }
 
 /* pop_fmt_begin - see pop_format.h. */
@@ -263,22 +207,28 @@ int
 pop_fmt_begin(struct pop_fmt *f, struct shm_name queue, size_t room,
               size_t tail)
 {
-    struct shm_name shown;
+    struct shm_name shown = {0};
     size_t at;
 
-    f->tail = tail;
     f->hook.need = 0;
     if (f->out.len > 0) {
-        if (http_buf_reserve(&f->out, room + tail) != 0)
-            return -ENOMEM;
+        at = 0;
     } else {
         shown = worker_client_name(queue);
         at = HEAD_MAX(http_json_esc_len(shown.ptr, shown.len));
-        if (http_buf_reserve(&f->out, at + room + tail) != 0)
-            return -ENOMEM;
-        http_buf_commit(&f->out, head(http_buf_tail(&f->out), shown));
     }
-    f->hook.room = f->out.cap - f->out.len - 1 - tail;
+    if (http_buf_reserve(&f->out, at + room + tail) != 0) {
+        /* not the buffer's sticky oom: what it holds is whole, and a
+         * later round's failure answers it (200), not 500 */
+        f->out.oom = 0;
+        return -ENOMEM;
+    }
+    if (f->out.len == 0)
+        http_buf_commit(&f->out, head(http_buf_tail(&f->out), shown));
+    f->tail = tail;
+    f->hook.room = room_left(f);
+    if (f->hook.room < room) /* asked past the limit: one big message */
+        f->hook.room = room;
     return 0;
 }
 

@@ -32,8 +32,6 @@
 #include "worker/push_route.h"
 #include "worker/worker_int.h"
 
-static const char default_partition[] = "Default";
-
 /* scratch - room for n message descriptors in the worker's scratch. */
 static int
 scratch(struct worker *w, uint32_t n)
@@ -167,9 +165,11 @@ all_keyed(struct worker *w, struct shm_name queue, const struct http_push *p)
     return o.dedupe_s > 0;
 }
 
-/* after_wakes - a push that woke a call parked on this worker (its own
- * wake queue holds a handle now) answers after that call: the parked pop's
- * reply is the one a consumer waits on (http_request_hold). */
+/* after_wakes - a push answers after the calls parked on this worker
+ * that are to be woken: whenever this worker's wake queue holds a handle
+ * (this push's, or any other's still pending), the push is held so those
+ * calls answer first; the parked pop's reply is the one a consumer waits
+ * on (http_request_hold; http/edge.h D22). */
 static void
 after_wakes(struct worker *w, struct http_request *req)
 {
@@ -236,7 +236,7 @@ worker_push(struct worker *w, struct http_request *req)
         return;
     }
     struct shm_name queue = {p.queue.ptr, p.queue.len};
-    struct shm_name part = {default_partition, sizeof(default_partition) - 1};
+    struct shm_name part = WORKER_PUSH_DEFAULT_PART;
     struct worker_qname in;
     if (p.has_partition)
         part = (struct shm_name){p.partition.ptr, p.partition.len};

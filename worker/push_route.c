@@ -10,20 +10,6 @@
 #include "worker/forward.h"
 #include "worker/worker_int.h"
 
-static const char default_partition[] = "Default";
-
-/* may_push - whether worker_authz would let the caller push to queue,
- * answering nothing: its 403 and its 400 for a name too long in the
- * tenant are the full path's to give, after the body's 400. */
-static int
-may_push(struct worker *w, struct shm_name queue)
-{
-    char prefix[AUTH_TENANT_MAX + 2];
-
-    return worker_may(w, AUTH_PUSH, queue) &&
-           worker_tenant_prefix(w, prefix) + queue.len <= SHM_NAME_MAX;
-}
-
 /* place - where the push pk names goes: -1 when the full path must
  * answer it (a name it refuses, a token that may not push there), 1 when
  * this node serves it, 0 when another does (*in and *part name it
@@ -35,13 +21,17 @@ place(struct worker *w, struct http_request *req,
 {
     struct shm_name queue = {pk->queue, pk->queue_len};
 
-    *part = (struct shm_name){default_partition, sizeof(default_partition) - 1};
+    *part = WORKER_PUSH_DEFAULT_PART;
     if (pk->partition != NULL)
         *part = (struct shm_name){pk->partition, pk->partition_len};
+    /* worker_authz's 403 and its 400 for a name too long in the tenant are
+     * the full path's to give, after the body's 400: checked quietly first,
+     * worker_authz then cannot refuse, so answers nothing */
     if (!http_name_valid(queue.ptr, queue.len) ||
-        !http_name_valid(part->ptr, part->len) || !may_push(w, queue) ||
+        !http_name_valid(part->ptr, part->len) ||
+        !worker_authz_quiet(w, AUTH_PUSH, queue) ||
         !worker_authz(w, req, AUTH_PUSH, "queue", queue, in))
-        return -1; /* worker_authz cannot refuse (may_push), so answers not */
+        return -1;
     return shm_owner_here(&w->owners, in->name, *part) ? 1 : 0;
 }
 

@@ -17,8 +17,13 @@
 #ifndef MAYFLY_WORKER_PUSH_ROUTE_H
 #define MAYFLY_WORKER_PUSH_ROUTE_H
 
+#include "shm/broker.h"
+
 struct worker;
 struct http_request;
+
+/* The partition of a push that names none (push.c, push_route.c). */
+#define WORKER_PUSH_DEFAULT_PART ((struct shm_name){"Default", 7})
 
 /* worker_push_route - 0: req was taken (forwarded to the partition's
  * owner, answered later); 1: the caller parses and serves it. */

@@ -297,3 +297,50 @@ Test(bounds, one_inbox_per_request_outlives_the_queue_table, .timeout = 180)
               "no relief logged (%d retries)", retried);
     cr_assert_eq(itest_node_stop(&n, 30000), 0);
 }
+
+/* One message larger than a pop's answer is bounded to (16 MiB) but within
+ * max_body_bytes and the queue's maxBytes is delivered whole, alone, and
+ * the queue goes on: it must not block its partition until its ttl. */
+Test(bounds, message_over_the_pop_answer_bound_is_delivered_whole,
+     .timeout = 120)
+{
+    const size_t size = 20 * 1024 * 1024;
+    struct itest_node n;
+    struct itest_resp r;
+    char *body = malloc(size + 64), *p;
+    const char *got;
+
+    cr_assert(body);
+    itest_node_start(&n, "queue_max_bytes=64M");
+    p = body +
+        sprintf(body, "{\"queue\":\"huge\",\"messages\":[{\"payload\":\"");
+    for (size_t i = 0; i < size; i++)
+        *p++ = (char)('a' + i % 26);
+    sprintf(p, "\"}]}");
+    itest_req(&n, "POST", PUSH, body, &r);
+    cr_assert_eq(r.status, 201, "%ld %.200s", r.status, r.body);
+    itest_resp_free(&r);
+    itest_push(&n, &r, "huge", NULL, "[\"small\"]");
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+
+    itest_get(&n, &r, "/api/v1/ephemeral/pop?queue=huge&batch=10&autoAck=true");
+    cr_assert_eq(r.status, 200, "%ld %.200s", r.status, r.body);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%.200s", r.body);
+    got = itest_jstr(r.json, "messages.0.payload");
+    cr_assert_eq(strlen(got), size, "the big payload came back cut");
+    cr_assert(memcmp(got,
+                     body + strlen("{\"queue\":\"huge\",\"messages\":"
+                                   "[{\"payload\":\""),
+                     size) == 0,
+              "the big payload's bytes changed");
+    itest_resp_free(&r);
+    free(body);
+
+    itest_get(&n, &r, "/api/v1/ephemeral/pop?queue=huge&autoAck=true");
+    cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+    cr_assert_str_eq(itest_jstr(r.json, "messages.0.payload"), "small", "%s",
+                     r.body);
+    itest_resp_free(&r);
+}
