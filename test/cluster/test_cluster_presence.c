@@ -486,16 +486,13 @@ events_on(int i, const char *action)
     return v;
 }
 
-/* SIGTERM of the channel's owner with MANY members whose streams are on
- * the other two nodes, and call members: the next owner has the same set
- * at once (since, data, connections), and no stream watching the
- * channel's events gets an enter or a leave for any of them. */
-Test(cluster_presence, a_sigterm_hands_the_set_over_with_no_event,
-     .init = up_drain)
+/* members_and_watchers - the set the hand-over tests move: MANY stream
+ * members on nodes a and b (open_many), six call members entered
+ * through every node, and a watcher of the channel's events on a and on
+ * b, live once a marker's enter reached both. */
+static void
+members_and_watchers(int a, int b, struct watcher w[2])
 {
-    int owner = cl_owner("\x1eroom", "Default", CL_ALL);
-    int a = (owner + 1) % CL_NODES, b = (owner + 2) % CL_NODES;
-    static struct watcher w[2];
     struct itest_resp r = {0};
     char body[256];
 
@@ -534,6 +531,21 @@ Test(cluster_presence, a_sigterm_hands_the_set_over_with_no_event,
                   w[i].s.status, w[i].s.nev,
                   w[i].s.nev ? w[i].s.ev[0].event : "-",
                   w[i].s.nev ? w[i].s.ev[0].data : w[i].s.head);
+}
+
+/* SIGTERM of the channel's owner with MANY members whose streams are on
+ * the other two nodes, and call members: the next owner has the same set
+ * at once (since, data, connections), and no stream watching the
+ * channel's events gets an enter or a leave for any of them. */
+Test(cluster_presence, a_sigterm_hands_the_set_over_with_no_event,
+     .init = up_drain)
+{
+    int owner = cl_owner("\x1eroom", "Default", CL_ALL);
+    int a = (owner + 1) % CL_NODES, b = (owner + 2) % CL_NODES;
+    static struct watcher w[2];
+    struct itest_resp r = {0};
+
+    members_and_watchers(a, b, w);
     char *before = wait_members(a);
     double enters = events_on(a, "enter") + events_on(b, "enter");
     double leaves = events_on(a, "leave") + events_on(b, "leave");
@@ -619,38 +631,8 @@ Test(cluster_presence, a_rolling_restart_moves_the_set_back_with_no_event,
     int holder = cl_owner("\x1eroom", "Default", CL_ALL & ~(1u << owner));
     static struct watcher w[2];
     struct itest_resp r = {0};
-    char body[256];
 
-    open_many(a, b);
-    for (int i = 0; i < 6; i++) { /* call members, through every node */
-        snprintf(
-            body, sizeof(body),
-            "{\"channel\":\"room\",\"member\":\"bot%d\",\"data\":{\"n\":%d},"
-            "\"ttlSeconds\":60}",
-            i, i);
-        cr_assert_eq(
-            itest_req(&c.node[i % CL_NODES], "POST", PRES "/enter", body, &r),
-            200, "%s", r.body);
-        itest_resp_free(&r);
-    }
-    cr_assert_geq(wait_count(a, MANY + 6, 10000), 0, "%lld members",
-                  (long long)count_through(a));
-    wait_conns(a, "m000", 2, 10000);
-    wait_conns(a, "m010", 2, 10000);
-    for (int i = 0; i < 2; i++) {
-        w[i].node = i ? b : a;
-        watcher_open(&w[i]);
-        cr_assert_geq(sse_wait_events(&w[i].s, 1, 10000), 1);
-        cr_assert_str_eq(w[i].s.ev[0].event, "open");
-    }
-    cr_assert_eq(itest_post(&c.node[a], &r, PRES "/enter",
-                            "{\"channel\":\"room\",\"member\":\"aa-marker\","
-                            "\"ttlSeconds\":60}"),
-                 200);
-    itest_resp_free(&r);
-    for (int i = 0; i < 2; i++)
-        cr_assert(watcher_has(&w[i], "\"member\":\"aa-marker\"", 10000),
-                  "watcher %d", i);
+    members_and_watchers(a, b, w);
     char *before = wait_members(a);
     double enters = events_on(a, "enter") + events_on(b, "enter");
     double leaves = events_on(a, "leave") + events_on(b, "leave");
