@@ -486,6 +486,33 @@ events_on(int i, const char *action)
     return v;
 }
 
+/* no_enter_storm - after a move: through two rounds of the nodes'
+ * announcements (a set rebuilt from them would show as enters by then),
+ * then until a marker entered through node b reaches both watchers, no
+ * watcher saw an enter storm. */
+static void
+no_enter_storm(int b, struct watcher w[2])
+{
+    struct itest_resp r = {0};
+    int64_t until = itest_now_ms() + 2500;
+
+    while (itest_now_ms() < until) {
+        for (int i = 0; i < 2; i++)
+            watcher_pump(&w[i]);
+        itest_sleep_ms(20);
+    }
+    cr_assert_eq(itest_post(&c.node[b], &r, PRES "/enter",
+                            "{\"channel\":\"room\",\"member\":\"zz-marker\","
+                            "\"ttlSeconds\":60}"),
+                 200);
+    itest_resp_free(&r);
+    for (int i = 0; i < 2; i++) {
+        cr_assert(watcher_has(&w[i], "\"member\":\"zz-marker\"", 15000),
+                  "watcher %d (reopened %d times)", i, w[i].reopened);
+        cr_assert_not(w[i].storm, "watcher %d got %s", i, w[i].why);
+    }
+}
+
 /* members_and_watchers - the set the hand-over tests move: MANY stream
  * members on nodes a and b (open_many), six call members entered
  * through every node, and a watcher of the channel's events on a and on
@@ -543,7 +570,6 @@ Test(cluster_presence, a_sigterm_hands_the_set_over_with_no_event,
     int owner = cl_owner("\x1eroom", "Default", CL_ALL);
     int a = (owner + 1) % CL_NODES, b = (owner + 2) % CL_NODES;
     static struct watcher w[2];
-    struct itest_resp r = {0};
 
     members_and_watchers(a, b, w);
     char *before = wait_members(a);
@@ -559,24 +585,7 @@ Test(cluster_presence, a_sigterm_hands_the_set_over_with_no_event,
         cr_expect_str_eq(after, before, "the set through node %d", i ? b : a);
         free(after);
     }
-    /* two rounds of the nodes' announcements: a set rebuilt from them
-     * would show as enters by now */
-    int64_t until = itest_now_ms() + 2500;
-    while (itest_now_ms() < until) {
-        for (int i = 0; i < 2; i++)
-            watcher_pump(&w[i]);
-        itest_sleep_ms(20);
-    }
-    cr_assert_eq(itest_post(&c.node[b], &r, PRES "/enter",
-                            "{\"channel\":\"room\",\"member\":\"zz-marker\","
-                            "\"ttlSeconds\":60}"),
-                 200);
-    itest_resp_free(&r);
-    for (int i = 0; i < 2; i++) {
-        cr_assert(watcher_has(&w[i], "\"member\":\"zz-marker\"", 15000),
-                  "watcher %d (reopened %d times)", i, w[i].reopened);
-        cr_assert_not(w[i].storm, "watcher %d got %s", i, w[i].why);
-    }
+    no_enter_storm(b, w);
     /* and none was made: a watcher that came back after the move may
      * have been resumed past what its partition's move lost */
     cr_assert_eq(events_on(a, "enter") + events_on(b, "enter"), enters + 1,
@@ -630,7 +639,6 @@ Test(cluster_presence, a_rolling_restart_moves_the_set_back_with_no_event,
     int a = (owner + 1) % CL_NODES, b = (owner + 2) % CL_NODES;
     int holder = cl_owner("\x1eroom", "Default", CL_ALL & ~(1u << owner));
     static struct watcher w[2];
-    struct itest_resp r = {0};
 
     members_and_watchers(a, b, w);
     char *before = wait_members(a);
@@ -671,24 +679,7 @@ Test(cluster_presence, a_rolling_restart_moves_the_set_back_with_no_event,
     for (int i = 0; i < CL_NODES; i++) /* the holder's own streams' counts
                                           come from its workers (a second) */
         wait_same(i, before, 5000);
-    /* two rounds of the nodes' announcements: a set rebuilt from them
-     * would show as enters by now */
-    int64_t until = itest_now_ms() + 2500;
-    while (itest_now_ms() < until) {
-        for (int i = 0; i < 2; i++)
-            watcher_pump(&w[i]);
-        itest_sleep_ms(20);
-    }
-    cr_assert_eq(itest_post(&c.node[b], &r, PRES "/enter",
-                            "{\"channel\":\"room\",\"member\":\"zz-marker\","
-                            "\"ttlSeconds\":60}"),
-                 200);
-    itest_resp_free(&r);
-    for (int i = 0; i < 2; i++) {
-        cr_assert(watcher_has(&w[i], "\"member\":\"zz-marker\"", 15000),
-                  "watcher %d (reopened %d times)", i, w[i].reopened);
-        cr_assert_not(w[i].storm, "watcher %d got %s", i, w[i].why);
-    }
+    no_enter_storm(b, w);
     /* and none was made: the owner's counters began at its restart */
     cr_assert_eq(events_on(a, "enter") + events_on(b, "enter") +
                      events_on(owner, "enter"),
