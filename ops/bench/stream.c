@@ -144,8 +144,8 @@ mayfly_fan_open(void)
     fan_tag = (int)(bench_now_ns() / 1000 % 1000000) + 1;
     snprintf(path, sizeof(path), SUB_PATH "queue=fan%d&partition=p0", fan_tag);
     bench_http_request(&req, "GET", path, NULL, 0);
-    streams_wait(bench_opt.mport,
-                 0); /* what the rows before left: stream_max */
+    /* those the rows before left count against stream_max */
+    streams_wait(bench_opt.mport, 0);
     mfan.set = bench_rset_open(n, bench_opt.mport, req.p, req.len, mfan.err,
                                sizeof(mfan.err));
     bench_buf_free(&req);
