@@ -195,6 +195,9 @@ struct bench_opts {
     const char *ttoken; /* the bearer token every request to tport carries
                            (NULL: none) */
     pid_t mpid;
+    const char *mayflyd; /* the binary run.sh starts, for the nodes of the
+                            memory rows (node.c; NULL: those rows fail) */
+    const char *rundir;  /* where their data and logs go (build/bench/run) */
     long inboxes;
     int parked;
     int pipeline; /* rpc clients of mayfly and Redis pipeline their steps */
@@ -398,9 +401,14 @@ int bench_rpcs_start(struct bench_conn *c);
 
 /* mayfly.c: bench_mayfly_compared - the mayfly rows a peer compares with
  * in scenario (as bench_redis_compared names them), one sample each;
- * bench_mayfly_all - every other mayfly row */
+ * bench_mayfly_all - every other mayfly row but the memory rows;
+ * bench_mayfly_mem_msg, _inbox, _parked - the memory a held message, an
+ * idle inbox, a parked pop costs, each on a node of its own (node.c) */
 void bench_mayfly_compared(const char *scenario);
 void bench_mayfly_all(void);
+void bench_mayfly_mem_msg(void);
+void bench_mayfly_mem_inbox(void);
+void bench_mayfly_mem_parked(void);
 void bench_mayfly_http(const char *key, int port, const char *path,
                        const char *label);
 int bench_metric(int port, const char *name, double *val);
@@ -409,23 +417,49 @@ int bench_metric(int port, const char *name, double *val);
 int bench_call(int port, const char *method, const char *path, const char *body,
                int *status);
 
+/* node.c: a mayflyd of the bench's own for one measurement (its client
+ * port and master's pid), and the memory rows' readings of a node. */
+struct bench_node {
+    int port;
+    pid_t pid; /* 0: none (or stopped) */
+};
+/* bench_free_port - a port of 127.0.0.1 nothing listens on; -errno. */
+int bench_free_port(void);
+/* bench_node_main - the node run.sh started (--mayfly, --mayfly-pid). */
+struct bench_node bench_node_main(void);
+/* bench_node_start - start bench_opt.mayflyd as run.sh starts its main
+ * node, on spare ports, its data and log under bench_opt.rundir/name;
+ * 0 once it answers GET /health, else -errno with why in err (nothing
+ * left running). */
+int bench_node_start(struct bench_node *n, const char *name, char *err,
+                     size_t errlen);
+/* bench_node_stop - stop the node and reap it (none: nothing). */
+void bench_node_stop(struct bench_node *n);
+
 /* Memory as the server accounts it (mayfly_memory_used_bytes) and as the
- * kernel sees it (PSS of --mayfly-pid and its children, 0 without). */
+ * kernel sees it (PSS of the node's master and its children; 0 without a
+ * pid). */
 struct bench_mem {
     double acct;
     double pss;
     int acct_ok;
 };
-void bench_mem_sample(struct bench_mem *m);
-/* bench_mem_settle - a sample once the server's PSS holds still (within
- * 0.2 % over 250 ms, 5 s at most): what earlier rows freed is gone. */
-void bench_mem_settle(struct bench_mem *m);
-/* bench_mem_row_pss - a memory row: the server's PSS from m0 to m1 over n
+void bench_mem_sample(const struct bench_node *n, struct bench_mem *m);
+/* bench_mem_settle - a sample once the node's PSS holds still (within
+ * 0.2 % over 250 ms, 5 s at most). */
+void bench_mem_settle(const struct bench_node *n, struct bench_mem *m);
+/* bench_mem_row_pss - a memory row: the node's PSS from m0 to m1 over n
  * items (the rate), the accounted figure in its note, with target (NULL:
  * none) beside it. */
 void bench_mem_row_pss(const char *key, const char *variant,
                        const struct bench_mem *m0, const struct bench_mem *m1,
                        double n, const char *target);
+/* bench_mem_row_acct - a memory row: the accounted bytes from m0 to m1
+ * over n items less payload_bytes each (the rate; PSS when the node does
+ * not serve the metric), the PSS beside it in its note. */
+void bench_mem_row_acct(const char *key, const char *variant,
+                        const struct bench_mem *m0, const struct bench_mem *m1,
+                        double n, double payload_bytes);
 
 /* rset.c: a reader set (see there) */
 #define BENCH_RSET_CARRY   16
@@ -505,19 +539,21 @@ struct bench_round bench_rset_round(struct bench_rset *s, int (*fn)(void *),
 
 /* stream.c: bench_stream_fanout - one sample of the fan-out row, mayfly's
  * (nats 0) or NATS's (its set opened, its rounds, closed);
- * bench_stream_all - the stream rows not compared (memory per idle
- * stream, throughput), run first, on a server that has not yet served
- * many connections */
+ * bench_stream_all - the stream rows not compared (throughput);
+ * bench_stream_mem - the memory per idle stream, on a node of its own */
 void bench_stream_fanout(int nats);
 void bench_stream_all(void);
+void bench_stream_mem(void);
 
 /* presence.c: bench_presence_churn - one sample of the churn row,
  * mayfly's (nats 0: enters and leaves by call, each channel's events to a
  * stream) or NATS's (the same events published, a subscriber a subject);
- * bench_presence_all - the rows not compared (memory per member, listing
- * and counting a full channel), before the compared pairs */
+ * bench_presence_all - the rows not compared (listing and counting a full
+ * channel), before the compared pairs; bench_presence_mem - the memory
+ * per member, on a node of its own (node.c) */
 void bench_presence_churn(int nats);
 void bench_presence_all(void);
+void bench_presence_mem(void);
 
 /* cluster.c */
 void bench_cluster_all(void);

@@ -4,7 +4,9 @@
 #   make bench QUICK=1    short windows (under 2 minutes)
 #   make bench ONLY=rpc   some scenarios (http,push,backlog,drain,rpc,wake,
 #                         inboxes,parked,stream,presence; rpc1 or rpc32 for one rpc row's
-#                         rows, request1 or request32 for the verb's alone)
+#                         rows, request1 or request32 for the verb's alone;
+#                         memory for the memory rows alone, each measured on
+#                         a mayflyd of its own)
 #   make bench UPDATE=1   also write the table into BENCHMARKS.md
 #   make bench CLUSTER=1  three nodes on 127.0.0.1-3 instead: push, drain
 #                         and rpc sent to the owner and through a non-owner

@@ -501,18 +501,13 @@ raise_nofile(void)
 static int
 free_port(void)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int port = bench_free_port();
 
-    if (fd == -1 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 ||
-        getsockname(fd, (struct sockaddr *)&sa, &sl) == -1) {
-        perror("mayfly-bench: free-port");
+    if (port < 0) {
+        fprintf(stderr, "mayfly-bench: free-port: %s\n", strerror(-port));
         return 1;
     }
-    printf("%d\n", ntohs(sa.sin_port));
-    close(fd);
+    printf("%d\n", port);
     return 0;
 }
 
@@ -606,9 +601,12 @@ usage(void)
             "auth)]\n"
             "                    [--mayfly-tls-token FILE (its bearer "
             "token)]\n"
+            "                    [--mayflyd BINARY (started for each memory "
+            "row)]\n"
+            "                    [--run-dir DIR (their data and logs)]\n"
             "                    [--json FILE] [--md FILE] [--only "
             "http,push,drain,rpc,rpc1,rpc32,wake,inboxes,parked,stream,\n"
-            "                    presence]\n"
+            "                    presence,memory]\n"
             "                    [--parked N (10000)] [--label TEXT] "
             "[--pipeline]\n"
             "                    [--cluster PORT0,PORT1,PORT2 (nodes n0-n2 "
@@ -669,7 +667,11 @@ parse_run(int argc, char **argv)
         else if (strcmp(a, "--mayfly-tls-token") == 0) {
             if ((bench_opt.ttoken = read_token(v)) == NULL)
                 return usage();
-        } else if (strcmp(a, "--json") == 0)
+        } else if (strcmp(a, "--mayflyd") == 0)
+            bench_opt.mayflyd = v;
+        else if (strcmp(a, "--run-dir") == 0)
+            bench_opt.rundir = v;
+        else if (strcmp(a, "--json") == 0)
             bench_opt.json = v;
         else if (strcmp(a, "--md") == 0)
             bench_opt.md = v;
@@ -768,6 +770,31 @@ compared_pairs(int m)
         bench_nats_close();
 }
 
+/*
+ * memory_rows - every memory row, each on a mayflyd of its own that has
+ * served nothing before (node.c): on the node that ran the other rows,
+ * heap they freed moves its PSS either way.  With a scenario's rows (the
+ * held message with push, backlog or drain), or all of them alone with
+ * --only memory.  Before the other rows, while the machine is quiet.
+ */
+static void
+memory_rows(void)
+{
+    int all = bench_want("memory");
+
+    if (all || bench_want("stream"))
+        bench_stream_mem();
+    if (all || bench_want("push") || bench_want("backlog") ||
+        bench_want("drain"))
+        bench_mayfly_mem_msg();
+    if (all || bench_want("inboxes"))
+        bench_mayfly_mem_inbox();
+    if (all || bench_want("parked"))
+        bench_mayfly_mem_parked();
+    if (all || bench_want("presence"))
+        bench_presence_mem();
+}
+
 /* The whole benchmark. */
 static int
 run_all(void)
@@ -787,7 +814,8 @@ run_all(void)
     if (bench_opt.cluster[0] > 0)
         bench_cluster_all();
     int m = bench_opt.mport > 0 && mayfly_ready() == 0;
-    /* first: its memory row wants a server whose heap holds little freed */
+    if (m)
+        memory_rows();
     if (m && bench_want("stream"))
         bench_stream_all();
     if (m)

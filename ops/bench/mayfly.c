@@ -1,9 +1,9 @@
 /*
  * mayfly.c - the mayfly side of mayfly-bench: the HTTP floor (against wrk),
- * push, drain, rpc, wake, inboxes and parked, plus the memory figures read
- * from GET /metrics and from the server's proportional set size.  The
- * push, fill, drain and rpc request sequences are roles.c's, which the
- * cluster rows share.
+ * push, drain, rpc, wake, inboxes and parked, plus the memory a held
+ * message, an idle inbox and a parked pop cost, each read on a mayflyd of
+ * its own (node.c).  The push, fill, drain and rpc request sequences are
+ * roles.c's, which the cluster rows share.
  *
  * Scenario data behind conn->ud is written before a run starts and only
  * read by the loops, except the atomic counters that hand out work.
@@ -25,10 +25,6 @@
 #define WAIT_PATH "/api/v1/ephemeral/pop?"
 
 static int run_tag;
-/* The bytes a held message costs are read around the first fill into
- * fresh cells (backlog's, else the first drain's): later fills reuse pages
- * the kernel counts already. */
-static int mem_msg_done;
 
 /* The payloads (roles.c), and a tag that sets this run's names apart. */
 static void
@@ -104,44 +100,6 @@ bench_metric(int port, const char *name, double *val)
     if (rc == 0 && !found)
         rc = -ENOENT;
     return rc;
-}
-
-/* Proportional set size of pid and all its descendants, in bytes; 0 when
- * /proc cannot tell. */
-static double
-pss_tree(pid_t pid)
-{
-    char path[96], line[256];
-    double kb = 0;
-    FILE *f;
-    long child;
-
-    snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
-    f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, "Pss:", 4) == 0)
-            kb += strtod(line + 4, NULL);
-    fclose(f);
-    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
-             (int)pid);
-    f = fopen(path, "r");
-    if (f == NULL)
-        return kb * 1024;
-    while (fscanf(f, "%ld", &child) == 1)
-        kb += pss_tree((pid_t)child) / 1024;
-    fclose(f);
-    return kb * 1024;
-}
-
-/* bench_mem_sample - see bench.h. */
-void
-bench_mem_sample(struct bench_mem *m)
-{
-    m->acct_ok = bench_metric(bench_opt.mport, "mayfly_memory_used_bytes",
-                              &m->acct) == 0;
-    m->pss = bench_opt.mpid > 0 ? pss_tree(bench_opt.mpid) : 0;
 }
 
 /* GET path again and again (the HTTP floor). ud: the request bytes. */
@@ -389,79 +347,6 @@ mayfly_push_keyed(void)
         }
 }
 
-/* Memory row from a sample before and after n messages of BENCH_PAYLOAD bytes
- * (or n idle queues when per_what is "inbox"). */
-static void
-mem_row(const char *key, const char *variant, const struct bench_mem *m0,
-        const struct bench_mem *m1, double n, double payload_bytes)
-{
-    struct bench_row row = {0};
-
-    snprintf(row.key, sizeof(row.key), "%s", key);
-    snprintf(row.scenario, sizeof(row.scenario), "memory");
-    snprintf(row.system, sizeof(row.system), "mayfly");
-    snprintf(row.variant, sizeof(row.variant), "%s", variant);
-    snprintf(row.unit, sizeof(row.unit), "B/item");
-    row.ok = m0->acct_ok && m1->acct_ok;
-    row.rate = row.ok ? (m1->acct - m0->acct) / n - payload_bytes : 0;
-    snprintf(row.note, sizeof(row.note),
-             "%s; kernel PSS of the server: %.0f B/item%s",
-             row.ok ? "accounted (mayfly_memory_used_bytes)"
-                    : "mayfly_memory_used_bytes not served",
-             (m1->pss - m0->pss) / n - payload_bytes,
-             payload_bytes > 0 ? " (both beyond the 256 B payload)" : "");
-    if (!row.ok && bench_opt.mpid > 0) {
-        row.ok = 1;
-        row.rate = (m1->pss - m0->pss) / n - payload_bytes;
-    }
-    bench_row_add(&row);
-}
-
-/* bench_mem_settle - see bench.h. */
-void
-bench_mem_settle(struct bench_mem *m)
-{
-    double last;
-
-    bench_mem_sample(m);
-    for (int i = 0; i < 20; i++) {
-        last = m->pss;
-        bench_sleep_ns(250000000);
-        bench_mem_sample(m);
-        if (m->pss <= last * 1.002 && m->pss >= last * 0.998)
-            break;
-    }
-}
-
-/* bench_mem_row_pss - see bench.h. */
-void
-bench_mem_row_pss(const char *key, const char *variant,
-                  const struct bench_mem *m0, const struct bench_mem *m1,
-                  double n, const char *target)
-{
-    struct bench_row row = {0};
-
-    snprintf(row.key, sizeof(row.key), "%s", key);
-    snprintf(row.scenario, sizeof(row.scenario), "memory");
-    snprintf(row.system, sizeof(row.system), "mayfly");
-    snprintf(row.variant, sizeof(row.variant), "%s", variant);
-    snprintf(row.unit, sizeof(row.unit), "B/item");
-    row.ok = bench_opt.mpid > 0 && n > 0;
-    row.rate = row.ok ? (m1->pss - m0->pss) / n : 0;
-    if (m0->acct_ok && m1->acct_ok)
-        snprintf(row.note, sizeof(row.note),
-                 "kernel PSS of the server%s%s; accounted "
-                 "(mayfly_memory_used_bytes): %.0f B/item",
-                 target ? ", target " : "", target ? target : "",
-                 (m1->acct - m0->acct) / n);
-    else
-        snprintf(row.note, sizeof(row.note), "kernel PSS of the server%s%s",
-                 target ? ", target " : "", target ? target : "");
-    if (!row.ok)
-        snprintf(row.note, sizeof(row.note), "no --mayfly-pid: no PSS");
-    bench_row_add(&row);
-}
-
 /*
  * Scenario backlog: pushes as in push (16 conns, 100 x 256 B, 8 partitions)
  * that nothing takes, into queues of 10,000 messages each, until 400,000
@@ -490,19 +375,10 @@ backlog_round(int round, long total, uint64_t *msgs, uint64_t *ns,
     for (int i = 0; i < 16 && ok; i++)
         ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &bench_role_fill,
                            sc) != NULL;
-    struct bench_mem m0, m1;
-    if (round == 0)
-        bench_mem_sample(&m0);
     *server_ns = bench_server_ns();
     if (ok && bench_run_start(run) == 0)
         bench_run_join(run);
     *server_ns = bench_server_ns() - *server_ns;
-    if (round == 0 && ok && run->errors == 0 && !mem_msg_done) {
-        bench_mem_sample(&m1);
-        mem_row("mem-msg", "256 B messages held (backlog fill)", &m0, &m1,
-                (double)total * BENCH_BATCH, BENCH_PAYLOAD);
-        mem_msg_done = 1;
-    }
     if (!ok || run->errors > 0)
         snprintf(err, errlen, "fill: %s", run->err);
     else {
@@ -551,14 +427,55 @@ backlog_row(int round, long total)
     free(hist);
 }
 
+/* backlog_total - the backlog's pushes of BENCH_BATCH. */
+static long
+backlog_total(void)
+{
+    return bench_opt.quick ? 2000 : 4000;
+}
+
 /* Scenario backlog: fresh cells, then the same pushes into reused ones. */
 static void
 mayfly_backlog(void)
 {
-    long total = bench_opt.quick ? 2000 : 4000;
+    backlog_row(0, backlog_total());
+    backlog_row(1, backlog_total());
+}
 
-    backlog_row(0, total);
-    backlog_row(1, total);
+/* bench_mayfly_mem_msg - see bench.h: the backlog's first fill (16 conns,
+ * 100 x 256 B, 8 partitions, queues of 10,000) into a node of its own,
+ * memory before and after: what a message held costs in cells and pages
+ * nothing used before. */
+void
+bench_mayfly_mem_msg(void)
+{
+    static const char what[] = "256 B messages held (backlog fill)";
+    struct bench_fill_sc *sc = calloc(1, sizeof(*sc));
+    struct bench_node node;
+    struct bench_mem m0, m1;
+    char err[240] = "no memory";
+
+    payload_init();
+    if (sc == NULL ||
+        bench_node_start(&node, "mem-msg", err, sizeof(err)) != 0) {
+        bench_row_fail("mem-msg", "memory", "mayfly", what, err);
+        free(sc);
+        return;
+    }
+    snprintf(sc->prefix, sizeof(sc->prefix), "memmsg%d-", run_tag);
+    sc->per_q = 10000 / BENCH_BATCH;
+    sc->parts = BENCH_PARTS;
+    sc->total = backlog_total();
+    bench_mem_settle(&node, &m0);
+    if (bench_fill_run(sc, node.port, 16, err, sizeof(err)) == 0) {
+        bench_mem_settle(&node, &m1);
+        bench_mem_row_acct("mem-msg", what, &m0, &m1,
+                           (double)sc->total * BENCH_BATCH, BENCH_PAYLOAD);
+    } else {
+        bench_row_fail("mem-msg", "memory", "mayfly", what, err);
+    }
+    bench_node_stop(&node);
+    free(sc);
 }
 
 /* The drain variants: at most once, a pop then an ack, the ack carried
@@ -579,7 +496,6 @@ mayfly_drain(enum drain_mode mode)
     struct bench_fill_sc *fsc;
     struct bench_run *run;
     struct bench_hist *hist = calloc(1, sizeof(*hist));
-    struct bench_mem m0, m1;
     int nq = bench_opt.quick ? 16 : 32, rounds = bench_opt.quick ? 1 : 4;
     uint64_t msgs = 0, ns = 0, errors = 0, server_ns = 0;
     char err[240] = "";
@@ -597,18 +513,10 @@ mayfly_drain(enum drain_mode mode)
                  "kao"[mode], r);
         fsc->per_q = 10000 / BENCH_BATCH;
         fsc->total = (long)nq * fsc->per_q;
-        if (r == 0 && mode == DRAIN_ACK && !mem_msg_done)
-            bench_mem_sample(&m0);
         if (bench_fill_run(fsc, bench_opt.mport, 8, err, sizeof(err)) != 0) {
             errors++;
             free(fsc);
             break;
-        }
-        if (r == 0 && mode == DRAIN_ACK && !mem_msg_done) {
-            bench_mem_sample(&m1);
-            mem_row("mem-msg", "256 B messages held (drain fill)", &m0, &m1,
-                    (double)nq * 10000, BENCH_PAYLOAD);
-            mem_msg_done = 1;
         }
         memcpy(dsc.prefix, fsc->prefix, sizeof(dsc.prefix));
         free(fsc);
@@ -1119,14 +1027,30 @@ inbox_reply(struct bench_conn *c, const struct bench_reply *r)
 
 static const struct bench_role role_inbox = {inbox_start, inbox_reply};
 
-/* Scenario inboxes: rate of one-shot inboxes, memory per idle inbox. */
+/* inbox_run - sc->total one-shot inboxes on port over 16 connections;
+ * the run, joined (the caller frees it). */
+static struct bench_run *
+inbox_run(struct inbox_sc *sc, int port)
+{
+    struct bench_run *run = bench_run_new(bench_opt.threads);
+
+    atomic_store(&run->deadline, bench_now_ns() + 120000000000ull);
+    for (int i = 0; i < 16; i++)
+        if (bench_run_add(run, BENCH_HTTP, port, &role_inbox, sc) == NULL)
+            break;
+    if (bench_run_start(run) == 0)
+        bench_run_join(run);
+    return run;
+}
+
+/* Scenario inboxes: rate of one-shot inboxes (their memory:
+ * bench_mayfly_mem_inbox). */
 static void
 mayfly_inboxes(void)
 {
     struct inbox_sc sc = {.total = bench_opt.inboxes};
     struct bench_row row = {0};
-    struct bench_run *run = bench_run_new(bench_opt.threads);
-    struct bench_mem m0, m1;
+    struct bench_run *run;
     double secs;
 
     snprintf(row.key, sizeof(row.key), "inboxes");
@@ -1134,21 +1058,41 @@ mayfly_inboxes(void)
     snprintf(row.system, sizeof(row.system), "mayfly");
     snprintf(row.variant, sizeof(row.variant),
              "%ld one-shot inboxes (push 1, pop autoAck), 16 conns", sc.total);
-    bench_mem_sample(&m0);
-    atomic_store(&run->deadline, bench_now_ns() + 120000000000ull);
-    for (int i = 0; i < 16; i++)
-        if (bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_inbox, &sc) ==
-            NULL)
-            break;
-    if (bench_run_start(run) == 0)
-        bench_run_join(run);
+    run = inbox_run(&sc, bench_opt.mport);
     secs = (double)(run->t_last - run->t_start) / 1e9;
     bench_row_from_run(&row, run, secs > 0 ? secs : 1, "inbox/s");
     bench_row_add(&row);
     bench_run_free(run);
-    bench_mem_sample(&m1);
-    mem_row("mem-inbox", "idle empty inbox, before collection", &m0, &m1,
-            (double)sc.total, 0);
+}
+
+/* bench_mayfly_mem_inbox - see bench.h: the inboxes scenario's inboxes
+ * on a node of its own, memory before and after. */
+void
+bench_mayfly_mem_inbox(void)
+{
+    static const char what[] = "idle empty inbox, before collection";
+    struct inbox_sc sc = {.total = bench_opt.inboxes};
+    struct bench_node node;
+    struct bench_mem m0, m1;
+    struct bench_run *run;
+    char err[240];
+
+    payload_init();
+    if (bench_node_start(&node, "mem-inbox", err, sizeof(err)) != 0) {
+        bench_row_fail("mem-inbox", "memory", "mayfly", what, err);
+        return;
+    }
+    bench_mem_settle(&node, &m0);
+    run = inbox_run(&sc, node.port);
+    /* at once: idle inboxes are collected after a while */
+    bench_mem_sample(&node, &m1);
+    if (run->errors == 0 && run->ops == (uint64_t)sc.total)
+        bench_mem_row_acct("mem-inbox", what, &m0, &m1, (double)sc.total, 0);
+    else
+        bench_row_fail("mem-inbox", "memory", "mayfly", what,
+                       run->err[0] ? run->err : "not every inbox made");
+    bench_run_free(run);
+    bench_node_stop(&node);
 }
 
 /* Parked pops: connection i waits on partition p(i % parts) of queue. */
@@ -1201,18 +1145,17 @@ park_reply(struct bench_conn *c, const struct bench_reply *r)
 
 static const struct bench_role role_park = {park_start, park_reply};
 
-/* Wait until the server reports want parked pops, or its figure has held
- * still for 2 s (some builds count workers with parked pops rather than
- * pops); the figure it reports. */
+/* Wait until the server on port reports want parked pops, or its figure
+ * has held still for 2 s (some builds count workers with parked pops
+ * rather than pops); the figure it reports. */
 static double
-park_wait(int want)
+park_wait(int port, int want)
 {
     uint64_t until = bench_now_ns() + 60000000000ull, still = 0;
     double v = 0, last = -1;
 
     while (bench_now_ns() < until) {
-        if (bench_metric(bench_opt.mport, "mayfly_parked_pops", &v) == 0 &&
-            v >= want)
+        if (bench_metric(port, "mayfly_parked_pops", &v) == 0 && v >= want)
             return v;
         if (v != last) {
             last = v;
@@ -1225,44 +1168,96 @@ park_wait(int want)
     return v;
 }
 
-/* Scenario parked: many parked pops, pushes meanwhile, then wake all. */
+/* park_open - n connections to port (not started) that will each park a
+ * pop of queue q on one of n / BENCH_BATCH partitions; *made: how many
+ * could connect (err says why when fewer). */
+static struct bench_run *
+park_open(struct park_sc *sc, const char *q, int port, int n, int *made,
+          char *err, size_t errlen)
+{
+    struct bench_run *parkers = bench_run_new(1);
+
+    snprintf(sc->queue, sizeof(sc->queue), "%s%d", q, run_tag);
+    sc->parts = n / BENCH_BATCH > 0 ? n / BENCH_BATCH : 1;
+    atomic_store(&sc->wake_t0, UINT64_MAX);
+    atomic_store(&parkers->deadline, bench_now_ns() + 300000000000ull);
+    for (*made = 0; *made < n; (*made)++)
+        if (bench_run_add(parkers, BENCH_HTTP, port, &role_park, sc) == NULL)
+            break;
+    if (*made < n)
+        snprintf(err, errlen, "%d of %d connections: %s", *made, n,
+                 parkers->err);
+    return parkers;
+}
+
+/* bench_mayfly_mem_parked - see bench.h: what parking adds over an open
+ * connection, on a node of its own: PSS with the connections open, then
+ * with a pop parked on each (after a GET /health). */
+void
+bench_mayfly_mem_parked(void)
+{
+    struct park_sc *sc = calloc(1, sizeof(*sc));
+    struct bench_run *parkers;
+    struct bench_node node;
+    struct bench_mem m0, m1;
+    int n = bench_opt.parked, made = 0;
+    double parked;
+    char err[240] = "", what[72];
+
+    payload_init();
+    snprintf(what, sizeof(what),
+             "parked long poll (%d, each its connection's 2nd request)", n);
+    if (sc == NULL)
+        exit(1);
+    if (bench_node_start(&node, "mem-parked", err, sizeof(err)) != 0) {
+        bench_row_fail("parked-mem", "memory", "mayfly", what, err);
+        free(sc);
+        return;
+    }
+    parkers = park_open(sc, "memparked", node.port, n, &made, err, sizeof(err));
+    bench_mem_settle(&node, &m0);
+    bench_run_start(parkers);
+    parked = park_wait(node.port, made);
+    bench_sleep_ns(200000000);
+    bench_mem_sample(&node, &m1);
+    if (err[0] == '\0' && parked < made)
+        snprintf(err, sizeof(err), "mayfly_parked_pops said %.0f of %d", parked,
+                 made);
+    if (err[0] == '\0')
+        bench_mem_row_pss("parked-mem", what, &m0, &m1, made, NULL);
+    else
+        bench_row_fail("parked-mem", "memory", "mayfly", what, err);
+    /* the node first: it need not answer the pops */
+    bench_node_stop(&node);
+    atomic_store(&parkers->stop, 1);
+    bench_run_join(parkers);
+    bench_run_free(parkers);
+    free(sc);
+}
+
+/* Scenario parked: many parked pops, pushes meanwhile, then wake all
+ * (their memory: bench_mayfly_mem_parked). */
 static void
 mayfly_parked(void)
 {
     struct park_sc *sc = calloc(1, sizeof(*sc));
     struct bench_fill_sc *wake = calloc(1, sizeof(*wake));
     struct bench_row prow = {0}, wrow = {0};
-    struct bench_run *parkers = bench_run_new(1);
+    struct bench_run *parkers;
     int n = bench_opt.parked, made = 0;
     double parked;
-    char err[240] = "", queue[40], mvar[72];
-    struct bench_mem m0, m1;
+    char err[240] = "", queue[40];
 
-    snprintf(sc->queue, sizeof(sc->queue), "parked%d", run_tag);
-    sc->parts = n / BENCH_BATCH > 0 ? n / BENCH_BATCH : 1;
-    atomic_store(&sc->wake_t0, UINT64_MAX);
     snprintf(prow.key, sizeof(prow.key), "parked-push");
     snprintf(prow.scenario, sizeof(prow.scenario), "parked");
     snprintf(prow.system, sizeof(prow.system), "mayfly");
     snprintf(wrow.key, sizeof(wrow.key), "parked-wake");
     snprintf(wrow.scenario, sizeof(wrow.scenario), "parked");
     snprintf(wrow.system, sizeof(wrow.system), "mayfly");
-    atomic_store(&parkers->deadline, bench_now_ns() + 300000000000ull);
-    for (; made < n; made++)
-        if (bench_run_add(parkers, BENCH_HTTP, bench_opt.mport, &role_park,
-                          sc) == NULL)
-            break;
-    if (made < n)
-        snprintf(err, sizeof(err), "%d of %d connections: %s", made, n,
-                 parkers->err);
-    bench_mem_settle(&m0);
+    parkers =
+        park_open(sc, "parked", bench_opt.mport, n, &made, err, sizeof(err));
     bench_run_start(parkers);
-    parked = park_wait(made);
-    bench_sleep_ns(200000000);
-    bench_mem_sample(&m1);
-    snprintf(mvar, sizeof(mvar),
-             "parked long poll (%d, each its connection's 2nd request)", made);
-    bench_mem_row_pss("parked-mem", mvar, &m0, &m1, made, NULL);
+    parked = park_wait(bench_opt.mport, made);
     snprintf(prow.variant, sizeof(prow.variant),
              "push 100 x 256 B, 8 conns, while %d pops are parked", made);
     snprintf(queue, sizeof(queue), "parkpush%d", run_tag);

@@ -12,7 +12,7 @@
  *   listed whole, page after page of the default 1,000, and counted
  *   (count=true), on one connection.
  * - memory: mayfly_memory_used_bytes and the server's PSS around entering
- *   the churn's 10,000 members.
+ *   10,000 members as the churn's are, on a mayflyd of its own (node.c).
  *
  * Both churns hold their senders back while the watchers are more than
  * WINDOW events a watcher behind, so what is measured is events that
@@ -126,10 +126,10 @@ fill_reply(struct bench_conn *c, const struct bench_reply *r)
 
 static const struct bench_role role_fill = {fill_start, fill_reply};
 
-/* fill - enter every member of sc with CONNS connections (120 s at most);
- * 0, or -EIO with why in err. */
+/* fill - enter every member of sc on the node at port with CONNS
+ * connections (120 s at most); 0, or -EIO with why in err. */
 static int
-fill(struct churn *sc, char *err, size_t errlen)
+fill(struct churn *sc, int port, char *err, size_t errlen)
 {
     struct bench_run *run = bench_run_new(bench_opt.threads);
     int ok = 1, rc = 0;
@@ -137,8 +137,7 @@ fill(struct churn *sc, char *err, size_t errlen)
     atomic_store(&sc->next, 0);
     atomic_store(&run->deadline, bench_now_ns() + 120000000000ull);
     for (int i = 0; i < CONNS && ok; i++)
-        ok = bench_run_add(run, BENCH_HTTP, bench_opt.mport, &role_fill, sc) !=
-             NULL;
+        ok = bench_run_add(run, BENCH_HTTP, port, &role_fill, sc) != NULL;
     if (ok && bench_run_start(run) == 0)
         bench_run_join(run);
     if (!ok || run->errors > 0 || run->ops != (uint64_t)sc->total) {
@@ -164,7 +163,7 @@ population(char *err, size_t errlen)
     snprintf(pop->prefix, sizeof(pop->prefix), "pch%d-", tag);
     pop->nchan = CHANNELS;
     pop->total = MEMBERS;
-    if (fill(pop, err, errlen) != 0) {
+    if (fill(pop, bench_opt.mport, err, errlen) != 0) {
         free(pop);
         pop = NULL;
     }
@@ -615,7 +614,7 @@ list_rows(void)
     sc->nchan = 1;
     sc->total = LISTED;
     snprintf(l.channel, sizeof(l.channel), "%s0", sc->prefix);
-    fill(sc, err, sizeof(err));
+    fill(sc, bench_opt.mport, err, sizeof(err));
     for (l.count = 0; l.count < 2; l.count++) {
         struct bench_row row = {0};
         struct bench_run *run = bench_run_new(1);
@@ -652,15 +651,19 @@ list_rows(void)
 
 /* ---- memory --------------------------------------------------------- */
 
-/* mem_row - the memory row: accounted bytes (the rate) and the server's
- * PSS around entering the churn's members. */
-static void
-mem_row(void)
+/* bench_presence_mem - see bench.h: accounted bytes (the rate) and the
+ * PSS around entering members as the churn's are, on a node of its own
+ * (node.c). */
+void
+bench_presence_mem(void)
 {
+    struct churn *sc = calloc(1, sizeof(*sc));
+    struct bench_node node;
     struct bench_mem m0, m1;
     struct bench_row row = {0};
-    char err[200] = "";
+    char err[200] = "no memory";
 
+    tag_init();
     snprintf(row.key, sizeof(row.key), "presence-memory");
     snprintf(row.scenario, sizeof(row.scenario), "memory");
     snprintf(row.system, sizeof(row.system), "mayfly");
@@ -668,23 +671,31 @@ mem_row(void)
              "presence member by call (%d in %d channels, 21 B data)", MEMBERS,
              CHANNELS);
     snprintf(row.unit, sizeof(row.unit), "B/item");
-    if (pop != NULL) { /* already entered: nothing fresh to measure */
-        bench_row_fail(row.key, row.scenario, row.system, row.variant,
-                       "the members were entered before");
-        return;
-    }
-    bench_mem_settle(&m0);
-    if (population(err, sizeof(err)) == NULL) {
+    if (sc == NULL ||
+        bench_node_start(&node, "mem-presence", err, sizeof(err)) != 0) {
         bench_row_fail(row.key, row.scenario, row.system, row.variant, err);
+        free(sc);
         return;
     }
-    bench_mem_settle(&m1);
+    snprintf(sc->prefix, sizeof(sc->prefix), "pmem%d-", tag);
+    sc->nchan = CHANNELS;
+    sc->total = MEMBERS;
+    bench_mem_settle(&node, &m0);
+    if (fill(sc, node.port, err, sizeof(err)) != 0) {
+        bench_row_fail(row.key, row.scenario, row.system, row.variant, err);
+        bench_node_stop(&node);
+        free(sc);
+        return;
+    }
+    bench_mem_settle(&node, &m1);
+    bench_node_stop(&node);
+    free(sc);
     row.ok = m0.acct_ok && m1.acct_ok;
     row.rate = (m1.acct - m0.acct) / MEMBERS;
     snprintf(row.note, sizeof(row.note),
              "accounted (mayfly_memory_used_bytes; with each channel's "
-             "events queue, its last 64 kept 60 s); kernel PSS of the "
-             "server: %.0f B/item",
+             "events queue, its last 64 kept 60 s); kernel PSS of a fresh "
+             "mayflyd: %.0f B/item",
              (m1.pss - m0.pss) / MEMBERS);
     if (!row.ok)
         snprintf(row.note, sizeof(row.note),
@@ -692,12 +703,15 @@ mem_row(void)
     bench_row_add(&row);
 }
 
-/* bench_presence_all - see bench.h: memory first, while the members'
- * records are fresh pages. */
+/* bench_presence_all - see bench.h: the churn's members entered first,
+ * so that the listing runs beside them as the churn does. */
 void
 bench_presence_all(void)
 {
+    char err[200];
+
     tag_init();
-    mem_row();
+    if (population(err, sizeof(err)) == NULL)
+        fprintf(stderr, "mayfly-bench: presence members: %s\n", err);
     list_rows();
 }

@@ -6,7 +6,9 @@
 # nats-server and build/release/mayflyd (two workers, room for 10,000
 # parked pops), a second one with HTTPS on its client port and a token
 # file (the TLS + auth rows),
-# runs build/bench/mayfly-bench, and stops what it started.
+# runs build/bench/mayfly-bench, and stops what it started.  The memory
+# rows start the same mayflyd themselves, one node a row (ops/bench/node.c:
+# --mayflyd, data and logs under build/bench/run/mem-*).
 # QUICK=1 for the short run; ONLY=rpc,wake (say) for some scenarios;
 # UPDATE=1 also puts the new table into BENCHMARKS.md (between its
 # bench:begin and bench:end markers); PIPELINE=1 makes the rpc clients of
@@ -119,6 +121,8 @@ fi
 tp=$($BIN free-port)
 tcp=$($BIN free-port)
 tls=""
+fresh=""
+[ -x "$MAYFLYD" ] && fresh="--mayflyd $MAYFLYD --run-dir $B/run"
 if [ -x "$MAYFLYD" ] && mkdir -p "$B/run/mayfly-tls" &&
     openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
         -addext subjectAltName=IP:127.0.0.1 -keyout "$B/run/tls.key" \
@@ -138,7 +142,7 @@ fi
 echo "run.sh: ok=$okp redis=$rp nats=$np mayfly=$mp (pid $mpid) mayfly-tls=$tp" >&2
 rc=0
 # shellcheck disable=SC2086
-$BIN run $quick $only $pipeline $tls --label "$label" --mayfly "$mp" --mayfly-pid "$mpid" --redis "$rp" \
+$BIN run $quick $only $pipeline $tls $fresh --label "$label" --mayfly "$mp" --mayfly-pid "$mpid" --redis "$rp" \
     --nats "$np" --ok "$okp" --json "$B/results.json" \
     --md "$B/results.md" || rc=$?
 if [ "$mpid" != 0 ] && ! kill -0 "$mpid" 2>/dev/null; then

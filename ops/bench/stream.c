@@ -5,7 +5,7 @@
  * it), against NATS with N subscriptions on one subject (a connection
  * each, the same reader) receiving one publish; stream throughput (100
  * streams on 10 partitions while 8 connections push); and the memory an
- * idle stream costs.
+ * idle stream costs, on a mayflyd of its own (node.c).
  *
  * Streams never end, so they are not read by the engine's request loop:
  * a reader set (rset.c) holds N sockets over two epoll threads and counts,
@@ -75,61 +75,65 @@ nats_pub1(void *arg)
     return write(f->fd, f->req.p, f->req.len) == (ssize_t)f->req.len ? 0 : -1;
 }
 
-/* streams_wait - until the server counts want streams open
+/* streams_wait - until the server on port counts want streams open
  * (mayfly_streams), 10 s at most. */
 static void
-streams_wait(int want)
+streams_wait(int port, int want)
 {
     double open = -1;
 
     for (int i = 0; i < 200 && open != want; i++) {
-        if (bench_metric(bench_opt.mport, "mayfly_streams", &open) != 0)
+        if (bench_metric(port, "mayfly_streams", &open) != 0)
             return;
         if (open != want)
             bench_sleep_ns(50000000);
     }
 }
 
-/* stream_mem - the memory row: the server's PSS before and after n idle
- * tail streams open (one partition), on a server that has not served
- * many connections yet: memory earlier rows freed would be taken again
- * unseen (libmicrohttpd's pools up to 32 KiB come from malloc). */
-static void
-stream_mem(int n)
+/* bench_stream_mem - see bench.h: the node's PSS before and after n idle
+ * tail streams open (one partition), on a mayflyd of its own (node.c). */
+void
+bench_stream_mem(void)
 {
     struct bench_buf req = {0};
     struct bench_mem m0, m1;
+    struct bench_node node;
     struct bench_rset *s;
-    char path[160], err[200] = "";
+    char path[160], what[72], err[200] = "";
+    int n = fan_n();
 
+    snprintf(what, sizeof(what), "idle tail stream (%d open, one partition)",
+             n);
+    if (bench_node_start(&node, "mem-stream", err, sizeof(err)) != 0) {
+        bench_row_fail("stream-mem", "memory", "mayfly", what, err);
+        return;
+    }
     snprintf(path, sizeof(path), SUB_PATH "queue=idle%d&partition=p0",
              (int)(bench_now_ns() / 1000 % 1000000));
     bench_http_request(&req, "GET", path, NULL, 0);
-    bench_mem_settle(&m0);
-    s = bench_rset_open(n, bench_opt.mport, req.p, req.len, err, sizeof(err));
+    bench_mem_settle(&node, &m0);
+    s = bench_rset_open(n, node.port, req.p, req.len, err, sizeof(err));
     s->ready = "event: open";
     s->marker = "event: message";
-    snprintf(path, sizeof(path), "idle tail stream (%d open, one partition)",
-             n);
     if (err[0] == '\0' && bench_rset_start(s) != 0)
         snprintf(err, sizeof(err), "no reader threads");
     if (err[0] == '\0' && bench_rset_wait_ready(s, 60) < n)
         snprintf(err, sizeof(err), "only %d of %d streams opened",
                  atomic_load(&s->nready), n);
     if (err[0] == '\0') {
-        streams_wait(n);
-        bench_mem_settle(&m1);
-        bench_mem_row_pss("stream-mem", path, &m0, &m1, n, "<= 16384");
+        streams_wait(node.port, n);
+        bench_mem_settle(&node, &m1);
+        bench_mem_row_pss("stream-mem", what, &m0, &m1, n, "<= 16384");
     } else {
-        bench_row_fail("stream-mem", "memory", "mayfly", path, err);
+        bench_row_fail("stream-mem", "memory", "mayfly", what, err);
     }
+    bench_node_stop(&node);
     bench_rset_close(s);
     bench_buf_free(&req);
-    streams_wait(0);
 }
 
 /* mayfly_fan_open - n tail streams on one partition, and the pushing
- * connection; the memory row from the server around their opening. */
+ * connection. */
 static int
 mayfly_fan_open(void)
 {
@@ -140,7 +144,8 @@ mayfly_fan_open(void)
     fan_tag = (int)(bench_now_ns() / 1000 % 1000000) + 1;
     snprintf(path, sizeof(path), SUB_PATH "queue=fan%d&partition=p0", fan_tag);
     bench_http_request(&req, "GET", path, NULL, 0);
-    streams_wait(0); /* those of the rows before: stream_max */
+    /* those the rows before left count against stream_max */
+    streams_wait(bench_opt.mport, 0);
     mfan.set = bench_rset_open(n, bench_opt.mport, req.p, req.len, mfan.err,
                                sizeof(mfan.err));
     bench_buf_free(&req);
@@ -153,7 +158,7 @@ mayfly_fan_open(void)
                  atomic_load(&mfan.set->nready), mfan.set->n);
         return -1;
     }
-    streams_wait(n);
+    streams_wait(bench_opt.mport, n);
     mfan.fd = bench_tcp_connect(bench_opt.mport);
     if (mfan.fd < 0) {
         snprintf(mfan.err, sizeof(mfan.err), "push connection refused");
@@ -358,8 +363,7 @@ tput_reply(struct bench_conn *c, const struct bench_reply *r)
 
 static const struct bench_role role_tput = {tput_start, tput_reply};
 
-/* bench_stream_all - see bench.h: the memory row (stream_mem), then
- * throughput: 100 streams, each on partitions p0-p9
+/* bench_stream_all - see bench.h: throughput: 100 streams, each on partitions p0-p9
  * of one queue (policy dropOldest: no reset, which would drop what a
  * round has not read yet), while 8 connections push one 256 B message at
  * a time to p0-p7 of it, held back BACKLOG events a stream ahead; events
@@ -381,7 +385,6 @@ bench_stream_all(void)
     int nstreams = 100, ok = 1, n, status = 0;
 
     bench_payload_init();
-    stream_mem(fan_n());
     snprintf(queue, sizeof(queue), "stput%d",
              (int)(bench_now_ns() / 1000 % 1000000));
     snprintf(row.key, sizeof(row.key), "stream-tput");
