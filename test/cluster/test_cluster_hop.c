@@ -82,6 +82,13 @@ crowd_join(struct crowd *cw)
     pthread_barrier_destroy(&go);
 }
 
+/* Requests sent and not answered yet, and the most there were at once. */
+static _Atomic int in_flight, in_flight_peak;
+
+/* flying - req() counted in in_flight while it is out. */
+static long flying(int i, const char *tok, const char *method, const char *path,
+                   const char *body, struct itest_resp *r);
+
 /* together - a client thread waits here for all the others. */
 static void
 together(void)
@@ -169,6 +176,21 @@ req(int i, const char *tok, const char *method, const char *path,
     const char *body, struct itest_resp *r)
 {
     return itest_req_bearer(&c.node[i], tok, method, path, body, r);
+}
+
+static long
+flying(int i, const char *tok, const char *method, const char *path,
+       const char *body, struct itest_resp *r)
+{
+    int now = ++in_flight, peak = in_flight_peak;
+    long st;
+
+    while (now > peak &&
+           !atomic_compare_exchange_weak(&in_flight_peak, &peak, now))
+        ;
+    st = req(i, tok, method, path, body, r);
+    in_flight--;
+    return st;
 }
 
 /* settled - req again while it answers 503 (the view or raft settling),
@@ -352,7 +374,7 @@ pusher(void *arg)
 
         s->n = 1 + (p->i + j) % MSGS;
         push_body(body, sizeof(body), p->queue, p->part, p->i, j, s->n, -1);
-        req(p->node, p->tok, "POST", API "/push", body, &r);
+        flying(p->node, p->tok, "POST", API "/push", body, &r);
         record(s, &r);
         itest_resp_free(&r);
     }
@@ -408,8 +430,9 @@ Test(cluster_hop, concurrent_pushes_through_a_non_owner_each_get_their_own_ids)
     }
     book_check(CONNS);
     cr_assert_eq(got, want);
-    cr_log_info("pushes: %d connections, %d pushes, %d messages", CONNS,
-                CONNS * PUSH_ROUNDS, want);
+    cr_log_info("pushes: %d connections, %d pushes, %d messages, %d in "
+                "flight at most",
+                CONNS, CONNS * PUSH_ROUNDS, want, (int)in_flight_peak);
 }
 
 /* ---- 2. mixed verdicts (a suite with an auth file) ---------------------- */
@@ -508,7 +531,7 @@ mixer(void *arg)
                   m->kind == MIX_RATE ? m->slow_part : m->part, m->i, j, s->n,
                   bad);
         s->body = strdup(body);
-        req(0, mix_token(m->kind), "POST", API "/push", body, &r);
+        flying(0, mix_token(m->kind), "POST", API "/push", body, &r);
         record(s, &r);
         itest_resp_free(&r);
     }
@@ -630,6 +653,8 @@ Test(cluster_hop_auth, mixed_verdicts_in_flight_are_each_their_requests_own)
             cr_assert(!strcmp(s->code, "rate_limited") && s->retry_after[0],
                       "%s, Retry-After '%s'", s->code, s->retry_after);
     }
+    cr_log_info("mix: %d requests, %d in flight at most", CONNS * MIX_ROUNDS,
+                (int)in_flight_peak);
     for (int i = 0; i < MIX_KINDS; i++)
         cr_log_info("mix, %s: %ld %s \"%s\"", mix_kind_name[i],
                     book[i][0].status, book[i][0].code,
@@ -767,7 +792,7 @@ ack(struct drainer *d, int q, const char *acks, int n, int upto,
 
     cr_assert(body);
     sprintf(body, "{\"queue\":\"%s\",\"acks\":[%s]}", drain_queue[q], acks);
-    req(0, NULL, "POST", API "/ack", body, &r);
+    flying(0, NULL, "POST", API "/ack", body, &r);
     ok = r.status == 200 &&
          acked_ok(itest_jget(r.json, "results"), n, upto, last);
     if (!ok)
@@ -799,7 +824,7 @@ drain_shared(struct drainer *d)
                  API "/pop?queue=%s&partition=%s&batch=%d&wait=false%s",
                  drain_queue[q], drain_parts[q][p], batch,
                  d->how == BY_AUTO ? "&autoAck=true" : "");
-        req(0, NULL, "GET", path, NULL, &r);
+        flying(0, NULL, "GET", path, NULL, &r);
         d->pops++;
         if (r.status != 200) {
             drain_wrong(d, "pop", &r);
@@ -855,7 +880,7 @@ drain_alone(struct drainer *d)
                      drain_queue[q], drain_parts[q][p], batch,
                      prev_n ? ",\"acks\":[" : "", prev_n ? acks : "",
                      prev_n ? "]" : "");
-            req(0, NULL, "POST", API "/pop", body, &r);
+            flying(0, NULL, "POST", API "/pop", body, &r);
             free(body);
             if (r.status == 200 && prev_n > 0 &&
                 !acked_ok(itest_jget(r.json, "results"), prev_n, prev_upto,
@@ -867,7 +892,7 @@ drain_alone(struct drainer *d)
             snprintf(path, sizeof(path),
                      API "/pop?queue=%s&partition=%s&batch=%d", drain_queue[q],
                      drain_parts[q][p], batch);
-            req(0, NULL, "GET", path, NULL, &r);
+            flying(0, NULL, "GET", path, NULL, &r);
         }
         d->pops++;
         if (r.status != 200) {
@@ -960,8 +985,10 @@ Test(cluster_hop, concurrent_pops_and_acks_through_a_non_owner_lose_nothing)
     cr_assert_lt(first, 0, "%s", first < 0 ? "" : conn[first].first);
     for (int i = 0; i < DRAIN_CONNS; i++)
         pops += conn[i].pops;
-    cr_log_info("drain: %d messages in 3 queues, %d pops by %d connections",
-                DRAIN_QUEUES * NPARTS * DRAIN_MSGS, pops, DRAIN_CONNS);
+    cr_log_info("drain: %d messages in 3 queues, %d pops by %d "
+                "connections, %d calls in flight at most",
+                DRAIN_QUEUES * NPARTS * DRAIN_MSGS, pops, DRAIN_CONNS,
+                (int)in_flight_peak);
     for (int q = 0; q < DRAIN_QUEUES; q++)
         for (int m = 0; m < NPARTS * DRAIN_MSGS; m++)
             if (drain_seen[q][m] != 1 && wrong++ == 0)
@@ -1025,7 +1052,7 @@ keyer(void *arg)
                                   m ? "," : "", kp->i, key, key);
         }
         snprintf(body + o, sizeof(body) - o, "]}");
-        req(kp->node, NULL, "POST", API "/push", body, &r);
+        flying(kp->node, NULL, "POST", API "/push", body, &r);
         kp->status[b] = r.status;
         kp->pushed[b] = itest_jint(r.json, "pushed");
         kp->dups[b] = itest_jint(r.json, "duplicates");
@@ -1127,6 +1154,10 @@ Test(cluster_hop, one_key_pushed_through_every_node_at_once_is_stored_once)
     /* a forward that timed out is sent again, and its first try may have
      * stored the key: then no answer says it was stored (SPEC §13) */
     cr_assert_leq(stored, KEYS, "answers say %ld were stored", (long)stored);
+    cr_log_info("keys: %d pushes of %d keys each, %ld stored by the answers, "
+                "%d in flight at most",
+                KEY_CONNS * KEY_BATCHES, KEY_PER, (long)stored,
+                (int)in_flight_peak);
 
     snprintf(path, sizeof(path),
              API "/pop?queue=" KEY_Q "&partition=%s&batch=10000&autoAck=true",
@@ -1175,7 +1206,7 @@ stop_pusher(void *arg)
 
         s->n = 1 + (p->i + j) % 2;
         push_body(body, sizeof(body), p->queue, p->part, p->i, j, s->n, -1);
-        req(p->node, NULL, "POST", API "/push", body, &r);
+        flying(p->node, NULL, "POST", API "/push", body, &r);
         record(s, &r);
         itest_resp_free(&r);
         stop_answered++;
@@ -1265,8 +1296,9 @@ Test(cluster_hop, an_owner_stopping_mid_load_leaves_every_push_answered)
             refused += s->status == 503 && strcmp(s->applied, "unknown");
         }
     cr_log_info("owner stop: %d pushes answered (%d at its exit): %d 201, %d "
-                "503 refused, %d 503 outcome unknown",
-                (int)stop_answered, at_exit, ok, refused, unknown);
+                "503 refused, %d 503 outcome unknown; %d in flight at most",
+                (int)stop_answered, at_exit, ok, refused, unknown,
+                (int)in_flight_peak);
     cr_assert_eq(wrong, 0,
                  "%d of %d pushes answered as the stop does not "
                  "allow",
