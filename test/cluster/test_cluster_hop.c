@@ -26,7 +26,6 @@
  * the messages are.
  */
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,11 +37,11 @@
 #include "test/integration/tokens.h"
 
 #define API       "/api/v1/ephemeral"
-#define CONNS     32   /* client connections of a load */
-#define ROUNDS    1024 /* pushes a connection may make */
-#define MSGS      10   /* messages a push carries at most */
-#define NPARTS    4    /* partitions a load spreads over */
-#define SEARCH    64   /* partitions p0..p63 searched for an owner */
+#define CONNS     32  /* client connections of a load */
+#define ROUNDS    256 /* pushes a connection may make */
+#define MSGS      10  /* messages a push carries at most */
+#define NPARTS    4   /* partitions a load spreads over */
+#define SEARCH    64  /* partitions p0..p63 searched for an owner */
 #define SETTLE_MS 30000
 #define NODE_OPTS "member_ttl_ms=60000"
 
@@ -84,10 +83,6 @@ crowd_join(struct crowd *cw)
 
 /* Requests sent and not answered yet, and the most there were at once. */
 static _Atomic int in_flight, in_flight_peak;
-
-/* flying - req() counted in in_flight while it is out. */
-static long flying(int i, const char *tok, const char *method, const char *path,
-                   const char *body, struct itest_resp *r);
 
 /* together - a client thread waits here for all the others. */
 static void
@@ -178,6 +173,8 @@ req(int i, const char *tok, const char *method, const char *path,
     return itest_req_bearer(&c.node[i], tok, method, path, body, r);
 }
 
+/* flying - req() counted in in_flight while it is out: what the load
+ * threads send. */
 static long
 flying(int i, const char *tok, const char *method, const char *path,
        const char *body, struct itest_resp *r)
