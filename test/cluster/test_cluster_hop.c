@@ -43,7 +43,9 @@
 #define NPARTS    4   /* partitions a load spreads over */
 #define SEARCH    64  /* partitions p0..p63 searched for an owner */
 #define SETTLE_MS 30000
-#define NODE_OPTS "member_ttl_ms=60000"
+/* two workers a node, as a node with two CPUs runs: forwards leave from
+ * both of node 0's and arrive at both of the owner's */
+#define NODE_OPTS "member_ttl_ms=60000 workers=2"
 
 static struct cl c;
 
