@@ -179,7 +179,14 @@ keys_start(const char *key, struct hmac_sha256_ctx *m, struct umac128_ctx *u)
 
 /* body_mac - hex(UMAC-128(body)) under u with the nonce sender, seq (8
  * bytes each, most significant first: sign.h says why it is unique) into
- * out (2 * UMAC128_DIGEST_SIZE + 1 bytes). */
+ * out (2 * UMAC128_DIGEST_SIZE + 1 bytes).
+ *
+ * Why UMAC-128: measured on 27,000 bytes with nettle 3.8 (SHA-NI, AES-NI),
+ * each with its key made once and its context copied per call: SHA-256
+ * 16.6 us (no key), UMAC-128 3.1, UMAC-64 1.9, GMAC 6.2 (GHASH is slower
+ * than UMAC's NH here), Poly1305-AES 9.3.  UMAC-64 would save 1.2 us an
+ * end, 4 % of what the owner spends on such a push, for a forgery bound
+ * of 2^-60 a try against UMAC-128's 2^-120: not worth the margin. */
 static void
 body_mac(struct umac128_ctx *u, uint64_t sender, uint64_t seq, const void *body,
          size_t len, char *out)
