@@ -11,8 +11,9 @@
  * signs it (its X-Mayfly- lines among what is signed, for node n1) and
  * received as the receiver splits headers: OK; with the names' case and
  * the order of the headers changed, or a header of another family added:
- * OK still; with one X-Mayfly- value changed, one such header added or
- * dropped, or the body or method changed: BAD.
+ * OK still; with one X-Mayfly- value changed, the nonce changed to
+ * another that parses, one such header added or dropped, or the body
+ * (one byte changed, or one more) or method changed: BAD.
  */
 #include <inttypes.h>
 #include <strings.h>
@@ -188,7 +189,7 @@ round_trip(const struct call *c, unsigned char pick)
         return; /* not a header the receiver would see */
     FUZZ_CHECK(verdict(&x, now) == HTTP_SIGN_OK, "a call as signed");
 
-    switch (pick % 6) {
+    switch (pick % 7) {
     case 0: /* case and order: nothing */
         flip_case(&x);
         FUZZ_CHECK(verdict(&x, now) == HTTP_SIGN_OK, "case and order");
@@ -222,8 +223,21 @@ round_trip(const struct call *c, unsigned char pick)
         FUZZ_CHECK(verdict(&x, now) == HTTP_SIGN_BAD, "To dropped");
         break;
     }
+    case 5: /* another nonce, well formed: the body's MAC takes it */
+        for (size_t k = 0; k < x.c.nh; k++)
+            if (strcasecmp(x.h[k].name, HTTP_SIGN_NONCE) == 0)
+                x.h[k].value =
+                    (pick & 8) ? "000000000000feed-2" : "000000000000feee-1";
+        FUZZ_CHECK(verdict(&x, now) == HTTP_SIGN_BAD, "nonce changed");
+        break;
     default: /* the body or the method */
-        if (pick & 64) {
+        if ((pick & 64) && (pick & 128) && c->len > 0) {
+            /* one byte changed: the text is ours (fuzz_cstr's copy) */
+            char *b = (char *)c->body + (size_t)pick * 31 % c->len;
+            *b ^= 1;
+            FUZZ_CHECK(verdict(&x, now) == HTTP_SIGN_BAD, "a body byte");
+            *b ^= 1;
+        } else if (pick & 64) {
             x.c.len++; /* one byte more: the NUL parse() left after it */
             FUZZ_CHECK(verdict(&x, now) == HTTP_SIGN_BAD, "body");
         } else {

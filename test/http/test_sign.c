@@ -2,14 +2,22 @@
  * test_sign.c - the signature of calls between nodes (http/sign.h): a
  * call verifies with the key it was signed with, for the node it names;
  * any part altered (method, target, body, any X-Mayfly- header changed,
- * added, dropped or doubled), another key, a timestamp outside the window,
- * another node, another incarnation or a malformed header is refused;
- * the order and case of the headers, and headers of other names, do not
- * matter.
+ * added, dropped or doubled), a body moved from another call, another
+ * key, a timestamp outside the window, another node, another incarnation
+ * or a malformed header is refused; the order and case of the headers,
+ * and headers of other names, do not matter.  The signature is the text
+ * sign.h describes (an oracle built here from nettle, with UMAC-128
+ * checked against RFC 4418's vectors), and one of mayfly-call-2 is
+ * refused as another build's.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <nettle/hmac.h>
+#include <nettle/sha2.h>
+#include <nettle/umac.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -136,7 +144,9 @@ Test(sign, a_call_verifies_for_its_node_and_names_its_nonce_and_deadline)
 
     snprintf(to, sizeof(to), HTTP_SIGN_TO ": n1/%016" PRIx64, INC);
     cr_expect_str_eq(l.to, to);
-    cr_expect(strncmp(l.sig, HTTP_SIGN_HEADER ": ", 20) == 0, "%s", l.sig);
+    cr_expect(strncmp(l.sig, HTTP_SIGN_HEADER ": v3=", 23) == 0, "%s", l.sig);
+    cr_expect_eq(strlen(l.sig), sizeof(HTTP_SIGN_HEADER) + 1 + 3 + 64, "%s",
+                 l.sig);
     cr_expect_str_eq(l.nonce, HTTP_SIGN_NONCE ": 0000000000abcdef-42");
     received(&x, &r, &l);
     cr_assert_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_OK, "%s",
@@ -251,13 +261,17 @@ Test(sign, fields_cannot_pass_for_one_another)
 {
     /* "a: bc" and "ab: c" hash to different texts (each field carries its
      * length), so do a value moved from one header into the next. */
-    struct http_sign_header one[] = {{"X-Mayfly-A", "bc"}, {"X-Mayfly-D", ""}};
-    struct http_sign_header two[] = {{"X-Mayfly-A", "b"}, {"X-Mayfly-D", "c"}};
-    struct http_sign_call a = {"POST", "/x", "", 0, one, 2};
-    struct http_sign_call b = {"POST", "/x", "", 0, two, 2};
-    struct http_sign_call t1 = {"POST", "/x?", "", 0, NULL, 0};
-    struct http_sign_call t2 = {"POST", "/x", "?", 1, NULL, 0};
-    char sa[HTTP_SIGN_HEX], sb[HTTP_SIGN_HEX];
+    struct http_sign_header one[] = {{"X-Mayfly-A", "bc"},
+                                     {"X-Mayfly-D", ""},
+                                     {HTTP_SIGN_NONCE, "0000000000000001-1"}};
+    struct http_sign_header two[] = {{"X-Mayfly-A", "b"},
+                                     {"X-Mayfly-D", "c"},
+                                     {HTTP_SIGN_NONCE, "0000000000000001-1"}};
+    struct http_sign_call a = {"POST", "/x", "", 0, one, 3};
+    struct http_sign_call b = {"POST", "/x", "", 0, two, 3};
+    struct http_sign_call t1 = {"POST", "/x?", "", 0, one + 2, 1};
+    struct http_sign_call t2 = {"POST", "/x", "?", 1, one + 2, 1};
+    char sa[HTTP_SIGN_VALUE_MAX], sb[HTTP_SIGN_VALUE_MAX];
 
     cr_assert_eq(http_sign(KEY, &a, sa), 0);
     cr_assert_eq(http_sign(KEY, &b, sb), 0);
@@ -348,19 +362,24 @@ Test(sign, a_timestamp_outside_the_window_is_stale)
 }
 
 /* signed_as - a call carrying exactly headers h (n of them) and a valid
- * signature of them: what a holder of the key could send. */
-static void
+ * signature of them: what a holder of the key could send; 0.  -EINVAL
+ * when they cannot be signed (no nonce that parses: the body's MAC takes
+ * it), and then a made-up signature. */
+static int
 signed_as(struct rx *x, const char *const *lines, size_t n)
 {
-    char sig[HTTP_SIGN_HEX], line[100];
+    char sig[HTTP_SIGN_VALUE_MAX], line[100];
+    int rc;
 
     memset(x, 0, sizeof(*x));
     x->c = (struct http_sign_call){"GET", "/", NULL, 0, x->h, 0};
     for (size_t i = 0; i < n; i++)
         add(x, lines[i]);
-    cr_assert_eq(http_sign(KEY, &x->c, sig), 0);
+    if ((rc = http_sign(KEY, &x->c, sig)) != 0)
+        snprintf(sig, sizeof(sig), "v3=%064d", 0);
     snprintf(line, sizeof(line), HTTP_SIGN_HEADER ": %s", sig);
     add(x, line);
+    return rc;
 }
 
 Test(sign, missing_or_malformed_headers)
@@ -377,7 +396,7 @@ Test(sign, missing_or_malformed_headers)
     snprintf(ts, sizeof(ts), HTTP_SIGN_TIME ": %" PRId64, now);
     snprintf(to, sizeof(to), HTTP_SIGN_TO ": n1/%016" PRIx64, INC);
     const char *good[] = {ts, nonce, to};
-    signed_as(&x, good, 3);
+    cr_assert_eq(signed_as(&x, good, 3), 0);
     cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_OK, "%s", why);
     x.c.nh--; /* the signature */
     cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_ABSENT);
@@ -386,37 +405,41 @@ Test(sign, missing_or_malformed_headers)
         for (int k = 0, j = 0; k < 3; k++)
             if (k != drop)
                 two[j++] = good[k];
-        signed_as(&x, two, 2);
+        /* without a nonce no signature can be made */
+        cr_expect_eq(signed_as(&x, two, 2), drop == 1 ? -EINVAL : 0);
         cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_BAD,
                      "without %s", good[drop]);
+        cr_expect(strstr(why, HTTP_SIGN_NONCE), "%s", why);
     }
     for (size_t i = 0; i < sizeof(nonces) / sizeof(nonces[0]); i++) {
         char n[80];
         snprintf(n, sizeof(n), HTTP_SIGN_NONCE ": %s", nonces[i]);
         const char *h[] = {ts, n, to};
-        signed_as(&x, h, 3);
+        cr_expect_eq(signed_as(&x, h, 3), -EINVAL, "%s", nonces[i]);
         cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_BAD, "%s",
                      nonces[i]);
+        cr_expect(strstr(why, HTTP_SIGN_NONCE), "%s: %s", nonces[i], why);
     }
     const char *bad_time[] = {HTTP_SIGN_TIME ": 12a", nonce, to};
-    signed_as(&x, bad_time, 3);
+    cr_assert_eq(signed_as(&x, bad_time, 3), 0);
     cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_BAD);
     const char *bad_deadline[] = {ts, nonce, to, HTTP_SIGN_DEADLINE ": -1"};
-    signed_as(&x, bad_deadline, 4);
+    cr_assert_eq(signed_as(&x, bad_deadline, 4), 0);
     cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_BAD);
     const char *bad_inc[] = {ts, nonce, HTTP_SIGN_TO ": n1/1122"};
-    signed_as(&x, bad_inc, 3);
+    cr_assert_eq(signed_as(&x, bad_inc, 3), 0);
     cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_ELSEWHERE);
 }
 
 Test(sign, what_cannot_be_signed_is_refused)
 {
     struct http_sign_lines l;
-    struct http_sign_header twice[] = {{"X-Mayfly-A", "1"},
+    struct http_sign_header twice[] = {{HTTP_SIGN_NONCE, "0000000000000001-1"},
+                                       {"X-Mayfly-A", "1"},
                                        {"x-mayfly-a", "2"}};
-    struct http_sign_call c = {"GET", "/", NULL, 0, twice, 2};
+    struct http_sign_call c = {"GET", "/", NULL, 0, twice, 3};
     struct http_sign_header many[HTTP_SIGN_HEADERS_MAX + 1];
-    char names[HTTP_SIGN_HEADERS_MAX + 1][32], sig[HTTP_SIGN_HEX];
+    char names[HTTP_SIGN_HEADERS_MAX + 1][32], sig[HTTP_SIGN_VALUE_MAX];
     const char *own[] = {HTTP_SIGN_TO ": n9/0000000000000001"};
     const char *no_colon[] = {"X-Mayfly-Node n0"};
     struct http_sign_req r = {.method = "GET",
@@ -429,11 +452,15 @@ Test(sign, what_cannot_be_signed_is_refused)
         snprintf(names[i], sizeof(names[i]), "X-Mayfly-H%d", i);
         many[i] = (struct http_sign_header){names[i], "v"};
     }
+    many[0] = (struct http_sign_header){HTTP_SIGN_NONCE, "0000000000000001-1"};
     c = (struct http_sign_call){"GET", "/",  NULL,
                                 0,     many, HTTP_SIGN_HEADERS_MAX};
     cr_expect_eq(http_sign(KEY, &c, sig), 0);
     c.nh++;
     cr_expect_eq(http_sign(KEY, &c, sig), -EINVAL, "too many");
+    c.nh = 3; /* no nonce among them */
+    c.h = many + 1;
+    cr_expect_eq(http_sign(KEY, &c, sig), -EINVAL, "no nonce");
     r.lines = own;
     r.nlines = 1;
     cr_expect_eq(http_sign_lines(KEY, &r, &l), -EINVAL, "the signer's own");
@@ -443,4 +470,323 @@ Test(sign, what_cannot_be_signed_is_refused)
     r.nlines = 0;
     r.to.addr = NULL;
     cr_expect_eq(http_sign_lines(KEY, &r, &l), -EINVAL, "nowhere");
+}
+
+/* Big enough for a forwarded push of 100 x 256 B, in UMAC's 1 KiB blocks. */
+#define BIG 27000
+
+/* big_body - BIG bytes, not all alike. */
+static const char *
+big_body(void)
+{
+    static char b[BIG + 1];
+
+    for (size_t i = 0; i < BIG; i++)
+        b[i] = (char)('a' + (i * 7 + i / 251) % 26);
+    return b;
+}
+
+/* push_to_n1 - a forwarded push of body (len bytes) from n0's sender 0x5e
+ * with count seq, made at now, into l. */
+static struct http_sign_req
+push_to_n1(const void *body, size_t len, uint64_t seq, int64_t now,
+           struct http_sign_lines *l)
+{
+    struct http_sign_req r = {
+        .method = "POST",
+        .target = "/api/v1/ephemeral/push",
+        .body = body,
+        .len = len,
+        .lines = peer_lines,
+        .nlines = sizeof(peer_lines) / sizeof(peer_lines[0]),
+        .to = {"10.0.0.1:6632", "n1", INC},
+        .sender = 0x5e,
+        .seq = seq,
+        .now_ms = now,
+        .deadline_ms = now + 1000,
+    };
+
+    cr_assert_eq(http_sign_lines(KEY, &r, l), 0);
+    return r;
+}
+
+Test(sign, a_changed_body_byte_or_length_is_refused)
+{
+    static const size_t lens[] = {0, 1, 1023, 1024, 1025, 2048, BIG};
+    static char body[BIG + 1];
+    struct http_sign_self self = self_now();
+    struct http_sign_seen seen;
+    struct http_sign_lines l;
+    char why[300];
+    struct rx x;
+
+    memcpy(body, big_body(), BIG + 1);
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        size_t n = lens[i];
+        struct http_sign_req r =
+            push_to_n1(body, n, 7 + i, http_sign_now_ms(), &l);
+
+        received(&x, &r, &l);
+        cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_OK,
+                     "%zu bytes: %s", n, why);
+        x.c.len = n + 1; /* one byte more */
+        cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                     "%zu bytes and one", n);
+        if (n == 0)
+            continue;
+        x.c.len = n - 1; /* one byte less */
+        cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                     "%zu bytes less one", n);
+        x.c.len = n;
+        for (size_t at = 0; at < n; at += n / 3 + 1) { /* first, middle */
+            body[at] ^= 1;
+            cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                         "%zu bytes, byte %zu changed", n, at);
+            body[at] ^= 1;
+        }
+        body[n - 1] ^= 0x80; /* the last */
+        cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                     "%zu bytes, the last changed", n);
+        body[n - 1] ^= 0x80;
+        cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_OK,
+                     "%zu bytes restored: %s", n, why);
+    }
+}
+
+Test(sign, a_changed_nonce_is_refused)
+{
+    static const char *const others[] = {
+        "000000000000005e-8",  /* the next count */
+        "000000000000005f-7",  /* another sender */
+        "000000000000005e-70", /* digits added */
+    };
+    struct http_sign_self self = self_now();
+    struct http_sign_seen seen;
+    struct http_sign_lines l;
+    char why[300];
+    struct rx x;
+    struct http_sign_req r =
+        push_to_n1(big_body(), BIG, 7, http_sign_now_ms(), &l);
+
+    cr_expect_str_eq(l.nonce, HTTP_SIGN_NONCE ": 000000000000005e-7");
+    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+        received(&x, &r, &l);
+        *header(&x, HTTP_SIGN_NONCE) = others[i];
+        cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                     "%s", others[i]);
+        cr_expect(strstr(why, "does not match"), "%s: %s", others[i], why);
+    }
+}
+
+Test(sign, a_body_moved_between_two_calls_is_refused)
+{
+    /* two calls alike but for their count and body, made the same ms:
+     * each one's headers with the other's body are refused */
+    static char a[BIG + 1], b[BIG + 1];
+    struct http_sign_self self = self_now();
+    struct http_sign_seen seen;
+    struct http_sign_lines la, lb;
+    int64_t now = http_sign_now_ms();
+    char why[300];
+    struct rx x;
+
+    memcpy(a, big_body(), BIG + 1);
+    memcpy(b, a, BIG + 1);
+    b[BIG / 2] = '!';
+    struct http_sign_req ra = push_to_n1(a, BIG, 100, now, &la);
+    struct http_sign_req rb = push_to_n1(b, BIG, 101, now, &lb);
+
+    received(&x, &ra, &la);
+    cr_assert_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_OK, "%s", why);
+    x.c.body = b;
+    cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_BAD, "b in a");
+    received(&x, &rb, &lb);
+    cr_assert_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_OK, "%s", why);
+    x.c.body = a;
+    cr_expect_eq(check(&x, &self, now, &seen, why), HTTP_SIGN_BAD, "a in b");
+    /* one body under two nonces: two body MACs, two signatures */
+    rb = push_to_n1(a, BIG, 101, now, &lb);
+    cr_expect_str_neq(la.sig, lb.sig);
+}
+
+/* hexs - n bytes as lowercase hex into out. */
+static void
+hexs(const uint8_t *d, size_t n, char *out)
+{
+    for (size_t i = 0; i < n; i++)
+        sprintf(out + 2 * i, "%02x", d[i]);
+}
+
+Test(sign, nettle_umac128_gives_rfc_4418_vectors)
+{
+    /* RFC 4418 appendix, key "abcdefghijklmnop", nonce "bcdefghi": the
+     * UMAC-96 column, which UMAC-128's first 12 bytes are (the same four
+     * UHASH iterations less one, the same pad), and UMAC-128 of "" in
+     * full (as python-nettle's tests give it) */
+    static const struct {
+        size_t n;
+        const char *want;
+    } v[] = {
+        {0, "32fedb100c79ad58f07ff7643cc60465"},
+        {3, "185e4fe905cba7bd85e4c2dc"},
+        {1024, "7a54abe04af82d60fb298c3c"},
+        {32768, "7b136bd911e4b734286ef2be"},
+    };
+    static char msg[32768];
+    struct umac128_ctx u;
+    uint8_t tag[UMAC128_DIGEST_SIZE];
+    char got[2 * UMAC128_DIGEST_SIZE + 1];
+
+    memset(msg, 'a', sizeof(msg));
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        umac128_set_key(&u, (const uint8_t *)"abcdefghijklmnop");
+        umac128_set_nonce(&u, 8, (const uint8_t *)"bcdefghi");
+        umac128_update(&u, v[i].n, (const uint8_t *)msg);
+        umac128_digest(&u, sizeof(tag), tag);
+        hexs(tag, sizeof(tag), got);
+        got[strlen(v[i].want)] = '\0';
+        cr_expect_str_eq(got, v[i].want, "'a' x %zu", v[i].n);
+    }
+}
+
+/* A header as the oracle signs it. */
+struct field {
+    char name[64];
+    const char *value;
+};
+
+static int
+field_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct field *)a)->name,
+                  ((const struct field *)b)->name);
+}
+
+/* oracle_field - F(s) of sign.h into the HMAC. */
+static void
+oracle_field(struct hmac_sha256_ctx *m, const char *s, size_t n)
+{
+    char len[32];
+
+    snprintf(len, sizeof(len), "%zu:", n);
+    hmac_sha256_update(m, strlen(len), (const uint8_t *)len);
+    hmac_sha256_update(m, n, (const uint8_t *)s);
+    hmac_sha256_update(m, 1, (const uint8_t *)"\n");
+}
+
+/* oracle - the signature value of call c as sign.h describes it, version
+ * 3 (UMAC-128 of the body under the nonce sender, seq: "v3=<hex>") or 2
+ * (SHA-256 of the body: "<hex>", as the build before made it), written
+ * from sign.h's text and nettle, not from sign.c. */
+static void
+oracle(int version, const struct http_sign_call *c, uint64_t sender,
+       uint64_t seq, char *out)
+{
+    struct hmac_sha256_ctx m;
+    struct field f[40];
+    uint8_t d[SHA256_DIGEST_SIZE];
+    char body[2 * SHA256_DIGEST_SIZE + 1];
+    size_t nf = 0;
+
+    if (version == 3) {
+        struct umac128_ctx u;
+        uint8_t nonce[16], tag[UMAC128_DIGEST_SIZE];
+
+        hmac_sha256_set_key(&m, strlen(KEY), (const uint8_t *)KEY);
+        hmac_sha256_update(&m, 16, (const uint8_t *)"mayfly body umac");
+        hmac_sha256_digest(&m, sizeof(d), d);
+        umac128_set_key(&u, d); /* the first 16 bytes */
+        for (int i = 0; i < 8; i++) {
+            nonce[i] = (uint8_t)(sender >> (56 - 8 * i));
+            nonce[8 + i] = (uint8_t)(seq >> (56 - 8 * i));
+        }
+        umac128_set_nonce(&u, sizeof(nonce), nonce);
+        umac128_update(&u, c->len, c->body);
+        umac128_digest(&u, sizeof(tag), tag);
+        hexs(tag, sizeof(tag), body);
+    } else {
+        struct sha256_ctx h;
+
+        sha256_init(&h);
+        sha256_update(&h, c->len, c->body);
+        sha256_digest(&h, sizeof(d), d);
+        hexs(d, sizeof(d), body);
+    }
+    for (size_t i = 0; i < c->nh; i++) {
+        if (strncasecmp(c->h[i].name, "x-mayfly-", 9) != 0 ||
+            strcasecmp(c->h[i].name, HTTP_SIGN_HEADER) == 0)
+            continue;
+        cr_assert(nf < 40 && strlen(c->h[i].name) < 64);
+        for (size_t k = 0; k <= strlen(c->h[i].name); k++)
+            f[nf].name[k] = (char)tolower((unsigned char)c->h[i].name[k]);
+        f[nf++].value = c->h[i].value;
+    }
+    qsort(f, nf, sizeof(f[0]), field_cmp);
+    hmac_sha256_set_key(&m, strlen(KEY), (const uint8_t *)KEY);
+    if (version == 3)
+        hmac_sha256_update(&m, 14, (const uint8_t *)"mayfly-call-3\n");
+    else
+        hmac_sha256_update(&m, 14, (const uint8_t *)"mayfly-call-2\n");
+    oracle_field(&m, c->method, strlen(c->method));
+    oracle_field(&m, c->target, strlen(c->target));
+    oracle_field(&m, body, strlen(body));
+    for (size_t i = 0; i < nf; i++) {
+        oracle_field(&m, f[i].name, strlen(f[i].name));
+        oracle_field(&m, f[i].value, strlen(f[i].value));
+    }
+    hmac_sha256_digest(&m, sizeof(d), d);
+    strcpy(out, version == 3 ? "v3=" : "");
+    hexs(d, sizeof(d), out + strlen(out));
+}
+
+Test(sign, the_signature_is_the_text_sign_h_describes)
+{
+    struct http_sign_lines l;
+    struct http_sign_req r =
+        push_to_n1(big_body(), BIG, 7, http_sign_now_ms(), &l);
+    char want[HTTP_SIGN_VALUE_MAX + 8];
+    struct rx x;
+
+    received(&x, &r, &l);
+    oracle(3, &x.c, 0x5e, 7, want);
+    cr_expect_str_eq(*header(&x, HTTP_SIGN_HEADER), want);
+    r = heartbeat(&l);
+    received(&x, &r, &l);
+    oracle(3, &x.c, 0xabcdef, 42, want);
+    cr_expect_str_eq(*header(&x, HTTP_SIGN_HEADER), want);
+}
+
+Test(sign, a_call_signed_by_another_build_is_refused_saying_so)
+{
+    struct http_sign_lines l;
+    struct http_sign_req r = heartbeat(&l);
+    struct http_sign_self self = self_now();
+    struct http_sign_seen seen;
+    char why[300], v2[HTTP_SIGN_VALUE_MAX + 8], v4[2 * HTTP_SIGN_VALUE_MAX];
+    struct rx x;
+
+    /* as the build of mayfly-call-2 signed it */
+    received(&x, &r, &l);
+    oracle(2, &x.c, 0xabcdef, 42, v2);
+    *header(&x, HTTP_SIGN_HEADER) = v2;
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD);
+    cr_expect(strstr(why, "another build") && strstr(why, "mayfly-call-2"),
+              "%s", why);
+    /* a later build's */
+    snprintf(v4, sizeof(v4), "v4=%s", v2);
+    *header(&x, HTTP_SIGN_HEADER) = v4;
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD);
+    cr_expect(strstr(why, "another build") && strstr(why, "mayfly-call-4"),
+              "%s", why);
+    /* this build's form, but not the call's: altered */
+    snprintf(v4, sizeof(v4), "v3=%s", v2);
+    *header(&x, HTTP_SIGN_HEADER) = v4;
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD);
+    cr_expect(strstr(why, "does not match"), "%s", why);
+    *header(&x, HTTP_SIGN_HEADER) = "whatever";
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD);
+    cr_expect(strstr(why, "does not match"), "%s", why);
+    *header(&x, HTTP_SIGN_HEADER) = "";
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD);
+    cr_expect(strstr(why, "does not match"), "%s", why);
 }
