@@ -27,20 +27,20 @@
  * -Forwarded, -Withdraw...): a header added, dropped or changed on the way
  * breaks the signature.
  *
- * The body's MAC.  UMAC-128 (RFC 4418, nettle) keyed by the first 16
- * bytes of HMAC-SHA256(secret, "mayfly body umac"), its 16-byte nonce the
+ * The body's MAC.  UMAC-128 (RFC 4418, nettle) keyed by the first 16 bytes
+ * of HMAC-SHA256(secret, "mayfly body umac"), its 16-byte nonce the
  * call's: sender then seq, 8 bytes each, most significant first.  Not a
  * plain hash: SHA-256 of a forwarded push's 27 KB took 17.7 us at each
  * end, the UMAC 4.3 (its key's tables made once per secret and thread).
- * UMAC asks that a nonce never repeat under one key: a sender is 64
- * random bits drawn once per client (http/client.c), never 0, and its seq counts up from 1 and never wraps, so two calls
- * share a nonce only when two clients drew the same sender (about n^2 /
- * 2^65 for n clients under one secret) and reached the same count.  Even
- * then nothing leaks: the tag is never sent, only hashed into the HMAC
- * above, so an attacker without the secret sees neither the tag nor the
- * pad and can only guess a body whose UMAC collides (about 2^-120 a try
- * for UMAC-128).  A call whose nonce is missing or does not parse cannot
- * be checked and is refused (BAD).
+ * UMAC asks that a nonce never repeat under one key: a sender is 64 random
+ * bits drawn once per client (http/client.c), never 0, and its seq counts
+ * up from 1 and never wraps, so two calls share a nonce only when two
+ * clients drew the same sender (about n^2 / 2^65 for n clients under one
+ * secret) and reached the same count.  Even then nothing leaks: the tag is
+ * never sent, only hashed into the HMAC above, so an attacker without the
+ * secret sees neither the tag nor the pad and can only guess a body whose
+ * UMAC collides (about 2^-120 a try for UMAC-128).  A call whose nonce is
+ * missing or does not parse cannot be checked and is refused (BAD).
  *
  * The receiver refuses (401) a call whose signature does not match, whose
  * timestamp is more than HTTP_SIGN_WINDOW_MS from its own clock, or that
