@@ -87,7 +87,7 @@ count_one(struct http_buf *b)
     if (b->len < HTTP_BATCH_HEAD)
         return -EINVAL;
     n = get_u32((unsigned char *)b->data + 4);
-    if (n >= HTTP_BATCH_MAX)
+    if (n >= HTTP_BATCH_ENTRIES_MAX)
         return -EINVAL;
     put_u32((unsigned char *)b->data + 4, n + 1);
     return 0;
@@ -137,7 +137,7 @@ http_batch_add_call(struct http_buf *b, const struct http_batch_call *c)
         c->body_len >= NO_AUTHZ || (c->body_len > 0 && c->body == NULL))
         return -EINVAL;
     if (b->len < HTTP_BATCH_HEAD ||
-        get_u32((unsigned char *)b->data + 4) >= HTTP_BATCH_MAX)
+        get_u32((unsigned char *)b->data + 4) >= HTTP_BATCH_ENTRIES_MAX)
         return -EINVAL;
     put_u32(l, NO_AUTHZ);
     if (http_buf_append(b, &m, 1) != 0 ||
@@ -160,7 +160,7 @@ http_batch_add_answer(struct http_buf *b, const struct http_batch_answer *a)
         (a->body_len > 0 && a->body == NULL))
         return -EINVAL;
     if (b->len < HTTP_BATCH_HEAD ||
-        get_u32((unsigned char *)b->data + 4) >= HTTP_BATCH_MAX)
+        get_u32((unsigned char *)b->data + 4) >= HTTP_BATCH_ENTRIES_MAX)
         return -EINVAL;
     put_u16(h, a->status);
     put_u32(h + 2, a->retry_after_s);

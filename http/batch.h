@@ -29,11 +29,11 @@
 
 #include "http/buf.h"
 
-#define HTTP_BATCH_VERSION    1u
-#define HTTP_BATCH_MAX        64u   /* entries in one call */
-#define HTTP_BATCH_METHOD_MAX 15u   /* "DELETE" and the like */
-#define HTTP_BATCH_TARGET_MAX 8192u /* a path and its query */
-#define HTTP_BATCH_AUTHZ_MAX  8192u /* an Authorization value (a JWT) */
+#define HTTP_BATCH_VERSION     1u
+#define HTTP_BATCH_ENTRIES_MAX 64u   /* entries in one call */
+#define HTTP_BATCH_METHOD_MAX  15u   /* "DELETE" and the like */
+#define HTTP_BATCH_TARGET_MAX  8192u /* a path and its query */
+#define HTTP_BATCH_AUTHZ_MAX   8192u /* an Authorization value (a JWT) */
 /* The header of a body (version, count). */
 #define HTTP_BATCH_HEAD 8u
 
@@ -67,7 +67,7 @@ size_t http_batch_call_size(const struct http_batch_call *c);
 /* http_batch_add_call / http_batch_add_answer - append one entry to b
  * (begun) and count it.  0; -EINVAL for what the decoder would refuse (a
  * method, target or value too long or holding a byte it may not, a
- * status out of 100..599, HTTP_BATCH_MAX entries already), -ENOMEM. */
+ * status out of 100..599, HTTP_BATCH_ENTRIES_MAX entries already), -ENOMEM. */
 int http_batch_add_call(struct http_buf *b, const struct http_batch_call *c);
 int http_batch_add_answer(struct http_buf *b,
                           const struct http_batch_answer *a);

@@ -56,7 +56,7 @@ struct co_batch {
     struct co_batch *prev, *next; /* o's batches */
     struct http_buf body;
     size_t n;
-    struct co_req *e[HTTP_BATCH_MAX];
+    struct co_req *e[HTTP_BATCH_ENTRIES_MAX];
 };
 
 /* A list of requests, first in first out. */
@@ -295,16 +295,16 @@ batch_done(void *arg, struct http_client_resp *r)
 {
     struct co_batch *b = arg;
     struct co_owner *o = b->o;
-    struct http_batch_answer a[HTTP_BATCH_MAX];
-    char why[160];
+    struct http_batch_answer a[HTTP_BATCH_ENTRIES_MAX];
+    char why[160] = "";
     size_t n = 0;
     int split = r->err == 0 && r->status == 200;
 
     o->inflight--;
-    if (split &&
-        (http_batch_answers(r->body.data, r->body.len, a, HTTP_BATCH_MAX, &n,
-                            why, sizeof(why)) != 0 ||
-         n != b->n)) {
+    if (split && (http_batch_answers(r->body.data, r->body.len, a,
+                                     HTTP_BATCH_ENTRIES_MAX, &n, why,
+                                     sizeof(why)) != 0 ||
+                  n != b->n)) {
         if (n != b->n && why[0] == '\0')
             snprintf(why, sizeof(why), "%zu answers to %zu requests", n, b->n);
         log_warn(0, "a batch call to node %s: its answer cannot be read (%s)",
@@ -407,14 +407,15 @@ same_around(const char *a, const char *b)
 static void
 send_next(struct worker *w, struct co_owner *o)
 {
-    struct co_req *pick[HTTP_BATCH_MAX], *q, *next;
+    struct co_req *pick[HTTP_BATCH_ENTRIES_MAX], *q, *next;
     size_t n = 0, bytes = HTTP_BATCH_HEAD;
     size_t cap = COALESCE_BYTES;
     int rc;
 
     if (w->set.max_body_bytes > 0 && w->set.max_body_bytes < cap)
         cap = w->set.max_body_bytes; /* the owner's limit, as this node's */
-    for (q = o->queue.first; q != NULL && n < HTTP_BATCH_MAX; q = next) {
+    for (q = o->queue.first; q != NULL && n < HTTP_BATCH_ENTRIES_MAX;
+         q = next) {
         struct http_batch_call c = {
             q->method, strlen(q->method),
             q->target, strlen(q->target),

@@ -10,7 +10,7 @@
  * owner's queue instead; when a call to the owner ends, the queue goes
  * out: one request alone, as it would have, or several as one signed
  * batch call (http/batch.h; the owner's side is worker/node_batch.h),
- * up to HTTP_BATCH_MAX requests and COALESCE_BYTES of body, the rest
+ * up to HTTP_BATCH_ENTRIES_MAX requests and COALESCE_BYTES of body, the rest
  * waiting for the next end.  At low load nothing changes: a forward
  * that finds fewer calls in flight goes alone at once.
  *

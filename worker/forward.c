@@ -670,6 +670,7 @@ start(struct worker *w, struct http_request *req, const char *id,
     uint64_t now = shm_now_ms();
     uint64_t deadline = now + wait_ms + FORWARD_MS;
     size_t len;
+    int together;
 
     if (redo.req == req) {
         wait_ms = worker_forward_wait_left(req, wait_ms);
@@ -724,10 +725,11 @@ start(struct worker *w, struct http_request *req, const char *id,
     snprintf(f->owner, sizeof(f->owner), "%s", id);
     /* With calls to the owner in flight already, a short one may wait to
      * go with others (coalesce.h); its answer comes to answered() all the
-     * same. */
-    if ((worker_coalesce_eligible(http_request_route(req), wait_ms)
-             ? worker_coalesce_request(w, id, &r, answered, f)
-             : http_client_request(w->client, &r, answered, f)) != 0) {
+     * same.  A keyed push sent once more goes alone. */
+    together = worker_coalesce_eligible(http_request_route(req), wait_ms) &&
+               !f->resent;
+    if ((together ? worker_coalesce_request(w, id, &r, answered, f)
+                  : http_client_request(w->client, &r, answered, f)) != 0) {
         free(f);
         shm_count(w->seg, w->set.slot, SHM_C_FORWARD_FAILED, 1);
         http_reply_errno(req, -ENOMEM, "forward");

@@ -132,12 +132,12 @@ start(struct batch *b, size_t i, const struct http_batch_call *c)
 void
 worker_node_batch(struct worker *w, struct http_request *req)
 {
-    struct http_batch_call calls[HTTP_BATCH_MAX];
+    struct http_batch_call calls[HTTP_BATCH_ENTRIES_MAX];
     struct batch *b;
     char why[160];
     size_t len, n;
     const char *body = http_request_body(req, &len);
-    int rc = http_batch_calls(body, len, calls, HTTP_BATCH_MAX, &n, why,
+    int rc = http_batch_calls(body, len, calls, HTTP_BATCH_ENTRIES_MAX, &n, why,
                               sizeof(why));
 
     (void)w; /* each entry goes through the server's handler */

@@ -21,12 +21,12 @@ within(const char *p, size_t n, const uint8_t *data, size_t size)
 static void
 calls(const uint8_t *data, size_t size)
 {
-    struct http_batch_call e[HTTP_BATCH_MAX];
+    struct http_batch_call e[HTTP_BATCH_ENTRIES_MAX];
     struct http_buf b = {0};
     char why[160];
     size_t n;
-    int rc = http_batch_calls((const char *)data, size, e, HTTP_BATCH_MAX, &n,
-                              why, sizeof(why));
+    int rc = http_batch_calls((const char *)data, size, e,
+                              HTTP_BATCH_ENTRIES_MAX, &n, why, sizeof(why));
 
     if (rc != 0) {
         FUZZ_CHECK(n == 0, "refused (%d), yet %zu entries", rc, n);

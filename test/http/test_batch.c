@@ -40,7 +40,7 @@ same(const char *a, size_t alen, const char *b, size_t blen)
 Test(batch, calls_round_trip)
 {
     struct http_buf b = {0};
-    struct http_batch_call e[HTTP_BATCH_MAX];
+    struct http_batch_call e[HTTP_BATCH_ENTRIES_MAX];
     char why[160];
     size_t n, size = HTTP_BATCH_HEAD;
 
@@ -48,8 +48,8 @@ Test(batch, calls_round_trip)
     for (size_t i = 0; i < 3; i++)
         size += http_batch_call_size(&three[i]);
     cr_assert_eq(b.len, size);
-    cr_assert_eq(http_batch_calls(b.data, b.len, e, HTTP_BATCH_MAX, &n, why,
-                                  sizeof(why)),
+    cr_assert_eq(http_batch_calls(b.data, b.len, e, HTTP_BATCH_ENTRIES_MAX, &n,
+                                  why, sizeof(why)),
                  0, "%s", why);
     cr_assert_eq(n, 3);
     for (size_t i = 0; i < 3; i++) {
@@ -96,22 +96,22 @@ Test(batch, answers_round_trip)
 Test(batch, every_cut_refused)
 {
     struct http_buf b = {0};
-    struct http_batch_call e[HTTP_BATCH_MAX];
-    struct http_batch_answer a[HTTP_BATCH_MAX];
+    struct http_batch_call e[HTTP_BATCH_ENTRIES_MAX];
+    struct http_batch_answer a[HTTP_BATCH_ENTRIES_MAX];
     char why[160];
     size_t n;
 
     encode_three(&b);
     for (size_t cut = 0; cut < b.len; cut++) {
-        cr_assert_neq(http_batch_calls(b.data, cut, e, HTTP_BATCH_MAX, &n, why,
-                                       sizeof(why)),
+        cr_assert_neq(http_batch_calls(b.data, cut, e, HTTP_BATCH_ENTRIES_MAX,
+                                       &n, why, sizeof(why)),
                       0, "a call cut at %zu taken", cut);
         cr_assert_eq(n, 0);
     }
     /* and a byte more */
     cr_assert_eq(http_buf_append(&b, "x", 1), 0);
-    cr_assert_eq(http_batch_calls(b.data, b.len, e, HTTP_BATCH_MAX, &n, why,
-                                  sizeof(why)),
+    cr_assert_eq(http_batch_calls(b.data, b.len, e, HTTP_BATCH_ENTRIES_MAX, &n,
+                                  why, sizeof(why)),
                  -EPROTO);
     http_buf_free(&b);
 
@@ -119,8 +119,8 @@ Test(batch, every_cut_refused)
     cr_assert_eq(http_batch_begin(&b), 0);
     cr_assert_eq(http_batch_add_answer(&b, &one), 0);
     for (size_t cut = 0; cut < b.len; cut++)
-        cr_assert_neq(http_batch_answers(b.data, cut, a, HTTP_BATCH_MAX, &n,
-                                         why, sizeof(why)),
+        cr_assert_neq(http_batch_answers(b.data, cut, a, HTTP_BATCH_ENTRIES_MAX,
+                                         &n, why, sizeof(why)),
                       0, "an answer cut at %zu taken", cut);
     http_buf_free(&b);
 }
@@ -128,28 +128,28 @@ Test(batch, every_cut_refused)
 Test(batch, caps)
 {
     struct http_buf b = {0};
-    struct http_batch_call e[HTTP_BATCH_MAX];
+    struct http_batch_call e[HTTP_BATCH_ENTRIES_MAX];
     struct http_batch_call c = three[1];
     char why[160], big[HTTP_BATCH_TARGET_MAX + 2];
     size_t n;
 
-    /* HTTP_BATCH_MAX entries, not one more */
+    /* HTTP_BATCH_ENTRIES_MAX entries, not one more */
     cr_assert_eq(http_batch_begin(&b), 0);
-    for (unsigned i = 0; i < HTTP_BATCH_MAX; i++)
+    for (unsigned i = 0; i < HTTP_BATCH_ENTRIES_MAX; i++)
         cr_assert_eq(http_batch_add_call(&b, &c), 0);
     cr_assert_eq(http_batch_add_call(&b, &c), -EINVAL);
-    cr_assert_eq(http_batch_calls(b.data, b.len, e, HTTP_BATCH_MAX, &n, why,
-                                  sizeof(why)),
+    cr_assert_eq(http_batch_calls(b.data, b.len, e, HTTP_BATCH_ENTRIES_MAX, &n,
+                                  why, sizeof(why)),
                  0);
-    cr_assert_eq(n, HTTP_BATCH_MAX);
+    cr_assert_eq(n, HTTP_BATCH_ENTRIES_MAX);
     /* the reader's room */
     cr_assert_eq(http_batch_calls(b.data, b.len, e, 2, &n, why, sizeof(why)),
                  -E2BIG);
     cr_assert_eq(n, 0);
     /* another version */
     b.data[3] = 2;
-    cr_assert_eq(http_batch_calls(b.data, b.len, e, HTTP_BATCH_MAX, &n, why,
-                                  sizeof(why)),
+    cr_assert_eq(http_batch_calls(b.data, b.len, e, HTTP_BATCH_ENTRIES_MAX, &n,
+                                  why, sizeof(why)),
                  -EPROTONOSUPPORT);
     cr_assert(strstr(why, "version") != NULL);
     http_buf_free(&b);
@@ -177,8 +177,8 @@ Test(batch, caps)
     cr_assert_eq(http_batch_add_call(&b, &c), 0);
     /* a NUL in a target that came on the wire */
     b.data[HTTP_BATCH_HEAD + 1 + 4 + 4 + 5] = '\0';
-    cr_assert_eq(http_batch_calls(b.data, b.len, e, HTTP_BATCH_MAX, &n, why,
-                                  sizeof(why)),
+    cr_assert_eq(http_batch_calls(b.data, b.len, e, HTTP_BATCH_ENTRIES_MAX, &n,
+                                  why, sizeof(why)),
                  -EPROTO);
     http_buf_free(&b);
 }
