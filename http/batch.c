@@ -125,16 +125,23 @@ append_len(struct http_buf *b, const char *p, size_t n)
     return 0;
 }
 
+/* http_batch_call_ok - see batch.h. */
+int
+http_batch_call_ok(const struct http_batch_call *c)
+{
+    return method_ok(c->method, c->method_len) &&
+           target_ok(c->target, c->target_len) &&
+           (c->authz == NULL || value_ok(c->authz, c->authz_len)) &&
+           c->body_len < NO_AUTHZ && (c->body_len == 0 || c->body != NULL);
+}
+
 /* http_batch_add_call - see batch.h. */
 int
 http_batch_add_call(struct http_buf *b, const struct http_batch_call *c)
 {
     unsigned char m = (unsigned char)c->method_len, l[4];
 
-    if (!method_ok(c->method, c->method_len) ||
-        !target_ok(c->target, c->target_len) ||
-        (c->authz != NULL && !value_ok(c->authz, c->authz_len)) ||
-        c->body_len >= NO_AUTHZ || (c->body_len > 0 && c->body == NULL))
+    if (!http_batch_call_ok(c))
         return -EINVAL;
     if (b->len < HTTP_BATCH_HEAD ||
         get_u32((unsigned char *)b->data + 4) >= HTTP_BATCH_ENTRIES_MAX)

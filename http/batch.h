@@ -61,6 +61,10 @@ struct http_batch_answer {
  * (reset first).  0, or -ENOMEM. */
 int http_batch_begin(struct http_buf *b);
 
+/* http_batch_call_ok - whether c can be encoded (what the decoder takes:
+ * method, target and Authorization within their caps and bytes). */
+int http_batch_call_ok(const struct http_batch_call *c);
+
 /* http_batch_call_size - the bytes c takes in a call's body. */
 size_t http_batch_call_size(const struct http_batch_call *c);
 

@@ -180,6 +180,17 @@ req_new(struct co_owner *o, const struct http_client_req *r,
     return q;
 }
 
+/* as_call - q as a batch entry. */
+static struct http_batch_call
+as_call(const struct co_req *q)
+{
+    return (struct http_batch_call){
+        q->method,         strlen(q->method), q->target,
+        strlen(q->target), q->authz,          q->authz ? strlen(q->authz) : 0,
+        q->body,           q->body_len,
+    };
+}
+
 /* left_ms - the time a call with this deadline has, 1 ms at least. */
 static unsigned
 left_ms(uint64_t deadline)
@@ -355,12 +366,7 @@ send_batch(struct worker *w, struct co_owner *o, struct co_req **q, size_t n)
     };
 
     for (size_t i = 0; i < n && rc == 0; i++) {
-        struct http_batch_call c = {
-            q[i]->method, strlen(q[i]->method),
-            q[i]->target, strlen(q[i]->target),
-            q[i]->authz,  q[i]->authz ? strlen(q[i]->authz) : 0,
-            q[i]->body,   q[i]->body_len,
-        };
+        struct http_batch_call c = as_call(q[i]);
         rc = http_batch_add_call(&b->body, &c);
         if (q[i]->deadline < deadline)
             deadline = q[i]->deadline;
@@ -416,12 +422,7 @@ send_next(struct worker *w, struct co_owner *o)
         cap = w->set.max_body_bytes; /* the owner's limit, as this node's */
     for (q = o->queue.first; q != NULL && n < HTTP_BATCH_ENTRIES_MAX;
          q = next) {
-        struct http_batch_call c = {
-            q->method, strlen(q->method),
-            q->target, strlen(q->target),
-            q->authz,  q->authz ? strlen(q->authz) : 0,
-            q->body,   q->body_len,
-        };
+        struct http_batch_call c = as_call(q);
         size_t size = http_batch_call_size(&c);
         next = q->next;
         if (n > 0 &&
@@ -454,6 +455,7 @@ worker_coalesce_request(struct worker *w, const char *id,
                         http_client_done_fn *done, void *arg)
 {
     struct co_owner *o = owner_of(id, r->addr);
+    struct http_batch_call c;
     struct co_req *q;
     int rc;
 
@@ -462,6 +464,12 @@ worker_coalesce_request(struct worker *w, const char *id,
         return http_client_request(w->client, r, done, arg);
     if ((q = req_new(o, r, done, arg)) == NULL)
         return -ENOMEM;
+    c = as_call(q);
+    if (!http_batch_call_ok(&c)) {
+        free(q); /* a batch cannot carry it (a target of bytes it may not
+                    hold): it goes alone, uncounted */
+        return http_client_request(w->client, r, done, arg);
+    }
     if (o->inflight < COALESCE_INFLIGHT && o->queue.first == NULL) {
         if ((rc = send_alone(w, q)) != 0)
             free(q);
