@@ -75,6 +75,7 @@ struct co_owner {
 };
 
 static struct co_owner owners[OWNERS_MAX];
+static int queued; /* a request was queued this turn */
 
 static void flush(struct worker *w, struct co_owner *o);
 
@@ -476,7 +477,20 @@ worker_coalesce_request(struct worker *w, const char *id,
         return rc;
     }
     push_back(&o->queue, q);
+    queued = 1;
     return 0;
+}
+
+/* worker_coalesce_turn - see coalesce.h. */
+void
+worker_coalesce_turn(struct worker *w)
+{
+    if (!queued)
+        return;
+    queued = 0;
+    for (int i = 0; i < OWNERS_MAX; i++)
+        while (owners[i].queue.first != NULL)
+            send_next(w, &owners[i]);
 }
 
 /* worker_coalesce_cancel - see coalesce.h. */

@@ -7,12 +7,16 @@
  * requests in flight on one connection).  So when this worker already
  * has COALESCE_INFLIGHT calls in flight to an owner, a forward that may
  * go together -- push, pop or ack, no long-poll wait -- waits in that
- * owner's queue instead; when a call to the owner ends, the queue goes
- * out: one request alone, as it would have, or several as one signed
- * batch call (http/batch.h; the owner's side is worker/node_batch.h),
- * up to HTTP_BATCH_ENTRIES_MAX requests and COALESCE_BYTES of body, the rest
- * waiting for the next end.  At low load nothing changes: a forward
- * that finds fewer calls in flight goes alone at once.
+ * owner's queue instead, until a call to the owner ends or the loop's
+ * turn does, whichever comes first: then the queue goes out, one request
+ * alone, as it would have, or several as one signed batch call
+ * (http/batch.h; the owner's side is worker/node_batch.h), up to
+ * HTTP_BATCH_ENTRIES_MAX requests and COALESCE_BYTES of body each.  The
+ * turn's end bounds the wait: with the queue held until a call ended, the
+ * owner and this worker took turns idling (two calls in flight carry too
+ * little), and the hop measured slower than with no coalescing at all
+ * (BENCHMARKS.md, Cluster).  At low load nothing changes: a forward that
+ * finds fewer calls in flight goes alone at once.
  *
  * The batch call carries X-Mayfly-Forwarded and the X-Mayfly-Around of
  * its requests (those with another wait for another call), and its
@@ -61,6 +65,11 @@ int worker_coalesce_eligible(enum http_route r, unsigned wait_ms);
 int worker_coalesce_request(struct worker *w, const char *id,
                             const struct http_client_req *r,
                             http_client_done_fn *done, void *arg);
+
+/* worker_coalesce_turn - the end of the loop's turn: what was queued
+ * goes out now, in batch calls (those that fit one each), whatever is in
+ * flight, so a request waits at most the rest of the turn that read it. */
+void worker_coalesce_turn(struct worker *w);
 
 /* worker_coalesce_cancel - drop what was sent for arg (queued, alone or
  * inside a batch): its done never runs.  Calls not sent through here are

@@ -45,6 +45,7 @@
 #include "worker/ack.h"
 #include "worker/admin.h"
 #include "worker/authz.h"
+#include "worker/coalesce.h"
 #include "worker/conn.h"
 #include "worker/declare.h"
 #include "worker/depth.h"
@@ -568,6 +569,8 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
             http_server_resume_pending(w.http))
             http_server_run(w.http);
         settle(&w);
+        /* the forwards this turn queued go out together (coalesce.h) */
+        worker_coalesce_turn(&w);
         /* Done draining once no request is in flight and every connection
          * accepted has begun its first: idle keep-alive connections close
          * with the server (DRAIN_GRACE_MS at least). */
