@@ -238,11 +238,12 @@ raw_write(char *p, size_t size, size_t n, void *arg)
     return size * n;
 }
 
-/* post_raw - POST body[0..len) to node i's path with header lines hdrs
- * (NULL-terminated); the status, the answer in out (free it). */
+/* post_raw_within - POST body[0..len) to node i's path with header lines
+ * hdrs (NULL-terminated), giving up after ms; the status (0: none came),
+ * the answer in out (free it). */
 static long
-post_raw(int i, const char *path, const char *body, size_t len,
-         const char *const *hdrs, struct raw *out)
+post_raw_within(int i, const char *path, const char *body, size_t len,
+                const char *const *hdrs, long ms, struct raw *out)
 {
     CURL *h = curl_easy_init();
     struct curl_slist *l = NULL;
@@ -260,12 +261,25 @@ post_raw(int i, const char *path, const char *body, size_t len,
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, l);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, raw_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
-    cr_assert_eq(curl_easy_perform(h), CURLE_OK);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
+    if (curl_easy_perform(h) == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(l);
     curl_easy_cleanup(h);
+    if (out->data == NULL)
+        out->data = strdup("");
     return status;
+}
+
+/* post_raw - post_raw_within 10 s, which must bring an answer. */
+static long
+post_raw(int i, const char *path, const char *body, size_t len,
+         const char *const *hdrs, struct raw *out)
+{
+    long st = post_raw_within(i, path, body, len, hdrs, 10000, out);
+
+    cr_assert_neq(st, 0, "no answer from node %d", i);
+    return st;
 }
 
 /* add_call - method target body (no Authorization) into batch b. */
@@ -352,6 +366,93 @@ Test(cluster_coalesce, a_batch_call_takes_signed_calls_only)
     free(out.data);
     http_buf_free(&b);
     cr_assert_eq(cl_part_depth(&c, 1, "co-sig", p, "pending"), 1);
+}
+
+/* A batch call that its caller gives up after ms. */
+struct leaving {
+    struct http_buf body;
+    const char *const *hdrs;
+    long ms, status;
+};
+
+static void *
+leave(void *arg)
+{
+    struct leaving *l = arg;
+    struct raw out;
+
+    l->status = post_raw_within(1, "/api/v1/node/batch", l->body.data,
+                                l->body.len, l->hdrs, l->ms, &out);
+    free(out.data);
+    return NULL;
+}
+
+/* parked - node 1's mayfly_parked_pops. */
+static double
+parked(void)
+{
+    double v = -1;
+
+    cr_assert_eq(itest_metric(&c.node[1], "mayfly_parked_pops", &v), 0);
+    return v;
+}
+
+Test(cluster_coalesce, a_batch_whose_caller_leaves_ends_what_waits_in_it)
+{
+    char p[16], pop[200], push[160], addr[64];
+    const char *hdrs[16];
+    struct leaving l = {.ms = 3000};
+    struct http_sign_lines sl;
+    struct itest_resp r;
+    pthread_t t;
+
+    cl_part_owned_by("co-left", 1, 64, p, sizeof(p));
+    snprintf(pop, sizeof(pop),
+             "/api/v1/ephemeral/pop?queue=co-left&partition=%s&wait=true"
+             "&timeout=20000",
+             p);
+    cr_assert_eq(http_batch_begin(&l.body), 0);
+    add_call(&l.body, "GET", pop, "");
+    cl_addr(&c, 1, CL_CLIENT_PORT, addr, sizeof(addr));
+    struct http_sign_req sr = {
+        .method = "POST",
+        .target = "/api/v1/node/batch",
+        .body = l.body.data,
+        .len = l.body.len,
+        .to = {addr, NULL, 0},
+    };
+    cl_sign_req(&c, &sr, &sl);
+    l.hdrs = cl_headers(NULL, &sl, hdrs, 16);
+    /* its pop waits at the owner, parked ... */
+    cr_assert_eq(pthread_create(&t, NULL, leave, &l), 0);
+    for (int64_t end = itest_now_ms() + 2500; parked() < 1;) {
+        cr_assert_lt(itest_now_ms(), end, "the batch's long poll never parked");
+        itest_sleep_ms(20);
+    }
+    /* ... until its caller leaves: then it ends with the call */
+    pthread_join(t, NULL);
+    cr_assert_eq(l.status, 0, "the batch's long poll was answered");
+    http_buf_free(&l.body);
+    for (int64_t end = itest_now_ms() + 5000; parked() > 0;) {
+        cr_assert_lt(itest_now_ms(), end,
+                     "the pop of a batch whose caller left still waits");
+        itest_sleep_ms(20);
+    }
+    /* and a message pushed now goes to a pop that asks */
+    snprintf(push, sizeof(push),
+             "{\"queue\":\"co-left\",\"partition\":\"%s\","
+             "\"messages\":[{\"payload\":7}]}",
+             p);
+    cr_assert_eq(
+        itest_req(&c.node[1], "POST", "/api/v1/ephemeral/push", push, &r), 201,
+        "%s", r.body);
+    itest_resp_free(&r);
+    snprintf(pop, sizeof(pop),
+             "/api/v1/ephemeral/pop?queue=co-left&partition=%s&batch=10", p);
+    cr_assert_eq(itest_req(&c.node[1], "GET", pop, NULL, &r), 200, "%s",
+                 r.body);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+    itest_resp_free(&r);
 }
 
 /* The owner stops under pushes that go together. */
