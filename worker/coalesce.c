@@ -19,6 +19,7 @@
 
 #include "http/batch.h"
 #include "http/node_call.h"
+#include "http/peer_answer.h"
 #include "shm/board.h"
 #include "shm/log.h"
 #include "shm/stats.h"
@@ -280,7 +281,7 @@ batch_free(struct co_batch *b)
     if (b->next != NULL)
         b->next->prev = b->prev;
     for (size_t i = 0; i < b->n; i++)
-        free(b->e[i]);
+        free(b->e[i]); /* NULL once sent again alone */
     http_buf_free(&b->body);
     free(b);
 }
@@ -297,6 +298,32 @@ deliver(struct co_batch *b, size_t i, struct http_client_resp *resp)
         q->done(arg, resp);
     }
     http_buf_free(&resp->body);
+}
+
+/* resend_alone - b's owner does not know batch calls (404 not_found: a
+ * node of an older version, in a rolling upgrade): nothing was applied,
+ * so each request goes again, alone, as it would have without
+ * coalescing. */
+static void
+resend_alone(struct co_batch *b)
+{
+    struct co_owner *o = b->o;
+    int rc;
+
+    log_warn(0, "node %s does not take batch calls: its forwards go alone",
+             o->id);
+    for (size_t i = 0; i < b->n; i++) {
+        struct co_req *q = b->e[i];
+        b->e[i] = NULL;
+        if (q->arg == NULL) {
+            free(q); /* cancelled meanwhile */
+            continue;
+        }
+        q->batch = NULL;
+        if ((rc = send_alone(self, q)) != 0)
+            fail(q, rc);
+    }
+    batch_free(b);
 }
 
 /* batch_done - the batch call ended: each of its requests gets its own
@@ -325,6 +352,11 @@ batch_done(void *arg, struct http_client_resp *r)
         r->err = -EPROTO;
         r->error = "the owner's batch answer could not be read";
         r->sent = 1;
+    }
+    if (!split && r->err == 0 && r->status == 404 &&
+        http_peer_error_is(r->body.data, r->body.len, "not_found")) {
+        resend_alone(b); /* an owner of a version before batch calls */
+        return;
     }
     flush(self, o);
     for (size_t i = 0; i < b->n; i++) {
