@@ -213,9 +213,9 @@ http_access_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     return req;
 }
 
-/* request_free - everything a request owns. */
-static void
-request_free(struct http_request *req)
+/* http_access_free - see access.h: everything a request owns. */
+void
+http_access_free(struct http_request *req)
 {
     struct http_header *h, *next;
 
@@ -230,6 +230,7 @@ request_free(struct http_request *req)
     http_query_free(&req->args);
     free(req->param);
     free(req->uri);
+    free(req->inner);
     req->server->requests--;
     free(req);
 }
@@ -253,7 +254,7 @@ http_access_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     http_request_unlist(req);
     if (req->done_fn != NULL)
         req->done_fn(req->done_arg, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
-    request_free(req);
+    http_access_free(req);
 }
 
 /* queue_reply - hand the stored reply to MHD; its bytes go without a
@@ -332,9 +333,12 @@ too_large(struct http_request *req)
 static int
 over_limit(struct http_request *req)
 {
-    struct http_conn *c = conn_ctx_of(req->conn);
+    struct http_conn *c;
     struct http_server *s = req->server;
 
+    if (req->conn == NULL)
+        return 0; /* an inner request: its batch call was let in */
+    c = conn_ctx_of(req->conn);
     if (c == NULL || !c->over)
         return 0;
     http_reply_error(req, 503, "ephemeral_unavailable",
@@ -364,11 +368,12 @@ unsent_full(struct http_request *req)
     return 1;
 }
 
-/* route_request - route, decode the parameter and the query; any failure
- * becomes the reply (and the body is then read and dropped).  Returns 1
- * when the reply must go at once (a refusal past max_connections). */
-static int
-route_request(struct http_request *req)
+/* http_access_route - see access.h: route, decode the parameter and the
+ * query; any failure becomes the reply (and the body is then read and
+ * dropped).  Returns 1 when the reply must go at once (a refusal past
+ * max_connections). */
+int
+http_access_route(struct http_request *req)
 {
     const char *q = strchr(req->uri, '?');
     size_t plen = q ? (size_t)(q - req->uri) : strlen(req->uri);
@@ -449,7 +454,7 @@ first_call(struct http_request *req, struct MHD_Connection *conn,
     req->state = HTTP_REQ_BODY;
     if (http_edge_head_check(req, method, version) != 0)
         return queue_reply(req);
-    if (route_request(req))
+    if (http_access_route(req))
         return queue_reply(req); /* refused: closes, body unread */
     if (req->server->opts.discard_bodies)
         req->discard = 1;

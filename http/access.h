@@ -41,4 +41,14 @@ int http_access_cert(gnutls_session_t session, const gnutls_datum_t *req_ca_dn,
 void http_access_completed(void *cls, struct MHD_Connection *conn,
                            void **req_cls, enum MHD_RequestTerminationCode toe);
 
+/* http_access_route - route req (method and uri set) as a request from
+ * MHD is: its route, parameter and query, or its reply (404, 405, 400)
+ * set when they are wrong.  1 when the reply must go at once (a
+ * connection past max_connections; never for a request without one). */
+struct http_request;
+int http_access_route(struct http_request *req);
+
+/* http_access_free - free req and everything it owns (no on_done). */
+void http_access_free(struct http_request *req);
+
 #endif

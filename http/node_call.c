@@ -115,9 +115,13 @@ http_node_call(struct http_request *req, const char *key, struct shm_seg *seg,
     char why[320];
     int64_t now = http_sign_now_ms();
     enum http_node_call v;
-    size_t n = http_request_headers(req, HTTP_SIGN_PREFIX, names, values,
-                                    HTTP_SIGN_HEADERS_MAX + 1);
+    size_t n;
 
+    /* the call that carried it was checked (inner.h) */
+    if (http_request_is_inner(req))
+        return HTTP_CALL_NODE;
+    n = http_request_headers(req, HTTP_SIGN_PREFIX, names, values,
+                             HTTP_SIGN_HEADERS_MAX + 1);
     if (http_request_header(req, HTTP_SIGN_HEADER) == NULL)
         return unsigned_call(req);
     if (n > HTTP_SIGN_HEADERS_MAX + 1) {

@@ -4,7 +4,8 @@
  *
  * A request is created by the URI-log callback of MHD (the first thing MHD
  * tells us about a request, with the raw URI), lives in MHD's *req_cls, and
- * is freed in the completion callback.  Single-threaded, no locking.
+ * is freed in the completion callback; an inner request (inner.h) is made
+ * and freed by inner.c.  Single-threaded, no locking.
  */
 #ifndef MAYFLY_HTTP_REQUEST_T_H
 #define MAYFLY_HTTP_REQUEST_T_H
@@ -18,6 +19,25 @@
 struct MHD_Connection;
 struct MHD_Response;
 struct http_server;
+struct http_request;
+
+/* The headers an inner request carries (inner.h): Authorization,
+ * X-Mayfly-Forwarded and X-Mayfly-Around. */
+#define HTTP_INNER_HEADERS 3
+
+/* What makes a request inner (inner.h): one entry of a batch call, with
+ * no MHD connection.  Its headers are these, and MHD's calls are not
+ * made (request.c); its reply goes to on_reply instead of a socket. */
+struct http_inner {
+    const char *names[HTTP_INNER_HEADERS];
+    const char *values[HTTP_INNER_HEADERS]; /* in store */
+    size_t nh;
+    void (*on_reply)(void *arg, struct http_request *req);
+    void *arg;
+    struct http_request *prev, *next; /* server->inners while listed */
+    unsigned listed : 1; /* waits for its reply (suspended, or held) */
+    char store[];        /* the method and the header values */
+};
 
 /* One extra response header; name and value live right after it. */
 struct http_header {
@@ -65,6 +85,7 @@ struct http_request {
     /* completion */
     void (*done_fn)(void *arg, int sent_ok);
     void *done_arg;
+    struct http_inner *inner; /* owned; NULL: MHD's request */
     /* the server's list of suspended requests */
     struct http_request *prev;
     struct http_request *next;

@@ -4,7 +4,9 @@
  *
  * Suspended requests sit on their server's list so http_server_stop() can
  * resume them before MHD_stop_daemon() (MHD panics on suspended ones).
- * Single-threaded, no locking.
+ * An inner request (inner.h) has no connection: its headers are its own
+ * short list, and suspending or resuming it only marks it, for inner.c
+ * to look at in the server's next run.  Single-threaded, no locking.
  */
 #include "http/request.h"
 
@@ -57,6 +59,12 @@ http_request_args(const struct http_request *req)
 const char *
 http_request_header(const struct http_request *req, const char *name)
 {
+    if (req->inner != NULL) {
+        for (size_t i = 0; i < req->inner->nh; i++)
+            if (strcasecmp(req->inner->names[i], name) == 0)
+                return req->inner->values[i];
+        return NULL;
+    }
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
@@ -93,6 +101,12 @@ http_request_headers(const struct http_request *req, const char *prefix,
 {
     struct header_walk w = {prefix, strlen(prefix), names, values, max, 0};
 
+    if (req->inner != NULL) {
+        for (size_t i = 0; i < req->inner->nh; i++)
+            header_each(&w, MHD_HEADER_KIND, req->inner->names[i],
+                        req->inner->values[i]);
+        return w.n;
+    }
     MHD_get_connection_values(req->conn, MHD_HEADER_KIND, header_each, &w);
     return w.n;
 }
@@ -110,9 +124,11 @@ http_request_body(const struct http_request *req, size_t *len)
 int
 http_request_fd(const struct http_request *req)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ci;
 
+    if (req->inner != NULL)
+        return -1;
+    ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     return ci != NULL ? ci->connect_fd : -1;
 }
 
@@ -125,6 +141,10 @@ http_request_suspend(struct http_request *req)
 
     if (req->suspended || req->state < HTTP_REQ_HANDLED)
         return;
+    if (req->inner != NULL) {
+        req->suspended = 1; /* inner.c lists it once its handler returns */
+        return;
+    }
     MHD_suspend_connection(req->conn);
     req->suspended = 1;
     req->prev = NULL;
@@ -158,6 +178,11 @@ http_request_resume(struct http_request *req)
 {
     if (!req->suspended)
         return;
+    if (req->inner != NULL) {
+        req->suspended = 0; /* inner.c looks at it in the next run */
+        req->server->resume_pending = 1;
+        return;
+    }
     http_request_unlist(req);
     req->server->resume_pending = 1;
     MHD_resume_connection(req->conn);
@@ -182,12 +207,20 @@ http_request_replied(const struct http_request *req)
     return req->has_reply;
 }
 
-/* http_request_abort - the access handler will return MHD_NO. */
+/* http_request_abort - the access handler will return MHD_NO; an inner
+ * request is answered as dropped (inner.c). */
 void
 http_request_abort(struct http_request *req)
 {
     req->aborted = 1;
     http_request_resume(req);
+}
+
+/* http_request_is_inner - see request.h. */
+int
+http_request_is_inner(const struct http_request *req)
+{
+    return req->inner != NULL;
 }
 
 /* http_request_on_done - remember the completion callback. */

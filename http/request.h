@@ -103,6 +103,11 @@ int http_request_replied(const struct http_request *req);
  */
 void http_request_abort(struct http_request *req);
 
+/* http_request_is_inner - whether req is an entry of a batch call between
+ * nodes (inner.h): no connection of its own (http_request_fd is -1), its
+ * signature checked on the call that carried it. */
+int http_request_is_inner(const struct http_request *req);
+
 /*
  * http_request_on_done - call fn(arg, sent_ok) once when the request ends:
  * sent_ok is 1 only if the whole response was sent (the worker releases

@@ -46,6 +46,9 @@ static const struct route_row route_table[] = {
     {GET_HEAD, "/health", HTTP_ROUTE_HEALTH, 0},
     {GET_HEAD, "/metrics", HTTP_ROUTE_METRICS, 0},
     {GET_HEAD, "/api/v1/openapi.json", HTTP_ROUTE_OPENAPI, 0},
+    /* a batch of forwarded requests (worker/node_batch.h): signed calls
+     * between nodes only, so not in the API's description */
+    {"POST", "/api/v1/node/batch", HTTP_ROUTE_NODE_BATCH, 0},
     {GET_HEAD, "/", HTTP_ROUTE_STATUS_PAGE, 0},
     {GET_HEAD, "/index.html", HTTP_ROUTE_STATUS_PAGE, 0},
     {"POST", "/cluster/v1/raft", HTTP_ROUTE_CLUSTER_RAFT, 1},
@@ -76,6 +79,7 @@ static const char *const route_names[HTTP_ROUTE_COUNT] = {
     [HTTP_ROUTE_PRES_ENTER] = "presence_enter",
     [HTTP_ROUTE_PRES_LEAVE] = "presence_leave",
     [HTTP_ROUTE_PRES_LIST] = "presence_list",
+    [HTTP_ROUTE_NODE_BATCH] = "node_batch",
     [HTTP_ROUTE_CLUSTER_RAFT] = "cluster_raft",
     [HTTP_ROUTE_CLUSTER_CONFIGURE] = "cluster_configure",
     [HTTP_ROUTE_CLUSTER_DELETE] = "cluster_delete",

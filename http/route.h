@@ -33,6 +33,7 @@ enum http_route {
     HTTP_ROUTE_PRES_ENTER,   /* POST   /api/v1/presence/enter */
     HTTP_ROUTE_PRES_LEAVE,   /* POST   /api/v1/presence/leave */
     HTTP_ROUTE_PRES_LIST,    /* GET    /api/v1/presence/{channel} */
+    HTTP_ROUTE_NODE_BATCH,   /* POST   /api/v1/node/batch: nodes only */
     /* the cluster port (masters only) */
     HTTP_ROUTE_CLUSTER_RAFT,      /* POST /cluster/v1/raft */
     HTTP_ROUTE_CLUSTER_CONFIGURE, /* POST /cluster/v1/configure */

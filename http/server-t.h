@@ -26,6 +26,8 @@ struct http_server {
     http_handler_fn *handler;
     void *ctx;
     struct http_request *suspended; /* list of suspended requests */
+    struct http_request *inners;    /* inner requests awaiting their
+                                       replies (inner.c) */
     int resume_pending;             /* a resume awaits http_server_run() */
     int closed;        /* a connection closed in the last run: see run() */
     unsigned round;    /* http_server_run()s begun (request.h: hold) */

@@ -36,6 +36,7 @@
 #include "http/edge_conn.h"
 #include "http/edge_head.h"
 #include "http/edge_wait.h"
+#include "http/inner.h"
 #include "http/request.h"
 #include "http/server-t.h"
 #include "http/tls.h"
@@ -163,6 +164,9 @@ http_server_run(struct http_server *s)
     s->closed = 0;
     s->round++;
     http_edge_wait_expire(s);
+    /* first: a batch whose last inner request is answered now is resumed
+     * before MHD takes up resumed connections */
+    http_inner_poll(s);
     http_edge_answer_running(1);
     if (MHD_run(s->daemon) != MHD_YES)
         log_warn(0, "MHD_run failed");

@@ -56,6 +56,8 @@ enum shm_counter {
     SHM_C_DEAD_LOST,  /* of those, not stored: the dead-letter queue refused */
     SHM_C_DUPLICATES, /* keyed messages not stored again (SPEC §13) */
     SHM_C_CONFLATED,  /* messages a later one of their key replaced */
+    SHM_C_FORWARD_BATCHES, /* batch calls to owners (worker/coalesce.h) */
+    SHM_C_FORWARD_BATCHED, /* the forwarded requests they carried */
     SHM_C_COUNT
 };
 

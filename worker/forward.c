@@ -27,6 +27,13 @@
  * forward that fails after its request went out may have been applied:
  * its 503 says "applied": "unknown"; one that failed before says
  * "applied": false.
+ *
+ * A short forward (push, pop or ack, no wait) may go to its owner
+ * together with others in one batch call (coalesce.h) when calls to that
+ * owner are in flight already; each still gets its own answer, or its
+ * own share of the batch call's failure, in answered(), and is cancelled
+ * through coalesce.c, so every rule here holds for it as if it had gone
+ * alone.
  */
 #include "worker/forward.h"
 
@@ -44,6 +51,7 @@
 #include "shm/owner.h"
 #include "shm/stats.h"
 #include "worker/authz.h"
+#include "worker/coalesce.h"
 #include "worker/conn.h"
 #include "worker/parked.h"
 #include "worker/view.h"
@@ -136,7 +144,7 @@ forward_done(void *arg, int sent_ok)
     unwatch(f);
     worker_unpark(f->w, &f->park);
     if (f->pending)
-        http_client_cancel(f->w->client, f);
+        worker_coalesce_cancel(f->w, f);
     forward_free(f);
 }
 
@@ -146,7 +154,7 @@ worker_forward_hangup(struct forward *f)
 {
     unwatch(f);
     if (f->pending) {
-        http_client_cancel(f->w->client, f);
+        worker_coalesce_cancel(f->w, f);
         f->pending = 0;
         http_request_abort(f->req); /* forward_done frees f */
     }
@@ -161,7 +169,7 @@ worker_forward_drain(struct worker *w)
         if (f == NULL || !f->pending)
             continue;
         unwatch(f);
-        http_client_cancel(w->client, f);
+        worker_coalesce_cancel(w, f);
         f->pending = 0;
         http_reply_error(f->req, 503, "draining",
                          "this node is stopping; ask another node");
@@ -211,7 +219,7 @@ again(struct forward *f)
     unwatch(f);
     worker_unpark(w, &f->park);
     if (f->pending) {
-        http_client_cancel(w->client, f);
+        worker_coalesce_cancel(w, f);
         f->pending = 0;
     }
     if (f->wait_end != 0 && shm_now_ms() >= f->wait_end) {
@@ -584,7 +592,7 @@ worker_forward_revoked(struct worker *w)
             worker_auth_valid(w, f->req))
             continue;
         unwatch(f);
-        http_client_cancel(w->client, f);
+        worker_coalesce_cancel(w, f);
         f->pending = 0;
         worker_auth_refuse(f->req, "the bearer token was revoked while "
                                    "this pop waited");
@@ -662,6 +670,7 @@ start(struct worker *w, struct http_request *req, const char *id,
     uint64_t now = shm_now_ms();
     uint64_t deadline = now + wait_ms + FORWARD_MS;
     size_t len;
+    int together;
 
     if (redo.req == req) {
         wait_ms = worker_forward_wait_left(req, wait_ms);
@@ -714,7 +723,13 @@ start(struct worker *w, struct http_request *req, const char *id,
     f->w = w;
     f->req = req;
     snprintf(f->owner, sizeof(f->owner), "%s", id);
-    if (http_client_request(w->client, &r, answered, f) != 0) {
+    /* With calls to the owner in flight already, a short one may wait to
+     * go with others (coalesce.h); its answer comes to answered() all the
+     * same.  A keyed push sent once more goes alone. */
+    together = worker_coalesce_eligible(http_request_route(req), wait_ms) &&
+               !f->resent;
+    if ((together ? worker_coalesce_request(w, id, &r, answered, f)
+                  : http_client_request(w->client, &r, answered, f)) != 0) {
         free(f);
         shm_count(w->seg, w->set.slot, SHM_C_FORWARD_FAILED, 1);
         http_reply_errno(req, -ENOMEM, "forward");

@@ -45,11 +45,13 @@
 #include "worker/ack.h"
 #include "worker/admin.h"
 #include "worker/authz.h"
+#include "worker/coalesce.h"
 #include "worker/conn.h"
 #include "worker/declare.h"
 #include "worker/depth.h"
 #include "worker/forward.h"
 #include "worker/health.h"
+#include "worker/node_batch.h"
 #include "worker/openapi.h"
 #include "worker/parked.h"
 #include "worker/pop.h"
@@ -94,11 +96,19 @@ dispatch(void *ctx, struct http_request *req)
 {
     struct worker *w = ctx;
     enum http_route r = http_request_route(req);
-
     /* A node's call is signed; a client may not pass for one. */
-    if (http_node_call(req, w->set.secret, w->seg, w->seg->nonces,
-                       shm_now_ms()) == HTTP_CALL_REFUSED)
+    enum http_node_call nc = http_node_call(req, w->set.secret, w->seg,
+                                            w->seg->nonces, shm_now_ms());
+
+    if (nc == HTTP_CALL_REFUSED)
         return;
+    if (r == HTTP_ROUTE_NODE_BATCH && nc != HTTP_CALL_NODE) {
+        http_reply_error(req, 401, "unauthorized",
+                         "/api/v1/node/batch carries requests one node "
+                         "forwards to another: it takes signed calls between "
+                         "nodes only");
+        return;
+    }
     if (http_reply_preflight(req))
         return; /* OPTIONS: a browser's, before any token (SPEC §11) */
     /* Draining: what still arrives on open connections goes elsewhere.  The
@@ -125,6 +135,12 @@ dispatch(void *ctx, struct http_request *req)
                          "this node cannot tell who owns what now: its "
                          "view of the cluster is stale; retry, or ask "
                          "another node");
+        return;
+    }
+    /* A batch's requests carry their own tokens, each checked as its
+     * entry goes through here (node_batch.h). */
+    if (r == HTTP_ROUTE_NODE_BATCH) {
+        worker_node_batch(w, req);
         return;
     }
     if (!worker_auth_caller(w, req, r))
@@ -553,6 +569,8 @@ worker_main(struct shm_seg *seg, const struct worker_settings *s)
             http_server_resume_pending(w.http))
             http_server_run(w.http);
         settle(&w);
+        /* the forwards this turn queued go out together (coalesce.h) */
+        worker_coalesce_turn(&w);
         /* Done draining once no request is in flight and every connection
          * accepted has begun its first: idle keep-alive connections close
          * with the server (DRAIN_GRACE_MS at least). */
