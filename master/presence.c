@@ -427,6 +427,29 @@ try_later(struct pres_ship *s, uint64_t now)
     return *b;
 }
 
+/* unmark_for - a peer that answered "draining" hands its own set to its
+ * next owner (shm_presence_import, which replaces what is here): the
+ * channels it owns as the board says now are no copies to send it, nor to
+ * distrust once they are this node's (a drain's set that came here just
+ * before the peer said "leaving" is the newest there is). */
+static void
+unmark_for(struct master *m, int member)
+{
+    struct shm_owners here;
+    struct shm_pres_names names;
+    int o;
+
+    shm_owners_init(&here);
+    shm_owners_refresh(&here, m->seg.board);
+    if (shm_presence_channels(&m->seg, &names) != 0)
+        return; /* a copy marked stays so: a write distrusts it */
+    for (uint32_t i = 0; i < names.n; i++)
+        if ((o = shm_owner_pick(&here, names.name[i], WORKER_PRES_PART)) >= 0 &&
+            o != here.self && master_membership_peer(m, here.m[o].id) == member)
+            shm_presence_mark_copy(&m->seg, names.name[i], 0);
+    shm_presence_names_free(&names);
+}
+
 /* rehomed - a peer's answer to a join's record: taken, the channels go
  * from here; else they are sent again after a backoff. */
 static void
@@ -466,6 +489,11 @@ rehomed(void *arg, struct http_client_resp *r)
                      r->body.data ? r->body.data : "");
         away.backoff[s->member] = 0;
         s->retry_at = rc < 0 ? now + PRES_RETRY_MS : 0;
+    } else if (r->err == 0 && r->status == 503 && r->body.data != NULL &&
+               strstr(r->body.data, "draining") != NULL) {
+        unmark_for(m, s->member); /* it says "leaving" next */
+        away.backoff[s->member] = 0;
+        s->retry_at = 0;
     } else {
         uint64_t wait = try_later(s, now);
         (wait < REHOME_BACK_MS ? log_info : log_debug)(
@@ -531,8 +559,9 @@ rehome_scan(struct master *m, uint64_t now, int empties)
             continue; /* nobody's */
         found[member] = 1;
         away.held++;
-        shm_presence_mark_copy(&m->seg, names.name[i],
-                               m->cfg.presence_grace_ms);
+        shm_presence_mark_copy(
+            &m->seg, names.name[i],
+            m->cfg.presence_grace_ms ? m->cfg.presence_grace_ms : 1);
         if (away.ship[member].state == 1 ||
             (!empties && away.ship[member].retry_at > now))
             continue; /* a record to it is out, or waits its turn */

@@ -1620,10 +1620,8 @@ shm_presence_mark_copy(struct shm_seg *seg, struct shm_name c,
     if ((rc = lock(seg, p)) != 0)
         return rc;
     if ((ci = find_chan(p, c, chan_hash(c))) != 0)
-        chan_at(p, ci)->copy_grace = grace_ms == 0 ? 1
-                                     : grace_ms > UINT32_MAX
-                                         ? UINT32_MAX
-                                         : (uint32_t)grace_ms;
+        chan_at(p, ci)->copy_grace =
+            grace_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)grace_ms;
     shm_unlock(&p->lock);
     return ci != 0;
 }

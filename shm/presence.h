@@ -335,7 +335,8 @@ int shm_presence_drop_channel(struct shm_seg *seg, struct shm_name channel);
 /*
  * shm_presence_mark_copy - channel is an older owner's copy that a join's
  * hand-over has not moved yet (master/presence.c, while another node owns
- * it): marked so, with grace_ms.  1, 0 (no such channel), -ETIMEDOUT.  The
+ * it): marked so, with grace_ms (0: the mark goes: the owner drains, and
+ * its own set comes here).  1, 0 (no such channel), -ETIMEDOUT.  The
  * mark goes with the channel (moved, or its last member gone), with a
  * drain's set (shm_presence_import: the newer owner's whole set replaces
  * it), and at the first write of an owner here: enter, attach, set,
