@@ -396,7 +396,14 @@ static struct {
     uint64_t backoff[RAFT_MAX_NODES];
     uint32_t held; /* channels the last scan found another's: copies */
     uint64_t sig;  /* the owners (shm_owners.sig) the last scan saw */
+    uint64_t drained_at[RAFT_MAX_NODES]; /* a peer's drain's set came */
 } away;
+
+/* A peer whose drain's set came here says "leaving" once this node
+ * answered (master_presence_drain): a scan meanwhile would find its
+ * channels another's, and send them back to a node that refuses them.
+ * Its channels wait this long before they count as copies. */
+#define DRAIN_HOLD_MS 500
 
 #define REHOME_MS      5000 /* one record, answer included */
 #define REHOME_BACK_MS 5000 /* the longest wait between two tries */
@@ -427,27 +434,19 @@ try_later(struct pres_ship *s, uint64_t now)
     return *b;
 }
 
-/* unmark_for - a peer that answered "draining" hands its own set to its
- * next owner (shm_presence_import, which replaces what is here): the
- * channels it owns as the board says now are no copies to send it, nor to
- * distrust once they are this node's (a drain's set that came here just
- * before the peer said "leaving" is the newest there is). */
-static void
-unmark_for(struct master *m, int member)
+/* unmark - keep (drop nothing) of a record a peer answered "draining":
+ * that peer hands its own set to its next owner (shm_presence_import,
+ * which replaces what is here), so the record's channels are no copies to
+ * send it, nor to distrust once they are this node's: a drain's set that
+ * came here just before the peer said "leaving" (a scan between the two
+ * sent it back) is the newest there is. */
+static int
+unmark(void *arg, struct shm_name channel)
 {
-    struct shm_owners here;
-    struct shm_pres_names names;
-    int o;
+    struct master *m = arg;
 
-    shm_owners_init(&here);
-    shm_owners_refresh(&here, m->seg.board);
-    if (shm_presence_channels(&m->seg, &names) != 0)
-        return; /* a copy marked stays so: a write distrusts it */
-    for (uint32_t i = 0; i < names.n; i++)
-        if ((o = shm_owner_pick(&here, names.name[i], WORKER_PRES_PART)) >= 0 &&
-            o != here.self && master_membership_peer(m, here.m[o].id) == member)
-            shm_presence_mark_copy(&m->seg, names.name[i], 0);
-    shm_presence_names_free(&names);
+    shm_presence_mark_copy(&m->seg, channel, 0);
+    return 1;
 }
 
 /* rehomed - a peer's answer to a join's record: taken, the channels go
@@ -491,7 +490,7 @@ rehomed(void *arg, struct http_client_resp *r)
         s->retry_at = rc < 0 ? now + PRES_RETRY_MS : 0;
     } else if (r->err == 0 && r->status == 503 && r->body.data != NULL &&
                strstr(r->body.data, "draining") != NULL) {
-        unmark_for(m, s->member); /* it says "leaving" next */
+        shm_presence_drop_moved(&m->seg, s->rec.buf, s->rec.len, unmark, m);
         away.backoff[s->member] = 0;
         s->retry_at = 0;
     } else {
@@ -559,6 +558,12 @@ rehome_scan(struct master *m, uint64_t now, int empties)
             continue; /* nobody's */
         found[member] = 1;
         away.held++;
+        if (now < away.drained_at[member] + DRAIN_HOLD_MS) {
+            if (away.ship[member].retry_at == 0)
+                away.ship[member].retry_at =
+                    away.drained_at[member] + DRAIN_HOLD_MS;
+            continue; /* its drain's set: it says "leaving" next */
+        }
         shm_presence_mark_copy(
             &m->seg, names.name[i],
             m->cfg.presence_grace_ms ? m->cfg.presence_grace_ms : 1);
@@ -679,6 +684,8 @@ master_presence_in(struct master *m, struct http_request *req)
     }
     if (merge && from != NULL && master_membership_peer(m, from) >= 0)
         settle.heard |= 1ull << master_membership_peer(m, from);
+    if (!merge && from != NULL && master_membership_peer(m, from) >= 0)
+        away.drained_at[master_membership_peer(m, from)] = shm_now_ms();
     if (!merge || rc > 0)
         log_info(0, "%s the presence channels of node %s (%d members)",
                  merge ? "merged" : "adopted", from ? from : "a peer", rc);
