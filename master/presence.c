@@ -397,7 +397,15 @@ static struct {
     uint32_t held; /* channels the last scan found another's: copies */
     uint64_t sig;  /* the owners (shm_owners.sig) the last scan saw */
     uint64_t drained_at[RAFT_MAX_NODES]; /* a peer's drain's set came */
+    uint8_t silent[RAFT_MAX_NODES];      /* unheard for SILENT_MS */
 } away;
+
+/* A peer unheard this long (two beats) is stopped, hung or cut off: a
+ * record not taken waits no longer for its backoff once it is heard
+ * again.  A peer back from a stall (master/view.c) takes the record while
+ * its workers still refuse what needs the members' view, so the streams'
+ * announcements held meanwhile find the copy's members there. */
+#define SILENT_MS 1000
 
 /* A peer whose drain's set came here says "leaving" once this node
  * answered (master_presence_drain): a scan meanwhile would find its
@@ -617,7 +625,8 @@ master_presence_rehome(struct master *m, uint64_t now)
 
 /*
  * rehome_tick - while copies are held here for other owners: a scan when
- * a record's backoff ran out, or when the owners changed (one that comes
+ * a record's backoff ran out (or its peer is heard again after a
+ * silence: SILENT_MS), or when the owners changed (one that comes
  * back to this node with no change scan: a node left alone has none,
  * handover.c).  A tick with no copy held costs nothing.
  */
@@ -629,6 +638,19 @@ rehome_tick(struct master *m, uint64_t now)
 
     if (away.held == 0 || m->members.n < 2)
         return;
+    for (int i = 0; i < m->members.n && i < RAFT_MAX_NODES; i++) {
+        struct pres_ship *s = &away.ship[i];
+        uint64_t heard = m->members.heard[i];
+        if (i == m->members.self)
+            continue;
+        if (heard != 0 && now > heard + SILENT_MS) {
+            away.silent[i] = 1;
+        } else if (away.silent[i] && s->state != 1) {
+            away.silent[i] = 0; /* heard again */
+            if (s->retry_at > now)
+                s->retry_at = now;
+        }
+    }
     for (int i = 0; i < RAFT_MAX_NODES && !due; i++)
         due = away.ship[i].state != 1 && away.ship[i].retry_at != 0 &&
               away.ship[i].retry_at <= now;
