@@ -126,6 +126,8 @@ settle_tick(struct master *m, uint64_t now)
     }
 }
 
+static void rehome_tick(struct master *m, uint64_t now);
+
 /* publish - a leave to the channel's events queue, from the master's
  * slot (worker/presence_events.h). */
 static void
@@ -211,6 +213,7 @@ master_presence_tick(struct master *m, uint64_t now)
     drop_gone(m, now);
     drop_gone_nodes(m, now);
     settle_tick(m, now);
+    rehome_tick(m, now);
     rc = shm_presence_expire(&m->seg, now, EXPIRE_MAX, publish, m);
 
     if (rc < 0 && rc != -ETIMEDOUT)
@@ -384,13 +387,34 @@ master_presence_drain(struct master *m, uint64_t now)
 
 /* A join's hand-over (master_presence_rehome): one record a peer, out
  * (state 1) until answered; a scan builds records for peers with none
- * out. */
+ * out.  A record with channels that was not taken is sent again after a
+ * backoff (retry_at, backoff: PRES_RETRY_MS doubling to REHOME_BACK_MS)
+ * for as long as that peer owns channels held here. */
 static struct {
     struct master *m;
     struct pres_ship ship[RAFT_MAX_NODES];
+    uint64_t backoff[RAFT_MAX_NODES];
+    uint32_t held; /* channels the last scan found another's: copies */
+    uint64_t sig;  /* the owners (shm_owners.sig) the last scan saw */
+    uint64_t drained_at[RAFT_MAX_NODES]; /* a peer's drain's set came */
+    uint8_t silent[RAFT_MAX_NODES];      /* unheard for SILENT_MS */
 } away;
 
-#define REHOME_MS 5000 /* one record, answer included */
+/* A peer unheard this long (two beats) is stopped, hung or cut off: a
+ * record not taken waits no longer for its backoff once it is heard
+ * again.  A peer back from a stall (master/view.c) takes the record while
+ * its workers still refuse what needs the members' view, so the streams'
+ * announcements held meanwhile find the copy's members there. */
+#define SILENT_MS 1000
+
+/* A peer whose drain's set came here says "leaving" once this node
+ * answered (master_presence_drain): a scan meanwhile would find its
+ * channels another's, and send them back to a node that refuses them.
+ * Its channels wait this long before they count as copies. */
+#define DRAIN_HOLD_MS 500
+
+#define REHOME_MS      5000 /* one record, answer included */
+#define REHOME_BACK_MS 5000 /* the longest wait between two tries */
 
 /* owned_here - keep: channel is this node's (again) by now. */
 static int
@@ -404,82 +428,175 @@ owned_here(void *arg, struct shm_name channel)
     return o.self >= 0 && shm_owner_here(&o, channel, WORKER_PRES_PART);
 }
 
+/* try_later - s's channels were not taken: sent again after the backoff
+ * (the first wait PRES_RETRY_MS, each next one twice the last, at most
+ * REHOME_BACK_MS), until taken or no longer another's (rehome_scan). */
+static uint64_t
+try_later(struct pres_ship *s, uint64_t now)
+{
+    uint64_t *b = &away.backoff[s->member];
+
+    *b = *b == 0 ? PRES_RETRY_MS
+                 : (*b * 2 > REHOME_BACK_MS ? REHOME_BACK_MS : *b * 2);
+    s->retry_at = now + *b;
+    return *b;
+}
+
+/* unmark - keep (drop nothing) of a record a peer answered "draining":
+ * that peer hands its own set to its next owner (shm_presence_import,
+ * which replaces what is here), so the record's channels are no copies to
+ * send it, nor to distrust once they are this node's: a drain's set that
+ * came here just before the peer said "leaving" (a scan between the two
+ * sent it back) is the newest there is. */
+static int
+unmark(void *arg, struct shm_name channel)
+{
+    struct master *m = arg;
+
+    shm_presence_mark_copy(&m->seg, channel, 0);
+    return 1;
+}
+
 /* rehomed - a peer's answer to a join's record: taken, the channels go
- * from here; else they stay for the next scan. */
+ * from here; else they are sent again after a backoff. */
 static void
 rehomed(void *arg, struct http_client_resp *r)
 {
     struct pres_ship *s = arg;
     struct master *m = away.m;
+    uint64_t now = shm_now_ms();
     int rc;
 
     if (r == NULL || s->state != 1) /* freed at stop */
         return;
-    if (r->err == 0 && r->status == 200 && s->rec.nchan == 0) {
-        /* nothing of the peer's was here: said so, for its settle */
-    } else if (r->err == 0 && r->status == 200) {
+    if (s->rec.nchan == 0) {
+        /* nothing of the peer's was here: said so, for its settle (a
+         * failure is not sent again: the settle ends by time) */
+    } else if (r->err == 0 &&
+               (r->status == 200 || (r->status >= 400 && r->status < 500))) {
+        /* taken; or refused for good (a record of another build): its
+         * owner rebuilds those channels from the streams' announcements,
+         * as after a crash, and a copy kept here would hold this node's
+         * workers' counts back for ever (worker/presence_stream.c) */
         rc = shm_presence_drop_moved(&m->seg, s->rec.buf, s->rec.len,
                                      owned_here, m);
-        log_info(rc < 0 ? -rc : 0,
-                 "moved presence to its owner, node %s: %u channels, %llu "
-                 "members%s",
-                 m->members.id[s->member], s->rec.nchan,
-                 (unsigned long long)s->rec.members,
-                 rc < 0 ? "; the copy here stays to the next scan" : "");
+        if (r->status == 200)
+            log_info(rc < 0 ? -rc : 0,
+                     "moved presence to its owner, node %s: %u channels, "
+                     "%llu members%s",
+                     m->members.id[s->member], s->rec.nchan,
+                     (unsigned long long)s->rec.members,
+                     rc < 0 ? "; the copy here is sent again" : "");
+        else
+            log_warn(0,
+                     "presence: node %s refused %u channels it owns (status "
+                     "%u: %.100s); dropped here, it rebuilds them from the "
+                     "streams' announcements",
+                     m->members.id[s->member], s->rec.nchan, r->status,
+                     r->body.data ? r->body.data : "");
+        away.backoff[s->member] = 0;
+        s->retry_at = rc < 0 ? now + PRES_RETRY_MS : 0;
+    } else if (r->err == 0 && r->status == 503 && r->body.data != NULL &&
+               strstr(r->body.data, "draining") != NULL) {
+        shm_presence_drop_moved(&m->seg, s->rec.buf, s->rec.len, unmark, m);
+        away.backoff[s->member] = 0;
+        s->retry_at = 0;
     } else {
-        log_info(0,
-                 "presence: node %s did not take %u channels it owns (%s); "
-                 "the next scan sends them again",
-                 m->members.id[s->member], s->rec.nchan,
-                 r->err != 0 ? r->error : "refused");
+        uint64_t wait = try_later(s, now);
+        (wait < REHOME_BACK_MS ? log_info : log_debug)(
+            0,
+            "presence: node %s did not take %u channels it owns (%s); sent "
+            "again in %llu ms",
+            m->members.id[s->member], s->rec.nchan,
+            r->err != 0 ? r->error : "refused", (unsigned long long)wait);
     }
     shm_pm_rec_free(&s->rec);
     s->state = 0;
 }
 
-/* master_presence_rehome - see presence.h. */
-void
-master_presence_rehome(struct master *m, uint64_t now)
+/*
+ * rehome_scan - each channel this table holds: another member's (HRW over
+ * the live members) is marked a copy (shm_presence_mark_copy) and goes
+ * into its owner's record unless one is out to it, or (retry) its backoff
+ * runs; this node's again, a copy is distrusted (shm_presence_distrust:
+ * its connections are older than the streams' next announcements).  With
+ * empties, every live peer with no record gets an empty one (its settle
+ * awaits one from each).  Records are posted at once, never waited for.
+ */
+static void
+rehome_scan(struct master *m, uint64_t now, int empties)
 {
     struct shm_owners here;
     struct shm_pres_names names;
     char drop[SHM_PRES_NODE_ID];
+    int found[RAFT_MAX_NODES] = {0};
     int rc;
 
     away.m = m;
-    if (hand.started || m->state != MASTER_RUNNING || m->members.n < 2)
+    if (hand.started || m->state != MASTER_RUNNING)
         return; /* a drain hands over what it owns itself */
     shm_owners_init(&here);
     shm_owners_refresh(&here, m->seg.board);
-    if (here.self < 0 || here.n < 2)
-        return;
+    if (here.self < 0)
+        return; /* starting or leaving: nothing to compare */
+    away.sig = here.sig;
     if ((rc = shm_presence_channels(&m->seg, &names)) != 0) {
         log_error(-rc, "presence: cannot list the channels to move");
+        for (int i = 0; i < RAFT_MAX_NODES; i++)
+            if (away.ship[i].state != 1 && away.backoff[i] != 0)
+                away.ship[i].retry_at = now + PRES_RETRY_MS;
         return;
     }
+    away.held = 0;
     /* this node's own connections stay out, as a drain's do: its workers
      * write their counts to the owner themselves (worker/presence_stream.c),
      * and a stream that ends meanwhile is said there, not in this copy */
     snprintf(drop, sizeof(drop), "%.64s/", m->ws.node_id);
     for (uint32_t i = 0; i < names.n; i++) {
         int o, member;
-        if (shm_owner_here(&here, names.name[i], WORKER_PRES_PART) ||
-            (o = shm_owner_pick(&here, names.name[i], WORKER_PRES_PART)) < 0 ||
-            (member = master_membership_peer(m, here.m[o].id)) < 0 ||
-            away.ship[member].state == 1)
-            continue; /* ours, nobody's, or a record to it is out */
+        if (shm_owner_here(&here, names.name[i], WORKER_PRES_PART)) {
+            if (shm_presence_distrust(&m->seg, names.name[i], now) == 1)
+                log_info(0, "presence: a channel is this node's again before "
+                            "its copy moved; its connections are what the "
+                            "streams say from now on");
+            continue;
+        }
+        if ((o = shm_owner_pick(&here, names.name[i], WORKER_PRES_PART)) < 0 ||
+            (member = master_membership_peer(m, here.m[o].id)) < 0)
+            continue; /* nobody's */
+        found[member] = 1;
+        away.held++;
+        if (now < away.drained_at[member] + DRAIN_HOLD_MS) {
+            if (away.ship[member].retry_at == 0)
+                away.ship[member].retry_at =
+                    away.drained_at[member] + DRAIN_HOLD_MS;
+            continue; /* its drain's set: it says "leaving" next */
+        }
+        shm_presence_mark_copy(
+            &m->seg, names.name[i],
+            m->cfg.presence_grace_ms ? m->cfg.presence_grace_ms : 1);
+        if (away.ship[member].state == 1 ||
+            (!empties && away.ship[member].retry_at > now))
+            continue; /* a record to it is out, or waits its turn */
         rc = shm_presence_take(&m->seg, names.name[i], drop,
                                m->cfg.presence_grace_ms, now,
                                &away.ship[member].rec);
-        if (rc < 0)
+        if (rc < 0) {
             log_error(-rc, "presence: cannot take a channel to move to its "
-                           "owner; the next scan tries again");
+                           "owner; tried again");
+            away.ship[member].retry_at = now + PRES_RETRY_MS;
+        }
         away.ship[member].member = member;
     }
     shm_presence_names_free(&names);
+    for (int i = 0; i < RAFT_MAX_NODES; i++)
+        if (!found[i] && away.ship[i].state != 1) {
+            away.ship[i].retry_at = 0; /* nothing of its here: done */
+            away.backoff[i] = 0;
+        }
     /* every live peer gets one, empty or not: a node that starts settles
      * until it heard from each (shm_presence_settle) */
-    for (int o = 0; o < here.n; o++) {
+    for (int o = 0; empties && o < here.n; o++) {
         int member =
             o == here.self ? -1 : master_membership_peer(m, here.m[o].id);
         if (member >= 0 && away.ship[member].state != 1 &&
@@ -496,6 +613,54 @@ master_presence_rehome(struct master *m, uint64_t now)
                                    s->rec.buf, s->rec.len, REHOME_MS, rehomed,
                                    s);
     }
+}
+
+/* master_presence_rehome - see presence.h. */
+void
+master_presence_rehome(struct master *m, uint64_t now)
+{
+    if (m->members.n >= 2)
+        rehome_scan(m, now, 1);
+}
+
+/*
+ * rehome_tick - while copies are held here for other owners: a scan when
+ * a record's backoff ran out (or its peer is heard again after a
+ * silence: SILENT_MS), or when the owners changed (one that comes
+ * back to this node with no change scan: a node left alone has none,
+ * handover.c).  A tick with no copy held costs nothing.
+ */
+static void
+rehome_tick(struct master *m, uint64_t now)
+{
+    struct shm_owners o;
+    int due = 0;
+
+    if (away.held == 0 || m->members.n < 2)
+        return;
+    for (int i = 0; i < m->members.n && i < RAFT_MAX_NODES; i++) {
+        struct pres_ship *s = &away.ship[i];
+        uint64_t heard = m->members.heard[i];
+        if (i == m->members.self)
+            continue;
+        if (heard != 0 && now > heard + SILENT_MS) {
+            away.silent[i] = 1;
+        } else if (away.silent[i] && s->state != 1) {
+            away.silent[i] = 0; /* heard again */
+            if (s->retry_at > now)
+                s->retry_at = now;
+        }
+    }
+    for (int i = 0; i < RAFT_MAX_NODES && !due; i++)
+        due = away.ship[i].state != 1 && away.ship[i].retry_at != 0 &&
+              away.ship[i].retry_at <= now;
+    if (!due) {
+        shm_owners_init(&o);
+        shm_owners_refresh(&o, m->seg.board);
+        due = o.self >= 0 && o.sig != away.sig;
+    }
+    if (due)
+        rehome_scan(m, now, 0);
 }
 
 /* master_presence_in - see presence.h. */
@@ -541,6 +706,8 @@ master_presence_in(struct master *m, struct http_request *req)
     }
     if (merge && from != NULL && master_membership_peer(m, from) >= 0)
         settle.heard |= 1ull << master_membership_peer(m, from);
+    if (!merge && from != NULL && master_membership_peer(m, from) >= 0)
+        away.drained_at[master_membership_peer(m, from)] = shm_now_ms();
     if (!merge || rc > 0)
         log_info(0, "%s the presence channels of node %s (%d members)",
                  merge ? "merged" : "adopted", from ? from : "a peer", rc);
@@ -556,5 +723,7 @@ master_presence_stop(void)
         shm_pm_rec_free(&hand.ship[i].rec);
         shm_pm_rec_free(&away.ship[i].rec);
         away.ship[i].state = 0;
+        away.ship[i].retry_at = 0;
     }
+    away.held = 0;
 }

@@ -20,7 +20,9 @@ void master_presence_start(struct master *m);
  * later tick when the lock could not be taken). */
 void master_presence_worker_gone(struct master *m, int slot);
 
-/* master_presence_tick - the members due leave (one load when none is). */
+/* master_presence_tick - the members due leave (one load when none is),
+ * and a join's records not taken are sent again once their backoff ran
+ * out (master_presence_rehome). */
 void master_presence_tick(struct master *m, uint64_t now);
 
 /*
@@ -42,16 +44,25 @@ int master_presence_drain(struct master *m, uint64_t now);
  * master_presence_rehome - a change of the live members' scan (handover.c:
  * at the change, 1 s and 5 s on): each channel this table holds that
  * another member owns now (HRW over the live members, as partitions are
- * placed: a node joined or came back) goes to its owner, one record per
- * peer, to /cluster/v1/adopt?presence=1&merge=1 (shm_presence_merge: no
- * event there), this node's own connections left out (its workers write
- * their counts to the owner: worker/presence_stream.c); every other live
- * peer gets an empty record (its settle awaits one from each).  Once a
- * record is answered 200 its channels go from here
- * (those this node owns again by then stay); a failure leaves them to the
- * next scan.  Until then the copy serves nothing: the workers route every
- * call and read of a channel to its owner, and a forwarded one that finds
- * a non-owner is answered 503 owner_moved; only the metrics count it.
+ * placed: a node joined or came back) is marked a copy
+ * (shm_presence_mark_copy) and goes to its owner, one record per peer, to
+ * /cluster/v1/adopt?presence=1&merge=1 (shm_presence_merge: no event
+ * there), this node's own connections left out (its workers write their
+ * counts to the owner once the copy moved: worker/presence_stream.c);
+ * every other live peer gets an empty record (its settle awaits one from
+ * each).  Once a record is answered 200 its channels go from here (those
+ * this node owns again by then stay).  One that is not (refused 503,
+ * timed out, unreachable) is sent again by the tick after a backoff, 200
+ * ms doubling to 5 s, for as long as another live member owns channels
+ * held here; a 4xx (a record of another build) drops them here.  Until
+ * then the copy serves nothing: the workers route every call and read of
+ * a channel to its owner, and a forwarded one that finds a non-owner is
+ * answered 503 owner_moved; only the metrics count it.  A copy whose
+ * channel is this node's again before it moved is distrusted
+ * (shm_presence_distrust): its members' connections are what the streams
+ * say from then on, so a member whose streams ended elsewhere meanwhile
+ * leaves one grace later, no ghost.  Never waits: posts are answered
+ * through the loop.
  */
 void master_presence_rehome(struct master *m, uint64_t now);
 

@@ -84,15 +84,17 @@ _Static_assert(sizeof(struct pres_member) == 648, "pres_member layout");
 
 /*
  * struct pres_channel - one channel (544 bytes).
- *   off  size  field     protected by
- *     0     4  state     lock: FREE or LIVE
- *     4     4  count     lock: its members (derived)
- *     8     4  head      lock: its first member (derived)
- *    12     4  hnext     lock: its hash chain, or the free list (derived)
- *    16     8  hash      lock: XXH3 of the name
- *    24     4  name_len  lock
- *    28     4  pad
- *    32   512  name      lock: the internal name (tenant and channel)
+ *   off  size  field       protected by
+ *     0     4  state       lock: FREE or LIVE
+ *     4     4  count       lock: its members (derived)
+ *     8     4  head        lock: its first member (derived)
+ *    12     4  hnext       lock: its hash chain, or the free list (derived)
+ *    16     8  hash        lock: XXH3 of the name
+ *    24     4  name_len    lock
+ *    28     4  copy_grace  lock: 0, or an older owner's copy not moved yet
+ *                            (shm_presence_mark_copy): the grace (ms) its
+ *                            connections get once it is written again
+ *    32   512  name        lock: the internal name (tenant and channel)
  */
 struct pres_channel {
     _Atomic uint32_t state;
@@ -101,7 +103,7 @@ struct pres_channel {
     uint32_t hnext;
     uint64_t hash;
     uint32_t name_len;
-    uint32_t pad;
+    uint32_t copy_grace;
     char name[SHM_NAME_MAX];
 };
 _Static_assert(sizeof(struct pres_channel) == 544, "pres_channel layout");
@@ -463,6 +465,7 @@ chan_get(struct shm_seg *seg, struct shm_presence *p, struct shm_name c,
     ch->count = 0;
     ch->head = 0;
     ch->hash = h;
+    ch->copy_grace = 0;
     ch->name_len = (uint32_t)c.len;
     memcpy(ch->name, c.ptr, c.len);
     b = (uint32_t)h & (p->cbuckets - 1);
@@ -555,6 +558,40 @@ member_free(struct shm_presence *p, uint32_t i)
     p->rec_free = i;
     atomic_store(&p->members, atomic_load(&p->members) - 1);
     chan_put(p, r->chan);
+}
+
+/*
+ * distrust - channel ci is this node's again while it was an older
+ * owner's copy not moved (copy_grace set): its connections are as old as
+ * the move, so each goes, and a member that had one starts the copy's
+ * grace; ttls stay.  Under the lock, before the write that found it
+ * (shm_presence_mark_copy says why that is right).  The grace is set
+ * before the counts are cleared: a holder killed between the two leaves
+ * a member with a deadline, never one with neither.
+ */
+static void
+distrust(struct shm_presence *p, uint32_t ci, uint64_t now)
+{
+    struct pres_channel *ch = ci != 0 ? chan_at(p, ci) : NULL;
+
+    if (ch == NULL || ch->copy_grace == 0)
+        return;
+    for (uint32_t i = ch->head; i != 0; i = rec_at(p, i)->next) {
+        struct pres_member *r = rec_at(p, i);
+        if (member_conns(r) == 0)
+            continue;
+        r->grace_until = now + ch->copy_grace;
+        memset(r->conns, 0, sizeof(r->conns));
+        due_at(p, member_due(r));
+    }
+    ch->copy_grace = 0;
+}
+
+/* distrust_name - distrust channel c, found by its name. */
+static void
+distrust_name(struct shm_presence *p, struct shm_name c, uint64_t now)
+{
+    distrust(p, find_chan(p, c, chan_hash(c)), now);
 }
 
 /* set_data - data (NULL: keep) into r: 1 when it changed. */
@@ -681,6 +718,7 @@ shm_presence_enter(struct shm_seg *seg, struct shm_name c, struct shm_name m,
         return rc;
     if ((rc = lock_open(seg, p)) != 0)
         return rc;
+    distrust_name(p, c, now);
     action = join(seg, p, c, m, data, wall, &i);
     if (action >= 0) {
         struct pres_member *r = rec_at(p, i);
@@ -704,11 +742,11 @@ shm_presence_attach(struct shm_seg *seg, struct shm_name c, struct shm_name m,
     uint32_t i;
     int rc = names_ok(p, c, m, data), action;
 
-    (void)now;
     if (rc != 0)
         return rc;
     if ((rc = lock_open(seg, p)) != 0)
         return rc;
+    distrust_name(p, c, now);
     uint32_t ni = node_index(p, node);
     action = ni == 0 ? -ENOSPC : join(seg, p, c, m, data, wall, &i);
     if (action >= 0) {
@@ -752,6 +790,7 @@ shm_presence_set(struct shm_seg *seg, struct shm_name c, struct shm_name m,
         return rc;
     if ((rc = lock_open(seg, p)) != 0)
         return rc;
+    distrust_name(p, c, now);
     ni = node_index(p, node);
     if (ni == 0) {
         action = -ENOSPC;
@@ -878,6 +917,7 @@ shm_presence_leave(struct shm_seg *seg, struct shm_name c, struct shm_name m,
         return rc;
     }
     uint32_t ci = find_chan(p, c, ch_h), i = 0;
+    distrust(p, ci, shm_now_ms());
     if (ci != 0 && (i = find_member(p, ci, m, member_hash(ch_h, m))) != 0)
         take_leave(p, i, buf, &ev);
     shm_unlock(&p->lock);
@@ -1531,7 +1571,12 @@ import_set(struct shm_seg *seg, struct shm_name c,
         return rc;
     /* a drain's set: what this node held of the channel is an old
      * owner's (or nobody's), and the set handed over replaces it */
-    if (!merge && (ci = find_chan(p, c, chan_hash(c))) != 0)
+    ci = find_chan(p, c, chan_hash(c));
+    if (merge) /* an owner's write: what a copy here says is old */
+        distrust(p, ci, now);
+    else if (ci != 0)
+        chan_at(p, ci)->copy_grace = 0; /* the newer owner's whole set */
+    if (!merge && ci != 0)
         while (chan_at(p, ci)->count > 0 &&
                atomic_load_explicit(&chan_at(p, ci)->state, RELAXED) == LIVE)
             member_free(p, chan_at(p, ci)->head);
@@ -1559,6 +1604,64 @@ shm_presence_merge(struct shm_seg *seg, struct shm_name c,
                    uint64_t grace_ms, uint64_t now)
 {
     return import_set(seg, c, m, n, 1, self, grace_ms, now);
+}
+
+/* shm_presence_mark_copy - see presence.h. */
+int
+shm_presence_mark_copy(struct shm_seg *seg, struct shm_name c,
+                       uint64_t grace_ms)
+{
+    struct shm_presence *p = seg->presence;
+    uint32_t ci;
+    int rc;
+
+    if (p == NULL || c.len == 0 || c.len > SHM_NAME_MAX)
+        return 0;
+    if ((rc = lock(seg, p)) != 0)
+        return rc;
+    if ((ci = find_chan(p, c, chan_hash(c))) != 0)
+        chan_at(p, ci)->copy_grace =
+            grace_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)grace_ms;
+    shm_unlock(&p->lock);
+    return ci != 0;
+}
+
+/* shm_presence_is_copy - see presence.h. */
+int
+shm_presence_is_copy(struct shm_seg *seg, struct shm_name c)
+{
+    struct shm_presence *p = seg->presence;
+    uint32_t ci;
+    int rc;
+
+    if (p == NULL || c.len == 0 || c.len > SHM_NAME_MAX ||
+        atomic_load_explicit(&p->channels, RELAXED) == 0)
+        return 0; /* no lock for a node that holds no channel */
+    if ((rc = lock(seg, p)) != 0)
+        return rc;
+    ci = find_chan(p, c, chan_hash(c));
+    rc = ci != 0 && chan_at(p, ci)->copy_grace != 0;
+    shm_unlock(&p->lock);
+    return rc;
+}
+
+/* shm_presence_distrust - see presence.h. */
+int
+shm_presence_distrust(struct shm_seg *seg, struct shm_name c, uint64_t now)
+{
+    struct shm_presence *p = seg->presence;
+    uint32_t ci;
+    int rc;
+
+    if (p == NULL || c.len == 0 || c.len > SHM_NAME_MAX)
+        return 0;
+    if ((rc = lock(seg, p)) != 0)
+        return rc;
+    ci = find_chan(p, c, chan_hash(c));
+    rc = ci != 0 && chan_at(p, ci)->copy_grace != 0;
+    distrust(p, ci, now);
+    shm_unlock(&p->lock);
+    return rc;
 }
 
 /* shm_presence_drop_channel - see presence.h. */

@@ -332,6 +332,52 @@ int shm_presence_merge(struct shm_seg *seg, struct shm_name channel,
  * members dropped, or -ETIMEDOUT. */
 int shm_presence_drop_channel(struct shm_seg *seg, struct shm_name channel);
 
+/*
+ * shm_presence_mark_copy - channel is an older owner's copy that a join's
+ * hand-over has not moved yet (master/presence.c, while another node owns
+ * it): marked so, with grace_ms (0: the mark goes: the owner drains, and
+ * its own set comes here).  1, 0 (no such channel), -ETIMEDOUT.  The
+ * mark goes with the channel (moved, or its last member gone), with a
+ * drain's set (shm_presence_import: the newer owner's whole set replaces
+ * it), and at the first write of an owner here: enter, attach, set,
+ * leave and merge take every connection out of the channel first, and a
+ * member that had one starts grace_ms (ttls stay); shm_presence_distrust
+ * does the same for the master's scan that sees the channel this node's
+ * again with no write yet.
+ *
+ * Why that is right.  The copy holds members by connection key
+ * ("<node>/<slot>": one worker's absolute count of its streams) and ttl.
+ * Once another node owns the channel, every worker writes its count there
+ * (worker/presence_stream.c): a stream that ended since, on any node,
+ * was said to that owner, never here, so each count the copy holds is as
+ * old as the move.  Should the channel be this node's again before the
+ * copy moved (its owner gone without a drain), every worker with a
+ * stream of it open writes its count here within a second (it writes to
+ * the owner of the moment at each change and every ANNOUNCE_MS): those
+ * members are here already, in their grace, so the write is no event;
+ * a member whose streams all ended meanwhile is written by nobody and
+ * leaves when the grace ends (one leave, no ghost).  No count written
+ * after the node owns the channel again is lost: the connections go
+ * under the lock before the first such write, and only then.  Nothing
+ * writes a marked channel while another node owns it (workers route by
+ * owner; a forwarded call that finds a non-owner is 503 owner_moved).  A
+ * call member keeps its ttl: no call is said again, its next enter renews
+ * it, and one that left at the other owner stays until its ttl.
+ */
+int shm_presence_mark_copy(struct shm_seg *seg, struct shm_name channel,
+                           uint64_t grace_ms);
+
+/* shm_presence_is_copy - channel is marked a copy not moved (1), or not
+ * (0), or -ETIMEDOUT: a worker holds its own streams' counts back from
+ * the owner until the copy moved (worker/presence_stream.c). */
+int shm_presence_is_copy(struct shm_seg *seg, struct shm_name channel);
+
+/* shm_presence_distrust - channel, if marked a copy, is this node's again
+ * (shm_presence_mark_copy): its connections go, those members start the
+ * mark's grace, the mark goes.  1 when it was marked, 0, -ETIMEDOUT. */
+int shm_presence_distrust(struct shm_seg *seg, struct shm_name channel,
+                          uint64_t now);
+
 /* shm_presence_count - channel's members (0: none, or no such channel).
  * Lock-free of the members: one lookup under the lock. */
 uint32_t shm_presence_count(struct shm_seg *seg, struct shm_name channel);

@@ -144,6 +144,13 @@ announce(struct worker *w, struct announced *e)
 
     shm_owners_refresh(&w->owners, w->seg->board);
     o = shm_owner_pick(&w->owners, c, WORKER_PRES_PART);
+    if (o >= 0 && o != w->owners.self && shm_presence_is_copy(w->seg, c) == 1)
+        return 0; /* held until the owner took this node's copy of the
+                     channel (a join's hand-over, master/presence.c): said
+                     before it, the count would enter a member the copy
+                     brings (an event); the copy leaves this node's keys
+                     out, so the next write after it is the one that
+                     counts */
     conn_key(w, key);
     e->said++;
     if (o < 0 || o == w->owners.self) {

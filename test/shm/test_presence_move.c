@@ -340,3 +340,55 @@ Test(shm_presence_move, a_joins_merge_keeps_what_the_owner_has)
     check(&from);
     shm_pm_rec_free(&rec);
 }
+
+/* A copy marked (a join's hand-over not taken yet) that is written as
+ * this node's again: the first write takes every older connection out
+ * (their members start the mark's grace), then counts; a member said
+ * again stays with no event, one said by nobody leaves one grace later,
+ * a call member keeps its ttl.  A drain's set replaces a copy and its
+ * mark; the master's distrust does what a write would. */
+Test(shm_presence_move, a_copy_written_as_the_owners_again_is_distrusted)
+{
+    uint64_t t = T0 + 1000;
+
+    shm_presence_attach(&from, nm(ROOM), nm("ada"), NULL, "n2/0", T0, NULL,
+                        NULL);
+    shm_presence_attach(&from, nm(ROOM), nm("gone"), NULL, "n3/0", T0, NULL,
+                        NULL);
+    shm_presence_enter(&from, nm(ROOM), nm("bot"), NULL, 60000, T0, NULL, NULL);
+    cr_assert_eq(shm_presence_is_copy(&from, nm(ROOM)), 0);
+    cr_assert_eq(shm_presence_mark_copy(&from, nm(ROOM), 5000), 1);
+    cr_assert_eq(shm_presence_mark_copy(&from, nm("\x1enone"), 5000), 0);
+    cr_assert_eq(shm_presence_is_copy(&from, nm(ROOM)), 1);
+
+    events = 0;
+    cr_assert_eq(shm_presence_set(&from, nm(ROOM), nm("ada"), NULL, "n2/0", 1,
+                                  GRACE, t, count, NULL),
+                 SHM_PRES_NONE, "ada is said again: no event");
+    cr_assert_eq(shm_presence_is_copy(&from, nm(ROOM)), 0, "the mark went");
+    cr_assert_eq(shm_presence_due(&from), t + 5000, "gone's grace");
+    cr_assert_eq(shm_presence_expire(&from, t + 4999, 64, count, NULL), 0);
+    cr_assert_eq(shm_presence_expire(&from, t + 5000, 64, count, NULL), 1,
+                 "gone, said by nobody, leaves");
+    cr_assert_eq(events, 1);
+    cr_assert_eq(shm_presence_count(&from, nm(ROOM)), 2, "ada and bot stay");
+    cr_assert_eq(shm_presence_due(&from), T0 + 60000, "bot's ttl");
+
+    /* the master's distrust, with no write: once */
+    cr_assert_eq(shm_presence_mark_copy(&from, nm(ROOM), 5000), 1);
+    cr_assert_eq(shm_presence_distrust(&from, nm(ROOM), t), 1);
+    cr_assert_eq(shm_presence_distrust(&from, nm(ROOM), t), 0);
+    cr_assert_eq(shm_presence_count(&from, nm(ROOM)), 2, "in their grace");
+
+    /* a drain's set replaces a copy and its mark */
+    cr_assert_eq(shm_presence_mark_copy(&from, nm(ROOM), 5000), 1);
+    struct shm_pres_moved m = {
+        .member = nm("cy"), .data = nm(""), .ttl_ms = 30000};
+    cr_assert_eq(shm_presence_import(&from, nm(ROOM), &m, 1, GRACE, t), 1);
+    cr_assert_eq(shm_presence_is_copy(&from, nm(ROOM)), 0);
+    /* and 0 takes a mark off */
+    cr_assert_eq(shm_presence_mark_copy(&from, nm(ROOM), 5000), 1);
+    cr_assert_eq(shm_presence_mark_copy(&from, nm(ROOM), 0), 1);
+    cr_assert_eq(shm_presence_is_copy(&from, nm(ROOM)), 0);
+    check(&from);
+}
