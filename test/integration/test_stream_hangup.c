@@ -120,3 +120,56 @@ Test(stream_hangup, a_reset_stream_ends_at_once)
     cr_assert_eq(open, 0, "the stream still counts 3 s after the reset");
     itest_node_stop(&n, 10000);
 }
+
+/* A live client that reads slowly (a small receive buffer, read every
+ * 200 ms: its window closes and opens again) for longer than the node's
+ * TCP_USER_TIMEOUT (2 x stream_keepalive_s) is not cut: every event
+ * comes, and the stream is still open.  (One that reads nothing at all
+ * for that long, while the node's bytes wait on its closed window, is
+ * ended: the kernel counts a zero window that never opens as no
+ * progress.) */
+Test(stream_hangup, a_slow_reader_is_not_cut)
+{
+    struct itest_node n;
+    struct itest_resp r = {0};
+    struct sse_client *a = calloc(1, sizeof(*a));
+    static char batch[8 * 102400 + 64];
+    int small = 16384;
+    int64_t t0, end;
+    size_t len = 0;
+
+    cr_assert_not_null(a);
+    itest_node_start(&n, "workers=1 stream_keepalive_s=1 "
+                         "stream_buffer_bytes=64M");
+    sse_open(a, &n, SUB "?queue=q&partition=p", NULL);
+    cr_assert_eq(
+        setsockopt(a->fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+    cr_assert_geq(sse_wait_events(a, 1, 5000), 1, "no open event");
+    /* 8 messages of 100 KB */
+    batch[len++] = '[';
+    for (int i = 0; i < 8; i++) {
+        if (i)
+            batch[len++] = ',';
+        batch[len++] = '"';
+        memset(batch + len, 'a' + i, 102400);
+        len += 102400;
+        batch[len++] = '"';
+    }
+    batch[len++] = ']';
+    batch[len] = '\0';
+    itest_push_ok(&n, &r, "q", "p", batch, 8);
+    itest_resp_free(&r);
+    t0 = itest_now_ms();
+    end = t0 + 60000;
+    while (sse_count(a, "message") < 8 && !a->closed && itest_now_ms() < end) {
+        itest_sleep_ms(200); /* the pace of a slow reader */
+        sse_pump(a);
+    }
+    cr_assert_eq(sse_count(a, "message"), 8, "%zu messages, closed %d",
+                 sse_count(a, "message"), a->closed);
+    cr_assert_geq(itest_now_ms() - t0, 2000,
+                  "read within the timeout: the test shows nothing");
+    cr_assert_not(a->closed, "the stream was ended");
+    sse_close(a);
+    itest_node_stop(&n, 10000);
+}
