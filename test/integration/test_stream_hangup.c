@@ -2,8 +2,14 @@
  * test_stream_hangup.c - a stream whose client goes without a clean close
  * is ended at once (SPEC §12: a dead browser does not stay as a ghost):
  * a reset (SO_LINGER 0, then close) ends a presence stream, and its
- * member leaves presence_grace_ms after, not at the next keepalive.
- * (A client that vanishes without a word: test/cluster/test_stream_drop.c.)
+ * member leaves presence_grace_ms after, not at the next keepalive; and
+ * the bound on a silent client (TCP_USER_TIMEOUT, worker/conn.h) spares a
+ * slow reader.  (A client that vanishes without a word:
+ * test/cluster/test_stream_drop.c.)  A client that closes its socket while
+ * another of its threads is blocked reading it sends no reset until that
+ * read returns (the kernel keeps the socket until then): such a "reset"
+ * reaches the node with the next keepalive, and no server can see it
+ * sooner.
  */
 #include <sys/socket.h>
 
