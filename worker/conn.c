@@ -4,8 +4,11 @@
 #include "worker/conn.h"
 
 #include <sys/epoll.h>
+#include <sys/socket.h>
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,7 +55,24 @@ worker_conn_watch(struct worker *w, int fd, struct worker_conn **out)
     return 0;
 }
 
-/* worker_conn_opened - see conn.h. */
+/* user_timeout_ms - how long bytes sent to a client may wait unacknowledged
+ * before its connection is ended: twice stream_keepalive_s, so a client
+ * gone silent is noticed within three keepalives (one to send, two to
+ * wait), and a live one on a slow path keeps tens of seconds. */
+static unsigned
+user_timeout_ms(const struct worker *w)
+{
+    return 2 * w->set.stream_keepalive_s * 1000u;
+}
+
+/* worker_conn_opened - see conn.h.  A client whose network went silent
+ * never sends a reset nor a FIN: the kernel retransmits what it holds
+ * for ~15 minutes (tcp_retries2), and a presence member stays that long.
+ * TCP_USER_TIMEOUT ends the connection once bytes sent wait unacknowledged
+ * that long (ETIMEDOUT: EPOLLERR and EPOLLHUP, a hang-up below); a stream's
+ * keepalive makes sure it holds some.  Only unacknowledged bytes count: a
+ * long poll that waits with nothing sent, or a slow client that acks, is
+ * never cut. */
 void
 worker_conn_opened(void *arg, int fd, struct http_conn *c)
 {
@@ -60,7 +80,10 @@ worker_conn_opened(void *arg, int fd, struct http_conn *c)
     struct worker_conn *k = conn_of(w, fd);
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
                              .data.u64 = WORKER_TAG_CONN | (uint64_t)fd};
+    unsigned ut = user_timeout_ms(w);
 
+    /* not TCP (a test's socket pair): nothing to bound */
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
     if (k == NULL)
         return;
     k->http = c;

@@ -8,7 +8,10 @@
  * (pop.c) or forwarded to the partition's owner (forward.c); the loop
  * (worker.c) hands a hang-up to that one.  A hang-up nobody waits on goes
  * to the HTTP server (worker_conn_poke_later), which shows it to MHD
- * (libmicrohttpd misses some, http/edge.h).  Process memory only.
+ * (libmicrohttpd misses some, http/edge.h).  A client whose network went
+ * silent sends no hang-up: its connection ends once bytes sent to it wait
+ * 2 x stream_keepalive_s unacknowledged (TCP_USER_TIMEOUT; a stream's
+ * keepalive makes sure some do).  Process memory only.
  */
 #ifndef MAYFLY_WORKER_CONN_H
 #define MAYFLY_WORKER_CONN_H
@@ -40,8 +43,9 @@ struct worker_conn {
 int worker_conn_watch(struct worker *w, int fd, struct worker_conn **out);
 
 /* worker_conn_opened - MHD accepted socket fd, connection c
- * (http_server_on_open, w is the worker): watched for its first bytes and
- * its end. */
+ * (http_server_on_open, w is the worker): its TCP_USER_TIMEOUT set to
+ * 2 x stream_keepalive_s (a client gone silent is ended), watched for its
+ * first bytes and its end. */
 void worker_conn_opened(void *w, int fd, struct http_conn *c);
 
 /* worker_conn_event - epoll events on socket fd: its first bytes are
