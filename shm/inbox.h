@@ -61,9 +61,11 @@ shm_inbox_node(struct shm_name queue, struct shm_name *node)
 
 /*
  * shm_withdraw - the request seq of (queue, part) gave up: if no group has
- * read it, every group passes it over from now on (it is freed with the
- * messages around it).  1 when it was withdrawn unread, 0 when it had been
- * read already or is not held here.
+ * read it, it is dropped at once (unlinked and freed wherever it stands in
+ * the partition: out of depth, bytes and the bounds, never delivered; one
+ * a lease still owes, after a hand-over, is only passed over by every
+ * group).  1 when it was withdrawn unread, 0 when it had been read already
+ * or is not held here.
  */
 int shm_withdraw(struct shm_seg *seg, int worker, struct shm_name queue,
                  struct shm_name part, uint64_t seq, uint64_t now);

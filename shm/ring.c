@@ -1211,8 +1211,8 @@ shm_ring_keys_find(const struct shm_ring_keys *k, uint64_t hash)
 
 /*
  * ring_unread - is message m unread, so it may leave the middle of the list
- * (a later one of its key takes its place, or an adopt finds it stored
- * twice)?  "Not read yet" (SPEC §13) is the message's, whatever the groups: no group
+ * (a later one of its key takes its place, an adopt finds it stored
+ * twice, or its request is withdrawn)?  "Not read yet" (SPEC §13) is the message's, whatever the groups: no group
  * has had it (read 0) and none owes it (a lease: a first delivery an adopt
  * owes it, or, for a message pushed with a delay, the DELAYED lease a
  * group takes when its cursor passes it: such a message is never
@@ -1283,6 +1283,23 @@ ring_unlink(struct shm_ring_ctx *c, uint32_t prev, uint32_t ref)
     ring_set_cost(c->seg, p,
                   LOAD(p->cost) - shm_ring_msg_cost(shm_msg_stored(m)));
     ring_free(c, ref);
+}
+
+/* shm_ring_withdraw_locked - see ring.h.  Unread (ring_unread): no group
+ * had it and none owes it, so it leaves the middle of the list as a
+ * replaced message does (ring_unlink: named in the intent, one store
+ * publishes, a cursor on it moves on, and gone_seq is raised, so a tail
+ * read from before it, which never copied it, learns it missed it: it
+ * did).  Then the head advances: read messages behind an unread request
+ * at the head were held there by it alone. */
+int
+shm_ring_withdraw_locked(struct shm_ring_ctx *c, uint32_t prev, uint32_t ref)
+{
+    if (!ring_unread(c, shm_ring_msg(c->seg, ref)))
+        return 0;
+    ring_unlink(c, prev, ref);
+    shm_ring_advance_locked(c);
+    return 1;
 }
 
 /* The index in k of keyed message ref's key, or k->n. */

@@ -50,7 +50,9 @@
  * queue that conflates, SPEC §13) has 8 more bytes after them, its key's
  * hash (shm_msg_key), which len does not count and the run does
  * (shm_msg_stored).  A message no group has read stays, whatever the
- * groups' positions; a withdrawn one is passed over by every group.
+ * groups' positions; a request withdrawn unread leaves the list at once
+ * (shm_ring_withdraw_locked), and one marked SHM_MSG_WITHDRAWN (past its
+ * own ttl, or a request a lease still owed) is passed over by every group.
  */
 struct shm_msg {
     uint32_t chain;
@@ -65,8 +67,9 @@ _Static_assert(offsetof(struct shm_msg, read) == 28, "shm_msg layout");
 _Static_assert(offsetof(struct shm_msg, reply_len) == 30, "shm_msg layout");
 
 #define SHM_MSG_WITHDRAWN                                                      \
-    2 /* shm_msg.read: a request withdrawn unread, or
-                             * a message past its own ttl (passed over) */
+    2 /* shm_msg.read: a message past its own ttl, or a
+                             * request withdrawn unread that a lease still
+                             * owed (passed over) */
 
 /* enq_ms packs a time, whether the message is keyed, its own ttl and
  * whether it was delayed (SPEC §13): 43 bits of ms of CLOCK_MONOTONIC
@@ -417,6 +420,13 @@ uint64_t shm_ring_clear_locked(struct shm_ring_ctx *c);
 
 /* shm_ring_advance_locked - free head messages no group needs any more. */
 void shm_ring_advance_locked(struct shm_ring_ctx *c);
+
+/* shm_ring_withdraw_locked - request message ref (after prev; 0: it is the
+ * head) gave up (SPEC §9): while no group has read it or owes it, it is
+ * unlinked and freed at once (out of the count, the bytes and the bounds),
+ * as a replaced message is, and 1; else 0 and nothing changes. */
+int shm_ring_withdraw_locked(struct shm_ring_ctx *c, uint32_t prev,
+                             uint32_t ref);
 
 /* ---- the dedupe window (SPEC §13): keys of the partition, oldest first */
 

@@ -33,8 +33,8 @@
  * a walk from there would pass them); else the head.  Its seq above
  * gone_seq says it is still listed: a message raises gone_seq to its seq
  * before it is unlinked (ring.c: from the head, or from the middle when a
- * later one of its key replaces it), a wipe to every number given, and
- * nothing else unlinks one.
+ * later one of its key replaces it or its request is withdrawn), a wipe to
+ * every number given, and nothing else unlinks one.
  */
 static uint32_t
 tail_start(struct shm_ring_ctx *c, struct shm_ref pr,

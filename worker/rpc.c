@@ -9,7 +9,7 @@
  * a plain push, wakes it.  However the wait ends, the inbox is deleted at
  * once, so a late reply finds nothing (shm_push never makes an inbox) and
  * nothing waits for idle collection; a request that ends without a reply
- * is withdrawn (passed over by every group if nobody read it yet).
+ * is withdrawn (dropped at once if nobody read it yet: shm/inbox.h).
  *
  * Before anything is stored, a partition nobody listens on (no pop parked
  * there, no group active within responders_idle_ms) answers 503
@@ -287,7 +287,7 @@ done(void *arg)
 
 /* end_many - a gather's wait is over (SPEC §13): 200 {"replies", "id",
  * "ms"} with what came, also none once the timeout passed; the request is
- * withdrawn (groups that did not read it yet pass it over) and the inbox
+ * withdrawn (dropped if no group read it yet) and the inbox
  * deleted, so a late reply is dropped as a single request's is. */
 static void
 end_many(void *arg, struct http_request *req, const struct shm_sink *sink,

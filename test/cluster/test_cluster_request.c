@@ -374,3 +374,40 @@ Test(cluster_request, a_request_a_peer_watched_is_still_withdrawn)
                  "a withdrawn request was delivered: %s", w.body);
     itest_resp_free(&w);
 }
+
+/* SPEC §9: a request withdrawn at its owner (another node) while still
+ * unread is dropped there, not merely passed over: the owner's depth of the
+ * partition goes back to 0 without any pop past it, and nobody gets it. */
+Test(cluster_request, a_request_withdrawn_at_its_owner_leaves_its_depth)
+{
+    struct itest_resp r;
+    char p[32], body[200];
+    int64_t deadline, pending = -1;
+
+    cl_part_owned_by("rpcw", OWNER, 64, p, sizeof(p));
+    itest_get(&c.node[RESPONDER], &r,
+              "/api/v1/ephemeral/pop?queue=rpcw&partition=%s&group=w"
+              "&timeout=0",
+              p);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    itest_resp_free(&r);
+    snprintf(body, sizeof(body),
+             "{\"queue\":\"rpcw\",\"partition\":\"%s\",\"payload\":1,"
+             "\"timeout\":500}",
+             p);
+    itest_req(&c.node[REQUESTER], "POST", REQ, body, &r);
+    itest_assert_error(&r, 504, "request_timeout", NULL, "the request");
+    itest_resp_free(&r);
+    /* the withdrawal is a call of its own, sent as the 504 is */
+    deadline = itest_now_ms() + 5000;
+    while ((pending = itest_depth_pending(&c.node[OWNER], "rpcw", NULL)) != 0 &&
+           itest_now_ms() < deadline)
+        itest_sleep_ms(20);
+    cr_assert_eq(pending, 0, "the owner still holds the withdrawn request");
+    itest_get(&c.node[RESPONDER], &r,
+              "/api/v1/ephemeral/pop?queue=rpcw&partition=%s&group=w"
+              "&timeout=0",
+              p);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 0, "%s", r.body);
+    itest_resp_free(&r);
+}

@@ -623,3 +623,66 @@ Test(request, a_reply_with_a_failed_status_is_refused_and_changes_nothing,
     itest_resp_free(&r);
     itest_node_stop(&n, 10000);
 }
+
+/* request_504 - a request of queue with timeout ms nobody answers. */
+static void
+request_504(const struct itest_node *n, const char *queue, int timeout)
+{
+    struct itest_resp r;
+
+    itest_post(n, &r, REQ, "{\"queue\":\"%s\",\"payload\":1,\"timeout\":%d}",
+               queue, timeout);
+    itest_assert_error(&r, 504, "request_timeout", NULL, "the request");
+    itest_resp_free(&r);
+}
+
+/* SPEC §9 and §4: a request withdrawn unread is dropped there and then.
+ * Two timed out requests filled a queue of maxLength 2: at once after the
+ * 504s the queue's depth (its group's too), the listing, its bytes and
+ * mayfly_messages show nothing of them, a push is taken without any pop,
+ * and the group that was there pops only that push. */
+Test(request, a_withdrawn_request_leaves_depth_and_bounds_at_once,
+     .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    double v = -1;
+
+    itest_node_start(&n, NULL);
+    itest_post(&n, &r, "/api/v1/ephemeral/configure",
+               "{\"queue\":\"rpcz\",\"options\":{\"maxLength\":2}}");
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    /* a responder that took what there was: it counts as listening, and
+     * the bytes the queue and its partition take of their own are known */
+    itest_push_ok(&n, &r, "rpcz", NULL, "[\"warm\"]", 1);
+    itest_resp_free(&r);
+    itest_get(&n, &r, "/api/v1/ephemeral/pop?queue=rpcz&group=w&autoAck=true");
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+    itest_resp_free(&r);
+    cr_assert_eq(itest_listing_int(&n, "rpcz", "depth", -1), 0);
+    int64_t bytes = itest_listing_int(&n, "rpcz", "bytes", -1);
+    cr_assert_gt(bytes, 0);
+    request_504(&n, "rpcz", 200);
+    request_504(&n, "rpcz", 200);
+    itest_get(&n, &r, "/api/v1/ephemeral/queues/rpcz/depth?scope=node");
+    cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
+    cr_assert_eq(itest_jint(r.json, "pending"), 0, "%s", r.body);
+    cr_assert_eq(itest_jint(r.json, "bytes"), bytes, "%s", r.body);
+    cr_assert_eq(itest_jint(r.json, "groups.0.pending"), 0, "%s", r.body);
+    itest_resp_free(&r);
+    cr_assert_eq(itest_listing_int(&n, "rpcz", "depth", -1), 0);
+    cr_assert_eq(itest_listing_int(&n, "rpcz", "bytes", -1), bytes);
+    cr_assert_eq(itest_metric(&n, "mayfly_messages", &v), 0);
+    cr_assert_eq(v, 0, "mayfly_messages is %g", v);
+    itest_push(&n, &r, "rpcz", NULL, "[\"real\"]");
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    itest_get(&n, &r, "/api/v1/ephemeral/pop?queue=rpcz&group=w&batch=10");
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+    cr_assert_str_eq(itest_jstr(r.json, "messages.0.payload"), "real", "%s",
+                     r.body);
+    itest_resp_free(&r);
+    wait_metric(&n, "mayfly_requests_total{result=\"timeout\"}", 2);
+    itest_node_stop(&n, 10000);
+}

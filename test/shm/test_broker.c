@@ -20,6 +20,7 @@
 #include "shm/maintain.h"
 #include "shm/queue_admin.h"
 #include "shm/region.h"
+#include "shm/ring.h"
 #include "shm/segment.h"
 #include "shm/stats.h"
 #include "test/shm/fixture.h"
@@ -993,4 +994,147 @@ Test(shm_broker, a_peek_leaves_a_request_withdrawable)
     cr_assert_eq(shm_peek(&seg, 0, &r, T0), 0);
     cr_assert_eq(pop("q", "g", 10, T0), 0);
     cr_assert_eq(shm_withdraw(&seg, 0, nm("q"), nm("Default"), seq, T0), 0);
+}
+
+/* push_req - a request of payload to (q, Default) with replyTo inbox;
+ * returns shm_push_request's rc, its sequence in *seq. */
+static int
+push_req(const char *q, const char *inbox, const char *pl, uint64_t *seq)
+{
+    char data[128];
+    int n = snprintf(data, sizeof(data), "%s%s", inbox, pl);
+    struct shm_msg_in m = {data, (uint32_t)n};
+
+    return shm_push_request(&seg, 0, nm(q), nm("Default"), &m,
+                            (uint32_t)strlen(inbox), T0, seq);
+}
+
+/* queue_bytes - q's accounted bytes. */
+static uint64_t
+queue_bytes(const char *q)
+{
+    struct shm_queue_info qi;
+
+    cr_assert_eq(shm_queue_depth(&seg, nm(q), NULL, T0, &qi, NULL, NULL, NULL),
+                 0);
+    return qi.bytes;
+}
+
+/* A request withdrawn unread in the middle of its partition (messages
+ * before and after it, two groups that read neither yet) is dropped at
+ * once: out of depth, bytes and the arena, no group is given it, and the
+ * messages around it are delivered to each group in order. */
+Test(shm_broker, a_request_withdrawn_unread_in_the_middle_is_dropped_at_once)
+{
+    static const char inbox[] = "mayfly.inbox/n0/1.0.1.1";
+    uint64_t a, b, seq;
+    const char *g[] = {"g1", "g2"};
+
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(pop("q", g[i], 10, T0), 0); /* both groups known */
+    cr_assert_eq(pushn("q", "Default", "a", 2, T0, &a), 0);
+    uint64_t bytes0 = queue_bytes("q");
+    cr_assert_eq(push_req("q", inbox, "{\"n\":1}", &seq), 0);
+    uint64_t req = queue_bytes("q") - bytes0;
+    cr_assert_eq(pushn("q", "Default", "b", 2, T0, &b), 0);
+    uint64_t bytes1 = queue_bytes("q"), used1 = shm_arena_used_bytes(&seg);
+    cr_assert_eq(depth("q"), 5);
+    cr_assert_eq(shm_withdraw(&seg, 0, nm("q"), nm("Default"), seq, T0), 1);
+    cr_assert_eq(depth("q"), 4);
+    cr_assert_eq(queue_bytes("q"), bytes1 - req, "the request's bytes left");
+    cr_assert_lt(shm_arena_used_bytes(&seg), used1, "its cells were freed");
+    fixture_check(&seg);
+    cr_assert_eq(shm_withdraw(&seg, 0, nm("q"), nm("Default"), seq, T0), 0,
+                 "gone: nothing to withdraw twice");
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(pop("q", g[i], 10, T0), 4);
+        const char *want[] = {"\"a0\"", "\"a1\"", "\"b0\"", "\"b1\""};
+        for (int k = 0; k < 4; k++) {
+            cr_assert_str_eq(payload(rec(k)), want[k]);
+            cr_assert_eq(rec(k)->reply_len, 0);
+        }
+    }
+    fixture_check(&seg);
+}
+
+/* The request is found by its replyTo too (a requester whose store's
+ * answer never came), in the middle, and dropped the same way. */
+Test(shm_broker, a_request_withdrawn_by_its_reply_to_is_dropped_at_once)
+{
+    static const char inbox[] = "mayfly.inbox/n0/1.0.1.7";
+    uint64_t seq;
+
+    cr_assert_eq(pop("q", "g", 10, T0), 0);
+    cr_assert_eq(pushn("q", "Default", "a", 1, T0, NULL), 0);
+    cr_assert_eq(push_req("q", "mayfly.inbox/n0/1.0.1.6", "1", &seq), 0);
+    cr_assert_eq(push_req("q", inbox, "2", &seq), 0);
+    cr_assert_eq(pushn("q", "Default", "b", 1, T0, NULL), 0);
+    cr_assert_eq(
+        shm_withdraw_reply(&seg, 0, nm("q"), nm("Default"), nm(inbox), T0), 1);
+    cr_assert_eq(depth("q"), 3);
+    fixture_check(&seg);
+    cr_assert_eq(pop("q", "g", 10, T0), 3);
+    cr_assert_str_eq(payload(rec(0)), "\"a0\"");
+    cr_assert_eq(rec(1)->reply_len, sizeof(inbox) - 1, "the other request");
+    cr_assert_str_eq(payload(rec(2)), "\"b0\"");
+    fixture_check(&seg);
+}
+
+/* SPEC §4: withdrawn requests no longer count against maxLength, so the
+ * queue they filled takes a push again without any pop. */
+Test(shm_broker, withdrawn_requests_free_their_place_under_max_length)
+{
+    uint64_t s1, s2;
+
+    declare("q", 2, 1 << 20, SHM_POLICY_REJECT, 0, 5);
+    cr_assert_eq(pop("q", "w", 10, T0), 0);
+    uint64_t bytes0 = queue_bytes("q"); /* the queue's and group's own */
+    cr_assert_eq(push_req("q", "mayfly.inbox/n0/1.0.1.1", "1", &s1), 0);
+    cr_assert_eq(push_req("q", "mayfly.inbox/n0/1.0.1.2", "1", &s2), 0);
+    cr_assert_eq(pushn("q", "Default", "x", 1, T0, NULL), -ENOSPC);
+    cr_assert_eq(shm_withdraw(&seg, 0, nm("q"), nm("Default"), s1, T0), 1);
+    cr_assert_eq(shm_withdraw(&seg, 0, nm("q"), nm("Default"), s2, T0), 1);
+    cr_assert_eq(depth("q"), 0);
+    cr_assert_eq(queue_bytes("q"), bytes0);
+    cr_assert_eq(pushn("q", "Default", "x", 2, T0, NULL), 0);
+    fixture_check(&seg);
+}
+
+/* A request at the head held read messages behind it (a from=new group
+ * read those): withdrawn, it goes, and so do they. */
+Test(shm_broker, a_withdrawn_head_request_frees_what_it_held_behind_it)
+{
+    uint64_t seq, x;
+
+    cr_assert_eq(push_req("q", "mayfly.inbox/n0/1.0.1.1", "1", &seq), 0);
+    cr_assert_eq(popx(0, "q", "Default", "late", 10, 0, SHM_FROM_NEW, 0, T0),
+                 0);
+    /* what stays: the queue's, partition's and group's own */
+    uint64_t bytes0 = queue_bytes("q") -
+                      shm_ring_msg_cost(strlen("mayfly.inbox/n0/1.0.1.11"));
+    cr_assert_eq(pushn("q", "Default", "x", 1, T0, &x), 0);
+    cr_assert_eq(popx(0, "q", "Default", "late", 10, 1, SHM_FROM_NEW, 0, T0),
+                 1);
+    cr_assert_eq(depth("q"), 2, "the unread request holds x");
+    cr_assert_eq(shm_withdraw(&seg, 0, nm("q"), nm("Default"), seq, T0), 1);
+    cr_assert_eq(depth("q"), 0);
+    cr_assert_eq(queue_bytes("q"), bytes0);
+    fixture_check(&seg);
+}
+
+/* A request a responder already holds stays as it is: not withdrawn, its
+ * lease acked as any. */
+Test(shm_broker, a_request_already_read_is_not_withdrawn)
+{
+    uint64_t seq;
+
+    cr_assert_eq(push_req("q", "mayfly.inbox/n0/1.0.1.1", "1", &seq), 0);
+    cr_assert_eq(pushn("q", "Default", "b", 1, T0, NULL), 0);
+    cr_assert_eq(pop("q", "g", 1, T0), 1);
+    cr_assert_eq(shm_withdraw(&seg, 0, nm("q"), nm("Default"), seq, T0), 0);
+    cr_assert_eq(depth("q"), 2);
+    fixture_check(&seg);
+    cr_assert_eq(ack1("q", "g", seq, 0, SHM_ACK_COMPLETED, T0), SHM_OUT_ACKED);
+    cr_assert_eq(pop("q", "g", 10, T0), 1);
+    cr_assert_str_eq(payload(rec(0)), "\"b0\"");
 }
