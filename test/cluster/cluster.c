@@ -106,6 +106,8 @@ cl_start(struct cl *c, int i, const char *opts)
 {
     struct itest_node *n = &c->node[i];
     int64_t deadline = itest_now_ms() + 30000;
+    long from = itest_log_size(n->log); /* where this start's lines begin */
+    char why[2048];
 
     n->pid = spawn(c, i, opts);
     for (;;) {
@@ -117,8 +119,12 @@ cl_start(struct cl *c, int i, const char *opts)
         int status;
         if (waitpid(n->pid, &status, WNOHANG) == n->pid) {
             n->pid = 0;
+            n->exit_status = WIFEXITED(status) ? WEXITSTATUS(status)
+                                               : 128 + WTERMSIG(status);
             itest_node_log_tail(n, 30);
-            cr_assert_fail("node %d exited during start", i);
+            /* in the message too: a runner's output keeps it */
+            itest_node_why_exited(n, status, from, 12, why, sizeof(why));
+            cr_assert_fail("node %d exited during start: %s", i, why);
         }
         if (itest_now_ms() > deadline) {
             itest_node_log_tail(n, 30);
