@@ -106,6 +106,8 @@ cl_start(struct cl *c, int i, const char *opts)
 {
     struct itest_node *n = &c->node[i];
     int64_t deadline = itest_now_ms() + 30000;
+    long from = itest_log_size(n->log); /* where this start's lines begin */
+    char why[2048];
 
     n->pid = spawn(c, i, opts);
     for (;;) {
@@ -117,8 +119,12 @@ cl_start(struct cl *c, int i, const char *opts)
         int status;
         if (waitpid(n->pid, &status, WNOHANG) == n->pid) {
             n->pid = 0;
+            n->exit_status = WIFEXITED(status) ? WEXITSTATUS(status)
+                                               : 128 + WTERMSIG(status);
             itest_node_log_tail(n, 30);
-            cr_assert_fail("node %d exited during start", i);
+            /* in the message too: a runner's output keeps it */
+            itest_node_why_exited(n, status, from, 12, why, sizeof(why));
+            cr_assert_fail("node %d exited during start: %s", i, why);
         }
         if (itest_now_ms() > deadline) {
             itest_node_log_tail(n, 30);
@@ -204,15 +210,65 @@ cl_headers(const char *const *lines, const struct http_sign_lines *l,
     return out;
 }
 
+/* workers_of - the pids of master's children (its workers), up to max. */
+static int
+workers_of(pid_t master, pid_t *out, int max)
+{
+    char path[64];
+    FILE *f;
+    long pid;
+    int k = 0;
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)master,
+             (int)master);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    while (k < max && fscanf(f, "%ld", &pid) == 1)
+        out[k++] = (pid_t)pid;
+    fclose(f);
+    return k;
+}
+
+/* gone - process pid has exited (absent, or a zombie: its sockets closed). */
+static int
+gone(pid_t pid)
+{
+    char path[64], buf[512], *end;
+    FILE *f;
+    size_t got;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return 1;
+    got = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    end = strrchr(buf, ')'); /* "pid (comm) S ..." */
+    return end == NULL || end[1] != ' ' || end[2] == 'Z' || end[2] == 'X';
+}
+
+/*
+ * cl_kill also waits for the node's workers: a killed master's workers die
+ * after it (PR_SET_PDEATHSIG), 10-25 ms later on a loaded machine, and
+ * until then they hold the client port open, listening; a start on that
+ * port meanwhile fails "Address already in use".
+ */
 void
 cl_kill(struct cl *c, int i)
 {
     struct itest_node *n = &c->node[i];
+    pid_t w[64];
+    int nw;
 
     if (n->pid > 0) {
+        nw = workers_of(n->pid, w, (int)(sizeof(w) / sizeof(w[0])));
         kill(n->pid, SIGKILL);
         waitpid(n->pid, NULL, 0);
         n->pid = 0;
+        int64_t deadline = itest_now_ms() + 10000;
+        for (int k = 0; k < nw; k++)
+            while (!gone(w[k]) && itest_now_ms() < deadline)
+                itest_sleep_ms(2);
     }
 }
 

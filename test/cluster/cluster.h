@@ -45,7 +45,8 @@ void cl_start(struct cl *c, int i, const char *opts);
  * once, for a test that watches its start itself. */
 void cl_spawn(struct cl *c, int i, const char *opts);
 
-/* cl_kill - SIGKILL node i and reap it. */
+/* cl_kill - SIGKILL node i, reap it, and wait (10 s at most) until its
+ * workers are gone too: they hold its client port until then. */
 void cl_kill(struct cl *c, int i);
 
 /* cl_stop - SIGTERM node i; its exit status, or -1 past timeout_ms. */

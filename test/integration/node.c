@@ -163,9 +163,26 @@ itest_dir_prefix(pid_t runner, const char *suite, const char *test, char *out,
 long itest_node_nofile;
 char itest_ca_file[512];
 
-/* In the child: become the server, or die trying. */
+/* In the child, before exec: why it gives up, on the log (fd 1 and 2). */
 static void
-itest_exec_node(char **argv, const char *log, pid_t parent)
+itest_child_fail(const char *what, int err)
+{
+    char line[256];
+    int n = snprintf(line, sizeof(line), "itest: node child: %s failed: %s\n",
+                     what, strerror(err));
+
+    if (n > 0)
+        (void)!write(2, line, (size_t)n);
+    _exit(127);
+}
+
+/*
+ * In the child: become the server, or die trying.  The log is open
+ * already (logfd, opened by the test process), so even a child that dies
+ * before exec says why in it: a start that fails leaves a log to read.
+ */
+static void
+itest_exec_node(char **argv, int logfd, pid_t parent)
 {
     struct sigaction dfl = {.sa_handler = SIG_DFL};
     struct rlimit nofile = {(rlim_t)itest_node_nofile,
@@ -173,20 +190,19 @@ itest_exec_node(char **argv, const char *log, pid_t parent)
     sigset_t none;
     int fd;
 
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != parent)
+    if (dup2(logfd, 1) == -1 || dup2(logfd, 2) == -1)
         _exit(127);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
+        itest_child_fail("prctl(PR_SET_PDEATHSIG)", errno);
+    if (getppid() != parent)
+        itest_child_fail("getppid() (the test process is gone)", ESRCH);
     if (itest_node_nofile > 0 && setrlimit(RLIMIT_NOFILE, &nofile) != 0)
-        _exit(127);
+        itest_child_fail("setrlimit(RLIMIT_NOFILE)", errno);
     for (int s = 1; s < NSIG; s++)
         if (s != SIGKILL && s != SIGSTOP)
             sigaction(s, &dfl, NULL);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd == -1)
-        _exit(127);
-    dup2(fd, 1);
-    dup2(fd, 2);
     fd = open("/dev/null", O_RDONLY);
     if (fd != -1)
         dup2(fd, 0);
@@ -216,7 +232,7 @@ itest_spawn(const char *const *own, int nown, const char *opts, const char *log)
 {
     char *argv[80], *copy, *save = NULL;
     const char *bin = getenv("MAYFLYD");
-    int argc = 0;
+    int argc = 0, logfd;
     pid_t parent = getpid(), pid;
 
     cr_assert(bin && *bin, "MAYFLYD is not set (test/run-all.sh sets it to "
@@ -236,10 +252,17 @@ itest_spawn(const char *const *own, int nown, const char *opts, const char *log)
         argv[argc++] = t;
     }
     argv[argc] = NULL;
+    /* Opened here, not in the child: a log that cannot be opened fails the
+     * test with the reason, instead of a child that exits 127 silently and
+     * leaves no log (seen once: "node 1 exited during start", no log). */
+    logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    cr_assert(logfd != -1, "cannot open the node's log %s: %s", log,
+              strerror(errno));
     fflush(NULL);
     pid = fork();
     if (pid == 0) /* the child makes no Criterion call */
-        itest_exec_node(argv, log, parent);
+        itest_exec_node(argv, logfd, parent);
+    close(logfd);
     cr_assert(pid != -1, "fork: %s", strerror(errno));
     free(copy);
     return pid;
@@ -386,6 +409,63 @@ void
 itest_node_log_tail(const struct itest_node *n, int lines)
 {
     itest_tail_file(n->log, lines);
+}
+
+long
+itest_log_size(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+void
+itest_node_why_exited(const struct itest_node *n, int status, long from,
+                      int lines, char *out, size_t len)
+{
+    char text[4096], dir[sizeof(n->log)], *slash;
+    size_t used, got = 0;
+    long size = itest_log_size(n->log), at = from;
+    FILE *f = fopen(n->log, "r");
+    int seen = 0;
+
+    if (WIFEXITED(status))
+        used = (size_t)snprintf(out, len, "exit %d", WEXITSTATUS(status));
+    else
+        used = (size_t)snprintf(out, len, "signal %d (%s)", WTERMSIG(status),
+                                strsignal(WTERMSIG(status)));
+    if (used >= len)
+        return;
+    if (f == NULL) {
+        int e = errno;
+        snprintf(dir, sizeof(dir), "%s", n->log);
+        slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        snprintf(out + used, len - used,
+                 "; no log at %s (%s; its directory %s)", n->log, strerror(e),
+                 access(dir, F_OK) == 0 ? "exists" : "is gone");
+        return;
+    }
+    /* the last sizeof(text) - 1 bytes this start wrote at most */
+    if (size - at > (long)sizeof(text) - 1)
+        at = size - (long)sizeof(text) + 1;
+    if (at >= 0 && fseek(f, at, SEEK_SET) == 0)
+        got = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[got] = '\0';
+    while (got > 0 && text[got - 1] == '\n')
+        text[--got] = '\0';
+    size_t start = got;
+    while (start > 0 && seen < lines)
+        if (text[--start] == '\n')
+            seen++;
+    if (start < got && text[start] == '\n')
+        start++;
+    snprintf(out + used, len - used, "; its log %s %s%s", n->log,
+             got == 0 ? "gained nothing in this start"
+                      : "ends, in this start:\n",
+             text + start);
 }
 
 int

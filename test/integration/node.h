@@ -119,6 +119,19 @@ int itest_node_wait_exit(struct itest_node *n, int timeout_ms);
 /* itest_node_log_tail - print the last lines of the node's log to stderr. */
 void itest_node_log_tail(const struct itest_node *n, int lines);
 
+/* itest_log_size - the bytes in the file at path (0 when absent). */
+long itest_log_size(const char *path);
+
+/*
+ * itest_node_why_exited - why node n, whose wait status is status, exited
+ * during a start: "exit 1" or "signal 9 (Killed)", then the last lines (at
+ * most lines) its log gained from byte from on (its size before the start),
+ * or why there is no log, into out; for the assertion's message, which a
+ * runner's output keeps when a tail printed to stderr earlier is cut.
+ */
+void itest_node_why_exited(const struct itest_node *n, int status, long from,
+                           int lines, char *out, size_t len);
+
 /* itest_node_log_contains - 1 if the node's log holds needle, else 0. */
 int itest_node_log_contains(const struct itest_node *n, const char *needle);
 
