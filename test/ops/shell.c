@@ -65,3 +65,24 @@ ops_pid_alive(pid_t pid)
     const char *st = strrchr(buf, ')');
     return st != NULL && st[1] == ' ' && st[2] != 'Z' && st[2] != 'X';
 }
+
+int
+ops_pid_ours(pid_t pid, const char *needle)
+{
+    char path[64], buf[4096];
+    size_t n;
+    FILE *f;
+
+    if (!ops_pid_alive(pid))
+        return 0;
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+        if (strstr(buf + i, needle) != NULL)
+            return 1;
+    return 0;
+}

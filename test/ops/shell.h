@@ -26,4 +26,9 @@ int ops_repo_root(char *root, size_t len);
 /* ops_pid_alive - pid exists and is not a zombie (or dead). */
 int ops_pid_alive(pid_t pid);
 
+/* ops_pid_ours - pid is alive and one of its arguments holds needle (the
+ * test's scratch directory): a pid read earlier may have been reused by
+ * another run's process, which a teardown must not kill. */
+int ops_pid_ours(pid_t pid, const char *needle);
+
 #endif

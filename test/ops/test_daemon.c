@@ -443,7 +443,7 @@ md_teardown(void)
     char cmd[128];
 
     for (int i = 0; i < md_npids; i++)
-        if (ops_pid_alive(md_pids[i]))
+        if (ops_pid_ours(md_pids[i], md_dir))
             kill(md_pids[i], SIGKILL);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", md_dir);
     if (md_dir[0] != '\0' && system(cmd) != 0)

@@ -155,7 +155,7 @@ it_teardown(void)
     char cmd[128];
     pid_t pid = it_read_pid();
 
-    if (pid > 0 && ops_pid_alive(pid))
+    if (pid > 0 && ops_pid_ours(pid, it_dir))
         kill(pid, SIGKILL);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", it_dir);
     if (it_dir[0] != '\0' && system(cmd) != 0)
