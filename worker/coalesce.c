@@ -35,7 +35,6 @@ struct co_batch;
 struct co_req {
     struct co_owner *o;
     struct co_req *prev, *next; /* in o's queue or its alone list */
-    struct co_batch *batch;     /* an entry of this batch in flight */
     http_client_done_fn *done;
     void *arg; /* NULL once cancelled inside a batch */
     uint64_t deadline;
@@ -324,7 +323,6 @@ resend_alone(struct co_batch *b)
             free(q); /* cancelled meanwhile */
             continue;
         }
-        q->batch = NULL;
         if ((rc = send_alone(self, q)) != 0)
             fail(q, rc);
     }
@@ -425,10 +423,8 @@ send_batch(struct worker *w, struct co_owner *o, struct co_req **q, size_t n)
     }
     b->o = o;
     b->n = n;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         b->e[i] = q[i];
-        q[i]->batch = b;
-    }
     b->next = o->batches;
     if (o->batches != NULL)
         o->batches->prev = b;
