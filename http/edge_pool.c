@@ -113,11 +113,14 @@ http_edge_pool_trim(struct http_request *req)
 {
     static int warned;
     static size_t page;
-    const struct mhd_pool *p = pool_of(req);
+    const struct mhd_pool *p;
     unsigned char core[PAGES_MAX];
     uint8_t *first, *last, *run = NULL;
     size_t n, given = 0;
 
+    if (req->conn == NULL)
+        return 0; /* an inner request (inner.h): no connection, no pool */
+    p = pool_of(req);
     if (p == NULL) {
         if (!warned++)
             log_warn(0, "libmicrohttpd's connection records are not laid "

@@ -31,6 +31,7 @@ struct http_request;
  * connection's pool (once req's answer has started, MHD has zeroed the
  * read buffer's free part).  Returns the bytes given back (0 or more), or
  * -1 when MHD's records are not laid out as 0.9.75's (logged once).
+ * 0 for a request with no connection (an inner one, inner.h).
  */
 ssize_t http_edge_pool_trim(struct http_request *req);
 

@@ -35,7 +35,6 @@ struct co_batch;
 struct co_req {
     struct co_owner *o;
     struct co_req *prev, *next; /* in o's queue or its alone list */
-    struct co_batch *batch;     /* an entry of this batch in flight */
     http_client_done_fn *done;
     void *arg; /* NULL once cancelled inside a batch */
     uint64_t deadline;
@@ -118,7 +117,8 @@ unlink_req(struct co_list *l, struct co_req *q)
 }
 
 /* owner_of - id at addr's record; a free one taken when new (one with
- * nothing in flight or queued); NULL when every record is busy. */
+ * nothing in flight, queued or still being answered); NULL when every
+ * record is busy. */
 static struct co_owner *
 owner_of(const char *id, const char *addr)
 {
@@ -126,7 +126,11 @@ owner_of(const char *id, const char *addr)
 
     for (int i = 0; i < OWNERS_MAX; i++) {
         struct co_owner *o = &owners[i];
-        int busy = o->inflight > 0 || o->queue.first != NULL;
+        /* a batch's record is in use until batch_free, after its
+         * requests' dones (which may forward again): inflight is down
+         * before they run */
+        int busy = o->inflight > 0 || o->queue.first != NULL ||
+                   o->alone.first != NULL || o->batches != NULL;
         if (strcmp(o->id, id) == 0 && strcmp(o->addr, addr) == 0)
             return o;
         if (!busy && (idle == NULL || o->id[0] == '\0'))
@@ -319,7 +323,6 @@ resend_alone(struct co_batch *b)
             free(q); /* cancelled meanwhile */
             continue;
         }
-        q->batch = NULL;
         if ((rc = send_alone(self, q)) != 0)
             fail(q, rc);
     }
@@ -420,10 +423,8 @@ send_batch(struct worker *w, struct co_owner *o, struct co_req **q, size_t n)
     }
     b->o = o;
     b->n = n;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         b->e[i] = q[i];
-        q[i]->batch = b;
-    }
     b->next = o->batches;
     if (o->batches != NULL)
         o->batches->prev = b;
@@ -551,7 +552,9 @@ worker_coalesce_cancel(struct worker *w, void *arg)
             }
         for (b = o->batches; b != NULL; b = b->next)
             for (size_t k = 0; k < b->n; k++)
-                if (b->e[k]->arg == arg) {
+                /* NULL: gone alone already, its batch in resend_alone,
+                 * whose fail() runs dones that may cancel */
+                if (b->e[k] != NULL && b->e[k]->arg == arg) {
                     b->e[k]->arg = NULL; /* its answer is dropped */
                     return;
                 }

@@ -140,10 +140,15 @@ serve(struct worker *w, struct http_request *req, const struct pop_args *a,
         pop_cluster_serve(w, req, &a->r, a->wait, a->timeout, results);
         return;
     }
-    int may_park = a->wait && a->timeout > 0 && !w->draining;
+    /* An entry of a batch call (http/inner.h) answers at once, as with
+     * wait=false: it has no connection to watch for its caller leaving,
+     * and its wait would hold the whole call (the forwarder batches no
+     * long poll, coalesce.h; a peer's batch may not make one). */
+    int waits = !w->draining && !http_request_is_inner(req);
+    int may_park = a->wait && a->timeout > 0 && waits;
     /* A pass that keeps the queue's window parks only once it holds some
      * (pop_cluster.h): holding nothing, it answers at once. */
-    int held = a->window_pass && a->timeout > 0 && !w->draining;
+    int held = a->window_pass && a->timeout > 0 && waits;
     if (a->watch)
         c = pop_watch_new(w, req, &a->r);
     else if ((may_park || held) &&
