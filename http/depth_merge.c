@@ -167,7 +167,7 @@ http_depth_merge(const struct http_shares *s, struct http_buf *out)
 {
     struct json_object *first = NULL, *parts = json_object_new_object(),
                        *groups = json_object_new_object(), *v;
-    uint64_t pending = 0, bytes = 0, pp = 0;
+    uint64_t pending = 0, delayed = 0, bytes = 0, pp = 0;
     int declared = 0, rc = parts && groups ? 0 : -ENOMEM;
 
     for (int i = 0; i < s->n && rc == 0; i++) {
@@ -177,14 +177,17 @@ http_depth_merge(const struct http_shares *s, struct http_buf *out)
             break;
         }
         pending += http_jsonc_count(o, "pending");
+        delayed += http_jsonc_count(o, "delayed");
         bytes += http_jsonc_count(o, "bytes");
         declared |= json_object_object_get_ex(o, "tier", &v) &&
                     json_object_is_type(v, json_type_string) &&
                     strcmp(json_object_get_string(v), "declared") == 0;
         if (json_object_object_get_ex(o, "partitions", &v))
-            rc = fold(parts, v, "partition", part_sums, 4);
+            rc = fold(parts, v, "partition", part_sums,
+                      sizeof(part_sums) / sizeof(part_sums[0]));
         if (rc == 0 && json_object_object_get_ex(o, "groups", &v))
-            rc = fold(groups, v, "group", group_sums, 2);
+            rc = fold(groups, v, "group", group_sums,
+                      sizeof(group_sums) / sizeof(group_sums[0]));
         if (first == NULL)
             first = o;
         else
@@ -204,10 +207,11 @@ http_depth_merge(const struct http_shares *s, struct http_buf *out)
         put_str(out, first, "group");
         http_buf_printf(out,
                         ",\"tier\":\"%s\",\"pending\":%llu,"
-                        "\"partitionsPending\":%llu,\"bytes\":%llu,"
-                        "\"partitions\":",
+                        "\"delayed\":%llu,\"partitionsPending\":%llu,"
+                        "\"bytes\":%llu,\"partitions\":",
                         declared ? "declared" : "implicit",
-                        (unsigned long long)pending, (unsigned long long)pp,
+                        (unsigned long long)pending,
+                        (unsigned long long)delayed, (unsigned long long)pp,
                         (unsigned long long)bytes);
         put_list(out, parts);
         http_buf_append_str(out, ",\"groups\":");

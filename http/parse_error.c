@@ -31,6 +31,15 @@ http_parse_syntax(const struct http_json *j, struct http_error *err)
                           (size_t)(j->p - j->start), j->why);
 }
 
+/* http_parse_syntax_in - see parse_error.h. */
+int
+http_parse_syntax_in(const struct http_json *j, const char *field,
+                     struct http_error *err)
+{
+    return http_parse_bad(err, "malformed JSON at byte %zu: %s in field '%s'",
+                          (size_t)(j->p - j->start), j->why, field);
+}
+
 /* http_parse_oom - see parse_error.h. */
 int
 http_parse_oom(struct http_error *err)

@@ -20,6 +20,13 @@ int http_parse_bad(struct http_error *err, const char *fmt, ...)
  * N: why" for the scanner's last failure.  Returns -EINVAL. */
 int http_parse_syntax(const struct http_json *j, struct http_error *err);
 
+/* http_parse_syntax_in - the same for a failure inside the string value of
+ * field ("... : invalid UTF-8 in field 'queue'"): a body that is not JSON
+ * stays ephemeral_bad_request, and the sentence names the field (SPEC
+ * §2).  Returns -EINVAL. */
+int http_parse_syntax_in(const struct http_json *j, const char *field,
+                         struct http_error *err);
+
 /* http_parse_oom - 500 internal "out of memory".  Returns -ENOMEM. */
 int http_parse_oom(struct http_error *err);
 

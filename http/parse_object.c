@@ -76,7 +76,7 @@ http_parse_string(struct http_json *j, char **at, struct http_str *s,
         return http_parse_bad(err, "field '%s' must be a string", field);
     }
     if (http_json_string(j, *at, &n) != 0)
-        return http_parse_syntax(j, err);
+        return http_parse_syntax_in(j, field, err);
     s->ptr = *at;
     s->len = n;
     (*at)[n] = '\0';

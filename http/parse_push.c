@@ -54,11 +54,12 @@ syntax_error(struct push_parse *pp)
 }
 
 /*
- * read_name - the value of "queue" or "partition": a string kept in mem,
- * null (absent), or anything else (a shape error unless repeated).
+ * read_name - the value of field "queue" or "partition": a string kept in
+ * mem, null (absent), or anything else (a shape error unless repeated).
  */
 static int
-read_name(struct push_parse *pp, struct http_str *s, enum push_field *st)
+read_name(struct push_parse *pp, const char *field, struct http_str *s,
+          enum push_field *st)
 {
     size_t n;
 
@@ -67,7 +68,7 @@ read_name(struct push_parse *pp, struct http_str *s, enum push_field *st)
         return http_json_value(&pp->j) == 0 ? 0 : syntax_error(pp);
     }
     if (http_json_string(&pp->j, pp->free, &n) != 0)
-        return syntax_error(pp);
+        return http_parse_syntax_in(&pp->j, field, pp->err);
     s->ptr = pp->free;
     s->len = n;
     pp->free[n] = '\0';
@@ -328,9 +329,9 @@ read_member(struct push_parse *pp)
     if (http_json_key(j, pp->free, &n) != 0)
         return syntax_error(pp);
     if (http_json_key_is(pp->free, n, "queue"))
-        return read_name(pp, &pp->out->queue, &pp->queue);
+        return read_name(pp, "queue", &pp->out->queue, &pp->queue);
     if (http_json_key_is(pp->free, n, "partition"))
-        return read_name(pp, &pp->out->partition, &pp->partition);
+        return read_name(pp, "partition", &pp->out->partition, &pp->partition);
     if (http_json_key_is(pp->free, n, "messages"))
         return read_messages(pp);
     return http_json_value(j) == 0 ? 0 : syntax_error(pp);

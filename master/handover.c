@@ -600,12 +600,41 @@ let_go_dead(struct master *m)
     }
 }
 
+/* shutdown_line - SPEC §5's line at the drain's end.  What was never
+ * shipped (nobody to take it, or no time) is still in the segment and
+ * ends with the node: its messages count as lost too. */
+static void
+shutdown_line(struct master *m, uint64_t now)
+{
+    struct shm_gauges g;
+
+    shm_gauges_read(&m->seg, now, &g);
+    ho.msgs_lost += g.messages;
+    (ho.lost ? log_warn : log_info)(
+        0,
+        "shutdown: ephemeral rings handed over rings=%u "
+        "delivered=%u lost=%u (messages delivered=%llu lost=%llu)",
+        ho.rings, ho.delivered, ho.lost, (unsigned long long)ho.msgs_delivered,
+        (unsigned long long)ho.msgs_lost);
+}
+
 int
 master_handover_drain(struct master *m, uint64_t now)
 {
     ho.m = m;
-    if (m->members.n < 2)
-        return 0; /* a node alone: its queues end with it */
+    if (m->members.n < 2) {
+        /* A node alone: its queues end with it, nothing is handed over,
+         * and the line says so (every partition it holds is lost). */
+        if (!ho.drain_started) {
+            uint32_t held = shm_part_each(&m->seg, NULL, NULL);
+
+            ho.drain_started = 1;
+            ho.rings += held;
+            ho.lost += held;
+            shutdown_line(m, now);
+        }
+        return 0;
+    }
     if (!ho.drain_started) {
         struct scan sc = {.m = m, .drain = 1};
 
@@ -666,17 +695,7 @@ master_handover_drain(struct master *m, uint64_t now)
         dropped(m, s, "no answer before the drain's deadline");
         ship_free(s);
     }
-    /* What was never shipped (nobody to take it, or no time) is still
-     * here and ends with the node: count its messages as lost too. */
-    struct shm_gauges g;
-    shm_gauges_read(&m->seg, now, &g);
-    ho.msgs_lost += g.messages;
-    (ho.lost ? log_warn : log_info)(
-        0,
-        "shutdown: ephemeral rings handed over rings=%u "
-        "delivered=%u lost=%u (messages delivered=%llu lost=%llu)",
-        ho.rings, ho.delivered, ho.lost, (unsigned long long)ho.msgs_delivered,
-        (unsigned long long)ho.msgs_lost);
+    shutdown_line(m, now);
     return 0;
 }
 

@@ -36,6 +36,7 @@ struct depth {
     uint32_t np, ng;
     uint32_t np_pending; /* partitions with something pending */
     uint64_t pending;    /* their sum: the queue's pending */
+    uint64_t delayed;    /* the sum of the partitions' not visible yet */
 };
 
 static void
@@ -45,6 +46,7 @@ depth_part(void *arg, const struct shm_part_info *p)
 
     d->np_pending += p->pending > 0;
     d->pending += p->pending;
+    d->delayed += p->delayed;
     http_buf_append_str(&d->parts,
                         d->np++ ? ",{\"partition\":" : "{\"partition\":");
     http_buf_append_json_str(&d->parts, p->name, p->name_len);
@@ -93,10 +95,11 @@ node_share(struct worker *w, struct shm_name queue, const struct shm_name *g,
             http_buf_append_str(b, "null");
         http_buf_printf(
             b,
-            ",\"tier\":\"%s\",\"pending\":%llu,"
+            ",\"tier\":\"%s\",\"pending\":%llu,\"delayed\":%llu,"
             "\"partitionsPending\":%u,\"bytes\":%llu,\"partitions\":[",
             q.declared ? "declared" : "implicit", (unsigned long long)d.pending,
-            d.np_pending, (unsigned long long)q.bytes);
+            (unsigned long long)d.delayed, d.np_pending,
+            (unsigned long long)q.bytes);
         http_buf_append(b, d.parts.data ? d.parts.data : "", d.parts.len);
         http_buf_append_str(b, "],\"groups\":[");
         http_buf_append(b, d.groups.data ? d.groups.data : "", d.groups.len);

@@ -25,6 +25,7 @@
 #include "http/request.h"
 #include "shm/catalog.h"
 #include "shm/dir.h"
+#include "shm/queue_admin.h"
 #include "shm/ring.h"
 #include "shm/wake.h"
 #include "worker/authz.h"
@@ -149,6 +150,77 @@ extras_check(struct worker *w, struct http_request *req, struct shm_name queue,
     return 1;
 }
 
+/* msg_cost - the bytes message i of p takes in the queue's bounds, as the
+ * broker counts them (a key is stored beside the payload). */
+static uint64_t
+msg_cost(const struct http_push *p, uint32_t i)
+{
+    int keyed = p->extras != NULL && p->extras[i].has_key;
+
+    return shm_ring_msg_cost(p->payloads[i].len +
+                             (keyed ? SHM_MSG_KEY_BYTES : 0));
+}
+
+/*
+ * refused - answer a push the queue's bounds refused (rc -EMSGSIZE or
+ * -ENOSPC; anything else through the errno table), naming what failed
+ * (SPEC §2): the queue, the message (its index in the batch) or the
+ * bound, and the limit.  The bound is read again here, after the refusal:
+ * a push racing this one may have changed what the queue holds, so the
+ * sentence names maxLength when the count alone is past it, else maxBytes.
+ */
+static void
+refused(struct worker *w, struct http_request *req, struct shm_name queue,
+        const struct http_push *p, int rc)
+{
+    struct shm_name shown = worker_client_name(queue);
+    struct shm_queue_info q;
+    int qlen = (int)(shown.len > 200 ? 200 : shown.len);
+
+    if (rc != -EMSGSIZE && rc != -ENOSPC) {
+        http_reply_errno(req, rc, "push");
+        return;
+    }
+    if (shm_queue_depth(w->seg, queue, NULL, shm_now_ms(), &q, NULL, NULL,
+                        NULL) != 0) {
+        memset(&q, 0, sizeof(q)); /* none held yet: the catalog's bounds */
+        q.opts = shm_params_of(w->seg)->defaults;
+        shm_catalog_lookup(w->seg->catalog, queue.ptr, queue.len, &q.opts);
+    }
+    if (rc == -EMSGSIZE) {
+        for (uint32_t i = 0; i < p->n; i++) {
+            uint64_t c = msg_cost(p, i);
+            if (c > q.opts.max_bytes) {
+                http_reply_error(req, 413, "message_too_large",
+                                 "push: message %u takes %llu bytes, more "
+                                 "than queue '%.*s' holds at most (maxBytes "
+                                 "%llu)",
+                                 i, (unsigned long long)c, qlen, shown.ptr,
+                                 (unsigned long long)q.opts.max_bytes);
+                return;
+            }
+        }
+        http_reply_errno(req, rc, "push"); /* its bounds changed since */
+        return;
+    }
+    uint64_t cost = 0;
+    for (uint32_t i = 0; i < p->n; i++)
+        cost += msg_cost(p, i);
+    if (q.depth + p->n > q.opts.max_length)
+        http_reply_error(req, 429, "queue_full",
+                         "push: queue '%.*s' is full: it holds %llu messages, "
+                         "and %u more would pass its maxLength %llu",
+                         qlen, shown.ptr, (unsigned long long)q.depth, p->n,
+                         (unsigned long long)q.opts.max_length);
+    else
+        http_reply_error(req, 429, "queue_full",
+                         "push: queue '%.*s' is full: %u message%s of %llu "
+                         "bytes would pass its maxBytes %llu",
+                         qlen, shown.ptr, p->n, p->n == 1 ? "" : "s",
+                         (unsigned long long)cost,
+                         (unsigned long long)q.opts.max_bytes);
+}
+
 /* all_keyed - whether every message of p carries a key and queue has a
  * dedupe window: then a forward that times out may be sent again. */
 static int
@@ -205,7 +277,7 @@ push_keyed(struct worker *w, struct http_request *req, struct shm_name queue,
                         shm_now_ms(), ids, &dups, &replaced);
     if (rc != 0) {
         worker_tenant_refund(w, p->n); /* a refusal changes nothing */
-        http_reply_errno(req, rc, "push");
+        refused(w, req, queue, p, rc);
         goto out;
     }
     if (keyed)
@@ -265,7 +337,7 @@ worker_push(struct worker *w, struct http_request *req)
                   &first);
     if (rc != 0) {
         worker_tenant_refund(w, p.n); /* a refusal changes nothing */
-        http_reply_errno(req, rc, "push");
+        refused(w, req, queue, &p, rc);
         goto out;
     }
     reply_ids(w, req, part, p.n, first);

@@ -292,8 +292,6 @@ stream_open(struct stream *s, const struct stream_args *a)
     if ((rc = stream_watch_start(s)) != 0)
         return rc;
     if (!s->starting) {
-        stream_open_event(s);
-        worker_presence_stream_sync(s);
         if ((rc = stream_first_round(s, h, resume)) != 0)
             return rc;
     }

@@ -101,6 +101,7 @@ struct stream_watch {
                                         client's cursor) stood */
     struct stream_ents open;         /* where its open event stood */
     int reported;                    /* its open (a resume: recovered) came */
+    int opened, recovered;           /* which of the two came, either order */
     char *target;                    /* its subscribe's path and query */
     char *cursor;                    /* its Last-Event-ID, or NULL */
     struct http_client_stream *call; /* NULL: not (or no longer) out */
@@ -295,12 +296,13 @@ void stream_watch_stop(struct stream *s);
 /* ---- stream_read.c ------------------------------------------------- */
 
 /*
- * stream_first_round - at the open, before any event but `open` (or once
- * the watches of a resume have said what they resumed): the first read
- * of every subscription here up to horizon h (from, or a resume's
+ * stream_first_round - at the open, before any event (or once the
+ * watches of a resume have said what they resumed): the first read of
+ * every subscription here up to horizon h (from, or a resume's
  * positions), setting the waiter bits.  Appends `recovered` (a resume:
- * with what s gathered from its watches), what the watches relayed
- * meanwhile, and the messages.  0 or -errno (the stream is not opened).
+ * with what s gathered from its watches; SPEC §11: first), `open` and
+ * the presence sync, what the watches relayed meanwhile, and the
+ * messages.  0 or -errno (the stream is not opened).
  */
 int stream_first_round(struct stream *s, uint64_t h, int resume);
 

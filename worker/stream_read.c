@@ -412,6 +412,17 @@ pending(struct stream *s)
     http_buf_free(&s->pending);
 }
 
+/* opening - the open event and the presence sync that start a stream: on
+ * a resume after its recovered event, which SPEC §11 sends first (it has
+ * no id: a client that drops before open resumes from its old cursor
+ * again, and is told again what was missed). */
+static void
+opening(struct stream *s)
+{
+    stream_open_event(s);
+    worker_presence_stream_sync(s);
+}
+
 /* recovered - the recovered event of a resume, before its messages: this
  * node's and its watches'. */
 static void
@@ -455,8 +466,10 @@ tail_round(struct stream *s, struct round *rd)
         qsort(set->recs, set->nrecs, sizeof(*set->recs), rec_cmp);
     if (rd->resume)
         recovered(s);
-    if (rd->first)
+    if (rd->first) {
+        opening(s);
         pending(s);
+    }
     for (size_t k = 0; k < set->nrecs; k++) {
         const struct stream_rec *r = &set->recs[k];
         char id[HTTP_CURSOR_MAX + 1];
@@ -567,8 +580,10 @@ stream_first_round(struct stream *s, uint64_t h, int resume)
 
     for (size_t i = 0; i < s->nsubs; i++)
         s->subs[i].dirty = s->subs[i].watch < 0;
-    if (s->grouped)
+    if (s->grouped) {
+        opening(s);
         pending(s);
+    }
     rc = s->grouped ? group_round(s) : tail_round(s, &rd);
     s->started = 1;
     s->round_h = h;

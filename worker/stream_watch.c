@@ -317,8 +317,8 @@ watch_of_cursor(struct stream_watch *x, const struct http_sse_parsed *ev)
     }
 }
 
-/* start_now - every watch has said where it starts: the open event,
- * then (recovered, what they relayed meanwhile and) the first round here. */
+/* start_now - every watch has said where it starts: the first round here
+ * (stream_first_round: recovered, open, what they relayed meanwhile). */
 static void
 start_now(struct stream *s)
 {
@@ -329,8 +329,6 @@ start_now(struct stream *s)
     if (h < set->horizon)
         h = set->horizon;
     set->horizon = h;
-    stream_open_event(s);
-    worker_presence_stream_sync(s);
     if ((rc = stream_first_round(s, h, s->resume)) != 0) {
         log_error(-rc, "a stream's first read failed; the stream ends");
         stream_finish(s, STREAM_END_RETRY);
@@ -395,11 +393,16 @@ on_event(void *arg, const struct http_sse_parsed *ev)
         for (size_t i = 0; i < s->nsubs; i++)
             if (s->subs[i].watch == (int16_t)(x - s->watches))
                 s->subs[i].went_open = s->subs[i].went;
-        if (!s->resume || x->cursor == NULL) /* no recovered comes */
+        x->opened = 1;
+        /* no recovered comes, or it came first (SPEC §11; an owner
+         * of an older version sends it after open) */
+        if (!s->resume || x->cursor == NULL || x->recovered)
             reported(x);
     } else if (is(ev, "recovered")) {
         recovered_of(s, ev->data, ev->data_len);
-        reported(x);
+        x->recovered = 1;
+        if (x->opened) /* where it starts is known: the open came */
+            reported(x);
     } else if (is(ev, "error"))
         stream_finish(s, memmem(ev->data, ev->data_len, "token_expired", 13)
                              ? STREAM_END_EXPIRED

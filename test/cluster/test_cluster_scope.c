@@ -216,6 +216,39 @@ Test(cluster_scope, names_that_need_encoding_reach_the_peers_intact)
     itest_resp_free(&r);
 }
 
+Test(cluster_scope, a_delayed_message_shows_as_delayed_in_the_sum)
+{
+    struct itest_resp r;
+    int owner, other;
+
+    cl_wait_view(&c, CL_ALL);
+    owner = cl_owner("cd-dly", "P", CL_ALL);
+    other = (owner + 1) % CL_NODES;
+    /* pushed through a node that does not own P: forwarded to the owner */
+    long st = itest_post(&c.node[other], &r, "/api/v1/ephemeral/push",
+                         "{\"queue\":\"cd-dly\",\"partition\":\"P\","
+                         "\"messages\":[{\"payload\":1,\"delayMs\":60000}]}");
+    cr_assert_eq(st, 201, "%ld %s", st, r.body);
+    itest_resp_free(&r);
+
+    /* SPEC §13: until it is due it counts, and depth shows it as delayed;
+     * §5: the default scope is the cluster's */
+    cr_assert_eq(
+        itest_get(&c.node[other], &r, "/api/v1/ephemeral/queues/cd-dly/depth"),
+        200, "%s", r.body);
+    cr_expect_str_eq(itest_jstr(r.json, "scope"), "cluster", "%s", r.body);
+    cr_expect_eq(itest_jint(r.json, "pending"), 0, "%s", r.body);
+    cr_expect_eq(itest_jint(r.json, "delayed"), 1, "%s", r.body);
+    cr_expect_eq(partition_field(&r, "P", "delayed"), 1, "%s", r.body);
+    itest_resp_free(&r);
+    cr_assert_eq(itest_get(&c.node[owner], &r,
+                           "/api/v1/ephemeral/queues/cd-dly/depth?scope=node"),
+                 200, "%s", r.body);
+    cr_expect_eq(itest_jint(r.json, "delayed"), 1, "%s", r.body);
+    cr_expect_eq(partition_field(&r, "P", "delayed"), 1, "%s", r.body);
+    itest_resp_free(&r);
+}
+
 Test(cluster_scope, a_queue_no_node_holds_is_404)
 {
     struct itest_resp r;

@@ -173,3 +173,26 @@ Test(depth_merge, only_the_asked_nodes_share_of_the_queue_is_a_share)
                           65, "q", 1, "a"),
         HTTP_DEPTH_BAD, "a partition without a name");
 }
+
+Test(depth_merge, delayed_messages_add_up_per_partition_and_in_all)
+{
+    static const char x[] =
+        "{\"queue\":\"q\",\"node\":\"a\",\"group\":null,\"tier\":\"implicit\","
+        "\"pending\":0,\"delayed\":2,\"partitionsPending\":0,\"bytes\":20,"
+        "\"partitions\":[{\"partition\":\"P\",\"pending\":0,\"leased\":0,"
+        "\"waiting\":0,\"bytes\":20,\"oldestAgeMs\":0,\"delayed\":2}],"
+        "\"groups\":[]}";
+    static const char y[] =
+        "{\"queue\":\"q\",\"node\":\"b\",\"group\":null,\"tier\":\"implicit\","
+        "\"pending\":1,\"delayed\":1,\"partitionsPending\":1,\"bytes\":20,"
+        "\"partitions\":[{\"partition\":\"P\",\"pending\":1,\"leased\":0,"
+        "\"waiting\":0,\"bytes\":20,\"oldestAgeMs\":5,\"delayed\":1}],"
+        "\"groups\":[]}";
+    struct json_object *o = merge(x, y);
+
+    /* SPEC §13: a delayed message shows in depth as "delayed" */
+    cr_expect_eq(num(o, "delayed"), 3);
+    cr_expect_eq(num(entry(o, "partitions", 0), "delayed"), 3);
+    cr_expect_eq(num(o, "pending"), 1);
+    json_object_put(o);
+}

@@ -116,6 +116,20 @@ Test(http_parse_push, malformed_json_names_the_byte)
     push_fails("{\"queue\":5,\"messages\":[tru]}", "malformed JSON");
 }
 
+/* Raw bytes that are not UTF-8 make the body not JSON (RFC 8259 §8.1):
+ * malformed JSON, as any other, and the sentence names the field they are
+ * in (SPEC §2).  A lone surrogate escape is valid JSON and a bad name:
+ * that is invalid_name, judged later (test_names.c, worker). */
+Test(http_parse_push, invalid_utf8_in_a_name_names_the_field)
+{
+    push_fails("{\"queue\":\"a\xff"
+               "b\",\"messages\":[]}",
+               "malformed JSON at byte 11: invalid UTF-8 in field 'queue'");
+    push_fails("{\"queue\":\"q\",\"partition\":\"\xc0\xaf\","
+               "\"messages\":[]}",
+               "malformed JSON at byte 26: invalid UTF-8 in field 'partition'");
+}
+
 Test(http_parse_push, shape_errors_name_the_field)
 {
     push_fails("[]", "the body must be a JSON object");

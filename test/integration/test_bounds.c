@@ -133,8 +133,16 @@ Test(bounds, message_over_queue_max_bytes_is_413_and_keeps_no_part,
             strstr(big, "{\"payload\""));
     free(big);
     itest_req(&n, "POST", PUSH, body, &r);
-    itest_assert_error(&r, 413, "message_too_large", NULL,
+    itest_assert_error(&r, 413, "message_too_large", "maxBytes",
                        "a 100 KB message in a 64 KB queue");
+    /* SPEC §2: the sentence names the message (its index), the queue and
+     * the limit */
+    cr_expect(strstr(itest_jstr(r.json, "error"), "push: message 1 takes ") ==
+                  itest_jstr(r.json, "error"),
+              "%s", r.body);
+    cr_expect(strstr(itest_jstr(r.json, "error"),
+                     "than queue 'mtl' holds at most (maxBytes 65536)") != NULL,
+              "%s", r.body);
     itest_resp_free(&r);
     free(body);
     cr_assert_eq(itest_depth_pending(&n, "mtl", NULL), 1,
@@ -145,7 +153,12 @@ Test(bounds, message_over_queue_max_bytes_is_413_and_keeps_no_part,
     big = big_push("fresh", 1, 100 * 1024);
     itest_req(&n, "POST", PUSH, big, &r);
     free(big);
-    itest_assert_error(&r, 413, "message_too_large", NULL, "to a new queue");
+    itest_assert_error(&r, 413, "message_too_large", "maxBytes",
+                       "to a new queue");
+    cr_expect(strstr(itest_jstr(r.json, "error"), "push: message 0 takes ") !=
+                      NULL &&
+                  strstr(itest_jstr(r.json, "error"), "queue 'fresh'") != NULL,
+              "%s", r.body);
     itest_resp_free(&r);
     itest_get(&n, &r, "/api/v1/ephemeral/queues/fresh/depth");
     cr_assert_eq(r.status, 404, "a refused push made the queue: %s", r.body);
@@ -164,7 +177,13 @@ Test(bounds, push_past_queue_max_length_is_429_queue_full, .timeout = 60)
     cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
     itest_resp_free(&r);
     itest_push(&n, &r, "full", NULL, "[4,5,6]");
-    itest_assert_error(&r, 429, "queue_full", NULL, "3 + 3 messages into 5");
+    itest_assert_error(&r, 429, "queue_full", "maxLength",
+                       "3 + 3 messages into 5");
+    /* SPEC §2: the sentence names the queue and the bound, with its value */
+    cr_expect_str_eq(itest_jstr(r.json, "error"),
+                     "push: queue 'full' is full: it holds 3 messages, and 3 "
+                     "more would pass its maxLength 5",
+                     "%s", r.body);
     assert_retry_after(&r, "429");
     itest_resp_free(&r);
     cr_assert_eq(itest_depth_pending(&n, "full", NULL), 3,
@@ -173,7 +192,7 @@ Test(bounds, push_past_queue_max_length_is_429_queue_full, .timeout = 60)
     cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
     itest_resp_free(&r);
     itest_push(&n, &r, "full", NULL, "[6]");
-    itest_assert_error(&r, 429, "queue_full", NULL, "a sixth message");
+    itest_assert_error(&r, 429, "queue_full", "maxLength", "a sixth message");
     assert_retry_after(&r, "429");
     itest_resp_free(&r);
     after = metric(&n, "mayfly_push_total{result=\"rejected_full\"}");
@@ -207,7 +226,12 @@ Test(bounds, push_past_queue_max_bytes_is_429_queue_full, .timeout = 60)
         accepted++;
         cr_assert(accepted <= 6, "7 messages of 10 KB fit in 64 KB");
     }
-    itest_assert_error(&r, 429, "queue_full", NULL, "10 KB past 64 KB");
+    itest_assert_error(&r, 429, "queue_full", "maxBytes", "10 KB past 64 KB");
+    cr_expect(strstr(itest_jstr(r.json, "error"),
+                     "push: queue 'bytes' is full: 1 message of ") != NULL &&
+                  strstr(itest_jstr(r.json, "error"),
+                         " bytes would pass its maxBytes 65536") != NULL,
+              "%s", r.body);
     assert_retry_after(&r, "429");
     itest_resp_free(&r);
     cr_assert(accepted >= 1, "no 10 KB message fit in a 64 KB queue");

@@ -532,3 +532,35 @@ Test(term, clients_at_the_end_of_a_drain_are_answered_or_refused,
                 "refused",
                 answered, refused, CLIENTS);
 }
+
+Test(term, a_node_alone_logs_what_its_stop_lost, .timeout = 60)
+{
+    enum { N = 300 };
+    struct itest_node n;
+    struct itest_resp r;
+    char msgs[N * 16] = "", want[160];
+    int st;
+
+    itest_node_start(&n, NULL);
+    for (int k = 0; k < N; k++)
+        strcat(msgs, k ? ",{\"payload\":1}" : "{\"payload\":1}");
+    for (int p = 0; p < 3; p++) {
+        cr_assert_eq(itest_post(&n, &r, "/api/v1/ephemeral/push",
+                                "{\"queue\":\"alone\",\"partition\":\"p%d\","
+                                "\"messages\":[%s]}",
+                                p, msgs),
+                     201, "%s", r.body);
+        itest_resp_free(&r);
+    }
+    st = itest_node_stop(&n, 20000);
+    cr_assert_eq(st, 0, "SIGTERM: exit status %d", st);
+    /* SPEC §5: a graceful stop logs the line; with no peer nothing is
+     * handed over, and what it held is lost */
+    snprintf(want, sizeof(want),
+             "shutdown: ephemeral rings handed over rings=3 delivered=0 "
+             "lost=3 (messages delivered=0 lost=%d)",
+             3 * N);
+    if (!itest_node_log_contains(&n, want))
+        itest_node_log_tail(&n, 20);
+    cr_expect(itest_node_log_contains(&n, want), "no '%s' in the log", want);
+}
