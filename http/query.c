@@ -57,14 +57,15 @@ query_count(const char *raw, size_t n)
 }
 
 /* query_add - decode one "k=v" piece at mem[0..n) in place, index it
- * unless empty or a repeated key. */
+ * unless empty.  A repeated key is indexed again, after the first: a
+ * look-up reads the first, and a parameter that may be given several
+ * times (presence_events) walks q->args. */
 static int
 query_add(struct http_query *q, char *mem, size_t n)
 {
     char *eq = memchr(mem, '=', n);
     size_t kn = eq ? (size_t)(eq - mem) : n;
     long k, v;
-    unsigned i;
 
     if (n == 0)
         return 0;
@@ -73,10 +74,6 @@ query_add(struct http_query *q, char *mem, size_t n)
     k = http_pct_decode(mem, mem, kn, 1);
     if (k < 0 || v < 0)
         return -EINVAL;
-    for (i = 0; i < q->n; i++)
-        if (q->args[i].key_len == (size_t)k &&
-            memcmp(q->args[i].key, mem, (size_t)k) == 0)
-            return 0;
     q->args[q->n].key = mem;
     q->args[q->n].key_len = (size_t)k;
     q->args[q->n].val = eq ? eq + 1 : mem + k;

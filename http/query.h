@@ -37,7 +37,8 @@ long http_pct_decode(char *dst, const char *src, size_t n, int plus_space);
 
 /*
  * http_query_parse - split and decode raw "a=1&b=%20" (no '?', n bytes).
- * Empty pieces are skipped; duplicate keys keep the first.  On error
+ * Empty pieces are skipped; a repeated key is in q->args as often as it
+ * was given, in order (http_query_get reads the first).  On error
  * (-EINVAL bad escape, -ENOMEM) q is left empty; free it either way.
  */
 int http_query_parse(struct http_query *q, const char *raw, size_t n);
@@ -54,7 +55,8 @@ int http_query_check(const struct http_query *q, struct http_error *err);
 /* http_query_free - release q's memory; q is empty after. */
 void http_query_free(struct http_query *q);
 
-/* http_query_get - the decoded value of key (and its length), or NULL. */
+/* http_query_get - the decoded value of key's first occurrence (and its
+ * length), or NULL. */
 const char *http_query_get(const struct http_query *q, const char *key,
                            size_t *len);
 

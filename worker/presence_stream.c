@@ -317,7 +317,13 @@ worker_presence_stream_wanted(const struct http_query *q)
            http_query_get(q, "presence_events", NULL) != NULL;
 }
 
-/* worker_presence_stream_subs - see presence_stream.h. */
+/* SHOWN_MAX - at most this much of a refused channel's name goes into
+ * its 400 (the sentence has HTTP_ERROR_MSG_MAX bytes). */
+#define SHOWN_MAX 64
+
+/* worker_presence_stream_subs - see presence_stream.h.  Each repeated
+ * presence_events is one more subscription, in the query's order (the
+ * cursor's hash follows that order, as the watch's subs list keeps it). */
 int
 worker_presence_stream_subs(const struct http_query *q, struct stream_args *a,
                             unsigned max_subs, struct http_error *err)
@@ -329,13 +335,6 @@ worker_presence_stream_subs(const struct http_query *q, struct stream_args *a,
         more += strcmp(q->args[i].key, "presence_events") == 0;
     if (more == 0)
         return 0;
-    if (a->nsubs + more > max_subs) {
-        http_error_set(err, 400, BAD,
-                       "query parameters 'subs' and 'presence_events' list "
-                       "more than stream_max_subs (%u) subscriptions",
-                       max_subs);
-        return -EINVAL;
-    }
     if ((subs = realloc(a->subs, (a->nsubs + more) * sizeof(*subs))) == NULL) {
         http_error_set(err, 500, "internal", "out of memory");
         return -ENOMEM;
@@ -343,12 +342,15 @@ worker_presence_stream_subs(const struct http_query *q, struct stream_args *a,
     a->subs = subs;
     for (unsigned i = 0; i < q->n; i++) {
         const struct http_query_arg *v = &q->args[i];
+        int shown = (int)(v->val_len > SHOWN_MAX ? SHOWN_MAX : v->val_len);
         if (strcmp(v->key, "presence_events") != 0)
             continue;
         if (!http_name_valid(v->val, v->val_len)) {
             http_error_set(err, 400, "invalid_name",
-                           "query parameter 'presence_events' must be 1-512 "
-                           "bytes of UTF-8 without control characters");
+                           "query parameter 'presence_events' names channel "
+                           "'%.*s': a channel must be 1-512 bytes of UTF-8 "
+                           "without control characters",
+                           shown, v->val);
             return -EINVAL;
         }
         for (size_t k = 0; k < a->nsubs; k++)
@@ -357,10 +359,17 @@ worker_presence_stream_subs(const struct http_query *q, struct stream_args *a,
                 http_error_set(err, 400, BAD,
                                "query parameter 'presence_events' names "
                                "channel '%.*s' twice",
-                               (int)(v->val_len > 200 ? 200 : v->val_len),
-                               v->val);
+                               shown, v->val);
                 return -EINVAL;
             }
+        if (a->nsubs == max_subs) {
+            http_error_set(err, 400, BAD,
+                           "query parameter 'presence_events' names channel "
+                           "'%.*s' past stream_max_subs (%u) subscriptions "
+                           "(with 'queue' or 'subs')",
+                           shown, v->val, max_subs);
+            return -EINVAL;
+        }
         memset(&subs[a->nsubs], 0, sizeof(subs[a->nsubs]));
         subs[a->nsubs].queue = (struct shm_name){v->val, v->val_len};
         subs[a->nsubs].part = WORKER_PRES_PART;

@@ -3,8 +3,10 @@
  * queue and partition?, or subs (a JSON array of [queue] / [queue,
  * partition]); from (new by default for a stream), group?, and the cursor
  * of Last-Event-ID (or lastEventId, for clients that cannot set
- * headers).  Every refusal is a 400 naming the field; nothing else is
- * checked here (permissions, bounds of the node: stream.c).
+ * headers); presence_events, repeated for several channels, each one more
+ * subscription within max_subs (presence_stream.h).  Every refusal is a
+ * 400 naming the field; nothing else is checked here (permissions, bounds
+ * of the node: stream.c).
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -44,6 +44,25 @@ Test(http_query, decodes_keys_and_values)
     cr_assert_null(http_query_get(&q, "missing", NULL));
 }
 
+Test(http_query, a_repeated_key_is_kept_in_order)
+{
+    const char *want[] = {"roomA", "roomB", "room C"};
+    unsigned k = 0;
+
+    parse("presence_events=roomA&from=last&presence_events=roomB"
+          "&presence_events=room+C");
+    cr_assert_eq(q.n, 4);
+    cr_assert_str_eq(http_query_get(&q, "presence_events", NULL), "roomA");
+    for (unsigned i = 0; i < q.n; i++)
+        if (strcmp(q.args[i].key, "presence_events") == 0) {
+            cr_assert_lt(k, 3);
+            cr_assert_str_eq(q.args[i].val, want[k]);
+            cr_assert_eq(q.args[i].val_len, strlen(want[k]));
+            k++;
+        }
+    cr_assert_eq(k, 3);
+}
+
 Test(http_query, bad_escapes_are_refused)
 {
     struct http_query bad;
