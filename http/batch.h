@@ -36,6 +36,8 @@
 #define HTTP_BATCH_AUTHZ_MAX   8192u /* an Authorization value (a JWT) */
 /* The header of a body (version, count). */
 #define HTTP_BATCH_HEAD 8u
+/* An answer entry's bytes besides its body (status, retry, length). */
+#define HTTP_BATCH_ANSWER_FRAME 10u
 
 /* One client request. */
 struct http_batch_call {

@@ -395,15 +395,20 @@ send_batch(struct worker *w, struct co_owner *o, struct co_req **q, size_t n)
         .port = HTTP_CLIENT_PEER,
         .addr = o->addr,
         .target = COALESCE_TARGET,
+        .max_body = HTTP_BATCH_HEAD,
         .headers = headers,
         .nheaders = 2,
         .connect_timeout_ms = q[0]->connect_timeout_ms,
-        .max_body = HTTP_CLIENT_BODY_MAX * 4,
     };
 
     for (size_t i = 0; i < n && rc == 0; i++) {
         struct http_batch_call c = as_call(q[i]);
         rc = http_batch_add_call(&b->body, &c);
+        /* each answer may be as long as it could be alone (a pop's up to
+         * its own bound), so the call's bound is their sum, framing and
+         * all: one large answer must not fail the others' */
+        r.max_body += (q[i]->max_body ? q[i]->max_body : HTTP_CLIENT_BODY_MAX) +
+                      HTTP_BATCH_ANSWER_FRAME;
         if (q[i]->deadline < deadline)
             deadline = q[i]->deadline;
     }
