@@ -29,6 +29,7 @@
 #include <json-c/json.h>
 
 #include "test/cluster/suite.h"
+#include "test/integration/presence_list.h"
 #include "test/integration/sse.h"
 
 #define PRES "/api/v1/presence"
@@ -92,28 +93,12 @@ wait_count(int i, int64_t want, int timeout_ms)
     return n;
 }
 
-/* conns_of - member's connections in the listing through node i; -1 when
- * it is not listed, -2 when the node did not answer 200. */
+/* conns_of - member's connections in room's listing through node i
+ * (itest_member_conns). */
 static int64_t
 conns_of(int i, const char *member)
 {
-    struct itest_resp r = {0};
-    int64_t n = -1;
-
-    if (itest_get(&c.node[i], &r, PRES "/room") != 200) {
-        itest_resp_free(&r);
-        return -2;
-    }
-    for (int k = 0; k < itest_jlen(r.json, "members"); k++) {
-        char p[64];
-        snprintf(p, sizeof(p), "members.%d.member", k);
-        if (strcmp(itest_jstr(r.json, p), member) == 0) {
-            snprintf(p, sizeof(p), "members.%d.connections", k);
-            n = itest_jint(r.json, p);
-        }
-    }
-    itest_resp_free(&r);
-    return n;
+    return itest_member_conns(&c.node[i], "room", member);
 }
 
 /* wait_conns - until member has want connections through node i. */

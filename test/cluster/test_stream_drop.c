@@ -30,6 +30,7 @@
 #include <criterion/criterion.h>
 
 #include "test/cluster/ns_cluster.h"
+#include "test/integration/presence_list.h"
 #include "test/integration/sse.h"
 
 #define SUB  "/api/v1/ephemeral/subscribe"
@@ -92,27 +93,6 @@ start(void)
     }
 }
 
-/* member_conns - member's connections in the channel's listing, -1 when
- * it is not listed. */
-static int64_t
-member_conns(const char *channel, const char *member)
-{
-    struct itest_resp r = {0};
-    int64_t c = -1;
-
-    cr_assert_eq(itest_get(&N, &r, PRES "/%s", channel), 200);
-    for (int i = 0; i < itest_jlen(r.json, "members"); i++) {
-        char p[64];
-        snprintf(p, sizeof(p), "members.%d.member", i);
-        if (strcmp(itest_jstr(r.json, p), member) == 0) {
-            snprintf(p, sizeof(p), "members.%d.connections", i);
-            c = itest_jint(r.json, p);
-        }
-    }
-    itest_resp_free(&r);
-    return c;
-}
-
 /* drop - every packet of the connection from local port port to the
  * node, both ways, dropped in the switch. */
 static void
@@ -141,18 +121,18 @@ Test(stream_drop, a_silent_clients_member_leaves_within_the_bound)
     cr_assert_geq(sse_wait_events(a, 1, 5000), 1, "no open event");
     cr_assert_eq(a->status, 200);
     t0 = itest_now_ms() + 5000;
-    while (member_conns("room", "laptop") != 1 && itest_now_ms() < t0)
+    while (itest_member_conns(&N, "room", "laptop") != 1 && itest_now_ms() < t0)
         itest_sleep_ms(10);
-    cr_assert_eq(member_conns("room", "laptop"), 1);
+    cr_assert_eq(itest_member_conns(&N, "room", "laptop"), 1);
     cr_assert_eq(getsockname(a->fd, (struct sockaddr *)&me, &len), 0);
     drop(ntohs(me.sin_port));
     t0 = itest_now_ms();
     /* the node keeps sending keepalives nobody acknowledges */
-    while (member_conns("room", "laptop") != -1 &&
+    while (itest_member_conns(&N, "room", "laptop") != -1 &&
            itest_now_ms() < t0 + bound + 3000)
         itest_sleep_ms(20);
     left = itest_now_ms() - t0;
-    cr_assert_eq(member_conns("room", "laptop"), -1,
+    cr_assert_eq(itest_member_conns(&N, "room", "laptop"), -1,
                  "still listed %lld ms after the drop", (long long)left);
     cr_assert_leq(left, bound + 1000,
                   "left %lld ms after the drop (bound %lld)", (long long)left,

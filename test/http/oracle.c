@@ -133,6 +133,17 @@ rfc_number_bad_at(const char *p, const char *end)
     return bad;
 }
 
+/* why_is - why names reason, alone or followed by the field it was in
+ * (" in field 'queue'": the parsers name it, SPEC §2). */
+static int
+why_is(const char *why, const char *reason)
+{
+    size_t n = strlen(reason);
+
+    return strncmp(why, reason, n) == 0 &&
+           (why[n] == '\0' || strncmp(why + n, " in field '", 11) == 0);
+}
+
 /* oracle_gap_confirmed - the scanner rejected at off for why, json-c accepted:
  * allowed only where json-c is laxer than the RFC, checked here on the
  * bytes themselves. */
@@ -143,14 +154,14 @@ oracle_gap_confirmed(const char *doc, size_t n, size_t off, const char *why)
 
     if (off >= n)
         return 0;
-    if (strcmp(why, "control character in string") == 0)
+    if (why_is(why, "control character in string"))
         return (unsigned char)*p < 0x20;
-    if (strcmp(why, "invalid UTF-8") == 0)
+    if (why_is(why, "invalid UTF-8"))
         return !oracle_utf8_ok_at((const unsigned char *)p,
                                   (const unsigned char *)end);
-    if (strcmp(why, "invalid number") == 0)
+    if (why_is(why, "invalid number"))
         return rfc_number_bad_at(p, end);
-    if (strcmp(why, "expected a value") == 0)
+    if (why_is(why, "expected a value"))
         return (end - p >= 3 && memcmp(p, "NaN", 3) == 0) ||
                (end - p >= 8 && memcmp(p, "Infinity", 8) == 0);
     return 0;

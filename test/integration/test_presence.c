@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 
 #include "test/integration/node.h"
+#include "test/integration/presence_list.h"
 #include "test/integration/sse.h"
 #include "test/integration/tokens.h"
 
@@ -415,28 +416,6 @@ wait_event(struct sse_client *c, const char *action, const char *member,
     return presence_events(c, action, member) > 0;
 }
 
-/* member_conns - member's connections in the channel's listing, -1 when
- * it is not listed. */
-static int64_t
-member_conns(const struct itest_node *n, const char *channel,
-             const char *member)
-{
-    struct itest_resp r = {0};
-    int64_t c = -1;
-
-    cr_assert_eq(itest_get(n, &r, PRES "/%s", channel), 200);
-    for (int i = 0; i < itest_jlen(r.json, "members"); i++) {
-        char p[64];
-        snprintf(p, sizeof(p), "members.%d.member", i);
-        if (strcmp(itest_jstr(r.json, p), member) == 0) {
-            snprintf(p, sizeof(p), "members.%d.connections", i);
-            c = itest_jint(r.json, p);
-        }
-    }
-    itest_resp_free(&r);
-    return c;
-}
-
 /* wait_conns - until member has want connections (-1: gone), 5 s. */
 static void
 wait_conns(const struct itest_node *n, const char *channel, const char *member,
@@ -444,10 +423,11 @@ wait_conns(const struct itest_node *n, const char *channel, const char *member,
 {
     int64_t end = itest_now_ms() + 5000;
 
-    while (member_conns(n, channel, member) != want && itest_now_ms() < end)
+    while (itest_member_conns(n, channel, member) != want &&
+           itest_now_ms() < end)
         itest_sleep_ms(10);
-    cr_assert_eq(member_conns(n, channel, member), want, "%s in %s", member,
-                 channel);
+    cr_assert_eq(itest_member_conns(n, channel, member), want, "%s in %s",
+                 member, channel);
 }
 
 /* open_stream - a stream on path, its open event read. */

@@ -22,34 +22,13 @@
 #include <json-c/json.h>
 
 #include "test/integration/node.h"
+#include "test/integration/presence_list.h"
 #include "test/integration/sse.h"
 
 #define SUB  "/api/v1/ephemeral/subscribe"
 #define PRES "/api/v1/presence"
 
 TestSuite(stream_hangup, .timeout = 60);
-
-/* member_conns - member's connections in the channel's listing, -1 when
- * it is not listed. */
-static int64_t
-member_conns(const struct itest_node *n, const char *channel,
-             const char *member)
-{
-    struct itest_resp r = {0};
-    int64_t c = -1;
-
-    cr_assert_eq(itest_get(n, &r, PRES "/%s", channel), 200);
-    for (int i = 0; i < itest_jlen(r.json, "members"); i++) {
-        char p[64];
-        snprintf(p, sizeof(p), "members.%d.member", i);
-        if (strcmp(itest_jstr(r.json, p), member) == 0) {
-            snprintf(p, sizeof(p), "members.%d.connections", i);
-            c = itest_jint(r.json, p);
-        }
-    }
-    itest_resp_free(&r);
-    return c;
-}
 
 /* wait_conns - until member has want connections (-1: gone) or
  * timeout_ms pass; whether it came. */
@@ -59,9 +38,10 @@ wait_conns(const struct itest_node *n, const char *channel, const char *member,
 {
     int64_t end = itest_now_ms() + timeout_ms;
 
-    while (member_conns(n, channel, member) != want && itest_now_ms() < end)
+    while (itest_member_conns(n, channel, member) != want &&
+           itest_now_ms() < end)
         itest_sleep_ms(10);
-    return member_conns(n, channel, member) == want;
+    return itest_member_conns(n, channel, member) == want;
 }
 
 /* reset - close c's socket with a reset (SO_LINGER 0), as a crashed
