@@ -900,7 +900,7 @@ event_bytes(const struct shm_presence *p)
 /* shm_presence_leave - see presence.h. */
 int
 shm_presence_leave(struct shm_seg *seg, struct shm_name c, struct shm_name m,
-                   shm_pres_event_fn fn, void *arg)
+                   uint64_t now, shm_pres_event_fn fn, void *arg)
 {
     struct shm_presence *p = seg->presence;
     uint64_t ch_h = chan_hash(c);
@@ -917,7 +917,7 @@ shm_presence_leave(struct shm_seg *seg, struct shm_name c, struct shm_name m,
         return rc;
     }
     uint32_t ci = find_chan(p, c, ch_h), i = 0;
-    distrust(p, ci, shm_now_ms());
+    distrust(p, ci, now);
     if (ci != 0 && (i = find_member(p, ci, m, member_hash(ch_h, m))) != 0)
         take_leave(p, i, buf, &ev);
     shm_unlock(&p->lock);

@@ -168,10 +168,11 @@ int shm_presence_detach(struct shm_seg *seg, struct shm_name channel,
                         struct shm_name member, const char *node,
                         uint64_t grace_ms, uint64_t now);
 
-/* shm_presence_leave - member leaves now (a call's leave): LEAVE to fn,
- * then 1; 0 when it was not present; -ETIMEDOUT. */
+/* shm_presence_leave - member leaves at now (a call's leave): LEAVE to
+ * fn, then 1; 0 when it was not present; -ETIMEDOUT. */
 int shm_presence_leave(struct shm_seg *seg, struct shm_name channel,
-                       struct shm_name member, shm_pres_event_fn fn, void *arg);
+                       struct shm_name member, uint64_t now,
+                       shm_pres_event_fn fn, void *arg);
 
 /*
  * shm_presence_drop_node - node died (or its announcements stopped): its

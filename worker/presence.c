@@ -188,7 +188,7 @@ worker_presence_leave(struct worker *w, struct http_request *req)
     if (parse(w, req, 0, &p, &pn)) {
         rc = shm_presence_leave(w->seg, pn.name,
                                 (struct shm_name){p.member.ptr, p.member.len},
-                                worker_presence_event, w);
+                                shm_now_ms(), worker_presence_event, w);
         if (rc < 0) {
             worker_presence_refused(w, req, rc, 0);
         } else {

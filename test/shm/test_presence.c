@@ -84,10 +84,10 @@ Test(shm_presence, enter_update_renew_and_leave, .init = setup)
     cr_assert_eq(shm_presence_count(&seg, nm("room")), 1);
     cr_assert_eq(shm_presence_count(&seg, nm("other")), 1);
     cr_assert_eq(shm_presence_count(&seg, nm("none")), 0);
-    cr_assert_eq(shm_presence_leave(&seg, nm("room"), nm("ada"), record, NULL),
-                 1);
-    cr_assert_eq(shm_presence_leave(&seg, nm("room"), nm("ada"), record, NULL),
-                 0);
+    cr_assert_eq(
+        shm_presence_leave(&seg, nm("room"), nm("ada"), T0, record, NULL), 1);
+    cr_assert_eq(
+        shm_presence_leave(&seg, nm("room"), nm("ada"), T0, record, NULL), 0);
     cr_assert_str_eq(seen, "enter:ada:{\"a\":1}\nupdate:ada:{\"a\":2}\n"
                            "enter:ada:\nleave:ada:{\"a\":2}\n");
     cr_assert_eq(shm_presence_count(&seg, nm("room")), 0);
@@ -307,7 +307,7 @@ Test(shm_presence, a_holder_killed_anywhere_is_repaired, .init = setup)
                     shm_presence_detach(&seg, nm("c"), nm(m), "n1", 0, T0);
                     break;
                 default:
-                    shm_presence_leave(&seg, nm("c"), nm(m), NULL, NULL);
+                    shm_presence_leave(&seg, nm("c"), nm(m), T0, NULL, NULL);
                 }
                 if (i % 97 == 0)
                     shm_presence_expire(&seg, T0 + 20, 16, NULL, NULL);
@@ -316,7 +316,7 @@ Test(shm_presence, a_holder_killed_anywhere_is_repaired, .init = setup)
         fixture_kill_after(pid, 200000 + rand() % 2000000);
         check();
         cr_assert_geq(enter("c", "after", NULL, 1000, T0), 0);
-        shm_presence_leave(&seg, nm("c"), nm("after"), NULL, NULL);
+        shm_presence_leave(&seg, nm("c"), nm("after"), T0, NULL, NULL);
     }
     check();
 }

@@ -193,7 +193,7 @@ Test(shm_presence_move, a_frozen_table_refuses_writes_and_keeps_deadlines)
     cr_assert_eq(shm_presence_set(&from, nm(ROOM), nm("ada"), NULL, "n2/0", 0,
                                   GRACE, T0, NULL, NULL),
                  -ESHUTDOWN);
-    cr_assert_eq(shm_presence_leave(&from, nm(ROOM), nm("bot"), NULL, NULL),
+    cr_assert_eq(shm_presence_leave(&from, nm(ROOM), nm("bot"), T0, NULL, NULL),
                  -ESHUTDOWN);
     cr_assert_eq(shm_presence_import(&from, nm(ROOM), NULL, 0, GRACE, T0),
                  -ESHUTDOWN);
