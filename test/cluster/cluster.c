@@ -503,3 +503,15 @@ cl_part_depth(struct cl *c, int i, const char *queue, const char *part,
     itest_resp_free(&r);
     return v;
 }
+
+/* cl_incarnation - see cluster.h. */
+void
+cl_incarnation(struct cl *c, int i, char *out, size_t len)
+{
+    struct itest_resp r;
+
+    cr_assert_eq(itest_get(&c->node[i], &r, "/health"), 200, "%s", r.body);
+    snprintf(out, len, "%s", itest_jstr(r.json, "incarnation"));
+    cr_assert(out[0] != '\0', "%s", r.body);
+    itest_resp_free(&r);
+}

@@ -59,6 +59,10 @@ int cl_leader(struct cl *c, int timeout_ms);
 /* cl_alive - node i is running. */
 int cl_alive(const struct cl *c, int i);
 
+/* cl_incarnation - node i's incarnation as its /health gives it, into out
+ * (asserting it answers one). */
+void cl_incarnation(struct cl *c, int i, char *out, size_t len);
+
 /*
  * cl_owner - the index of the node that owns (queue, part) when the nodes
  * in live (a bit mask: bit i is node i, whose id is "n<i>") are the live

@@ -53,18 +53,6 @@ push_ok(int i, const char *queue, const char *part, const char *payloads,
     itest_resp_free(&r);
 }
 
-/* incarnation - node i's incarnation as /health gives it. */
-static void
-incarnation(int i, char *out, size_t len)
-{
-    struct itest_resp r;
-
-    cr_assert_eq(itest_get(&c.node[i], &r, "/health"), 200, "%s", r.body);
-    snprintf(out, len, "%s", itest_jstr(r.json, "incarnation"));
-    cr_assert(out[0] != '\0', "%s", r.body);
-    itest_resp_free(&r);
-}
-
 /* id_inc - the incarnation an id names (asserting its shape). */
 static void
 id_inc(const char *id, char *inc, size_t len)
@@ -148,7 +136,7 @@ Test(cluster_forward, pop_and_ack_through_nodes_that_do_not_own_it)
     cl_wait_view(&c, CL_ALL);
     cl_part_owned_by("fw-pop", 2, NPARTS, p, sizeof(p));
     o = 2, a = 0, b = 1;
-    incarnation(o, owner_inc, sizeof(owner_inc));
+    cl_incarnation(&c, o, owner_inc, sizeof(owner_inc));
 
     /* pushed through a, popped through b: neither owns it */
     push_ok(a, "fw-pop", p, "[{\"n\":1},{\"n\":2}]", NULL, 0);

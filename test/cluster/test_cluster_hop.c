@@ -326,18 +326,6 @@ parts_of(const char *queue, int o, int next, int n, char out[][16])
 
 /* ---- 1. pushes ---------------------------------------------------------- */
 
-/* incarnation - node i's incarnation, as /health gives it, into out. */
-static void
-incarnation(int i, char *out, size_t len)
-{
-    struct itest_resp r;
-
-    cr_assert_eq(itest_get(&c.node[i], &r, "/health"), 200, "%s", r.body);
-    snprintf(out, len, "%s", itest_jstr(r.json, "incarnation"));
-    cr_assert(out[0] != '\0', "%s", r.body);
-    itest_resp_free(&r);
-}
-
 /* stored_by - 1 when id names incarnation inc and partition part. */
 static int
 stored_by(const char *id, const char *inc, const char *part)
@@ -395,7 +383,7 @@ Test(cluster_hop, concurrent_pushes_through_a_non_owner_each_get_their_own_ids)
     int got = 0, want = 0, bad = 0;
 
     for (int i = 0; i < CL_NODES; i++)
-        incarnation(i, inc[i], sizeof(inc[i]));
+        cl_incarnation(&c, i, inc[i], sizeof(inc[i]));
     parts_of(PUSH_Q, 1, -1, NPARTS / 2, parts);
     parts_of(PUSH_Q, 2, -1, NPARTS / 2, parts + NPARTS / 2);
     memset(last_read, -1, sizeof(last_read));

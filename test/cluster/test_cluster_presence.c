@@ -244,13 +244,7 @@ close_many(void)
 static int64_t
 count_through(int i)
 {
-    struct itest_resp r = {0};
-    int64_t n = -1;
-
-    if (itest_get(&c.node[i], &r, PRES "/room?count=true") == 200)
-        n = itest_jint(r.json, "count");
-    itest_resp_free(&r);
-    return n;
+    return itest_presence_count(&c.node[i], "room");
 }
 
 /* wait_count - until the count through node i is want; how long it took

@@ -32,3 +32,16 @@ itest_member_conns(const struct itest_node *n, const char *channel,
     itest_resp_free(&r);
     return c;
 }
+
+/* itest_presence_count - see presence_list.h. */
+int64_t
+itest_presence_count(const struct itest_node *n, const char *channel)
+{
+    struct itest_resp r = {0};
+    int64_t c = -1;
+
+    if (itest_get(n, &r, "/api/v1/presence/%s?count=true", channel) == 200)
+        c = itest_jint(r.json, "count");
+    itest_resp_free(&r);
+    return c;
+}

@@ -15,4 +15,8 @@ struct itest_node;
 int64_t itest_member_conns(const struct itest_node *n, const char *channel,
                            const char *member);
 
+/* itest_presence_count - channel's member count at n (`count=true`); -1
+ * when n did not answer 200 (owners may be changing: ask again). */
+int64_t itest_presence_count(const struct itest_node *n, const char *channel);
+
 #endif
