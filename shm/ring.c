@@ -412,7 +412,10 @@ ring_superseded_end(struct shm_ring_ctx *c, uint32_t ref)
 }
 
 /* End lease l of s (after prev) as ring_lease_remove does; a superseded
- * message goes with the last lease of it (ring_superseded_end). */
+ * message goes with the last lease of it (ring_superseded_end).  Only a
+ * queue that conflates looks at the message (an ack otherwise touches
+ * none of its cells); one whose conflate was turned off since leaves it
+ * to the head's advance, which frees it once every cursor passed it. */
 static void
 ring_lease_end(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t prev,
                uint32_t l)
@@ -420,7 +423,8 @@ ring_lease_end(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t prev,
     uint32_t ref = shm_ring_lease(c->seg, l)->msg;
 
     ring_lease_remove(c, s, prev, l);
-    if (shm_ring_msg(c->seg, ref)->read == SHM_MSG_SUPERSEDED)
+    if ((c->q->opts.flags & SHM_QOPT_CONFLATE) &&
+        shm_ring_msg(c->seg, ref)->read == SHM_MSG_SUPERSEDED)
         ring_superseded_end(c, ref);
 }
 

@@ -357,6 +357,33 @@ Test(shm_conflate, a_stalled_group_holds_no_more_than_live_keys_and_leases)
     fixture_check(&seg);
 }
 
+Test(shm_conflate, the_bounds_net_out_only_what_leaves_at_once)
+{
+    declare(&seg, "q", 2);
+    cr_assert_eq(pop(&seg, "q", "back", 10, T0), 0);
+    cr_assert_eq(push1(&seg, "q", 1, 1, T0), 0);
+    cr_assert_eq(push1(&seg, "q", 2, 1, T0), 0);
+    cr_assert_eq(pop_as(&seg, "q", "active", 1, 0, T0), 1); /* 1:1 leased */
+    uint64_t s1 = fixture_popped(&sink, 0)->seq;
+    cr_assert_eq(pop(&seg, "q", "active", 1, T0), 1); /* 2:1 done */
+    /* 2:1 goes at once and makes room for 2:2 */
+    cr_assert_eq(push1(&seg, "q", 2, 2, T0), 1);
+    /* 1:1 would stay while it is out (as a leased message of one group
+     * stays and counts): a full queue refuses 1:2 */
+    int k = 1, v = 2;
+    uint32_t c;
+    cr_assert_eq(push(&seg, "q", &k, &v, 1, T0, &c), -ENOSPC);
+    cr_assert_eq(held(&seg, "q"), 2, "a refused push changes nothing");
+    cr_assert_eq(ack1(&seg, "q", "active", s1, 1, SHM_ACK_COMPLETED, T0),
+                 SHM_OUT_ACKED);
+    cr_assert_eq(held(&seg, "q"), 2, "back has still to read 1:1");
+    cr_assert_eq(push1(&seg, "q", 1, 2, T0), 1, "unleased: it makes room");
+    cr_assert_eq(pop(&seg, "q", "back", 10, T0), 2);
+    cr_assert_str_eq(payload(fixture_popped(&sink, 0)), "\"2:2\"");
+    cr_assert_str_eq(payload(fixture_popped(&sink, 1)), "\"1:2\"");
+    fixture_check(&seg);
+}
+
 Test(shm_conflate, a_tail_passes_a_superseded_message_over)
 {
     struct shm_tail_req r = {
