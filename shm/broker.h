@@ -81,9 +81,9 @@ int shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
  * push (a later message of the same batch is a duplicate too).  ids gets
  * n entries.  On a queue that conflates (SPEC §13), every message is
  * stored and a keyed one replaces the older messages of its key in the
- * partition that no group has read (ring.h, shm_ring_conflate_locked;
- * an earlier one of the same batch too), counted in *conflated; the
- * bounds count what stays.  Delayed messages wake nothing until they
+ * partition for every group that has not read them yet (ring.h,
+ * shm_ring_conflate_locked; an earlier one of the same batch too),
+ * counted once each in *conflated; the bounds count what stays.  Delayed messages wake nothing until they
  * become visible: the due heap brings the partition to the master's
  * maintenance then.
  */

@@ -362,6 +362,10 @@ check_msgs(struct check *k, uint32_t pi, struct shm_part *p)
         }
         if (reach(k, r, shm_cells_for(SHM_MSG_HDR + shm_msg_stored(m)), what))
             return -1;
+        if (m->read > SHM_MSG_SUPERSEDED ||
+            (m->read == SHM_MSG_SUPERSEDED && !shm_msg_keyed(m)))
+            broken(k, "message %llu of partition %u is marked %u",
+                   (unsigned long long)m->seq, pi, m->read);
         prev = m->seq;
         cost += shm_ring_msg_cost(shm_msg_stored(m));
         last = r;
@@ -434,6 +438,13 @@ check_leases(struct check *k, uint32_t pi, struct shm_part *p, struct shm_gs *s,
                    pi, (unsigned long long)L->seq);
         else if (!owed && !shm_ring_msg(k->seg, L->msg)->read)
             broken(k, "leased message %llu of partition %u is not marked read",
+                   (unsigned long long)L->seq, pi);
+        else if (shm_ring_msg(k->seg, L->msg)->read == SHM_MSG_SUPERSEDED &&
+                 L->state != SHM_LEASE_LEASED)
+            /* ring.c voids every other lease as it marks one superseded */
+            broken(k,
+                   "superseded message %llu of partition %u waits for a "
+                   "delivery",
                    (unsigned long long)L->seq, pi);
         if (L->state < SHM_LEASE_LEASED || L->state > SHM_LEASE_DELAYED)
             broken(k, "a lease in partition %u has state %u", pi, L->state);

@@ -129,6 +129,17 @@ take_index_locked(struct shm_ring_ctx *c, uint32_t ref, uint32_t n)
     return ref == 0 ? n : i;
 }
 
+/* Is message ref superseded (ring.h: a later one of its key replaced it
+ * while a group held it leased)?  Neither it nor its leases travel: every
+ * group passes it over and none gets it again, so the new owner's groups
+ * skip it by never seeing it, and it counts in the header's gone as any
+ * message not carried (a stream behind it missed it, as here). */
+static int
+take_superseded(struct shm_seg *seg, uint32_t ref)
+{
+    return shm_ring_msg(seg, ref)->read == SHM_MSG_SUPERSEDED;
+}
+
 /*
  * take_map_locked - mark in map (n bits) the messages the record carries:
  * those some group still needs.  A message below every group's cursor
@@ -137,7 +148,8 @@ take_index_locked(struct shm_ring_ctx *c, uint32_t ref, uint32_t n)
  * it would make a group the adoption cannot place read it again as new.
  * A message no group has read yet is kept: a group may still come for it.
  * When a group the queue knows has no state here, or none has, it may
- * still read anything: everything is kept.
+ * still read anything: everything is kept.  A superseded message is never
+ * kept (take_superseded).
  */
 static void
 take_map_locked(struct shm_ring_ctx *c, uint32_t n, unsigned char *map)
@@ -147,7 +159,12 @@ take_map_locked(struct shm_ring_ctx *c, uint32_t n, unsigned char *map)
 
     memset(map, 0, take_map_bytes(n));
     if (c->p->groups == 0 || c->p->ngs < atomic_load(&c->q->ngroups)) {
+        uint32_t i = 0;
         memset(map, 0xff, take_map_bytes(n));
+        for (uint32_t r = c->p->head; r != 0;
+             r = shm_ring_msg(seg, r)->next, i++)
+            if (take_superseded(seg, r))
+                map[i / 8] &= (unsigned char)~(1u << i % 8);
         return;
     }
     for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(seg, g)->next) {
@@ -160,7 +177,8 @@ take_map_locked(struct shm_ring_ctx *c, uint32_t n, unsigned char *map)
             struct shm_lease *L = shm_ring_lease(seg, l);
             for (; r != 0 && r != L->msg; idx++)
                 r = shm_ring_msg(seg, r)->next;
-            if (r != 0 && take_attempts(L, limit) != 0)
+            if (r != 0 && take_attempts(L, limit) != 0 &&
+                !take_superseded(seg, r))
                 map[idx / 8] |= (unsigned char)(1u << idx % 8);
         }
     }
@@ -168,7 +186,8 @@ take_map_locked(struct shm_ring_ctx *c, uint32_t n, unsigned char *map)
      * from=last group starts past messages it leaves for others). */
     uint32_t i = 0;
     for (uint32_t r = c->p->head; r != 0; r = shm_ring_msg(seg, r)->next, i++)
-        if (i >= min_cur || !shm_ring_msg(seg, r)->read)
+        if ((i >= min_cur || !shm_ring_msg(seg, r)->read) &&
+            !take_superseded(seg, r))
             map[i / 8] |= (unsigned char)(1u << i % 8);
 }
 
@@ -237,6 +256,8 @@ take_group_locked(struct shm_ring_ctx *c, uint32_t gs, const unsigned char *map,
             .delay_ms = L->state == SHM_LEASE_DELAYED && L->deadline > c->now
                             ? (uint32_t)(L->deadline - c->now)
                             : 0};
+        if (take_superseded(seg, L->msg))
+            continue; /* replaced: it would not come again there either */
         if (d.attempts == 0) {
             (*dropped)++;
             continue;

@@ -173,7 +173,9 @@ struct shm_ho_sink {
  * pops parked on it are woken (they find it empty and park again, or go to
  * the new owner).  A lease at the queue's retryLimit is not carried: its
  * next failure would drop it, so it is dropped here and counted as a
- * retry-limit drop.  Each leased message carried counts as a hand-over
+ * retry-limit drop.  A superseded message (ring.h, SHM_MSG_SUPERSEDED)
+ * is not carried, nor its leases: no group would read it again, there
+ * or here (counted as conflated when it was replaced).  Each leased message carried counts as a hand-over
  * redelivery.  w is a worker slot or SHM_STATS_MASTER.
  * Returns the messages taken (>= 0); -ENOENT when this node holds no such
  * queue or partition; -ENOMEM with out->need set, nothing changed, when

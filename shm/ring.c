@@ -28,6 +28,7 @@
 
 static void ring_wipe(struct shm_seg *seg, int w, struct shm_part *p);
 static void ring_dd_drop_head(struct shm_ring_ctx *c);
+static void ring_unlink(struct shm_ring_ctx *c, uint32_t prev, uint32_t ref);
 
 /* ring_set_cost - p's accounted bytes become cost (its lock held), and its
  * queue's tenant is charged the difference (tenants.h): the one place a
@@ -363,6 +364,77 @@ ring_leases_clear(struct shm_ring_ctx *c, struct shm_gs *s)
     s->due = UINT64_MAX;
 }
 
+/* Is message m (of seq m->seq) leased by some group, in any state?  A
+ * group's leases are all at or below its last, sorted. */
+static int
+ring_msg_leased(struct shm_ring_ctx *c, const struct shm_msg *m)
+{
+    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
+        const struct shm_gs *s = shm_ring_gs(c->seg, g);
+        if (m->seq > s->last)
+            continue;
+        for (uint32_t l = s->lhead; l != 0;) {
+            const struct shm_lease *L = shm_ring_lease(c->seg, l);
+            if (L->seq >= m->seq) {
+                if (L->seq == m->seq)
+                    return 1;
+                break;
+            }
+            l = L->next;
+        }
+    }
+    return 0;
+}
+
+/*
+ * ring_superseded_end - a lease of superseded message ref (SHM_MSG_
+ * SUPERSEDED) ended.  Once no group holds one, nothing will read it
+ * again (every cursor passes it over, and the lease holders' redeliveries
+ * were voided), so it leaves the list at once, as a message replaced
+ * unleased does (ring_unlink): its cells, count and bytes go now, not when
+ * the slowest group's cursor reaches it.  Its predecessor is found by a
+ * walk from the head: a lease ending on a superseded message is as rare
+ * as a replacement, and a queue that conflates holds few per key.
+ */
+static void
+ring_superseded_end(struct shm_ring_ctx *c, uint32_t ref)
+{
+    uint32_t prev = 0, r = c->p->head;
+
+    if (ring_msg_leased(c, shm_ring_msg(c->seg, ref)))
+        return;
+    while (r != 0 && r != ref) {
+        prev = r;
+        r = shm_ring_msg(c->seg, r)->next;
+    }
+    if (r == ref)
+        ring_unlink(c, prev, ref);
+}
+
+/* End lease l of s (after prev) as ring_lease_remove does; a superseded
+ * message goes with the last lease of it (ring_superseded_end).  Only a
+ * queue that conflates looks at the message (an ack otherwise touches
+ * none of its cells); one whose conflate was turned off since leaves it
+ * to the head's advance, which frees it once every cursor passed it. */
+static void
+ring_lease_end(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t prev,
+               uint32_t l)
+{
+    uint32_t ref = shm_ring_lease(c->seg, l)->msg;
+
+    ring_lease_remove(c, s, prev, l);
+    if ((c->q->opts.flags & SHM_QOPT_CONFLATE) &&
+        shm_ring_msg(c->seg, ref)->read == SHM_MSG_SUPERSEDED)
+        ring_superseded_end(c, ref);
+}
+
+/* Is lease L's message superseded (a later one of its key replaced it)? */
+static int
+ring_lease_superseded(struct shm_ring_ctx *c, const struct shm_lease *L)
+{
+    return shm_ring_msg(c->seg, L->msg)->read == SHM_MSG_SUPERSEDED;
+}
+
 /* shm_ring_gs_remove_locked - see ring.h. */
 void
 shm_ring_gs_remove_locked(struct shm_ring_ctx *c, uint32_t grp)
@@ -375,7 +447,11 @@ shm_ring_gs_remove_locked(struct shm_ring_ctx *c, uint32_t grp)
         return;
     uint32_t g = *link;
     struct shm_gs *s = shm_ring_gs(c->seg, g);
-    ring_leases_clear(c, s);
+    /* Each lease ends as an ack would end it: a superseded message this
+     * group alone held goes with it. */
+    while (s->lhead != 0)
+        ring_lease_end(c, s, 0, s->lhead);
+    s->due = UINT64_MAX;
     c->p->intent = g;
     *link = s->next;
     c->p->ngs--;
@@ -536,7 +612,7 @@ ring_drop_retry(struct shm_ring_ctx *c)
 static void
 ring_msg_expire(struct shm_ring_ctx *c, struct shm_msg *m)
 {
-    if (m->read == SHM_MSG_WITHDRAWN)
+    if (shm_msg_passed(m)) /* counted already (or conflated) */
         return;
     m->read = SHM_MSG_WITHDRAWN;
     shm_count(c->seg, c->w, SHM_C_DROP_TTL, 1);
@@ -560,6 +636,13 @@ ring_take_again(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t batch,
             L->deadline > c->now) {
             due = L->deadline < due ? L->deadline : due;
             prev = l;
+            l = next;
+            continue;
+        }
+        if (ring_lease_superseded(c, L)) {
+            /* Replaced since it went out (SPEC §13): the group reads the
+             * newer value instead, so it is never redelivered. */
+            ring_lease_end(c, s, prev, l);
             l = next;
             continue;
         }
@@ -700,9 +783,9 @@ shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
     while ((uint32_t)taken < batch && s->cursor != 0) {
         uint32_t ref = s->cursor;
         struct shm_msg *m = shm_ring_msg(c->seg, ref);
-        if (m->read != SHM_MSG_WITHDRAWN && shm_msg_expired(m, c->now))
+        if (!shm_msg_passed(m) && shm_msg_expired(m, c->now))
             ring_msg_expire(c, m);
-        if (m->read == SHM_MSG_WITHDRAWN) { /* its requester gave up */
+        if (shm_msg_passed(m)) { /* its requester gave up, or replaced */
             s->last = m->seq;
             s->cursor = m->next;
             continue;
@@ -749,13 +832,14 @@ shm_ring_peek_locked(struct shm_ring_ctx *c, uint32_t gs)
     if (s->due <= c->now)
         for (uint32_t l = s->lhead; l != 0;) {
             const struct shm_lease *L = shm_ring_lease(c->seg, l);
-            if (L->deadline <= c->now && L->attempts < limit)
+            if (L->deadline <= c->now && L->attempts < limit &&
+                !ring_lease_superseded(c, L))
                 return 1; /* expired, and another attempt is allowed */
             l = L->next;
         }
     for (uint32_t r = s->cursor; r != 0;) {
         const struct shm_msg *m = shm_ring_msg(c->seg, r);
-        if (m->read != SHM_MSG_WITHDRAWN && !shm_msg_hidden(m, c->now) &&
+        if (!shm_msg_passed(m) && !shm_msg_hidden(m, c->now) &&
             !shm_msg_expired(m, c->now))
             return 1;
         r = m->next;
@@ -795,7 +879,7 @@ ring_ack_upto(struct shm_ring_ctx *c, struct shm_gs *s, struct shm_ack *a)
         if (L->seq > a->seq)
             break;
         if (L->state == SHM_LEASE_LEASED) {
-            ring_lease_remove(c, s, prev, l);
+            ring_lease_end(c, s, prev, l);
             n++;
         } else {
             prev = l;
@@ -822,8 +906,16 @@ ring_ack_one(struct shm_ring_ctx *c, struct shm_gs *s, struct shm_ack *a)
     if (a->attempts != 0 && a->attempts != L->attempts)
         return SHM_OUT_STALE;
     if (a->status == SHM_ACK_COMPLETED) {
-        ring_lease_remove(c, s, prev, l);
+        ring_lease_end(c, s, prev, l);
         return SHM_OUT_ACKED;
+    }
+    if (ring_lease_superseded(c, L)) {
+        /* Failed or retry, but a later message of its key replaced it
+         * (SPEC §13): it will not come back, so the lease ends as a drop
+         * at the retry limit answers ("dropped"), counted as conflated
+         * once already, not as a retry drop. */
+        ring_lease_end(c, s, prev, l);
+        return SHM_OUT_ACKED_DROPPED;
     }
     if (L->attempts >= c->q->opts.retry_limit) {
         if (!ring_dead(c, L->msg, L->attempts, 0))
@@ -898,6 +990,10 @@ shm_ring_release_locked(struct shm_ring_ctx *c, uint32_t gs, uint64_t seq,
     struct shm_lease *L = shm_ring_lease(c->seg, l);
     if (L->state != SHM_LEASE_LEASED || L->attempts != attempts)
         return 0;
+    if (ring_lease_superseded(c, L)) { /* never again: nothing to wake */
+        ring_lease_end(c, s, prev, l);
+        return 0;
+    }
     L->state = SHM_LEASE_READY_SAME;
     ring_ready_mark(c, s);
     return 1;
@@ -980,13 +1076,15 @@ ring_drop_head(struct shm_ring_ctx *c)
 {
     uint32_t h = c->p->head;
     uint64_t seq = shm_ring_msg(c->seg, h)->seq;
+    /* a group would have passed a superseded one over: no skip */
+    int lost = shm_ring_msg(c->seg, h)->read != SHM_MSG_SUPERSEDED;
 
     for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
         struct shm_gs *s = shm_ring_gs(c->seg, g);
         if (s->cursor == h) {
             s->last = seq;
             s->cursor = shm_ring_msg(c->seg, h)->next;
-            s->skipped++;
+            s->skipped += (uint64_t)lost;
         }
         while (s->lhead != 0 && shm_ring_lease(c->seg, s->lhead)->seq <= seq)
             ring_lease_remove(c, s, 0, s->lhead);
@@ -1022,7 +1120,7 @@ ring_held(struct shm_ring_ctx *c, uint32_t ref, uint32_t *attempts)
     int held = m->read == 0;
 
     *attempts = 0;
-    if (m->read == SHM_MSG_WITHDRAWN)
+    if (shm_msg_passed(m))
         return 0;
     for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
         const struct shm_gs *s = shm_ring_gs(c->seg, g);
@@ -1056,8 +1154,9 @@ shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s)
         if (!shm_msg_expired(m, c->now) &&
             (ttl == 0 || shm_msg_at(m) + ttl > c->now))
             break;
-        if (m->read == SHM_MSG_WITHDRAWN && shm_msg_ttl(m) != 0) {
-            ring_drop_head(c); /* counted when it expired */
+        if ((m->read == SHM_MSG_WITHDRAWN && shm_msg_ttl(m) != 0) ||
+            m->read == SHM_MSG_SUPERSEDED) {
+            ring_drop_head(c); /* counted when it expired, or conflated */
             continue;
         }
         if (ring_held(c, c->p->head, &att) &&
@@ -1126,6 +1225,8 @@ shm_ring_expire_locked(struct shm_ring_ctx *c, uint32_t retry_limit)
                 if (timed && L->deadline < s->due)
                     s->due = L->deadline;
                 prev = l;
+            } else if (ring_lease_superseded(c, L)) {
+                ring_lease_end(c, s, prev, l); /* replaced: never again */
             } else if (L->state == SHM_LEASE_DELAYED) {
                 L->state = SHM_LEASE_READY_INC; /* its delay is over */
                 s->nready++;
@@ -1211,44 +1312,26 @@ shm_ring_keys_find(const struct shm_ring_keys *k, uint64_t hash)
 
 /*
  * ring_unread - is message m unread, so it may leave the middle of the list
- * (a later one of its key takes its place, an adopt finds it stored
- * twice, or its request is withdrawn)?  "Not read yet" (SPEC §13) is the message's, whatever the groups: no group
- * has had it (read 0) and none owes it (a lease: a first delivery an adopt
- * owes it, or, for a message pushed with a delay, the DELAYED lease a
- * group takes when its cursor passes it: such a message is never
- * replaced).  So with several groups, one that read it keeps it there
- * for the others, who read the old value and then the new: a message
- * leaves the middle of the list only while nothing refers to it.  A
- * group's leases are all at or below its last, so only a group whose
- * cursor passed m unread (from=new or last) is searched.
+ * at once however the groups stand (an adopt finds it stored twice, or its
+ * request is withdrawn)?  No group has had it (read 0) and none owes it (a
+ * lease: a first delivery an adopt owes it, or, for a message pushed with
+ * a delay, the DELAYED lease a group takes when its cursor passes it).
  */
 static int
 ring_unread(struct shm_ring_ctx *c, const struct shm_msg *m)
 {
-    if (m->read != 0 || (m->enq_ms & SHM_MSG_DELAYED))
-        return 0;
-    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
-        const struct shm_gs *s = shm_ring_gs(c->seg, g);
-        if (m->seq > s->last)
-            continue;
-        for (uint32_t l = s->lhead; l != 0;
-             l = shm_ring_lease(c->seg, l)->next) {
-            const struct shm_lease *L = shm_ring_lease(c->seg, l);
-            if (L->seq == m->seq)
-                return 0;
-            if (L->seq > m->seq)
-                break;
-        }
-    }
-    return 1;
+    return m->read == 0 && !(m->enq_ms & SHM_MSG_DELAYED) &&
+           !ring_msg_leased(c, m);
 }
 
 /* ring_replaceable - may keyed message m give way to a later one of its
- * key?  Only while it is unread (ring_unread). */
+ * key?  Keyed, not pushed with a delay (never replaced: DESIGN.md §4b),
+ * and not passed over already (replaced, withdrawn, expired). */
 static int
-ring_replaceable(struct shm_ring_ctx *c, const struct shm_msg *m)
+ring_replaceable(const struct shm_msg *m)
 {
-    return shm_msg_keyed(m) && ring_unread(c, m);
+    return shm_msg_keyed(m) && !(m->enq_ms & SHM_MSG_DELAYED) &&
+           !shm_msg_passed(m);
 }
 
 /*
@@ -1311,13 +1394,112 @@ ring_key_of(struct shm_ring_ctx *c, const struct shm_ring_keys *k, uint32_t ref)
     return shm_ring_keys_find(k, shm_ring_msg_key(c->seg, ref));
 }
 
+/*
+ * Conflation across groups (SPEC §13: "a consumer that comes back reads
+ * each key's newest value once").  Whether an older message of a key gives
+ * way is asked of each group, not of the message: with an `active` group
+ * that reads every message as it comes and a `back` group that is away,
+ * every message has been read by someone, yet `back` must read only each
+ * key's newest.  So a replaced message is gone for every group that has
+ * not had it, while a group that had it keeps what it holds:
+ *
+ * - a group whose cursor has not passed it (seq above its last), one
+ *   owed a first delivery of it (an adopt's lease of attempts 0), or a
+ *   group the queue knows with no state here yet, has not had it: it
+ *   never will (its cursor passes it over, or it is gone from the list);
+ * - a group that read it and is done (acked, autoAck) loses nothing;
+ * - a group that holds it out to a consumer (LEASED) keeps the lease: an
+ *   extend, a completed ack answer as before; a failed or retry ack, a
+ *   lease that runs out and a release end it without a redelivery (the
+ *   group reads the newer value, which is past its cursor); a lease
+ *   waiting for a redelivery (ready, or a retry's delay) is voided now.
+ *
+ * Memory: a replaced message no group holds leased leaves the list at
+ * once (ring_unlink, its cells freed: a message read by some groups and
+ * not by others may leave the middle as well as an unread one, since no
+ * lease names it and a cursor on it moves on); one still leased is marked
+ * SHM_MSG_SUPERSEDED, one store, and leaves with its last lease
+ * (ring_superseded_end).  The list, count and bytes hold it meanwhile, as
+ * they hold any message out to a consumer, so depth, maxLength, maxBytes
+ * and the node cap count what memory holds and what some group may still
+ * act on; a group's own pending skips it.  A tail (no group) passes it over
+ * too, and gone_seq is raised as for an unlinked one: a tail reads in
+ * sequence order, and the newer value comes later in it.  The hand-over
+ * carries neither a superseded message nor its leases (part_move.c): the
+ * new owner's groups would pass them over anyway.
+ *
+ * A message every group has had (all past it, none waiting) is left to
+ * the head's advance, as before, and one group alone holding a lease with
+ * nobody waiting keeps today's single-group behaviour: its redelivery
+ * comes (nothing is replaced for nobody).
+ */
+
+/* What the groups say of keyed message m, which a later one of its key
+ * replaces: *waiting, some group has not had it yet; *out, some group
+ * holds it leased out to a consumer.  A group's leases are all at or
+ * below its last, sorted. */
+static void
+ring_claims(struct shm_ring_ctx *c, const struct shm_msg *m, int *waiting,
+            int *out)
+{
+    *waiting = m->read == 0 || c->p->ngs < LOAD(c->q->ngroups);
+    *out = 0;
+    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
+        const struct shm_gs *s = shm_ring_gs(c->seg, g);
+        if (m->seq > s->last) {
+            *waiting = 1;
+            continue;
+        }
+        for (uint32_t l = s->lhead; l != 0;) {
+            const struct shm_lease *L = shm_ring_lease(c->seg, l);
+            if (L->seq >= m->seq) {
+                if (L->seq == m->seq && L->attempts == 0)
+                    *waiting = 1; /* a first delivery owed */
+                else if (L->seq == m->seq && L->state == SHM_LEASE_LEASED)
+                    *out = 1;
+                break;
+            }
+            l = L->next;
+        }
+    }
+}
+
+/* Void every lease of m that is not out to a consumer: a redelivery
+ * waiting (ready, or a retry's delay) or a first delivery owed.  Each is
+ * one published unlink (ring_lease_remove). */
+static void
+ring_claims_void(struct shm_ring_ctx *c, const struct shm_msg *m)
+{
+    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
+        struct shm_gs *s = shm_ring_gs(c->seg, g);
+        uint32_t prev = 0;
+        if (m->seq > s->last)
+            continue;
+        for (uint32_t l = s->lhead; l != 0;) {
+            const struct shm_lease *L = shm_ring_lease(c->seg, l);
+            if (L->seq >= m->seq) {
+                if (L->seq == m->seq && L->state != SHM_LEASE_LEASED)
+                    ring_lease_remove(c, s, prev, l);
+                break;
+            }
+            prev = l;
+            l = L->next;
+        }
+    }
+}
+
 /* shm_ring_conflate_locked - see ring.h.  Two walks: the last place of
- * each key (counted from 1), then the replacements, each one unlink. */
+ * each key (counted from 1), then the replacements: each an unlink, or
+ * its waiting leases voided and then the mark, one store (a holder killed
+ * before it leaves the message as it was, read by those still waiting:
+ * at-least-once; the checker's rule that a superseded message has only
+ * LEASED leases holds at every step). */
 uint32_t
 shm_ring_conflate_locked(struct shm_ring_ctx *c, const struct shm_ring_keys *k,
                          int count_only, uint64_t *cost)
 {
     uint32_t n = 0, i = 1, prev = 0, r, next, j;
+    int waiting, out;
 
     if (k->n == 0)
         return 0;
@@ -1328,18 +1510,34 @@ shm_ring_conflate_locked(struct shm_ring_ctx *c, const struct shm_ring_keys *k,
                 k->last[j] = i;
     }
     for (r = c->p->head, i = 1; r != 0; r = next, i++) {
-        const struct shm_msg *m = shm_ring_msg(c->seg, r);
+        struct shm_msg *m = shm_ring_msg(c->seg, r);
         next = m->next;
-        if (ring_replaceable(c, m) && (j = ring_key_of(c, k, r)) < k->n &&
-            (count_only || k->last[j] > i)) {
-            n++;
-            if (count_only) {
-                *cost += shm_ring_msg_cost(shm_msg_stored(m));
-            } else {
-                ring_unlink(c, prev, r);
-                continue;
-            }
+        if (!ring_replaceable(m) || (j = ring_key_of(c, k, r)) >= k->n ||
+            (!count_only && k->last[j] <= i)) {
+            prev = r;
+            continue;
         }
+        ring_claims(c, m, &waiting, &out);
+        if (!waiting) { /* every group had it: the advance frees it */
+            prev = r;
+            continue;
+        }
+        if (count_only) { /* only what leaves at once nets out of bounds */
+            if (!out) {
+                n++;
+                *cost += shm_ring_msg_cost(shm_msg_stored(m));
+            }
+            prev = r;
+            continue;
+        }
+        n++;
+        ring_claims_void(c, m);
+        if (!out) {
+            ring_unlink(c, prev, r);
+            continue;
+        }
+        ring_gone(c->p, m); /* a tail behind it misses it, as an unlink */
+        m->read = SHM_MSG_SUPERSEDED;
         prev = r;
     }
     if (!count_only && n > 0)
@@ -1507,7 +1705,10 @@ shm_ring_depth_locked(struct shm_ring_ctx *c, uint32_t gs,
     }
     struct shm_gs *s = shm_ring_gs(c->seg, gs);
     for (uint32_t r = s->cursor; r != 0; r = shm_ring_msg(c->seg, r)->next) {
-        if (shm_msg_hidden(shm_ring_msg(c->seg, r), c->now))
+        const struct shm_msg *m = shm_ring_msg(c->seg, r);
+        if (m->read == SHM_MSG_SUPERSEDED)
+            continue; /* it will pass it over */
+        if (shm_msg_hidden(m, c->now))
             out->delayed++;
         else
             out->pending++;
@@ -1615,8 +1816,8 @@ ring_repair_gs(struct shm_seg *seg, struct shm_part *p, struct shm_gs *s,
         if (l == p->intent)
             *intent_seen = 1;
         prev = L->seq;
-        if (L->attempts != 0)
-            shm_ring_msg(seg, L->msg)->read = 1;
+        if (L->attempts != 0 && shm_ring_msg(seg, L->msg)->read == 0)
+            shm_ring_msg(seg, L->msg)->read = 1; /* not passed over */
         ready +=
             L->state == SHM_LEASE_READY_INC || L->state == SHM_LEASE_READY_SAME;
         delayed += L->state == SHM_LEASE_DELAYED;

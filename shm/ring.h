@@ -40,9 +40,13 @@
  *                          shm_msg_hidden)
  *    24     4  next     pusher (link)          partition lock
  *    28     2  read     first delivery,        partition lock (1: some
- *                          withdrawal            group has read it;
- *                                                SHM_MSG_WITHDRAWN: its
- *                                                request gave up unread)
+ *                          withdrawal,           group has read it;
+ *                          conflation            SHM_MSG_WITHDRAWN: its
+ *                                                request gave up unread;
+ *                                                SHM_MSG_SUPERSEDED: a
+ *                                                later one of its key
+ *                                                replaced it, and a lease
+ *                                                still holds it)
  *    30     2  reply_len pusher, before link   immutable once linked
  * The data follows at data offset SHM_MSG_HDR (cell offset 32): reply_len
  * bytes of replyTo (a request's inbox, SPEC §9), then the payload as sent;
@@ -52,7 +56,9 @@
  * (shm_msg_stored).  A message no group has read stays, whatever the
  * groups' positions; a request withdrawn unread leaves the list at once
  * (shm_ring_withdraw_locked), and one marked SHM_MSG_WITHDRAWN (past its
- * own ttl, or a request a lease still owed) is passed over by every group.
+ * own ttl, or a request a lease still owed) or SHM_MSG_SUPERSEDED (a
+ * later message of its key replaced it while a group held it leased) is
+ * passed over by every group (shm_msg_passed).
  */
 struct shm_msg {
     uint32_t chain;
@@ -70,6 +76,20 @@ _Static_assert(offsetof(struct shm_msg, reply_len) == 30, "shm_msg layout");
     2 /* shm_msg.read: a message past its own ttl, or a
                              * request withdrawn unread that a lease still
                              * owed (passed over) */
+#define SHM_MSG_SUPERSEDED                                                     \
+    3 /* shm_msg.read: a later message of its key replaced it
+       * (SPEC §13) while a group held it leased: passed over by
+       * every group and tail, never delivered again, its leases
+       * only LEASED ones, and it leaves the list as the last of
+       * them ends (shm_ring_conflate_locked) */
+
+/* shm_msg_passed - does every group's cursor, and every tail, pass m over
+ * (SHM_MSG_WITHDRAWN or SHM_MSG_SUPERSEDED)? */
+static inline int
+shm_msg_passed(const struct shm_msg *m)
+{
+    return m->read >= SHM_MSG_WITHDRAWN;
+}
 
 /* enq_ms packs a time, whether the message is keyed, its own ttl and
  * whether it was delayed (SPEC §13): 43 bits of ms of CLOCK_MONOTONIC
@@ -447,7 +467,7 @@ void shm_ring_dd_append_locked(struct shm_ring_ctx *c, uint32_t d);
 
 /* shm_ring_dd_undo_locked - the window's key of hash (seen within
  * window_ms, pushed here: incarnation inc) and its message, if that is
- * still unread (no group has read it or owes it: conflation's rule),
+ * still unread (no group has read it or owes it: a withdrawal's rule),
  * both unlinked and freed.  1 if so, else 0 (nothing changes).  For an
  * adopt whose record carries the same key, first seen on the other node. */
 int shm_ring_dd_undo_locked(struct shm_ring_ctx *c, uint64_t hash,
@@ -471,14 +491,22 @@ struct shm_ring_keys {
 };
 
 /*
- * shm_ring_conflate_locked - with count_only, count (and add their bytes
- * to *cost) the messages a message of each key of k appended now would
- * replace; else replace: every replaceable message of a key of k that a
- * later message of the partition carries the same key as is unlinked and
- * freed (counted in SHM_C_CONFLATED), the later one keeping its place.
- * Replaceable: keyed, not pushed with a delay, read by no group and owed
- * to none (no lease: a message a group's cursor passed unread, as a
- * from=new group's, may still be replaced).  Returns how many.
+ * shm_ring_conflate_locked - replace (SPEC §13): every replaceable message
+ * of a key of k that a later message of the partition carries the same
+ * key as is replaced for every group that has not read it yet, the later
+ * one keeping its place, and counted once in SHM_C_CONFLATED.
+ * Replaceable: keyed, not pushed with a delay, not passed over already,
+ * and not yet had by some group: read by none, or not yet reached by a
+ * group's cursor, or owed a first delivery (an adopt's lease of attempts
+ * 0), or the queue knows a group with no state here.  One every group has had
+ * is left to the head's advance.  Replaced: each lease waiting for a
+ * redelivery of it is voided (the group reads the newer value anyway);
+ * then, when no group holds it leased, it is unlinked and freed at once;
+ * else it is marked SHM_MSG_SUPERSEDED and stays, passed over, until the
+ * last lease ends (ack, expiry, release), which unlinks it.  Returns how
+ * many were replaced.  With count_only nothing changes: it counts (and
+ * adds their bytes to *cost) only those a message of each key of k
+ * appended now would free at once: what a push's bounds may net out.
  */
 uint32_t shm_ring_conflate_locked(struct shm_ring_ctx *c,
                                   const struct shm_ring_keys *k, int count_only,

@@ -69,8 +69,11 @@ tail_copy(struct shm_ring_ctx *c, struct shm_ref pr,
         if (m->seq > req->upto)
             break;
         /* A tail reads in sequence order: a message still hidden by its
-         * delay (SPEC §13) is passed over for good (DESIGN.md §6). */
-        if (m->seq > req->after && m->read != SHM_MSG_WITHDRAWN &&
+         * delay (SPEC §13) is passed over for good (DESIGN.md §6), as one
+         * withdrawn or replaced by a later one of its key (superseded:
+         * still listed while a group holds it leased; gone_seq says a
+         * tail behind it missed it, as for one unlinked). */
+        if (m->seq > req->after && !shm_msg_passed(m) &&
             !shm_msg_hidden(m, c->now) && !shm_msg_expired(m, c->now)) {
             if (req->newest_only)
                 best = r;

@@ -4,7 +4,9 @@
  * owner (the option went through raft to every node), and a pop through
  * another non-owner gets each key's newest; a SIGTERM of the owner hands
  * the partition over with its messages' keys, so a push of a key at the
- * next owner replaces the message that came over.  Every wait polls a
+ * next owner replaces the message that came over; and what a group that
+ * is away skips (values another group leased, then replaced) stays
+ * skipped at the next owner, for both groups.  Every wait polls a
  * condition.
  */
 #include <stdio.h>
@@ -83,10 +85,12 @@ push_keys(int i, const char *queue, const char *part, int k0, int n, int v)
     return conflated;
 }
 
-/* pop_all - one pop of up to 100 through node i (group g, autoAck): how
- * many came; each key's v into v[key] (-1: none). */
+/* pop_as - one pop of up to 100 through node i for group (autoAck or a
+ * lease): how many came; each key's v into v[key] (-1: none; a key twice
+ * fails). */
 static int
-pop_all(int i, const char *queue, const char *part, int *v)
+pop_as(int i, const char *queue, const char *part, const char *group,
+       int auto_ack, int *v)
 {
     struct itest_resp r;
     char path[256];
@@ -94,9 +98,9 @@ pop_all(int i, const char *queue, const char *part, int *v)
     for (int k = 0; k < 10; k++)
         v[k] = -1;
     snprintf(path, sizeof(path),
-             "/api/v1/ephemeral/pop?queue=%s&partition=%s&group=g&batch=100&"
-             "autoAck=true",
-             queue, part);
+             "/api/v1/ephemeral/pop?queue=%s&partition=%s&group=%s&batch=100&"
+             "autoAck=%s",
+             queue, part, group, auto_ack ? "true" : "false");
     long st = retry(i, "GET", path, NULL, &r);
     cr_assert_eq(st, 200, "pop: %ld %s", st, r.body);
     int got = itest_jlen(r.json, "messages");
@@ -110,6 +114,13 @@ pop_all(int i, const char *queue, const char *part, int *v)
     }
     itest_resp_free(&r);
     return got;
+}
+
+/* pop_all - pop_as for group g with autoAck. */
+static int
+pop_all(int i, const char *queue, const char *part, int *v)
+{
+    return pop_as(i, queue, part, "g", 1, v);
 }
 
 Test(cluster_conflate, pushes_through_a_non_owner_conflate_at_the_owner)
@@ -151,4 +162,28 @@ Test(cluster_conflate, a_sigterm_hands_over_the_keys)
     cr_assert_eq(pop_all(0, queue, part, v), 5);
     for (int k = 0; k < 5; k++)
         cr_assert_eq(v[k], 200 + k, "key %d", k);
+}
+
+Test(cluster_conflate, what_a_group_away_skips_stays_skipped_after_a_sigterm)
+{
+    const char *queue = "cc-two";
+    char part[32];
+    int v[10], x = 1;
+
+    cl_wait_view(&c, CL_ALL);
+    declare(queue);
+    cl_part_owned_by(queue, x, 64, part, sizeof(part));
+    cr_assert_eq(pop_as(0, queue, part, "back", 1, v), 0); /* known, away */
+    cr_assert_eq(push_keys(0, queue, part, 0, 5, 100), 0);
+    cr_assert_eq(pop_as(2, queue, part, "active", 0, v), 5, "leased");
+    /* each replaced for back, while active holds the old value leased */
+    cr_assert_eq(push_keys(0, queue, part, 0, 5, 200), 5);
+    cr_assert_eq(cl_stop(&c, x, STOP_MS), 0, "node %d's exit", x);
+    cl_wait_view(&c, CL_ALL & ~(1u << x));
+    cr_assert_eq(pop_as(0, queue, part, "back", 1, v), 5, "each key once");
+    for (int k = 0; k < 5; k++)
+        cr_assert_eq(v[k], 200 + k, "back: key %d", k);
+    cr_assert_eq(pop_as(2, queue, part, "active", 1, v), 5);
+    for (int k = 0; k < 5; k++)
+        cr_assert_eq(v[k], 200 + k, "active: key %d, not the old again", k);
 }

@@ -3,7 +3,11 @@
  * with conflate, a message with a key replaces the older message of its
  * key that no group has read (the push answers "conflated"), so 1,000
  * pushes over 10 keys while nobody reads leave 10 messages, each key's
- * newest; a message some group read stays; one without a key never goes;
+ * newest; with two groups, one that reads every value as it comes and one
+ * that is away, the one that comes back reads each key's newest once, and
+ * a lease the first holds on a replaced message acks as it did but is
+ * never delivered again; a message one group alone read stays; one
+ * without a key never goes;
  * mayfly_conflated_total counts; configure refuses a conflate that is not
  * a boolean, or beside dedupeSeconds, naming it; the option shows in
  * configure's answer and the listing; the live segment check passes.
@@ -144,6 +148,66 @@ Test(conflate, a_key_a_group_read_is_not_replaced)
     cr_assert_eq(push_key("read", 1, 4), 1);
     cr_assert_eq(pop(&r, "queue=read&group=g&batch=10"), 1);
     cr_assert_eq(itest_jint(r.json, "messages.0.payload.v"), 4, "%s", r.body);
+    itest_resp_free(&r);
+    segment_sound();
+}
+
+Test(conflate, a_group_away_reads_each_keys_newest_once)
+{
+    struct itest_resp r;
+
+    configure("two", "\"conflate\":true");
+    cr_assert_eq(pop(&r, "queue=two&group=back&autoAck=true"), 0);
+    itest_resp_free(&r); /* back is known, and away */
+    for (int v = 1; v <= 3; v++) {
+        cr_assert_eq(push_key("two", 1, v), v > 1,
+                     "v %d replaces what back has not read", v);
+        cr_assert_eq(push_key("two", 2, 10 + v), v > 1);
+        cr_assert_eq(pop(&r, "queue=two&group=active&autoAck=true&batch=10"), 2,
+                     "active reads every value: %s", r.body);
+        itest_resp_free(&r);
+    }
+    cr_assert_eq(itest_depth_pending(&n, "two", "back"), 2);
+    cr_assert_eq(pop(&r, "queue=two&group=back&autoAck=true&batch=10"), 2,
+                 "each key's newest once: %s", r.body);
+    cr_assert_eq(itest_jint(r.json, "messages.0.payload.k"), 1, "%s", r.body);
+    cr_assert_eq(itest_jint(r.json, "messages.0.payload.v"), 3, "%s", r.body);
+    cr_assert_eq(itest_jint(r.json, "messages.1.payload.k"), 2, "%s", r.body);
+    cr_assert_eq(itest_jint(r.json, "messages.1.payload.v"), 13, "%s", r.body);
+    itest_resp_free(&r);
+    cr_assert_eq(itest_depth_pending(&n, "two", NULL), 0, "both are done");
+    segment_sound();
+}
+
+Test(conflate, a_lease_on_a_replaced_message_acks_and_never_comes_back)
+{
+    struct itest_resp r, a;
+    char id[256];
+
+    configure("lease", "\"conflate\":true");
+    cr_assert_eq(pop(&r, "queue=lease&group=back"), 0);
+    itest_resp_free(&r);
+    cr_assert_eq(push_key("lease", 1, 1), 0);
+    cr_assert_eq(pop(&r, "queue=lease&group=active"), 1); /* leased */
+    snprintf(id, sizeof(id), "%s", itest_jstr(r.json, "messages.0.id"));
+    itest_resp_free(&r);
+    cr_assert_eq(push_key("lease", 1, 2), 1, "replaced for back");
+    cr_assert_eq(pop(&r, "queue=lease&group=back&autoAck=true&batch=10"), 1);
+    cr_assert_eq(itest_jint(r.json, "messages.0.payload.v"), 2, "%s", r.body);
+    itest_resp_free(&r);
+    /* active's retry: the message will not come back, and it says so */
+    itest_post(&n, &a, "/api/v1/ephemeral/ack",
+               "{\"queue\":\"lease\",\"group\":\"active\",\"acks\":[{"
+               "\"id\":\"%s\",\"attempts\":1,\"status\":\"retry\"}]}",
+               id);
+    cr_assert_eq(a.status, 200, "%s", a.body);
+    cr_assert_str_eq(itest_jstr(a.json, "results.0.outcome"), "acked", "%s",
+                     a.body);
+    cr_assert_eq(itest_jbool(a.json, "results.0.dropped"), 1, "%s", a.body);
+    itest_resp_free(&a);
+    cr_assert_eq(pop(&r, "queue=lease&group=active&batch=10"), 1);
+    cr_assert_eq(itest_jint(r.json, "messages.0.payload.v"), 2,
+                 "the new value, not the old again: %s", r.body);
     itest_resp_free(&r);
     segment_sound();
 }
