@@ -31,12 +31,17 @@ void http_error_vset(struct http_error *err, unsigned status, const char *code,
 
 /*
  * http_error_from_errno - fill err from a -errno result, through the table:
- *   -ENOSPC    429 queue_full            -ENOBUFS   503 ephemeral_unavailable
- *   -EMSGSIZE  413 message_too_large     -ENOENT    404
- * ephemeral_queue_not_found -EOVERFLOW 503 ephemeral_unavailable -EINVAL    400
- * ephemeral_bad_request -E2BIG     413 payload_too_large     -ESHUTDOWN 503
- * draining anything else                        500 internal The sentence is
- * "<what>: <reason>" (what may be NULL: reason alone).
+ *   -ENOSPC     429 queue_full
+ *   -ENOBUFS    503 ephemeral_unavailable
+ *   -EMSGSIZE   413 message_too_large
+ *   -EFBIG      413 batch_too_large (more than a bound can ever hold)
+ *   -ENOENT     404 ephemeral_queue_not_found
+ *   -EOVERFLOW  503 ephemeral_unavailable
+ *   -EINVAL     400 ephemeral_bad_request
+ *   -E2BIG      413 payload_too_large
+ *   -ESHUTDOWN  503 draining
+ *   anything else  500 internal
+ * The sentence is "<what>: <reason>" (what may be NULL: reason alone).
  */
 void http_error_from_errno(struct http_error *err, int neg_errno,
                            const char *what);

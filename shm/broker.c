@@ -53,9 +53,11 @@ push_stored(const struct shm_msg_in *msgs, const struct shm_msg_extra *kx,
 }
 
 /* Check n messages against their queue's bounds o: one larger than its
- * maxBytes is -EMSGSIZE, more than it could ever hold together -ENOSPC
- * (less what the batch replaces of itself, cf), each counted as the
- * push's rejection.  *cost gets their bytes. */
+ * maxBytes is -EMSGSIZE; more than it could ever hold together (less what
+ * the batch replaces of itself, cf) is -EFBIG under policy reject, while
+ * dropOldest keeps their newest (push_link); more than the node's memory
+ * holds for pushes -EFBIG too.  Each is counted as the push's rejection.
+ * *cost gets their bytes. */
 static int
 push_check(struct shm_seg *seg, int w, const struct shm_qopts *o,
            const struct shm_msg_in *msgs, const struct shm_msg_extra *kx,
@@ -70,9 +72,12 @@ push_check(struct shm_seg *seg, int w, const struct shm_qopts *o,
         }
         *cost += c;
     }
-    if (n - cf->self > o->max_length || *cost - cf->self_cost > o->max_bytes) {
-        shm_count(seg, w, SHM_C_PUSH_REJECTED_FULL, 1);
-        return -ENOSPC;
+    if ((o->policy != SHM_POLICY_DROP_OLDEST &&
+         (n - cf->self > o->max_length ||
+          *cost - cf->self_cost > o->max_bytes)) ||
+        *cost > shm_push_cap(seg)) {
+        shm_count(seg, w, SHM_C_PUSH_REJECTED_TOO_LARGE, 1);
+        return -EFBIG;
     }
     return 0;
 }
@@ -359,8 +364,37 @@ push_over_net(struct shm_ring_ctx *c, struct shm_ref qr,
     push_over(c->seg, qr, o, n, cost, olen, obytes);
 }
 
+/* How far past the bounds o a batch of n messages of cost bytes (net of
+ * what it replaces of itself, cf) would be on its own: what dropOldest
+ * takes of the batch itself, its oldest first, once nothing older is
+ * left. */
+static void
+push_over_self(const struct shm_qopts *o, const struct shm_conflate *cf,
+               uint32_t n, uint64_t cost, uint64_t *slen, uint64_t *sbytes)
+{
+    *slen = *sbytes = 0;
+    if (o->policy != SHM_POLICY_DROP_OLDEST)
+        return; /* push_check refused it */
+    if (cf != NULL) {
+        n -= cf->self;
+        cost -= cf->self_cost;
+    }
+    *slen = n > o->max_length ? n - o->max_length : 0;
+    *sbytes = cost > o->max_bytes ? cost - o->max_bytes : 0;
+}
+
+/* a - b, or 0 below it. */
+static uint64_t
+sat_sub(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : 0;
+}
+
 /* Link the allocated chains into (qr, part) within bounds, then, with cf,
- * replace what they replace (SPEC §13); -ENOSPC. */
+ * replace what they replace (SPEC §13); -ENOSPC.  Under dropOldest a
+ * batch larger than the bounds goes in once nothing older is held, and
+ * its own oldest messages go then as any others would (SPEC §4): the
+ * push answers every id, the newest stay. */
 static int
 push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
           uint32_t first, uint32_t last, uint32_t n, uint64_t cost,
@@ -373,7 +407,7 @@ push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
     struct shm_qopts o = q->opts;
     struct shm_ring_ctx c;
     struct shm_ref pr;
-    uint64_t kick = 0, olen, obytes;
+    uint64_t kick = 0, olen, obytes, slen, sbytes;
     int rc = -ESTALE;
 
     for (int t = 0; t < SHM_BROKER_TRIES; t++) {
@@ -408,16 +442,19 @@ push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
             return 0;
         }
         push_over_net(&c, qr, &o, cf, n, cost, &olen, &obytes);
-        if ((olen > 0 || obytes > 0) && o.policy == SHM_POLICY_DROP_OLDEST) {
+        push_over_self(&o, cf, n, cost, &slen, &sbytes);
+        if ((olen > slen || obytes > sbytes) &&
+            o.policy == SHM_POLICY_DROP_OLDEST) {
             evict_locked(&c, UINT64_MAX, &olen, &obytes);
             if (cf != NULL) /* what it evicted may have been replaced */
                 push_over_net(&c, qr, &o, cf, n, cost, &olen, &obytes);
         }
-        if (olen > 0 || obytes > 0) {
+        if (olen > slen || obytes > sbytes) {
             shm_ring_unlock(c.p);
             if (o.policy != SHM_POLICY_DROP_OLDEST)
                 return -ENOSPC;
-            evict_others(seg, w, qr, pr.idx, olen, obytes, now);
+            evict_others(seg, w, qr, pr.idx, sat_sub(olen, slen),
+                         sat_sub(obytes, sbytes), now);
             rc = -ENOSPC;
             continue;
         }
@@ -430,6 +467,10 @@ push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
             keys_settle_locked(&c, k, total, *first_seq);
         if (cf != NULL)
             cf->done = shm_ring_conflate_locked(&c, &cf->keys, 0, NULL);
+        if (slen > 0 || sbytes > 0) { /* the batch's own oldest go */
+            push_over(seg, qr, &o, 0, 0, &olen, &obytes);
+            evict_locked(&c, UINT64_MAX, &olen, &obytes);
+        }
         shm_part_due_locked(seg, pr.idx, c.p, q);
         shm_waiters_post_locked(seg, qr, pr, &kick);
         shm_ring_unlock(c.p);

@@ -18,6 +18,8 @@
  *   -ENOSPC     queue full with policy reject       (429 queue_full)
  *   -ENOBUFS    node cap reached                    (503 ephemeral_unavailable)
  *   -EMSGSIZE   one message larger than the queue's maxBytes             (413)
+ *   -EFBIG      a batch larger than its queue may ever hold under policy
+ *               reject (maxLength, maxBytes), or than shm_push_cap     (413)
  *   -ENOENT     no such queue / partition / group
  *   -EOVERFLOW  a table is full (queues, partitions, groups per queue)
  */
@@ -68,10 +70,19 @@ struct shm_push_id {
  * On success *first_seq is the sequence of the first message; the others
  * follow consecutively.  Wakes parked pops of any worker (eventfd writes after
  * the partition lock is released).  n == 0 succeeds and pushes nothing.
+ * Past the queue's bounds, policy reject is -ENOSPC (-EFBIG when the batch
+ * alone is past them); dropOldest evicts the queue's oldest messages, and
+ * of a batch larger than the bounds its own oldest too (counted as any
+ * eviction): the push succeeds, the newest stay.
  */
 int shm_push(struct shm_seg *seg, int worker, struct shm_name queue,
              struct shm_name part, const struct shm_msg_in *msgs, uint32_t n,
              uint64_t now, uint64_t *first_seq);
+
+/* shm_push_cap - the bytes pushes may fill of this node's memory cap
+ * (max_bytes, less the reserve kept for leases: broker_steps.c); a batch
+ * that takes more is -EFBIG. */
+uint64_t shm_push_cap(struct shm_seg *seg);
 
 /*
  * shm_push_keyed - shm_push of messages that may carry a key, a delay or a

@@ -217,17 +217,24 @@ shm_part_due_locked(struct shm_seg *seg, uint32_t idx, const struct shm_part *p,
     shm_due_part(seg, idx, at);
 }
 
-/* shm_cap_room - see broker_int.h.  Pushes stop 1/32 of the node cap short
+/* shm_push_cap - see broker.h.  Pushes stop 1/32 of the node cap short
  * of it, so consumers of a full node can still lease (and then ack) what
  * it holds. */
-int
-shm_cap_room(struct shm_seg *seg, uint64_t cost)
+uint64_t
+shm_push_cap(struct shm_seg *seg)
 {
     uint64_t cap = shm_params_of(seg)->max_bytes;
 
+    return cap - cap / 32;
+}
+
+/* shm_cap_room - see broker_int.h. */
+int
+shm_cap_room(struct shm_seg *seg, uint64_t cost)
+{
     return shm_arena_used_bytes(seg) + shm_presence_bytes(seg->presence) +
-               cost + cap / 32 <=
-           cap;
+               cost <=
+           shm_push_cap(seg);
 }
 
 /* shm_chains_free - see broker_int.h. */

@@ -87,45 +87,67 @@ shm_tenants_bytes(const struct shm_tenants *t, uint32_t idx)
     return b > 0 ? (uint64_t)b : 0;
 }
 
-/* shm_tenants_take - see tenants.h.  A second is a window of its own: the
- * first push of a new second resets the count (a push racing with the
- * reset may go uncounted: the bound is a rate, not an exact sum). */
+#define NS_PER_MS 1000000ULL
+#define NS_PER_S  1000000000ULL
+
+/* A bucket of rate pushes as one time (GCRA): full_at is when it is full
+ * again, each push moves it 1/rate s later, and a push fits while
+ * full_at stays within a second of now, or when the bucket is full.  One
+ * word changed by CAS, so every worker of the node takes from the same
+ * bucket without a lock. */
+
+/* push_ns - the time n pushes take at rate a second. */
+static uint64_t
+push_ns(uint32_t n, uint32_t rate)
+{
+    return (uint64_t)n * NS_PER_S / rate;
+}
+
+/* shm_tenants_take - see tenants.h. */
 int
 shm_tenants_take(struct shm_tenants *t, uint32_t idx, uint32_t n, uint32_t rate,
-                 uint64_t now)
+                 uint64_t now, uint64_t *wait_ms)
 {
+    uint64_t at = now * NS_PER_MS, cost, full_at;
     struct shm_tenant *s;
-    uint64_t sec = now / 1000, was;
 
+    *wait_ms = 0;
     if (t == NULL || idx == 0 || idx >= SHM_TENANTS_MAX || rate == 0)
         return 0;
     s = &t->slot[idx];
-    was = atomic_load_explicit(&s->second, RELAXED);
-    if (was != sec && atomic_compare_exchange_strong(&s->second, &was, sec))
-        atomic_store_explicit(&s->pushed, 0, RELAXED);
-    if (atomic_fetch_add_explicit(&s->pushed, n, RELAXED) + n > rate) {
-        atomic_fetch_sub_explicit(&s->pushed, n, RELAXED);
-        return -EAGAIN;
+    cost = push_ns(n, rate);
+    full_at = atomic_load_explicit(&s->full_at, RELAXED);
+    for (;;) {
+        if (full_at > at && full_at + cost > at + NS_PER_S) {
+            /* It fits once the bucket holds n again, or is full when n
+             * is more than it holds. */
+            uint64_t ok =
+                full_at + (cost < NS_PER_S ? cost : NS_PER_S) - NS_PER_S;
+            *wait_ms = (ok - at + NS_PER_MS - 1) / NS_PER_MS;
+            return -EAGAIN;
+        }
+        if (atomic_compare_exchange_weak_explicit(
+                &s->full_at, &full_at, (full_at > at ? full_at : at) + cost,
+                RELAXED, RELAXED))
+            return 0;
     }
-    return 0;
 }
 
-/* shm_tenants_untake - see tenants.h.  The count never goes below 0: a
- * new second's reset may have come between take and untake. */
+/* shm_tenants_untake - see tenants.h.  Giving back moves full_at earlier;
+ * one before now is a full bucket (take starts from now). */
 void
 shm_tenants_untake(struct shm_tenants *t, uint32_t idx, uint32_t n,
-                   uint32_t rate, uint64_t now)
+                   uint32_t rate)
 {
     struct shm_tenant *s;
-    uint64_t was;
+    uint64_t cost, was;
 
     if (t == NULL || idx == 0 || idx >= SHM_TENANTS_MAX || rate == 0)
         return;
     s = &t->slot[idx];
-    if (atomic_load_explicit(&s->second, RELAXED) != now / 1000)
-        return;
-    was = atomic_load_explicit(&s->pushed, RELAXED);
-    while (
-        !atomic_compare_exchange_weak(&s->pushed, &was, was > n ? was - n : 0))
+    cost = push_ns(n, rate);
+    was = atomic_load_explicit(&s->full_at, RELAXED);
+    while (!atomic_compare_exchange_weak_explicit(
+        &s->full_at, &was, was > cost ? was - cost : 0, RELAXED, RELAXED))
         ;
 }

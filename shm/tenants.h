@@ -30,25 +30,25 @@
 
 /*
  * struct shm_tenant - one tenant's slot, 128 bytes.
- *   off  size  field   written by                        protected by
- *     0    72  name    the master, before n counts it    immutable once
- *                                                          published
- *    72     8  bytes   ring.c, as its partitions' bytes  atomic add
- *                        change (signed: a worker killed
- *                        between the two stores leaves it
- *                        off by that change: a batch, or
- *                        a wiped partition, until restart)
- *    80     8  second  the push that starts a second     atomic (CAS)
- *                        (shm_now_ms() / 1000)
- *    88     8  pushed  pushes accepted in that second    atomic add
- *    96    32  pad
+ *   off  size  field    written by                        protected by
+ *     0    72  name     the master, before n counts it    immutable once
+ *                                                           published
+ *    72     8  bytes    ring.c, as its partitions' bytes  atomic add
+ *                         change (signed: a worker killed
+ *                         between the two stores leaves it
+ *                         off by that change: a batch, or
+ *                         a wiped partition, until restart)
+ *    80     8  full_at  the pushes that take from or give  atomic (CAS)
+ *                         back to its rate's bucket: when
+ *                         the bucket is full again, in ns
+ *                         on shm_now_ms()'s clock (0: full)
+ *    88    40  pad
  */
 struct shm_tenant {
     char name[SHM_TENANT_NAME];
     _Atomic int64_t bytes;
-    _Atomic uint64_t second;
-    _Atomic uint64_t pushed;
-    uint64_t pad[4];
+    _Atomic uint64_t full_at;
+    uint64_t pad[5];
 };
 _Static_assert(sizeof(struct shm_tenant) == 128, "shm_tenant layout");
 
@@ -90,19 +90,24 @@ void shm_tenants_charge(struct shm_tenants *t, uint32_t idx, int64_t delta);
 uint64_t shm_tenants_bytes(const struct shm_tenants *t, uint32_t idx);
 
 /*
- * shm_tenants_take - count n pushes of slot idx against rate a second at
- * time now (ms).  0 when they fit (counted), -EAGAIN when the second's
- * pushes would pass rate (not counted).  rate 0 or idx 0: always 0.
+ * shm_tenants_take - take n pushes of slot idx from its rate's bucket at
+ * time now (ms): a bucket of rate pushes, refilled at rate a second.  0
+ * when they fit (taken); a batch larger than the bucket fits a full one
+ * and leaves it in debt, so pushes after it wait until the debt is paid
+ * back (a batch of any size can be pushed, at the rate on average).
+ * -EAGAIN when they do not fit now (nothing taken), with *wait_ms the
+ * time until they would.  rate 0 or idx 0: always 0.
  */
 int shm_tenants_take(struct shm_tenants *t, uint32_t idx, uint32_t n,
-                     uint32_t rate, uint64_t now);
+                     uint32_t rate, uint64_t now, uint64_t *wait_ms);
 
 /*
- * shm_tenants_untake - give back n pushes shm_tenants_take() counted at
- * time now that were refused after all (the queue was full): a refusal
- * changes nothing.  Nothing when the second has turned since.
+ * shm_tenants_untake - give back n pushes shm_tenants_take() took that
+ * were refused after all (the queue was full): a refusal changes nothing.
+ * Given back as soon as the refusal is known, the bucket is as if they
+ * had never come.
  */
 void shm_tenants_untake(struct shm_tenants *t, uint32_t idx, uint32_t n,
-                        uint32_t rate, uint64_t now);
+                        uint32_t rate);
 
 #endif

@@ -408,7 +408,7 @@ worker_tenant_admit(struct worker *w, struct http_request *req,
                     const struct shm_msg_in *msgs, uint32_t n)
 {
     const struct auth_token *tok = w->caller;
-    uint64_t cost = 0, held;
+    uint64_t cost = 0, held, wait_ms;
     uint32_t slot;
 
     if (tok == NULL || (tok->rate == 0 && tok->max_bytes == 0) || n == 0)
@@ -419,6 +419,17 @@ worker_tenant_admit(struct worker *w, struct http_request *req,
     for (uint32_t i = 0; i < n; i++)
         cost += shm_ring_msg_cost(msgs[i].len);
     held = shm_tenants_bytes(w->seg->tenants, slot);
+    if (tok->max_bytes != 0 && cost > tok->max_bytes) {
+        /* no wait would make room for it: not a 503 to retry */
+        http_reply_error(req, 413, "batch_too_large",
+                         "tenant '%s' may hold %llu bytes on this node (its "
+                         "token's max_bytes): these %u message%s take %llu "
+                         "bytes, more than it may ever hold; push them in "
+                         "smaller batches",
+                         tok->tenant, (unsigned long long)tok->max_bytes, n,
+                         n == 1 ? "" : "s", (unsigned long long)cost);
+        return 0;
+    }
     if (tok->max_bytes != 0 && held + cost > tok->max_bytes) {
         http_reply_header(req, "Retry-After", "1");
         http_reply_error(req, 503, "ephemeral_unavailable",
@@ -430,13 +441,21 @@ worker_tenant_admit(struct worker *w, struct http_request *req,
                          (unsigned long long)cost);
         return 0;
     }
-    if (shm_tenants_take(w->seg->tenants, slot, n, tok->rate, shm_now_ms()) !=
-        0) {
-        http_reply_header(req, "Retry-After", "1");
+    if (shm_tenants_take(w->seg->tenants, slot, n, tok->rate, shm_now_ms(),
+                         &wait_ms) != 0) {
+        /* Retry-After: when the bucket holds them (a batch larger than
+         * the rate: when it is full), in seconds rounded up; the sentence
+         * stays the same while the wait counts down */
+        char ra[24];
+        snprintf(
+            ra, sizeof(ra), "%llu",
+            (unsigned long long)(wait_ms > 1000 ? (wait_ms + 999) / 1000 : 1));
+        http_reply_header(req, "Retry-After", ra);
         http_reply_error(req, 429, "rate_limited",
                          "tenant '%s' may push %u messages a second on this "
-                         "node (its token's rate): these %u do not fit in "
-                         "this second",
+                         "node (its token's rate): these %u fit once the "
+                         "pushes before them are paid for, as Retry-After "
+                         "says",
                          tok->tenant, tok->rate, n);
         return 0;
     }
@@ -454,5 +473,5 @@ worker_tenant_refund(struct worker *w, uint32_t n)
     shm_tenants_untake(
         w->seg->tenants,
         shm_tenants_find(w->seg->tenants, tok->tenant, strlen(tok->tenant)), n,
-        tok->rate, shm_now_ms());
+        tok->rate);
 }

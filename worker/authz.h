@@ -105,10 +105,13 @@ int worker_in_tenant(const struct worker *w, struct shm_name internal);
 
 /*
  * worker_tenant_admit - the caller's tenant may store these n messages
- * here now: under its token's rate (pushes a second, counted here when
- * they fit) and its share of this node's memory (max_bytes).  1, or 0 with
- * req answered 429 rate_limited or 503 ephemeral_unavailable, each with
- * Retry-After.  Both bounds are per node (shm/tenants.h).
+ * here now: under its token's rate (a bucket of rate pushes refilled at
+ * rate a second, taken from here when they fit; a batch larger than the
+ * rate fits a full bucket and leaves it in debt, shm/tenants.h) and its
+ * share of this node's memory (max_bytes).  1, or 0 with req answered
+ * 429 rate_limited or 503 ephemeral_unavailable, each with Retry-After
+ * (the rate's says when they fit), or 413 batch_too_large when they take
+ * more than the whole share.  Both bounds are per node.
  */
 int worker_tenant_admit(struct worker *w, struct http_request *req,
                         const struct shm_msg_in *msgs, uint32_t n);

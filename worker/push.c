@@ -161,10 +161,47 @@ msg_cost(const struct http_push *p, uint32_t i)
                              (keyed ? SHM_MSG_KEY_BYTES : 0));
 }
 
+/* too_large - 413 batch_too_large for p (rc -EFBIG): a batch no wait
+ * can make room for, naming the bound it passes (SPEC §2): the queue's
+ * maxLength or maxBytes under policy reject, else the node's memory. */
+static void
+too_large(struct worker *w, struct http_request *req, struct shm_name shown,
+          const struct shm_qopts *o, const struct http_push *p)
+{
+    int qlen = (int)(shown.len > 200 ? 200 : shown.len);
+    uint64_t cost = 0;
+
+    for (uint32_t i = 0; i < p->n; i++)
+        cost += msg_cost(p, i);
+    if (o->policy != SHM_POLICY_DROP_OLDEST && p->n > o->max_length)
+        http_reply_error(req, 413, "batch_too_large",
+                         "push: %u messages are more than queue '%.*s' may "
+                         "ever hold (maxLength %llu, policy reject): push at "
+                         "most %llu at a time",
+                         p->n, qlen, shown.ptr,
+                         (unsigned long long)o->max_length,
+                         (unsigned long long)o->max_length);
+    else if (o->policy != SHM_POLICY_DROP_OLDEST && cost > o->max_bytes)
+        http_reply_error(req, 413, "batch_too_large",
+                         "push: %u messages of %llu bytes are more than "
+                         "queue '%.*s' may ever hold (maxBytes %llu, policy "
+                         "reject): push them in smaller batches",
+                         p->n, (unsigned long long)cost, qlen, shown.ptr,
+                         (unsigned long long)o->max_bytes);
+    else
+        http_reply_error(req, 413, "batch_too_large",
+                         "push: %u messages of %llu bytes are more than this "
+                         "node holds of pushes (%llu of its max_bytes %llu): "
+                         "push them in smaller batches",
+                         p->n, (unsigned long long)cost,
+                         (unsigned long long)shm_push_cap(w->seg),
+                         (unsigned long long)shm_params_of(w->seg)->max_bytes);
+}
+
 /*
- * refused - answer a push the queue's bounds refused (rc -EMSGSIZE or
- * -ENOSPC; anything else through the errno table), naming what failed
- * (SPEC §2): the queue, the message (its index in the batch) or the
+ * refused - answer a push the queue's bounds refused (rc -EMSGSIZE,
+ * -EFBIG or -ENOSPC; anything else through the errno table), naming what
+ * failed (SPEC §2): the queue, the message (its index in the batch) or the
  * bound, and the limit.  The bound is read again here, after the refusal:
  * a push racing this one may have changed what the queue holds, so the
  * sentence names maxLength when the count alone is past it, else maxBytes.
@@ -177,7 +214,7 @@ refused(struct worker *w, struct http_request *req, struct shm_name queue,
     struct shm_queue_info q;
     int qlen = (int)(shown.len > 200 ? 200 : shown.len);
 
-    if (rc != -EMSGSIZE && rc != -ENOSPC) {
+    if (rc != -EMSGSIZE && rc != -ENOSPC && rc != -EFBIG) {
         http_reply_errno(req, rc, "push");
         return;
     }
@@ -186,6 +223,10 @@ refused(struct worker *w, struct http_request *req, struct shm_name queue,
         memset(&q, 0, sizeof(q)); /* none held yet: the catalog's bounds */
         q.opts = shm_params_of(w->seg)->defaults;
         shm_catalog_lookup(w->seg->catalog, queue.ptr, queue.len, &q.opts);
+    }
+    if (rc == -EFBIG) {
+        too_large(w, req, shown, &q.opts, p);
+        return;
     }
     if (rc == -EMSGSIZE) {
         for (uint32_t i = 0; i < p->n; i++) {

@@ -86,8 +86,9 @@ wait_ready_closely(int i, int64_t start)
 /*
  * check_declared - what a client of node v sees of QUEUE at one moment:
  * the listing shows it declared with its maxLength, and a push of one
- * message more than it holds to partition p (which v owns) is refused
- * whole, 429 queue_full.  since: ms since v first said ready.
+ * message more than it may hold to partition p (which v owns) is refused
+ * whole, 413 batch_too_large (the default maxLength would take it).
+ * since: ms since v first said ready.
  */
 static void
 check_declared(int v, const char *p, int64_t since)
@@ -101,11 +102,11 @@ check_declared(int v, const char *p, int64_t since)
                  " with maxLength %lld (-1: not declared), not %d",
                  (long long)since, v, (long long)len, MAX_LEN);
     st = itest_push(&c.node[v], &r, QUEUE, p, "[1,2,3]");
-    cr_assert_eq(st, 429,
+    cr_assert_eq(st, 413,
                  "%lld ms after node %d said ready a push of 3 to a queue "
                  "declared with maxLength %d answered %ld %s",
                  (long long)since, v, MAX_LEN, st, r.body);
-    cr_assert_str_eq(itest_jstr(r.json, "code"), "queue_full");
+    cr_assert_str_eq(itest_jstr(r.json, "code"), "batch_too_large");
     itest_resp_free(&r);
 }
 

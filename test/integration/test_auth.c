@@ -593,13 +593,18 @@ Test(auth, a_tenant_over_its_rate_gets_429_while_another_is_served,
     int limited = 0, stored = 0;
 
     au_start(&n);
-    /* More than the rate in one batch never fits. */
-    itest_req_bearer(&n, "gamma-slow", "POST", API "/push", six, &r);
-    itest_assert_error(&r, 429, "rate_limited", "5", "a batch of 6");
+    /* More than the rate in one batch fits a full bucket, and leaves it
+     * in debt: the next push waits as long as Retry-After says. */
+    au_ok(&n, "gamma-slow", "POST", API "/push", six, 201, &r);
+    itest_resp_free(&r);
+    stored += 6;
+    itest_req_bearer(&n, "gamma-slow", "POST", API "/push", one, &r);
+    itest_assert_error(&r, 429, "rate_limited", "5", "one after a batch of 6");
     cr_assert_str_eq(r.retry_after, "1", "%s", r.body);
     itest_resp_free(&r);
-    /* Five fit in a second, a sixth does not (unless the second turned
-     * between the two: then again). */
+    itest_sleep_ms(1300); /* the debt paid, the bucket full again */
+    /* Five fit a full bucket, a sixth does not (unless 200 ms passed
+     * between the two and one came back: then again). */
     for (int i = 0; i < 20 && !limited; i++) {
         itest_req_bearer(&n, "gamma-slow", "POST", API "/push", five, &r);
         long first = r.status;
@@ -626,9 +631,10 @@ Test(auth, a_tenant_over_its_rate_gets_429_while_another_is_served,
     itest_resp_free(&r);
 }
 
-/* A push the queue refuses (more messages than it may hold: 429
- * queue_full) changes nothing, the tenant's rate included: its refused messages do
- * not use up the second's pushes. */
+/* A push the queue refuses (429 queue_full: more messages than it holds
+ * room for; 413 batch_too_large: more than it may ever hold) changes
+ * nothing, the tenant's rate included: its refused messages do not use up
+ * the bucket. */
 Test(auth, a_refused_push_does_not_count_toward_the_rate, .timeout = 60)
 {
     struct itest_node n;
@@ -636,14 +642,19 @@ Test(auth, a_refused_push_does_not_count_toward_the_rate, .timeout = 60)
     char dir[256], opts[400];
     const char *two = "{\"queue\":\"q\",\"messages\":[{\"payload\":1},"
                       "{\"payload\":2}]}";
+    const char *three = "{\"queue\":\"q\",\"messages\":[{\"payload\":1},"
+                        "{\"payload\":2},{\"payload\":3}]}";
     const char *one = "{\"queue\":\"q\",\"messages\":[{\"payload\":1}]}";
 
     itest_test_dir(dir, sizeof(dir));
     au_write(dir, ~0u);
-    snprintf(opts, sizeof(opts), "auth_file=%s queue_max_length=1", au_file);
+    snprintf(opts, sizeof(opts), "auth_file=%s queue_max_length=2", au_file);
     itest_node_start(&n, opts);
-    /* gamma-slow may push 5 a second: three refused batches of two (6
-     * messages) and one that fits are all answered as the queue decides */
+    /* gamma-slow may push 5 a second: one stored, three refused batches
+     * of two and two of three (12 messages), and one more that fits are
+     * all answered as the queue decides */
+    au_ok(&n, "gamma-slow", "POST", API "/push", one, 201, &r);
+    itest_resp_free(&r);
     for (int i = 0; i < 3; i++) {
         itest_req_bearer(&n, "gamma-slow", "POST", API "/push", two, &r);
         cr_assert_eq(r.status, 429, "refused batch %d: %ld %s", i, r.status,
@@ -652,7 +663,100 @@ Test(auth, a_refused_push_does_not_count_toward_the_rate, .timeout = 60)
                          "refused batch %d: %s", i, r.body);
         itest_resp_free(&r);
     }
+    for (int i = 0; i < 2; i++) {
+        itest_req_bearer(&n, "gamma-slow", "POST", API "/push", three, &r);
+        itest_assert_error(&r, 413, "batch_too_large", "maxLength",
+                           "three into a queue of two");
+        itest_resp_free(&r);
+    }
     au_ok(&n, "gamma-slow", "POST", API "/push", one, 201, &r);
+    itest_resp_free(&r);
+}
+
+/* A batch larger than the rate is taken when the bucket is full (SPEC §2:
+ * a 429's Retry-After promises that a later try can work), the pushes
+ * after it wait for as long as Retry-After says, and another tenant is
+ * served meanwhile. */
+Test(auth, a_batch_larger_than_the_rate_is_taken_and_paid_for_after,
+     .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char twelve[512];
+    const char *one = "{\"queue\":\"q\",\"messages\":[{\"payload\":99}]}";
+    size_t used = (size_t)snprintf(twelve, sizeof(twelve),
+                                   "{\"queue\":\"q\",\"messages\":[");
+    char *end;
+    long wait_s;
+    int64_t t0;
+
+    for (int i = 0; i < 12; i++)
+        used += (size_t)snprintf(twelve + used, sizeof(twelve) - used,
+                                 "%s{\"payload\":%d}", i ? "," : "", i);
+    snprintf(twelve + used, sizeof(twelve) - used, "]}");
+    au_start(&n);
+    t0 = itest_now_ms();
+    au_ok(&n, "gamma-slow", "POST", API "/push", twelve, 201, &r);
+    cr_assert_eq(itest_jint(r.json, "pushed"), 12, "%s", r.body);
+    itest_resp_free(&r);
+    /* 12 at 5 a second: 2.4 s of pushes, the bucket's second less */
+    itest_req_bearer(&n, "gamma-slow", "POST", API "/push", one, &r);
+    itest_assert_error(&r, 429, "rate_limited", "5", "one after 12");
+    wait_s = strtol(r.retry_after, &end, 10);
+    cr_assert(*end == '\0' && wait_s >= 1 && wait_s <= 2,
+              "Retry-After \"%s\" after 12 at 5 a second", r.retry_after);
+    cr_assert(itest_now_ms() - t0 > 600 || wait_s == 2,
+              "Retry-After %ld: 1.6 s of debt", wait_s);
+    itest_resp_free(&r);
+    au_ok(&n, "delta-fast", "POST", API "/push", twelve, 201, &r);
+    itest_resp_free(&r);
+    itest_sleep_ms((int)wait_s * 1000);
+    au_ok(&n, "gamma-slow", "POST", API "/push", one, 201, &r);
+    itest_resp_free(&r);
+    au_ok(&n, "gamma-slow", "GET", API "/pop?queue=q&batch=100&autoAck=true",
+          NULL, 200, &r);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 13, "%s", r.body);
+    for (int i = 0; i < 12; i++) {
+        char k[32];
+        snprintf(k, sizeof(k), "messages.%d.payload", i);
+        cr_assert_eq(itest_jint(r.json, k), i, "%s", r.body);
+    }
+    itest_resp_free(&r);
+}
+
+/* A batch larger than the tenant's whole share of the node would never
+ * fit, however much its consumers take: 413, not 503 with Retry-After. */
+Test(auth, a_batch_larger_than_the_tenants_share_is_413, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    size_t cap = 128 + 70 * 1100, used;
+    char *body = malloc(cap), kb[1001];
+
+    cr_assert(body);
+    memset(kb, 'x', 1000);
+    kb[1000] = '\0';
+    used = (size_t)snprintf(body, cap, "{\"queue\":\"big\",\"messages\":[");
+    for (int i = 0; i < 70; i++)
+        used += (size_t)snprintf(body + used, cap - used,
+                                 "%s{\"payload\":\"%s\"}", i ? "," : "", kb);
+    snprintf(body + used, cap - used, "]}");
+    au_start(&n);
+    itest_req_bearer(&n, "eps-small", "POST", API "/push", body, &r);
+    itest_assert_error(&r, 413, "batch_too_large", "max_bytes",
+                       "70 KB in a 64 KB share");
+    cr_expect(strstr(itest_jstr(r.json, "error"),
+                     "tenant 'eps' may hold 65536 bytes on this node") != NULL,
+              "%s", r.body);
+    cr_assert_str_eq(r.retry_after, "", "%s", r.body);
+    itest_resp_free(&r);
+    /* the bound is the tenant's: another without a share stores it */
+    au_ok(&n, "delta-fast", "POST", API "/push", body, 201, &r);
+    itest_resp_free(&r);
+    free(body);
+    au_ok(&n, "eps-small", "GET", API "/pop?queue=big&batch=100&autoAck=true",
+          NULL, 200, &r);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 0, "%s", r.body);
     itest_resp_free(&r);
 }
 

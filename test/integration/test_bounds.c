@@ -4,6 +4,8 @@
  * over the queue's maxBytes), 429 queue_full (maxLength, maxBytes) with
  * Retry-After, 503 ephemeral_unavailable at the node cap (max_bytes) with
  * Retry-After; each refusal keeps nothing of the batch and is counted.
+ * A batch no wait could make room for is 413 batch_too_large, or under
+ * dropOldest keeps its newest messages.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <json-c/json.h>
 
 #include "test/integration/node.h"
 
@@ -367,4 +370,269 @@ Test(bounds, message_over_the_pop_answer_bound_is_delivered_whole,
     cr_assert_str_eq(itest_jstr(r.json, "messages.0.payload"), "small", "%s",
                      r.body);
     itest_resp_free(&r);
+}
+
+/*
+ * A batch no wait could make room for (SPEC §2: every 429 and 503 carries
+ * Retry-After, a promise that a later try can work): under policy reject
+ * a batch past the queue's bounds on its own is 413 batch_too_large with
+ * no Retry-After, naming the bound; under dropOldest it is taken and
+ * keeps its newest messages (SPEC §4: the oldest go first, the batch's
+ * own oldest too); past the node's memory for pushes it is 413 as well.
+ */
+
+/* numbered_push - a push body of count messages to queue (partition NULL:
+ * the default) whose payloads are "<from + i>:" and x's, size bytes. */
+static char *
+numbered_push(const char *queue, const char *partition, int from, int count,
+              size_t size)
+{
+    size_t cap = 128 + strlen(queue) + (size_t)count * (size + 48);
+    char *b = malloc(cap), *p;
+
+    cr_assert(b);
+    p = b + sprintf(b, "{\"queue\":\"%s\",", queue);
+    if (partition != NULL)
+        p += sprintf(p, "\"partition\":\"%s\",", partition);
+    p += sprintf(p, "\"messages\":[");
+    for (int i = 0; i < count; i++) {
+        size_t head = (size_t)snprintf(NULL, 0, "%d:", from + i);
+        p += sprintf(p, "%s{\"payload\":\"%d:", i ? "," : "", from + i);
+        memset(p, 'x', size > head ? size - head : 0);
+        p += size > head ? size - head : 0;
+        p += sprintf(p, "\"}");
+    }
+    sprintf(p, "]}");
+    return b;
+}
+
+/* payload_no - the number a numbered_push payload starts with. */
+static int
+payload_no(const char *payload)
+{
+    return atoi(payload);
+}
+
+/* declare_drop_oldest - configure queue with policy dropOldest (and
+ * maxLength max_length when > 0) and wait until the listing shows it. */
+static void
+declare_drop_oldest(const struct itest_node *n, const char *queue,
+                    int max_length)
+{
+    struct itest_resp r;
+    struct json_object *e;
+    int64_t deadline = itest_now_ms() + 10000;
+    char len[40] = "";
+
+    if (max_length > 0)
+        snprintf(len, sizeof(len), ",\"maxLength\":%d", max_length);
+    itest_post(n, &r, "/api/v1/ephemeral/configure",
+               "{\"queue\":\"%s\",\"options\":{\"policy\":\"dropOldest\"%s}}",
+               queue, len);
+    cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    for (;;) {
+        e = itest_listing_find(n, queue);
+        int shown = e != NULL &&
+                    strcmp(itest_jstr(e, "options.policy"), "dropOldest") == 0;
+        if (e != NULL)
+            json_object_put(e);
+        if (shown)
+            break;
+        cr_assert(itest_now_ms() < deadline, "the declaration never showed");
+        itest_sleep_ms(20);
+    }
+}
+
+Test(bounds, a_batch_past_max_length_under_reject_is_413_for_good,
+     .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    double before, after;
+
+    itest_node_start(&n, "queue_max_length=5");
+    before = metric(&n, "mayfly_push_total{result=\"rejected_too_large\"}");
+    for (int round = 0; round < 2; round++) {
+        itest_push(&n, &r, "six", NULL, "[1,2,3,4,5,6]");
+        itest_assert_error(&r, 413, "batch_too_large", "maxLength",
+                           "6 messages into a queue of 5");
+        cr_expect_str_eq(itest_jstr(r.json, "error"),
+                         "push: 6 messages are more than queue 'six' may "
+                         "ever hold (maxLength 5, policy reject): push at "
+                         "most 5 at a time",
+                         "%s", r.body);
+        cr_assert_str_eq(r.retry_after, "",
+                         "a refusal no wait can change has no Retry-After");
+        itest_resp_free(&r);
+        /* the queue empty (none made yet), then holding two */
+        cr_assert_eq(itest_depth_pending(&n, "six", NULL), round ? 2 : -1,
+                     "round %d: the refused batch changed the queue", round);
+        if (round == 0)
+            itest_push_ok(&n, &r, "six", NULL, "[1,2]", 2);
+        itest_resp_free(&r);
+    }
+    after = metric(&n, "mayfly_push_total{result=\"rejected_too_large\"}");
+    cr_assert_eq(after, before + 2, "rejected_too_large %g -> %g", before,
+                 after);
+    cr_assert_eq(metric(&n, "mayfly_push_total{result=\"rejected_full\"}"), 0);
+    itest_push_ok(&n, &r, "six", NULL, "[3,4,5]", 3);
+    itest_resp_free(&r);
+    cr_assert_eq(itest_depth_pending(&n, "six", NULL), 5);
+}
+
+Test(bounds, a_batch_past_max_bytes_under_reject_is_413_for_good, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char *body = numbered_push("bulk", NULL, 0, 8, 10 * 1024);
+
+    itest_node_start(&n, "queue_max_bytes=64K");
+    itest_req(&n, "POST", PUSH, body, &r);
+    itest_assert_error(&r, 413, "batch_too_large", "maxBytes",
+                       "80 KB into a queue of 64 KB");
+    cr_expect(strstr(itest_jstr(r.json, "error"), "push: 8 messages of ") !=
+                      NULL &&
+                  strstr(itest_jstr(r.json, "error"),
+                         "bytes are more than queue 'bulk' may ever hold "
+                         "(maxBytes 65536, policy reject)") != NULL,
+              "%s", r.body);
+    cr_assert_str_eq(r.retry_after, "", "%s", r.body);
+    itest_resp_free(&r);
+    free(body);
+    cr_assert_eq(itest_depth_pending(&n, "bulk", NULL), -1,
+                 "the refused batch made the queue");
+    body = numbered_push("bulk", NULL, 0, 4, 10 * 1024);
+    itest_req(&n, "POST", PUSH, body, &r);
+    cr_assert_eq(r.status, 201, "4 x 10 KB: %ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    free(body);
+}
+
+Test(bounds, a_batch_past_max_length_under_drop_oldest_keeps_its_newest,
+     .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char ids[8][128];
+    double dropped;
+
+    itest_node_start(&n, "");
+    declare_drop_oldest(&n, "recent", 5);
+    itest_push_ok(&n, &r, "recent", "p1", "[1,2,3]", 3);
+    itest_resp_free(&r);
+    itest_push_ok(&n, &r, "recent", "p2", "[4]", 1);
+    itest_resp_free(&r);
+    /* 8 into 5: the 4 held go, then the batch's own 3 oldest */
+    itest_push(&n, &r, "recent", "p1", "[11,12,13,14,15,16,17,18]");
+    cr_assert_eq(r.status, 201,
+                 "8 messages into a dropOldest queue of 5: "
+                 "%ld %s",
+                 r.status, r.body);
+    cr_assert_eq(itest_jint(r.json, "pushed"), 8, "%s", r.body);
+    cr_assert_eq(itest_jlen(r.json, "ids"), 8, "%s", r.body);
+    for (int i = 0; i < 8; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "ids.%d", i);
+        snprintf(ids[i], sizeof(ids[i]), "%s", itest_jstr(r.json, k));
+    }
+    itest_resp_free(&r);
+    cr_assert_eq(itest_depth_pending(&n, "recent", NULL), 5);
+    cr_assert_eq(itest_listing_int(&n, "recent", "drops.bounds", -1), 7);
+    dropped = metric(&n, "mayfly_dropped_total{reason=\"drop_oldest\"}");
+    cr_assert_eq(dropped, 7, "drop_oldest %g", dropped);
+    cr_assert_eq(metric(&n, "mayfly_push_total{result=\"accepted\"}"), 12);
+    itest_get(&n, &r,
+              "/api/v1/ephemeral/pop?queue=recent&batch=10&"
+              "autoAck=true");
+    cr_assert_eq(itest_jlen(r.json, "messages"), 5, "%s", r.body);
+    for (int i = 0; i < 5; i++) {
+        char k[32];
+        snprintf(k, sizeof(k), "messages.%d.payload", i);
+        cr_assert_eq(itest_jint(r.json, k), 14 + i, "%s", r.body);
+        snprintf(k, sizeof(k), "messages.%d.id", i);
+        cr_assert_str_eq(itest_jstr(r.json, k), ids[3 + i],
+                         "the newest five keep the ids the push answered");
+    }
+    itest_resp_free(&r);
+    /* and again, on the queue it left full */
+    itest_push_ok(&n, &r, "recent", "p2", "[21,22,23,24,25,26,27,28]", 8);
+    itest_resp_free(&r);
+    cr_assert_eq(itest_depth_pending(&n, "recent", NULL), 5);
+    cr_assert_eq(metric(&n, "mayfly_push_total{result=\"rejected_full\"}") +
+                     metric(&n, "mayfly_push_total{result=\"rejected_too_"
+                                "large\"}"),
+                 0);
+}
+
+Test(bounds, a_batch_past_max_bytes_under_drop_oldest_keeps_its_newest,
+     .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char *body = numbered_push("recentb", NULL, 0, 10, 10 * 1024);
+    int kept;
+
+    itest_node_start(&n, "queue_max_bytes=64K");
+    declare_drop_oldest(&n, "recentb", 0);
+    itest_push_ok(&n, &r, "recentb", NULL, "[\"old\"]", 1);
+    itest_resp_free(&r);
+    itest_req(&n, "POST", PUSH, body, &r);
+    cr_assert_eq(r.status, 201,
+                 "100 KB into a dropOldest queue of 64 KB: "
+                 "%ld %.200s",
+                 r.status, r.body);
+    cr_assert_eq(itest_jint(r.json, "pushed"), 10, "%.200s", r.body);
+    itest_resp_free(&r);
+    free(body);
+    kept = (int)itest_depth_pending(&n, "recentb", NULL);
+    cr_assert(kept >= 1 && kept <= 6, "kept %d of 10 KB in 64 KB", kept);
+    cr_assert_leq(itest_listing_int(&n, "recentb", "bytes", -1), 65536 + 4096,
+                  "the queue holds past its maxBytes");
+    cr_assert_eq(itest_listing_int(&n, "recentb", "drops.bounds", -1),
+                 1 + 10 - kept);
+    itest_get(&n, &r,
+              "/api/v1/ephemeral/pop?queue=recentb&batch=20&"
+              "autoAck=true");
+    cr_assert_eq(itest_jlen(r.json, "messages"), kept, "%.200s", r.body);
+    for (int i = 0; i < kept; i++) {
+        char k[32];
+        snprintf(k, sizeof(k), "messages.%d.payload", i);
+        cr_assert_eq(payload_no(itest_jstr(r.json, k)), 10 - kept + i,
+                     "message %d of the %d kept", i, kept);
+    }
+    itest_resp_free(&r);
+}
+
+Test(bounds, a_batch_past_the_node_cap_is_413_not_503, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char *body = big_push("capped", 20, 64 * 1024);
+    double before, unavailable;
+
+    itest_node_start(&n, "max_bytes=1M");
+    before = metric(&n, "mayfly_push_total{result=\"rejected_too_large\"}");
+    unavailable = metric(&n, "mayfly_push_total{result=\"unavailable\"}");
+    itest_req(&n, "POST", PUSH, body, &r);
+    itest_assert_error(&r, 413, "batch_too_large", "max_bytes",
+                       "1.3 MB on an empty node of 1 MiB");
+    cr_expect(
+        strstr(itest_jstr(r.json, "error"), "push: 20 messages of ") != NULL &&
+            strstr(itest_jstr(r.json, "error"), "of its max_bytes 1048576") !=
+                NULL,
+        "%s", r.body);
+    cr_assert_str_eq(r.retry_after, "", "%s", r.body);
+    itest_resp_free(&r);
+    free(body);
+    cr_assert_eq(itest_depth_pending(&n, "capped", NULL), -1);
+    cr_assert_eq(metric(&n, "mayfly_push_total{result=\"rejected_too_large\"}"),
+                 before + 1);
+    cr_assert_eq(metric(&n, "mayfly_push_total{result=\"unavailable\"}"),
+                 unavailable);
+    body = big_push("capped", 4, 64 * 1024);
+    itest_req(&n, "POST", PUSH, body, &r);
+    cr_assert_eq(r.status, 201, "256 KB: %ld %s", r.status, r.body);
+    itest_resp_free(&r);
+    free(body);
 }

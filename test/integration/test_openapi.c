@@ -350,6 +350,11 @@ queue_routes(struct oa *o, const struct itest_node *n)
           "{\"queue\":\"small\",\"messages\":[{\"payload\":1}]}", 201);
     oa_do(o, n, API "/push", "post", API "/push",
           "{\"queue\":\"small\",\"messages\":[{\"payload\":2}]}", 429);
+    /* more than maxLength in one batch: no wait makes room for it */
+    oa_do(o, n, API "/push", "post", API "/push",
+          "{\"queue\":\"small\",\"messages\":[{\"payload\":2},"
+          "{\"payload\":3}]}",
+          413);
     oa_do(o, n, API "/reset", "post", API "/reset", "{\"queue\":\"small\"}",
           200);
     /* a queue that conflates, and keyed pushes (SPEC §13) */

@@ -455,6 +455,47 @@ Test(shm_broker, drop_oldest_from_an_empty_partition_evicts_the_queues_oldest)
     cr_assert_eq(rec(0)->seq, s_new + 1);
 }
 
+/* SPEC §4: under dropOldest a batch larger than the bounds is taken and
+ * keeps its newest: the queue's older messages go first, then the batch's
+ * own oldest, each counted as an eviction.  Under reject it could never
+ * fit: -EFBIG, not the -ENOSPC a later try may pass. */
+Test(shm_broker, a_batch_past_the_bounds_keeps_its_newest_under_drop_oldest)
+{
+    uint64_t s, c[SHM_C_COUNT];
+
+    declare("q", 4, 1 << 20, SHM_POLICY_DROP_OLDEST, 0, 5);
+    cr_assert_eq(pushn("q", "A", "old", 2, T0, NULL), 0);
+    cr_assert_eq(pushn("q", "B", "was", 1, T0, NULL), 0);
+    cr_assert_eq(pushn("q", "B", "new", 7, T0 + 1, &s), 0);
+    cr_assert_eq(depth("q"), 4);
+    cr_assert_eq(popx(0, "q", "B", "g", 9, 1, SHM_FROM_ALL, 0, T0), 4);
+    cr_assert_eq(rec(0)->seq, s + 3);
+    cr_assert_str_eq(payload(rec(0)), "\"new3\"");
+    cr_assert_str_eq(payload(rec(3)), "\"new6\"");
+    cr_assert_eq(popx(0, "q", "A", "g", 9, 1, SHM_FROM_ALL, 0, T0), 0);
+    shm_counters_sum(&seg, c);
+    cr_assert_eq(c[SHM_C_DROP_DROP_OLDEST], 6);
+    cr_assert_eq(c[SHM_C_PUSH_ACCEPTED], 10);
+    cr_assert_eq(c[SHM_C_PUSH_REJECTED_FULL] + c[SHM_C_PUSH_REJECTED_TOO_LARGE],
+                 0);
+    /* maxBytes: 256 bytes hold four messages of one cell */
+    declare("b", 100, 256, SHM_POLICY_DROP_OLDEST, 0, 5);
+    cr_assert_eq(pushn("b", "Default", "x", 6, T0, &s), 0);
+    cr_assert_eq(depth("b"), 4);
+    cr_assert_eq(popx(0, "b", "Default", "g", 9, 1, SHM_FROM_ALL, 0, T0), 4);
+    cr_assert_str_eq(payload(rec(0)), "\"x2\"");
+    fixture_check(&seg);
+    declare("r", 4, 1 << 20, SHM_POLICY_REJECT, 0, 5);
+    cr_assert_eq(pushn("r", "A", "x", 5, T0, NULL), -EFBIG);
+    declare("rb", 100, 256, SHM_POLICY_REJECT, 0, 5);
+    cr_assert_eq(pushn("rb", "A", "x", 5, T0, NULL), -EFBIG);
+    cr_assert_eq(pushn("rb", "A", "x", 4, T0, NULL), 0);
+    cr_assert_eq(pushn("rb", "A", "x", 1, T0, NULL), -ENOSPC);
+    shm_counters_sum(&seg, c);
+    cr_assert_eq(c[SHM_C_PUSH_REJECTED_TOO_LARGE], 2);
+    cr_assert_eq(c[SHM_C_PUSH_REJECTED_FULL], 1);
+}
+
 /* SPEC §2: a request that fails changes nothing; a refused push to a
  * queue that did not exist leaves no queue behind. */
 Test(shm_broker, refused_push_to_a_missing_queue_makes_no_queue)
@@ -538,6 +579,35 @@ Test(shm_broker, node_cap_refuses_then_accepts_once_acks_free_memory)
     int n = popx(0, "q", "Default", "", 100000, 1, SHM_FROM_ALL, 0, T0);
     cr_assert_eq(n, pushed - 100);
     cr_assert_eq(pushn("q", "Default", "a", 10, T0, &s), 0);
+}
+
+/* A batch larger than what the node's memory holds for pushes could never
+ * be stored: -EFBIG (413), not the -ENOBUFS (503) of a node that is full
+ * for now; whatever the policy, as the batch is held whole first. */
+Test(shm_broker, a_batch_past_the_node_cap_is_efbig)
+{
+    static char big[3][100 << 10];
+    struct shm_msg_in m[3];
+    uint64_t s, c[SHM_C_COUNT];
+
+    shm_segment_destroy(&seg);
+    mkseg(256 << 10);
+    for (int i = 0; i < 3; i++) {
+        memset(big[i], 'x', sizeof(big[i]));
+        big[i][0] = big[i][sizeof(big[i]) - 1] = '"';
+        m[i] = (struct shm_msg_in){big[i], sizeof(big[i])};
+    }
+    declare("q", 100, 1 << 20, SHM_POLICY_REJECT, 0, 5);
+    declare("d", 100, 1 << 20, SHM_POLICY_DROP_OLDEST, 0, 5);
+    cr_assert_eq(shm_push(&seg, 0, nm("q"), nm("Default"), m, 3, T0, &s),
+                 -EFBIG);
+    cr_assert_eq(shm_push(&seg, 0, nm("d"), nm("Default"), m, 3, T0, &s),
+                 -EFBIG);
+    cr_assert_eq(depth("q"), 0);
+    cr_assert_eq(shm_push(&seg, 0, nm("q"), nm("Default"), m, 2, T0, &s), 0);
+    shm_counters_sum(&seg, c);
+    cr_assert_eq(c[SHM_C_PUSH_REJECTED_TOO_LARGE], 2);
+    cr_assert_eq(c[SHM_C_PUSH_UNAVAILABLE], 0);
 }
 
 Test(shm_broker, ttl_drops_pending_and_leased_messages)

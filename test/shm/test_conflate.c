@@ -476,6 +476,30 @@ Test(shm_conflate, the_bounds_count_what_stays)
     fixture_check(&seg);
 }
 
+/* Under dropOldest a batch larger than the bound, net of what it
+ * replaces of itself, is taken: the newest stay (SPEC §4). */
+Test(shm_conflate, a_batch_past_the_bound_keeps_its_newest_under_drop_oldest)
+{
+    struct shm_qopts o = {.max_length = 3,
+                          .max_bytes = 1 << 20,
+                          .lease_s = 30,
+                          .retry_limit = 5,
+                          .policy = SHM_POLICY_DROP_OLDEST,
+                          .flags = SHM_QOPT_CONFLATE};
+    int first[3] = {0, 1, 2}, batch[7] = {0, 1, 5, 6, 7, 8, 0};
+    const char *want[3] = {"\"7:4\"", "\"8:5\"", "\"0:6\""};
+    uint32_t c;
+
+    cr_assert_eq(shm_queue_declare(&seg, 0, nm("d"), &o), 0);
+    cr_assert_eq(push(&seg, "d", first, NULL, 3, T0, &c), 0);
+    cr_assert_eq(push(&seg, "d", batch, NULL, 7, T0 + 1, &c), 0);
+    cr_assert_eq(held(&seg, "d"), 3);
+    cr_assert_eq(pop(&seg, "d", "g", 10, T0 + 2), 3);
+    for (int i = 0; i < 3; i++)
+        cr_assert_str_eq(payload(fixture_popped(&sink, i)), want[i]);
+    fixture_check(&seg);
+}
+
 /* take - (q, Default) of s into rec; the record's length. */
 static size_t
 take(struct shm_seg *s, const char *q, unsigned char *rec, size_t cap,
