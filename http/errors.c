@@ -24,7 +24,7 @@ static const struct errno_row errno_table[] = {
      "the node's ephemeral memory is full"},
     {-EMSGSIZE, 413, "message_too_large",
      "a message is larger than the queue's maxBytes"},
-    {-EFBIG, 413, "batch_too_large",
+    {-EFBIG, 413, "payload_too_large",
      "the batch is larger than the queue or the node can ever hold"},
     {-ENOENT, 404, "ephemeral_queue_not_found", "no such queue"},
     {-EOVERFLOW, 503, "ephemeral_unavailable",

@@ -34,7 +34,7 @@ void http_error_vset(struct http_error *err, unsigned status, const char *code,
  *   -ENOSPC     429 queue_full
  *   -ENOBUFS    503 ephemeral_unavailable
  *   -EMSGSIZE   413 message_too_large
- *   -EFBIG      413 batch_too_large (more than a bound can ever hold)
+ *   -EFBIG      413 payload_too_large (more than a bound can ever hold)
  *   -ENOENT     404 ephemeral_queue_not_found
  *   -EOVERFLOW  503 ephemeral_unavailable
  *   -EINVAL     400 ephemeral_bad_request

@@ -421,7 +421,7 @@ worker_tenant_admit(struct worker *w, struct http_request *req,
     held = shm_tenants_bytes(w->seg->tenants, slot);
     if (tok->max_bytes != 0 && cost > tok->max_bytes) {
         /* no wait would make room for it: not a 503 to retry */
-        http_reply_error(req, 413, "batch_too_large",
+        http_reply_error(req, 413, "payload_too_large",
                          "tenant '%s' may hold %llu bytes on this node (its "
                          "token's max_bytes): these %u message%s take %llu "
                          "bytes, more than it may ever hold; push them in "

@@ -110,7 +110,7 @@ int worker_in_tenant(const struct worker *w, struct shm_name internal);
  * rate fits a full bucket and leaves it in debt, shm/tenants.h) and its
  * share of this node's memory (max_bytes).  1, or 0 with req answered
  * 429 rate_limited or 503 ephemeral_unavailable, each with Retry-After
- * (the rate's says when they fit), or 413 batch_too_large when they take
+ * (the rate's says when they fit), or 413 payload_too_large when they take
  * more than the whole share.  Both bounds are per node.
  */
 int worker_tenant_admit(struct worker *w, struct http_request *req,

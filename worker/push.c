@@ -161,7 +161,7 @@ msg_cost(const struct http_push *p, uint32_t i)
                              (keyed ? SHM_MSG_KEY_BYTES : 0));
 }
 
-/* too_large - 413 batch_too_large for p (rc -EFBIG): a batch no wait
+/* too_large - 413 payload_too_large for p (rc -EFBIG): a batch no wait
  * can make room for, naming the bound it passes (SPEC §2): the queue's
  * maxLength or maxBytes under policy reject, else the node's memory. */
 static void
@@ -174,7 +174,7 @@ too_large(struct worker *w, struct http_request *req, struct shm_name shown,
     for (uint32_t i = 0; i < p->n; i++)
         cost += msg_cost(p, i);
     if (o->policy != SHM_POLICY_DROP_OLDEST && p->n > o->max_length)
-        http_reply_error(req, 413, "batch_too_large",
+        http_reply_error(req, 413, "payload_too_large",
                          "push: %u messages are more than queue '%.*s' may "
                          "ever hold (maxLength %llu, policy reject): push at "
                          "most %llu at a time",
@@ -182,14 +182,14 @@ too_large(struct worker *w, struct http_request *req, struct shm_name shown,
                          (unsigned long long)o->max_length,
                          (unsigned long long)o->max_length);
     else if (o->policy != SHM_POLICY_DROP_OLDEST && cost > o->max_bytes)
-        http_reply_error(req, 413, "batch_too_large",
+        http_reply_error(req, 413, "payload_too_large",
                          "push: %u messages of %llu bytes are more than "
                          "queue '%.*s' may ever hold (maxBytes %llu, policy "
                          "reject): push them in smaller batches",
                          p->n, (unsigned long long)cost, qlen, shown.ptr,
                          (unsigned long long)o->max_bytes);
     else
-        http_reply_error(req, 413, "batch_too_large",
+        http_reply_error(req, 413, "payload_too_large",
                          "push: %u messages of %llu bytes are more than this "
                          "node holds of pushes (%llu of its max_bytes %llu): "
                          "push them in smaller batches",

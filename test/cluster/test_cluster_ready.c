@@ -87,7 +87,7 @@ wait_ready_closely(int i, int64_t start)
  * check_declared - what a client of node v sees of QUEUE at one moment:
  * the listing shows it declared with its maxLength, and a push of one
  * message more than it may hold to partition p (which v owns) is refused
- * whole, 413 batch_too_large (the default maxLength would take it).
+ * whole, 413 payload_too_large (the default maxLength would take it).
  * since: ms since v first said ready.
  */
 static void
@@ -106,7 +106,7 @@ check_declared(int v, const char *p, int64_t since)
                  "%lld ms after node %d said ready a push of 3 to a queue "
                  "declared with maxLength %d answered %ld %s",
                  (long long)since, v, MAX_LEN, st, r.body);
-    cr_assert_str_eq(itest_jstr(r.json, "code"), "batch_too_large");
+    cr_assert_str_eq(itest_jstr(r.json, "code"), "payload_too_large");
     itest_resp_free(&r);
 }
 

@@ -185,7 +185,7 @@ Test(raft_cluster, configure_is_applied_by_every_owner_before_the_answer)
         cl_part_owned_by(queue, o, 200, part, sizeof(part));
         cr_assert(configure_until(a, queue, 1, 20000) >= 0,
                   "configure of %s on node %d", queue, a);
-        /* 2 into a maxLength of 1: 413 batch_too_large once applied */
+        /* 2 into a maxLength of 1: 413 payload_too_large once applied */
         long st = itest_push(&c.node[a], &r, queue, part, "[1,2]");
         if (st != 413)
             fprintf(stderr,

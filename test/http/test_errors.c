@@ -18,7 +18,7 @@ Test(http_errors, one_table_maps_errno_to_status_and_code)
         {-ENOSPC, 429, "queue_full"},
         {-ENOBUFS, 503, "ephemeral_unavailable"},
         {-EMSGSIZE, 413, "message_too_large"},
-        {-EFBIG, 413, "batch_too_large"},
+        {-EFBIG, 413, "payload_too_large"},
         {-ENOENT, 404, "ephemeral_queue_not_found"},
         {-EOVERFLOW, 503, "ephemeral_unavailable"},
         {-EINVAL, 400, "ephemeral_bad_request"},

@@ -632,7 +632,7 @@ Test(auth, a_tenant_over_its_rate_gets_429_while_another_is_served,
 }
 
 /* A push the queue refuses (429 queue_full: more messages than it holds
- * room for; 413 batch_too_large: more than it may ever hold) changes
+ * room for; 413 payload_too_large: more than it may ever hold) changes
  * nothing, the tenant's rate included: its refused messages do not use up
  * the bucket. */
 Test(auth, a_refused_push_does_not_count_toward_the_rate, .timeout = 60)
@@ -665,7 +665,7 @@ Test(auth, a_refused_push_does_not_count_toward_the_rate, .timeout = 60)
     }
     for (int i = 0; i < 2; i++) {
         itest_req_bearer(&n, "gamma-slow", "POST", API "/push", three, &r);
-        itest_assert_error(&r, 413, "batch_too_large", "maxLength",
+        itest_assert_error(&r, 413, "payload_too_large", "maxLength",
                            "three into a queue of two");
         itest_resp_free(&r);
     }
@@ -743,7 +743,7 @@ Test(auth, a_batch_larger_than_the_tenants_share_is_413, .timeout = 60)
     snprintf(body + used, cap - used, "]}");
     au_start(&n);
     itest_req_bearer(&n, "eps-small", "POST", API "/push", body, &r);
-    itest_assert_error(&r, 413, "batch_too_large", "max_bytes",
+    itest_assert_error(&r, 413, "payload_too_large", "max_bytes",
                        "70 KB in a 64 KB share");
     cr_expect(strstr(itest_jstr(r.json, "error"),
                      "tenant 'eps' may hold 65536 bytes on this node") != NULL,

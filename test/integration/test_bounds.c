@@ -4,7 +4,7 @@
  * over the queue's maxBytes), 429 queue_full (maxLength, maxBytes) with
  * Retry-After, 503 ephemeral_unavailable at the node cap (max_bytes) with
  * Retry-After; each refusal keeps nothing of the batch and is counted.
- * A batch no wait could make room for is 413 batch_too_large, or under
+ * A batch no wait could make room for is 413 payload_too_large, or under
  * dropOldest keeps its newest messages.
  */
 #include <errno.h>
@@ -375,7 +375,7 @@ Test(bounds, message_over_the_pop_answer_bound_is_delivered_whole,
 /*
  * A batch no wait could make room for (SPEC §2: every 429 and 503 carries
  * Retry-After, a promise that a later try can work): under policy reject
- * a batch past the queue's bounds on its own is 413 batch_too_large with
+ * a batch past the queue's bounds on its own is 413 payload_too_large with
  * no Retry-After, naming the bound; under dropOldest it is taken and
  * keeps its newest messages (SPEC §4: the oldest go first, the batch's
  * own oldest too); past the node's memory for pushes it is 413 as well.
@@ -455,7 +455,7 @@ Test(bounds, a_batch_past_max_length_under_reject_is_413_for_good,
     before = metric(&n, "mayfly_push_total{result=\"rejected_too_large\"}");
     for (int round = 0; round < 2; round++) {
         itest_push(&n, &r, "six", NULL, "[1,2,3,4,5,6]");
-        itest_assert_error(&r, 413, "batch_too_large", "maxLength",
+        itest_assert_error(&r, 413, "payload_too_large", "maxLength",
                            "6 messages into a queue of 5");
         cr_expect_str_eq(itest_jstr(r.json, "error"),
                          "push: 6 messages are more than queue 'six' may "
@@ -489,7 +489,7 @@ Test(bounds, a_batch_past_max_bytes_under_reject_is_413_for_good, .timeout = 60)
 
     itest_node_start(&n, "queue_max_bytes=64K");
     itest_req(&n, "POST", PUSH, body, &r);
-    itest_assert_error(&r, 413, "batch_too_large", "maxBytes",
+    itest_assert_error(&r, 413, "payload_too_large", "maxBytes",
                        "80 KB into a queue of 64 KB");
     cr_expect(strstr(itest_jstr(r.json, "error"), "push: 8 messages of ") !=
                       NULL &&
@@ -615,7 +615,7 @@ Test(bounds, a_batch_past_the_node_cap_is_413_not_503, .timeout = 60)
     before = metric(&n, "mayfly_push_total{result=\"rejected_too_large\"}");
     unavailable = metric(&n, "mayfly_push_total{result=\"unavailable\"}");
     itest_req(&n, "POST", PUSH, body, &r);
-    itest_assert_error(&r, 413, "batch_too_large", "max_bytes",
+    itest_assert_error(&r, 413, "payload_too_large", "max_bytes",
                        "1.3 MB on an empty node of 1 MiB");
     cr_expect(
         strstr(itest_jstr(r.json, "error"), "push: 20 messages of ") != NULL &&
