@@ -28,6 +28,9 @@
 
 static void ring_wipe(struct shm_seg *seg, int w, struct shm_part *p);
 static void ring_dd_drop_head(struct shm_ring_ctx *c);
+static uint64_t ttl_behind_delayed(struct shm_ring_ctx *c, uint32_t ttl_s);
+static int ring_unowed(struct shm_ring_ctx *c, const struct shm_msg *m);
+static void ring_unlink(struct shm_ring_ctx *c, uint32_t prev, uint32_t ref);
 
 /* ring_set_cost - p's accounted bytes become cost (its lock held), and its
  * queue's tenant is charged the difference (tenants.h): the one place a
@@ -563,8 +566,10 @@ ring_take_again(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t batch,
             l = next;
             continue;
         }
-        if (shm_msg_expired(shm_ring_msg(c->seg, L->msg), c->now)) {
-            ring_msg_expire(c, shm_ring_msg(c->seg, L->msg));
+        if (shm_msg_outlived(shm_ring_msg(c->seg, L->msg), c->q->opts.ttl_s,
+                             c->now)) { /* counted when it leaves the list */
+            if (shm_msg_expired(shm_ring_msg(c->seg, L->msg), c->now))
+                ring_msg_expire(c, shm_ring_msg(c->seg, L->msg));
             ring_lease_remove(c, s, prev, l);
             l = next;
             continue;
@@ -702,7 +707,11 @@ shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
         struct shm_msg *m = shm_ring_msg(c->seg, ref);
         if (m->read != SHM_MSG_WITHDRAWN && shm_msg_expired(m, c->now))
             ring_msg_expire(c, m);
-        if (m->read == SHM_MSG_WITHDRAWN) { /* its requester gave up */
+        /* Its requester gave up, or its time is over: the queue's ttl
+         * (counted when it leaves the list) reaches messages behind a
+         * delayed head that the upkeep has not dropped yet. */
+        if (m->read == SHM_MSG_WITHDRAWN ||
+            shm_msg_outlived(m, c->q->opts.ttl_s, c->now)) {
             s->last = m->seq;
             s->cursor = m->next;
             continue;
@@ -756,7 +765,7 @@ shm_ring_peek_locked(struct shm_ring_ctx *c, uint32_t gs)
     for (uint32_t r = s->cursor; r != 0;) {
         const struct shm_msg *m = shm_ring_msg(c->seg, r);
         if (m->read != SHM_MSG_WITHDRAWN && !shm_msg_hidden(m, c->now) &&
-            !shm_msg_expired(m, c->now))
+            !shm_msg_outlived(m, c->q->opts.ttl_s, c->now))
             return 1;
         r = m->next;
     }
@@ -1045,7 +1054,7 @@ ring_held(struct shm_ring_ctx *c, uint32_t ref, uint32_t *attempts)
 uint64_t
 shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s)
 {
-    uint64_t k = 0, ttl = (uint64_t)ttl_s * 1000;
+    uint64_t k = 0;
 
     /* A message's own ttl drops it from the head too (one further in is
      * passed over by the groups, ring_msg_expire, and freed from the head
@@ -1053,8 +1062,7 @@ shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s)
     while (c->p->head != 0) {
         const struct shm_msg *m = shm_ring_msg(c->seg, c->p->head);
         uint32_t att;
-        if (!shm_msg_expired(m, c->now) &&
-            (ttl == 0 || shm_msg_at(m) + ttl > c->now))
+        if (!shm_msg_outlived(m, ttl_s, c->now))
             break;
         if (m->read == SHM_MSG_WITHDRAWN && shm_msg_ttl(m) != 0) {
             ring_drop_head(c); /* counted when it expired */
@@ -1066,9 +1074,46 @@ shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s)
         ring_drop_head(c);
         k++;
     }
+    k += ttl_behind_delayed(c, ttl_s);
     if (k > 0) {
         shm_count(c->seg, c->w, SHM_C_DROP_TTL, k);
         atomic_fetch_add_explicit(&c->q->drops[SHM_DROPS_TTL], k, RELAXED);
+    }
+    return k;
+}
+
+/* ttl_behind_delayed - the messages past their time behind a head pushed
+ * with a delay, which the head's drops stop at: each one no group holds a
+ * lease of (a group that passed it over owes it nothing) leaves the middle
+ * of the list as a withdrawn request does, its dead letter first when
+ * deadLetterExpired wants one.  The walk crosses messages pushed with a
+ * delay (each their own time) and stops at the first other one still in
+ * its time: those behind it were pushed later.  Returns the drops to
+ * count (one marked at its own ttl was counted then). */
+static uint64_t
+ttl_behind_delayed(struct shm_ring_ctx *c, uint32_t ttl_s)
+{
+    uint64_t k = 0;
+    uint32_t prev = c->p->head, r, att;
+
+    if (prev == 0 || !(shm_ring_msg(c->seg, prev)->enq_ms & SHM_MSG_DELAYED))
+        return 0;
+    for (r = shm_ring_msg(c->seg, prev)->next; r != 0;) {
+        const struct shm_msg *m = shm_ring_msg(c->seg, r);
+        uint32_t next = m->next;
+        if (!shm_msg_outlived(m, ttl_s, c->now)) {
+            if (!(m->enq_ms & SHM_MSG_DELAYED))
+                break;
+        } else if (ring_unowed(c, m) && !shm_msg_hidden(m, c->now)) {
+            if (ring_held(c, r, &att) && !ring_dead(c, r, att, SHM_DEAD_TTL))
+                break; /* its dead letter first: the rest waits behind it */
+            k += !(m->read == SHM_MSG_WITHDRAWN && shm_msg_ttl(m) != 0);
+            ring_unlink(c, prev, r);
+            r = next;
+            continue;
+        }
+        prev = r;
+        r = next;
     }
     return k;
 }
@@ -1209,6 +1254,26 @@ shm_ring_keys_find(const struct shm_ring_keys *k, uint64_t hash)
     return lo < k->n && k->hash[lo] == hash ? lo : k->n;
 }
 
+/* ring_unowed - does no group hold a lease of m (ring_unread)? */
+static int
+ring_unowed(struct shm_ring_ctx *c, const struct shm_msg *m)
+{
+    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
+        const struct shm_gs *s = shm_ring_gs(c->seg, g);
+        if (m->seq > s->last)
+            continue;
+        for (uint32_t l = s->lhead; l != 0;
+             l = shm_ring_lease(c->seg, l)->next) {
+            const struct shm_lease *L = shm_ring_lease(c->seg, l);
+            if (L->seq == m->seq)
+                return 0;
+            if (L->seq > m->seq)
+                break;
+        }
+    }
+    return 1;
+}
+
 /*
  * ring_unread - is message m unread, so it may leave the middle of the list
  * (a later one of its key takes its place, an adopt finds it stored
@@ -1225,23 +1290,9 @@ shm_ring_keys_find(const struct shm_ring_keys *k, uint64_t hash)
 static int
 ring_unread(struct shm_ring_ctx *c, const struct shm_msg *m)
 {
-    if (m->read != 0 || (m->enq_ms & SHM_MSG_DELAYED))
-        return 0;
-    for (uint32_t g = c->p->groups; g != 0; g = shm_ring_gs(c->seg, g)->next) {
-        const struct shm_gs *s = shm_ring_gs(c->seg, g);
-        if (m->seq > s->last)
-            continue;
-        for (uint32_t l = s->lhead; l != 0;
-             l = shm_ring_lease(c->seg, l)->next) {
-            const struct shm_lease *L = shm_ring_lease(c->seg, l);
-            if (L->seq == m->seq)
-                return 0;
-            if (L->seq > m->seq)
-                break;
-        }
-    }
-    return 1;
+    return m->read == 0 && !(m->enq_ms & SHM_MSG_DELAYED) && ring_unowed(c, m);
 }
+
 
 /* ring_replaceable - may keyed message m give way to a later one of its
  * key?  Only while it is unread (ring_unread). */

@@ -71,7 +71,8 @@ tail_copy(struct shm_ring_ctx *c, struct shm_ref pr,
         /* A tail reads in sequence order: a message still hidden by its
          * delay (SPEC §13) is passed over for good (DESIGN.md §6). */
         if (m->seq > req->after && m->read != SHM_MSG_WITHDRAWN &&
-            !shm_msg_hidden(m, c->now) && !shm_msg_expired(m, c->now)) {
+            !shm_msg_hidden(m, c->now) &&
+            !shm_msg_outlived(m, c->q->opts.ttl_s, c->now)) {
             if (req->newest_only)
                 best = r;
             else if (shm_ring_copy_locked(c, k, r, 1) != 0) {
