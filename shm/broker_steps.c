@@ -23,6 +23,9 @@
 #include "shm/ring.h"
 #include "shm/wake.h"
 
+#define DUE_DELAYED_LOOK                                                       \
+    8 /* messages shm_part_due_locked reads past a delayed head */
+
 #define RELAXED memory_order_relaxed
 
 /* ---- records and partition lists --------------------------------------- */
@@ -213,6 +216,23 @@ shm_part_due_locked(struct shm_seg *seg, uint32_t idx, const struct shm_part *p,
         const struct shm_msg *m = shm_ring_msg(seg, p->head);
         uint64_t t = shm_msg_at(m) + (uint64_t)shm_msg_ttl(m) * 1000;
         at = t < at ? t : at;
+    }
+    /* Behind a head pushed with a delay, the first message pushed without
+     * one may pass the queue's ttl before the head does
+     * (shm_ring_ttl_locked drops it there): looked for a few messages deep,
+     * else it waits for the head's time. */
+    if (ttl != 0 && p->head != 0 &&
+        (shm_ring_msg(seg, p->head)->enq_ms & SHM_MSG_DELAYED)) {
+        uint32_t r = shm_ring_msg(seg, p->head)->next;
+        for (int i = 0; r != 0 && i < DUE_DELAYED_LOOK; i++) {
+            const struct shm_msg *m = shm_ring_msg(seg, r);
+            if (!(m->enq_ms & SHM_MSG_DELAYED)) {
+                uint64_t t = shm_msg_at(m) + ttl;
+                at = t < at ? t : at;
+                break;
+            }
+            r = m->next;
+        }
     }
     shm_due_part(seg, idx, at);
 }

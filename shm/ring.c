@@ -28,6 +28,7 @@
 
 static void ring_wipe(struct shm_seg *seg, int w, struct shm_part *p);
 static void ring_dd_drop_head(struct shm_ring_ctx *c);
+static uint64_t ttl_behind_delayed(struct shm_ring_ctx *c, uint32_t ttl_s);
 static void ring_unlink(struct shm_ring_ctx *c, uint32_t prev, uint32_t ref);
 
 /* ring_set_cost - p's accounted bytes become cost (its lock held), and its
@@ -646,8 +647,10 @@ ring_take_again(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t batch,
             l = next;
             continue;
         }
-        if (shm_msg_expired(shm_ring_msg(c->seg, L->msg), c->now)) {
-            ring_msg_expire(c, shm_ring_msg(c->seg, L->msg));
+        if (shm_msg_outlived(shm_ring_msg(c->seg, L->msg), c->q->opts.ttl_s,
+                             c->now)) { /* counted when it leaves the list */
+            if (shm_msg_expired(shm_ring_msg(c->seg, L->msg), c->now))
+                ring_msg_expire(c, shm_ring_msg(c->seg, L->msg));
             ring_lease_remove(c, s, prev, l);
             l = next;
             continue;
@@ -785,7 +788,11 @@ shm_ring_take_locked(struct shm_ring_ctx *c, uint32_t gs, uint32_t batch,
         struct shm_msg *m = shm_ring_msg(c->seg, ref);
         if (!shm_msg_passed(m) && shm_msg_expired(m, c->now))
             ring_msg_expire(c, m);
-        if (shm_msg_passed(m)) { /* its requester gave up, or replaced */
+        /* Its requester gave up, it was replaced, or its time is over: the
+         * queue's ttl (counted when it leaves the list) reaches messages
+         * behind a delayed head that the upkeep has not dropped yet. */
+        if (shm_msg_passed(m) ||
+            shm_msg_outlived(m, c->q->opts.ttl_s, c->now)) {
             s->last = m->seq;
             s->cursor = m->next;
             continue;
@@ -840,7 +847,7 @@ shm_ring_peek_locked(struct shm_ring_ctx *c, uint32_t gs)
     for (uint32_t r = s->cursor; r != 0;) {
         const struct shm_msg *m = shm_ring_msg(c->seg, r);
         if (!shm_msg_passed(m) && !shm_msg_hidden(m, c->now) &&
-            !shm_msg_expired(m, c->now))
+            !shm_msg_outlived(m, c->q->opts.ttl_s, c->now))
             return 1;
         r = m->next;
     }
@@ -1139,11 +1146,20 @@ ring_held(struct shm_ring_ctx *c, uint32_t ref, uint32_t *attempts)
     return held;
 }
 
+/* ring_drop_counted - was m's end counted already: marked at its own ttl
+ * (ring_msg_expire), or replaced by a later one of its key (conflated)? */
+static int
+ring_drop_counted(const struct shm_msg *m)
+{
+    return (m->read == SHM_MSG_WITHDRAWN && shm_msg_ttl(m) != 0) ||
+           m->read == SHM_MSG_SUPERSEDED;
+}
+
 /* shm_ring_ttl_locked - see ring.h. */
 uint64_t
 shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s)
 {
-    uint64_t k = 0, ttl = (uint64_t)ttl_s * 1000;
+    uint64_t k = 0;
 
     /* A message's own ttl drops it from the head too (one further in is
      * passed over by the groups, ring_msg_expire, and freed from the head
@@ -1151,12 +1167,10 @@ shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s)
     while (c->p->head != 0) {
         const struct shm_msg *m = shm_ring_msg(c->seg, c->p->head);
         uint32_t att;
-        if (!shm_msg_expired(m, c->now) &&
-            (ttl == 0 || shm_msg_at(m) + ttl > c->now))
+        if (!shm_msg_outlived(m, ttl_s, c->now))
             break;
-        if ((m->read == SHM_MSG_WITHDRAWN && shm_msg_ttl(m) != 0) ||
-            m->read == SHM_MSG_SUPERSEDED) {
-            ring_drop_head(c); /* counted when it expired, or conflated */
+        if (ring_drop_counted(m)) {
+            ring_drop_head(c);
             continue;
         }
         if (ring_held(c, c->p->head, &att) &&
@@ -1165,9 +1179,46 @@ shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s)
         ring_drop_head(c);
         k++;
     }
+    k += ttl_behind_delayed(c, ttl_s);
     if (k > 0) {
         shm_count(c->seg, c->w, SHM_C_DROP_TTL, k);
         atomic_fetch_add_explicit(&c->q->drops[SHM_DROPS_TTL], k, RELAXED);
+    }
+    return k;
+}
+
+/* ttl_behind_delayed - the messages past their time behind a head pushed
+ * with a delay, which the head's drops stop at: each one no group holds a
+ * lease of (a group that passed it over owes it nothing) leaves the middle
+ * of the list as a withdrawn request does, its dead letter first when
+ * deadLetterExpired wants one.  The walk crosses messages pushed with a
+ * delay (each their own time) and stops at the first other one still in
+ * its time: those behind it were pushed later.  Returns the drops to
+ * count (ring_drop_counted). */
+static uint64_t
+ttl_behind_delayed(struct shm_ring_ctx *c, uint32_t ttl_s)
+{
+    uint64_t k = 0;
+    uint32_t prev = c->p->head, r, att;
+
+    if (prev == 0 || !(shm_ring_msg(c->seg, prev)->enq_ms & SHM_MSG_DELAYED))
+        return 0;
+    for (r = shm_ring_msg(c->seg, prev)->next; r != 0;) {
+        const struct shm_msg *m = shm_ring_msg(c->seg, r);
+        uint32_t next = m->next;
+        if (!shm_msg_outlived(m, ttl_s, c->now)) {
+            if (!(m->enq_ms & SHM_MSG_DELAYED))
+                break;
+        } else if (!ring_msg_leased(c, m) && !shm_msg_hidden(m, c->now)) {
+            if (ring_held(c, r, &att) && !ring_dead(c, r, att, SHM_DEAD_TTL))
+                break; /* its dead letter first: the rest waits behind it */
+            k += !ring_drop_counted(m);
+            ring_unlink(c, prev, r);
+            r = next;
+            continue;
+        }
+        prev = r;
+        r = next;
     }
     return k;
 }
@@ -1323,6 +1374,7 @@ ring_unread(struct shm_ring_ctx *c, const struct shm_msg *m)
     return m->read == 0 && !(m->enq_ms & SHM_MSG_DELAYED) &&
            !ring_msg_leased(c, m);
 }
+
 
 /* ring_replaceable - may keyed message m give way to a later one of its
  * key?  Keyed, not pushed with a delay (never replaced: DESIGN.md §4b),

@@ -158,6 +158,17 @@ shm_msg_expired(const struct shm_msg *m, uint64_t now)
     return ttl != 0 && shm_msg_at(m) + (uint64_t)ttl * 1000 <= now;
 }
 
+/* shm_msg_outlived - has m passed its own ttl or its queue's (queue_ttl_s,
+ * 0: none) at now?  Every reader passes over such a message; one that
+ * passed its own is also marked (counted once when it expired). */
+static inline int
+shm_msg_outlived(const struct shm_msg *m, uint32_t queue_ttl_s, uint64_t now)
+{
+    return shm_msg_expired(m, now) ||
+           (queue_ttl_s != 0 &&
+            shm_msg_at(m) + (uint64_t)queue_ttl_s * 1000 <= now);
+}
+
 /*
  * struct shm_dd - one key of a partition's dedupe window (SPEC §13), a cell
  * of the list p->dd_head .. p->dd_tail, oldest first.
@@ -412,7 +423,9 @@ int shm_ring_release_locked(struct shm_ring_ctx *c, uint32_t gs, uint64_t seq,
 uint64_t shm_ring_drop_locked(struct shm_ring_ctx *c, uint64_t n,
                               enum shm_drop_why why);
 
-/* shm_ring_ttl_locked - drop messages older than the queue's ttl. */
+/* shm_ring_ttl_locked - drop messages older than the queue's ttl (ttl_s) or
+ * their own: from the head, and behind a head pushed with a delay those no
+ * group owes anything (SPEC §4: expired messages never hold up a push). */
 uint64_t shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s);
 
 /* shm_ring_expire_locked - turn expired leases into redeliveries (or drops

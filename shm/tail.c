@@ -74,7 +74,8 @@ tail_copy(struct shm_ring_ctx *c, struct shm_ref pr,
          * still listed while a group holds it leased; gone_seq says a
          * tail behind it missed it, as for one unlinked). */
         if (m->seq > req->after && !shm_msg_passed(m) &&
-            !shm_msg_hidden(m, c->now) && !shm_msg_expired(m, c->now)) {
+            !shm_msg_hidden(m, c->now) &&
+            !shm_msg_outlived(m, c->q->opts.ttl_s, c->now)) {
             if (req->newest_only)
                 best = r;
             else if (shm_ring_copy_locked(c, k, r, 1) != 0) {
