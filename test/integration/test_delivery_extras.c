@@ -321,6 +321,56 @@ Test(extras, a_message_past_its_own_ttl_is_not_delivered)
     cr_assert_geq(metric("mayfly_dropped_total{reason=\"ttl\"}"), 1);
 }
 
+/* The queue's ttl (SPEC §4) holds behind a message pushed with a delay:
+ * the one pushed after it, past the ttl, is never delivered, and the
+ * upkeep drops it while the delayed head still waits. */
+Test(extras, the_queues_ttl_holds_behind_a_delayed_head)
+{
+    struct itest_resp r;
+
+    configure("td", "\"ttlSeconds\":1");
+    int64_t t0 = itest_now_ms();
+    itest_post(&n, &r, PUSH,
+               "{\"queue\":\"td\",\"messages\":[{\"payload\":1,\"delayMs\":"
+               "60000},{\"payload\":2}]}");
+    cr_assert_eq(r.status, 201, "%s", r.body);
+    itest_resp_free(&r);
+    while (itest_now_ms() - t0 < 1100) /* the clock is the condition */
+        itest_sleep_ms(50);
+    cr_assert_eq(itest_pop(&n, &r, "queue=td&group=g&batch=10"), 0, "%s",
+                 r.body);
+    itest_resp_free(&r);
+    while (metric("mayfly_dropped_total{reason=\"ttl\"}") < 1) {
+        cr_assert_lt(itest_now_ms() - t0, 10000, "message 2 is still held");
+        itest_sleep_ms(50);
+    }
+}
+
+/* Expired messages behind a delayed head are reclaimed before a push is
+ * refused (SPEC §4): they do not fill maxLength. */
+Test(extras, expired_messages_behind_a_delayed_head_make_room)
+{
+    struct itest_resp r;
+
+    configure("tr", "\"ttlSeconds\":1,\"maxLength\":2");
+    int64_t t0 = itest_now_ms();
+    itest_post(&n, &r, PUSH,
+               "{\"queue\":\"tr\",\"messages\":[{\"payload\":1,\"delayMs\":"
+               "60000},{\"payload\":2}]}");
+    cr_assert_eq(r.status, 201, "%s", r.body);
+    itest_resp_free(&r);
+    while (itest_now_ms() - t0 < 1100) /* the clock is the condition */
+        itest_sleep_ms(50);
+    itest_post(&n, &r, PUSH,
+               "{\"queue\":\"tr\",\"messages\":[{\"payload\":3}]}");
+    cr_assert_eq(r.status, 201, "%s", r.body);
+    itest_resp_free(&r);
+    cr_assert_eq(itest_pop(&n, &r, "queue=tr&group=g&batch=10"), 1, "%s",
+                 r.body);
+    cr_assert_eq(itest_jint(r.json, "messages.0.payload"), 3, "%s", r.body);
+    itest_resp_free(&r);
+}
+
 Test(extras, the_options_show_in_configures_answer_and_the_listing)
 {
     struct itest_resp r;
