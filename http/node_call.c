@@ -103,9 +103,9 @@ enum http_node_call
 http_node_call(struct http_request *req, const char *key, struct shm_seg *seg,
                struct shm_nonces *nonces, uint64_t now_ms)
 {
-    const char *names[HTTP_SIGN_HEADERS_MAX + 1],
-        *values[HTTP_SIGN_HEADERS_MAX + 1];
-    struct http_sign_header h[HTTP_SIGN_HEADERS_MAX + 1];
+    const char *names[HTTP_SIGN_HEADERS_MAX + 3],
+        *values[HTTP_SIGN_HEADERS_MAX + 3];
+    struct http_sign_header h[HTTP_SIGN_HEADERS_MAX + 3];
     struct http_sign_call call = {
         .method = http_request_method(req),
         .target = http_request_uri(req),
@@ -115,7 +115,7 @@ http_node_call(struct http_request *req, const char *key, struct shm_seg *seg,
     char why[320];
     int64_t now = http_sign_now_ms();
     enum http_node_call v;
-    size_t n;
+    size_t n, na;
 
     /* the call that carried it was checked (inner.h) */
     if (http_request_is_inner(req))
@@ -131,6 +131,14 @@ http_node_call(struct http_request *req, const char *key, struct shm_seg *seg,
                  HTTP_SIGN_HEADERS_MAX);
         return refused(req, why);
     }
+    /* and its Authorization (signed: sign.h), which a second would make
+     * ambiguous; the look-up is by prefix, so more than two names that
+     * start so are refused rather than looked through */
+    if ((na = http_request_headers(req, HTTP_SIGN_AUTHZ, names + n, values + n,
+                                   2)) > 2)
+        return refused(req, "a signed call carries one " HTTP_SIGN_AUTHZ
+                            " header at most");
+    n += na;
     for (size_t i = 0; i < n; i++)
         h[i] = (struct http_sign_header){names[i], values[i]};
     call.nh = n;

@@ -15,12 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "http/buf.h"
 
-#define SIGN_TEXT_VERSION "mayfly-call-3\n"
-#define SIGN_VALUE_TAG    "v3=" /* the signature value's first bytes */
+#define SIGN_TEXT_VERSION "mayfly-call-4\n"
+#define SIGN_VALUE_TAG    "v4=" /* the signature value's first bytes */
 #define SIGN_TAG_LEN      (sizeof(SIGN_VALUE_TAG) - 1)
 #define SIGN_BODY_KEY     "mayfly body umac" /* HMAC'd into the UMAC key */
 #define SIGN_PREFIX_LEN   (sizeof(HTTP_SIGN_PREFIX) - 1)
@@ -71,6 +72,25 @@ ours(const char *name)
     return 1;
 }
 
+/* signed_name - a header the signature covers: the X-Mayfly- family
+ * and Authorization, whose token the receiver authorizes the call by. */
+static int
+signed_name(const char *name)
+{
+    return ours(name) || name_cmp(name, HTTP_SIGN_AUTHZ) == 0;
+}
+
+/* trim - s[0..*n) without the spaces and tabs around it. */
+static const char *
+trim(const char *s, size_t *n)
+{
+    while (*n > 0 && (*s == ' ' || *s == '\t'))
+        s++, (*n)--;
+    while (*n > 0 && (s[*n - 1] == ' ' || s[*n - 1] == '\t'))
+        (*n)--;
+    return s;
+}
+
 /* mac_field - F(s) of sign.h: length, ':', the bytes (lowercased for a
  * name), '\n'.  No printf: a call has a dozen fields, and each is signed
  * and checked once per hop. */
@@ -95,21 +115,24 @@ mac_field(struct hmac_sha256_ctx *c, const char *s, size_t n, int name)
     hmac_sha256_update(c, 1, (const uint8_t *)"\n");
 }
 
-/* signed_order - the indexes of c's signed headers (X-Mayfly-*, not the
- * signature) in canonical order.  Their count, or -EINVAL (too many, or a
+/* signed_order - the indexes of c's signed headers (X-Mayfly-* but the
+ * signature, and Authorization) in canonical order, idx holding
+ * HTTP_SIGN_HEADERS_MAX + 1.  Their count, or -EINVAL (too many, or a
  * name twice). */
 static int
 signed_order(const struct http_sign_call *c, size_t *idx)
 {
-    size_t n = 0;
+    size_t n = 0, nx = 0;
 
     for (size_t i = 0; i < c->nh; i++) {
         const char *name = c->h[i].name;
         size_t k;
 
-        if (!ours(name) || name_cmp(name, HTTP_SIGN_HEADER) == 0)
+        if (!signed_name(name) || name_cmp(name, HTTP_SIGN_HEADER) == 0)
             continue;
-        if (n == HTTP_SIGN_HEADERS_MAX)
+        /* HTTP_SIGN_HEADERS_MAX of ours, and one Authorization */
+        if (n == HTTP_SIGN_HEADERS_MAX + 1 ||
+            (ours(name) && nx++ == HTTP_SIGN_HEADERS_MAX))
             return -EINVAL;
         /* insertion: few headers, and a tie is a refusal */
         for (k = n; k > 0; k--) {
@@ -230,7 +253,7 @@ sign_nonce(const char *key, const struct http_sign_call *c, uint64_t sender,
     struct umac128_ctx u;
     uint8_t d[SHA256_DIGEST_SIZE];
     char body_hex[2 * UMAC128_DIGEST_SIZE + 1];
-    size_t idx[HTTP_SIGN_HEADERS_MAX];
+    size_t idx[HTTP_SIGN_HEADERS_MAX + 1];
     int n = signed_order(c, idx);
 
     if (n < 0)
@@ -244,8 +267,10 @@ sign_nonce(const char *key, const struct http_sign_call *c, uint64_t sender,
     mac_field(&m, body_hex, strlen(body_hex), 0);
     for (int i = 0; i < n; i++) {
         const struct http_sign_header *x = &c->h[idx[i]];
+        size_t vn = strlen(x->value);
+        const char *v = trim(x->value, &vn);
         mac_field(&m, x->name, strlen(x->name), 1);
-        mac_field(&m, x->value, strlen(x->value), 0);
+        mac_field(&m, v, vn, 0);
     }
     hmac_sha256_digest(&m, sizeof(d), d);
     memcpy(out, SIGN_VALUE_TAG, SIGN_TAG_LEN);
@@ -328,28 +353,50 @@ own_header(const char *name)
     return 0;
 }
 
-/* The values the signer adds, and room for the caller's lines. */
+/* The values the signer adds, and room for the caller's lines (its
+ * Authorization is not copied: h points into its line). */
 struct sign_scratch {
     struct http_sign_header h[HTTP_SIGN_HEADERS_MAX + 1];
     char lines[HTTP_SIGN_HEADERS_MAX][512];
     char ts[24], nonce[HTTP_SIGN_NONCE_MAX], to[HTTP_SIGN_TO_MAX], deadline[24];
 };
 
-/* caller_headers - r's X-Mayfly-* lines into s->h; their count, or
- * -EINVAL. */
+/* authz_line - an "Authorization:" line's value (its spaces are the
+ * signature's to trim), not copied: a JWT may be longer than a line of
+ * the scratch; NULL when line is another header. */
+static const char *
+authz_line(const char *line)
+{
+    size_t n = sizeof(HTTP_SIGN_AUTHZ) - 1;
+
+    return strncasecmp(line, HTTP_SIGN_AUTHZ, n) == 0 && line[n] == ':'
+               ? line + n + 1
+               : NULL;
+}
+
+/* caller_headers - r's X-Mayfly-* and Authorization lines into s->h;
+ * their count, or -EINVAL. */
 static int
 caller_headers(const struct http_sign_req *r, struct sign_scratch *s)
 {
-    int n = 0;
+    int n = 0, nl = 0, authz = 0;
+    const char *v;
 
     for (size_t i = 0; i < r->nlines; i++) {
+        if ((v = authz_line(r->lines[i])) != NULL) {
+            if (authz++ > 0)
+                return -EINVAL; /* a call carries one */
+            s->h[n++] = (struct http_sign_header){HTTP_SIGN_AUTHZ, v};
+            continue;
+        }
         if (!ours(r->lines[i]))
             continue;
-        if (n == HTTP_SIGN_HEADERS_MAX - 4 ||
-            split_line(r->lines[i], s->lines[n], sizeof(s->lines[n]),
+        if (nl == HTTP_SIGN_HEADERS_MAX - 4 ||
+            split_line(r->lines[i], s->lines[nl], sizeof(s->lines[nl]),
                        &s->h[n]) != 0 ||
             own_header(s->h[n].name))
             return -EINVAL;
+        nl++;
         n++;
     }
     return n;

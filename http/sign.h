@@ -3,15 +3,23 @@
  * place of the cluster secret: an HMAC-SHA256, keyed by the secret, over
  * everything in the call that carries meaning:
  *
- *   "mayfly-call-3\n" F(method) F(target) F(hex(UMAC-128(body)))
- *   then, for every X-Mayfly-* header but X-Mayfly-Signature, sorted by
- *   name (ASCII, case-insensitive): F(lowercased name) F(value)
+ *   "mayfly-call-4\n" F(method) F(target) F(hex(UMAC-128(body)))
+ *   then, for every X-Mayfly-* header but X-Mayfly-Signature and for
+ *   Authorization, sorted by name (ASCII, case-insensitive):
+ *   F(lowercased name) F(value)
  *
  * where F(s) is s's length in decimal, ':', s and '\n' (so no value can
  * pass for two fields), target is the request's path and query as sent,
  * and a value is the header's, spaces and tabs around it left out.  A
  * call names one header at most once.  The signature header's value is
- * "v3=" and the HMAC in 64 hex digits.  Among the signed headers:
+ * "v4=" and the HMAC in 64 hex digits.
+ *
+ * Authorization is signed because the receiver authorizes a forwarded
+ * call by it (tenant, permissions: SPEC §5, §10): a token swapped, added
+ * or dropped on the way is an altered call (401), as a changed target or
+ * body is.  (mayfly-call-3 left it out.)  A batch call's entries carry
+ * theirs in the body, which the UMAC covers.  Among the other signed
+ * headers:
  *
  *   X-Mayfly-Timestamp  the sender's wall clock, ms since the epoch
  *   X-Mayfly-Nonce      "<sender>-<seq>": 16 hex digits naming one sending
@@ -52,9 +60,10 @@
  *
  * Another build.  Every node of a cluster runs one build (DESIGN §6).  A
  * call signed by a build of mayfly-call-2 (a signature of 64 hex digits,
- * no "v3=") or of another "v<n>=" is refused with a sentence saying the
- * sender runs another build; a build of mayfly-call-2 receiving this
- * build's calls refuses them as altered or signed with another secret.
+ * no "v<n>=") or of another "v<n>=" (v3: mayfly-call-3) is refused with a
+ * sentence saying the sender runs another build; a build of
+ * mayfly-call-2 receiving this build's calls refuses them as altered or
+ * signed with another secret.
  *
  * Functions over strings; the only state is a per-thread copy of the last
  * key's HMAC schedule and keyed UMAC (sign.c), so no locking.  Errors: 0
@@ -66,17 +75,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HTTP_SIGN_PREFIX      "X-Mayfly-"
-#define HTTP_SIGN_HEADER      "X-Mayfly-Signature"
-#define HTTP_SIGN_TIME        "X-Mayfly-Timestamp"
-#define HTTP_SIGN_NONCE       "X-Mayfly-Nonce"
-#define HTTP_SIGN_TO          "X-Mayfly-To"
-#define HTTP_SIGN_DEADLINE    "X-Mayfly-Deadline"
-#define HTTP_SIGN_WINDOW_MS   30000
-#define HTTP_SIGN_VALUE_MAX   68  /* "v3=", 64 hex digits and a NUL */
-#define HTTP_SIGN_NONCE_MAX   40  /* "<16 hex>-<up to 20 digits>" and a NUL */
-#define HTTP_SIGN_TO_MAX      260 /* a host:port (255) or "<id>/<16 hex>" */
-#define HTTP_SIGN_HEADERS_MAX 24  /* X-Mayfly-* headers one call may carry */
+#define HTTP_SIGN_PREFIX    "X-Mayfly-"
+#define HTTP_SIGN_HEADER    "X-Mayfly-Signature"
+#define HTTP_SIGN_TIME      "X-Mayfly-Timestamp"
+#define HTTP_SIGN_NONCE     "X-Mayfly-Nonce"
+#define HTTP_SIGN_TO        "X-Mayfly-To"
+#define HTTP_SIGN_DEADLINE  "X-Mayfly-Deadline"
+#define HTTP_SIGN_AUTHZ     "Authorization" /* signed too */
+#define HTTP_SIGN_WINDOW_MS 30000
+#define HTTP_SIGN_VALUE_MAX 68  /* "v4=", 64 hex digits and a NUL */
+#define HTTP_SIGN_NONCE_MAX 40  /* "<16 hex>-<up to 20 digits>" and a NUL */
+#define HTTP_SIGN_TO_MAX    260 /* a host:port (255) or "<id>/<16 hex>" */
+#define HTTP_SIGN_HEADERS_MAX                                                  \
+    24 /* X-Mayfly-* headers one call may carry
+                                     (and an Authorization besides) */
 
 /* One header of a call. */
 struct http_sign_header {
@@ -84,8 +96,8 @@ struct http_sign_header {
 };
 
 /* A call, as sent or received: headers lists its X-Mayfly-* headers, the
- * signature's included or not, in any order (other headers listed are
- * ignored). */
+ * signature's included or not, and every Authorization it carries, in any
+ * order (other headers listed are ignored). */
 struct http_sign_call {
     const char *method, *target;
     const void *body;
@@ -117,7 +129,8 @@ struct http_sign_req {
     const void *body;
     size_t len;
     const char *const *lines; /* the call's own "Name: value" header lines;
-                                 the X-Mayfly-* ones are signed */
+                                 the X-Mayfly-* and Authorization ones are
+                                 signed */
     size_t nlines;
     struct http_sign_to to;
     uint64_t sender, seq; /* the nonce */
@@ -137,8 +150,9 @@ struct http_sign_lines {
 
 /*
  * http_sign_lines - the lines that sign call r.  0, or -EINVAL: a line of
- * r without a colon, one of the signer's own headers among r's lines, a
- * destination too long, or what http_sign refuses.
+ * r without a colon, one of the signer's own headers among r's lines, two
+ * Authorization lines, a destination too long, or what http_sign
+ * refuses.
  */
 int http_sign_lines(const char *key, const struct http_sign_req *r,
                     struct http_sign_lines *out);

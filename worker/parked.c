@@ -11,6 +11,7 @@
 #include "worker/parked.h"
 
 #include <errno.h>
+#include <poll.h>
 
 #include "http/request.h"
 #include "shm/broker.h"
@@ -201,4 +202,17 @@ void
 worker_parked_hangup(struct park *p)
 {
     p->ops->on_hangup(p);
+}
+
+/* worker_parked_gone - see parked.h.  POLLRDHUP, not a peek for EOF: it
+ * is seen with bytes still unread before it (a pipelined request, a TLS
+ * close_notify). */
+int
+worker_parked_gone(const struct park *p)
+{
+    struct pollfd f = {.fd = p->fd, .events = POLLRDHUP};
+
+    if (p->fd < 0)
+        return 0;
+    return poll(&f, 1, 0) == 1 && (f.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }

@@ -112,4 +112,17 @@ void worker_parked_revoked(struct worker *w);
  * loop found p in the socket's struct worker_conn). */
 void worker_parked_hangup(struct park *p);
 
+/*
+ * worker_parked_gone - whether p's client has shut its side or reset its
+ * socket though the loop has not heard yet: a poll of the socket, no
+ * wait.  A kind calls it on a wake before it takes messages, and ends the
+ * call as on_hangup does when it says 1: a worker that stalled (stopped,
+ * starved) sees the wakes queued meanwhile before its epoll reports the
+ * hang-ups queued before them, and a message taken then would go to a
+ * connection that is gone (SPEC §3).  One system call: a woken call's
+ * only (a call that skips its try on a wake skips this too).  0 for a
+ * call with no socket (an inner request).
+ */
+int worker_parked_gone(const struct park *p);
+
 #endif

@@ -397,10 +397,12 @@ same_take(const struct shm_pop_req *a, const struct shm_pop_req *b)
 }
 
 /*
- * pop_call_on_wake - parked.h: try again.  Once one found nothing, the
- * others of this wake asking for the same (responders long-polling one
- * queue in one group) would find nothing too: they stay parked without a
- * try, and the waiter bit the empty try set again wakes them all next time.
+ * pop_call_on_wake - parked.h: try again, unless the client left while
+ * the loop could not see it (worker_parked_gone: then as on a hang-up).
+ * Once one found nothing, the others of this wake asking for the same
+ * (responders long-polling one queue in one group) would find nothing
+ * too: they stay parked without a try, and the waiter bit the empty try
+ * set again wakes them all next time.
  */
 int
 pop_call_on_wake(struct park *p, uint64_t handle, const struct park *empty)
@@ -413,6 +415,10 @@ pop_call_on_wake(struct park *p, uint64_t handle, const struct park *empty)
     if (empty != NULL && empty->ops->on_wake == pop_call_on_wake &&
         same_take(&CALL_OF(empty)->pop, &c->pop))
         return 1;
+    if (worker_parked_gone(p)) { /* its client left unheard: take nothing */
+        p->ops->on_hangup(p);
+        return 0;
+    }
     int rc = pop_call_try(c, 1);
     if (rc == 0)
         return 1; /* someone else took it; still parked, bit set again */

@@ -329,6 +329,38 @@ refuse(struct http_request *req, int rc)
         http_reply_errno(req, rc, "subscribe");
 }
 
+/*
+ * subscribe_accept - s's slot toward stream_max taken, its presence
+ * member joined and s opened: 0, s then counting toward stream_max until
+ * it ends (stream_done).  Else -1 with the refusal answered and the slot,
+ * if it was taken, given back: this is the one place a refusal gives it
+ * back, so no refusal path can keep it.
+ */
+static int
+subscribe_accept(struct stream *s, const struct stream_args *a)
+{
+    struct worker *w = s->w;
+    int rc;
+
+    if (shm_streams_reserve(w->seg, w->set.slot, w->set.stream_max) != 0) {
+        http_reply_error(s->req, 503, "ephemeral_unavailable",
+                         "this node holds stream_max (%u) streams: retry "
+                         "later, or ask another node",
+                         w->set.stream_max);
+        return -1;
+    }
+    if (stream_set_of(w) == NULL)
+        http_reply_errno(s->req, -ENOMEM, "subscribe");
+    else if (!worker_presence_stream_join(s))
+        ; /* answered: 400, 403, 413, 429 */
+    else if ((rc = stream_open(s, a)) != 0)
+        refuse(s->req, rc);
+    else
+        return 0;
+    shm_streams_add(w->seg, w->set.slot, -1);
+    return -1;
+}
+
 /* worker_subscribe - see stream.h. */
 void
 worker_subscribe(struct worker *w, struct http_request *req)
@@ -336,38 +368,13 @@ worker_subscribe(struct worker *w, struct http_request *req)
     struct stream_args a;
     struct http_error err;
     struct stream *s;
-    int rc;
 
     if (stream_parse(req, w->set.stream_max_subs, &a, &err) != 0) {
         http_reply_http_error(req, &err);
         return;
     }
-    s = stream_new(w, req, &a);
-    if (s != NULL &&
-        shm_streams_reserve(w->seg, w->set.slot, w->set.stream_max) != 0) {
-        http_reply_error(req, 503, "ephemeral_unavailable",
-                         "this node holds stream_max (%u) streams: retry "
-                         "later, or ask another node",
-                         w->set.stream_max);
+    if ((s = stream_new(w, req, &a)) != NULL && subscribe_accept(s, &a) != 0)
         stream_release(s);
-        s = NULL;
-    }
-    /* from here s counts toward stream_max until it ends (stream_done) */
-    if (s != NULL && stream_set_of(w) == NULL) {
-        http_reply_errno(req, -ENOMEM, "subscribe");
-        shm_streams_add(w->seg, w->set.slot, -1);
-        stream_release(s);
-        s = NULL;
-    }
-    if (s != NULL && !worker_presence_stream_join(s)) {
-        stream_release(s); /* answered: 400, 403, 413, 429 */
-        s = NULL;
-    }
-    if (s != NULL && (rc = stream_open(s, &a)) != 0) {
-        refuse(req, rc);
-        shm_streams_add(w->seg, w->set.slot, -1);
-        stream_release(s);
-    }
     free(a.mem);
     free(a.subs);
 }

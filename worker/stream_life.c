@@ -349,13 +349,20 @@ stream_done(void *arg, int sent_ok)
 }
 
 /* on_wake - parked.h: the subscriptions that wait on handle (0: all) are
- * read at the next round. */
+ * read at the next round.  A grouped stream's round takes messages
+ * (autoAck): not for a client that left while the loop could not see it
+ * (parked.h, worker_parked_gone). */
 static int
 on_wake(struct park *p, uint64_t handle, const struct park *empty)
 {
     struct stream *s = STREAM_OF(p);
 
     (void)empty;
+    if (s->grouped && worker_parked_gone(p)) { /* as on_hangup */
+        stop(s);
+        http_request_abort(s->req);
+        return 0;
+    }
     for (size_t i = 0; i < s->nsubs; i++)
         if (s->subs[i].watch < 0 &&
             (handle == 0 || s->waits[i].handle == handle))

@@ -3,7 +3,8 @@
  * on the network who sees every call between nodes and holds no secret
  * (SPEC §10, issue 31): each kind of node call (declare, delete, raft,
  * heartbeat, hand-over, forward) replayed to the node it was for and to
- * the two others, or altered on its way (a body, a sender's header), is
+ * the two others, or altered on its way (a body, a sender's header, a
+ * forward's Authorization), is
  * refused 401 and changes nothing: a queue deleted stays deleted, one
  * declared again stays declared, membership stays as it is, nothing goes
  * to the attacker's listener.  And a call that comes after its deadline is
@@ -382,6 +383,39 @@ Test(cluster_calls, a_forward_replayed_or_altered_is_refused)
     refused(&alt, 1, "{\"queue\":\"sec-fw\",\"messages\":[{\"payload\":666}]}",
             "with its body altered");
     cr_expect_eq(itest_depth_pending(&c.node[1], "sec-fw", NULL), 1);
+}
+
+/* A forward's Authorization is signed: the owner authorizes the call by
+ * it (tenant, permissions), so a token swapped, dropped or added on the
+ * way is an altered call, refused before its nonce is taken; the call as
+ * signed is then taken.  (A second one is refused 400 before anything.) */
+Test(cluster_calls, a_forward_with_its_authorization_altered_is_refused)
+{
+    struct call k =
+        mk("forward", CL_CLIENT_PORT, 1, "/api/v1/ephemeral/push", "");
+    struct call bare;
+    char p[16];
+
+    cl_part_owned_by("sec-authz", 1, NPARTS, p, sizeof(p));
+    k.lines[0] = "X-Mayfly-Forwarded: 1";
+    snprintf(k.body, sizeof(k.body),
+             "{\"queue\":\"sec-authz\",\"partition\":\"%s\","
+             "\"messages\":[{\"payload\":1}]}",
+             p);
+    bare = k;
+    k.lines[1] = "Authorization: Bearer tok-alice";
+    sign(&k);
+    k.lines[1] = "Authorization: Bearer tok-mallory";
+    refused(&k, 1, NULL, "with another token");
+    k.lines[1] = NULL;
+    refused(&k, 1, NULL, "with its token dropped");
+    k.lines[1] = "Authorization: Bearer tok-alice";
+    sign(&bare);
+    bare.lines[1] = "Authorization: Bearer tok-mallory";
+    refused(&bare, 1, NULL, "with a token added");
+    cr_expect_eq(itest_depth_pending(&c.node[1], "sec-authz", NULL), -1);
+    deliver(&k, 201);
+    cr_expect_eq(itest_depth_pending(&c.node[1], "sec-authz", NULL), 1);
 }
 
 Test(cluster_calls, a_call_past_its_deadline_is_refused_and_changes_nothing)

@@ -1,13 +1,14 @@
 /*
  * test_sign.c - the signature of calls between nodes (http/sign.h): a
  * call verifies with the key it was signed with, for the node it names;
- * any part altered (method, target, body, any X-Mayfly- header changed,
- * added, dropped or doubled), a body moved from another call, another
+ * any part altered (method, target, body, any X-Mayfly- header or the
+ * Authorization changed, added, dropped or doubled), a body moved from
+ * another call, another
  * key, a timestamp outside the window, another node, another incarnation
  * or a malformed header is refused; the order and case of the headers,
  * and headers of other names, do not matter.  The signature is the text
  * sign.h describes (an oracle built here from nettle, with UMAC-128
- * checked against RFC 4418's vectors), and one of mayfly-call-2 is
+ * checked against RFC 4418's vectors), and one of mayfly-call-2 or -3 is
  * refused as another build's.
  */
 #include <ctype.h>
@@ -144,7 +145,7 @@ Test(sign, a_call_verifies_for_its_node_and_names_its_nonce_and_deadline)
 
     snprintf(to, sizeof(to), HTTP_SIGN_TO ": n1/%016" PRIx64, INC);
     cr_expect_str_eq(l.to, to);
-    cr_expect(strncmp(l.sig, HTTP_SIGN_HEADER ": v3=", 23) == 0, "%s", l.sig);
+    cr_expect(strncmp(l.sig, HTTP_SIGN_HEADER ": v4=", 23) == 0, "%s", l.sig);
     cr_expect_eq(strlen(l.sig), sizeof(HTTP_SIGN_HEADER) + 1 + 3 + 64, "%s",
                  l.sig);
     cr_expect_str_eq(l.nonce, HTTP_SIGN_NONCE ": 0000000000abcdef-42");
@@ -252,7 +253,8 @@ Test(sign, order_case_and_other_headers_do_not_matter)
         add(&y, line);
     }
     add(&y, "Accept: */*");
-    add(&y, "Authorization: Bearer whatever");
+    add(&y, "X-Mayfly: 1");            /* not of the family: no dash */
+    add(&y, "Authorization2: Bearer"); /* not Authorization */
     cr_expect_eq(check(&y, &self, r.now_ms, &seen, why), HTTP_SIGN_OK, "%s",
                  why);
 }
@@ -376,7 +378,7 @@ signed_as(struct rx *x, const char *const *lines, size_t n)
     for (size_t i = 0; i < n; i++)
         add(x, lines[i]);
     if ((rc = http_sign(KEY, &x->c, sig)) != 0)
-        snprintf(sig, sizeof(sig), "v3=%064d", 0);
+        snprintf(sig, sizeof(sig), "v4=%064d", 0);
     snprintf(line, sizeof(line), HTTP_SIGN_HEADER ": %s", sig);
     add(x, line);
     return rc;
@@ -508,6 +510,118 @@ push_to_n1(const void *body, size_t len, uint64_t seq, int64_t now,
 
     cr_assert_eq(http_sign_lines(KEY, &r, l), 0);
     return r;
+}
+
+/* forwarded_with - a forwarded push from n0 (sender 0x5e, count 9) that
+ * carries the client's Authorization line authz, signed now into l. */
+static struct http_sign_req
+forwarded_with(struct http_sign_lines *l, const char *authz)
+{
+    static const char *lines[8];
+    size_t n = sizeof(peer_lines) / sizeof(peer_lines[0]);
+    int64_t now = http_sign_now_ms();
+    struct http_sign_req r = {
+        .method = "POST",
+        .target = "/api/v1/ephemeral/push?queue=secret-q&partition=x17",
+        .body = "[{\"card\":\"4111\"}]",
+        .len = 17,
+        .lines = lines,
+        .nlines = n + 1,
+        .to = {"10.0.0.1:6632", "n1", INC},
+        .sender = 0x5e,
+        .seq = 9,
+        .now_ms = now,
+        .deadline_ms = now + 1000,
+    };
+
+    memcpy(lines, peer_lines, n * sizeof(lines[0]));
+    lines[n] = authz;
+    cr_assert_eq(http_sign_lines(KEY, &r, l), 0);
+    return r;
+}
+
+/* The owner authorizes a forwarded call by its Authorization (tenant,
+ * permissions): the token swapped, emptied, dropped, added or doubled on
+ * the way is an altered call; its case and the spaces around the value
+ * are not, and a JWT longer than a header line of the signer's scratch
+ * signs as well. */
+Test(sign, the_authorization_is_signed)
+{
+    struct http_sign_self self = self_now();
+    struct http_sign_seen seen;
+    struct http_sign_lines l;
+    char why[300], jwt[4200], line[4300];
+    struct http_sign_req r = forwarded_with(&l, "Authorization: Bearer tok-A");
+    struct rx x;
+
+    received(&x, &r, &l);
+    cr_assert_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_OK, "%s",
+                 why);
+    *header(&x, "Authorization") = "Bearer tok-B";
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                 "another tenant's token");
+    cr_expect(strstr(why, "does not match"), "%s", why);
+    *header(&x, "Authorization") = "";
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                 "emptied");
+    received(&x, &r, &l);
+    *header(&x, "Authorization") = "  Bearer tok-A\t";
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_OK,
+                 "spaces around: %s", why);
+    received(&x, &r, &l);
+    for (size_t k = 0; k < x.c.nh; k++)
+        if (strcasecmp(x.h[k].name, "Authorization") == 0)
+            x.h[k].name = "AUTHORIZATION";
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_OK,
+                 "the name's case: %s", why);
+    received(&x, &r, &l);
+    add(&x, "Authorization: Bearer tok-B");
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                 "a second one");
+    received(&x, &r, &l);
+    for (size_t k = 0; k < x.c.nh; k++)
+        if (strcasecmp(x.h[k].name, "Authorization") == 0)
+            x.h[k].name = "X-Other";
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                 "dropped");
+    /* a call signed without one, one added */
+    r = heartbeat(&l);
+    received(&x, &r, &l);
+    add(&x, "Authorization: Bearer tok-B");
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                 "added");
+    /* a JWT-sized token, past the signer's 512-byte lines */
+    memset(jwt, 'j', sizeof(jwt) - 1);
+    jwt[sizeof(jwt) - 1] = '\0';
+    snprintf(line, sizeof(line), "Authorization: Bearer %s", jwt);
+    r = forwarded_with(&l, line);
+    received(&x, &r, &l);
+    *header(&x, "Authorization") = r.lines[r.nlines - 1] + 15;
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_OK, "%s",
+                 why);
+    jwt[100] = 'k';
+    snprintf(line, sizeof(line), "Bearer %s", jwt);
+    *header(&x, "Authorization") = line;
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD,
+                 "a JWT's byte changed");
+}
+
+/* A call's lines with two Authorization lines cannot be signed. */
+Test(sign, two_authorization_lines_cannot_be_signed)
+{
+    const char *lines[] = {"Authorization: Bearer a", "X-Mayfly-Node: n0",
+                           "authorization: Bearer b"};
+    struct http_sign_req r = {.method = "GET",
+                              .target = "/",
+                              .lines = lines,
+                              .nlines = 3,
+                              .to = {"10.0.0.1:1", NULL, 0},
+                              .now_ms = 1};
+    struct http_sign_lines l;
+
+    cr_expect_eq(http_sign_lines(KEY, &r, &l), -EINVAL);
+    r.nlines = 2;
+    cr_expect_eq(http_sign_lines(KEY, &r, &l), 0);
 }
 
 Test(sign, a_changed_body_byte_or_length_is_refused)
@@ -675,9 +789,10 @@ oracle_field(struct hmac_sha256_ctx *m, const char *s, size_t n)
 }
 
 /* oracle - the signature value of call c as sign.h describes it, version
- * 3 (UMAC-128 of the body under the nonce sender, seq: "v3=<hex>") or 2
- * (SHA-256 of the body: "<hex>", as the build before made it), written
- * from sign.h's text and nettle, not from sign.c. */
+ * 4 (UMAC-128 of the body under the nonce sender, seq, and Authorization
+ * signed: "v4=<hex>"), 3 (as 4, Authorization not signed: "v3=<hex>") or
+ * 2 (SHA-256 of the body: "<hex>"), as the builds before made them,
+ * written from sign.h's text and nettle, not from sign.c. */
 static void
 oracle(int version, const struct http_sign_call *c, uint64_t sender,
        uint64_t seq, char *out)
@@ -688,7 +803,7 @@ oracle(int version, const struct http_sign_call *c, uint64_t sender,
     char body[2 * SHA256_DIGEST_SIZE + 1];
     size_t nf = 0;
 
-    if (version == 3) {
+    if (version >= 3) {
         struct umac128_ctx u;
         uint8_t nonce[16], tag[UMAC128_DIGEST_SIZE];
 
@@ -713,7 +828,9 @@ oracle(int version, const struct http_sign_call *c, uint64_t sender,
         hexs(d, sizeof(d), body);
     }
     for (size_t i = 0; i < c->nh; i++) {
-        if (strncasecmp(c->h[i].name, "x-mayfly-", 9) != 0 ||
+        int authz = strcasecmp(c->h[i].name, "authorization") == 0;
+        if ((strncasecmp(c->h[i].name, "x-mayfly-", 9) != 0 &&
+             !(version == 4 && authz)) ||
             strcasecmp(c->h[i].name, HTTP_SIGN_HEADER) == 0)
             continue;
         cr_assert(nf < 40 && strlen(c->h[i].name) < 64);
@@ -723,10 +840,8 @@ oracle(int version, const struct http_sign_call *c, uint64_t sender,
     }
     qsort(f, nf, sizeof(f[0]), field_cmp);
     hmac_sha256_set_key(&m, strlen(KEY), (const uint8_t *)KEY);
-    if (version == 3)
-        hmac_sha256_update(&m, 14, (const uint8_t *)"mayfly-call-3\n");
-    else
-        hmac_sha256_update(&m, 14, (const uint8_t *)"mayfly-call-2\n");
+    snprintf(out, 16, "mayfly-call-%d\n", version);
+    hmac_sha256_update(&m, 14, (const uint8_t *)out);
     oracle_field(&m, c->method, strlen(c->method));
     oracle_field(&m, c->target, strlen(c->target));
     oracle_field(&m, body, strlen(body));
@@ -735,7 +850,10 @@ oracle(int version, const struct http_sign_call *c, uint64_t sender,
         oracle_field(&m, f[i].value, strlen(f[i].value));
     }
     hmac_sha256_digest(&m, sizeof(d), d);
-    strcpy(out, version == 3 ? "v3=" : "");
+    if (version >= 3)
+        sprintf(out, "v%d=", version);
+    else
+        out[0] = '\0';
     hexs(d, sizeof(d), out + strlen(out));
 }
 
@@ -748,11 +866,15 @@ Test(sign, the_signature_is_the_text_sign_h_describes)
     struct rx x;
 
     received(&x, &r, &l);
-    oracle(3, &x.c, 0x5e, 7, want);
+    oracle(4, &x.c, 0x5e, 7, want);
     cr_expect_str_eq(*header(&x, HTTP_SIGN_HEADER), want);
     r = heartbeat(&l);
     received(&x, &r, &l);
-    oracle(3, &x.c, 0xabcdef, 42, want);
+    oracle(4, &x.c, 0xabcdef, 42, want);
+    cr_expect_str_eq(*header(&x, HTTP_SIGN_HEADER), want);
+    r = forwarded_with(&l, "Authorization: Bearer tok-alice");
+    received(&x, &r, &l);
+    oracle(4, &x.c, 0x5e, 9, want);
     cr_expect_str_eq(*header(&x, HTTP_SIGN_HEADER), want);
 }
 
@@ -762,7 +884,8 @@ Test(sign, a_call_signed_by_another_build_is_refused_saying_so)
     struct http_sign_req r = heartbeat(&l);
     struct http_sign_self self = self_now();
     struct http_sign_seen seen;
-    char why[300], v2[HTTP_SIGN_VALUE_MAX + 8], v4[2 * HTTP_SIGN_VALUE_MAX];
+    char why[300], v2[HTTP_SIGN_VALUE_MAX + 8], v3[HTTP_SIGN_VALUE_MAX + 8],
+        v4[2 * HTTP_SIGN_VALUE_MAX];
     struct rx x;
 
     /* as the build of mayfly-call-2 signed it */
@@ -772,14 +895,20 @@ Test(sign, a_call_signed_by_another_build_is_refused_saying_so)
     cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD);
     cr_expect(strstr(why, "another build") && strstr(why, "mayfly-call-2"),
               "%s", why);
+    /* as the build of mayfly-call-3 signed it (Authorization unsigned) */
+    oracle(3, &x.c, 0xabcdef, 42, v3);
+    *header(&x, HTTP_SIGN_HEADER) = v3;
+    cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD);
+    cr_expect(strstr(why, "another build") && strstr(why, "mayfly-call-3"),
+              "%s", why);
     /* a later build's */
-    snprintf(v4, sizeof(v4), "v4=%s", v2);
+    snprintf(v4, sizeof(v4), "v5=%s", v2);
     *header(&x, HTTP_SIGN_HEADER) = v4;
     cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD);
-    cr_expect(strstr(why, "another build") && strstr(why, "mayfly-call-4"),
+    cr_expect(strstr(why, "another build") && strstr(why, "mayfly-call-5"),
               "%s", why);
     /* this build's form, but not the call's: altered */
-    snprintf(v4, sizeof(v4), "v3=%s", v2);
+    snprintf(v4, sizeof(v4), "v4=%s", v2);
     *header(&x, HTTP_SIGN_HEADER) = v4;
     cr_expect_eq(check(&x, &self, r.now_ms, &seen, why), HTTP_SIGN_BAD);
     cr_expect(strstr(why, "does not match"), "%s", why);

@@ -6,15 +6,18 @@
  * first park or a later one; a client that shut its side is answered; a
  * pop woken by a push in its own worker is answered before that push; a
  * long poll that gave its connection's zeroed pages back waits its own
- * time and is served whole.
+ * time and is served whole; a worker stalled while its parked pop's
+ * client left takes nothing for it when it runs again.
  *
  * Which worker holds a connection is read from /proc (the server end of the
  * loopback connection is a socket in one worker's fd table).
  */
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -646,4 +649,109 @@ Test(longpoll, a_long_poll_waits_its_own_time_past_its_pages_given_back,
     }
     close(a);
     close(b);
+}
+
+/* proc_state - the state letter of process pid (/proc/pid/stat), or 0. */
+static char
+proc_state(pid_t pid)
+{
+    char path[64], buf[512], *p;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')'); /* the name may hold anything but this */
+    return p != NULL && p[1] == ' ' ? p[2] : 0;
+}
+
+/* How the stalled worker's client waits. */
+enum stalled { STALLED_LEASE, STALLED_AUTO_ACK, STALLED_GROUP_STREAM };
+
+/* A worker stalls (SIGSTOP) while it holds a pop parked on a raw
+ * connection (or a group's stream, which pops autoAck); the client
+ * leaves; a push through the other worker wakes it.  Run again (SIGCONT),
+ * the worker meets the wake before its epoll reports the hang-up queued
+ * before it (epoll_wait returns EINTR after a stop): the message must not
+ * be taken for the gone client (autoAck: lost; leased: held for lease_s,
+ * then attempts 2), and a new consumer gets it, attempts 1. */
+static void
+stalled_worker_takes_nothing_for_a_gone_client(enum stalled how)
+{
+    static const char *const name[] = {"lease", "auto", "stream"};
+    static const char *const metric[] = {
+        "mayfly_parked_pops", "mayfly_parked_pops", "mayfly_streams"};
+    struct itest_node n;
+    struct itest_resp r;
+    pid_t w[ITEST_NODE_MAX_WORKERS], holder, other, got;
+    char q[32], req[256];
+    double parked = 0;
+    int64_t deadline = itest_now_ms() + 20000;
+    CURL *h;
+    int fd;
+
+    itest_node_start(&n, "workers=2 lease_s=60");
+    cr_assert_eq(itest_node_workers(&n, w, ITEST_NODE_MAX_WORKERS), 2);
+    snprintf(q, sizeof(q), "stall-%s", name[how]);
+    fd = itest_raw_connect(&n);
+    cr_assert(fd >= 0);
+    if (how == STALLED_GROUP_STREAM)
+        snprintf(req, sizeof(req),
+                 "GET /api/v1/ephemeral/subscribe?queue=%s&group=g "
+                 "HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                 q);
+    else
+        snprintf(req, sizeof(req),
+                 "GET " POP "?queue=%s&group=g&wait=true&timeout=50000%s "
+                 "HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                 q, how == STALLED_AUTO_ACK ? "&autoAck=true" : "");
+    cr_assert_eq(itest_raw_send(fd, req), 0);
+    while (itest_metric(&n, metric[how], &parked) != 0 || parked < 1) {
+        cr_assert(itest_now_ms() < deadline, "the raw pop never parked");
+        itest_sleep_ms(5);
+    }
+    holder = itest_conn_worker(&n, itest_local_port(fd));
+    cr_assert(holder == w[0] || holder == w[1], "held by %d", (int)holder);
+    other = holder == w[0] ? w[1] : w[0];
+    h = itest_handle_on_worker(&n, other, &got); /* before the stop */
+    cr_assert_eq(kill(holder, SIGSTOP), 0);
+    while (proc_state(holder) != 'T') {
+        cr_assert(itest_now_ms() < deadline, "worker %d never stopped",
+                  (int)holder);
+        itest_sleep_ms(5);
+    }
+    close(fd); /* the client gives up while its worker cannot see it */
+    snprintf(req, sizeof(req),
+             "{\"queue\":\"%s\",\"messages\":[{\"payload\":\"m\"}]}", q);
+    cr_assert_eq(itest_req_on(h, &n, "POST", "/api/v1/ephemeral/push", req, &r),
+                 201, "%s", r.body);
+    itest_resp_free(&r);
+    cr_assert_eq(kill(holder, SIGCONT), 0);
+    pop_soon(&n, &r, q, 1, 1);
+    cr_assert_str_eq(itest_jstr(r.json, "messages.0.payload"), "m", "%s",
+                     r.body);
+    cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 1, "%s", r.body);
+    itest_resp_free(&r);
+    curl_easy_cleanup(h);
+}
+
+Test(longpoll, a_stalled_worker_takes_nothing_for_a_gone_autoack_pop,
+     .timeout = 60)
+{
+    stalled_worker_takes_nothing_for_a_gone_client(STALLED_AUTO_ACK);
+}
+
+Test(longpoll, a_stalled_worker_leases_nothing_to_a_gone_pop, .timeout = 60)
+{
+    stalled_worker_takes_nothing_for_a_gone_client(STALLED_LEASE);
+}
+
+Test(longpoll, a_stalled_worker_takes_nothing_for_a_gone_group_stream,
+     .timeout = 60)
+{
+    stalled_worker_takes_nothing_for_a_gone_client(STALLED_GROUP_STREAM);
 }

@@ -28,6 +28,7 @@
 
 #include "test/integration/node.h"
 #include "test/integration/sse.h"
+#include "test/integration/tokens.h"
 
 #define API    "/api/v1/ephemeral"
 #define SECRET "stream-test-secret-0123456789abcdef-0123456789"
@@ -703,6 +704,57 @@ Test(stream, past_stream_max_is_503_with_retry_after)
     open_stream(&c, &n, API "/subscribe?queue=m", NULL);
     sse_close(&b);
     sse_close(&c);
+}
+
+/* Presence member streams refused after the token check (400, 403, 413),
+ * stream_max + 1 of each kind: each gives its slot back, so the node
+ * still takes stream_max good streams and the gauge reads them. */
+Test(stream, refused_presence_streams_give_their_slot_back)
+{
+    static const char *const toks[][2] = {
+        {"all", "tenant=a subscribe=* presence=* read=*"},
+        {"nopres", "tenant=a subscribe=* read=*"},
+    };
+    static const char *const bad[][3] = {
+        {"presence=r&member=a&data=notjson", "all", "400"},
+        {"presence=r", "all", "400"},
+        {"presence=%01&member=a", "all", "400"},
+        {"presence=r&member=a", "nopres", "403"},
+        {"presence=r&member=a&data=", "all", "413"}, /* + "big" */
+    };
+    enum { MAX = 2 };
+    struct itest_node n;
+    struct itest_resp r;
+    struct sse_client good[MAX];
+    char dir[256], file[300], opts[400], path[1600], big[1100 + 1];
+
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    itest_test_dir(dir, sizeof(dir));
+    itest_token_file(dir, toks, 2, ~0u, file, sizeof(file));
+    snprintf(opts, sizeof(opts), "workers=1 stream_max=%d auth_file=%s", MAX,
+             file);
+    itest_node_start(&n, opts);
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+        for (int i = 0; i <= MAX; i++) {
+            snprintf(path, sizeof(path),
+                     API "/subscribe?%s%s%s%s&access_token=%s", bad[k][0],
+                     k == 4 ? "%22" : "", k == 4 ? big : "",
+                     k == 4 ? "%22" : "", bad[k][1]);
+            cr_assert_eq(itest_get(&n, &r, "%s", path), atol(bad[k][2]),
+                         "%s: %ld %s", bad[k][0], r.status, r.body);
+            itest_resp_free(&r);
+        }
+    cr_assert_eq(metric(&n, "mayfly_streams"), 0);
+    for (int i = 0; i < MAX; i++) {
+        snprintf(path, sizeof(path),
+                 API "/subscribe?presence=r&member=m%d&access_token=all", i);
+        open_stream(&good[i], &n, path, NULL);
+    }
+    cr_assert_eq(metric(&n, "mayfly_streams"), MAX);
+    for (int i = 0; i < MAX; i++)
+        sse_close(&good[i]);
+    wait_metric(&n, "mayfly_streams", 0);
 }
 
 /* Every client's answer head is in. */
