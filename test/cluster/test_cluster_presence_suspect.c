@@ -296,10 +296,12 @@ Test(presence_suspect,
     cr_expect(suspects(a, owner), "node %d still suspects node %d", a, owner);
     cr_expect_eq(enter, 503,
                  "an enter through node %d while it suspects the "
-                 "owner is not served there");
+                 "owner is not served there",
+                 a);
     cr_expect_eq(leave, 503,
                  "a leave through node %d while it suspects the "
-                 "owner is not served there");
+                 "owner is not served there",
+                 a);
     {
         struct itest_resp l = {0};
         long ls = itest_get(&C.node[a], &l, PRES "/%s", channel);
