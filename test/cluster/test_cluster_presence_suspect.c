@@ -5,7 +5,8 @@
  * it, so that node routes partitions around it.  A channel is never
  * served in another's stead: the calls through that node answer 503
  * owner_moved with Retry-After, its streams' members are held and said
- * to the owner once it can be reached, and no table but the owner's ever
+ * to the owner once it can be reached, an events stream through it
+ * relays the owner's events alone, and no table but the owner's ever
  * holds the channel's members.  Before, the suspecting node served the
  * channel itself when the placement without the owner named it: a
  * second, partial set of the members, kept there after the suspicion
@@ -280,6 +281,9 @@ Test(presence_suspect,
     wait_suspects(a, owner, 1, 10000);
     cr_assert(nsc_sees(&C, a, NSC_ALL), "node %d sees every member live", a);
     int64_t t0 = itest_now_ms();
+    /* the channel's events through a: a watch of the owner's, which a
+     * cannot open; never the events of a table of a's own */
+    struct sse_client *eva = opened(a, SUB "?presence_events=room");
 
     /* through a, meanwhile: three streams' members enter, one leaves */
     struct sse_client *s1 = member_stream(a, channel, "s1");
@@ -321,10 +325,19 @@ Test(presence_suspect,
         sse_pump(s1);
         sse_pump(s2);
         sse_pump(ev);
+        sse_pump(eva);
         itest_sleep_ms(100);
     }
+    cr_expect_eq(sse_count(eva, "presence"), 0,
+                 "the events stream through node %d relayed %zu presence "
+                 "events while it could not reach the owner: a table of its "
+                 "own",
+                 a, sse_count(eva, "presence"));
+    fprintf(stderr, "the events stream through node %d: %s\n", a,
+            eva->closed ? "ended" : "open");
     netns_heal_all();
     wait_suspects(a, owner, 0, 10000);
+    sse_close(eva);
 
     /* what was answered 503 the client sends again */
     snprintf(body, sizeof(body),
