@@ -52,6 +52,7 @@
 #include "http/request.h"
 #include "shm/log.h"
 #include "shm/owner.h"
+#include "shm/presence.h"
 #include "shm/stats.h"
 #include "worker/authz.h"
 #include "worker/coalesce.h"
@@ -754,13 +755,25 @@ worker_forward_to(struct worker *w, struct http_request *req, const char *id,
     start(w, req, id, addr, wait_ms, (struct shm_name){"", 0}, 1);
 }
 
+/* shown_name - queue's name as its client knows it: a presence
+ * channel's without its mark (worker/presence.h). */
+static struct shm_name
+shown_name(struct shm_name queue)
+{
+    struct shm_name s = worker_client_name(queue);
+
+    if (s.len > 0 && s.ptr[0] == SHM_PRES_MARK)
+        s = (struct shm_name){s.ptr + 1, s.len - 1};
+    return s;
+}
+
 /* moved - a forwarded request for (queue, part), which this node does
  * not serve: 503 owner_moved (never a second hop). */
 static void
 moved(struct worker *w, struct http_request *req, struct shm_name queue,
       struct shm_name part)
 {
-    struct shm_name shown = worker_client_name(queue);
+    struct shm_name shown = shown_name(queue);
 
     shm_count(w->seg, w->set.slot, SHM_C_FORWARD_OWNER_MOVED, 1);
     http_reply_error(req, 503, "owner_moved",
@@ -822,12 +835,12 @@ worker_route_member(struct worker *w, struct http_request *req,
         return 0;
     }
     if (worker_view_suspect(w, all->m[m].id)) {
-        shown = worker_client_name(queue);
+        shown = shown_name(queue);
         shm_count(w->seg, w->set.slot, SHM_C_FORWARD_OWNER_MOVED, 1);
         http_reply_header(req, "Retry-After", "1");
         http_reply_error(req, 503, "owner_moved",
-                         "'%.*s' is served by node '%s' alone, which this "
-                         "node cannot reach now; retry",
+                         "channel '%.*s' is served by node '%s' alone, which "
+                         "this node cannot reach now; retry",
                          (int)shown.len, shown.ptr, all->m[m].id);
         return 0;
     }
