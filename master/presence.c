@@ -279,6 +279,20 @@ ship_post(struct master *m, struct pres_ship *s)
         shipped, s);
 }
 
+/* owners_now - the members that own as the membership places them: the
+ * board's live members, those this node's workers suspect counted in.  A
+ * channel is never served in another's stead (worker/forward.h,
+ * worker_route_member): what is this node's and where a copy goes follow
+ * the membership alone, not a suspicion that comes and goes. */
+static void
+owners_now(struct master *m, struct shm_owners *o)
+{
+    struct shm_board_view v;
+
+    shm_board_read(m->seg.board, &v);
+    shm_owners_from_view(o, &v);
+}
+
 /* next_owners - the members that own once this node is out: the board's,
  * this node's state read as leaving. */
 static void
@@ -305,8 +319,7 @@ take_all(struct master *m, uint64_t now)
     uint32_t taken = 0;
     int rc;
 
-    shm_owners_init(&here);
-    shm_owners_refresh(&here, m->seg.board);
+    owners_now(m, &here);
     next_owners(m, &next);
     if (next.n == 0 || here.self < 0)
         return 0; /* nobody to take them, or none is this node's */
@@ -423,8 +436,7 @@ owned_here(void *arg, struct shm_name channel)
     struct master *m = arg;
     struct shm_owners o;
 
-    shm_owners_init(&o);
-    shm_owners_refresh(&o, m->seg.board);
+    owners_now(m, &o);
     return o.self >= 0 && shm_owner_here(&o, channel, WORKER_PRES_PART);
 }
 
@@ -535,8 +547,7 @@ rehome_scan(struct master *m, uint64_t now, int empties)
     away.m = m;
     if (hand.started || m->state != MASTER_RUNNING)
         return; /* a drain hands over what it owns itself */
-    shm_owners_init(&here);
-    shm_owners_refresh(&here, m->seg.board);
+    owners_now(m, &here);
     if (here.self < 0)
         return; /* starting or leaving: nothing to compare */
     away.sig = here.sig;
@@ -655,8 +666,7 @@ rehome_tick(struct master *m, uint64_t now)
         due = away.ship[i].state != 1 && away.ship[i].retry_at != 0 &&
               away.ship[i].retry_at <= now;
     if (!due) {
-        shm_owners_init(&o);
-        shm_owners_refresh(&o, m->seg.board);
+        owners_now(m, &o);
         due = o.self >= 0 && o.sig != away.sig;
     }
     if (due)

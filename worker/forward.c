@@ -24,6 +24,9 @@
  * whom it routes around (worker_view_around), and a peer that sees the
  * suspect live serves the partition in its stead rather than answer
  * owner_moved (worker_view_standin, view.c says why that is sound).  A
+ * presence channel is never routed so: it has one table, its owner's
+ * in the membership, and while that owner is suspect here its calls
+ * answer 503 owner_moved (worker_route_member).  A
  * forward that fails after its request went out may have been applied:
  * its 503 says "applied": "unknown"; one that failed before says
  * "applied": false.
@@ -49,6 +52,7 @@
 #include "http/request.h"
 #include "shm/log.h"
 #include "shm/owner.h"
+#include "shm/presence.h"
 #include "shm/stats.h"
 #include "worker/authz.h"
 #include "worker/coalesce.h"
@@ -751,6 +755,33 @@ worker_forward_to(struct worker *w, struct http_request *req, const char *id,
     start(w, req, id, addr, wait_ms, (struct shm_name){"", 0}, 1);
 }
 
+/* shown_name - queue's name as its client knows it: a presence
+ * channel's without its mark (worker/presence.h). */
+static struct shm_name
+shown_name(struct shm_name queue)
+{
+    struct shm_name s = worker_client_name(queue);
+
+    if (s.len > 0 && s.ptr[0] == SHM_PRES_MARK)
+        s = (struct shm_name){s.ptr + 1, s.len - 1};
+    return s;
+}
+
+/* moved - a forwarded request for (queue, part), which this node does
+ * not serve: 503 owner_moved (never a second hop). */
+static void
+moved(struct worker *w, struct http_request *req, struct shm_name queue,
+      struct shm_name part)
+{
+    struct shm_name shown = shown_name(queue);
+
+    shm_count(w->seg, w->set.slot, SHM_C_FORWARD_OWNER_MOVED, 1);
+    http_reply_error(req, 503, "owner_moved",
+                     "this node does not own partition '%.*s' of queue "
+                     "'%.*s' (membership is changing); retry",
+                     (int)part.len, part.ptr, (int)shown.len, shown.ptr);
+}
+
 /* worker_route - see forward.h. */
 int
 worker_route(struct worker *w, struct http_request *req, struct shm_name queue,
@@ -761,19 +792,59 @@ worker_route(struct worker *w, struct http_request *req, struct shm_name queue,
     if (worker_serves_all(w) || shm_owner_here(&w->owners, queue, part))
         return 1;
     if (http_request_header(req, FORWARD_HEADER) != NULL) {
-        struct shm_name shown = worker_client_name(queue);
         if (worker_view_standin(w, req, queue, part))
             return 1; /* its sender routes around the owner */
-        shm_count(w->seg, w->set.slot, SHM_C_FORWARD_OWNER_MOVED, 1);
-        http_reply_error(req, 503, "owner_moved",
-                         "this node does not own partition '%.*s' of queue "
-                         "'%.*s' (membership is changing); retry",
-                         (int)part.len, part.ptr, (int)shown.len, shown.ptr);
+        moved(w, req, queue, part);
         return 0;
     }
     m = shm_owner_pick(&w->owners, queue, part);
     start(w, req, w->owners.m[m].id, w->owners.m[m].addr, wait_ms,
           wait_ms > 0 ? queue : (struct shm_name){"", 0}, 0);
+    return 0;
+}
+
+/*
+ * worker_route_member - see forward.h.  Served where the membership
+ * places (queue, part), a suspect owner counted in: a presence channel
+ * has one table, its owner's, and a second one here (what the placement
+ * without the suspect would make this node) would split the members
+ * between two sets, its events between two queues, and leave ghosts and
+ * gaps once the suspicion ends.  An owner this node suspects cannot be
+ * reached now (a connection tried in vain within FORWARD_CONNECT_MS, and
+ * the mark lasts SHM_SUSPECT_MS without another failure): the call is
+ * answered 503 owner_moved at once, Retry-After 1 s, as a peer that
+ * sees the owner live answers one routed around it (worker_view_standin);
+ * a forward that finds no connection marks the owner suspect and is
+ * served again (answered()), which ends so too.
+ */
+int
+worker_route_member(struct worker *w, struct http_request *req,
+                    struct shm_name queue, struct shm_name part)
+{
+    const struct shm_owners *all;
+    struct shm_name shown;
+    int m;
+
+    all = worker_view_members(w); /* not worker_serves_all: it leaves
+                                     suspects out */
+    m = shm_owner_pick(all, queue, part);
+    if (m < 0 || m == all->self)
+        return 1; /* this node's, or nobody owns anything */
+    if (http_request_header(req, FORWARD_HEADER) != NULL) {
+        moved(w, req, queue, part);
+        return 0;
+    }
+    if (worker_view_suspect(w, all->m[m].id)) {
+        shown = shown_name(queue);
+        shm_count(w->seg, w->set.slot, SHM_C_FORWARD_OWNER_MOVED, 1);
+        http_reply_header(req, "Retry-After", "1");
+        http_reply_error(req, 503, "owner_moved",
+                         "channel '%.*s' is served by node '%s' alone, which "
+                         "this node cannot reach now; retry",
+                         (int)shown.len, shown.ptr, all->m[m].id);
+        return 0;
+    }
+    start(w, req, all->m[m].id, all->m[m].addr, 0, (struct shm_name){"", 0}, 0);
     return 0;
 }
 

@@ -75,6 +75,17 @@ struct forward;
 int worker_route(struct worker *w, struct http_request *req,
                  struct shm_name queue, struct shm_name part, unsigned wait_ms);
 
+/*
+ * worker_route_member - worker_route of what is never served in another's
+ * stead (a presence channel, queue its presence name): placed by the
+ * membership, an owner this node suspects included (worker_view_members),
+ * and answered 503 owner_moved with Retry-After while this node suspects
+ * that owner.  A forwarded call that is not this node's is answered 503
+ * owner_moved, even where the placement without a suspect names it.
+ */
+int worker_route_member(struct worker *w, struct http_request *req,
+                        struct shm_name queue, struct shm_name part);
+
 /* worker_route_keyed - worker_route of a push whose messages all carry
  * keys, on a queue with a dedupe window: a forward of it that times out is
  * sent once more. */

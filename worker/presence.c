@@ -136,7 +136,7 @@ parse(struct worker *w, struct http_request *req, int enter,
                               (struct shm_name){p->channel.ptr, p->channel.len},
                               pn))
         return 0;
-    return worker_route(w, req, pn->name, WORKER_PRES_PART, 0);
+    return worker_route_member(w, req, pn->name, WORKER_PRES_PART);
 }
 
 /* worker_presence_enter - see presence.h. */
@@ -259,7 +259,7 @@ worker_presence_list(struct worker *w, struct http_request *req)
     if ((after && !http_reply_name_ok(req, "after", after, alen)) ||
         !worker_presence_name(w, req, AUTH_READ, "channel",
                               (struct shm_name){name, len}, &pn) ||
-        !worker_route(w, req, pn.name, WORKER_PRES_PART, 0))
+        !worker_route_member(w, req, pn.name, WORKER_PRES_PART))
         return;
     http_buf_append_str(&b, "{\"channel\":");
     http_buf_append_json_str(&b, name, len);

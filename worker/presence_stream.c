@@ -52,6 +52,21 @@ struct stream_pres {
  * table here, or a peer's 200 or 4xx), or for ZERO_KEEP_MS: one lost (an
  * owner that hands its set over answers 503 draining) would leave the
  * member with a connection there for good.
+ * The owner is the membership's (worker_view_members): while this node
+ * suspects it (it cannot connect to it, worker/forward.c), a count is
+ * held (held) rather than written to the table here or to the node the
+ * placement without the suspect names, which would make a second, partial
+ * set of the channel: members split between two tables, events in the
+ * wrong queue, ghosts and gaps once the suspicion ends (DESIGN §5: a
+ * channel is never served in another's stead).  A held count is said to
+ * the owner at the first tick after the mark ends, as every count is said
+ * again each second; a held zero's ZERO_KEEP_MS starts then.  Holding
+ * rather than ending the member's stream with retry: leaves neither a
+ * ghost nor a gap: the count is absolute, so the one write that lands
+ * says the whole truth, streams opened and closed meanwhile included; a
+ * retry would only bring the stream back to a node that still cannot
+ * reach the owner, and let its member flap.  The stream itself stays
+ * open; its member is listed once the owner has the count.
  * Process memory: a list, as long as the worker's members.
  */
 struct announced {
@@ -63,6 +78,7 @@ struct announced {
     uint64_t said;       /* announcements made: the last one's number */
     uint64_t zero_since; /* n is 0 since (ms) */
     int here;            /* the last write took, into the table here */
+    int held;            /* the last write waits: the owner is suspect */
     int done;            /* a zero the table here took: goes at the tick */
 };
 
@@ -142,18 +158,24 @@ announce(struct worker *w, struct announced *e)
     char key[SHM_PRES_NODE_ID];
     int o, rc;
 
-    shm_owners_refresh(&w->owners, w->seg->board);
-    o = shm_owner_pick(&w->owners, c, WORKER_PRES_PART);
-    if (o >= 0 && o != w->owners.self && shm_presence_is_copy(w->seg, c) == 1)
+    const struct shm_owners *all = worker_view_members(w);
+    o = shm_owner_pick(all, c, WORKER_PRES_PART);
+    e->held = 0;
+    if (o >= 0 && o != all->self && shm_presence_is_copy(w->seg, c) == 1)
         return 0; /* held until the owner took this node's copy of the
                      channel (a join's hand-over, master/presence.c): said
                      before it, the count would enter a member the copy
                      brings (an event); the copy leaves this node's keys
                      out, so the next write after it is the one that
                      counts */
+    if (o >= 0 && o != all->self && worker_view_suspect(w, all->m[o].id)) {
+        e->held = 1; /* see the opening comment of struct announced */
+        e->here = 0;
+        return 0;
+    }
     conn_key(w, key);
     e->said++;
-    if (o < 0 || o == w->owners.self) {
+    if (o < 0 || o == all->self) {
         rc = shm_presence_set(w->seg, c, m, e->data && !e->here ? &d : NULL,
                               key, e->n, w->set.presence_grace_ms, shm_now_ms(),
                               worker_presence_event, w);
@@ -162,7 +184,7 @@ announce(struct worker *w, struct announced *e)
         return rc;
     }
     e->here = 0;
-    if (w->owners.self < 0 && e->n > 0)
+    if (all->self < 0 && e->n > 0)
         return 0; /* this node is leaving: the owner dropped its keys when
                      it saw that (master/presence.c), and a count said now
                      would outlive it; its streams' ends are still said */
@@ -183,7 +205,7 @@ announce(struct worker *w, struct announced *e)
     http_buf_printf(&b, ",\"connections\":%u}", e->n);
     struct http_client_req r = {.method = "POST",
                                 .port = HTTP_CLIENT_PEER,
-                                .addr = w->owners.m[o].addr,
+                                .addr = all->m[o].addr,
                                 .target = "/api/v1/presence/enter",
                                 .headers = headers,
                                 .nheaders = e->authz ? 3 : 2,
@@ -305,6 +327,8 @@ worker_presence_stream_tick(struct worker *w, uint64_t now)
         }
         if (!(alone && e->here))
             announce(w, e);
+        if (e->held && e->n == 0)
+            e->zero_since = now; /* kept while its owner is suspect */
         at = &e->next;
     }
 }

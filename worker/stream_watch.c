@@ -47,18 +47,23 @@ hash_add(uint64_t h, const char *p, size_t n)
     return h;
 }
 
-/* owner_of - the member index that serves partition sub i elsewhere, or
- * -1 when it is served here. */
-static int
+/* owner_of - the member that serves partition sub u elsewhere, or NULL
+ * when it is served here.  A channel's events go by the membership's
+ * placement, an owner this node suspects counted in: they are never
+ * served in another's stead (worker_route_member says why); a watch to
+ * an owner that cannot be reached ends, and the stream with it (retry:),
+ * and a suspicion that comes or goes does not move them. */
+static const struct shm_owner *
 owner_of(const struct stream *s, const struct stream_sub *u)
 {
-    const struct shm_owners *o = &s->w->owners;
+    const struct shm_owners *o;
     int m;
 
-    if (worker_serves_all(s->w) || u->part.len == 0)
-        return -1;
+    if (u->part.len == 0 || (!u->presence && worker_serves_all(s->w)))
+        return NULL;
+    o = u->presence ? worker_view_members(s->w) : &s->w->owners;
     m = shm_owner_pick(o, u->queue, u->part);
-    return m < 0 || m == o->self ? -1 : m;
+    return m < 0 || m == o->self ? NULL : &o->m[m];
 }
 
 /* others - whether a whole queue is read by watches too: every other
@@ -78,10 +83,9 @@ stream_plan_hash(const struct stream *s)
     int whole = 0;
 
     for (size_t i = 0; i < s->nsubs; i++) {
-        int m = owner_of(s, &s->subs[i]);
+        const struct shm_owner *m = owner_of(s, &s->subs[i]);
         whole |= s->subs[i].part.len == 0;
-        h = m < 0 ? hash_add(h, "", 0)
-                  : hash_add(h, o->m[m].id, strlen(o->m[m].id));
+        h = m == NULL ? hash_add(h, "", 0) : hash_add(h, m->id, strlen(m->id));
     }
     if (whole && others(s))
         for (int m = 0; m < o->n; m++)
@@ -90,15 +94,15 @@ stream_plan_hash(const struct stream *s)
     return h;
 }
 
-/* watch_for - the watch of member m, made at its first subscription. */
+/* watch_for - the watch of member o, made at its first subscription. */
 static int
-watch_for(struct stream *s, int *of, int m)
+watch_for(struct stream *s, const struct shm_owner *o)
 {
-    const struct shm_owner *o = &s->w->owners.m[m];
     struct stream_watch *x;
 
-    if (of[m] >= 0)
-        return of[m];
+    for (size_t k = 0; k < s->nwatches; k++)
+        if (strcmp(s->watches[k].id, o->id) == 0)
+            return (int)k;
     x = realloc(s->watches, (s->nwatches + 1) * sizeof(*x));
     if (x == NULL)
         return -1;
@@ -108,7 +112,7 @@ watch_for(struct stream *s, int *of, int m)
     x->s = s;
     snprintf(x->id, sizeof(x->id), "%s", o->id);
     snprintf(x->addr, sizeof(x->addr), "%s", o->addr);
-    return of[m] = (int)s->nwatches++;
+    return (int)s->nwatches++;
 }
 
 /* stream_plan - see stream_int.h. */
@@ -116,25 +120,23 @@ int64_t
 stream_plan(struct stream *s)
 {
     const struct shm_owners *o = &s->w->owners;
-    int of[SHM_BOARD_MEMBERS], whole = 0;
+    int whole = 0;
 
-    for (int m = 0; m < SHM_BOARD_MEMBERS; m++)
-        of[m] = -1;
     for (size_t i = 0; i < s->nsubs; i++) {
         struct stream_sub *u = &s->subs[i];
-        int m = owner_of(s, u);
+        const struct shm_owner *m = owner_of(s, u);
         u->watch = -1;
         whole |= u->part.len == 0;
-        if (m < 0)
+        if (m == NULL)
             continue;
         if (s->forwarded)
             return 0; /* no second hop: its client asks again */
-        if ((u->watch = (int16_t)watch_for(s, of, m)) < 0)
+        if ((u->watch = (int16_t)watch_for(s, m)) < 0)
             return -1;
     }
     if (whole && others(s))
         for (int m = 0; m < o->n; m++)
-            if (m != o->self && watch_for(s, of, m) < 0)
+            if (m != o->self && watch_for(s, &o->m[m]) < 0)
                 return -1;
     s->plan = stream_plan_hash(s);
     return 1;

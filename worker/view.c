@@ -164,6 +164,38 @@ worker_view_around(struct worker *w)
     return c.any ? c.line : NULL;
 }
 
+/* worker_view_members - see view.h. */
+const struct shm_owners *
+worker_view_members(struct worker *w)
+{
+    static struct shm_owners all;
+    static int made;
+    struct shm_board_view v;
+
+    shm_owners_refresh(&w->owners, w->seg->board);
+    if (w->owners.suspects == 0)
+        return &w->owners;
+    if (!made || all.seq != w->owners.seq) {
+        shm_board_read(w->seg->board, &v);
+        shm_owners_from_view(&all, &v);
+        all.seq = w->owners.seq; /* the view may be newer: read again then */
+        made = 1;
+    }
+    return &all;
+}
+
+/* worker_view_suspect - see view.h. */
+int
+worker_view_suspect(struct worker *w, const char *id)
+{
+    if (w->owners.suspects == 0)
+        return 0;
+    for (int i = 0; i < w->owners.n; i++)
+        if (strcmp(w->owners.m[i].id, id) == 0)
+            return 0;
+    return 1; /* a live member that w->owners leaves out */
+}
+
 /* named - whether id is one of list's comma-separated ids. */
 static int
 named(const char *list, const char *id)

@@ -18,6 +18,7 @@
 
 struct http_request;
 struct shm_board_view;
+struct shm_owners;
 struct worker;
 
 /* How long a member that said it serves no more is taken at its word. */
@@ -64,6 +65,23 @@ int worker_view_gone(struct worker *w, const char *id, uint64_t inc);
  * around none.  Kept until the owners change: one compare otherwise.
  */
 const char *worker_view_around(struct worker *w);
+
+/*
+ * worker_view_members - the owners as the membership places them: those
+ * of w->owners and the members this node suspects (forward.c), which
+ * w->owners leaves out.  A partition goes around a suspect; a presence
+ * channel never does (it is not served in another's stead, DESIGN §5),
+ * so it is placed by these.  w->owners itself while nobody is suspect;
+ * else a copy kept until the board or the suspects change.  Valid until
+ * the next call.
+ */
+const struct shm_owners *worker_view_members(struct worker *w);
+
+/* worker_view_suspect - whether this node suspects live member id: it
+ * cannot connect to it (forward.c), so it routes around it.  As w->owners
+ * has it since the last refresh (worker_view_members made one), so that
+ * an owner that call picked is judged by the same copy. */
+int worker_view_suspect(struct worker *w, const char *id);
 
 /*
  * worker_view_standin - whether this node serves (queue, part) of the
