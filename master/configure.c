@@ -26,6 +26,11 @@
  * 503 here is not applied later, when a partition heals.  What remains:
  * the leader's answer lost in the instant between its append and its
  * reply (the entry then commits, answered 503 here).
+ *
+ * So 503 no_leader promises that nothing was proposed: once the entry
+ * may have been (we proposed it, a leader took the request and its answer
+ * did not come, or a leader answered 503 timeout) the call's end is 503
+ * timeout, outcome unknown (SPEC §2), whatever happens after.
  */
 #include "master/configure.h"
 
@@ -69,6 +74,8 @@ struct conf_call {
     char name[DECL_NAME_MAX];
     char dl[DECL_NAME_MAX]; /* cmd.dl's bytes */
     int forwarded_in;       /* came from a peer: no second hop */
+    int maybe_proposed;     /* its entry may be in a log (then never
+                               answered no_leader) */
     enum call_state state;
     uint64_t index;    /* the entry's log index, once proposed or answered */
     char *leader_opts; /* passed on: the options the leader answered with */
@@ -170,8 +177,8 @@ committed(void *arg, int rc)
         fail(c, "no_leader", "leadership changed before it committed");
     else if (rc == -ETIMEDOUT)
         fail(c, "timeout", "the raft log did not commit it in time");
-    else
-        fail(c, "no_leader", "this node is stopping");
+    else /* appended, not committed: it may commit yet */
+        fail(c, "timeout", "this node stopped before it committed");
 }
 
 /* relayed - the leader answered a forwarded request. */
@@ -182,7 +189,10 @@ relayed(void *arg, struct http_client_resp *r)
 
     if (r->err != 0) {
         /* No answer, or the call refused (-EACCES: an incarnation of the
-         * leader we have not heard yet): whoever leads next, in time. */
+         * leader we have not heard yet): whoever leads next, in time.  A
+         * leader that took the request may have proposed it. */
+        if (r->sent && r->err != -EACCES)
+            c->maybe_proposed = 1;
         c->state = CALL_WAITING;
         return;
     }
@@ -200,7 +210,10 @@ relayed(void *arg, struct http_client_resp *r)
     }
     if (r->status == 503) {
         /* The leader lost its leadership or is stopping: a declaration
-         * applied twice is applied once, so the next leader takes it. */
+         * applied twice is applied once, so the next leader takes it.
+         * Only its no_leader says it proposed nothing. */
+        if (!http_peer_error_is(r->body.data, r->body.len, "no_leader"))
+            c->maybe_proposed = 1;
         c->state = CALL_WAITING;
         return;
     }
@@ -235,17 +248,24 @@ advance(struct conf_call *c)
     switch (c->state) {
     case CALL_WAITING:
         if (master_raft_is_leader(m)) {
-            /* A lone voter commits inside propose, and done frees c. */
+            /* A lone voter commits inside propose, and done frees c:
+             * maybe_proposed is set before. */
             c->state = CALL_PROPOSED;
+            int was = c->maybe_proposed;
+            c->maybe_proposed = 1;
             rc = master_raft_propose(m, &c->cmd, c->deadline, committed, c,
                                      &c->index);
+            if (rc != 0)
+                c->maybe_proposed = was; /* not appended */
             if (rc == -ETIMEDOUT)
                 fail(c, "timeout",
                      "its caller's deadline left no time to commit it");
             else if (rc != 0)
                 c->state = CALL_WAITING;
-        } else if (!c->forwarded_in &&
+        } else if (!c->forwarded_in && shm_now_ms() < c->deadline &&
                    (leader = master_raft_leader_addr(m)) != NULL) {
+            /* (past the deadline a forward's timeout would be none, or
+             * wrap: the tick answers the call instead) */
             size_t len;
             const char *body = http_request_body(c->req, &len);
             c->state = CALL_FORWARDED;
@@ -503,11 +523,14 @@ restart:
             c->ticked == now)
             continue; /* a proposal's or forward's own end answers it */
         c->ticked = now;
-        if (now >= c->deadline)
-            fail(c, c->state == CALL_CATCHING ? "timeout" : "no_leader",
-                 c->state == CALL_CATCHING
-                     ? "this node did not apply it in time"
-                     : "no raft leader could be reached");
+        if (now >= c->deadline && c->state == CALL_CATCHING)
+            fail(c, "timeout", "this node did not apply it in time");
+        else if (now >= c->deadline && c->maybe_proposed)
+            fail(c, "timeout",
+                 "it may have been proposed, and no raft leader said it "
+                 "committed in time");
+        else if (now >= c->deadline)
+            fail(c, "no_leader", "no raft leader could be reached");
         else
             advance(c);
         goto restart;

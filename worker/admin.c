@@ -4,7 +4,9 @@
  * Reset and the deletion of an implicit queue are applied here and, in a
  * cluster, by every other live member (worker/gather.h), whose answers are
  * summed; a declared queue's deletion goes through the raft log
- * (declare.c).  The listing is this node's, or with scope=cluster every
+ * (declare.c).  Either runs only on a node that knows a raft leader (or
+ * has no peers): a node in a minority would reach no member but itself,
+ * so it answers 503 as configure does there (leader_wait.h).  The listing is this node's, or with scope=cluster every
  * live member's merged.  Depth is in depth.c.
  *
  * These read or clear whole queues; shm/ takes one partition lock at a time,
@@ -35,6 +37,7 @@
 #include "worker/declare.h"
 #include "worker/forward.h"
 #include "worker/gather.h"
+#include "worker/leader_wait.h"
 #include "worker/view.h"
 #include "worker/worker_int.h"
 
@@ -45,6 +48,18 @@ every_node(struct worker *w, struct http_request *req)
 {
     return !worker_serves_all(w) &&
            http_request_header(req, FORWARD_HEADER) == NULL;
+}
+
+/* may_run - whether req (reset, delete of q) runs now: it was sent by a
+ * member, which asked that, or this node is not in a minority (else the
+ * wait has it: leader_wait.h).  A node alone in its view serves every
+ * partition (worker_serves_all), so this is asked before every_node. */
+static int
+may_run(struct worker *w, struct http_request *req, const char *what,
+        const char *q, size_t len)
+{
+    return http_request_header(req, FORWARD_HEADER) != NULL ||
+           worker_leader_wait(w, req, what, q, len);
 }
 
 /* applied_classify - a member's answer to a reset or delete it applied. */
@@ -132,7 +147,8 @@ worker_reset(struct worker *w, struct http_request *req)
     struct worker_qname in;
     if (http_reply_name_ok(req, "queue", r.queue.ptr, r.queue.len) &&
         worker_authz(w, req, AUTH_ADMIN, "queue",
-                     (struct shm_name){r.queue.ptr, r.queue.len}, &in)) {
+                     (struct shm_name){r.queue.ptr, r.queue.len}, &in) &&
+        may_run(w, req, "reset", r.queue.ptr, r.queue.len)) {
         int64_t n = shm_queue_reset(w->seg, w->set.slot, in.name, shm_now_ms());
         http_buf_append_str(&b, "{\"queue\":");
         http_buf_append_json_str(&b, r.queue.ptr, r.queue.len);
@@ -171,6 +187,8 @@ worker_delete(struct worker *w, struct http_request *req)
         worker_declare_delete(w, req, in.name.ptr, in.name.len);
         return;
     }
+    if (!may_run(w, req, "delete", q, len))
+        return;
     int deleted = shm_queue_delete(w->seg, w->set.slot, in.name, shm_now_ms());
     http_buf_append_str(&b, "{\"queue\":");
     http_buf_append_json_str(&b, q, len);

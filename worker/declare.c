@@ -6,7 +6,10 @@
  * The worker passes the request to its master's cluster port (signed with
  * the cluster secret, http/sign.h) and relays the answer as it is: the master answers once
  * the entry has committed and been applied on this node, or 503 no_leader /
- * timeout.  The request stays suspended meanwhile.  With tokens on,
+ * timeout.  The request stays suspended meanwhile.  A master that took the
+ * request and then fell silent past MASTER_TIMEOUT_MS (stopped, stalled)
+ * is answered 503 timeout: it may have proposed the entry, which then
+ * commits whether anyone waits or not.  With tokens on,
  * configure's body is the one a worker rewrites (json-c) before its master
  * sees it: the queue's internal name, tenant prefix included, in place of
  * the client's; the master's answer has the prefix taken out again.
@@ -66,7 +69,15 @@ relayed(void *arg, struct http_client_resp *r)
 {
     struct relay *x = arg;
 
-    if (r->err != 0) {
+    if (r->err != 0 && r->sent && r->err != -EACCES) {
+        /* The master took it, and may have proposed it (it leads) or
+         * passed it to a leader that did: the outcome is unknown, so not
+         * no_leader, which says nothing was proposed. */
+        http_reply_error(x->req, 503, "timeout",
+                         "this node's master took it and did not answer in "
+                         "time (it may yet be applied): %s",
+                         r->error);
+    } else if (r->err != 0) {
         http_reply_error(x->req, 503, "no_leader",
                          "this node's master did not answer: %s", r->error);
     } else {

@@ -18,7 +18,9 @@
  * routes around it, and the third node, which sees that peer live, serves
  * what it is sent in the peer's stead: pushes through the node succeed,
  * fast; after the heal the suspicion clears, what the third node served
- * so goes to its owner, and the partitions have one owner again.  The fault's own
+ * so goes to its owner, and the partitions have one owner again.  A node
+ * cut off refuses reset and DELETE of an implicit queue as it refuses
+ * configure: 503, nothing dropped.  The fault's own
  * durations are sleeps; everything else waits on a condition.  Skipped,
  * saying so, only where the machine refuses a network namespace.
  */
@@ -656,4 +658,119 @@ Test(partitions, heal_merges_what_the_minority_served_keeping_group_places)
     drain_set(a, "g2", 14, got, sizeof(got));
     snprintf(want, sizeof(want), "a2,a3,a4,a5,a6,a7,a8,c10,c4,c5,c6,c7,c8,c9,");
     cr_expect_str_eq(got, want, "what g2 reads after the heal");
+}
+
+/* share - node i's own share of queue (0 when it holds none). */
+static int64_t
+share(int i, const char *queue)
+{
+    int64_t n = itest_depth_pending(&C.node[i], queue, NULL);
+
+    return n > 0 ? n : 0;
+}
+
+/* shares_are - whether every node holds n of each of the queues. */
+static int
+shares_are(const char *const *queues, int nq, int64_t n)
+{
+    for (int q = 0; q < nq; q++)
+        for (int i = 0; i < NSC_NODES; i++)
+            if (share(i, queues[q]) != n)
+                return 0;
+    return 1;
+}
+
+/* refused - the answer r is 503 no_leader with Retry-After. */
+static void
+refused(long st, struct itest_resp *r, const char *what)
+{
+    cr_expect_eq(st, 503, "%s through the minority: %ld %s", what, st, r->body);
+    cr_expect_str_eq(itest_jstr(r->json, "code"), "no_leader", "%s: %s", what,
+                     r->body);
+    cr_expect_neq(r->retry_after[0], '\0', "%s: no Retry-After", what);
+}
+
+/*
+ * Reset and DELETE of an implicit queue apply to every member's share by a
+ * fan-out, not through the raft log.  A node cut off reaches no member but
+ * itself: it refuses them 503 no_leader, having changed nothing, as it
+ * refuses configure (DESIGN §3), instead of dropping its share alone and
+ * answering 200 while the majority's share lives on as the queue.  Each
+ * node holds two messages of each queue; M, a follower, is cut off and
+ * knows no leader; through M the DELETE of pt-del and the reset of pt-rst
+ * answer 503 and M still holds its share; through the leader the same
+ * calls on two other queues answer 200 with nobody missing.  After the
+ * heal every node still holds its two messages of pt-del and pt-rst.
+ */
+Test(partitions, reset_and_delete_are_refused_in_the_minority)
+{
+    static const char *const kept[] = {"pt-del", "pt-rst"};
+    static const char *const all[] = {"pt-del", "pt-rst", "pt-mdel", "pt-mrst"};
+    struct itest_resp r;
+    char part[16];
+    int rc = nsc_start(&C, NULL), l, m;
+    long st;
+
+    NSC_SKIP_UNLESS(rc);
+    l = nsc_wait_settled(&C, 30000);
+    m = (l + 1) % NSC_NODES;
+    for (int q = 0; q < 4; q++)
+        for (int i = 0; i < NSC_NODES; i++) {
+            cl_part_owned_by(all[q], i, 64, part, sizeof(part));
+            itest_push_ok(&C.node[i], &r, all[q], part, "[1,2]", 2);
+            itest_resp_free(&r);
+        }
+    cr_assert(shares_are(all, 4, 2), "every node holds two of each queue");
+
+    int64_t cut = itest_now_ms();
+    netns_cut(m);
+    isolated(m);
+    /* a follower forgets its leader an election timeout after it last
+     * heard it, before it counts its peers dead */
+    int64_t deadline = itest_now_ms() + 10000;
+    while (nsc_leader(&C, m) >= 0) {
+        cr_assert_lt(itest_now_ms(), deadline, "M still names a leader");
+        itest_sleep_ms(50);
+    }
+
+    st = itest_req(&C.node[m], "DELETE", "/api/v1/ephemeral/queue/pt-del", NULL,
+                   &r);
+    refused(st, &r, "DELETE");
+    itest_resp_free(&r);
+    st = itest_post(&C.node[m], &r, "/api/v1/ephemeral/reset",
+                    "{\"queue\":\"pt-rst\"}");
+    refused(st, &r, "reset");
+    itest_resp_free(&r);
+    cr_expect_eq(share(m, "pt-del"), 2, "M dropped its share of pt-del");
+    cr_expect_eq(share(m, "pt-rst"), 2, "M dropped its share of pt-rst");
+
+    /* the majority still deletes and resets, its own shares */
+    st = itest_req(&C.node[l], "DELETE", "/api/v1/ephemeral/queue/pt-mdel",
+                   NULL, &r);
+    cr_expect_eq(st, 200, "DELETE through the majority: %ld %s", st, r.body);
+    cr_expect_eq(itest_jbool(r.json, "deleted"), 1, "%s", r.body);
+    cr_expect_eq(itest_jlen(r.json, "missing"), 0, "%s", r.body);
+    itest_resp_free(&r);
+    st = itest_post(&C.node[l], &r, "/api/v1/ephemeral/reset",
+                    "{\"queue\":\"pt-mrst\"}");
+    cr_expect_eq(st, 200, "reset through the majority: %ld %s", st, r.body);
+    cr_expect_eq(itest_jint(r.json, "dropped"), 4, "%s", r.body);
+    cr_expect_eq(itest_jlen(r.json, "missing"), 0, "%s", r.body);
+    itest_resp_free(&r);
+    until(cut, 8000);
+
+    netns_heal_all();
+    nsc_wait_settled(&C, 30000);
+    deadline = itest_now_ms() + 20000;
+    while (!shares_are(kept, 2, 2)) {
+        if (itest_now_ms() > deadline) {
+            for (int i = 0; i < NSC_NODES; i++)
+                fprintf(stderr, "node %d: pt-del %lld, pt-rst %lld\n", i,
+                        (long long)share(i, "pt-del"),
+                        (long long)share(i, "pt-rst"));
+            cr_assert_fail("after the heal a node lacks messages the "
+                           "minority refused to drop");
+        }
+        itest_sleep_ms(100);
+    }
 }
