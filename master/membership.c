@@ -232,7 +232,10 @@ master_membership_heartbeat(struct master *m, uint64_t now, int now_or_never)
     uint64_t every = master_membership_beat_ms(m);
     struct http_buf groups = {0}, body[RAFT_MAX_NODES] = {0};
 
-    if (!now_or_never && now < last + every)
+    /* A peer live as a new incarnation is told at once what it is about
+     * to be handed (handover.h): its pops wait for that. */
+    if (!now_or_never && now < last + every &&
+        !master_handover_join_news(m, now))
         return;
     /* Every peer gets the groups; the beat that first says "leaving" also
      * tells each peer what it is about to be handed, before the others
@@ -251,6 +254,8 @@ master_membership_heartbeat(struct master *m, uint64_t now, int now_or_never)
         holds_sent = 1;
         master_handover_holds(m, body);
     }
+    if (m->state == MASTER_RUNNING)
+        master_handover_joins(m, body, now);
     if (master_cluster_client_heartbeat(m, every * 2, body))
         last = now;
     for (int i = 0; i < r->n; i++)

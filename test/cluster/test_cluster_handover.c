@@ -862,6 +862,10 @@ Test(cluster_handover, a_join_keeps_each_partitions_order_with_pushes_on)
     b = (j + 2) % CL_NODES;
     cr_assert_eq(cl_stop(&c, j, STOP_MS), 0, "node %d's exit", j);
     cl_wait_view(&c, CL_ALL & ~(1u << j));
+    /* Both groups known from the start: what one completes waits for the
+     * other (SPEC §3). */
+    join_read(a, queue, "none", "g", 0);
+    join_read(a, queue, "none", "h", 0);
     /* Some history first, held by a and b. */
     for (int r = 0; r < 20; r++)
         for (int k = 0; k < NPARTS; k++)
