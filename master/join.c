@@ -151,8 +151,10 @@ master_join_named(struct master *m, struct shm_name queue, struct shm_name part,
 void
 master_join_said(struct master *m, int peer)
 {
-    if (jw.open && peer >= 0 && peer < m->members.n && peer < 64)
+    if (jw.open && peer >= 0 && peer < m->members.n && peer < 64) {
         jw.said |= 1ull << peer;
+        master_join_tick(m, shm_now_ms()); /* the last word closes it */
+    }
 }
 
 void

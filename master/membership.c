@@ -232,10 +232,7 @@ master_membership_heartbeat(struct master *m, uint64_t now, int now_or_never)
     uint64_t every = master_membership_beat_ms(m);
     struct http_buf groups = {0}, body[RAFT_MAX_NODES] = {0};
 
-    /* A peer live as a new incarnation is told at once what it is about
-     * to be handed (handover.h): its pops wait for that. */
-    if (!now_or_never && now < last + every &&
-        !master_handover_join_news(m, now))
+    if (!now_or_never && now < last + every)
         return;
     /* Every peer gets the groups; the beat that first says "leaving" also
      * tells each peer what it is about to be handed, before the others
@@ -301,4 +298,9 @@ master_membership_publish(struct master *m)
         mb->incarnation = mb->self ? m->incarnation : r->inc[i];
     }
     shm_board_publish(m->seg.board, &v);
+    /* A peer live as a new incarnation is told at once, now that the
+     * workers route to it, what this node ships it (handover.h): its
+     * pops wait for that word. */
+    if (m->state == MASTER_RUNNING && master_handover_join_news(m, now))
+        master_membership_heartbeat(m, now, 1);
 }
