@@ -20,9 +20,10 @@
  *     MASTER_HOLD_MS after P named it (a shipment that failed and was
  *     adopted back there, shipped again later), or the window's end when
  *     a peer never said.
- *   - Closed: every live peer had said, so P named p (held here from
- *     then, and b is numbered after the kept block) or p was adopted here
- *     before: either way what P held goes before b.
+ *   - Closed: every peer that may own had said (a live one, or one not
+ *     heard yet since this process started, all_said), so P named p
+ *     (held here from then, and b is numbered after the kept block) or p
+ *     was adopted here before: either way what P held goes before b.
  * A stream reads in number order below the horizon, which a hold keeps
  * below its numbers (horizon.c): what P held, then b.  A push P took
  * after it made its list (one its workers let in as its view changed) is
@@ -59,7 +60,7 @@ struct jname {
 
 static struct {
     int open;
-    uint64_t until;
+    uint64_t start, until;
     uint64_t said; /* bit i: member i said what it ships */
     struct jname *b[BUCKETS];
 } jw;
@@ -113,6 +114,7 @@ master_join_start(struct master *m, uint64_t now)
         return;
     forget_all();
     jw.open = 1;
+    jw.start = now;
     jw.until = now + JOIN_WINDOW_MS;
     jw.said = 0;
     shm_part_join_window(&m->seg, jw.until);
@@ -181,15 +183,25 @@ release_one(void *arg, struct shm_name queue, struct shm_name part)
     (void)shm_part_unhold(&m->seg, SHM_STATS_MASTER, queue, part, shm_now_ms());
 }
 
-/* all_said - whether every peer live now said what it ships here. */
+/*
+ * all_said - whether every peer that may ship here said what it ships: one
+ * live now, and one not heard at all since this process started, for two
+ * beat periods from the window's start (a node restarted at once becomes
+ * ready before every peer's beat reached it, and such a peer owned its
+ * partitions meanwhile).  Starting, leaving and dead peers own nothing.
+ */
 static int
 all_said(const struct master *m, uint64_t now)
 {
-    for (int i = 0; i < m->members.n; i++)
-        if (i != m->members.self &&
-            master_membership_state(m, i, now) == SHM_MEMBER_LIVE &&
-            (i >= 64 || !(jw.said & (1ull << i))))
+    uint64_t unheard_until = jw.start + 2 * master_membership_beat_ms(m);
+
+    for (int i = 0; i < m->members.n; i++) {
+        if (i == m->members.self || (i < 64 && (jw.said & (1ull << i))))
+            continue;
+        if (master_membership_state(m, i, now) == SHM_MEMBER_LIVE ||
+            (m->members.heard[i] == 0 && now < unheard_until))
             return 0;
+    }
     return 1;
 }
 

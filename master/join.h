@@ -11,9 +11,10 @@
  * here holds its partition first (shm/part_move.h: numbers kept below it,
  * pops held), and each live peer, once it sees this incarnation live,
  * says in its beats what it ships here ("J" and "H" lines, groups.h).
- * When every live peer has said, the window closes: holds of partitions
- * nobody named end, a named one's hold waits for its adopt (MASTER_HOLD_MS
- * at most from its naming).  Master only, single-threaded.
+ * When every peer that may have owned something has said (join.c), the
+ * window closes: holds of partitions nobody named end, a named one's hold
+ * waits for its adopt (MASTER_HOLD_MS at most from its naming).  Master
+ * only, single-threaded.
  */
 #ifndef MAYFLY_MASTER_JOIN_H
 #define MAYFLY_MASTER_JOIN_H
