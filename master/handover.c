@@ -891,7 +891,7 @@ join_one(void *arg, struct shm_name queue, struct shm_name part)
         join_line(j, owner_of(j->sc.m, &j->sc.o, queue, part), queue, part);
 }
 
-void
+uint64_t
 master_handover_joins(struct master *m, struct http_buf *body, uint64_t now)
 {
     struct joins j = {.sc = {.m = m}, .body = body};
@@ -899,7 +899,7 @@ master_handover_joins(struct master *m, struct http_buf *body, uint64_t now)
 
     owners_now(m, &j.sc.o);
     if (j.sc.o.self < 0 || m->state != MASTER_RUNNING)
-        return;
+        return 0;
     for (int k = 0; k < j.sc.o.n; k++) {
         int i = join_peer(m, &j.sc.o, k, now, &fresh);
         if (i >= 0 && i < 64 && now - told[i].at < JOIN_TELL_MS) {
@@ -909,7 +909,7 @@ master_handover_joins(struct master *m, struct http_buf *body, uint64_t now)
         }
     }
     if (j.tell == 0)
-        return;
+        return 0;
     if (m->seg.catalog != NULL)
         shm_catalog_each(m->seg.catalog, dl_add, &j.sc);
     shm_part_each(&m->seg, join_one, &j);
@@ -922,8 +922,8 @@ master_handover_joins(struct master *m, struct http_buf *body, uint64_t now)
         struct shm_name part = {w->names + w->qlen, w->plen};
         join_line(&j, owner_of(m, &j.sc.o, queue, part), queue, part);
     }
+    return j.tell;
 }
-
 void
 master_handover_stop(void)
 {

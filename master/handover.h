@@ -67,9 +67,9 @@ int master_handover_join_news(struct master *m, uint64_t now);
  * a new incarnation within the last JOIN_WINDOW_MS, a "J" line and an
  * "H" line (groups.h) per partition this node ships it: held here and
  * owned by i as shipments pick owners, on its way, or waiting to go
- * (join.h).  While running only. */
-void master_handover_joins(struct master *m, struct http_buf *body,
-                           uint64_t now);
+ * (join.h).  While running only.  Returns the peers told (bit i). */
+uint64_t master_handover_joins(struct master *m, struct http_buf *body,
+                               uint64_t now);
 
 /* master_handover_stop - at exit, after the cluster client is freed (no
  * answer can come any more): free what is left. */

@@ -231,6 +231,7 @@ master_membership_heartbeat(struct master *m, uint64_t now, int now_or_never)
     const struct master_members *r = &m->members;
     uint64_t every = master_membership_beat_ms(m);
     struct http_buf groups = {0}, body[RAFT_MAX_NODES] = {0};
+    uint64_t tell = 0;
 
     if (!now_or_never && now < last + every)
         return;
@@ -251,9 +252,12 @@ master_membership_heartbeat(struct master *m, uint64_t now, int now_or_never)
         holds_sent = 1;
         master_handover_holds(m, body);
     }
+    /* A joiner's first word goes whatever beat is still out to it: its
+     * pops wait for it. */
     if (m->state == MASTER_RUNNING)
-        master_handover_joins(m, body, now);
-    if (master_cluster_client_heartbeat(m, every * 2, body))
+        tell = master_handover_joins(m, body, now);
+    if (master_cluster_client_heartbeat(m, every * 2, body,
+                                        now_or_never ? tell : 0))
         last = now;
     for (int i = 0; i < r->n; i++)
         http_buf_free(&body[i]);
