@@ -166,7 +166,7 @@ sent(void *arg, struct http_client_resp *r)
 
 int
 master_cluster_client_heartbeat(struct master *m, uint64_t timeout_ms,
-                                struct http_buf *body)
+                                struct http_buf *body, uint64_t force)
 {
     const struct master_members *r = &m->members;
 
@@ -176,7 +176,8 @@ master_cluster_client_heartbeat(struct master *m, uint64_t timeout_ms,
         struct out *o;
         /* the beat that says leaving, with what each peer is about to be
          * handed, goes whatever is still out */
-        int skip = m->state == MASTER_RUNNING && beats_out[i] > 0;
+        int skip = m->state == MASTER_RUNNING && beats_out[i] > 0 &&
+                   !(i < 64 && (force & (1ull << i)));
         if (i == r->self || body[i].oom || skip ||
             (o = out_new(body[i].data, body[i].len, &beats_out[i])) == NULL) {
             http_buf_free(&body[i]);

@@ -80,11 +80,13 @@ void master_cluster_client_cancel(void *arg);
 
 /* master_cluster_client_heartbeat - post each peer i its heartbeat body
  * body[i] (groups.h says what it holds), each answer awaited timeout_ms
- * at most (and ignored).  0 when the client is not running (nothing
- * sent), else 1.  The bodies are the client's now: each is freed once
- * its answer came, or at stop; body[] is left empty. */
+ * at most (and ignored); a peer's beat is dropped while one is still out
+ * to it, unless bit i of force is set (a joiner's first word: join.h).  0
+ * when the client is not running (nothing sent), else 1.  The bodies are
+ * the client's now: each is freed once its answer came, or at stop;
+ * body[] is left empty. */
 int master_cluster_client_heartbeat(struct master *m, uint64_t timeout_ms,
-                                    struct http_buf *body);
+                                    struct http_buf *body, uint64_t force);
 
 /* master_cluster_client_send_raft - post a raft message to its node (best
  * effort: raft retries on its own). */

@@ -22,6 +22,7 @@
 
 #include "http/buf.h"
 #include "http/names.h"
+#include "master/join.h"
 #include "master/master.h"
 #include "shm/dir.h"
 #include "shm/group_share.h"
@@ -187,11 +188,39 @@ hold(struct master *m, const char *p, const char *end, uint64_t now)
                  (int)part.len, part.ptr, (int)queue.len, queue.ptr);
 }
 
+/* A "J" line's incarnation after "J ": whether the "H" lines after it
+ * name what the peer ships to this node's join (join.h). */
+static int
+join_from(struct master *m, const char *p, const char *end)
+{
+    uint64_t inc = 0;
+
+    for (; p < end && *p >= '0' && *p <= '9' && inc < UINT64_MAX / 10; p++)
+        inc = inc * 10 + (uint64_t)(*p - '0');
+    return p == end && master_join_from(m, inc);
+}
+
+/* An "H" line's names after "H ": a partition coming to this node's join. */
+static void
+join_named(struct master *m, const char *p, const char *end, uint64_t now)
+{
+    const char *tab = memchr(p, '\t', (size_t)(end - p));
+
+    if (tab == NULL)
+        return;
+    struct shm_name queue = {p, (size_t)(tab - p)};
+    struct shm_name part = {tab + 1, (size_t)(end - tab - 1)};
+    if (http_name_valid(queue.ptr, queue.len) &&
+        http_name_valid(part.ptr, part.len))
+        master_join_named(m, queue, part, now);
+}
+
 void
 master_groups_in(struct master *m, int peer, const char *lines, size_t len,
                  uint64_t now, uint64_t beat_ms)
 {
     const char *p = lines, *end = lines + len;
+    int join = 0;
 
     if (m->state != MASTER_RUNNING)
         return; /* leaving: what this node holds ends with it */
@@ -202,6 +231,13 @@ master_groups_in(struct master *m, int peer, const char *lines, size_t len,
             learn(m, peer, p + 2, eol, now, beat_ms);
         else if (eol - p > 2 && p[0] == 'h' && p[1] == ' ' && m->ready)
             hold(m, p + 2, eol, now);
+        else if (eol - p > 2 && p[0] == 'J' && p[1] == ' ')
+            join = join_from(m, p + 2, eol);
+        else if (eol - p > 2 && p[0] == 'H' && p[1] == ' ' && join)
+            join_named(m, p + 2, eol, now);
         p = eol + 1;
     }
+    /* The list is whole only with the beat's end: the peer said all. */
+    if (join)
+        master_join_said(m, peer);
 }

@@ -9,6 +9,10 @@
  * newline delimit them):
  *   g <from> <idle ms> <queue> TAB <group> LF   a group the queue knows
  *   h <queue> TAB <partition> LF                 a hand-over coming to you
+ *   J <incarnation> LF                           to that incarnation of
+ *                                                you, which joined: the
+ *   H <queue> TAB <partition> LF                 partitions I ship you,
+ *                                                all of them (join.h)
  * Master only, single-threaded.
  */
 #ifndef MAYFLY_MASTER_GROUPS_H

@@ -21,6 +21,7 @@
 #include "http/reply.h"
 #include "http/request.h"
 #include "master/cluster_client.h"
+#include "master/join.h"
 #include "master/master.h"
 #include "master/membership.h"
 #include "master/presence.h"
@@ -521,6 +522,7 @@ master_handover_tick(struct master *m, uint64_t now)
     int due = 0;
 
     ho.m = m;
+    master_join_tick(m, now);
     owners_now(m, &sc.o);
     if (sc.o.self < 0)
         return; /* starting or leaving: nothing here to compare */
@@ -770,6 +772,8 @@ master_handover_in(struct master *m, struct http_request *req)
         return;
     }
     shm_count(&m->seg, SHM_STATS_MASTER, SHM_C_HANDOVER_IN_OK, 1);
+    master_join_adopted((struct shm_name){queue, qlen},
+                        (struct shm_name){part, plen});
     {
         /* The sender saw the members otherwise: pass it on, if it is not
          * ours, at the next scan rather than keep it where nobody looks. */
@@ -812,9 +816,118 @@ master_handover_holds(struct master *m, struct http_buf *body)
         shm_part_each(&m->seg, hold_one, &h);
 }
 
+/*
+ * A join's list (join.h).  A peer that this node sees live as a new
+ * incarnation is told, in each beat for JOIN_TELL_MS, every partition
+ * this node ships it: held here and its owner's in the view shipments go
+ * by (but a dead-letter queue's, which stay: scan_one), on its way, or
+ * waiting for a slot; then that this is all.  What went and was answered already is adopted
+ * there.  Told again and again because a beat can be skipped or lost;
+ * the joiner takes the first that reaches it while its window is open.
+ */
+#define JOIN_TELL_MS JOIN_WINDOW_MS
+
+static struct {
+    uint64_t inc, at; /* the incarnation last seen live, since when */
+} told[RAFT_MAX_NODES];
+
+/* join_peer - the member index of o->m[k], another member that owns, and
+ * whether it is a new incarnation (noted at now); -1 for this node. */
+static int
+join_peer(struct master *m, const struct shm_owners *o, int k, uint64_t now,
+          int *fresh)
+{
+    int i = k == o->self ? -1 : master_membership_peer(m, o->m[k].id);
+
+    *fresh = 0;
+    if (i < 0 || i >= RAFT_MAX_NODES || m->members.inc[i] == 0)
+        return -1;
+    if (told[i].inc != m->members.inc[i]) {
+        told[i].inc = m->members.inc[i];
+        told[i].at = now;
+        *fresh = 1;
+    }
+    return i;
+}
+
+int
+master_handover_join_news(struct master *m, uint64_t now)
+{
+    struct shm_owners o;
+    int news = 0, fresh;
+
+    owners_now(m, &o);
+    if (o.self < 0 || m->state != MASTER_RUNNING)
+        return 0;
+    for (int k = 0; k < o.n; k++)
+        if (join_peer(m, &o, k, now, &fresh) >= 0 && fresh)
+            news = 1;
+    return news;
+}
+
+/* What a join's list appends to. */
+struct joins {
+    struct scan sc;
+    struct http_buf *body;
+    uint64_t tell; /* bit i: peer i is told */
+};
+
+static void
+join_line(struct joins *j, int member, struct shm_name queue,
+          struct shm_name part)
+{
+    if (member >= 0 && member < 64 && (j->tell & (1ull << member)))
+        http_buf_printf(&j->body[member], "H %.*s\t%.*s\n", (int)queue.len,
+                        queue.ptr, (int)part.len, part.ptr);
+}
+
+/* join_one - a partition held here, for the list of its owner. */
+static void
+join_one(void *arg, struct shm_name queue, struct shm_name part)
+{
+    struct joins *j = arg;
+
+    if (!is_dl(&j->sc, queue))
+        join_line(j, owner_of(j->sc.m, &j->sc.o, queue, part), queue, part);
+}
+
+uint64_t
+master_handover_joins(struct master *m, struct http_buf *body, uint64_t now)
+{
+    struct joins j = {.sc = {.m = m}, .body = body};
+    int fresh;
+
+    owners_now(m, &j.sc.o);
+    if (j.sc.o.self < 0 || m->state != MASTER_RUNNING)
+        return 0;
+    for (int k = 0; k < j.sc.o.n; k++) {
+        int i = join_peer(m, &j.sc.o, k, now, &fresh);
+        if (i >= 0 && i < 64 && now - told[i].at < JOIN_TELL_MS) {
+            j.tell |= 1ull << i;
+            http_buf_printf(&body[i], "J %llu\n",
+                            (unsigned long long)told[i].inc);
+        }
+    }
+    if (j.tell == 0)
+        return 0;
+    if (m->seg.catalog != NULL)
+        shm_catalog_each(m->seg.catalog, dl_add, &j.sc);
+    shm_part_each(&m->seg, join_one, &j);
+    dl_free(&j.sc);
+    for (struct ship *s = ho.ships; s; s = s->next)
+        join_line(&j, s->member, (struct shm_name){s->queue, s->qlen},
+                  (struct shm_name){s->part, s->plen});
+    for (struct want *w = ho.wants; w; w = w->next) {
+        struct shm_name queue = {w->names, w->qlen};
+        struct shm_name part = {w->names + w->qlen, w->plen};
+        join_line(&j, owner_of(m, &j.sc.o, queue, part), queue, part);
+    }
+    return j.tell;
+}
 void
 master_handover_stop(void)
 {
+    master_join_stop();
     while (ho.ships != NULL) {
         struct ship *s = ho.ships;
         ho.ships = s->next;

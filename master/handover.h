@@ -58,6 +58,19 @@ int master_handover_drain(struct master *m, uint64_t now);
  * says now (published "leaving" already). */
 void master_handover_holds(struct master *m, struct http_buf *body);
 
+/* master_handover_join_news - whether a peer is live as a new
+ * incarnation that master_handover_joins has not told yet (the beat then
+ * goes at once).  Notes it. */
+int master_handover_join_news(struct master *m, uint64_t now);
+
+/* master_handover_joins - append to body[i], for each peer i seen live as
+ * a new incarnation within the last JOIN_WINDOW_MS, a "J" line and an
+ * "H" line (groups.h) per partition this node ships it: held here and
+ * owned by i as shipments pick owners, on its way, or waiting to go
+ * (join.h).  While running only.  Returns the peers told (bit i). */
+uint64_t master_handover_joins(struct master *m, struct http_buf *body,
+                               uint64_t now);
+
 /* master_handover_stop - at exit, after the cluster client is freed (no
  * answer can come any more): free what is left. */
 void master_handover_stop(void);

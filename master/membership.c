@@ -231,6 +231,7 @@ master_membership_heartbeat(struct master *m, uint64_t now, int now_or_never)
     const struct master_members *r = &m->members;
     uint64_t every = master_membership_beat_ms(m);
     struct http_buf groups = {0}, body[RAFT_MAX_NODES] = {0};
+    uint64_t tell = 0;
 
     if (!now_or_never && now < last + every)
         return;
@@ -251,7 +252,12 @@ master_membership_heartbeat(struct master *m, uint64_t now, int now_or_never)
         holds_sent = 1;
         master_handover_holds(m, body);
     }
-    if (master_cluster_client_heartbeat(m, every * 2, body))
+    /* A joiner's first word goes whatever beat is still out to it: its
+     * pops wait for it. */
+    if (m->state == MASTER_RUNNING)
+        tell = master_handover_joins(m, body, now);
+    if (master_cluster_client_heartbeat(m, every * 2, body,
+                                        now_or_never ? tell : 0))
         last = now;
     for (int i = 0; i < r->n; i++)
         http_buf_free(&body[i]);
@@ -296,4 +302,9 @@ master_membership_publish(struct master *m)
         mb->incarnation = mb->self ? m->incarnation : r->inc[i];
     }
     shm_board_publish(m->seg.board, &v);
+    /* A peer live as a new incarnation is told at once, now that the
+     * workers route to it, what this node ships it (handover.h): its
+     * pops wait for that word. */
+    if (m->state == MASTER_RUNNING && master_handover_join_news(m, now))
+        master_membership_heartbeat(m, now, 1);
 }

@@ -23,6 +23,7 @@
  */
 #include "master/view.h"
 
+#include "master/join.h"
 #include "master/master.h"
 #include "master/membership.h"
 #include "master/notify.h"
@@ -65,6 +66,8 @@ stale_ms(const struct master *m)
 static void
 become_ready(struct master *m, uint64_t now)
 {
+    /* The join's window opens before anyone routes a push here. */
+    master_join_start(m, now);
     m->ready = 1;
     master_membership_publish(m);
     master_membership_heartbeat(m, now, 1);

@@ -394,12 +394,14 @@ sat_sub(uint64_t a, uint64_t b)
  * replace what they replace (SPEC §13); -ENOSPC.  Under dropOldest a
  * batch larger than the bounds goes in once nothing older is held, and
  * its own oldest messages go then as any others would (SPEC §4): the
- * push answers every id, the newest stay. */
+ * push answers every id, the newest stay.  join: the partition may be
+ * one a hand-over is bringing (not a request's inbox, which stays on its
+ * requester's node): a join's window holds it (part_move.h). */
 static int
 push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
           uint32_t first, uint32_t last, uint32_t n, uint64_t cost,
           uint64_t now, uint64_t *first_seq, struct push_keys *k,
-          struct shm_conflate *cf)
+          struct shm_conflate *cf, int join)
 {
     uint32_t total = n;
 
@@ -461,6 +463,8 @@ push_link(struct shm_seg *seg, int w, struct shm_ref qr, struct shm_name part,
         /* The horizon stays below the numbers taken until the wake-ups
          * are out (horizon.c): two stores to this slot's own line. */
         shm_pushing_begin(seg, w, 0);
+        if (join)
+            shm_ring_join_hold_locked(&c, pr.idx);
         shm_ring_link_locked(&c, first, last, n, cost, first_seq);
         shm_ring_delayed_note_locked(&c, first, n);
         if (k != NULL)
@@ -573,7 +577,8 @@ push(struct shm_seg *seg, int worker, struct shm_name queue,
                                      !shm_inbox_named(queue), now, &qr)) != 0)
             break;
         rc = push_link(seg, worker, qr, part, first, last, n, cost, now,
-                       first_seq, k, kx != NULL ? &cf : NULL);
+                       first_seq, k, kx != NULL ? &cf : NULL,
+                       !shm_inbox_named(queue));
         if (rc != -ESTALE)
             break;
         found = 0;

@@ -297,6 +297,10 @@ struct shm_dir_slot {
  *                           least (the horizon then scans the partitions)
  *   160  1024  hold_parts[] atomic: partition idx + 1 of a hold (0: free);
  *                           set before its hold_seq, freed after it is 0
+ *  1184     8  join_until   atomic, master writes: a join's window (ms, 0:
+ *                           none): until then a push holds the partition
+ *                           it lands in for the hand-over that may be on
+ *                           its way (part_move.h, shm_part_join_hold_locked)
  */
 struct shm_dir {
     uint64_t magic;
@@ -323,6 +327,7 @@ struct shm_dir {
     _Atomic uint32_t holds;
     _Atomic uint32_t holds_over;
     _Atomic uint32_t hold_parts[SHM_HOLD_TABLE];
+    _Atomic uint64_t join_until;
 };
 _Static_assert(offsetof(struct shm_dir, next_seq) == 48, "shm_dir layout");
 _Static_assert(offsetof(struct shm_dir, queues_off) == 88, "shm_dir layout");
@@ -331,6 +336,7 @@ _Static_assert(offsetof(struct shm_dir, relief_after) == 136, "shm_dir layout");
 _Static_assert(offsetof(struct shm_dir, relief_next) == 144, "shm_dir layout");
 _Static_assert(offsetof(struct shm_dir, holds) == 152, "shm_dir layout");
 _Static_assert(offsetof(struct shm_dir, hold_parts) == 160, "shm_dir layout");
+_Static_assert(offsetof(struct shm_dir, join_until) == 1184, "shm_dir layout");
 
 /* A record looked up: index and the generation it had. */
 struct shm_ref {

@@ -439,6 +439,48 @@ shm_part_hold(struct shm_seg *seg, int w, struct shm_name queue,
     return rc;
 }
 
+/* shm_part_join_window - see part_move.h. */
+void
+shm_part_join_window(struct shm_seg *seg, uint64_t until)
+{
+    atomic_store(&shm_dir_of(seg)->join_until, until);
+}
+
+/* shm_part_unhold - see part_move.h. */
+int
+shm_part_unhold(struct shm_seg *seg, int w, struct shm_name queue,
+                struct shm_name part, uint64_t now)
+{
+    struct shm_ring_ctx c;
+    struct shm_ref qr, pr;
+    uint64_t kick = 0;
+    int rc = 0;
+
+    for (int t = 0; t < SHM_BROKER_TRIES; t++) {
+        rc = shm_dir_find_queue(seg, w, queue, 0, now, &qr);
+        if (rc == 0)
+            rc = shm_dir_find_part(seg, w, qr, part, 0, now, &pr);
+        if (rc == 0)
+            rc = shm_part_lock_ctx(seg, w, pr, shm_dir_queue(seg, qr.idx), now,
+                                   &c);
+        if (rc == -ESTALE)
+            continue;
+        if (rc != 0)
+            return rc == -ENOENT ? 0 : rc;
+        /* partition lock: the hold's end, due time, waiters.  Pops it kept
+         * waiting, and tails the horizon kept below it, read now. */
+        if (atomic_load(&c.p->hold_seq) != 0) {
+            shm_ring_hold_end_locked(&c);
+            shm_part_due_locked(seg, pr.idx, c.p, c.q);
+            shm_waiters_post_locked(seg, qr, pr, &kick);
+        }
+        shm_ring_unlock(c.p);
+        shm_waiters_kick(seg, kick);
+        return 0;
+    }
+    return 0;
+}
+
 /* ---- the record, checked ------------------------------------------------- */
 
 /* A record that passed ho_check: where its parts start, what it needs. */

@@ -241,4 +241,28 @@ int shm_part_adopt(struct shm_seg *seg, int w, struct shm_name queue,
 int shm_part_hold(struct shm_seg *seg, int w, struct shm_name queue,
                   struct shm_name part, uint64_t now, uint64_t ms);
 
+/*
+ * A join's window (SPEC §5, join or return; master/join.c says why order
+ * holds).  A node that has just become live owns partitions whose old
+ * owners have still to ship them, and does not know which: until the
+ * window ends, every push that lands in a partition here holds it first,
+ * as shm_part_hold does (SHM_HOLD_SEQS numbers kept below the push's own,
+ * pops held) up to the window's end (ring.h, shm_ring_join_hold_locked).
+ * An adopt ends such a hold as any; the master ends those nobody ships
+ * once every peer has said what it ships (shm_part_unhold).
+ *
+ * shm_part_join_window - open the window until until (ms), or close it
+ * (0).  Master only.
+ */
+void shm_part_join_window(struct shm_seg *seg, uint64_t until);
+
+/*
+ * shm_part_unhold - end the hold on (queue, part), if one is on, as one
+ * that ran out ends (what it kept the numbers for comes after what is
+ * there, as a push would), and wake its readers.  0 (also when there is
+ * no such partition or hold), or -ETIMEDOUT (lock.h).
+ */
+int shm_part_unhold(struct shm_seg *seg, int w, struct shm_name queue,
+                    struct shm_name part, uint64_t now);
+
 #endif

@@ -161,6 +161,28 @@ shm_ring_hold_end_locked(struct shm_ring_ctx *c)
     shm_hold_untrack(c->seg, (uint32_t)(p - shm_dir_part(c->seg, 0)));
 }
 
+/* shm_ring_join_hold_locked - see ring.h.  The window is read under the
+ * partition lock: the master closes it before it takes each partition's
+ * lock to end the holds nobody ships (part_move.c, shm_part_unhold), so a
+ * push that takes its lock after that sees it closed, and one that took
+ * the lock before has its hold found.  The numbers are taken inside the
+ * push's P..C, before its own: the horizon (horizon.c) stays below them. */
+void
+shm_ring_join_hold_locked(struct shm_ring_ctx *c, uint32_t idx)
+{
+    struct shm_dir *d = shm_dir_of(c->seg);
+    struct shm_part *p = c->p;
+    uint64_t until = atomic_load(&d->join_until);
+
+    if (until <= c->now || atomic_load(&p->hold_seq) != 0)
+        return;
+    shm_hold_track(c->seg, idx);
+    atomic_store(&p->hold_seq, atomic_fetch_add(&d->next_seq, SHM_HOLD_SEQS));
+    p->hold_until = until;
+    if (until < LOAD(p->due))
+        STORE(p->due, until);
+}
+
 /* Note that message m leaves the list (before it is unlinked): a tail
  * behind it has missed it (shm/tail.h), and a position at or below it is
  * no longer one to start from. */

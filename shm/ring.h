@@ -444,6 +444,14 @@ int shm_ring_copy_locked(struct shm_ring_ctx *c, struct shm_sink *k,
  * any: its numbers are no longer kept, and the horizon forgets it. */
 void shm_ring_hold_end_locked(struct shm_ring_ctx *c);
 
+/* shm_ring_join_hold_locked - a push about to take numbers in c's
+ * partition (index idx), inside its pushing word's P..C (horizon.c):
+ * while a join's window is open (shm_dir.join_until) and no hold is on,
+ * hold the partition as shm_part_hold does, until the window's end, so a
+ * hand-over on its way here still goes first (part_move.h says when it
+ * ends).  Under the partition lock. */
+void shm_ring_join_hold_locked(struct shm_ring_ctx *c, uint32_t idx);
+
 /* shm_ring_reset_locked - drop everything, void leases, rewind cursors. */
 uint64_t shm_ring_reset_locked(struct shm_ring_ctx *c);
 

@@ -20,6 +20,7 @@
 
 #include "shm/owner.h"
 #include "test/cluster/suite.h"
+#include "test/integration/sse.h"
 
 #define NPARTS   12 /* partitions of the test queue */
 #define WAIT_MS  30000
@@ -735,4 +736,162 @@ Test(cluster_handover, a_next_owner_that_hangs_is_passed_over_once_dead)
         cr_expect_eq(m.payload, atoi(names[k] + 1), "partition %s", names[k]);
     }
     cr_expect_eq(metric(1u << z, "mayfly_wipes_total"), 0);
+}
+
+/* ---- a join keeps each partition's order ------------------------------ */
+
+#define JOIN_AFTER_MS 3000 /* pushes go on this long once the joiner is live */
+
+/* join_live - whether node i sees node j live. */
+static int
+join_live(int i, int j)
+{
+    char id[8], state[32];
+
+    snprintf(id, sizeof(id), "n%d", j);
+    cl_member_state(&c, i, id, state, sizeof(state));
+    return strcmp(state, "live") == 0;
+}
+
+/* join_read - read partition p of queue for group g through node i, with
+ * autoAck, until n messages came (WAIT_MS at most): each must be the next
+ * payload, 0 first (push order, nothing lost or twice); then nothing more. */
+static void
+join_read(int i, const char *queue, const char *p, const char *g, int n)
+{
+    int64_t deadline = itest_now_ms() + WAIT_MS;
+    int next = 0;
+
+    while (next < n) {
+        struct itest_resp r;
+        char path[256];
+        snprintf(path, sizeof(path),
+                 "/api/v1/ephemeral/pop?queue=%s&partition=%s&group=%s"
+                 "&batch=100&autoAck=true",
+                 queue, p, g);
+        long st = cl_call(&c, i, "GET", path, NULL, WAIT_MS, 50, &r);
+        cr_assert_eq(st, 200, "pop %s/%s on node %d: %ld %s", queue, p, i, st,
+                     r.body);
+        int got = itest_jlen(r.json, "messages");
+        for (int k = 0; k < got; k++) {
+            char key[32];
+            snprintf(key, sizeof(key), "messages.%d.payload", k);
+            int64_t v = itest_jint(r.json, key);
+            cr_assert_eq(v, next,
+                         "partition %s, group %s on node %d: payload %lld "
+                         "where %d was next (of %d pushed)",
+                         p, g, i, (long long)v, next, n);
+            next++;
+        }
+        itest_resp_free(&r);
+        if (got == 0) {
+            cr_assert_lt(itest_now_ms(), deadline,
+                         "partition %s, group %s: %d of %d read", p, g, next,
+                         n);
+            itest_sleep_ms(50);
+        }
+    }
+    struct itest_resp r;
+    char path[256];
+    snprintf(path, sizeof(path),
+             "/api/v1/ephemeral/pop?queue=%s&partition=%s&group=%s"
+             "&batch=100&autoAck=true",
+             queue, p, g);
+    cr_assert_eq(cl_call(&c, i, "GET", path, NULL, WAIT_MS, 50, &r), 200);
+    cr_expect_eq(itest_jlen(r.json, "messages"), 0,
+                 "partition %s, group %s: more than the %d pushed: %s", p, g, n,
+                 r.body);
+    itest_resp_free(&r);
+}
+
+/* join_stream - a stream through node i on partition p of queue from its
+ * oldest message: its n messages come in push order (SPEC §11: a tail
+ * sends in the owner's number order). */
+static void
+join_stream(int i, const char *queue, const char *p, int n)
+{
+    int64_t deadline = itest_now_ms() + WAIT_MS;
+    struct sse_client s;
+    char path[256];
+    int next = 0;
+
+    snprintf(path, sizeof(path),
+             "/api/v1/ephemeral/subscribe?queue=%s&partition=%s&from=all",
+             queue, p);
+    sse_open(&s, &c.node[i], path, NULL);
+    while (sse_count(&s, "message") < (size_t)n && !s.closed &&
+           itest_now_ms() < deadline)
+        sse_wait_events(&s, s.nev + 1, 1000);
+    for (size_t k = 0; k < s.nev; k++) {
+        if (strcmp(s.ev[k].event, "message") != 0)
+            continue;
+        struct json_object *o = json_tokener_parse(s.ev[k].data);
+        cr_assert_not_null(o, "%s", s.ev[k].data);
+        int64_t v = itest_jint(o, "payload");
+        json_object_put(o);
+        cr_assert_eq(v, next,
+                     "stream on partition %s through node %d: payload %lld "
+                     "where %d was next (of %d pushed)",
+                     p, i, (long long)v, next, n);
+        next++;
+    }
+    cr_assert_eq(next, n, "stream on partition %s: %d of %d", p, next, n);
+    sse_close(&s);
+}
+
+/*
+ * A join keeps each partition's order (SPEC §5: a graceful move keeps
+ * order; join or return).  Node j, the one owning the most test
+ * partitions, is out; a steady pusher goes through node a (which stays),
+ * round robin over every partition, each push one payload: that
+ * partition's next counter.  j starts mid-stream and the pushes go on
+ * JOIN_AFTER_MS once a and b see it live, so pushes reach j while the
+ * other two are shipping it what they held.  Then a stream on each
+ * partition j gained sees it in push order, and every group reads each
+ * partition, through each node, in push order, nothing lost or twice.
+ */
+Test(cluster_handover, a_join_keeps_each_partitions_order_with_pushes_on)
+{
+    const char *queue = "ho-join";
+    int pushed[NPARTS] = {0}, j, a, b, rounds = 0, gained = 0;
+    int64_t live_at = 0, deadline;
+
+    cl_wait_view(&c, CL_ALL);
+    j = busiest(queue);
+    a = (j + 1) % CL_NODES;
+    b = (j + 2) % CL_NODES;
+    cr_assert_eq(cl_stop(&c, j, STOP_MS), 0, "node %d's exit", j);
+    cl_wait_view(&c, CL_ALL & ~(1u << j));
+    /* Both groups known from the start: what one completes waits for the
+     * other (SPEC §3). */
+    join_read(a, queue, "none", "g", 0);
+    join_read(a, queue, "none", "h", 0);
+    /* Some history first, held by a and b. */
+    for (int r = 0; r < 20; r++)
+        for (int k = 0; k < NPARTS; k++)
+            push(a, queue, part(k), pushed[k]++, 1);
+    cl_spawn(&c, j, NODE_OPT);
+    deadline = itest_now_ms() + WAIT_MS + STOP_MS;
+    while (live_at == 0 || itest_now_ms() < live_at + JOIN_AFTER_MS) {
+        cr_assert_lt(itest_now_ms(), deadline, "node %d never became live", j);
+        for (int k = 0; k < NPARTS; k++)
+            push(a, queue, part(k), pushed[k]++, 1);
+        if (live_at == 0 && ++rounds % 4 == 0 && join_live(a, j) &&
+            join_live(b, j))
+            live_at = itest_now_ms();
+    }
+    cl_wait_view(&c, CL_ALL);
+    for (int k = 0; k < NPARTS; k++)
+        gained += cl_owner(queue, part(k), CL_ALL) == j;
+    cr_assert_gt(gained, 0);
+    printf("join with pushes on: %d rounds of %d partitions, %d gained by "
+           "node %d\n",
+           pushed[0], NPARTS, gained, j);
+    for (int k = 0; k < NPARTS; k++)
+        if (cl_owner(queue, part(k), CL_ALL) == j)
+            join_stream(j, queue, part(k), pushed[k]);
+    for (int k = 0; k < NPARTS; k++) {
+        join_read(a, queue, part(k), "g", pushed[k]);
+        join_read(j, queue, part(k), "h", pushed[k]);
+    }
 }

@@ -831,3 +831,53 @@ Test(shm_part_move, an_adopt_after_a_read_hold_goes_to_the_tail)
     expect(0, "w", 1, 1, 1);
     expect(1, "m", 0, 2, 1);
 }
+
+/* A join's window: a push holds the partition it lands in, so what a
+ * hand-over brings later goes first, numbered below; the adopt ends that
+ * hold.  A partition nobody ships is let go by shm_part_unhold; once the
+ * window is closed a push holds nothing. */
+Test(shm_part_move, a_join_window_holds_what_a_push_lands_in)
+{
+    cr_assert_eq(pushn(&seg, "q", "p", "m", 3, T0), 0);
+    cr_assert_eq(take(&seg, "q", T0), 3);
+    shm_part_join_window(&seg, T0 + 5000);
+    cr_assert_eq(pushn(&seg, "q2", "p", "w", 2, T0), 0);
+    cr_assert_eq(pushn(&seg, "q3", "p", "n", 1, T0), 0);
+    cr_assert_eq(pop(&seg, "q2", "g", 10, T0 + 1), 0, "held");
+    cr_assert_eq(pop(&seg, "q3", "g", 10, T0 + 1), 0, "held");
+    fixture_check(&seg);
+    cr_assert_eq(adopt(&seg, "q2", T0 + 2), 3);
+    fixture_check(&seg);
+    cr_assert_eq(pop(&seg, "q2", "g", 10, T0 + 3), 5);
+    expect(0, "m", 0, 3, 1);
+    expect(3, "w", 0, 2, 1);
+    for (int i = 1; i < 5; i++)
+        cr_assert_gt(rec(i)->seq, rec(i - 1)->seq, "ids in list order");
+    /* Nobody ships q3: closed, and let go. */
+    shm_part_join_window(&seg, 0);
+    cr_assert_eq(pop(&seg, "q3", "g", 10, T0 + 4), 0, "still held");
+    cr_assert_eq(shm_part_unhold(&seg, M, nm("q3"), nm("p"), T0 + 4), 0);
+    fixture_check(&seg);
+    cr_assert_eq(pop(&seg, "q3", "g", 10, T0 + 4), 1);
+    expect(0, "n", 0, 1, 1);
+    cr_assert_eq(pushn(&seg, "q3", "p", "x", 1, T0 + 5), 0);
+    cr_assert_eq(pop(&seg, "q3", "g", 10, T0 + 5), 1, "no hold any more");
+    expect(0, "x", 0, 1, 1);
+    /* and one with no hold, or no such partition, is left as it is */
+    cr_assert_eq(shm_part_unhold(&seg, M, nm("q3"), nm("p"), T0 + 6), 0);
+    cr_assert_eq(shm_part_unhold(&seg, M, nm("q9"), nm("p"), T0 + 6), 0);
+}
+
+/* A join's hold that nobody ends runs out with the window, as a drain's
+ * does: the next pop reads what came. */
+Test(shm_part_move, a_join_hold_runs_out_with_its_window)
+{
+    shm_part_join_window(&seg, T0 + 100);
+    cr_assert_eq(pushn(&seg, "q2", "p", "w", 1, T0), 0);
+    cr_assert_eq(pop(&seg, "q2", "g", 10, T0 + 50), 0, "held");
+    cr_assert_eq(pushn(&seg, "q2", "p", "x", 1, T0 + 200), 0);
+    cr_assert_eq(pop(&seg, "q2", "g", 10, T0 + 200), 2);
+    expect(0, "w", 0, 1, 1);
+    expect(1, "x", 0, 1, 1);
+    fixture_check(&seg);
+}
