@@ -10,9 +10,9 @@
  * hand-over kept their places), as it does when the owner comes back and
  * takes them again; a client that comes back at once, while the rings
  * are still on their way, is told to retry until they are there, then
- * resumes with nothing missed; one killed (-9) leaves its rooms missed; a watch that
- * carries nothing for longer than its idle bound lives on.  member_ttl_ms is long so that membership cannot
- * flap on a busy machine.
+ * resumes with nothing missed; one killed (-9) leaves its rooms missed;
+ * a watch that carries nothing for longer than its idle bound lives on.
+ * member_ttl_ms is long so that membership cannot flap on a busy machine.
  */
 #include <sys/socket.h>
 
