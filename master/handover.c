@@ -335,7 +335,9 @@ ship(struct master *m, struct shm_name queue, struct shm_name part, int member,
     free(qe);
     free(pe);
     /* No message left to ship may still carry group positions (every one
-     * held was completed): those go too, or the groups start over there. */
+     * held was completed) or a dedupe window (shm_part_each lists one with
+     * a live key): those go too, or the groups start over there and a
+     * retried push there is stored twice. */
     if (n < 0 || (n == 0 && out.used <= sizeof(struct shm_ho_hdr))) {
         if (n == -ETIMEDOUT)
             rescan_soon(shm_now_ms()); /* stays here meanwhile */

@@ -393,6 +393,26 @@ shm_queue_depth(struct shm_seg *seg, struct shm_name queue,
 
 /* ---- partition walks ---------------------------------------------------- */
 
+/*
+ * part_window_live - whether p's dedupe window still holds a key inside
+ * q's dedupeSeconds at now: an emptied partition's window is state its
+ * next owner needs (SPEC §13: the window travels with hand-over), or a
+ * retried push there is stored twice.  Read without the lock, as the walk
+ * reads everything: the newest key decides (the list is oldest first), a
+ * cell read racily only sends one more partition to the take, which
+ * decides under the lock (an empty record is not shipped).
+ */
+static int
+part_window_live(struct shm_seg *seg, const struct shm_part *p,
+                 const struct shm_queue *q, uint64_t now)
+{
+    uint32_t tail = p->dd_tail;
+
+    return p->dd_count != 0 && tail != 0 && q->opts.dedupe_s != 0 &&
+           shm_ring_dd(seg, tail)->at_ms + (uint64_t)q->opts.dedupe_s * 1000 >
+               now;
+}
+
 /* shm_part_each - see queue_admin.h. */
 uint32_t
 shm_part_each(struct shm_seg *seg,
@@ -402,6 +422,7 @@ shm_part_each(struct shm_seg *seg,
 {
     struct shm_dir *d = shm_dir_of(seg);
     uint32_t bump = atomic_load(&d->p_bump), listed = 0;
+    uint64_t now = shm_now_ms();
     char qn[SHM_NAME_MAX], pn[SHM_NAME_MAX];
 
     for (uint32_t i = 0; i < bump; i++) {
@@ -410,11 +431,13 @@ shm_part_each(struct shm_seg *seg,
         struct shm_queue *q;
         uint32_t qgen, qlen;
 
-        if (!atomic_load(&p->alive) ||
-            (atomic_load(&p->count) == 0 && atomic_load(&p->leased) == 0) ||
-            plen == 0 || plen > SHM_NAME_MAX || qi >= d->max_queues)
+        if (!atomic_load(&p->alive) || plen == 0 || plen > SHM_NAME_MAX ||
+            qi >= d->max_queues)
             continue;
         q = shm_dir_queue(seg, qi);
+        if (atomic_load(&p->count) == 0 && atomic_load(&p->leased) == 0 &&
+            !part_window_live(seg, p, q, now))
+            continue;
         qgen = q->gen;
         qlen = q->name_len;
         if (qlen == 0 || qlen > SHM_NAME_MAX)

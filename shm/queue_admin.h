@@ -115,7 +115,9 @@ int shm_queue_depth(struct shm_seg *seg, struct shm_name queue,
 
 /*
  * shm_part_each - call fn(arg, queue, part) for every partition that holds
- * messages (pending or leased), in table order.  Names are read without
+ * messages (pending or leased), or none but a dedupe window with a key
+ * still inside its queue's dedupeSeconds (SPEC §13: the window travels
+ * with hand-over), in table order.  Names are read without
  * locks and checked against the record's generation afterwards; a record
  * freed or reused meanwhile is skipped.  fn NULL: only count them.  For
  * the master's hand-over scan.

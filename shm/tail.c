@@ -232,8 +232,10 @@ shm_tail_map(struct shm_seg *seg, int worker, struct shm_name queue,
         uint64_t base = p->adopt_base, lo = p->adopt_lo, hi = p->adopt_hi;
         uint64_t cut = p->adopt_cut_at, cut_len = p->adopt_cut_len;
         rc = -ENOENT;
-        if (inc != 0 && p->adopt_inc == inc &&
-            (p->head == 0 || shm_ring_msg(seg, p->head)->seq >= base)) {
+        if (p->hold_until > now)
+            rc = -EINPROGRESS; /* its hand-over is on its way: not yet */
+        else if (inc != 0 && p->adopt_inc == inc &&
+                 (p->head == 0 || shm_ring_msg(seg, p->head)->seq >= base)) {
             uint64_t o = w < hi ? w : hi;
             if (w < lo)
                 *after = base - 1;

@@ -122,7 +122,10 @@ int shm_tail_parts(struct shm_seg *seg, struct shm_name queue, uint64_t after,
  * parked or read.  0 with *after; -ENOENT when the partition is not here,
  * its last hand-over came from elsewhere or kept no numbers, or it holds
  * a message from before that hand-over (not from inc: w says nothing of
- * it).  -EAGAIN as shm_tail.
+ * it).  -EINPROGRESS while a hand-over announced to this node is on its
+ * way (shm_part_hold, until its adopt or hold_until): the place it will
+ * give is not known yet, as pops read nothing there meanwhile.  -EAGAIN
+ * as shm_tail.
  */
 int shm_tail_map(struct shm_seg *seg, int worker, struct shm_name queue,
                  struct shm_name part, uint64_t inc, uint64_t w, uint64_t now,

@@ -165,13 +165,16 @@ start_from(struct stream *s, uint64_t h)
  * resume_part - where partition subscription u (read here) starts with
  * cursor c, whose entry o names it: after that entry's watermark when it
  * is this incarnation's; where a hand-over from that incarnation put it
- * (shm_tail_map); else nowhere (-1: missed).
+ * (shm_tail_map); else nowhere (-1: missed).  -EINPROGRESS: a hand-over
+ * announced to this node is on its way, and where it will put it is not
+ * known yet (resume_from).
  */
 static int
 resume_part(struct stream *s, struct stream_sub *u, const struct http_cursor *c,
             unsigned o, uint64_t h)
 {
     uint64_t after;
+    int rc;
 
     if (o >= c->nowners)
         return -1;
@@ -179,9 +182,10 @@ resume_part(struct stream *s, struct stream_sub *u, const struct http_cursor *c,
         if (c->w[o] > h)
             return -1; /* a place this node has not reached: not its */
         after = c->w[o];
-    } else if (shm_tail_map(s->w->seg, s->w->set.slot, u->queue, u->part,
-                            c->inc[o], c->w[o], shm_now_ms(), &after) != 0)
-        return -1;
+    } else if ((rc = shm_tail_map(s->w->seg, s->w->set.slot, u->queue, u->part,
+                                  c->inc[o], c->w[o], shm_now_ms(), &after)) !=
+               0)
+        return rc == -EINPROGRESS ? rc : -1;
     u->after = after;
     u->name_inc = c->inc[o];
     u->name_w = c->w[o];
@@ -196,10 +200,12 @@ resume_part(struct stream *s, struct stream_sub *u, const struct http_cursor *c,
  * h.  W starts at the lowest start (each partition is named by its own
  * entry until W passes its start: stream_int.h).  Returns whether c is
  * this list's (else its watches' part is missed too, and they start
- * anew).
+ * anew).  *wait is set when a partition's hand-over here is on its way
+ * (resume_part): the stream is not opened then (stream_open).
  */
 static int
-resume_from(struct stream *s, const struct http_cursor *c, uint64_t h)
+resume_from(struct stream *s, const struct http_cursor *c, uint64_t h,
+            int *wait)
 {
     unsigned me = HTTP_CURSOR_NONE, k = 0, nparts = 0;
     uint64_t low = h;
@@ -217,7 +223,10 @@ resume_from(struct stream *s, const struct http_cursor *c, uint64_t h)
             stream_missed_add(s, u->queue, u->part.ptr, u->part.len);
         if (u->watch >= 0)
             continue; /* cannot tell: missed here, and read anew */
-        u->missed = !list || resume_part(s, u, c, o, h) != 0;
+        int rc = list ? resume_part(s, u, c, o, h) : -1;
+        if (rc == -EINPROGRESS)
+            *wait = 1;
+        u->missed = rc != 0;
         if (u->missed) {
             u->after = h;
             u->name_inc = s->w->incarnation;
@@ -259,7 +268,8 @@ credentials(struct http_request *req)
  * watches, its answer, its park.  0; else -errno with nothing answered
  * and s still the caller's: -EREMOTE (a forwarded stream asked for a
  * partition this node does not own), -EHOSTUNREACH (an owner cannot be
- * called), -ENOMEM.
+ * called), -EINPROGRESS (a resumed partition's hand-over here is on its
+ * way), -ENOMEM.
  */
 static int
 stream_open(struct stream *s, const struct stream_args *a)
@@ -276,10 +286,32 @@ stream_open(struct stream *s, const struct stream_args *a)
     if (h < set->horizon)
         h = set->horizon; /* a later read may give less (horizon.h) */
     set->horizon = h;
-    if (resume)
-        list = resume_from(s, &a->cursor, h);
-    else
+    if (resume) {
+        int wait = 0;
+        list = resume_from(s, &a->cursor, h, &wait);
+        /*
+         * A partition of the cursor whose hand-over to this node was
+         * announced (the leaving node's beat held it here) but has not
+         * arrived: a client that came back at once from a drained node
+         * (SIGTERM ends its streams before its rings go) would find no
+         * place for it and get it missed and re-sent whole.  The resume
+         * waits for the rings instead, as pops read nothing there
+         * meanwhile: the stream is not opened, and the answer is the
+         * drain's own (retry:, closed), so the client comes back and
+         * resumes once the rings are here (or the hold ran out: then it
+         * is missed, as it is).  Chosen over keeping the draining node's
+         * streams open until its rings are adopted: that would keep its
+         * workers serving while the master takes the rings out from under
+         * them, where now they exit first so that nothing lands there
+         * after the take (main.c).  A watch asked by another node answers
+         * the same: that node's stream ends with retry: as for any watch
+         * that ends.
+         */
+        if (wait)
+            return -EINPROGRESS;
+    } else {
         start_from(s, h);
+    }
     worker_presence_stream_start(s, h);
     if (stream_watch_prepare(s, list ? &a->cursor : NULL) != 0)
         return -ENOMEM;
@@ -312,7 +344,9 @@ stream_open(struct stream *s, const struct stream_args *a)
 static void
 refuse(struct http_request *req, int rc)
 {
-    if (rc == -EREMOTE)
+    if (rc == -EINPROGRESS)
+        worker_subscribe_later(req); /* a hand-over on its way: come back */
+    else if (rc == -EREMOTE)
         http_reply_error(req, 503, "owner_moved",
                          "this node does not own every partition the "
                          "forwarded stream names (membership is changing); "

@@ -3,7 +3,8 @@
  * through two different nodes is stored once (the window lives with the
  * partition, at its owner); a SIGTERM of the owner hands over its delayed
  * messages, its delayed retries and its dedupe window: after the move the
- * delayed ones come once, when due, and a key it saw is not stored again.
+ * delayed ones come once, when due, and a key it saw is not stored again;
+ * the window goes too when every message was consumed.
  * Times are CLOCK_MONOTONIC lower bounds; every wait polls a condition.
  */
 #include <signal.h>
@@ -172,6 +173,48 @@ Test(cluster_extras, a_sigterm_hands_over_delays_retries_and_the_window)
     }
     cr_assert_eq(pop_wait(0, queue, part, 500, &payload, &attempts, NULL, 0), 0,
                  "payload %lld again", (long long)payload);
+}
+
+/* A partition whose every message was consumed still holds its window:
+ * a SIGTERM of its owner hands the window over though no message goes,
+ * and the keys pushed again through another node are duplicates. */
+Test(cluster_extras, a_sigterm_hands_over_the_window_of_an_emptied_partition)
+{
+    const char *queue = "cx-empty";
+    const char *keys[] = {"k1", "k2", "k3"};
+    char part[32], path[256];
+    struct itest_resp r;
+    int dups, x = 1;
+
+    cl_wait_view(&c, CL_ALL);
+    declare(queue, "\"dedupeSeconds\":60", 60);
+    cl_part_owned_by(queue, x, 64, part, sizeof(part));
+    for (int k = 0; k < 3; k++) {
+        push_key(0, queue, part, k, keys[k], 0, &dups, NULL, 0);
+        cr_assert_eq(dups, 0);
+    }
+    snprintf(path, sizeof(path),
+             "/api/v1/ephemeral/pop?queue=%s&partition=%s&group=g&batch=10&"
+             "autoAck=true",
+             queue, part);
+    cr_assert_eq(cl_call(&c, 2, "GET", path, NULL, WAIT_MS, 100, &r), 200, "%s",
+                 r.body);
+    cr_assert_eq(itest_jlen(r.json, "messages"), 3, "%s", r.body);
+    itest_resp_free(&r);
+    cr_assert_eq(itest_depth_pending(&c.node[x], queue, NULL), 0);
+    push_key(2, queue, part, 9, "k1", 0, &dups, NULL, 0);
+    cr_assert_eq(dups, 1, "the window before the stop");
+
+    cr_assert_eq(cl_stop(&c, x, STOP_MS), 0, "node %d's exit", x);
+    cl_wait_view(&c, CL_ALL & ~(1u << x));
+    for (int k = 0; k < 3; k++) {
+        push_key(k % 2 == 0 ? 2 : 0, queue, part, 9, keys[k], 0, &dups, NULL,
+                 0);
+        cr_assert_eq(dups, 1, "key %s after the hand-over", keys[k]);
+    }
+    cr_assert_eq(itest_depth_pending(&c.node[0], queue, NULL) +
+                     itest_depth_pending(&c.node[2], queue, NULL),
+                 0, "nothing stored twice");
 }
 
 /* signal_workers - send sig (SIGSTOP, SIGCONT) to every worker of node o. */

@@ -8,15 +8,23 @@
  * that stops (SIGTERM) ends the stream with retry:, and the resume through
  * any node takes its rooms up where their new owners hold them (the
  * hand-over kept their places), as it does when the owner comes back and
- * takes them again; one killed (-9) leaves its rooms missed; a watch that
- * carries nothing for longer than its idle bound lives on.  member_ttl_ms is long so that membership cannot
- * flap on a busy machine.
+ * takes them again; a client that comes back at once, while the rings
+ * are still on their way, is told to retry until they are there, then
+ * resumes with nothing missed; one killed (-9) leaves its rooms missed;
+ * a watch that carries nothing for longer than its idle bound lives on.
+ * member_ttl_ms is long so that membership cannot flap on a busy machine.
  */
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 #include <json-c/json.h>
@@ -422,6 +430,129 @@ Test(cluster_stream, a_stream_follows_its_rooms_away_and_back_to_a_restart)
     for (int i = 0; i < 3; i++)
         push_n(1, "cb", r[i], 8, 9);
     wait_upto(&w, 9);
+    sse_close(&s);
+}
+
+/* held_push - a push to node i whose head and first bytes are sent and
+ * read by a worker: in flight, so the node's drain (and its hand-over,
+ * which follows its workers' exit) waits for the rest, up to 5 s.  The
+ * client socket. */
+static int
+held_push(int i, const char *body)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)c.node[i].port)};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    char head[256];
+    int64_t end = itest_now_ms() + 10000;
+
+    cr_assert(fd >= 0);
+    cr_assert_eq(inet_pton(AF_INET, c.addr[i], &a.sin_addr), 1);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0, "%s",
+                 strerror(errno));
+    snprintf(head, sizeof(head),
+             "POST " API "/push HTTP/1.1\r\nHost: t\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n"
+             "%.10s",
+             strlen(body), body);
+    cr_assert_eq(itest_raw_send(fd, head), 0);
+    while (!itest_conn_consumed(&c.node[i], fd)) {
+        cr_assert_lt(itest_now_ms(), end, "the push head was never read");
+        itest_sleep_ms(5);
+    }
+    return fd;
+}
+
+/* push_each - payload n to each room of queue, through nodes 0 and 2 (a
+ * push refused while the owners change is sent again). */
+static void
+push_each(const char *queue, char r[3][16], int n)
+{
+    for (int i = 0; i < 3; i++) {
+        struct itest_resp x;
+        char body[256];
+        snprintf(body, sizeof(body),
+                 "{\"queue\":\"%s\",\"partition\":\"%s\",\"messages\":[{"
+                 "\"payload\":{\"n\":%d}}]}",
+                 queue, r[i], n);
+        cr_assert_eq(cl_call(&c, i % 2 ? 2 : 0, "POST", API "/push", body,
+                             20000, 50, &x),
+                     201, "%s", x.body);
+        itest_resp_free(&x);
+    }
+}
+
+/*
+ * The stream is on its rooms' owner, which stops (SIGTERM) under pushes;
+ * the client comes back at once through another node, and again at once
+ * each time it is told retry:, while the rings are still on their way
+ * (a push in flight keeps the node's workers, and so its hand-over,
+ * back).  It is not resumed before they are there: then nothing missed,
+ * and every room goes on after the last message it had, once each.
+ */
+Test(cluster_stream, a_resume_while_the_rings_are_on_their_way_waits_for_them)
+{
+    char r[3][16], path[1024], last[600], hdr[700];
+    const char *hdrs[] = {hdr, NULL};
+    const char *slow = "{\"queue\":\"cw-slow\",\"messages\":[{\"payload\":1}]}";
+    struct sse_client s;
+    struct want w = {.s = &s};
+    int n = 4, retries = 0, fd = -1;
+
+    b_rooms("cw", r);
+    w.r = r;
+    subs_path(path, sizeof(path), "cw", r, "");
+    open_on(&s, 1, path, NULL);
+    for (int i = 0; i < 3; i++)
+        push_n(i, "cw", r[i], 0, n);
+    wait_upto(&w, n);
+    fd = held_push(1, slow);
+    int64_t t_term = itest_now_ms();
+    kill(c.node[1].pid, SIGTERM);
+    cr_assert(sse_wait_closed(&s, 30000), "the stream outlived SIGTERM");
+    snprintf(last, sizeof(last), "%s", s.last_id);
+    snprintf(hdr, sizeof(hdr), "Last-Event-ID: %s", last);
+    sse_close(&s);
+    for (;;) {
+        cr_assert_lt(itest_now_ms(), t_term + 30000, "never resumed");
+        /* under pushes, once the others route node 1's rooms elsewhere */
+        if (n < 20 && itest_node_log_contains(&c.node[0], "is leaving") &&
+            itest_node_log_contains(&c.node[2], "is leaving"))
+            push_each("cw", r, n++);
+        if (fd >= 0 && itest_now_ms() >= t_term + 1500) {
+            /* the rest of the push: node 1's drain goes on */
+            struct itest_resp x;
+            cr_assert_eq(itest_raw_send(fd, slow + 10), 0);
+            /* answered (stored, or refused as draining): done with */
+            cr_assert_neq(itest_raw_response(fd, &x), 0);
+            itest_resp_free(&x);
+            close(fd);
+            fd = -1;
+        }
+        sse_open(&s, &c.node[0], path, hdrs);
+        size_t got = sse_wait_events(&s, 1, 20000);
+        cr_assert_eq(s.status, 200);
+        /* retry: as a whole answer (nothing opened: no event here), or
+         * as the end of a stream a watch of which ended */
+        if (got > 0 && strcmp(s.ev[0].event, "retry") != 0)
+            break;
+        cr_assert(got > 0 || s.closed, "nothing came");
+        retries++;
+        sse_close(&s);
+        itest_sleep_ms(10);
+    }
+    cr_assert_str_eq(s.ev[0].event, "recovered", "%s", s.ev[0].data);
+    cr_assert_str_eq(s.ev[0].data, "{\"partitions\":3,\"missed\":[]}",
+                     "after %d retries, %lld ms after SIGTERM", retries,
+                     (long long)(itest_now_ms() - t_term));
+    cr_assert_geq(sse_wait_events(&s, 2, 20000), 2, "no open");
+    cr_assert_str_eq(s.ev[1].event, "open");
+    sse_take(&s, 2);
+    cr_assert_eq(fd, -1, "resumed while node 1's rings were held back");
+    struct want v = {.s = &s, .r = r, .next = {4, 4, 4}};
+    push_each("cw", r, n++);
+    wait_upto(&v, n);
+    cr_assert_eq(cl_stop(&c, 1, 30000), 0);
     sse_close(&s);
 }
 

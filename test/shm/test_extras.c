@@ -2,7 +2,7 @@
  * test_extras.c - SPEC §13 in the segment (shm/broker.c, shm/ring.c,
  * shm/part_move.c): the dedupe window of a partition, messages hidden by a
  * delay, retries with a delay, a message's own ttl, and a hand-over that
- * carries all of them.  The clock is the test's: each call gets its now,
+ * carries all of them (an emptied partition's window included).  The clock is the test's: each call gets its now,
  * and the segment checker runs after every step that changes a partition.
  */
 #include <errno.h>
@@ -120,6 +120,48 @@ Test(shm_extras, a_key_in_the_window_is_not_stored_again)
     fixture_check(&seg);
     cr_assert_eq(shm_queue_delete(&seg, 0, nm("q"), T0 + 10000), 1);
     fixture_check(&seg);
+}
+
+/* What shm_part_each lists, counted. */
+static void
+count_one(void *arg, struct shm_name queue, struct shm_name part)
+{
+    (void)queue;
+    (void)part;
+    (*(int *)arg)++;
+}
+
+/* A partition whose messages were all consumed is still listed for the
+ * hand-over while its window holds a key inside dedupeSeconds (SPEC §13:
+ * the window travels), and no longer once the newest key is older.  The
+ * walk reads the segment's clock: the pushes here use it too. */
+Test(shm_extras, an_emptied_partition_is_listed_while_its_window_lives)
+{
+    struct shm_msg_extra ex[1] = {{.key_hash = key(1), .has_key = 1}};
+    struct shm_push_id ids[1];
+    uint64_t now = shm_now_ms();
+    uint32_t dups;
+    int n = 0;
+
+    cr_assert_gt(now, 120000, "the clock is too young for this test");
+    declare(&seg, "live", 60, 0);
+    declare(&seg, "old", 60, 0);
+    declare(&seg, "none", 0, 0);
+    cr_assert_eq(push(&seg, "live", ex, 1, now, ids, &dups), 0);
+    cr_assert_eq(push(&seg, "old", ex, 1, now - 61000, ids, &dups), 0);
+    cr_assert_eq(push(&seg, "none", ex, 1, now, ids, &dups), 0);
+    cr_assert_eq(shm_part_each(&seg, count_one, &n), 3, "each holds one");
+    const char *qs[] = {"live", "old", "none"};
+    for (int i = 0; i < 3; i++) {
+        struct shm_pop_req r = {nm(qs[i]), nm("Default"), nm("g"), 10,
+                                1,         SHM_FROM_ALL,  0};
+        sink = (struct shm_sink){.buf = sinkbuf, .cap = sizeof(sinkbuf)};
+        cr_assert_eq(shm_pop(&seg, 0, &r, now, &sink), 1, "%s", qs[i]);
+    }
+    fixture_check(&seg);
+    n = 0;
+    cr_assert_eq(shm_part_each(&seg, count_one, &n), 1, "only the live window");
+    cr_assert_eq(n, 1);
 }
 
 Test(shm_extras, a_hidden_message_lets_the_next_go_and_comes_when_due)
