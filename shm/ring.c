@@ -872,9 +872,12 @@ ring_lease_find(struct shm_ring_ctx *c, struct shm_gs *s, uint64_t seq,
     return 0;
 }
 
-/* Apply a cumulative ack to s: every lease of s out to a consumer (not
- * one waiting for redelivery) up to a->seq completes, whatever attempts
- * it went out with; how many in a->count. */
+/* Apply a cumulative ack to s: every message of s delivered up to
+ * a->seq completes, whatever attempts it went out with, as a plain ack of
+ * each would: one out to a consumer and one waiting for its redelivery
+ * (its lease expired, failed, released) alike, so an ack a little late
+ * does not have the batch sent again.  Only a message never delivered yet
+ * (DELAYED, attempts 0) is not held; how many in a->count. */
 static uint32_t
 ring_ack_upto(struct shm_ring_ctx *c, struct shm_gs *s, struct shm_ack *a)
 {
@@ -885,7 +888,7 @@ ring_ack_upto(struct shm_ring_ctx *c, struct shm_gs *s, struct shm_ack *a)
         uint32_t next = L->next;
         if (L->seq > a->seq)
             break;
-        if (L->state == SHM_LEASE_LEASED) {
+        if (L->state != SHM_LEASE_DELAYED || L->attempts != 0) {
             ring_lease_end(c, s, prev, l);
             n++;
         } else {
