@@ -162,6 +162,33 @@ Test(ack_one, post_pop_applies_its_acks_then_pops, .timeout = 60)
     cr_assert_eq(itest_listing_int(&n, "p", "leased", -1), 1); /* 3 */
 }
 
+/* The usual one-exchange batch: fail one message, ack the rest up to the
+ * last, in the next POST pop.  The failed one comes back (attempts 2);
+ * the cumulative ack completes only the others. */
+Test(ack_one, a_failed_message_before_an_upto_comes_back, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char first[256], last[256], e[1024];
+
+    itest_node_start(&n, NULL);
+    itest_push_seq(&n, "f", NULL, 1, 3);
+    cr_assert_eq(itest_pop_post(&n, &r, "f", NULL, "g", 3, ""), 3);
+    snprintf(first, sizeof(first), "%s", itest_jstr(r.json, "messages.0.id"));
+    itest_last_id(&r, last, sizeof(last));
+    itest_resp_free(&r);
+    snprintf(e, sizeof(e),
+             "{\"id\":\"%s\",\"status\":\"failed\"},{\"id\":\"%s\","
+             "\"upTo\":true}",
+             first, last);
+    cr_assert_eq(itest_pop_post(&n, &r, "f", NULL, "g", 3, e), 1);
+    cr_assert_eq(itest_jint(r.json, "results.1.count"), 2, "%s", r.body);
+    cr_assert_eq(itest_jint(r.json, "messages.0.payload"), 1, "%s", r.body);
+    cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 2, "%s", r.body);
+    itest_resp_free(&r);
+    itest_node_stop(&n, 30000);
+}
+
 Test(ack_one, post_pop_parks_as_a_long_poll_with_its_acks_applied,
      .timeout = 60)
 {
