@@ -58,7 +58,9 @@
  * D10 Past its memory per connection MHD answers 414 or 431 in HTML, and
  *     it zeroes all of that memory after every request.  Our limits sit
  *     below its own, 24 KiB (edge_head.h: a URI of 8 KiB, 8 KiB of
- *     headers), and answer in JSON; that memory is sized to them.
+ *     headers), and answer in JSON; that memory is sized to them.  The
+ *     subscribe route's URI may be 16 KiB (its subs list): with it, a
+ *     few KiB of headers fit, more are MHD's 431 (D12, in JSON).
  *     long_uris_large_headers_and_many_parameters_are_answered.
  * D11 It splits the query into a record per parameter in that memory:
  *     some 460 parameters ran it out, and the connection went silent.

@@ -21,6 +21,7 @@
 #include "http/edge_head.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -28,6 +29,8 @@
 
 #include "http/reply.h"
 #include "http/request-t.h"
+#include "http/route.h"
+#include "http/server-t.h"
 
 /* What is wrong with the header lines, first found (edge.h, D6-D8). */
 enum head_fault {
@@ -224,6 +227,20 @@ fault_sentence(enum head_fault f)
     }
 }
 
+/* uri_max - the longest URI req's route answers (edge_head.h). */
+static size_t
+uri_max(const struct http_request *req, const char *method)
+{
+    const char *q = strchr(req->uri, '?');
+    size_t plen = q != NULL ? (size_t)(q - req->uri) : strlen(req->uri);
+    struct http_route_match m;
+
+    http_route_match(method, req->uri, plen, req->server->opts.cluster, &m);
+    return m.route == HTTP_ROUTE_SUBSCRIBE && m.method_ok
+               ? HTTP_URI_MAX_SUBSCRIBE
+               : HTTP_URI_MAX;
+}
+
 /* http_edge_head_check - see edge_head.h. */
 int
 http_edge_head_check(struct http_request *req, const char *method,
@@ -234,8 +251,14 @@ http_edge_head_check(struct http_request *req, const char *method,
 
     if (line_has_nul(method, req->uri_at, uri_len, version))
         return refuse(req, 400, "the request line holds a NUL byte");
-    if (uri_len > HTTP_URI_MAX)
-        return refuse(req, 414, "the request URI is longer than 8192 bytes");
+    size_t max = uri_max(req, method);
+    if (uri_len > max) {
+        char said[96];
+        snprintf(said, sizeof(said),
+                 "the request URI is longer than %zu bytes%s", max,
+                 max == HTTP_URI_MAX_SUBSCRIBE ? " (a subscribe's)" : "");
+        return refuse(req, 414, said);
+    }
     walk_headers(req, method, version, &t);
     if (t.bytes > HTTP_HEADERS_MAX)
         return refuse(req, 431, "the request headers exceed 8192 bytes");

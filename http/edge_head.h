@@ -15,6 +15,15 @@ struct http_request;
 
 /* The longest request URI (path and query) answered; longer: 414. */
 #define HTTP_URI_MAX (8u << 10)
+/* ... on the subscribe route: its `subs` list (SPEC §11, up to
+ * stream_max_subs 256 pairs, URL-encoded) has no other way in, since a
+ * browser's EventSource sends no body, and 256 ordinary pairs
+ * (["presence","room-1000"]: 41 bytes encoded) pass 8 KiB.  The head
+ * still fits HTTP_MHD_CONN_MEMORY with the few KiB of headers a browser
+ * sends; one that does not is MHD's own 431, in JSON (edge.h, D10, D12).
+ * A stream keeps its head resident for its life (edge_pool.h gives back
+ * only zeroed pages): a long list costs its stream what it is long. */
+#define HTTP_URI_MAX_SUBSCRIBE (16u << 10)
 /* The most header bytes (names, values and their ": \r\n") answered;
  * more: 431. */
 #define HTTP_HEADERS_MAX (8u << 10)
@@ -48,7 +57,8 @@ void http_edge_head_uri(const char *uri);
 /*
  * http_edge_head_check - req's head, given MHD's method and version strings
  * (which point into the same buffer as the raw URI req->uri_at): a NUL in
- * the request line, a URI over HTTP_URI_MAX, headers over
+ * the request line, a URI over HTTP_URI_MAX (HTTP_URI_MAX_SUBSCRIBE on
+ * the subscribe route), headers over
  * HTTP_HEADERS_MAX, a header name that is not a token (whitespace before
  * its colon), a folded header line, a NUL or another control character
  * in a header value, an HTTP/1.1 request without Host, more than one

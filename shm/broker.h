@@ -251,7 +251,8 @@ enum shm_ack_status {
     SHM_ACK_FAILED,
     SHM_ACK_RETRY,
     SHM_ACK_UPTO, /* cumulative (SPEC §14): completes every message of the
-                   * group leased in the partition up to seq, unfenced */
+                   * group held in the partition up to seq (leased or
+                   * waiting for redelivery), unfenced */
 };
 
 enum shm_outcome {

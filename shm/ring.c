@@ -679,6 +679,7 @@ ring_take_again(struct shm_ring_ctx *c, struct shm_gs *s, uint32_t batch,
         }
         if (L->state == SHM_LEASE_DELAYED) { /* its delay is over */
             L->state = SHM_LEASE_READY_INC;
+            L->deadline = 0; /* given back (ring_ack_upto) */
             s->nready++;
         }
         if (L->state == SHM_LEASE_LEASED) {
@@ -894,9 +895,14 @@ ring_lease_find(struct shm_ring_ctx *c, struct shm_gs *s, uint64_t seq,
     return 0;
 }
 
-/* Apply a cumulative ack to s: every lease of s out to a consumer (not
- * one waiting for redelivery) up to a->seq completes, whatever attempts
- * it went out with; how many in a->count. */
+/* Apply a cumulative ack to s: every message of s delivered up to
+ * a->seq completes, whatever attempts it went out with: one out to a
+ * consumer, and one whose lease ran out before the ack came (READY_INC
+ * with its old deadline), so an ack a little late does not have the batch
+ * sent again.  What the consumer gave back (failed, retry, release: a
+ * ready lease with deadline 0, READY_SAME, DELAYED) stays, so a pop that
+ * fails one message and acks its batch up to the last in one exchange
+ * (SPEC §14) has it again; how many in a->count. */
 static uint32_t
 ring_ack_upto(struct shm_ring_ctx *c, struct shm_gs *s, struct shm_ack *a)
 {
@@ -907,7 +913,8 @@ ring_ack_upto(struct shm_ring_ctx *c, struct shm_gs *s, struct shm_ack *a)
         uint32_t next = L->next;
         if (L->seq > a->seq)
             break;
-        if (L->state == SHM_LEASE_LEASED) {
+        if (L->state == SHM_LEASE_LEASED ||
+            (L->state == SHM_LEASE_READY_INC && L->deadline != 0)) {
             ring_lease_end(c, s, prev, l);
             n++;
         } else {
@@ -962,6 +969,7 @@ ring_ack_one(struct shm_ring_ctx *c, struct shm_gs *s, struct shm_ack *a)
     else if (L->state == SHM_LEASE_DELAYED)
         s->nready++;
     L->state = SHM_LEASE_READY_INC;
+    L->deadline = 0; /* given back (ring_ack_upto) */
     if (delay > 0) { /* ready again once the delay is over (expire) */
         s->nready--;
         L->state = SHM_LEASE_DELAYED;
@@ -1302,6 +1310,7 @@ shm_ring_expire_locked(struct shm_ring_ctx *c, uint32_t retry_limit)
                 ring_lease_end(c, s, prev, l); /* replaced: never again */
             } else if (L->state == SHM_LEASE_DELAYED) {
                 L->state = SHM_LEASE_READY_INC; /* its delay is over */
+                L->deadline = 0;                /* given back: ring_ack_upto */
                 s->nready++;
                 ready++;
                 prev = l;

@@ -277,7 +277,8 @@ enum shm_lease_state {
  *     0     4  chain     arena (run length)
  *     4     4  next      next lease of the group (higher seq)
  *     8     8  seq
- *    16     8  deadline  ms
+ *    16     8  deadline  ms (a ready one: 0 when the consumer gave it
+ *                        back, else the lease's, run out)
  *    24     4  attempts  of the last delivery (0: none yet)
  *    28     4  state     enum shm_lease_state (DELAYED: deadline is
  *                        when it becomes ready)

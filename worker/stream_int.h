@@ -258,7 +258,8 @@ void stream_cursor(const struct stream *s, uint64_t wmark, int open, char *out);
 void stream_open_event(struct stream *s);
 
 /* stream_missed_add - an entry of the recovered event: queue (internal)
- * and partition (NULL: the whole queue). */
+ * and partition (NULL: the whole queue); a presence_events channel's
+ * queue is named {"channel"} instead. */
 void stream_missed_add(struct stream *s, struct shm_name queue,
                        const char *part, size_t plen);
 

@@ -24,8 +24,10 @@
 #include "http/buf.h"
 #include "http/sse.h"
 #include "shm/log.h"
+#include "shm/presence.h"
 #include "shm/stats.h"
 #include "worker/authz.h"
+#include "worker/presence.h"
 #include "worker/presence_stream.h"
 #include "worker/stream_int.h"
 #include "worker/worker_int.h"
@@ -146,7 +148,19 @@ stream_missed_add(struct stream *s, struct shm_name queue, const char *part,
     struct shm_name q = worker_client_name(queue);
     struct http_buf *b = &s->missed;
 
-    http_buf_append_str(b, b->len ? ",{\"queue\":" : "{\"queue\":");
+    if (b->len > 0)
+        http_buf_append_str(b, ",");
+    if (shm_presence_named(queue)) {
+        /* a presence_events channel: its events queue is no client's
+         * (SPEC §12), so it is named as the channel the page asked for,
+         * whose set it reloads (or the sync of from=last re-sends) */
+        q = worker_presence_shown(queue);
+        http_buf_append_str(b, "{\"channel\":");
+        http_buf_append_json_str(b, q.ptr, q.len);
+        http_buf_append_str(b, "}");
+        return;
+    }
+    http_buf_append_str(b, "{\"queue\":");
     http_buf_append_json_str(b, q.ptr, q.len);
     if (part != NULL) {
         http_buf_append_str(b, ",\"partition\":");

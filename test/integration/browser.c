@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <json-c/json.h>
 
 #include "test/integration/node.h"
 
@@ -114,14 +115,16 @@ child(const char *profile, const char *out, const char *err,
 /*
  * run - chromium with the common flags, a window of w x h, budget_ms of
  * virtual time, then action (--dump-dom, --screenshot=...) on url; its
- * stdout into out and stderr into err.  Returns its exit status.
+ * stdout into out, stderr into err and its net log into net (NULL:
+ * none).  Returns its exit status.
  */
 static int
 run(const char *dir, const char *url, int w, int h, int budget_ms,
-    const char *action, const char *out, const char *err)
+    const char *action, const char *out, const char *err, const char *net)
 {
     static int runs;
     char profile[PATH_MAX], size[64], budget[64], user_dir[PATH_MAX + 32];
+    char netlog[PATH_MAX + 32];
     const char *argv[BROWSER_NFLAGS_MAX + 8];
     size_t a = 0;
     int64_t deadline;
@@ -140,6 +143,10 @@ run(const char *dir, const char *url, int w, int h, int budget_ms,
     argv[a++] = user_dir;
     argv[a++] = size;
     argv[a++] = budget;
+    if (net != NULL) {
+        snprintf(netlog, sizeof(netlog), "--log-net-log=%s", net);
+        argv[a++] = netlog;
+    }
     argv[a++] = action;
     argv[a++] = url;
     argv[a] = NULL;
@@ -171,13 +178,17 @@ void
 browser_dump_dom(const char *dir, const char *url, int w, int h, int budget_ms,
                  struct browser_run *r)
 {
-    char out[PATH_MAX], err[PATH_MAX];
+    char out[PATH_MAX], err[PATH_MAX], net[PATH_MAX];
     char *log;
 
     snprintf(out, sizeof(out), "%s/dom.html", dir);
     snprintf(err, sizeof(err), "%s/chromium.log", dir);
-    r->exit_status = run(dir, url, w, h, budget_ms, "--dump-dom", out, err);
+    snprintf(net, sizeof(net), "%s/net.json", dir);
+    unlink(net);
+    r->exit_status =
+        run(dir, url, w, h, budget_ms, "--dump-dom", out, err, net);
     r->dom = slurp(out);
+    r->net = slurp(net);
     log = slurp(err);
     r->console = console_lines(log);
     free(log);
@@ -200,7 +211,7 @@ browser_screenshot(const char *dir, const char *url, int w, int h,
     snprintf(out, sizeof(out), "%s/screenshot.out", dir);
     snprintf(err, sizeof(err), "%s/screenshot.log", dir);
     unlink(png);
-    st = run(dir, url, w, h, budget_ms, action, out, err);
+    st = run(dir, url, w, h, budget_ms, action, out, err, NULL);
     f = fopen(png, "rb");
     cr_assert_not_null(f, "chromium --screenshot wrote no %s (exit %d)", png,
                        st);
@@ -214,7 +225,8 @@ browser_run_free(struct browser_run *r)
 {
     free(r->dom);
     free(r->console);
-    r->dom = r->console = NULL;
+    free(r->net);
+    r->dom = r->console = r->net = NULL;
 }
 
 int
@@ -240,4 +252,31 @@ browser_artifact(const char *name, char *out, size_t len)
     cr_assert(mkdir(dir, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", dir,
               strerror(errno));
     snprintf(out, len, "%s/%s", dir, name);
+}
+
+/* browser_requests - see browser.h. */
+int
+browser_requests(const struct browser_run *r, const char *needle)
+{
+    struct json_object *log = json_tokener_parse(r->net), *v, *events;
+    int start = -1, n = 0;
+
+    cr_assert_not_null(log, "chromium's net log is not JSON");
+    if (json_object_object_get_ex(log, "constants", &v) &&
+        json_object_object_get_ex(v, "logEventTypes", &v) &&
+        json_object_object_get_ex(v, "URL_REQUEST_START_JOB", &v))
+        start = json_object_get_int(v);
+    cr_assert_geq(start, 0, "the net log names no URL_REQUEST_START_JOB");
+    cr_assert(json_object_object_get_ex(log, "events", &events));
+    for (size_t i = 0; i < json_object_array_length(events); i++) {
+        struct json_object *e = json_object_array_get_idx(events, i), *p, *u;
+        if (json_object_object_get_ex(e, "type", &v) &&
+            json_object_get_int(v) == start &&
+            json_object_object_get_ex(e, "params", &p) &&
+            json_object_object_get_ex(p, "url", &u) &&
+            strstr(json_object_get_string(u), needle) != NULL)
+            n++;
+    }
+    json_object_put(log);
+    return n;
 }

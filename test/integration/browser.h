@@ -27,6 +27,7 @@ extern const size_t browser_nflags;
 struct browser_run {
     char *dom;     /* --dump-dom's output, NUL-terminated ("" otherwise) */
     char *console; /* the CONSOLE lines of stderr, one a line ("" if none) */
+    char *net;     /* browser_dump_dom's net log (Chromium's JSON), or "" */
     int exit_status;
 };
 
@@ -45,6 +46,10 @@ void browser_screenshot(const char *dir, const char *url, int w, int h,
 
 /* browser_run_free - release what a run filled in. */
 void browser_run_free(struct browser_run *r);
+
+/* browser_requests - how many requests the page of run r made (as its net
+ * log says) whose URL holds needle. */
+int browser_requests(const struct browser_run *r, const char *needle);
 
 /* browser_count - how many times needle occurs in haystack. */
 int browser_count(const char *haystack, const char *needle);

@@ -1,6 +1,7 @@
 /*
  * test_ack_one.c - SPEC §14 on one node: the cumulative ack (upTo) and the
  * POST pop that carries the acks of the batch before (as a long poll too);
+ * a cumulative ack after the leases ran out completes them all the same;
  * bad bodies answer 400 naming the field and change nothing; a drain of
  * 10,000 messages in ack mode, one exchange a batch, loses nothing and
  * repeats nothing.
@@ -69,6 +70,66 @@ Test(ack_one, upto_completes_the_groups_leases_up_to_the_id_and_no_others,
     cr_assert_eq(itest_listing_int(&n, "u", "leased", -1), 2); /* g's 4, 5 */
 }
 
+/* A cumulative ack a little late (the leases ran out, nobody popped since)
+ * completes the messages waiting for their redelivery as plain acks of
+ * them would, counted: not unknown, and the batch is not sent again. */
+Test(ack_one, upto_after_the_leases_ran_out_completes_them, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char id1[256], id3[256];
+    int64_t deadline;
+
+    itest_node_start(&n, NULL);
+    itest_post(&n, &r, "/api/v1/ephemeral/configure",
+               "{\"queue\":\"up2\",\"options\":{\"leaseSeconds\":1}}");
+    cr_assert_eq(r.status, 201, "%s", r.body);
+    itest_resp_free(&r);
+    itest_push_seq(&n, "up2", NULL, 1, 4);
+    itest_get(&n, &r, POP "?queue=up2&group=g&batch=1");
+    itest_last_id(&r, id1, sizeof(id1));
+    itest_resp_free(&r);
+    itest_get(&n, &r, POP "?queue=up2&group=g&batch=2");
+    cr_assert_eq(itest_jlen(r.json, "messages"), 2, "%s", r.body);
+    itest_last_id(&r, id3, sizeof(id3));
+    itest_resp_free(&r);
+    /* the master's upkeep ends the three leases: none is leased then */
+    deadline = itest_now_ms() + 10000;
+    while (itest_listing_int(&n, "up2", "leased", -1) != 0 &&
+           itest_now_ms() < deadline)
+        itest_sleep_ms(50);
+    cr_assert_eq(itest_listing_int(&n, "up2", "leased", -1), 0);
+
+    itest_post(&n, &r, ACK,
+               "{\"queue\":\"up2\",\"group\":\"g\",\"acks\":[\"%s\"]}", id1);
+    cr_assert_str_eq(itest_jstr(r.json, "results.0.outcome"), "acked", "%s",
+                     r.body);
+    itest_resp_free(&r);
+    itest_post(&n, &r, ACK,
+               "{\"queue\":\"up2\",\"group\":\"g\",\"acks\":[{\"id\":\"%s\","
+               "\"upTo\":true}]}",
+               id3);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert_str_eq(itest_jstr(r.json, "results.0.outcome"), "acked", "%s",
+                     r.body);
+    cr_assert_eq(itest_jint(r.json, "results.0.count"), 2, "%s", r.body);
+    itest_resp_free(&r);
+    /* 1-3 are done: the next pop has the 4th alone, a first delivery */
+    itest_get(&n, &r, POP "?queue=up2&group=g&batch=10");
+    cr_assert_eq(itest_jlen(r.json, "messages"), 1, "%s", r.body);
+    cr_assert_eq(itest_jint(r.json, "messages.0.payload"), 4, "%s", r.body);
+    cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 1, "%s", r.body);
+    itest_resp_free(&r);
+    /* and again: nothing up to 3 is held now */
+    itest_post(&n, &r, ACK,
+               "{\"queue\":\"up2\",\"group\":\"g\",\"acks\":[{\"id\":\"%s\","
+               "\"upTo\":true}]}",
+               id3);
+    cr_assert_str_eq(itest_jstr(r.json, "results.0.outcome"), "unknown", "%s",
+                     r.body);
+    itest_resp_free(&r);
+}
+
 Test(ack_one, post_pop_applies_its_acks_then_pops, .timeout = 60)
 {
     struct itest_node n;
@@ -99,6 +160,33 @@ Test(ack_one, post_pop_applies_its_acks_then_pops, .timeout = 60)
     cr_assert_null(itest_jget(r.json, "results.0.count"), "%s", r.body);
     itest_resp_free(&r);
     cr_assert_eq(itest_listing_int(&n, "p", "leased", -1), 1); /* 3 */
+}
+
+/* The usual one-exchange batch: fail one message, ack the rest up to the
+ * last, in the next POST pop.  The failed one comes back (attempts 2);
+ * the cumulative ack completes only the others. */
+Test(ack_one, a_failed_message_before_an_upto_comes_back, .timeout = 60)
+{
+    struct itest_node n;
+    struct itest_resp r;
+    char first[256], last[256], e[1024];
+
+    itest_node_start(&n, NULL);
+    itest_push_seq(&n, "f", NULL, 1, 3);
+    cr_assert_eq(itest_pop_post(&n, &r, "f", NULL, "g", 3, ""), 3);
+    snprintf(first, sizeof(first), "%s", itest_jstr(r.json, "messages.0.id"));
+    itest_last_id(&r, last, sizeof(last));
+    itest_resp_free(&r);
+    snprintf(e, sizeof(e),
+             "{\"id\":\"%s\",\"status\":\"failed\"},{\"id\":\"%s\","
+             "\"upTo\":true}",
+             first, last);
+    cr_assert_eq(itest_pop_post(&n, &r, "f", NULL, "g", 3, e), 1);
+    cr_assert_eq(itest_jint(r.json, "results.1.count"), 2, "%s", r.body);
+    cr_assert_eq(itest_jint(r.json, "messages.0.payload"), 1, "%s", r.body);
+    cr_assert_eq(itest_jint(r.json, "messages.0.attempts"), 2, "%s", r.body);
+    itest_resp_free(&r);
+    itest_node_stop(&n, 30000);
 }
 
 Test(ack_one, post_pop_parks_as_a_long_poll_with_its_acks_applied,

@@ -2,10 +2,12 @@
  * test_presence_channels.c - a stream that names several channels with
  * repeated presence_events= parameters (SPEC §12 "several allowed") on one
  * node: each channel's events come, from=last syncs each, a resume with
- * Last-Event-ID resumes each, and each counts toward stream_max_subs; an
+ * Last-Event-ID resumes each (one it cannot is named as the channel in
+ * `recovered`), and each counts toward stream_max_subs; an
  * empty or invalid channel, one named twice or one past the bound is a
  * 400 naming the parameter and the channel.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +154,59 @@ Test(presence_channels, every_channel_is_followed_synced_and_resumed)
     cr_assert(wait_has(c, "roomB", "sync", "fay"), "roomB's sync");
     sse_close(c);
     itest_node_stop(&n, 10000);
+}
+
+/* A resume the node cannot take up (its previous life's cursor) names a
+ * channel it missed as the channel, never by its internal events queue
+ * (SPEC §12: a channel is no queue), beside a queue's partition named as
+ * always; with from=last the channel's whole set follows in its sync. */
+Test(presence_channels, a_missed_channel_is_named_as_the_channel)
+{
+    struct itest_node n, m;
+    struct sse_client *c;
+    char last[700];
+    struct json_object *o;
+
+    itest_node_start(&n, "workers=1");
+    enter(&n, "hall", "ann");
+    c = open_stream(&n,
+                    SUB "?queue=pq&partition=p&presence_events=hall"
+                        "&from=last",
+                    NULL, 2);
+    cr_assert(wait_has(c, "hall", "sync", "ann"), "hall's sync");
+    enter(&n, "hall", "bob");
+    cr_assert(wait_has(c, "hall", "enter", "bob"), "hall's enter");
+    cr_assert_neq(c->last_id[0], '\0', "the enter carries a cursor");
+    snprintf(last, sizeof(last), "Last-Event-ID: %s", c->last_id);
+    sse_close(c);
+    free(c);
+    cr_assert_eq(kill(n.pid, SIGKILL), 0);
+    itest_node_wait_exit(&n, 10000);
+
+    itest_node_start(&m, "workers=1"); /* another incarnation */
+    enter(&m, "hall", "cy");
+    c = open_stream(&m,
+                    SUB "?queue=pq&partition=p&presence_events=hall"
+                        "&from=last",
+                    last, 2);
+    cr_assert(strstr(c->ev[0].data, "\\u001e") == NULL &&
+                  strchr(c->ev[0].data, '\x1e') == NULL,
+              "no internal name: %s", c->ev[0].data);
+    o = json_tokener_parse(c->ev[0].data);
+    cr_assert_not_null(o, "%s", c->ev[0].data);
+    cr_assert_eq(itest_jlen(o, "missed"), 2, "%s", c->ev[0].data);
+    cr_assert_str_eq(itest_jstr(o, "missed.0.queue"), "pq", "%s",
+                     c->ev[0].data);
+    cr_assert_str_eq(itest_jstr(o, "missed.0.partition"), "p", "%s",
+                     c->ev[0].data);
+    cr_assert_str_eq(itest_jstr(o, "missed.1.channel"), "hall", "%s",
+                     c->ev[0].data);
+    cr_assert_null(itest_jget(o, "missed.1.queue"), "%s", c->ev[0].data);
+    json_object_put(o);
+    cr_assert(wait_has(c, "hall", "sync", "cy"), "hall's sync after it");
+    sse_close(c);
+    free(c);
+    itest_node_stop(&m, 10000);
 }
 
 Test(presence_channels, channels_with_a_queue_count_toward_stream_max_subs)

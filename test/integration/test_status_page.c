@@ -3,7 +3,9 @@
  * methods and paths around it, and the page itself in headless Chromium
  * (test/integration/browser.h): it loads without a console message and
  * shows the queues pushed a moment before, the streams open on it and the
- * presence members and channels it holds.  The three-node view is
+ * presence members and channels it holds; with tokens on, it fills what
+ * /health and /metrics give and says where the queues would be that the
+ * listing wants a token, asking for it once.  The three-node view is
  * test/cluster/test_status_page_cluster.c.
  */
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include "test/integration/browser.h"
 #include "test/integration/node.h"
 #include "test/integration/sse.h"
+#include "test/integration/tokens.h"
 
 /* The response of one request with every header kept. */
 struct answer {
@@ -319,4 +322,93 @@ Test(status_page, the_browser_shows_the_presence_members_and_channels)
         "four members in two channels not shown:\n%s", run.dom);
     browser_run_free(&run);
     sse_close(&s);
+}
+
+/* README Security: "The status page reads the listing without a token:
+ * with tokens on, it says so where the queues would be."  The page
+ * shows the node from /health and /metrics (open here), no error, and
+ * asks for the listing once: its 401 does not change while the node
+ * runs, so it is not retried every round. */
+Test(status_page, with_tokens_on_it_shows_the_node_and_says_so_for_queues)
+{
+    static const char *const toks[][2] = {
+        {"admintok", "push=* pop=* admin=* read=*"}};
+    struct itest_node n;
+    struct itest_resp r = {0};
+    struct browser_run run;
+    char dir[256], file[300], opts[400], url[128];
+
+    itest_test_dir(dir, sizeof(dir));
+    itest_token_file(dir, toks, 1, ~0u, file, sizeof(file));
+    snprintf(opts, sizeof(opts), "auth_file=%s", file);
+    itest_node_start(&n, opts);
+    cr_assert_eq(itest_req_bearer(
+                     &n, "admintok", "POST", "/api/v1/ephemeral/push",
+                     "{\"queue\":\"orders\",\"messages\":[{\"payload\":1}]}",
+                     &r),
+                 201, "%s", r.body);
+    itest_resp_free(&r);
+    snprintf(url, sizeof(url), "%s/", n.base);
+    /* three rounds and more (REFRESH_MS 2 s) */
+    browser_dump_dom(n.dir, url, 1280, 900, 7000, &run);
+    cr_assert_str_eq(run.console, "", "the page logged to the console:\n%s",
+                     run.console);
+    /* rounds went on (health every one), the listing was asked once */
+    cr_assert_geq(browser_requests(&run, "/health"), 3, "too few rounds");
+    cr_assert_eq(browser_requests(&run, "/api/v1/ephemeral/queues"), 1,
+                 "the page asked for the listing again");
+    cr_assert(strstr(run.dom, "<body data-state=\"ready\">"),
+              "the page never finished a refresh:\n%.3000s", run.dom);
+    cr_assert(strstr(run.dom, "<p id=\"error\" class=\"error\" role=\"alert\" "
+                              "hidden=\"\">"),
+              "an error is shown:\n%.3000s", run.dom);
+    /* the node's figures, from /health and /metrics */
+    cr_assert(strstr(run.dom, "<dt>open streams</dt><dd>0</dd>"),
+              "the summary is not filled:\n%s", run.dom);
+    cr_assert(strstr(run.dom, "<dt>messages</dt><dd>1 pending, 0 leased</dd>"),
+              "the summary is not filled:\n%s", run.dom);
+    cr_assert(strstr(run.dom, "<path class=\"s-mem\""), "no memory line:\n%s",
+              run.dom);
+    cr_assert(strstr(run.dom, "<td class=\"leader\">leader</td>"), "%s",
+              run.dom);
+    /* and where the queues would be, why they are not */
+    cr_assert(strstr(run.dom, "tokens on"), "no word of the tokens:\n%s",
+              run.dom);
+    cr_assert_null(strstr(run.dom, "data-queue="), "%s", run.dom);
+    browser_run_free(&run);
+}
+
+/* With metrics_auth on as well, /health alone is open: the page shows the
+ * node and its members, says where the figures would be that /metrics
+ * wants a token, and asks for neither refused part again. */
+Test(status_page, with_metrics_auth_too_it_shows_what_health_gives)
+{
+    static const char *const toks[][2] = {{"admintok", "admin=* read=*"}};
+    struct itest_node n;
+    struct browser_run run;
+    char dir[256], file[300], opts[400], url[128];
+
+    itest_test_dir(dir, sizeof(dir));
+    itest_token_file(dir, toks, 1, ~0u, file, sizeof(file));
+    snprintf(opts, sizeof(opts), "auth_file=%s metrics_auth=on", file);
+    itest_node_start(&n, opts);
+    snprintf(url, sizeof(url), "%s/", n.base);
+    browser_dump_dom(n.dir, url, 1280, 900, 7000, &run);
+    cr_assert_str_eq(run.console, "", "the page logged to the console:\n%s",
+                     run.console);
+    cr_assert_geq(browser_requests(&run, "/health"), 3, "too few rounds");
+    cr_assert_eq(browser_requests(&run, "/metrics"), 1,
+                 "the page asked for /metrics again");
+    cr_assert_eq(browser_requests(&run, "/api/v1/ephemeral/queues"), 1,
+                 "the page asked for the listing again");
+    cr_assert(strstr(run.dom, "<body data-state=\"ready\">"),
+              "the page never finished a refresh:\n%.3000s", run.dom);
+    cr_assert(strstr(run.dom, "<td class=\"leader\">leader</td>"), "%s",
+              run.dom);
+    cr_assert(strstr(run.dom, "<dt>role</dt><dd>leader (term "), "%s", run.dom);
+    cr_assert(strstr(run.dom, "/metrics wants a token"),
+              "no word of the metrics' token:\n%s", run.dom);
+    cr_assert(strstr(run.dom, "tokens on"), "no word of the tokens:\n%s",
+              run.dom);
+    browser_run_free(&run);
 }

@@ -6,7 +6,8 @@
  * nothing missed or repeated, and a cursor of a node's previous life is
  * answered `recovered` with its partition missed; a reader that never
  * reads ends in `overflow` and the worker's memory comes back; 256
- * subscriptions work and 257 are refused; tokens are checked before
+ * subscriptions work (of ordinary names too, in the URI) and 257 are
+ * refused; tokens are checked before
  * anything opens; a whole queue, keepalives, stream_max, a drain.
  * Every stream here is a raw socket read by sse.c, many at once with poll.
  */
@@ -650,6 +651,63 @@ Test(stream, two_hundred_fifty_six_subscriptions_work_and_one_more_is_400)
                        "257 subscriptions");
     cr_assert(strstr(itest_jstr(r.json, "error"), "stream_max_subs (256)"),
               "%s", r.body);
+    itest_resp_free(&r);
+    free(p);
+    cr_assert_eq(metric(&n, "mayfly_streams"), 0);
+}
+
+/* README's own way, encodeURIComponent(JSON.stringify(subs)), with
+ * ordinary names: 256 pairs ["presence","room-1000"] .. "room-1255" are
+ * some 10.5 KB of query, past the 8 KiB URI of other routes: the
+ * subscribe route takes 16 KiB (http/edge_head.h), and past that its 414
+ * says so. */
+Test(stream, stream_max_subs_of_ordinary_names_fit_the_uri)
+{
+    struct itest_node n;
+    struct sse_client c;
+    struct itest_resp r;
+    size_t cap = 20000, len;
+    char *p = malloc(cap);
+
+    cr_assert_not_null(p);
+    len = (size_t)snprintf(p, cap, API "/subscribe?from=new&subs=%%5B");
+    for (int i = 0; i < 256; i++)
+        len += (size_t)snprintf(p + len, cap - len,
+                                "%s%%5B%%22presence%%22%%2C%%22room-%d%%22%%5D",
+                                i ? "%2C" : "", 1000 + i);
+    len += (size_t)snprintf(p + len, cap - len, "%%5D");
+    cr_assert_gt(len, 8192, "the list is not past the other routes' URI");
+    itest_node_start(&n, "workers=2");
+    sse_open(&c, &n, p, NULL);
+    cr_assert_eq(sse_wait_events(&c, 1, 10000), 1, "status %d", c.status);
+    cr_assert_eq(c.status, 200);
+    cr_assert_str_eq(c.ev[0].event, "open");
+    cr_assert_str_eq(c.ev[0].data, "{\"subs\":256}");
+    sse_take(&c, 1);
+    push_range(&n, "presence", "room-1000", 0, 1, 1);
+    push_range(&n, "presence", "room-1255", 1, 2, 1);
+    ns_in_order(&c, 0, 2);
+    sse_close(&c);
+
+    /* past 16 KiB: 414, naming the subscribe route's limit (a raw
+     * request: the test's own URL buffer stops at 16 KiB) */
+    len = (size_t)snprintf(p, cap, "GET " API "/subscribe?queue=q&x=");
+    memset(p + len, 'a', 17000 - len);
+    snprintf(p + 17000, cap - 17000, " HTTP/1.1\r\nHost: x\r\n\r\n");
+    int fd = itest_raw_connect(&n);
+    cr_assert_eq(itest_raw_send(fd, p), 0);
+    cr_assert_eq(itest_raw_response(fd, &r), 414, "%s", r.body);
+    close(fd);
+    itest_assert_error(&r, 414, "ephemeral_bad_request", "16384 bytes",
+                       "the subscribe route's URI limit");
+    itest_resp_free(&r);
+    /* other routes keep 8 KiB */
+    len = (size_t)snprintf(p, cap, API "/pop?queue=q&x=");
+    memset(p + len, 'a', 9000 - len);
+    p[9000] = '\0';
+    cr_assert_eq(itest_req(&n, "GET", p, NULL, &r), 414, "%s", r.body);
+    itest_assert_error(&r, 414, "ephemeral_bad_request", "8192 bytes",
+                       "the URI limit");
     itest_resp_free(&r);
     free(p);
     cr_assert_eq(metric(&n, "mayfly_streams"), 0);

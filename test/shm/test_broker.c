@@ -245,8 +245,8 @@ Test(shm_broker, bare_ack_acts_on_the_current_delivery)
 }
 
 /* SPEC §14: a cumulative ack completes the group's leases out to
- * consumers up to seq, whatever their attempts; one waiting to be
- * redelivered, and every lease of another group, stay. */
+ * consumers up to seq, whatever their attempts; one the consumer failed
+ * (waiting to be redelivered), and every lease of another group, stay. */
 Test(shm_broker, upto_ack_completes_the_groups_leases_up_to_seq)
 {
     uint64_t s, c[SHM_C_COUNT];
@@ -278,6 +278,35 @@ Test(shm_broker, upto_ack_completes_the_groups_leases_up_to_seq)
     cr_assert_eq(a.count, 6);
     shm_counters_sum(&seg, c);
     cr_assert_eq(c[SHM_C_ACK_ACKED], 9);
+    fixture_check(&seg);
+}
+
+/* A cumulative ack that comes after the leases ran out (the master's
+ * upkeep made them wait for redelivery) completes them as plain acks
+ * would, counted, instead of answering unknown and having the whole batch
+ * sent again. */
+Test(shm_broker, upto_ack_after_the_leases_expired_completes_them)
+{
+    uint64_t s, c[SHM_C_COUNT];
+    struct shm_ack a = {.status = SHM_ACK_UPTO};
+
+    cr_assert_eq(pushn("q", "Default", "a", 4, T0, &s), 0);
+    cr_assert_eq(pop("q", "g", 3, T0), 3);
+    cr_assert_eq(shm_maintain(&seg, T0 + 31000), 0);
+    shm_counters_sum(&seg, c);
+    cr_assert_eq(c[SHM_C_REDELIVERY_LEASE_EXPIRED], 3);
+    cr_assert_eq(ack1("q", "g", s, 0, SHM_ACK_COMPLETED, T0 + 31000),
+                 SHM_OUT_ACKED);
+    a.seq = s + 2;
+    shm_ack(&seg, 0, nm("q"), nm("Default"), nm("g"), &a, 1, T0 + 31000);
+    cr_assert_eq(a.outcome, SHM_OUT_ACKED);
+    cr_assert_eq(a.count, 2);
+    fixture_check(&seg);
+    /* nothing comes back: only the 4th, never popped */
+    cr_assert_eq(pop("q", "g", 10, T0 + 31000), 1);
+    cr_assert_eq(rec(0)->seq, s + 3);
+    cr_assert_eq(rec(0)->attempts, 1);
+    cr_assert_eq(depth("q"), 1);
     fixture_check(&seg);
 }
 

@@ -4,7 +4,9 @@
  * the node has peers, so any node shows the whole cluster) and /metrics
  * (this node's counters, kept for HISTORY_MS and drawn as SVG charts).
  * What comes from the node is written as text, never as markup.  A failed
- * round keeps what was shown and says why; the next round tries again.
+ * round keeps what was shown and says why; the next round tries again,
+ * but for a part the node wants a token for (auth_file): the page sends
+ * none, says so in that part's place, and shows the rest.
  */
 'use strict';
 
@@ -26,15 +28,26 @@
       throw new Error(what + ' answered ' + r.status + ' without JSON');
     }
     if (!r.ok && !(r.status === 503 && body && body.members))
-      throw new Error(what + ': ' + (body && body.error ? body.error : 'HTTP ' + r.status));
+      throw refusal(what + ': ' + (body && body.error ? body.error : 'HTTP ' + r.status), r.status);
     return body;
   }
+
+  /* refusal - an Error that keeps the status it was answered with. */
+  function refusal(message, status) {
+    const e = new Error(message);
+    e.status = status;
+    return e;
+  }
+
+  /* wantsToken - a 401 or 403: the node has tokens on (auth_file), and the
+   * page, which sends none, will be refused the same way every round. */
+  const wantsToken = (e) => e.status === 401 || e.status === 403;
 
   /* getMetrics - /metrics as a Map from "name{labels}" to value. */
   async function getMetrics() {
     const r = await fetch('/metrics', { cache: 'no-store' });
     if (!r.ok)
-      throw new Error('metrics: HTTP ' + r.status);
+      throw refusal('metrics: HTTP ' + r.status, r.status);
     const m = new Map();
     for (const line of (await r.text()).split('\n')) {
       if (line === '' || line[0] === '#')
@@ -128,6 +141,8 @@
       ['oldest message', get('mayfly_oldest_message_age_seconds') > 0
         ? get('mayfly_oldest_message_age_seconds').toFixed(1) + ' s' : '–'],
     ];
+    if (m.size === 0) /* /metrics wants a token: what /health gives */
+      rows.splice(3, rows.length, ['figures', '/metrics wants a token (metrics_auth)']);
     const out = [];
     for (const [k, v] of rows)
       out.push(el('dt', k), el('dd', v));
@@ -266,10 +281,37 @@
     $('memory-limit').textContent = 'limit ' + fmtBytes(m.get('mayfly_memory_limit_bytes'));
   }
 
+  /* What wanted a token (wantsToken): not asked again, so the page does
+   * not retry a refusal that cannot change while the node runs; a reload
+   * asks again. */
+  const locked = { listing: false, metrics: false };
+
+  /* showLocked - in the queues' place (or the metrics'), that the node
+   * wants a token the page does not send. */
+  function showLocked() {
+    if (locked.listing) {
+      /* no filter and no empty table: the note alone */
+      $('prefix').closest('label').style.display = 'none';
+      $('queues').closest('.scroll').style.display = 'none';
+      $('queues').replaceChildren();
+      $('queue-count').textContent = 'not shown';
+      $('queues-note').textContent = 'This node has tokens on (auth_file): the queue listing ' +
+        'wants a token, and this page sends none, so the queues are not shown here. ' +
+        'Use the listing with a token (Authorization: Bearer <token>).';
+    }
+    if (locked.metrics) {
+      $('memory-limit').textContent = '';
+      for (const id of ['rates', 'memory'])
+        $(id).replaceChildren(svg('text', { x: 8, y: 24 }, '/metrics wants a token: no chart'));
+    }
+  }
+
   /* refresh - one round: health first (it says whether to ask the
-   * cluster), then the listing and the metrics together.  A node that
-   * answers /health but not the rest (stale, draining) shows its status
-   * and the reason. */
+   * cluster), then the listing and the metrics together, each shown as it
+   * comes.  A node that answers /health but not the rest (stale,
+   * draining) shows its status and the reason; one that wants a token
+   * for the listing or /metrics shows what it can and says so in their
+   * place, without asking for them again. */
   async function refresh() {
     let h = null;
     try {
@@ -279,11 +321,26 @@
       const prefix = $('prefix').value;
       const q = '/api/v1/ephemeral/queues?limit=1000' + (peers ? '&scope=cluster' : '') +
         (prefix ? '&prefix=' + encodeURIComponent(prefix) : '');
-      const [list, m] = await Promise.all([getJSON(q, 'the queue listing'), getMetrics()]);
-      record(m);
-      showSummary(h, m);
-      showQueues(list);
-      showCharts(m);
+      const [list, m] = await Promise.allSettled([
+        locked.listing ? null : getJSON(q, 'the queue listing'),
+        locked.metrics ? null : getMetrics(),
+      ]);
+      for (const [r, k] of [[list, 'listing'], [m, 'metrics']])
+        if (r.status === 'rejected' && wantsToken(r.reason))
+          locked[k] = true;
+      const failed = [list, m].find((r) => r.status === 'rejected' && !wantsToken(r.reason));
+      if (m.status === 'fulfilled' && m.value !== null) {
+        record(m.value);
+        showSummary(h, m.value);
+        showCharts(m.value);
+      } else if (locked.metrics) {
+        showSummary(h, new Map());
+      }
+      if (list.status === 'fulfilled' && list.value !== null)
+        showQueues(list.value);
+      showLocked();
+      if (failed)
+        throw failed.reason;
       $('error').hidden = true;
       $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
       document.body.dataset.state = 'ready';
