@@ -180,7 +180,8 @@ release_one(void *arg, struct shm_name queue, struct shm_name part)
     if (e != NULL && e->named && !e->adopted)
         return;
     /* A lock held past the bound: the hold ends at its own end. */
-    (void)shm_part_unhold(&m->seg, SHM_STATS_MASTER, queue, part, shm_now_ms());
+    (void)shm_part_unhold(&m->seg, SHM_STATS_MASTER, queue, part, jw.until,
+                          shm_now_ms());
 }
 
 /*

@@ -449,7 +449,7 @@ shm_part_join_window(struct shm_seg *seg, uint64_t until)
 /* shm_part_unhold - see part_move.h. */
 int
 shm_part_unhold(struct shm_seg *seg, int w, struct shm_name queue,
-                struct shm_name part, uint64_t now)
+                struct shm_name part, uint64_t until, uint64_t now)
 {
     struct shm_ring_ctx c;
     struct shm_ref qr, pr;
@@ -469,7 +469,7 @@ shm_part_unhold(struct shm_seg *seg, int w, struct shm_name queue,
             return rc == -ENOENT ? 0 : rc;
         /* partition lock: the hold's end, due time, waiters.  Pops it kept
          * waiting, and tails the horizon kept below it, read now. */
-        if (atomic_load(&c.p->hold_seq) != 0) {
+        if (atomic_load(&c.p->hold_seq) != 0 && c.p->hold_until == until) {
             shm_ring_hold_end_locked(&c);
             shm_part_due_locked(seg, pr.idx, c.p, c.q);
             shm_waiters_post_locked(seg, qr, pr, &kick);

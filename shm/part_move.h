@@ -257,12 +257,14 @@ int shm_part_hold(struct shm_seg *seg, int w, struct shm_name queue,
 void shm_part_join_window(struct shm_seg *seg, uint64_t until);
 
 /*
- * shm_part_unhold - end the hold on (queue, part), if one is on, as one
- * that ran out ends (what it kept the numbers for comes after what is
- * there, as a push would), and wake its readers.  0 (also when there is
- * no such partition or hold), or -ETIMEDOUT (lock.h).
+ * shm_part_unhold - end the hold on (queue, part) that a join's window of
+ * end until made (its hold_until is until: not one a draining peer's
+ * "h" line or a naming made), as one that ran out ends (what it kept the
+ * numbers for comes after what is there, as a push would), and wake its
+ * readers.  0 (also when there is no such partition or hold), or
+ * -ETIMEDOUT (lock.h).
  */
 int shm_part_unhold(struct shm_seg *seg, int w, struct shm_name queue,
-                    struct shm_name part, uint64_t now);
+                    struct shm_name part, uint64_t until, uint64_t now);
 
 #endif

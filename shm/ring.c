@@ -2099,9 +2099,19 @@ shm_ring_repair(struct shm_seg *seg, void *arg)
 {
     struct shm_ring_repairer *rp = arg;
     struct shm_part *p = rp->p;
-    uint64_t leased = 0, pdue = ring_hold_due(p), n = 0;
-    int intent_seen = 0, bad = ring_repair_msgs(seg, p) != 0;
+    uint64_t leased = 0, pdue, n = 0;
+    int intent_seen = 0, bad;
     uint32_t ngs = 0;
+
+    /* A hold half set or half ended (its holder killed between the two
+     * stores): numbers without a time, which nothing would end, would
+     * keep the horizon below them for good. */
+    if (atomic_load(&p->hold_seq) != 0 && p->hold_until == 0) {
+        atomic_store(&p->hold_seq, 0);
+        shm_hold_untrack(seg, (uint32_t)(p - shm_dir_part(seg, 0)));
+    }
+    pdue = ring_hold_due(p);
+    bad = ring_repair_msgs(seg, p) != 0;
 
     if (!bad && p->intent != 0 && ring_has_msg(seg, p, p->intent))
         intent_seen = 1;

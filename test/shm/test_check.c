@@ -269,6 +269,24 @@ Test(shm_check, a_hold_with_a_time_and_no_numbers)
     expect_broken("hold has a time but no numbers");
 }
 
+/* A hold's numbers without its time (a holder killed between the two
+ * stores) are named, and the lock's repair ends such a hold: nothing else
+ * would, and the horizon would stay below it. */
+Test(shm_check, a_hold_with_numbers_and_no_time_is_repaired)
+{
+    struct shm_check_report r;
+    struct shm_part *p = part_p();
+
+    cr_assert_eq(shm_part_hold(&seg, SHM_STATS_MASTER, nm("q"), nm("p"),
+                               shm_now_ms(), 5000),
+                 0);
+    p->hold_until = 0;
+    expect_broken("no time");
+    shm_ring_repair(&seg, &(struct shm_ring_repairer){p, 0});
+    cr_assert_eq(shm_check(&seg, SHM_CHECK_QUIET, &r), 0, "%s", r.first);
+    cr_assert_eq(p->hold_seq, 0);
+}
+
 /* A lease that went out with attempts 0 is named: only a first delivery
  * owed (READY_INC) has none yet. */
 Test(shm_check, a_lease_out_with_attempts_0)

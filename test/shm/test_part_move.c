@@ -856,7 +856,8 @@ Test(shm_part_move, a_join_window_holds_what_a_push_lands_in)
     /* Nobody ships q3: closed, and let go. */
     shm_part_join_window(&seg, 0);
     cr_assert_eq(pop(&seg, "q3", "g", 10, T0 + 4), 0, "still held");
-    cr_assert_eq(shm_part_unhold(&seg, M, nm("q3"), nm("p"), T0 + 4), 0);
+    cr_assert_eq(shm_part_unhold(&seg, M, nm("q3"), nm("p"), T0 + 5000, T0 + 4),
+                 0);
     fixture_check(&seg);
     cr_assert_eq(pop(&seg, "q3", "g", 10, T0 + 4), 1);
     expect(0, "n", 0, 1, 1);
@@ -864,8 +865,31 @@ Test(shm_part_move, a_join_window_holds_what_a_push_lands_in)
     cr_assert_eq(pop(&seg, "q3", "g", 10, T0 + 5), 1, "no hold any more");
     expect(0, "x", 0, 1, 1);
     /* and one with no hold, or no such partition, is left as it is */
-    cr_assert_eq(shm_part_unhold(&seg, M, nm("q3"), nm("p"), T0 + 6), 0);
-    cr_assert_eq(shm_part_unhold(&seg, M, nm("q9"), nm("p"), T0 + 6), 0);
+    cr_assert_eq(shm_part_unhold(&seg, M, nm("q3"), nm("p"), T0 + 5000, T0 + 6),
+                 0);
+    cr_assert_eq(shm_part_unhold(&seg, M, nm("q9"), nm("p"), T0 + 5000, T0 + 6),
+                 0);
+}
+
+/* The window's close ends only its own holds: one a draining peer's "h"
+ * line made (shm_part_hold) stays until its adopt or its time, so what
+ * that peer ships still goes first. */
+Test(shm_part_move, a_join_close_leaves_a_drains_hold)
+{
+    cr_assert_eq(pushn(&seg, "q", "p", "m", 2, T0), 0);
+    cr_assert_eq(take(&seg, "q", T0), 2);
+    shm_part_join_window(&seg, T0 + 5000);
+    cr_assert_eq(shm_part_hold(&seg, M, nm("q2"), nm("p"), T0, 4000), 0);
+    cr_assert_eq(pushn(&seg, "q2", "p", "w", 1, T0 + 1), 0);
+    shm_part_join_window(&seg, 0);
+    cr_assert_eq(shm_part_unhold(&seg, M, nm("q2"), nm("p"), T0 + 5000, T0 + 2),
+                 0);
+    cr_assert_eq(pop(&seg, "q2", "g", 10, T0 + 2), 0, "the drain's hold stays");
+    cr_assert_eq(adopt(&seg, "q2", T0 + 3), 2);
+    fixture_check(&seg);
+    cr_assert_eq(pop(&seg, "q2", "g", 10, T0 + 3), 3);
+    expect(0, "m", 0, 2, 1);
+    expect(2, "w", 0, 1, 1);
 }
 
 /* A join's hold that nobody ends runs out with the window, as a drain's
