@@ -29,6 +29,8 @@
 static void ring_wipe(struct shm_seg *seg, int w, struct shm_part *p);
 static void ring_dd_drop_head(struct shm_ring_ctx *c);
 static uint64_t ttl_behind_delayed(struct shm_ring_ctx *c, uint32_t ttl_s);
+
+#define TTL_WALK_MAX 32 /* messages ttl_behind_delayed looks at, at most */
 static void ring_unlink(struct shm_ring_ctx *c, uint32_t prev, uint32_t ref);
 
 /* ring_set_cost - p's accounted bytes become cost (its lock held), and its
@@ -1223,17 +1225,20 @@ shm_ring_ttl_locked(struct shm_ring_ctx *c, uint32_t ttl_s)
  * of the list as a withdrawn request does, its dead letter first when
  * deadLetterExpired wants one.  The walk crosses messages pushed with a
  * delay (each their own time) and stops at the first other one still in
- * its time: those behind it were pushed later.  Returns the drops to
- * count (ring_drop_counted). */
+ * its time: those behind it were pushed later.  Every push and pop comes
+ * here, so it looks TTL_WALK_MAX messages deep at most: one further in
+ * waits for the head's own time (pops pass over it meanwhile).  Returns
+ * the drops to count (ring_drop_counted). */
 static uint64_t
 ttl_behind_delayed(struct shm_ring_ctx *c, uint32_t ttl_s)
 {
     uint64_t k = 0;
-    uint32_t prev = c->p->head, r, att;
+    uint32_t prev = c->p->head, r, att, seen = 0;
 
     if (prev == 0 || !(shm_ring_msg(c->seg, prev)->enq_ms & SHM_MSG_DELAYED))
         return 0;
-    for (r = shm_ring_msg(c->seg, prev)->next; r != 0;) {
+    for (r = shm_ring_msg(c->seg, prev)->next;
+         r != 0 && seen++ < TTL_WALK_MAX;) {
         const struct shm_msg *m = shm_ring_msg(c->seg, r);
         uint32_t next = m->next;
         if (!shm_msg_outlived(m, ttl_s, c->now)) {
