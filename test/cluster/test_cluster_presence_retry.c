@@ -35,10 +35,11 @@
 #define PRES "/api/v1/presence"
 /* member_ttl_ms: a stopped node stays live 30 s, and its workers refuse
  * what needs the members' view after 15 s (master/view.c) */
-#define TTL   30000
-#define STOP  12000 /* the owner's stop: past the change's tries (10 s) */
-#define GRACE 10000 /* presence_grace_ms */
-#define OPTS  "member_ttl_ms=30000 presence_grace_ms=10000"
+#define TTL     30000
+#define STOP    12000 /* the owner's stop: past the change's tries (10 s) */
+#define GRACE   10000 /* presence_grace_ms */
+#define OPTS    "member_ttl_ms=30000 presence_grace_ms=10000"
+#define BEAT_MS 500 /* min(member_ttl_ms / 4, 500): DESIGN §3, membership */
 
 static struct cl c;
 
@@ -242,10 +243,15 @@ call_out(int from, int to)
 
 /* stop_with_a_call_out - stop node o (master and workers) at a moment
  * its master has a call open to node h, which is stopped: h reads it
- * once resumed, and so hears o as it was then (ready). */
+ * once resumed, and so hears o as it was then.  ready_at: when o was seen
+ * ready; a call is looked for only two beat periods (and a margin) later,
+ * when every call o had open before is given up, so the one h reads says
+ * ready, not starting. */
 static void
-stop_with_a_call_out(int o, int h)
+stop_with_a_call_out(int o, int h, int64_t ready_at)
 {
+    while (itest_now_ms() < ready_at + 2 * BEAT_MS + 200)
+        itest_sleep_ms(50); /* the clock is the condition */
     for (int k = 0; k < 100; k++) {
         signal_node(o, SIGSTOP);
         if (call_out(o, h))
@@ -339,7 +345,7 @@ copy_meets_a_stopped_owner(void)
     cl_start(&c, owner, OPTS);
     cr_assert(wait_log(owner, "presence: settled", settled, 10000),
               "the owner settled");
-    stop_with_a_call_out(owner, holder);
+    stop_with_a_call_out(owner, holder, itest_now_ms());
     int64_t stopped = itest_now_ms();
     cr_assert_eq(kill(c.node[holder].pid, SIGCONT), 0);
 
@@ -431,6 +437,7 @@ Test(presence_retry, the_channel_comes_back_before_its_copy_moved)
     cr_assert_eq(kill(c.node[holder].pid, SIGSTOP), 0);
     cl_start(&c, owner, OPTS);
     cr_assert(wait_log(owner, "presence: settled", settled, 10000));
+    int64_t ready_at = itest_now_ms();
     wait_conns(owner, "xgone", 1, 5000);
     /* xgone's stream ends: the owner takes that (the third node forgets
      * it), while the holder's copy still says it is open */
@@ -442,7 +449,7 @@ Test(presence_retry, the_channel_comes_back_before_its_copy_moved)
      * beats its kernel kept), fails to move the copy to it; the owner is
      * killed, and once dead (member_ttl_ms) the channel is the holder's
      * again, its copy never moved */
-    stop_with_a_call_out(owner, holder);
+    stop_with_a_call_out(owner, holder, ready_at);
     cr_assert_eq(kill(c.node[holder].pid, SIGCONT), 0);
     holder_tries(holder, owner, tried);
     cl_kill(&c, owner);
