@@ -653,7 +653,7 @@ Test(stream, two_hundred_fifty_six_subscriptions_work_and_one_more_is_400)
               "%s", r.body);
     itest_resp_free(&r);
     free(p);
-    cr_assert_eq(metric(&n, "mayfly_streams"), 0);
+    wait_metric(&n, "mayfly_streams", 0);
 }
 
 /* README's own way, encodeURIComponent(JSON.stringify(subs)), with
@@ -710,7 +710,7 @@ Test(stream, stream_max_subs_of_ordinary_names_fit_the_uri)
                        "the URI limit");
     itest_resp_free(&r);
     free(p);
-    cr_assert_eq(metric(&n, "mayfly_streams"), 0);
+    wait_metric(&n, "mayfly_streams", 0);
 }
 
 Test(stream, bad_requests_are_400_and_open_nothing)
@@ -741,7 +741,7 @@ Test(stream, bad_requests_are_400_and_open_nothing)
                  400);
     itest_assert_error(&r, 400, "invalid_name", "partition", "a bad name");
     itest_resp_free(&r);
-    cr_assert_eq(metric(&n, "mayfly_streams"), 0);
+    wait_metric(&n, "mayfly_streams", 0);
 }
 
 Test(stream, past_stream_max_is_503_with_retry_after)
@@ -803,7 +803,7 @@ Test(stream, refused_presence_streams_give_their_slot_back)
                          "%s: %ld %s", bad[k][0], r.status, r.body);
             itest_resp_free(&r);
         }
-    cr_assert_eq(metric(&n, "mayfly_streams"), 0);
+    wait_metric(&n, "mayfly_streams", 0);
     for (int i = 0; i < MAX; i++) {
         snprintf(path, sizeof(path),
                  API "/subscribe?presence=r&member=m%d&access_token=all", i);
@@ -972,7 +972,7 @@ Test(stream, tokens_are_checked_before_anything_opens, .timeout = 60)
     cr_assert_eq(get_with(&n, good, API "/subscribe?queue=room-1&group=g", &r),
                  403, "%s", r.body);
     itest_resp_free(&r);
-    cr_assert_eq(metric(&n, "mayfly_streams"), 0);
+    wait_metric(&n, "mayfly_streams", 0);
     /* access_token, as an EventSource sends it */
     snprintf(path, sizeof(path), "%s&access_token=%s", TWO_ROOMS, good);
     open_stream(&c, &n, path, NULL);
