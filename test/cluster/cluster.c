@@ -4,9 +4,13 @@
 #include "test/cluster/cluster.h"
 
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -514,4 +518,31 @@ cl_incarnation(struct cl *c, int i, char *out, size_t len)
     snprintf(out, len, "%s", itest_jstr(r.json, "incarnation"));
     cr_assert(out[0] != '\0', "%s", r.body);
     itest_resp_free(&r);
+}
+
+/* cl_held_push - see cluster.h. */
+int
+cl_held_push(struct cl *c, int i, const char *body)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)c->node[i].port)};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    char head[256];
+    int64_t end = itest_now_ms() + 10000;
+
+    cr_assert(fd >= 0);
+    cr_assert_eq(inet_pton(AF_INET, c->addr[i], &a.sin_addr), 1);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0, "%s",
+                 strerror(errno));
+    snprintf(head, sizeof(head),
+             "POST /api/v1/ephemeral/push HTTP/1.1\r\nHost: t\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n"
+             "%.10s",
+             strlen(body), body);
+    cr_assert_eq(itest_raw_send(fd, head), 0);
+    while (!itest_conn_consumed(&c->node[i], fd)) {
+        cr_assert_lt(itest_now_ms(), end, "the push head was never read");
+        itest_sleep_ms(5);
+    }
+    return fd;
 }

@@ -45,6 +45,12 @@ void cl_start(struct cl *c, int i, const char *opts);
  * once, for a test that watches its start itself. */
 void cl_spawn(struct cl *c, int i, const char *opts);
 
+/* cl_held_push - a push to node i whose head and first bytes are sent and
+ * read by a worker: in flight, so the node's drain (and its hand-over,
+ * which follows its workers' exit) waits for the rest, up to 5 s.  The
+ * client socket. */
+int cl_held_push(struct cl *c, int i, const char *body);
+
 /* cl_kill - SIGKILL node i, reap it, and wait (10 s at most) until its
  * workers are gone too: they hold its client port until then. */
 void cl_kill(struct cl *c, int i);

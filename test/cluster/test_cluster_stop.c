@@ -264,35 +264,6 @@ configurer(void *arg)
     return NULL;
 }
 
-/* held_push - a push to node i whose head and first bytes are sent and
- * read by a worker: in flight, so the node's drain waits for the rest (up
- * to 5 s).  The client socket. */
-static int
-held_push(int i, const char *body)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)c.node[i].port)};
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    char head[256];
-    int64_t end = itest_now_ms() + 10000;
-
-    cr_assert(fd >= 0);
-    cr_assert_eq(inet_pton(AF_INET, c.addr[i], &a.sin_addr), 1);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0, "%s",
-                 strerror(errno));
-    snprintf(head, sizeof(head),
-             "POST /api/v1/ephemeral/push HTTP/1.1\r\nHost: t\r\n"
-             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n"
-             "%.10s",
-             strlen(body), body);
-    cr_assert_eq(itest_raw_send(fd, head), 0);
-    while (!itest_conn_consumed(&c.node[i], fd)) {
-        cr_assert_lt(itest_now_ms(), end, "the push head was never read");
-        itest_sleep_ms(5);
-    }
-    return fd;
-}
-
 /*
  * warm_up - payload 0 pushed and read by both groups where p lives, so
  * that x knows both before the load (a group is known on the other nodes
@@ -473,7 +444,7 @@ Test(cluster_stop, clients_of_the_other_nodes_never_see_an_owner_stop)
     }
     ops_before = l.ops;
     /* A push of x's own client in flight keeps x draining for a while. */
-    int held = held_push(l.x, own_body);
+    int held = cl_held_push(&c, l.x, own_body);
     t0 = itest_now_ms();
     cr_assert_eq(kill(c.node[l.x].pid, SIGTERM), 0);
     stop_owner(&l, held, t0, &f);

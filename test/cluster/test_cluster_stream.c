@@ -433,36 +433,6 @@ Test(cluster_stream, a_stream_follows_its_rooms_away_and_back_to_a_restart)
     sse_close(&s);
 }
 
-/* held_push - a push to node i whose head and first bytes are sent and
- * read by a worker: in flight, so the node's drain (and its hand-over,
- * which follows its workers' exit) waits for the rest, up to 5 s.  The
- * client socket. */
-static int
-held_push(int i, const char *body)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)c.node[i].port)};
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    char head[256];
-    int64_t end = itest_now_ms() + 10000;
-
-    cr_assert(fd >= 0);
-    cr_assert_eq(inet_pton(AF_INET, c.addr[i], &a.sin_addr), 1);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0, "%s",
-                 strerror(errno));
-    snprintf(head, sizeof(head),
-             "POST " API "/push HTTP/1.1\r\nHost: t\r\n"
-             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n"
-             "%.10s",
-             strlen(body), body);
-    cr_assert_eq(itest_raw_send(fd, head), 0);
-    while (!itest_conn_consumed(&c.node[i], fd)) {
-        cr_assert_lt(itest_now_ms(), end, "the push head was never read");
-        itest_sleep_ms(5);
-    }
-    return fd;
-}
-
 /* push_each - payload n to each room of queue, through nodes 0 and 2 (a
  * push refused while the owners change is sent again). */
 static void
@@ -506,7 +476,7 @@ Test(cluster_stream, a_resume_while_the_rings_are_on_their_way_waits_for_them)
     for (int i = 0; i < 3; i++)
         push_n(i, "cw", r[i], 0, n);
     wait_upto(&w, n);
-    fd = held_push(1, slow);
+    fd = cl_held_push(&c, 1, slow);
     int64_t t_term = itest_now_ms();
     kill(c.node[1].pid, SIGTERM);
     cr_assert(sse_wait_closed(&s, 30000), "the stream outlived SIGTERM");
